@@ -1,0 +1,248 @@
+//! 2-D convolution (im2col + gemm, with the bias folded into the product)
+//! and direct max/average pooling, parallel over samples and planes.
+
+use std::ops::Range;
+
+use blaze_runtime::shape::window_output_size;
+use blaze_runtime::{Conv2dOptions, Pool2dOptions};
+use rayon::prelude::*;
+
+use crate::elementwise::build;
+use crate::matmul::{GemmFloat, gemm_raw};
+use crate::storage::{Array, Num};
+
+/// The output positions `o` along one axis whose tap `o * stride + offset`
+/// (with `offset = tap * dilation - padding`) falls inside `0..size`.
+fn valid_range(out: usize, size: usize, stride: usize, offset: isize) -> Range<usize> {
+    // o * stride + offset >= 0  <=>  o >= ceil(-offset / stride)
+    let lo = if offset >= 0 { 0 } else { ((-offset) as usize).div_ceil(stride) };
+    // o * stride + offset < size  <=>  o < ceil((size - offset) / stride)
+    let hi = if offset >= size as isize { 0 } else { ((size as isize - offset) as usize).div_ceil(stride) };
+    let lo = lo.min(out);
+    lo..hi.min(out).max(lo)
+}
+
+/// Unfolds one group of one sample `x: [cg, h, w]` into `cols: [cg * kh * kw, oh * ow]`.
+fn im2col<T: Num>(
+    x: &[T],
+    cols: &mut [T],
+    [cg, h, w]: [usize; 3],
+    [kh, kw]: [usize; 2],
+    [oh, ow]: [usize; 2],
+    o: &Conv2dOptions,
+) {
+    let [sh, sw] = o.stride;
+    let [ph, pw] = o.padding;
+    let [dh, dw] = o.dilation;
+    for c in 0..cg {
+        let plane = &x[c * h * w..(c + 1) * h * w];
+        for ki in 0..kh {
+            let off_y = (ki * dh) as isize - ph as isize;
+            let ys = valid_range(oh, h, sh, off_y);
+            for kj in 0..kw {
+                let off_x = (kj * dw) as isize - pw as isize;
+                let xs = valid_range(ow, w, sw, off_x);
+                let row = &mut cols[((c * kh + ki) * kw + kj) * oh * ow..][..oh * ow];
+                for oy in 0..oh {
+                    let dst = &mut row[oy * ow..(oy + 1) * ow];
+                    if !ys.contains(&oy) {
+                        dst.fill(T::ZERO);
+                        continue;
+                    }
+                    let iy = (oy * sh) as isize + off_y;
+                    let src = &plane[iy as usize * w..(iy as usize + 1) * w];
+                    dst[..xs.start].fill(T::ZERO);
+                    dst[xs.end..].fill(T::ZERO);
+                    if xs.is_empty() {
+                        continue;
+                    }
+                    let x0 = (xs.start * sw) as isize + off_x;
+                    if sw == 1 {
+                        let len = xs.end - xs.start;
+                        dst[xs.clone()].copy_from_slice(&src[x0 as usize..x0 as usize + len]);
+                    } else {
+                        for (i, ox) in xs.clone().enumerate() {
+                            dst[ox] = src[x0 as usize + i * sw];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `x: [n, c, h, w]` convolved with `weight: [o, c / g, kh, kw]` plus `bias`.
+pub(crate) fn conv2d<T: GemmFloat>(x: &Array<T>, weight: &Array<T>, bias: Option<&Array<T>>, opt: &Conv2dOptions) -> Array<T> {
+    let x = x.as_standard_layout();
+    let weight = weight.as_standard_layout();
+    let xs = x.as_slice().expect("standard layout");
+    let ws = weight.as_slice().expect("standard layout");
+    let (n, c, h, w) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
+    let (co, cg, kh, kw) = (weight.shape()[0], weight.shape()[1], weight.shape()[2], weight.shape()[3]);
+    let g = opt.groups;
+    let og = co / g;
+    let size = |i: usize, k: usize| {
+        window_output_size([h, w][i], k, opt.stride[i], opt.padding[i], opt.dilation[i]).expect("the runtime checked the window")
+    };
+    let (oh, ow) = (size(0, kh), size(1, kw));
+    let (plane, kdim) = (oh * ow, cg * kh * kw);
+    let bias: Option<Vec<T>> = bias.map(|b| b.iter().copied().collect());
+    // A 1x1 kernel with unit stride and no padding reads the input as is.
+    let direct = kh == 1 && kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
+
+    let mut out = vec![T::ZERO; n * co * plane];
+    let sample = |cols: &mut Vec<T>, (s, dst): (usize, &mut [T]), parallel: bool| {
+        if let Some(b) = &bias {
+            for (oc, d) in dst.chunks_mut(plane).enumerate() {
+                d.fill(b[oc]);
+            }
+        }
+        for gi in 0..g {
+            let xg = &xs[(s * c + gi * cg) * h * w..][..cg * h * w];
+            let rhs: &[T] = if direct {
+                xg
+            } else {
+                cols.resize(kdim * plane, T::ZERO);
+                im2col(xg, cols, [cg, h, w], [kh, kw], [oh, ow], opt);
+                cols
+            };
+            let lhs = &ws[gi * og * kdim..][..og * kdim];
+            let d = &mut dst[gi * og * plane..][..og * plane];
+            // SAFETY: lhs is og x kdim, rhs kdim x plane and d og x plane,
+            // all row-major slices of exactly those sizes.
+            unsafe {
+                gemm_raw(
+                    og,
+                    plane,
+                    kdim,
+                    d.as_mut_ptr(),
+                    plane as isize,
+                    lhs.as_ptr(),
+                    kdim as isize,
+                    1,
+                    rhs.as_ptr(),
+                    plane as isize,
+                    1,
+                    bias.is_some(),
+                    parallel,
+                )
+            };
+        }
+    };
+    let per_sample = co * plane;
+    if n > 1 && rayon::current_num_threads() > 1 && n * per_sample * kdim >= 1 << 18 {
+        out.par_chunks_mut(per_sample.max(1))
+            .enumerate()
+            .for_each_init(Vec::new, |cols, job| sample(cols, job, false));
+    } else {
+        let mut cols = Vec::new();
+        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
+            sample(&mut cols, job, true);
+        }
+    }
+    build(&[n, co, oh, ow], out)
+}
+
+/// Pools every `[h, w]` plane; `reduce` gets the window's taps (flat plane
+/// indices) and returns the output value and the index of interest.
+fn pool<T: Num>(
+    x: &Array<T>,
+    opt: &Pool2dOptions,
+    reduce: impl Fn(&[T], &mut dyn Iterator<Item = Option<usize>>) -> (T, i64) + Sync,
+    with_indices: bool,
+) -> (Array<T>, Option<Array<i64>>) {
+    let x = x.as_standard_layout();
+    let xs = x.as_slice().expect("standard layout");
+    let (n, c, h, w) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
+    let [kh, kw] = opt.kernel;
+    let [sh, sw] = opt.stride;
+    let [ph, pw] = opt.padding;
+    let oh = window_output_size(h, kh, sh, ph, 1).expect("the runtime checked the window");
+    let ow = window_output_size(w, kw, sw, pw, 1).expect("the runtime checked the window");
+    let plane = oh * ow;
+    let mut out = vec![T::ZERO; n * c * plane];
+    let mut idx = vec![0i64; if with_indices { n * c * plane } else { 0 }];
+    let one_plane = |p: usize, out: &mut [T], idx: &mut [i64]| {
+        let src = &xs[p * h * w..(p + 1) * h * w];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let y0 = (oy * sh) as isize - ph as isize;
+                let x0 = (ox * sw) as isize - pw as isize;
+                let mut taps = (0..kh).flat_map(|i| (0..kw).map(move |j| (y0 + i as isize, x0 + j as isize))).map(|(y, x)| {
+                    (y >= 0 && x >= 0 && (y as usize) < h && (x as usize) < w).then(|| y as usize * w + x as usize)
+                });
+                let (v, i) = reduce(src, &mut taps);
+                out[oy * ow + ox] = v;
+                if let Some(slot) = idx.get_mut(oy * ow + ox) {
+                    *slot = i;
+                }
+            }
+        }
+    };
+    let planes = n * c;
+    let fork = planes > 1 && rayon::current_num_threads() > 1 && xs.len() >= 1 << 16;
+    if with_indices {
+        if fork {
+            out.par_chunks_mut(plane.max(1))
+                .zip(idx.par_chunks_mut(plane.max(1)))
+                .enumerate()
+                .for_each(|(p, (o, i))| one_plane(p, o, i));
+        } else {
+            for (p, (o, i)) in out.chunks_mut(plane.max(1)).zip(idx.chunks_mut(plane.max(1))).enumerate() {
+                one_plane(p, o, i);
+            }
+        }
+    } else if fork {
+        out.par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, o)| one_plane(p, o, &mut []));
+    } else {
+        for (p, o) in out.chunks_mut(plane.max(1)).enumerate() {
+            one_plane(p, o, &mut []);
+        }
+    }
+    let shape = [n, c, oh, ow];
+    (build(&shape, out), with_indices.then(|| build(&shape, idx)))
+}
+
+/// Max pooling; padding never wins (it counts as `-inf`), NaN does.
+pub(crate) fn max_pool2d<T: Num>(x: &Array<T>, opt: &Pool2dOptions, with_indices: bool) -> (Array<T>, Option<Array<i64>>) {
+    pool(
+        x,
+        opt,
+        |src, taps| {
+            let mut best: Option<(T, usize)> = None;
+            for t in taps.flatten() {
+                let v = src[t];
+                let take = match best {
+                    None => true,
+                    Some((b, _)) => !b.is_nan() && (v.is_nan() || v > b),
+                };
+                if take {
+                    best = Some((v, t));
+                }
+            }
+            // The runtime keeps padding below half the window, so every
+            // window holds at least one real tap.
+            let (v, t) = best.expect("a pooling window holds a real tap");
+            (v, t as i64)
+        },
+        with_indices,
+    )
+}
+
+/// Average pooling; padded zeros count in the divisor (`count_include_pad`).
+pub(crate) fn avg_pool2d<T: Num + num_traits::Float>(x: &Array<T>, opt: &Pool2dOptions) -> Array<T> {
+    let area = T::from_f64((opt.kernel[0] * opt.kernel[1]) as f64);
+    pool(
+        x,
+        opt,
+        |src, taps| {
+            let mut sum = T::ZERO;
+            for t in taps.flatten() {
+                sum += src[t];
+            }
+            (sum / area, 0)
+        },
+        false,
+    )
+    .0
+}

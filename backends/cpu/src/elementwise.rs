@@ -1,0 +1,201 @@
+//! Elementwise kernels: unary maps, binary zips with NumPy broadcasting, and
+//! selection. Contiguous inputs and the common broadcast patterns (a bias
+//! row, a per-row scalar) take slice loops that the compiler vectorises;
+//! anything else falls back to ndarray's strided `Zip`.
+
+use std::mem::MaybeUninit;
+
+use blaze_runtime::shape::broadcast_shapes;
+use ndarray::{ArrayView, IxDyn, Zip};
+use rayon::prelude::*;
+
+use crate::parallel::{CHUNK, fill, should_fork};
+use crate::storage::Array;
+
+/// Builds an array from a row-major vector that fills `shape`.
+pub(crate) fn build<U>(shape: &[usize], v: Vec<U>) -> Array<U> {
+    Array::from_shape_vec(IxDyn(shape), v).expect("kernel output length matches its shape")
+}
+
+/// `f` applied to every element; parallel above `fork_min` elements.
+pub(crate) fn map<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
+where
+    T: Copy + Send + Sync,
+    U: Copy + Send,
+{
+    if let Some(s) = a.as_slice() {
+        let v: Vec<U> = if should_fork(s.len(), fork_min) {
+            s.par_iter().with_min_len(CHUNK).map(|&x| f(x)).collect()
+        } else {
+            s.iter().map(|&x| f(x)).collect()
+        };
+        return build(a.shape(), v);
+    }
+    a.map(|&x| f(x)).into_shared()
+}
+
+/// How a broadcast operand lays over the output, seen as rows of `inner`.
+#[derive(Clone, Copy)]
+enum Operand<'a, T> {
+    /// Row `r` is `s[r * inner..][..inner]`: a contiguous operand.
+    Rows(&'a [T]),
+    /// Every row is `s` (`s.len() == inner`): a broadcast trailing block.
+    Same(&'a [T]),
+    /// Row `r` is `inner` copies of `s[r]`: a broadcast per-row scalar.
+    PerRow(&'a [T]),
+}
+
+/// Recognises a broadcast view as `Same` or `PerRow`, returning the row length.
+fn classify<'a, T>(v: &ArrayView<'a, T, IxDyn>) -> Option<(Operand<'a, T>, usize)> {
+    let shape = v.shape();
+    let strides = v.strides();
+    let n = shape.len();
+    // Trailing dims that are contiguous row-major form the block.
+    let mut expected = 1isize;
+    let mut k = n;
+    while k > 0 {
+        let i = k - 1;
+        if shape[i] != 1 {
+            if strides[i] != expected {
+                break;
+            }
+            expected *= shape[i] as isize;
+        }
+        k -= 1;
+    }
+    let inner: usize = shape[k..].iter().product();
+    if (0..k).all(|i| shape[i] == 1 || strides[i] == 0) {
+        // SAFETY: the trailing dims are row-major contiguous from `as_ptr`,
+        // so `inner` elements there belong to the viewed array.
+        let s = unsafe { std::slice::from_raw_parts(v.as_ptr(), inner) };
+        return Some((Operand::Same(s), inner));
+    }
+    // Leading dims contiguous and trailing dims all broadcast: a per-row scalar.
+    let mut m = n;
+    while m > 0 && (shape[m - 1] == 1 || strides[m - 1] == 0) {
+        m -= 1;
+    }
+    let mut expected = 1isize;
+    for i in (0..m).rev() {
+        if shape[i] != 1 {
+            if strides[i] != expected {
+                return None;
+            }
+            expected *= shape[i] as isize;
+        }
+    }
+    let outer: usize = shape[..m].iter().product();
+    let inner: usize = shape[m..].iter().product();
+    // SAFETY: the leading dims are row-major contiguous from `as_ptr`.
+    let s = unsafe { std::slice::from_raw_parts(v.as_ptr(), outer) };
+    Some((Operand::PerRow(s), inner))
+}
+
+/// One row of an operand: a slice or a single repeated value.
+enum Row<'a, T> {
+    Slice(&'a [T]),
+    Scalar(T),
+}
+
+impl<'a, T: Copy> Operand<'a, T> {
+    fn row(self, r: usize, inner: usize) -> Row<'a, T> {
+        match self {
+            Operand::Rows(s) => Row::Slice(&s[r * inner..(r + 1) * inner]),
+            Operand::Same(s) => Row::Slice(s),
+            Operand::PerRow(s) => Row::Scalar(s[r]),
+        }
+    }
+}
+
+fn write_row<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row<'_, T>, f: &impl Fn(T, T) -> U) {
+    match (a, b) {
+        (Row::Slice(x), Row::Slice(y)) => {
+            for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
+                o.write(f(x, y));
+            }
+        }
+        (Row::Slice(x), Row::Scalar(y)) => {
+            for (o, &x) in out.iter_mut().zip(x) {
+                o.write(f(x, y));
+            }
+        }
+        (Row::Scalar(x), Row::Slice(y)) => {
+            for (o, &y) in out.iter_mut().zip(y) {
+                o.write(f(x, y));
+            }
+        }
+        (Row::Scalar(x), Row::Scalar(y)) => {
+            for o in out.iter_mut() {
+                o.write(f(x, y));
+            }
+        }
+    }
+}
+
+/// `f(a, b)` elementwise with NumPy broadcasting (equal ranks).
+pub(crate) fn zip<T, U>(a: &Array<T>, b: &Array<T>, fork_min: usize, f: impl Fn(T, T) -> U + Sync + Send) -> Array<U>
+where
+    T: Copy + Send + Sync,
+    U: Copy + Send,
+{
+    let shape = broadcast_shapes(a.shape(), b.shape()).expect("the runtime checked that the shapes broadcast");
+    let n: usize = shape.iter().product();
+    let fork = should_fork(n, fork_min);
+    let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
+    let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
+    if let (Some(x), Some(y)) = (av.as_slice(), bv.as_slice()) {
+        let v = if fork {
+            x.par_iter().zip(y).with_min_len(CHUNK).map(|(&x, &y)| f(x, y)).collect()
+        } else {
+            x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect()
+        };
+        return build(&shape, v);
+    }
+    // A one-element operand is a scalar: map the other one.
+    if b.len() == 1 && av.as_slice().is_some() {
+        let y = *b.iter().next().expect("one element");
+        // `av` is row-major without broadcast dims, so `a` has the output shape.
+        return map(a, fork_min, |x| f(x, y));
+    }
+    if a.len() == 1 && bv.as_slice().is_some() {
+        let x = *a.iter().next().expect("one element");
+        return map(b, fork_min, |y| f(x, y));
+    }
+    let ops = match (av.as_slice(), bv.as_slice()) {
+        (Some(x), None) => classify(&bv).map(|(o, inner)| (Operand::Rows(x), o, inner)),
+        (None, Some(y)) => classify(&av).map(|(o, inner)| (o, Operand::Rows(y), inner)),
+        _ => match (classify(&av), classify(&bv)) {
+            (Some((oa, ia)), Some((ob, ib))) if ia == ib => Some((oa, ob, ia)),
+            _ => None,
+        },
+    };
+    if let Some((oa, ob, inner)) = ops {
+        if inner > 0 && n > 0 {
+            let v = fill(n, inner, fork, |start, out| {
+                let first = start / inner;
+                for (i, row) in out.chunks_mut(inner).enumerate() {
+                    write_row(row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
+                }
+            });
+            return build(&shape, v);
+        }
+    }
+    Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y)).into_shared()
+}
+
+/// `cond ? a : b` with broadcasting over all three.
+pub(crate) fn select<T>(cond: &Array<bool>, a: &Array<T>, b: &Array<T>) -> Array<T>
+where
+    T: Copy + Send + Sync,
+{
+    let ab = broadcast_shapes(a.shape(), b.shape()).expect("the runtime checked that the shapes broadcast");
+    let shape = broadcast_shapes(cond.shape(), &ab).expect("the runtime checked that the shapes broadcast");
+    let cv = cond.broadcast(IxDyn(&shape)).expect("broadcastable");
+    let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
+    let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
+    if let (Some(c), Some(x), Some(y)) = (cv.as_slice(), av.as_slice(), bv.as_slice()) {
+        let v = c.iter().zip(x).zip(y).map(|((&c, &x), &y)| if c { x } else { y }).collect();
+        return build(&shape, v);
+    }
+    Zip::from(&cv).and(&av).and(&bv).map_collect(|&c, &x, &y| if c { x } else { y }).into_shared()
+}

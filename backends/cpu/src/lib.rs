@@ -1,0 +1,412 @@
+//! The Blaze CPU backend.
+//!
+//! Storage is an ndarray per dtype ([`CpuStorage`]); permutes and slices are
+//! views that share the values. Matmul and convolution go through the `gemm`
+//! crate, which selects AVX-512 kernels at run time where the CPU has them.
+//! Elementwise ops and reductions run as tight serial loops on small tensors
+//! and fork onto rayon's pool only above a size threshold, because waking a
+//! second core costs more than a small op does.
+//!
+//! Thread count follows rayon: run work inside
+//! `rayon::ThreadPoolBuilder::new().num_threads(n).build()?.install(..)` to
+//! pin it (the benchmarks do this for their 1- and 2-thread columns).
+
+mod conv;
+mod elementwise;
+mod matmul;
+mod movement;
+mod parallel;
+mod reduce;
+mod storage;
+
+use std::ops::Range;
+
+use blaze_runtime::{Backend, BinaryOp, CmpOp, Conv2dOptions, DType, Pool2dOptions, ReduceOp, TensorData, UnaryOp};
+use ndarray::IxDyn;
+
+use crate::elementwise::{map, select, zip};
+use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
+use crate::reduce::Fold;
+pub use crate::storage::CpuStorage;
+use crate::storage::{Array, Float, Num, map_storage};
+
+/// The CPU backend.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cpu;
+
+/// The CPU as a device (there is one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CpuDevice;
+
+/// A CPU tensor of rank `D`.
+pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
+
+fn unsupported(op: &str, dtype: DType) -> ! {
+    panic!("{op}: not defined for dtype {dtype}")
+}
+
+fn unary_float<T: Float>(op: UnaryOp, a: &Array<T>) -> Array<T> {
+    let half = T::from_f64(0.5);
+    let one = T::ONE;
+    let zero = T::ZERO;
+    match op {
+        UnaryOp::Neg => map(a, CHEAP_OP_MIN, |x| -x),
+        UnaryOp::Abs => map(a, CHEAP_OP_MIN, |x| x.abs()),
+        UnaryOp::Exp => map(a, COSTLY_OP_MIN, |x| x.exp()),
+        UnaryOp::Log => map(a, COSTLY_OP_MIN, |x| x.ln()),
+        UnaryOp::Sqrt => map(a, COSTLY_OP_MIN, |x| x.sqrt()),
+        UnaryOp::Recip => map(a, CHEAP_OP_MIN, |x| one / x),
+        UnaryOp::Tanh => map(a, COSTLY_OP_MIN, |x| x.tanh()),
+        UnaryOp::Sigmoid => map(a, COSTLY_OP_MIN, move |x| one / (one + (-x).exp())),
+        UnaryOp::Relu => map(a, CHEAP_OP_MIN, move |x| if x > zero { x } else { zero }),
+        UnaryOp::Gelu => {
+            let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
+            map(a, COSTLY_OP_MIN, move |x| half * x * (one + Float::erf(x * inv_sqrt2)))
+        }
+        UnaryOp::LeakyRelu(slope) => {
+            let slope = T::from_f64(slope);
+            map(a, CHEAP_OP_MIN, move |x| if x > zero { x } else { x * slope })
+        }
+        UnaryOp::Sin => map(a, COSTLY_OP_MIN, |x| x.sin()),
+        UnaryOp::Cos => map(a, COSTLY_OP_MIN, |x| x.cos()),
+        UnaryOp::Erf => map(a, COSTLY_OP_MIN, Float::erf),
+        UnaryOp::Floor => map(a, CHEAP_OP_MIN, |x| x.floor()),
+        UnaryOp::Ceil => map(a, CHEAP_OP_MIN, |x| x.ceil()),
+        UnaryOp::Sign => map(a, CHEAP_OP_MIN, move |x| {
+            if x > zero {
+                one
+            } else if x < zero {
+                -one
+            } else {
+                x
+            }
+        }),
+        UnaryOp::Not => unsupported("logical_not", DType::F32),
+    }
+}
+
+fn binary_float<T: Float>(op: BinaryOp, a: &Array<T>, b: &Array<T>) -> Array<T> {
+    match op {
+        BinaryOp::Add => zip(a, b, CHEAP_OP_MIN, |x, y| x + y),
+        BinaryOp::Sub => zip(a, b, CHEAP_OP_MIN, |x, y| x - y),
+        BinaryOp::Mul => zip(a, b, CHEAP_OP_MIN, |x, y| x * y),
+        BinaryOp::Div => zip(a, b, CHEAP_OP_MIN, |x, y| x / y),
+        BinaryOp::Pow => zip(a, b, COSTLY_OP_MIN, |x, y| x.powf(y)),
+        BinaryOp::Maximum => zip(a, b, CHEAP_OP_MIN, |x, y| if Num::is_nan(x) || x > y { x } else { y }),
+        BinaryOp::Minimum => zip(a, b, CHEAP_OP_MIN, |x, y| if Num::is_nan(x) || x < y { x } else { y }),
+        BinaryOp::And | BinaryOp::Or => unsupported(op.name(), DType::F32),
+    }
+}
+
+fn binary_i64(op: BinaryOp, a: &Array<i64>, b: &Array<i64>) -> Array<i64> {
+    match op {
+        BinaryOp::Add => zip(a, b, CHEAP_OP_MIN, i64::wrapping_add),
+        BinaryOp::Sub => zip(a, b, CHEAP_OP_MIN, i64::wrapping_sub),
+        BinaryOp::Mul => zip(a, b, CHEAP_OP_MIN, i64::wrapping_mul),
+        BinaryOp::Div => zip(a, b, CHEAP_OP_MIN, |x, y| {
+            assert!(y != 0, "div: integer division by zero");
+            x.wrapping_div(y)
+        }),
+        BinaryOp::Maximum => zip(a, b, CHEAP_OP_MIN, i64::max),
+        BinaryOp::Minimum => zip(a, b, CHEAP_OP_MIN, i64::min),
+        BinaryOp::Pow | BinaryOp::And | BinaryOp::Or => unsupported(op.name(), DType::I64),
+    }
+}
+
+fn binary_bool(op: BinaryOp, a: &Array<bool>, b: &Array<bool>) -> Array<bool> {
+    match op {
+        BinaryOp::And => zip(a, b, CHEAP_OP_MIN, |x, y| x & y),
+        BinaryOp::Or => zip(a, b, CHEAP_OP_MIN, |x, y| x | y),
+        _ => unsupported(op.name(), DType::Bool),
+    }
+}
+
+fn compare<T: Copy + PartialOrd + Send + Sync>(op: CmpOp, a: &Array<T>, b: &Array<T>) -> Array<bool> {
+    match op {
+        CmpOp::Eq => zip(a, b, CHEAP_OP_MIN, |x, y| x == y),
+        CmpOp::Ne => zip(a, b, CHEAP_OP_MIN, |x, y| x != y),
+        CmpOp::Lt => zip(a, b, CHEAP_OP_MIN, |x, y| x < y),
+        CmpOp::Le => zip(a, b, CHEAP_OP_MIN, |x, y| x <= y),
+        CmpOp::Gt => zip(a, b, CHEAP_OP_MIN, |x, y| x > y),
+        CmpOp::Ge => zip(a, b, CHEAP_OP_MIN, |x, y| x >= y),
+    }
+}
+
+/// A one-element array of `x`'s rank holding `value`, so it broadcasts.
+fn scalar_like<T: Clone, U>(x: &Array<U>, value: T) -> Array<T> {
+    Array::from_elem(IxDyn(&vec![1; x.ndim()]), value)
+}
+
+fn reduce_num<T: Num>(op: ReduceOp, a: &Array<T>, dim: usize) -> CpuStorage
+where
+    Array<T>: IntoStorage,
+{
+    match op {
+        ReduceOp::Sum => reduce::fold(a, dim, Fold::Sum).into_storage(),
+        ReduceOp::Max => reduce::fold(a, dim, Fold::Max).into_storage(),
+        ReduceOp::Min => reduce::fold(a, dim, Fold::Min).into_storage(),
+        ReduceOp::ArgMax => CpuStorage::I64(reduce::arg(a, dim, true)),
+        ReduceOp::ArgMin => CpuStorage::I64(reduce::arg(a, dim, false)),
+    }
+}
+
+/// Wraps a typed array back into the storage enum.
+trait IntoStorage {
+    fn into_storage(self) -> CpuStorage;
+}
+impl IntoStorage for Array<f32> {
+    fn into_storage(self) -> CpuStorage {
+        CpuStorage::F32(self)
+    }
+}
+impl IntoStorage for Array<f64> {
+    fn into_storage(self) -> CpuStorage {
+        CpuStorage::F64(self)
+    }
+}
+impl IntoStorage for Array<i64> {
+    fn into_storage(self) -> CpuStorage {
+        CpuStorage::I64(self)
+    }
+}
+
+/// Converts every element of `a` to `dtype`.
+fn cast_from<T: Copy + Send + Sync + blaze_runtime::Element>(a: &Array<T>, dtype: DType) -> CpuStorage {
+    match dtype {
+        DType::F32 => CpuStorage::F32(map(a, CHEAP_OP_MIN, |x| x.to_f64() as f32)),
+        DType::F64 => CpuStorage::F64(map(a, CHEAP_OP_MIN, |x| x.to_f64())),
+        DType::I64 => CpuStorage::I64(map(a, CHEAP_OP_MIN, |x| x.to_f64() as i64)),
+        DType::Bool => CpuStorage::Bool(map(a, CHEAP_OP_MIN, |x| x.to_f64() != 0.0)),
+    }
+}
+
+impl Backend for Cpu {
+    type Device = CpuDevice;
+    type Storage = CpuStorage;
+
+    fn name() -> &'static str {
+        "cpu"
+    }
+
+    fn from_data(data: TensorData, _device: &CpuDevice) -> CpuStorage {
+        CpuStorage::from_data(data)
+    }
+
+    fn to_data(x: &CpuStorage) -> TensorData {
+        x.to_data()
+    }
+
+    fn full(shape: &[usize], value: f64, dtype: DType, _device: &CpuDevice) -> CpuStorage {
+        let shape = IxDyn(shape);
+        match dtype {
+            DType::F32 => CpuStorage::F32(Array::from_elem(shape, value as f32)),
+            DType::F64 => CpuStorage::F64(Array::from_elem(shape, value)),
+            DType::I64 => CpuStorage::I64(Array::from_elem(shape, value as i64)),
+            DType::Bool => CpuStorage::Bool(Array::from_elem(shape, value != 0.0)),
+        }
+    }
+
+    fn shape(x: &CpuStorage) -> Vec<usize> {
+        x.shape().to_vec()
+    }
+
+    fn dtype(x: &CpuStorage) -> DType {
+        x.dtype()
+    }
+
+    fn device(_x: &CpuStorage) -> CpuDevice {
+        CpuDevice
+    }
+
+    fn cast(x: &CpuStorage, dtype: DType) -> CpuStorage {
+        match x {
+            CpuStorage::F32(a) => cast_from(a, dtype),
+            CpuStorage::F64(a) => cast_from(a, dtype),
+            CpuStorage::I64(a) => cast_from(a, dtype),
+            CpuStorage::Bool(a) => cast_from(a, dtype),
+        }
+    }
+
+    fn unary(op: UnaryOp, x: &CpuStorage) -> CpuStorage {
+        match x {
+            CpuStorage::F32(a) => CpuStorage::F32(unary_float(op, a)),
+            CpuStorage::F64(a) => CpuStorage::F64(unary_float(op, a)),
+            CpuStorage::I64(a) => CpuStorage::I64(match op {
+                UnaryOp::Neg => map(a, CHEAP_OP_MIN, i64::wrapping_neg),
+                UnaryOp::Abs => map(a, CHEAP_OP_MIN, i64::wrapping_abs),
+                UnaryOp::Sign => map(a, CHEAP_OP_MIN, i64::signum),
+                _ => unsupported(op.name(), DType::I64),
+            }),
+            CpuStorage::Bool(a) => match op {
+                UnaryOp::Not => CpuStorage::Bool(map(a, CHEAP_OP_MIN, |x| !x)),
+                _ => unsupported(op.name(), DType::Bool),
+            },
+        }
+    }
+
+    fn binary(op: BinaryOp, a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        match (a, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(binary_float(op, a, b)),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(binary_float(op, a, b)),
+            (CpuStorage::I64(a), CpuStorage::I64(b)) => CpuStorage::I64(binary_i64(op, a, b)),
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(binary_bool(op, a, b)),
+            (a, b) => panic!("{}: dtypes {} and {} differ", op.name(), a.dtype(), b.dtype()),
+        }
+    }
+
+    fn binary_scalar(op: BinaryOp, x: &CpuStorage, scalar: f64) -> CpuStorage {
+        let s = map_storage!(x, a => scalar_like(a, blaze_runtime::Element::from_f64(scalar)));
+        Self::binary(op, x, &s)
+    }
+
+    fn compare(op: CmpOp, a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        CpuStorage::Bool(match (a, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => compare(op, a, b),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => compare(op, a, b),
+            (CpuStorage::I64(a), CpuStorage::I64(b)) => compare(op, a, b),
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => compare(op, a, b),
+            (a, b) => panic!("{}: dtypes {} and {} differ", op.name(), a.dtype(), b.dtype()),
+        })
+    }
+
+    fn compare_scalar(op: CmpOp, x: &CpuStorage, scalar: f64) -> CpuStorage {
+        let s = map_storage!(x, a => scalar_like(a, blaze_runtime::Element::from_f64(scalar)));
+        Self::compare(op, x, &s)
+    }
+
+    fn where_cond(cond: &CpuStorage, a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        let c = cond.as_bool("where_cond");
+        match (a, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(select(c, a, b)),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(select(c, a, b)),
+            (CpuStorage::I64(a), CpuStorage::I64(b)) => CpuStorage::I64(select(c, a, b)),
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(select(c, a, b)),
+            (a, b) => panic!("where_cond: dtypes {} and {} differ", a.dtype(), b.dtype()),
+        }
+    }
+
+    fn reduce(op: ReduceOp, x: &CpuStorage, dim: usize) -> CpuStorage {
+        match x {
+            CpuStorage::F32(a) => reduce_num(op, a, dim),
+            CpuStorage::F64(a) => reduce_num(op, a, dim),
+            CpuStorage::I64(a) => reduce_num(op, a, dim),
+            CpuStorage::Bool(_) => unsupported(op.name(), DType::Bool),
+        }
+    }
+
+    fn matmul(a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        match (a, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(matmul::matmul(a, b)),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(matmul::matmul(a, b)),
+            (a, b) => panic!("matmul: not defined for dtypes {} and {}", a.dtype(), b.dtype()),
+        }
+    }
+
+    fn reshape(x: &CpuStorage, shape: &[usize]) -> CpuStorage {
+        map_storage!(x, a => movement::reshape(a, shape))
+    }
+
+    fn permute(x: &CpuStorage, axes: &[usize]) -> CpuStorage {
+        map_storage!(x, a => movement::permute(a, axes))
+    }
+
+    fn expand(x: &CpuStorage, shape: &[usize]) -> CpuStorage {
+        map_storage!(x, a => movement::expand(a, shape))
+    }
+
+    fn slice(x: &CpuStorage, ranges: &[Range<usize>]) -> CpuStorage {
+        map_storage!(x, a => movement::slice(a, ranges))
+    }
+
+    fn pad(x: &CpuStorage, pads: &[(usize, usize)], value: f64) -> CpuStorage {
+        map_storage!(x, a => movement::pad(a, pads, blaze_runtime::Element::from_f64(value)))
+    }
+
+    fn cat(xs: &[CpuStorage], dim: usize) -> CpuStorage {
+        macro_rules! cat_as {
+            ($variant:ident) => {{
+                let arrays: Vec<_> = xs
+                    .iter()
+                    .map(|x| match x {
+                        CpuStorage::$variant(a) => a,
+                        other => panic!("cat: dtypes {} and {} differ", xs[0].dtype(), other.dtype()),
+                    })
+                    .collect();
+                CpuStorage::$variant(movement::cat(&arrays, dim))
+            }};
+        }
+        match &xs[0] {
+            CpuStorage::F32(_) => cat_as!(F32),
+            CpuStorage::F64(_) => cat_as!(F64),
+            CpuStorage::I64(_) => cat_as!(I64),
+            CpuStorage::Bool(_) => cat_as!(Bool),
+        }
+    }
+
+    fn gather(x: &CpuStorage, dim: usize, index: &CpuStorage) -> CpuStorage {
+        let idx = index.as_i64("gather");
+        map_storage!(x, a => movement::gather(a, dim, idx))
+    }
+
+    fn scatter_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
+        let idx = index.as_i64("scatter_add");
+        match (x, src) {
+            (CpuStorage::F32(a), CpuStorage::F32(s)) => CpuStorage::F32(movement::scatter_add(a, dim, idx, s)),
+            (CpuStorage::F64(a), CpuStorage::F64(s)) => CpuStorage::F64(movement::scatter_add(a, dim, idx, s)),
+            (CpuStorage::I64(a), CpuStorage::I64(s)) => CpuStorage::I64(movement::scatter_add(a, dim, idx, s)),
+            (a, _) => unsupported("scatter_add", a.dtype()),
+        }
+    }
+
+    fn index_select(x: &CpuStorage, dim: usize, index: &CpuStorage) -> CpuStorage {
+        let idx = index.as_i64("index_select");
+        map_storage!(x, a => movement::index_select(a, dim, idx))
+    }
+
+    fn index_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
+        let idx = index.as_i64("index_add");
+        match (x, src) {
+            (CpuStorage::F32(a), CpuStorage::F32(s)) => CpuStorage::F32(movement::index_add(a, dim, idx, s)),
+            (CpuStorage::F64(a), CpuStorage::F64(s)) => CpuStorage::F64(movement::index_add(a, dim, idx, s)),
+            (CpuStorage::I64(a), CpuStorage::I64(s)) => CpuStorage::I64(movement::index_add(a, dim, idx, s)),
+            (a, _) => unsupported("index_add", a.dtype()),
+        }
+    }
+
+    fn conv2d(x: &CpuStorage, weight: &CpuStorage, bias: Option<&CpuStorage>, options: &Conv2dOptions) -> CpuStorage {
+        match (x, weight, bias) {
+            (CpuStorage::F32(x), CpuStorage::F32(w), None) => CpuStorage::F32(conv::conv2d(x, w, None, options)),
+            (CpuStorage::F32(x), CpuStorage::F32(w), Some(CpuStorage::F32(b))) => {
+                CpuStorage::F32(conv::conv2d(x, w, Some(b), options))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(w), None) => CpuStorage::F64(conv::conv2d(x, w, None, options)),
+            (CpuStorage::F64(x), CpuStorage::F64(w), Some(CpuStorage::F64(b))) => {
+                CpuStorage::F64(conv::conv2d(x, w, Some(b), options))
+            }
+            (x, w, _) => panic!("conv2d: not defined for dtypes {} and {}", x.dtype(), w.dtype()),
+        }
+    }
+
+    fn max_pool2d(x: &CpuStorage, options: &Pool2dOptions, with_indices: bool) -> (CpuStorage, Option<CpuStorage>) {
+        let (out, idx) = match x {
+            CpuStorage::F32(a) => {
+                let (o, i) = conv::max_pool2d(a, options, with_indices);
+                (CpuStorage::F32(o), i)
+            }
+            CpuStorage::F64(a) => {
+                let (o, i) = conv::max_pool2d(a, options, with_indices);
+                (CpuStorage::F64(o), i)
+            }
+            other => unsupported("max_pool2d", other.dtype()),
+        };
+        (out, idx.map(CpuStorage::I64))
+    }
+
+    fn avg_pool2d(x: &CpuStorage, options: &Pool2dOptions) -> CpuStorage {
+        match x {
+            CpuStorage::F32(a) => CpuStorage::F32(conv::avg_pool2d(a, options)),
+            CpuStorage::F64(a) => CpuStorage::F64(conv::avg_pool2d(a, options)),
+            other => unsupported("avg_pool2d", other.dtype()),
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Batched matmul on the `gemm` crate, which picks AVX-512 kernels at run
+//! time where the CPU has them. Operands are read through their strides, so
+//! a transposed weight or a broadcast batch dim costs no copy.
+
+use blaze_runtime::shape::broadcast_shapes;
+use gemm::Parallelism;
+use ndarray::IxDyn;
+use rayon::prelude::*;
+
+use crate::elementwise::build;
+use crate::storage::{Array, Float};
+
+/// Multiply-adds below which one product runs on one thread.
+const PARALLEL_FLOPS: usize = 96 * 96 * 96;
+
+/// Element types `gemm` multiplies.
+pub(crate) trait GemmFloat: Float {}
+impl GemmFloat for f32 {}
+impl GemmFloat for f64 {}
+
+/// A raw pointer that may cross to another thread; each task writes a
+/// disjoint output block.
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: tasks write disjoint blocks, and the buffer outlives the parallel loop.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+/// One `m x k` by `k x n` product into a row-major `dst`, or `dst += lhs * rhs`
+/// with `accumulate`.
+///
+/// # Safety
+/// The pointers and strides must address valid `m x k`, `k x n` and `m x n`
+/// blocks, and `dst` must not overlap the inputs.
+pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    lhs: *const T,
+    lhs_rs: isize,
+    lhs_cs: isize,
+    rhs: *const T,
+    rhs_rs: isize,
+    rhs_cs: isize,
+    accumulate: bool,
+    parallel: bool,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                for j in 0..n {
+                    // SAFETY: (i, j) lies in the m x n block the caller vouches for.
+                    unsafe { *dst.offset(i as isize * dst_rs + j as isize) = T::ZERO };
+                }
+            }
+        }
+        return;
+    }
+    let threads = rayon::current_num_threads();
+    let parallelism =
+        if parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS { Parallelism::Rayon(threads) } else { Parallelism::None };
+    // gemm computes dst = alpha * dst + beta * lhs * rhs, reading dst only
+    // when asked to.
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst,
+            1,
+            dst_rs,
+            accumulate,
+            lhs,
+            lhs_cs,
+            lhs_rs,
+            rhs,
+            rhs_cs,
+            rhs_rs,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    };
+}
+
+/// `[..., m, k] x [..., k, n]` with broadcast batch dims.
+pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {
+    let r = a.ndim();
+    let (m, k, n) = (a.shape()[r - 2], a.shape()[r - 1], b.shape()[r - 1]);
+    let batch = broadcast_shapes(&a.shape()[..r - 2], &b.shape()[..r - 2]).expect("the runtime checked the batch dims");
+    let mut a_shape = batch.clone();
+    a_shape.extend([m, k]);
+    let mut b_shape = batch.clone();
+    b_shape.extend([k, n]);
+    let av = a.broadcast(IxDyn(&a_shape)).expect("broadcastable");
+    let bv = b.broadcast(IxDyn(&b_shape)).expect("broadcastable");
+    let (sa, sb) = (av.strides(), bv.strides());
+
+    // Element offsets of every batch entry in `a` and `b`.
+    let count: usize = batch.iter().product();
+    let mut offsets = Vec::with_capacity(count);
+    let mut idx = vec![0usize; batch.len()];
+    for _ in 0..count {
+        let oa: isize = idx.iter().zip(sa).map(|(&i, &s)| i as isize * s).sum();
+        let ob: isize = idx.iter().zip(sb).map(|(&i, &s)| i as isize * s).sum();
+        offsets.push((oa, ob));
+        for d in (0..batch.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < batch[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+
+    let mut out_shape = batch;
+    out_shape.extend([m, n]);
+    let mut out = vec![T::ZERO; count * m * n];
+    let (pa, pb) = (SendPtr(av.as_ptr().cast_mut()), SendPtr(bv.as_ptr().cast_mut()));
+    let (a_rs, a_cs, b_rs, b_cs) = (sa[r - 2], sa[r - 1], sb[r - 2], sb[r - 1]);
+    let dst = SendPtr(out.as_mut_ptr());
+    let one = |bi: usize, parallel: bool| {
+        let (oa, ob) = offsets[bi];
+        // Rebind the wrappers whole, so the closure captures them and not
+        // their raw-pointer fields.
+        let (dst, pa, pb) = (dst, pa, pb);
+        // SAFETY: the offsets and strides come from valid views of `a` and
+        // `b`; block `bi` of `out` is m x n, row-major, and only this task
+        // writes it.
+        unsafe {
+            gemm_raw(
+                m,
+                n,
+                k,
+                dst.0.add(bi * m * n),
+                n as isize,
+                pa.0.offset(oa),
+                a_rs,
+                a_cs,
+                pb.0.offset(ob),
+                b_rs,
+                b_cs,
+                false,
+                parallel,
+            )
+        };
+    };
+    let small = m * n * k < PARALLEL_FLOPS;
+    if small && count > 1 && count * m * n * k >= PARALLEL_FLOPS && rayon::current_num_threads() > 1 {
+        (0..count).into_par_iter().for_each(|bi| one(bi, false));
+    } else {
+        (0..count).for_each(|bi| one(bi, true));
+    }
+    build(&out_shape, out)
+}

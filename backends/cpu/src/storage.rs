@@ -1,0 +1,180 @@
+//! `CpuStorage`: one ndarray per dtype, and the element traits the kernels
+//! are generic over.
+
+use blaze_runtime::{DType, DataVec, TensorData};
+use ndarray::{ArcArray, IxDyn};
+
+/// A shared, possibly strided n-d array.
+pub type Array<T> = ArcArray<T, IxDyn>;
+
+/// A tensor on the CPU: an ndarray of the tensor's dtype. Views (permute,
+/// slice) share the values and only change the strides.
+#[derive(Clone, Debug)]
+pub enum CpuStorage {
+    /// 32-bit floats.
+    F32(Array<f32>),
+    /// 64-bit floats.
+    F64(Array<f64>),
+    /// 64-bit integers.
+    I64(Array<i64>),
+    /// Booleans.
+    Bool(Array<bool>),
+}
+
+/// Applies `$body` to the array inside any variant and rewraps the result in
+/// the same variant.
+macro_rules! map_storage {
+    ($s:expr, $a:ident => $body:expr) => {
+        match $s {
+            $crate::storage::CpuStorage::F32($a) => $crate::storage::CpuStorage::F32($body),
+            $crate::storage::CpuStorage::F64($a) => $crate::storage::CpuStorage::F64($body),
+            $crate::storage::CpuStorage::I64($a) => $crate::storage::CpuStorage::I64($body),
+            $crate::storage::CpuStorage::Bool($a) => $crate::storage::CpuStorage::Bool($body),
+        }
+    };
+}
+pub(crate) use map_storage;
+
+impl CpuStorage {
+    /// The dtype of the values.
+    pub fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// The dims.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            CpuStorage::F32(a) => a.shape(),
+            CpuStorage::F64(a) => a.shape(),
+            CpuStorage::I64(a) => a.shape(),
+            CpuStorage::Bool(a) => a.shape(),
+        }
+    }
+
+    /// Wraps host data without copying it.
+    pub fn from_data(data: TensorData) -> Self {
+        let shape = IxDyn(&data.shape);
+        // `TensorData` guarantees that the values fill the shape.
+        fn bad<T>(e: ndarray::ShapeError) -> Array<T> {
+            panic!("CpuStorage::from_data: inconsistent tensor data: {e}")
+        }
+        match data.values {
+            DataVec::F32(v) => CpuStorage::F32(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
+            DataVec::F64(v) => CpuStorage::F64(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
+            DataVec::I64(v) => CpuStorage::I64(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
+            DataVec::Bool(v) => CpuStorage::Bool(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
+        }
+    }
+
+    /// Copies the values out, row-major.
+    pub fn to_data(&self) -> TensorData {
+        fn values<T: Clone>(a: &Array<T>) -> Vec<T> {
+            match a.as_slice() {
+                Some(s) => s.to_vec(),
+                None => a.iter().cloned().collect(),
+            }
+        }
+        let values = match self {
+            CpuStorage::F32(a) => DataVec::F32(values(a)),
+            CpuStorage::F64(a) => DataVec::F64(values(a)),
+            CpuStorage::I64(a) => DataVec::I64(values(a)),
+            CpuStorage::Bool(a) => DataVec::Bool(values(a)),
+        };
+        TensorData { shape: self.shape().to_vec(), values }
+    }
+
+    /// The i64 array inside; the runtime has checked the dtype.
+    pub(crate) fn as_i64(&self, op: &str) -> &Array<i64> {
+        match self {
+            CpuStorage::I64(a) => a,
+            other => panic!("{op}: expected i64 indices, got {}", other.dtype()),
+        }
+    }
+
+    /// The bool array inside; the runtime has checked the dtype.
+    pub(crate) fn as_bool(&self, op: &str) -> &Array<bool> {
+        match self {
+            CpuStorage::Bool(a) => a,
+            other => panic!("{op}: expected a bool tensor, got {}", other.dtype()),
+        }
+    }
+}
+
+/// Element types with arithmetic: f32, f64 and i64.
+pub trait Num:
+    Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::fmt::Debug
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
+    + 'static
+{
+    /// Additive identity.
+    const ZERO: Self;
+    /// Multiplicative identity.
+    const ONE: Self;
+    /// Converts as `as` does.
+    fn from_f64(v: f64) -> Self;
+    /// True for a float NaN.
+    fn is_nan(self) -> bool;
+}
+
+impl Num for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn is_nan(self) -> bool {
+        self.is_nan()
+    }
+}
+
+impl Num for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn is_nan(self) -> bool {
+        self.is_nan()
+    }
+}
+
+impl Num for i64 {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+    fn from_f64(v: f64) -> Self {
+        v as i64
+    }
+    fn is_nan(self) -> bool {
+        false
+    }
+}
+
+/// Float element types: f32 and f64.
+pub trait Float: Num + num_traits::Float {
+    /// The error function.
+    fn erf(self) -> Self;
+}
+
+impl Float for f32 {
+    fn erf(self) -> Self {
+        libm::erff(self)
+    }
+}
+
+impl Float for f64 {
+    fn erf(self) -> Self {
+        libm::erf(self)
+    }
+}

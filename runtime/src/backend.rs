@@ -1,0 +1,395 @@
+//! The `Backend` trait: the small set of primitives every device implements.
+//!
+//! Everything else (softmax, losses, layers, optimizers) is written once in the
+//! runtime on top of these. The runtime checks shapes and dtypes before it
+//! calls a primitive, so backends may assume valid arguments; each method says
+//! what it may assume.
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use crate::dtype::{DType, TensorData};
+
+/// Elementwise functions of one tensor. Float-only unless noted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// `-x` (floats and i64).
+    Neg,
+    /// `|x|` (floats and i64).
+    Abs,
+    /// `e^x`.
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// Square root.
+    Sqrt,
+    /// `1 / x`.
+    Recip,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `max(x, 0)`.
+    Relu,
+    /// Exact GELU, `x * Φ(x)` (PyTorch's default `approximate='none'`).
+    Gelu,
+    /// `max(x, 0) + slope * min(x, 0)`.
+    LeakyRelu(f64),
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// The error function.
+    Erf,
+    /// Round down.
+    Floor,
+    /// Round up.
+    Ceil,
+    /// -1, 0 or 1 (floats and i64).
+    Sign,
+    /// Logical not (bool only).
+    Not,
+}
+
+impl UnaryOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Recip => "recip",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::LeakyRelu(_) => "leaky_relu",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Not => "logical_not",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`.
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            UnaryOp::Not => dtype == DType::Bool,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign => dtype != DType::Bool,
+            _ => dtype.is_float(),
+        }
+    }
+}
+
+/// Elementwise functions of two tensors of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + b` (floats, i64).
+    Add,
+    /// `a - b` (floats, i64).
+    Sub,
+    /// `a * b` (floats, i64).
+    Mul,
+    /// `a / b` (floats; i64 rounds toward zero).
+    Div,
+    /// `a ^ b` (floats).
+    Pow,
+    /// Elementwise maximum, NaN-propagating (floats, i64).
+    Maximum,
+    /// Elementwise minimum, NaN-propagating (floats, i64).
+    Minimum,
+    /// Logical and (bool).
+    And,
+    /// Logical or (bool).
+    Or,
+}
+
+impl BinaryOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::And => "logical_and",
+            BinaryOp::Or => "logical_or",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`.
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            BinaryOp::And | BinaryOp::Or => dtype == DType::Bool,
+            BinaryOp::Pow => dtype.is_float(),
+            _ => dtype != DType::Bool,
+        }
+    }
+}
+
+/// Elementwise comparisons; the result is a bool tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `a == b`.
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+}
+
+impl CmpOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+/// Reductions over one dim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum (floats, i64).
+    Sum,
+    /// Maximum, NaN-propagating (floats, i64).
+    Max,
+    /// Minimum, NaN-propagating (floats, i64).
+    Min,
+    /// Index of the first maximum, as i64; a NaN counts as the maximum.
+    ArgMax,
+    /// Index of the first minimum, as i64; a NaN counts as the minimum.
+    ArgMin,
+}
+
+impl ReduceOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+        }
+    }
+}
+
+/// Options of a 2-D convolution, as in `torch.nn.functional.conv2d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conv2dOptions {
+    /// Step between windows, `[height, width]`.
+    pub stride: [usize; 2],
+    /// Zeros added on both sides, `[height, width]`.
+    pub padding: [usize; 2],
+    /// Spacing between kernel taps, `[height, width]`.
+    pub dilation: [usize; 2],
+    /// Input and output channels are split into this many groups.
+    pub groups: usize,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Self {
+        Conv2dOptions { stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1 }
+    }
+}
+
+impl Conv2dOptions {
+    /// Sets the stride in both directions.
+    pub fn stride(mut self, s: usize) -> Self {
+        self.stride = [s, s];
+        self
+    }
+    /// Sets the padding in both directions.
+    pub fn padding(mut self, p: usize) -> Self {
+        self.padding = [p, p];
+        self
+    }
+    /// Sets the dilation in both directions.
+    pub fn dilation(mut self, d: usize) -> Self {
+        self.dilation = [d, d];
+        self
+    }
+    /// Sets the number of groups.
+    pub fn groups(mut self, g: usize) -> Self {
+        self.groups = g;
+        self
+    }
+}
+
+/// Options of a 2-D pooling window, as in `torch.nn.functional.max_pool2d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pool2dOptions {
+    /// Window size, `[height, width]`.
+    pub kernel: [usize; 2],
+    /// Step between windows; PyTorch's default is the kernel size.
+    pub stride: [usize; 2],
+    /// Implicit padding on both sides (`-inf` for max, zeros for average).
+    pub padding: [usize; 2],
+}
+
+impl Pool2dOptions {
+    /// A square window with stride equal to its size and no padding.
+    pub fn new(kernel: usize) -> Self {
+        Pool2dOptions { kernel: [kernel, kernel], stride: [kernel, kernel], padding: [0, 0] }
+    }
+    /// Sets the stride in both directions.
+    pub fn stride(mut self, s: usize) -> Self {
+        self.stride = [s, s];
+        self
+    }
+    /// Sets the padding in both directions.
+    pub fn padding(mut self, p: usize) -> Self {
+        self.padding = [p, p];
+        self
+    }
+}
+
+/// A device's implementation of the primitive ops.
+///
+/// A backend's `Storage` is a tensor: a handle to its values on the device
+/// together with its shape (and whatever layout the backend keeps). Cloning a
+/// storage is cheap and shares the values; no primitive mutates its inputs.
+///
+/// Shapes and dtypes are validated by [`crate::Tensor`] before a primitive is
+/// called; the "may assume" notes say what a backend can rely on.
+pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
+    /// Where tensors live (a unit struct for the CPU, an adapter for a GPU).
+    type Device: Clone + Debug + Default + PartialEq + Send + Sync;
+    /// A tensor on the device.
+    type Storage: Clone + Debug + Send + Sync;
+
+    /// A short name for messages and benchmark tables.
+    fn name() -> &'static str;
+
+    // ---- storage -------------------------------------------------------
+
+    /// Uploads host data. May assume the data is consistent (values fill the shape).
+    fn from_data(data: TensorData, device: &Self::Device) -> Self::Storage;
+    /// Downloads a tensor, row-major. This is the only point that waits for
+    /// the device.
+    fn to_data(x: &Self::Storage) -> TensorData;
+    /// A tensor filled with one value (converted to `dtype` as `as` does).
+    fn full(shape: &[usize], value: f64, dtype: DType, device: &Self::Device) -> Self::Storage;
+    /// The dims of `x`.
+    fn shape(x: &Self::Storage) -> Vec<usize>;
+    /// The dtype of `x`.
+    fn dtype(x: &Self::Storage) -> DType;
+    /// The device that holds `x`.
+    fn device(x: &Self::Storage) -> Self::Device;
+    /// Converts every element to `dtype` (floats to i64 round toward zero;
+    /// to bool: non-zero is true).
+    fn cast(x: &Self::Storage, dtype: DType) -> Self::Storage;
+
+    // ---- elementwise ---------------------------------------------------
+
+    /// Applies `op` to every element. May assume `op.supports(dtype)`.
+    fn unary(op: UnaryOp, x: &Self::Storage) -> Self::Storage;
+    /// `a op b` with NumPy broadcasting. May assume equal dtypes supported by
+    /// `op` and broadcastable shapes of equal rank.
+    fn binary(op: BinaryOp, a: &Self::Storage, b: &Self::Storage) -> Self::Storage;
+    /// `x op scalar`, the scalar converted to `x`'s dtype. May assume `op.supports(dtype)`.
+    fn binary_scalar(op: BinaryOp, x: &Self::Storage, scalar: f64) -> Self::Storage;
+    /// `a op b` with broadcasting, as a bool tensor. May assume equal dtypes
+    /// and broadcastable shapes of equal rank.
+    fn compare(op: CmpOp, a: &Self::Storage, b: &Self::Storage) -> Self::Storage;
+    /// `x op scalar` as a bool tensor.
+    fn compare_scalar(op: CmpOp, x: &Self::Storage, scalar: f64) -> Self::Storage;
+    /// `cond ? a : b` elementwise with broadcasting over all three. May assume
+    /// `cond` is bool, `a` and `b` share a dtype, and all have equal rank.
+    fn where_cond(cond: &Self::Storage, a: &Self::Storage, b: &Self::Storage) -> Self::Storage;
+
+    // ---- reductions ----------------------------------------------------
+
+    /// Reduces `dim`, keeping it with size 1. May assume `dim < rank` and,
+    /// for max/min/argmax/argmin, that the dim is not empty.
+    fn reduce(op: ReduceOp, x: &Self::Storage, dim: usize) -> Self::Storage;
+
+    // ---- linear algebra ------------------------------------------------
+
+    /// Batched matrix product of `[..., m, k]` and `[..., k, n]`; the batch
+    /// dims broadcast. May assume equal ranks >= 2, a float dtype shared by
+    /// both, matching `k`, and broadcastable batch dims.
+    fn matmul(a: &Self::Storage, b: &Self::Storage) -> Self::Storage;
+
+    // ---- views and movement ----------------------------------------------
+
+    /// The same values with another shape of equal element count.
+    fn reshape(x: &Self::Storage, shape: &[usize]) -> Self::Storage;
+    /// Reorders dims: output dim `i` is input dim `axes[i]`. May assume a permutation.
+    fn permute(x: &Self::Storage, axes: &[usize]) -> Self::Storage;
+    /// Broadcasts size-1 dims to `shape` (of equal rank).
+    fn expand(x: &Self::Storage, shape: &[usize]) -> Self::Storage;
+    /// Takes `ranges[d]` of every dim `d`. May assume in-bounds ranges, one per dim.
+    fn slice(x: &Self::Storage, ranges: &[Range<usize>]) -> Self::Storage;
+    /// Pads every dim `d` with `pads[d].0` values before and `pads[d].1` after.
+    fn pad(x: &Self::Storage, pads: &[(usize, usize)], value: f64) -> Self::Storage;
+    /// Joins tensors along `dim`. May assume at least one input, one dtype,
+    /// and equal dims except `dim`.
+    fn cat(xs: &[Self::Storage], dim: usize) -> Self::Storage;
+
+    // ---- indexing --------------------------------------------------------
+
+    /// `out[i][j][k] = x[i][index[i][j][k]][k]` for `dim = 1`, and so on.
+    /// May assume an i64 `index` of `x`'s rank whose dims are at most `x`'s
+    /// except at `dim`, with values in bounds.
+    fn gather(x: &Self::Storage, dim: usize, index: &Self::Storage) -> Self::Storage;
+    /// A copy of `x` with `out[i][index[i][j][k]][k] += src[i][j][k]` for
+    /// `dim = 1`, and so on. May assume `index` and `src` of one shape, as for `gather`.
+    fn scatter_add(
+        x: &Self::Storage,
+        dim: usize,
+        index: &Self::Storage,
+        src: &Self::Storage,
+    ) -> Self::Storage;
+    /// Picks the entries `index` (1-D, i64) of `dim`.
+    fn index_select(x: &Self::Storage, dim: usize, index: &Self::Storage) -> Self::Storage;
+    /// A copy of `x` with `src`'s slice `i` of `dim` added to slice `index[i]`.
+    fn index_add(
+        x: &Self::Storage,
+        dim: usize,
+        index: &Self::Storage,
+        src: &Self::Storage,
+    ) -> Self::Storage;
+
+    // ---- convolution and pooling -------------------------------------------
+
+    /// 2-D cross-correlation of `x: [n, c, h, w]` with `weight: [o, c / groups,
+    /// kh, kw]`, plus `bias: [o]`. May assume consistent shapes, a float dtype
+    /// and a non-empty output.
+    fn conv2d(
+        x: &Self::Storage,
+        weight: &Self::Storage,
+        bias: Option<&Self::Storage>,
+        options: &Conv2dOptions,
+    ) -> Self::Storage;
+    /// Max pooling of `[n, c, h, w]`; with `with_indices`, also the i64 index
+    /// of each maximum within its `h * w` plane (as PyTorch returns them).
+    fn max_pool2d(
+        x: &Self::Storage,
+        options: &Pool2dOptions,
+        with_indices: bool,
+    ) -> (Self::Storage, Option<Self::Storage>);
+    /// Average pooling of `[n, c, h, w]`; padded zeros count in the average
+    /// (PyTorch's `count_include_pad=True`).
+    fn avg_pool2d(x: &Self::Storage, options: &Pool2dOptions) -> Self::Storage;
+}

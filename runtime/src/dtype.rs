@@ -1,0 +1,229 @@
+//! Element types, and host-side tensor data that moves between backends.
+
+use std::fmt;
+
+use crate::error::Error;
+
+/// The element type of a tensor, known at run time.
+///
+/// `F32` is what models train in; `F64` exists for gradient checks; `I64`
+/// holds indices and class labels; `Bool` holds masks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// 64-bit signed integer.
+    I64,
+    /// Boolean.
+    Bool,
+}
+
+impl DType {
+    /// True for `F32` and `F64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    /// Bytes per element.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
+    /// The PyTorch-style name (`f32`, `i64`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i64 {}
+    impl Sealed for bool {}
+}
+
+/// A Rust type that can be a tensor element: `f32`, `f64`, `i64` or `bool`.
+pub trait Element: Copy + Send + Sync + fmt::Debug + PartialEq + 'static + sealed::Sealed {
+    /// The matching run-time dtype.
+    const DTYPE: DType;
+    /// Wraps a vector of this type.
+    fn wrap(values: Vec<Self>) -> DataVec;
+    /// Borrows the values if `data` holds this type.
+    fn slice(data: &DataVec) -> Option<&[Self]>;
+    /// Converts to f64 (`true` is 1).
+    fn to_f64(self) -> f64;
+    /// Converts from f64 as `as` does (`bool`: non-zero is true).
+    fn from_f64(v: f64) -> Self;
+}
+
+macro_rules! impl_element {
+    ($t:ty, $variant:ident, |$v:ident| $to:expr, |$f:ident| $from:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn wrap(values: Vec<Self>) -> DataVec {
+                DataVec::$variant(values)
+            }
+            fn slice(data: &DataVec) -> Option<&[Self]> {
+                match data {
+                    DataVec::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn to_f64(self) -> f64 {
+                let $v = self;
+                $to
+            }
+            fn from_f64($f: f64) -> Self {
+                $from
+            }
+        }
+    };
+}
+
+impl_element!(f32, F32, |v| v as f64, |f| f as f32);
+impl_element!(f64, F64, |v| v, |f| f);
+impl_element!(i64, I64, |v| v as f64, |f| f as i64);
+impl_element!(bool, Bool, |v| if v { 1.0 } else { 0.0 }, |f| f != 0.0);
+
+/// The values of a tensor on the host, one variant per dtype.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataVec {
+    /// 32-bit floats.
+    F32(Vec<f32>),
+    /// 64-bit floats.
+    F64(Vec<f64>),
+    /// 64-bit integers.
+    I64(Vec<i64>),
+    /// Booleans.
+    Bool(Vec<bool>),
+}
+
+impl DataVec {
+    /// The dtype of the values.
+    pub fn dtype(&self) -> DType {
+        match self {
+            DataVec::F32(_) => DType::F32,
+            DataVec::F64(_) => DType::F64,
+            DataVec::I64(_) => DType::I64,
+            DataVec::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            DataVec::F32(v) => v.len(),
+            DataVec::F64(v) => v.len(),
+            DataVec::I64(v) => v.len(),
+            DataVec::Bool(v) => v.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values as f64, whatever the dtype.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            DataVec::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            DataVec::F64(v) => v.clone(),
+            DataVec::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            DataVec::Bool(v) => v.iter().map(|&x| x.to_f64()).collect(),
+        }
+    }
+
+    /// Converts every value to `dtype` (as Rust's `as` does; bool: non-zero).
+    pub fn convert(&self, dtype: DType) -> DataVec {
+        if self.dtype() == dtype {
+            return self.clone();
+        }
+        match (self, dtype) {
+            (DataVec::I64(v), DType::F32) => DataVec::F32(v.iter().map(|&x| x as f32).collect()),
+            (DataVec::F32(v), DType::I64) => DataVec::I64(v.iter().map(|&x| x as i64).collect()),
+            (DataVec::I64(v), DType::F64) => DataVec::F64(v.iter().map(|&x| x as f64).collect()),
+            (DataVec::F64(v), DType::I64) => DataVec::I64(v.iter().map(|&x| x as i64).collect()),
+            _ => {
+                let f = self.to_f64_vec();
+                match dtype {
+                    DType::F32 => DataVec::F32(f.into_iter().map(|x| x as f32).collect()),
+                    DType::F64 => DataVec::F64(f),
+                    DType::I64 => DataVec::I64(f.into_iter().map(|x| x as i64).collect()),
+                    DType::Bool => DataVec::Bool(f.into_iter().map(|x| x != 0.0).collect()),
+                }
+            }
+        }
+    }
+}
+
+/// A tensor's shape and values on the host, in row-major order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorData {
+    /// The dims, outermost first.
+    pub shape: Vec<usize>,
+    /// The values, row-major; `values.len()` equals the product of `shape`.
+    pub values: DataVec,
+}
+
+impl TensorData {
+    /// Builds tensor data, checking that `values` fills `shape` exactly.
+    pub fn new<T: Element>(values: Vec<T>, shape: impl Into<Vec<usize>>) -> Result<Self, Error> {
+        Self::from_values(T::wrap(values), shape)
+    }
+
+    /// Like [`TensorData::new`] for values whose type is known at run time.
+    pub fn from_values(values: DataVec, shape: impl Into<Vec<usize>>) -> Result<Self, Error> {
+        let shape = shape.into();
+        let expected: usize = shape.iter().product();
+        if values.len() != expected {
+            return Err(Error::DataLength { shape, expected, actual: values.len() });
+        }
+        Ok(TensorData { shape, values })
+    }
+
+    /// The dtype of the values.
+    pub fn dtype(&self) -> DType {
+        self.values.dtype()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The values as a vector of `T`; an error if the dtype is not `T`'s.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
+        T::slice(&self.values)
+            .map(<[T]>::to_vec)
+            .ok_or(Error::DType { expected: T::DTYPE, actual: self.dtype() })
+    }
+
+    /// Borrows the values as `&[T]`; an error if the dtype is not `T`'s.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T], Error> {
+        T::slice(&self.values).ok_or(Error::DType { expected: T::DTYPE, actual: self.dtype() })
+    }
+
+    /// The same data converted to `dtype`.
+    pub fn convert(&self, dtype: DType) -> TensorData {
+        TensorData { shape: self.shape.clone(), values: self.values.convert(dtype) }
+    }
+}

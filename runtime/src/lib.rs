@@ -1,0 +1,24 @@
+//! The Blaze runtime: the [`Backend`] trait, [`Tensor`] and everything that
+//! is written once above the backends.
+//!
+//! The main design choice: a backend implements a small set of primitives
+//! (elementwise ops as value enums, reductions, matmul, movement, indexing,
+//! conv and pooling), and every other op is composed here. A new backend is
+//! then a few hundred lines, and proves itself by passing the conformance
+//! suite (`conformance` feature) that every backend runs.
+
+pub mod backend;
+#[cfg(feature = "conformance")]
+pub mod conformance;
+pub mod dtype;
+pub mod error;
+pub mod rng;
+pub mod shape;
+mod tensor;
+
+pub use backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+pub use dtype::{DType, DataVec, Element, TensorData};
+pub use error::Error;
+pub use rng::{Rng, manual_seed};
+pub use shape::Dim;
+pub use tensor::{ShapeArg, Tensor};

@@ -1,0 +1,404 @@
+//! Elementwise arithmetic, comparisons, selection and matmul, with operator
+//! overloads for `+ - * /` between tensors and with scalars.
+
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+use super::{Tensor, fmt_shape};
+use crate::backend::{Backend, BinaryOp, CmpOp, UnaryOp};
+use crate::dtype::DType;
+use crate::shape::broadcast_shapes;
+
+/// Panics unless `a` and `b` broadcast; names the op and both shapes.
+fn check_broadcast(op: &str, a: &[usize], b: &[usize]) {
+    if broadcast_shapes(a, b).is_none() {
+        let dim = a.iter().zip(b).position(|(x, y)| x != y && *x != 1 && *y != 1).unwrap_or(0);
+        panic!(
+            "{op}: shapes {} and {} do not broadcast (dim {dim}: {} vs {})",
+            fmt_shape(a),
+            fmt_shape(b),
+            a[dim],
+            b[dim]
+        );
+    }
+}
+
+fn check_same_dtype(op: &str, a: DType, b: DType) {
+    assert!(a == b, "{op}: dtypes {a} and {b} differ (convert one with .to_dtype())");
+}
+
+impl<B: Backend, const D: usize> Tensor<B, D> {
+    /// Applies a unary primitive after checking the dtype.
+    pub(crate) fn unary(&self, op: UnaryOp) -> Self {
+        let dtype = self.dtype();
+        assert!(op.supports(dtype), "{}: not defined for dtype {dtype}", op.name());
+        Self::wrap(B::unary(op, &self.storage))
+    }
+
+    /// Applies a binary primitive with broadcasting after checking both operands.
+    pub(crate) fn binary(&self, op: BinaryOp, rhs: &Self) -> Self {
+        let (da, db) = (self.dtype(), rhs.dtype());
+        check_same_dtype(op.name(), da, db);
+        assert!(op.supports(da), "{}: not defined for dtype {da}", op.name());
+        check_broadcast(op.name(), &self.shape(), &rhs.shape());
+        Self::wrap(B::binary(op, &self.storage, &rhs.storage))
+    }
+
+    fn binary_scalar(&self, op: BinaryOp, s: f64) -> Self {
+        let dtype = self.dtype();
+        assert!(op.supports(dtype), "{}: not defined for dtype {dtype}", op.name());
+        Self::wrap(B::binary_scalar(op, &self.storage, s))
+    }
+
+    /// `self + rhs` with broadcasting.
+    pub fn add(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Add, rhs)
+    }
+    /// `self - rhs` with broadcasting.
+    pub fn sub(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Sub, rhs)
+    }
+    /// `self * rhs` with broadcasting.
+    pub fn mul(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Mul, rhs)
+    }
+    /// `self / rhs` with broadcasting (i64 rounds toward zero).
+    pub fn div(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Div, rhs)
+    }
+    /// `self ^ rhs` elementwise with broadcasting.
+    pub fn pow(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Pow, rhs)
+    }
+    /// Elementwise maximum with broadcasting; NaN wins.
+    pub fn maximum(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Maximum, rhs)
+    }
+    /// Elementwise minimum with broadcasting; NaN wins.
+    pub fn minimum(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Minimum, rhs)
+    }
+
+    /// `self + s`.
+    pub fn add_scalar(&self, s: f64) -> Self {
+        self.binary_scalar(BinaryOp::Add, s)
+    }
+    /// `self - s`.
+    pub fn sub_scalar(&self, s: f64) -> Self {
+        self.binary_scalar(BinaryOp::Sub, s)
+    }
+    /// `self * s`.
+    pub fn mul_scalar(&self, s: f64) -> Self {
+        self.binary_scalar(BinaryOp::Mul, s)
+    }
+    /// `self / s`.
+    pub fn div_scalar(&self, s: f64) -> Self {
+        self.binary_scalar(BinaryOp::Div, s)
+    }
+    /// `s - self`.
+    pub fn rsub_scalar(&self, s: f64) -> Self {
+        self.neg().add_scalar(s)
+    }
+    /// `s / self`.
+    pub fn rdiv_scalar(&self, s: f64) -> Self {
+        if self.dtype().is_float() {
+            self.recip().mul_scalar(s)
+        } else {
+            self.full_like(s).div(self)
+        }
+    }
+    /// `self ^ exponent`, as `torch.pow(x, float)`.
+    pub fn powf(&self, exponent: f64) -> Self {
+        self.binary_scalar(BinaryOp::Pow, exponent)
+    }
+    /// Clamps into `[min, max]`, as `torch.clamp`.
+    pub fn clamp(&self, min: f64, max: f64) -> Self {
+        assert!(min <= max, "clamp: min {min} is greater than max {max}");
+        self.clamp_min(min).clamp_max(max)
+    }
+    /// `max(self, min)`.
+    pub fn clamp_min(&self, min: f64) -> Self {
+        self.binary_scalar(BinaryOp::Maximum, min)
+    }
+    /// `min(self, max)`.
+    pub fn clamp_max(&self, max: f64) -> Self {
+        self.binary_scalar(BinaryOp::Minimum, max)
+    }
+
+    /// `-self`.
+    pub fn neg(&self) -> Self {
+        self.unary(UnaryOp::Neg)
+    }
+    /// `|self|`.
+    pub fn abs(&self) -> Self {
+        self.unary(UnaryOp::Abs)
+    }
+    /// `e^self`.
+    pub fn exp(&self) -> Self {
+        self.unary(UnaryOp::Exp)
+    }
+    /// Natural logarithm.
+    pub fn log(&self) -> Self {
+        self.unary(UnaryOp::Log)
+    }
+    /// Square root.
+    pub fn sqrt(&self) -> Self {
+        self.unary(UnaryOp::Sqrt)
+    }
+    /// `1 / self`.
+    pub fn recip(&self) -> Self {
+        self.unary(UnaryOp::Recip)
+    }
+    /// `self * self`.
+    pub fn square(&self) -> Self {
+        self.mul(self)
+    }
+    /// Hyperbolic tangent.
+    pub fn tanh(&self) -> Self {
+        self.unary(UnaryOp::Tanh)
+    }
+    /// Logistic sigmoid.
+    pub fn sigmoid(&self) -> Self {
+        self.unary(UnaryOp::Sigmoid)
+    }
+    /// `max(self, 0)`.
+    pub fn relu(&self) -> Self {
+        self.unary(UnaryOp::Relu)
+    }
+    /// Exact (erf) GELU, PyTorch's default.
+    pub fn gelu(&self) -> Self {
+        self.unary(UnaryOp::Gelu)
+    }
+    /// Leaky ReLU with the given negative slope (PyTorch's default is 0.01).
+    pub fn leaky_relu(&self, negative_slope: f64) -> Self {
+        self.unary(UnaryOp::LeakyRelu(negative_slope))
+    }
+    /// Sine.
+    pub fn sin(&self) -> Self {
+        self.unary(UnaryOp::Sin)
+    }
+    /// Cosine.
+    pub fn cos(&self) -> Self {
+        self.unary(UnaryOp::Cos)
+    }
+    /// The error function.
+    pub fn erf(&self) -> Self {
+        self.unary(UnaryOp::Erf)
+    }
+    /// Rounds down.
+    pub fn floor(&self) -> Self {
+        self.unary(UnaryOp::Floor)
+    }
+    /// Rounds up.
+    pub fn ceil(&self) -> Self {
+        self.unary(UnaryOp::Ceil)
+    }
+    /// -1, 0 or 1.
+    pub fn sign(&self) -> Self {
+        self.unary(UnaryOp::Sign)
+    }
+
+    // ---- comparisons and masks -----------------------------------------
+
+    fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
+        check_same_dtype(op.name(), self.dtype(), rhs.dtype());
+        check_broadcast(op.name(), &self.shape(), &rhs.shape());
+        Self::wrap(B::compare(op, &self.storage, &rhs.storage))
+    }
+
+    fn compare_scalar(&self, op: CmpOp, s: f64) -> Self {
+        Self::wrap(B::compare_scalar(op, &self.storage, s))
+    }
+
+    /// `self == rhs` as a bool tensor.
+    pub fn eq(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Eq, rhs)
+    }
+    /// `self != rhs` as a bool tensor.
+    pub fn ne(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Ne, rhs)
+    }
+    /// `self < rhs` as a bool tensor.
+    pub fn lt(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Lt, rhs)
+    }
+    /// `self <= rhs` as a bool tensor.
+    pub fn le(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Le, rhs)
+    }
+    /// `self > rhs` as a bool tensor.
+    pub fn gt(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Gt, rhs)
+    }
+    /// `self >= rhs` as a bool tensor.
+    pub fn ge(&self, rhs: &Self) -> Self {
+        self.compare(CmpOp::Ge, rhs)
+    }
+    /// `self == s` as a bool tensor.
+    pub fn eq_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Eq, s)
+    }
+    /// `self != s` as a bool tensor.
+    pub fn ne_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Ne, s)
+    }
+    /// `self < s` as a bool tensor.
+    pub fn lt_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Lt, s)
+    }
+    /// `self <= s` as a bool tensor.
+    pub fn le_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Le, s)
+    }
+    /// `self > s` as a bool tensor.
+    pub fn gt_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Gt, s)
+    }
+    /// `self >= s` as a bool tensor.
+    pub fn ge_scalar(&self, s: f64) -> Self {
+        self.compare_scalar(CmpOp::Ge, s)
+    }
+
+    /// Logical not of a bool tensor.
+    pub fn logical_not(&self) -> Self {
+        self.unary(UnaryOp::Not)
+    }
+    /// Logical and of bool tensors, with broadcasting.
+    pub fn logical_and(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::And, rhs)
+    }
+    /// Logical or of bool tensors, with broadcasting.
+    pub fn logical_or(&self, rhs: &Self) -> Self {
+        self.binary(BinaryOp::Or, rhs)
+    }
+
+    /// `cond ? a : b` elementwise with broadcasting, as `torch.where`.
+    pub fn where_cond(cond: &Self, a: &Self, b: &Self) -> Self {
+        assert!(cond.dtype() == DType::Bool, "where_cond: the condition has dtype {}, not bool", cond.dtype());
+        check_same_dtype("where_cond", a.dtype(), b.dtype());
+        check_broadcast("where_cond", &a.shape(), &b.shape());
+        let ab = broadcast_shapes(&a.shape(), &b.shape()).unwrap_or_default();
+        check_broadcast("where_cond", &cond.shape(), &ab);
+        Self::wrap(B::where_cond(&cond.storage, &a.storage, &b.storage))
+    }
+
+    /// Replaces the entries where `mask` is true by `value`, as
+    /// `torch.Tensor.masked_fill`; `mask` broadcasts to this tensor's shape.
+    pub fn masked_fill(&self, mask: &Self, value: f64) -> Self {
+        let shape = self.shape();
+        let mshape = mask.shape();
+        let fits = broadcast_shapes(&mshape, &shape).is_some_and(|s| s == shape);
+        assert!(fits, "masked_fill: mask {} does not broadcast to {}", fmt_shape(&mshape), fmt_shape(&shape));
+        let fill = Self::full_dtype([1; D], value, self.dtype(), &self.device());
+        Self::where_cond(mask, &fill, self)
+    }
+
+    // ---- matmul ------------------------------------------------------------
+
+    /// Matrix product over the last two dims, batch dims broadcasting, as
+    /// `torch.matmul` for tensors of equal rank.
+    pub fn matmul(&self, rhs: &Self) -> Self {
+        let (a, b) = (self.shape(), rhs.shape());
+        assert!(D >= 2, "matmul: needs rank >= 2, got lhs {} and rhs {}", fmt_shape(&a), fmt_shape(&b));
+        let (ka, kb) = (a[D - 1], b[D - 2]);
+        assert!(
+            ka == kb,
+            "matmul: lhs {} and rhs {}: inner dimensions {ka} != {kb}",
+            fmt_shape(&a),
+            fmt_shape(&b)
+        );
+        if broadcast_shapes(&a[..D - 2], &b[..D - 2]).is_none() {
+            panic!(
+                "matmul: lhs {} and rhs {}: batch dims {} and {} do not broadcast",
+                fmt_shape(&a),
+                fmt_shape(&b),
+                fmt_shape(&a[..D - 2]),
+                fmt_shape(&b[..D - 2])
+            );
+        }
+        let (da, db) = (self.dtype(), rhs.dtype());
+        check_same_dtype("matmul", da, db);
+        assert!(da.is_float(), "matmul: not defined for dtype {da}");
+        Self::wrap(B::matmul(&self.storage, &rhs.storage))
+    }
+}
+
+// ---- operator overloads ----------------------------------------------------
+
+macro_rules! impl_tensor_ops {
+    ($($Trait:ident $method:ident $scalar:ident $rscalar:expr;)*) => {$(
+        impl<B: Backend, const D: usize> $Trait<&Tensor<B, D>> for &Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: &Tensor<B, D>) -> Tensor<B, D> {
+                Tensor::$method(self, rhs)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<Tensor<B, D>> for &Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: Tensor<B, D>) -> Tensor<B, D> {
+                Tensor::$method(self, &rhs)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<&Tensor<B, D>> for Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: &Tensor<B, D>) -> Tensor<B, D> {
+                Tensor::$method(&self, rhs)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<Tensor<B, D>> for Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: Tensor<B, D>) -> Tensor<B, D> {
+                Tensor::$method(&self, &rhs)
+            }
+        }
+        impl_tensor_ops!(@scalars $Trait $method $scalar $rscalar; f32 f64 i32 i64);
+    )*};
+    (@scalars $Trait:ident $method:ident $scalar:ident $rscalar:expr; $($s:ty)*) => {$(
+        impl<B: Backend, const D: usize> $Trait<$s> for &Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: $s) -> Tensor<B, D> {
+                self.$scalar(rhs as f64)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<$s> for Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: $s) -> Tensor<B, D> {
+                self.$scalar(rhs as f64)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<&Tensor<B, D>> for $s {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: &Tensor<B, D>) -> Tensor<B, D> {
+                let f: fn(&Tensor<B, D>, f64) -> Tensor<B, D> = $rscalar;
+                f(rhs, self as f64)
+            }
+        }
+        impl<B: Backend, const D: usize> $Trait<Tensor<B, D>> for $s {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: Tensor<B, D>) -> Tensor<B, D> {
+                let f: fn(&Tensor<B, D>, f64) -> Tensor<B, D> = $rscalar;
+                f(&rhs, self as f64)
+            }
+        }
+    )*};
+}
+
+impl_tensor_ops! {
+    Add add add_scalar |t, s| t.add_scalar(s);
+    Sub sub sub_scalar |t, s| t.rsub_scalar(s);
+    Mul mul mul_scalar |t, s| t.mul_scalar(s);
+    Div div div_scalar |t, s| t.rdiv_scalar(s);
+}
+
+impl<B: Backend, const D: usize> Neg for &Tensor<B, D> {
+    type Output = Tensor<B, D>;
+    fn neg(self) -> Tensor<B, D> {
+        Tensor::neg(self)
+    }
+}
+
+impl<B: Backend, const D: usize> Neg for Tensor<B, D> {
+    type Output = Tensor<B, D>;
+    fn neg(self) -> Tensor<B, D> {
+        Tensor::neg(&self)
+    }
+}

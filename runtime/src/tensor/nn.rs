@@ -1,0 +1,121 @@
+//! Neural-network functions composed from the primitives (softmax,
+//! log-softmax) and the convolution and pooling primitives, with their checks.
+
+use super::{Tensor, fmt_shape};
+use crate::backend::{Backend, Conv2dOptions, Pool2dOptions};
+use crate::shape::{Dim, window_output_size};
+
+impl<B: Backend, const D: usize> Tensor<B, D> {
+    /// `exp(x) / sum(exp(x))` over `dim`. The max is subtracted first so no
+    /// exponent overflows; that shift cancels in the ratio.
+    pub fn softmax(&self, dim: impl Dim) -> Self {
+        self.assert_float("softmax");
+        let d = dim.index(D, "softmax");
+        let e = self.sub(&self.max_dim(d)).exp();
+        e.div(&e.sum_dim(d))
+    }
+
+    /// `x - log(sum(exp(x)))` over `dim`, computed as
+    /// `(x - m) - log(sum(exp(x - m)))` with `m` the max, so it stays finite
+    /// where `log(softmax(x))` would underflow to `-inf`.
+    pub fn log_softmax(&self, dim: impl Dim) -> Self {
+        self.assert_float("log_softmax");
+        let d = dim.index(D, "log_softmax");
+        let shifted = self.sub(&self.max_dim(d));
+        shifted.sub(&shifted.exp().sum_dim(d).log())
+    }
+
+    /// `log(sum(exp(x)))` over `dim`, kept with size 1, computed stably.
+    pub fn logsumexp_dim(&self, dim: impl Dim) -> Self {
+        self.assert_float("logsumexp_dim");
+        let d = dim.index(D, "logsumexp_dim");
+        let m = self.max_dim(d);
+        self.sub(&m).exp().sum_dim(d).log().add(&m)
+    }
+}
+
+impl<B: Backend> Tensor<B, 4> {
+    /// 2-D convolution of `[n, c, h, w]` with `weight: [o, c / groups, kh,
+    /// kw]` and an optional `bias: [o]`, as `torch.nn.functional.conv2d`.
+    pub fn conv2d(&self, weight: &Tensor<B, 4>, bias: Option<&Tensor<B, 1>>, options: Conv2dOptions) -> Self {
+        let [n, c, h, w] = self.shape();
+        let [o, cg, kh, kw] = weight.shape();
+        let g = options.groups;
+        let msg = || format!("conv2d: input {} and weight {}", fmt_shape(&[n, c, h, w]), fmt_shape(&[o, cg, kh, kw]));
+        self.assert_float("conv2d");
+        assert!(weight.dtype() == self.dtype(), "{}: dtypes {} and {} differ", msg(), self.dtype(), weight.dtype());
+        assert!(g > 0, "{}: groups must be positive", msg());
+        assert!(
+            c % g == 0 && o % g == 0,
+            "{}: {g} groups do not divide {c} input and {o} output channels",
+            msg()
+        );
+        assert!(cg * g == c, "{}: the weight expects {} input channels, the input has {c}", msg(), cg * g);
+        assert!(
+            options.stride.iter().chain(&options.dilation).all(|&s| s > 0),
+            "{}: stride and dilation must be positive, got {options:?}",
+            msg()
+        );
+        let oh = window_output_size(h, kh, options.stride[0], options.padding[0], options.dilation[0]);
+        let ow = window_output_size(w, kw, options.stride[1], options.padding[1], options.dilation[1]);
+        assert!(
+            oh.is_some() && ow.is_some() && kh > 0 && kw > 0,
+            "{}: the {kh}x{kw} kernel (dilation {:?}) is larger than the padded {}x{} input",
+            msg(),
+            options.dilation,
+            h + 2 * options.padding[0],
+            w + 2 * options.padding[1]
+        );
+        if let Some(b) = bias {
+            assert!(
+                b.shape() == [o] && b.dtype() == self.dtype(),
+                "{}: bias {} ({}) must be [{o}] ({})",
+                msg(),
+                fmt_shape(&b.shape()),
+                b.dtype(),
+                self.dtype()
+            );
+        }
+        Self::wrap(B::conv2d(&self.storage, &weight.storage, bias.map(|b| &b.storage), &options))
+    }
+
+    fn check_pool(&self, op: &str, options: &Pool2dOptions) {
+        let shape = self.shape();
+        let [kh, kw] = options.kernel;
+        self.assert_float(op);
+        assert!(
+            kh > 0 && kw > 0 && options.stride.iter().all(|&s| s > 0),
+            "{op}: kernel and stride must be positive, got {options:?}"
+        );
+        assert!(
+            options.padding[0] * 2 <= kh && options.padding[1] * 2 <= kw,
+            "{op}: padding {:?} must be at most half the kernel {:?}",
+            options.padding,
+            options.kernel
+        );
+        let fits = window_output_size(shape[2], kh, options.stride[0], options.padding[0], 1).is_some()
+            && window_output_size(shape[3], kw, options.stride[1], options.padding[1], 1).is_some();
+        assert!(fits, "{op}: the {kh}x{kw} window is larger than the input {}", fmt_shape(&shape));
+    }
+
+    /// Max pooling, as `torch.nn.functional.max_pool2d`.
+    pub fn max_pool2d(&self, options: Pool2dOptions) -> Self {
+        self.check_pool("max_pool2d", &options);
+        Self::wrap(B::max_pool2d(&self.storage, &options, false).0)
+    }
+
+    /// Max pooling and the i64 index of each maximum within its `h * w`
+    /// input plane, as `max_pool2d(..., return_indices=True)`.
+    pub fn max_pool2d_with_indices(&self, options: Pool2dOptions) -> (Self, Self) {
+        self.check_pool("max_pool2d", &options);
+        let (out, idx) = B::max_pool2d(&self.storage, &options, true);
+        let idx = idx.unwrap_or_else(|| panic!("max_pool2d: the {} backend returned no indices", B::name()));
+        (Self::wrap(out), Self::wrap(idx))
+    }
+
+    /// Average pooling, as `torch.nn.functional.avg_pool2d` (padded zeros count).
+    pub fn avg_pool2d(&self, options: Pool2dOptions) -> Self {
+        self.check_pool("avg_pool2d", &options);
+        Self::wrap(B::avg_pool2d(&self.storage, &options))
+    }
+}

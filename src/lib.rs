@@ -1,0 +1,20 @@
+//! Blaze: statically shaped deep learning in Rust.
+//!
+//! This facade re-exports the runtime ([`Tensor`], the [`Backend`] trait and
+//! the ops written once above it) and the CPU backend ([`Cpu`]). Most code
+//! needs only `use blaze::prelude::*;`.
+
+pub use blaze_cpu as cpu;
+pub use blaze_runtime as runtime;
+
+pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
+pub use blaze_runtime::{
+    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, Dim, Element, Error, Pool2dOptions, ReduceOp, Rng,
+    ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
+};
+
+/// The names most programs use.
+pub mod prelude {
+    pub use blaze_cpu::{Cpu, CpuDevice};
+    pub use blaze_runtime::{Backend, Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
+}
