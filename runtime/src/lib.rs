@@ -21,4 +21,4 @@ pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::Error;
 pub use rng::{Rng, manual_seed};
 pub use shape::Dim;
-pub use tensor::{ShapeArg, Tensor};
+pub use tensor::{Scalar, ShapeArg, Tensor};

@@ -324,6 +324,25 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 
 // ---- operator overloads ----------------------------------------------------
 
+/// A Rust number usable as the scalar side of `+ - * /` with a tensor.
+/// Generic so that an unsuffixed literal (`x * 2`, `x * 0.5`) picks a type
+/// by Rust's usual fallback; the value is converted to the tensor's dtype.
+pub trait Scalar: Copy {
+    /// The value as f64.
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! impl_scalar {
+    ($($t:ty),*) => {$(
+        impl Scalar for $t {
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+        }
+    )*};
+}
+impl_scalar!(f32, f64, i32, i64, u32, usize);
+
 macro_rules! impl_tensor_ops {
     ($($Trait:ident $method:ident $scalar:ident $rscalar:expr;)*) => {$(
         impl<B: Backend, const D: usize> $Trait<&Tensor<B, D>> for &Tensor<B, D> {
@@ -350,21 +369,21 @@ macro_rules! impl_tensor_ops {
                 Tensor::$method(&self, &rhs)
             }
         }
-        impl_tensor_ops!(@scalars $Trait $method $scalar $rscalar; f32 f64 i32 i64);
+        impl<B: Backend, const D: usize, S: Scalar> $Trait<S> for &Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: S) -> Tensor<B, D> {
+                self.$scalar(rhs.to_f64())
+            }
+        }
+        impl<B: Backend, const D: usize, S: Scalar> $Trait<S> for Tensor<B, D> {
+            type Output = Tensor<B, D>;
+            fn $method(self, rhs: S) -> Tensor<B, D> {
+                self.$scalar(rhs.to_f64())
+            }
+        }
+        impl_tensor_ops!(@scalars $Trait $method $rscalar; f32 f64 i32 i64);
     )*};
-    (@scalars $Trait:ident $method:ident $scalar:ident $rscalar:expr; $($s:ty)*) => {$(
-        impl<B: Backend, const D: usize> $Trait<$s> for &Tensor<B, D> {
-            type Output = Tensor<B, D>;
-            fn $method(self, rhs: $s) -> Tensor<B, D> {
-                self.$scalar(rhs as f64)
-            }
-        }
-        impl<B: Backend, const D: usize> $Trait<$s> for Tensor<B, D> {
-            type Output = Tensor<B, D>;
-            fn $method(self, rhs: $s) -> Tensor<B, D> {
-                self.$scalar(rhs as f64)
-            }
-        }
+    (@scalars $Trait:ident $method:ident $rscalar:expr; $($s:ty)*) => {$(
         impl<B: Backend, const D: usize> $Trait<&Tensor<B, D>> for $s {
             type Output = Tensor<B, D>;
             fn $method(self, rhs: &Tensor<B, D>) -> Tensor<B, D> {

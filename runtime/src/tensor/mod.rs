@@ -18,6 +18,7 @@ use crate::error::Error;
 use crate::rng::{Rng, with_global_rng};
 use crate::shape::Dim;
 
+pub use arith::Scalar;
 pub use movement::ShapeArg;
 
 /// A tensor of rank `D` on backend `B`.
