@@ -1,1 +1,137 @@
-fn main(){}
+//! CPU backend benchmarks: sgemm GFLOP/s at 1 and 2 threads, elementwise and
+//! reduction bandwidth, and the small-tensor latency that per-op overhead
+//! decides. `bench/torch_ops.py` times the same work in PyTorch.
+//!
+//! Run with `cargo bench -p blaze-cpu`. Throughputs print as `item/s`: one
+//! item is one floating-point operation for `sgemm_*` and one element for
+//! the others.
+
+use std::sync::OnceLock;
+
+use blaze_cpu::{Cpu, CpuDevice};
+use blaze_runtime::{Rng, Tensor};
+use divan::Bencher;
+use divan::counter::ItemsCount;
+
+fn main() {
+    divan::main();
+}
+
+/// A pool of `n` threads; rayon work inside `install` (gemm included) uses it.
+fn pool(n: usize) -> &'static rayon::ThreadPool {
+    static POOLS: [OnceLock<rayon::ThreadPool>; 2] = [OnceLock::new(), OnceLock::new()];
+    POOLS[n - 1].get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool"))
+}
+
+fn randn<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
+    Tensor::normal_with(shape, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
+}
+
+fn sgemm(bencher: Bencher<'_, '_>, n: usize, threads: usize) {
+    let a = randn([n, n], 1);
+    let b = randn([n, n], 2);
+    bencher.counter(ItemsCount::new(2 * n * n * n)).bench_local(|| pool(threads).install(|| a.matmul(&b)));
+}
+
+#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20)]
+fn sgemm_1_thread(bencher: Bencher<'_, '_>, n: usize) {
+    sgemm(bencher, n, 1);
+}
+
+#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20)]
+fn sgemm_2_threads(bencher: Bencher<'_, '_>, n: usize) {
+    sgemm(bencher, n, 2);
+}
+
+const BIG: usize = 1 << 22;
+
+#[divan::bench(args = [1, 2])]
+fn add_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG], 3);
+    let b = randn([BIG], 4);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| &a + &b));
+}
+
+#[divan::bench(args = [1, 2])]
+fn exp_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG], 5);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.exp()));
+}
+
+#[divan::bench(args = [1, 2])]
+fn bias_add_relu_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG / 1024, 1024], 6);
+    let b = randn([1, 1024], 7);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| (&a + &b).relu()));
+}
+
+#[divan::bench(args = [1, 2])]
+fn sum_rows_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG / 1024, 1024], 8);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.sum_dim(1)));
+}
+
+#[divan::bench(args = [1, 2])]
+fn sum_cols_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG / 1024, 1024], 9);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.sum_dim(0)));
+}
+
+#[divan::bench(args = [1, 2])]
+fn softmax_rows_4m(bencher: Bencher<'_, '_>, threads: usize) {
+    let a = randn([BIG / 1024, 1024], 10);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.softmax(1)));
+}
+
+/// Per-op overhead: one add of two 16-element vectors.
+#[divan::bench]
+fn small_add_16(bencher: Bencher<'_, '_>) {
+    let a = randn([16], 11);
+    let b = randn([16], 12);
+    bencher.bench_local(|| &a + &b);
+}
+
+/// Batch-1 inference of the MLP 784-256-128-10 (ReLU), weights as PyTorch
+/// stores them (`[out, in]`, used transposed).
+#[divan::bench]
+fn mlp_forward_batch1(bencher: Bencher<'_, '_>) {
+    let x = randn([1, 784], 13);
+    let layers = [(784, 256), (256, 128), (128, 10)].map(|(i, o)| (randn([o, i], 14), randn([1, o], 15)));
+    bencher.bench_local(|| {
+        let mut h = x.clone();
+        for (k, (w, b)) in layers.iter().enumerate() {
+            h = h.matmul(&w.t()) + b;
+            if k < 2 {
+                h = h.relu();
+            }
+        }
+        h
+    });
+}
+
+/// conv2d 3x3, 16 -> 32 channels on a batch of 64 14x14 images.
+#[divan::bench(args = [1, 2], sample_count = 20)]
+fn conv3x3_b64(bencher: Bencher<'_, '_>, threads: usize) {
+    let x = randn([64, 16, 14, 14], 16);
+    let w = randn([32, 16, 3, 3], 17);
+    let b = randn([32], 18);
+    let flops: usize = 2 * 64 * 32 * 12 * 12 * 16 * 9;
+    bencher
+        .counter(ItemsCount::new(flops))
+        .bench_local(|| pool(threads).install(|| x.conv2d(&w, Some(&b), Default::default())));
+}
+
+/// exp over 4096 cache-resident elements: compute speed without memory traffic.
+#[divan::bench]
+fn exp_4k(bencher: Bencher<'_, '_>) {
+    let a = randn([4096], 19);
+    bencher.counter(ItemsCount::new(4096usize)).bench_local(|| a.exp());
+}
+
+/// add over 4096 cache-resident elements.
+#[divan::bench]
+fn add_4k(bencher: Bencher<'_, '_>) {
+    let a = randn([4096], 20);
+    let b = randn([4096], 21);
+    bencher.counter(ItemsCount::new(4096usize)).bench_local(|| &a + &b);
+}

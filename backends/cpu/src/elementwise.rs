@@ -7,9 +7,8 @@ use std::mem::MaybeUninit;
 
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn, Zip};
-use rayon::prelude::*;
-
-use crate::parallel::{CHUNK, fill, should_fork};
+use crate::parallel::{fill, should_fork};
+use crate::simd::dispatch;
 use crate::storage::Array;
 
 /// Builds an array from a row-major vector that fills `shape`.
@@ -24,11 +23,17 @@ where
     U: Copy + Send,
 {
     if let Some(s) = a.as_slice() {
-        let v: Vec<U> = if should_fork(s.len(), fork_min) {
-            s.par_iter().with_min_len(CHUNK).map(|&x| f(x)).collect()
-        } else {
-            s.iter().map(|&x| f(x)).collect()
-        };
+        let v = fill(s.len(), 1, should_fork(s.len(), fork_min), |start, out| {
+            let src = &s[start..start + out.len()];
+            dispatch(
+                #[inline(always)]
+                || {
+                    for (o, &x) in out.iter_mut().zip(src) {
+                        o.write(f(x));
+                    }
+                },
+            )
+        });
         return build(a.shape(), v);
     }
     a.map(|&x| f(x)).into_shared()
@@ -107,7 +112,16 @@ impl<'a, T: Copy> Operand<'a, T> {
     }
 }
 
+#[inline(always)]
 fn write_row<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row<'_, T>, f: &impl Fn(T, T) -> U) {
+    dispatch(
+        #[inline(always)]
+        || write_row_inner(out, a, b, f),
+    )
+}
+
+#[inline(always)]
+fn write_row_inner<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row<'_, T>, f: &impl Fn(T, T) -> U) {
     match (a, b) {
         (Row::Slice(x), Row::Slice(y)) => {
             for ((o, &x), &y) in out.iter_mut().zip(x).zip(y) {
@@ -144,11 +158,10 @@ where
     let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
     if let (Some(x), Some(y)) = (av.as_slice(), bv.as_slice()) {
-        let v = if fork {
-            x.par_iter().zip(y).with_min_len(CHUNK).map(|(&x, &y)| f(x, y)).collect()
-        } else {
-            x.iter().zip(y).map(|(&x, &y)| f(x, y)).collect()
-        };
+        let v = fill(n, 1, fork, |start, out| {
+            let end = start + out.len();
+            write_row(out, Row::Slice(&x[start..end]), Row::Slice(&y[start..end]), &f);
+        });
         return build(&shape, v);
     }
     // A one-element operand is a scalar: map the other one.
@@ -169,16 +182,17 @@ where
             _ => None,
         },
     };
-    if let Some((oa, ob, inner)) = ops {
-        if inner > 0 && n > 0 {
-            let v = fill(n, inner, fork, |start, out| {
-                let first = start / inner;
-                for (i, row) in out.chunks_mut(inner).enumerate() {
-                    write_row(row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
-                }
-            });
-            return build(&shape, v);
-        }
+    if let Some((oa, ob, inner)) = ops
+        && inner > 0
+        && n > 0
+    {
+        let v = fill(n, inner, fork, |start, out| {
+            let first = start / inner;
+            for (i, row) in out.chunks_mut(inner).enumerate() {
+                write_row(row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
+            }
+        });
+        return build(&shape, v);
     }
     Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y)).into_shared()
 }

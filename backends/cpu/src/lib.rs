@@ -13,10 +13,12 @@
 
 mod conv;
 mod elementwise;
+mod math;
 mod matmul;
 mod movement;
 mod parallel;
 mod reduce;
+mod simd;
 mod storage;
 
 use std::ops::Range;
@@ -52,12 +54,12 @@ fn unary_float<T: Float>(op: UnaryOp, a: &Array<T>) -> Array<T> {
     match op {
         UnaryOp::Neg => map(a, CHEAP_OP_MIN, |x| -x),
         UnaryOp::Abs => map(a, CHEAP_OP_MIN, |x| x.abs()),
-        UnaryOp::Exp => map(a, COSTLY_OP_MIN, |x| x.exp()),
+        UnaryOp::Exp => map(a, COSTLY_OP_MIN, Float::fast_exp),
         UnaryOp::Log => map(a, COSTLY_OP_MIN, |x| x.ln()),
         UnaryOp::Sqrt => map(a, COSTLY_OP_MIN, |x| x.sqrt()),
         UnaryOp::Recip => map(a, CHEAP_OP_MIN, |x| one / x),
         UnaryOp::Tanh => map(a, COSTLY_OP_MIN, |x| x.tanh()),
-        UnaryOp::Sigmoid => map(a, COSTLY_OP_MIN, move |x| one / (one + (-x).exp())),
+        UnaryOp::Sigmoid => map(a, COSTLY_OP_MIN, move |x| one / (one + (-x).fast_exp())),
         UnaryOp::Relu => map(a, CHEAP_OP_MIN, move |x| if x > zero { x } else { zero }),
         UnaryOp::Gelu => {
             let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);

@@ -165,16 +165,26 @@ impl Num for i64 {
 pub trait Float: Num + num_traits::Float {
     /// The error function.
     fn erf(self) -> Self;
+    /// `e^x`, vectorisable where the type allows.
+    fn fast_exp(self) -> Self;
 }
 
 impl Float for f32 {
     fn erf(self) -> Self {
         libm::erff(self)
     }
+    #[inline(always)]
+    fn fast_exp(self) -> Self {
+        crate::math::exp_f32(self)
+    }
 }
 
 impl Float for f64 {
     fn erf(self) -> Self {
         libm::erf(self)
+    }
+    #[inline(always)]
+    fn fast_exp(self) -> Self {
+        self.exp()
     }
 }

@@ -55,7 +55,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
             *o = e.max(0) as usize;
         }
         if let Some(i) = infer {
-            if known == 0 || numel % known != 0 {
+            if known == 0 || !numel.is_multiple_of(known) {
                 bad();
             }
             out[i] = numel / known;

