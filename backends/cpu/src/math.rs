@@ -22,7 +22,7 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     // Scale by 2^n in two halves so that neither exponent leaves the normal
     // range: 2^128 then overflows to inf and 2^-150 underflows gradually.
