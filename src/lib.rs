@@ -13,8 +13,11 @@ pub use blaze_runtime::{
     ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
 };
 
-/// The names most programs use.
+/// The names most programs use. The `Backend` trait is left out on purpose:
+/// its primitives share names with tensor methods (`conv2d`, `matmul`), and
+/// in scope they would turn a method misuse into a confusing hint. Generic
+/// code imports `blaze::Backend` by name.
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
-    pub use blaze_runtime::{Backend, Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
+    pub use blaze_runtime::{Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
 }

@@ -10,6 +10,7 @@
 pub mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod data;
 pub mod dtype;
 pub mod error;
 pub mod rng;

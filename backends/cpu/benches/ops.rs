@@ -135,3 +135,74 @@ fn add_4k(bencher: Bencher<'_, '_>) {
     let b = randn([4096], 21);
     bencher.counter(ItemsCount::new(4096usize)).bench_local(|| &a + &b);
 }
+
+/// The cores' FMA peak: independent chains of 512-bit (or 256-bit) fused
+/// multiply-adds and nothing else, the ceiling that `sgemm_*` is measured
+/// against. One item is one FLOP.
+#[divan::bench(args = [1, 2], sample_count = 20)]
+fn fma_peak(bencher: Bencher<'_, '_>, threads: usize) {
+    const ITERS: usize = 1 << 16;
+    let per_thread = fma_flops_per_iter() * ITERS;
+    bencher.counter(ItemsCount::new(per_thread * threads)).bench_local(|| {
+        pool(threads).broadcast(|_| fma_loop(ITERS));
+    });
+}
+
+#[cfg(target_arch = "x86_64")]
+fn fma_flops_per_iter() -> usize {
+    // 12 accumulators x lanes x 2 FLOPs per FMA.
+    let lanes = if std::arch::is_x86_feature_detected!("avx512f") { 16 } else { 8 };
+    12 * lanes * 2
+}
+
+#[cfg(target_arch = "x86_64")]
+fn fma_loop(iters: usize) -> f32 {
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F.
+        unsafe { fma_loop_avx512(iters) }
+    } else {
+        assert!(std::arch::is_x86_feature_detected!("fma"), "fma_peak needs AVX2 and FMA");
+        // SAFETY: checked just above.
+        unsafe { fma_loop_avx2(iters) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_loop_avx512(iters: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let a = _mm512_set1_ps(0.999_999);
+    let b = _mm512_set1_ps(1e-7);
+    let mut acc = [_mm512_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        for v in acc.iter_mut() {
+            *v = _mm512_fmadd_ps(*v, a, b);
+        }
+    }
+    let mut s = _mm512_setzero_ps();
+    for v in acc {
+        s = _mm512_add_ps(s, v);
+    }
+    _mm512_reduce_add_ps(divan::black_box(s))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fma_loop_avx2(iters: usize) -> f32 {
+    use std::arch::x86_64::*;
+    let a = _mm256_set1_ps(0.999_999);
+    let b = _mm256_set1_ps(1e-7);
+    let mut acc = [_mm256_set1_ps(1.0); 12];
+    for _ in 0..iters {
+        for v in acc.iter_mut() {
+            *v = _mm256_fmadd_ps(*v, a, b);
+        }
+    }
+    let mut s = _mm256_setzero_ps();
+    for v in acc {
+        s = _mm256_add_ps(s, v);
+    }
+    // SAFETY: __m256 is eight f32 lanes.
+    let out: [f32; 8] = unsafe { std::mem::transmute(divan::black_box(s)) };
+    out.iter().sum()
+}

@@ -327,6 +327,11 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 /// A Rust number usable as the scalar side of `+ - * /` with a tensor.
 /// Generic so that an unsuffixed literal (`x * 2`, `x * 0.5`) picks a type
 /// by Rust's usual fallback; the value is converted to the tensor's dtype.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be combined with a tensor by an arithmetic operator",
+    label = "not a number, and not a tensor of the same rank and backend",
+    note = "tensors combine elementwise only at equal rank: use `.unsqueeze()`, `.reshape()` or `.squeeze()` to match ranks first"
+)]
 pub trait Scalar: Copy {
     /// The value as f64.
     fn to_f64(self) -> f64;

@@ -1,0 +1,3 @@
+//! Reading datasets from disk.
+
+pub mod mnist;

@@ -1,0 +1,8 @@
+//! Runs every compile-fail case and every must-compile program.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tensor/*.rs");
+    t.pass("pass/*.rs");
+}
