@@ -3,6 +3,9 @@
 //! This facade re-exports the runtime ([`Tensor`], the [`Backend`] trait and
 //! the ops written once above it) and the CPU backend ([`Cpu`]). Most code
 //! needs only `use blaze::prelude::*;`.
+//!
+//! The README follows; its examples run as doctests.
+#![doc = include_str!("../README.md")]
 
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;

@@ -355,21 +355,11 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     fn gather(x: &Self::Storage, dim: usize, index: &Self::Storage) -> Self::Storage;
     /// A copy of `x` with `out[i][index[i][j][k]][k] += src[i][j][k]` for
     /// `dim = 1`, and so on. May assume `index` and `src` of one shape, as for `gather`.
-    fn scatter_add(
-        x: &Self::Storage,
-        dim: usize,
-        index: &Self::Storage,
-        src: &Self::Storage,
-    ) -> Self::Storage;
+    fn scatter_add(x: &Self::Storage, dim: usize, index: &Self::Storage, src: &Self::Storage) -> Self::Storage;
     /// Picks the entries `index` (1-D, i64) of `dim`.
     fn index_select(x: &Self::Storage, dim: usize, index: &Self::Storage) -> Self::Storage;
     /// A copy of `x` with `src`'s slice `i` of `dim` added to slice `index[i]`.
-    fn index_add(
-        x: &Self::Storage,
-        dim: usize,
-        index: &Self::Storage,
-        src: &Self::Storage,
-    ) -> Self::Storage;
+    fn index_add(x: &Self::Storage, dim: usize, index: &Self::Storage, src: &Self::Storage) -> Self::Storage;
 
     // ---- convolution and pooling -------------------------------------------
 

@@ -212,9 +212,7 @@ impl TensorData {
 
     /// The values as a vector of `T`; an error if the dtype is not `T`'s.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>, Error> {
-        T::slice(&self.values)
-            .map(<[T]>::to_vec)
-            .ok_or(Error::DType { expected: T::DTYPE, actual: self.dtype() })
+        T::slice(&self.values).map(<[T]>::to_vec).ok_or(Error::DType { expected: T::DTYPE, actual: self.dtype() })
     }
 
     /// Borrows the values as `&[T]`; an error if the dtype is not `T`'s.

@@ -105,9 +105,18 @@ mod tests {
 
     #[test]
     fn same_seed_same_stream_other_seed_other_stream() {
-        let a: Vec<u64> = { let mut r = Rng::seed_from_u64(7); (0..4).map(|_| r.next_u64()).collect() };
-        let b: Vec<u64> = { let mut r = Rng::seed_from_u64(7); (0..4).map(|_| r.next_u64()).collect() };
-        let c: Vec<u64> = { let mut r = Rng::seed_from_u64(8); (0..4).map(|_| r.next_u64()).collect() };
+        let a: Vec<u64> = {
+            let mut r = Rng::seed_from_u64(7);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut r = Rng::seed_from_u64(7);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
+        let c: Vec<u64> = {
+            let mut r = Rng::seed_from_u64(8);
+            (0..4).map(|_| r.next_u64()).collect()
+        };
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

@@ -72,7 +72,12 @@ fn im2col<T: Num>(
 }
 
 /// `x: [n, c, h, w]` convolved with `weight: [o, c / g, kh, kw]` plus `bias`.
-pub(crate) fn conv2d<T: GemmFloat>(x: &Array<T>, weight: &Array<T>, bias: Option<&Array<T>>, opt: &Conv2dOptions) -> Array<T> {
+pub(crate) fn conv2d<T: GemmFloat>(
+    x: &Array<T>,
+    weight: &Array<T>,
+    bias: Option<&Array<T>>,
+    opt: &Conv2dOptions,
+) -> Array<T> {
     let x = x.as_standard_layout();
     let weight = weight.as_standard_layout();
     let xs = x.as_slice().expect("standard layout");
@@ -82,7 +87,8 @@ pub(crate) fn conv2d<T: GemmFloat>(x: &Array<T>, weight: &Array<T>, bias: Option
     let g = opt.groups;
     let og = co / g;
     let size = |i: usize, k: usize| {
-        window_output_size([h, w][i], k, opt.stride[i], opt.padding[i], opt.dilation[i]).expect("the runtime checked the window")
+        window_output_size([h, w][i], k, opt.stride[i], opt.padding[i], opt.dilation[i])
+            .expect("the runtime checked the window")
     };
     let (oh, ow) = (size(0, kh), size(1, kw));
     let (plane, kdim) = (oh * ow, cg * kh * kw);
@@ -131,9 +137,7 @@ pub(crate) fn conv2d<T: GemmFloat>(x: &Array<T>, weight: &Array<T>, bias: Option
     };
     let per_sample = co * plane;
     if n > 1 && rayon::current_num_threads() > 1 && n * per_sample * kdim >= 1 << 18 {
-        out.par_chunks_mut(per_sample.max(1))
-            .enumerate()
-            .for_each_init(Vec::new, |cols, job| sample(cols, job, false));
+        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
     } else {
         let mut cols = Vec::new();
         for job in out.chunks_mut(per_sample.max(1)).enumerate() {
@@ -168,9 +172,10 @@ fn pool<T: Num>(
             for ox in 0..ow {
                 let y0 = (oy * sh) as isize - ph as isize;
                 let x0 = (ox * sw) as isize - pw as isize;
-                let mut taps = (0..kh).flat_map(|i| (0..kw).map(move |j| (y0 + i as isize, x0 + j as isize))).map(|(y, x)| {
-                    (y >= 0 && x >= 0 && (y as usize) < h && (x as usize) < w).then(|| y as usize * w + x as usize)
-                });
+                let mut taps =
+                    (0..kh).flat_map(|i| (0..kw).map(move |j| (y0 + i as isize, x0 + j as isize))).map(|(y, x)| {
+                        (y >= 0 && x >= 0 && (y as usize) < h && (x as usize) < w).then(|| y as usize * w + x as usize)
+                    });
                 let (v, i) = reduce(src, &mut taps);
                 out[oy * ow + ox] = v;
                 if let Some(slot) = idx.get_mut(oy * ow + ox) {
@@ -204,7 +209,11 @@ fn pool<T: Num>(
 }
 
 /// Max pooling; padding never wins (it counts as `-inf`), NaN does.
-pub(crate) fn max_pool2d<T: Num>(x: &Array<T>, opt: &Pool2dOptions, with_indices: bool) -> (Array<T>, Option<Array<i64>>) {
+pub(crate) fn max_pool2d<T: Num>(
+    x: &Array<T>,
+    opt: &Pool2dOptions,
+    with_indices: bool,
+) -> (Array<T>, Option<Array<i64>>) {
     pool(
         x,
         opt,

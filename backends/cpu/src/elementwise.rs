@@ -5,11 +5,11 @@
 
 use std::mem::MaybeUninit;
 
-use blaze_runtime::shape::broadcast_shapes;
-use ndarray::{ArrayView, IxDyn, Zip};
 use crate::parallel::{fill, should_fork};
 use crate::simd::dispatch;
 use crate::storage::Array;
+use blaze_runtime::shape::broadcast_shapes;
+use ndarray::{ArrayView, IxDyn, Zip};
 
 /// Builds an array from a row-major vector that fills `shape`.
 pub(crate) fn build<U>(shape: &[usize], v: Vec<U>) -> Array<U> {

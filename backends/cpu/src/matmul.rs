@@ -62,8 +62,11 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         return;
     }
     let threads = rayon::current_num_threads();
-    let parallelism =
-        if parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS { Parallelism::Rayon(threads) } else { Parallelism::None };
+    let parallelism = if parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS {
+        Parallelism::Rayon(threads)
+    } else {
+        Parallelism::None
+    };
     // gemm computes dst = alpha * dst + beta * lhs * rhs, reading dst only
     // when asked to.
     // SAFETY: forwarded from the caller.

@@ -5,6 +5,7 @@ use rayon::prelude::*;
 
 use crate::elementwise::build;
 use crate::parallel::{CHEAP_OP_MIN, should_fork};
+use crate::simd::dispatch;
 use crate::storage::{Array, Num};
 
 fn dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
@@ -21,6 +22,7 @@ fn out_shape(shape: &[usize], dim: usize) -> Vec<usize> {
 
 /// Sum of a contiguous run with 16 independent accumulators, so the loop
 /// vectorises (a single running sum is a serial dependency chain).
+#[inline(always)]
 fn sum_slice<T: Num>(s: &[T]) -> T {
     let mut acc = [T::ZERO; 16];
     let chunks = s.chunks_exact(16);
@@ -59,10 +61,13 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
     if inner == 1 {
         let row = |(o, x): (usize, &mut T)| {
             let r = &s[o * n..(o + 1) * n];
-            *x = match kind {
-                Fold::Sum => sum_slice(r),
-                _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
-            };
+            *x = dispatch(
+                #[inline(always)]
+                || match kind {
+                    Fold::Sum => sum_slice(r),
+                    _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
+                },
+            );
         };
         if fork {
             out.par_iter_mut().enumerate().for_each(row);
@@ -73,17 +78,22 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
         let plane = |(o, acc): (usize, &mut [T])| {
             let base = &s[o * n * inner..(o + 1) * n * inner];
             acc.copy_from_slice(&base[..inner]);
-            for j in 1..n {
-                let r = &base[j * inner..(j + 1) * inner];
-                match kind {
-                    Fold::Sum => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
-                    _ => acc.iter_mut().zip(r).for_each(|(a, &v)| {
-                        if better(v, *a, greater) {
-                            *a = v
+            dispatch(
+                #[inline(always)]
+                || {
+                    for j in 1..n {
+                        let r = &base[j * inner..(j + 1) * inner];
+                        match kind {
+                            Fold::Sum => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
+                            _ => acc.iter_mut().zip(r).for_each(|(a, &v)| {
+                                if better(v, *a, greater) {
+                                    *a = v
+                                }
+                            }),
                         }
-                    }),
-                }
-            }
+                    }
+                },
+            );
         };
         if n == 0 {
             // Only a sum reaches here with an empty dim (the runtime checks
@@ -128,4 +138,3 @@ pub(crate) fn arg<T: Num>(a: &Array<T>, dim: usize, greater: bool) -> Array<i64>
     }
     build(&out_shape(a.shape(), dim), out)
 }
-

@@ -3,7 +3,7 @@
 //!
 //! A backend's test crate instantiates it with one line:
 //!
-//! ```ignore
+//! ```text
 //! blaze_runtime::conformance_suite!(blaze_cpu::Cpu, blaze_cpu::CpuDevice);
 //! ```
 //!
@@ -43,14 +43,25 @@ macro_rules! conformance_suite {
 }
 
 /// A tensor of `dtype` from f64 values.
-pub fn tensor<B: Backend, const D: usize>(values: &[f64], shape: [usize; D], dtype: DType, dev: &B::Device) -> Tensor<B, D> {
+pub fn tensor<B: Backend, const D: usize>(
+    values: &[f64],
+    shape: [usize; D],
+    dtype: DType,
+    dev: &B::Device,
+) -> Tensor<B, D> {
     let data = TensorData::from_values(DataVec::F64(values.to_vec()).convert(dtype), shape)
         .unwrap_or_else(|e| panic!("conformance: bad test data: {e}"));
     Tensor::from_data(data, dev).unwrap_or_else(|e| panic!("conformance: bad test data: {e}"))
 }
 
 /// An f32 tensor of `0, 1, 2, ...` scaled by `scale` and shifted by `shift`.
-pub fn ramp<B: Backend, const D: usize>(shape: [usize; D], scale: f64, shift: f64, dtype: DType, dev: &B::Device) -> Tensor<B, D> {
+pub fn ramp<B: Backend, const D: usize>(
+    shape: [usize; D],
+    scale: f64,
+    shift: f64,
+    dtype: DType,
+    dev: &B::Device,
+) -> Tensor<B, D> {
     let n: usize = shape.iter().product();
     let v: Vec<f64> = (0..n).map(|i| i as f64 * scale + shift).collect();
     tensor(&v, shape, dtype, dev)
@@ -91,7 +102,10 @@ pub fn assert_close<B: Backend, const D: usize>(
         } else {
             (g - e).abs() <= atol + rtol * e.abs()
         };
-        assert!(ok, "{what}: element {i}: got {g}, expected {e} (rtol {rtol}, atol {atol})\n  got: {got:?}\n  expected: {expected:?}");
+        assert!(
+            ok,
+            "{what}: element {i}: got {g}, expected {e} (rtol {rtol}, atol {atol})\n  got: {got:?}\n  expected: {expected:?}"
+        );
     }
 }
 
@@ -106,8 +120,7 @@ pub const FLOATS: [DType; 2] = [DType::F32, DType::F64];
 /// The panic message of `f`, or `None` if it returned.
 pub fn panic_message(f: impl FnOnce()) -> Option<String> {
     // The default hook still prints the message; the test harness captures it.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
-        .err().map(|e| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).err().map(|e| {
         e.downcast_ref::<String>()
             .cloned()
             .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))

@@ -129,12 +129,7 @@ pub fn prop_conv2d<B: Backend>(dev: &B::Device) {
             let xs = [n, g * cg, h, w];
             let ws = [g * og, cg, kh, kw];
             let o = Conv2dOptions { stride: [s, s], padding: [p, p], dilation: [d, d], groups: g };
-            (
-                Just((xs, ws, o, bias)),
-                values(xs.iter().product()),
-                values(ws.iter().product()),
-                values(ws[0]),
-            )
+            (Just((xs, ws, o, bias)), values(xs.iter().product()), values(ws.iter().product()), values(ws[0]))
         });
     run(64, strategy, |((xs, ws, o, bias), x, w, b)| {
         let tx = tensor::<B, 4>(&x, xs, DType::F64, dev);

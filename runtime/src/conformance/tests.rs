@@ -78,7 +78,19 @@ pub fn unary_ops<B: Backend>(dev: &B::Device) {
         ("erf", |t| t.erf(), libm::erf),
         ("floor", |t| t.floor(), f64::floor),
         ("ceil", |t| t.ceil(), f64::ceil),
-        ("sign", |t| t.sign(), |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { 0.0 }),
+        (
+            "sign",
+            |t| t.sign(),
+            |x| {
+                if x > 0.0 {
+                    1.0
+                } else if x < 0.0 {
+                    -1.0
+                } else {
+                    0.0
+                }
+            },
+        ),
         ("square", |t| t.square(), |x| x * x),
         ("powf", |t| t.abs().powf(1.5), |x| x.abs().powf(1.5)),
         ("clamp", |t| t.clamp(-1.0, 2.0), |x| x.clamp(-1.0, 2.0)),
@@ -91,7 +103,13 @@ pub fn unary_ops<B: Backend>(dev: &B::Device) {
             let expected: Vec<f64> = xs.iter().map(|&x| reference(x)).collect();
             assert_close(&format!("{name} ({dtype})"), &op(&t), &expected, &[2, 5], tolerance(dtype, false));
             let expected_t: Vec<f64> = xt.iter().map(|&x| reference(x)).collect();
-            assert_close(&format!("{name} transposed ({dtype})"), &op(&tt), &expected_t, &[2, 5], tolerance(dtype, false));
+            assert_close(
+                &format!("{name} transposed ({dtype})"),
+                &op(&tt),
+                &expected_t,
+                &[2, 5],
+                tolerance(dtype, false),
+            );
         }
         let expected: Vec<f64> = xs.iter().map(|&x| gelu(x)).collect();
         assert_close(&format!("gelu ({dtype})"), &t.gelu(), &expected, &[2, 5], tolerance(dtype, false));
@@ -258,7 +276,13 @@ pub fn comparisons_where_and_masks<B: Backend>(dev: &B::Device) {
         let mask = i.reshape([1, 3]).gt(&i.reshape([3, 1]));
         let m = scores.masked_fill(&mask, f64::NEG_INFINITY);
         let inf = f64::NEG_INFINITY;
-        assert_close("causal mask", &m, &[0.0, inf, inf, 0.0, 0.0, inf, 0.0, 0.0, 0.0], &[3, 3], tolerance(dtype, false));
+        assert_close(
+            "causal mask",
+            &m,
+            &[0.0, inf, inf, 0.0, 0.0, inf, 0.0, 0.0, 0.0],
+            &[3, 3],
+            tolerance(dtype, false),
+        );
     }
 }
 
@@ -481,7 +505,13 @@ pub fn indexing<B: Backend>(dev: &B::Device) {
         // Gathering from a transposed input.
         let xt = x.t(); // [4, 3]
         let i = Tensor::<B, 2>::from_vec(vec![1i64, 2, 0, 3], [4, 1], dev);
-        assert_close("gather of transposed", &xt.gather(0, &i.reshape([1, 4]).narrow(1, 0, 3)), &[1.0, 6.0, 8.0], &[1, 3], (0.0, 0.0));
+        assert_close(
+            "gather of transposed",
+            &xt.gather(0, &i.reshape([1, 4]).narrow(1, 0, 3)),
+            &[1.0, 6.0, 8.0],
+            &[1, 3],
+            (0.0, 0.0),
+        );
     }
 }
 
@@ -520,7 +550,13 @@ fn check_conv<B: Backend>(xs: [usize; 4], ws: [usize; 4], bias: bool, o: Conv2dO
     let tb = tensor::<B, 1>(&b, [ws[0]], dtype, dev);
     let (want, shape) = r::conv2d(&x, xs, &w, ws, bias.then_some(&b[..]), &o);
     let got = tx.conv2d(&tw, bias.then_some(&tb), o);
-    assert_close(&format!("conv2d x{xs:?} w{ws:?} {o:?} bias={bias} ({dtype})"), &got, &want, &shape, tolerance(dtype, true));
+    assert_close(
+        &format!("conv2d x{xs:?} w{ws:?} {o:?} bias={bias} ({dtype})"),
+        &got,
+        &want,
+        &shape,
+        tolerance(dtype, true),
+    );
 }
 
 /// conv2d against the direct definition: stride, padding, dilation,

@@ -70,10 +70,8 @@ pub fn parse_idx(bytes: &[u8]) -> Result<Idx, String> {
     if bytes.len() < header {
         return Err(format!("truncated header: {rank} dims need {header} bytes, the file has {}", bytes.len()));
     }
-    let dims: Vec<usize> = bytes[4..header]
-        .chunks_exact(4)
-        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
-        .collect();
+    let dims: Vec<usize> =
+        bytes[4..header].chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize).collect();
     let expected = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).ok_or("dims overflow")?;
     let actual = bytes.len() - header;
     if actual != expected {
@@ -144,7 +142,10 @@ fn read_split(dir: &Path, prefix: &str) -> Result<MnistSplit, IdxError> {
         return Err(format(&lpath, format!("labels need 1 dim [n], the header has {:?}", labels.dims)));
     }
     if images.dims[0] != labels.dims[0] {
-        return Err(format(&lpath, format!("{} labels for {} images in {}", labels.dims[0], images.dims[0], ipath.display())));
+        return Err(format(
+            &lpath,
+            format!("{} labels for {} images in {}", labels.dims[0], images.dims[0], ipath.display()),
+        ));
     }
     if let Some(bad) = labels.data.iter().find(|&&l| l > 9) {
         return Err(format(&lpath, format!("label {bad} is not a digit 0-9")));

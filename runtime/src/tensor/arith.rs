@@ -100,11 +100,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     }
     /// `s / self`.
     pub fn rdiv_scalar(&self, s: f64) -> Self {
-        if self.dtype().is_float() {
-            self.recip().mul_scalar(s)
-        } else {
-            self.full_like(s).div(self)
-        }
+        if self.dtype().is_float() { self.recip().mul_scalar(s) } else { self.full_like(s).div(self) }
     }
     /// `self ^ exponent`, as `torch.pow(x, float)`.
     pub fn powf(&self, exponent: f64) -> Self {
@@ -300,12 +296,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         let (a, b) = (self.shape(), rhs.shape());
         assert!(D >= 2, "matmul: needs rank >= 2, got lhs {} and rhs {}", fmt_shape(&a), fmt_shape(&b));
         let (ka, kb) = (a[D - 1], b[D - 2]);
-        assert!(
-            ka == kb,
-            "matmul: lhs {} and rhs {}: inner dimensions {ka} != {kb}",
-            fmt_shape(&a),
-            fmt_shape(&b)
-        );
+        assert!(ka == kb, "matmul: lhs {} and rhs {}: inner dimensions {ka} != {kb}", fmt_shape(&a), fmt_shape(&b));
         if broadcast_shapes(&a[..D - 2], &b[..D - 2]).is_none() {
             panic!(
                 "matmul: lhs {} and rhs {}: batch dims {} and {} do not broadcast",

@@ -41,13 +41,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// Wraps a backend storage; panics if its rank is not `D`.
     pub fn from_storage(storage: B::Storage) -> Self {
         let shape = B::shape(&storage);
-        assert_eq!(
-            shape.len(),
-            D,
-            "Tensor<_, {D}>: a storage of shape {} has rank {}",
-            fmt_shape(&shape),
-            shape.len()
-        );
+        assert_eq!(shape.len(), D, "Tensor<_, {D}>: a storage of shape {} has rank {}", fmt_shape(&shape), shape.len());
         Tensor { storage }
     }
 

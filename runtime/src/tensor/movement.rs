@@ -38,9 +38,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         let from = self.shape();
         let entries = shape.entries();
         let numel = self.numel();
-        let bad = || -> ! {
-            panic!("reshape: cannot view {} ({numel} elements) as {:?}", fmt_shape(&from), entries)
-        };
+        let bad = || -> ! { panic!("reshape: cannot view {} ({numel} elements) as {:?}", fmt_shape(&from), entries) };
         let mut infer = None;
         let mut known = 1usize;
         for (i, &e) in entries.iter().enumerate() {
@@ -350,8 +348,5 @@ fn check_bounds<B: Backend, const R: usize>(op: &str, index: &Tensor<B, R>, boun
     }
     let lo = index.min().item() as i64;
     let hi = index.max().item() as i64;
-    assert!(
-        lo >= 0 && (hi as usize) < bound,
-        "{op}: index values span {lo}..={hi}, outside 0..{bound}"
-    );
+    assert!(lo >= 0 && (hi as usize) < bound, "{op}: index values span {lo}..={hi}, outside 0..{bound}");
 }

@@ -45,11 +45,7 @@ impl<B: Backend> Tensor<B, 4> {
         self.assert_float("conv2d");
         assert!(weight.dtype() == self.dtype(), "{}: dtypes {} and {} differ", msg(), self.dtype(), weight.dtype());
         assert!(g > 0, "{}: groups must be positive", msg());
-        assert!(
-            c % g == 0 && o % g == 0,
-            "{}: {g} groups do not divide {c} input and {o} output channels",
-            msg()
-        );
+        assert!(c % g == 0 && o % g == 0, "{}: {g} groups do not divide {c} input and {o} output channels", msg());
         assert!(cg * g == c, "{}: the weight expects {} input channels, the input has {c}", msg(), cg * g);
         assert!(
             options.stride.iter().chain(&options.dilation).all(|&s| s > 0),
