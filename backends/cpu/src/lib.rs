@@ -182,6 +182,19 @@ fn cast_from<T: Copy + Send + Sync + blaze_runtime::Element>(a: &Array<T>, dtype
     }
 }
 
+/// Applies `$f` to two storages of one numeric dtype (f32, f64 or i64) and
+/// rewraps the result.
+macro_rules! numeric_pair {
+    ($op:expr, $x:expr, $y:expr, |$a:ident, $b:ident| $body:expr) => {
+        match ($x, $y) {
+            (CpuStorage::F32($a), CpuStorage::F32($b)) => CpuStorage::F32($body),
+            (CpuStorage::F64($a), CpuStorage::F64($b)) => CpuStorage::F64($body),
+            (CpuStorage::I64($a), CpuStorage::I64($b)) => CpuStorage::I64($body),
+            (a, _) => unsupported($op, a.dtype()),
+        }
+    };
+}
+
 impl Backend for Cpu {
     type Device = CpuDevice;
     type Storage = CpuStorage;
@@ -352,12 +365,7 @@ impl Backend for Cpu {
 
     fn scatter_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
         let idx = index.as_i64("scatter_add");
-        match (x, src) {
-            (CpuStorage::F32(a), CpuStorage::F32(s)) => CpuStorage::F32(movement::scatter_add(a, dim, idx, s)),
-            (CpuStorage::F64(a), CpuStorage::F64(s)) => CpuStorage::F64(movement::scatter_add(a, dim, idx, s)),
-            (CpuStorage::I64(a), CpuStorage::I64(s)) => CpuStorage::I64(movement::scatter_add(a, dim, idx, s)),
-            (a, _) => unsupported("scatter_add", a.dtype()),
-        }
+        numeric_pair!("scatter_add", x, src, |a, s| movement::scatter_add(a, dim, idx, s))
     }
 
     fn index_select(x: &CpuStorage, dim: usize, index: &CpuStorage) -> CpuStorage {
@@ -367,12 +375,7 @@ impl Backend for Cpu {
 
     fn index_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
         let idx = index.as_i64("index_add");
-        match (x, src) {
-            (CpuStorage::F32(a), CpuStorage::F32(s)) => CpuStorage::F32(movement::index_add(a, dim, idx, s)),
-            (CpuStorage::F64(a), CpuStorage::F64(s)) => CpuStorage::F64(movement::index_add(a, dim, idx, s)),
-            (CpuStorage::I64(a), CpuStorage::I64(s)) => CpuStorage::I64(movement::index_add(a, dim, idx, s)),
-            (a, _) => unsupported("index_add", a.dtype()),
-        }
+        numeric_pair!("index_add", x, src, |a, s| movement::index_add(a, dim, idx, s))
     }
 
     fn conv2d(x: &CpuStorage, weight: &CpuStorage, bias: Option<&CpuStorage>, options: &Conv2dOptions) -> CpuStorage {

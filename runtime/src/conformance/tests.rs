@@ -621,76 +621,43 @@ pub fn casts<B: Backend>(dev: &B::Device) {
 
 /// Misuse panics with the op and the shapes.
 pub fn misuse_messages<B: Backend>(dev: &B::Device) {
-    let expect = |f: Box<dyn FnOnce()>, needle: &str| {
-        let msg = panic_message(f).unwrap_or_else(|| panic!("expected a panic containing {needle:?}"));
+    let expect = |needle: &str, f: &dyn Fn(&B::Device)| {
+        let msg = panic_message(|| f(dev)).unwrap_or_else(|| panic!("expected a panic containing {needle:?}"));
         assert!(msg.contains(needle), "panic message {msg:?} does not contain {needle:?}");
     };
-    let d = dev.clone();
+    expect("matmul: lhs [2, 3] and rhs [4, 5]: inner dimensions 3 != 4", &|d| {
+        let _ = Tensor::<B, 2>::zeros([2, 3], d).matmul(&Tensor::zeros([4, 5], d));
+    });
+    expect("add: shapes [2, 3] and [4, 3] do not broadcast (dim 0: 2 vs 4)", &|d| {
+        let _ = Tensor::<B, 2>::zeros([2, 3], d) + Tensor::zeros([4, 3], d);
+    });
+    expect("reshape: cannot view [2, 3] (6 elements) as [4, 2]", &|d| {
+        let _: Tensor<B, 2> = Tensor::<B, 2>::zeros([2, 3], d).reshape([4, 2]);
+    });
     expect(
-        Box::new(move || {
-            let _ = Tensor::<B, 2>::zeros([2, 3], &d).matmul(&Tensor::zeros([4, 5], &d));
-        }),
-        "matmul: lhs [2, 3] and rhs [4, 5]: inner dimensions 3 != 4",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let _ = Tensor::<B, 2>::zeros([2, 3], &d) + Tensor::zeros([4, 3], &d);
-        }),
-        "add: shapes [2, 3] and [4, 3] do not broadcast (dim 0: 2 vs 4)",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let _: Tensor<B, 2> = Tensor::<B, 2>::zeros([2, 3], &d).reshape([4, 2]);
-        }),
-        "reshape: cannot view [2, 3] (6 elements) as [4, 2]",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let x = Tensor::<B, 4>::zeros([1, 3, 8, 8], &d);
-            let _ = x.conv2d(&Tensor::zeros([4, 2, 3, 3], &d), None, Conv2dOptions::default());
-        }),
         "conv2d: input [1, 3, 8, 8] and weight [4, 2, 3, 3]: the weight expects 2 input channels, the input has 3",
+        &|d| {
+            let x = Tensor::<B, 4>::zeros([1, 3, 8, 8], d);
+            let _ = x.conv2d(&Tensor::zeros([4, 2, 3, 3], d), None, Conv2dOptions::default());
+        },
     );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &d);
-            let _ = x.conv2d(&Tensor::zeros([1, 1, 5, 5], &d), None, Conv2dOptions::default());
-        }),
-        "the 5x5 kernel (dilation [1, 1]) is larger than the padded 4x4 input",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let _ = Tensor::<B, 2>::zeros([2, 3], &d).sum_dim(2);
-        }),
-        "sum_dim: dim 2 is out of range for a tensor of rank 2",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let idx = Tensor::<B, 1>::from_vec(vec![0i64, 3], [2], &d);
-            let _ = Tensor::<B, 2>::zeros([3, 2], &d).index_select(0, &idx);
-        }),
-        "index_select: index values span 0..=3, outside 0..3",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let _ = Tensor::<B, 1>::zeros([2], &d).to_vec::<i64>();
-        }),
-        "to_vec: the tensor holds f32, not i64",
-    );
-    let d = dev.clone();
-    expect(
-        Box::new(move || {
-            let _ = Tensor::<B, 1>::zeros([2], &d) + Tensor::<B, 1>::zeros([2], &d).to_dtype(DType::F64);
-        }),
-        "add: dtypes f32 and f64 differ",
-    );
+    expect("the 5x5 kernel (dilation [1, 1]) is larger than the padded 4x4 input", &|d| {
+        let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], d);
+        let _ = x.conv2d(&Tensor::zeros([1, 1, 5, 5], d), None, Conv2dOptions::default());
+    });
+    expect("sum_dim: dim 2 is out of range for a tensor of rank 2", &|d| {
+        let _ = Tensor::<B, 2>::zeros([2, 3], d).sum_dim(2);
+    });
+    expect("index_select: index values span 0..=3, outside 0..3", &|d| {
+        let idx = Tensor::<B, 1>::from_vec(vec![0i64, 3], [2], d);
+        let _ = Tensor::<B, 2>::zeros([3, 2], d).index_select(0, &idx);
+    });
+    expect("to_vec: the tensor holds f32, not i64", &|d| {
+        let _ = Tensor::<B, 1>::zeros([2], d).to_vec::<i64>();
+    });
+    expect("add: dtypes f32 and f64 differ", &|d| {
+        let _ = Tensor::<B, 1>::zeros([2], d) + Tensor::<B, 1>::zeros([2], d).to_dtype(DType::F64);
+    });
 }
 
 pub use super::props::{prop_binary_broadcast, prop_conv2d, prop_matmul, prop_movement_roundtrip, prop_reductions};
