@@ -382,4 +382,28 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     /// Average pooling of `[n, c, h, w]`; padded zeros count in the average
     /// (PyTorch's `count_include_pad=True`).
     fn avg_pool2d(x: &Self::Storage, options: &Pool2dOptions) -> Self::Storage;
+
+    /// The gradient of [`Backend::conv2d`] with respect to its input, given
+    /// the gradient of its output (`torch.nn.grad.conv2d_input`): a
+    /// transposed convolution back onto `input_shape`.
+    fn conv2d_input_grad(
+        grad_out: &Self::Storage,
+        weight: &Self::Storage,
+        input_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> Self::Storage;
+    /// The gradient of [`Backend::conv2d`] with respect to its weight
+    /// (`torch.nn.grad.conv2d_weight`).
+    fn conv2d_weight_grad(
+        x: &Self::Storage,
+        grad_out: &Self::Storage,
+        weight_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> Self::Storage;
+    /// The gradient of [`Backend::avg_pool2d`] with respect to its input.
+    fn avg_pool2d_input_grad(
+        grad_out: &Self::Storage,
+        input_shape: [usize; 4],
+        options: &Pool2dOptions,
+    ) -> Self::Storage;
 }

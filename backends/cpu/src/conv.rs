@@ -71,6 +71,206 @@ fn im2col<T: Num>(
     }
 }
 
+/// The adjoint of [`im2col`]: adds `cols: [cg * kh * kw, oh * ow]` back onto
+/// the taps they were read from in `x: [cg, h, w]`.
+fn col2im<T: Num>(
+    cols: &[T],
+    x: &mut [T],
+    [cg, h, w]: [usize; 3],
+    [kh, kw]: [usize; 2],
+    [oh, ow]: [usize; 2],
+    o: &Conv2dOptions,
+) {
+    let [sh, sw] = o.stride;
+    let [ph, pw] = o.padding;
+    let [dh, dw] = o.dilation;
+    for c in 0..cg {
+        let plane = &mut x[c * h * w..(c + 1) * h * w];
+        for ki in 0..kh {
+            let off_y = (ki * dh) as isize - ph as isize;
+            let ys = valid_range(oh, h, sh, off_y);
+            for kj in 0..kw {
+                let off_x = (kj * dw) as isize - pw as isize;
+                let xs = valid_range(ow, w, sw, off_x);
+                if xs.is_empty() {
+                    continue;
+                }
+                let row = &cols[((c * kh + ki) * kw + kj) * oh * ow..][..oh * ow];
+                for oy in ys.clone() {
+                    let iy = ((oy * sh) as isize + off_y) as usize;
+                    let dst = &mut plane[iy * w..(iy + 1) * w];
+                    let x0 = ((xs.start * sw) as isize + off_x) as usize;
+                    for (i, ox) in xs.clone().enumerate() {
+                        dst[x0 + i * sw] += row[oy * ow + ox];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Shapes a convolution works with, derived once.
+struct ConvGeometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    cg: usize,
+    og: usize,
+    kh: usize,
+    kw: usize,
+    oh: usize,
+    ow: usize,
+}
+
+impl ConvGeometry {
+    fn new(x: [usize; 4], weight: [usize; 4], opt: &Conv2dOptions) -> Self {
+        let [n, c, h, w] = x;
+        let [co, cg, kh, kw] = weight;
+        let size = |i: usize, k: usize| {
+            window_output_size([h, w][i], k, opt.stride[i], opt.padding[i], opt.dilation[i])
+                .expect("the runtime checked the window")
+        };
+        ConvGeometry { n, c, h, w, cg, og: co / opt.groups, kh, kw, oh: size(0, kh), ow: size(1, kw) }
+    }
+    fn plane(&self) -> usize {
+        self.oh * self.ow
+    }
+    fn kdim(&self) -> usize {
+        self.cg * self.kh * self.kw
+    }
+}
+
+/// The input gradient of a convolution: `W_g^T @ grad` per sample and
+/// group, folded back with [`col2im`].
+pub(crate) fn conv2d_input_grad<T: GemmFloat>(
+    grad: &Array<T>,
+    weight: &Array<T>,
+    input_shape: [usize; 4],
+    opt: &Conv2dOptions,
+) -> Array<T> {
+    let grad = grad.as_standard_layout();
+    let weight = weight.as_standard_layout();
+    let gs = grad.as_slice().expect("standard layout");
+    let ws = weight.as_slice().expect("standard layout");
+    let wshape: [usize; 4] = weight.shape().try_into().expect("rank 4");
+    let geo = ConvGeometry::new(input_shape, wshape, opt);
+    let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
+    let per_sample = geo.c * geo.h * geo.w;
+    let mut out = vec![T::ZERO; geo.n * per_sample];
+    let sample = |cols: &mut Vec<T>, (s, dx): (usize, &mut [T]), parallel: bool| {
+        cols.resize(kdim * plane, T::ZERO);
+        for gi in 0..g {
+            let gout = &gs[(s * g + gi) * geo.og * plane..][..geo.og * plane];
+            let wg = &ws[gi * geo.og * kdim..][..geo.og * kdim];
+            // cols = wg^T @ gout: wg is og x kdim row-major, read transposed.
+            // SAFETY: wg^T is kdim x og (row stride 1, column stride kdim),
+            // gout og x plane and cols kdim x plane, all in bounds.
+            unsafe {
+                gemm_raw(
+                    kdim,
+                    plane,
+                    geo.og,
+                    cols.as_mut_ptr(),
+                    plane as isize,
+                    wg.as_ptr(),
+                    1,
+                    kdim as isize,
+                    gout.as_ptr(),
+                    plane as isize,
+                    1,
+                    false,
+                    parallel,
+                )
+            };
+            let dxg = &mut dx[gi * geo.cg * geo.h * geo.w..][..geo.cg * geo.h * geo.w];
+            col2im(cols, dxg, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
+        }
+    };
+    if geo.n > 1 && rayon::current_num_threads() > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
+        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
+    } else {
+        let mut cols = Vec::new();
+        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
+            sample(&mut cols, job, true);
+        }
+    }
+    build(&input_shape, out)
+}
+
+/// The weight gradient of a convolution: the sum over samples of
+/// `grad_g @ cols_g^T`.
+pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
+    x: &Array<T>,
+    grad: &Array<T>,
+    weight_shape: [usize; 4],
+    opt: &Conv2dOptions,
+) -> Array<T> {
+    let x = x.as_standard_layout();
+    let grad = grad.as_standard_layout();
+    let xs = x.as_slice().expect("standard layout");
+    let gs = grad.as_slice().expect("standard layout");
+    let xshape: [usize; 4] = x.shape().try_into().expect("rank 4");
+    let geo = ConvGeometry::new(xshape, weight_shape, opt);
+    let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
+    let direct = geo.kh == 1 && geo.kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
+    // One partial sum per thread, added at the end, so samples can run in parallel.
+    let partial = |samples: std::ops::Range<usize>, parallel: bool| {
+        let mut dw = vec![T::ZERO; weight_shape.iter().product()];
+        let mut cols = Vec::new();
+        for s in samples {
+            for gi in 0..g {
+                let xg = &xs[(s * geo.c + gi * geo.cg) * geo.h * geo.w..][..geo.cg * geo.h * geo.w];
+                let rhs: &[T] = if direct {
+                    xg
+                } else {
+                    cols.resize(kdim * plane, T::ZERO);
+                    im2col(xg, &mut cols, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
+                    &cols
+                };
+                let gout = &gs[(s * g + gi) * geo.og * plane..][..geo.og * plane];
+                let dwg = &mut dw[gi * geo.og * kdim..][..geo.og * kdim];
+                // dwg += gout @ rhs^T, rhs being kdim x plane row-major.
+                // SAFETY: gout is og x plane, rhs^T plane x kdim (row stride 1,
+                // column stride plane), dwg og x kdim, all in bounds.
+                unsafe {
+                    gemm_raw(
+                        geo.og,
+                        kdim,
+                        plane,
+                        dwg.as_mut_ptr(),
+                        kdim as isize,
+                        gout.as_ptr(),
+                        plane as isize,
+                        1,
+                        rhs.as_ptr(),
+                        1,
+                        plane as isize,
+                        true,
+                        parallel,
+                    )
+                };
+            }
+        }
+        dw
+    };
+    let threads = rayon::current_num_threads();
+    let dw = if geo.n > 1 && threads > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
+        let per = geo.n.div_ceil(threads);
+        (0..threads)
+            .into_par_iter()
+            .map(|t| partial(t * per..((t + 1) * per).min(geo.n), false))
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, &y)| *x += y);
+                a
+            })
+            .expect("at least one thread")
+    } else {
+        partial(0..geo.n, true)
+    };
+    build(&weight_shape, dw)
+}
+
 /// `x: [n, c, h, w]` convolved with `weight: [o, c / g, kh, kw]` plus `bias`.
 pub(crate) fn conv2d<T: GemmFloat>(
     x: &Array<T>,
@@ -254,4 +454,44 @@ pub(crate) fn avg_pool2d<T: Num + num_traits::Float>(x: &Array<T>, opt: &Pool2dO
         false,
     )
     .0
+}
+
+/// The input gradient of [`avg_pool2d`]: each output's gradient spread
+/// evenly over its window (padding taps take their share and drop it).
+pub(crate) fn avg_pool2d_input_grad<T: Num + num_traits::Float>(
+    grad: &Array<T>,
+    input_shape: [usize; 4],
+    opt: &Pool2dOptions,
+) -> Array<T> {
+    let grad = grad.as_standard_layout();
+    let gs = grad.as_slice().expect("standard layout");
+    let [n, c, h, w] = input_shape;
+    let [kh, kw] = opt.kernel;
+    let [sh, sw] = opt.stride;
+    let [ph, pw] = opt.padding;
+    let oh = window_output_size(h, kh, sh, ph, 1).expect("the runtime checked the window");
+    let ow = window_output_size(w, kw, sw, pw, 1).expect("the runtime checked the window");
+    let area = T::from_f64((kh * kw) as f64);
+    let mut out = vec![T::ZERO; n * c * h * w];
+    for (p, dx) in out.chunks_mut((h * w).max(1)).enumerate() {
+        let g = &gs[p * oh * ow..(p + 1) * oh * ow];
+        for oy in 0..oh {
+            for ox in 0..ow {
+                let share = g[oy * ow + ox] / area;
+                for i in 0..kh {
+                    let y = (oy * sh + i) as isize - ph as isize;
+                    if y < 0 || y as usize >= h {
+                        continue;
+                    }
+                    for j in 0..kw {
+                        let x = (ox * sw + j) as isize - pw as isize;
+                        if x >= 0 && (x as usize) < w {
+                            dx[y as usize * w + x as usize] += share;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    build(&input_shape, out)
 }

@@ -414,4 +414,46 @@ impl Backend for Cpu {
             other => unsupported("avg_pool2d", other.dtype()),
         }
     }
+
+    fn conv2d_input_grad(
+        grad: &CpuStorage,
+        weight: &CpuStorage,
+        input_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> CpuStorage {
+        match (grad, weight) {
+            (CpuStorage::F32(g), CpuStorage::F32(w)) => {
+                CpuStorage::F32(conv::conv2d_input_grad(g, w, input_shape, options))
+            }
+            (CpuStorage::F64(g), CpuStorage::F64(w)) => {
+                CpuStorage::F64(conv::conv2d_input_grad(g, w, input_shape, options))
+            }
+            (g, w) => panic!("conv2d_input_grad: not defined for dtypes {} and {}", g.dtype(), w.dtype()),
+        }
+    }
+
+    fn conv2d_weight_grad(
+        x: &CpuStorage,
+        grad: &CpuStorage,
+        weight_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> CpuStorage {
+        match (x, grad) {
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
+                CpuStorage::F32(conv::conv2d_weight_grad(x, g, weight_shape, options))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
+                CpuStorage::F64(conv::conv2d_weight_grad(x, g, weight_shape, options))
+            }
+            (x, g) => panic!("conv2d_weight_grad: not defined for dtypes {} and {}", x.dtype(), g.dtype()),
+        }
+    }
+
+    fn avg_pool2d_input_grad(grad: &CpuStorage, input_shape: [usize; 4], options: &Pool2dOptions) -> CpuStorage {
+        match grad {
+            CpuStorage::F32(g) => CpuStorage::F32(conv::avg_pool2d_input_grad(g, input_shape, options)),
+            CpuStorage::F64(g) => CpuStorage::F64(conv::avg_pool2d_input_grad(g, input_shape, options)),
+            other => unsupported("avg_pool2d_input_grad", other.dtype()),
+        }
+    }
 }

@@ -75,6 +75,60 @@ impl<B: Backend> Tensor<B, 4> {
         Self::wrap(B::conv2d(&self.storage, &weight.storage, bias.map(|b| &b.storage), &options))
     }
 
+    /// The gradient of [`Tensor::conv2d`] with respect to its input, given
+    /// the gradient `self` of its output, as `torch.nn.grad.conv2d_input`.
+    pub fn conv2d_input_grad(&self, weight: &Tensor<B, 4>, input_shape: [usize; 4], options: Conv2dOptions) -> Self {
+        self.check_conv_grad("conv2d_input_grad", input_shape, weight.shape(), &options);
+        Self::wrap(B::conv2d_input_grad(&self.storage, &weight.storage, input_shape, &options))
+    }
+
+    /// The gradient of `self.conv2d(w, ..)` with respect to `w`, given the
+    /// gradient of its output, as `torch.nn.grad.conv2d_weight`.
+    pub fn conv2d_weight_grad(
+        &self,
+        grad_out: &Tensor<B, 4>,
+        weight_shape: [usize; 4],
+        options: Conv2dOptions,
+    ) -> Self {
+        grad_out.check_conv_grad("conv2d_weight_grad", self.shape(), weight_shape, &options);
+        Self::wrap(B::conv2d_weight_grad(&self.storage, &grad_out.storage, weight_shape, &options))
+    }
+
+    /// Checks that `self` is the output gradient of a convolution of an
+    /// `input` by a `weight` of the given shapes.
+    fn check_conv_grad(&self, op: &str, input: [usize; 4], weight: [usize; 4], options: &Conv2dOptions) {
+        self.assert_float(op);
+        let [n, c, h, w] = input;
+        let [o, cg, kh, kw] = weight;
+        let g = options.groups;
+        let oh = window_output_size(h, kh, options.stride[0], options.padding[0], options.dilation[0]);
+        let ow = window_output_size(w, kw, options.stride[1], options.padding[1], options.dilation[1]);
+        let valid = g > 0 && cg * g == c && o % g == 0 && oh.is_some() && ow.is_some();
+        assert!(
+            valid && self.shape() == [n, o, oh.unwrap_or(0), ow.unwrap_or(0)],
+            "{op}: output gradient {} does not match a convolution of {} by {} with {options:?}",
+            fmt_shape(&self.shape()),
+            fmt_shape(&input),
+            fmt_shape(&weight)
+        );
+    }
+
+    /// The gradient of [`Tensor::avg_pool2d`] with respect to its input,
+    /// given the gradient `self` of its output.
+    pub fn avg_pool2d_input_grad(&self, input_shape: [usize; 4], options: Pool2dOptions) -> Self {
+        self.assert_float("avg_pool2d_input_grad");
+        let [n, c, h, w] = input_shape;
+        let oh = window_output_size(h, options.kernel[0], options.stride[0], options.padding[0], 1);
+        let ow = window_output_size(w, options.kernel[1], options.stride[1], options.padding[1], 1);
+        assert!(
+            oh.is_some() && ow.is_some() && self.shape() == [n, c, oh.unwrap_or(0), ow.unwrap_or(0)],
+            "avg_pool2d_input_grad: output gradient {} does not match pooling {} with {options:?}",
+            fmt_shape(&self.shape()),
+            fmt_shape(&input_shape)
+        );
+        Self::wrap(B::avg_pool2d_input_grad(&self.storage, input_shape, &options))
+    }
+
     fn check_pool(&self, op: &str, options: &Pool2dOptions) {
         let shape = self.shape();
         let [kh, kw] = options.kernel;
