@@ -631,6 +631,90 @@ pub fn conv_and_pool_gradients<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// Every built-in layer's backward against finite differences (f64).
+pub fn layer_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::gradcheck::check_layer;
+    use crate::nn::*;
+    let mut rng = crate::Rng::seed_from_u64(3);
+    let x = |shape: &[usize], seed| -> Vec<f64> { noise(shape.iter().product(), seed) };
+    let x2 = tensor::<B, 2>(&x(&[3, 4], 61), [3, 4], DType::F64, dev);
+    let x3 = tensor::<B, 3>(&x(&[2, 3, 4], 62), [2, 3, 4], DType::F64, dev);
+    let img = tensor::<B, 4>(&x(&[2, 4, 5, 5], 63), [2, 4, 5, 5], DType::F64, dev);
+
+    check_layer::<B, _, 2, 2>(&Linear::<B, 4, 3>::new(LinearConfig::default(), &mut rng, dev), &x2, true);
+    check_layer::<B, _, 3, 3>(&Linear::<B, 4, 2>::new(LinearConfig { bias: false }, &mut rng, dev), &x3, true);
+    for config in [
+        Conv2dConfig::default(),
+        Conv2dConfig { padding: 1, stride: 2, ..Default::default() },
+        Conv2dConfig { groups: 2, bias: false, dilation: 2, padding: 1, ..Default::default() },
+    ] {
+        check_layer::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
+    }
+    check_layer::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img, true);
+    check_layer::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    check_layer::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img, true);
+    check_layer::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    check_layer::<B, _, 4, 2>(&GlobalAvgPool, &img, true);
+    check_layer::<B, _, 4, 2>(&Flatten, &img, true);
+    check_layer::<B, _, 3, 2>(&Flatten, &x3, true);
+    check_layer::<B, _, 3, 3>(&Relu, &x3, true);
+    check_layer::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Gelu, &x3, true);
+    check_layer::<B, _, 3, 3>(&Sigmoid, &x3, true);
+    check_layer::<B, _, 3, 3>(&Tanh, &x3, true);
+    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, false);
+    let mut bn = BatchNorm2d::<B, 4>::new(NormConfig::default(), dev);
+    // Non-trivial affine parameters and running statistics.
+    bn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    bn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    bn.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
+    bn.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
+    check_layer::<B, _, 4, 4>(&bn, &img, true);
+    check_layer::<B, _, 4, 4>(&bn, &img, false);
+    let mut ln = LayerNorm::<B, 4>::new(NormConfig::default(), dev);
+    ln.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    ln.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    check_layer::<B, _, 3, 3>(&ln, &x3, true);
+    check_layer::<B, _, 2, 2>(&ln, &x2, true);
+    let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
+    check_layer::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids, true);
+}
+
+/// Layers in training mode: dropout statistics, batch-norm running
+/// statistics, and eval-mode outputs.
+pub fn layer_modes<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let ones = Tensor::<B, 2>::ones([200, 50], dev);
+    let mut drop = Dropout::new(DropoutConfig { p: 0.25 });
+    let (y, _) = Layer::<B, 2, 2>::forward_train(&mut drop, &ones, &mut Ctx::train(1));
+    let kept = y.gt_scalar(0.0).to_dtype(DType::F32).mean().item();
+    assert!((kept - 0.75).abs() < 0.02, "dropout kept {kept}");
+    assert!((y.mean().item() - 1.0).abs() < 0.03, "dropout is unbiased: mean {}", y.mean().item());
+    assert_eq!(values(&Layer::<B, 2, 2>::forward(&drop, &ones)), values(&ones), "eval dropout is the identity");
+
+    let mut bn = BatchNorm2d::<B, 2>::new(NormConfig::default(), dev);
+    let x = tensor::<B, 4>(&noise(4 * 2 * 3 * 3, 71), [4, 2, 3, 3], DType::F32, dev).mul_scalar(3.0).add_scalar(1.0);
+    let (y, _) = Layer::<B, 4, 4>::forward_train(&mut bn, &x, &mut Ctx::train(0));
+    // Batch statistics: every channel of the output has mean 0, variance 1.
+    let mean = y.mean_dim(0).mean_dim(2).mean_dim(3);
+    assert_close("batchnorm output mean", &mean, &[0.0, 0.0], &[1, 2, 1, 1], (0.0, 1e-5));
+    let xs = values(&x);
+    for c in 0..2 {
+        let vals: Vec<f64> = r::indices(&[4, 2, 3, 3])
+            .iter()
+            .filter(|i| i[1] == c)
+            .map(|i| xs[((i[0] * 2 + c) * 3 + i[2]) * 3 + i[3]])
+            .collect();
+        let m = vals.iter().sum::<f64>() / vals.len() as f64;
+        let var = vals.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (vals.len() - 1) as f64;
+        let rm = values(&bn.running_mean)[c];
+        let rv = values(&bn.running_var)[c];
+        assert!((rm - 0.1 * m).abs() < 1e-5, "running_mean {rm} vs {}", 0.1 * m);
+        assert!((rv - (0.9 + 0.1 * var)).abs() < 1e-4, "running_var {rv} vs {}", 0.9 + 0.1 * var);
+    }
+}
+
 /// max_pool2d (with indices) and avg_pool2d against the definition.
 pub fn pooling<B: Backend>(dev: &B::Device) {
     for dtype in FLOATS {

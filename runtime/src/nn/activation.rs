@@ -1,0 +1,130 @@
+//! Elementwise activations. Each keeps the tensor its derivative is cheapest
+//! from: the input for ReLU-like ones and GELU, the output for sigmoid and tanh.
+
+use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, stateless_module};
+use crate::{Backend, Tensor};
+
+/// `max(x, 0)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Relu;
+
+/// `x` for positive `x`, `negative_slope * x` otherwise.
+#[derive(Clone, Copy, Debug)]
+pub struct LeakyRelu {
+    /// The slope for negative inputs.
+    pub negative_slope: f64,
+}
+
+/// Options of [`LeakyRelu`].
+#[derive(Clone, Copy, Debug)]
+pub struct LeakyReluConfig {
+    /// PyTorch's default is 0.01.
+    pub negative_slope: f64,
+}
+
+impl Default for LeakyReluConfig {
+    fn default() -> Self {
+        LeakyReluConfig { negative_slope: 0.01 }
+    }
+}
+
+impl LeakyRelu {
+    /// A leaky ReLU with the given options.
+    pub fn new(config: LeakyReluConfig) -> Self {
+        LeakyRelu { negative_slope: config.negative_slope }
+    }
+}
+
+impl Default for LeakyRelu {
+    fn default() -> Self {
+        Self::new(LeakyReluConfig::default())
+    }
+}
+
+/// Exact (erf) GELU.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gelu;
+
+/// Logistic sigmoid.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sigmoid;
+
+/// Hyperbolic tangent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tanh;
+
+stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh);
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.relu()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (x.relu(), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        // relu'(x) = 1 for x > 0, else 0 (0 at the kink, as PyTorch).
+        (Tensor::where_cond(&x.gt_scalar(0.0), g, &g.zeros_like()), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for LeakyRelu {
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.leaky_relu(self.negative_slope)
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (x.leaky_relu(self.negative_slope), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        (Tensor::where_cond(&x.gt_scalar(0.0), g, &g.mul_scalar(self.negative_slope)), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Gelu {
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.gelu()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (x.gelu(), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        // d/dx [x Φ(x)] = Φ(x) + x φ(x), Φ(x) = (1 + erf(x / √2)) / 2,
+        // φ(x) = exp(-x² / 2) / √(2π).
+        let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf().add_scalar(1.0).mul_scalar(0.5);
+        let pdf = x.square().mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
+        (g.mul(&cdf.add(&x.mul(&pdf))), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Sigmoid {
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.sigmoid()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        let y = x.sigmoid();
+        (y.clone(), y)
+    }
+    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        // σ' = σ (1 - σ).
+        (g.mul(&y.mul(&y.rsub_scalar(1.0))), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Tanh {
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.tanh()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        let y = x.tanh();
+        (y.clone(), y)
+    }
+    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        // tanh' = 1 - tanh².
+        (g.mul(&y.square().rsub_scalar(1.0)), ())
+    }
+}

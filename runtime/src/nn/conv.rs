@@ -1,0 +1,120 @@
+//! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as `torch.nn.Conv2d`.
+
+use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, fan_in_uniform, join};
+use crate::rng::Rng;
+use crate::{Backend, Conv2dOptions, Tensor};
+
+/// Options of [`Conv2d`], with PyTorch's defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct Conv2dConfig {
+    /// Step between windows.
+    pub stride: usize,
+    /// Zeros added on every side.
+    pub padding: usize,
+    /// Spacing between kernel taps.
+    pub dilation: usize,
+    /// Channel groups.
+    pub groups: usize,
+    /// Whether the layer adds a bias.
+    pub bias: bool,
+}
+
+impl Default for Conv2dConfig {
+    fn default() -> Self {
+        Conv2dConfig { stride: 1, padding: 0, dilation: 1, groups: 1, bias: true }
+    }
+}
+
+impl Conv2dConfig {
+    /// The options of the functional op.
+    pub fn options(&self) -> Conv2dOptions {
+        Conv2dOptions::default().stride(self.stride).padding(self.padding).dilation(self.dilation).groups(self.groups)
+    }
+}
+
+/// A 2-D convolution from `CIN` to `COUT` channels with a `K x K` kernel.
+#[derive(Clone, Debug)]
+pub struct Conv2d<B: Backend, const CIN: usize, const COUT: usize, const K: usize> {
+    /// `[COUT, CIN / groups, K, K]`.
+    pub weight: Tensor<B, 4>,
+    /// `[COUT]`.
+    pub bias: Option<Tensor<B, 1>>,
+    /// Stride, padding, dilation and groups.
+    pub options: Conv2dOptions,
+}
+
+/// Gradients of a [`Conv2d`].
+#[derive(Clone, Debug)]
+pub struct Conv2dGrads<B: Backend> {
+    /// Gradient of the weight.
+    pub weight: Tensor<B, 4>,
+    /// Gradient of the bias.
+    pub bias: Option<Tensor<B, 1>>,
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, CIN, COUT, K> {
+    /// Initialised as PyTorch does: uniform in `±1/sqrt(CIN / groups * K * K)`.
+    pub fn new(config: Conv2dConfig, rng: &mut Rng, device: &B::Device) -> Self {
+        let g = config.groups;
+        assert!(
+            g > 0 && CIN.is_multiple_of(g) && COUT.is_multiple_of(g),
+            "Conv2d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
+        );
+        let fan_in = CIN / g * K * K;
+        let weight = fan_in_uniform([COUT, CIN / g, K, K], fan_in, rng, device);
+        let bias = config.bias.then(|| fan_in_uniform([COUT], fan_in, rng, device));
+        Conv2d { weight, bias, options: config.options() }
+    }
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Module<B> for Conv2d<B, CIN, COUT, K> {
+    type Grads = Conv2dGrads<B>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "weight"), &self.weight);
+        if let Some(b) = &self.bias {
+            v.visit(&join(prefix, "bias"), b);
+        }
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
+        if let Some(b) = self.bias.take() {
+            self.bias = Some(m.map(&join(prefix, "bias"), b));
+        }
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Conv2dGrads<B>, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
+        if let (Some(b), Some(gb)) = (&mut self.bias, &g.bias) {
+            v.visit(&join(prefix, "bias"), b, gb);
+        }
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Conv2dGrads<B>, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "weight"), &g.weight);
+        if let Some(b) = &g.bias {
+            v.visit(&join(prefix, "bias"), b);
+        }
+    }
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4, 4> for Conv2d<B, CIN, COUT, K> {
+    type Cache = Tensor<B, 4>;
+
+    fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        x.conv2d(&self.weight, self.bias.as_ref(), self.options)
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, 4>, _: &mut Ctx) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        (Layer::<B, 4, 4>::forward(self, x), x.clone())
+    }
+
+    fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, Conv2dGrads<B>) {
+        let dx = g.conv2d_input_grad(&self.weight, x.shape(), self.options);
+        let weight = x.conv2d_weight_grad(g, self.weight.shape(), self.options);
+        // The bias is added at every position of every sample.
+        let bias = self.bias.as_ref().map(|_| g.sum_dim(0).sum_dim(2).sum_dim(3).reshape([COUT]));
+        (dx, Conv2dGrads { weight, bias })
+    }
+}

@@ -1,0 +1,239 @@
+//! Normalisation layers: `BatchNorm2d<C>` (per channel, over the batch and
+//! the spatial dims) and `LayerNorm<N>` (per sample, over the last dim).
+
+use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, join};
+use crate::{Backend, Tensor};
+
+/// Options of the normalisation layers, with PyTorch's defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct NormConfig {
+    /// Added to the variance before the square root.
+    pub eps: f64,
+    /// Weight of the newest batch in the running statistics (BatchNorm).
+    pub momentum: f64,
+}
+
+impl Default for NormConfig {
+    fn default() -> Self {
+        NormConfig { eps: 1e-5, momentum: 0.1 }
+    }
+}
+
+/// Gradients of a normalisation layer's affine parameters.
+#[derive(Clone, Debug)]
+pub struct NormGrads<B: Backend> {
+    /// Gradient of the scale.
+    pub weight: Tensor<B, 1>,
+    /// Gradient of the shift.
+    pub bias: Tensor<B, 1>,
+}
+
+fn visit_affine<B: Backend, V: ParamVisitor<B>>(w: &Tensor<B, 1>, b: &Tensor<B, 1>, prefix: &str, v: &mut V) {
+    v.visit(&join(prefix, "weight"), w);
+    v.visit(&join(prefix, "bias"), b);
+}
+
+/// Batch normalisation of `[n, C, h, w]`, as `torch.nn.BatchNorm2d`.
+#[derive(Clone, Debug)]
+pub struct BatchNorm2d<B: Backend, const C: usize> {
+    /// Scale, `[C]`, initially ones.
+    pub weight: Tensor<B, 1>,
+    /// Shift, `[C]`, initially zeros.
+    pub bias: Tensor<B, 1>,
+    /// Running mean, `[C]` (a buffer).
+    pub running_mean: Tensor<B, 1>,
+    /// Running unbiased variance, `[C]` (a buffer).
+    pub running_var: Tensor<B, 1>,
+    /// Options.
+    pub config: NormConfig,
+}
+
+/// What [`BatchNorm2d`]'s backward needs.
+#[derive(Clone, Debug)]
+pub struct BatchNormCache<B: Backend> {
+    x_hat: Tensor<B, 4>,
+    inv_std: Tensor<B, 4>,
+    /// Whether batch statistics were used (training) or running ones.
+    batch_stats: bool,
+}
+
+impl<B: Backend, const C: usize> BatchNorm2d<B, C> {
+    /// A fresh layer: identity affine map, zero mean and unit variance.
+    pub fn new(config: NormConfig, device: &B::Device) -> Self {
+        BatchNorm2d {
+            weight: Tensor::ones([C], device),
+            bias: Tensor::zeros([C], device),
+            running_mean: Tensor::zeros([C], device),
+            running_var: Tensor::ones([C], device),
+            config,
+        }
+    }
+
+    fn per_channel(t: &Tensor<B, 1>) -> Tensor<B, 4> {
+        t.reshape([1, C, 1, 1])
+    }
+
+    fn check(x: &Tensor<B, 4>) {
+        assert!(x.shape()[1] == C, "BatchNorm2d<{C}>: expects [n, {C}, h, w], got {:?}", x.shape());
+    }
+}
+
+impl<B: Backend, const C: usize> Module<B> for BatchNorm2d<B, C> {
+    type Grads = NormGrads<B>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        visit_affine(&self.weight, &self.bias, prefix, v);
+    }
+
+    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "running_mean"), &self.running_mean);
+        v.visit(&join(prefix, "running_var"), &self.running_var);
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
+        self.bias = m.map(&join(prefix, "bias"), self.bias.clone());
+        self.running_mean = m.map(&join(prefix, "running_mean"), self.running_mean.clone());
+        self.running_var = m.map(&join(prefix, "running_var"), self.running_var.clone());
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &NormGrads<B>, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
+        v.visit(&join(prefix, "bias"), &mut self.bias, &g.bias);
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
+        visit_affine(&g.weight, &g.bias, prefix, v);
+    }
+}
+
+impl<B: Backend, const C: usize> Layer<B, 4, 4> for BatchNorm2d<B, C> {
+    type Cache = BatchNormCache<B>;
+
+    fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        Self::check(x);
+        let inv_std = Self::per_channel(&self.running_var.add_scalar(self.config.eps).sqrt().recip());
+        let x_hat = x.sub(&Self::per_channel(&self.running_mean)).mul(&inv_std);
+        x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias))
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, 4>, ctx: &mut Ctx) -> (Tensor<B, 4>, BatchNormCache<B>) {
+        Self::check(x);
+        if !ctx.train {
+            let inv_std = Self::per_channel(&self.running_var.add_scalar(self.config.eps).sqrt().recip());
+            let x_hat = x.sub(&Self::per_channel(&self.running_mean)).mul(&inv_std);
+            let y = x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias));
+            return (y, BatchNormCache { x_hat, inv_std, batch_stats: false });
+        }
+        let [n, _, h, w] = x.shape();
+        let m = (n * h * w) as f64;
+        let mean = x.mean_dim(0).mean_dim(2).mean_dim(3);
+        let centred = x.sub(&mean);
+        let var = centred.square().mean_dim(0).mean_dim(2).mean_dim(3);
+        let inv_std = var.add_scalar(self.config.eps).sqrt().recip();
+        let x_hat = centred.mul(&inv_std);
+        let y = x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias));
+        // The running variance is the unbiased estimate, as in PyTorch.
+        let k = self.config.momentum;
+        let unbiased = var.mul_scalar(m / (m - 1.0).max(1.0)).reshape([C]);
+        self.running_mean = self.running_mean.mul_scalar(1.0 - k).add(&mean.reshape([C]).mul_scalar(k));
+        self.running_var = self.running_var.mul_scalar(1.0 - k).add(&unbiased.mul_scalar(k));
+        (y, BatchNormCache { x_hat, inv_std, batch_stats: true })
+    }
+
+    fn backward(&self, c: &BatchNormCache<B>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, NormGrads<B>) {
+        let sum = |t: &Tensor<B, 4>| t.sum_dim(0).sum_dim(2).sum_dim(3);
+        let dbeta = sum(g);
+        let dgamma = sum(&g.mul(&c.x_hat));
+        let scale = Self::per_channel(&self.weight).mul(&c.inv_std);
+        let dx = if c.batch_stats {
+            // With batch statistics the mean and variance depend on x:
+            // dx = γ σ⁻¹ (g - mean(g) - x̂ mean(g x̂)), means over n, h, w.
+            let [n, _, h, w] = g.shape();
+            let m = (n * h * w) as f64;
+            g.sub(&dbeta.div_scalar(m)).sub(&c.x_hat.mul(&dgamma.div_scalar(m))).mul(&scale)
+        } else {
+            g.mul(&scale)
+        };
+        (dx, NormGrads { weight: dgamma.reshape([C]), bias: dbeta.reshape([C]) })
+    }
+}
+
+/// Layer normalisation over the last dim of size `N`, as `torch.nn.LayerNorm(N)`.
+#[derive(Clone, Debug)]
+pub struct LayerNorm<B: Backend, const N: usize> {
+    /// Scale, `[N]`, initially ones.
+    pub weight: Tensor<B, 1>,
+    /// Shift, `[N]`, initially zeros.
+    pub bias: Tensor<B, 1>,
+    /// Options (`momentum` is unused).
+    pub config: NormConfig,
+}
+
+impl<B: Backend, const N: usize> LayerNorm<B, N> {
+    /// A fresh layer with the identity affine map.
+    pub fn new(config: NormConfig, device: &B::Device) -> Self {
+        LayerNorm { weight: Tensor::ones([N], device), bias: Tensor::zeros([N], device), config }
+    }
+
+    fn last<const D: usize>(t: &Tensor<B, 1>) -> Tensor<B, D> {
+        let mut shape = [1; D];
+        shape[D - 1] = N;
+        t.reshape(shape)
+    }
+
+    fn normalise<const D: usize>(&self, x: &Tensor<B, D>) -> (Tensor<B, D>, Tensor<B, D>) {
+        assert!(x.shape()[D - 1] == N, "LayerNorm<{N}>: expects input [.., {N}], got {:?}", x.shape());
+        let centred = x.sub(&x.mean_dim(D - 1));
+        let inv_std = centred.square().mean_dim(D - 1).add_scalar(self.config.eps).sqrt().recip();
+        (centred.mul(&inv_std), inv_std)
+    }
+}
+
+impl<B: Backend, const N: usize> Module<B> for LayerNorm<B, N> {
+    type Grads = NormGrads<B>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        visit_affine(&self.weight, &self.bias, prefix, v);
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
+        self.bias = m.map(&join(prefix, "bias"), self.bias.clone());
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &NormGrads<B>, prefix: &str, v: &mut V) {
+        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
+        v.visit(&join(prefix, "bias"), &mut self.bias, &g.bias);
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
+        visit_affine(&g.weight, &g.bias, prefix, v);
+    }
+}
+
+impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B, N> {
+    /// The normalised input and the inverse standard deviation per row.
+    type Cache = (Tensor<B, D>, Tensor<B, D>);
+
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        let (x_hat, _) = self.normalise(x);
+        x_hat.mul(&Self::last(&self.weight)).add(&Self::last(&self.bias))
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
+        let (x_hat, inv_std) = self.normalise(x);
+        let y = x_hat.mul(&Self::last(&self.weight)).add(&Self::last(&self.bias));
+        (y, (x_hat, inv_std))
+    }
+
+    fn backward(&self, (x_hat, inv_std): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, NormGrads<B>) {
+        // With gx = g γ: dx = σ⁻¹ (gx - mean(gx) - x̂ mean(gx x̂)), means over the last dim.
+        let gx = g.mul(&Self::last(&self.weight));
+        let dx = gx.sub(&gx.mean_dim(D - 1)).sub(&x_hat.mul(&gx.mul(x_hat).mean_dim(D - 1))).mul(inv_std);
+        let rows: Tensor<B, 2> = g.reshape([-1, N as i64]);
+        let hat_rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
+        let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: rows.sum_dim(0).reshape([N]) };
+        (dx, grads)
+    }
+}
