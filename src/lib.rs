@@ -9,6 +9,9 @@
 
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
+pub use blaze_runtime::{nn, rng};
+
+pub use blaze_macros::model;
 
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
@@ -22,5 +25,10 @@ pub use blaze_runtime::{
 /// code imports `blaze::Backend` by name.
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
+    pub use blaze_macros::model;
+    pub use blaze_runtime::nn::{
+        AvgPool2d, BatchNorm2d, Block, Conv2d, Ctx, Dropout, Embedding, Flatten, Gelu, GlobalAvgPool, LayerNorm,
+        LeakyRelu, Linear, MaxPool2d, Module, Relu, Sigmoid, Tanh,
+    };
     pub use blaze_runtime::{Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
 }

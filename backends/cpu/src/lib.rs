@@ -40,6 +40,14 @@ pub struct Cpu;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CpuDevice;
 
+impl blaze_runtime::nn::BackendDevice for CpuDevice {
+    type Backend = Cpu;
+
+    fn as_device(&self) -> &CpuDevice {
+        self
+    }
+}
+
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
 

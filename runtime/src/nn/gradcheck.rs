@@ -5,7 +5,7 @@
 //! output element contributes with its own weight; its gradient with respect
 //! to `y` is `r`, which is what `backward` receives.
 
-use super::{Ctx, Layer, ParamMapper, ParamVisitor, grads_dict, to_dtype};
+use super::{Block, Ctx, Layer, Module, ParamMapper, ParamVisitor, grads_dict, to_dtype};
 use crate::{Backend, DType, Rng, Tensor, TensorData};
 
 /// How close analytic and numeric gradients must be: `|a - n| <= TOL * max(1, |a|, |n|)`.
@@ -66,14 +66,36 @@ where
     B: Backend,
     L: Layer<B, DI, DO> + Clone,
 {
-    let mut l = layer.clone();
+    check(layer, x, train, |l, x, ctx| l.forward_train(x, ctx), |l, c, g| l.backward(c, g));
+}
+
+/// [`check_layer`] for a whole model (or any [`Block`]).
+pub fn check_block<B, M, const DI: usize, const DO: usize>(model: &M, x: &Tensor<B, DI>, train: bool)
+where
+    B: Backend,
+    M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, DO>> + Clone,
+{
+    check(model, x, train, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+fn check<B, M, C, const DI: usize, const DO: usize>(
+    module: &M,
+    x: &Tensor<B, DI>,
+    train: bool,
+    run: impl Fn(&mut M, &Tensor<B, DI>, &mut Ctx) -> (Tensor<B, DO>, C),
+    back: impl Fn(&M, &C, &Tensor<B, DO>) -> (Tensor<B, DI>, M::Grads),
+) where
+    B: Backend,
+    M: Module<B> + Clone,
+{
+    let mut l = module.clone();
     to_dtype(&mut l, DType::F64);
     let x = if x.dtype().is_float() { x.to_dtype(DType::F64) } else { x.clone() };
     let ctx = || if train { Ctx::train(7) } else { Ctx::eval() };
-    let (y, cache) = l.clone().forward_train(&x, &mut ctx());
+    let (y, cache) = run(&mut l.clone(), &x, &mut ctx());
     let r = projection::<B, DO>(y.shape(), 99, &x.device());
-    let loss = |l: &L, x: &Tensor<B, DI>| l.clone().forward_train(x, &mut ctx()).0.mul(&r).sum().item();
-    let (dx, grads) = l.backward(&cache, &r);
+    let loss = |l: &M, x: &Tensor<B, DI>| run(&mut l.clone(), x, &mut ctx()).0.mul(&r).sum().item();
+    let (dx, grads) = back(&l, &cache, &r);
 
     if x.dtype().is_float() {
         assert_eq!(dx.shape(), x.shape(), "gradcheck: input gradient shape");
@@ -84,7 +106,7 @@ where
         }
     }
     let mut checked = Vec::new();
-    for (name, grad) in grads_dict::<B, L>(&grads) {
+    for (name, grad) in grads_dict::<B, M>(&grads) {
         let gv = grad.values.to_f64_vec();
         for i in positions(gv.len()) {
             let nudged = |delta| {
@@ -107,6 +129,6 @@ where
     let mut params = Shapes(Vec::new());
     l.visit_params("", &mut params);
     let grad_shapes: Vec<(String, Vec<usize>)> =
-        grads_dict::<B, L>(&grads).into_iter().map(|(n, d): (String, TensorData)| (n, d.shape)).collect();
+        grads_dict::<B, M>(&grads).into_iter().map(|(n, d): (String, TensorData)| (n, d.shape)).collect();
     assert_eq!(params.0, grad_shapes, "gradcheck: parameters and gradients differ in names or shapes");
 }

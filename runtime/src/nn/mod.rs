@@ -8,6 +8,7 @@
 //! checkpoints use.
 
 mod activation;
+mod block;
 mod conv;
 mod dropout;
 pub mod gradcheck;
@@ -17,12 +18,13 @@ mod pool;
 mod sparse;
 
 pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Relu, Sigmoid, Tanh};
-pub use conv::{Conv2d, Conv2dConfig};
+pub use block::{BackendDevice, Block, StaticShape, SummaryRow, per_sample, shape_rules, summary_table};
+pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
 pub use dropout::{Dropout, DropoutConfig};
-pub use linear::{Linear, LinearConfig};
-pub use norm::{BatchNorm2d, LayerNorm, NormConfig};
+pub use linear::{Linear, LinearConfig, LinearGrads};
+pub use norm::{BatchNorm2d, BatchNormCache, LayerNorm, NormConfig, NormGrads};
 pub use pool::{AvgPool2d, Flatten, GlobalAvgPool, MaxPool2d, PoolConfig};
-pub use sparse::Embedding;
+pub use sparse::{Embedding, EmbeddingGrads};
 
 use crate::rng::Rng;
 use crate::{Backend, DType, Tensor, TensorData};

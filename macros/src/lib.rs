@@ -1,0 +1,30 @@
+//! Blaze's procedural macros.
+//!
+//! `#[model]` turns a struct of layers into a statically shaped model: it
+//! infers every layer's per-sample output shape from the literal const
+//! generics and `#[layer(...)]` options, reports every mismatch at the
+//! offending field, and generates initialisation, inference and training
+//! forward passes, a straight-line backward pass, parameter visiting and a
+//! summary. The pipeline is `model/attr.rs` (parse into the IR of
+//! `model/ir.rs`) -> `model/check.rs` (shapes and rules) ->
+//! `model/codegen.rs` (Rust). This file only dispatches.
+
+mod model;
+
+use proc_macro::TokenStream;
+
+/// Makes a struct of layers a model. See the `blaze` crate docs.
+///
+/// ```text
+/// #[model(input = [1, 28, 28])]
+/// pub struct LeNet {
+///     #[layer(padding = 2)]
+///     conv1: Conv2d<1, 6, 5>,
+///     act1: Relu,
+///     ...
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
+    model::expand(attr.into(), item.into()).into()
+}

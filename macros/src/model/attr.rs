@@ -1,0 +1,349 @@
+//! Parsing: the `#[model(...)]` arguments, the struct, each field's type and
+//! `#[layer(...)]` options, into the IR. Only syntax is checked here; the
+//! rules live in `check.rs`.
+
+use darling::FromMeta;
+use darling::ast::NestedMeta;
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Expr, GenericArgument, Lit, PathArguments, Type};
+
+use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
+
+#[derive(FromMeta)]
+struct ModelArgs {
+    input: Option<Expr>,
+}
+
+/// Parses `#[model(attr)] item`.
+pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<Model> {
+    let item: syn::Item = syn::parse2(item)?;
+    let s = match item {
+        syn::Item::Struct(s) => s,
+        syn::Item::Enum(e) => {
+            return Err(syn::Error::new(
+                e.enum_token.span(),
+                "#[model] applies to a struct with one named field per layer, not to an enum",
+            ));
+        }
+        syn::Item::Union(u) => {
+            return Err(syn::Error::new(
+                u.union_token.span(),
+                "#[model] applies to a struct with one named field per layer, not to a union",
+            ));
+        }
+        other => {
+            return Err(syn::Error::new(other.span(), "#[model] applies to a struct with one named field per layer"));
+        }
+    };
+    let named = match &s.fields {
+        syn::Fields::Named(n) => n,
+        syn::Fields::Unnamed(u) => {
+            return Err(syn::Error::new(
+                u.span(),
+                "#[model] needs named fields: each layer's name is its parameter prefix (`conv1.weight`)",
+            ));
+        }
+        syn::Fields::Unit => {
+            return Err(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
+        }
+    };
+    if !s.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            s.generics.span(),
+            "#[model] makes the model generic over the backend itself; remove these generic parameters",
+        ));
+    }
+
+    let mut errors = Errors::default();
+    let input = match parse_args(attr, s.ident.span()) {
+        Ok(v) => v,
+        Err(e) => {
+            errors.push(e);
+            Vec::new()
+        }
+    };
+    let mut fields = Vec::new();
+    for f in &named.named {
+        let Some(ident) = f.ident.clone() else { continue };
+        let kind = match layer_kind(&f.ty) {
+            Ok(k) => k,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let mut options = Vec::new();
+        let mut attrs = Vec::new();
+        for a in &f.attrs {
+            if a.path().is_ident("layer") {
+                match parse_options(a) {
+                    Ok(opts) => options.extend(opts),
+                    Err(e) => errors.push(e),
+                }
+            } else {
+                attrs.push(a.clone());
+            }
+        }
+        // A key given twice is an error at its second occurrence.
+        for (i, o) in options.iter().enumerate() {
+            if options[..i].iter().any(|p| p.key == o.key) {
+                errors.push(syn::Error::new(o.key.span(), format!("duplicate `#[layer]` option `{}`", o.key)));
+            }
+        }
+        fields.push(Field { ident, vis: f.vis.clone(), attrs, ty: f.ty.clone(), kind, options });
+    }
+    if named.named.is_empty() {
+        errors.push(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
+    }
+    errors.finish()?;
+    let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
+    Ok(Model { vis: s.vis, ident: s.ident, attrs, input, fields })
+}
+
+/// Collects errors so that one expansion reports them all.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub fn push(&mut self, e: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+
+    pub fn finish(self) -> syn::Result<()> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, Span)>> {
+    let missing = || {
+        syn::Error::new(
+            struct_span,
+            "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
+        )
+    };
+    if attr.is_empty() {
+        return Err(missing());
+    }
+    let metas = NestedMeta::parse_meta_list(attr)?;
+    let args = ModelArgs::from_list(&metas).map_err(syn::Error::from)?;
+    let Some(expr) = args.input else { return Err(missing()) };
+    let span = expr.span();
+    let Expr::Array(arr) = &expr else {
+        return Err(syn::Error::new(span, "`input` is a list of dims, e.g. input = [1, 28, 28]"));
+    };
+    if arr.elems.is_empty() {
+        return Err(syn::Error::new(span, "`input` needs at least one dim"));
+    }
+    let mut dims = Vec::new();
+    for e in &arr.elems {
+        match int_literal(e) {
+            Some(d) if d > 0 => dims.push((d as usize, e.span())),
+            _ => return Err(syn::Error::new(e.span(), "input dims must be positive integer literals")),
+        }
+    }
+    Ok(dims)
+}
+
+fn int_literal(e: &Expr) -> Option<i128> {
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            Lit::Int(i) => i.base10_parse().ok(),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => int_literal(&u.expr).map(|v| -v),
+        Expr::Group(g) => int_literal(&g.expr),
+        _ => None,
+    }
+}
+
+/// Names of types that can never be layers, for a clearer message than a
+/// missing trait bound.
+const NOT_LAYERS: &[&str] = &[
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "u128",
+    "usize",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "isize",
+    "f32",
+    "f64",
+    "bool",
+    "char",
+    "str",
+    "String",
+    "Vec",
+    "Option",
+    "Box",
+    "Rc",
+    "Arc",
+    "HashMap",
+    "PhantomData",
+    "Tensor",
+];
+
+/// Recognises a field's type: a built-in layer with literal const generics,
+/// or another type (a nested model or a user layer).
+fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
+    let not_a_layer = |span: Span, what: &str| {
+        syn::Error::new(
+            span,
+            format!(
+                "`{what}` is not a layer: a #[model] field must be a built-in layer (Linear, Conv2d, Relu, ...), \
+                 a nested #[model], or a type implementing `blaze::nn::Block`"
+            ),
+        )
+    };
+    let Type::Path(tp) = ty else {
+        return Err(not_a_layer(ty.span(), &ty.to_token_stream().to_string()));
+    };
+    if tp.qself.is_some() {
+        return Err(not_a_layer(ty.span(), &ty.to_token_stream().to_string()));
+    }
+    let path = &tp.path;
+    let Some(last) = path.segments.last() else { return Err(not_a_layer(ty.span(), "")) };
+    let name = last.ident.to_string();
+    if NOT_LAYERS.contains(&name.as_str()) {
+        return Err(not_a_layer(ty.span(), &ty.to_token_stream().to_string().replace(' ', "")));
+    }
+    // Built-ins are recognised by bare name or through `nn::` / `blaze::nn::`.
+    let prefix: Vec<String> = path.segments.iter().rev().skip(1).map(|s| s.ident.to_string()).collect();
+    let builtin_path = prefix.is_empty() || prefix.first().is_some_and(|p| p == "nn");
+    let args = const_args(&last.arguments);
+    let want = |n: usize, names: &str| -> syn::Result<Vec<usize>> {
+        let args = args.clone()?;
+        if args.len() != n {
+            return Err(syn::Error::new(
+                last.span(),
+                format!(
+                    "`{name}` takes {n} const generic argument{} <{names}>, found {}",
+                    if n == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            ));
+        }
+        args.iter()
+            .map(|(v, span)| match v {
+                Some(v) if *v > 0 => Ok(*v as usize),
+                Some(_) => Err(syn::Error::new(*span, format!("`{name}`'s {names} must be positive"))),
+                None => Err(syn::Error::new(
+                    *span,
+                    format!("`{name}`'s {names} must be integer literals, so that #[model] can check shapes"),
+                )),
+            })
+            .collect()
+    };
+    let no_args = |kind: LayerKind| -> syn::Result<LayerKind> {
+        if matches!(last.arguments, PathArguments::None) {
+            Ok(kind)
+        } else {
+            Err(syn::Error::new(last.arguments.span(), format!("`{name}` takes no generic arguments")))
+        }
+    };
+    if builtin_path {
+        match name.as_str() {
+            "Linear" => return want(2, "I, O").map(|a| LayerKind::Linear { i: a[0], o: a[1] }),
+            "Conv2d" => {
+                return want(3, "CIN, COUT, K").map(|a| LayerKind::Conv2d { cin: a[0], cout: a[1], k: a[2] });
+            }
+            "MaxPool2d" => return want(1, "K").map(|a| LayerKind::MaxPool2d { k: a[0] }),
+            "AvgPool2d" => return want(1, "K").map(|a| LayerKind::AvgPool2d { k: a[0] }),
+            "BatchNorm2d" => return want(1, "C").map(|a| LayerKind::BatchNorm2d { c: a[0] }),
+            "LayerNorm" => return want(1, "N").map(|a| LayerKind::LayerNorm { n: a[0] }),
+            "Embedding" => return want(2, "V, D").map(|a| LayerKind::Embedding { v: a[0], d: a[1] }),
+            "GlobalAvgPool" => return no_args(LayerKind::GlobalAvgPool),
+            "Flatten" => return no_args(LayerKind::Flatten),
+            "Relu" => return no_args(LayerKind::Relu),
+            "LeakyRelu" => return no_args(LayerKind::LeakyRelu),
+            "Gelu" => return no_args(LayerKind::Gelu),
+            "Sigmoid" => return no_args(LayerKind::Sigmoid),
+            "Tanh" => return no_args(LayerKind::Tanh),
+            "Dropout" => return no_args(LayerKind::Dropout),
+            _ => {}
+        }
+    }
+    // Another type: the backend goes first among its generic arguments.
+    let span = ty.span();
+    let mut segments = path.segments.clone();
+    let last_seg = segments.pop().ok_or_else(|| not_a_layer(span, ""))?;
+    let ident = &last_seg.ident;
+    let extra = match &last_seg.arguments {
+        PathArguments::None => quote!(),
+        PathArguments::AngleBracketed(a) => {
+            let args = a.args.iter();
+            quote!(#(, #args)*)
+        }
+        PathArguments::Parenthesized(p) => return Err(not_a_layer(p.span(), &name)),
+    };
+    let leading = path.leading_colon;
+    let segs = segments.iter();
+    let path = quote_spanned!(span=> #leading #(#segs ::)* #ident);
+    Ok(LayerKind::Opaque { path, extra, name: ty_name(tp) })
+}
+
+fn ty_name(tp: &syn::TypePath) -> String {
+    tp.to_token_stream().to_string().replace(" < ", "<").replace(" >", ">").replace(" ,", ",").replace(" :: ", "::")
+}
+
+type ConstArgs = syn::Result<Vec<(Option<i128>, Span)>>;
+
+fn const_args(args: &PathArguments) -> ConstArgs {
+    match args {
+        PathArguments::None => Ok(Vec::new()),
+        PathArguments::AngleBracketed(a) => Ok(a
+            .args
+            .iter()
+            .map(|g| match g {
+                GenericArgument::Const(e) => (int_literal(e), e.span()),
+                other => (None, other.span()),
+            })
+            .collect()),
+        PathArguments::Parenthesized(p) => Err(syn::Error::new(p.span(), "layer types take angle-bracketed generics")),
+    }
+}
+
+fn parse_options(attr: &syn::Attribute) -> syn::Result<Vec<LayerOption>> {
+    let list = attr.meta.require_list()?;
+    let metas = NestedMeta::parse_meta_list(list.tokens.clone())?;
+    let mut out = Vec::new();
+    for m in metas {
+        let NestedMeta::Meta(syn::Meta::NameValue(nv)) = &m else {
+            return Err(syn::Error::new(m.span(), "expected `key = value`, e.g. #[layer(padding = 2)]"));
+        };
+        let Some(key) = nv.path.get_ident().cloned() else {
+            return Err(syn::Error::new(nv.path.span(), "expected a plain option name"));
+        };
+        let value = literal_value(&nv.value)
+            .ok_or_else(|| syn::Error::new(nv.value.span(), format!("`{key}` takes a literal number or bool")))?;
+        out.push(LayerOption { key, value, span: nv.value.span() });
+    }
+    Ok(out)
+}
+
+fn literal_value(e: &Expr) -> Option<OptionValue> {
+    match e {
+        Expr::Lit(l) => match &l.lit {
+            Lit::Int(i) => i.base10_parse().ok().map(OptionValue::Int),
+            Lit::Float(f) => f.base10_parse().ok().map(OptionValue::Float),
+            Lit::Bool(b) => Some(OptionValue::Bool(b.value)),
+            _ => None,
+        },
+        Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match literal_value(&u.expr)? {
+            OptionValue::Int(i) => Some(OptionValue::Int(-i)),
+            OptionValue::Float(f) => Some(OptionValue::Float(-f)),
+            OptionValue::Bool(_) => None,
+        },
+        Expr::Group(g) => literal_value(&g.expr),
+        _ => None,
+    }
+}

@@ -1,0 +1,350 @@
+//! Code generation: the struct (generic over the backend), its cache and
+//! gradient structs, `Module` and `Block` impls, the inherent API, and const
+//! assertions for blocks whose shapes the macro cannot see.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use super::check::{Options, Plan, Shape, Step};
+use super::ir::{Field, LayerKind, Model};
+
+/// The field's type with the backend `B` filled in.
+fn field_ty(kind: &LayerKind) -> TokenStream {
+    let nn = quote!(::blaze::nn);
+    match kind {
+        LayerKind::Linear { i, o } => quote!(#nn::Linear<B, #i, #o>),
+        LayerKind::Conv2d { cin, cout, k } => quote!(#nn::Conv2d<B, #cin, #cout, #k>),
+        LayerKind::MaxPool2d { k } => quote!(#nn::MaxPool2d<#k>),
+        LayerKind::AvgPool2d { k } => quote!(#nn::AvgPool2d<#k>),
+        LayerKind::GlobalAvgPool => quote!(#nn::GlobalAvgPool),
+        LayerKind::Flatten => quote!(#nn::Flatten),
+        LayerKind::Relu => quote!(#nn::Relu),
+        LayerKind::LeakyRelu => quote!(#nn::LeakyRelu),
+        LayerKind::Gelu => quote!(#nn::Gelu),
+        LayerKind::Sigmoid => quote!(#nn::Sigmoid),
+        LayerKind::Tanh => quote!(#nn::Tanh),
+        LayerKind::Dropout => quote!(#nn::Dropout),
+        LayerKind::BatchNorm2d { c } => quote!(#nn::BatchNorm2d<B, #c>),
+        LayerKind::LayerNorm { n } => quote!(#nn::LayerNorm<B, #n>),
+        LayerKind::Embedding { v, d } => quote!(#nn::Embedding<B, #v, #d>),
+        LayerKind::Opaque { .. } => kind.opaque_ty(&quote!(B)).expect("opaque"),
+    }
+}
+
+/// The expression that initialises a field from `rng` and `device`.
+fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
+    let nn = quote!(::blaze::nn);
+    let bias = o.bias;
+    let opt_f64 = |v: Option<f64>| match v {
+        Some(v) => quote!(#v),
+        None => quote!(::core::default::Default::default()),
+    };
+    match kind {
+        LayerKind::Linear { .. } => quote!(#nn::Linear::new(#nn::LinearConfig { bias: #bias }, rng, device)),
+        LayerKind::Conv2d { .. } => {
+            let (s, p, d, g) = (o.stride.unwrap_or(1), o.padding, o.dilation, o.groups);
+            quote!(#nn::Conv2d::new(
+                #nn::Conv2dConfig { stride: #s, padding: #p, dilation: #d, groups: #g, bias: #bias },
+                rng,
+                device,
+            ))
+        }
+        LayerKind::MaxPool2d { .. } | LayerKind::AvgPool2d { .. } => {
+            let ty = if matches!(kind, LayerKind::MaxPool2d { .. }) { quote!(MaxPool2d) } else { quote!(AvgPool2d) };
+            let stride = match o.stride {
+                Some(s) => quote!(::core::option::Option::Some(#s)),
+                None => quote!(::core::option::Option::None),
+            };
+            let p = o.padding;
+            quote!(#nn::#ty::new(#nn::PoolConfig { stride: #stride, padding: #p }))
+        }
+        LayerKind::LeakyRelu => match o.negative_slope {
+            Some(s) => quote!(#nn::LeakyRelu::new(#nn::LeakyReluConfig { negative_slope: #s })),
+            None => quote!(#nn::LeakyRelu::default()),
+        },
+        LayerKind::Dropout => match o.p {
+            Some(p) => quote!(#nn::Dropout::new(#nn::DropoutConfig { p: #p })),
+            None => quote!(#nn::Dropout::default()),
+        },
+        LayerKind::BatchNorm2d { .. } | LayerKind::LayerNorm { .. } => {
+            let ty =
+                if matches!(kind, LayerKind::BatchNorm2d { .. }) { quote!(BatchNorm2d) } else { quote!(LayerNorm) };
+            let defaults = quote!(#nn::NormConfig::default());
+            let eps = o.eps.map_or_else(|| quote!(#defaults.eps), |v| quote!(#v));
+            let momentum = o.momentum.map_or_else(|| quote!(#defaults.momentum), |v| quote!(#v));
+            let _ = opt_f64;
+            quote!(#nn::#ty::new(#nn::NormConfig { eps: #eps, momentum: #momentum }, device))
+        }
+        LayerKind::Embedding { .. } => quote!(#nn::Embedding::new(rng, device)),
+        LayerKind::GlobalAvgPool => quote!(#nn::GlobalAvgPool),
+        LayerKind::Flatten => quote!(#nn::Flatten),
+        LayerKind::Relu => quote!(#nn::Relu),
+        LayerKind::Gelu => quote!(#nn::Gelu),
+        LayerKind::Sigmoid => quote!(#nn::Sigmoid),
+        LayerKind::Tanh => quote!(#nn::Tanh),
+        LayerKind::Opaque { .. } => {
+            let ty = field_ty(kind);
+            quote!(<#ty as #nn::Block<B>>::init(rng, device))
+        }
+    }
+}
+
+/// The trait path through which a field's passes are called.
+fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
+    let ty = field_ty(kind);
+    match kind {
+        LayerKind::Opaque { .. } => quote!(<#ty as ::blaze::nn::Block<B>>),
+        _ => {
+            let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
+            quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
+        }
+    }
+}
+
+fn shape_string(s: &Shape) -> TokenStream {
+    match s {
+        Shape::Known(d) => {
+            let text = format!("{d:?}");
+            quote!(::std::string::String::from(#text))
+        }
+        Shape::Opaque(e) => quote!(::std::format!("{:?}", #e)),
+    }
+}
+
+/// A plain struct with the user's fields, emitted next to errors so the
+/// rest of the crate still sees a type of that name.
+pub fn fallback_struct(model: &Model) -> TokenStream {
+    let Model { vis, ident, attrs, .. } = model;
+    let fields = model.fields.iter().map(|f| {
+        let (fv, fi, ty) = (&f.vis, &f.ident, field_ty(&f.kind));
+        quote!(#fv #fi: #ty)
+    });
+    quote! {
+        #(#attrs)*
+        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> { #(#fields,)* }
+    }
+}
+
+pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
+    let Model { vis, ident, .. } = model;
+    let cache_ident = format_ident!("{}Cache", ident);
+    let grads_ident = format_ident!("{}Grads", ident);
+    let fields: Vec<&Field> = model.fields.iter().collect();
+    let names: Vec<_> = fields.iter().map(|f| &f.ident).collect();
+    let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let tys: Vec<TokenStream> = fields.iter().map(|f| field_ty(&f.kind)).collect();
+    let passes: Vec<TokenStream> = fields.iter().zip(&plan.steps).map(|(f, s)| pass_trait(&f.kind, s)).collect();
+    let inits: Vec<TokenStream> = fields.iter().zip(&plan.steps).map(|(f, s)| init_expr(&f.kind, &s.options)).collect();
+    let kinds: Vec<String> = fields.iter().map(|f| f.kind.display()).collect();
+    let outputs: Vec<TokenStream> = plan.steps.iter().map(|s| shape_string(&s.output)).collect();
+
+    let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
+    let in_rank = input_dims.len() + 1;
+    let out_rank = plan.output().rank_tokens();
+    let out_static = plan.output().static_tokens();
+    let input_text = format!("{input_dims:?}");
+    let num_params = fields.iter().zip(&plan.steps).map(|(f, s)| match s.params {
+        Some(n) => quote!(#n),
+        None => {
+            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu)).expect("opaque");
+            quote!(<#ty as ::blaze::nn::Block<::blaze::Cpu>>::NUM_PARAMS)
+        }
+    });
+
+    // Const assertions for blocks the macro cannot see, and forced
+    // evaluation of the const rules after them.
+    let mut asserts = Vec::new();
+    for (i, (f, s)) in fields.iter().zip(&plan.steps).enumerate() {
+        let span = f.ty.span();
+        if let LayerKind::Opaque { .. } = f.kind {
+            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu)).expect("opaque");
+            let prev = s.input.static_tokens();
+            let from = if i == 0 { "the model input".to_owned() } else { format!("`{}`", fields[i - 1].ident) };
+            let produced = match &s.input {
+                Shape::Known(d) => format!(" {d:?}"),
+                Shape::Opaque(_) => String::new(),
+            };
+            let msg = format!(
+                "`{}: {}` expects another per-sample input shape than {from} produces{produced} \
+                 (see its INPUT_SHAPE)",
+                f.ident,
+                f.kind.display()
+            );
+            asserts.push(quote_spanned! {span=>
+                const _: () = ::blaze::nn::shape_rules::expect(
+                    <#ty as ::blaze::nn::Block<::blaze::Cpu>>::INPUT, #prev, #msg);
+            });
+        } else if let Shape::Opaque(e) = &s.output {
+            asserts.push(quote_spanned! {span=> const _: ::blaze::nn::StaticShape = #e; });
+        }
+    }
+
+    let forward_name = format!("{ident}::forward");
+    let struct_fields = fields.iter().zip(&tys).map(|(f, ty)| {
+        let (attrs, fv, fi) = (&f.attrs, &f.vis, &f.ident);
+        quote!(#(#attrs)* #fv #fi: #ty)
+    });
+    let user_attrs = &model.attrs;
+    let rev_names: Vec<_> = names.iter().rev().collect();
+    let rev_passes: Vec<_> = passes.iter().rev().collect();
+    let (first_pass, rest_passes) = passes.split_first().expect("a model has at least one layer");
+    let (first_name, rest_names) = names.split_first().expect("a model has at least one layer");
+    let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
+    let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
+
+    quote! {
+        #(#user_attrs)*
+        #[derive(Clone, Debug)]
+        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
+            #(#struct_fields,)*
+        }
+
+        #[doc = #cache_doc]
+        #[allow(missing_docs)]
+        #vis struct #cache_ident<B: ::blaze::Backend> {
+            #(pub #names: #passes::Cache,)*
+        }
+
+        #[doc = #grads_doc]
+        #[allow(missing_docs)]
+        #[derive(Clone, Debug)]
+        #vis struct #grads_ident<B: ::blaze::Backend> {
+            #(pub #names: <#tys as ::blaze::nn::Module<B>>::Grads,)*
+        }
+
+        #(#asserts)*
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Module<B> for #ident<B> {
+            type Grads = #grads_ident<B>;
+
+            fn visit_params<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_params(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn visit_buffers<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_buffers(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn map_tensors<M: ::blaze::nn::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+                #(::blaze::nn::Module::<B>::map_tensors(&mut self.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
+            }
+
+            fn visit_grads<V: ::blaze::nn::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_grads(&mut self.#names, &g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn visit_grad_tensors<V: ::blaze::nn::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+                #(<#tys as ::blaze::nn::Module<B>>::visit_grad_tensors(&g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
+            const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#input_dims),*]);
+            const OUTPUT: ::blaze::nn::StaticShape = #out_static;
+            const NUM_PARAMS: usize = 0 #(+ #num_params)*;
+            type Input = ::blaze::Tensor<B, #in_rank>;
+            type Output = ::blaze::Tensor<B, #out_rank>;
+            type Cache = #cache_ident<B>;
+
+            fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                #ident { #(#names: #inits,)* }
+            }
+
+            fn forward(&self, x: &Self::Input) -> Self::Output {
+                Self::check_input(x);
+                let x = #first_pass::forward(&self.#first_name, x);
+                #(let x = #rest_passes::forward(&self.#rest_names, &x);)*
+                x
+            }
+
+            fn forward_train(&mut self, x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
+                Self::check_input(x);
+                let (x, #first_name) = #first_pass::forward_train(&mut self.#first_name, x, ctx);
+                #(let (x, #rest_names) = #rest_passes::forward_train(&mut self.#rest_names, &x, ctx);)*
+                (x, #cache_ident { #(#names,)* })
+            }
+
+            fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
+                let g = ::core::clone::Clone::clone(grad);
+                #(let (g, #rev_names) = #rev_passes::backward(&self.#rev_names, &cache.#rev_names, &g);)*
+                (g, #grads_ident { #(#names,)* })
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> #ident<B> {
+            /// Per-sample input shape (the batch dim excluded).
+            pub const INPUT_SHAPE: &'static [usize] = &[#(#input_dims),*];
+            /// Per-sample output shape.
+            pub const OUTPUT_SHAPE: &'static [usize] = <Self as ::blaze::nn::Block<B>>::OUTPUT.as_slice();
+            /// Number of trainable scalars.
+            pub const NUM_PARAMS: usize = <Self as ::blaze::nn::Block<B>>::NUM_PARAMS;
+
+            /// A model initialised as PyTorch initialises these layers, from
+            /// the global generator (`blaze::manual_seed`).
+            pub fn new<Dev: ::blaze::nn::BackendDevice<Backend = B>>(device: &Dev) -> Self {
+                let mut rng = ::blaze::rng::with_global_rng(|r| r.fork());
+                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+            }
+
+            /// A model initialised from `seed` alone: the same seed gives the
+            /// same weights on every backend.
+            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<Backend = B>>(seed: u64, device: &Dev) -> Self {
+                let mut rng = ::blaze::Rng::seed_from_u64(seed);
+                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+            }
+
+            /// Inference: dropout off, normalisation on running statistics.
+            /// Panics if the per-sample input shape is not `INPUT_SHAPE`.
+            pub fn forward(&self, x: &::blaze::Tensor<B, #in_rank>) -> ::blaze::Tensor<B, #out_rank> {
+                <Self as ::blaze::nn::Block<B>>::forward(self, x)
+            }
+
+            /// The training forward: the output, and what `backward` needs.
+            pub fn forward_train(
+                &mut self,
+                x: &::blaze::Tensor<B, #in_rank>,
+                ctx: &mut ::blaze::nn::Ctx,
+            ) -> (::blaze::Tensor<B, #out_rank>, #cache_ident<B>) {
+                <Self as ::blaze::nn::Block<B>>::forward_train(self, x, ctx)
+            }
+
+            /// The gradient of the input and of every parameter, given the
+            /// gradient of the output: straight-line code, layer by layer.
+            pub fn backward(
+                &self,
+                cache: &#cache_ident<B>,
+                grad: &::blaze::Tensor<B, #out_rank>,
+            ) -> (::blaze::Tensor<B, #in_rank>, #grads_ident<B>) {
+                <Self as ::blaze::nn::Block<B>>::backward(self, cache, grad)
+            }
+
+            /// A Keras-style table of the layers, their output shapes and
+            /// parameter counts.
+            pub fn summary(&self) -> ::std::string::String {
+                let rows = ::std::vec![#(::blaze::nn::SummaryRow {
+                    name: ::std::string::String::from(#name_strs),
+                    kind: ::std::string::String::from(#kinds),
+                    output: #outputs,
+                    params: ::blaze::nn::num_params::<B, _>(&self.#names),
+                }),*];
+                ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows)
+            }
+
+            fn check_input(x: &::blaze::Tensor<B, #in_rank>) {
+                let shape = x.shape();
+                if shape[1..] != *Self::INPUT_SHAPE {
+                    ::core::panic!(
+                        "{}: expects input [batch, {}], got {:?}",
+                        #forward_name,
+                        #input_text.trim_matches(|c| c == '[' || c == ']'),
+                        shape
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! The model IR: what `attr.rs` parses and `check.rs` validates. Every node
+//! keeps the span of the tokens it came from, so errors point there.
+
+use proc_macro2::{Span, TokenStream};
+use syn::Ident;
+
+/// A parsed `#[model]` struct.
+pub struct Model {
+    pub vis: syn::Visibility,
+    pub ident: Ident,
+    /// Attributes on the struct other than `#[model]` (docs, derives).
+    pub attrs: Vec<syn::Attribute>,
+    /// Per-sample input shape, each dim with its span.
+    pub input: Vec<(usize, Span)>,
+    pub fields: Vec<Field>,
+}
+
+/// One field: a layer.
+pub struct Field {
+    pub ident: Ident,
+    pub vis: syn::Visibility,
+    pub attrs: Vec<syn::Attribute>,
+    /// The type as the user wrote it.
+    pub ty: syn::Type,
+    pub kind: LayerKind,
+    /// `#[layer(key = value, ...)]` options.
+    pub options: Vec<LayerOption>,
+}
+
+/// The layer types the macro knows, with their literal const generics, and
+/// any other type (a nested `#[model]` or a user layer), checked by const
+/// assertions instead.
+#[derive(Clone, Debug)]
+pub enum LayerKind {
+    Linear {
+        i: usize,
+        o: usize,
+    },
+    Conv2d {
+        cin: usize,
+        cout: usize,
+        k: usize,
+    },
+    MaxPool2d {
+        k: usize,
+    },
+    AvgPool2d {
+        k: usize,
+    },
+    GlobalAvgPool,
+    Flatten,
+    Relu,
+    LeakyRelu,
+    Gelu,
+    Sigmoid,
+    Tanh,
+    Dropout,
+    BatchNorm2d {
+        c: usize,
+    },
+    LayerNorm {
+        n: usize,
+    },
+    Embedding {
+        v: usize,
+        d: usize,
+    },
+    /// A type the macro cannot see: its path (without the last segment's
+    /// generics) and its own generic arguments; the backend goes first.
+    Opaque {
+        path: TokenStream,
+        extra: TokenStream,
+        name: String,
+    },
+}
+
+impl LayerKind {
+    /// The type's name as written (`Conv2d<1, 6, 5>`), for messages.
+    pub fn display(&self) -> String {
+        match self {
+            LayerKind::Linear { i, o } => format!("Linear<{i}, {o}>"),
+            LayerKind::Conv2d { cin, cout, k } => format!("Conv2d<{cin}, {cout}, {k}>"),
+            LayerKind::MaxPool2d { k } => format!("MaxPool2d<{k}>"),
+            LayerKind::AvgPool2d { k } => format!("AvgPool2d<{k}>"),
+            LayerKind::GlobalAvgPool => "GlobalAvgPool".into(),
+            LayerKind::Flatten => "Flatten".into(),
+            LayerKind::Relu => "Relu".into(),
+            LayerKind::LeakyRelu => "LeakyRelu".into(),
+            LayerKind::Gelu => "Gelu".into(),
+            LayerKind::Sigmoid => "Sigmoid".into(),
+            LayerKind::Tanh => "Tanh".into(),
+            LayerKind::Dropout => "Dropout".into(),
+            LayerKind::BatchNorm2d { c } => format!("BatchNorm2d<{c}>"),
+            LayerKind::LayerNorm { n } => format!("LayerNorm<{n}>"),
+            LayerKind::Embedding { v, d } => format!("Embedding<{v}, {d}>"),
+            LayerKind::Opaque { name, .. } => name.clone(),
+        }
+    }
+
+    /// For an opaque type, the type with `backend` as its first generic argument.
+    pub fn opaque_ty(&self, backend: &TokenStream) -> Option<TokenStream> {
+        match self {
+            LayerKind::Opaque { path, extra, .. } => Some(quote::quote!(#path<#backend #extra>)),
+            _ => None,
+        }
+    }
+
+    /// The `#[layer]` keys this kind accepts.
+    pub fn keys(&self) -> &'static [&'static str] {
+        match self {
+            LayerKind::Linear { .. } => &["bias"],
+            LayerKind::Conv2d { .. } => &["stride", "padding", "dilation", "groups", "bias"],
+            LayerKind::MaxPool2d { .. } | LayerKind::AvgPool2d { .. } => &["stride", "padding"],
+            LayerKind::LeakyRelu => &["negative_slope"],
+            LayerKind::Dropout => &["p"],
+            LayerKind::BatchNorm2d { .. } => &["eps", "momentum"],
+            LayerKind::LayerNorm { .. } => &["eps"],
+            _ => &[],
+        }
+    }
+}
+
+/// One `key = value` of `#[layer(...)]`.
+pub struct LayerOption {
+    pub key: Ident,
+    pub value: OptionValue,
+    /// Span of the value, for errors about it.
+    pub span: Span,
+}
+
+/// A literal option value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptionValue {
+    Int(i128),
+    Float(f64),
+    Bool(bool),
+}

@@ -1,0 +1,272 @@
+//! `Block`: what `#[model]` generates for a model, and what a user layer
+//! implements to be a field of one. Also the const shape rules the macro
+//! falls back on after a block whose shapes it cannot see, and the summary
+//! table.
+
+use std::fmt;
+
+use super::{Ctx, Module};
+use crate::rng::Rng;
+use crate::{Backend, Tensor};
+
+/// A per-sample shape usable in const evaluation: up to 8 dims.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StaticShape {
+    /// The dims; entries past `rank` are 0.
+    pub dims: [usize; 8],
+    /// Number of dims.
+    pub rank: usize,
+}
+
+impl StaticShape {
+    /// A shape from its dims; fails to compile (or panics) beyond 8 dims.
+    pub const fn new(dims: &[usize]) -> Self {
+        assert!(dims.len() <= 8, "StaticShape holds at most 8 dims");
+        let mut out = [0; 8];
+        let mut i = 0;
+        while i < dims.len() {
+            out[i] = dims[i];
+            i += 1;
+        }
+        StaticShape { dims: out, rank: dims.len() }
+    }
+
+    /// The dims as a slice.
+    pub const fn as_slice(&self) -> &[usize] {
+        self.dims.split_at(self.rank).0
+    }
+
+    /// Product of the dims.
+    pub const fn numel(&self) -> usize {
+        let mut n = 1;
+        let mut i = 0;
+        while i < self.rank {
+            n *= self.dims[i];
+            i += 1;
+        }
+        n
+    }
+
+    /// Equality usable in const evaluation.
+    pub const fn same(&self, other: &StaticShape) -> bool {
+        if self.rank != other.rank {
+            return false;
+        }
+        let mut i = 0;
+        while i < self.rank {
+            if self.dims[i] != other.dims[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+}
+
+impl fmt::Debug for StaticShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_slice())
+    }
+}
+
+/// A statically shaped model or layer: its per-sample shapes are consts,
+/// its passes are straight-line code. `#[model]` implements it for every
+/// model; implement it for a hand-written layer to use it as a field of a
+/// `#[model]` (the macro then checks its shapes with const assertions).
+pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
+    /// Per-sample input shape (the batch dim excluded).
+    const INPUT: StaticShape;
+    /// Per-sample output shape.
+    const OUTPUT: StaticShape;
+    /// Number of trainable scalars.
+    const NUM_PARAMS: usize;
+    /// The input batch, `Tensor<B, INPUT.rank + 1>`.
+    type Input: Clone;
+    /// The output batch, `Tensor<B, OUTPUT.rank + 1>`.
+    type Output: Clone;
+    /// What the training forward keeps for the backward pass.
+    type Cache;
+
+    /// A freshly initialised block drawing from `rng`.
+    fn init(rng: &mut Rng, device: &B::Device) -> Self;
+    /// Inference.
+    fn forward(&self, x: &Self::Input) -> Self::Output;
+    /// The training forward.
+    fn forward_train(&mut self, x: &Self::Input, ctx: &mut Ctx) -> (Self::Output, Self::Cache);
+    /// Input and parameter gradients from the output gradient.
+    fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads);
+}
+
+/// A device type that names its backend, so `Model::new(&device)` infers
+/// the backend from the device.
+pub trait BackendDevice: Clone {
+    /// The backend whose device this is.
+    type Backend: Backend<Device = Self>;
+
+    /// This device, typed as its backend's device.
+    fn as_device(&self) -> &<Self::Backend as Backend>::Device;
+}
+
+/// The rules for built-in layers after a block whose output the macro
+/// cannot see, evaluated by the compiler; each fails with `what`.
+pub mod shape_rules {
+    use super::StaticShape;
+
+    const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize, what: &str) -> usize {
+        let span = dil * (k - 1) + 1;
+        if span > size + 2 * pad {
+            panic!("{}", what);
+        }
+        (size + 2 * pad - span) / stride + 1
+    }
+
+    const fn image(s: StaticShape, what: &str) -> [usize; 3] {
+        if s.rank != 3 {
+            panic!("{}", what);
+        }
+        [s.dims[0], s.dims[1], s.dims[2]]
+    }
+
+    /// Checks that a block gets the input it expects.
+    pub const fn expect(expected: StaticShape, actual: StaticShape, what: &str) {
+        if !expected.same(&actual) {
+            panic!("{}", what);
+        }
+    }
+
+    /// `Linear<i, o>`.
+    pub const fn linear(s: StaticShape, i: usize, o: usize, what: &str) -> StaticShape {
+        if s.rank == 0 || s.dims[s.rank - 1] != i {
+            panic!("{}", what);
+        }
+        let mut out = s;
+        out.dims[s.rank - 1] = o;
+        out
+    }
+
+    /// `Conv2d<cin, cout, k>` with its options.
+    pub const fn conv2d(
+        s: StaticShape,
+        cin: usize,
+        cout: usize,
+        k: usize,
+        stride: usize,
+        pad: usize,
+        dil: usize,
+        groups: usize,
+        what: &str,
+    ) -> StaticShape {
+        let [c, h, w] = image(s, what);
+        if c != cin || cin % groups != 0 || cout % groups != 0 {
+            panic!("{}", what);
+        }
+        StaticShape::new(&[cout, window(h, k, stride, pad, dil, what), window(w, k, stride, pad, dil, what)])
+    }
+
+    /// `MaxPool2d<k>` / `AvgPool2d<k>`.
+    pub const fn pool2d(s: StaticShape, k: usize, stride: usize, pad: usize, what: &str) -> StaticShape {
+        let [c, h, w] = image(s, what);
+        StaticShape::new(&[c, window(h, k, stride, pad, 1, what), window(w, k, stride, pad, 1, what)])
+    }
+
+    /// `GlobalAvgPool`.
+    pub const fn global_avg_pool(s: StaticShape, what: &str) -> StaticShape {
+        let [c, _, _] = image(s, what);
+        StaticShape::new(&[c])
+    }
+
+    /// `Flatten`.
+    pub const fn flatten(s: StaticShape) -> StaticShape {
+        StaticShape::new(&[s.numel()])
+    }
+
+    /// `BatchNorm2d<c>`.
+    pub const fn batch_norm2d(s: StaticShape, c: usize, what: &str) -> StaticShape {
+        let [ch, _, _] = image(s, what);
+        if ch != c {
+            panic!("{}", what);
+        }
+        s
+    }
+
+    /// `LayerNorm<n>`.
+    pub const fn layer_norm(s: StaticShape, n: usize, what: &str) -> StaticShape {
+        if s.rank == 0 || s.dims[s.rank - 1] != n {
+            panic!("{}", what);
+        }
+        s
+    }
+}
+
+/// One row of a model summary.
+#[derive(Clone, Debug)]
+pub struct SummaryRow {
+    /// Field name.
+    pub name: String,
+    /// Layer type as written.
+    pub kind: String,
+    /// Per-sample output shape.
+    pub output: String,
+    /// Trainable scalars.
+    pub params: usize,
+}
+
+/// A Keras-style table: layer, type, output shape, parameters, and the total.
+pub fn summary_table(model: &str, input: &str, rows: &[SummaryRow]) -> String {
+    let header = ["Layer", "Type", "Output shape", "Params"];
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|r| {
+            [r.name.clone(), r.kind.clone(), format!("[batch, {}]", r.output.trim_matches(['[', ']'])), group(r.params)]
+        })
+        .collect();
+    let mut width = header.map(str::len);
+    for c in &cells {
+        for (w, s) in width.iter_mut().zip(c) {
+            *w = (*w).max(s.chars().count());
+        }
+    }
+    let line = |c: &[String; 4]| {
+        format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}\n",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            w0 = width[0],
+            w1 = width[1],
+            w2 = width[2],
+            w3 = width[3]
+        )
+    };
+    let rule = "-".repeat(width.iter().sum::<usize>() + 6) + "\n";
+    let mut out = format!("{model} (input [batch, {}])\n", input.trim_matches(['[', ']']));
+    out += &rule;
+    out += &line(&header.map(String::from));
+    out += &rule;
+    for c in &cells {
+        out += &line(c);
+    }
+    out += &rule;
+    let total: usize = rows.iter().map(|r| r.params).sum();
+    out += &format!("Total params: {}\n", group(total));
+    out
+}
+
+/// `1234567` as `1,234,567`.
+fn group(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// A tensor's per-sample shape (its dims after the batch dim), for checks.
+pub fn per_sample<B: Backend, const D: usize>(x: &Tensor<B, D>) -> Vec<usize> {
+    x.shape()[1..].to_vec()
+}

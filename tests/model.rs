@@ -1,0 +1,185 @@
+//! `#[model]` end to end: the LeNet, nested models, names, summary,
+//! gradients against finite differences, and training with the generated
+//! backward.
+
+use blaze::nn::gradcheck::check_block;
+use blaze::nn::{self, Ctx};
+use blaze::prelude::*;
+use blaze::{Rng, TensorData};
+
+#[model(input = [1, 28, 28])]
+pub struct LeNet {
+    #[layer(padding = 2)]
+    conv1: Conv2d<1, 6, 5>,
+    act1: Relu,
+    pool1: MaxPool2d<2>,
+    conv2: Conv2d<6, 16, 5>,
+    act2: Relu,
+    pool2: MaxPool2d<2>,
+    flat: Flatten,
+    fc1: Linear<400, 120>,
+    act3: Relu,
+    #[layer(p = 0.1)]
+    drop: Dropout,
+    fc2: Linear<120, 10>,
+}
+
+#[model(input = [8])]
+pub struct Mlp {
+    fc1: Linear<8, 16>,
+    act: Tanh,
+    fc2: Linear<16, 3>,
+}
+
+/// A small image model with every image layer kind, kept tiny for f64
+/// finite differences.
+#[model(input = [2, 6, 6])]
+pub struct TinyCnn {
+    #[layer(padding = 1)]
+    conv: Conv2d<2, 4, 3>,
+    bn: BatchNorm2d<4>,
+    act: LeakyRelu,
+    #[layer(stride = 1)]
+    pool: AvgPool2d<2>,
+    #[layer(groups = 2, bias = false)]
+    conv2: Conv2d<4, 4, 3>,
+    gelu: Gelu,
+    max: MaxPool2d<2>,
+    gap: GlobalAvgPool,
+    norm: LayerNorm<4>,
+    out: Linear<4, 3>,
+    sig: Sigmoid,
+}
+
+/// A model whose second field is another model.
+#[model(input = [8])]
+pub struct Nested {
+    body: Mlp,
+    act: Relu,
+    head: Linear<3, 2>,
+}
+
+fn images(n: usize, seed: u64) -> Tensor<Cpu, 4> {
+    Tensor::normal_with([n, 1, 28, 28], 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
+}
+
+#[test]
+fn lenet_shapes_consts_and_names() {
+    let model = LeNet::new_seeded(0, &CpuDevice);
+    assert_eq!(LeNet::<Cpu>::INPUT_SHAPE, &[1, 28, 28]);
+    assert_eq!(LeNet::<Cpu>::OUTPUT_SHAPE, &[10]);
+    // conv1 156, conv2 2416, fc1 48120, fc2 1210.
+    assert_eq!(LeNet::<Cpu>::NUM_PARAMS, 156 + 2416 + 48120 + 1210);
+    assert_eq!(nn::num_params::<Cpu, _>(&model), LeNet::<Cpu>::NUM_PARAMS);
+    let y = model.forward(&images(3, 1));
+    assert_eq!(y.shape(), [3, 10]);
+    let names: Vec<String> = nn::state_dict::<Cpu, _>(&model).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "conv1.weight",
+            "conv1.bias",
+            "conv2.weight",
+            "conv2.bias",
+            "fc1.weight",
+            "fc1.bias",
+            "fc2.weight",
+            "fc2.bias"
+        ]
+    );
+    let summary = model.summary();
+    assert!(summary.contains("conv1") && summary.contains("Conv2d<1, 6, 5>") && summary.contains("[batch, 6, 28, 28]"));
+    assert!(summary.contains("Total params: 51,902"), "{summary}");
+}
+
+#[test]
+fn seeded_init_is_reproducible_and_pytorch_scaled() {
+    let a = nn::state_dict::<Cpu, _>(&LeNet::new_seeded(5, &CpuDevice));
+    let b = nn::state_dict::<Cpu, _>(&LeNet::new_seeded(5, &CpuDevice));
+    let c = nn::state_dict::<Cpu, _>(&LeNet::new_seeded(6, &CpuDevice));
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    // fc1 weights are uniform in ±1/sqrt(400) = ±0.05 and fill that range.
+    let fc1: &TensorData = &a[4].1;
+    let v = fc1.to_vec::<f32>().expect("f32");
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    assert!(max <= 0.05 && max > 0.049, "max |w| = {max}");
+}
+
+#[test]
+#[should_panic(expected = "LeNet::forward: expects input [batch, 1, 28, 28], got [2, 1, 32, 32]")]
+fn forward_checks_the_input_shape() {
+    let model = LeNet::new_seeded(0, &CpuDevice);
+    let _ = model.forward(&Tensor::zeros([2, 1, 32, 32], &CpuDevice));
+}
+
+#[test]
+fn mlp_gradients_match_finite_differences() {
+    let model = Mlp::new_seeded(1, &CpuDevice);
+    let x = Tensor::<Cpu, 2>::normal_with([4, 8], 0.0, 1.0, &mut Rng::seed_from_u64(2), &CpuDevice);
+    check_block::<Cpu, _, 2, 2>(&model, &x, true);
+}
+
+#[test]
+fn cnn_gradients_match_finite_differences_in_train_and_eval() {
+    let model = TinyCnn::new_seeded(3, &CpuDevice);
+    let x = Tensor::<Cpu, 4>::normal_with([2, 2, 6, 6], 0.0, 1.0, &mut Rng::seed_from_u64(4), &CpuDevice);
+    check_block::<Cpu, _, 4, 2>(&model, &x, true);
+    check_block::<Cpu, _, 4, 2>(&model, &x, false);
+}
+
+#[test]
+fn lenet_gradients_match_finite_differences() {
+    let model = LeNet::new_seeded(7, &CpuDevice);
+    check_block::<Cpu, _, 4, 2>(&model, &images(2, 8), true);
+}
+
+#[test]
+fn nested_models_check_name_and_differentiate() {
+    let model = Nested::new_seeded(1, &CpuDevice);
+    assert_eq!(Nested::<Cpu>::OUTPUT_SHAPE, &[2]);
+    assert_eq!(Nested::<Cpu>::NUM_PARAMS, Mlp::<Cpu>::NUM_PARAMS + 3 * 2 + 2);
+    let names: Vec<String> = nn::state_dict::<Cpu, _>(&model).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        ["body.fc1.weight", "body.fc1.bias", "body.fc2.weight", "body.fc2.bias", "head.weight", "head.bias"]
+    );
+    let x = Tensor::<Cpu, 2>::normal_with([3, 8], 0.0, 1.0, &mut Rng::seed_from_u64(2), &CpuDevice);
+    check_block::<Cpu, _, 2, 2>(&model, &x, true);
+}
+
+#[test]
+fn dropout_and_batchnorm_follow_the_mode() {
+    let mut model = TinyCnn::new_seeded(3, &CpuDevice);
+    let x = Tensor::<Cpu, 4>::normal_with([4, 2, 6, 6], 0.0, 1.0, &mut Rng::seed_from_u64(4), &CpuDevice);
+    let before = model.bn.running_mean.to_vec::<f32>();
+    let (train_out, _) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_ne!(model.bn.running_mean.to_vec::<f32>(), before, "training updates running statistics");
+    let (eval_out, _) = model.forward_train(&x, &mut Ctx::eval());
+    assert_eq!(eval_out.to_vec::<f32>(), model.forward(&x).to_vec::<f32>(), "eval mode is the inference path");
+    assert_ne!(train_out.to_vec::<f32>(), eval_out.to_vec::<f32>());
+}
+
+/// The acceptance test: a hand-written SGD loop over the generated
+/// backward learns.
+#[test]
+fn lenet_trains_with_a_hand_written_sgd_loop() {
+    let mut model = LeNet::new_seeded(0, &CpuDevice);
+    let x = images(16, 3);
+    let labels = Tensor::<Cpu, 1>::from_vec((0..16).map(|i| i % 10).collect::<Vec<i64>>(), [16], &CpuDevice);
+    let target: Tensor<Cpu, 2> = labels.reshape([-1, 1]);
+    let classes = Tensor::<Cpu, 1>::arange(0..10, &CpuDevice).reshape([1, 10]);
+    let onehot = target.eq(&classes.expand([16, 10])).to_dtype(DType::F32);
+    let mut ctx = Ctx::train(1);
+    let mut losses = Vec::new();
+    for _ in 0..30 {
+        let (logits, cache) = model.forward_train(&x, &mut ctx);
+        let logp = logits.log_softmax(1);
+        losses.push(-logp.gather(1, &target).mean().item());
+        // d(mean cross-entropy)/d logits = (softmax - onehot) / n.
+        let grad = (logp.exp() - &onehot) / 16.0;
+        let (_, grads) = model.backward(&cache, &grad);
+        nn::sgd_step(&mut model, &grads, 0.1);
+    }
+    assert!(losses[29] < 0.5 * losses[0], "loss {} -> {}", losses[0], losses[29]);
+}
