@@ -4,5 +4,6 @@
 fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tensor/*.rs");
+    t.compile_fail("model/*.rs");
     t.pass("pass/*.rs");
 }

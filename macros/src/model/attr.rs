@@ -16,8 +16,10 @@ struct ModelArgs {
     input: Option<Expr>,
 }
 
-/// Parses `#[model(attr)] item`.
-pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<Model> {
+/// Parses `#[model(attr)] item`. A struct comes back even with errors in
+/// some fields (those are left out), with the errors, so that the other
+/// rules can still be checked and reported in the same build.
+pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option<syn::Error>)> {
     let item: syn::Item = syn::parse2(item)?;
     let s = match item {
         syn::Item::Struct(s) => s,
@@ -97,9 +99,8 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<Model> {
     if named.named.is_empty() {
         errors.push(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
     }
-    errors.finish()?;
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
-    Ok(Model { vis: s.vis, ident: s.ident, attrs, input, fields })
+    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields }, errors.finish().err()))
 }
 
 /// Collects errors so that one expansion reports them all.

@@ -3,7 +3,7 @@
 //! function per rule; all errors are collected.
 
 use proc_macro2::{Span, TokenStream};
-use quote::quote;
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::attr::Errors;
@@ -39,7 +39,7 @@ impl Shape {
 }
 
 /// Resolved options of one layer, with defaults filled in.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     pub stride: Option<usize>,
     pub padding: usize,
@@ -52,10 +52,30 @@ pub struct Options {
     pub momentum: Option<f64>,
 }
 
+impl Default for Options {
+    /// PyTorch's defaults.
+    fn default() -> Self {
+        Options {
+            stride: None,
+            padding: 0,
+            dilation: 1,
+            groups: 1,
+            bias: true,
+            p: None,
+            negative_slope: None,
+            eps: None,
+            momentum: None,
+        }
+    }
+}
+
 /// One checked layer.
 pub struct Step {
     pub input: Shape,
     pub output: Shape,
+    /// When the output is only known to the compiler: the const item that
+    /// computes it (named by `output`), so each rule is evaluated once.
+    pub output_def: Option<TokenStream>,
     pub options: Options,
     /// Trainable scalars, when the macro can count them.
     pub params: Option<usize>,
@@ -70,6 +90,23 @@ impl Plan {
     pub fn output(&self) -> &Shape {
         &self.steps.last().expect("a model has at least one layer").output
     }
+}
+
+/// Checks the `#[layer]` options of every field, without shapes.
+pub fn check_options(model: &Model) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    for f in &model.fields {
+        if let Err(e) = resolve_options(f) {
+            errors.push(e);
+        }
+    }
+    errors.finish()
+}
+
+/// The name of the const holding step `i`'s output shape.
+fn shape_const(model: &Model, i: usize) -> TokenStream {
+    let id = quote::format_ident!("__BLAZE_{}_SHAPE_{}", model.ident.to_string().to_uppercase(), i);
+    quote!(#id)
 }
 
 pub fn check(model: &Model) -> syn::Result<Plan> {
@@ -90,14 +127,14 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
             errors.push(field_error(
                 field,
                 format!(
-                    "`{}: {}` takes token ids, so it must be the first layer; `{}` produces floats",
+                    "`{}: {}` takes token ids, so it must be the first layer; {} produces floats",
                     field.ident,
                     field.kind.display(),
                     from.name()
                 ),
             ));
         }
-        let output = match &shape {
+        let computed = match &shape {
             Shape::Known(dims) => match infer(field, &options, dims, &from) {
                 Ok(out) => out,
                 Err(e) => {
@@ -106,10 +143,14 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
                     return errors.finish().and(Err(syn::Error::new(Span::call_site(), "unreachable")));
                 }
             },
-            Shape::Opaque(expr) => opaque_after(field, &options, expr),
+            Shape::Opaque(expr) => opaque_after(field, &options, expr, &from),
+        };
+        let (output, output_def) = match computed {
+            Shape::Opaque(def) => (Shape::Opaque(shape_const(model, i)), Some(def)),
+            known => (known, None),
         };
         let params = count_params(&field.kind, &options);
-        steps.push(Step { input: shape.clone(), output: output.clone(), options, params });
+        steps.push(Step { input: shape.clone(), output: output.clone(), output_def, options, params });
         shape = output;
         prev = Some(field);
     }
@@ -132,7 +173,7 @@ impl Source<'_> {
 }
 
 fn field_error(field: &Field, msg: String) -> syn::Error {
-    syn::Error::new(field.ty.span(), msg)
+    syn::Error::new_spanned(&field.ty, msg)
 }
 
 fn fmt_dims(d: &[usize]) -> String {
@@ -198,7 +239,7 @@ fn as_float(opt: &LayerOption) -> syn::Result<f64> {
 /// Checks every option against the layer kind and fills in defaults.
 fn resolve_options(field: &Field) -> syn::Result<Options> {
     let mut errors = Errors::default();
-    let mut o = Options { padding: 0, dilation: 1, groups: 1, bias: true, ..Default::default() };
+    let mut o = Options::default();
     for opt in &field.options {
         if !field.kind.keys().contains(&opt.key.to_string().as_str()) {
             errors.push(unknown_key(field, opt));
@@ -367,28 +408,42 @@ fn image(dims: &[usize], me: &str, src: &str, want: &str, field: &Field) -> syn:
 /// After a layer the macro cannot see, the shape is a const expression; a
 /// built-in layer's output is computed (and checked) by the const rules in
 /// `blaze::nn::shape_rules`, which fail compilation with `what`.
-fn opaque_after(field: &Field, o: &Options, prev: &TokenStream) -> Shape {
+fn opaque_after(field: &Field, o: &Options, prev: &TokenStream, from: &Source<'_>) -> Shape {
+    let expects = match &field.kind {
+        LayerKind::Linear { i, .. } => format!("expects {i} input features"),
+        LayerKind::Conv2d { cin, k, .. } => format!("expects an image of {cin} channels that its {k}x{k} kernel fits"),
+        LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
+            format!("expects an image that its {k}x{k} window fits")
+        }
+        LayerKind::GlobalAvgPool => "expects an image [C, H, W]".to_owned(),
+        LayerKind::BatchNorm2d { c } => format!("expects an image of {c} channels"),
+        LayerKind::LayerNorm { n } => format!("expects a last dim of {n}"),
+        _ => "does not accept its input".to_owned(),
+    };
     let what = format!(
-        "`{}: {}` does not accept the shape produced by the layer before it",
+        "`{}: {}` {expects}, but {} produces another shape (see its OUTPUT_SHAPE)",
         field.ident,
-        field.kind.display()
+        field.kind.display(),
+        from.name()
     );
-    let r = quote!(::blaze::nn::shape_rules);
     let stride = o.stride;
+    let span = field.ty.span();
     let e = match &field.kind {
-        LayerKind::Linear { i, o: out } => quote!(#r::linear(#prev, #i, #out, #what)),
+        LayerKind::Linear { i, o: out } => {
+            quote_spanned!(span=> ::blaze::nn::shape_rules::linear(#prev, #i, #out, #what))
+        }
         LayerKind::Conv2d { cin, cout, k } => {
             let (s, p, d, g) = (stride.unwrap_or(1), o.padding, o.dilation, o.groups);
-            quote!(#r::conv2d(#prev, #cin, #cout, #k, #s, #p, #d, #g, #what))
+            quote_spanned!(span=> ::blaze::nn::shape_rules::conv2d(#prev, #cin, #cout, #k, #s, #p, #d, #g, #what))
         }
         LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
             let (s, p) = (stride.unwrap_or(*k), o.padding);
-            quote!(#r::pool2d(#prev, #k, #s, #p, #what))
+            quote_spanned!(span=> ::blaze::nn::shape_rules::pool2d(#prev, #k, #s, #p, #what))
         }
-        LayerKind::GlobalAvgPool => quote!(#r::global_avg_pool(#prev, #what)),
-        LayerKind::Flatten => quote!(#r::flatten(#prev)),
-        LayerKind::BatchNorm2d { c } => quote!(#r::batch_norm2d(#prev, #c, #what)),
-        LayerKind::LayerNorm { n } => quote!(#r::layer_norm(#prev, #n, #what)),
+        LayerKind::GlobalAvgPool => quote_spanned!(span=> ::blaze::nn::shape_rules::global_avg_pool(#prev, #what)),
+        LayerKind::Flatten => quote_spanned!(span=> ::blaze::nn::shape_rules::flatten(#prev)),
+        LayerKind::BatchNorm2d { c } => quote_spanned!(span=> ::blaze::nn::shape_rules::batch_norm2d(#prev, #c, #what)),
+        LayerKind::LayerNorm { n } => quote_spanned!(span=> ::blaze::nn::shape_rules::layer_norm(#prev, #n, #what)),
         LayerKind::Opaque { .. } => opaque_output(&field.kind),
         // Embedding after another layer is reported by `check`.
         _ => prev.clone(),
@@ -409,7 +464,7 @@ fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
     let bias = |n: usize| if o.bias { n } else { 0 };
     Some(match kind {
         LayerKind::Linear { i, o: out } => i * out + bias(*out),
-        LayerKind::Conv2d { cin, cout, k } => cout * (cin / o.groups.max(1)) * k * k + bias(*cout),
+        LayerKind::Conv2d { cin, cout, k } => cout * (cin / o.groups) * k * k + bias(*cout),
         LayerKind::BatchNorm2d { c } => 2 * c,
         LayerKind::LayerNorm { n } => 2 * n,
         LayerKind::Embedding { v, d } => v * d,

@@ -175,8 +175,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 const _: () = ::blaze::nn::shape_rules::expect(
                     <#ty as ::blaze::nn::Block<::blaze::Cpu>>::INPUT, #prev, #msg);
             });
-        } else if let Shape::Opaque(e) = &s.output {
-            asserts.push(quote_spanned! {span=> const _: ::blaze::nn::StaticShape = #e; });
+        }
+        if let (Shape::Opaque(name), Some(def)) = (&s.output, &s.output_def) {
+            asserts.push(quote_spanned! {span=>
+                #[doc(hidden)]
+                #[allow(non_upper_case_globals)]
+                const #name: ::blaze::nn::StaticShape = #def;
+            });
         }
     }
 

@@ -12,7 +12,17 @@ use proc_macro2::TokenStream;
 /// cascade of unrelated errors.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let parsed = match attr::parse(attr, item.clone()) {
-        Ok(model) => model,
+        Ok((model, None)) => model,
+        Ok((model, Some(mut e))) => {
+            // Shapes cannot be inferred with fields missing, but every
+            // option can still be checked.
+            if let Err(more) = check::check_options(&model) {
+                e.combine(more);
+            }
+            let mut out = e.to_compile_error();
+            out.extend(codegen::fallback_struct(&model));
+            return out;
+        }
         Err(e) => return fallback(e, item),
     };
     match check::check(&parsed) {
@@ -36,4 +46,316 @@ fn fallback(e: syn::Error, item: TokenStream) -> TokenStream {
         out.extend(quote::quote! { #vis struct #ident<B = ()>(::core::marker::PhantomData<B>); });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    fn expand_str(attr: TokenStream, item: TokenStream) -> String {
+        let out = std::panic::catch_unwind(|| super::expand(attr.clone(), item.clone()).to_string());
+        out.unwrap_or_else(|_| panic!("#[model] panicked on {attr} / {item}"))
+    }
+
+    fn errors(attr: TokenStream, item: TokenStream) -> String {
+        let out = expand_str(attr, item);
+        assert!(out.contains("compile_error"), "expected an error, got {out}");
+        out
+    }
+
+    #[test]
+    fn a_valid_model_expands_without_errors() {
+        let out = expand_str(
+            quote!(input = [1, 8, 8]),
+            quote!(
+                pub struct Net {
+                    #[layer(padding = 1)]
+                    conv: Conv2d<1, 4, 3>,
+                    act: Relu,
+                    flat: Flatten,
+                    fc: Linear<256, 2>,
+                }
+            ),
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("NetGrads") && out.contains("NetCache"));
+    }
+
+    #[test]
+    fn every_rule_reports_instead_of_panicking() {
+        let cases: Vec<(TokenStream, TokenStream, &str)> = vec![
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        fc: Linear<3, 2>,
+                    }
+                ),
+                "expects 3 input features",
+            ),
+            (
+                quote!(input = [0]),
+                quote!(
+                    struct N {
+                        fc: Linear<3, 2>,
+                    }
+                ),
+                "positive integer literals",
+            ),
+            (
+                quote!(input = []),
+                quote!(
+                    struct N {
+                        fc: Linear<3, 2>,
+                    }
+                ),
+                "at least one dim",
+            ),
+            (
+                quote!(input = 4),
+                quote!(
+                    struct N {
+                        fc: Linear<3, 2>,
+                    }
+                ),
+                "list of dims",
+            ),
+            (
+                quote!(inptu = [4]),
+                quote!(
+                    struct N {
+                        fc: Linear<4, 2>,
+                    }
+                ),
+                "inptu",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        c: Conv2d<0, 4, 3>,
+                    }
+                ),
+                "must be positive",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        c: Conv2d<1, 4>,
+                    }
+                ),
+                "takes 3 const generic",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        #[layer(stride = 0)]
+                        c: Conv2d<1, 4, 3>,
+                    }
+                ),
+                "positive integer",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        #[layer(groups = 3)]
+                        c: Conv2d<1, 4, 3>,
+                    }
+                ),
+                "groups must divide",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        #[layer(groups = 0)]
+                        c: Conv2d<1, 4, 3>,
+                    }
+                ),
+                "positive integer",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        #[layer(padding = 2)]
+                        p: MaxPool2d<2>,
+                    }
+                ),
+                "at most half",
+            ),
+            (
+                quote!(input = [1, 8, 8]),
+                quote!(
+                    struct N {
+                        p: MaxPool2d<9>,
+                    }
+                ),
+                "larger than",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        p: MaxPool2d<2>,
+                    }
+                ),
+                "expects an image",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        n: LayerNorm<5>,
+                    }
+                ),
+                "last dim of 5",
+            ),
+            (
+                quote!(input = [2, 4, 4]),
+                quote!(
+                    struct N {
+                        n: BatchNorm2d<3>,
+                    }
+                ),
+                "expects 3 channels",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        #[layer(eps = 0.0)]
+                        n: LayerNorm<4>,
+                    }
+                ),
+                "`eps` must be positive",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        #[layer(p = -0.1)]
+                        d: Dropout,
+                    }
+                ),
+                "[0, 1)",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        #[layer(bias = 2)]
+                        f: Linear<4, 2>,
+                    }
+                ),
+                "`true` or `false`",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        #[layer(bias)]
+                        f: Linear<4, 2>,
+                    }
+                ),
+                "key = value",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        #[layer(bias = "no")]
+                        f: Linear<4, 2>,
+                    }
+                ),
+                "literal",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        f: Relu<4>,
+                    }
+                ),
+                "no generic arguments",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        f: &'static Relu,
+                    }
+                ),
+                "not a layer",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        f: (Relu, Relu),
+                    }
+                ),
+                "not a layer",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        f: Vec<Relu>,
+                    }
+                ),
+                "not a layer",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    fn n() {}
+                ),
+                "applies to a struct",
+            ),
+            (quote!(input = [4]), quote!(union N { a: u32 }), "not to a union"),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N;
+                ),
+                "no fields",
+            ),
+            (
+                quote!(input = [4]),
+                quote!(
+                    struct N {
+                        e: Linear<4, 4>,
+                        x: Embedding<10, 2>,
+                    }
+                ),
+                "must be the first layer",
+            ),
+        ];
+        for (attr, item, needle) in cases {
+            let out = errors(attr.clone(), item.clone());
+            assert!(out.contains(needle), "{attr} / {item}: expected {needle:?} in {out}");
+        }
+    }
+
+    #[test]
+    fn all_errors_of_one_model_are_reported_together() {
+        let out = errors(
+            quote!(input = [1, 8, 8]),
+            quote!(
+                struct N {
+                    #[layer(paddng = 1)]
+                    c: Conv2d<1, 4, 3>,
+                    #[layer(p = 2.0)]
+                    d: Dropout,
+                    s: String,
+                }
+            ),
+        );
+        assert!(out.contains("paddng") && out.contains("[0, 1)") && out.contains("`String` is not a layer"), "{out}");
+    }
 }

@@ -157,7 +157,7 @@ pub mod shape_rules {
         what: &str,
     ) -> StaticShape {
         let [c, h, w] = image(s, what);
-        if c != cin || cin % groups != 0 || cout % groups != 0 {
+        if c != cin || groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
             panic!("{}", what);
         }
         StaticShape::new(&[cout, window(h, k, stride, pad, dil, what), window(w, k, stride, pad, dil, what)])
@@ -258,7 +258,7 @@ fn group(n: usize) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(ch);

@@ -1,0 +1,6 @@
+use blaze::prelude::*;
+
+#[model(input = [4])]
+pub struct Net {}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use blaze::prelude::*;
+
+#[model(input = [4])]
+pub enum Net {
+    Small,
+    Large,
+}
+
+fn main() {}

@@ -1,0 +1,69 @@
+// A hand-written layer implementing `Block` is a field of a #[model], and
+// models nest; Embedding-first models take token ids.
+use blaze::nn::{Block, Ctx, GradVisitor, Module, ParamMapper, ParamVisitor, StaticShape};
+use blaze::prelude::*;
+use blaze::{Backend, Rng};
+
+/// Doubles its input; no parameters.
+#[derive(Clone, Debug)]
+pub struct Double<B: Backend>(std::marker::PhantomData<B>);
+
+impl<B: Backend> Module<B> for Double<B> {
+    type Grads = ();
+    fn visit_params<V: ParamVisitor<B>>(&self, _: &str, _: &mut V) {}
+    fn map_tensors<M: ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
+    fn visit_grads<V: GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
+    fn visit_grad_tensors<V: ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
+}
+
+impl<B: Backend> Block<B> for Double<B> {
+    const INPUT: StaticShape = StaticShape::new(&[8]);
+    const OUTPUT: StaticShape = StaticShape::new(&[8]);
+    const NUM_PARAMS: usize = 0;
+    type Input = Tensor<B, 2>;
+    type Output = Tensor<B, 2>;
+    type Cache = ();
+    fn init(_: &mut Rng, _: &B::Device) -> Self {
+        Double(std::marker::PhantomData)
+    }
+    fn forward(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
+        x.mul_scalar(2.0)
+    }
+    fn forward_train(&mut self, x: &Tensor<B, 2>, _: &mut Ctx) -> (Tensor<B, 2>, ()) {
+        (x.mul_scalar(2.0), ())
+    }
+    fn backward(&self, _: &(), g: &Tensor<B, 2>) -> (Tensor<B, 2>, ()) {
+        (g.mul_scalar(2.0), ())
+    }
+}
+
+#[model(input = [4])]
+pub struct Inner {
+    fc: Linear<4, 8>,
+    act: Gelu,
+}
+
+#[model(input = [4])]
+pub struct Outer {
+    inner: Inner,
+    double: Double,
+    norm: LayerNorm<8>,
+    head: Linear<8, 2>,
+}
+
+#[model(input = [6])]
+pub struct Tagger {
+    emb: Embedding<50, 8>,
+    norm: LayerNorm<8>,
+    out: Linear<8, 3>,
+}
+
+fn main() {
+    let m = Outer::new_seeded(0, &CpuDevice);
+    assert_eq!(Outer::<Cpu>::OUTPUT_SHAPE, &[2]);
+    let y = m.forward(&Tensor::zeros([3, 4], &CpuDevice));
+    assert_eq!(y.shape(), [3, 2]);
+    let t = Tagger::new_seeded(0, &CpuDevice);
+    let ids = Tensor::<Cpu, 2>::from_vec(vec![1i64; 12], [2, 6], &CpuDevice);
+    assert_eq!(t.forward(&ids).shape(), [2, 6, 3]);
+}
