@@ -183,3 +183,15 @@ fn lenet_trains_with_a_hand_written_sgd_loop() {
     }
     assert!(losses[29] < 0.5 * losses[0], "loss {} -> {}", losses[0], losses[29]);
 }
+
+#[test]
+fn summary_lists_every_layer() {
+    let s = LeNet::new_seeded(0, &CpuDevice).summary();
+    println!("{s}");
+    let rows: Vec<&str> = s.lines().collect();
+    assert!(rows[0].starts_with("LeNet (input [batch, 1, 28, 28])"));
+    for name in ["conv1", "act1", "pool1", "conv2", "act2", "pool2", "flat", "fc1", "act3", "drop", "fc2"] {
+        assert!(rows.iter().any(|r| r.starts_with(name)), "no row for {name}\n{s}");
+    }
+    assert!(s.contains("[batch, 16, 5, 5]") && s.contains("[batch, 400]") && s.contains("48,120"), "{s}");
+}
