@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod data;
 pub mod dtype;
 pub mod error;
+pub mod loss;
 pub mod nn;
 pub mod rng;
 pub mod shape;

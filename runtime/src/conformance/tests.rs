@@ -715,6 +715,50 @@ pub fn layer_modes<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// Losses: values worked by hand, gradients against finite differences.
+pub fn losses<B: Backend>(dev: &B::Device) {
+    use crate::loss::*;
+    use crate::nn::gradcheck::check_function;
+    let logits = tensor::<B, 2>(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], [2, 3], DType::F64, dev);
+    let targets = Tensor::<B, 1>::from_vec(vec![2i64, 0], [2], dev);
+    // Row 0: -log(e^3 / (e + e^2 + e^3)) = 0.40760596; row 1: log 3 = 1.09861229.
+    let ce = cross_entropy(&logits, &targets, 0.0);
+    assert!((ce.item() - (0.407_605_964_444_380_1 + 1.098_612_288_668_109_8) / 2.0).abs() < 1e-12);
+    for smoothing in [0.0, 0.1] {
+        let l = cross_entropy(&logits, &targets, smoothing);
+        check_function(&logits, |z| cross_entropy(z, &targets, smoothing).value, &l.grad);
+    }
+    // With smoothing 0.1 over 3 classes, row 1 (uniform logits) still costs log 3.
+    let smooth = cross_entropy(&logits.narrow(0, 1, 1), &targets.narrow(0, 1, 1), 0.1);
+    assert!((smooth.item() - 1.098_612_288_668_109_8).abs() < 1e-12);
+    // Huge logits stay finite.
+    let big = tensor::<B, 2>(&[1000.0, -1000.0], [1, 2], DType::F32, dev);
+    let l = cross_entropy(&big, &Tensor::<B, 1>::from_vec(vec![1i64], [1], dev), 0.0);
+    assert!((l.item() - 2000.0).abs() < 1e-3 && values(&l.grad).iter().all(|g| g.is_finite()));
+
+    let logp = logits.log_softmax(1);
+    let n = nll(&logp, &targets);
+    assert!((n.item() - ce.item()).abs() < 1e-12, "nll of log_softmax is cross-entropy");
+    check_function(&logp, |z| nll(z, &targets).value, &n.grad);
+
+    let p = tensor::<B, 2>(&[1.0, 2.0, 3.0, 4.0], [2, 2], DType::F64, dev);
+    let t = tensor::<B, 2>(&[1.5, 2.0, 2.0, 6.0], [2, 2], DType::F64, dev);
+    let m = mse(&p, &t);
+    assert!((m.item() - (0.25 + 0.0 + 1.0 + 4.0) / 4.0).abs() < 1e-12);
+    check_function(&p, |z| mse(z, &t).value, &m.grad);
+
+    let x = tensor::<B, 2>(&[0.5, -2.0, 30.0, -30.0], [2, 2], DType::F64, dev);
+    let y = tensor::<B, 2>(&[1.0, 0.0, 0.0, 1.0], [2, 2], DType::F64, dev);
+    let b = binary_cross_entropy_with_logits(&x, &y);
+    let direct: f64 = [(0.5, 1.0), (-2.0, 0.0), (30.0, 0.0), (-30.0, 1.0)]
+        .iter()
+        .map(|&(x, t): &(f64, f64)| -(t * (1.0 / (1.0 + (-x).exp())).ln() + (1.0 - t) * (1.0 / (1.0 + x.exp())).ln()))
+        .sum::<f64>()
+        / 4.0;
+    assert!((b.item() - direct).abs() < 1e-9, "{} vs {direct}", b.item());
+    check_function(&x, |z| binary_cross_entropy_with_logits(z, &y).value, &b.grad);
+}
+
 /// max_pool2d (with indices) and avg_pool2d against the definition.
 pub fn pooling<B: Backend>(dev: &B::Device) {
     for dtype in FLOATS {

@@ -132,3 +132,19 @@ fn check<B, M, C, const DI: usize, const DO: usize>(
         grads_dict::<B, M>(&grads).into_iter().map(|(n, d): (String, TensorData)| (n, d.shape)).collect();
     assert_eq!(params.0, grad_shapes, "gradcheck: parameters and gradients differ in names or shapes");
 }
+
+/// Checks `grad` as the gradient of the scalar function `f` at `x`
+/// (a loss, say) against central finite differences, in f64.
+pub fn check_function<B: Backend, const D: usize>(
+    x: &Tensor<B, D>,
+    f: impl Fn(&Tensor<B, D>) -> Tensor<B, 0>,
+    grad: &Tensor<B, D>,
+) {
+    let x = x.to_dtype(DType::F64);
+    assert_eq!(grad.shape(), x.shape(), "gradcheck: gradient shape");
+    let g = grad.to_data().values.to_f64_vec();
+    for i in positions(x.numel()) {
+        let numeric = (f(&perturbed(&x, i, EPS)).item() - f(&perturbed(&x, i, -EPS)).item()) / (2.0 * EPS);
+        compare("input", i, g[i], numeric);
+    }
+}
