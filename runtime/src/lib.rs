@@ -15,6 +15,7 @@ pub mod dtype;
 pub mod error;
 pub mod loss;
 pub mod nn;
+pub mod optim;
 pub mod rng;
 pub mod shape;
 mod tensor;

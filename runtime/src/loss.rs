@@ -25,12 +25,7 @@ impl<B: Backend, const D: usize> Loss<B, D> {
 fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>) {
     let [n, _] = logits.shape();
     assert!(targets.dtype() == DType::I64, "{op}: targets must be i64 class indices, got {}", targets.dtype());
-    assert!(
-        targets.shape() == [n],
-        "{op}: logits {:?} need {n} targets, got {:?}",
-        logits.shape(),
-        targets.shape()
-    );
+    assert!(targets.shape() == [n], "{op}: logits {:?} need {n} targets, got {:?}", logits.shape(), targets.shape());
 }
 
 /// One-hot rows for `targets` over `classes`, in `dtype`.
@@ -48,10 +43,14 @@ pub fn one_hot<B: Backend>(targets: &Tensor<B, 1>, classes: usize, dtype: DType)
 /// logits neither overflow nor lose the gradient.
 pub fn cross_entropy<B: Backend>(logits: &Tensor<B, 2>, targets: &Tensor<B, 1>, label_smoothing: f64) -> Loss<B, 2> {
     check_targets("cross_entropy", logits, targets);
-    assert!((0.0..=1.0).contains(&label_smoothing), "cross_entropy: label_smoothing {label_smoothing} is outside [0, 1]");
+    assert!(
+        (0.0..=1.0).contains(&label_smoothing),
+        "cross_entropy: label_smoothing {label_smoothing} is outside [0, 1]"
+    );
     let [n, c] = logits.shape();
     let logp = logits.log_softmax(1);
-    let q = one_hot(targets, c, logits.dtype()).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64);
+    let q =
+        one_hot(targets, c, logits.dtype()).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64);
     let value = logp.mul(&q).sum().neg().div_scalar(n as f64);
     // d/dz of -Σ q log softmax(z) is softmax(z) - q (q sums to 1 per row).
     let grad = logp.exp().sub(&q).div_scalar(n as f64);

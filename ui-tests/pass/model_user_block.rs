@@ -14,6 +14,7 @@ impl<B: Backend> Module<B> for Double<B> {
     fn map_tensors<M: ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
     fn visit_grads<V: GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
     fn visit_grad_tensors<V: ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
+    fn map_grad_tensors<M: ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
 }
 
 impl<B: Backend> Block<B> for Double<B> {

@@ -243,6 +243,10 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             fn visit_grad_tensors<V: ::blaze::nn::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
                 #(<#tys as ::blaze::nn::Module<B>>::visit_grad_tensors(&g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
             }
+
+            fn map_grad_tensors<M: ::blaze::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+                #(<#tys as ::blaze::nn::Module<B>>::map_grad_tensors(&mut g.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
+            }
         }
 
         #[automatically_derived]

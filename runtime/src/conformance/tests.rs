@@ -759,6 +759,123 @@ pub fn losses<B: Backend>(dev: &B::Device) {
     check_function(&x, |z| binary_cross_entropy_with_logits(z, &y).value, &b.grad);
 }
 
+/// Optimizer updates against PyTorch's formulas, written out per scalar.
+pub fn optimizers<B: Backend>(dev: &B::Device) {
+    use crate::nn::{Linear, LinearConfig, LinearGrads};
+    use crate::optim::*;
+    let p0 = [1.0, -2.0];
+    let gs = [[0.5, 0.25], [-0.1, 0.4], [0.3, -0.2]];
+    let model = || {
+        let mut m = Linear::<B, 2, 1>::new(LinearConfig { bias: false }, &mut crate::Rng::seed_from_u64(0), dev);
+        m.weight = tensor(&p0, [1, 2], DType::F64, dev);
+        m
+    };
+    let grads = |g: [f64; 2]| LinearGrads { weight: tensor::<B, 2>(&g, [1, 2], DType::F64, dev), bias: None };
+    let run = |opt: &mut dyn FnMut(&mut Linear<B, 2, 1>, &LinearGrads<B>)| {
+        let mut m = model();
+        for g in gs {
+            opt(&mut m, &grads(g));
+        }
+        values(&m.weight)
+    };
+    // Scalar references.
+    let sgd = |lr: f64, mu: f64, wd: f64, nesterov: bool| {
+        let mut out = Vec::new();
+        for i in 0..2 {
+            let (mut p, mut buf) = (p0[i], None::<f64>);
+            for g in gs {
+                let d = g[i] + wd * p;
+                let b = buf.map_or(d, |b| mu * b + d);
+                buf = Some(b);
+                let step = if mu == 0.0 {
+                    d
+                } else if nesterov {
+                    d + mu * b
+                } else {
+                    b
+                };
+                p -= lr * step;
+            }
+            out.push(p);
+        }
+        out
+    };
+    let adam = |lr: f64, wd: f64, decoupled: bool| {
+        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
+        let mut out = Vec::new();
+        for i in 0..2 {
+            let (mut p, mut m, mut v) = (p0[i], 0.0, 0.0);
+            for (t, g) in gs.iter().enumerate() {
+                let t = t as i32 + 1;
+                let mut g = g[i];
+                if decoupled {
+                    p *= 1.0 - lr * wd;
+                } else {
+                    g += wd * p;
+                }
+                m = b1 * m + (1.0 - b1) * g;
+                v = b2 * v + (1.0 - b2) * g * g;
+                let mh = m / (1.0 - b1.powi(t));
+                let vh = v / (1.0 - b2.powi(t));
+                p -= lr * mh / (vh.sqrt() + eps);
+            }
+            out.push(p);
+        }
+        out
+    };
+    let close = |what: &str, got: Vec<f64>, want: Vec<f64>| {
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12, "{what}: got {got:?}, want {want:?}");
+        }
+    };
+    let mut o = Sgd::new(0.1);
+    close("sgd", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.0, 0.0, false));
+    let mut o = Sgd::new(0.1).momentum(0.9).weight_decay(0.01);
+    close("sgd momentum", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.9, 0.01, false));
+    let mut o = Sgd::new(0.1).momentum(0.9).nesterov(true);
+    close("sgd nesterov", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.9, 0.0, true));
+    let mut o = Adam::new(0.01);
+    close("adam", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.0, false));
+    let mut o = Adam::new(0.01).weight_decay(0.1);
+    close("adam l2", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, false));
+    let mut o = Adam::adamw(0.01).weight_decay(0.1);
+    close("adamw", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, true));
+
+    // Saving and restoring the state continues the same trajectory.
+    let mut a = Adam::<B>::new(0.01);
+    let mut m = model();
+    a.step(&mut m, &grads(gs[0]));
+    let (state, steps) = a.state();
+    assert_eq!(steps, 1);
+    assert_eq!(state.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["weight.exp_avg", "weight.exp_avg_sq"]);
+    let mut b = Adam::<B>::new(0.01);
+    b.load_state(state, steps, dev);
+    let mut m2 = m.clone();
+    a.step(&mut m, &grads(gs[1]));
+    b.step(&mut m2, &grads(gs[1]));
+    assert_eq!(values(&m.weight), values(&m2.weight));
+
+    // Clipping by global norm: |(3, 4)| = 5 scaled to 1.
+    let mut g = grads([3.0, 4.0]);
+    let norm = clip_grad_norm::<B, Linear<B, 2, 1>>(&mut g, 1.0);
+    assert!((norm - 5.0).abs() < 1e-12);
+    let v = values(&g.weight);
+    assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6, "{v:?}");
+    let mut g = grads([0.3, 0.4]);
+    clip_grad_norm::<B, Linear<B, 2, 1>>(&mut g, 1.0);
+    assert_eq!(values(&g.weight), vec![0.3, 0.4], "below the limit nothing changes");
+
+    // Schedules.
+    let s = StepLr { base: 1.0, step_size: 10, gamma: 0.5 };
+    assert_eq!([s.lr_at(0), s.lr_at(9), s.lr_at(10), s.lr_at(25)], [1.0, 1.0, 0.5, 0.25]);
+    let c = CosineWithWarmup { base: 1.0, min: 0.0, warmup: 4, total: 14 };
+    assert_eq!([c.lr_at(0), c.lr_at(3)], [0.25, 1.0]);
+    assert!((c.lr_at(4) - 1.0).abs() < 1e-12 && (c.lr_at(9) - 0.5).abs() < 1e-12 && c.lr_at(14).abs() < 1e-12);
+    assert!(c.lr_at(100).abs() < 1e-12);
+    let l = LinearDecay { base: 1.0, end: 0.0, total: 10 };
+    assert_eq!([l.lr_at(0), l.lr_at(5), l.lr_at(10), l.lr_at(20)], [1.0, 0.5, 0.0, 0.0]);
+}
+
 /// max_pool2d (with indices) and avg_pool2d against the definition.
 pub fn pooling<B: Backend>(dev: &B::Device) {
     for dtype in FLOATS {

@@ -97,6 +97,13 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Module<B> 
             v.visit(&join(prefix, "bias"), b);
         }
     }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Conv2dGrads<B>, prefix: &str, m: &mut M) {
+        g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
+        if let Some(b) = g.bias.take() {
+            g.bias = Some(m.map(&join(prefix, "bias"), b));
+        }
+    }
 }
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4, 4> for Conv2d<B, CIN, COUT, K> {

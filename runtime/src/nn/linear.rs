@@ -79,6 +79,13 @@ impl<B: Backend, const I: usize, const O: usize> Module<B> for Linear<B, I, O> {
             v.visit(&join(prefix, "bias"), b);
         }
     }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut LinearGrads<B>, prefix: &str, m: &mut M) {
+        g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
+        if let Some(b) = g.bias.take() {
+            g.bias = Some(m.map(&join(prefix, "bias"), b));
+        }
+    }
 }
 
 impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> for Linear<B, I, O> {

@@ -91,6 +91,8 @@ pub trait Module<B: Backend> {
     fn visit_grads<V: GradVisitor<B>>(&mut self, grads: &Self::Grads, prefix: &str, v: &mut V);
     /// Visits the gradients alone, named like their parameters.
     fn visit_grad_tensors<V: ParamVisitor<B>>(grads: &Self::Grads, prefix: &str, v: &mut V);
+    /// Replaces every gradient (gradient clipping scales them all).
+    fn map_grad_tensors<M: ParamMapper<B>>(grads: &mut Self::Grads, prefix: &str, m: &mut M);
 }
 
 /// A step of a model, from a rank-`DI` batch to a rank-`DO` batch (the
@@ -180,6 +182,7 @@ macro_rules! stateless_module {
             fn map_tensors<M: ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
             fn visit_grads<V: GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
             fn visit_grad_tensors<V: ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
+            fn map_grad_tensors<M: ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
         }
     };
     (generics $g:tt $($t:ty),*) => {

@@ -33,6 +33,11 @@ fn visit_affine<B: Backend, V: ParamVisitor<B>>(w: &Tensor<B, 1>, b: &Tensor<B, 
     v.visit(&join(prefix, "bias"), b);
 }
 
+fn map_affine<B: Backend, M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
+    g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
+    g.bias = m.map(&join(prefix, "bias"), g.bias.clone());
+}
+
 /// Batch normalisation of `[n, C, h, w]`, as `torch.nn.BatchNorm2d`.
 #[derive(Clone, Debug)]
 pub struct BatchNorm2d<B: Backend, const C: usize> {
@@ -104,6 +109,10 @@ impl<B: Backend, const C: usize> Module<B> for BatchNorm2d<B, C> {
 
     fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
         visit_affine(&g.weight, &g.bias, prefix, v);
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
+        map_affine(g, prefix, m);
     }
 }
 
@@ -209,6 +218,10 @@ impl<B: Backend, const N: usize> Module<B> for LayerNorm<B, N> {
 
     fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
         visit_affine(&g.weight, &g.bias, prefix, v);
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
+        map_affine(g, prefix, m);
     }
 }
 

@@ -53,6 +53,10 @@ impl<B: Backend, const V: usize, const D: usize> Module<B> for Embedding<B, V, D
     fn visit_grad_tensors<Vis: ParamVisitor<B>>(g: &EmbeddingGrads<B>, prefix: &str, v: &mut Vis) {
         v.visit(&join(prefix, "weight"), &g.weight);
     }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut EmbeddingGrads<B>, prefix: &str, m: &mut M) {
+        g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
+    }
 }
 
 macro_rules! embedding_layer {

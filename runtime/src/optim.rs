@@ -1,0 +1,381 @@
+//! Optimizers over a model's named parameters (SGD, Adam, AdamW), gradient
+//! clipping by global norm, and learning-rate schedules. Updates follow
+//! PyTorch's formulas (`torch.optim`), so hyper-parameters carry over.
+//!
+//! State (momentum buffers, moments) is kept per parameter name, flattened
+//! to one dim; it round-trips through [`Optimizer::state`] and
+//! [`Optimizer::load_state`] for resumable checkpoints.
+
+use std::collections::BTreeMap;
+
+use crate::nn::{GradVisitor, Module, ParamMapper, ParamVisitor};
+use crate::{Backend, Tensor, TensorData};
+
+/// Updates parameters from their gradients.
+pub trait Optimizer<B: Backend> {
+    /// One update of every parameter of `model`.
+    fn step<M: Module<B>>(&mut self, model: &mut M, grads: &M::Grads);
+    /// The current learning rate.
+    fn lr(&self) -> f64;
+    /// Sets the learning rate (schedulers call this each step).
+    fn set_lr(&mut self, lr: f64);
+    /// The state to save: named tensors and the step count.
+    fn state(&self) -> (Vec<(String, TensorData)>, u64);
+    /// Restores saved state; tensors are moved to `device`.
+    fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device);
+}
+
+/// Per-parameter state: named flat tensors (`momentum_buffer`, `exp_avg`, ...).
+#[derive(Clone, Debug)]
+struct State<B: Backend> {
+    slots: BTreeMap<String, Tensor<B, 1>>,
+}
+
+impl<B: Backend> Default for State<B> {
+    fn default() -> Self {
+        State { slots: BTreeMap::new() }
+    }
+}
+
+impl<B: Backend> State<B> {
+    fn export(&self) -> Vec<(String, TensorData)> {
+        self.slots.iter().map(|(k, v)| (k.clone(), v.to_data())).collect()
+    }
+
+    fn import(&mut self, tensors: Vec<(String, TensorData)>, device: &B::Device) {
+        self.slots.clear();
+        for (k, d) in tensors {
+            let n = d.numel();
+            let flat = TensorData { shape: vec![n], values: d.values };
+            if let Ok(t) = Tensor::<B, 1>::from_data(flat, device) {
+                self.slots.insert(k, t);
+            }
+        }
+    }
+}
+
+/// Applies `update(name, flat_param, flat_grad) -> new flat_param` to every parameter.
+fn for_each_param<B: Backend, M: Module<B>>(
+    model: &mut M,
+    grads: &M::Grads,
+    update: impl FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Tensor<B, 1>,
+) {
+    struct Apply<F>(F);
+    impl<B: Backend, F: FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Tensor<B, 1>> GradVisitor<B> for Apply<F> {
+        fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
+            assert!(
+                p.shape() == g.shape(),
+                "optimizer: {name}: gradient {:?} for parameter {:?}",
+                g.shape(),
+                p.shape()
+            );
+            let shape = p.shape();
+            let flat = (self.0)(name, &p.reshape([-1]), &g.reshape([-1]));
+            *p = flat.reshape(shape);
+        }
+    }
+    model.visit_grads(grads, "", &mut Apply(update));
+}
+
+/// Stochastic gradient descent, as `torch.optim.SGD`.
+#[derive(Clone, Debug)]
+pub struct Sgd<B: Backend> {
+    /// Learning rate.
+    pub lr: f64,
+    /// Momentum factor (0 for plain SGD).
+    pub momentum: f64,
+    /// Dampening of the momentum.
+    pub dampening: f64,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+    /// L2 penalty added to the gradient.
+    pub weight_decay: f64,
+    state: BTreeMap<String, State<B>>,
+    steps: u64,
+}
+
+impl<B: Backend> Sgd<B> {
+    /// Plain SGD with learning rate `lr`.
+    pub fn new(lr: f64) -> Self {
+        Sgd { lr, momentum: 0.0, dampening: 0.0, nesterov: false, weight_decay: 0.0, state: BTreeMap::new(), steps: 0 }
+    }
+
+    /// Sets the momentum factor.
+    pub fn momentum(mut self, momentum: f64) -> Self {
+        self.momentum = momentum;
+        self
+    }
+
+    /// Uses Nesterov momentum.
+    pub fn nesterov(mut self, nesterov: bool) -> Self {
+        self.nesterov = nesterov;
+        self
+    }
+
+    /// Sets the L2 penalty.
+    pub fn weight_decay(mut self, weight_decay: f64) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+}
+
+impl<B: Backend> Optimizer<B> for Sgd<B> {
+    fn step<M: Module<B>>(&mut self, model: &mut M, grads: &M::Grads) {
+        assert!(
+            !(self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0)),
+            "Sgd: Nesterov needs momentum and no dampening"
+        );
+        let (lr, mu, damp, wd, nesterov) = (self.lr, self.momentum, self.dampening, self.weight_decay, self.nesterov);
+        let state = &mut self.state;
+        for_each_param(model, grads, |name, p, g| {
+            let mut d = if wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
+            if mu != 0.0 {
+                let slots = &mut state.entry(name.to_owned()).or_default().slots;
+                let buf = match slots.get("momentum_buffer") {
+                    Some(b) => b.mul_scalar(mu).add(&d.mul_scalar(1.0 - damp)),
+                    None => d.clone(),
+                };
+                d = if nesterov { d.add(&buf.mul_scalar(mu)) } else { buf.clone() };
+                slots.insert("momentum_buffer".into(), buf);
+            }
+            p.sub(&d.mul_scalar(lr))
+        });
+        self.steps += 1;
+    }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+
+    fn state(&self) -> (Vec<(String, TensorData)>, u64) {
+        (export_state(&self.state), self.steps)
+    }
+
+    fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
+        self.state = import_state(tensors, device);
+        self.steps = steps;
+    }
+}
+
+fn export_state<B: Backend>(state: &BTreeMap<String, State<B>>) -> Vec<(String, TensorData)> {
+    state.iter().flat_map(|(p, s)| s.export().into_iter().map(move |(k, v)| (format!("{p}.{k}"), v))).collect()
+}
+
+fn import_state<B: Backend>(tensors: Vec<(String, TensorData)>, device: &B::Device) -> BTreeMap<String, State<B>> {
+    let mut grouped: BTreeMap<String, Vec<(String, TensorData)>> = BTreeMap::new();
+    for (name, d) in tensors {
+        if let Some((param, slot)) = name.rsplit_once('.') {
+            grouped.entry(param.to_owned()).or_default().push((slot.to_owned(), d));
+        }
+    }
+    grouped
+        .into_iter()
+        .map(|(p, slots)| {
+            let mut s = State::default();
+            s.import(slots, device);
+            (p, s)
+        })
+        .collect()
+}
+
+/// Adam, as `torch.optim.Adam` (L2 weight decay added to the gradient), or
+/// with `decoupled` weight decay, `torch.optim.AdamW`.
+#[derive(Clone, Debug)]
+pub struct Adam<B: Backend> {
+    /// Learning rate.
+    pub lr: f64,
+    /// Decay rates of the first and second moments.
+    pub betas: (f64, f64),
+    /// Added to the denominator for stability.
+    pub eps: f64,
+    /// Weight decay factor.
+    pub weight_decay: f64,
+    /// Decoupled weight decay (AdamW) instead of an L2 term.
+    pub decoupled: bool,
+    state: BTreeMap<String, State<B>>,
+    steps: u64,
+}
+
+impl<B: Backend> Adam<B> {
+    /// Adam with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, no weight decay.
+    pub fn new(lr: f64) -> Self {
+        Adam {
+            lr,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.0,
+            decoupled: false,
+            state: BTreeMap::new(),
+            steps: 0,
+        }
+    }
+
+    /// AdamW with PyTorch's defaults (weight decay 0.01).
+    pub fn adamw(lr: f64) -> Self {
+        Adam { weight_decay: 0.01, decoupled: true, ..Self::new(lr) }
+    }
+
+    /// Sets the moment decay rates.
+    pub fn betas(mut self, b1: f64, b2: f64) -> Self {
+        self.betas = (b1, b2);
+        self
+    }
+
+    /// Sets the weight decay.
+    pub fn weight_decay(mut self, weight_decay: f64) -> Self {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    /// Sets eps.
+    pub fn eps(mut self, eps: f64) -> Self {
+        self.eps = eps;
+        self
+    }
+}
+
+impl<B: Backend> Optimizer<B> for Adam<B> {
+    fn step<M: Module<B>>(&mut self, model: &mut M, grads: &M::Grads) {
+        self.steps += 1;
+        let t = self.steps as i32;
+        let (lr, (b1, b2), eps, wd, decoupled) = (self.lr, self.betas, self.eps, self.weight_decay, self.decoupled);
+        let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
+        let state = &mut self.state;
+        for_each_param(model, grads, |name, p, g| {
+            let (p, g) = if decoupled {
+                (if wd != 0.0 { p.mul_scalar(1.0 - lr * wd) } else { p.clone() }, g.clone())
+            } else if wd != 0.0 {
+                (p.clone(), g.add(&p.mul_scalar(wd)))
+            } else {
+                (p.clone(), g.clone())
+            };
+            let slots = &mut state.entry(name.to_owned()).or_default().slots;
+            let m = match slots.get("exp_avg") {
+                Some(m) => m.mul_scalar(b1).add(&g.mul_scalar(1.0 - b1)),
+                None => g.mul_scalar(1.0 - b1),
+            };
+            let v = match slots.get("exp_avg_sq") {
+                Some(v) => v.mul_scalar(b2).add(&g.square().mul_scalar(1.0 - b2)),
+                None => g.square().mul_scalar(1.0 - b2),
+            };
+            // p -= lr * m̂ / (sqrt(v̂) + eps), with m̂ = m / c1, v̂ = v / c2.
+            let denom = v.div_scalar(c2).sqrt().add_scalar(eps);
+            let out = p.sub(&m.div(&denom).mul_scalar(lr / c1));
+            slots.insert("exp_avg".into(), m);
+            slots.insert("exp_avg_sq".into(), v);
+            out
+        });
+    }
+
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+
+    fn state(&self) -> (Vec<(String, TensorData)>, u64) {
+        (export_state(&self.state), self.steps)
+    }
+
+    fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
+        self.state = import_state(tensors, device);
+        self.steps = steps;
+    }
+}
+
+/// Scales all gradients so their global L2 norm is at most `max_norm`, as
+/// `torch.nn.utils.clip_grad_norm_`; returns the norm before clipping.
+pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: f64) -> f64 {
+    struct SumSq(f64);
+    impl<B: Backend> ParamVisitor<B> for SumSq {
+        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
+            self.0 += g.square().sum().item();
+        }
+    }
+    let mut s = SumSq(0.0);
+    M::visit_grad_tensors(grads, "", &mut s);
+    let norm = s.0.sqrt();
+    let scale = max_norm / (norm + 1e-6);
+    if scale < 1.0 {
+        struct Scale(f64);
+        impl<B: Backend> ParamMapper<B> for Scale {
+            fn map<const D: usize>(&mut self, _: &str, g: Tensor<B, D>) -> Tensor<B, D> {
+                g.mul_scalar(self.0)
+            }
+        }
+        M::map_grad_tensors(grads, "", &mut Scale(scale));
+    }
+    norm
+}
+
+/// A learning rate as a function of the step (counted from 0).
+pub trait LrSchedule {
+    /// The learning rate for `step`.
+    fn lr_at(&self, step: u64) -> f64;
+}
+
+/// Multiplies the rate by `gamma` every `step_size` steps (`torch.optim.lr_scheduler.StepLR`).
+#[derive(Clone, Copy, Debug)]
+pub struct StepLr {
+    /// Initial rate.
+    pub base: f64,
+    /// Steps between decays.
+    pub step_size: u64,
+    /// Decay factor.
+    pub gamma: f64,
+}
+
+impl LrSchedule for StepLr {
+    fn lr_at(&self, step: u64) -> f64 {
+        self.base * self.gamma.powi((step / self.step_size.max(1)) as i32)
+    }
+}
+
+/// Linear warm-up from 0 to `base` over `warmup` steps, then cosine decay
+/// to `min` at `total` steps (and `min` after).
+#[derive(Clone, Copy, Debug)]
+pub struct CosineWithWarmup {
+    /// Peak rate.
+    pub base: f64,
+    /// Final rate.
+    pub min: f64,
+    /// Warm-up steps.
+    pub warmup: u64,
+    /// Total steps.
+    pub total: u64,
+}
+
+impl LrSchedule for CosineWithWarmup {
+    fn lr_at(&self, step: u64) -> f64 {
+        if step < self.warmup {
+            return self.base * (step + 1) as f64 / self.warmup as f64;
+        }
+        let span = self.total.saturating_sub(self.warmup).max(1) as f64;
+        let progress = ((step - self.warmup) as f64 / span).min(1.0);
+        self.min + 0.5 * (self.base - self.min) * (1.0 + (std::f64::consts::PI * progress).cos())
+    }
+}
+
+/// Linear change from `base` to `end` over `total` steps (`LinearLR`).
+#[derive(Clone, Copy, Debug)]
+pub struct LinearDecay {
+    /// Initial rate.
+    pub base: f64,
+    /// Final rate.
+    pub end: f64,
+    /// Steps to reach it.
+    pub total: u64,
+}
+
+impl LrSchedule for LinearDecay {
+    fn lr_at(&self, step: u64) -> f64 {
+        let t = (step as f64 / self.total.max(1) as f64).min(1.0);
+        self.base + (self.end - self.base) * t
+    }
+}
