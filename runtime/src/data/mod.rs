@@ -1,3 +1,386 @@
-//! Reading datasets from disk.
+//! Datasets and batching: the [`Dataset`] trait, an in-memory dataset, a
+//! [`DataLoader`] with seeded shuffling, drop-last and background
+//! prefetching, normalisation, and the MNIST IDX reader.
 
 pub mod mnist;
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::thread::JoinHandle;
+
+use crate::error::Error;
+use crate::rng::Rng;
+use crate::{DataVec, TensorData};
+
+/// A batch on the host: inputs `[n, ...sample shape]` and targets `[n]`
+/// (class indices, i64) or `[n, ...]` (f32).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    /// The inputs.
+    pub inputs: TensorData,
+    /// The targets.
+    pub targets: TensorData,
+}
+
+impl Batch {
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.inputs.shape.first().copied().unwrap_or(0)
+    }
+
+    /// True for a batch without samples.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Samples addressable by index that can be gathered into batches. It is
+/// `Send + Sync` so a loader can batch on a background thread.
+pub trait Dataset: Send + Sync + 'static {
+    /// Number of samples.
+    fn len(&self) -> usize;
+    /// True when there are no samples.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The samples at `indices`, in that order.
+    fn batch(&self, indices: &[usize]) -> Batch;
+}
+
+/// Fixed-shape f32 samples with targets, all in memory.
+#[derive(Clone, Debug)]
+pub struct InMemoryDataset {
+    inputs: Vec<f32>,
+    sample_shape: Vec<usize>,
+    targets: DataVec,
+    target_shape: Vec<usize>,
+}
+
+impl InMemoryDataset {
+    /// Samples of `sample_shape` (row-major, one after another) with one
+    /// class index each; an error if the lengths disagree.
+    pub fn new(inputs: Vec<f32>, sample_shape: &[usize], targets: Vec<i64>) -> Result<Self, Error> {
+        Self::with_targets(inputs, sample_shape, DataVec::I64(targets), &[])
+    }
+
+    /// Samples with targets of any dtype and per-sample `target_shape`.
+    pub fn with_targets(
+        inputs: Vec<f32>,
+        sample_shape: &[usize],
+        targets: DataVec,
+        target_shape: &[usize],
+    ) -> Result<Self, Error> {
+        let per: usize = sample_shape.iter().product();
+        let per_target: usize = target_shape.iter().product();
+        let n = targets.len() / per_target.max(1);
+        let mut shape = vec![n];
+        shape.extend_from_slice(sample_shape);
+        if inputs.len() != n * per || targets.len() != n * per_target {
+            return Err(Error::DataLength { shape, expected: n * per, actual: inputs.len() });
+        }
+        Ok(InMemoryDataset { inputs, sample_shape: sample_shape.to_vec(), targets, target_shape: target_shape.to_vec() })
+    }
+
+    /// The per-sample input shape.
+    pub fn sample_shape(&self) -> &[usize] {
+        &self.sample_shape
+    }
+
+    /// Applies `(x - mean) / std` to every input value, in place.
+    pub fn normalize(&mut self, n: Normalize) {
+        n.apply_slice(&mut self.inputs);
+    }
+
+    /// The mean and standard deviation of all input values, for [`Normalize`].
+    pub fn stats(&self) -> Normalize {
+        let n = self.inputs.len().max(1) as f64;
+        let mean = self.inputs.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = self.inputs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        Normalize { mean, std: var.sqrt().max(1e-12) }
+    }
+}
+
+impl Dataset for InMemoryDataset {
+    fn len(&self) -> usize {
+        self.targets.len() / self.target_shape.iter().product::<usize>().max(1)
+    }
+
+    fn batch(&self, indices: &[usize]) -> Batch {
+        let per: usize = self.sample_shape.iter().product();
+        let per_t: usize = self.target_shape.iter().product();
+        let mut x = Vec::with_capacity(indices.len() * per);
+        for &i in indices {
+            x.extend_from_slice(&self.inputs[i * per..(i + 1) * per]);
+        }
+        let targets = match &self.targets {
+            DataVec::I64(t) => DataVec::I64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
+            DataVec::F32(t) => DataVec::F32(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
+            DataVec::F64(t) => DataVec::F64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
+            DataVec::Bool(t) => DataVec::Bool(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
+        };
+        let mut xs = vec![indices.len()];
+        xs.extend_from_slice(&self.sample_shape);
+        let mut ts = vec![indices.len()];
+        ts.extend_from_slice(&self.target_shape);
+        Batch {
+            inputs: TensorData::from_values(DataVec::F32(x), xs).expect("gathered whole samples"),
+            targets: TensorData::from_values(targets, ts).expect("gathered whole targets"),
+        }
+    }
+}
+
+/// `(x - mean) / std`, as `torchvision.transforms.Normalize` with one channel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Normalize {
+    /// Subtracted first.
+    pub mean: f64,
+    /// Divided by second.
+    pub std: f64,
+}
+
+impl Normalize {
+    fn apply_slice(&self, v: &mut [f32]) {
+        let (m, s) = (self.mean as f32, self.std as f32);
+        for x in v {
+            *x = (*x - m) / s;
+        }
+    }
+
+    /// Normalises a batch's inputs in place.
+    pub fn apply(&self, batch: &mut Batch) {
+        if let DataVec::F32(v) = &mut batch.inputs.values {
+            self.apply_slice(v);
+        }
+    }
+}
+
+/// Batches of a dataset, shuffled per epoch from a seed, optionally without
+/// the last partial batch, prepared on a background thread.
+#[derive(Debug)]
+pub struct DataLoader<D: Dataset> {
+    dataset: Arc<D>,
+    batch_size: usize,
+    shuffle: bool,
+    drop_last: bool,
+    seed: u64,
+    epoch: u64,
+    prefetch: usize,
+}
+
+impl<D: Dataset> DataLoader<D> {
+    /// Batches of `batch_size` in order; panics on a zero batch size.
+    pub fn new(dataset: D, batch_size: usize) -> Self {
+        assert!(batch_size > 0, "DataLoader: batch_size must be positive");
+        DataLoader { dataset: Arc::new(dataset), batch_size, shuffle: false, drop_last: false, seed: 0, epoch: 0, prefetch: 2 }
+    }
+
+    /// Shuffles every epoch; epoch `e` uses the order drawn from `(seed, e)`.
+    pub fn shuffle(mut self, seed: u64) -> Self {
+        self.shuffle = true;
+        self.seed = seed;
+        self
+    }
+
+    /// Leaves out the last batch when it is smaller than `batch_size`.
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.drop_last = drop_last;
+        self
+    }
+
+    /// How many batches the background thread prepares ahead (0: build
+    /// batches on the calling thread).
+    pub fn prefetch(mut self, batches: usize) -> Self {
+        self.prefetch = batches;
+        self
+    }
+
+    /// The epoch the next call to [`DataLoader::epoch`] will produce.
+    pub fn next_epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Continues from `epoch` (for resumed training).
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    /// The dataset.
+    pub fn dataset(&self) -> &D {
+        &self.dataset
+    }
+
+    /// Number of batches per epoch.
+    pub fn len(&self) -> usize {
+        let n = self.dataset.len();
+        if self.drop_last { n / self.batch_size } else { n.div_ceil(self.batch_size) }
+    }
+
+    /// True when an epoch has no batches.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The sample order of epoch `epoch`.
+    pub fn order(&self, epoch: u64) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.dataset.len()).collect();
+        if self.shuffle {
+            let mut rng = Rng::seed_from_u64(self.seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            rng.shuffle(&mut order);
+        }
+        order
+    }
+
+    /// The batches of the next epoch.
+    pub fn epoch(&mut self) -> Batches {
+        let order = self.order(self.epoch);
+        self.epoch += 1;
+        let mut chunks: Vec<Vec<usize>> = order.chunks(self.batch_size).map(<[usize]>::to_vec).collect();
+        if self.drop_last && chunks.last().is_some_and(|c| c.len() < self.batch_size) {
+            chunks.pop();
+        }
+        if self.prefetch == 0 {
+            let ds = Arc::clone(&self.dataset);
+            return Batches::Inline(Box::new(chunks.into_iter().map(move |c| ds.batch(&c))));
+        }
+        let (tx, rx) = sync_channel(self.prefetch);
+        let ds = Arc::clone(&self.dataset);
+        let worker = std::thread::spawn(move || {
+            for c in chunks {
+                // The receiver hung up: the epoch was abandoned.
+                if tx.send(ds.batch(&c)).is_err() {
+                    break;
+                }
+            }
+        });
+        Batches::Prefetched { rx, worker: Some(worker) }
+    }
+}
+
+/// The batches of one epoch.
+pub enum Batches {
+    /// Built on the calling thread.
+    Inline(Box<dyn Iterator<Item = Batch> + Send>),
+    /// Built ahead on a worker thread.
+    Prefetched {
+        /// Batches as they are ready.
+        rx: Receiver<Batch>,
+        /// The worker, joined when the epoch ends.
+        worker: Option<JoinHandle<()>>,
+    },
+}
+
+impl std::fmt::Debug for Batches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Batches::Inline(_) => "Batches::Inline",
+            Batches::Prefetched { .. } => "Batches::Prefetched",
+        })
+    }
+}
+
+impl Iterator for Batches {
+    type Item = Batch;
+
+    fn next(&mut self) -> Option<Batch> {
+        match self {
+            Batches::Inline(it) => it.next(),
+            Batches::Prefetched { rx, worker } => match rx.recv() {
+                Ok(b) => Some(b),
+                Err(_) => {
+                    // The worker finished; a panic there is re-raised here.
+                    if let Some(w) = worker.take()
+                        && let Err(e) = w.join()
+                    {
+                        std::panic::resume_unwind(e);
+                    }
+                    None
+                }
+            },
+        }
+    }
+}
+
+impl mnist::MnistSplit {
+    /// The split as a dataset of `[1, rows, cols]` images with class targets.
+    pub fn into_dataset(self) -> InMemoryDataset {
+        let shape = [1, self.rows, self.cols];
+        InMemoryDataset::new(self.images, &shape, self.labels).expect("the IDX reader checked the lengths")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toy(n: usize) -> InMemoryDataset {
+        let x: Vec<f32> = (0..n * 2).map(|v| v as f32).collect();
+        InMemoryDataset::new(x, &[2], (0..n as i64).collect()).expect("consistent")
+    }
+
+    fn ids(b: &Batch) -> Vec<i64> {
+        b.targets.to_vec::<i64>().expect("i64")
+    }
+
+    #[test]
+    fn batches_cover_every_sample_once_in_order() {
+        let mut dl = DataLoader::new(toy(10), 4);
+        let batches: Vec<Batch> = dl.epoch().collect();
+        assert_eq!(batches.iter().map(Batch::len).collect::<Vec<_>>(), [4, 4, 2]);
+        assert_eq!(batches.iter().flat_map(ids).collect::<Vec<_>>(), (0..10).collect::<Vec<_>>());
+        assert_eq!(batches[1].inputs.shape, [4, 2]);
+        assert_eq!(batches[1].inputs.to_vec::<f32>().expect("f32"), [8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0]);
+    }
+
+    #[test]
+    fn drop_last_and_len_agree() {
+        let mut dl = DataLoader::new(toy(10), 4).drop_last(true);
+        assert_eq!(dl.len(), 2);
+        assert_eq!(dl.epoch().count(), 2);
+        assert_eq!(DataLoader::new(toy(10), 4).len(), 3);
+    }
+
+    #[test]
+    fn shuffling_is_seeded_per_epoch() {
+        let mut a = DataLoader::new(toy(50), 50).shuffle(7);
+        let mut b = DataLoader::new(toy(50), 50).shuffle(7).prefetch(0);
+        let (a1, a2) = (ids(&a.epoch().next().expect("batch")), ids(&a.epoch().next().expect("batch")));
+        let (b1, b2) = (ids(&b.epoch().next().expect("batch")), ids(&b.epoch().next().expect("batch")));
+        assert_eq!((a1.clone(), a2.clone()), (b1, b2), "same seed, same orders, prefetched or not");
+        assert_ne!(a1, a2, "each epoch has its own order");
+        assert_ne!(a1, (0..50).collect::<Vec<i64>>());
+        let mut sorted = a1;
+        sorted.sort();
+        assert_eq!(sorted, (0..50).collect::<Vec<i64>>(), "a permutation");
+        // Resuming at epoch 1 reproduces epoch 1.
+        let mut c = DataLoader::new(toy(50), 50).shuffle(7);
+        c.set_epoch(1);
+        assert_eq!(ids(&c.epoch().next().expect("batch")), a2);
+    }
+
+    #[test]
+    fn abandoning_an_epoch_stops_the_worker() {
+        let mut dl = DataLoader::new(toy(1000), 1).prefetch(1);
+        let mut it = dl.epoch();
+        assert!(it.next().is_some());
+        drop(it); // the worker sees the hang-up and exits instead of blocking forever
+        assert_eq!(dl.epoch().count(), 1000);
+    }
+
+    #[test]
+    fn normalization_uses_the_given_statistics() {
+        let mut ds = toy(2); // inputs 0, 1, 2, 3
+        let s = ds.stats();
+        assert!((s.mean - 1.5).abs() < 1e-12 && (s.std - 1.25f64.sqrt()).abs() < 1e-12);
+        ds.normalize(s);
+        let after = ds.stats();
+        assert!(after.mean.abs() < 1e-6 && (after.std - 1.0).abs() < 1e-6);
+        let mut b = toy(1).batch(&[0]);
+        Normalize { mean: 1.0, std: 2.0 }.apply(&mut b);
+        assert_eq!(b.inputs.to_vec::<f32>().expect("f32"), [-0.5, 0.0]);
+    }
+
+    #[test]
+    fn mismatched_lengths_are_an_error() {
+        assert!(InMemoryDataset::new(vec![0.0; 5], &[2], vec![0, 1]).is_err());
+    }
+}
