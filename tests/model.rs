@@ -2,27 +2,13 @@
 //! gradients against finite differences, and training with the generated
 //! backward.
 
+mod common;
+
 use blaze::nn::gradcheck::check_block;
 use blaze::nn::{self, Ctx};
 use blaze::prelude::*;
 use blaze::{Rng, TensorData};
-
-#[model(input = [1, 28, 28])]
-pub struct LeNet {
-    #[layer(padding = 2)]
-    conv1: Conv2d<1, 6, 5>,
-    act1: Relu,
-    pool1: MaxPool2d<2>,
-    conv2: Conv2d<6, 16, 5>,
-    act2: Relu,
-    pool2: MaxPool2d<2>,
-    flat: Flatten,
-    fc1: Linear<400, 120>,
-    act3: Relu,
-    #[layer(p = 0.1)]
-    drop: Dropout,
-    fc2: Linear<120, 10>,
-}
+use common::LeNet;
 
 #[model(input = [8])]
 pub struct Mlp {

@@ -2,28 +2,14 @@
 //! same output and the same gradient for the input and every parameter, to
 //! 1e-4 relative. The fixture comes from tests/fixtures/make_lenet_fixture.py.
 
+mod common;
+
+use common::LeNet;
 use std::collections::HashMap;
 
 use blaze::nn::{Ctx, ParamMapper};
 use blaze::prelude::*;
 use blaze::{DataVec, TensorData};
-
-#[model(input = [1, 28, 28])]
-pub struct LeNet {
-    #[layer(padding = 2)]
-    conv1: Conv2d<1, 6, 5>,
-    act1: Relu,
-    pool1: MaxPool2d<2>,
-    conv2: Conv2d<6, 16, 5>,
-    act2: Relu,
-    pool2: MaxPool2d<2>,
-    flat: Flatten,
-    fc1: Linear<400, 120>,
-    act3: Relu,
-    #[layer(p = 0.1)]
-    drop: Dropout,
-    fc2: Linear<120, 10>,
-}
 
 /// Reads the fixture's named tensors.
 fn read_fixture() -> HashMap<String, TensorData> {

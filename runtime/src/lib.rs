@@ -16,6 +16,7 @@ pub mod error;
 pub mod loss;
 pub mod nn;
 pub mod optim;
+pub mod record;
 pub mod rng;
 pub mod shape;
 mod tensor;

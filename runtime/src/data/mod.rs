@@ -78,7 +78,12 @@ impl InMemoryDataset {
         if inputs.len() != n * per || targets.len() != n * per_target {
             return Err(Error::DataLength { shape, expected: n * per, actual: inputs.len() });
         }
-        Ok(InMemoryDataset { inputs, sample_shape: sample_shape.to_vec(), targets, target_shape: target_shape.to_vec() })
+        Ok(InMemoryDataset {
+            inputs,
+            sample_shape: sample_shape.to_vec(),
+            targets,
+            target_shape: target_shape.to_vec(),
+        })
     }
 
     /// The per-sample input shape.
@@ -113,10 +118,18 @@ impl Dataset for InMemoryDataset {
             x.extend_from_slice(&self.inputs[i * per..(i + 1) * per]);
         }
         let targets = match &self.targets {
-            DataVec::I64(t) => DataVec::I64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
-            DataVec::F32(t) => DataVec::F32(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
-            DataVec::F64(t) => DataVec::F64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
-            DataVec::Bool(t) => DataVec::Bool(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect()),
+            DataVec::I64(t) => {
+                DataVec::I64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
+            DataVec::F32(t) => {
+                DataVec::F32(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
+            DataVec::F64(t) => {
+                DataVec::F64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
+            DataVec::Bool(t) => {
+                DataVec::Bool(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
         };
         let mut xs = vec![indices.len()];
         xs.extend_from_slice(&self.sample_shape);
@@ -171,7 +184,15 @@ impl<D: Dataset> DataLoader<D> {
     /// Batches of `batch_size` in order; panics on a zero batch size.
     pub fn new(dataset: D, batch_size: usize) -> Self {
         assert!(batch_size > 0, "DataLoader: batch_size must be positive");
-        DataLoader { dataset: Arc::new(dataset), batch_size, shuffle: false, drop_last: false, seed: 0, epoch: 0, prefetch: 2 }
+        DataLoader {
+            dataset: Arc::new(dataset),
+            batch_size,
+            shuffle: false,
+            drop_last: false,
+            seed: 0,
+            epoch: 0,
+            prefetch: 2,
+        }
     }
 
     /// Shuffles every epoch; epoch `e` uses the order drawn from `(seed, e)`.

@@ -1,0 +1,285 @@
+//! Weights on disk in the safetensors format, with PyTorch's names and
+//! layouts: a PyTorch `state_dict` saved with `safetensors.torch.save_file`
+//! loads into the Blaze model of the same architecture, and back.
+//!
+//! Writes are atomic (a temporary file in the same folder, fsync, rename,
+//! fsync of the folder): a crash mid-save leaves the previous file intact.
+//! Loading checks every name and shape before it changes the model, so a
+//! bad file is an error that names the tensor and leaves the model as it was.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
+
+use crate::nn::{Module, ParamMapper, ParamVisitor};
+use crate::optim::Optimizer;
+use crate::{Backend, DType, DataVec, Tensor, TensorData};
+
+/// What can go wrong reading or writing weights. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The bytes are not a valid safetensors file.
+    #[error("{path}: not a valid safetensors file: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
+    /// A tensor the model needs is not in the file.
+    #[error("{path}: tensor `{name}` is missing (the model expects shape {expected:?})")]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The tensor's name.
+        name: String,
+        /// The shape the model expects.
+        expected: Vec<usize>,
+    },
+    /// The file holds a tensor the model does not have.
+    #[error("{path}: tensor `{name}` is not part of the model")]
+    Unexpected {
+        /// The file.
+        path: PathBuf,
+        /// The tensor's name.
+        name: String,
+    },
+    /// A tensor has another shape than the model's.
+    #[error("{path}: tensor `{name}` has shape {found:?}, the model expects {expected:?}")]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// The tensor's name.
+        name: String,
+        /// The shape in the file.
+        found: Vec<usize>,
+        /// The shape the model expects.
+        expected: Vec<usize>,
+    },
+    /// A tensor's dtype has no Blaze equivalent.
+    #[error("{path}: tensor `{name}` has dtype {found}, which Blaze cannot read")]
+    DType {
+        /// The file.
+        path: PathBuf,
+        /// The tensor's name.
+        name: String,
+        /// The dtype in the file.
+        found: String,
+    },
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> RecordError + '_ {
+    move |source| RecordError::Io { path: path.to_owned(), source }
+}
+
+fn format(path: &Path, message: impl ToString) -> RecordError {
+    RecordError::Format { path: path.to_owned(), message: message.to_string() }
+}
+
+fn to_bytes(values: &DataVec) -> (Dtype, Vec<u8>) {
+    match values {
+        DataVec::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::I64(v) => (Dtype::I64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::Bool(v) => (Dtype::BOOL, v.iter().map(|&b| u8::from(b)).collect()),
+    }
+}
+
+fn from_view(path: &Path, name: &str, view: &TensorView<'_>) -> Result<TensorData, RecordError> {
+    let d = view.data();
+    let values = match view.dtype() {
+        Dtype::F32 => DataVec::F32(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        Dtype::F64 => {
+            DataVec::F64(d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        Dtype::I64 => {
+            DataVec::I64(d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
+        }
+        Dtype::BOOL => DataVec::Bool(d.iter().map(|&b| b != 0).collect()),
+        other => {
+            return Err(RecordError::DType {
+                path: path.to_owned(),
+                name: name.to_owned(),
+                found: format!("{other:?}"),
+            });
+        }
+    };
+    TensorData::from_values(values, view.shape().to_vec()).map_err(|e| format(path, format!("tensor `{name}`: {e}")))
+}
+
+/// Writes named tensors (and string metadata) to `path`, atomically.
+pub fn save_tensors(
+    path: &Path,
+    tensors: &[(String, TensorData)],
+    metadata: &[(&str, String)],
+) -> Result<(), RecordError> {
+    let bytes: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(n, t)| {
+            let (dtype, b) = to_bytes(&t.values);
+            (n.clone(), dtype, t.shape.clone(), b)
+        })
+        .collect();
+    let views = bytes
+        .iter()
+        .map(|(n, dtype, shape, b)| {
+            TensorView::new(*dtype, shape.clone(), b).map(|v| (n.as_str(), v)).map_err(|e| format(path, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let info: HashMap<String, String> = metadata.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+    let buf = safetensors::serialize(views, (!info.is_empty()).then_some(info)).map_err(|e| format(path, e))?;
+    write_atomic(path, &buf)
+}
+
+/// Replaces `path` with `bytes` so that a crash leaves either the old or the
+/// new file, never a torn one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| format(path, "not a file path"))?;
+    let tmp = dir.join(format!(".{}.tmp{}", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        // Make the rename itself durable.
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io(path))
+}
+
+/// Reads every tensor and the metadata of a safetensors file.
+pub fn load_tensors(path: &Path) -> Result<(Vec<(String, TensorData)>, HashMap<String, String>), RecordError> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    let st = SafeTensors::deserialize(&bytes).map_err(|e| format(path, e))?;
+    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| format(path, e))?;
+    let metadata = meta.metadata().clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (name, view) in st.tensors() {
+        out.push((name.clone(), from_view(path, &name, &view)?));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok((out, metadata))
+}
+
+/// The names and shapes of a module's parameters and buffers, in order.
+fn expected<B: Backend, M: Module<B>>(model: &M) -> Vec<(String, Vec<usize>, DType)> {
+    struct Shapes(Vec<(String, Vec<usize>, DType)>);
+    impl<B: Backend> ParamVisitor<B> for Shapes {
+        fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
+            self.0.push((name.to_owned(), t.shape().to_vec(), t.dtype()));
+        }
+    }
+    let mut s = Shapes(Vec::new());
+    model.visit_params("", &mut s);
+    model.visit_buffers("", &mut s);
+    s.0
+}
+
+/// Saves a module's parameters and buffers under their PyTorch names.
+pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<(), RecordError> {
+    save_tensors(path, &crate::nn::state_dict(model), &[("format", "pt".to_owned())])
+}
+
+/// Loads a module's parameters and buffers from `path`, which must hold
+/// exactly the module's tensors with the module's shapes (PyTorch's
+/// `num_batches_tracked` counters are accepted and ignored). Values are
+/// converted to each parameter's dtype. On error the module is unchanged.
+pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Result<(), RecordError> {
+    let (tensors, _) = load_tensors(path)?;
+    load_named(model, path, tensors.into_iter().collect())
+}
+
+fn load_named<B: Backend, M: Module<B>>(
+    model: &mut M,
+    path: &Path,
+    mut file: BTreeMap<String, TensorData>,
+) -> Result<(), RecordError> {
+    file.retain(|k, _| !k.ends_with(".num_batches_tracked") && k != "num_batches_tracked");
+    let want = expected(model);
+    for (name, shape, _) in &want {
+        match file.get(name) {
+            None => {
+                return Err(RecordError::Missing { path: path.to_owned(), name: name.clone(), expected: shape.clone() });
+            }
+            Some(t) if &t.shape != shape => {
+                return Err(RecordError::Shape {
+                    path: path.to_owned(),
+                    name: name.clone(),
+                    found: t.shape.clone(),
+                    expected: shape.clone(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(extra) = file.keys().find(|k| !want.iter().any(|(n, _, _)| n == *k)) {
+        return Err(RecordError::Unexpected { path: path.to_owned(), name: extra.clone() });
+    }
+    struct Load(BTreeMap<String, TensorData>);
+    impl<B: Backend> ParamMapper<B> for Load {
+        fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
+            match self.0.remove(name) {
+                // Names and shapes were checked above.
+                Some(d) => Tensor::from_data(d.convert(t.dtype()), &t.device()).unwrap_or(t),
+                None => t,
+            }
+        }
+    }
+    model.map_tensors("", &mut Load(file));
+    Ok(())
+}
+
+/// Prefix of optimizer tensors inside a checkpoint.
+const OPTIM: &str = "optimizer.";
+
+/// Saves model, optimizer state and string metadata (epoch, metrics) in one
+/// file, atomically. The model's tensors keep their PyTorch names; the
+/// optimizer's are prefixed `optimizer.`.
+pub fn save_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
+    path: &Path,
+    model: &M,
+    optimizer: &O,
+    metadata: &[(&str, String)],
+) -> Result<(), RecordError> {
+    let mut tensors = crate::nn::state_dict(model);
+    let (state, steps) = optimizer.state();
+    tensors.extend(state.into_iter().map(|(n, t)| (format!("{OPTIM}{n}"), t)));
+    let mut meta: Vec<(&str, String)> = metadata.to_vec();
+    meta.push(("optimizer_steps", steps.to_string()));
+    save_tensors(path, &tensors, &meta)
+}
+
+/// Restores a checkpoint written by [`save_checkpoint`] into `model` and
+/// `optimizer`; returns its metadata.
+pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
+    path: &Path,
+    model: &mut M,
+    optimizer: &mut O,
+    device: &B::Device,
+) -> Result<HashMap<String, String>, RecordError> {
+    let (tensors, meta) = load_tensors(path)?;
+    let (opt, weights): (Vec<_>, Vec<_>) = tensors.into_iter().partition(|(n, _)| n.starts_with(OPTIM));
+    let steps = meta
+        .get("optimizer_steps")
+        .map(|s| s.parse::<u64>().map_err(|e| format(path, format!("optimizer_steps: {e}"))))
+        .transpose()?
+        .unwrap_or(0);
+    load_named(model, path, weights.into_iter().collect())?;
+    let opt = opt.into_iter().map(|(n, t)| (n[OPTIM.len()..].to_owned(), t)).collect();
+    optimizer.load_state(opt, steps, device);
+    Ok(meta)
+}
