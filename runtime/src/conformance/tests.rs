@@ -23,7 +23,7 @@ pub fn creation_and_readback<B: Backend>(dev: &B::Device) {
     assert_eq!(b.to_vec::<bool>(), vec![true, false]);
     let s = Tensor::<B, 0>::from_vec(vec![3.0f32], [], dev);
     assert_eq!(s.item(), 3.0);
-    assert_eq!(s.shape(), []);
+    assert_eq!(s.shape(), [0usize; 0]);
     let empty = Tensor::<B, 2>::zeros([0, 4], dev);
     assert_eq!(empty.numel(), 0);
     assert!(empty.to_vec::<f32>().is_empty());
