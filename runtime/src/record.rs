@@ -161,8 +161,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RecordError> {
     result.map_err(io(path))
 }
 
+/// Named tensors, sorted by name.
+pub type NamedTensors = Vec<(String, TensorData)>;
+
 /// Reads every tensor and the metadata of a safetensors file.
-pub fn load_tensors(path: &Path) -> Result<(Vec<(String, TensorData)>, HashMap<String, String>), RecordError> {
+pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String>), RecordError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
     let st = SafeTensors::deserialize(&bytes).map_err(|e| format(path, e))?;
     let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| format(path, e))?;
