@@ -1,171 +1,218 @@
-//! Trains a small MLP on handwritten digits with plain tensor ops and a
-//! backward pass derived by hand, then reports test accuracy.
+//! The main example: trains a CNN (or, with `--model mlp`, an MLP) on
+//! handwritten digits, shows a progress bar, keeps the best weights and the
+//! training curves, then reloads the saved weights and classifies a few test
+//! images.
 //!
 //! ```text
-//! cargo run --release --example mnist                  # the digits shipped in data/digits-8x8
-//! cargo run --release --example mnist -- --data DIR    # any MNIST IDX folder
+//! cargo run --release --example mnist                          # data/digits-8x8, shipped in the repo
+//! cargo run --release --example mnist -- --data ../shared/data/mnist-5k
+//! cargo run --release --example mnist -- --model mlp --epochs 30 --out out/mlp
 //! ```
-//! Flags: `--data DIR`, `--epochs N`, `--batch-size N`, `--lr X`, `--hidden N`, `--seed N`.
+//! Flags: `--data DIR` (any MNIST IDX folder), `--model cnn|mlp`,
+//! `--epochs N`, `--batch-size N`, `--lr X`, `--seed N`, `--out DIR`,
+//! `--resume`, `--backend cpu`.
+//!
+//! Models are statically shaped, so each image size has its own structs:
+//! 8x8 digits and 28x28 MNIST.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use blaze::data::mnist::read_mnist;
+use blaze::data::{DataLoader, Dataset, InMemoryDataset};
+use blaze::nn::Block;
+use blaze::optim::Sgd;
 use blaze::prelude::*;
-use blaze::runtime::data::mnist::{MnistSplit, read_mnist};
-use blaze::{Rng, manual_seed};
+use blaze::record;
+use blaze::train::{FitConfig, fit, to_device};
 
-type T2 = Tensor<Cpu, 2>;
-type T1 = Tensor<Cpu, 1>;
+/// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
+#[model(input = [1, 8, 8])]
+pub struct DigitsCnn {
+    #[layer(padding = 1)]
+    conv1: Conv2d<1, 16, 3>, // -> [16, 8, 8]
+    act1: Relu,
+    pool1: MaxPool2d<2>, // -> [16, 4, 4]
+    #[layer(padding = 1)]
+    conv2: Conv2d<16, 32, 3>, // -> [32, 4, 4]
+    act2: Relu,
+    pool2: MaxPool2d<2>, // -> [32, 2, 2]
+    flat: Flatten,
+    fc: Linear<128, 10>,
+}
+
+/// For 8x8 digits: one hidden layer.
+#[model(input = [1, 8, 8])]
+pub struct DigitsMlp {
+    flat: Flatten,
+    fc1: Linear<64, 128>,
+    act: Relu,
+    fc2: Linear<128, 10>,
+}
+
+/// For 28x28 MNIST: the CNN of the speed benchmark.
+#[model(input = [1, 28, 28])]
+pub struct MnistCnn {
+    conv1: Conv2d<1, 16, 3>, // -> [16, 26, 26]
+    act1: Relu,
+    pool1: MaxPool2d<2>,      // -> [16, 13, 13]
+    conv2: Conv2d<16, 32, 3>, // -> [32, 11, 11]
+    act2: Relu,
+    pool2: MaxPool2d<2>, // -> [32, 5, 5]
+    flat: Flatten,
+    fc: Linear<800, 10>,
+}
+
+/// For 28x28 MNIST: the MLP 784-256-128-10.
+#[model(input = [1, 28, 28])]
+pub struct MnistMlp {
+    flat: Flatten,
+    fc1: Linear<784, 256>,
+    act1: Relu,
+    fc2: Linear<256, 128>,
+    act2: Relu,
+    fc3: Linear<128, 10>,
+}
 
 struct Args {
     data: PathBuf,
+    model: String,
     epochs: usize,
     batch_size: usize,
     lr: f64,
-    hidden: usize,
     seed: u64,
+    out: PathBuf,
+    resume: bool,
 }
 
 fn parse_args() -> Result<Args> {
     let mut a = Args {
         data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"),
-        epochs: 20,
+        model: "cnn".into(),
+        epochs: 15,
         batch_size: 64,
         lr: 0.05,
-        hidden: 128,
         seed: 0,
+        out: PathBuf::from("out/mnist"),
+        resume: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--data" => a.data = PathBuf::from(value()?),
-            "--epochs" => a.epochs = value()?.parse().context("--epochs")?,
-            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size")?,
-            "--lr" => a.lr = value()?.parse().context("--lr")?,
-            "--hidden" => a.hidden = value()?.parse().context("--hidden")?,
-            "--seed" => a.seed = value()?.parse().context("--seed")?,
+            "--model" => a.model = value()?,
+            "--epochs" => a.epochs = value()?.parse().context("--epochs takes a whole number")?,
+            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size takes a whole number")?,
+            "--lr" => a.lr = value()?.parse().context("--lr takes a number")?,
+            "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
+            "--out" => a.out = PathBuf::from(value()?),
+            "--resume" => a.resume = true,
+            "--backend" => match value()?.as_str() {
+                "cpu" => {}
+                "wgpu" => bail!("--backend wgpu: the wgpu backend is not part of this build yet; use --backend cpu"),
+                other => bail!("--backend {other}: expected cpu"),
+            },
             "-h" | "--help" => {
-                println!("flags: --data DIR --epochs N --batch-size N --lr X --hidden N --seed N");
+                println!(
+                    "flags: --data DIR --model cnn|mlp --epochs N --batch-size N --lr X --seed N --out DIR --resume --backend cpu"
+                );
                 std::process::exit(0);
             }
             other => bail!("unknown flag {other} (try --help)"),
         }
     }
-    if a.batch_size == 0 || a.hidden == 0 {
-        bail!("--batch-size and --hidden must be positive");
+    if a.batch_size == 0 {
+        bail!("--batch-size must be positive");
     }
     Ok(a)
 }
 
-/// A linear layer as PyTorch initialises it: weight `[out, in]` and bias
-/// uniform in `±1/sqrt(in)`.
-struct Linear {
-    w: T2,
-    b: T2,
-    vw: T2,
-    vb: T2,
-}
+/// Trains `M`, reports, and classifies a few test images with the weights
+/// reloaded from disk.
+fn run<M>(args: &Args, train: InMemoryDataset, test: InMemoryDataset) -> Result<()>
+where
+    M: Block<Cpu, Input = Tensor<Cpu, 4>, Output = Tensor<Cpu, 2>>,
+{
+    let device = CpuDevice;
+    let mut rng = blaze::Rng::seed_from_u64(args.seed);
+    let mut model = M::init(&mut rng, &device);
+    println!("{} parameters", M::NUM_PARAMS);
+    let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
+    let mut train_loader = DataLoader::new(train, args.batch_size).shuffle(args.seed);
+    let mut test_loader = DataLoader::new(test, 256);
+    let mut sgd = Sgd::new(args.lr).momentum(0.9);
+    let config = FitConfig {
+        epochs: args.epochs,
+        out_dir: Some(args.out.clone()),
+        resume: args.resume,
+        seed: args.seed,
+        ..FitConfig::default()
+    };
+    let history =
+        fit::<Cpu, M, _, _, _, 4>(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config, &device)?;
+    let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
+    let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
+    println!(
+        "test accuracy: {:.4} (best, epoch {}); final {:.4}; {:.3} s per epoch",
+        best.val_accuracy,
+        best.epoch,
+        history.epochs.last().map_or(0.0, |e| e.val_accuracy),
+        per_epoch
+    );
+    println!("saved {} and {}", args.out.join("best.safetensors").display(), args.out.join("curve.svg").display());
 
-impl Linear {
-    fn new(inp: usize, out: usize, rng: &mut Rng) -> Self {
-        let bound = 1.0 / (inp as f64).sqrt();
-        let w = T2::uniform_with([out, inp], -bound, bound, rng, &CpuDevice);
-        let b = T2::uniform_with([1, out], -bound, bound, rng, &CpuDevice);
-        Linear { vw: w.zeros_like(), vb: b.zeros_like(), w, b }
+    // Classify a few test images with the best weights, read back from disk.
+    let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), &device);
+    record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
+    let pixels = shown.inputs.to_vec::<f32>()?;
+    let (x, y) = to_device::<Cpu, 4>(shown, &device)?;
+    let pred: Tensor<Cpu, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
+    let (pred, truth) = (pred.to_vec::<i64>(), y.to_vec::<i64>());
+    let side = (pixels.len() / truth.len()).isqrt();
+    let shades = [' ', '.', ':', '+', '#'];
+    let (lo, hi) = pixels.iter().fold((f32::MAX, f32::MIN), |(l, h), &p| (l.min(p), h.max(p)));
+    println!("\nthe reloaded model on the first test images:");
+    for row in 0..side {
+        let mut line = String::new();
+        for img in 0..truth.len() {
+            for col in 0..side {
+                let p = (pixels[img * side * side + row * side + col] - lo) / (hi - lo).max(1e-6);
+                line.push(shades[((p * 4.99) as usize).min(4)]);
+            }
+            line.push_str("   ");
+        }
+        println!("{line}");
     }
-
-    fn forward(&self, x: &T2) -> T2 {
-        x.matmul(&self.w.t()) + &self.b
+    for (p, t) in pred.iter().zip(&truth) {
+        print!("pred {p} ({})  ", if p == t { "right" } else { "wrong" });
     }
-
-    /// SGD with momentum 0.9, as `torch.optim.SGD`.
-    fn step(&mut self, gw: &T2, gb: &T2, lr: f64) {
-        self.vw = &self.vw * 0.9 + gw;
-        self.vb = &self.vb * 0.9 + gb;
-        self.w = &self.w - &self.vw * lr;
-        self.b = &self.b - &self.vb * lr;
-    }
-}
-
-fn to_tensors(split: &MnistSplit) -> (T2, T1) {
-    let n = split.len();
-    let x = T2::from_vec(split.images.clone(), [n, split.rows * split.cols], &CpuDevice);
-    let y = T1::from_vec(split.labels.clone(), [n], &CpuDevice);
-    (x, y)
-}
-
-fn accuracy(logits: &T2, labels: &T1) -> f64 {
-    let pred: T1 = logits.argmax(1).squeeze(1);
-    pred.eq(labels).to_dtype(DType::F32).mean().item()
+    println!();
+    Ok(())
 }
 
 fn main() -> Result<()> {
     let args = parse_args()?;
-    manual_seed(args.seed);
     let data = read_mnist(&args.data)?;
-    let (x_train, y_train) = to_tensors(&data.train);
-    let (x_test, y_test) = to_tensors(&data.test);
-    let features = x_train.size(1);
+    let (rows, cols) = (data.train.rows, data.train.cols);
     println!(
-        "{}: {} train / {} test images of {}x{}; MLP {features}-{}-10",
+        "{}: {} train / {} test images of {rows}x{cols}; model {}",
         args.data.display(),
         data.train.len(),
         data.test.len(),
-        data.train.rows,
-        data.train.cols,
-        args.hidden
+        args.model
     );
-
-    let mut rng = Rng::seed_from_u64(args.seed);
-    let mut fc1 = Linear::new(features, args.hidden, &mut rng);
-    let mut fc2 = Linear::new(args.hidden, 10, &mut rng);
-    let classes = T1::arange(0..10, &CpuDevice).reshape([1, 10]);
-    let n = data.train.len();
-    let mut order: Vec<i64> = (0..n as i64).collect();
-
-    for epoch in 1..=args.epochs {
-        let start = Instant::now();
-        rng.shuffle(&mut order);
-        let (mut loss_sum, mut batches) = (0.0, 0);
-        for chunk in order.chunks(args.batch_size) {
-            let idx = T1::from_vec(chunk.to_vec(), [chunk.len()], &CpuDevice);
-            let x = x_train.index_select(0, &idx);
-            let y = y_train.index_select(0, &idx);
-            let b = chunk.len() as f64;
-
-            // Forward.
-            let z1 = fc1.forward(&x);
-            let h = z1.relu();
-            let logits = fc2.forward(&h);
-            let logp = logits.log_softmax(1);
-            let target: T2 = y.reshape([-1, 1]);
-            loss_sum -= logp.gather(1, &target).mean().item();
-            batches += 1;
-
-            // Backward of the mean cross-entropy: d logits = (softmax - onehot) / b.
-            let onehot = target.eq(&classes.expand([chunk.len(), 10])).to_dtype(DType::F32);
-            let dlogits = (logp.exp() - onehot) / b;
-            let dw2 = dlogits.t().matmul(&h);
-            let db2 = dlogits.sum_dim(0);
-            // relu'(z) is 1 where z > 0.
-            let dz1 = dlogits.matmul(&fc2.w) * z1.gt_scalar(0.0).to_dtype(DType::F32);
-            let dw1 = dz1.t().matmul(&x);
-            let db1 = dz1.sum_dim(0);
-
-            fc2.step(&dw2, &db2, args.lr);
-            fc1.step(&dw1, &db1, args.lr);
-        }
-        let test_logits = fc2.forward(&fc1.forward(&x_test).relu());
-        println!(
-            "epoch {epoch:>3}  train loss {:.4}  test accuracy {:.4}  ({:.0} ms)",
-            loss_sum / batches as f64,
-            accuracy(&test_logits, &y_test),
-            start.elapsed().as_secs_f64() * 1e3
-        );
+    let mut train = data.train.into_dataset();
+    let mut test = data.test.into_dataset();
+    let stats = train.stats();
+    train.normalize(stats);
+    test.normalize(stats);
+    match ((rows, cols), args.model.as_str()) {
+        ((8, 8), "cnn") => run::<DigitsCnn>(&args, train, test),
+        ((8, 8), "mlp") => run::<DigitsMlp>(&args, train, test),
+        ((28, 28), "cnn") => run::<MnistCnn>(&args, train, test),
+        ((28, 28), "mlp") => run::<MnistMlp>(&args, train, test),
+        (_, "cnn" | "mlp") => bail!("{rows}x{cols} images: this example has models for 8x8 and 28x28 images"),
+        (_, other) => bail!("--model {other}: expected cnn or mlp"),
     }
-    let test_logits = fc2.forward(&fc1.forward(&x_test).relu());
-    println!("test accuracy: {:.4}", accuracy(&test_logits, &y_test));
-    Ok(())
 }

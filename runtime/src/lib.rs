@@ -20,6 +20,7 @@ pub mod record;
 pub mod rng;
 pub mod shape;
 mod tensor;
+pub mod train;
 
 pub use backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 pub use dtype::{DType, DataVec, Element, TensorData};

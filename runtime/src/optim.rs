@@ -315,7 +315,7 @@ pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: 
 }
 
 /// A learning rate as a function of the step (counted from 0).
-pub trait LrSchedule {
+pub trait LrSchedule: std::fmt::Debug {
     /// The learning rate for `step`.
     fn lr_at(&self, step: u64) -> f64;
 }

@@ -216,7 +216,11 @@ fn load_named<B: Backend, M: Module<B>>(
     for (name, shape, _) in &want {
         match file.get(name) {
             None => {
-                return Err(RecordError::Missing { path: path.to_owned(), name: name.clone(), expected: shape.clone() });
+                return Err(RecordError::Missing {
+                    path: path.to_owned(),
+                    name: name.clone(),
+                    expected: shape.clone(),
+                });
             }
             Some(t) if &t.shape != shape => {
                 return Err(RecordError::Shape {

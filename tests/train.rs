@@ -1,0 +1,91 @@
+//! The training loop: it learns, writes the best weights, a resumable
+//! checkpoint and the curves, and a resumed run matches an uninterrupted one.
+
+use std::path::PathBuf;
+
+use blaze::data::{DataLoader, InMemoryDataset};
+use blaze::nn;
+use blaze::optim::{CosineWithWarmup, Sgd};
+use blaze::prelude::*;
+use blaze::train::{FitConfig, History, fit};
+
+#[model(input = [4])]
+pub struct Tiny {
+    fc1: Linear<4, 16>,
+    act: Tanh,
+    fc2: Linear<16, 3>,
+}
+
+/// Three separable classes: the class is which of the first three
+/// coordinates is largest.
+fn blobs(n: usize, seed: u64) -> InMemoryDataset {
+    let mut rng = blaze::Rng::seed_from_u64(seed);
+    let mut x = Vec::new();
+    let mut y = Vec::new();
+    for _ in 0..n {
+        let v: Vec<f32> = (0..4).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+        let c = (0..3).max_by(|&a, &b| v[a].total_cmp(&v[b])).expect("three");
+        x.extend(v);
+        y.push(c as i64);
+    }
+    InMemoryDataset::new(x, &[4], y).expect("consistent")
+}
+
+fn out_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("blaze-train-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn run(epochs: usize, dir: &PathBuf, resume: bool) -> (Tiny, History) {
+    let mut model = Tiny::new_seeded(0, &CpuDevice);
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut train = DataLoader::new(blobs(256, 1), 32).shuffle(3);
+    let mut val = DataLoader::new(blobs(128, 2), 64);
+    let config = FitConfig {
+        epochs,
+        out_dir: Some(dir.clone()),
+        resume,
+        clip_grad_norm: Some(5.0),
+        schedule: Some(Box::new(CosineWithWarmup { base: 0.1, min: 0.01, warmup: 8, total: 64 })),
+        verbose: false,
+        ..FitConfig::default()
+    };
+    let history = fit::<Cpu, Tiny, _, _, _, 2>(&mut model, &mut opt, &mut train, &mut val, &config, &CpuDevice)
+        .expect("training runs");
+    (model, history)
+}
+
+#[test]
+fn fit_learns_and_writes_its_files() {
+    let dir = out_dir("files");
+    let (_, history) = run(8, &dir, false);
+    assert_eq!(history.epochs.len(), 8);
+    let first = &history.epochs[0];
+    let last = &history.epochs[7];
+    assert!(last.train_loss < 0.5 * first.train_loss, "{first:?} -> {last:?}");
+    assert!(history.best().expect("epochs").val_accuracy > 0.9, "{history:?}");
+    for f in ["best.safetensors", "last.safetensors", "curve.svg"] {
+        assert!(dir.join(f).is_file(), "{f} was not written");
+    }
+    let svg = std::fs::read_to_string(dir.join("curve.svg")).expect("svg");
+    assert!(svg.starts_with("<svg") && svg.matches("<polyline").count() == 4, "{svg}");
+    // best.safetensors holds the weights of the best epoch, loadable as is.
+    let mut m = Tiny::new_seeded(9, &CpuDevice);
+    blaze::record::load_model(&mut m, &dir.join("best.safetensors")).expect("loads");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_resumed_run_matches_an_uninterrupted_one() {
+    let (a, b) = (out_dir("straight"), out_dir("resumed"));
+    let (straight, h1) = run(6, &a, false);
+    run(3, &b, false);
+    let (resumed, h2) = run(6, &b, true);
+    assert_eq!(h2.epochs.len(), 6, "the resumed history includes the first run's epochs");
+    assert_eq!(nn::state_dict::<Cpu, _>(&straight), nn::state_dict::<Cpu, _>(&resumed));
+    let losses = |h: &History| h.epochs.iter().map(|e| e.train_loss).collect::<Vec<_>>();
+    assert_eq!(losses(&h1), losses(&h2));
+    std::fs::remove_dir_all(&a).ok();
+    std::fs::remove_dir_all(&b).ok();
+}
