@@ -1,7 +1,7 @@
 //! The training loop: it learns, writes the best weights, a resumable
 //! checkpoint and the curves, and a resumed run matches an uninterrupted one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
@@ -37,14 +37,14 @@ fn out_dir(tag: &str) -> PathBuf {
     d
 }
 
-fn run(epochs: usize, dir: &PathBuf, resume: bool) -> (Tiny, History) {
+fn run(epochs: usize, dir: &Path, resume: bool) -> (Tiny, History) {
     let mut model = Tiny::new_seeded(0, &CpuDevice);
     let mut opt = Sgd::new(0.1).momentum(0.9);
     let mut train = DataLoader::new(blobs(256, 1), 32).shuffle(3);
     let mut val = DataLoader::new(blobs(128, 2), 64);
     let config = FitConfig {
         epochs,
-        out_dir: Some(dir.clone()),
+        out_dir: Some(dir.to_path_buf()),
         resume,
         clip_grad_norm: Some(5.0),
         schedule: Some(Box::new(CosineWithWarmup { base: 0.1, min: 0.01, warmup: 8, total: 64 })),
