@@ -1,0 +1,87 @@
+//! Training speed on random data: the MLP 784-256-128-10 at batch 128 and a
+//! small CNN at batch 64 (SGD, cross-entropy), plus batch-1 MLP inference
+//! latency. `bench/torch_train.py` does the same in PyTorch.
+//!
+//! ```text
+//! cargo run --release --example train_bench
+//! ```
+
+use std::time::Instant;
+
+use blaze::loss::cross_entropy;
+use blaze::nn::{Block, Ctx};
+use blaze::optim::{Optimizer, Sgd};
+use blaze::prelude::*;
+
+#[model(input = [784])]
+pub struct Mlp {
+    fc1: Linear<784, 256>,
+    act1: Relu,
+    fc2: Linear<256, 128>,
+    act2: Relu,
+    fc3: Linear<128, 10>,
+}
+
+#[model(input = [1, 28, 28])]
+pub struct Cnn {
+    conv1: Conv2d<1, 16, 3>,
+    act1: Relu,
+    pool1: MaxPool2d<2>,
+    conv2: Conv2d<16, 32, 3>,
+    act2: Relu,
+    pool2: MaxPool2d<2>,
+    flat: Flatten,
+    fc: Linear<800, 10>,
+}
+
+/// Median of `runs` timings of `f`, in seconds.
+fn median(runs: usize, mut f: impl FnMut()) -> f64 {
+    let mut t: Vec<f64> = (0..runs)
+        .map(|_| {
+            let s = Instant::now();
+            f();
+            s.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    t[runs / 2]
+}
+
+/// Samples per second of SGD steps of `model` on one random batch.
+fn train_speed<M, const DI: usize>(mut model: M, x: Tensor<Cpu, DI>, steps: usize) -> f64
+where
+    M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>>,
+{
+    let n = x.shape()[0];
+    let y = Tensor::<Cpu, 1>::from_vec((0..n as i64).map(|i| i % 10).collect(), [n], &CpuDevice);
+    let mut opt = Sgd::new(0.01);
+    let mut ctx = Ctx::train(0);
+    let mut step = || {
+        let (logits, cache) = model.forward_train(&x, &mut ctx);
+        let loss = cross_entropy(&logits, &y, 0.0);
+        let (_, grads) = model.backward(&cache, &loss.grad);
+        opt.step(&mut model, &grads);
+    };
+    for _ in 0..5 {
+        step();
+    }
+    let per_chunk = (steps / 10).max(1);
+    let secs = median(10, || (0..per_chunk).for_each(|_| step()));
+    (n * per_chunk) as f64 / secs
+}
+
+fn main() {
+    let dev = CpuDevice;
+    let mlp = train_speed(Mlp::new_seeded(0, &dev), Tensor::<Cpu, 2>::rand_normal([128, 784], &dev), 400);
+    println!("mlp 784-256-128-10 train, batch 128: {mlp:>10.0} samples/s");
+    let cnn = train_speed(Cnn::new_seeded(0, &dev), Tensor::<Cpu, 4>::rand_normal([64, 1, 28, 28], &dev), 60);
+    println!("cnn train, batch 64:                 {cnn:>10.0} samples/s");
+    let model = Mlp::new_seeded(0, &dev);
+    let x = Tensor::<Cpu, 2>::rand_normal([1, 784], &dev);
+    let lat = median(21, || {
+        for _ in 0..200 {
+            std::hint::black_box(model.forward(&x));
+        }
+    }) / 200.0;
+    println!("mlp inference, batch 1:              {:>10.2} us", lat * 1e6);
+}
