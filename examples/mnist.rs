@@ -193,6 +193,7 @@ where
 
 fn main() -> Result<()> {
     let args = parse_args()?;
+    blaze::cpu::tune_allocator_for_training();
     let data = read_mnist(&args.data)?;
     let (rows, cols) = (data.train.rows, data.train.cols);
     println!(

@@ -71,6 +71,7 @@ where
 }
 
 fn main() {
+    blaze::cpu::tune_allocator_for_training();
     let dev = CpuDevice;
     let mlp = train_speed(Mlp::new_seeded(0, &dev), Tensor::<Cpu, 2>::rand_normal([128, 784], &dev), 400);
     println!("mlp 784-256-128-10 train, batch 128: {mlp:>10.0} samples/s");

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use crate::elementwise::build;
 use crate::matmul::{GemmFloat, gemm_raw};
+use crate::parallel::CHUNK;
 use crate::storage::{Array, Num};
 
 /// The output positions `o` along one axis whose tap `o * stride + offset`
@@ -347,65 +348,74 @@ pub(crate) fn conv2d<T: GemmFloat>(
     build(&[n, co, oh, ow], out)
 }
 
-/// Pools every `[h, w]` plane; `reduce` gets the window's taps (flat plane
-/// indices) and returns the output value and the index of interest.
-fn pool<T: Num>(
-    x: &Array<T>,
-    opt: &Pool2dOptions,
-    reduce: impl Fn(&[T], &mut dyn Iterator<Item = Option<usize>>) -> (T, i64) + Sync,
-    with_indices: bool,
-) -> (Array<T>, Option<Array<i64>>) {
-    let x = x.as_standard_layout();
-    let xs = x.as_slice().expect("standard layout");
-    let (n, c, h, w) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
-    let [kh, kw] = opt.kernel;
-    let [sh, sw] = opt.stride;
-    let [ph, pw] = opt.padding;
-    let oh = window_output_size(h, kh, sh, ph, 1).expect("the runtime checked the window");
-    let ow = window_output_size(w, kw, sw, pw, 1).expect("the runtime checked the window");
-    let plane = oh * ow;
-    let mut out = vec![T::ZERO; n * c * plane];
-    let mut idx = vec![0i64; if with_indices { n * c * plane } else { 0 }];
-    let one_plane = |p: usize, out: &mut [T], idx: &mut [i64]| {
-        let src = &xs[p * h * w..(p + 1) * h * w];
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let y0 = (oy * sh) as isize - ph as isize;
-                let x0 = (ox * sw) as isize - pw as isize;
-                let mut taps =
-                    (0..kh).flat_map(|i| (0..kw).map(move |j| (y0 + i as isize, x0 + j as isize))).map(|(y, x)| {
-                        (y >= 0 && x >= 0 && (y as usize) < h && (x as usize) < w).then(|| y as usize * w + x as usize)
-                    });
-                let (v, i) = reduce(src, &mut taps);
-                out[oy * ow + ox] = v;
-                if let Some(slot) = idx.get_mut(oy * ow + ox) {
-                    *slot = i;
-                }
-            }
-        }
-    };
-    let planes = n * c;
+/// Geometry of a pooling window over one `[h, w]` plane.
+struct PoolGeometry {
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    opt: Pool2dOptions,
+}
+
+impl PoolGeometry {
+    fn new(h: usize, w: usize, opt: &Pool2dOptions) -> Self {
+        let oh = window_output_size(h, opt.kernel[0], opt.stride[0], opt.padding[0], 1)
+            .expect("the runtime checked the window");
+        let ow = window_output_size(w, opt.kernel[1], opt.stride[1], opt.padding[1], 1)
+            .expect("the runtime checked the window");
+        PoolGeometry { h, w, oh, ow, opt: *opt }
+    }
+
+    /// The input rows and columns of output `(oy, ox)`'s window, clipped to the plane.
+    #[inline]
+    fn window(&self, oy: usize, ox: usize) -> (Range<usize>, Range<usize>) {
+        let clip = |o: usize, s: usize, p: usize, k: usize, n: usize| {
+            let start = (o * s) as isize - p as isize;
+            (start.max(0) as usize)..((start + k as isize).min(n as isize).max(0) as usize)
+        };
+        let [kh, kw] = self.opt.kernel;
+        (
+            clip(oy, self.opt.stride[0], self.opt.padding[0], kh, self.h),
+            clip(ox, self.opt.stride[1], self.opt.padding[1], kw, self.w),
+        )
+    }
+}
+
+/// Runs `plane(p, src, out, idx)` over every `[h, w]` plane, in parallel
+/// when there is enough work.
+fn for_each_plane<T: Num>(
+    xs: &[T],
+    planes: usize,
+    geo: &PoolGeometry,
+    out: &mut [T],
+    idx: &mut [i64],
+    plane: impl Fn(&[T], &mut [T], &mut [i64]) + Sync,
+) {
+    let (ins, outs) = (geo.h * geo.w, geo.oh * geo.ow);
     let fork = planes > 1 && rayon::current_num_threads() > 1 && xs.len() >= 1 << 16;
-    if with_indices {
+    let src = |p: usize| &xs[p * ins..(p + 1) * ins];
+    // Planes are small: hand each task enough of them to be worth a task.
+    let per_task = (CHUNK / ins.max(1)).max(1);
+    if idx.is_empty() {
         if fork {
-            out.par_chunks_mut(plane.max(1))
-                .zip(idx.par_chunks_mut(plane.max(1)))
+            out.par_chunks_mut(outs.max(1))
+                .with_min_len(per_task)
                 .enumerate()
-                .for_each(|(p, (o, i))| one_plane(p, o, i));
+                .for_each(|(p, o)| plane(src(p), o, &mut []));
         } else {
-            for (p, (o, i)) in out.chunks_mut(plane.max(1)).zip(idx.chunks_mut(plane.max(1))).enumerate() {
-                one_plane(p, o, i);
-            }
+            out.chunks_mut(outs.max(1)).enumerate().for_each(|(p, o)| plane(src(p), o, &mut []));
         }
     } else if fork {
-        out.par_chunks_mut(plane.max(1)).enumerate().for_each(|(p, o)| one_plane(p, o, &mut []));
+        out.par_chunks_mut(outs.max(1))
+            .zip(idx.par_chunks_mut(outs.max(1)))
+            .with_min_len(per_task)
+            .enumerate()
+            .for_each(|(p, (o, i))| plane(src(p), o, i));
     } else {
-        for (p, o) in out.chunks_mut(plane.max(1)).enumerate() {
-            one_plane(p, o, &mut []);
+        for (p, (o, i)) in out.chunks_mut(outs.max(1)).zip(idx.chunks_mut(outs.max(1))).enumerate() {
+            plane(src(p), o, i);
         }
     }
-    let shape = [n, c, oh, ow];
-    (build(&shape, out), with_indices.then(|| build(&shape, idx)))
 }
 
 /// Max pooling; padding never wins (it counts as `-inf`), NaN does.
@@ -414,46 +424,71 @@ pub(crate) fn max_pool2d<T: Num>(
     opt: &Pool2dOptions,
     with_indices: bool,
 ) -> (Array<T>, Option<Array<i64>>) {
-    pool(
-        x,
-        opt,
-        |src, taps| {
-            let mut best: Option<(T, usize)> = None;
-            for t in taps.flatten() {
-                let v = src[t];
-                let take = match best {
-                    None => true,
-                    Some((b, _)) => !b.is_nan() && (v.is_nan() || v > b),
-                };
-                if take {
-                    best = Some((v, t));
+    let x = x.as_standard_layout();
+    let xs = x.as_slice().expect("standard layout");
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    let geo = PoolGeometry::new(x.shape()[2], x.shape()[3], opt);
+    let outs = geo.oh * geo.ow;
+    let mut out = vec![T::ZERO; n * c * outs];
+    let mut idx = vec![0i64; if with_indices { n * c * outs } else { 0 }];
+    let unpadded = opt.padding == [0, 0];
+    let [kh, kw] = opt.kernel;
+    let [sh, sw] = opt.stride;
+    for_each_plane(xs, n * c, &geo, &mut out, &mut idx, |src, out, idx| {
+        for oy in 0..geo.oh {
+            for ox in 0..geo.ow {
+                // Without padding every window lies inside the plane, so the
+                // taps need no clipping; with padding, clip at the borders.
+                let (ys, xr) =
+                    if unpadded { (oy * sh..oy * sh + kh, ox * sw..ox * sw + kw) } else { geo.window(oy, ox) };
+                // The runtime keeps padding below half the window, so every
+                // window holds at least one real tap.
+                let mut best_at = ys.start * geo.w + xr.start;
+                let mut best = src[best_at];
+                for y in ys {
+                    let row = &src[y * geo.w..][..geo.w];
+                    for x in xr.clone() {
+                        let v = row[x];
+                        if !best.is_nan() && (v.is_nan() || v > best) {
+                            best = v;
+                            best_at = y * geo.w + x;
+                        }
+                    }
+                }
+                out[oy * geo.ow + ox] = best;
+                if let Some(slot) = idx.get_mut(oy * geo.ow + ox) {
+                    *slot = best_at as i64;
                 }
             }
-            // The runtime keeps padding below half the window, so every
-            // window holds at least one real tap.
-            let (v, t) = best.expect("a pooling window holds a real tap");
-            (v, t as i64)
-        },
-        with_indices,
-    )
+        }
+    });
+    let shape = [n, c, geo.oh, geo.ow];
+    (build(&shape, out), with_indices.then(|| build(&shape, idx)))
 }
 
 /// Average pooling; padded zeros count in the divisor (`count_include_pad`).
 pub(crate) fn avg_pool2d<T: Num + num_traits::Float>(x: &Array<T>, opt: &Pool2dOptions) -> Array<T> {
+    let x = x.as_standard_layout();
+    let xs = x.as_slice().expect("standard layout");
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    let geo = PoolGeometry::new(x.shape()[2], x.shape()[3], opt);
     let area = T::from_f64((opt.kernel[0] * opt.kernel[1]) as f64);
-    pool(
-        x,
-        opt,
-        |src, taps| {
-            let mut sum = T::ZERO;
-            for t in taps.flatten() {
-                sum += src[t];
+    let mut out = vec![T::ZERO; n * c * geo.oh * geo.ow];
+    for_each_plane(xs, n * c, &geo, &mut out, &mut [], |src, out, _| {
+        for oy in 0..geo.oh {
+            for ox in 0..geo.ow {
+                let (ys, xr) = geo.window(oy, ox);
+                let mut sum = T::ZERO;
+                for y in ys {
+                    for x in xr.clone() {
+                        sum += src[y * geo.w + x];
+                    }
+                }
+                out[oy * geo.ow + ox] = sum / area;
             }
-            (sum / area, 0)
-        },
-        false,
-    )
-    .0
+        }
+    });
+    build(&[n, c, geo.oh, geo.ow], out)
 }
 
 /// The input gradient of [`avg_pool2d`]: each output's gradient spread

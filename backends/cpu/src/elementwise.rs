@@ -5,7 +5,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{fill, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, fill, should_fork};
 use crate::simd::dispatch;
 use crate::storage::Array;
 use blaze_runtime::shape::broadcast_shapes;
@@ -207,9 +207,35 @@ where
     let cv = cond.broadcast(IxDyn(&shape)).expect("broadcastable");
     let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
-    if let (Some(c), Some(x), Some(y)) = (cv.as_slice(), av.as_slice(), bv.as_slice()) {
-        let v = c.iter().zip(x).zip(y).map(|((&c, &x), &y)| if c { x } else { y }).collect();
-        return build(&shape, v);
+    let n: usize = shape.iter().product();
+    let fork = should_fork(n, CHEAP_OP_MIN);
+    if let (Some(c), Some(x)) = (cv.as_slice(), av.as_slice()) {
+        // A whole `b`, or a single value (masked_fill, a ReLU's zero).
+        let y_all = bv.as_slice();
+        let y_one = (b.len() == 1).then(|| *b.iter().next().expect("one element"));
+        if y_all.is_some() || y_one.is_some() {
+            let v = fill(n, 1, fork, |start, out| {
+                let end = start + out.len();
+                let (c, x) = (&c[start..end], &x[start..end]);
+                dispatch(
+                    #[inline(always)]
+                    || match (y_all, y_one) {
+                        (Some(y), _) => {
+                            for (((o, &c), &x), &y) in out.iter_mut().zip(c).zip(x).zip(&y[start..end]) {
+                                o.write(if c { x } else { y });
+                            }
+                        }
+                        (None, Some(y)) => {
+                            for ((o, &c), &x) in out.iter_mut().zip(c).zip(x) {
+                                o.write(if c { x } else { y });
+                            }
+                        }
+                        (None, None) => unreachable!("checked above"),
+                    },
+                )
+            });
+            return build(&shape, v);
+        }
     }
     Zip::from(&cv).and(&av).and(&bv).map_collect(|&c, &x, &y| if c { x } else { y }).into_shared()
 }

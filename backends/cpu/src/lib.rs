@@ -48,6 +48,30 @@ impl blaze_runtime::nn::BackendDevice for CpuDevice {
     }
 }
 
+/// Tunes glibc's allocator for training: tensors of a few megabytes are
+/// allocated and freed every step, and by default glibc returns such blocks
+/// to the kernel and maps them again, so each step pays page faults and
+/// cross-core TLB flushes (a third of a small CNN's step time on two cores).
+/// This keeps blocks up to 64 MiB in the heap and trims it only past
+/// 256 MiB of free memory. It changes process-wide allocator settings, so
+/// it is opt-in: programs that train call it once at start-up. Does nothing
+/// on other platforms; returns whether the settings were applied.
+pub fn tune_allocator_for_training() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallopt only changes allocator parameters; it is safe to
+        // call at any time from any thread.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20) == 1
+                && libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20) == 1
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
 

@@ -56,8 +56,35 @@ fn positions(index: &Array<i64>) -> impl Iterator<Item = usize> + '_ {
     index.iter().map(|&i| i as usize)
 }
 
+/// `[outer, n, inner]` of `shape` around `dim`.
+fn split(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    (shape[..dim].iter().product(), shape[dim], shape[dim + 1..].iter().product())
+}
+
+/// True when `index` has `x`'s shape except (perhaps) at `dim`, and both
+/// are row-major: then the index arithmetic is three flat loops.
+fn aligned(x: &[usize], index: &[usize], dim: usize) -> bool {
+    x.iter().zip(index).enumerate().all(|(d, (a, b))| d == dim || a == b)
+}
+
 /// `out[p] = x[p with p[dim] = index[p]]` for every position `p` of `index`.
 pub(crate) fn gather<T: Clone>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
+    if let (Some(xs), Some(is)) = (x.as_slice(), index.as_slice())
+        && aligned(x.shape(), index.shape(), dim)
+    {
+        let (outer, nx, inner) = split(x.shape(), dim);
+        let ni = index.shape()[dim];
+        let mut out = Vec::with_capacity(is.len());
+        for o in 0..outer {
+            for j in 0..ni {
+                let row = &is[(o * ni + j) * inner..][..inner];
+                for (i, &k) in row.iter().enumerate() {
+                    out.push(xs[(o * nx + k as usize) * inner + i].clone());
+                }
+            }
+        }
+        return Array::from_shape_vec(IxDyn(index.shape()), out).expect("one value per index");
+    }
     let mut out = Vec::with_capacity(index.len());
     for (mut p, &i) in index.indexed_iter() {
         p[dim] = i as usize;
@@ -68,7 +95,22 @@ pub(crate) fn gather<T: Clone>(x: &Array<T>, dim: usize, index: &Array<i64>) -> 
 
 /// A copy of `x` with `src[p]` added at `p with p[dim] = index[p]`.
 pub(crate) fn scatter_add<T: Num>(x: &Array<T>, dim: usize, index: &Array<i64>, src: &Array<T>) -> Array<T> {
-    let mut out = x.to_owned();
+    let mut out = x.as_standard_layout().into_owned();
+    if let (Some(os), Some(is), Some(ss)) = (out.as_slice_mut(), index.as_slice(), src.as_slice())
+        && aligned(x.shape(), index.shape(), dim)
+    {
+        let (outer, nx, inner) = split(x.shape(), dim);
+        let ni = index.shape()[dim];
+        for o in 0..outer {
+            for j in 0..ni {
+                let at = (o * ni + j) * inner;
+                for (i, (&k, &v)) in is[at..at + inner].iter().zip(&ss[at..at + inner]).enumerate() {
+                    os[(o * nx + k as usize) * inner + i] += v;
+                }
+            }
+        }
+        return out.into_shared();
+    }
     for ((mut p, &i), &s) in index.indexed_iter().zip(src.iter()) {
         p[dim] = i as usize;
         out[&p] += s;

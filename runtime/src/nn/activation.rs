@@ -65,7 +65,8 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
     }
     fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
         // relu'(x) = 1 for x > 0, else 0 (0 at the kink, as PyTorch).
-        (Tensor::where_cond(&x.gt_scalar(0.0), g, &g.zeros_like()), ())
+        let zero = Tensor::full_dtype([1; D], 0.0, g.dtype(), &g.device());
+        (Tensor::where_cond(&x.gt_scalar(0.0), g, &zero), ())
     }
 }
 
