@@ -77,6 +77,29 @@ fn for_each_param<B: Backend, M: Module<B>>(
     model.visit_grads(grads, "", &mut Apply(update));
 }
 
+/// The [`Optimizer`] methods every optimizer here shares: its `lr` field,
+/// and its per-parameter `state` with the `steps` count.
+macro_rules! bookkeeping {
+    () => {
+        fn lr(&self) -> f64 {
+            self.lr
+        }
+
+        fn set_lr(&mut self, lr: f64) {
+            self.lr = lr;
+        }
+
+        fn state(&self) -> (Vec<(String, TensorData)>, u64) {
+            (export_state(&self.state), self.steps)
+        }
+
+        fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
+            self.state = import_state(tensors, device);
+            self.steps = steps;
+        }
+    };
+}
+
 /// Stochastic gradient descent, as `torch.optim.SGD`.
 #[derive(Clone, Debug)]
 pub struct Sgd<B: Backend> {
@@ -143,22 +166,7 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
         self.steps += 1;
     }
 
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-
-    fn state(&self) -> (Vec<(String, TensorData)>, u64) {
-        (export_state(&self.state), self.steps)
-    }
-
-    fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
-        self.state = import_state(tensors, device);
-        self.steps = steps;
-    }
+    bookkeeping!();
 }
 
 fn export_state<B: Backend>(state: &BTreeMap<String, State<B>>) -> Vec<(String, TensorData)> {
@@ -271,22 +279,7 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         });
     }
 
-    fn lr(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_lr(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-
-    fn state(&self) -> (Vec<(String, TensorData)>, u64) {
-        (export_state(&self.state), self.steps)
-    }
-
-    fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
-        self.state = import_state(tensors, device);
-        self.steps = steps;
-    }
+    bookkeeping!();
 }
 
 /// Scales all gradients so their global L2 norm is at most `max_norm`, as

@@ -188,14 +188,7 @@ pub(crate) fn conv2d_input_grad<T: GemmFloat>(
             col2im(cols, dxg, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
         }
     };
-    if geo.n > 1 && rayon::current_num_threads() > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
-        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
-    } else {
-        let mut cols = Vec::new();
-        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
-            sample(&mut cols, job, true);
-        }
-    }
+    for_each_sample(&mut out, per_sample, geo.n * geo.og * g * plane * kdim, sample);
     build(&input_shape, out)
 }
 
@@ -272,6 +265,27 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
     build(&weight_shape, dw)
 }
 
+/// Runs `sample(scratch, (index, out_block))` for every sample's block of
+/// `out`: in parallel (each worker with its own scratch buffer and serial
+/// gemms) when there are several samples and `flops` of work, else in
+/// sequence with parallel gemms.
+fn for_each_sample<T: Send>(
+    out: &mut [T],
+    per_sample: usize,
+    flops: usize,
+    sample: impl Fn(&mut Vec<T>, (usize, &mut [T]), bool) + Sync,
+) {
+    let n = out.len() / per_sample.max(1);
+    if n > 1 && rayon::current_num_threads() > 1 && flops >= 1 << 18 {
+        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
+    } else {
+        let mut cols = Vec::new();
+        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
+            sample(&mut cols, job, true);
+        }
+    }
+}
+
 /// `x: [n, c, h, w]` convolved with `weight: [o, c / g, kh, kw]` plus `bias`.
 pub(crate) fn conv2d<T: GemmFloat>(
     x: &Array<T>,
@@ -336,15 +350,7 @@ pub(crate) fn conv2d<T: GemmFloat>(
             };
         }
     };
-    let per_sample = co * plane;
-    if n > 1 && rayon::current_num_threads() > 1 && n * per_sample * kdim >= 1 << 18 {
-        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
-    } else {
-        let mut cols = Vec::new();
-        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
-            sample(&mut cols, job, true);
-        }
-    }
+    for_each_sample(&mut out, co * plane, n * co * plane * kdim, sample);
     build(&[n, co, oh, ow], out)
 }
 

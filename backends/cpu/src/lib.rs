@@ -227,6 +227,17 @@ macro_rules! numeric_pair {
     };
 }
 
+/// Applies `$body` to two storages of one float dtype and rewraps the result.
+macro_rules! float_pair {
+    ($op:expr, $x:expr, $y:expr, |$a:ident, $b:ident| $body:expr) => {
+        match ($x, $y) {
+            (CpuStorage::F32($a), CpuStorage::F32($b)) => CpuStorage::F32($body),
+            (CpuStorage::F64($a), CpuStorage::F64($b)) => CpuStorage::F64($body),
+            (a, b) => panic!("{}: not defined for dtypes {} and {}", $op, a.dtype(), b.dtype()),
+        }
+    };
+}
+
 impl Backend for Cpu {
     type Device = CpuDevice;
     type Storage = CpuStorage;
@@ -342,11 +353,7 @@ impl Backend for Cpu {
     }
 
     fn matmul(a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
-        match (a, b) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(matmul::matmul(a, b)),
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(matmul::matmul(a, b)),
-            (a, b) => panic!("matmul: not defined for dtypes {} and {}", a.dtype(), b.dtype()),
-        }
+        float_pair!("matmul", a, b, |a, b| matmul::matmul(a, b))
     }
 
     fn reshape(x: &CpuStorage, shape: &[usize]) -> CpuStorage {
@@ -453,15 +460,7 @@ impl Backend for Cpu {
         input_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> CpuStorage {
-        match (grad, weight) {
-            (CpuStorage::F32(g), CpuStorage::F32(w)) => {
-                CpuStorage::F32(conv::conv2d_input_grad(g, w, input_shape, options))
-            }
-            (CpuStorage::F64(g), CpuStorage::F64(w)) => {
-                CpuStorage::F64(conv::conv2d_input_grad(g, w, input_shape, options))
-            }
-            (g, w) => panic!("conv2d_input_grad: not defined for dtypes {} and {}", g.dtype(), w.dtype()),
-        }
+        float_pair!("conv2d_input_grad", grad, weight, |g, w| conv::conv2d_input_grad(g, w, input_shape, options))
     }
 
     fn conv2d_weight_grad(
@@ -470,15 +469,7 @@ impl Backend for Cpu {
         weight_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> CpuStorage {
-        match (x, grad) {
-            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                CpuStorage::F32(conv::conv2d_weight_grad(x, g, weight_shape, options))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
-                CpuStorage::F64(conv::conv2d_weight_grad(x, g, weight_shape, options))
-            }
-            (x, g) => panic!("conv2d_weight_grad: not defined for dtypes {} and {}", x.dtype(), g.dtype()),
-        }
+        float_pair!("conv2d_weight_grad", x, grad, |x, g| conv::conv2d_weight_grad(x, g, weight_shape, options))
     }
 
     fn avg_pool2d_input_grad(grad: &CpuStorage, input_shape: [usize; 4], options: &Pool2dOptions) -> CpuStorage {

@@ -1,6 +1,7 @@
 //! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as `torch.nn.Conv2d`.
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, fan_in_uniform, join};
+use super::params::weight_bias_module;
+use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
 use crate::rng::Rng;
 use crate::{Backend, Conv2dOptions, Tensor};
 
@@ -44,13 +45,7 @@ pub struct Conv2d<B: Backend, const CIN: usize, const COUT: usize, const K: usiz
 }
 
 /// Gradients of a [`Conv2d`].
-#[derive(Clone, Debug)]
-pub struct Conv2dGrads<B: Backend> {
-    /// Gradient of the weight.
-    pub weight: Tensor<B, 4>,
-    /// Gradient of the bias.
-    pub bias: Option<Tensor<B, 1>>,
-}
+pub type Conv2dGrads<B> = WeightGrads<B, 4>;
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, CIN, COUT, K> {
     /// Initialised as PyTorch does: uniform in `±1/sqrt(CIN / groups * K * K)`.
@@ -67,44 +62,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
     }
 }
 
-impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Module<B> for Conv2d<B, CIN, COUT, K> {
-    type Grads = Conv2dGrads<B>;
-
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &self.weight);
-        if let Some(b) = &self.bias {
-            v.visit(&join(prefix, "bias"), b);
-        }
-    }
-
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
-        if let Some(b) = self.bias.take() {
-            self.bias = Some(m.map(&join(prefix, "bias"), b));
-        }
-    }
-
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Conv2dGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
-        if let (Some(b), Some(gb)) = (&mut self.bias, &g.bias) {
-            v.visit(&join(prefix, "bias"), b, gb);
-        }
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Conv2dGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &g.weight);
-        if let Some(b) = &g.bias {
-            v.visit(&join(prefix, "bias"), b);
-        }
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Conv2dGrads<B>, prefix: &str, m: &mut M) {
-        g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
-        if let Some(b) = g.bias.take() {
-            g.bias = Some(m.map(&join(prefix, "bias"), b));
-        }
-    }
-}
+weight_bias_module!([const CIN: usize, const COUT: usize, const K: usize] Conv2d<B, CIN, COUT, K>, 4);
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4, 4> for Conv2d<B, CIN, COUT, K> {
     type Cache = Tensor<B, 4>;

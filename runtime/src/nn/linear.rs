@@ -1,6 +1,7 @@
 //! `Linear<B, I, O>`: `y = x W^T + b` over the last dim, as `torch.nn.Linear`.
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, fan_in_uniform, join};
+use super::params::weight_bias_module;
+use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
 use crate::rng::Rng;
 use crate::{Backend, Tensor};
 
@@ -27,13 +28,7 @@ pub struct Linear<B: Backend, const I: usize, const O: usize> {
 }
 
 /// Gradients of a [`Linear`].
-#[derive(Clone, Debug)]
-pub struct LinearGrads<B: Backend> {
-    /// Gradient of the weight.
-    pub weight: Tensor<B, 2>,
-    /// Gradient of the bias.
-    pub bias: Option<Tensor<B, 1>>,
-}
+pub type LinearGrads<B> = WeightGrads<B, 2>;
 
 impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
     /// Initialised as PyTorch does: weight and bias uniform in `±1/sqrt(I)`.
@@ -49,44 +44,7 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
     }
 }
 
-impl<B: Backend, const I: usize, const O: usize> Module<B> for Linear<B, I, O> {
-    type Grads = LinearGrads<B>;
-
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &self.weight);
-        if let Some(b) = &self.bias {
-            v.visit(&join(prefix, "bias"), b);
-        }
-    }
-
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
-        if let Some(b) = self.bias.take() {
-            self.bias = Some(m.map(&join(prefix, "bias"), b));
-        }
-    }
-
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &LinearGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
-        if let (Some(b), Some(gb)) = (&mut self.bias, &g.bias) {
-            v.visit(&join(prefix, "bias"), b, gb);
-        }
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &LinearGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &g.weight);
-        if let Some(b) = &g.bias {
-            v.visit(&join(prefix, "bias"), b);
-        }
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut LinearGrads<B>, prefix: &str, m: &mut M) {
-        g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
-        if let Some(b) = g.bias.take() {
-            g.bias = Some(m.map(&join(prefix, "bias"), b));
-        }
-    }
-}
+weight_bias_module!([const I: usize, const O: usize] Linear<B, I, O>, 2);
 
 impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> for Linear<B, I, O> {
     /// The input, flattened to `[rows, I]`.

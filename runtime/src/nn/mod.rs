@@ -14,6 +14,7 @@ mod dropout;
 pub mod gradcheck;
 mod linear;
 mod norm;
+pub(crate) mod params;
 mod pool;
 mod sparse;
 
@@ -23,6 +24,7 @@ pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
 pub use dropout::{Dropout, DropoutConfig};
 pub use linear::{Linear, LinearConfig, LinearGrads};
 pub use norm::{BatchNorm2d, BatchNormCache, LayerNorm, NormConfig, NormGrads};
+pub use params::WeightGrads;
 pub use pool::{AvgPool2d, Flatten, GlobalAvgPool, MaxPool2d, PoolConfig};
 pub use sparse::{Embedding, EmbeddingGrads};
 

@@ -1,7 +1,8 @@
 //! Normalisation layers: `BatchNorm2d<C>` (per channel, over the batch and
 //! the spatial dims) and `LayerNorm<N>` (per sample, over the last dim).
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, join};
+use super::params::weight_bias_module;
+use super::{Ctx, Layer, WeightGrads};
 use crate::{Backend, Tensor};
 
 /// Options of the normalisation layers, with PyTorch's defaults.
@@ -19,24 +20,9 @@ impl Default for NormConfig {
     }
 }
 
-/// Gradients of a normalisation layer's affine parameters.
-#[derive(Clone, Debug)]
-pub struct NormGrads<B: Backend> {
-    /// Gradient of the scale.
-    pub weight: Tensor<B, 1>,
-    /// Gradient of the shift.
-    pub bias: Tensor<B, 1>,
-}
-
-fn visit_affine<B: Backend, V: ParamVisitor<B>>(w: &Tensor<B, 1>, b: &Tensor<B, 1>, prefix: &str, v: &mut V) {
-    v.visit(&join(prefix, "weight"), w);
-    v.visit(&join(prefix, "bias"), b);
-}
-
-fn map_affine<B: Backend, M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
-    g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
-    g.bias = m.map(&join(prefix, "bias"), g.bias.clone());
-}
+/// Gradients of a normalisation layer's scale (`weight`) and shift (`bias`,
+/// always present).
+pub type NormGrads<B> = WeightGrads<B, 1>;
 
 /// Batch normalisation of `[n, C, h, w]`, as `torch.nn.BatchNorm2d`.
 #[derive(Clone, Debug)]
@@ -83,38 +69,7 @@ impl<B: Backend, const C: usize> BatchNorm2d<B, C> {
     }
 }
 
-impl<B: Backend, const C: usize> Module<B> for BatchNorm2d<B, C> {
-    type Grads = NormGrads<B>;
-
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        visit_affine(&self.weight, &self.bias, prefix, v);
-    }
-
-    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "running_mean"), &self.running_mean);
-        v.visit(&join(prefix, "running_var"), &self.running_var);
-    }
-
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
-        self.bias = m.map(&join(prefix, "bias"), self.bias.clone());
-        self.running_mean = m.map(&join(prefix, "running_mean"), self.running_mean.clone());
-        self.running_var = m.map(&join(prefix, "running_var"), self.running_var.clone());
-    }
-
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &NormGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
-        v.visit(&join(prefix, "bias"), &mut self.bias, &g.bias);
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
-        visit_affine(&g.weight, &g.bias, prefix, v);
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
-        map_affine(g, prefix, m);
-    }
-}
+weight_bias_module!([const C: usize] BatchNorm2d<B, C>, 1, buffers: [running_mean, running_var]);
 
 impl<B: Backend, const C: usize> Layer<B, 4, 4> for BatchNorm2d<B, C> {
     type Cache = BatchNormCache<B>;
@@ -164,7 +119,7 @@ impl<B: Backend, const C: usize> Layer<B, 4, 4> for BatchNorm2d<B, C> {
         } else {
             g.mul(&scale)
         };
-        (dx, NormGrads { weight: dgamma.reshape([C]), bias: dbeta.reshape([C]) })
+        (dx, NormGrads { weight: dgamma.reshape([C]), bias: Some(dbeta.reshape([C])) })
     }
 }
 
@@ -199,31 +154,7 @@ impl<B: Backend, const N: usize> LayerNorm<B, N> {
     }
 }
 
-impl<B: Backend, const N: usize> Module<B> for LayerNorm<B, N> {
-    type Grads = NormGrads<B>;
-
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        visit_affine(&self.weight, &self.bias, prefix, v);
-    }
-
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.weight = m.map(&join(prefix, "weight"), self.weight.clone());
-        self.bias = m.map(&join(prefix, "bias"), self.bias.clone());
-    }
-
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &NormGrads<B>, prefix: &str, v: &mut V) {
-        v.visit(&join(prefix, "weight"), &mut self.weight, &g.weight);
-        v.visit(&join(prefix, "bias"), &mut self.bias, &g.bias);
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &NormGrads<B>, prefix: &str, v: &mut V) {
-        visit_affine(&g.weight, &g.bias, prefix, v);
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut NormGrads<B>, prefix: &str, m: &mut M) {
-        map_affine(g, prefix, m);
-    }
-}
+weight_bias_module!([const N: usize] LayerNorm<B, N>, 1);
 
 impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B, N> {
     /// The normalised input and the inverse standard deviation per row.
@@ -246,7 +177,7 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B,
         let dx = gx.sub(&gx.mean_dim(D - 1)).sub(&x_hat.mul(&gx.mul(x_hat).mean_dim(D - 1))).mul(inv_std);
         let rows: Tensor<B, 2> = g.reshape([-1, N as i64]);
         let hat_rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
-        let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: rows.sum_dim(0).reshape([N]) };
+        let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: Some(rows.sum_dim(0).reshape([N])) };
         (dx, grads)
     }
 }
