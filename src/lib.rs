@@ -9,7 +9,7 @@
 
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
-pub use blaze_runtime::{data, loss, nn, optim, record, rng, train};
+pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
 
 pub use blaze_macros::model;
 

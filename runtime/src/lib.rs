@@ -7,6 +7,7 @@
 //! then a few hundred lines, and proves itself by passing the conformance
 //! suite (`conformance` feature) that every backend runs.
 
+pub mod autodiff;
 pub mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;

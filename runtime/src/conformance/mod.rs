@@ -11,10 +11,12 @@
 //! error of 1e-5 (1e-4 for results summed over many terms: matmul, conv,
 //! reductions of long rows) and an absolute error of 1e-6; f64 to 1e-12.
 
+pub mod autodiff;
 pub mod props;
 pub mod reference;
 mod tests;
 
+pub use autodiff::*;
 pub use tests::*;
 
 use crate::{Backend, DType, DataVec, Tensor, TensorData};
@@ -30,7 +32,8 @@ macro_rules! conformance_suite {
             matmul_batched_and_strided, shape_ops, cat_stack_split_pad, indexing,
             softmax_family, conv2d, conv_and_pool_gradients, layer_gradients, layer_modes, losses, optimizers, pooling, casts, misuse_messages,
             prop_binary_broadcast, prop_reductions, prop_matmul, prop_conv2d,
-            prop_movement_roundtrip);
+            prop_movement_roundtrip, autodiff_elementwise, autodiff_reductions,
+            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics);
     };
     (@each $backend:ty, $device:expr; $($name:ident),*) => {
         $(

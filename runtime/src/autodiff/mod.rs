@@ -1,0 +1,374 @@
+//! Reverse-mode automatic differentiation as a backend decorator:
+//! `Tensor<Autodiff<B>, D>` records the ops it goes through, and
+//! `loss.backward()` walks that graph back once, applying one gradient rule
+//! per primitive (`rules.rs`). Every composite op (softmax, losses, layers)
+//! differentiates by composition, with any Rust control flow around it.
+//!
+//! ```
+//! use blaze_runtime::autodiff::Autodiff;
+//! # fn demo<B: blaze_runtime::Backend>(dev: &B::Device) {
+//! use blaze_runtime::Tensor;
+//! let x = Tensor::<Autodiff<B>, 2>::rand_normal([8, 16], dev).require_grad();
+//! let w = Tensor::<Autodiff<B>, 2>::rand_normal([16, 4], dev).require_grad();
+//! let mut h = x.matmul(&w).tanh();
+//! for _ in 0..3 {
+//!     h = h.clone() * 0.5 + h.sigmoid();
+//! }
+//! let grads = h.sum().backward();
+//! let gw = grads.get(&w).expect("w requires grad");
+//! assert_eq!(gw.shape(), [16, 4]);
+//! # }
+//! ```
+//!
+//! The graph lives as long as the tensors that reach it: dropping the loss
+//! and the intermediates frees it, and `backward` holds no state after it
+//! returns. Leaves are tensors marked with `require_grad`; constants
+//! (data, labels) take no part.
+
+mod graph;
+mod rules;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::Arc;
+
+pub use graph::live_nodes;
+use graph::{Node, Op};
+
+use crate::backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+use crate::dtype::{DType, TensorData};
+use crate::tensor::Tensor;
+
+/// The autodiff decorator of backend `B`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Autodiff<B: Backend>(PhantomData<B>);
+
+/// A tensor of `B` and, when it depends on a leaf that requires a gradient,
+/// the graph node that produced it.
+#[derive(Clone, Debug)]
+pub struct AdStorage<B: Backend> {
+    pub(crate) primal: B::Storage,
+    pub(crate) node: Option<Arc<Node<B>>>,
+}
+
+thread_local! {
+    static NO_GRAD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f` without recording: tensors made inside have no graph, as under
+/// `torch.no_grad()`.
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            NO_GRAD.with(|c| c.set(c.get() - 1));
+        }
+    }
+    NO_GRAD.with(|c| c.set(c.get() + 1));
+    let _reset = Reset;
+    f()
+}
+
+fn recording() -> bool {
+    NO_GRAD.with(|c| c.get() == 0)
+}
+
+impl<B: Backend> AdStorage<B> {
+    fn constant(primal: B::Storage) -> Self {
+        AdStorage { primal, node: None }
+    }
+}
+
+/// Wraps `primal` as the result of `op` on `inputs`, recording a node when
+/// any input is tracked and recording is on.
+fn record<B: Backend>(primal: B::Storage, inputs: &[&AdStorage<B>], op: impl FnOnce() -> Op<B>) -> AdStorage<B> {
+    if recording() && inputs.iter().any(|i| i.node.is_some()) {
+        let parents = inputs.iter().map(|i| i.node.clone()).collect();
+        AdStorage { primal, node: Some(Node::new(op(), parents)) }
+    } else {
+        AdStorage::constant(primal)
+    }
+}
+
+/// Gradients of a scalar with respect to every leaf it depends on.
+#[derive(Debug)]
+pub struct Gradients<B: Backend> {
+    by_node: HashMap<u64, B::Storage>,
+}
+
+impl<B: Backend> Gradients<B> {
+    /// The gradient of `leaf` (shaped like it), or `None` if the loss does
+    /// not depend on it or it does not require a gradient.
+    pub fn get<const D: usize>(&self, leaf: &Tensor<Autodiff<B>, D>) -> Option<Tensor<B, D>> {
+        let id = leaf.storage().node.as_ref()?.id;
+        self.by_node.get(&id).map(|g| Tensor::from_storage(g.clone()))
+    }
+
+    /// Removes and returns the gradient of `leaf`.
+    pub fn remove<const D: usize>(&mut self, leaf: &Tensor<Autodiff<B>, D>) -> Option<Tensor<B, D>> {
+        let id = leaf.storage().node.as_ref()?.id;
+        self.by_node.remove(&id).map(Tensor::from_storage)
+    }
+
+    /// Number of leaves with a gradient.
+    pub fn len(&self) -> usize {
+        self.by_node.len()
+    }
+
+    /// True when no leaf got a gradient.
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+}
+
+impl<B: Backend, const D: usize> Tensor<Autodiff<B>, D> {
+    /// Marks this tensor as a leaf whose gradient `backward` computes (a
+    /// fresh leaf: any graph behind it is cut).
+    pub fn require_grad(self) -> Self {
+        let primal = self.into_storage().primal;
+        Tensor::from_storage(AdStorage { primal, node: Some(Node::leaf()) })
+    }
+
+    /// True when the tensor is tracked (a leaf or computed from one).
+    pub fn is_tracked(&self) -> bool {
+        self.storage().node.is_some()
+    }
+
+    /// The same values, cut from the graph, as `torch.Tensor.detach`.
+    pub fn detach(&self) -> Self {
+        Tensor::from_storage(AdStorage::constant(self.storage().primal.clone()))
+    }
+
+    /// The values on the inner backend, without the graph.
+    pub fn inner(&self) -> Tensor<B, D> {
+        Tensor::from_storage(self.storage().primal.clone())
+    }
+
+    /// Wraps an inner-backend tensor as a constant.
+    pub fn from_inner(t: Tensor<B, D>) -> Self {
+        Tensor::from_storage(AdStorage::constant(t.into_storage()))
+    }
+
+    /// The gradients of this tensor's sum (of the tensor itself when it has
+    /// one element) with respect to every leaf it depends on.
+    pub fn backward(&self) -> Gradients<B> {
+        let seed = B::full(
+            &B::shape(&self.storage().primal),
+            1.0,
+            B::dtype(&self.storage().primal),
+            &B::device(&self.storage().primal),
+        );
+        Gradients { by_node: graph::backward(self.storage().node.as_ref(), seed) }
+    }
+}
+
+impl<B: Backend> Backend for Autodiff<B> {
+    type Device = B::Device;
+    type Storage = AdStorage<B>;
+
+    fn name() -> &'static str {
+        "autodiff"
+    }
+
+    fn from_data(data: TensorData, device: &Self::Device) -> AdStorage<B> {
+        AdStorage::constant(B::from_data(data, device))
+    }
+
+    fn to_data(x: &AdStorage<B>) -> TensorData {
+        B::to_data(&x.primal)
+    }
+
+    fn full(shape: &[usize], value: f64, dtype: DType, device: &Self::Device) -> AdStorage<B> {
+        AdStorage::constant(B::full(shape, value, dtype, device))
+    }
+
+    fn shape(x: &AdStorage<B>) -> Vec<usize> {
+        B::shape(&x.primal)
+    }
+
+    fn dtype(x: &AdStorage<B>) -> DType {
+        B::dtype(&x.primal)
+    }
+
+    fn device(x: &AdStorage<B>) -> Self::Device {
+        B::device(&x.primal)
+    }
+
+    fn cast(x: &AdStorage<B>, dtype: DType) -> AdStorage<B> {
+        let from = B::dtype(&x.primal);
+        let y = B::cast(&x.primal, dtype);
+        if dtype.is_float() && from.is_float() { record(y, &[x], || Op::Cast(from)) } else { AdStorage::constant(y) }
+    }
+
+    fn unary(op: UnaryOp, x: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::unary(op, &x.primal);
+        if !B::dtype(&y).is_float() {
+            return AdStorage::constant(y);
+        }
+        let out = y.clone();
+        record(y, &[x], || Op::Unary(op, x.primal.clone(), out))
+    }
+
+    fn binary(op: BinaryOp, a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::binary(op, &a.primal, &b.primal);
+        if !B::dtype(&y).is_float() {
+            return AdStorage::constant(y);
+        }
+        record(y, &[a, b], || Op::Binary(op, a.primal.clone(), b.primal.clone()))
+    }
+
+    fn binary_scalar(op: BinaryOp, x: &AdStorage<B>, scalar: f64) -> AdStorage<B> {
+        let y = B::binary_scalar(op, &x.primal, scalar);
+        if !B::dtype(&y).is_float() {
+            return AdStorage::constant(y);
+        }
+        record(y, &[x], || Op::BinaryScalar(op, x.primal.clone(), scalar))
+    }
+
+    fn compare(op: CmpOp, a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
+        AdStorage::constant(B::compare(op, &a.primal, &b.primal))
+    }
+
+    fn compare_scalar(op: CmpOp, x: &AdStorage<B>, scalar: f64) -> AdStorage<B> {
+        AdStorage::constant(B::compare_scalar(op, &x.primal, scalar))
+    }
+
+    fn where_cond(cond: &AdStorage<B>, a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::where_cond(&cond.primal, &a.primal, &b.primal);
+        let (sa, sb) = (B::shape(&a.primal), B::shape(&b.primal));
+        record(y, &[a, b], || Op::Where(cond.primal.clone(), sa, sb))
+    }
+
+    fn reduce(op: ReduceOp, x: &AdStorage<B>, dim: usize) -> AdStorage<B> {
+        let y = B::reduce(op, &x.primal, dim);
+        match op {
+            ReduceOp::ArgMax | ReduceOp::ArgMin => AdStorage::constant(y),
+            _ if !B::dtype(&y).is_float() => AdStorage::constant(y),
+            _ => {
+                let out = y.clone();
+                record(y, &[x], || Op::Reduce(op, x.primal.clone(), out, dim))
+            }
+        }
+    }
+
+    fn matmul(a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::matmul(&a.primal, &b.primal);
+        record(y, &[a, b], || Op::Matmul(a.primal.clone(), b.primal.clone()))
+    }
+
+    fn reshape(x: &AdStorage<B>, shape: &[usize]) -> AdStorage<B> {
+        let y = B::reshape(&x.primal, shape);
+        record(y, &[x], || Op::Reshape(B::shape(&x.primal)))
+    }
+
+    fn permute(x: &AdStorage<B>, axes: &[usize]) -> AdStorage<B> {
+        let y = B::permute(&x.primal, axes);
+        record(y, &[x], || Op::Permute(axes.to_vec()))
+    }
+
+    fn expand(x: &AdStorage<B>, shape: &[usize]) -> AdStorage<B> {
+        let y = B::expand(&x.primal, shape);
+        record(y, &[x], || Op::Expand(B::shape(&x.primal)))
+    }
+
+    fn slice(x: &AdStorage<B>, ranges: &[Range<usize>]) -> AdStorage<B> {
+        let y = B::slice(&x.primal, ranges);
+        record(y, &[x], || Op::Slice(B::shape(&x.primal), ranges.to_vec()))
+    }
+
+    fn pad(x: &AdStorage<B>, pads: &[(usize, usize)], value: f64) -> AdStorage<B> {
+        let y = B::pad(&x.primal, pads, value);
+        record(y, &[x], || Op::Pad(B::shape(&x.primal), pads.to_vec()))
+    }
+
+    fn cat(xs: &[AdStorage<B>], dim: usize) -> AdStorage<B> {
+        let primals: Vec<B::Storage> = xs.iter().map(|x| x.primal.clone()).collect();
+        let y = B::cat(&primals, dim);
+        let sizes = primals.iter().map(|p| B::shape(p)[dim]).collect();
+        let refs: Vec<&AdStorage<B>> = xs.iter().collect();
+        record(y, &refs, || Op::Cat(dim, sizes))
+    }
+
+    fn gather(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::gather(&x.primal, dim, &index.primal);
+        record(y, &[x], || Op::Gather(B::shape(&x.primal), dim, index.primal.clone()))
+    }
+
+    fn scatter_add(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>, src: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::scatter_add(&x.primal, dim, &index.primal, &src.primal);
+        record(y, &[x, src], || Op::ScatterAdd(dim, index.primal.clone()))
+    }
+
+    fn index_select(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::index_select(&x.primal, dim, &index.primal);
+        record(y, &[x], || Op::IndexSelect(B::shape(&x.primal), dim, index.primal.clone()))
+    }
+
+    fn index_add(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>, src: &AdStorage<B>) -> AdStorage<B> {
+        let y = B::index_add(&x.primal, dim, &index.primal, &src.primal);
+        record(y, &[x, src], || Op::IndexAdd(dim, index.primal.clone()))
+    }
+
+    fn conv2d(
+        x: &AdStorage<B>,
+        weight: &AdStorage<B>,
+        bias: Option<&AdStorage<B>>,
+        options: &Conv2dOptions,
+    ) -> AdStorage<B> {
+        let y = B::conv2d(&x.primal, &weight.primal, bias.map(|b| &b.primal), options);
+        let op = || Op::Conv2d(x.primal.clone(), weight.primal.clone(), *options);
+        match bias {
+            Some(b) => record(y, &[x, weight, b], op),
+            None => record(y, &[x, weight], op),
+        }
+    }
+
+    fn max_pool2d(
+        x: &AdStorage<B>,
+        options: &Pool2dOptions,
+        with_indices: bool,
+    ) -> (AdStorage<B>, Option<AdStorage<B>>) {
+        // The indices are what the backward pass routes the gradient by.
+        let (y, idx) = B::max_pool2d(&x.primal, options, true);
+        let idx = idx.unwrap_or_else(|| panic!("max_pool2d: the {} backend returned no indices", B::name()));
+        let shape = B::shape(&x.primal);
+        let out = record(y, &[x], || Op::MaxPool2d(shape, idx.clone()));
+        (out, with_indices.then(|| AdStorage::constant(idx)))
+    }
+
+    fn avg_pool2d(x: &AdStorage<B>, options: &Pool2dOptions) -> AdStorage<B> {
+        let y = B::avg_pool2d(&x.primal, options);
+        record(y, &[x], || Op::AvgPool2d(B::shape(&x.primal), *options))
+    }
+
+    /// Not recorded: gradients of gradients (double backward) are not supported.
+    fn conv2d_input_grad(
+        grad_out: &AdStorage<B>,
+        weight: &AdStorage<B>,
+        input_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> AdStorage<B> {
+        AdStorage::constant(B::conv2d_input_grad(&grad_out.primal, &weight.primal, input_shape, options))
+    }
+
+    /// Not recorded: gradients of gradients (double backward) are not supported.
+    fn conv2d_weight_grad(
+        x: &AdStorage<B>,
+        grad_out: &AdStorage<B>,
+        weight_shape: [usize; 4],
+        options: &Conv2dOptions,
+    ) -> AdStorage<B> {
+        AdStorage::constant(B::conv2d_weight_grad(&x.primal, &grad_out.primal, weight_shape, options))
+    }
+
+    /// Not recorded: gradients of gradients (double backward) are not supported.
+    fn avg_pool2d_input_grad(
+        grad_out: &AdStorage<B>,
+        input_shape: [usize; 4],
+        options: &Pool2dOptions,
+    ) -> AdStorage<B> {
+        AdStorage::constant(B::avg_pool2d_input_grad(&grad_out.primal, input_shape, options))
+    }
+}

@@ -1,0 +1,239 @@
+//! Autodiff checks, generic over the inner backend: every primitive's
+//! gradient against central finite differences (f64), accumulation,
+//! detach/no_grad, and the graph being freed.
+
+use super::{noise, tensor};
+use crate::autodiff::{Autodiff, live_nodes, no_grad};
+use crate::{Backend, Conv2dOptions, DType, Pool2dOptions, Tensor};
+
+const EPS: f64 = 1e-6;
+const TOL: f64 = 1e-6;
+
+/// Checks the tape gradient of `f` at `x` (f64) against finite differences.
+#[track_caller]
+fn check<B: Backend, const D: usize>(
+    what: &str,
+    x: &Tensor<B, D>,
+    f: impl Fn(&Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, 0>,
+) {
+    let leaf = Tensor::<Autodiff<B>, D>::from_inner(x.clone()).require_grad();
+    let grads = f(&leaf).backward();
+    let g = grads.get(&leaf).map(|t| t.to_data().values.to_f64_vec()).unwrap_or_else(|| vec![0.0; x.numel()]);
+    assert_eq!(g.len(), x.numel(), "{what}: gradient size");
+    let base = x.to_data().values.to_f64_vec();
+    let eval = |v: &[f64]| {
+        let t = Tensor::<B, D>::from_data(crate::TensorData::new(v.to_vec(), x.shape()).expect("data"), &x.device())
+            .expect("rank");
+        f(&Tensor::from_inner(t)).item()
+    };
+    let step = base.len().div_ceil(40).max(1);
+    for i in (0..base.len()).step_by(step) {
+        let (mut up, mut down) = (base.clone(), base.clone());
+        up[i] += EPS;
+        down[i] -= EPS;
+        let numeric = (eval(&up) - eval(&down)) / (2.0 * EPS);
+        let scale = 1f64.max(numeric.abs()).max(g[i].abs());
+        assert!((g[i] - numeric).abs() <= TOL * scale, "{what}[{i}]: tape {}, finite differences {numeric}", g[i]);
+    }
+}
+
+fn t<B: Backend, const D: usize>(shape: [usize; D], seed: u64, dev: &B::Device) -> Tensor<B, D> {
+    tensor::<B, D>(&noise(shape.iter().product(), seed), shape, DType::F64, dev)
+}
+
+/// Weights the output so that every element counts with its own factor.
+fn weigh<B: Backend, const D: usize>(y: &Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, 0> {
+    let r = noise(y.numel(), 777);
+    let r = Tensor::<Autodiff<B>, D>::from_inner(tensor::<B, D>(&r, y.shape(), DType::F64, &y.device().clone()));
+    y.mul(&r).sum()
+}
+
+/// Every elementwise primitive, broadcasting included.
+pub fn autodiff_elementwise<B: Backend>(dev: &B::Device) {
+    let x = t::<B, 2>([3, 4], 1, dev);
+    let pos = x.abs().add_scalar(0.5);
+    type Op<B> = fn(&Tensor<Autodiff<B>, 2>) -> Tensor<Autodiff<B>, 2>;
+    let unary: Vec<(&str, Op<B>)> = vec![
+        ("neg", |x| x.neg()),
+        ("abs", |x| x.abs()),
+        ("exp", |x| x.exp()),
+        ("tanh", |x| x.tanh()),
+        ("sigmoid", |x| x.sigmoid()),
+        ("relu", |x| x.relu()),
+        ("gelu", |x| x.gelu()),
+        ("leaky_relu", |x| x.leaky_relu(0.1)),
+        ("sin", |x| x.sin()),
+        ("cos", |x| x.cos()),
+        ("erf", |x| x.erf()),
+        ("square", |x| x.square()),
+        ("scalar ops", |x| ((x * 3.0 - 1.0) / 2.0 + 0.5).clamp(-0.6, 0.7)),
+        ("rsub rdiv", |x| (1.0 - x) * (2.0 / x.add_scalar(3.0))),
+        ("powf", |x| x.add_scalar(2.0).powf(1.7)),
+    ];
+    for (name, f) in unary {
+        check::<B, 2>(name, &x, |x| weigh(&f(x)));
+    }
+    for (name, f) in [("log", (|x| x.log()) as Op<B>), ("sqrt", |x| x.sqrt()), ("recip", |x| x.recip())] {
+        check::<B, 2>(name, &pos, |x| weigh(&f(x)));
+    }
+    // Binary ops with broadcasting, differentiated in each argument.
+    let row = t::<B, 2>([1, 4], 2, dev).abs().add_scalar(0.5);
+    let col = t::<B, 2>([3, 1], 3, dev);
+    type Bin<B> = fn(&Tensor<Autodiff<B>, 2>, &Tensor<Autodiff<B>, 2>) -> Tensor<Autodiff<B>, 2>;
+    let binary: Vec<(&str, Bin<B>)> = vec![
+        ("add", |a, b| a + b),
+        ("sub", |a, b| a - b),
+        ("mul", |a, b| a * b),
+        ("div", |a, b| a / b),
+        ("maximum", |a, b| a.maximum(b)),
+        ("minimum", |a, b| a.minimum(b)),
+        ("pow", |a, b| a.abs().add_scalar(0.5).pow(b)),
+    ];
+    for (name, f) in binary {
+        let (c, r) = (col.clone(), row.clone());
+        check::<B, 2>(&format!("{name} lhs"), &x, |a| weigh(&f(a, &Tensor::from_inner(r.clone()))));
+        check::<B, 2>(&format!("{name} broadcast rhs"), &row, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
+        check::<B, 2>(&format!("{name} broadcast column"), &col, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
+        let _ = c;
+    }
+    let cond = x.gt_scalar(0.0);
+    check::<B, 2>("where lhs", &x, |a| {
+        let c = Tensor::<Autodiff<B>, 2>::from_inner(cond.clone());
+        weigh(&Tensor::where_cond(&c, a, &Tensor::from_inner(row.clone())))
+    });
+    check::<B, 2>("where broadcast rhs", &row, |b| {
+        let c = Tensor::<Autodiff<B>, 2>::from_inner(cond.clone());
+        weigh(&Tensor::where_cond(&c, &Tensor::from_inner(x.clone()), b))
+    });
+    check::<B, 2>("masked_fill", &x, |a| weigh(&a.masked_fill(&Tensor::from_inner(cond.clone()), 0.25)));
+    // Through an f32 round trip the function is quantised, so compare the
+    // tape's gradient with the identity's instead of finite differences.
+    let leaf = Tensor::<Autodiff<B>, 2>::from_inner(x.clone()).require_grad();
+    let through = weigh(&leaf.to_dtype(DType::F32).to_dtype(DType::F64)).backward().get(&leaf).expect("grad");
+    let direct = weigh(&leaf).backward().get(&leaf).expect("grad");
+    for (a, b) in super::values(&through).iter().zip(super::values(&direct)) {
+        assert!((a - b).abs() < 1e-6, "cast: {a} vs {b}");
+    }
+}
+
+/// Reductions, softmax and the losses built on them.
+pub fn autodiff_reductions<B: Backend>(dev: &B::Device) {
+    let x = t::<B, 3>([2, 3, 4], 4, dev);
+    for d in 0..3 {
+        check::<B, 3>("sum_dim", &x, |x| weigh(&x.sum_dim(d)));
+        check::<B, 3>("mean_dim", &x, |x| weigh(&x.mean_dim(d)));
+        check::<B, 3>("max_dim", &x, |x| weigh(&x.max_dim(d)));
+        check::<B, 3>("min_dim", &x, |x| weigh(&x.min_dim(d)));
+        check::<B, 3>("var_dim", &x, |x| weigh(&x.var_dim(d, 1)));
+        check::<B, 3>("softmax", &x, |x| weigh(&x.softmax(d)));
+        check::<B, 3>("log_softmax", &x, |x| weigh(&x.log_softmax(d)));
+    }
+    check::<B, 3>("sum", &x, |x| x.sum());
+    check::<B, 3>("mean", &x, |x| x.mean().mul_scalar(3.0));
+    check::<B, 3>("max", &x, |x| x.max());
+    let logits = t::<B, 2>([4, 5], 5, dev);
+    let targets = Tensor::<Autodiff<B>, 1>::from_vec(vec![0i64, 4, 2, 2], [4], dev);
+    check::<B, 2>("cross_entropy", &logits, |z| crate::loss::cross_entropy(z, &targets, 0.1).value);
+}
+
+/// Matmul (batched, broadcast) and the movement ops.
+pub fn autodiff_linear_algebra_and_movement<B: Backend>(dev: &B::Device) {
+    let a = t::<B, 3>([2, 3, 4], 6, dev);
+    let b = t::<B, 3>([1, 4, 5], 7, dev);
+    check::<B, 3>("matmul lhs", &a, |a| weigh(&a.matmul(&Tensor::from_inner(b.clone()))));
+    check::<B, 3>("matmul broadcast rhs", &b, |b| weigh(&Tensor::from_inner(a.clone()).matmul(b)));
+    check::<B, 3>("matmul transposed rhs", &b, |b| {
+        weigh(&Tensor::from_inner(a.clone()).matmul(&b.transpose(1, 2).transpose(1, 2)))
+    });
+    check::<B, 3>("reshape", &a, |x| weigh(&x.reshape::<2>([6, 4])));
+    check::<B, 3>("permute", &a, |x| weigh(&x.permute([2, 0, 1])));
+    check::<B, 3>("expand", &b, |x| weigh(&x.expand([3, 4, 5])));
+    check::<B, 3>("slice", &a, |x| weigh(&x.slice(&[0..2, 1..3, 1..4])));
+    check::<B, 3>("narrow", &a, |x| weigh(&x.narrow(2, 1, 2)));
+    check::<B, 3>("pad", &a, |x| weigh(&x.pad([(1, 0), (0, 2), (1, 1)], 0.5)));
+    check::<B, 3>("cat", &a, |x| weigh(&Tensor::cat(&[x.clone(), x.mul_scalar(2.0)], 1)));
+    check::<B, 3>("split and stack", &a, |x| {
+        let parts = x.split(1, 0);
+        weigh(&Tensor::<Autodiff<B>, 3>::stack::<4>(&[parts[1].clone(), parts[0].clone()], 3))
+    });
+    let idx = Tensor::<Autodiff<B>, 3>::from_vec(vec![2i64, 0, 1, 1, 0, 0, 3, 2, 1, 0, 2, 2], [2, 3, 2], dev);
+    check::<B, 3>("gather", &a, |x| weigh(&x.gather(2, &idx)));
+    let src = t::<B, 3>([2, 3, 2], 8, dev);
+    check::<B, 3>("scatter_add self", &a, |x| weigh(&x.scatter_add(2, &idx, &Tensor::from_inner(src.clone()))));
+    check::<B, 3>("scatter_add src", &src, |s| weigh(&Tensor::from_inner(a.clone()).scatter_add(2, &idx, s)));
+    let sel = Tensor::<Autodiff<B>, 1>::from_vec(vec![3i64, 0, 3], [3], dev);
+    check::<B, 3>("index_select", &a, |x| weigh(&x.index_select(2, &sel)));
+    let rows = t::<B, 3>([2, 3, 3], 9, dev);
+    check::<B, 3>("index_add src", &rows, |s| weigh(&Tensor::from_inner(a.clone()).index_add(2, &sel, s)));
+}
+
+/// Convolution and pooling.
+pub fn autodiff_conv_and_pool<B: Backend>(dev: &B::Device) {
+    let x = t::<B, 4>([2, 4, 5, 5], 10, dev);
+    let w = t::<B, 4>([6, 2, 3, 3], 11, dev);
+    let bias = t::<B, 1>([6], 12, dev);
+    let o = Conv2dOptions::default().padding(1).groups(2).stride(2);
+    check::<B, 4>("conv2d input", &x, |x| weigh(&x.conv2d(&Tensor::from_inner(w.clone()), None, o)));
+    check::<B, 4>("conv2d weight", &w, |w| weigh(&Tensor::from_inner(x.clone()).conv2d(w, None, o)));
+    check::<B, 1>("conv2d bias", &bias, |b| {
+        weigh(&Tensor::from_inner(x.clone()).conv2d(&Tensor::from_inner(w.clone()), Some(b), o))
+    });
+    check::<B, 4>("max_pool2d", &x, |x| weigh(&x.max_pool2d(Pool2dOptions::new(3).stride(2).padding(1))));
+    check::<B, 4>("avg_pool2d", &x, |x| weigh(&x.avg_pool2d(Pool2dOptions::new(2).stride(1))));
+}
+
+/// Uses accumulate, detach and no_grad cut the graph, and the graph is
+/// freed after each step (live nodes return to where they were).
+pub fn autodiff_graph_semantics<B: Backend>(dev: &B::Device) {
+    let x =
+        Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[1.0, -2.0, 3.0], [3], DType::F64, dev)).require_grad();
+    // d/dx sum(x * x + x) = 2x + 1: both uses of x add up.
+    let g = (x.clone() * x.clone() + x.clone()).sum().backward();
+    assert_eq!(super::values(&g.get(&x).expect("grad")), vec![3.0, -3.0, 7.0]);
+    // A detached use contributes nothing.
+    let g = (x.clone() * x.detach()).sum().backward();
+    assert_eq!(super::values(&g.get(&x).expect("grad")), vec![1.0, -2.0, 3.0]);
+    let y = no_grad(|| x.mul_scalar(2.0));
+    assert!(!y.is_tracked(), "no_grad records nothing");
+    assert!(y.sum().backward().get(&x).is_none());
+    // A loss that does not depend on a leaf gives it no gradient.
+    let other = Tensor::<Autodiff<B>, 1>::ones([3], dev).require_grad();
+    assert!(x.sum().backward().get(&other).is_none());
+
+    // Memory stays flat over many steps: a small regression trained by hand.
+    let w0 = t::<B, 2>([4, 3], 13, dev);
+    let data = Tensor::<Autodiff<B>, 2>::from_inner(t::<B, 2>([8, 4], 14, dev));
+    let target = Tensor::<Autodiff<B>, 2>::from_inner(t::<B, 2>([8, 3], 15, dev));
+    let mut w = w0;
+    let before = live_nodes();
+    let mut first_loss = None;
+    let mut peak = 0;
+    let mut loss_value = 0.0;
+    for step in 0..10_000 {
+        let wt = Tensor::<Autodiff<B>, 2>::from_inner(w.clone()).require_grad();
+        let pred = data.matmul(&wt).tanh();
+        let loss = (pred - &target).square().mean();
+        loss_value = loss.item();
+        first_loss.get_or_insert(loss_value);
+        let grads = loss.backward();
+        peak = peak.max(live_nodes());
+        w = w.sub(&grads.get(&wt).expect("grad").mul_scalar(0.1));
+        drop((wt, loss));
+        if step % 1000 == 0 {
+            assert_eq!(live_nodes(), before, "step {step}: the graph was not freed");
+        }
+    }
+    assert_eq!(live_nodes(), before);
+    assert!(peak < before + 32, "a step's graph holds {} nodes", peak - before);
+    assert!(loss_value < 0.5 * first_loss.expect("ran"), "loss {first_loss:?} -> {loss_value}");
+
+    // A long chain (an unrolled recurrence) frees without overflowing the stack.
+    let h0 = Tensor::<Autodiff<B>, 1>::ones([2], dev).require_grad();
+    let mut h = h0.clone();
+    for _ in 0..200_000 {
+        h = h.mul_scalar(1.0);
+    }
+    drop(h);
+    drop(h0);
+    assert_eq!(live_nodes(), before);
+}
