@@ -10,6 +10,7 @@
 //! `model/codegen.rs` (Rust). This file only dispatches.
 
 mod model;
+mod module;
 
 use proc_macro::TokenStream;
 
@@ -27,4 +28,14 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
     model::expand(attr.into(), item.into()).into()
+}
+
+/// Derives `blaze::nn::Module` for a struct of layers with a hand-written
+/// forward: parameters are visited under their field names (`Vec` and array
+/// entries as `name.0`, `name.1`, ...), so optimizers, `to_dtype`,
+/// `to_device` and checkpoints work as for a `#[model]`. Fields that hold
+/// no parameters are marked `#[module(skip)]`.
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(item: TokenStream) -> TokenStream {
+    module::expand(item.into()).into()
 }

@@ -1,6 +1,6 @@
 // A hand-written layer implementing `Block` is a field of a #[model], and
 // models nest; Embedding-first models take token ids.
-use blaze::nn::{Block, Ctx, GradVisitor, Module, ParamMapper, ParamVisitor, StaticShape};
+use blaze::nn::{Block, Ctx, GradSource, GradVisitor, Module, ParamMapper, ParamVisitor, StaticShape};
 use blaze::prelude::*;
 use blaze::{Backend, Rng};
 
@@ -15,6 +15,7 @@ impl<B: Backend> Module<B> for Double<B> {
     fn visit_grads<V: GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
     fn visit_grad_tensors<V: ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
     fn map_grad_tensors<M: ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
+    fn make_grads<F: GradSource<B>>(&self, _: &str, _: &mut F) {}
 }
 
 impl<B: Backend> Block<B> for Double<B> {

@@ -5,5 +5,6 @@ fn ui() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tensor/*.rs");
     t.compile_fail("model/*.rs");
+    t.compile_fail("module/*.rs");
     t.pass("pass/*.rs");
 }

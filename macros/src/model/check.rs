@@ -181,7 +181,7 @@ fn fmt_dims(d: &[usize]) -> String {
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
-fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -244,6 +244,10 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 #(<#tys as ::blaze::nn::Module<B>>::visit_grad_tensors(&g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
             }
 
+            fn make_grads<F: ::blaze::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+                #grads_ident { #(#names: ::blaze::nn::Module::<B>::make_grads(&self.#names, &::blaze::nn::join(prefix, #name_strs), f),)* }
+            }
+
             fn map_grad_tensors<M: ::blaze::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
                 #(<#tys as ::blaze::nn::Module<B>>::map_grad_tensors(&mut g.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
             }

@@ -5,6 +5,13 @@ mod check;
 mod codegen;
 mod ir;
 
+pub(crate) use check::distance;
+
+/// Error collection, shared with `derive(Module)`.
+pub(crate) mod errors {
+    pub(crate) use super::attr::Errors;
+}
+
 use proc_macro2::TokenStream;
 
 /// Expands `#[model(attr)] item`. On errors, emits them together with a

@@ -112,6 +112,35 @@ impl<B: Backend> Gradients<B> {
         self.by_node.remove(&id).map(Tensor::from_storage)
     }
 
+    /// The gradients of `module`'s parameters, shaped as the `Grads` the
+    /// optimizers take (zeros for parameters the loss does not depend on):
+    /// a hand-written model trains with the same optimizers as a `#[model]`.
+    pub fn for_module<M: crate::nn::Module<Autodiff<B>>>(&self, module: &M) -> M::Grads {
+        struct Source<'a, B: Backend>(&'a Gradients<B>);
+        impl<B: Backend> crate::nn::GradSource<Autodiff<B>> for Source<'_, B> {
+            fn grad<const D: usize>(&mut self, _: &str, p: &Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, D> {
+                match self.0.get(p) {
+                    Some(g) => Tensor::from_inner(g),
+                    None => p.detach().zeros_like(),
+                }
+            }
+        }
+        module.make_grads("", &mut Source(self))
+    }
+
+    /// One optimizer step on a hand-written model: gathers the gradients
+    /// of `module`'s parameters, updates them without recording, and marks
+    /// the new values as leaves for the next step.
+    pub fn step<M, O>(&self, module: &mut M, optimizer: &mut O)
+    where
+        M: crate::nn::Module<Autodiff<B>>,
+        O: crate::optim::Optimizer<Autodiff<B>>,
+    {
+        let grads = self.for_module(module);
+        no_grad(|| optimizer.step(module, &grads));
+        track(module);
+    }
+
     /// Number of leaves with a gradient.
     pub fn len(&self) -> usize {
         self.by_node.len()
@@ -121,6 +150,18 @@ impl<B: Backend> Gradients<B> {
     pub fn is_empty(&self) -> bool {
         self.by_node.is_empty()
     }
+}
+
+/// Marks every parameter (and buffer) of `module` as a fresh leaf that
+/// requires a gradient: after initialisation, and after each update.
+pub fn track<B: Backend, M: crate::nn::Module<Autodiff<B>>>(module: &mut M) {
+    struct Track;
+    impl<B: Backend> crate::nn::ParamMapper<Autodiff<B>> for Track {
+        fn map<const D: usize>(&mut self, _: &str, t: Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, D> {
+            t.require_grad()
+        }
+    }
+    module.map_tensors("", &mut Track);
 }
 
 impl<B: Backend, const D: usize> Tensor<Autodiff<B>, D> {

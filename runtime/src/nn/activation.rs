@@ -1,7 +1,7 @@
 //! Elementwise activations. Each keeps the tensor its derivative is cheapest
 //! from: the input for ReLU-like ones and GELU, the output for sigmoid and tanh.
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, stateless_module};
+use super::{Ctx, Layer, stateless_module};
 use crate::{Backend, Tensor};
 
 /// `max(x, 0)`.

@@ -1,7 +1,7 @@
 //! Dropout: in training, zeroes each element with probability `p` and
 //! scales the rest by `1 / (1 - p)`; in evaluation, the identity.
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, stateless_module};
+use super::{Ctx, Layer, stateless_module};
 use crate::{Backend, Tensor};
 
 /// Options of [`Dropout`].

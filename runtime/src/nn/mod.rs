@@ -79,6 +79,11 @@ pub fn join(prefix: &str, name: &str) -> String {
 }
 
 /// Something that holds parameters: a layer or a whole model.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a module: it is not a layer, a tensor, or a struct, `Vec`, array or `Option` of them",
+    label = "not a module",
+    note = "`#[derive(Module)]` it, or mark the field `#[module(skip)]` if it holds no parameters"
+)]
 pub trait Module<B: Backend> {
     /// The gradients of every parameter, shaped like the parameters.
     type Grads: Clone + std::fmt::Debug;
@@ -95,6 +100,171 @@ pub trait Module<B: Backend> {
     fn visit_grad_tensors<V: ParamVisitor<B>>(grads: &Self::Grads, prefix: &str, v: &mut V);
     /// Replaces every gradient (gradient clipping scales them all).
     fn map_grad_tensors<M: ParamMapper<B>>(grads: &mut Self::Grads, prefix: &str, m: &mut M);
+    /// Builds gradients shaped like this module's, one per parameter from
+    /// `f` (how a tape's gradients become the `Grads` optimizers take).
+    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads;
+}
+
+/// Supplies the gradient of each parameter by name, for [`Module::make_grads`].
+pub trait GradSource<B: Backend> {
+    /// The gradient of `param` (zeros when it got none).
+    fn grad<const D: usize>(&mut self, name: &str, param: &Tensor<B, D>) -> Tensor<B, D>;
+}
+
+/// A raw tensor field is a parameter named by the field itself (PyTorch's
+/// `nn.Parameter`).
+impl<B: Backend, const D: usize> Module<B> for Tensor<B, D> {
+    type Grads = Tensor<B, D>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        v.visit(prefix, self);
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        *self = m.map(prefix, self.clone());
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Tensor<B, D>, prefix: &str, v: &mut V) {
+        v.visit(prefix, self, g);
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Tensor<B, D>, prefix: &str, v: &mut V) {
+        v.visit(prefix, g);
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Tensor<B, D>, prefix: &str, m: &mut M) {
+        *g = m.map(prefix, g.clone());
+    }
+
+    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Tensor<B, D> {
+        f.grad(prefix, self)
+    }
+}
+
+/// A list of modules, named `prefix.0`, `prefix.1`, ... as in `nn.ModuleList`.
+impl<B: Backend, T: Module<B>> Module<B> for Vec<T> {
+    type Grads = Vec<T::Grads>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        self.iter().enumerate().for_each(|(i, m)| m.visit_params(&join(prefix, &i.to_string()), v));
+    }
+
+    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        self.iter().enumerate().for_each(|(i, m)| m.visit_buffers(&join(prefix, &i.to_string()), v));
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        self.iter_mut().enumerate().for_each(|(i, x)| x.map_tensors(&join(prefix, &i.to_string()), m));
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+        for (i, (m, g)) in self.iter_mut().zip(g).enumerate() {
+            m.visit_grads(g, &join(prefix, &i.to_string()), v);
+        }
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+        g.iter().enumerate().for_each(|(i, g)| T::visit_grad_tensors(g, &join(prefix, &i.to_string()), v));
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+        g.iter_mut().enumerate().for_each(|(i, g)| T::map_grad_tensors(g, &join(prefix, &i.to_string()), m));
+    }
+
+    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+        self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
+    }
+}
+
+/// A fixed-size array of modules, named like a `Vec`'s.
+impl<B: Backend, T: Module<B>, const N: usize> Module<B> for [T; N] {
+    type Grads = Vec<T::Grads>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        self.iter().enumerate().for_each(|(i, m)| m.visit_params(&join(prefix, &i.to_string()), v));
+    }
+
+    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        self.iter().enumerate().for_each(|(i, m)| m.visit_buffers(&join(prefix, &i.to_string()), v));
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        self.iter_mut().enumerate().for_each(|(i, x)| x.map_tensors(&join(prefix, &i.to_string()), m));
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+        for (i, (m, g)) in self.iter_mut().zip(g).enumerate() {
+            m.visit_grads(g, &join(prefix, &i.to_string()), v);
+        }
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+        <Vec<T> as Module<B>>::visit_grad_tensors(g, prefix, v);
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+        <Vec<T> as Module<B>>::map_grad_tensors(g, prefix, m);
+    }
+
+    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+        self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
+    }
+}
+
+/// An optional module: nothing is visited when it is `None`.
+impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
+    type Grads = Option<T::Grads>;
+
+    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        if let Some(m) = self {
+            m.visit_params(prefix, v);
+        }
+    }
+
+    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        if let Some(m) = self {
+            m.visit_buffers(prefix, v);
+        }
+    }
+
+    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        if let Some(x) = self {
+            x.map_tensors(prefix, m);
+        }
+    }
+
+    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+        if let (Some(m), Some(g)) = (self, g) {
+            m.visit_grads(g, prefix, v);
+        }
+    }
+
+    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+        if let Some(g) = g {
+            T::visit_grad_tensors(g, prefix, v);
+        }
+    }
+
+    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+        if let Some(g) = g {
+            T::map_grad_tensors(g, prefix, m);
+        }
+    }
+
+    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+        self.as_ref().map(|m| m.make_grads(prefix, f))
+    }
+}
+
+/// Moves every parameter and buffer to `device`.
+pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) {
+    struct Move<'a, B: Backend>(&'a B::Device);
+    impl<B: Backend> ParamMapper<B> for Move<'_, B> {
+        fn map<const D: usize>(&mut self, _: &str, t: Tensor<B, D>) -> Tensor<B, D> {
+            t.to_device(self.0)
+        }
+    }
+    m.map_tensors("", &mut Move::<B>(device));
 }
 
 /// A step of a model, from a rank-`DI` batch to a rank-`DO` batch (the
@@ -178,13 +348,14 @@ pub fn sgd_step<B: Backend, M: Module<B>>(m: &mut M, grads: &M::Grads, lr: f64) 
 /// Implements [`Module`] for a layer without parameters.
 macro_rules! stateless_module {
     (@one [$($g:tt)*] $t:ty) => {
-        impl<B: Backend, $($g)*> Module<B> for $t {
+        impl<B: $crate::Backend, $($g)*> $crate::nn::Module<B> for $t {
             type Grads = ();
-            fn visit_params<V: ParamVisitor<B>>(&self, _: &str, _: &mut V) {}
-            fn map_tensors<M: ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
-            fn visit_grads<V: GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
-            fn visit_grad_tensors<V: ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
-            fn map_grad_tensors<M: ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
+            fn visit_params<V: $crate::nn::ParamVisitor<B>>(&self, _: &str, _: &mut V) {}
+            fn map_tensors<M: $crate::nn::ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
+            fn visit_grads<V: $crate::nn::GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
+            fn visit_grad_tensors<V: $crate::nn::ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
+            fn map_grad_tensors<M: $crate::nn::ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
+            fn make_grads<F: $crate::nn::GradSource<B>>(&self, _: &str, _: &mut F) {}
         }
     };
     (generics $g:tt $($t:ty),*) => {

@@ -80,6 +80,13 @@ macro_rules! weight_bias_module {
                 }
             }
 
+            fn make_grads<F: $crate::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+                $crate::nn::WeightGrads {
+                    weight: f.grad(&$crate::nn::join(prefix, "weight"), &self.weight),
+                    bias: $crate::nn::params::BiasSlot::get(&self.bias).map(|b| f.grad(&$crate::nn::join(prefix, "bias"), b)),
+                }
+            }
+
             fn map_grad_tensors<M: $crate::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
                 g.weight = m.map(&$crate::nn::join(prefix, "weight"), g.weight.clone());
                 if let Some(b) = g.bias.take() {

@@ -1,7 +1,7 @@
 //! Pooling and reshaping layers: `MaxPool2d<K>`, `AvgPool2d<K>`,
 //! `GlobalAvgPool` and `Flatten`. None has parameters.
 
-use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, stateless_module};
+use super::{Ctx, Layer, stateless_module};
 use crate::{Backend, Pool2dOptions, Tensor};
 
 /// Options of the pooling layers.

@@ -54,6 +54,10 @@ impl<B: Backend, const V: usize, const D: usize> Module<B> for Embedding<B, V, D
         v.visit(&join(prefix, "weight"), &g.weight);
     }
 
+    fn make_grads<F: super::GradSource<B>>(&self, prefix: &str, f: &mut F) -> EmbeddingGrads<B> {
+        EmbeddingGrads { weight: f.grad(&join(prefix, "weight"), &self.weight) }
+    }
+
     fn map_grad_tensors<M: ParamMapper<B>>(g: &mut EmbeddingGrads<B>, prefix: &str, m: &mut M) {
         g.weight = m.map(&join(prefix, "weight"), g.weight.clone());
     }
