@@ -89,3 +89,49 @@ fn a_resumed_run_matches_an_uninterrupted_one() {
     std::fs::remove_dir_all(&a).ok();
     std::fs::remove_dir_all(&b).ok();
 }
+
+/// The same task, written by hand and trained through the tape with the
+/// same `fit`, optimizer and checkpoints.
+#[derive(blaze::Module, Clone, Debug)]
+pub struct HandMlp<B: blaze::Backend> {
+    fc1: blaze::nn::Linear<B, 4, 16>,
+    fc2: blaze::nn::Linear<B, 16, 3>,
+}
+
+impl<B: blaze::Backend> blaze::train::TapedForward<B, 2> for HandMlp<blaze::autodiff::Autodiff<B>> {
+    fn forward(
+        &self,
+        x: &Tensor<blaze::autodiff::Autodiff<B>, 2>,
+        _train: bool,
+    ) -> Tensor<blaze::autodiff::Autodiff<B>, 2> {
+        use blaze::nn::Layer;
+        Layer::forward(&self.fc2, &Layer::forward(&self.fc1, x).tanh())
+    }
+}
+
+#[test]
+fn fit_trains_a_hand_written_model_through_the_tape() {
+    use blaze::autodiff::Autodiff;
+    use blaze::nn::{Linear, LinearConfig};
+    use blaze::train::Taped;
+    let dir = out_dir("taped");
+    let mut rng = blaze::Rng::seed_from_u64(0);
+    let c = LinearConfig::default();
+    let mut model = Taped(HandMlp::<Autodiff<Cpu>> {
+        fc1: Linear::new(c, &mut rng, &CpuDevice),
+        fc2: Linear::new(c, &mut rng, &CpuDevice),
+    });
+    let mut opt = Sgd::new(0.1).momentum(0.9);
+    let mut train = DataLoader::new(blobs(256, 1), 32).shuffle(3);
+    let mut val = DataLoader::new(blobs(128, 2), 64);
+    let config = FitConfig { epochs: 8, out_dir: Some(dir.clone()), verbose: false, ..FitConfig::default() };
+    let history = fit::<Autodiff<Cpu>, _, _, _, _, 2>(&mut model, &mut opt, &mut train, &mut val, &config, &CpuDevice)
+        .expect("training runs");
+    assert!(history.epochs[7].train_loss < 0.5 * history.epochs[0].train_loss, "{history:?}");
+    assert!(history.best().expect("epochs").val_accuracy > 0.9, "{history:?}");
+    // Its checkpoint loads into the same struct on the plain CPU backend.
+    let mut plain =
+        HandMlp::<Cpu> { fc1: Linear::new(c, &mut rng, &CpuDevice), fc2: Linear::new(c, &mut rng, &CpuDevice) };
+    blaze::record::load_model(&mut plain, &dir.join("best.safetensors")).expect("loads");
+    std::fs::remove_dir_all(&dir).ok();
+}

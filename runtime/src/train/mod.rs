@@ -10,9 +10,10 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::autodiff::{Autodiff, no_grad, track};
 use crate::data::{Batch, DataLoader, Dataset};
 use crate::loss::cross_entropy;
-use crate::nn::{Block, Ctx};
+use crate::nn::{Block, Ctx, Module};
 use crate::optim::{LrSchedule, Optimizer, clip_grad_norm};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
@@ -173,6 +174,122 @@ pub enum TrainError {
     },
 }
 
+/// What [`fit`] trains: logits for a batch, and one optimizer step with
+/// cross-entropy.
+pub trait Classifier<B: Backend, const DI: usize>: Module<B> {
+    /// Logits `[n, classes]` in evaluation mode.
+    fn logits(&self, x: &Tensor<B, DI>) -> Tensor<B, 2>;
+    /// One training step on `(x, y)`: returns the training-mode logits
+    /// (for metrics) and the loss, and updates the parameters.
+    fn train_step<O: Optimizer<B>>(
+        &mut self,
+        x: &Tensor<B, DI>,
+        y: &Tensor<B, 1>,
+        optimizer: &mut O,
+        ctx: &mut Ctx,
+        config: &FitConfig,
+    ) -> (Tensor<B, 2>, f64);
+}
+
+/// A `#[model]` (any [`Block`] from a batch to logits) trains with its
+/// generated backward.
+impl<B, M, const DI: usize> Classifier<B, DI> for M
+where
+    B: Backend,
+    M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, 2>>,
+{
+    fn logits(&self, x: &Tensor<B, DI>) -> Tensor<B, 2> {
+        self.forward(x)
+    }
+
+    fn train_step<O: Optimizer<B>>(
+        &mut self,
+        x: &Tensor<B, DI>,
+        y: &Tensor<B, 1>,
+        optimizer: &mut O,
+        ctx: &mut Ctx,
+        config: &FitConfig,
+    ) -> (Tensor<B, 2>, f64) {
+        let (logits, cache) = self.forward_train(x, ctx);
+        let loss = cross_entropy(&logits, y, config.label_smoothing);
+        let (_, mut grads) = self.backward(&cache, &loss.grad);
+        if let Some(max) = config.clip_grad_norm {
+            clip_grad_norm::<B, M>(&mut grads, max);
+        }
+        optimizer.step(self, &grads);
+        (logits, loss.item())
+    }
+}
+
+/// A hand-written model's forward, for training through the tape.
+pub trait TapedForward<B: Backend, const DI: usize>: Module<Autodiff<B>> {
+    /// Logits `[n, classes]`; `train` is true during training steps.
+    fn forward(&self, x: &Tensor<Autodiff<B>, DI>, train: bool) -> Tensor<Autodiff<B>, 2>;
+}
+
+/// Trains a hand-written model (`#[derive(Module)]` plus a
+/// [`TapedForward`]) with [`fit`], differentiating through `Autodiff<B>`.
+#[derive(Clone, Debug)]
+pub struct Taped<M>(pub M);
+
+impl<B: Backend, M: Module<Autodiff<B>>> Module<Autodiff<B>> for Taped<M> {
+    type Grads = M::Grads;
+
+    fn visit_params<V: crate::nn::ParamVisitor<Autodiff<B>>>(&self, prefix: &str, v: &mut V) {
+        self.0.visit_params(prefix, v);
+    }
+
+    fn visit_buffers<V: crate::nn::ParamVisitor<Autodiff<B>>>(&self, prefix: &str, v: &mut V) {
+        self.0.visit_buffers(prefix, v);
+    }
+
+    fn map_tensors<P: crate::nn::ParamMapper<Autodiff<B>>>(&mut self, prefix: &str, m: &mut P) {
+        self.0.map_tensors(prefix, m);
+    }
+
+    fn visit_grads<V: crate::nn::GradVisitor<Autodiff<B>>>(&mut self, g: &M::Grads, prefix: &str, v: &mut V) {
+        self.0.visit_grads(g, prefix, v);
+    }
+
+    fn visit_grad_tensors<V: crate::nn::ParamVisitor<Autodiff<B>>>(g: &M::Grads, prefix: &str, v: &mut V) {
+        M::visit_grad_tensors(g, prefix, v);
+    }
+
+    fn map_grad_tensors<P: crate::nn::ParamMapper<Autodiff<B>>>(g: &mut M::Grads, prefix: &str, m: &mut P) {
+        M::map_grad_tensors(g, prefix, m);
+    }
+
+    fn make_grads<F: crate::nn::GradSource<Autodiff<B>>>(&self, prefix: &str, f: &mut F) -> M::Grads {
+        self.0.make_grads(prefix, f)
+    }
+}
+
+impl<B: Backend, M: TapedForward<B, DI>, const DI: usize> Classifier<Autodiff<B>, DI> for Taped<M> {
+    fn logits(&self, x: &Tensor<Autodiff<B>, DI>) -> Tensor<Autodiff<B>, 2> {
+        no_grad(|| self.0.forward(x, false))
+    }
+
+    fn train_step<O: Optimizer<Autodiff<B>>>(
+        &mut self,
+        x: &Tensor<Autodiff<B>, DI>,
+        y: &Tensor<Autodiff<B>, 1>,
+        optimizer: &mut O,
+        _ctx: &mut Ctx,
+        config: &FitConfig,
+    ) -> (Tensor<Autodiff<B>, 2>, f64) {
+        // Parameters replaced by a load or an update are leaves again.
+        track(&mut self.0);
+        let logits = self.0.forward(x, true);
+        let loss = cross_entropy(&logits, y, config.label_smoothing).value;
+        let mut grads = loss.backward().for_module(&self.0);
+        if let Some(max) = config.clip_grad_norm {
+            clip_grad_norm::<Autodiff<B>, M>(&mut grads, max);
+        }
+        no_grad(|| optimizer.step(&mut self.0, &grads));
+        (logits.detach(), loss.item())
+    }
+}
+
 /// Moves a host batch to the device as model input and class targets.
 pub fn to_device<B: Backend, const DI: usize>(
     batch: Batch,
@@ -200,13 +317,13 @@ pub fn evaluate<B, M, D, const DI: usize>(
 ) -> Result<(f64, f64), TrainError>
 where
     B: Backend,
-    M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, 2>>,
+    M: Classifier<B, DI>,
     D: Dataset,
 {
     let (mut loss, mut right, mut n) = (0.0, 0, 0);
     for batch in data.epoch() {
         let (x, y) = to_device::<B, DI>(batch, device)?;
-        let logits = model.forward(&x);
+        let logits = model.logits(&x);
         let b = y.numel();
         loss += cross_entropy(&logits, &y, 0.0).item() * b as f64;
         right += correct(&logits, &y);
@@ -224,7 +341,8 @@ fn write_file(path: &Path, text: &str) -> Result<(), TrainError> {
 }
 
 /// Trains a classifier with cross-entropy: `model` maps a batch to logits
-/// `[n, classes]`, targets are class indices. Returns the history of every
+/// `[n, classes]`, targets are class indices. A `#[model]` is a classifier
+/// as it is; a hand-written model trains through the tape as [`Taped`]. Returns the history of every
 /// epoch (those of a resumed run included).
 pub fn fit<B, M, O, D, V, const DI: usize>(
     model: &mut M,
@@ -236,7 +354,7 @@ pub fn fit<B, M, O, D, V, const DI: usize>(
 ) -> Result<History, TrainError>
 where
     B: Backend,
-    M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, 2>>,
+    M: Classifier<B, DI>,
     O: Optimizer<B>,
     D: Dataset,
     V: Dataset,
@@ -274,16 +392,10 @@ where
                 optimizer.set_lr(s.lr_at(step));
             }
             let (x, y) = to_device::<B, DI>(batch, device)?;
-            let (logits, cache) = model.forward_train(&x, &mut ctx);
-            let loss = cross_entropy(&logits, &y, config.label_smoothing);
-            let (_, mut grads) = model.backward(&cache, &loss.grad);
-            if let Some(max) = config.clip_grad_norm {
-                clip_grad_norm::<B, M>(&mut grads, max);
-            }
-            optimizer.step(model, &grads);
+            let (logits, loss) = model.train_step(&x, &y, optimizer, &mut ctx, config);
             step += 1;
             let b = y.numel();
-            loss_sum += loss.item() * b as f64;
+            loss_sum += loss * b as f64;
             right += correct(&logits, &y);
             seen += b;
             let secs = start.elapsed().as_secs_f64().max(1e-9);
