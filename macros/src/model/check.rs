@@ -87,8 +87,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn output(&self) -> &Shape {
-        &self.steps.last().expect("a model has at least one layer").output
+    /// The model's output shape (`check` rejects models without layers).
+    pub fn output(&self) -> Option<&Shape> {
+        self.steps.last().map(|s| &s.output)
     }
 }
 
@@ -305,7 +306,7 @@ fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::
     let err = |msg: String| Err(field_error(field, msg));
     let out = match &field.kind {
         LayerKind::Linear { i, o: out } => {
-            let last = *dims.last().expect("shapes are never empty");
+            let Some(&last) = dims.last() else { return err(format!("{me} needs an input with a feature dim")) };
             if last != *i {
                 let n: usize = dims.iter().product();
                 if dims.len() > 1 && n == *i {
@@ -318,8 +319,8 @@ fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::
                 let flat = if dims.len() > 1 { format!(" ({n} after Flatten)") } else { String::new() };
                 return err(format!("{me} expects {i} input features, but {src} produces {got}{flat}"));
             }
-            let mut d = dims.to_vec();
-            *d.last_mut().expect("non-empty") = *out;
+            let mut d = dims[..dims.len() - 1].to_vec();
+            d.push(*out);
             d
         }
         LayerKind::Conv2d { cin, cout, k } => {
@@ -455,7 +456,7 @@ fn opaque_after(field: &Field, o: &Options, prev: &TokenStream, from: &Source<'_
 /// expression (shapes do not depend on the backend, so the CPU's stands in).
 fn opaque_output(kind: &LayerKind) -> TokenStream {
     let cpu = quote!(::blaze::Cpu);
-    let ty = kind.opaque_ty(&cpu).expect("an opaque layer");
+    let ty = kind.opaque_ty(&cpu);
     quote!(<#ty as ::blaze::nn::Block<#cpu>>::OUTPUT)
 }
 

@@ -28,7 +28,7 @@ fn field_ty(kind: &LayerKind) -> TokenStream {
         LayerKind::BatchNorm2d { c } => quote!(#nn::BatchNorm2d<B, #c>),
         LayerKind::LayerNorm { n } => quote!(#nn::LayerNorm<B, #n>),
         LayerKind::Embedding { v, d } => quote!(#nn::Embedding<B, #v, #d>),
-        LayerKind::Opaque { .. } => kind.opaque_ty(&quote!(B)).expect("opaque"),
+        LayerKind::Opaque { .. } => kind.opaque_ty(&quote!(B)),
     }
 }
 
@@ -141,13 +141,11 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
     let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
     let in_rank = input_dims.len() + 1;
-    let out_rank = plan.output().rank_tokens();
-    let out_static = plan.output().static_tokens();
     let input_text = format!("{input_dims:?}");
     let num_params = fields.iter().zip(&plan.steps).map(|(f, s)| match s.params {
         Some(n) => quote!(#n),
         None => {
-            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu)).expect("opaque");
+            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu));
             quote!(<#ty as ::blaze::nn::Block<::blaze::Cpu>>::NUM_PARAMS)
         }
     });
@@ -158,7 +156,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     for (i, (f, s)) in fields.iter().zip(&plan.steps).enumerate() {
         let span = f.ty.span();
         if let LayerKind::Opaque { .. } = f.kind {
-            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu)).expect("opaque");
+            let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu));
             let prev = s.input.static_tokens();
             let from = if i == 0 { "the model input".to_owned() } else { format!("`{}`", fields[i - 1].ident) };
             let produced = match &s.input {
@@ -193,8 +191,14 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let user_attrs = &model.attrs;
     let rev_names: Vec<_> = names.iter().rev().collect();
     let rev_passes: Vec<_> = passes.iter().rev().collect();
-    let (first_pass, rest_passes) = passes.split_first().expect("a model has at least one layer");
-    let (first_name, rest_names) = names.split_first().expect("a model has at least one layer");
+    // `check` rejects models without layers; this keeps the generator total.
+    let (Some((first_pass, rest_passes)), Some((first_name, rest_names)), Some(output)) =
+        (passes.split_first(), names.split_first(), plan.output())
+    else {
+        return quote!(::core::compile_error!("a model needs at least one layer"););
+    };
+    let out_rank = output.rank_tokens();
+    let out_static = output.static_tokens();
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 

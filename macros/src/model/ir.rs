@@ -97,11 +97,13 @@ impl LayerKind {
         }
     }
 
-    /// For an opaque type, the type with `backend` as its first generic argument.
-    pub fn opaque_ty(&self, backend: &TokenStream) -> Option<TokenStream> {
+    /// For an opaque type, the type with `backend` as its first generic
+    /// argument; for a built-in, an empty stream (callers ask only for
+    /// opaque kinds).
+    pub fn opaque_ty(&self, backend: &TokenStream) -> TokenStream {
         match self {
-            LayerKind::Opaque { path, extra, .. } => Some(quote::quote!(#path<#backend #extra>)),
-            _ => None,
+            LayerKind::Opaque { path, extra, .. } => quote::quote!(#path<#backend #extra>),
+            _ => TokenStream::new(),
         }
     }
 
