@@ -296,6 +296,11 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     fn dtype(x: &Self::Storage) -> DType;
     /// The device that holds `x`.
     fn device(x: &Self::Storage) -> Self::Device;
+    /// The same values, cut from any recorded graph. Only a differentiating
+    /// backend (`Autodiff`) has a graph; for the others this is a cheap clone.
+    fn detach(x: &Self::Storage) -> Self::Storage {
+        x.clone()
+    }
     /// Converts every element to `dtype` (floats to i64 round toward zero;
     /// to bool: non-zero is true).
     fn cast(x: &Self::Storage, dtype: DType) -> Self::Storage;

@@ -177,11 +177,6 @@ impl<B: Backend, const D: usize> Tensor<Autodiff<B>, D> {
         self.storage().node.is_some()
     }
 
-    /// The same values, cut from the graph, as `torch.Tensor.detach`.
-    pub fn detach(&self) -> Self {
-        Tensor::from_storage(AdStorage::constant(self.storage().primal.clone()))
-    }
-
     /// The values on the inner backend, without the graph.
     pub fn inner(&self) -> Tensor<B, D> {
         Tensor::from_storage(self.storage().primal.clone())
@@ -223,6 +218,10 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn full(shape: &[usize], value: f64, dtype: DType, device: &Self::Device) -> AdStorage<B> {
         AdStorage::constant(B::full(shape, value, dtype, device))
+    }
+
+    fn detach(x: &AdStorage<B>) -> AdStorage<B> {
+        AdStorage::constant(x.primal.clone())
     }
 
     fn shape(x: &AdStorage<B>) -> Vec<usize> {

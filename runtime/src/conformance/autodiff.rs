@@ -227,6 +227,20 @@ pub fn autodiff_graph_semantics<B: Backend>(dev: &B::Device) {
     assert!(peak < before + 32, "a step's graph holds {} nodes", peak - before);
     assert!(loss_value < 0.5 * first_loss.expect("ran"), "loss {first_loss:?} -> {loss_value}");
 
+    // Batch-norm statistics updated in a tape-trained step do not keep the
+    // step's graph alive.
+    let mut bn = crate::nn::BatchNorm2d::<Autodiff<B>, 2>::new(Default::default(), dev);
+    let img =
+        Tensor::<Autodiff<B>, 4>::from_inner(t::<B, 4>([3, 2, 4, 4], 16, dev).to_dtype(DType::F32)).require_grad();
+    let base = live_nodes();
+    for _ in 0..5 {
+        let (y, _) = crate::nn::Layer::<Autodiff<B>, 4, 4>::forward_train(&mut bn, &img, &mut crate::nn::Ctx::train(0));
+        let _ = y.square().sum().backward();
+    }
+    assert_eq!(live_nodes(), base, "running statistics hold on to old graphs");
+    assert!(!bn.running_mean.is_tracked());
+    drop(img);
+
     // A long chain (an unrolled recurrence) frees without overflowing the stack.
     let h0 = Tensor::<Autodiff<B>, 1>::ones([2], dev).require_grad();
     let mut h = h0.clone();

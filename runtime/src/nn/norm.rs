@@ -100,6 +100,11 @@ impl<B: Backend, const C: usize> Layer<B, 4, 4> for BatchNorm2d<B, C> {
         // The running variance is the unbiased estimate, as in PyTorch.
         let k = self.config.momentum;
         let unbiased = var.mul_scalar(m / (m - 1.0).max(1.0)).reshape([C]);
+        // Running statistics are buffers, not part of the step's graph:
+        // detached, a tape-trained model does not chain every step's graph
+        // into the next.
+        let mean = mean.detach();
+        let unbiased = unbiased.detach();
         self.running_mean = self.running_mean.mul_scalar(1.0 - k).add(&mean.reshape([C]).mul_scalar(k));
         self.running_var = self.running_var.mul_scalar(1.0 - k).add(&unbiased.mul_scalar(k));
         (y, BatchNormCache { x_hat, inv_std, batch_stats: true })

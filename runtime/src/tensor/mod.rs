@@ -223,6 +223,12 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         Self::wrap(B::cast(&self.storage, dtype))
     }
 
+    /// The same values, cut from any recorded graph, as
+    /// `torch.Tensor.detach` (a cheap clone on backends without one).
+    pub fn detach(&self) -> Self {
+        Self::wrap(B::detach(&self.storage))
+    }
+
     /// The tensor on another device of the same backend.
     pub fn to_device(&self, device: &B::Device) -> Self {
         if &self.device() == device {
