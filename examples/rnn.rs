@@ -11,7 +11,7 @@
 
 use blaze::autodiff::{Autodiff, track};
 use blaze::loss::cross_entropy;
-use blaze::nn::{Layer, Linear, LinearConfig};
+use blaze::nn::{Linear, LinearConfig};
 use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::{Backend, Rng};
@@ -41,9 +41,9 @@ impl<B: Backend> Elman<B> {
         let mut h = Tensor::<B, 2>::zeros([n, 32], &bits.device());
         for t in 0..len {
             let x = bits.narrow(1, t, 1);
-            h = Layer::forward(&self.input, &x).add(&Layer::forward(&self.hidden, &h)).tanh();
+            h = (self.input.forward(&x) + self.hidden.forward(&h)).tanh();
         }
-        Layer::forward(&self.head, &h)
+        self.head.forward(&h)
     }
 }
 

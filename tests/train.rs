@@ -104,8 +104,7 @@ impl<B: blaze::Backend> blaze::train::TapedForward<B, 2> for HandMlp<blaze::auto
         x: &Tensor<blaze::autodiff::Autodiff<B>, 2>,
         _train: bool,
     ) -> Tensor<blaze::autodiff::Autodiff<B>, 2> {
-        use blaze::nn::Layer;
-        Layer::forward(&self.fc2, &Layer::forward(&self.fc1, x).tanh())
+        self.fc2.forward(&self.fc1.forward(x).tanh())
     }
 }
 

@@ -48,6 +48,11 @@ pub struct Conv2d<B: Backend, const CIN: usize, const COUT: usize, const K: usiz
 pub type Conv2dGrads<B> = WeightGrads<B, 4>;
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, CIN, COUT, K> {
+    /// The convolution of a batch `[n, CIN, h, w]`.
+    pub fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        Layer::<B, 4, 4>::forward(self, x)
+    }
+
     /// Initialised as PyTorch does: uniform in `±1/sqrt(CIN / groups * K * K)`.
     pub fn new(config: Conv2dConfig, rng: &mut Rng, device: &B::Device) -> Self {
         let g = config.groups;

@@ -38,6 +38,12 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
         Linear { weight, bias }
     }
 
+    /// `x W^T + b` over the last dim of `x`, for any rank (as `nn.Linear`),
+    /// so hand-written forwards read `self.fc.forward(&x)`.
+    pub fn forward<const D: usize>(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        Layer::<B, D, D>::forward(self, x)
+    }
+
     fn check<const D: usize>(x: &Tensor<B, D>) {
         let s = x.shape();
         assert!(D >= 2 && s[D - 1] == I, "Linear<{I}, {O}>: expects input [.., {I}], got {:?}", s);

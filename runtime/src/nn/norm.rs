@@ -145,6 +145,11 @@ impl<B: Backend, const N: usize> LayerNorm<B, N> {
         LayerNorm { weight: Tensor::ones([N], device), bias: Tensor::zeros([N], device), config }
     }
 
+    /// Normalises the last dim of `x`, for any rank.
+    pub fn forward<const D: usize>(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        Layer::<B, D, D>::forward(self, x)
+    }
+
     fn last<const D: usize>(t: &Tensor<B, 1>) -> Tensor<B, D> {
         let mut shape = [1; D];
         shape[D - 1] = N;
