@@ -6,7 +6,8 @@
 //! cargo run --release --example tape_bench
 //! ```
 
-use std::time::Instant;
+#[path = "common/timing.rs"]
+mod timing;
 
 use blaze::Rng;
 use blaze::autodiff::{Autodiff, track};
@@ -14,6 +15,7 @@ use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
+use timing::median;
 
 #[model(input = [784])]
 pub struct Mlp {
@@ -24,19 +26,12 @@ pub struct Mlp {
     fc3: Linear<128, 10>,
 }
 
+/// Median step time after 10 warm-up steps.
 fn median_step(mut step: impl FnMut()) -> f64 {
     for _ in 0..10 {
         step();
     }
-    let mut t: Vec<f64> = (0..60)
-        .map(|_| {
-            let s = Instant::now();
-            step();
-            s.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[t.len() / 2]
+    median(60, step)
 }
 
 fn main() {

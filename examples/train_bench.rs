@@ -6,12 +6,14 @@
 //! cargo run --release --example train_bench
 //! ```
 
-use std::time::Instant;
+#[path = "common/timing.rs"]
+mod timing;
 
 use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
+use timing::median;
 
 #[model(input = [784])]
 pub struct Mlp {
@@ -32,19 +34,6 @@ pub struct Cnn {
     pool2: MaxPool2d<2>,
     flat: Flatten,
     fc: Linear<800, 10>,
-}
-
-/// Median of `runs` timings of `f`, in seconds.
-fn median(runs: usize, mut f: impl FnMut()) -> f64 {
-    let mut t: Vec<f64> = (0..runs)
-        .map(|_| {
-            let s = Instant::now();
-            f();
-            s.elapsed().as_secs_f64()
-        })
-        .collect();
-    t.sort_by(f64::total_cmp);
-    t[runs / 2]
 }
 
 /// Samples per second of SGD steps of `model` on one random batch.

@@ -141,75 +141,48 @@ impl<B: Backend, const D: usize> Module<B> for Tensor<B, D> {
     }
 }
 
-/// A list of modules, named `prefix.0`, `prefix.1`, ... as in `nn.ModuleList`.
-impl<B: Backend, T: Module<B>> Module<B> for Vec<T> {
-    type Grads = Vec<T::Grads>;
+/// Implements [`Module`] for a sequence of modules (`Vec`, arrays): entries
+/// are named `prefix.0`, `prefix.1`, ... as in `nn.ModuleList`.
+macro_rules! sequence_module {
+    ([$($g:tt)*] $t:ty) => {
+        impl<B: Backend, T: Module<B>, $($g)*> Module<B> for $t {
+            type Grads = Vec<T::Grads>;
 
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.iter().enumerate().for_each(|(i, m)| m.visit_params(&join(prefix, &i.to_string()), v));
-    }
+            fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                self.iter().enumerate().for_each(|(i, m)| m.visit_params(&join(prefix, &i.to_string()), v));
+            }
 
-    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.iter().enumerate().for_each(|(i, m)| m.visit_buffers(&join(prefix, &i.to_string()), v));
-    }
+            fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                self.iter().enumerate().for_each(|(i, m)| m.visit_buffers(&join(prefix, &i.to_string()), v));
+            }
 
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.iter_mut().enumerate().for_each(|(i, x)| x.map_tensors(&join(prefix, &i.to_string()), m));
-    }
+            fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+                self.iter_mut().enumerate().for_each(|(i, x)| x.map_tensors(&join(prefix, &i.to_string()), m));
+            }
 
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
-        for (i, (m, g)) in self.iter_mut().zip(g).enumerate() {
-            m.visit_grads(g, &join(prefix, &i.to_string()), v);
+            fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+                for (i, (m, g)) in self.iter_mut().zip(g).enumerate() {
+                    m.visit_grads(g, &join(prefix, &i.to_string()), v);
+                }
+            }
+
+            fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+                g.iter().enumerate().for_each(|(i, g)| T::visit_grad_tensors(g, &join(prefix, &i.to_string()), v));
+            }
+
+            fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+                g.iter_mut().enumerate().for_each(|(i, g)| T::map_grad_tensors(g, &join(prefix, &i.to_string()), m));
+            }
+
+            fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+                self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
+            }
         }
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
-        g.iter().enumerate().for_each(|(i, g)| T::visit_grad_tensors(g, &join(prefix, &i.to_string()), v));
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
-        g.iter_mut().enumerate().for_each(|(i, g)| T::map_grad_tensors(g, &join(prefix, &i.to_string()), m));
-    }
-
-    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
-        self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
-    }
+    };
 }
 
-/// A fixed-size array of modules, named like a `Vec`'s.
-impl<B: Backend, T: Module<B>, const N: usize> Module<B> for [T; N] {
-    type Grads = Vec<T::Grads>;
-
-    fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.iter().enumerate().for_each(|(i, m)| m.visit_params(&join(prefix, &i.to_string()), v));
-    }
-
-    fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        self.iter().enumerate().for_each(|(i, m)| m.visit_buffers(&join(prefix, &i.to_string()), v));
-    }
-
-    fn map_tensors<M: ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        self.iter_mut().enumerate().for_each(|(i, x)| x.map_tensors(&join(prefix, &i.to_string()), m));
-    }
-
-    fn visit_grads<V: GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
-        for (i, (m, g)) in self.iter_mut().zip(g).enumerate() {
-            m.visit_grads(g, &join(prefix, &i.to_string()), v);
-        }
-    }
-
-    fn visit_grad_tensors<V: ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
-        <Vec<T> as Module<B>>::visit_grad_tensors(g, prefix, v);
-    }
-
-    fn map_grad_tensors<M: ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
-        <Vec<T> as Module<B>>::map_grad_tensors(g, prefix, m);
-    }
-
-    fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
-        self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
-    }
-}
+sequence_module!([] Vec<T>);
+sequence_module!([const N: usize] [T; N]);
 
 /// An optional module: nothing is visited when it is `None`.
 impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
