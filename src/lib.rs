@@ -6,6 +6,7 @@
 //!
 //! The README follows; its examples run as doctests.
 #![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
 
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;

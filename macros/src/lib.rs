@@ -8,6 +8,7 @@
 //! summary. The pipeline is `model/attr.rs` (parse into the IR of
 //! `model/ir.rs`) -> `model/check.rs` (shapes and rules) ->
 //! `model/codegen.rs` (Rust). This file only dispatches.
+#![deny(missing_docs)]
 
 mod model;
 mod module;

@@ -6,6 +6,7 @@
 //! conv and pooling), and every other op is composed here. A new backend is
 //! then a few hundred lines, and proves itself by passing the conformance
 //! suite (`conformance` feature) that every backend runs.
+#![deny(missing_docs)]
 
 pub mod autodiff;
 pub mod backend;

@@ -10,6 +10,7 @@
 //! Thread count follows rayon: run work inside
 //! `rayon::ThreadPoolBuilder::new().num_threads(n).build()?.install(..)` to
 //! pin it (the benchmarks do this for their 1- and 2-thread columns).
+#![deny(missing_docs)]
 
 mod conv;
 mod elementwise;
