@@ -411,4 +411,28 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         input_shape: [usize; 4],
         options: &Pool2dOptions,
     ) -> Self::Storage;
+
+    // ---- composites a backend may fuse -----------------------------------
+
+    /// Softmax over `dim` (log-softmax with `log`). The default composes
+    /// primitives, so a differentiating backend records it op by op; a
+    /// backend may override it with a fused kernel that must agree.
+    fn softmax(x: &Self::Storage, dim: usize, log: bool) -> Self::Storage {
+        composed_softmax::<Self>(x, dim, log)
+    }
+}
+
+/// Softmax (or log-softmax) over `dim` from primitives: the max is
+/// subtracted first so no exponent overflows; it cancels in the ratio.
+pub fn composed_softmax<B: Backend>(x: &B::Storage, dim: usize, log: bool) -> B::Storage {
+    let shape = B::shape(x);
+    let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), &shape);
+    let shifted = B::binary(BinaryOp::Sub, x, &max);
+    let e = B::unary(UnaryOp::Exp, &shifted);
+    let sum = B::expand(&B::reduce(ReduceOp::Sum, &e, dim), &shape);
+    if log {
+        B::binary(BinaryOp::Sub, &shifted, &B::unary(UnaryOp::Log, &sum))
+    } else {
+        B::binary(BinaryOp::Div, &e, &sum)
+    }
 }

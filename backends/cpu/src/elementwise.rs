@@ -5,9 +5,11 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{CHEAP_OP_MIN, fill, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN, fill, should_fork};
+use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
+use crate::storage::{Float, Num};
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn, Zip};
 
@@ -238,4 +240,52 @@ where
         }
     }
     Zip::from(&cv).and(&av).and(&bv).map_collect(|&c, &x, &y| if c { x } else { y }).into_shared()
+}
+
+/// Softmax (or log-softmax) over the last dim of a row-major array, one
+/// row at a time while it is in cache: max, exponentials and their sum,
+/// then the scale (or the log). `None` when the input is not row-major.
+pub(crate) fn softmax_last<T: Float>(a: &Array<T>, log: bool) -> Option<Array<T>> {
+    let s = a.as_slice()?;
+    let n = *a.shape().last()?;
+    if n == 0 || s.is_empty() {
+        return None;
+    }
+    let v = fill(s.len(), n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
+        for (r, row) in out.chunks_mut(n).enumerate() {
+            let x = &s[start + r * n..][..n];
+            dispatch(
+                #[inline(always)]
+                || {
+                    // NaN propagates, as in the composed version.
+                    let mut max = x[0];
+                    for &v in x {
+                        if !Num::is_nan(max) && (Num::is_nan(v) || v > max) {
+                            max = v;
+                        }
+                    }
+                    for (o, &v) in row.iter_mut().zip(x) {
+                        o.write((v - max).fast_exp());
+                    }
+                    // SAFETY: every slot of `row` was written just above.
+                    let e = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(row) as *mut [T]) };
+                    let sum = sum_slice(e);
+                    if log {
+                        // (x - max) - ln(sum): subtracting the max first keeps
+                        // the small differences exact when the logits are large.
+                        let ln_sum = sum.ln();
+                        for (o, &v) in e.iter_mut().zip(x) {
+                            *o = (v - max) - ln_sum;
+                        }
+                    } else {
+                        let inv = T::ONE / sum;
+                        for o in e.iter_mut() {
+                            *o = *o * inv;
+                        }
+                    }
+                },
+            )
+        }
+    });
+    Some(build(a.shape(), v))
 }

@@ -480,4 +480,14 @@ impl Backend for Cpu {
             other => unsupported("avg_pool2d_input_grad", other.dtype()),
         }
     }
+
+    fn softmax(x: &CpuStorage, dim: usize, log: bool) -> CpuStorage {
+        let last = dim + 1 == x.shape().len();
+        let fused = match x {
+            CpuStorage::F32(a) if last => elementwise::softmax_last(a, log).map(CpuStorage::F32),
+            CpuStorage::F64(a) if last => elementwise::softmax_last(a, log).map(CpuStorage::F64),
+            _ => None,
+        };
+        fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
+    }
 }

@@ -23,7 +23,7 @@ fn out_shape(shape: &[usize], dim: usize) -> Vec<usize> {
 /// Sum of a contiguous run with 16 independent accumulators, so the loop
 /// vectorises (a single running sum is a serial dependency chain).
 #[inline(always)]
-fn sum_slice<T: Num>(s: &[T]) -> T {
+pub(crate) fn sum_slice<T: Num>(s: &[T]) -> T {
     let mut acc = [T::ZERO; 16];
     let chunks = s.chunks_exact(16);
     let rest = chunks.remainder();

@@ -7,12 +7,12 @@ use crate::shape::{Dim, window_output_size};
 
 impl<B: Backend, const D: usize> Tensor<B, D> {
     /// `exp(x) / sum(exp(x))` over `dim`. The max is subtracted first so no
-    /// exponent overflows; that shift cancels in the ratio.
+    /// exponent overflows; that shift cancels in the ratio (see
+    /// [`crate::backend::composed_softmax`]; backends may fuse it).
     pub fn softmax(&self, dim: impl Dim) -> Self {
         self.assert_float("softmax");
         let d = dim.index(D, "softmax");
-        let e = self.sub(&self.max_dim(d)).exp();
-        e.div(&e.sum_dim(d))
+        Self::wrap(B::softmax(&self.storage, d, false))
     }
 
     /// `x - log(sum(exp(x)))` over `dim`, computed as
@@ -21,8 +21,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn log_softmax(&self, dim: impl Dim) -> Self {
         self.assert_float("log_softmax");
         let d = dim.index(D, "log_softmax");
-        let shifted = self.sub(&self.max_dim(d));
-        shifted.sub(&shifted.exp().sum_dim(d).log())
+        Self::wrap(B::softmax(&self.storage, d, true))
     }
 
     /// `log(sum(exp(x)))` over `dim`, kept with size 1, computed stably.
