@@ -36,10 +36,6 @@ fn field_ty(kind: &LayerKind) -> TokenStream {
 fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
     let nn = quote!(::blaze::nn);
     let bias = o.bias;
-    let opt_f64 = |v: Option<f64>| match v {
-        Some(v) => quote!(#v),
-        None => quote!(::core::default::Default::default()),
-    };
     match kind {
         LayerKind::Linear { .. } => quote!(#nn::Linear::new(#nn::LinearConfig { bias: #bias }, rng, device)),
         LayerKind::Conv2d { .. } => {
@@ -73,7 +69,6 @@ fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
             let defaults = quote!(#nn::NormConfig::default());
             let eps = o.eps.map_or_else(|| quote!(#defaults.eps), |v| quote!(#v));
             let momentum = o.momentum.map_or_else(|| quote!(#defaults.momentum), |v| quote!(#v));
-            let _ = opt_f64;
             quote!(#nn::#ty::new(#nn::NormConfig { eps: #eps, momentum: #momentum }, device))
         }
         LayerKind::Embedding { .. } => quote!(#nn::Embedding::new(rng, device)),

@@ -90,11 +90,9 @@ pub fn autodiff_elementwise<B: Backend>(dev: &B::Device) {
         ("pow", |a, b| a.abs().add_scalar(0.5).pow(b)),
     ];
     for (name, f) in binary {
-        let (c, r) = (col.clone(), row.clone());
-        check::<B, 2>(&format!("{name} lhs"), &x, |a| weigh(&f(a, &Tensor::from_inner(r.clone()))));
+        check::<B, 2>(&format!("{name} lhs"), &x, |a| weigh(&f(a, &Tensor::from_inner(row.clone()))));
         check::<B, 2>(&format!("{name} broadcast rhs"), &row, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
         check::<B, 2>(&format!("{name} broadcast column"), &col, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
-        let _ = c;
     }
     let cond = x.gt_scalar(0.0);
     check::<B, 2>("where lhs", &x, |a| {
