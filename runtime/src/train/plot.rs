@@ -53,12 +53,12 @@ fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, 
             ymax = ymax.max(y);
         }
     }
-    let (xmin, xmax) = nice_range(xmin, xmax);
+    // The x axis spans the data exactly (epochs); y gets a little margin.
+    let (xmin, xmax) = if xmax > xmin { (xmin, xmax) } else { nice_range(xmin, xmax) };
     let (ymin, ymax) = nice_range(ymin, ymax);
     let px = |x: f64| x0 + ml + (x - xmin) / (xmax - xmin) * pw;
     let py = |y: f64| mt + ph - (y - ymin) / (ymax - ymin) * ph;
-    let _ =
-        write!(svg, r#"<text x="{}" y="18" text-anchor="middle" font-size="14">{title}</text>"#, x0 + ml + pw / 2.0);
+    let _ = write!(svg, r#"<text x="{}" y="18" font-size="14">{title}</text>"#, x0 + ml);
     let _ = write!(svg, r##"<rect x="{}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##, x0 + ml);
     for i in 0..=4 {
         let y = ymin + (ymax - ymin) * i as f64 / 4.0;
@@ -72,7 +72,8 @@ fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, 
             e = py(y) + 4.0
         );
         let x = xmin + (xmax - xmin) * i as f64 / 4.0;
-        let _ = write!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{x:.1}</text>"#, px(x), mt + ph + 16.0);
+        let digits = if xmax - xmin >= 8.0 { 0 } else { 1 };
+        let _ = write!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{x:.digits$}</text>"#, px(x), mt + ph + 16.0);
     }
     let _ = write!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{x_label}</text>"#, x0 + ml + pw / 2.0, h - 10.0);
     for (k, s) in series.iter().enumerate() {
@@ -80,15 +81,15 @@ fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, 
             s.points.iter().filter(|p| p.1.is_finite()).map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y))).collect();
         let _ =
             write!(svg, r#"<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>"#, s.color, pts.join(" "));
-        let ly = mt + 14.0 + 16.0 * k as f64;
+        // The legend sits in the top margin, right-aligned, clear of the lines.
+        let lx = x0 + ml + pw - 100.0 * (series.len() - k) as f64;
         let _ = write!(
             svg,
-            r#"<line x1="{a}" x2="{b}" y1="{ly}" y2="{ly}" stroke="{c}" stroke-width="2"/><text x="{d}" y="{e}">{n}</text>"#,
-            a = x0 + ml + pw - 110.0,
-            b = x0 + ml + pw - 90.0,
+            r#"<line x1="{a}" x2="{b}" y1="14" y2="14" stroke="{c}" stroke-width="2"/><text x="{d}" y="18">{n}</text>"#,
+            a = lx,
+            b = lx + 20.0,
             c = s.color,
-            d = x0 + ml + pw - 85.0,
-            e = ly + 4.0,
+            d = lx + 25.0,
             n = s.name
         );
     }
