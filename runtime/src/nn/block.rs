@@ -265,8 +265,3 @@ fn group(n: usize) -> String {
     }
     out
 }
-
-/// A tensor's per-sample shape (its dims after the batch dim), for checks.
-pub fn per_sample<B: Backend, const D: usize>(x: &Tensor<B, D>) -> Vec<usize> {
-    x.shape()[1..].to_vec()
-}

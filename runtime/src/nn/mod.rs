@@ -19,7 +19,7 @@ mod pool;
 mod sparse;
 
 pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Relu, Sigmoid, Tanh};
-pub use block::{BackendDevice, Block, StaticShape, SummaryRow, per_sample, shape_rules, summary_table};
+pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
 pub use dropout::{Dropout, DropoutConfig};
 pub use linear::{Linear, LinearConfig, LinearGrads};
