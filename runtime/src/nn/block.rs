@@ -7,7 +7,7 @@ use std::fmt;
 
 use super::{Ctx, Module};
 use crate::rng::Rng;
-use crate::{Backend, Tensor};
+use crate::Backend;
 
 /// A per-sample shape usable in const evaluation: up to 8 dims.
 #[derive(Clone, Copy, PartialEq, Eq)]
