@@ -34,6 +34,14 @@ pub fn creation_and_readback<B: Backend>(dev: &B::Device) {
     let back = Tensor::<B, 2>::from_data(data.clone(), dev).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(back.to_data(), data);
     assert!(Tensor::<B, 3>::from_data(data, dev).is_err(), "rank mismatch must be an error");
+    // Printing nests by dim and elides the middle of long dims, as PyTorch.
+    let m = Tensor::<B, 2>::from_vec(vec![1i64, 2, 3, 4], [2, 2], dev);
+    assert_eq!(m.to_string(), "[[1, 2], [3, 4]]");
+    let long = Tensor::<B, 1>::arange(0..10, dev);
+    assert_eq!(long.to_string(), "[0, 1, 2, ..., 7, 8, 9]");
+    assert_eq!(Tensor::<B, 0>::from_vec(vec![0.5f32], [], dev).to_string(), "0.5000");
+    let dbg = format!("{:?}", Tensor::<B, 1>::from_vec(vec![true], [1], dev));
+    assert!(dbg.contains("shape=[1], dtype=bool, [true]"), "{dbg}");
 }
 
 /// `manual_seed` reproduces values; the ranges are right.

@@ -6,8 +6,8 @@
 use std::fmt;
 
 use super::{Ctx, Module};
-use crate::rng::Rng;
 use crate::Backend;
+use crate::rng::Rng;
 
 /// A per-sample shape usable in const evaluation: up to 8 dims.
 #[derive(Clone, Copy, PartialEq, Eq)]
