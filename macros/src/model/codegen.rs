@@ -348,14 +348,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn check_input(x: &::blaze::Tensor<B, #in_rank>) {
                 let shape = x.shape();
-                if shape[1..] != *Self::INPUT_SHAPE {
-                    ::core::panic!(
-                        "{}: expects input [batch, {}], got {:?}",
-                        #forward_name,
-                        #input_text.trim_matches(|c| c == '[' || c == ']'),
-                        shape
-                    );
-                }
+                ::core::assert!(
+                    shape[1..] == *Self::INPUT_SHAPE,
+                    "{}: expects input [batch, {}], got {:?}",
+                    #forward_name,
+                    #input_text.trim_matches(|c| c == '[' || c == ']'),
+                    shape
+                );
             }
         }
     }

@@ -62,7 +62,8 @@ mod tests {
 
     fn expand_str(attr: TokenStream, item: TokenStream) -> String {
         let out = std::panic::catch_unwind(|| super::expand(attr.clone(), item.clone()).to_string());
-        out.unwrap_or_else(|_| panic!("#[model] panicked on {attr} / {item}"))
+        assert!(out.is_ok(), "#[model] panicked on {attr} / {item}");
+        out.unwrap_or_default()
     }
 
     fn errors(attr: TokenStream, item: TokenStream) -> String {

@@ -21,8 +21,9 @@ mod tests {
     use quote::quote;
 
     fn expand(item: proc_macro2::TokenStream) -> String {
-        std::panic::catch_unwind(|| super::expand(item.clone()).to_string())
-            .unwrap_or_else(|_| panic!("derive(Module) panicked on {item}"))
+        let out = std::panic::catch_unwind(|| super::expand(item.clone()).to_string());
+        assert!(out.is_ok(), "derive(Module) panicked on {item}");
+        out.unwrap_or_default()
     }
 
     #[test]
