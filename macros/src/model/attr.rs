@@ -162,9 +162,9 @@ fn int_literal(e: &Expr) -> Option<i128> {
     }
 }
 
-/// Names of types that can never be layers, for a clearer message than a
-/// missing trait bound.
-const NOT_LAYERS: &[&str] = &[
+/// Plain value types: never layers, never modules. Shared with
+/// `derive(Module)`, so both macros name the same mistakes.
+pub(crate) const PLAIN_TYPES: &[&str] = &[
     "u8",
     "u16",
     "u32",
@@ -183,15 +183,12 @@ const NOT_LAYERS: &[&str] = &[
     "char",
     "str",
     "String",
-    "Vec",
-    "Option",
-    "Box",
-    "Rc",
-    "Arc",
-    "HashMap",
     "PhantomData",
-    "Tensor",
 ];
+
+/// Containers and handles that are not layers themselves (a model's field
+/// is one layer), for a clearer message than a missing trait bound.
+const NOT_LAYERS: &[&str] = &["Vec", "Option", "Box", "Rc", "Arc", "HashMap", "Tensor"];
 
 /// Recognises a field's type: a built-in layer with literal const generics,
 /// or another type (a nested model or a user layer).
@@ -214,7 +211,7 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
     let path = &tp.path;
     let Some(last) = path.segments.last() else { return Err(not_a_layer(ty.span(), "")) };
     let name = last.ident.to_string();
-    if NOT_LAYERS.contains(&name.as_str()) {
+    if PLAIN_TYPES.contains(&name.as_str()) || NOT_LAYERS.contains(&name.as_str()) {
         return Err(not_a_layer(ty.span(), &ty.to_token_stream().to_string().replace(' ', "")));
     }
     // Built-ins are recognised by bare name or through `nn::` / `blaze::nn::`.

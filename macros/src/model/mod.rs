@@ -5,6 +5,7 @@ mod check;
 mod codegen;
 mod ir;
 
+pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use check::distance;
 
 /// Error collection, shared with `derive(Module)`.

@@ -5,6 +5,7 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{GenericParam, Ident, Type};
 
+use crate::model::PLAIN_TYPES;
 use crate::model::errors::Errors;
 
 /// A struct that derives `Module`.
@@ -27,32 +28,8 @@ pub struct Field {
     pub ty: Type,
 }
 
-/// Types that can never hold parameters.
-const NOT_MODULES: &[&str] = &[
-    "u8",
-    "u16",
-    "u32",
-    "u64",
-    "u128",
-    "usize",
-    "i8",
-    "i16",
-    "i32",
-    "i64",
-    "i128",
-    "isize",
-    "f32",
-    "f64",
-    "bool",
-    "char",
-    "str",
-    "String",
-    "PhantomData",
-    "Rng",
-    "Duration",
-    "Instant",
-    "PathBuf",
-];
+/// Non-plain types that never hold parameters.
+const NOT_MODULES: &[&str] = &["Rng", "Duration", "Instant", "PathBuf"];
 
 pub fn parse(input: TokenStream) -> syn::Result<Derive> {
     let input: syn::DeriveInput = syn::parse2(input)?;
@@ -158,9 +135,8 @@ fn skipped(f: &syn::Field) -> syn::Result<bool> {
 fn holds_no_parameters(ty: &Type) -> Option<String> {
     match ty {
         Type::Path(p) => {
-            let last = p.path.segments.last()?;
-            NOT_MODULES
-                .contains(&last.ident.to_string().as_str())
+            let name = p.path.segments.last()?.ident.to_string();
+            (PLAIN_TYPES.contains(&name.as_str()) || NOT_MODULES.contains(&name.as_str()))
                 .then(|| ty.to_token_stream().to_string().replace(' ', ""))
         }
         Type::Reference(_) | Type::Ptr(_) | Type::FnPtr(_) => Some(ty.to_token_stream().to_string()),
