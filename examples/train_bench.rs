@@ -6,6 +6,8 @@
 //! cargo run --release --example train_bench
 //! ```
 
+#[path = "common/mlp.rs"]
+mod mlp;
 #[path = "common/timing.rs"]
 mod timing;
 
@@ -13,16 +15,8 @@ use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
+use mlp::Mlp;
 use timing::median;
-
-#[model(input = [784])]
-pub struct Mlp {
-    fc1: Linear<784, 256>,
-    act1: Relu,
-    fc2: Linear<256, 128>,
-    act2: Relu,
-    fc3: Linear<128, 10>,
-}
 
 #[model(input = [1, 28, 28])]
 pub struct Cnn {
