@@ -420,6 +420,19 @@ pub fn matmul_batched_and_strided<B: Backend>(dev: &B::Device) {
         let wt: Vec<f64> = r::indices(&[k, n]).iter().map(|i| w[i[1] * k + i[0]]).collect();
         assert_close("x @ w.t()", &x2.matmul(&tw.t()), &r::matmul(&a[..m * k], &wt, m, k, n), &[m, n], tol);
     }
+    // Large enough to run on several threads, which split the output along
+    // its longer side: once along columns, once along rows, with both
+    // operands transposed and sizes no block multiple divides.
+    for (m, k, n) in [(70, 90, 250), (250, 90, 70)] {
+        let a = noise(m * k, 26);
+        let b = noise(k * n, 27);
+        let at: Vec<f64> = r::indices(&[k, m]).iter().map(|i| a[i[1] * k + i[0]]).collect();
+        let bt: Vec<f64> = r::indices(&[n, k]).iter().map(|i| b[i[1] * n + i[0]]).collect();
+        let ta = tensor::<B, 2>(&at, [k, m], DType::F32, dev).t();
+        let tb = tensor::<B, 2>(&bt, [n, k], DType::F32, dev).t();
+        let name = format!("{m}x{k}x{n}, both transposed");
+        assert_close(&name, &ta.matmul(&tb), &r::matmul(&a, &b, m, k, n), &[m, n], tolerance(DType::F32, true));
+    }
 }
 
 /// reshape (with -1), flatten, squeeze/unsqueeze, permute/transpose,
