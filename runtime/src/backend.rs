@@ -420,6 +420,15 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     fn softmax(x: &Self::Storage, dim: usize, log: bool) -> Self::Storage {
         composed_softmax::<Self>(x, dim, log)
     }
+
+    /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
+    /// May assume a float dtype shared by both and equal shapes. The default
+    /// composes primitives; a backend may update `y`'s buffer in place when
+    /// nothing else shares it, in one pass instead of three.
+    fn axpby(y: &mut Self::Storage, a: f64, x: &Self::Storage, b: f64) {
+        let ay = if a == 1.0 { y.clone() } else { Self::binary_scalar(BinaryOp::Mul, y, a) };
+        *y = Self::binary(BinaryOp::Add, &ay, &Self::binary_scalar(BinaryOp::Mul, x, b));
+    }
 }
 
 /// Softmax (or log-softmax) over `dim` from primitives: the max is

@@ -54,14 +54,21 @@ impl<B: Backend> State<B> {
     }
 }
 
-/// Applies `update(name, flat_param, flat_grad) -> new flat_param` to every parameter.
+/// One parameter's update: `p = keep * p - lr * step`, made in place.
+struct Update<B: Backend> {
+    keep: f64,
+    lr: f64,
+    step: Tensor<B, 1>,
+}
+
+/// Updates every parameter by `update(name, flat_param, flat_grad)`.
 fn for_each_param<B: Backend, M: Module<B>>(
     model: &mut M,
     grads: &M::Grads,
-    update: impl FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Tensor<B, 1>,
+    update: impl FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>,
 ) {
     struct Apply<F>(F);
-    impl<B: Backend, F: FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Tensor<B, 1>> GradVisitor<B> for Apply<F> {
+    impl<B: Backend, F: FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>> GradVisitor<B> for Apply<F> {
         fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
             assert!(
                 p.shape() == g.shape(),
@@ -70,11 +77,30 @@ fn for_each_param<B: Backend, M: Module<B>>(
                 p.shape()
             );
             let shape = p.shape();
-            let flat = (self.0)(name, &p.reshape([-1]), &g.reshape([-1]));
-            *p = flat.reshape(shape);
+            // The flat view of `p` is gone before the update, so `p`'s
+            // buffer is not shared and is updated in place.
+            let Update { keep, lr, step } = (self.0)(name, &p.reshape([-1]), &g.reshape([-1]));
+            p.axpby_(keep, &step.reshape(shape), -lr);
         }
     }
     model.visit_grads(grads, "", &mut Apply(update));
+}
+
+/// `slot = decay * slot + scale * x` in place, or `scale * x` on the first step.
+fn decay_into<B: Backend>(
+    slots: &mut BTreeMap<String, Tensor<B, 1>>,
+    name: &str,
+    decay: f64,
+    x: &Tensor<B, 1>,
+    scale: f64,
+) {
+    match slots.get_mut(name) {
+        Some(slot) => slot.axpby_(decay, x, scale),
+        None => {
+            let first = if scale == 1.0 { x.clone() } else { x.mul_scalar(scale) };
+            slots.insert(name.to_owned(), first);
+        }
+    }
 }
 
 /// The [`Optimizer`] methods every optimizer here shares: its `lr` field,
@@ -154,14 +180,17 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
             let mut d = if wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
             if mu != 0.0 {
                 let slots = &mut state.entry(name.to_owned()).or_default().slots;
-                let buf = match slots.get("momentum_buffer") {
-                    Some(b) => b.mul_scalar(mu).add(&d.mul_scalar(1.0 - damp)),
-                    None => d.clone(),
-                };
+                // PyTorch starts the buffer at the first gradient, undamped.
+                match slots.get_mut("momentum_buffer") {
+                    Some(buf) => buf.axpby_(mu, &d, 1.0 - damp),
+                    None => {
+                        slots.insert("momentum_buffer".into(), d.clone());
+                    }
+                }
+                let buf = &slots["momentum_buffer"];
                 d = if nesterov { d.add(&buf.mul_scalar(mu)) } else { buf.clone() };
-                slots.insert("momentum_buffer".into(), buf);
             }
-            p.sub(&d.mul_scalar(lr))
+            Update { keep: 1.0, lr, step: d }
         });
         self.steps += 1;
     }
@@ -254,28 +283,14 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
         let state = &mut self.state;
         for_each_param(model, grads, |name, p, g| {
-            let (p, g) = if decoupled {
-                (if wd != 0.0 { p.mul_scalar(1.0 - lr * wd) } else { p.clone() }, g.clone())
-            } else if wd != 0.0 {
-                (p.clone(), g.add(&p.mul_scalar(wd)))
-            } else {
-                (p.clone(), g.clone())
-            };
+            let keep = if decoupled { 1.0 - lr * wd } else { 1.0 };
+            let g = if !decoupled && wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
             let slots = &mut state.entry(name.to_owned()).or_default().slots;
-            let m = match slots.get("exp_avg") {
-                Some(m) => m.mul_scalar(b1).add(&g.mul_scalar(1.0 - b1)),
-                None => g.mul_scalar(1.0 - b1),
-            };
-            let v = match slots.get("exp_avg_sq") {
-                Some(v) => v.mul_scalar(b2).add(&g.square().mul_scalar(1.0 - b2)),
-                None => g.square().mul_scalar(1.0 - b2),
-            };
+            decay_into(slots, "exp_avg", b1, &g, 1.0 - b1);
+            decay_into(slots, "exp_avg_sq", b2, &g.square(), 1.0 - b2);
             // p -= lr * m̂ / (sqrt(v̂) + eps), with m̂ = m / c1, v̂ = v / c2.
-            let denom = v.div_scalar(c2).sqrt().add_scalar(eps);
-            let out = p.sub(&m.div(&denom).mul_scalar(lr / c1));
-            slots.insert("exp_avg".into(), m);
-            slots.insert("exp_avg_sq".into(), v);
-            out
+            let denom = slots["exp_avg_sq"].div_scalar(c2).sqrt().add_scalar(eps);
+            Update { keep, lr: lr / c1, step: slots["exp_avg"].div(&denom) }
         });
     }
 

@@ -5,13 +5,14 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN, fill, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
 use crate::storage::{Float, Num};
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn, Zip};
+use rayon::prelude::*;
 
 /// Builds an array from a row-major vector that fills `shape`.
 pub(crate) fn build<U>(shape: &[usize], v: Vec<U>) -> Array<U> {
@@ -39,6 +40,34 @@ where
         return build(a.shape(), v);
     }
     a.map(|&x| f(x)).into_shared()
+}
+
+/// `y = a * y + b * x` in one pass over `y`'s buffer, which is copied first
+/// only if another array shares it. Returns false (and leaves `y` alone)
+/// unless both are contiguous row-major of the same shape.
+pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: T) -> bool {
+    if y.shape() != x.shape() || !y.is_standard_layout() {
+        return false;
+    }
+    let (Some(xs), Some(ys)) = (x.as_slice(), y.as_slice_mut()) else {
+        return false;
+    };
+    let update = |ys: &mut [T], xs: &[T]| {
+        dispatch(
+            #[inline(always)]
+            || {
+                for (y, &x) in ys.iter_mut().zip(xs) {
+                    *y = a * *y + b * x;
+                }
+            },
+        )
+    };
+    if should_fork(ys.len(), CHEAP_OP_MIN) {
+        ys.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK)).for_each(|(ys, xs)| update(ys, xs));
+    } else {
+        update(ys, xs);
+    }
+    true
 }
 
 /// How a broadcast operand lays over the output, seen as rows of `inner`.

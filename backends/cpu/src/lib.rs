@@ -490,4 +490,16 @@ impl Backend for Cpu {
         };
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
     }
+
+    fn axpby(y: &mut CpuStorage, a: f64, x: &CpuStorage, b: f64) {
+        let done = match (&mut *y, x) {
+            (CpuStorage::F32(ya), CpuStorage::F32(xa)) => elementwise::axpby_in_place(ya, a as f32, xa, b as f32),
+            (CpuStorage::F64(ya), CpuStorage::F64(xa)) => elementwise::axpby_in_place(ya, a, xa, b),
+            _ => false,
+        };
+        if !done {
+            let ay = Self::binary_scalar(BinaryOp::Mul, y, a);
+            *y = Self::binary(BinaryOp::Add, &ay, &Self::binary_scalar(BinaryOp::Mul, x, b));
+        }
+    }
 }

@@ -862,6 +862,23 @@ pub fn optimizers<B: Backend>(dev: &B::Device) {
     let mut o = Adam::adamw(0.01).weight_decay(0.1);
     close("adamw", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, true));
 
+    // The in-place update leaves tensors that share the old buffer alone,
+    // and updates strided views by value.
+    for dtype in FLOATS {
+        let y0 = noise(6, 31);
+        let x0 = noise(6, 32);
+        let want: Vec<f64> = y0.iter().zip(&x0).map(|(y, x)| 0.5 * y - 2.0 * x).collect();
+        let mut y = tensor::<B, 2>(&y0, [2, 3], dtype, dev);
+        let shared = y.clone();
+        y.axpby_(0.5, &tensor::<B, 2>(&x0, [2, 3], dtype, dev), -2.0);
+        assert_close("axpby_", &y, &want, &[2, 3], tolerance(dtype, false));
+        assert_close("axpby_ leaves a sharing tensor alone", &shared, &y0, &[2, 3], tolerance(dtype, false));
+        let xt: Vec<f64> = r::indices(&[3, 2]).iter().map(|i| x0[i[1] * 3 + i[0]]).collect();
+        let mut yt = tensor::<B, 2>(&y0, [2, 3], dtype, dev);
+        yt.axpby_(0.5, &tensor::<B, 2>(&xt, [3, 2], dtype, dev).t(), -2.0);
+        assert_close("axpby_ from a transposed view", &yt, &want, &[2, 3], tolerance(dtype, false));
+    }
+
     // Saving and restoring the state continues the same trajectory.
     let mut a = Adam::<B>::new(0.01);
     let mut m = model();

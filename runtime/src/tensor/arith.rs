@@ -78,6 +78,17 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         self.binary(BinaryOp::Minimum, rhs)
     }
 
+    /// `self = a * self + b * x` in place (BLAS `axpby`): how optimizers
+    /// update parameters. The buffer is reused when no other tensor shares
+    /// it (PyTorch's `p.mul_(a).add_(x, alpha=b)`).
+    pub fn axpby_(&mut self, a: f64, x: &Self, b: f64) {
+        let (sd, xd) = (self.dtype(), x.dtype());
+        assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
+        let (ss, xs) = (B::shape(&self.storage), B::shape(&x.storage));
+        assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(&ss), fmt_shape(&xs));
+        B::axpby(&mut self.storage, a, &x.storage, b);
+    }
+
     /// `self + s`.
     pub fn add_scalar(&self, s: f64) -> Self {
         self.binary_scalar(BinaryOp::Add, s)
