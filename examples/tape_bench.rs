@@ -38,7 +38,7 @@ fn main() {
     let mut ctx = Ctx::train(0);
     let generated = median_step(|| {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
-        let (_, grads) = model.backward(&cache, &cross_entropy(&logits, &y, 0.0).grad);
+        let grads = model.backward_params(&cache, &cross_entropy(&logits, &y, 0.0).grad);
         opt.step(&mut model, &grads);
     });
 

@@ -42,7 +42,7 @@ where
     let mut step = || {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
         let loss = cross_entropy(&logits, &y, 0.0);
-        let (_, grads) = model.backward(&cache, &loss.grad);
+        let grads = model.backward_params(&cache, &loss.grad);
         opt.step(&mut model, &grads);
     };
     for _ in 0..5 {

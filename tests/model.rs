@@ -45,6 +45,16 @@ pub struct Nested {
     head: Linear<3, 2>,
 }
 
+/// Stateless layers before the first layer with parameters.
+#[model(input = [2, 3, 2])]
+pub struct FlatHead {
+    flat: Flatten,
+    act: Relu,
+    fc: Linear<12, 5>,
+    act2: Tanh,
+    out: Linear<5, 2>,
+}
+
 fn images(n: usize, seed: u64) -> Tensor<Cpu, 4> {
     Tensor::normal_with([n, 1, 28, 28], 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
 }
@@ -180,4 +190,25 @@ fn summary_lists_every_layer() {
         assert!(rows.iter().any(|r| r.starts_with(name)), "no row for {name}\n{s}");
     }
     assert!(s.contains("[batch, 16, 5, 5]") && s.contains("[batch, 400]") && s.contains("48,120"), "{s}");
+}
+
+/// `backward_params` skips the input gradient and gives the very parameter
+/// gradients `backward` gives, whatever comes first in the model.
+#[test]
+fn backward_params_equals_the_full_backward() {
+    fn check<M, const DI: usize>(mut model: M, x: Tensor<Cpu, DI>)
+    where
+        M: nn::Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>>,
+    {
+        let (y, cache) = model.forward_train(&x, &mut Ctx::train(5));
+        let g = Tensor::normal_with(y.shape(), 0.0, 1.0, &mut Rng::seed_from_u64(6), &CpuDevice);
+        let full = nn::grads_dict::<Cpu, M>(&model.backward(&cache, &g).1);
+        let params = nn::grads_dict::<Cpu, M>(&model.backward_params(&cache, &g));
+        assert_eq!(full, params);
+    }
+    let rng = |seed| Rng::seed_from_u64(seed);
+    check(LeNet::new_seeded(0, &CpuDevice), images(2, 1));
+    check(TinyCnn::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 6, 6], 0.0, 1.0, &mut rng(2), &CpuDevice));
+    check(Nested::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 8], 0.0, 1.0, &mut rng(3), &CpuDevice));
+    check(FlatHead::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 3, 2], 0.0, 1.0, &mut rng(4), &CpuDevice));
 }

@@ -2,7 +2,7 @@
 //! gradient structs, `Module` and `Block` impls, the inherent API, and const
 //! assertions for blocks whose shapes the macro cannot see.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
@@ -94,6 +94,27 @@ fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
             let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
             quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
         }
+    }
+}
+
+/// The statements of `backward_params` that bind each field's gradients:
+/// full backward steps down to the first layer with parameters, its
+/// `backward_params`, and nothing for the stateless layers before it.
+fn backward_params_body(names: &[&Ident], passes: &[TokenStream], plan: &Plan) -> TokenStream {
+    let Some(first) = plan.steps.iter().position(|s| s.params != Some(0)) else {
+        return quote! {
+            let _ = (cache, grad);
+            #(let #names = ();)*
+        };
+    };
+    let (before, (at, after)) = (&names[..first], (names[first], &names[first + 1..]));
+    let (at_pass, after_passes) = (&passes[first], &passes[first + 1..]);
+    let (after, after_passes): (Vec<&Ident>, Vec<&TokenStream>) = after.iter().copied().zip(after_passes).rev().unzip();
+    quote! {
+        let g = ::core::clone::Clone::clone(grad);
+        #(let (g, #after) = #after_passes::backward(&self.#after, &cache.#after, &g);)*
+        let #at = #at_pass::backward_params(&self.#at, &cache.#at, &g);
+        #(let #before = ();)*
     }
 }
 
@@ -194,6 +215,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     };
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
+    let backward_params = backward_params_body(&names, &passes, plan);
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 
@@ -284,6 +306,11 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 #(let (g, #rev_names) = #rev_passes::backward(&self.#rev_names, &cache.#rev_names, &g);)*
                 (g, #grads_ident { #(#names,)* })
             }
+
+            fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
+                #backward_params
+                #grads_ident { #(#names,)* }
+            }
         }
 
         #[automatically_derived]
@@ -332,6 +359,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 grad: &::blaze::Tensor<B, #out_rank>,
             ) -> (::blaze::Tensor<B, #in_rank>, #grads_ident<B>) {
                 <Self as ::blaze::nn::Block<B>>::backward(self, cache, grad)
+            }
+
+            /// The parameter gradients alone, given the gradient of the
+            /// output: what training needs. The work done only for the input
+            /// gradient (the first layers' input gradients) is skipped.
+            pub fn backward_params(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> #grads_ident<B> {
+                <Self as ::blaze::nn::Block<B>>::backward_params(self, cache, grad)
             }
 
             /// A Keras-style table of the layers, their output shapes and

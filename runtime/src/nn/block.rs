@@ -95,6 +95,12 @@ pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
     fn forward_train(&mut self, x: &Self::Input, ctx: &mut Ctx) -> (Self::Output, Self::Cache);
     /// Input and parameter gradients from the output gradient.
     fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads);
+    /// The parameter gradients alone: what training needs from a whole
+    /// model, whose input gradient nobody reads. `#[model]` skips the work
+    /// done only for the input gradient (that of its first layers).
+    fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
+        self.backward(cache, grad).1
+    }
 }
 
 /// A device type that names its backend, so `Model::new(&device)` infers

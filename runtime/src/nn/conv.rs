@@ -82,9 +82,13 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
 
     fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, Conv2dGrads<B>) {
         let dx = g.conv2d_input_grad(&self.weight, x.shape(), self.options);
+        (dx, self.backward_params(x, g))
+    }
+
+    fn backward_params(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> Conv2dGrads<B> {
         let weight = x.conv2d_weight_grad(g, self.weight.shape(), self.options);
         // The bias is added at every position of every sample.
         let bias = self.bias.as_ref().map(|_| g.sum_dim(0).sum_dim(2).sum_dim(3).reshape([COUT]));
-        (dx, Conv2dGrads { weight, bias })
+        Conv2dGrads { weight, bias }
     }
 }

@@ -73,12 +73,16 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> 
         (Layer::<B, D, D>::forward(self, x), (x.reshape([-1, I as i64]), x.shape()))
     }
 
-    fn backward(&self, (x, shape): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, LinearGrads<B>) {
+    fn backward(&self, cache: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, LinearGrads<B>) {
         // y = x W^T + b  =>  dx = g W,  dW = g^T x,  db = sum over rows of g.
+        let dx = g.reshape::<2>([-1, O as i64]).matmul(&self.weight).reshape(cache.1);
+        (dx, self.backward_params(cache, g))
+    }
+
+    fn backward_params(&self, (x, _): &Self::Cache, g: &Tensor<B, D>) -> LinearGrads<B> {
         let g: Tensor<B, 2> = g.reshape([-1, O as i64]);
-        let dx = g.matmul(&self.weight).reshape(*shape);
         let weight = g.t().matmul(x);
         let bias = self.bias.as_ref().map(|_| g.sum_dim(0).squeeze(0));
-        (dx, LinearGrads { weight, bias })
+        LinearGrads { weight, bias }
     }
 }

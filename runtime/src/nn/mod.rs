@@ -253,6 +253,12 @@ pub trait Layer<B: Backend, const DI: usize, const DO: usize>: Module<B> {
     /// The gradient of the input and of every parameter, given the gradient
     /// of the output.
     fn backward(&self, cache: &Self::Cache, grad: &Tensor<B, DO>) -> (Tensor<B, DI>, Self::Grads);
+    /// The parameter gradients alone, for the first layers of a model, whose
+    /// input gradient nobody reads. Layers where the input gradient costs
+    /// real work (a matmul, a transposed convolution) skip it.
+    fn backward_params(&self, cache: &Self::Cache, grad: &Tensor<B, DO>) -> Self::Grads {
+        self.backward(cache, grad).1
+    }
 }
 
 /// Number of trainable scalars.

@@ -212,7 +212,7 @@ where
     ) -> (Tensor<B, 2>, f64) {
         let (logits, cache) = self.forward_train(x, ctx);
         let loss = cross_entropy(&logits, y, config.label_smoothing);
-        let (_, mut grads) = self.backward(&cache, &loss.grad);
+        let mut grads = self.backward_params(&cache, &loss.grad);
         if let Some(max) = config.clip_grad_norm {
             clip_grad_norm::<B, M>(&mut grads, max);
         }
