@@ -421,6 +421,15 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         composed_softmax::<Self>(x, dim, log)
     }
 
+    /// `act(x + bias)` with `bias` (`[x.shape[dim]]`) added along `dim`: how a
+    /// layer finishes, its bias and the activation after it. May assume a
+    /// float dtype shared by both and that `act`, if any, is a float op.
+    /// The default composes primitives; a backend may reuse `x`'s buffer
+    /// and make one pass instead of two.
+    fn bias_act(x: Self::Storage, bias: Option<&Self::Storage>, dim: usize, act: Option<UnaryOp>) -> Self::Storage {
+        composed_bias_act::<Self>(x, bias, dim, act)
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -428,6 +437,26 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     fn axpby(y: &mut Self::Storage, a: f64, x: &Self::Storage, b: f64) {
         let ay = if a == 1.0 { y.clone() } else { Self::binary_scalar(BinaryOp::Mul, y, a) };
         *y = Self::binary(BinaryOp::Add, &ay, &Self::binary_scalar(BinaryOp::Mul, x, b));
+    }
+}
+
+/// [`Backend::bias_act`] from primitives: a broadcast add, then the activation.
+pub fn composed_bias_act<B: Backend>(
+    x: B::Storage,
+    bias: Option<&B::Storage>,
+    dim: usize,
+    act: Option<UnaryOp>,
+) -> B::Storage {
+    let mut y = x;
+    if let Some(b) = bias {
+        let shape = B::shape(&y);
+        let mut along = vec![1; shape.len()];
+        along[dim] = shape[dim];
+        y = B::binary(BinaryOp::Add, &y, &B::reshape(b, &along));
+    }
+    match act {
+        Some(op) => B::unary(op, &y),
+        None => y,
     }
 }
 

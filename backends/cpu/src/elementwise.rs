@@ -10,6 +10,7 @@ use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
 use crate::storage::{Float, Num};
+use blaze_runtime::backend::UnaryOp;
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn, Zip};
 use rayon::prelude::*;
@@ -40,6 +41,88 @@ where
         return build(a.shape(), v);
     }
     a.map(|&x| f(x)).into_shared()
+}
+
+/// `act(x + bias)` with the bias along `dim`, in one pass over `x`'s buffer
+/// (copied first only if shared). Returns false, leaving `x` alone, for a
+/// strided `x` or an activation without a fused form here.
+pub(crate) fn bias_act_in_place<T: Float>(
+    x: &mut Array<T>,
+    bias: Option<&Array<T>>,
+    dim: usize,
+    act: Option<UnaryOp>,
+) -> bool {
+    let zero = T::ZERO;
+    let one = T::ONE;
+    match act {
+        None => bias_then(x, bias, dim, CHEAP_OP_MIN, |v| v),
+        Some(UnaryOp::Relu) => bias_then(x, bias, dim, CHEAP_OP_MIN, move |v| if v > zero { v } else { zero }),
+        Some(UnaryOp::Sigmoid) => bias_then(x, bias, dim, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp())),
+        Some(UnaryOp::Tanh) => bias_then(x, bias, dim, COSTLY_OP_MIN, |v: T| v.tanh()),
+        Some(_) => false,
+    }
+}
+
+/// [`bias_act_in_place`] for one activation `f`.
+fn bias_then<T: Float>(
+    x: &mut Array<T>,
+    bias: Option<&Array<T>>,
+    dim: usize,
+    fork_min: usize,
+    f: impl Fn(T) -> T + Sync,
+) -> bool {
+    if !x.is_standard_layout() {
+        return false;
+    }
+    let channels = x.shape()[dim];
+    let inner: usize = x.shape()[dim + 1..].iter().product();
+    let bias = match bias.map(|b| b.as_slice()) {
+        None => None,
+        Some(Some(b)) if b.len() == channels => Some(b),
+        Some(_) => return false,
+    };
+    let Some(xs) = x.as_slice_mut() else {
+        return false;
+    };
+    // Work in whole blocks of `channels * inner` values, where channel `c`
+    // is the run `c * inner..(c + 1) * inner`.
+    let block = (channels * inner).max(1);
+    let run = |xs: &mut [T]| {
+        dispatch(
+            #[inline(always)]
+            || {
+                for block in xs.chunks_exact_mut(block) {
+                    match bias {
+                        // The bias runs along the last dim: add it as a vector.
+                        Some(b) if inner == 1 => {
+                            for (v, &b) in block.iter_mut().zip(b) {
+                                *v = f(*v + b);
+                            }
+                        }
+                        Some(b) => {
+                            for (run, &b) in block.chunks_exact_mut(inner).zip(b) {
+                                for v in run {
+                                    *v = f(*v + b);
+                                }
+                            }
+                        }
+                        None => {
+                            for v in block {
+                                *v = f(*v);
+                            }
+                        }
+                    }
+                }
+            },
+        )
+    };
+    if should_fork(xs.len(), fork_min) {
+        let piece = CHUNK.div_ceil(block) * block;
+        xs.par_chunks_mut(piece).for_each(run);
+    } else {
+        run(xs);
+    }
+    true
 }
 
 /// `y = a * y + b * x` in one pass over `y`'s buffer, which is copied first

@@ -491,6 +491,18 @@ impl Backend for Cpu {
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
     }
 
+    fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {
+        let mut x = x;
+        let done = match (&mut x, bias) {
+            (CpuStorage::F32(xa), None) => elementwise::bias_act_in_place(xa, None, dim, act),
+            (CpuStorage::F32(xa), Some(CpuStorage::F32(b))) => elementwise::bias_act_in_place(xa, Some(b), dim, act),
+            (CpuStorage::F64(xa), None) => elementwise::bias_act_in_place(xa, None, dim, act),
+            (CpuStorage::F64(xa), Some(CpuStorage::F64(b))) => elementwise::bias_act_in_place(xa, Some(b), dim, act),
+            _ => false,
+        };
+        if done { x } else { blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act) }
+    }
+
     fn axpby(y: &mut CpuStorage, a: f64, x: &CpuStorage, b: f64) {
         let done = match (&mut *y, x) {
             (CpuStorage::F32(ya), CpuStorage::F32(xa)) => elementwise::axpby_in_place(ya, a as f32, xa, b as f32),

@@ -97,6 +97,49 @@ fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
     }
 }
 
+/// The activation a `Linear` or `Conv2d` at `i` fuses with the layer after
+/// it: ReLU, sigmoid and tanh, whose caches are their outputs.
+fn fused_activation(fields: &[&Field], i: usize) -> Option<TokenStream> {
+    if !matches!(fields[i].kind, LayerKind::Linear { .. } | LayerKind::Conv2d { .. }) {
+        return None;
+    }
+    let op = match fields.get(i + 1)?.kind {
+        LayerKind::Relu => quote!(Relu),
+        LayerKind::Sigmoid => quote!(Sigmoid),
+        LayerKind::Tanh => quote!(Tanh),
+        _ => return None,
+    };
+    Some(quote!(::core::option::Option::Some(::blaze::UnaryOp::#op)))
+}
+
+/// The statements of `forward` and `forward_train` that run the layers in
+/// order, leaving the output in `x` (and each layer's cache in a variable
+/// named after its field). A `Linear` or `Conv2d` followed by ReLU, sigmoid
+/// or tanh runs as one fused step.
+fn forward_bodies(fields: &[&Field], passes: &[TokenStream]) -> (TokenStream, TokenStream) {
+    let (mut infer, mut train) = (TokenStream::new(), TokenStream::new());
+    let mut i = 0;
+    while i < fields.len() {
+        let (name, pass) = (&fields[i].ident, &passes[i]);
+        // The input arrives by reference; later steps borrow the local `x`.
+        let arg = if i == 0 { quote!(x) } else { quote!(&x) };
+        if let Some(act) = fused_activation(fields, i) {
+            let next = &fields[i + 1].ident;
+            infer.extend(quote!(let x = self.#name.forward_act(#arg, #act);));
+            train.extend(quote! {
+                let (x, #name) = self.#name.forward_train_act(#arg, #act);
+                let #next = ::core::clone::Clone::clone(&x);
+            });
+            i += 2;
+        } else {
+            infer.extend(quote!(let x = #pass::forward(&self.#name, #arg);));
+            train.extend(quote!(let (x, #name) = #pass::forward_train(&mut self.#name, #arg, ctx);));
+            i += 1;
+        }
+    }
+    (infer, train)
+}
+
 /// The statements of `backward_params` that bind each field's gradients:
 /// full backward steps down to the first layer with parameters, its
 /// `backward_params`, and nothing for the stateless layers before it.
@@ -208,14 +251,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let rev_names: Vec<_> = names.iter().rev().collect();
     let rev_passes: Vec<_> = passes.iter().rev().collect();
     // `check` rejects models without layers; this keeps the generator total.
-    let (Some((first_pass, rest_passes)), Some((first_name, rest_names)), Some(output)) =
-        (passes.split_first(), names.split_first(), plan.output())
-    else {
+    let (false, Some(output)) = (fields.is_empty(), plan.output()) else {
         return quote!(::core::compile_error!("a model needs at least one layer"););
     };
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
     let backward_params = backward_params_body(&names, &passes, plan);
+    let (forward_body, forward_train_body) = forward_bodies(&fields, &passes);
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 
@@ -289,15 +331,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn forward(&self, x: &Self::Input) -> Self::Output {
                 Self::check_input(x);
-                let x = #first_pass::forward(&self.#first_name, x);
-                #(let x = #rest_passes::forward(&self.#rest_names, &x);)*
+                #forward_body
                 x
             }
 
             fn forward_train(&mut self, x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
                 Self::check_input(x);
-                let (x, #first_name) = #first_pass::forward_train(&mut self.#first_name, x, ctx);
-                #(let (x, #rest_names) = #rest_passes::forward_train(&mut self.#rest_names, &x, ctx);)*
+                #forward_train_body
                 (x, #cache_ident { #(#names,)* })
             }
 

@@ -536,6 +536,47 @@ pub fn indexing<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// `bias_act` equals a broadcast add followed by the activation, along
+/// every dim, and leaves a tensor sharing its input alone.
+pub fn bias_and_activation<B: Backend>(dev: &B::Device) {
+    use crate::backend::UnaryOp;
+    let acts = [None, Some(UnaryOp::Relu), Some(UnaryOp::Sigmoid), Some(UnaryOp::Tanh), Some(UnaryOp::Gelu)];
+    let shape = [2, 3, 4];
+    let x0 = noise(24, 41);
+    for dtype in FLOATS {
+        for dim in 0..3 {
+            let b0 = noise(shape[dim], 42 + dim as u64);
+            for act in acts {
+                let want: Vec<f64> = r::indices(&shape)
+                    .iter()
+                    .zip(&x0)
+                    .map(|(i, &v)| {
+                        let v = v + b0[i[dim]];
+                        match act {
+                            None => v,
+                            Some(UnaryOp::Relu) => v.max(0.0),
+                            Some(UnaryOp::Sigmoid) => 1.0 / (1.0 + (-v).exp()),
+                            Some(UnaryOp::Tanh) => v.tanh(),
+                            Some(_) => 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2)),
+                        }
+                    })
+                    .collect();
+                let x = tensor::<B, 3>(&x0, shape, dtype, dev);
+                let shared = x.clone();
+                let bias = tensor::<B, 1>(&b0, [shape[dim]], dtype, dev);
+                let what = format!("bias_act along dim {dim}, {act:?} ({dtype})");
+                assert_close(&what, &x.bias_act(Some(&bias), dim, act), &want, &shape, tolerance(dtype, false));
+                assert_close("bias_act leaves a sharing tensor alone", &shared, &x0, &shape, tolerance(dtype, false));
+            }
+        }
+        // Without a bias, and on a strided input.
+        let xt = tensor::<B, 3>(&x0, shape, dtype, dev).transpose(0, 2);
+        let want: Vec<f64> = r::indices(&[4, 3, 2]).iter().map(|i| x0[i[2] * 12 + i[1] * 4 + i[0]].max(0.0)).collect();
+        let got = xt.bias_act(None, 1, Some(UnaryOp::Relu));
+        assert_close("bias_act on a transposed input", &got, &want, &[4, 3, 2], tolerance(dtype, false));
+    }
+}
+
 /// softmax and log_softmax against the definition, including inputs that
 /// overflow a naive `exp`.
 pub fn softmax_family<B: Backend>(dev: &B::Device) {

@@ -1,5 +1,6 @@
 //! Elementwise activations. Each keeps the tensor its derivative is cheapest
-//! from: the input for ReLU-like ones and GELU, the output for sigmoid and tanh.
+//! from: the output for ReLU, sigmoid and tanh (so a layer before them can
+//! fuse them into its bias pass), the input for leaky ReLU and GELU.
 
 use super::{Ctx, Layer, stateless_module};
 use crate::{Backend, Tensor};
@@ -56,17 +57,19 @@ pub struct Tanh;
 stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
+    /// The output: `y > 0` exactly where `x > 0`.
     type Cache = Tensor<B, D>;
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
         x.relu()
     }
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        (x.relu(), x.clone())
+        let y = x.relu();
+        (y.clone(), y)
     }
-    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
         // relu'(x) = 1 for x > 0, else 0 (0 at the kink, as PyTorch).
         let zero = Tensor::full_dtype([1; D], 0.0, g.dtype(), &g.device());
-        (Tensor::where_cond(&x.gt_scalar(0.0), g, &zero), ())
+        (Tensor::where_cond(&y.gt_scalar(0.0), g, &zero), ())
     }
 }
 

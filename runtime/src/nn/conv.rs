@@ -3,7 +3,7 @@
 use super::params::weight_bias_module;
 use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
 use crate::rng::Rng;
-use crate::{Backend, Conv2dOptions, Tensor};
+use crate::{Backend, Conv2dOptions, Tensor, UnaryOp};
 
 /// Options of [`Conv2d`], with PyTorch's defaults.
 #[derive(Clone, Copy, Debug)]
@@ -67,17 +67,32 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
     }
 }
 
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, CIN, COUT, K> {
+    /// `act(conv(x) + b)`, the activation after the layer applied in place
+    /// on the convolution's output. `#[model]` calls it for a `Conv2d`
+    /// followed by `Relu`, `Sigmoid` or `Tanh`.
+    pub fn forward_act(&self, x: &Tensor<B, 4>, act: Option<UnaryOp>) -> Tensor<B, 4> {
+        let y = x.conv2d(&self.weight, self.bias.as_ref(), self.options);
+        if act.is_some() { y.bias_act(None, 1, act) } else { y }
+    }
+
+    /// The training [`Conv2d::forward_act`]: its output and the layer's cache.
+    pub fn forward_train_act(&self, x: &Tensor<B, 4>, act: Option<UnaryOp>) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        (self.forward_act(x, act), x.clone())
+    }
+}
+
 weight_bias_module!([const CIN: usize, const COUT: usize, const K: usize] Conv2d<B, CIN, COUT, K>, 4);
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4, 4> for Conv2d<B, CIN, COUT, K> {
     type Cache = Tensor<B, 4>;
 
     fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
-        x.conv2d(&self.weight, self.bias.as_ref(), self.options)
+        self.forward_act(x, None)
     }
 
     fn forward_train(&mut self, x: &Tensor<B, 4>, _: &mut Ctx) -> (Tensor<B, 4>, Tensor<B, 4>) {
-        (Layer::<B, 4, 4>::forward(self, x), x.clone())
+        self.forward_train_act(x, None)
     }
 
     fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, Conv2dGrads<B>) {

@@ -3,7 +3,7 @@
 use super::params::weight_bias_module;
 use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
 use crate::rng::Rng;
-use crate::{Backend, Tensor};
+use crate::{Backend, Tensor, UnaryOp};
 
 /// Options of [`Linear`].
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +44,26 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
         Layer::<B, D, D>::forward(self, x)
     }
 
+    /// `act(x W^T + b)`: the forward with the activation after the layer
+    /// fused into the bias pass. `#[model]` calls it for a `Linear`
+    /// followed by `Relu`, `Sigmoid` or `Tanh`.
+    pub fn forward_act<const D: usize>(&self, x: &Tensor<B, D>, act: Option<UnaryOp>) -> Tensor<B, D> {
+        Self::check(x);
+        let mut out = x.shape();
+        out[D - 1] = O;
+        let flat: Tensor<B, 2> = x.reshape([-1, I as i64]);
+        flat.matmul(&self.weight.t()).bias_act(self.bias.as_ref(), 1, act).reshape(out)
+    }
+
+    /// The training [`Linear::forward_act`]: its output and the layer's cache.
+    pub fn forward_train_act<const D: usize>(
+        &self,
+        x: &Tensor<B, D>,
+        act: Option<UnaryOp>,
+    ) -> (Tensor<B, D>, <Self as Layer<B, D, D>>::Cache) {
+        (self.forward_act(x, act), (x.reshape([-1, I as i64]), x.shape()))
+    }
+
     fn check<const D: usize>(x: &Tensor<B, D>) {
         let s = x.shape();
         assert!(D >= 2 && s[D - 1] == I, "Linear<{I}, {O}>: expects input [.., {I}], got {:?}", s);
@@ -57,20 +77,11 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> 
     type Cache = (Tensor<B, 2>, [usize; D]);
 
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        Self::check(x);
-        let mut out = x.shape();
-        out[D - 1] = O;
-        let flat: Tensor<B, 2> = x.reshape([-1, I as i64]);
-        let y = flat.matmul(&self.weight.t());
-        let y = match &self.bias {
-            Some(b) => y.add(&b.unsqueeze(0)),
-            None => y,
-        };
-        y.reshape(out)
+        self.forward_act(x, None)
     }
 
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
-        (Layer::<B, D, D>::forward(self, x), (x.reshape([-1, I as i64]), x.shape()))
+        self.forward_train_act(x, None)
     }
 
     fn backward(&self, cache: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, LinearGrads<B>) {

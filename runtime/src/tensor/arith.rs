@@ -78,6 +78,26 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         self.binary(BinaryOp::Minimum, rhs)
     }
 
+    /// `act(self + bias)`, the bias (`[self.shape[dim]]`) added along `dim`:
+    /// how a layer applies its bias and the activation after it, in one
+    /// pass where the backend fuses them.
+    pub fn bias_act(self, bias: Option<&Tensor<B, 1>>, dim: usize, act: Option<UnaryOp>) -> Self {
+        let shape = self.shape();
+        self.assert_float("bias_act");
+        assert!(dim < D, "bias_act: dim {dim} out of range for shape {}", fmt_shape(&shape));
+        if let Some(b) = bias {
+            assert!(
+                b.shape() == [shape[dim]] && b.dtype() == self.dtype(),
+                "bias_act: bias {} ({}) for dim {dim} of {} ({})",
+                fmt_shape(&b.shape()),
+                b.dtype(),
+                fmt_shape(&shape),
+                self.dtype()
+            );
+        }
+        Self::wrap(B::bias_act(self.storage, bias.map(|b| &b.storage), dim, act))
+    }
+
     /// `self = a * self + b * x` in place (BLAS `axpby`): how optimizers
     /// update parameters. The buffer is reused when no other tensor shares
     /// it (PyTorch's `p.mul_(a).add_(x, alpha=b)`).
