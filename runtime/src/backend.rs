@@ -421,6 +421,14 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         composed_softmax::<Self>(x, dim, log)
     }
 
+    /// Runs `f`, a training loop or other long stretch of work, where this
+    /// backend's ops run best. The CPU backend runs it on a thread of its
+    /// pool, so a parallel op splits its work with that thread instead of
+    /// parking it until the other threads are done. The default calls `f`.
+    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        f()
+    }
+
     /// `act(x + bias)` with `bias` (`[x.shape[dim]]`) added along `dim`: how a
     /// layer finishes, its bias and the activation after it. May assume a
     /// float dtype shared by both and that `act`, if any, is a float op.

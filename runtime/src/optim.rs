@@ -12,7 +12,7 @@ use crate::nn::{GradVisitor, Module, ParamMapper, ParamVisitor};
 use crate::{Backend, Tensor, TensorData};
 
 /// Updates parameters from their gradients.
-pub trait Optimizer<B: Backend> {
+pub trait Optimizer<B: Backend>: Send {
     /// One update of every parameter of `model`.
     fn step<M: Module<B>>(&mut self, model: &mut M, grads: &M::Grads);
     /// The current learning rate.
@@ -323,7 +323,7 @@ pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: 
 }
 
 /// A learning rate as a function of the step (counted from 0).
-pub trait LrSchedule: std::fmt::Debug {
+pub trait LrSchedule: std::fmt::Debug + Send + Sync {
     /// The learning rate for `step`.
     fn lr_at(&self, step: u64) -> f64;
 }

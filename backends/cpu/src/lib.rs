@@ -491,6 +491,14 @@ impl Backend for Cpu {
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
     }
 
+    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        // Parallel ops called from outside the pool hand all their pieces to
+        // the workers and sleep until they finish; from a worker, the calling
+        // thread takes a piece itself. On the MLP benchmark that is about a
+        // tenth of the step.
+        if rayon::current_thread_index().is_some() { f() } else { rayon::scope(|_| f()) }
+    }
+
     fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {
         let mut x = x;
         let done = match (&mut x, bias) {

@@ -204,6 +204,10 @@ impl<B: Backend> Backend for Autodiff<B> {
     type Device = B::Device;
     type Storage = AdStorage<B>;
 
+    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+        B::run(f)
+    }
+
     fn name() -> &'static str {
         "autodiff"
     }

@@ -78,13 +78,15 @@ pub fn join(prefix: &str, name: &str) -> String {
     if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") }
 }
 
-/// Something that holds parameters: a layer or a whole model.
+/// Something that holds parameters: a layer or a whole model. Modules are
+/// `Send`, so a training loop may run on a backend's own thread
+/// ([`Backend::run`](crate::Backend::run)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a module: it is not a layer, a tensor, or a struct, `Vec`, array or `Option` of them",
     label = "not a module",
     note = "`#[derive(Module)]` it, or mark the field `#[module(skip)]` if it holds no parameters"
 )]
-pub trait Module<B: Backend> {
+pub trait Module<B: Backend>: Send {
     /// The gradients of every parameter, shaped like the parameters.
     type Grads: Clone + std::fmt::Debug;
 

@@ -374,6 +374,28 @@ where
             println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
         }
     }
+    B::run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
+}
+
+/// The epochs of [`fit`] after it has resumed: `history` holds those done.
+#[allow(clippy::too_many_arguments, reason = "fit's arguments, handed over whole")]
+fn train_epochs<B, M, O, D, V, const DI: usize>(
+    model: &mut M,
+    optimizer: &mut O,
+    train: &mut DataLoader<D>,
+    val: &mut DataLoader<V>,
+    config: &FitConfig,
+    device: &B::Device,
+    mut history: History,
+    last: Option<PathBuf>,
+) -> Result<History, TrainError>
+where
+    B: Backend,
+    M: Classifier<B, DI>,
+    O: Optimizer<B>,
+    D: Dataset,
+    V: Dataset,
+{
     let mut step = history.epochs.len() as u64 * train.len() as u64;
     let mut ctx = Ctx::train(config.seed);
     for epoch in history.epochs.len() + 1..=config.epochs {
