@@ -33,12 +33,12 @@ fn sgemm(bencher: Bencher<'_, '_>, n: usize, threads: usize) {
     bencher.counter(ItemsCount::new(2 * n * n * n)).bench_local(|| pool(threads).install(|| a.matmul(&b)));
 }
 
-#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20)]
+#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20, sample_size = 5)]
 fn sgemm_1_thread(bencher: Bencher<'_, '_>, n: usize) {
     sgemm(bencher, n, 1);
 }
 
-#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20)]
+#[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20, sample_size = 5)]
 fn sgemm_2_threads(bencher: Bencher<'_, '_>, n: usize) {
     sgemm(bencher, n, 2);
 }

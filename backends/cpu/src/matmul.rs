@@ -62,17 +62,19 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         return;
     }
     let threads = rayon::current_num_threads();
-    if !(parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS) {
+    let parallel = parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS;
+    if !parallel || m.min(n).min(k) >= SHARED_PANELS_MIN {
+        let parallelism = if parallel { Parallelism::Rayon(threads) } else { Parallelism::None };
         // SAFETY: forwarded from the caller.
-        unsafe { gemm_single(m, n, k, dst, dst_rs, lhs, lhs_rs, lhs_cs, rhs, rhs_rs, rhs_cs, accumulate) };
+        unsafe { gemm_on(m, n, k, dst, dst_rs, lhs, lhs_rs, lhs_cs, rhs, rhs_rs, rhs_cs, accumulate, parallelism) };
         return;
     }
     // Split the output into one block per thread and run each block on one
     // thread. At the sizes of training steps (m = batch, n and k in the
-    // hundreds) this is 1.2-1.6x faster than `gemm`'s own threading, and no
-    // slower at 1024^3. Measured on those shapes: splitting the columns wins
-    // when they outnumber the rows and the depth is not shallower than the
-    // rows (x W^T in a forward pass); otherwise (g^T x, a weight gradient)
+    // hundreds) this is 1.2-1.6x faster than `gemm`'s own threading.
+    // Measured on those shapes: splitting the columns wins when they
+    // outnumber the rows and the depth is not shallower than the rows
+    // (x W^T in a forward pass); otherwise (g^T x, a weight gradient)
     // splitting the rows does.
     let split_n = n >= m && k >= m;
     let len = if split_n { n } else { m };
@@ -88,10 +90,10 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         unsafe {
             if split_n {
                 let (d, r) = (dst.0.add(start), rhs.0.offset(start as isize * rhs_cs));
-                gemm_single(m, size, k, d, dst_rs, lhs.0, lhs_rs, lhs_cs, r, rhs_rs, rhs_cs, accumulate);
+                gemm_on(m, size, k, d, dst_rs, lhs.0, lhs_rs, lhs_cs, r, rhs_rs, rhs_cs, accumulate, Parallelism::None);
             } else {
                 let (d, l) = (dst.0.offset(start as isize * dst_rs), lhs.0.offset(start as isize * lhs_rs));
-                gemm_single(size, n, k, d, dst_rs, l, lhs_rs, lhs_cs, rhs.0, rhs_rs, rhs_cs, accumulate);
+                gemm_on(size, n, k, d, dst_rs, l, lhs_rs, lhs_cs, rhs.0, rhs_rs, rhs_cs, accumulate, Parallelism::None);
             }
         }
     });
@@ -101,12 +103,18 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
 /// (one 512-bit vector of f32).
 const BLOCK_ALIGN: usize = 16;
 
-/// [`gemm_raw`] on the calling thread.
+/// Products whose every side is at least this long run on `gemm`'s own
+/// threading, which shares packed panels between threads and balances a
+/// thread that starts late; at 256^3 to 2048^3 it matches the split, and
+/// beats it when the pool's threads are asleep as the product starts.
+const SHARED_PANELS_MIN: usize = 256;
+
+/// [`gemm_raw`] with `gemm`'s own `parallelism`.
 ///
 /// # Safety
 /// As for [`gemm_raw`].
 #[allow(clippy::too_many_arguments, reason = "a raw strided gemm call")]
-unsafe fn gemm_single<T: GemmFloat>(
+unsafe fn gemm_on<T: GemmFloat>(
     m: usize,
     n: usize,
     k: usize,
@@ -119,6 +127,7 @@ unsafe fn gemm_single<T: GemmFloat>(
     rhs_rs: isize,
     rhs_cs: isize,
     accumulate: bool,
+    parallelism: Parallelism,
 ) {
     // gemm computes dst = alpha * dst + beta * lhs * rhs, reading dst only
     // when asked to.
@@ -143,7 +152,7 @@ unsafe fn gemm_single<T: GemmFloat>(
             false,
             false,
             false,
-            Parallelism::None,
+            parallelism,
         )
     };
 }
