@@ -55,6 +55,13 @@ pub struct FlatHead {
     out: Linear<5, 2>,
 }
 
+/// No parameters at all: the backend parameter is still used.
+#[model(input = [4])]
+pub struct Stateless {
+    a: Relu,
+    b: Tanh,
+}
+
 fn images(n: usize, seed: u64) -> Tensor<Cpu, 4> {
     Tensor::normal_with([n, 1, 28, 28], 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
 }
@@ -211,4 +218,18 @@ fn backward_params_equals_the_full_backward() {
     check(TinyCnn::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 6, 6], 0.0, 1.0, &mut rng(2), &CpuDevice));
     check(Nested::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 8], 0.0, 1.0, &mut rng(3), &CpuDevice));
     check(FlatHead::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 3, 2], 0.0, 1.0, &mut rng(4), &CpuDevice));
+}
+
+/// A model of stateless layers compiles, runs and has no parameters.
+#[test]
+fn a_model_without_parameters_works() {
+    let mut model = Stateless::new_seeded(0, &CpuDevice);
+    assert_eq!(Stateless::<Cpu>::NUM_PARAMS, 0);
+    let x = Tensor::<Cpu, 2>::from_vec(vec![-1.0f32, 0.5, 2.0, -3.0], [1, 4], &CpuDevice);
+    let want: Vec<f32> = [0.0f32, 0.5, 2.0, 0.0].iter().map(|v| v.tanh()).collect();
+    assert_eq!(model.forward(&x).to_vec::<f32>(), want);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    let (dx, _) = model.backward(&cache, &y.ones_like());
+    assert_eq!(dx.shape(), [1, 4]);
+    assert!(nn::state_dict::<Cpu, _>(&model).is_empty());
 }

@@ -32,6 +32,28 @@ fn field_ty(kind: &LayerKind) -> TokenStream {
     }
 }
 
+/// Whether the field's type names the backend parameter `B`.
+fn uses_backend(kind: &LayerKind) -> bool {
+    matches!(
+        kind,
+        LayerKind::Linear { .. }
+            | LayerKind::Conv2d { .. }
+            | LayerKind::BatchNorm2d { .. }
+            | LayerKind::LayerNorm { .. }
+            | LayerKind::Embedding { .. }
+            | LayerKind::Opaque { .. }
+    )
+}
+
+/// A marker field (declaration, initialiser) for a model none of whose
+/// layers names the backend, which would leave `B` unused.
+fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
+    if model.fields.iter().any(|f| uses_backend(&f.kind)) {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    (quote!(__backend: ::core::marker::PhantomData<B>,), quote!(__backend: ::core::marker::PhantomData,))
+}
+
 /// The expression that initialises a field from `rng` and `device`.
 fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
     let nn = quote!(::blaze::nn);
@@ -179,9 +201,10 @@ pub fn fallback_struct(model: &Model) -> TokenStream {
         let (fv, fi, ty) = (&f.vis, &f.ident, field_ty(&f.kind));
         quote!(#fv #fi: #ty)
     });
+    let (marker, _) = backend_marker(model);
     quote! {
         #(#attrs)*
-        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> { #(#fields,)* }
+        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> { #(#fields,)* #marker }
     }
 }
 
@@ -257,6 +280,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
     let backward_params = backward_params_body(&names, &passes, plan);
+    let (marker, marker_init) = backend_marker(model);
     let (forward_body, forward_train_body) = forward_bodies(&fields, &passes);
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
@@ -266,6 +290,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         #[derive(Clone, Debug)]
         #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
             #(#struct_fields,)*
+            #marker
         }
 
         #[doc = #cache_doc]
@@ -326,7 +351,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             type Cache = #cache_ident<B>;
 
             fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
-                #ident { #(#names: #inits,)* }
+                #ident { #(#names: #inits,)* #marker_init }
             }
 
             fn forward(&self, x: &Self::Input) -> Self::Output {
