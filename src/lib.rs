@@ -12,7 +12,7 @@ pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
 
-pub use blaze_macros::{Module, model};
+pub use blaze_macros::{Module, kernel, model};
 
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
@@ -26,7 +26,7 @@ pub use blaze_runtime::{
 /// code imports `blaze::Backend` by name.
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
-    pub use blaze_macros::{Module, model};
+    pub use blaze_macros::{Module, kernel, model};
     pub use blaze_runtime::nn::{
         AvgPool2d, BatchNorm2d, Block, Conv2d, Ctx, Dropout, Embedding, Flatten, Gelu, GlobalAvgPool, LayerNorm,
         LeakyRelu, Linear, MaxPool2d, Module, Relu, Sigmoid, Tanh,

@@ -10,6 +10,7 @@
 //! `model/codegen.rs` (Rust). This file only dispatches.
 #![deny(missing_docs)]
 
+mod kernel;
 mod model;
 mod module;
 
@@ -39,4 +40,23 @@ pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(Module, attributes(module))]
 pub fn derive_module(item: TokenStream) -> TokenStream {
     module::expand(item.into()).into()
+}
+
+/// An elementwise kernel written once for every backend: a function of
+/// `f32` scalars becomes a function over tensors (and scalars, in any mix,
+/// broadcasting), run as a vectorised loop on the CPU and as WGSL on the
+/// GPU, with its partial derivatives derived symbolically.
+///
+/// ```text
+/// kernel! {
+///     /// Swish activation.
+///     pub fn swish(x: f32, beta: f32) -> f32 {
+///         x / (1.0 + exp(-beta * x))
+///     }
+/// }
+/// let y = swish(&x, 1.0);
+/// ```
+#[proc_macro]
+pub fn kernel(item: TokenStream) -> TokenStream {
+    kernel::expand(item.into()).into()
 }

@@ -9,6 +9,7 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use crate::dtype::{DType, TensorData};
+use crate::kernel::{Elementwise, KernelArg, KernelFn};
 
 /// Elementwise functions of one tensor. Float-only unless noted.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -410,6 +411,18 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         grad_out: &Self::Storage,
         input_shape: [usize; 4],
         options: &Pool2dOptions,
+    ) -> Self::Storage;
+
+    // ---- user kernels --------------------------------------------------
+
+    /// Kernel `K` (or one of its partial derivatives) at every element of
+    /// `shape`. May assume every tensor input has `shape` and the float
+    /// `dtype`, and that there are as many inputs as `K` has arguments.
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Self::Storage>],
+        shape: &[usize],
+        dtype: DType,
     ) -> Self::Storage;
 
     // ---- composites a backend may fuse -----------------------------------

@@ -6,5 +6,6 @@ fn ui() {
     t.compile_fail("tensor/*.rs");
     t.compile_fail("model/*.rs");
     t.compile_fail("module/*.rs");
+    t.compile_fail("kernel/*.rs");
     t.pass("pass/*.rs");
 }

@@ -14,7 +14,7 @@
 
 mod conv;
 mod elementwise;
-mod math;
+mod kernel;
 mod matmul;
 mod movement;
 mod parallel;
@@ -24,6 +24,7 @@ mod storage;
 
 use std::ops::Range;
 
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn};
 use blaze_runtime::{Backend, BinaryOp, CmpOp, Conv2dOptions, DType, Pool2dOptions, ReduceOp, TensorData, UnaryOp};
 use ndarray::IxDyn;
 
@@ -489,6 +490,25 @@ impl Backend for Cpu {
             _ => None,
         };
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
+    }
+
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> CpuStorage {
+        match dtype {
+            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F32(a) => a,
+                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
+            })),
+            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F64(a) => a,
+                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
+            })),
+            other => unsupported(K::NAME, other),
+        }
     }
 
     fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {

@@ -175,7 +175,7 @@ impl Float for f32 {
     }
     #[inline(always)]
     fn fast_exp(self) -> Self {
-        crate::math::exp_f32(self)
+        blaze_runtime::math::exp_f32(self)
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::backend::{Backend, BinaryOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 use crate::dtype::DType;
+use crate::kernel::KernelArg;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -46,7 +47,14 @@ pub(crate) enum Op<B: Backend> {
     Conv2d(B::Storage, B::Storage, Conv2dOptions),
     MaxPool2d(Vec<usize>, B::Storage),
     AvgPool2d(Vec<usize>, Pool2dOptions),
+    /// A `kernel!` kernel: its partial derivatives (as a function, since the
+    /// kernel type is not part of `Op`), its primal inputs, shape and dtype.
+    Kernel(KernelPartial<B>, Vec<KernelArg<B::Storage>>, Vec<usize>, DType),
 }
+
+/// `∂f/∂a_i` of a recorded kernel, evaluated on the inner backend.
+pub(crate) type KernelPartial<B> =
+    fn(usize, &[KernelArg<<B as Backend>::Storage>], &[usize], DType) -> <B as Backend>::Storage;
 
 /// A tracked value: a leaf (no op) or the result of `op` on `parents`
 /// (`None` for untracked inputs).

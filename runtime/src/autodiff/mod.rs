@@ -39,6 +39,7 @@ use graph::{Node, Op};
 
 use crate::backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 use crate::dtype::{DType, TensorData};
+use crate::kernel::{Elementwise, KernelArg, KernelFn};
 use crate::tensor::Tensor;
 
 /// The autodiff decorator of backend `B`.
@@ -206,6 +207,37 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         B::run(f)
+    }
+
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<AdStorage<B>>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> AdStorage<B> {
+        let primal: Vec<KernelArg<B::Storage>> = inputs
+            .iter()
+            .map(|a| match a {
+                KernelArg::Tensor(t) => KernelArg::Tensor(t.primal.clone()),
+                KernelArg::Number(v) => KernelArg::Number(*v),
+            })
+            .collect();
+        let y = B::elementwise::<K>(f, &primal, shape, dtype);
+        // A partial's own derivative is not generated: partials are
+        // constants to the tape (first-order gradients only).
+        if f != KernelFn::Value {
+            return AdStorage::constant(y);
+        }
+        let tracked: Vec<&AdStorage<B>> = inputs
+            .iter()
+            .filter_map(|a| match a {
+                KernelArg::Tensor(t) => Some(t),
+                KernelArg::Number(_) => None,
+            })
+            .collect();
+        let partial: graph::KernelPartial<B> =
+            |i, inputs, shape, dtype| B::elementwise::<K>(KernelFn::Partial(i), inputs, shape, dtype);
+        record(y, &tracked, || Op::Kernel(partial, primal, shape.to_vec(), dtype))
     }
 
     fn name() -> &'static str {

@@ -4,6 +4,7 @@
 
 use super::graph::Op;
 use crate::backend::{Backend, BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::kernel::KernelArg;
 
 fn shape<B: Backend>(x: &B::Storage) -> Vec<usize> {
     B::shape(x)
@@ -169,6 +170,12 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, inputs: usize) -
                 ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("index reductions are not recorded"),
             }
         }
+        Op::Kernel(partial, inputs, shape, dtype) => inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| matches!(a, KernelArg::Tensor(_)))
+            .map(|(i, _)| Some(mul::<B>(g, &partial(i, inputs, shape, *dtype))))
+            .collect(),
         Op::Matmul(a, b) => {
             let ga = sum_to::<B>(B::matmul(g, &transpose::<B>(b)), &shape::<B>(a));
             let gb = sum_to::<B>(B::matmul(&transpose::<B>(a), g), &shape::<B>(b));

@@ -1,4 +1,4 @@
-//! Vectorisable f32 math. `f32::exp` is a call into libm that the compiler
+//! Vectorisable f32 math, shared by the CPU backend and `kernel!` kernels. `f32::exp` is a call into libm that the compiler
 //! cannot vectorise; this one is straight-line arithmetic and selects, so a
 //! loop over a slice becomes AVX code, about 3x faster than the libm call.
 

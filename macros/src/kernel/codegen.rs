@@ -1,0 +1,277 @@
+//! Emits an elementwise kernel: a Rust loop body generic over the float
+//! type for the CPU, WGSL for the GPU (validated with naga here, so a
+//! kernel that would not compile on the GPU fails the Rust build), and the
+//! user-facing function.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::ir::{ExprIr, ExprKind, Intrinsic, Kernel, Var};
+
+/// The bindings `result` needs, in order: derivative kernels carry
+/// bindings of the original that their result no longer reads.
+fn live_lets(k: &Kernel) -> Vec<usize> {
+    fn visit(e: &ExprIr, k: &Kernel, seen: &mut HashSet<usize>) {
+        match &e.kind {
+            ExprKind::Var(Var::Let(i)) => {
+                if seen.insert(*i) {
+                    visit(&k.lets[*i].value, k, seen);
+                }
+            }
+            ExprKind::Neg(x) | ExprKind::Not(x) => visit(x, k, seen),
+            ExprKind::Binary(_, a, b) => {
+                visit(a, k, seen);
+                visit(b, k, seen);
+            }
+            ExprKind::Call(_, args) => args.iter().for_each(|a| visit(a, k, seen)),
+            ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(Var::Param(_)) => {}
+        }
+    }
+    let mut seen = HashSet::new();
+    visit(&k.result, k, &mut seen);
+    let mut live: Vec<usize> = seen.into_iter().collect();
+    live.sort_unstable();
+    live
+}
+
+fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
+    format_ident!("a_{}", k.params[i])
+}
+
+fn let_ident(i: usize) -> syn::Ident {
+    format_ident!("l{}", i)
+}
+
+/// A Rust expression over `T: KernelFloat`.
+fn rust_expr(e: &ExprIr, k: &Kernel) -> TokenStream {
+    let kf = quote!(::blaze::runtime::kernel::KernelFloat);
+    match &e.kind {
+        ExprKind::Float(v) => quote!(<T as #kf>::lit(#v)),
+        ExprKind::Bool(b) => quote!(#b),
+        ExprKind::Var(Var::Param(i)) => {
+            let id = param_ident(k, *i);
+            quote!(#id)
+        }
+        ExprKind::Var(Var::Let(i)) => {
+            let id = let_ident(*i);
+            quote!(#id)
+        }
+        ExprKind::Neg(x) => {
+            let x = rust_expr(x, k);
+            quote!((-#x))
+        }
+        ExprKind::Not(x) => {
+            let x = rust_expr(x, k);
+            quote!((!#x))
+        }
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (rust_expr(a, k), rust_expr(b, k));
+            let op: TokenStream = op.symbol().parse().expect("an operator token");
+            quote!((#a #op #b))
+        }
+        ExprKind::Call(Intrinsic::Select, args) => {
+            let (c, a, b) = (rust_expr(&args[0], k), rust_expr(&args[1], k), rust_expr(&args[2], k));
+            quote!((if #c { #a } else { #b }))
+        }
+        ExprKind::Call(f, args) => {
+            let name = format_ident!("{}", f.name());
+            let args = args.iter().map(|a| rust_expr(a, k));
+            quote!(<T as #kf>::#name(#(#args),*))
+        }
+    }
+}
+
+/// The body of a loop over `i`: the value of `k` at element `i`.
+fn rust_loop(k: &Kernel) -> TokenStream {
+    let params: Vec<syn::Ident> = (0..k.params.len()).map(|i| param_ident(k, i)).collect();
+    let inputs: Vec<syn::Ident> = (0..k.params.len()).map(|i| format_ident!("in_{}", i)).collect();
+    let idx: Vec<usize> = (0..k.params.len()).collect();
+    let live = live_lets(k);
+    let lets = live.iter().map(|&i| {
+        let (name, value) = (let_ident(i), rust_expr(&k.lets[i].value, k));
+        quote!(let #name = #value;)
+    });
+    let result = rust_expr(&k.result, k);
+    quote! {
+        let n = out.len();
+        #(let #inputs = &args[#idx][..n];)*
+        for i in 0..n {
+            #(let #params = #inputs[i];)*
+            #(#lets)*
+            out[i] = #result;
+        }
+    }
+}
+
+/// WGSL for an expression.
+fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
+    match &e.kind {
+        ExprKind::Float(v) => {
+            // Rust prints `1.0`, `0.5`, `1e-7`: all WGSL float literals.
+            let text = format!("{v:?}");
+            out.push_str(&text);
+            if !text.contains(['.', 'e']) {
+                out.push_str(".0");
+            }
+        }
+        ExprKind::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+        ExprKind::Var(Var::Param(i)) => {
+            let _ = write!(out, "a_{}", k.params[*i]);
+        }
+        ExprKind::Var(Var::Let(i)) => {
+            let _ = write!(out, "l{i}");
+        }
+        ExprKind::Neg(x) => {
+            out.push_str("(-");
+            wgsl_expr(x, k, out);
+            out.push(')');
+        }
+        ExprKind::Not(x) => {
+            out.push_str("(!");
+            wgsl_expr(x, k, out);
+            out.push(')');
+        }
+        ExprKind::Binary(op, a, b) => {
+            out.push('(');
+            wgsl_expr(a, k, out);
+            let _ = write!(out, " {} ", op.symbol());
+            wgsl_expr(b, k, out);
+            out.push(')');
+        }
+        ExprKind::Call(Intrinsic::Select, args) => {
+            // WGSL's select takes (if_false, if_true, cond).
+            out.push_str("select(");
+            wgsl_expr(&args[2], k, out);
+            out.push_str(", ");
+            wgsl_expr(&args[1], k, out);
+            out.push_str(", ");
+            wgsl_expr(&args[0], k, out);
+            out.push(')');
+        }
+        ExprKind::Call(f, args) => {
+            out.push_str(match f {
+                Intrinsic::Rsqrt => "inverseSqrt",
+                f => f.name(),
+            });
+            out.push('(');
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                wgsl_expr(a, k, out);
+            }
+            out.push(')');
+        }
+    }
+}
+
+/// `k` as a WGSL function named `name`.
+fn wgsl_fn(k: &Kernel, name: &str) -> String {
+    let mut s = format!("fn {name}(");
+    for (i, p) in k.params.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "a_{p}: f32");
+    }
+    s.push_str(") -> f32 {\n");
+    for i in live_lets(k) {
+        let _ = write!(s, "    let l{i} = ");
+        wgsl_expr(&k.lets[i].value, k, &mut s);
+        s.push_str(";\n");
+    }
+    s.push_str("    return ");
+    wgsl_expr(&k.result, k, &mut s);
+    s.push_str(";\n}\n");
+    s
+}
+
+/// Validates WGSL with naga: the text of any error.
+pub(super) fn validate(wgsl: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty());
+    validator.validate(&module).map(|_| ()).map_err(|e| format!("{e:?}"))
+}
+
+/// Everything `kernel!` emits for a checked kernel and its partials (one
+/// per parameter).
+pub fn generate(item: &syn::ItemFn, k: &Kernel, partials: &[Kernel]) -> TokenStream {
+    let name = &k.name;
+    let vis = &item.vis;
+    let docs: Vec<&syn::Attribute> = item.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let name_str = name.to_string();
+
+    let mut wgsl = wgsl_fn(k, &name_str);
+    for (i, p) in partials.iter().enumerate() {
+        wgsl.push('\n');
+        wgsl.push_str(&wgsl_fn(p, &format!("{name_str}_d_{}", k.params[i])));
+    }
+    if let Err(e) = validate(&wgsl) {
+        let msg = format!("kernel `{name_str}` produced WGSL that naga rejects:\n{e}\n{wgsl}");
+        return syn::Error::new(name.span(), msg).to_compile_error();
+    }
+
+    let arg_names: Vec<String> = k.params.iter().map(|p| p.to_string()).collect();
+    let body = rust_loop(k);
+    let partial_arms = partials.iter().enumerate().map(|(i, p)| {
+        let body = rust_loop(p);
+        quote!(#i => { #body })
+    });
+    let params = &k.params;
+    let rt = quote!(::blaze::runtime);
+    let fn_doc = format!(
+        "Elementwise kernel `{name_str}` over tensors and scalars: tensor arguments broadcast against each other. \
+         Generated by `kernel!`; differentiable under `Autodiff`."
+    );
+    let mod_doc = format!("The kernel `{name_str}` as a type, with its WGSL (`{name_str}::WGSL`).");
+    let arity = params.len();
+    quote! {
+        #(#docs)*
+        #[doc = ""]
+        #[doc = #fn_doc]
+        #vis fn #name<'a, B: #rt::Backend, const D: usize>(
+            #(#params: impl ::core::convert::Into<#rt::kernel::Arg<'a, B, D>>),*
+        ) -> #rt::Tensor<B, D> {
+            #rt::kernel::call::<#name::Kernel, B, D>(&[#(::core::convert::Into::into(#params)),*])
+        }
+
+        #[doc = #mod_doc]
+        #[allow(non_snake_case)]
+        #vis mod #name {
+            /// The kernel's type, implementing `Elementwise`.
+            #[derive(Clone, Copy, Debug, Default)]
+            pub struct Kernel;
+
+            /// The kernel and its partial derivatives as WGSL functions,
+            /// validated by naga when the kernel compiled.
+            pub const WGSL: &str = #wgsl;
+
+            impl #rt::kernel::Elementwise for Kernel {
+                const NAME: &'static str = #name_str;
+                const ARGS: &'static [&'static str] = &[#(#arg_names),*];
+                const WGSL: &'static str = WGSL;
+
+                #[inline(always)]
+                #[allow(unused_parens, clippy::all)]
+                fn map<T: #rt::kernel::KernelFloat>(args: &[&[T]], out: &mut [T]) {
+                    #body
+                }
+
+                #[inline(always)]
+                #[allow(unused_parens, unused_variables, clippy::all)]
+                fn map_partial<T: #rt::kernel::KernelFloat>(arg: usize, args: &[&[T]], out: &mut [T]) {
+                    match arg {
+                        #(#partial_arms)*
+                        _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `kernel!`: elementwise kernels in a small Rust DSL. The pipeline is
+//! `ir.rs` (lower the function to a typed IR, rejecting what the DSL lacks)
+//! -> `check.rs` (types) -> `diff.rs` (partial derivatives) -> `codegen.rs`
+//! (Rust for the CPU, WGSL validated with naga, the user-facing function).
+
+mod check;
+mod codegen;
+mod diff;
+mod ir;
+
+use proc_macro2::TokenStream;
+
+/// Expands `kernel! { fn .. }`. Every error is a spanned compile error.
+pub fn expand(input: TokenStream) -> TokenStream {
+    let item: syn::ItemFn = match syn::parse2(input) {
+        Ok(f) => f,
+        Err(e) => {
+            let msg =
+                format!("{e}; `kernel!` takes one function: `kernel! {{ pub fn name(x: f32, ..) -> f32 {{ .. }} }}`");
+            return syn::Error::new(e.span(), msg).to_compile_error();
+        }
+    };
+    let mut errors = Vec::new();
+    let kernel = ir::lower(&item, &mut errors);
+    let types = kernel.as_ref().and_then(|k| check::check(k, &mut errors));
+    match (kernel, types) {
+        (Some(k), Some(types)) if errors.is_empty() => {
+            let partials: Vec<ir::Kernel> =
+                (0..k.params.len()).map(|p| diff::share_common(&diff::partial(&k, &types, p))).collect();
+            codegen::generate(&item, &diff::share_common(&k), &partials)
+        }
+        _ => errors.into_iter().map(|e| e.to_compile_error()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    fn expand_str(input: TokenStream) -> String {
+        let out = std::panic::catch_unwind(|| super::expand(input.clone()).to_string());
+        assert!(out.is_ok(), "kernel! panicked on {input}");
+        out.unwrap_or_default()
+    }
+
+    #[test]
+    fn a_valid_kernel_expands_and_its_wgsl_validates() {
+        let out = expand_str(quote!(
+            pub fn soft(x: f32, t: f32) -> f32 {
+                let m = max(x, 0.0);
+                m + log(1.0 + exp(-abs(x) / t)) * t
+            }
+        ));
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("fn soft_d_x") && out.contains("fn soft_d_t"), "{out}");
+    }
+
+    #[test]
+    fn naga_rejects_what_the_gpu_would() {
+        assert!(super::codegen::validate("fn f(a: f32) -> f32 { return a; }").is_ok());
+        let err = super::codegen::validate("fn f(a: f32) -> f32 { return b; }").unwrap_err();
+        assert!(err.contains("no definition in scope for identifier: `b`"), "{err}");
+        assert!(super::codegen::validate("fn f(a: f32) -> f32 { return a && true; }").is_err());
+    }
+
+    #[test]
+    fn odd_input_reports_instead_of_panicking() {
+        let cases = [
+            quote!(),
+            quote!(
+                struct S;
+            ),
+            quote!(
+                fn f() -> f32 {
+                    1.0
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {}
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    x;
+                }
+            ),
+            quote!(
+                fn f(self, x: f32) -> f32 {
+                    x
+                }
+            ),
+            quote!(
+                fn f((a, b): f32) -> f32 {
+                    a
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    let (a, b) = x;
+                    a
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    let y: f32 = x;
+                    y
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    let y;
+                    x
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    if x > 0.0 {
+                        x
+                    }
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    if x { x } else { 0.0 }
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    x > 0.0
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    -(x > 0.0)
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    !x
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    x << 1.0
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    "x"
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    foo::bar(x)
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    (x)(x)
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    [x][0]
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    return;
+                }
+            ),
+            quote!(
+                fn f(a: f32, b: f32, c: f32, d: f32, e: f32, g: f32, h: f32, i: f32, j: f32) -> f32 {
+                    a
+                }
+            ),
+            quote!(
+                unsafe fn f(x: f32) -> f32 {
+                    x
+                }
+            ),
+            quote!(
+                fn f(x: f32) -> f32 {
+                    select(x > 0.0, x > 1.0, 0.0)
+                }
+            ),
+        ];
+        for case in cases {
+            let out = expand_str(case.clone());
+            assert!(out.contains("compile_error"), "expected an error for {case}, got {out}");
+        }
+    }
+}

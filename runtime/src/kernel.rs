@@ -1,0 +1,259 @@
+//! Elementwise kernels written once with `kernel!` and run on every backend.
+//!
+//! `kernel!` turns a small Rust function over scalars into a type that
+//! implements [`Elementwise`]: the function as a loop body for the CPU, as
+//! WGSL for the GPU (validated by naga when the kernel compiles), and its
+//! partial derivative with respect to each argument, derived symbolically.
+//! The generated function takes tensors and scalars in any mix, broadcasts
+//! the tensors, and is differentiable under [`Autodiff`](crate::autodiff::Autodiff).
+
+use std::fmt;
+
+use crate::Tensor;
+use crate::backend::Backend;
+use crate::shape::broadcast_shapes;
+
+/// The float types kernels compute in, with the intrinsics `kernel!`
+/// offers. Kernels are written in `f32`; the CPU also runs them in `f64`
+/// (gradient checks do).
+pub trait KernelFloat:
+    Copy
+    + PartialOrd
+    + fmt::Debug
+    + Send
+    + Sync
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Rem<Output = Self>
+    + std::ops::Neg<Output = Self>
+    + 'static
+{
+    /// The value of an `f64` literal or argument.
+    fn lit(v: f64) -> Self;
+    /// `e^x`, vectorisable.
+    fn exp(self) -> Self;
+    /// `2^x`.
+    fn exp2(self) -> Self;
+    /// Natural logarithm.
+    fn log(self) -> Self;
+    /// Base-2 logarithm.
+    fn log2(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// `1 / sqrt(x)`.
+    fn rsqrt(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// `x^y`.
+    fn pow(self, y: Self) -> Self;
+    /// `|x|`.
+    fn abs(self) -> Self;
+    /// Round down.
+    fn floor(self) -> Self;
+    /// Round up.
+    fn ceil(self) -> Self;
+    /// `x * y + z`.
+    fn fma(self, y: Self, z: Self) -> Self;
+    /// The smaller of two (the other one if either is NaN, as WGSL allows).
+    fn min(self, y: Self) -> Self {
+        if y < self { y } else { self }
+    }
+    /// The larger of two.
+    fn max(self, y: Self) -> Self {
+        if y > self { y } else { self }
+    }
+    /// `min(max(x, lo), hi)`.
+    fn clamp(self, lo: Self, hi: Self) -> Self {
+        self.max(lo).min(hi)
+    }
+    /// `1` for positive, `-1` for negative, `0` for zero.
+    fn sign(self) -> Self {
+        let zero = Self::lit(0.0);
+        if self > zero {
+            Self::lit(1.0)
+        } else if self < zero {
+            Self::lit(-1.0)
+        } else {
+            zero
+        }
+    }
+}
+
+macro_rules! kernel_float {
+    ($t:ty, $exp:expr) => {
+        impl KernelFloat for $t {
+            #[inline(always)]
+            fn lit(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn exp2(self) -> Self {
+                <$t>::exp2(self)
+            }
+            #[inline(always)]
+            fn log(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn rsqrt(self) -> Self {
+                1.0 / <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn pow(self, y: Self) -> Self {
+                <$t>::powf(self, y)
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn fma(self, y: Self, z: Self) -> Self {
+                self * y + z
+            }
+        }
+    };
+}
+
+kernel_float!(f32, crate::math::exp_f32);
+kernel_float!(f64, f64::exp);
+
+/// An elementwise kernel `f(a_0, .., a_{ARITY-1})`, as `kernel!` generates
+/// it. The CPU runs [`Elementwise::map`]; the GPU runs [`Elementwise::WGSL`].
+pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
+    /// The kernel's name, for messages.
+    const NAME: &'static str;
+    /// The names of its arguments, in order.
+    const ARGS: &'static [&'static str];
+    /// The WGSL of `f` as a function of `f32` scalars named like the
+    /// kernel, and of each partial derivative (`NAME_d_ARG`), validated by
+    /// naga when the kernel compiled.
+    const WGSL: &'static str;
+    /// `out[i] = f(args[0][i], ..)`; every slice has `out`'s length.
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [T]);
+    /// `out[i] = ∂f/∂a_arg (args[0][i], ..)`.
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [T]);
+}
+
+/// One argument of a kernel call: a tensor (broadcast against the others)
+/// or a scalar.
+#[derive(Clone, Debug)]
+pub enum KernelArg<S> {
+    /// A tensor, already broadcast to the output shape.
+    Tensor(S),
+    /// The same value at every element.
+    Number(f64),
+}
+
+/// Which function of a kernel to evaluate: the kernel or one partial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KernelFn {
+    /// `f` itself.
+    Value,
+    /// `∂f/∂a_i`.
+    Partial(usize),
+}
+
+/// An argument of a generated kernel function: `&Tensor` or a number.
+#[derive(Debug)]
+pub enum Arg<'a, B: Backend, const D: usize> {
+    /// A tensor argument.
+    Tensor(&'a Tensor<B, D>),
+    /// A scalar argument.
+    Number(f64),
+}
+
+impl<'a, B: Backend, const D: usize> From<&'a Tensor<B, D>> for Arg<'a, B, D> {
+    fn from(t: &'a Tensor<B, D>) -> Self {
+        Arg::Tensor(t)
+    }
+}
+
+macro_rules! scalar_arg {
+    ($($t:ty),*) => {$(
+        impl<B: Backend, const D: usize> From<$t> for Arg<'_, B, D> {
+            fn from(v: $t) -> Self {
+                Arg::Number(v as f64)
+            }
+        }
+    )*};
+}
+scalar_arg!(f32, f64, i32);
+
+/// Calls kernel `K` on `args`, broadcasting the tensors among them: what
+/// the function `kernel!` generates does. Panics, naming the kernel, when
+/// no argument is a tensor, the tensors' shapes do not broadcast, or their
+/// dtypes differ or are not float.
+pub fn call<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
+    let name = K::NAME;
+    assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
+    let tensors: Vec<(&str, &Tensor<B, D>)> = K::ARGS
+        .iter()
+        .zip(args)
+        .filter_map(|(n, a)| match a {
+            Arg::Tensor(t) => Some((*n, *t)),
+            Arg::Number(_) => None,
+        })
+        .collect();
+    let Some(&(_, first)) = tensors.first() else {
+        panic!("{name}: at least one argument must be a tensor");
+    };
+    let dtype = first.dtype();
+    let mut shape = first.shape().to_vec();
+    for (arg, t) in &tensors {
+        assert!(
+            t.dtype() == dtype && dtype.is_float(),
+            "{name}: argument `{arg}` is {}, but kernels take tensors of one float dtype ({dtype} first)",
+            t.dtype()
+        );
+        shape = broadcast_shapes(&shape, &t.shape()).unwrap_or_else(|| {
+            let all: Vec<String> = tensors.iter().map(|(n, t)| format!("`{n}` {:?}", t.shape())).collect();
+            panic!("{name}: argument shapes do not broadcast: {}", all.join(", "))
+        });
+    }
+    let inputs: Vec<KernelArg<B::Storage>> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Tensor(t) => KernelArg::Tensor(B::expand(t.storage(), &shape)),
+            Arg::Number(v) => KernelArg::Number(*v),
+        })
+        .collect();
+    Tensor::wrap(B::elementwise::<K>(KernelFn::Value, &inputs, &shape, dtype))
+}

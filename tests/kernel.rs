@@ -1,0 +1,199 @@
+//! `kernel!` end to end: CPU results against hand-written references for
+//! every intrinsic, broadcasting and scalar arguments, generated partial
+//! derivatives against finite differences through the tape, and the WGSL
+//! it emits.
+
+use blaze::autodiff::Autodiff;
+use blaze::nn::gradcheck::check_function;
+use blaze::prelude::*;
+use blaze::{Rng, kernel};
+use expect_test::expect;
+
+kernel! {
+    /// Swish activation.
+    pub fn swish(x: f32, beta: f32) -> f32 {
+        x / (1.0 + exp(-beta * x))
+    }
+}
+
+kernel! {
+    /// Every unary intrinsic once, each term scaled apart.
+    fn unary_mix(x: f32) -> f32 {
+        let p = abs(x) + 0.5;
+        exp(x) + 2.0 * exp2(x) + 3.0 * log(p) + 4.0 * log2(p) + 5.0 * sqrt(p) + 6.0 * rsqrt(p)
+            + 7.0 * tanh(x) + 8.0 * sin(x) + 9.0 * cos(x) + 10.0 * sign(x) + 11.0 * floor(x) + 12.0 * ceil(x)
+    }
+}
+
+kernel! {
+    /// The intrinsics of several arguments, comparisons and branches.
+    fn binary_mix(a: f32, b: f32, c: f32) -> f32 {
+        let base = abs(a) + 1.0;
+        let picked = if a > b { a * c } else { b - c };
+        pow(base, b) + min(a, b) + 2.0 * max(b, c) + 3.0 * clamp(a, -0.5, 0.5) + 4.0 * fma(a, b, c)
+            + 5.0 * select(a <= c && !(b == c), 1.0, -1.0) + picked + (a % 0.75) + a / (b * b + 1.0) + PI
+    }
+}
+
+fn reference_unary(x: f64) -> f64 {
+    let p = x.abs() + 0.5;
+    x.exp()
+        + 2.0 * x.exp2()
+        + 3.0 * p.ln()
+        + 4.0 * p.log2()
+        + 5.0 * p.sqrt()
+        + 6.0 / p.sqrt()
+        + 7.0 * x.tanh()
+        + 8.0 * x.sin()
+        + 9.0 * x.cos()
+        + 10.0
+            * if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        + 11.0 * x.floor()
+        + 12.0 * x.ceil()
+}
+
+fn reference_binary(a: f64, b: f64, c: f64) -> f64 {
+    let picked = if a > b { a * c } else { b - c };
+    let cond = a <= c && b != c;
+    (a.abs() + 1.0).powf(b)
+        + a.min(b)
+        + 2.0 * b.max(c)
+        + 3.0 * a.clamp(-0.5, 0.5)
+        + 4.0 * (a * b + c)
+        + 5.0 * if cond { 1.0 } else { -1.0 }
+        + picked
+        + a % 0.75
+        + a / (b * b + 1.0)
+        + std::f64::consts::PI
+}
+
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::seed_from_u64(seed);
+    Tensor::<Cpu, 1>::normal_with([n], 0.0, 1.5, &mut rng, &CpuDevice).to_data().values.to_f64_vec()
+}
+
+fn close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{what}[{i}]: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn every_intrinsic_matches_a_hand_written_reference() {
+    // Enough elements for several loop pieces and the parallel path.
+    let n = 40_000;
+    let (a, b, c) = (values(n, 1), values(n, 2), values(n, 3));
+    for dtype in [DType::F32, DType::F64] {
+        let t = |v: &[f64]| Tensor::<Cpu, 1>::from_vec(v.to_vec(), [n], &CpuDevice).to_dtype(dtype);
+        let tol = if dtype == DType::F32 { 2e-5 } else { 1e-12 };
+        let got = unary_mix(&t(&a)).to_dtype(DType::F64).to_vec::<f64>();
+        close("unary_mix", &got, &a.iter().map(|&x| reference_unary(x)).collect::<Vec<_>>(), tol);
+        let got = binary_mix(&t(&a), &t(&b), &t(&c)).to_dtype(DType::F64).to_vec::<f64>();
+        let want: Vec<f64> = (0..n).map(|i| reference_binary(a[i], b[i], c[i])).collect();
+        close("binary_mix", &got, &want, tol * 10.0);
+    }
+}
+
+#[test]
+fn tensors_broadcast_and_scalars_splat() {
+    let x = Tensor::<Cpu, 2>::from_vec(vec![-2.0f32, -0.5, 0.0, 0.5, 1.0, 3.0], [2, 3], &CpuDevice);
+    let beta = Tensor::<Cpu, 2>::from_vec(vec![0.5f32, 1.0, 2.0], [1, 3], &CpuDevice);
+    let sw = |x: f64, b: f64| x / (1.0 + (-b * x).exp());
+    let got = swish(&x, &beta).to_dtype(DType::F64).to_vec::<f64>();
+    let xs = [-2.0, -0.5, 0.0, 0.5, 1.0, 3.0];
+    let want: Vec<f64> = xs.iter().enumerate().map(|(i, &v)| sw(v, [0.5, 1.0, 2.0][i % 3])).collect();
+    close("swish(x, beta row)", &got, &want, 1e-6);
+    // A scalar in either position; the result takes the tensor's shape.
+    let got = swish(&x, 1.0).to_dtype(DType::F64).to_vec::<f64>();
+    close("swish(x, 1.0)", &got, &xs.iter().map(|&v| sw(v, 1.0)).collect::<Vec<_>>(), 1e-6);
+    let got = swish(0.5, &beta);
+    assert_eq!(got.shape(), [1, 3]);
+    // A transposed (strided) input.
+    let got = swish(&x.t(), 2.0).to_dtype(DType::F64).to_vec::<f64>();
+    let want: Vec<f64> = [0, 3, 1, 4, 2, 5].iter().map(|&i| sw(xs[i], 2.0)).collect();
+    close("swish(x^T, 2.0)", &got, &want, 1e-6);
+}
+
+#[test]
+#[should_panic(expected = "swish: argument shapes do not broadcast: `x` [2, 3], `beta` [2, 2]")]
+fn mismatched_shapes_name_the_kernel_and_arguments() {
+    let x = Tensor::<Cpu, 2>::zeros([2, 3], &CpuDevice);
+    let _ = swish(&x, &Tensor::zeros([2, 2], &CpuDevice));
+}
+
+#[test]
+#[should_panic(expected = "swish: at least one argument must be a tensor")]
+fn a_call_needs_a_tensor() {
+    let _: Tensor<Cpu, 1> = swish(1.0, 2.0);
+}
+
+type Ad = Autodiff<Cpu>;
+
+/// The generated partials, through the tape, against central differences
+/// of the kernel itself (f64), for each argument in turn.
+#[test]
+fn generated_partials_match_finite_differences() {
+    let n = 12;
+    let (a, b, c) = (values(n, 4), values(n, 5), values(n, 6));
+    let t = |v: &[f64]| Tensor::<Ad, 1>::from_vec(v.to_vec(), [n], &CpuDevice);
+    // Keep away from the kinks of sign, floor, clamp, min/max and %.
+    let shift = |v: &[f64], by: f64| v.iter().map(|x| x + by).collect::<Vec<_>>();
+    let (a, b, c) = (shift(&a, 0.013), shift(&b, 0.029), shift(&c, -0.041));
+
+    let x = t(&a).require_grad();
+    let grads = unary_mix(&x).sum().backward();
+    check_function(&t(&a), |x| unary_mix(x).sum(), &Tensor::from_inner(grads.get(&x).expect("a gradient")));
+
+    for which in 0..3 {
+        let args = [t(&a), t(&b), t(&c)];
+        let tracked = args[which].clone().require_grad();
+        let call = |ts: &[Tensor<Ad, 1>; 3], w: &Tensor<Ad, 1>| {
+            let pick = |i: usize| if i == which { w.clone() } else { ts[i].clone() };
+            binary_mix(&pick(0), &pick(1), &pick(2)).sum()
+        };
+        let grads = call(&args, &tracked).backward();
+        let g = Tensor::from_inner(grads.get(&tracked).expect("a gradient"));
+        check_function(&args[which], |w| call(&args, w), &g);
+    }
+
+    // Broadcast arguments receive summed gradients; scalars none.
+    let x = Tensor::<Ad, 2>::from_vec(values(6, 7), [2, 3], &CpuDevice);
+    let beta = Tensor::<Ad, 2>::from_vec(vec![0.5, 1.0, 2.0], [1, 3], &CpuDevice).require_grad();
+    let grads = swish(&x, &beta).sum().backward();
+    let g = Tensor::from_inner(grads.get(&beta).expect("a gradient"));
+    assert_eq!(g.shape(), [1, 3]);
+    check_function(&beta, |b| swish(&x, b).sum(), &g);
+}
+
+/// The WGSL the kernel and its partials compile to (naga validated it
+/// while the test compiled). `UPDATE_EXPECT=1 cargo test` rewrites it.
+#[test]
+fn wgsl_of_the_kernel_and_its_partials() {
+    expect![[r#"
+        fn swish(a_x: f32, a_beta: f32) -> f32 {
+            return (a_x / (1.0 + exp(((-a_beta) * a_x))));
+        }
+
+        fn swish_d_x(a_x: f32, a_beta: f32) -> f32 {
+            let l0 = ((-a_beta) * a_x);
+            let l1 = exp(l0);
+            let l2 = (1.0 + l1);
+            return ((1.0 / l2) - ((a_x * (l1 * (-a_beta))) / (l2 * l2)));
+        }
+
+        fn swish_d_beta(a_x: f32, a_beta: f32) -> f32 {
+            let l0 = ((-a_beta) * a_x);
+            let l1 = exp(l0);
+            let l2 = (1.0 + l1);
+            return (-((a_x * (l1 * (-a_x))) / (l2 * l2)));
+        }
+    "#]]
+    .assert_eq(swish::WGSL);
+}
