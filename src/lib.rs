@@ -29,7 +29,7 @@ pub mod prelude {
     pub use blaze_macros::{Module, kernel, model};
     pub use blaze_runtime::nn::{
         AvgPool2d, BatchNorm2d, Block, Conv2d, Ctx, Dropout, Embedding, Flatten, Gelu, GlobalAvgPool, LayerNorm,
-        LeakyRelu, Linear, MaxPool2d, Module, Relu, Sigmoid, Tanh,
+        LeakyRelu, Linear, Map, MaxPool2d, Module, Relu, Sigmoid, Tanh,
     };
     pub use blaze_runtime::{Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
 }

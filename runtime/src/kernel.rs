@@ -222,6 +222,17 @@ scalar_arg!(f32, f64, i32);
 /// no argument is a tensor, the tensors' shapes do not broadcast, or their
 /// dtypes differ or are not float.
 pub fn call<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
+    eval::<K, B, D>(KernelFn::Value, args)
+}
+
+/// `∂K/∂a_arg` at `args`, broadcast like [`call`]: the factor a kernel's
+/// input gradient is the output gradient times.
+pub fn partial<K: Elementwise, B: Backend, const D: usize>(arg: usize, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
+    assert!(arg < K::ARGS.len(), "{}: no argument {arg} (it has {})", K::NAME, K::ARGS.len());
+    eval::<K, B, D>(KernelFn::Partial(arg), args)
+}
+
+fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
     let name = K::NAME;
     assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
     let tensors: Vec<(&str, &Tensor<B, D>)> = K::ARGS
@@ -255,5 +266,5 @@ pub fn call<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>]) 
             Arg::Number(v) => KernelArg::Number(*v),
         })
         .collect();
-    Tensor::wrap(B::elementwise::<K>(KernelFn::Value, &inputs, &shape, dtype))
+    Tensor::wrap(B::elementwise::<K>(f, &inputs, &shape, dtype))
 }

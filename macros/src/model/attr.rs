@@ -267,6 +267,24 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
             "Sigmoid" => return no_args(LayerKind::Sigmoid),
             "Tanh" => return no_args(LayerKind::Tanh),
             "Dropout" => return no_args(LayerKind::Dropout),
+            "Map" => {
+                let kernel = match &last.arguments {
+                    PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+                        syn::GenericArgument::Type(t) => t.clone(),
+                        other => {
+                            return Err(syn::Error::new(
+                                other.span(),
+                                "`Map` takes a kernel type: `Map<swish::Kernel>`",
+                            ));
+                        }
+                    },
+                    other => {
+                        return Err(syn::Error::new(other.span(), "`Map` takes one kernel type: `Map<swish::Kernel>`"));
+                    }
+                };
+                let name = kernel.to_token_stream().to_string().replace(' ', "");
+                return Ok(LayerKind::Map { kernel: kernel.to_token_stream(), name });
+            }
             _ => {}
         }
     }

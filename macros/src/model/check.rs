@@ -390,6 +390,7 @@ fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::
         | LayerKind::Gelu
         | LayerKind::Sigmoid
         | LayerKind::Tanh
+        | LayerKind::Map { .. }
         | LayerKind::Dropout => dims.to_vec(),
         LayerKind::Opaque { .. } => {
             // The compiler checks the nested input; the output comes from its consts.

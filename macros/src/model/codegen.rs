@@ -24,6 +24,7 @@ fn field_ty(kind: &LayerKind) -> TokenStream {
         LayerKind::Gelu => quote!(#nn::Gelu),
         LayerKind::Sigmoid => quote!(#nn::Sigmoid),
         LayerKind::Tanh => quote!(#nn::Tanh),
+        LayerKind::Map { kernel, .. } => quote!(#nn::Map<#kernel>),
         LayerKind::Dropout => quote!(#nn::Dropout),
         LayerKind::BatchNorm2d { c } => quote!(#nn::BatchNorm2d<B, #c>),
         LayerKind::LayerNorm { n } => quote!(#nn::LayerNorm<B, #n>),
@@ -97,6 +98,7 @@ fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
         LayerKind::GlobalAvgPool => quote!(#nn::GlobalAvgPool),
         LayerKind::Flatten => quote!(#nn::Flatten),
         LayerKind::Relu => quote!(#nn::Relu),
+        LayerKind::Map { .. } => quote!(#nn::Map::new()),
         LayerKind::Gelu => quote!(#nn::Gelu),
         LayerKind::Sigmoid => quote!(#nn::Sigmoid),
         LayerKind::Tanh => quote!(#nn::Tanh),
@@ -254,6 +256,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             asserts.push(quote_spanned! {span=>
                 const _: () = ::blaze::nn::shape_rules::expect(
                     <#ty as ::blaze::nn::Block<::blaze::Cpu>>::INPUT, #prev, #msg);
+            });
+        }
+        if let LayerKind::Map { kernel, name } = &f.kind {
+            let msg = format!("`{}: Map<{name}>`: Map applies a kernel of one argument", f.ident);
+            asserts.push(quote_spanned! {span=>
+                const _: () = ::core::assert!(
+                    <#kernel as ::blaze::runtime::kernel::Elementwise>::ARGS.len() == 1, #msg);
             });
         }
         if let (Shape::Opaque(name), Some(def)) = (&s.output, &s.output_def) {

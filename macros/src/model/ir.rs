@@ -55,6 +55,11 @@ pub enum LayerKind {
     Sigmoid,
     Tanh,
     Dropout,
+    /// `Map<K>`: a `kernel!` kernel applied elementwise; `kernel` is `K`.
+    Map {
+        kernel: TokenStream,
+        name: String,
+    },
     BatchNorm2d {
         c: usize,
     },
@@ -89,6 +94,7 @@ impl LayerKind {
             LayerKind::Gelu => "Gelu".into(),
             LayerKind::Sigmoid => "Sigmoid".into(),
             LayerKind::Tanh => "Tanh".into(),
+            LayerKind::Map { name, .. } => format!("Map<{name}>"),
             LayerKind::Dropout => "Dropout".into(),
             LayerKind::BatchNorm2d { c } => format!("BatchNorm2d<{c}>"),
             LayerKind::LayerNorm { n } => format!("LayerNorm<{n}>"),

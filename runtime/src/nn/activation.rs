@@ -2,7 +2,11 @@
 //! from: the output for ReLU, sigmoid and tanh (so a layer before them can
 //! fuse them into its bias pass), the input for leaky ReLU and GELU.
 
+use std::fmt;
+use std::marker::PhantomData;
+
 use super::{Ctx, Layer, stateless_module};
+use crate::kernel::{self, Arg, Elementwise};
 use crate::{Backend, Tensor};
 
 /// `max(x, 0)`.
@@ -54,7 +58,39 @@ pub struct Sigmoid;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tanh;
 
+/// A `kernel!` kernel of one argument applied elementwise: a custom
+/// activation. In a `#[model]`: `act: Map<swish::Kernel>`.
+pub struct Map<K>(PhantomData<fn() -> K>);
+
+impl<K> Map<K> {
+    /// The layer.
+    pub fn new() -> Self {
+        Map(PhantomData)
+    }
+}
+
+impl<K> Default for Map<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K> Clone for Map<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Map<K> {}
+
+impl<K: Elementwise> fmt::Debug for Map<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Map<{}>", K::NAME)
+    }
+}
+
 stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh);
+stateless_module!(generics [K: Elementwise] Map<K>);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
     /// The output: `y > 0` exactly where `x > 0`.
@@ -70,6 +106,21 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
         // relu'(x) = 1 for x > 0, else 0 (0 at the kink, as PyTorch).
         let zero = Tensor::full_dtype([1; D], 0.0, g.dtype(), &g.device());
         (Tensor::where_cond(&y.gt_scalar(0.0), g, &zero), ())
+    }
+}
+
+impl<B: Backend, K: Elementwise, const D: usize> Layer<B, D, D> for Map<K> {
+    /// The input: the kernel's derivative is taken there.
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        const { assert!(K::ARGS.len() == 1, "Map applies a kernel of one argument") };
+        kernel::call::<K, B, D>(&[Arg::Tensor(x)])
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (Layer::<B, D, D>::forward(self, x), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        (g.mul(&kernel::partial::<K, B, D>(0, &[Arg::Tensor(x)])), ())
     }
 }
 

@@ -18,7 +18,7 @@ pub(crate) mod params;
 mod pool;
 mod sparse;
 
-pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Relu, Sigmoid, Tanh};
+pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Map, Relu, Sigmoid, Tanh};
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
 pub use dropout::{Dropout, DropoutConfig};
