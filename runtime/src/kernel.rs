@@ -8,6 +8,7 @@
 //! the tensors, and is differentiable under [`Autodiff`](crate::autodiff::Autodiff).
 
 use std::fmt;
+use std::mem::MaybeUninit;
 
 use crate::Tensor;
 use crate::backend::Backend;
@@ -166,10 +167,11 @@ pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
     /// kernel, and of each partial derivative (`NAME_d_ARG`), validated by
     /// naga when the kernel compiled.
     const WGSL: &'static str;
-    /// `out[i] = f(args[0][i], ..)`; every slice has `out`'s length.
-    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [T]);
-    /// `out[i] = ∂f/∂a_arg (args[0][i], ..)`.
-    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [T]);
+    /// `out[i] = f(args[0][i], ..)`; every slice has `out`'s length, and
+    /// every slot of `out` is written.
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]);
+    /// `out[i] = ∂f/∂a_arg (args[0][i], ..)`, every slot written.
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]);
 }
 
 /// One argument of a kernel call: a tensor (broadcast against the others)

@@ -5,10 +5,9 @@
 use std::borrow::Cow;
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
-use rayon::prelude::*;
 
 use crate::elementwise::build;
-use crate::parallel::{COSTLY_OP_MIN, should_fork};
+use crate::parallel::{COSTLY_OP_MIN, fill, should_fork};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float};
 
@@ -45,26 +44,25 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
             KernelArg::Number(v) => (Cow::Owned(vec![<T as KernelFloat>::lit(*v); splat_len]), false),
         })
         .collect();
-    let mut out = vec![T::ZERO; n];
-    let piece = |start: usize, out: &mut [T]| {
-        let len = out.len();
-        let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
-        for (arg, (src, tensor)) in args.iter_mut().zip(&sources) {
-            *arg = if *tensor { &src[start..start + len] } else { &src[..len] };
+    // The kernel writes every slot of each piece (the `Elementwise`
+    // contract), so the output starts uninitialised.
+    let out = fill(n, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
+        for (i, out) in out.chunks_mut(PIECE).enumerate() {
+            let start = start + i * PIECE;
+            let len = out.len();
+            let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
+            for (arg, (src, tensor)) in args.iter_mut().zip(&sources) {
+                *arg = if *tensor { &src[start..start + len] } else { &src[..len] };
+            }
+            let args = &args[..sources.len()];
+            dispatch(
+                #[inline(always)]
+                || match f {
+                    KernelFn::Value => K::map(args, out),
+                    KernelFn::Partial(i) => K::map_partial(i, args, out),
+                },
+            );
         }
-        let args = &args[..sources.len()];
-        dispatch(
-            #[inline(always)]
-            || match f {
-                KernelFn::Value => K::map(args, out),
-                KernelFn::Partial(i) => K::map_partial(i, args, out),
-            },
-        );
-    };
-    if should_fork(n, COSTLY_OP_MIN) {
-        out.par_chunks_mut(PIECE).enumerate().for_each(|(i, o)| piece(i * PIECE, o));
-    } else {
-        out.chunks_mut(PIECE).enumerate().for_each(|(i, o)| piece(i * PIECE, o));
-    }
+    });
     build(shape, out)
 }

@@ -101,7 +101,7 @@ fn rust_loop(k: &Kernel) -> TokenStream {
         for i in 0..n {
             #(let #params = #inputs[i];)*
             #(#lets)*
-            out[i] = #result;
+            out[i] = ::core::mem::MaybeUninit::new(#result);
         }
     }
 }
@@ -259,13 +259,13 @@ pub fn generate(item: &syn::ItemFn, k: &Kernel, partials: &[Kernel]) -> TokenStr
 
                 #[inline(always)]
                 #[allow(unused_parens, clippy::all)]
-                fn map<T: #rt::kernel::KernelFloat>(args: &[&[T]], out: &mut [T]) {
+                fn map<T: #rt::kernel::KernelFloat>(args: &[&[T]], out: &mut [::core::mem::MaybeUninit<T>]) {
                     #body
                 }
 
                 #[inline(always)]
                 #[allow(unused_parens, unused_variables, clippy::all)]
-                fn map_partial<T: #rt::kernel::KernelFloat>(arg: usize, args: &[&[T]], out: &mut [T]) {
+                fn map_partial<T: #rt::kernel::KernelFloat>(arg: usize, args: &[&[T]], out: &mut [::core::mem::MaybeUninit<T>]) {
                     match arg {
                         #(#partial_arms)*
                         _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
