@@ -1,41 +1,15 @@
 //! Emits an elementwise kernel: a Rust loop body generic over the float
 //! type for the CPU, WGSL for the GPU (validated with naga here, so a
 //! kernel that would not compile on the GPU fails the Rust build), and the
-//! user-facing function.
+//! user-facing function. Kernels arrive through `diff::share_common`, so
+//! every binding they hold is read.
 
-use std::collections::HashSet;
 use std::fmt::Write;
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::ir::{ExprIr, ExprKind, Intrinsic, Kernel, Var};
-
-/// The bindings `result` needs, in order: derivative kernels carry
-/// bindings of the original that their result no longer reads.
-fn live_lets(k: &Kernel) -> Vec<usize> {
-    fn visit(e: &ExprIr, k: &Kernel, seen: &mut HashSet<usize>) {
-        match &e.kind {
-            ExprKind::Var(Var::Let(i)) => {
-                if seen.insert(*i) {
-                    visit(&k.lets[*i].value, k, seen);
-                }
-            }
-            ExprKind::Neg(x) | ExprKind::Not(x) => visit(x, k, seen),
-            ExprKind::Binary(_, a, b) => {
-                visit(a, k, seen);
-                visit(b, k, seen);
-            }
-            ExprKind::Call(_, args) => args.iter().for_each(|a| visit(a, k, seen)),
-            ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(Var::Param(_)) => {}
-        }
-    }
-    let mut seen = HashSet::new();
-    visit(&k.result, k, &mut seen);
-    let mut live: Vec<usize> = seen.into_iter().collect();
-    live.sort_unstable();
-    live
-}
 
 fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
     format_ident!("a_{}", k.params[i])
@@ -89,9 +63,8 @@ fn rust_loop(k: &Kernel) -> TokenStream {
     let params: Vec<syn::Ident> = (0..k.params.len()).map(|i| param_ident(k, i)).collect();
     let inputs: Vec<syn::Ident> = (0..k.params.len()).map(|i| format_ident!("in_{}", i)).collect();
     let idx: Vec<usize> = (0..k.params.len()).collect();
-    let live = live_lets(k);
-    let lets = live.iter().map(|&i| {
-        let (name, value) = (let_ident(i), rust_expr(&k.lets[i].value, k));
+    let lets = k.lets.iter().enumerate().map(|(i, l)| {
+        let (name, value) = (let_ident(i), rust_expr(&l.value, k));
         quote!(let #name = #value;)
     });
     let result = rust_expr(&k.result, k);
@@ -180,9 +153,9 @@ fn wgsl_fn(k: &Kernel, name: &str) -> String {
         let _ = write!(s, "a_{p}: f32");
     }
     s.push_str(") -> f32 {\n");
-    for i in live_lets(k) {
+    for (i, l) in k.lets.iter().enumerate() {
         let _ = write!(s, "    let l{i} = ");
-        wgsl_expr(&k.lets[i].value, k, &mut s);
+        wgsl_expr(&l.value, k, &mut s);
         s.push_str(";\n");
     }
     s.push_str("    return ");
