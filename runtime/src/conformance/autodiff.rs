@@ -4,6 +4,9 @@
 
 use super::{noise, tensor};
 use crate::autodiff::{Autodiff, live_nodes, no_grad};
+use std::mem::MaybeUninit;
+
+use crate::kernel::KernelFloat;
 use crate::{Backend, Conv2dOptions, DType, Pool2dOptions, Tensor};
 
 const EPS: f64 = 1e-6;
@@ -248,4 +251,79 @@ pub fn autodiff_graph_semantics<B: Backend>(dev: &B::Device) {
     drop(h);
     drop(h0);
     assert_eq!(live_nodes(), before);
+}
+
+/// A hand-written elementwise kernel, as `kernel!` would generate it:
+/// `f(x, y, s) = x * y + s * exp(-x)`, with its partials and WGSL.
+#[derive(Clone, Copy, Debug)]
+struct MulAddExp;
+
+impl crate::kernel::Elementwise for MulAddExp {
+    const NAME: &'static str = "mul_add_exp";
+    const ARGS: &'static [&'static str] = &["x", "y", "s"];
+    const WGSL: &'static str = "fn mul_add_exp(a_x: f32, a_y: f32, a_s: f32) -> f32 {
+    return a_x * a_y + a_s * exp(-a_x);
+}
+fn mul_add_exp_d_x(a_x: f32, a_y: f32, a_s: f32) -> f32 {
+    return a_y - a_s * exp(-a_x);
+}
+fn mul_add_exp_d_y(a_x: f32, a_y: f32, a_s: f32) -> f32 {
+    return a_x;
+}
+fn mul_add_exp_d_s(a_x: f32, a_y: f32, a_s: f32) -> f32 {
+    return exp(-a_x);
+}
+";
+
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let (x, y, s) = (args[0][i], args[1][i], args[2][i]);
+            o.write(x * y + s * (-x).exp());
+        }
+    }
+
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        for (i, o) in out.iter_mut().enumerate() {
+            let (x, y, s) = (args[0][i], args[1][i], args[2][i]);
+            o.write(match arg {
+                0 => y - s * (-x).exp(),
+                1 => x,
+                _ => (-x).exp(),
+            });
+        }
+    }
+}
+
+/// `Backend::elementwise` through `kernel::call`: broadcasting tensors,
+/// numbers, strided inputs, f32 and f64, the partials, and the tape's
+/// gradients for tensors used directly and broadcast.
+pub fn kernels<B: Backend>(dev: &B::Device) {
+    use crate::kernel::{Arg, call, partial};
+    let f = |x: f64, y: f64, s: f64| x * y + s * (-x).exp();
+    let (xs, ys) = (noise(6, 51), noise(3, 52));
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        let x = tensor::<B, 2>(&xs, [2, 3], dtype, dev);
+        let y = tensor::<B, 2>(&ys, [1, 3], dtype, dev);
+        let args = [Arg::Tensor(&x), Arg::Tensor(&y), Arg::Number(0.5)];
+        let got = call::<MulAddExp, B, 2>(&args);
+        let want: Vec<f64> = (0..6).map(|i| f(xs[i], ys[i % 3], 0.5)).collect();
+        super::assert_close("kernel, broadcast row and a number", &got, &want, &[2, 3], (tol, tol));
+        let want: Vec<f64> = (0..6).map(|i| ys[i % 3] - 0.5 * (-xs[i]).exp()).collect();
+        super::assert_close("kernel partial in x", &partial::<MulAddExp, B, 2>(0, &args), &want, &[2, 3], (tol, tol));
+        // A transposed input reads by value.
+        let xt = tensor::<B, 2>(&xs, [3, 2], dtype, dev).t();
+        let got = call::<MulAddExp, B, 2>(&[Arg::Tensor(&xt), Arg::Number(2.0), Arg::Number(0.0)]);
+        let want: Vec<f64> = [0, 2, 4, 1, 3, 5].iter().map(|&i| 2.0 * xs[i]).collect();
+        super::assert_close("kernel on a transposed input", &got, &want, &[2, 3], (tol, tol));
+    }
+    // Gradients through the tape, for the tensor and the broadcast row.
+    let x = tensor::<B, 2>(&xs, [2, 3], DType::F64, dev);
+    let y = tensor::<B, 2>(&ys, [1, 3], DType::F64, dev);
+    let yd = Tensor::<Autodiff<B>, 2>::from_inner(y.clone());
+    check("kernel, d/dx", &x, |x| call::<MulAddExp, _, 2>(&[Arg::Tensor(x), Arg::Tensor(&yd), Arg::Number(0.5)]).sum());
+    let xd = Tensor::<Autodiff<B>, 2>::from_inner(x.clone());
+    check("kernel, d/dy broadcast", &y, |y| {
+        call::<MulAddExp, _, 2>(&[Arg::Tensor(&xd), Arg::Tensor(y), Arg::Number(0.5)]).sum()
+    });
 }
