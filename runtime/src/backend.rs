@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use std::ops::Range;
 
 use crate::dtype::{DType, TensorData};
-use crate::kernel::{Elementwise, KernelArg, KernelFn};
+use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 
 /// Elementwise functions of one tensor. Float-only unless noted.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -424,6 +424,11 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         shape: &[usize],
         dtype: DType,
     ) -> Self::Storage;
+
+    /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`
+    /// tensors read (and, for outputs, written in place) as flat arrays in
+    /// row-major order. May assume the arguments match `K`'s parameters.
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Self::Storage>], scalars: &[ScalarArg]);
 
     // ---- composites a backend may fuse -----------------------------------
 

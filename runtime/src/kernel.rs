@@ -270,3 +270,147 @@ fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_,
         .collect();
     Tensor::wrap(B::elementwise::<K>(f, &inputs, &shape, dtype))
 }
+
+/// A general kernel (`#[workgroup(N)]` in `kernel!`): workgroups of
+/// invocations over `f32` buffers and scalars. The CPU runs
+/// [`Workgroups::run_workgroup`] for each workgroup, in parallel; the GPU
+/// runs [`Workgroups::WGSL`].
+pub trait Workgroups: Copy + fmt::Debug + Send + Sync + 'static {
+    /// The kernel's name, for messages.
+    const NAME: &'static str;
+    /// The WGSL compute shader, validated by naga when the kernel compiled:
+    /// buffers bound in parameter order, then the scalars in one uniform.
+    const WGSL: &'static str;
+    /// Invocations per workgroup.
+    const WORKGROUP: u32;
+    /// The parameters, in order.
+    const PARAMS: &'static [ParamKind];
+    /// Runs every invocation of workgroup `group` of `groups`.
+    fn run_workgroup(group: u32, groups: u32, buffers: &[RawBuffer], scalars: &[ScalarArg]);
+}
+
+/// A parameter of a general kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// `&[f32]`.
+    Input,
+    /// `&mut [f32]`.
+    Output,
+    /// `f32`.
+    F32,
+    /// `u32`.
+    U32,
+}
+
+/// A scalar argument of a general kernel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    /// An `f32`.
+    F32(f32),
+    /// A `u32`.
+    U32(u32),
+}
+
+impl From<f32> for ScalarArg {
+    fn from(v: f32) -> Self {
+        ScalarArg::F32(v)
+    }
+}
+
+impl From<u32> for ScalarArg {
+    fn from(v: u32) -> Self {
+        ScalarArg::U32(v)
+    }
+}
+
+impl From<ScalarArg> for f32 {
+    fn from(a: ScalarArg) -> f32 {
+        match a {
+            ScalarArg::F32(v) => v,
+            ScalarArg::U32(v) => v as f32,
+        }
+    }
+}
+
+impl From<ScalarArg> for u32 {
+    fn from(a: ScalarArg) -> u32 {
+        match a {
+            ScalarArg::U32(v) => v,
+            ScalarArg::F32(v) => v as u32,
+        }
+    }
+}
+
+/// A tensor handed to a general kernel.
+#[derive(Debug)]
+pub enum LaunchBuffer<'a, S> {
+    /// Read only.
+    Input(&'a S),
+    /// Read and written in place.
+    Output(&'a mut S),
+}
+
+/// A flat `f32` buffer as a kernel on the CPU sees it: invocations of
+/// different workgroups read and write it at once, as on a GPU (which
+/// elements each writes is the kernel's business). Every access is checked
+/// against the length and panics naming the kernel and the buffer.
+#[derive(Debug)]
+pub struct RawBuffer {
+    ptr: *mut f32,
+    len: usize,
+    writable: bool,
+}
+
+// SAFETY: a kernel's workgroups share buffers the way GPU workgroups do;
+// `RawBuffer::new`'s caller keeps the memory alive and unaliased by Rust
+// references for the launch.
+unsafe impl Send for RawBuffer {}
+unsafe impl Sync for RawBuffer {}
+
+impl RawBuffer {
+    /// Wraps `len` values at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must address `len` initialised `f32`s that outlive every use of
+    /// the buffer, and, if `writable`, that nothing else reads or writes
+    /// through other references while the kernel runs.
+    pub unsafe fn new(ptr: *mut f32, len: usize, writable: bool) -> Self {
+        RawBuffer { ptr, len, writable }
+    }
+
+    /// Element `i`.
+    #[inline]
+    pub fn load(&self, i: u32, what: &str) -> f32 {
+        let i = i as usize;
+        assert!(i < self.len, "{what}: index {i} out of bounds (length {})", self.len);
+        // SAFETY: in bounds of the memory `new`'s caller vouches for.
+        unsafe { self.ptr.add(i).read() }
+    }
+
+    /// Sets element `i`.
+    #[inline]
+    pub fn store(&self, i: u32, v: f32, what: &str) {
+        let i = i as usize;
+        assert!(self.writable, "{what}: an input buffer is not written");
+        assert!(i < self.len, "{what}: index {i} out of bounds (length {})", self.len);
+        // SAFETY: in bounds, and writable buffers are not aliased by Rust
+        // references while the kernel runs (`new`'s contract).
+        unsafe { self.ptr.add(i).write(v) }
+    }
+}
+
+/// Checks a launch's arguments against the kernel's parameters.
+pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: &[ScalarArg]) {
+    let buffer_kinds: Vec<bool> = K::PARAMS
+        .iter()
+        .filter_map(|p| match p {
+            ParamKind::Input => Some(false),
+            ParamKind::Output => Some(true),
+            _ => None,
+        })
+        .collect();
+    let given: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
+    assert_eq!(given, buffer_kinds, "{}: launched with other buffers than its parameters", K::NAME);
+    let scalar_count = K::PARAMS.len() - buffer_kinds.len();
+    assert_eq!(scalars.len(), scalar_count, "{}: {} scalars for {scalar_count} parameters", K::NAME, scalars.len());
+}

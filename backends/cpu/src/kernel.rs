@@ -1,15 +1,19 @@
-//! `kernel!` elementwise kernels on the CPU: the kernel's generated loop
+//! `kernel!` kernels on the CPU. An elementwise kernel's generated loop
 //! runs over pieces of the output, in parallel for large outputs, compiled
-//! for the widest vector ISA the CPU has.
+//! for the widest vector ISA the CPU has; a general kernel's workgroups run
+//! in parallel, each on one thread.
 
 use std::borrow::Cow;
 
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
+use blaze_runtime::kernel::{
+    Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, RawBuffer, ScalarArg, Workgroups, check_launch,
+};
+use rayon::prelude::*;
 
 use crate::elementwise::build;
 use crate::parallel::{COSTLY_OP_MIN, fill, should_fork};
 use crate::simd::dispatch;
-use crate::storage::{Array, Float};
+use crate::storage::{Array, CpuStorage, Float};
 
 /// Elements per call of the kernel's loop: its inputs' pieces and the
 /// splatted scalars stay in L1.
@@ -65,4 +69,48 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
         }
     });
     build(shape, out)
+}
+
+/// Runs general kernel `K`: each workgroup on one thread, workgroups in
+/// parallel. Inputs that are not contiguous are copied out first; an
+/// output is updated in place (copied first if another tensor shares it).
+pub(crate) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
+    check_launch::<K, _>(buffers, scalars);
+    let mut copies: Vec<Vec<f32>> = Vec::new();
+    let mut raw = Vec::with_capacity(buffers.len());
+    for (i, b) in buffers.iter_mut().enumerate() {
+        let what = |s: &CpuStorage| format!("{}: buffer {i} is {}, kernels take f32 tensors", K::NAME, s.dtype());
+        match b {
+            LaunchBuffer::Input(CpuStorage::F32(a)) => {
+                let data = match a.as_slice() {
+                    Some(s) => s.as_ptr(),
+                    None => {
+                        copies.push(a.iter().copied().collect());
+                        copies.last().expect("just pushed").as_ptr()
+                    }
+                };
+                // SAFETY: `a` (or its copy in `copies`) outlives the launch
+                // and is only read.
+                raw.push(unsafe { RawBuffer::new(data.cast_mut(), a.len(), false) });
+            }
+            LaunchBuffer::Output(CpuStorage::F32(a)) => {
+                let len = a.len();
+                let Some(s) = a.as_slice_mut() else {
+                    panic!("{}: output buffer {i} must be contiguous (make it with .contiguous())", K::NAME)
+                };
+                // SAFETY: the unique buffer of `a` outlives the launch, and
+                // `buffers` holds it mutably borrowed, so nothing else reads
+                // or writes it meanwhile.
+                raw.push(unsafe { RawBuffer::new(s.as_mut_ptr(), len, true) });
+            }
+            LaunchBuffer::Input(s) => panic!("{}", what(s)),
+            LaunchBuffer::Output(s) => panic!("{}", what(s)),
+        }
+    }
+    let run = |g: u32| K::run_workgroup(g, groups, &raw, scalars);
+    if groups > 1 && rayon::current_num_threads() > 1 {
+        (0..groups).into_par_iter().for_each(run);
+    } else {
+        (0..groups).for_each(run);
+    }
 }

@@ -24,7 +24,7 @@ mod storage;
 
 use std::ops::Range;
 
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::{Backend, BinaryOp, CmpOp, Conv2dOptions, DType, Pool2dOptions, ReduceOp, TensorData, UnaryOp};
 use ndarray::IxDyn;
 
@@ -509,6 +509,10 @@ impl Backend for Cpu {
             })),
             other => unsupported(K::NAME, other),
         }
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
+        kernel::launch::<K>(groups, buffers, scalars);
     }
 
     fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {

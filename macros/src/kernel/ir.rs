@@ -528,7 +528,7 @@ impl Lowerer<'_> {
 }
 
 /// The candidate nearest to `name` by edit distance, if near enough.
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(super) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .map(|c| (crate::model::distance(name, c), c))
         .filter(|(d, _)| *d <= 2)

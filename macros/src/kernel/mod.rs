@@ -1,4 +1,6 @@
-//! `kernel!`: elementwise kernels in a small Rust DSL. The pipeline is
+//! `kernel!`: kernels in a small Rust DSL. General kernels (`#[workgroup(N)]`)
+//! live in `general.rs`, with their own IR, checks and emitters. For
+//! elementwise kernels the pipeline is
 //! `ir.rs` (lower the function to a typed IR, rejecting what the DSL lacks)
 //! -> `check.rs` (types) -> `diff.rs` (partial derivatives) -> `codegen.rs`
 //! (Rust for the CPU, WGSL validated with naga, the user-facing function).
@@ -6,6 +8,7 @@
 mod check;
 mod codegen;
 mod diff;
+mod general;
 mod ir;
 
 use proc_macro2::TokenStream;
@@ -21,6 +24,9 @@ pub fn expand(input: TokenStream) -> TokenStream {
         }
     };
     let mut errors = Vec::new();
+    if let Some(workgroup) = general::workgroup_attr(&item, &mut errors) {
+        return general::expand(&item, workgroup, errors);
+    }
     let kernel = ir::lower(&item, &mut errors);
     let types = kernel.as_ref().and_then(|k| check::check(k, &mut errors));
     match (kernel, types) {
@@ -182,6 +188,99 @@ mod tests {
             quote!(
                 fn f(x: f32) -> f32 {
                     select(x > 0.0, x > 1.0, 0.0)
+                }
+            ),
+            quote!(
+                #[workgroup]
+                fn g(a: &mut [f32]) {
+                    a[0] = 1.0;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    a = 1.0;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    a[0] = a;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    let b = a[0];
+                    b[1] = 2.0;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    for i in 0..=3 {
+                        a[i] = 0.0;
+                    }
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    for i in v {
+                        a[i] = 0.0;
+                    }
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    #[shared]
+                    let t: [f32; 0];
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    #[shared]
+                    let t: [f32; 4] = 0.0;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    let x = barrier();
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    local_id();
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    g(a);
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    a[0] = -1;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32], n: u32) {
+                    a[0] = (n as bool) as f32;
+                }
+            ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    {
+                        a[0] = 1.0;
+                    }
                 }
             ),
         ];

@@ -39,7 +39,7 @@ use graph::{Node, Op};
 
 use crate::backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 use crate::dtype::{DType, TensorData};
-use crate::kernel::{Elementwise, KernelArg, KernelFn};
+use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use crate::tensor::Tensor;
 
 /// The autodiff decorator of backend `B`.
@@ -207,6 +207,22 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         B::run(f)
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, AdStorage<B>>], scalars: &[ScalarArg]) {
+        // A general kernel has no derivative: it runs on the values, and a
+        // buffer it writes leaves the graph.
+        let mut inner: Vec<LaunchBuffer<'_, B::Storage>> = buffers
+            .iter_mut()
+            .map(|b| match b {
+                LaunchBuffer::Input(s) => LaunchBuffer::Input(&s.primal),
+                LaunchBuffer::Output(s) => {
+                    s.node = None;
+                    LaunchBuffer::Output(&mut s.primal)
+                }
+            })
+            .collect();
+        B::launch::<K>(groups, &mut inner, scalars);
     }
 
     fn elementwise<K: Elementwise>(

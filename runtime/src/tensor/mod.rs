@@ -56,6 +56,12 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         &self.storage
     }
 
+    /// The backend storage, to update in place (what a kernel launch
+    /// writes through). Its shape and dtype must stay as they are.
+    pub fn storage_mut(&mut self) -> &mut B::Storage {
+        &mut self.storage
+    }
+
     /// Unwraps the backend storage.
     pub fn into_storage(self) -> B::Storage {
         self.storage

@@ -1,0 +1,191 @@
+//! General `kernel!` kernels (`#[workgroup(N)]`) on the CPU: a tree
+//! reduction in workgroup memory and a fused bias + softmax over rows,
+//! against plain Rust; and the WGSL they compile to.
+
+use blaze::prelude::*;
+use blaze::{Rng, kernel};
+use expect_test::expect;
+
+kernel! {
+    /// Sums each row of a `[rows, cols]` matrix: one workgroup per row, a
+    /// strided pass into shared memory, then a tree reduction.
+    #[workgroup(64)]
+    pub fn row_sum(input: &[f32], out: &mut [f32], cols: u32) {
+        let row = workgroup_id();
+        let lane = local_id();
+        #[shared]
+        let partial: [f32; 64];
+        let mut acc = 0.0;
+        let mut c = lane;
+        while c < cols {
+            acc += input[row * cols + c];
+            c += 64;
+        }
+        partial[lane] = acc;
+        barrier();
+        let mut stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                partial[lane] += partial[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        if lane == 0 {
+            out[row] = partial[0];
+        }
+    }
+}
+
+kernel! {
+    /// `softmax(x + bias)` over each row of `x`, in place: one workgroup per
+    /// row; the row's max and then its sum of exponentials are reduced in
+    /// shared memory.
+    #[workgroup(32)]
+    pub fn bias_softmax(x: &mut [f32], bias: &[f32], cols: u32) {
+        let base = workgroup_id() * cols;
+        let lane = local_id();
+        #[shared]
+        let red: [f32; 32];
+        let mut m = -3.0e38;
+        for c in 0..cols {
+            if c % 32 == lane {
+                m = max(m, x[base + c] + bias[c]);
+            }
+        }
+        red[lane] = m;
+        barrier();
+        let mut stride = 16;
+        while stride > 0 {
+            if lane < stride {
+                red[lane] = max(red[lane], red[lane + stride]);
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        let row_max = red[0];
+        barrier();
+        let mut total = 0.0;
+        for c in 0..cols {
+            if c % 32 == lane {
+                let e = exp(x[base + c] + bias[c] - row_max);
+                x[base + c] = e;
+                total += e;
+            }
+        }
+        red[lane] = total;
+        barrier();
+        stride = 16;
+        while stride > 0 {
+            if lane < stride {
+                red[lane] += red[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        let inv = 1.0 / red[0];
+        for c in 0..cols {
+            if c % 32 == lane {
+                x[base + c] *= inv;
+            }
+        }
+    }
+}
+
+fn matrix(rows: usize, cols: usize, seed: u64) -> Tensor<Cpu, 2> {
+    Tensor::normal_with([rows, cols], 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
+}
+
+#[test]
+fn row_sum_reduces_in_shared_memory() {
+    for (rows, cols) in [(1, 1), (3, 63), (5, 64), (7, 200), (16, 1000)] {
+        let x = matrix(rows, cols, 1);
+        let mut out = Tensor::<Cpu, 1>::zeros([rows], &CpuDevice);
+        row_sum::launch(rows as u32, &x, &mut out, cols as u32);
+        let want = x.sum_dim(1).to_vec::<f32>();
+        for (g, w) in out.to_vec::<f32>().iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{rows}x{cols}: got {g}, want {w}");
+        }
+    }
+}
+
+#[test]
+fn fused_bias_softmax_matches_the_composed_ops() {
+    for (rows, cols) in [(1, 5), (4, 32), (6, 77)] {
+        let x = matrix(rows, cols, 2);
+        let bias = matrix(1, cols, 3);
+        let want = (x.clone() + &bias).softmax(1).to_vec::<f32>();
+        let mut y = x.clone();
+        let b: Tensor<Cpu, 1> = bias.squeeze(0);
+        bias_softmax::launch(rows as u32, &mut y, &b, cols as u32);
+        for (g, w) in y.to_vec::<f32>().iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{rows}x{cols}: got {g}, want {w}");
+        }
+        // The input tensor `x` shared its buffer with `y`: it is unchanged.
+        assert_eq!(x.to_vec::<f32>(), matrix(rows, cols, 2).to_vec::<f32>());
+    }
+}
+
+#[test]
+#[should_panic(expected = "row_sum: `input`: index 8 out of bounds (length 8)")]
+fn out_of_bounds_reads_name_the_kernel_and_buffer() {
+    let x = matrix(2, 4, 4);
+    let mut out = Tensor::<Cpu, 1>::zeros([3], &CpuDevice);
+    row_sum::launch(3, &x, &mut out, 4);
+}
+
+/// The compute shader `row_sum` compiles to (naga validated it while the
+/// test compiled). `UPDATE_EXPECT=1 cargo test` rewrites it.
+#[test]
+fn wgsl_of_a_general_kernel() {
+    expect![[r#"
+        @group(0) @binding(0) var<storage, read> input_0: array<f32>;
+        @group(0) @binding(1) var<storage, read_write> out_1: array<f32>;
+        struct Params {
+            s0: u32,
+        }
+        @group(0) @binding(2) var<uniform> params: Params;
+        var<workgroup> partial_5: array<f32, 64>;
+
+        @compute @workgroup_size(64)
+        fn row_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+            let row_3: u32 = wid.x;
+            let lane_4: u32 = lid.x;
+            var acc_6: f32 = 0.0;
+            var c_7: u32 = lane_4;
+            while ((c_7 < params.s0)) {
+                acc_6 += input_0[((row_3 * params.s0) + c_7)];
+                c_7 += 64u;
+            }
+            partial_5[lane_4] = acc_6;
+            workgroupBarrier();
+            var stride_8: u32 = 32u;
+            while ((stride_8 > 0u)) {
+                if ((lane_4 < stride_8)) {
+                    partial_5[lane_4] += partial_5[(lane_4 + stride_8)];
+                }
+                workgroupBarrier();
+                stride_8 = (stride_8 / 2u);
+            }
+            if ((lane_4 == 0u)) {
+                out_1[row_3] = partial_5[0u];
+            }
+        }
+    "#]].assert_eq(row_sum::WGSL);
+}
+
+/// Under the tape, a launch runs on the values; what it writes leaves the
+/// graph (a general kernel has no derivative).
+#[test]
+fn a_launch_on_tape_tensors_runs_on_their_values() {
+    use blaze::autodiff::Autodiff;
+    type Ad = Autodiff<Cpu>;
+    let x = Tensor::<Ad, 2>::from_inner(matrix(3, 10, 5)).require_grad();
+    let mut out = Tensor::<Ad, 1>::zeros([3], &CpuDevice);
+    row_sum::launch(3, &x, &mut out, 10);
+    let want = x.sum_dim(1).to_vec::<f32>();
+    for (g, w) in out.to_vec::<f32>().iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()));
+    }
+    assert!(out.sum().backward().get(&x).is_none(), "the launch's output is not connected to x");
+}
