@@ -79,17 +79,20 @@ fn rust_loop(k: &Kernel) -> TokenStream {
     }
 }
 
+/// A WGSL float literal. Rust prints `1.0`, `0.5`, `1e-7`: all WGSL float
+/// literals; the suffix guards the integral case.
+pub(super) fn wgsl_float(v: f64, out: &mut String) {
+    let text = format!("{v:?}");
+    out.push_str(&text);
+    if !text.contains(['.', 'e']) {
+        out.push_str(".0");
+    }
+}
+
 /// WGSL for an expression.
 fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
     match &e.kind {
-        ExprKind::Float(v) => {
-            // Rust prints `1.0`, `0.5`, `1e-7`: all WGSL float literals.
-            let text = format!("{v:?}");
-            out.push_str(&text);
-            if !text.contains(['.', 'e']) {
-                out.push_str(".0");
-            }
-        }
+        ExprKind::Float(v) => wgsl_float(*v, out),
         ExprKind::Bool(b) => {
             let _ = write!(out, "{b}");
         }

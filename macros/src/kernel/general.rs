@@ -12,7 +12,7 @@ use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, FnArg, Lit, Pat, Stmt, UnOp};
 
-use super::codegen::validate;
+use super::codegen::{validate, wgsl_float};
 use super::ir::{Bin, Intrinsic};
 
 /// Value types.
@@ -476,24 +476,9 @@ impl Lower<'_> {
                 }
             }
             Expr::Binary(b) => {
-                let op = match b.op {
-                    BinOp::Add(_) => Bin::Add,
-                    BinOp::Sub(_) => Bin::Sub,
-                    BinOp::Mul(_) => Bin::Mul,
-                    BinOp::Div(_) => Bin::Div,
-                    BinOp::Rem(_) => Bin::Rem,
-                    BinOp::Lt(_) => Bin::Lt,
-                    BinOp::Le(_) => Bin::Le,
-                    BinOp::Gt(_) => Bin::Gt,
-                    BinOp::Ge(_) => Bin::Ge,
-                    BinOp::Eq(_) => Bin::Eq,
-                    BinOp::Ne(_) => Bin::Ne,
-                    BinOp::And(_) => Bin::And,
-                    BinOp::Or(_) => Bin::Or,
-                    other => {
-                        self.errors.push(err(other.span(), format!("unsupported operator: {SUPPORTED}")));
-                        return None;
-                    }
+                let Some(op) = Bin::from_syn(&b.op) else {
+                    self.errors.push(err(b.op.span(), format!("unsupported operator: {SUPPORTED}")));
+                    return None;
                 };
                 let (l, r) = (self.expr(&b.left), self.expr(&b.right));
                 ex(E::Binary(op, Box::new(l?), Box::new(r?)))
@@ -834,13 +819,7 @@ fn wname(k: &Kernel, v: usize) -> String {
 
 fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
     match &e.e {
-        E::Float(v) => {
-            let text = format!("{v:?}");
-            out.push_str(&text);
-            if !text.contains(['.', 'e']) {
-                out.push_str(".0");
-            }
-        }
+        E::Float(v) => wgsl_float(*v, out),
         E::Int(v) => {
             let _ = write!(out, "{v}u");
         }

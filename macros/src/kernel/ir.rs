@@ -59,6 +59,26 @@ impl Bin {
         }
     }
 
+    /// The operator of a Rust binary expression, if the DSL has it.
+    pub fn from_syn(op: &BinOp) -> Option<Bin> {
+        Some(match op {
+            BinOp::Add(_) => Bin::Add,
+            BinOp::Sub(_) => Bin::Sub,
+            BinOp::Mul(_) => Bin::Mul,
+            BinOp::Div(_) => Bin::Div,
+            BinOp::Rem(_) => Bin::Rem,
+            BinOp::Lt(_) => Bin::Lt,
+            BinOp::Le(_) => Bin::Le,
+            BinOp::Gt(_) => Bin::Gt,
+            BinOp::Ge(_) => Bin::Ge,
+            BinOp::Eq(_) => Bin::Eq,
+            BinOp::Ne(_) => Bin::Ne,
+            BinOp::And(_) => Bin::And,
+            BinOp::Or(_) => Bin::Or,
+            _ => return None,
+        })
+    }
+
     pub fn is_arithmetic(self) -> bool {
         matches!(self, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Rem)
     }
@@ -422,24 +442,9 @@ impl Lowerer<'_> {
                 }
             }
             Expr::Binary(b) => {
-                let op = match b.op {
-                    BinOp::Add(_) => Bin::Add,
-                    BinOp::Sub(_) => Bin::Sub,
-                    BinOp::Mul(_) => Bin::Mul,
-                    BinOp::Div(_) => Bin::Div,
-                    BinOp::Rem(_) => Bin::Rem,
-                    BinOp::Lt(_) => Bin::Lt,
-                    BinOp::Le(_) => Bin::Le,
-                    BinOp::Gt(_) => Bin::Gt,
-                    BinOp::Ge(_) => Bin::Ge,
-                    BinOp::Eq(_) => Bin::Eq,
-                    BinOp::Ne(_) => Bin::Ne,
-                    BinOp::And(_) => Bin::And,
-                    BinOp::Or(_) => Bin::Or,
-                    other => {
-                        self.errors.push(err(other.span(), format!("unsupported operator: {SUPPORTED}")));
-                        return None;
-                    }
+                let Some(op) = Bin::from_syn(&b.op) else {
+                    self.errors.push(err(b.op.span(), format!("unsupported operator: {SUPPORTED}")));
+                    return None;
                 };
                 let (l, r) = (self.expr(&b.left), self.expr(&b.right));
                 ExprKind::Binary(op, Box::new(l?), Box::new(r?))
