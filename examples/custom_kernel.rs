@@ -7,7 +7,8 @@
 //! to come; until then kernels run on the CPU).
 //!
 //! ```text
-//! cargo run --release --example custom_kernel
+//! cargo run --release --example custom_kernel                  # CPU
+//! cargo run --release --example custom_kernel --features wgpu  # and a GPU
 //! ```
 
 use anyhow::Result;
@@ -140,8 +141,37 @@ fn main() -> Result<()> {
     let want = (x.clone() + &bias.unsqueeze::<2>(0)).softmax(1);
     let mut y = x.clone();
     bias_softmax::launch(rows as u32, &mut y, &bias, cols as u32);
-    let diff = (y - &want).abs().max().item();
+    let diff = (y.clone() - &want).abs().max().item();
     println!("bias_softmax on {rows}x{cols}, CPU: largest difference from softmax(x + bias) {diff:.2e}");
+    on_the_gpu(&x, &bias, &y.to_vec::<f32>());
     println!("its compute shader:\n{}", bias_softmax::WGSL);
     Ok(())
+}
+
+/// The same launch on a wgpu device, where one is available.
+#[cfg(feature = "wgpu")]
+fn on_the_gpu(x: &Tensor<Cpu, 2>, bias: &Tensor<Cpu, 1>, cpu: &[f32]) {
+    use blaze::runtime::kernel::ScalarArg;
+    use blaze::wgpu::{HostBuffer, WgpuDevice, launch};
+    let device = match WgpuDevice::new() {
+        Ok(d) => d,
+        Err(e) => return println!("no wgpu run: {e}"),
+    };
+    let [rows, cols] = x.shape();
+    let mut gpu = x.to_vec::<f32>();
+    let b = bias.to_vec::<f32>();
+    let mut buffers = [HostBuffer::Output(&mut gpu), HostBuffer::Input(&b)];
+    match launch::<bias_softmax::Kernel>(&device, rows as u32, &mut buffers, &[ScalarArg::U32(cols as u32)]) {
+        Ok(()) => {
+            let diff = gpu.iter().zip(cpu).map(|(g, c)| (g - c).abs()).fold(0.0f32, f32::max);
+            println!("bias_softmax on {}: largest difference from the CPU run {diff:.2e}", device.adapter_name());
+        }
+        Err(e) => println!("the wgpu run failed: {e}"),
+    }
+}
+
+/// Without the `wgpu` feature the kernel runs on the CPU only.
+#[cfg(not(feature = "wgpu"))]
+fn on_the_gpu(_: &Tensor<Cpu, 2>, _: &Tensor<Cpu, 1>, _: &[f32]) {
+    println!("(run with `--features wgpu` to launch it on a GPU as well)");
 }

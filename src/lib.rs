@@ -11,6 +11,9 @@
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
+/// GPU devices through wgpu, and `kernel!` kernels run on them (feature `wgpu`).
+#[cfg(feature = "wgpu")]
+pub use blaze_wgpu as wgpu;
 
 pub use blaze_macros::{Module, kernel, model};
 

@@ -1,0 +1,280 @@
+//! Blaze on wgpu: picking a device (a hardware adapter when there is one,
+//! else a software one such as Mesa's llvmpipe), and running `kernel!`
+//! general kernels on it. The tensor backend on top of this is still to
+//! come; kernels run here on host data.
+//!
+//! `BLAZE_WGPU_ADAPTER=name` picks the first adapter whose name contains
+//! `name` (case-insensitively).
+#![deny(missing_docs)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use blaze_runtime::kernel::{ParamKind, ScalarArg, Workgroups};
+use wgpu::util::DeviceExt;
+
+/// What can go wrong finding a device or running a kernel on it.
+#[derive(Debug, thiserror::Error)]
+pub enum WgpuError {
+    /// No adapter at all.
+    #[error(
+        "no wgpu adapter: install a GPU driver, or Mesa's software Vulkan \
+         (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)"
+    )]
+    NoAdapter,
+    /// `BLAZE_WGPU_ADAPTER` matched none of the adapters.
+    #[error("BLAZE_WGPU_ADAPTER={wanted}: no adapter's name contains it (found: {found})")]
+    NoMatch {
+        /// The requested name.
+        wanted: String,
+        /// The adapters present.
+        found: String,
+    },
+    /// The adapter would not give a device.
+    #[error("adapter {adapter}: {message}")]
+    Device {
+        /// The adapter's name.
+        adapter: String,
+        /// wgpu's message.
+        message: String,
+    },
+    /// A launch the device rejected, or bad arguments.
+    #[error("{kernel}: {message}")]
+    Launch {
+        /// The kernel.
+        kernel: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A wgpu device and its queue, with the kernels compiled on it so far.
+/// Cloning shares the device.
+#[derive(Clone, Debug)]
+pub struct WgpuDevice {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
+}
+
+/// Hardware first: discrete, integrated, virtual, then software (CPU).
+fn rank(kind: wgpu::DeviceType) -> u8 {
+    match kind {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+impl WgpuDevice {
+    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names.
+    pub fn new() -> Result<Self, WgpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        if adapters.is_empty() {
+            return Err(WgpuError::NoAdapter);
+        }
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        let adapter = match std::env::var("BLAZE_WGPU_ADAPTER") {
+            Ok(wanted) if !wanted.is_empty() => {
+                let low = wanted.to_lowercase();
+                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
+                    return Err(WgpuError::NoMatch { wanted, found: found.join(", ") });
+                };
+                adapters.swap_remove(i)
+            }
+            _ => adapters.swap_remove(0),
+        };
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("blaze"),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        Ok(WgpuDevice { inner: Arc::new(Inner { device, queue, info, pipelines: Mutex::new(HashMap::new()) }) })
+    }
+
+    /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+    pub fn adapter_name(&self) -> String {
+        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+    }
+
+    /// Whether the adapter is a software one (a CPU rasteriser).
+    pub fn is_software(&self) -> bool {
+        self.inner.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    fn pipeline<K: Workgroups>(&self) -> Result<wgpu::ComputePipeline, WgpuError> {
+        let mut cache = self.inner.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.get(K::NAME) {
+            return Ok(p.clone());
+        }
+        let device = &self.inner.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(K::NAME),
+            source: wgpu::ShaderSource::Wgsl(K::WGSL.into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(K::NAME),
+            layout: None,
+            module: &module,
+            entry_point: Some(K::NAME),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Launch { kernel: K::NAME, message: e.to_string() });
+        }
+        cache.insert(K::NAME, pipeline.clone());
+        Ok(pipeline)
+    }
+}
+
+/// A buffer argument of a launch, in host memory.
+#[derive(Debug)]
+pub enum HostBuffer<'a> {
+    /// Read by the kernel.
+    Input(&'a [f32]),
+    /// Read and written; holds the kernel's result after the launch.
+    Output(&'a mut [f32]),
+}
+
+/// Runs general kernel `K` over `groups` workgroups on `device`: uploads
+/// the buffers, dispatches once, and reads the outputs back into `buffers`.
+pub fn launch<K: Workgroups>(
+    device: &WgpuDevice,
+    groups: u32,
+    buffers: &mut [HostBuffer<'_>],
+    scalars: &[ScalarArg],
+) -> Result<(), WgpuError> {
+    let fail = |message: String| WgpuError::Launch { kernel: K::NAME, message };
+    let kinds: Vec<bool> = K::PARAMS
+        .iter()
+        .filter_map(|p| match p {
+            ParamKind::Input => Some(false),
+            ParamKind::Output => Some(true),
+            _ => None,
+        })
+        .collect();
+    let given: Vec<bool> = buffers.iter().map(|b| matches!(b, HostBuffer::Output(_))).collect();
+    if given != kinds {
+        return Err(fail(format!("buffers {given:?} (true = output) for parameters {kinds:?}")));
+    }
+    if scalars.len() != K::PARAMS.len() - kinds.len() {
+        return Err(fail(format!("{} scalars for {} parameters", scalars.len(), K::PARAMS.len() - kinds.len())));
+    }
+    let max_groups = device.inner.device.limits().max_compute_workgroups_per_dimension;
+    if groups > max_groups {
+        return Err(fail(format!("{groups} workgroups; this device dispatches at most {max_groups} at once")));
+    }
+    let pipeline = device.pipeline::<K>()?;
+    let (dev, queue) = (&device.inner.device, &device.inner.queue);
+    let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
+
+    let bytes = |v: &[f32]| -> Vec<u8> {
+        // Bindings may not be empty: an empty buffer is one unused zero.
+        let v = if v.is_empty() { &[0.0][..] } else { v };
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    };
+    let gpu: Vec<wgpu::Buffer> = buffers
+        .iter()
+        .map(|b| {
+            let data = match b {
+                HostBuffer::Input(v) => bytes(v),
+                HostBuffer::Output(v) => bytes(v),
+            };
+            dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(K::NAME),
+                contents: &data,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            })
+        })
+        .collect();
+    // Scalars are 4-byte fields of one uniform struct, in order; uniform
+    // buffers are padded to 16 bytes.
+    let mut uniform: Vec<u8> = scalars
+        .iter()
+        .flat_map(|s| match s {
+            ScalarArg::F32(v) => v.to_le_bytes(),
+            ScalarArg::U32(v) => v.to_le_bytes(),
+        })
+        .collect();
+    uniform.resize(uniform.len().next_multiple_of(16).max(16), 0);
+    let params = (!scalars.is_empty()).then(|| {
+        dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some(K::NAME),
+            contents: &uniform,
+            usage: wgpu::BufferUsages::UNIFORM,
+        })
+    });
+    let mut entries: Vec<wgpu::BindGroupEntry<'_>> = gpu
+        .iter()
+        .enumerate()
+        .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+        .collect();
+    if let Some(p) = &params {
+        entries.push(wgpu::BindGroupEntry { binding: gpu.len() as u32, resource: p.as_entire_binding() });
+    }
+    let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some(K::NAME),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    });
+
+    let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(K::NAME) });
+    {
+        let mut pass =
+            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(K::NAME), timestamp_writes: None });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(groups, 1, 1);
+    }
+    // Outputs come back through mappable staging copies.
+    let staging: Vec<Option<wgpu::Buffer>> = buffers
+        .iter()
+        .zip(&gpu)
+        .map(|(b, g)| match b {
+            HostBuffer::Output(_) => {
+                let s = dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(K::NAME),
+                    size: g.size(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                encoder.copy_buffer_to_buffer(g, 0, &s, 0, g.size());
+                Some(s)
+            }
+            HostBuffer::Input(_) => None,
+        })
+        .collect();
+    queue.submit([encoder.finish()]);
+    if let Some(e) = pollster::block_on(scope.pop()) {
+        return Err(fail(e.to_string()));
+    }
+    for (b, s) in buffers.iter_mut().zip(&staging) {
+        let (HostBuffer::Output(out), Some(s)) = (b, s) else { continue };
+        let slice = s.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        dev.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| fail(e.to_string()))?;
+        rx.recv().map_err(|e| fail(e.to_string()))?.map_err(|e| fail(e.to_string()))?;
+        let data = slice.get_mapped_range().map_err(|e| fail(e.to_string()))?;
+        for (o, c) in out.iter_mut().zip(data.chunks_exact(4)) {
+            *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,118 @@
+//! `kernel!` general kernels on the wgpu device against the CPU backend.
+//! Without an adapter these tests print a notice and pass, unless
+//! `BLAZE_REQUIRE_WGPU=1` (as `.ci/run` sets), where a missing adapter fails.
+
+use blaze::prelude::*;
+use blaze::runtime::kernel::ScalarArg;
+use blaze_wgpu::{HostBuffer, WgpuDevice, launch};
+
+kernel! {
+    /// Row sums through workgroup memory and a tree of barriers.
+    #[workgroup(64)]
+    pub fn row_sum(input: &[f32], out: &mut [f32], cols: u32) {
+        let row = workgroup_id();
+        let lane = local_id();
+        #[shared]
+        let partial: [f32; 64];
+        let mut acc = 0.0;
+        let mut c = lane;
+        while c < cols {
+            acc += input[row * cols + c];
+            c += 64;
+        }
+        partial[lane] = acc;
+        barrier();
+        let mut stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                partial[lane] += partial[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        if lane == 0 {
+            out[row] = partial[0];
+        }
+    }
+}
+
+kernel! {
+    /// `y = a * x + b` with the global id, a float and a u32 scalar.
+    #[workgroup(32)]
+    pub fn affine(x: &[f32], y: &mut [f32], a: f32, n: u32) {
+        let i = global_id();
+        if i < n {
+            y[i] = a * x[i] + exp(-abs(x[i]));
+        }
+    }
+}
+
+fn device() -> Option<WgpuDevice> {
+    match WgpuDevice::new() {
+        Ok(d) => {
+            println!("wgpu adapter: {}", d.adapter_name());
+            Some(d)
+        }
+        Err(e) if std::env::var("BLAZE_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
+            panic!("BLAZE_REQUIRE_WGPU=1 but {e}")
+        }
+        Err(e) => {
+            println!("skipping the wgpu kernel tests: {e}");
+            None
+        }
+    }
+}
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    Tensor::<Cpu, 1>::normal_with([n], 0.0, 1.0, &mut blaze::Rng::seed_from_u64(seed), &CpuDevice).to_vec::<f32>()
+}
+
+fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert_eq!(gpu.len(), cpu.len());
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!((g - c).abs() <= 1e-5 * (1.0 + c.abs()), "{what}[{i}]: wgpu {g}, cpu {c}");
+    }
+}
+
+#[test]
+fn shared_memory_reduction_agrees_with_the_cpu() {
+    let Some(dev) = device() else { return };
+    for (rows, cols) in [(1, 1), (3, 63), (9, 200), (40, 513)] {
+        let x = data(rows * cols, 1);
+        let mut gpu = vec![0.0f32; rows];
+        let mut bufs = [HostBuffer::Input(&x), HostBuffer::Output(&mut gpu)];
+        launch::<row_sum::Kernel>(&dev, rows as u32, &mut bufs, &[ScalarArg::U32(cols as u32)]).expect("launch");
+        let xt = Tensor::<Cpu, 2>::from_vec(x.clone(), [rows, cols], &CpuDevice);
+        let mut cpu = Tensor::<Cpu, 1>::zeros([rows], &CpuDevice);
+        row_sum::launch(rows as u32, &xt, &mut cpu, cols as u32);
+        close(&format!("row_sum {rows}x{cols}"), &gpu, &cpu.to_vec::<f32>());
+    }
+}
+
+#[test]
+fn scalars_ids_and_bounds_agree_with_the_cpu() {
+    let Some(dev) = device() else { return };
+    let n = 100;
+    let x = data(n, 2);
+    let mut gpu = vec![7.0f32; n];
+    let groups = n.div_ceil(32) as u32;
+    let mut bufs = [HostBuffer::Input(&x), HostBuffer::Output(&mut gpu)];
+    launch::<affine::Kernel>(&dev, groups, &mut bufs, &[ScalarArg::F32(1.5), ScalarArg::U32(n as u32)])
+        .expect("launch");
+    let xt = Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice);
+    let mut cpu = Tensor::<Cpu, 1>::full([n], 7.0, &CpuDevice);
+    affine::launch(groups, &xt, &mut cpu, 1.5, n as u32);
+    close("affine", &gpu, &cpu.to_vec::<f32>());
+}
+
+#[test]
+fn bad_launches_are_errors_naming_the_kernel() {
+    let Some(dev) = device() else { return };
+    let x = [1.0f32];
+    let err = launch::<row_sum::Kernel>(&dev, 1, &mut [HostBuffer::Input(&x)], &[ScalarArg::U32(1)]).unwrap_err();
+    assert!(err.to_string().starts_with("row_sum: buffers"), "{err}");
+    let mut out = [0.0f32];
+    let err = launch::<row_sum::Kernel>(&dev, 1, &mut [HostBuffer::Input(&x), HostBuffer::Output(&mut out)], &[])
+        .unwrap_err();
+    assert_eq!(err.to_string(), "row_sum: 0 scalars for 1 parameters");
+}
