@@ -92,6 +92,29 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Signed arithmetic: unsuffixed literals take i32 from the other
+    /// operand; division and remainder round toward zero, as in WGSL.
+    #[workgroup(16)]
+    pub fn signed(out: &mut [f32], shift: i32) {
+        let i = global_id() as i32;
+        let centred = i - 8;
+        let d = (centred + shift) / -3;
+        let r = (centred * 7) % 5;
+        let mut m = -2147483648;
+        m = m / -1;
+        out[global_id()] = (d * 10 + r) as f32 + abs(centred as f32) + select(m < 0, 0.5, 0.0);
+    }
+}
+
+/// What `signed` computes at `i`.
+pub fn signed_reference(i: i32, shift: i32) -> f32 {
+    let centred = i - 8;
+    let (d, r) = ((centred + shift) / -3, (centred * 7) % 5);
+    // i32::MIN / -1 overflows in Rust; WGSL defines it as i32::MIN.
+    (d * 10 + r) as f32 + (centred as f32).abs() + 0.5
+}
+
 fn matrix(rows: usize, cols: usize, seed: u64) -> Tensor<Cpu, 2> {
     Tensor::normal_with([rows, cols], 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
 }
@@ -188,4 +211,12 @@ fn a_launch_on_tape_tensors_runs_on_their_values() {
         assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()));
     }
     assert!(out.sum().backward().get(&x).is_none(), "the launch's output is not connected to x");
+}
+
+#[test]
+fn signed_integers_follow_wgsl() {
+    let mut out = Tensor::<Cpu, 1>::zeros([32], &CpuDevice);
+    signed::launch(2, &mut out, 5);
+    let want: Vec<f32> = (0..32).map(|i| signed_reference(i, 5)).collect();
+    assert_eq!(out.to_vec::<f32>(), want);
 }

@@ -300,6 +300,8 @@ pub enum ParamKind {
     F32,
     /// `u32`.
     U32,
+    /// `i32`.
+    I32,
 }
 
 /// A scalar argument of a general kernel.
@@ -309,6 +311,8 @@ pub enum ScalarArg {
     F32(f32),
     /// A `u32`.
     U32(u32),
+    /// An `i32`.
+    I32(i32),
 }
 
 impl From<f32> for ScalarArg {
@@ -323,23 +327,30 @@ impl From<u32> for ScalarArg {
     }
 }
 
-impl From<ScalarArg> for f32 {
-    fn from(a: ScalarArg) -> f32 {
-        match a {
-            ScalarArg::F32(v) => v,
-            ScalarArg::U32(v) => v as f32,
-        }
+impl From<i32> for ScalarArg {
+    fn from(v: i32) -> Self {
+        ScalarArg::I32(v)
     }
 }
 
-impl From<ScalarArg> for u32 {
-    fn from(a: ScalarArg) -> u32 {
-        match a {
-            ScalarArg::U32(v) => v,
-            ScalarArg::F32(v) => v as u32,
+/// A scalar as the parameter type a kernel declares (the generated
+/// `launch` passes each as its declared type, so these do not convert).
+macro_rules! scalar_as {
+    ($t:ty) => {
+        impl From<ScalarArg> for $t {
+            fn from(a: ScalarArg) -> $t {
+                match a {
+                    ScalarArg::F32(v) => v as $t,
+                    ScalarArg::U32(v) => v as $t,
+                    ScalarArg::I32(v) => v as $t,
+                }
+            }
         }
-    }
+    };
 }
+scalar_as!(f32);
+scalar_as!(u32);
+scalar_as!(i32);
 
 /// A tensor handed to a general kernel.
 #[derive(Debug)]

@@ -208,6 +208,7 @@ pub fn launch<K: Workgroups>(
         .flat_map(|s| match s {
             ScalarArg::F32(v) => v.to_le_bytes(),
             ScalarArg::U32(v) => v.to_le_bytes(),
+            ScalarArg::I32(v) => v.to_le_bytes(),
         })
         .collect();
     uniform.resize(uniform.len().next_multiple_of(16).max(16), 0);

@@ -47,6 +47,15 @@ kernel! {
     }
 }
 
+kernel! {
+    /// Signed division and remainder (toward zero) with an i32 scalar.
+    #[workgroup(16)]
+    pub fn signed(out: &mut [f32], shift: i32) {
+        let i = global_id() as i32 - 8;
+        out[global_id()] = ((i + shift) / -3 * 10 + (i * 7) % 5) as f32;
+    }
+}
+
 fn device() -> Option<WgpuDevice> {
     match WgpuDevice::new() {
         Ok(d) => {
@@ -115,4 +124,14 @@ fn bad_launches_are_errors_naming_the_kernel() {
     let err = launch::<row_sum::Kernel>(&dev, 1, &mut [HostBuffer::Input(&x), HostBuffer::Output(&mut out)], &[])
         .unwrap_err();
     assert_eq!(err.to_string(), "row_sum: 0 scalars for 1 parameters");
+}
+
+#[test]
+fn signed_integers_agree_with_the_cpu() {
+    let Some(dev) = device() else { return };
+    let mut gpu = vec![0.0f32; 32];
+    launch::<signed::Kernel>(&dev, 2, &mut [HostBuffer::Output(&mut gpu)], &[ScalarArg::I32(5)]).expect("launch");
+    let mut cpu = Tensor::<Cpu, 1>::zeros([32], &CpuDevice);
+    signed::launch(2, &mut cpu, 5);
+    assert_eq!(gpu, cpu.to_vec::<f32>());
 }

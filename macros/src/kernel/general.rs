@@ -5,6 +5,7 @@
 //! (validated with naga) and as Rust that runs a workgroup's invocations
 //! in lockstep between barriers.
 
+use std::cell::Cell;
 use std::fmt::Write;
 
 use proc_macro2::{Span, TokenStream};
@@ -20,6 +21,7 @@ use super::ir::{Bin, Intrinsic};
 enum Ty {
     F32,
     U32,
+    I32,
     Bool,
 }
 
@@ -28,6 +30,7 @@ impl Ty {
         match self {
             Ty::F32 => "f32",
             Ty::U32 => "u32",
+            Ty::I32 => "i32",
             Ty::Bool => "bool",
         }
     }
@@ -36,6 +39,7 @@ impl Ty {
         match self {
             Ty::F32 => quote!(f32),
             Ty::U32 => quote!(u32),
+            Ty::I32 => quote!(i32),
             Ty::Bool => quote!(bool),
         }
     }
@@ -44,8 +48,17 @@ impl Ty {
         match self {
             Ty::F32 => quote!(0.0f32),
             Ty::U32 => quote!(0u32),
+            Ty::I32 => quote!(0i32),
             Ty::Bool => quote!(false),
         }
+    }
+
+    fn int(self) -> bool {
+        matches!(self, Ty::U32 | Ty::I32)
+    }
+
+    fn from_name(name: &str) -> Option<Ty> {
+        [Ty::F32, Ty::U32, Ty::I32, Ty::Bool].into_iter().find(|t| t.name() == name)
     }
 }
 
@@ -95,7 +108,10 @@ impl Id {
 #[derive(Clone, Debug)]
 enum E {
     Float(f64),
-    Int(u32),
+    /// An integer literal: its value, its type (u32 unless suffixed or
+    /// settled by the checker from the other operand), and whether the
+    /// checker may still settle it.
+    Int(i64, Cell<Ty>, bool),
     Bool(bool),
     Var(usize),
     /// A load from a buffer or shared array.
@@ -247,9 +263,12 @@ impl Lower<'_> {
                     }
                     _ => None,
                 },
-                ty if is(ty, "f32") || is(ty, "u32") => {
-                    scalars += 1;
-                    Some((if is(ty, "f32") { Ty::F32 } else { Ty::U32 }, Kind::Scalar { index: scalars - 1 }))
+                syn::Type::Path(tp) if tp.path.get_ident().is_some() => {
+                    let ty = Ty::from_name(&tp.path.get_ident().map(ToString::to_string).unwrap_or_default());
+                    ty.filter(|t| *t != Ty::Bool).map(|t| {
+                        scalars += 1;
+                        (t, Kind::Scalar { index: scalars - 1 })
+                    })
                 }
                 _ => None,
             };
@@ -260,7 +279,7 @@ impl Lower<'_> {
                 }
                 None => self.errors.push(err(
                     p.ty.span(),
-                    "a general kernel takes buffers (`&[f32]`, `&mut [f32]`) and scalars (`f32`, `u32`)",
+                    "a general kernel takes buffers (`&[f32]`, `&mut [f32]`) and scalars (`f32`, `u32`, `i32`)",
                 )),
             }
         }
@@ -434,13 +453,26 @@ impl Lower<'_> {
             Expr::Group(g) => self.expr(&g.expr),
             Expr::Lit(l) => match &l.lit {
                 Lit::Float(f) => ex(E::Float(f.base10_parse().ok()?)),
-                Lit::Int(i) => match i.base10_parse::<u32>() {
-                    Ok(v) if matches!(i.suffix(), "" | "u32") => ex(E::Int(v)),
-                    _ => {
-                        self.errors.push(err(i.span(), "integer literals in kernels are u32"));
-                        None
+                Lit::Int(i) => {
+                    let ty = match i.suffix() {
+                        "" | "u32" => Ty::U32,
+                        "i32" => Ty::I32,
+                        _ => {
+                            self.errors.push(err(i.span(), "integer literals in kernels are u32 or i32"));
+                            return None;
+                        }
+                    };
+                    // An unsuffixed literal may still become i32 (`-5`), so
+                    // it may reach 2^31 as well as u32::MAX.
+                    let fits = |v: i64| if ty == Ty::U32 { u32::try_from(v).is_ok() } else { v <= 1 << 31 };
+                    match i.base10_parse::<i64>() {
+                        Ok(v) if fits(v) => ex(E::Int(v, Cell::new(ty), i.suffix().is_empty())),
+                        _ => {
+                            self.errors.push(err(i.span(), format!("`{i}` does not fit in {}", ty.name())));
+                            None
+                        }
                     }
-                },
+                }
                 Lit::Bool(b) => ex(E::Bool(b.value)),
                 other => {
                     self.errors.push(err(other.span(), "kernels take f32, u32 and bool literals"));
@@ -484,13 +516,13 @@ impl Lower<'_> {
                 ex(E::Binary(op, Box::new(l?), Box::new(r?)))
             }
             Expr::Cast(c) => {
-                let ty = match &*c.ty {
-                    syn::Type::Path(p) if p.path.is_ident("f32") => Ty::F32,
-                    syn::Type::Path(p) if p.path.is_ident("u32") => Ty::U32,
-                    other => {
-                        self.errors.push(err(other.span(), "kernels cast to `f32` or `u32`"));
-                        return None;
-                    }
+                let to = match &*c.ty {
+                    syn::Type::Path(p) => p.path.get_ident().and_then(|i| Ty::from_name(&i.to_string())),
+                    _ => None,
+                };
+                let Some(ty) = to.filter(|t| *t != Ty::Bool) else {
+                    self.errors.push(err(c.ty.span(), "kernels cast to `f32`, `u32` or `i32`"));
+                    return None;
                 };
                 ex(E::Cast(Box::new(self.expr(&c.expr)?), ty))
             }
@@ -548,6 +580,18 @@ impl Lower<'_> {
 
 // ---- checking ------------------------------------------------------------
 
+/// Gives an unsuffixed integer literal the integer type `ty`; true if `e`
+/// is one (and so now has that type).
+fn settle(e: &Ex, ty: Ty) -> bool {
+    match &e.e {
+        E::Int(_, t, true) if ty.int() => {
+            t.set(ty);
+            true
+        }
+        _ => false,
+    }
+}
+
 struct Check<'a> {
     k: &'a mut Kernel,
     errors: &'a mut Vec<syn::Error>,
@@ -562,7 +606,8 @@ impl Check<'_> {
     fn ty(&mut self, e: &Ex) -> Option<Ty> {
         match &e.e {
             E::Float(_) => Some(Ty::F32),
-            E::Int(_) | E::Id(_) => Some(Ty::U32),
+            E::Int(_, ty, _) => Some(ty.get()),
+            E::Id(_) => Some(Ty::U32),
             E::Bool(_) => Some(Ty::Bool),
             E::Var(v) => {
                 let var = &self.k.vars[*v];
@@ -586,17 +631,27 @@ impl Check<'_> {
                     t => self.mismatch(i.span, format!("an index is u32, found {}", t.name())),
                 }
             }
-            E::Neg(x) => match self.ty(x)? {
-                Ty::F32 => Some(Ty::F32),
-                t => self.mismatch(e.span, format!("`-` takes f32, found {}", t.name())),
-            },
+            E::Neg(x) => {
+                settle(x, Ty::I32);
+                match self.ty(x)? {
+                    t @ (Ty::F32 | Ty::I32) => Some(t),
+                    t => self.mismatch(e.span, format!("`-` takes f32 or i32, found {}", t.name())),
+                }
+            }
             E::Not(x) => match self.ty(x)? {
                 Ty::Bool => Some(Ty::Bool),
                 t => self.mismatch(e.span, format!("`!` takes bool, found {}", t.name())),
             },
             E::Binary(op, a, b) => {
                 let (l, r) = (self.ty(a), self.ty(b));
-                let (l, r) = (l?, r?);
+                let (mut l, mut r) = (l?, r?);
+                // An unsuffixed literal takes the other operand's integer type.
+                if l != r && r == Ty::I32 && settle(a, Ty::I32) {
+                    l = Ty::I32;
+                }
+                if l != r && l == Ty::I32 && settle(b, Ty::I32) {
+                    r = Ty::I32;
+                }
                 let s = op.symbol();
                 if op.is_logic() {
                     return match (l, r) {
@@ -610,7 +665,11 @@ impl Check<'_> {
                 if l != r || l == Ty::Bool && op.is_arithmetic() {
                     return self.mismatch(
                         e.span,
-                        format!("`{s}` takes two f32 or two u32, found {} and {}", l.name(), r.name()),
+                        format!(
+                            "`{s}` takes two values of one type (f32, u32 or i32), found {} and {}",
+                            l.name(),
+                            r.name()
+                        ),
                     );
                 }
                 Some(if op.is_arithmetic() { l } else { Ty::Bool })
@@ -632,7 +691,7 @@ impl Check<'_> {
                 }
             }
             E::Cast(x, to) => match self.ty(x)? {
-                Ty::Bool => self.mismatch(x.span, "casts take f32 or u32".into()),
+                Ty::Bool => self.mismatch(x.span, "casts take f32, u32 or i32".into()),
                 _ => Some(*to),
             },
         }
@@ -672,6 +731,7 @@ impl Check<'_> {
                         }
                     }
                     (Kind::Local { mutable: true }, None) => {
+                        let vt = if settle(value, var.ty) { Some(var.ty) } else { vt };
                         if let Some(t) = vt.filter(|t| *t != var.ty) {
                             self.mismatch(
                                 value.span,
@@ -721,7 +781,7 @@ impl Check<'_> {
     /// Whether `e` has one value across a workgroup.
     fn uniform(&self, e: &Ex) -> bool {
         match &e.e {
-            E::Float(_) | E::Int(_) | E::Bool(_) => true,
+            E::Float(_) | E::Int(..) | E::Bool(_) => true,
             E::Id(id) => matches!(id, Id::Workgroup | Id::Workgroups),
             E::Var(v) => self.k.vars[*v].uniform,
             E::Index(..) => false,
@@ -820,9 +880,16 @@ fn wname(k: &Kernel, v: usize) -> String {
 fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
     match &e.e {
         E::Float(v) => wgsl_float(*v, out),
-        E::Int(v) => {
-            let _ = write!(out, "{v}u");
-        }
+        E::Int(v, ty, _) => match ty.get() {
+            // -2^31 has no positive literal: write it as an expression.
+            Ty::I32 if *v == 1 << 31 => out.push_str("(-2147483647i - 1i)"),
+            Ty::I32 => {
+                let _ = write!(out, "{v}i");
+            }
+            _ => {
+                let _ = write!(out, "{v}u");
+            }
+        },
         E::Bool(b) => {
             let _ = write!(out, "{b}");
         }
@@ -991,7 +1058,16 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
             let v = *v as f32;
             quote!(#v)
         }
-        E::Int(v) => quote!(#v),
+        E::Int(v, ty, _) => match ty.get() {
+            Ty::I32 => {
+                let v = *v as i32;
+                quote!(#v)
+            }
+            _ => {
+                let v = *v as u32;
+                quote!(#v)
+            }
+        },
         E::Bool(b) => quote!(#b),
         E::Var(v) => match k.vars[*v].kind {
             Kind::Scalar { index } => {
@@ -1017,6 +1093,10 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 }
             }
         }
+        E::Neg(x) if int_typed(k, x) => {
+            let x = rust_ex(k, x);
+            quote!(#x.wrapping_neg())
+        }
         E::Neg(x) => {
             let x = rust_ex(k, x);
             quote!((-#x))
@@ -1028,13 +1108,14 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
         E::Binary(op, a, b) => {
             let (ra, rb) = (rust_ex(k, a), rust_ex(k, b));
             // u32 arithmetic wraps and divides as WGSL does (x / 0 = x).
-            let int = matches!(a.e, E::Int(_) | E::Id(_)) || int_typed(k, a);
+            let int = int_typed(k, a);
             match (op, int) {
                 (Bin::Add, true) => quote!(#ra.wrapping_add(#rb)),
                 (Bin::Sub, true) => quote!(#ra.wrapping_sub(#rb)),
                 (Bin::Mul, true) => quote!(#ra.wrapping_mul(#rb)),
-                (Bin::Div, true) => quote!({ let (a, b) = (#ra, #rb); if b == 0 { a } else { a / b } }),
-                (Bin::Rem, true) => quote!({ let (a, b) = (#ra, #rb); if b == 0 { 0 } else { a % b } }),
+                // WGSL: x / 0 = x and MIN / -1 = MIN; x % 0 = 0.
+                (Bin::Div, true) => quote!({ let a = #ra; a.checked_div(#rb).unwrap_or(a) }),
+                (Bin::Rem, true) => quote!(#ra.checked_rem(#rb).unwrap_or(0)),
                 _ => {
                     let op: TokenStream = op.symbol().parse().expect("an operator token");
                     quote!((#ra #op #rb))
@@ -1066,9 +1147,10 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
 /// Whether `e` is u32-typed (after checking, locals carry their types).
 fn int_typed(k: &Kernel, e: &Ex) -> bool {
     match &e.e {
-        E::Int(_) | E::Id(_) => true,
-        E::Var(v) => k.vars[*v].ty == Ty::U32,
-        E::Cast(_, t) => *t == Ty::U32,
+        E::Int(..) | E::Id(_) => true,
+        E::Var(v) => k.vars[*v].ty.int(),
+        E::Cast(_, t) => t.int(),
+        E::Neg(x) => int_typed(k, x),
         E::Binary(op, a, _) if op.is_arithmetic() => int_typed(k, a),
         _ => false,
     }
@@ -1092,12 +1174,12 @@ fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
                     None => e.clone(),
                     Some(op) => {
                         let o: TokenStream = op.symbol().parse().expect("an operator token");
-                        if var.ty == Ty::U32 && index.is_none() {
+                        if var.ty.int() && index.is_none() {
                             match op {
                                 Bin::Add => quote!(#current.wrapping_add(#e)),
                                 Bin::Sub => quote!(#current.wrapping_sub(#e)),
                                 Bin::Mul => quote!(#current.wrapping_mul(#e)),
-                                _ => quote!({ let (a, b) = (#current, #e); if b == 0 { a } else { a / b } }),
+                                _ => quote!({ let a = #current; a.checked_div(#e).unwrap_or(a) }),
                             }
                         } else {
                             quote!((#current #o #e))
@@ -1238,10 +1320,10 @@ fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
                 let ty = var.ty.rust();
                 launch_params.push(quote!(#id: #ty));
                 scalar_args.push(quote!(#rt::kernel::ScalarArg::from(#id)));
-                param_kinds.push(if var.ty == Ty::F32 {
-                    quote!(#rt::kernel::ParamKind::F32)
-                } else {
-                    quote!(#rt::kernel::ParamKind::U32)
+                param_kinds.push(match var.ty {
+                    Ty::F32 => quote!(#rt::kernel::ParamKind::F32),
+                    Ty::I32 => quote!(#rt::kernel::ParamKind::I32),
+                    _ => quote!(#rt::kernel::ParamKind::U32),
                 });
             }
             _ => {}
