@@ -1,4 +1,5 @@
-//! Blaze's procedural macros.
+//! Blaze's procedural macros: `#[model]`, `#[derive(Module)]` and
+//! `kernel!` (in `kernel/`, see its module docs).
 //!
 //! `#[model]` turns a struct of layers into a statically shaped model: it
 //! infers every layer's per-sample output shape from the literal const
@@ -42,10 +43,12 @@ pub fn derive_module(item: TokenStream) -> TokenStream {
     module::expand(item.into()).into()
 }
 
-/// An elementwise kernel written once for every backend: a function of
-/// `f32` scalars becomes a function over tensors (and scalars, in any mix,
-/// broadcasting), run as a vectorised loop on the CPU and as WGSL on the
-/// GPU, with its partial derivatives derived symbolically.
+/// A kernel written once for every backend.
+///
+/// Elementwise: a function of `f32` scalars becomes a function over tensors
+/// (and numbers, in any mix, broadcasting), run as a vectorised loop on the
+/// CPU and as WGSL on the GPU, with its partial derivatives derived
+/// symbolically (so it trains under `Autodiff`, and is a layer as `Map<K>`).
 ///
 /// ```text
 /// kernel! {
@@ -55,6 +58,19 @@ pub fn derive_module(item: TokenStream) -> TokenStream {
 ///     }
 /// }
 /// let y = swish(&x, 1.0);
+/// ```
+///
+/// General: `#[workgroup(N)]` over `f32` buffers and `f32`/`u32`/`i32`
+/// scalars, with `global_id()`, `local_id()`, `workgroup_id()`,
+/// `num_workgroups()`, `#[shared] let tile: [f32; N];` and `barrier()`;
+/// launched with `name::launch(groups, &input, &mut out, ..)`.
+///
+/// ```text
+/// kernel! {
+///     #[workgroup(64)]
+///     pub fn row_sum(input: &[f32], out: &mut [f32], cols: u32) { .. }
+/// }
+/// row_sum::launch(rows, &x, &mut sums, cols);
 /// ```
 #[proc_macro]
 pub fn kernel(item: TokenStream) -> TokenStream {
