@@ -410,9 +410,10 @@ impl RawBuffer {
     }
 }
 
-/// Checks a launch's arguments against the kernel's parameters.
-pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: &[ScalarArg]) {
-    let buffer_kinds: Vec<bool> = K::PARAMS
+/// What is wrong with launching `K` on buffers that are outputs where
+/// `outputs` says and on `scalars` scalars, if anything.
+pub fn launch_mismatch<K: Workgroups>(outputs: &[bool], scalars: usize) -> Option<String> {
+    let wanted: Vec<bool> = K::PARAMS
         .iter()
         .filter_map(|p| match p {
             ParamKind::Input => Some(false),
@@ -420,8 +421,20 @@ pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: 
             _ => None,
         })
         .collect();
-    let given: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
-    assert_eq!(given, buffer_kinds, "{}: launched with other buffers than its parameters", K::NAME);
-    let scalar_count = K::PARAMS.len() - buffer_kinds.len();
-    assert_eq!(scalars.len(), scalar_count, "{}: {} scalars for {scalar_count} parameters", K::NAME, scalars.len());
+    let wanted_scalars = K::PARAMS.len() - wanted.len();
+    if outputs != wanted {
+        Some(format!("buffers {outputs:?} (true = output) for parameters {wanted:?}"))
+    } else if scalars != wanted_scalars {
+        Some(format!("{scalars} scalars for {wanted_scalars} parameters"))
+    } else {
+        None
+    }
+}
+
+/// Panics, naming the kernel, unless the arguments match `K`'s parameters.
+pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: &[ScalarArg]) {
+    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
+    if let Some(problem) = launch_mismatch::<K>(&outputs, scalars.len()) {
+        panic!("{}: {problem}", K::NAME);
+    }
 }

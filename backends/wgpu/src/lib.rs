@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use blaze_runtime::kernel::{ParamKind, ScalarArg, Workgroups};
+use blaze_runtime::kernel::{ScalarArg, Workgroups, launch_mismatch};
 use wgpu::util::DeviceExt;
 
 /// What can go wrong finding a device or running a kernel on it.
@@ -159,20 +159,9 @@ pub fn launch<K: Workgroups>(
     scalars: &[ScalarArg],
 ) -> Result<(), WgpuError> {
     let fail = |message: String| WgpuError::Launch { kernel: K::NAME, message };
-    let kinds: Vec<bool> = K::PARAMS
-        .iter()
-        .filter_map(|p| match p {
-            ParamKind::Input => Some(false),
-            ParamKind::Output => Some(true),
-            _ => None,
-        })
-        .collect();
-    let given: Vec<bool> = buffers.iter().map(|b| matches!(b, HostBuffer::Output(_))).collect();
-    if given != kinds {
-        return Err(fail(format!("buffers {given:?} (true = output) for parameters {kinds:?}")));
-    }
-    if scalars.len() != K::PARAMS.len() - kinds.len() {
-        return Err(fail(format!("{} scalars for {} parameters", scalars.len(), K::PARAMS.len() - kinds.len())));
+    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, HostBuffer::Output(_))).collect();
+    if let Some(problem) = launch_mismatch::<K>(&outputs, scalars.len()) {
+        return Err(fail(problem));
     }
     let max_groups = device.inner.device.limits().max_compute_workgroups_per_dimension;
     if groups > max_groups {
