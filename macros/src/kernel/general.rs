@@ -1054,18 +1054,20 @@ fn wgsl(k: &Kernel) -> String {
 fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
     let name = k.name.to_string();
     match &e.e {
+        // Literals are parenthesised: a negative one would otherwise bind
+        // looser than the method calls (`wrapping_add`) applied to it.
         E::Float(v) => {
             let v = *v as f32;
-            quote!(#v)
+            quote!((#v))
         }
         E::Int(v, ty, _) => match ty.get() {
             Ty::I32 => {
                 let v = *v as i32;
-                quote!(#v)
+                quote!((#v))
             }
             _ => {
                 let v = *v as u32;
-                quote!(#v)
+                quote!((#v))
             }
         },
         E::Bool(b) => quote!(#b),
