@@ -47,6 +47,10 @@ pub(crate) enum Op<B: Backend> {
     Conv2d(B::Storage, B::Storage, Conv2dOptions),
     MaxPool2d(Vec<usize>, B::Storage),
     AvgPool2d(Vec<usize>, Pool2dOptions),
+    /// A layer's bias and activation (`Backend::bias_act`) with the output
+    /// (the activations recorded this way differentiate from it), the dim
+    /// the bias runs along, and whether there is a bias.
+    BiasAct(Option<UnaryOp>, B::Storage, usize, bool),
     /// A `kernel!` kernel: its partial derivatives (as a function, since the
     /// kernel type is not part of `Op`), its primal inputs, shape and dtype.
     Kernel(KernelPartial<B>, Vec<KernelArg<B::Storage>>, Vec<usize>, DType),
@@ -126,7 +130,8 @@ pub(crate) fn backward<B: Backend>(root: Option<&Arc<Node<B>>>, seed: B::Storage
             leaves.insert(n.id, g);
             continue;
         };
-        let parent_grads = super::rules::gradients::<B>(op, &g, n.parents.len());
+        let needed: Vec<bool> = n.parents.iter().map(Option::is_some).collect();
+        let parent_grads = super::rules::gradients::<B>(op, &g, &needed);
         for (p, pg) in n.parents.iter().zip(parent_grads) {
             if let (Some(p), Some(pg)) = (p, pg) {
                 // A value used several times sums the gradients of its uses.

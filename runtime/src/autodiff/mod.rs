@@ -225,6 +225,24 @@ impl<B: Backend> Backend for Autodiff<B> {
         B::launch::<K>(groups, &mut inner, scalars);
     }
 
+    fn bias_act(x: AdStorage<B>, bias: Option<&AdStorage<B>>, dim: usize, act: Option<UnaryOp>) -> AdStorage<B> {
+        // One recorded op (and the inner backend's fused pass) for the
+        // activations that differentiate from their output; others compose.
+        if !matches!(act, None | Some(UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh)) {
+            return crate::backend::composed_bias_act::<Self>(x, bias, dim, act);
+        }
+        let AdStorage { primal, node } = x;
+        let y = B::bias_act(primal, bias.map(|b| &b.primal), dim, act);
+        let mut parents = vec![node];
+        parents.extend(bias.map(|b| b.node.clone()));
+        if recording() && parents.iter().any(Option::is_some) {
+            let op = Op::BiasAct(act, y.clone(), dim, bias.is_some());
+            AdStorage { primal: y, node: Some(Node::new(op, parents)) }
+        } else {
+            AdStorage::constant(y)
+        }
+    }
+
     fn elementwise<K: Elementwise>(
         f: KernelFn,
         inputs: &[KernelArg<AdStorage<B>>],

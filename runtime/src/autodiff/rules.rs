@@ -143,7 +143,10 @@ fn binary_scalar<B: Backend>(op: BinaryOp, x: &B::Storage, s: f64, g: &B::Storag
 }
 
 /// The gradient of each input of `op`, given the gradient `g` of its output.
-pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, inputs: usize) -> Vec<Option<B::Storage>> {
+/// `needed[i]` says whether input `i` is tracked: the costly gradients (a
+/// product's, a convolution's) of untracked inputs are not computed.
+pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, needed: &[bool]) -> Vec<Option<B::Storage>> {
+    let inputs = needed.len();
     match op {
         Op::Cast(from) => vec![Some(B::cast(g, *from))],
         Op::Unary(u, x, y) => vec![Some(unary::<B>(*u, x, y, g))],
@@ -170,6 +173,24 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, inputs: usize) -
                 ReduceOp::ArgMax | ReduceOp::ArgMin => unreachable!("index reductions are not recorded"),
             }
         }
+        Op::BiasAct(act, y, dim, bias) => {
+            // ReLU, sigmoid and tanh differentiate from their output (for
+            // ReLU, y > 0 exactly where its input is).
+            let gp = match act {
+                Some(op) => unary::<B>(*op, y, y, g),
+                None => g.clone(),
+            };
+            let mut grads = vec![Some(gp.clone())];
+            if *bias {
+                let shape = shape::<B>(&gp);
+                let mut s = gp;
+                for d in (0..shape.len()).rev().filter(|&d| d != *dim) {
+                    s = B::reduce(ReduceOp::Sum, &s, d);
+                }
+                grads.push(Some(B::reshape(&s, &[shape[*dim]])));
+            }
+            grads
+        }
         Op::Kernel(partial, inputs, shape, dtype) => inputs
             .iter()
             .enumerate()
@@ -177,9 +198,9 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, inputs: usize) -
             .map(|(i, _)| Some(mul::<B>(g, &partial(i, inputs, shape, *dtype))))
             .collect(),
         Op::Matmul(a, b) => {
-            let ga = sum_to::<B>(B::matmul(g, &transpose::<B>(b)), &shape::<B>(a));
-            let gb = sum_to::<B>(B::matmul(&transpose::<B>(a), g), &shape::<B>(b));
-            vec![Some(ga), Some(gb)]
+            let ga = needed[0].then(|| sum_to::<B>(B::matmul(g, &transpose::<B>(b)), &shape::<B>(a)));
+            let gb = needed[1].then(|| sum_to::<B>(B::matmul(&transpose::<B>(a), g), &shape::<B>(b)));
+            vec![ga, gb]
         }
         Op::Reshape(from) => vec![Some(B::reshape(g, from))],
         Op::Permute(axes) => {
@@ -221,7 +242,10 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, inputs: usize) -
         Op::Conv2d(x, w, opts) => {
             let xs: [usize; 4] = shape::<B>(x).try_into().expect("conv2d input is rank 4");
             let ws: [usize; 4] = shape::<B>(w).try_into().expect("conv2d weight is rank 4");
-            let mut out = vec![Some(B::conv2d_input_grad(g, w, xs, opts)), Some(B::conv2d_weight_grad(x, g, ws, opts))];
+            let mut out = vec![
+                needed[0].then(|| B::conv2d_input_grad(g, w, xs, opts)),
+                needed[1].then(|| B::conv2d_weight_grad(x, g, ws, opts)),
+            ];
             if inputs == 3 {
                 let s = B::reduce(ReduceOp::Sum, &B::reduce(ReduceOp::Sum, &B::reduce(ReduceOp::Sum, g, 0), 2), 3);
                 out.push(Some(B::reshape(&s, &[ws[0]])));

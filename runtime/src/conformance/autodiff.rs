@@ -327,3 +327,29 @@ pub fn kernels<B: Backend>(dev: &B::Device) {
         call::<MulAddExp, _, 2>(&[Arg::Tensor(&xd), Arg::Tensor(y), Arg::Number(0.5)]).sum()
     });
 }
+
+/// `bias_act` under the tape, for the activations it records as one op and
+/// for one it composes: the gradients of the input and of the bias.
+pub fn autodiff_bias_act<B: Backend>(dev: &B::Device) {
+    use crate::backend::UnaryOp;
+    let acts = [None, Some(UnaryOp::Relu), Some(UnaryOp::Sigmoid), Some(UnaryOp::Tanh), Some(UnaryOp::Gelu)];
+    // Away from ReLU's kink at 0.
+    let xs: Vec<f64> = noise(24, 61).iter().map(|v| v + 0.037).collect();
+    let x = tensor::<B, 3>(&xs, [2, 3, 4], DType::F64, dev);
+    for dim in 0..3 {
+        let n = [2, 3, 4][dim];
+        let b = tensor::<B, 1>(&noise(n, 62 + dim as u64), [n], DType::F64, dev);
+        let bd = Tensor::<Autodiff<B>, 1>::from_inner(b.clone());
+        let xd = Tensor::<Autodiff<B>, 3>::from_inner(x.clone());
+        for act in acts {
+            // A weighting so the sum does not hide a wrong gradient.
+            let w = Tensor::<Autodiff<B>, 3>::from_inner(tensor::<B, 3>(&noise(24, 63), [2, 3, 4], DType::F64, dev));
+            check(&format!("bias_act {act:?} along {dim}, d/dx"), &x, |x| {
+                (x.clone().bias_act(Some(&bd), dim, act) * &w).sum()
+            });
+            check(&format!("bias_act {act:?} along {dim}, d/dbias"), &b, |b| {
+                (xd.clone().bias_act(Some(b), dim, act) * &w).sum()
+            });
+        }
+    }
+}

@@ -33,7 +33,7 @@ macro_rules! conformance_suite {
             softmax_family, bias_and_activation, conv2d, conv_and_pool_gradients, layer_gradients, layer_modes, losses, optimizers, pooling, casts, misuse_messages,
             prop_binary_broadcast, prop_reductions, prop_matmul, prop_conv2d,
             prop_movement_roundtrip, autodiff_elementwise, autodiff_reductions,
-            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, kernels);
+            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, kernels);
     };
     (@each $backend:ty, $device:expr; $($name:ident),*) => {
         $(
