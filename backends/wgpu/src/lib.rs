@@ -1,7 +1,8 @@
 //! Blaze on wgpu: picking a device (a hardware adapter when there is one,
 //! else a software one such as Mesa's llvmpipe), and running `kernel!`
-//! general kernels on it. The tensor backend on top of this is still to
-//! come; kernels run here on host data.
+//! kernels on it: general ones with [`launch`], elementwise ones (and
+//! their generated partials) with [`map`]. The tensor backend on top of
+//! this is still to come; kernels run here on host data.
 //!
 //! `BLAZE_WGPU_ADAPTER=name` picks the first adapter whose name contains
 //! `name` (case-insensitively).
@@ -10,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use blaze_runtime::kernel::{ScalarArg, Workgroups, launch_mismatch};
+use blaze_runtime::kernel::{Elementwise, KernelFn, ScalarArg, Workgroups, launch_mismatch};
 use wgpu::util::DeviceExt;
 
 /// What can go wrong finding a device or running a kernel on it.
@@ -60,7 +61,7 @@ struct Inner {
     device: wgpu::Device,
     queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
-    pipelines: Mutex<HashMap<&'static str, wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
 }
 
 /// Hardware first: discrete, integrated, virtual, then software (CPU).
@@ -114,29 +115,36 @@ impl WgpuDevice {
         self.inner.info.device_type == wgpu::DeviceType::Cpu
     }
 
-    fn pipeline<K: Workgroups>(&self) -> Result<wgpu::ComputePipeline, WgpuError> {
+    /// The pipeline of `entry` in `wgsl`, compiled once per `key`.
+    fn pipeline(
+        &self,
+        kernel: &'static str,
+        key: &str,
+        wgsl: &str,
+        entry: &str,
+    ) -> Result<wgpu::ComputePipeline, WgpuError> {
         let mut cache = self.inner.pipelines.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = cache.get(K::NAME) {
+        if let Some(p) = cache.get(key) {
             return Ok(p.clone());
         }
         let device = &self.inner.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(K::NAME),
-            source: wgpu::ShaderSource::Wgsl(K::WGSL.into()),
+            label: Some(kernel),
+            source: wgpu::ShaderSource::Wgsl(wgsl.into()),
         });
         let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(K::NAME),
+            label: Some(kernel),
             layout: None,
             module: &module,
-            entry_point: Some(K::NAME),
+            entry_point: Some(entry),
             compilation_options: Default::default(),
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::Launch { kernel: K::NAME, message: e.to_string() });
+            return Err(WgpuError::Launch { kernel, message: e.to_string() });
         }
-        cache.insert(K::NAME, pipeline.clone());
+        cache.insert(key.to_owned(), pipeline.clone());
         Ok(pipeline)
     }
 }
@@ -167,7 +175,30 @@ pub fn launch<K: Workgroups>(
     if groups > max_groups {
         return Err(fail(format!("{groups} workgroups; this device dispatches at most {max_groups} at once")));
     }
-    let pipeline = device.pipeline::<K>()?;
+    let pipeline = device.pipeline(K::NAME, K::NAME, K::WGSL, K::NAME)?;
+    // Scalars are 4-byte fields of one uniform struct, in order.
+    let uniform: Vec<u8> = scalars
+        .iter()
+        .flat_map(|s| match s {
+            ScalarArg::F32(v) => v.to_le_bytes(),
+            ScalarArg::U32(v) => v.to_le_bytes(),
+            ScalarArg::I32(v) => v.to_le_bytes(),
+        })
+        .collect();
+    dispatch(device, K::NAME, &pipeline, buffers, (!scalars.is_empty()).then_some(uniform), (groups, 1))
+}
+
+/// Uploads `buffers` (and a uniform of `uniform`'s bytes bound after them),
+/// runs `pipeline` over `groups` workgroups and reads the outputs back.
+fn dispatch(
+    device: &WgpuDevice,
+    kernel: &'static str,
+    pipeline: &wgpu::ComputePipeline,
+    buffers: &mut [HostBuffer<'_>],
+    uniform: Option<Vec<u8>>,
+    groups: (u32, u32),
+) -> Result<(), WgpuError> {
+    let fail = |message: String| WgpuError::Launch { kernel, message };
     let (dev, queue) = (&device.inner.device, &device.inner.queue);
     let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
 
@@ -184,27 +215,18 @@ pub fn launch<K: Workgroups>(
                 HostBuffer::Output(v) => bytes(v),
             };
             dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(K::NAME),
+                label: Some(kernel),
                 contents: &data,
                 usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             })
         })
         .collect();
-    // Scalars are 4-byte fields of one uniform struct, in order; uniform
-    // buffers are padded to 16 bytes.
-    let mut uniform: Vec<u8> = scalars
-        .iter()
-        .flat_map(|s| match s {
-            ScalarArg::F32(v) => v.to_le_bytes(),
-            ScalarArg::U32(v) => v.to_le_bytes(),
-            ScalarArg::I32(v) => v.to_le_bytes(),
-        })
-        .collect();
-    uniform.resize(uniform.len().next_multiple_of(16).max(16), 0);
-    let params = (!scalars.is_empty()).then(|| {
+    // Uniform buffers are padded to 16 bytes.
+    let params = uniform.map(|mut u| {
+        u.resize(u.len().next_multiple_of(16).max(16), 0);
         dev.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some(K::NAME),
-            contents: &uniform,
+            label: Some(kernel),
+            contents: &u,
             usage: wgpu::BufferUsages::UNIFORM,
         })
     });
@@ -217,18 +239,18 @@ pub fn launch<K: Workgroups>(
         entries.push(wgpu::BindGroupEntry { binding: gpu.len() as u32, resource: p.as_entire_binding() });
     }
     let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: Some(K::NAME),
+        label: Some(kernel),
         layout: &pipeline.get_bind_group_layout(0),
         entries: &entries,
     });
 
-    let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(K::NAME) });
+    let mut encoder = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(kernel) });
     {
         let mut pass =
-            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(K::NAME), timestamp_writes: None });
-        pass.set_pipeline(&pipeline);
+            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel), timestamp_writes: None });
+        pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind, &[]);
-        pass.dispatch_workgroups(groups, 1, 1);
+        pass.dispatch_workgroups(groups.0, groups.1, 1);
     }
     // Outputs come back through mappable staging copies.
     let staging: Vec<Option<wgpu::Buffer>> = buffers
@@ -237,7 +259,7 @@ pub fn launch<K: Workgroups>(
         .map(|(b, g)| match b {
             HostBuffer::Output(_) => {
                 let s = dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(K::NAME),
+                    label: Some(kernel),
                     size: g.size(),
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
@@ -267,4 +289,100 @@ pub fn launch<K: Workgroups>(
         }
     }
     Ok(())
+}
+
+/// An argument of an elementwise kernel on the device: a whole array (as
+/// long as the output) or one number for every element.
+#[derive(Debug, Clone, Copy)]
+pub enum MapArg<'a> {
+    /// One value per output element.
+    Array(&'a [f32]),
+    /// The same value everywhere.
+    Number(f32),
+}
+
+/// Invocations per workgroup of an elementwise kernel.
+const MAP_WORKGROUP: u32 = 256;
+
+/// The compute shader around an elementwise kernel's function `f`: one
+/// invocation per element; each argument a buffer read at `i * stride`
+/// (stride 0 for a number).
+fn map_shader(wgsl: &str, f: &str, arity: usize) -> String {
+    let mut s = String::from(wgsl);
+    for i in 0..arity {
+        s.push_str(&format!("@group(0) @binding({i}) var<storage, read> arg{i}: array<f32>;\n"));
+    }
+    s.push_str(&format!("@group(0) @binding({arity}) var<storage, read_write> out: array<f32>;\n"));
+    s.push_str("struct Params {\n    len: u32,\n");
+    for i in 0..arity {
+        s.push_str(&format!("    stride{i}: u32,\n"));
+    }
+    s.push_str(&format!("}}\n@group(0) @binding({}) var<uniform> params: Params;\n", arity + 1));
+    let args: Vec<String> = (0..arity).map(|i| format!("arg{i}[i * params.stride{i}]")).collect();
+    s.push_str(&format!(
+        "@compute @workgroup_size({MAP_WORKGROUP})\n\
+         fn map(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n    \
+         let i = gid.x + gid.y * nwg.x * {MAP_WORKGROUP}u;\n    \
+         if (i >= params.len) {{ return; }}\n    \
+         out[i] = {f}({});\n}}\n",
+        args.join(", ")
+    ));
+    s
+}
+
+/// Elementwise kernel `K` (or one of its partials) over `args` on the
+/// device, into `out`: every array argument is as long as `out`.
+pub fn map<K: Elementwise>(
+    device: &WgpuDevice,
+    f: KernelFn,
+    args: &[MapArg<'_>],
+    out: &mut [f32],
+) -> Result<(), WgpuError> {
+    let fail = |message: String| WgpuError::Launch { kernel: K::NAME, message };
+    if args.len() != K::ARGS.len() {
+        return Err(fail(format!("{} arguments for {} parameters", args.len(), K::ARGS.len())));
+    }
+    let n = out.len();
+    if let Some((i, len)) = args.iter().enumerate().find_map(|(i, a)| match a {
+        MapArg::Array(v) if v.len() != n => Some((i, v.len())),
+        _ => None,
+    }) {
+        return Err(fail(format!("argument `{}` has {len} values for {n} outputs", K::ARGS[i])));
+    }
+    let name = match f {
+        KernelFn::Value => K::NAME.to_owned(),
+        KernelFn::Partial(i) => match K::ARGS.get(i) {
+            Some(arg) => format!("{}_d_{arg}", K::NAME),
+            None => return Err(fail(format!("no argument {i}"))),
+        },
+    };
+    if n == 0 {
+        return Ok(());
+    }
+    let pipeline = device.pipeline(K::NAME, &format!("map:{name}"), &map_shader(K::WGSL, &name, args.len()), "map")?;
+    let numbers: Vec<[f32; 1]> = args
+        .iter()
+        .map(|a| match a {
+            MapArg::Number(v) => [*v],
+            MapArg::Array(_) => [0.0],
+        })
+        .collect();
+    let mut buffers: Vec<HostBuffer<'_>> = args
+        .iter()
+        .zip(&numbers)
+        .map(|(a, one)| match a {
+            MapArg::Array(v) => HostBuffer::Input(v),
+            MapArg::Number(_) => HostBuffer::Input(one),
+        })
+        .collect();
+    buffers.push(HostBuffer::Output(out));
+    let mut uniform = (n as u32).to_le_bytes().to_vec();
+    for a in args {
+        uniform.extend(u32::from(matches!(a, MapArg::Array(_))).to_le_bytes());
+    }
+    // Large outputs spread over a second grid dimension.
+    let max = device.inner.device.limits().max_compute_workgroups_per_dimension;
+    let groups = (n as u32).div_ceil(MAP_WORKGROUP);
+    let grid = if groups <= max { (groups, 1) } else { (max, groups.div_ceil(max)) };
+    dispatch(device, K::NAME, &pipeline, &mut buffers, Some(uniform), grid)
 }

@@ -3,8 +3,9 @@
 //! `BLAZE_REQUIRE_WGPU=1` (as `.ci/run` sets), where a missing adapter fails.
 
 use blaze::prelude::*;
+use blaze::runtime::kernel::KernelFn;
 use blaze::runtime::kernel::ScalarArg;
-use blaze_wgpu::{HostBuffer, WgpuDevice, launch};
+use blaze_wgpu::{HostBuffer, MapArg, WgpuDevice, launch, map};
 
 kernel! {
     /// Row sums through workgroup memory and a tree of barriers.
@@ -53,6 +54,13 @@ kernel! {
     pub fn signed(out: &mut [f32], shift: i32) {
         let i = global_id() as i32 - 8;
         out[global_id()] = ((i + shift) / -3 * 10 + (i * 7) % 5) as f32;
+    }
+}
+
+kernel! {
+    /// Swish with a slope: an elementwise kernel with its partials.
+    pub fn swish(x: f32, beta: f32) -> f32 {
+        x / (1.0 + exp(-beta * x))
     }
 }
 
@@ -134,4 +142,32 @@ fn signed_integers_agree_with_the_cpu() {
     let mut cpu = Tensor::<Cpu, 1>::zeros([32], &CpuDevice);
     signed::launch(2, &mut cpu, 5);
     assert_eq!(gpu, cpu.to_vec::<f32>());
+}
+
+#[test]
+fn elementwise_kernels_and_their_partials_agree_with_the_cpu() {
+    let Some(dev) = device() else { return };
+    let n = 1000;
+    let x = data(n, 3);
+    let beta = data(n, 4);
+    let xt = Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice);
+    let bt = Tensor::<Cpu, 1>::from_vec(beta.clone(), [n], &CpuDevice);
+    for f in [KernelFn::Value, KernelFn::Partial(0), KernelFn::Partial(1)] {
+        let mut gpu = vec![0.0f32; n];
+        map::<swish::Kernel>(&dev, f, &[MapArg::Array(&x), MapArg::Array(&beta)], &mut gpu).expect("map");
+        let cpu = match f {
+            KernelFn::Value => swish(&xt, &bt),
+            KernelFn::Partial(i) => {
+                blaze::runtime::kernel::partial::<swish::Kernel, Cpu, 1>(i, &[(&xt).into(), (&bt).into()])
+            }
+        };
+        close(&format!("swish {f:?}"), &gpu, &cpu.to_vec::<f32>());
+    }
+    // A number in place of an array.
+    let mut gpu = vec![0.0f32; n];
+    map::<swish::Kernel>(&dev, KernelFn::Value, &[MapArg::Array(&x), MapArg::Number(1.5)], &mut gpu).expect("map");
+    close("swish(x, 1.5)", &gpu, &swish(&xt, 1.5).to_vec::<f32>());
+    let err = map::<swish::Kernel>(&dev, KernelFn::Value, &[MapArg::Array(&x[..3]), MapArg::Number(1.0)], &mut gpu)
+        .unwrap_err();
+    assert_eq!(err.to_string(), "swish: argument `x` has 3 values for 1000 outputs");
 }
