@@ -80,7 +80,7 @@ pub fn join(prefix: &str, name: &str) -> String {
 
 /// Something that holds parameters: a layer or a whole model. Modules are
 /// `Send`, so a training loop may run on a backend's own thread
-/// ([`Backend::run`](crate::Backend::run)).
+/// ([`Backend::run`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a module: it is not a layer, a tensor, or a struct, `Vec`, array or `Option` of them",
     label = "not a module",
