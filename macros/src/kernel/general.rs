@@ -166,6 +166,9 @@ const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared]
                          `while`, `for i in a..b`, `barrier()`, `as` casts, `global_id()` `local_id()` \
                          `workgroup_id()` `num_workgroups()`, and the intrinsics";
 
+/// Workgroup memory, in f32, that every WebGPU device offers (16 KiB).
+const SHARED_F32_MAX: usize = 4096;
+
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
     syn::Error::new(span, msg)
 }
@@ -334,6 +337,17 @@ impl Lower<'_> {
                     .push(err(local.span(), "a shared array is `#[shared] let name: [f32; N];` with a literal N"));
                 return None;
             };
+            // WebGPU guarantees 16 KiB of workgroup memory; the CPU keeps
+            // it on a worker thread's stack.
+            let used: usize = self.k.vars.iter().map(|v| if let Kind::Shared { len } = v.kind { len } else { 0 }).sum();
+            if used + len > SHARED_F32_MAX {
+                let msg = format!(
+                    "workgroup memory is at most {SHARED_F32_MAX} f32 (16 KiB, what every WebGPU device offers); \
+                     this kernel asks for {}",
+                    used + len
+                );
+                self.errors.push(err(local.span(), msg));
+            }
             // Shared arrays live for the whole workgroup: no statement.
             self.declare(name, Ty::F32, Kind::Shared { len });
             return None;

@@ -283,6 +283,15 @@ mod tests {
                     }
                 }
             ),
+            quote!(
+                #[workgroup(4)]
+                fn g(a: &mut [f32]) {
+                    #[shared]
+                    let t: [f32; 4000];
+                    #[shared]
+                    let u: [f32; 100];
+                }
+            ),
         ];
         for case in cases {
             let out = expand_str(case.clone());
