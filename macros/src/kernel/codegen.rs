@@ -43,7 +43,7 @@ fn rust_expr(e: &ExprIr, k: &Kernel) -> TokenStream {
         }
         ExprKind::Binary(op, a, b) => {
             let (a, b) = (rust_expr(a, k), rust_expr(b, k));
-            let op: TokenStream = op.symbol().parse().expect("an operator token");
+            let op = op.tokens();
             quote!((#a #op #b))
         }
         ExprKind::Call(Intrinsic::Select, args) => {
@@ -89,6 +89,26 @@ pub(super) fn wgsl_float(v: f64, out: &mut String) {
     }
 }
 
+/// A call of intrinsic `f` in WGSL, `arg(i, out)` printing argument `i`.
+/// The DSL's `select(cond, if_true, if_false)` is WGSL's
+/// `select(if_false, if_true, cond)`, and `rsqrt` is `inverseSqrt`.
+pub(super) fn wgsl_call(f: Intrinsic, out: &mut String, mut arg: impl FnMut(usize, &mut String)) {
+    let (name, order): (&str, &[usize]) = match f {
+        Intrinsic::Select => ("select", &[2, 1, 0]),
+        Intrinsic::Rsqrt => ("inverseSqrt", &[0]),
+        f => (f.name(), &[0, 1, 2][..f.arity()]),
+    };
+    out.push_str(name);
+    out.push('(');
+    for (n, &i) in order.iter().enumerate() {
+        if n > 0 {
+            out.push_str(", ");
+        }
+        arg(i, out);
+    }
+    out.push(')');
+}
+
 /// WGSL for an expression.
 fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
     match &e.kind {
@@ -119,30 +139,7 @@ fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
             wgsl_expr(b, k, out);
             out.push(')');
         }
-        ExprKind::Call(Intrinsic::Select, args) => {
-            // WGSL's select takes (if_false, if_true, cond).
-            out.push_str("select(");
-            wgsl_expr(&args[2], k, out);
-            out.push_str(", ");
-            wgsl_expr(&args[1], k, out);
-            out.push_str(", ");
-            wgsl_expr(&args[0], k, out);
-            out.push(')');
-        }
-        ExprKind::Call(f, args) => {
-            out.push_str(match f {
-                Intrinsic::Rsqrt => "inverseSqrt",
-                f => f.name(),
-            });
-            out.push('(');
-            for (i, a) in args.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                wgsl_expr(a, k, out);
-            }
-            out.push(')');
-        }
+        ExprKind::Call(f, args) => wgsl_call(*f, out, |i, out| wgsl_expr(&args[i], k, out)),
     }
 }
 

@@ -13,7 +13,7 @@ use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, FnArg, Lit, Pat, Stmt, UnOp};
 
-use super::codegen::{validate, wgsl_float};
+use super::codegen::{validate, wgsl_call, wgsl_float};
 use super::ir::{Bin, Intrinsic};
 
 /// Value types.
@@ -225,7 +225,10 @@ impl Lower<'_> {
     fn declare(&mut self, name: String, ty: Ty, kind: Kind) -> usize {
         let id = self.k.vars.len();
         self.k.vars.push(Var { name: name.clone(), ty, kind, uniform: true });
-        self.scopes.last_mut().expect("a scope").push((name, id));
+        // The parameters' scope is never popped, so there always is one.
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.push((name, id));
+        }
         id
     }
 
@@ -930,27 +933,7 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
             wgsl_ex(k, b, out);
             out.push(')');
         }
-        E::Call(Intrinsic::Select, args) => {
-            out.push_str("select(");
-            for (n, i) in [2, 1, 0].into_iter().enumerate() {
-                if n > 0 {
-                    out.push_str(", ");
-                }
-                wgsl_ex(k, &args[i], out);
-            }
-            out.push(')');
-        }
-        E::Call(f, args) => {
-            out.push_str(if *f == Intrinsic::Rsqrt { "inverseSqrt" } else { f.name() });
-            out.push('(');
-            for (n, a) in args.iter().enumerate() {
-                if n > 0 {
-                    out.push_str(", ");
-                }
-                wgsl_ex(k, a, out);
-            }
-            out.push(')');
-        }
+        E::Call(f, args) => wgsl_call(*f, out, |i, out| wgsl_ex(k, &args[i], out)),
         E::Id(id) => out.push_str(match id {
             Id::Global => "gid.x",
             Id::Local => "lid.x",
@@ -1133,7 +1116,7 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 (Bin::Div, true) => quote!({ let a = #ra; a.checked_div(#rb).unwrap_or(a) }),
                 (Bin::Rem, true) => quote!(#ra.checked_rem(#rb).unwrap_or(0)),
                 _ => {
-                    let op: TokenStream = op.symbol().parse().expect("an operator token");
+                    let op = op.tokens();
                     quote!((#ra #op #rb))
                 }
             }
@@ -1189,7 +1172,7 @@ fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
                 let value = |current: TokenStream| match op {
                     None => e.clone(),
                     Some(op) => {
-                        let o: TokenStream = op.symbol().parse().expect("an operator token");
+                        let o = op.tokens();
                         if var.ty.int() && index.is_none() {
                             match op {
                                 Bin::Add => quote!(#current.wrapping_add(#e)),

@@ -79,6 +79,25 @@ impl Bin {
         })
     }
 
+    /// The operator as Rust tokens.
+    pub fn tokens(self) -> proc_macro2::TokenStream {
+        match self {
+            Bin::Add => quote::quote!(+),
+            Bin::Sub => quote::quote!(-),
+            Bin::Mul => quote::quote!(*),
+            Bin::Div => quote::quote!(/),
+            Bin::Rem => quote::quote!(%),
+            Bin::Lt => quote::quote!(<),
+            Bin::Le => quote::quote!(<=),
+            Bin::Gt => quote::quote!(>),
+            Bin::Ge => quote::quote!(>=),
+            Bin::Eq => quote::quote!(==),
+            Bin::Ne => quote::quote!(!=),
+            Bin::And => quote::quote!(&&),
+            Bin::Or => quote::quote!(||),
+        }
+    }
+
     pub fn is_arithmetic(self) -> bool {
         matches!(self, Bin::Add | Bin::Sub | Bin::Mul | Bin::Div | Bin::Rem)
     }
