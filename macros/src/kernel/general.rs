@@ -236,7 +236,7 @@ impl Lower<'_> {
         let found = self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name);
         if found.is_none() {
             let known: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| n.as_str()).collect();
-            let hint = super::ir::closest(name, known.into_iter()).map(|c| format!("; did you mean `{c}`?"));
+            let hint = crate::model::closest(name, known.into_iter()).map(|c| format!("; did you mean `{c}`?"));
             self.errors.push(err(span, format!("unknown value `{name}`{}", hint.unwrap_or_default())));
         }
         found.map(|(_, id)| *id)
@@ -565,7 +565,7 @@ impl Lower<'_> {
                 }
                 let Some(f) = Intrinsic::ALL.into_iter().find(|i| i.name() == name) else {
                     let names = Intrinsic::ALL.iter().map(|i| i.name()).chain(Id::ALL.iter().map(|i| i.name()));
-                    let hint = super::ir::closest(&name, names).map(|c| format!("; did you mean `{c}`?"));
+                    let hint = crate::model::closest(&name, names).map(|c| format!("; did you mean `{c}`?"));
                     self.errors
                         .push(err(c.func.span(), format!("unknown intrinsic `{name}`{}", hint.unwrap_or_default())));
                     return None;

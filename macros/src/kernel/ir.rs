@@ -442,7 +442,7 @@ impl Lowerer<'_> {
                 } else {
                     let known = self.params.iter().cloned().chain(self.lets.iter().map(|l| l.name.clone()));
                     let known: Vec<String> = known.chain(CONSTANTS.iter().map(|(c, _)| c.to_string())).collect();
-                    let hint = closest(&name, known.iter().map(String::as_str))
+                    let hint = crate::model::closest(&name, known.iter().map(String::as_str))
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default();
                     self.errors.push(err(span, format!("unknown value `{name}`{hint}")));
@@ -496,7 +496,7 @@ impl Lowerer<'_> {
                     return None;
                 }
                 let Some(intrinsic) = Intrinsic::from_name(&name) else {
-                    let hint = closest(&name, Intrinsic::ALL.iter().map(|i| i.name()))
+                    let hint = crate::model::closest(&name, Intrinsic::ALL.iter().map(|i| i.name()))
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default();
                     let all: Vec<&str> = Intrinsic::ALL.iter().map(|i| i.name()).collect();
@@ -549,13 +549,4 @@ impl Lowerer<'_> {
             }
         }
     }
-}
-
-/// The candidate nearest to `name` by edit distance, if near enough.
-pub(super) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (crate::model::distance(name, c), c))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
 }

@@ -182,6 +182,17 @@ fn fmt_dims(d: &[usize]) -> String {
 }
 
 /// Levenshtein distance, for "did you mean" suggestions.
+/// The candidate nearest to `name` by edit distance, if within two edits:
+/// the "did you mean" of every diagnostic.
+pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
 pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
@@ -204,7 +215,7 @@ fn unknown_key(field: &Field, opt: &LayerOption) -> syn::Error {
     let msg = if keys.is_empty() {
         format!("`{name}` takes no `#[layer]` options")
     } else {
-        let best = keys.iter().min_by_key(|k| distance(&key, k)).filter(|k| distance(&key, k) <= 2);
+        let best = closest(&key, keys.iter().copied());
         let list = keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
         match best {
             Some(b) => format!("unknown option `{key}` for `{name}`; did you mean `{b}`? (it takes {list})"),

@@ -6,7 +6,7 @@ mod codegen;
 mod ir;
 
 pub(crate) use attr::PLAIN_TYPES;
-pub(crate) use check::distance;
+pub(crate) use check::closest;
 
 /// Error collection, shared with `derive(Module)`.
 pub(crate) mod errors {

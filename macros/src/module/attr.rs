@@ -123,7 +123,7 @@ fn skipped(f: &syn::Field) -> syn::Result<bool> {
                 Ok(())
             } else {
                 let key = m.path.to_token_stream().to_string();
-                let hint = if crate::model::distance(&key, "skip") <= 2 { "; did you mean `skip`?" } else { "" };
+                let hint = if crate::model::closest(&key, ["skip"]).is_some() { "; did you mean `skip`?" } else { "" };
                 Err(m.error(format!("unknown option `{key}`: `#[module]` takes `skip`{hint}")))
             }
         })?;
