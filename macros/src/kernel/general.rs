@@ -236,7 +236,7 @@ impl Lower<'_> {
         let found = self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name);
         if found.is_none() {
             let known: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| n.as_str()).collect();
-            let hint = crate::model::closest(name, known.into_iter()).map(|c| format!("; did you mean `{c}`?"));
+            let hint = crate::model::closest(name, known).map(|c| format!("; did you mean `{c}`?"));
             self.errors.push(err(span, format!("unknown value `{name}`{}", hint.unwrap_or_default())));
         }
         found.map(|(_, id)| *id)
