@@ -461,9 +461,14 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     /// composes primitives; a backend may update `y`'s buffer in place when
     /// nothing else shares it, in one pass instead of three.
     fn axpby(y: &mut Self::Storage, a: f64, x: &Self::Storage, b: f64) {
-        let ay = if a == 1.0 { y.clone() } else { Self::binary_scalar(BinaryOp::Mul, y, a) };
-        *y = Self::binary(BinaryOp::Add, &ay, &Self::binary_scalar(BinaryOp::Mul, x, b));
+        composed_axpby::<Self>(y, a, x, b);
     }
+}
+
+/// [`Backend::axpby`] from primitives: two scalings and an add.
+pub fn composed_axpby<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
+    let ay = if a == 1.0 { y.clone() } else { B::binary_scalar(BinaryOp::Mul, y, a) };
+    *y = B::binary(BinaryOp::Add, &ay, &B::binary_scalar(BinaryOp::Mul, x, b));
 }
 
 /// [`Backend::bias_act`] from primitives: a broadcast add, then the activation.

@@ -542,8 +542,7 @@ impl Backend for Cpu {
             _ => false,
         };
         if !done {
-            let ay = Self::binary_scalar(BinaryOp::Mul, y, a);
-            *y = Self::binary(BinaryOp::Add, &ay, &Self::binary_scalar(BinaryOp::Mul, x, b));
+            blaze_runtime::backend::composed_axpby::<Self>(y, a, x, b);
         }
     }
 }
