@@ -2,40 +2,14 @@
 //! Without an adapter these tests print a notice and pass, unless
 //! `BLAZE_REQUIRE_WGPU=1` (as `.ci/run` sets), where a missing adapter fails.
 
+#[path = "../../../tests/common/kernels.rs"]
+mod kernels;
+
 use blaze::prelude::*;
 use blaze::runtime::kernel::KernelFn;
 use blaze::runtime::kernel::ScalarArg;
 use blaze_wgpu::{HostBuffer, MapArg, WgpuDevice, launch, map};
-
-kernel! {
-    /// Row sums through workgroup memory and a tree of barriers.
-    #[workgroup(64)]
-    pub fn row_sum(input: &[f32], out: &mut [f32], cols: u32) {
-        let row = workgroup_id();
-        let lane = local_id();
-        #[shared]
-        let partial: [f32; 64];
-        let mut acc = 0.0;
-        let mut c = lane;
-        while c < cols {
-            acc += input[row * cols + c];
-            c += 64;
-        }
-        partial[lane] = acc;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                partial[lane] += partial[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
-        if lane == 0 {
-            out[row] = partial[0];
-        }
-    }
-}
+use kernels::row_sum;
 
 kernel! {
     /// `y = a * x + b` with the global id, a float and a u32 scalar.
