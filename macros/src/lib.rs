@@ -11,6 +11,7 @@
 //! `model/codegen.rs` (Rust). This file only dispatches.
 #![deny(missing_docs)]
 
+mod graph;
 mod kernel;
 mod model;
 mod module;
@@ -31,6 +32,14 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
     model::expand(attr.into(), item.into()).into()
+}
+
+/// The second half of a model with a `forward` body: called by the macro
+/// that `#[model]` leaves next to the struct, with the struct and the impl.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __model_graph(item: TokenStream) -> TokenStream {
+    graph::expand_graph(item.into()).into()
 }
 
 /// Derives `blaze::nn::Module` for a struct of layers with a hand-written

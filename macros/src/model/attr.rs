@@ -59,7 +59,11 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     }
 
     let mut errors = Errors::default();
-    let input = match parse_args(attr, s.ident.span()) {
+    // Without arguments the struct is a graph model: its `forward` body
+    // (and input shapes) come with `#[model(input = ..)] impl`.
+    let graph = attr.is_empty();
+    let input = if graph { Ok(Vec::new()) } else { parse_args(attr, s.ident.span()) };
+    let input = match input {
         Ok(v) => v,
         Err(e) => {
             errors.push(e);
@@ -69,7 +73,17 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     let mut fields = Vec::new();
     for f in &named.named {
         let Some(ident) = f.ident.clone() else { continue };
-        let kind = match layer_kind(&f.ty) {
+        let (ty, array) = match (&f.ty, graph) {
+            (Type::Array(a), true) => match int_literal(&a.len) {
+                Some(n) if n > 0 => (&*a.elem, Some(n as usize)),
+                _ => {
+                    errors.push(syn::Error::new(a.len.span(), "the length of an array of layers must be a positive integer literal"));
+                    continue;
+                }
+            },
+            _ => (&f.ty, None),
+        };
+        let kind = match layer_kind(ty) {
             Ok(k) => k,
             Err(e) => {
                 errors.push(e);
@@ -94,13 +108,13 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
                 errors.push(syn::Error::new(o.key.span(), format!("duplicate `#[layer]` option `{}`", o.key)));
             }
         }
-        fields.push(Field { ident, vis: f.vis.clone(), attrs, ty: f.ty.clone(), kind, options });
+        fields.push(Field { ident, vis: f.vis.clone(), attrs, ty: f.ty.clone(), kind, options, array });
     }
     if named.named.is_empty() {
         errors.push(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
     }
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
-    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields }, errors.finish().err()))
+    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph }, errors.finish().err()))
 }
 
 /// Collects errors so that one expansion reports them all.
@@ -127,9 +141,6 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
             "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
         )
     };
-    if attr.is_empty() {
-        return Err(missing());
-    }
     let metas = NestedMeta::parse_meta_list(attr)?;
     let args = ModelArgs::from_list(&metas).map_err(syn::Error::from)?;
     let Some(expr) = args.input else { return Err(missing()) };

@@ -160,8 +160,8 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
 }
 
 /// Where a layer's input comes from, for messages.
-struct Source<'a> {
-    prev: Option<&'a Field>,
+pub(crate) struct Source<'a> {
+    pub(crate) prev: Option<&'a Field>,
 }
 
 impl Source<'_> {
@@ -249,7 +249,7 @@ fn as_float(opt: &LayerOption) -> syn::Result<f64> {
 }
 
 /// Checks every option against the layer kind and fills in defaults.
-fn resolve_options(field: &Field) -> syn::Result<Options> {
+pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
     let mut errors = Errors::default();
     let mut o = Options::default();
     for opt in &field.options {
@@ -310,7 +310,7 @@ fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Optio
 }
 
 /// The output shape of a built-in layer for a known input, or the error.
-fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::Result<Shape> {
+pub(crate) fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::Result<Shape> {
     let me = format!("`{}: {}`", field.ident, field.kind.display());
     let got = fmt_dims(dims);
     let src = from.name();
@@ -473,7 +473,7 @@ fn opaque_output(kind: &LayerKind) -> TokenStream {
 }
 
 /// Trainable scalars of a built-in layer.
-fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
+pub(crate) fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
     let bias = |n: usize| if o.bias { n } else { 0 };
     Some(match kind {
         LayerKind::Linear { i, o: out } => i * out + bias(*out),

@@ -10,7 +10,7 @@ use super::check::{Options, Plan, Shape, Step};
 use super::ir::{Field, LayerKind, Model};
 
 /// The field's type with the backend `B` filled in.
-fn field_ty(kind: &LayerKind) -> TokenStream {
+pub(crate) fn field_ty(kind: &LayerKind) -> TokenStream {
     let nn = quote!(::blaze::nn);
     match kind {
         LayerKind::Linear { i, o } => quote!(#nn::Linear<B, #i, #o>),
@@ -33,6 +33,24 @@ fn field_ty(kind: &LayerKind) -> TokenStream {
     }
 }
 
+/// The field's full type: its layer type, or an array of them.
+pub(crate) fn full_ty(f: &Field) -> TokenStream {
+    let ty = field_ty(&f.kind);
+    match f.array {
+        Some(n) => quote!([#ty; #n]),
+        None => ty,
+    }
+}
+
+/// The expression that initialises a field (each entry of an array in turn).
+pub(crate) fn field_init(f: &Field, o: &Options) -> TokenStream {
+    let one = init_expr(&f.kind, o);
+    match f.array {
+        Some(_) => quote!(::core::array::from_fn(|_| #one)),
+        None => one,
+    }
+}
+
 /// Whether the field's type names the backend parameter `B`.
 fn uses_backend(kind: &LayerKind) -> bool {
     matches!(
@@ -48,7 +66,7 @@ fn uses_backend(kind: &LayerKind) -> bool {
 
 /// A marker field (declaration, initialiser) for a model none of whose
 /// layers names the backend, which would leave `B` unused.
-fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
+pub(crate) fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
     if model.fields.iter().any(|f| uses_backend(&f.kind)) {
         return (TokenStream::new(), TokenStream::new());
     }
@@ -200,13 +218,78 @@ fn shape_string(s: &Shape) -> TokenStream {
 pub fn fallback_struct(model: &Model) -> TokenStream {
     let Model { vis, ident, attrs, .. } = model;
     let fields = model.fields.iter().map(|f| {
-        let (fv, fi, ty) = (&f.vis, &f.ident, field_ty(&f.kind));
+        let (fv, fi, ty) = (&f.vis, &f.ident, full_ty(f));
         quote!(#fv #fi: #ty)
     });
     let (marker, _) = backend_marker(model);
     quote! {
         #(#attrs)*
         #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> { #(#fields,)* #marker }
+    }
+}
+
+/// The struct (generic over the backend), its gradients struct and its
+/// `Module` impl: what every model has, sequential or with a forward body.
+pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
+    let Model { vis, ident, .. } = model;
+    let grads_ident = format_ident!("{}Grads", ident);
+    let names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
+    let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let tys: Vec<TokenStream> = model.fields.iter().map(full_ty).collect();
+    let struct_fields = model.fields.iter().zip(&tys).map(|(f, ty)| {
+        let (attrs, fv, fi) = (&f.attrs, &f.vis, &f.ident);
+        quote!(#(#attrs)* #fv #fi: #ty)
+    });
+    let user_attrs = &model.attrs;
+    let (marker, _) = backend_marker(model);
+    let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
+    quote! {
+        #(#user_attrs)*
+        #[derive(Clone, Debug)]
+        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
+            #(#struct_fields,)*
+            #marker
+        }
+
+        #[doc = #grads_doc]
+        #[allow(missing_docs)]
+        #[derive(Clone, Debug)]
+        #vis struct #grads_ident<B: ::blaze::Backend> {
+            #(pub #names: <#tys as ::blaze::nn::Module<B>>::Grads,)*
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Module<B> for #ident<B> {
+            type Grads = #grads_ident<B>;
+
+            fn visit_params<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_params(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn visit_buffers<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_buffers(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn map_tensors<M: ::blaze::nn::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+                #(::blaze::nn::Module::<B>::map_tensors(&mut self.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
+            }
+
+            fn visit_grads<V: ::blaze::nn::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+                #(::blaze::nn::Module::<B>::visit_grads(&mut self.#names, &g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn visit_grad_tensors<V: ::blaze::nn::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+                #(<#tys as ::blaze::nn::Module<B>>::visit_grad_tensors(&g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
+            }
+
+            fn make_grads<F: ::blaze::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+                #grads_ident { #(#names: ::blaze::nn::Module::<B>::make_grads(&self.#names, &::blaze::nn::join(prefix, #name_strs), f),)* }
+            }
+
+            fn map_grad_tensors<M: ::blaze::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+                #(<#tys as ::blaze::nn::Module<B>>::map_grad_tensors(&mut g.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
+            }
+        }
     }
 }
 
@@ -217,7 +300,6 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let fields: Vec<&Field> = model.fields.iter().collect();
     let names: Vec<_> = fields.iter().map(|f| &f.ident).collect();
     let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let tys: Vec<TokenStream> = fields.iter().map(|f| field_ty(&f.kind)).collect();
     let passes: Vec<TokenStream> = fields.iter().zip(&plan.steps).map(|(f, s)| pass_trait(&f.kind, s)).collect();
     let inits: Vec<TokenStream> = fields.iter().zip(&plan.steps).map(|(f, s)| init_expr(&f.kind, &s.options)).collect();
     let kinds: Vec<String> = fields.iter().map(|f| f.kind.display()).collect();
@@ -275,11 +357,6 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     }
 
     let forward_name = format!("{ident}::forward");
-    let struct_fields = fields.iter().zip(&tys).map(|(f, ty)| {
-        let (attrs, fv, fi) = (&f.attrs, &f.vis, &f.ident);
-        quote!(#(#attrs)* #fv #fi: #ty)
-    });
-    let user_attrs = &model.attrs;
     let rev_names: Vec<_> = names.iter().rev().collect();
     let rev_passes: Vec<_> = passes.iter().rev().collect();
     // `check` rejects models without layers; this keeps the generator total.
@@ -289,18 +366,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
     let backward_params = backward_params_body(&names, &passes, plan);
-    let (marker, marker_init) = backend_marker(model);
+    let (_, marker_init) = backend_marker(model);
     let (forward_body, forward_train_body) = forward_bodies(&fields, &passes);
-    let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 
+    let structs = struct_and_module(model);
     quote! {
-        #(#user_attrs)*
-        #[derive(Clone, Debug)]
-        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
-            #(#struct_fields,)*
-            #marker
-        }
+        #structs
 
         #[doc = #cache_doc]
         #[allow(missing_docs)]
@@ -308,47 +380,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             #(pub #names: #passes::Cache,)*
         }
 
-        #[doc = #grads_doc]
-        #[allow(missing_docs)]
-        #[derive(Clone, Debug)]
-        #vis struct #grads_ident<B: ::blaze::Backend> {
-            #(pub #names: <#tys as ::blaze::nn::Module<B>>::Grads,)*
-        }
-
         #(#asserts)*
-
-        #[automatically_derived]
-        impl<B: ::blaze::Backend> ::blaze::nn::Module<B> for #ident<B> {
-            type Grads = #grads_ident<B>;
-
-            fn visit_params<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-                #(::blaze::nn::Module::<B>::visit_params(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
-            }
-
-            fn visit_buffers<V: ::blaze::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-                #(::blaze::nn::Module::<B>::visit_buffers(&self.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
-            }
-
-            fn map_tensors<M: ::blaze::nn::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-                #(::blaze::nn::Module::<B>::map_tensors(&mut self.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
-            }
-
-            fn visit_grads<V: ::blaze::nn::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
-                #(::blaze::nn::Module::<B>::visit_grads(&mut self.#names, &g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
-            }
-
-            fn visit_grad_tensors<V: ::blaze::nn::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
-                #(<#tys as ::blaze::nn::Module<B>>::visit_grad_tensors(&g.#names, &::blaze::nn::join(prefix, #name_strs), v);)*
-            }
-
-            fn make_grads<F: ::blaze::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
-                #grads_ident { #(#names: ::blaze::nn::Module::<B>::make_grads(&self.#names, &::blaze::nn::join(prefix, #name_strs), f),)* }
-            }
-
-            fn map_grad_tensors<M: ::blaze::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
-                #(<#tys as ::blaze::nn::Module<B>>::map_grad_tensors(&mut g.#names, &::blaze::nn::join(prefix, #name_strs), m);)*
-            }
-        }
 
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
@@ -384,6 +416,20 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
                 #backward_params
                 #grads_ident { #(#names,)* }
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Graph<B> for #ident<B> {
+            const SIGNATURE: ::blaze::nn::Signature = ::blaze::nn::Signature {
+                inputs: &[::blaze::nn::SigShape::fixed(<Self as ::blaze::nn::Block<B>>::INPUT)],
+                output: ::blaze::nn::SigShape::fixed(<Self as ::blaze::nn::Block<B>>::OUTPUT),
+            };
+            const NUM_PARAMS: usize = <Self as ::blaze::nn::Block<B>>::NUM_PARAMS;
+            type Cache = #cache_ident<B>;
+
+            fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                <Self as ::blaze::nn::Block<B>>::init(rng, device)
             }
         }
 

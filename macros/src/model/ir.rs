@@ -13,6 +13,9 @@ pub struct Model {
     /// Per-sample input shape, each dim with its span.
     pub input: Vec<(usize, Span)>,
     pub fields: Vec<Field>,
+    /// No `input` on the struct: the model's passes come from a
+    /// `#[model(input = ..)] impl` with a `forward` body (`crate::graph`).
+    pub graph: bool,
 }
 
 /// One field: a layer.
@@ -25,6 +28,8 @@ pub struct Field {
     pub kind: LayerKind,
     /// `#[layer(key = value, ...)]` options.
     pub options: Vec<LayerOption>,
+    /// `[Layer; N]` (graph models only): `N` layers of this kind.
+    pub array: Option<usize>,
 }
 
 /// The layer types the macro knows, with their literal const generics, and

@@ -1,9 +1,9 @@
 //! `#[model]`: parse, check, generate.
 
-mod attr;
-mod check;
-mod codegen;
-mod ir;
+pub(crate) mod attr;
+pub(crate) mod check;
+pub(crate) mod codegen;
+pub(crate) mod ir;
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use check::closest;
@@ -19,6 +19,9 @@ use proc_macro2::TokenStream;
 /// plain version of the struct so that uses of it elsewhere do not add a
 /// cascade of unrelated errors.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return crate::graph::expand_impl(attr, imp);
+    }
     let parsed = match attr::parse(attr, item.clone()) {
         Ok((model, None)) => model,
         Ok((model, Some(mut e))) => {
@@ -33,6 +36,16 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
         Err(e) => return fallback(e, item),
     };
+    if parsed.graph {
+        return match check::check_options(&parsed) {
+            Ok(()) => crate::graph::expand_struct(&parsed, &item),
+            Err(e) => {
+                let mut out = e.to_compile_error();
+                out.extend(codegen::fallback_struct(&parsed));
+                out
+            }
+        };
+    }
     match check::check(&parsed) {
         Ok(plan) => codegen::generate(&parsed, &plan),
         Err(e) => {

@@ -66,7 +66,7 @@ where
     B: Backend,
     L: Layer<B, DI, DO> + Clone,
 {
-    check(layer, x, train, |l, x, ctx| l.forward_train(x, ctx), |l, c, g| l.backward(c, g));
+    check_model(layer, x, train, |l, x, ctx| l.forward_train(x, ctx), |l, c, g| l.backward(c, g));
 }
 
 /// [`check_layer`] for a whole model (or any [`Block`]).
@@ -75,10 +75,13 @@ where
     B: Backend,
     M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, DO>> + Clone,
 {
-    check(model, x, train, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+    check_model(model, x, train, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
-fn check<B, M, C, const DI: usize, const DO: usize>(
+/// The check behind [`check_layer`] and [`check_block`], for any model
+/// with a training forward `run` and a backward `back` (a model with a
+/// `forward` body and symbolic dims, say).
+pub fn check_model<B, M, C, const DI: usize, const DO: usize>(
     module: &M,
     x: &Tensor<B, DI>,
     train: bool,

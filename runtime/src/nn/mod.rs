@@ -12,6 +12,7 @@ mod block;
 mod conv;
 mod dropout;
 pub mod gradcheck;
+pub mod graph;
 mod linear;
 mod norm;
 pub(crate) mod params;
@@ -22,6 +23,7 @@ pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Map, Relu, Sigmoid, Tanh}
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
 pub use dropout::{Dropout, DropoutConfig};
+pub use graph::{Graph, SigShape, Signature};
 pub use linear::{Linear, LinearConfig, LinearGrads};
 pub use norm::{BatchNorm2d, BatchNormCache, LayerNorm, NormConfig, NormGrads};
 pub use params::WeightGrads;

@@ -1,0 +1,700 @@
+//! Code generation for a model with a `forward` body: the inference and
+//! training forwards as straight-line Rust, and the reverse pass emitted as
+//! straight-line Rust too, one adjoint statement per op, walking the
+//! lowered ops backwards. The training forward keeps only what those
+//! adjoint statements read.
+
+use std::collections::{BTreeSet, HashSet};
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+
+use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, has_params, show, sym_ident};
+use crate::model::check::{Options, count_params};
+use crate::model::codegen::{field_init, field_ty};
+use crate::model::ir::{Field, Model};
+
+fn v(k: usize) -> syn::Ident {
+    format_ident!("v{}", k)
+}
+
+fn g(k: usize) -> syn::Ident {
+    format_ident!("g{}", k)
+}
+
+fn c(n: usize) -> syn::Ident {
+    format_ident!("c{}", n)
+}
+
+fn s(k: usize) -> syn::Ident {
+    format_ident!("s{}", k)
+}
+
+/// The variable holding a callee's gradients.
+fn gr(callee: Callee, fields: &[Field]) -> syn::Ident {
+    let f = &fields[callee.field].ident;
+    match callee.index {
+        Some(i) => format_ident!("gr_{}_{}", f, i),
+        None => format_ident!("gr_{}", f),
+    }
+}
+
+fn access(callee: Callee, fields: &[Field]) -> TokenStream {
+    let f = &fields[callee.field].ident;
+    match callee.index {
+        Some(i) => quote!(self.#f[#i]),
+        None => quote!(self.#f),
+    }
+}
+
+fn act_ty(a: Act) -> TokenStream {
+    match a {
+        Act::Relu => quote!(::blaze::nn::Relu),
+        Act::Gelu => quote!(::blaze::nn::Gelu),
+        Act::Tanh => quote!(::blaze::nn::Tanh),
+        Act::Sigmoid => quote!(::blaze::nn::Sigmoid),
+    }
+}
+
+/// A per-sample dim index as the tensor's dim (after the batch dim).
+fn td(d: usize) -> usize {
+    d + 1
+}
+
+fn scalar(s: &TokenStream) -> TokenStream {
+    quote!(((#s) as f64))
+}
+
+pub struct Gen<'a> {
+    pub model: &'a Model,
+    pub options: &'a [Options],
+    pub low: &'a Lowered,
+    pub input_names: Vec<syn::Ident>,
+}
+
+impl Gen<'_> {
+    fn rank(&self, k: usize) -> usize {
+        self.low.vals[k].rank()
+    }
+
+    fn fields(&self) -> &[Field] {
+        &self.model.fields
+    }
+
+    /// Whether operand `a` of a node with output `out` was broadcast.
+    fn broadcast(&self, a: usize, out: usize) -> bool {
+        let (x, y) = (&self.low.vals[a], &self.low.vals[out]);
+        x.shape != y.shape || x.batched != y.batched
+    }
+
+    /// The Layer trait path through which a layer call runs.
+    fn layer_path(&self, ty: TokenStream, x: usize, out: usize) -> TokenStream {
+        let (ri, ro) = (self.rank(x), self.rank(out));
+        quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
+    }
+
+    fn kernel_args(&self, args: &[KernelArg], vals: &[usize], from_cache: bool) -> Vec<TokenStream> {
+        args.iter()
+            .map(|a| match a {
+                KernelArg::Tensor(i) => {
+                    let id = v(vals[*i]);
+                    if from_cache {
+                        quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
+                    } else {
+                        quote!(::blaze::runtime::kernel::Arg::Tensor(&#id))
+                    }
+                }
+                KernelArg::Number(s) => {
+                    let s = scalar(s);
+                    quote!(::blaze::runtime::kernel::Arg::Number(#s))
+                }
+            })
+            .collect()
+    }
+
+    /// The right-hand side computing a node's output from its inputs
+    /// (everything but inputs, layers and nested models).
+    fn op_expr(&self, op: &Op, args: &[usize], out: usize) -> TokenStream {
+        let a = args.first().map(|&k| v(k));
+        let b = args.get(1).map(|&k| v(k));
+        let r = self.rank(out);
+        match op {
+            Op::Bin(Bin::Add) => quote!(#a.add(&#b)),
+            Op::Bin(Bin::Sub) => quote!(#a.sub(&#b)),
+            Op::Bin(Bin::Mul) => quote!(#a.mul(&#b)),
+            Op::Bin(Bin::Div) => quote!(#a.div(&#b)),
+            Op::Scalar(o, sv) => {
+                let sv = scalar(sv);
+                let m = match o {
+                    ScalarOp::Add => quote!(add_scalar),
+                    ScalarOp::Sub => quote!(sub_scalar),
+                    ScalarOp::Mul => quote!(mul_scalar),
+                    ScalarOp::Div => quote!(div_scalar),
+                    ScalarOp::RSub => quote!(rsub_scalar),
+                    ScalarOp::RDiv => quote!(rdiv_scalar),
+                };
+                quote!(#a.#m(#sv))
+            }
+            Op::Neg => quote!(#a.neg()),
+            Op::Exp => quote!(#a.exp()),
+            Op::Log => quote!(#a.log()),
+            Op::Sqrt => quote!(#a.sqrt()),
+            Op::Act(act) => match act {
+                Act::Relu => quote!(#a.relu()),
+                Act::Gelu => quote!(#a.gelu()),
+                Act::Tanh => quote!(#a.tanh()),
+                Act::Sigmoid => quote!(#a.sigmoid()),
+            },
+            Op::Matmul => quote!(#a.matmul(&#b)),
+            Op::Transpose(x, y) => {
+                let (x, y) = (td(*x), td(*y));
+                quote!(#a.transpose(#x, #y))
+            }
+            Op::Permute(axes) => {
+                let axes = axes.iter().map(|&x| td(x));
+                quote!(#a.permute([0usize #(, #axes)*]))
+            }
+            Op::Reshape(dims) => {
+                let dims = dims.iter().map(Dim::tokens);
+                quote!(#a.reshape::<#r>([#a.shape()[0] #(, #dims)*]))
+            }
+            Op::Narrow { dim, start, len } => {
+                let d = td(*dim);
+                quote!(#a.narrow(#d, #start, #len))
+            }
+            Op::Cat(dim) => {
+                let d = td(*dim);
+                let vs = args.iter().map(|&k| v(k));
+                quote!(::blaze::Tensor::cat(&[#(::core::clone::Clone::clone(&#vs)),*], #d))
+            }
+            Op::Softmax(d) => {
+                let d = td(*d);
+                quote!(#a.softmax(#d))
+            }
+            Op::LogSoftmax(d) => {
+                let d = td(*d);
+                quote!(#a.log_softmax(#d))
+            }
+            Op::Reduce { dim, mean } => {
+                let d = td(*dim);
+                if *mean { quote!(#a.mean_dim(#d)) } else { quote!(#a.sum_dim(#d)) }
+            }
+            Op::CausalFill { t, value } => {
+                let (t, value) = (t.tokens(), scalar(value));
+                quote!(#a.masked_fill(&::blaze::nn::graph::causal_mask::<B, #r>(#t, &#a.device()), #value))
+            }
+            Op::Kernel { path, args: kargs } => {
+                let list = self.kernel_args(kargs, args, false);
+                quote!(::blaze::runtime::kernel::call::<#path::Kernel, B, #r>(&[#(#list),*]))
+            }
+            Op::Positions(t) => {
+                let t = t.tokens();
+                quote!(::blaze::nn::graph::positions::<B>(#t, &__device))
+            }
+            Op::Input | Op::Layer(_) | Op::Nested(_) => TokenStream::new(),
+        }
+    }
+
+    /// Binds each input to `v{k}`, checks its dims, and binds the symbols.
+    fn bind_inputs(&self) -> TokenStream {
+        let name = self.model.ident.to_string();
+        let mut out = TokenStream::new();
+        let mut seen = HashSet::new();
+        for (i, &k) in self.low.inputs.iter().enumerate() {
+            let (id, arg) = (v(k), &self.input_names[i]);
+            let want = format!("[batch, {}]", show(&self.low.vals[k].shape, &self.low.symbols).trim_matches(['[', ']']));
+            let msg = format!("{name}::forward: input `{arg}` expects {want}, got {{:?}}");
+            out.extend(quote!(let #id = ::core::clone::Clone::clone(#arg); let __shape = #id.shape();));
+            for (d, dim) in self.low.vals[k].shape.iter().enumerate() {
+                let at = td(d);
+                match (dim.syms.as_slice(), dim.coef) {
+                    ([sym], 1) if seen.insert(*sym) => {
+                        let sid = sym_ident(*sym);
+                        out.extend(quote!(let #sid: usize = __shape[#at];));
+                    }
+                    _ => {
+                        let want = dim.tokens();
+                        out.extend(quote!(::core::assert!(__shape[#at] == #want, #msg, __shape);));
+                    }
+                }
+            }
+        }
+        let positions = self.low.nodes.iter().any(|n| matches!(n.op, Op::Positions(_)));
+        if let (true, Some(&first)) = (positions, self.low.inputs.first()) {
+            let id = v(first);
+            out.extend(quote!(let __device = #id.device();));
+        }
+        out
+    }
+
+    /// The inference forward's statements, ending with the output.
+    pub fn forward(&self) -> TokenStream {
+        let mut out = self.bind_inputs();
+        for n in &self.low.nodes {
+            let o = v(n.out);
+            let span = proc_macro2::Span::call_site().located_at(n.span);
+            let stmt = match &n.op {
+                Op::Input => continue,
+                Op::Layer(callee) => {
+                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
+                    let (at, x) = (access(*callee, self.fields()), v(n.args[0]));
+                    quote_spanned!(span=> let #o = #path::forward(&#at, &#x);)
+                }
+                Op::Nested(callee) => {
+                    let at = access(*callee, self.fields());
+                    let xs = n.args.iter().map(|&k| v(k));
+                    quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);)
+                }
+                op => {
+                    let e = self.op_expr(op, &n.args, n.out);
+                    quote_spanned!(span=> let #o = #e;)
+                }
+            };
+            out.extend(stmt);
+        }
+        let o = v(self.low.output);
+        out.extend(quote!(#o));
+        out
+    }
+
+    /// What the backward reads: stored values and stored shapes.
+    fn stored(&self) -> (BTreeSet<usize>, BTreeSet<usize>) {
+        let (mut vals, mut shapes) = (BTreeSet::new(), BTreeSet::new());
+        shapes.extend(self.low.inputs.iter().copied());
+        for n in &self.low.nodes {
+            let a = &n.args;
+            let bcast = |_: &mut BTreeSet<usize>, shapes: &mut BTreeSet<usize>, k: usize| {
+                if self.broadcast(k, n.out) {
+                    shapes.insert(k);
+                }
+            };
+            match &n.op {
+                Op::Bin(Bin::Add | Bin::Sub) => a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k)),
+                Op::Bin(Bin::Mul) | Op::Matmul => {
+                    vals.extend(a.iter().copied());
+                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
+                }
+                Op::Bin(Bin::Div) => {
+                    vals.insert(a[1]);
+                    vals.insert(n.out);
+                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
+                }
+                Op::Scalar(ScalarOp::RDiv, _) => {
+                    vals.insert(a[0]);
+                    vals.insert(n.out);
+                }
+                Op::Exp | Op::Sqrt | Op::Softmax(_) | Op::LogSoftmax(_) => {
+                    vals.insert(n.out);
+                }
+                Op::Log => {
+                    vals.insert(a[0]);
+                }
+                Op::Reshape(_) | Op::Narrow { .. } | Op::Reduce { .. } | Op::Cat(_) => shapes.extend(a.iter().copied()),
+                Op::Kernel { .. } => {
+                    vals.extend(a.iter().copied());
+                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
+                }
+                _ => {}
+            }
+        }
+        (vals, shapes)
+    }
+
+    /// The training forward's statements, ending with `(output, cache)`.
+    pub fn forward_train(&self, cache_ident: &syn::Ident) -> TokenStream {
+        let mut out = self.bind_inputs();
+        let mut caches = Vec::new();
+        for (i, n) in self.low.nodes.iter().enumerate() {
+            let o = v(n.out);
+            let span = proc_macro2::Span::call_site().located_at(n.span);
+            let ci = c(i);
+            let stmt = match &n.op {
+                Op::Input => continue,
+                Op::Layer(callee) => {
+                    caches.push(ci.clone());
+                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
+                    let (at, x) = (access(*callee, self.fields()), v(n.args[0]));
+                    quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #at, &#x, ctx);)
+                }
+                Op::Act(a) => {
+                    caches.push(ci.clone());
+                    let ty = act_ty(*a);
+                    let path = self.layer_path(ty.clone(), n.args[0], n.out);
+                    let x = v(n.args[0]);
+                    quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #ty, &#x, ctx);)
+                }
+                Op::Nested(callee) => {
+                    caches.push(ci.clone());
+                    let at = access(*callee, self.fields());
+                    let xs = n.args.iter().map(|&k| v(k));
+                    quote_spanned!(span=> let (#o, #ci) = #at.forward_train(#(&#xs,)* ctx);)
+                }
+                op => {
+                    let e = self.op_expr(op, &n.args, n.out);
+                    quote_spanned!(span=> let #o = #e;)
+                }
+            };
+            out.extend(stmt);
+        }
+        let (vals, shapes) = self.stored();
+        let vs: Vec<_> = vals.iter().map(|&k| v(k)).collect();
+        let ss: Vec<_> = shapes.iter().map(|&k| s(k)).collect();
+        let sv: Vec<_> = shapes.iter().map(|&k| v(k)).collect();
+        let syms: Vec<_> = (0..self.low.symbols.len()).map(sym_ident).collect();
+        let o = v(self.low.output);
+        out.extend(quote! {
+            let __cache = #cache_ident {
+                #(#vs: ::core::clone::Clone::clone(&#vs),)*
+                #(#ss: #sv.shape(),)*
+                #(#caches,)*
+                syms: [#(#syms),*],
+                __backend: ::core::marker::PhantomData,
+            };
+            (#o, __cache)
+        });
+        out
+    }
+
+    /// The cache struct's fields.
+    pub fn cache_fields(&self) -> TokenStream {
+        let (vals, shapes) = self.stored();
+        let mut out = TokenStream::new();
+        for k in vals {
+            let (id, r) = (v(k), self.rank(k));
+            out.extend(quote!(#id: ::blaze::Tensor<B, #r>,));
+        }
+        for k in shapes {
+            let (id, r) = (s(k), self.rank(k));
+            out.extend(quote!(#id: [usize; #r],));
+        }
+        for (i, n) in self.low.nodes.iter().enumerate() {
+            let ci = c(i);
+            let ty = match &n.op {
+                Op::Layer(callee) => {
+                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
+                    quote!(#path::Cache)
+                }
+                Op::Act(a) => {
+                    let path = self.layer_path(act_ty(*a), n.args[0], n.out);
+                    quote!(#path::Cache)
+                }
+                Op::Nested(callee) => {
+                    let ty = field_ty(&self.fields()[callee.field].kind);
+                    quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
+                }
+                _ => continue,
+            };
+            out.extend(quote!(#ci: #ty,));
+        }
+        let ns = self.low.symbols.len();
+        out.extend(quote!(syms: [usize; #ns], __backend: ::core::marker::PhantomData<B>,));
+        out
+    }
+
+    /// The backward's statements: every parameter's gradient (`gr_*`), and
+    /// with `full` each input's gradient (`g{k}`).
+    pub fn backward(&self, full: bool) -> TokenStream {
+        let low = self.low;
+        let need = |k: usize| if full { low.vals[k].grad } else { low.vals[k].params };
+        let mut out = TokenStream::new();
+        for k in 0..low.symbols.len() {
+            let sid = sym_ident(k);
+            out.extend(quote!(let #sid: usize = cache.syms[#k];));
+        }
+        let go = g(low.output);
+        out.extend(quote!(let #go = ::core::clone::Clone::clone(grad);));
+        let mut defined: HashSet<usize> = HashSet::from([low.output]);
+        let mut grads_done: HashSet<(usize, Option<usize>)> = HashSet::new();
+
+        let sum_to = |e: TokenStream, a: usize, out: usize| {
+            if self.broadcast(a, out) {
+                let sa = s(a);
+                quote!(::blaze::nn::graph::sum_to(&#e, cache.#sa))
+            } else {
+                e
+            }
+        };
+
+        for (i, n) in low.nodes.iter().enumerate().rev() {
+            if !defined.contains(&n.out) || matches!(n.op, Op::Input) {
+                continue;
+            }
+            let gy = g(n.out);
+            let span = proc_macro2::Span::call_site().located_at(n.span);
+            let ci = c(i);
+            // (input value, expression of its gradient contribution)
+            let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
+            let mut pre = TokenStream::new();
+            let a = n.args.first().copied().unwrap_or(0);
+            match &n.op {
+                Op::Input | Op::Positions(_) => {}
+                Op::Layer(callee) | Op::Nested(callee) => {
+                    let nested = matches!(n.op, Op::Nested(_));
+                    let holds = has_params(&self.fields()[callee.field].kind);
+                    let at = access(*callee, self.fields());
+                    let gr = gr(*callee, self.fields());
+                    let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
+                    let path = if nested {
+                        TokenStream::new()
+                    } else {
+                        self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
+                    };
+                    if wants.iter().any(|&w| w) {
+                        let dx: Vec<syn::Ident> = (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
+                        let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
+                        let gpat = if holds { quote!(#gr) } else { quote!(_) };
+                        pre.extend(if nested {
+                            quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&cache.#ci, &#gy);)
+                        } else {
+                            quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);)
+                        });
+                        for (j, &k) in n.args.iter().enumerate() {
+                            let d = &dx[j];
+                            contrib.push((k, quote!(#d)));
+                        }
+                    } else if holds {
+                        pre.extend(if nested {
+                            quote_spanned!(span=> let #gr = #at.backward_params(&cache.#ci, &#gy);)
+                        } else {
+                            quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);)
+                        });
+                    }
+                    if holds {
+                        grads_done.insert((callee.field, callee.index));
+                    }
+                }
+                Op::Act(act) => {
+                    let ty = act_ty(*act);
+                    let path = self.layer_path(ty.clone(), a, n.out);
+                    let d = format_ident!("d{}_0", i);
+                    pre.extend(quote_spanned!(span=> let (#d, _) = #path::backward(&#ty, &cache.#ci, &#gy);));
+                    contrib.push((a, quote!(#d)));
+                }
+                Op::Bin(op) => {
+                    let b = n.args[1];
+                    let (va, vb, vy) = (v(a), v(b), v(n.out));
+                    let (ea, eb) = match op {
+                        Bin::Add => (quote!(::core::clone::Clone::clone(&#gy)), quote!(::core::clone::Clone::clone(&#gy))),
+                        Bin::Sub => (quote!(::core::clone::Clone::clone(&#gy)), quote!(#gy.neg())),
+                        Bin::Mul => (quote!(#gy.mul(&cache.#vb)), quote!(#gy.mul(&cache.#va))),
+                        Bin::Div => (quote!(#gy.div(&cache.#vb)), quote!(#gy.mul(&cache.#vy).div(&cache.#vb).neg())),
+                    };
+                    contrib.push((a, sum_to(ea, a, n.out)));
+                    contrib.push((b, sum_to(eb, b, n.out)));
+                }
+                Op::Scalar(op, sv) => {
+                    let sv = scalar(sv);
+                    let (vx, vy) = (v(a), v(n.out));
+                    let e = match op {
+                        ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
+                        ScalarOp::Mul => quote!(#gy.mul_scalar(#sv)),
+                        ScalarOp::Div => quote!(#gy.div_scalar(#sv)),
+                        ScalarOp::RSub => quote!(#gy.neg()),
+                        ScalarOp::RDiv => quote!(#gy.mul(&cache.#vy).div(&cache.#vx).neg()),
+                    };
+                    contrib.push((a, e));
+                }
+                Op::Neg => contrib.push((a, quote!(#gy.neg()))),
+                Op::Exp => {
+                    let vy = v(n.out);
+                    contrib.push((a, quote!(#gy.mul(&cache.#vy))));
+                }
+                Op::Log => {
+                    let vx = v(a);
+                    contrib.push((a, quote!(#gy.div(&cache.#vx))));
+                }
+                Op::Sqrt => {
+                    let vy = v(n.out);
+                    contrib.push((a, quote!(#gy.div(&cache.#vy).mul_scalar(0.5))));
+                }
+                Op::Matmul => {
+                    let b = n.args[1];
+                    let (va, vb) = (v(a), v(b));
+                    let ea = quote!(#gy.matmul(&cache.#vb.transpose(-2i64, -1i64)));
+                    let eb = quote!(cache.#va.transpose(-2i64, -1i64).matmul(&#gy));
+                    contrib.push((a, sum_to(ea, a, n.out)));
+                    contrib.push((b, sum_to(eb, b, n.out)));
+                }
+                Op::Transpose(x, y) => {
+                    let (x, y) = (td(*x), td(*y));
+                    contrib.push((a, quote!(#gy.transpose(#x, #y))));
+                }
+                Op::Permute(axes) => {
+                    let axes = axes.iter().map(|&x| td(x));
+                    contrib.push((
+                        a,
+                        quote!(#gy.permute(::blaze::nn::graph::inverse_permutation([0usize #(, #axes)*]))),
+                    ));
+                }
+                Op::Reshape(_) => {
+                    let sa = s(a);
+                    contrib.push((a, quote!(#gy.reshape(cache.#sa))));
+                }
+                Op::Narrow { dim, start, .. } => {
+                    let (d, sa) = (td(*dim), s(a));
+                    contrib.push((a, quote!(::blaze::nn::graph::narrow_backward(&#gy, #d, #start, cache.#sa[#d]))));
+                }
+                Op::Cat(dim) => {
+                    let d = td(*dim);
+                    let off = format_ident!("o{}", i);
+                    pre.extend(quote!(let #off = 0usize;));
+                    for (j, &k) in n.args.iter().enumerate() {
+                        let (sk, piece) = (s(k), format_ident!("d{}_{}", i, j));
+                        pre.extend(quote! {
+                            let #piece = #gy.narrow(#d, #off, cache.#sk[#d]);
+                            let #off = #off + cache.#sk[#d];
+                        });
+                        contrib.push((k, quote!(#piece)));
+                    }
+                    pre.extend(quote!(let _ = #off;));
+                }
+                Op::Softmax(d) | Op::LogSoftmax(d) => {
+                    let (d, vy) = (td(*d), v(n.out));
+                    let f = if matches!(n.op, Op::Softmax(_)) { quote!(softmax_backward) } else { quote!(log_softmax_backward) };
+                    contrib.push((a, quote!(::blaze::nn::graph::#f(&cache.#vy, &#gy, #d))));
+                }
+                Op::Reduce { dim, mean } => {
+                    let (d, sa) = (td(*dim), s(a));
+                    contrib.push((a, quote!(::blaze::nn::graph::reduce_backward(&#gy, cache.#sa, #d, #mean))));
+                }
+                Op::CausalFill { t, .. } => {
+                    let (t, r) = (t.tokens(), self.rank(n.out));
+                    contrib.push((
+                        a,
+                        quote!(#gy.masked_fill(&::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()), 0.0)),
+                    ));
+                }
+                Op::Kernel { path, args: kargs } => {
+                    let list = self.kernel_args(kargs, &n.args, true);
+                    let r = self.rank(n.out);
+                    for (pos, ka) in kargs.iter().enumerate() {
+                        if let KernelArg::Tensor(j) = ka {
+                            let k = n.args[*j];
+                            if need(k) {
+                                let e = quote!(#gy.mul(&::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*])));
+                                contrib.push((k, sum_to(e, k, n.out)));
+                            }
+                        }
+                    }
+                }
+            }
+            out.extend(pre);
+            for (k, e) in contrib {
+                if !need(k) {
+                    continue;
+                }
+                let gk = g(k);
+                out.extend(if defined.insert(k) {
+                    quote_spanned!(span=> let #gk = #e;)
+                } else {
+                    quote_spanned!(span=> let #gk = #gk.add(&#e);)
+                });
+            }
+        }
+        // Parameters whose layer's output did not reach the output.
+        for (fi, f) in self.fields().iter().enumerate() {
+            if !has_params(&f.kind) {
+                continue;
+            }
+            let indices: Vec<Option<usize>> = match f.array {
+                Some(n) => (0..n).map(Some).collect(),
+                None => vec![None],
+            };
+            for index in indices {
+                let callee = Callee { field: fi, index };
+                if !grads_done.contains(&(fi, index)) {
+                    let (id, at) = (gr(callee, self.fields()), access(callee, self.fields()));
+                    out.extend(quote!(let #id = ::blaze::nn::graph::zero_grads::<B, _>(&#at);));
+                }
+            }
+        }
+        if full {
+            for &k in &low.inputs {
+                if !defined.contains(&k) {
+                    let (gk, sk) = (g(k), s(k));
+                    out.extend(quote!(let #gk = ::blaze::Tensor::full_dtype(cache.#sk, 0.0, grad.dtype(), &grad.device());));
+                }
+            }
+        }
+        out
+    }
+
+    /// The gradients struct literal from the `gr_*` variables.
+    pub fn grads_literal(&self) -> TokenStream {
+        let grads_ident = format_ident!("{}Grads", self.model.ident);
+        let fields = self.fields().iter().enumerate().map(|(fi, f)| {
+            let name = &f.ident;
+            let value = match (has_params(&f.kind), f.array) {
+                (false, None) => quote!(()),
+                (false, Some(n)) => quote!(::std::vec![(); #n]),
+                (true, None) => {
+                    let id = gr(Callee { field: fi, index: None }, self.fields());
+                    quote!(#id)
+                }
+                (true, Some(n)) => {
+                    let ids = (0..n).map(|i| gr(Callee { field: fi, index: Some(i) }, self.fields()));
+                    quote!(::std::vec![#(#ids),*])
+                }
+            };
+            quote!(#name: #value)
+        });
+        quote!(#grads_ident { #(#fields),* })
+    }
+
+    /// Trainable scalars, as a const expression.
+    pub fn num_params(&self) -> TokenStream {
+        let terms = self.fields().iter().zip(self.options).map(|(f, o)| {
+            let n = f.array.unwrap_or(1);
+            match count_params(&f.kind, o) {
+                Some(p) => {
+                    let p = p * n;
+                    quote!(#p)
+                }
+                None => {
+                    let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu));
+                    quote!(<#ty as ::blaze::nn::Graph<::blaze::Cpu>>::NUM_PARAMS * #n)
+                }
+            }
+        });
+        quote!(0 #(+ #terms)*)
+    }
+
+    pub fn inits(&self) -> Vec<TokenStream> {
+        self.fields().iter().zip(self.options).map(|(f, o)| field_init(f, o)).collect()
+    }
+
+    /// A shape as a `SigShape` (symbols negative; product dims as 0, which
+    /// no caller's dim equals).
+    pub fn sig(&self, shape: &[Dim]) -> TokenStream {
+        let dims = shape.iter().map(|d| match (d.syms.as_slice(), d.coef) {
+            ([], n) => n as isize,
+            ([k], 1) => -(*k as isize) - 1,
+            _ => 0,
+        });
+        quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))
+    }
+
+    pub fn summary_rows(&self) -> Vec<TokenStream> {
+        self.fields()
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let name = f.ident.to_string();
+                let kind = match f.array {
+                    Some(n) => format!("[{}; {n}]", f.kind.display()),
+                    None => f.kind.display(),
+                };
+                let output = self.low.first_output[fi]
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
+                let id = &f.ident;
+                quote!(::blaze::nn::SummaryRow {
+                    name: ::std::string::String::from(#name),
+                    kind: ::std::string::String::from(#kind),
+                    output: ::std::string::String::from(#output),
+                    params: ::blaze::nn::num_params::<B, _>(&self.#id),
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,363 @@
+//! Models with a `forward` body.
+//!
+//! ```text
+//! #[model]                                  // no `input`: a graph model
+//! pub struct ResBlock { norm: LayerNorm<64>, fc1: Linear<64, 256>, fc2: Linear<256, 64> }
+//!
+//! #[model(input = [T, 64])]
+//! impl ResBlock {
+//!     fn forward(&self, x: Tensor) -> Tensor {
+//!         let h = gelu(self.fc1(self.norm(x)));
+//!         x + self.fc2(h)
+//!     }
+//! }
+//! ```
+//!
+//! The two attributes expand separately, so the struct's expansion leaves
+//! its fields behind in a `macro_rules!` named after the model; the impl's
+//! expansion calls it, which hands both to `__model_graph`. There the body
+//! is lowered to SSA ops with symbolic shapes (`lower.rs`) and the forward
+//! and reverse passes are emitted as straight-line code (`codeg.rs`).
+
+mod codegen;
+mod lower;
+
+use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+use crate::model::check::{Options, resolve_options};
+use crate::model::codegen::struct_and_module;
+use crate::model::ir::Model;
+use codegen::Gen;
+use lower::{Dim, Lower};
+
+fn callback_ident(model: &syn::Ident) -> syn::Ident {
+    format_ident!("__blaze_model_{}", model)
+}
+
+/// What `#[model]` on a struct without `input` emits: the struct and its
+/// `Module` impl, constructors through `Graph`, and the callback macro that
+/// carries the struct to the impl's expansion.
+pub fn expand_struct(model: &Model, item: &TokenStream) -> TokenStream {
+    let ident = &model.ident;
+    let callback = callback_ident(ident);
+    let structs = struct_and_module(model);
+    let d = Punct::new('$', Spacing::Alone);
+    quote! {
+        #structs
+
+        #[doc(hidden)]
+        #[allow(unused_macros)]
+        macro_rules! #callback {
+            (#d (#d t:tt)*) => { ::blaze::__model_graph! { { #item } #d (#d t)* } };
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> #ident<B> {
+            /// A model initialised as PyTorch initialises these layers, from
+            /// the global generator (`blaze::manual_seed`).
+            pub fn new<Dev: ::blaze::nn::BackendDevice<Backend = B>>(device: &Dev) -> Self
+            where
+                Self: ::blaze::nn::Graph<B>,
+            {
+                let mut rng = ::blaze::rng::with_global_rng(|r| r.fork());
+                <Self as ::blaze::nn::Graph<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+            }
+
+            /// A model initialised from `seed` alone: the same seed gives the
+            /// same weights on every backend.
+            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<Backend = B>>(seed: u64, device: &Dev) -> Self
+            where
+                Self: ::blaze::nn::Graph<B>,
+            {
+                let mut rng = ::blaze::Rng::seed_from_u64(seed);
+                <Self as ::blaze::nn::Graph<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+            }
+        }
+    }
+}
+
+/// `#[model(input = ..)] impl Name { fn forward .. }`: calls the struct's
+/// callback macro with the attribute and the impl.
+pub fn expand_impl(attr: TokenStream, item: syn::ItemImpl) -> TokenStream {
+    let syn::Type::Path(tp) = &*item.self_ty else {
+        return syn::Error::new(item.self_ty.span(), "#[model] on an impl needs the model's name: `impl ResBlock`")
+            .to_compile_error();
+    };
+    let Some(last) = tp.path.segments.last() else { return TokenStream::new() };
+    if item.trait_.is_some() {
+        return syn::Error::new(item.impl_token.span, "#[model] applies to an inherent impl (`impl ResBlock { .. }`)")
+            .to_compile_error();
+    }
+    let callback = callback_ident(&last.ident);
+    let span = last.ident.span();
+    quote_spanned!(span=> #callback! { [#attr] #item })
+}
+
+/// `__model_graph! { { struct } [attr] impl .. }`.
+pub fn expand_graph(input: TokenStream) -> TokenStream {
+    match graph(input) {
+        Ok(out) => out,
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+fn graph(input: TokenStream) -> syn::Result<TokenStream> {
+    let mut it = input.into_iter();
+    let (Some(TokenTree::Group(st)), Some(TokenTree::Group(at))) = (it.next(), it.next()) else {
+        return Err(syn::Error::new(proc_macro2::Span::call_site(), "malformed __model_graph input"));
+    };
+    if st.delimiter() != Delimiter::Brace || at.delimiter() != Delimiter::Bracket {
+        return Err(syn::Error::new(st.span(), "malformed __model_graph input"));
+    }
+    let item: syn::ItemImpl = syn::parse2(it.collect())?;
+    // Errors in the struct were reported by its own expansion.
+    let Ok((model, None)) = crate::model::attr::parse(TokenStream::new(), st.stream()) else {
+        return Ok(TokenStream::new());
+    };
+    let options: Vec<Options> = match model.fields.iter().map(resolve_options).collect() {
+        Ok(o) => o,
+        Err(_) => return Ok(TokenStream::new()),
+    };
+    let f = forward_fn(&item)?;
+    let mut low = Lower::new(&model.ident.to_string(), &model.fields, &options);
+    let inputs = input_shapes(at.stream(), &mut low, &item)?;
+    let params: Vec<&syn::PatType> = f
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|a| match a {
+            syn::FnArg::Typed(t) => Some(t),
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect();
+    if params.len() != inputs.len() {
+        return Err(syn::Error::new(
+            f.sig.inputs.span(),
+            format!(
+                "`forward` takes {} input{} but `input` gives {} shape{}",
+                params.len(),
+                if params.len() == 1 { "" } else { "s" },
+                inputs.len(),
+                if inputs.len() == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    let mut names = Vec::new();
+    for (p, shape) in params.iter().zip(inputs) {
+        let syn::Pat::Ident(id) = &*p.pat else {
+            return Err(syn::Error::new(p.pat.span(), "`forward`'s inputs are plain names: `x: Tensor`"));
+        };
+        low.input(&id.ident.to_string(), shape, id.span());
+        names.push(id.ident.clone());
+    }
+    let lowered = low.body(&f.block)?;
+    Ok(generate(&model, &options, &lowered, names))
+}
+
+fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
+    if !item.generics.params.is_empty() {
+        return Err(syn::Error::new(item.generics.span(), "#[model] makes the model generic over the backend itself"));
+    }
+    let mut found = None;
+    for it in &item.items {
+        match it {
+            syn::ImplItem::Fn(f) if f.sig.ident == "forward" && found.is_none() => found = Some(f),
+            other => {
+                return Err(syn::Error::new(
+                    other.span(),
+                    "a #[model] impl holds `fn forward` alone; put other items in a separate impl",
+                ));
+            }
+        }
+    }
+    let f = found.ok_or_else(|| {
+        syn::Error::new(item.self_ty.span(), "a #[model] impl needs `fn forward(&self, x: Tensor) -> Tensor`")
+    })?;
+    match f.sig.inputs.first() {
+        Some(syn::FnArg::Receiver(r)) if matches!(r.kind, syn::ReceiverKind::Reference(_, _, None)) => Ok(f),
+        _ => Err(syn::Error::new(f.sig.ident.span(), "`forward` takes `&self` first")),
+    }
+}
+
+/// `input = [T, 64]` or `input = ([T, 64], [T])`.
+fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) -> syn::Result<Vec<Vec<Dim>>> {
+    let missing = || {
+        syn::Error::new(
+            item.self_ty.span(),
+            "#[model] on an impl needs the per-sample input shape: #[model(input = [T, 64])], or for several \
+             inputs #[model(input = ([T, 64], [T]))]; symbols such as `T` are sizes known at run time",
+        )
+    };
+    if attr.is_empty() {
+        return Err(missing());
+    }
+    let nv: syn::MetaNameValue = syn::parse2(attr)?;
+    if !nv.path.is_ident("input") {
+        return Err(syn::Error::new(nv.path.span(), "expected `input = [..]`"));
+    }
+    let arrays: Vec<&syn::Expr> = match &nv.value {
+        syn::Expr::Tuple(t) => t.elems.iter().collect(),
+        syn::Expr::Paren(p) => vec![&*p.expr],
+        e => vec![e],
+    };
+    let mut out = Vec::new();
+    for a in arrays {
+        let syn::Expr::Array(arr) = a else {
+            return Err(syn::Error::new(a.span(), "an input shape is a list of dims, e.g. [T, 64]"));
+        };
+        out.push(arr.elems.iter().map(|e| low.input_dim(e)).collect::<syn::Result<Vec<_>>>()?);
+    }
+    Ok(out)
+}
+
+fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec<syn::Ident>) -> TokenStream {
+    let ident = &model.ident;
+    let vis = &model.vis;
+    let cache_ident = format_ident!("{}Cache", ident);
+    let grads_ident = format_ident!("{}Grads", ident);
+    let g = Gen { model, options, low, input_names: names.clone() };
+    let cache_fields = g.cache_fields();
+    let forward = g.forward();
+    let forward_train = g.forward_train(&cache_ident);
+    let backward = g.backward(true);
+    let backward_params = g.backward(false);
+    let grads = g.grads_literal();
+    let num_params = g.num_params();
+    let inits = g.inits();
+    let field_names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
+    let (_, marker_init) = crate::model::codegen::backend_marker(model);
+    let asserts = &low.asserts;
+    let in_ranks: Vec<usize> = low.inputs.iter().map(|&k| low.vals[k].rank()).collect();
+    let out_rank = low.vals[low.output].rank();
+    let in_sigs: Vec<TokenStream> = low.inputs.iter().map(|&k| g.sig(&low.vals[k].shape)).collect();
+    let out_sig = g.sig(&low.vals[low.output].shape);
+    let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
+    let (in_grad_ty, in_grad_val) = if names.len() == 1 {
+        let r = in_ranks[0];
+        (quote!(::blaze::Tensor<B, #r>), quote!(#(#input_grads)*))
+    } else {
+        (quote!((#(::blaze::Tensor<B, #in_ranks>),*)), quote!((#(#input_grads),*)))
+    };
+    let rows = g.summary_rows();
+    let input_text = low
+        .inputs
+        .iter()
+        .map(|&k| lower::show(&low.vals[k].shape, &low.symbols))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`]: only what its adjoint code reads.");
+
+    // A model of one input with fixed dims is also a `Block`: a field of a
+    // sequential model, and trainable by `fit`.
+    let fixed = |shape: &[Dim]| shape.iter().map(|d| d.syms.is_empty().then_some(d.coef)).collect::<Option<Vec<usize>>>();
+    let block = match (names.len(), fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {
+        (1, Some(i), Some(o)) => {
+            let (ri, x) = (in_ranks[0], &names[0]);
+            quote! {
+                #[automatically_derived]
+                impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
+                    const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#i),*]);
+                    const OUTPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#o),*]);
+                    const NUM_PARAMS: usize = #num_params;
+                    type Input = ::blaze::Tensor<B, #ri>;
+                    type Output = ::blaze::Tensor<B, #out_rank>;
+                    type Cache = #cache_ident<B>;
+
+                    fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                        <Self as ::blaze::nn::Graph<B>>::init(rng, device)
+                    }
+                    fn forward(&self, #x: &Self::Input) -> Self::Output {
+                        #ident::forward(self, #x)
+                    }
+                    fn forward_train(&mut self, #x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
+                        #ident::forward_train(self, #x, ctx)
+                    }
+                    fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
+                        #ident::backward(self, cache, grad)
+                    }
+                    fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
+                        #ident::backward_params(self, cache, grad)
+                    }
+                }
+            }
+        }
+        _ => TokenStream::new(),
+    };
+
+    quote! {
+        #(#asserts)*
+
+        #[doc = #cache_doc]
+        #vis struct #cache_ident<B: ::blaze::Backend> {
+            #cache_fields
+        }
+
+        impl<B: ::blaze::Backend> ::core::fmt::Debug for #cache_ident<B> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(::core::stringify!(#cache_ident)).finish_non_exhaustive()
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Graph<B> for #ident<B> {
+            const SIGNATURE: ::blaze::nn::Signature = ::blaze::nn::Signature {
+                inputs: &[#(#in_sigs),*],
+                output: #out_sig,
+            };
+            const NUM_PARAMS: usize = #num_params;
+            type Cache = #cache_ident<B>;
+
+            fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                #ident { #(#field_names: #inits,)* #marker_init }
+            }
+        }
+
+        #block
+
+        #[automatically_derived]
+        #[allow(unused_variables, clippy::all)]
+        impl<B: ::blaze::Backend> #ident<B> {
+            /// Number of trainable scalars.
+            pub const NUM_PARAMS: usize = #num_params;
+
+            /// Inference: dropout off, normalisation on running statistics.
+            /// Panics if an input's per-sample shape does not fit `input`.
+            pub fn forward(&self, #(#names: &::blaze::Tensor<B, #in_ranks>),*) -> ::blaze::Tensor<B, #out_rank> {
+                #forward
+            }
+
+            /// The training forward: the output, and what `backward` needs.
+            pub fn forward_train(
+                &mut self,
+                #(#names: &::blaze::Tensor<B, #in_ranks>,)*
+                ctx: &mut ::blaze::nn::Ctx,
+            ) -> (::blaze::Tensor<B, #out_rank>, #cache_ident<B>) {
+                #forward_train
+            }
+
+            /// The gradient of each input and of every parameter, given the
+            /// gradient of the output: the adjoint of the forward body,
+            /// generated as straight-line code.
+            pub fn backward(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> (#in_grad_ty, #grads_ident<B>) {
+                #backward
+                (#in_grad_val, #grads)
+            }
+
+            /// The parameter gradients alone: the adjoint code that only the
+            /// inputs' gradients need is left out.
+            pub fn backward_params(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> #grads_ident<B> {
+                #backward_params
+                #grads
+            }
+
+            /// A Keras-style table of the fields, the output shape of each
+            /// one's (first) call and their parameter counts.
+            pub fn summary(&self) -> ::std::string::String {
+                let rows = ::std::vec![#(#rows),*];
+                ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows)
+            }
+        }
+    }
+}

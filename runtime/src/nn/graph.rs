@@ -1,0 +1,203 @@
+//! What the code `#[model]` emits for a `forward` body calls: the
+//! [`Graph`] trait every model implements (so one model can call another),
+//! the const check of such a call, the constants a body may build (causal
+//! masks, positions), and the adjoint of each tensor op, one function each.
+//!
+//! Shapes in a body are per sample; a value built from constants alone has
+//! a batch dim of 1 and broadcasts against the batch.
+
+use super::{GradSource, Module, StaticShape};
+use crate::rng::Rng;
+use crate::{Backend, Tensor};
+
+/// A per-sample shape as the compiler sees it: each dim a size, or
+/// `-(k + 1)` for the model's `k`-th symbolic dim (`T`); up to 8 dims.
+#[derive(Clone, Copy, Debug)]
+pub struct SigShape {
+    /// The dims; entries past `rank` are 0.
+    pub dims: [isize; 8],
+    /// Number of dims.
+    pub rank: usize,
+}
+
+impl SigShape {
+    /// A shape from its dims.
+    pub const fn new(dims: &[isize]) -> Self {
+        assert!(dims.len() <= 8, "a model signature holds at most 8 dims");
+        let mut out = [0; 8];
+        let mut i = 0;
+        while i < dims.len() {
+            out[i] = dims[i];
+            i += 1;
+        }
+        SigShape { dims: out, rank: dims.len() }
+    }
+
+    /// A fixed shape, from a sequential model's `StaticShape`.
+    pub const fn fixed(s: StaticShape) -> Self {
+        let mut out = [0; 8];
+        let mut i = 0;
+        while i < s.rank {
+            out[i] = s.dims[i] as isize;
+            i += 1;
+        }
+        SigShape { dims: out, rank: s.rank }
+    }
+}
+
+/// A model's shapes as the compiler sees them.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    /// The input shapes, in the order `forward` takes them.
+    pub inputs: &'static [SigShape],
+    /// The output shape.
+    pub output: SigShape,
+}
+
+/// Every `#[model]`, sequential or with a `forward` body: what another
+/// model's `forward` needs to call it as a field.
+pub trait Graph<B: Backend>: Module<B> + Clone + std::fmt::Debug + Sized {
+    /// Its shapes, for the caller's compile-time check.
+    const SIGNATURE: Signature;
+    /// Number of trainable scalars.
+    const NUM_PARAMS: usize;
+    /// What its training forward keeps for its backward pass.
+    type Cache;
+
+    /// A freshly initialised model drawing from `rng`.
+    fn init(rng: &mut Rng, device: &B::Device) -> Self;
+}
+
+/// Checks, while compiling, a call of a model with `sig` on arguments of
+/// per-sample shapes `args` (the caller's symbols encoded like the callee's,
+/// so they never equal a size): the number of inputs, their ranks and sizes,
+/// and that the output has the first argument's shape, which the caller
+/// assumes. Callee symbols bind to whatever the caller passes, consistently.
+/// Fails with `what`.
+pub const fn check_call(sig: Signature, args: &[SigShape], what: &str) {
+    if sig.inputs.len() != args.len() {
+        panic!("{}", what);
+    }
+    // Callee symbol k binds to bound[k] (0 while unbound: no dim is 0).
+    let mut bound = [0isize; 8];
+    let mut i = 0;
+    while i < args.len() {
+        bind(&sig.inputs[i], &args[i], &mut bound, what);
+        i += 1;
+    }
+    bind(&sig.output, &args[0], &mut bound, what);
+}
+
+const fn bind(want: &SigShape, got: &SigShape, bound: &mut [isize; 8], what: &str) {
+    if want.rank != got.rank {
+        panic!("{}", what);
+    }
+    let mut d = 0;
+    while d < want.rank {
+        let (w, g) = (want.dims[d], got.dims[d]);
+        if w >= 0 {
+            if w != g {
+                panic!("{}", what);
+            }
+        } else {
+            let k = (-w - 1) as usize;
+            if k >= 8 {
+                panic!("{}", what);
+            }
+            if bound[k] == 0 {
+                bound[k] = g;
+            } else if bound[k] != g {
+                panic!("{}", what);
+            }
+        }
+        d += 1;
+    }
+}
+
+/// The causal mask of `t` positions, `[1, .., 1, t, t]`: true above the
+/// diagonal, where position `i` would see a later position `j > i`.
+pub fn causal_mask<B: Backend, const D: usize>(t: usize, device: &B::Device) -> Tensor<B, D> {
+    assert!(D >= 2, "causal_mask: needs rank >= 2, got {D}");
+    let values: Vec<bool> = (0..t * t).map(|k| k % t > k / t).collect();
+    let mut shape = [1; D];
+    shape[D - 2] = t;
+    shape[D - 1] = t;
+    Tensor::<B, 2>::from_vec(values, [t, t], device).reshape(shape)
+}
+
+/// The positions `0..t` as i64 ids, `[1, t]`: one row that broadcasts
+/// against the batch.
+pub fn positions<B: Backend>(t: usize, device: &B::Device) -> Tensor<B, 2> {
+    Tensor::<B, 1>::arange(0..t as i64, device).reshape([1, t])
+}
+
+/// The gradient of an operand of shape `shape` that was broadcast to `g`'s
+/// shape: `g` summed over the broadcast dims.
+pub fn sum_to<B: Backend, const D: usize>(g: &Tensor<B, D>, shape: [usize; D]) -> Tensor<B, D> {
+    let mut out = g.clone();
+    for (d, &s) in shape.iter().enumerate() {
+        if s == 1 && out.shape()[d] != 1 {
+            out = out.sum_dim(d);
+        }
+    }
+    out
+}
+
+/// The adjoint of `narrow(dim, start, len)` of an input of size `size`
+/// along `dim`: `g` padded with zeros to the input's extent.
+pub fn narrow_backward<B: Backend, const D: usize>(g: &Tensor<B, D>, dim: usize, start: usize, size: usize) -> Tensor<B, D> {
+    let mut pads = [(0, 0); D];
+    pads[dim] = (start, size - start - g.shape()[dim]);
+    g.pad(pads, 0.0)
+}
+
+/// The adjoint of `y = softmax(x, dim)`: `y (g - sum(g y))`.
+pub fn softmax_backward<B: Backend, const D: usize>(y: &Tensor<B, D>, g: &Tensor<B, D>, dim: usize) -> Tensor<B, D> {
+    let gy = g.mul(y);
+    gy.sub(&y.mul(&gy.sum_dim(dim)))
+}
+
+/// The adjoint of `y = log_softmax(x, dim)`: `g - exp(y) sum(g)`.
+pub fn log_softmax_backward<B: Backend, const D: usize>(
+    y: &Tensor<B, D>,
+    g: &Tensor<B, D>,
+    dim: usize,
+) -> Tensor<B, D> {
+    g.sub(&y.exp().mul(&g.sum_dim(dim)))
+}
+
+/// The adjoint of `gelu(x)` (the erf form): `g (Φ(x) + x φ(x))`.
+pub fn gelu_backward<B: Backend, const D: usize>(x: &Tensor<B, D>, g: &Tensor<B, D>) -> Tensor<B, D> {
+    let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf().add_scalar(1.0).mul_scalar(0.5);
+    let pdf = x.square().mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
+    g.mul(&cdf.add(&x.mul(&pdf)))
+}
+
+/// The adjoint of `sum_dim`/`mean_dim` over `dim` (kept with size 1) of
+/// an input of shape `shape`: `g` spread back over the dim, divided by its
+/// size for a mean.
+pub fn reduce_backward<B: Backend, const D: usize>(g: &Tensor<B, D>, shape: [usize; D], dim: usize, mean: bool) -> Tensor<B, D> {
+    let out = g.expand(shape);
+    if mean { out.div_scalar(shape[dim] as f64) } else { out }
+}
+
+/// The inverse of a permutation, for the adjoint of `permute`.
+pub fn inverse_permutation<const D: usize>(axes: [usize; D]) -> [usize; D] {
+    let mut inv = [0; D];
+    for (i, &a) in axes.iter().enumerate() {
+        inv[a] = i;
+    }
+    inv
+}
+
+/// Gradients of zeros for every parameter of `m`: those of a layer whose
+/// output does not reach the model's output.
+pub fn zero_grads<B: Backend, M: Module<B>>(m: &M) -> M::Grads {
+    struct Zeros;
+    impl<B: Backend> GradSource<B> for Zeros {
+        fn grad<const D: usize>(&mut self, _: &str, p: &Tensor<B, D>) -> Tensor<B, D> {
+            p.zeros_like()
+        }
+    }
+    m.make_grads("", &mut Zeros)
+}
