@@ -15,9 +15,9 @@ pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
 #[cfg(feature = "wgpu")]
 pub use blaze_wgpu as wgpu;
 
-pub use blaze_macros::{Module, kernel, model};
 #[doc(hidden)]
 pub use blaze_macros::__model_graph;
+pub use blaze_macros::{Module, kernel, model};
 
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{

@@ -1,8 +1,14 @@
-//! Models with a `forward` body: shapes, generated backward passes against
-//! finite differences (f64), and the parameter-only backward.
+//! Models with a `forward` body: every expression form and whole blocks
+//! against finite differences (f64), shapes, the parameter-only backward,
+//! nesting, loops over arrays of blocks and several inputs.
+
+#[path = "common/transformer.rs"]
+mod transformer;
 
 use blaze::nn::gradcheck::check_model;
+use blaze::nn::{Block, Ctx, grads_dict};
 use blaze::prelude::*;
+use transformer::TransformerBlock;
 
 #[model]
 pub struct ResBlock {
@@ -11,7 +17,7 @@ pub struct ResBlock {
     fc2: Linear<32, 16>,
 }
 
-#[model(input = [T, 16])]
+#[model(input = [16])]
 impl ResBlock {
     fn forward(&self, x: Tensor) -> Tensor {
         let h = self.norm(x);
@@ -20,12 +26,209 @@ impl ResBlock {
     }
 }
 
+kernel! {
+    /// Swish, for a kernel call inside a forward body.
+    pub fn swish(x: f32, beta: f32) -> f32 {
+        x / (1.0 + exp(-beta * x))
+    }
+}
+
+/// One model that uses every expression form a forward body supports.
+#[model]
+pub struct Forms {
+    fc: Linear<8, 8>,
+    #[layer(p = 0.25)]
+    drop: Dropout,
+}
+
+#[model(input = [T, 8])]
+impl Forms {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        let a = h / ((h * h).sum_dim(-1) + 1.0);
+        let b = h - h.mean_dim(0);
+        let c = (2.0 - a) * 0.5 + b / 3.0 - (-b);
+        let d = 1.0 / (c * c + 1.0);
+        let e = exp(d * 0.1) + log(c * c + 1.0) + sqrt(c * c + 1.0) + tanh(c) + sigmoid(c) + relu(c) + c.gelu();
+        let f = e.matmul(e.transpose(0, 1)) / 10.0;
+        let f = f.masked_fill(causal_mask(T), -1e9).softmax(-1);
+        let g = matmul(f, e);
+        let [g1, g2] = g.split(4, -1);
+        let [h1, h2] = e.chunk(2, 1);
+        let k = cat([g1 * h2, g2 + h1], -1);
+        let k = k.reshape([T, 2, 4]).permute([2, 0, 1]).flatten();
+        let k = k.reshape([T, 8]).narrow(1, 2, 4);
+        let k = swish(k, 1.5).log_softmax(-1) + (tanh(k) * 0.5).exp().log_softmax(0);
+        self.drop(k)
+    }
+}
+
+/// A sequential model nested in a graph model.
+#[model(input = [8])]
+pub struct Mlp {
+    fc1: Linear<8, 12>,
+    act: Tanh,
+    fc2: Linear<12, 8>,
+}
+
+/// Nesting, an array of blocks in a loop, indexing into it, positions.
+#[model]
+pub struct Stack {
+    emb: Embedding<10, 8>,
+    pos: Embedding<6, 8>,
+    mlp: Mlp,
+    blocks: [ResBlock8; 2],
+    extra: [Linear<8, 8>; 1],
+}
+
+#[model]
+pub struct ResBlock8 {
+    fc: Linear<8, 8>,
+}
+
+#[model(input = [T, 8])]
+impl ResBlock8 {
+    fn forward(&self, x: Tensor) -> Tensor {
+        x + tanh(self.fc(x))
+    }
+}
+
+#[model(input = [T])]
+impl Stack {
+    fn forward(&self, ids: Tensor) -> Tensor {
+        let mut x = self.emb(ids) + self.pos(positions(T));
+        for b in &self.blocks {
+            x = b(x);
+        }
+        let y = self.extra[0](x);
+        y.sum_dim(0).reshape([8]) + self.mlp(y.mean_dim(0).reshape([8]))
+    }
+}
+
+/// Two inputs.
+#[model]
+pub struct Pair {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = ([T, 4], [T, 4]))]
+impl Pair {
+    fn forward(&self, a: Tensor, b: Tensor) -> Tensor {
+        self.fc(a) * b + a
+    }
+}
+
+fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
+    let mut rng = blaze::Rng::seed_from_u64(seed);
+    Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice::default())
+}
+
 #[test]
 fn resblock_backward_matches_finite_differences() {
-    let device = CpuDevice::default();
-    let m = ResBlock::new_seeded(1, &device);
-    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 16], &device);
+    let m = ResBlock::new_seeded(1, &CpuDevice::default());
+    let x = normal([3, 16], 2);
     check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
-    let y = m.forward(&x);
-    assert_eq!(y.shape(), [2, 5, 16]);
+    // One input of fixed dims: also a Block.
+    assert_eq!(<ResBlock as Block<Cpu>>::INPUT.as_slice(), &[16]);
+    assert_eq!(ResBlock::<Cpu>::NUM_PARAMS, 2 * 16 + 16 * 32 + 32 + 32 * 16 + 16);
+}
+
+#[test]
+fn every_expression_form_matches_finite_differences() {
+    let m = Forms::new_seeded(3, &CpuDevice::default());
+    let x = normal([2, 5, 8], 4);
+    for train in [true, false] {
+        check_model(&m, &x, train, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+    }
+    assert_eq!(m.forward(&x).shape(), [2, 5, 4]);
+    // Another sequence length, same model.
+    assert_eq!(m.forward(&normal([2, 3, 8], 5)).shape(), [2, 3, 4]);
+}
+
+#[test]
+fn transformer_block_matches_finite_differences() {
+    let m = TransformerBlock::new_seeded(5, &CpuDevice::default());
+    let x = normal([2, 4, 16], 6);
+    check_model(&m, &x, false, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn nested_models_arrays_and_positions_differentiate() {
+    let m = Stack::new_seeded(7, &CpuDevice::default());
+    let ids = Tensor::<Cpu, 2>::from_vec(vec![1i64, 4, 9, 0, 2, 2, 7, 3], [2, 4], &CpuDevice::default());
+    check_model(&m, &ids, false, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+    let names: Vec<String> = grads_dict::<Cpu, Stack>(
+        &m.backward_params(&m.clone().forward_train(&ids, &mut Ctx::eval()).1, &m.forward(&ids).ones_like()),
+    )
+    .into_iter()
+    .map(|(n, _)| n)
+    .collect();
+    assert!(
+        names.contains(&"blocks.1.fc.weight".to_owned()) && names.contains(&"mlp.fc2.bias".to_owned()),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn several_inputs_each_get_their_gradient() {
+    let m = Pair::new_seeded(8, &CpuDevice::default());
+    let (a, b) = (normal([2, 3, 4], 9), normal([2, 3, 4], 10));
+    let (ac, bc) = (a.to_dtype(DType::F64), b.to_dtype(DType::F64));
+    check_model(
+        &m,
+        &a,
+        false,
+        move |m, a, ctx| m.forward_train(a, &bc, ctx),
+        |m, c, g| {
+            let ((da, _), grads) = m.backward(c, g);
+            (da, grads)
+        },
+    );
+    check_model(
+        &m,
+        &b,
+        false,
+        move |m, b, ctx| m.forward_train(&ac, b, ctx),
+        |m, c, g| {
+            let ((_, db), grads) = m.backward(c, g);
+            (db, grads)
+        },
+    );
+}
+
+#[test]
+fn backward_params_equals_the_full_backward() {
+    let m = TransformerBlock::new_seeded(11, &CpuDevice::default());
+    let x = normal([2, 5, 16], 12);
+    let (y, cache) = m.clone().forward_train(&x, &mut Ctx::eval());
+    let g = normal(y.shape(), 13);
+    let full = grads_dict::<Cpu, TransformerBlock>(&m.backward(&cache, &g).1);
+    let params = grads_dict::<Cpu, TransformerBlock>(&m.backward_params(&cache, &g));
+    assert_eq!(full.len(), 12);
+    for ((n, a), (_, b)) in full.iter().zip(&params) {
+        assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{n}");
+    }
+}
+
+#[test]
+fn inference_forward_equals_the_training_forward() {
+    let m = TransformerBlock::new_seeded(14, &CpuDevice::default());
+    let x = normal([3, 7, 16], 15);
+    let a = m.forward(&x).to_vec::<f32>();
+    let b = m.clone().forward_train(&x, &mut Ctx::eval()).0.to_vec::<f32>();
+    assert_eq!(a, b);
+}
+
+#[test]
+#[should_panic(expected = "TransformerBlock::forward: input `x` expects [batch, T, 16], got [2, 5, 8]")]
+fn a_wrong_input_shape_panics_with_the_model_and_shapes() {
+    let m = TransformerBlock::new_seeded(16, &CpuDevice::default());
+    m.forward(&normal([2, 5, 8], 17));
+}
+
+#[test]
+fn summary_shows_symbolic_shapes() {
+    let s = TransformerBlock::new_seeded(18, &CpuDevice::default()).summary();
+    assert!(s.contains("TransformerBlock (input [batch, T, 16])"), "{s}");
+    assert!(s.contains("fc1") && s.contains("[batch, T, 64]") && s.contains("Attention"), "{s}");
 }

@@ -12,7 +12,7 @@ use quote::{format_ident, quote, quote_spanned};
 use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, has_params, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
-use crate::model::ir::{Field, Model};
+use crate::model::ir::{Field, LayerKind, Model};
 
 fn v(k: usize) -> syn::Ident {
     format_ident!("v{}", k)
@@ -202,7 +202,8 @@ impl Gen<'_> {
         let mut seen = HashSet::new();
         for (i, &k) in self.low.inputs.iter().enumerate() {
             let (id, arg) = (v(k), &self.input_names[i]);
-            let want = format!("[batch, {}]", show(&self.low.vals[k].shape, &self.low.symbols).trim_matches(['[', ']']));
+            let want =
+                format!("[batch, {}]", show(&self.low.vals[k].shape, &self.low.symbols).trim_matches(['[', ']']));
             let msg = format!("{name}::forward: input `{arg}` expects {want}, got {{:?}}");
             out.extend(quote!(let #id = ::core::clone::Clone::clone(#arg); let __shape = #id.shape();));
             for (d, dim) in self.low.vals[k].shape.iter().enumerate() {
@@ -474,7 +475,9 @@ impl Gen<'_> {
                     let b = n.args[1];
                     let (va, vb, vy) = (v(a), v(b), v(n.out));
                     let (ea, eb) = match op {
-                        Bin::Add => (quote!(::core::clone::Clone::clone(&#gy)), quote!(::core::clone::Clone::clone(&#gy))),
+                        Bin::Add => {
+                            (quote!(::core::clone::Clone::clone(&#gy)), quote!(::core::clone::Clone::clone(&#gy)))
+                        }
                         Bin::Sub => (quote!(::core::clone::Clone::clone(&#gy)), quote!(#gy.neg())),
                         Bin::Mul => (quote!(#gy.mul(&cache.#vb)), quote!(#gy.mul(&cache.#va))),
                         Bin::Div => (quote!(#gy.div(&cache.#vb)), quote!(#gy.mul(&cache.#vy).div(&cache.#vb).neg())),
@@ -521,10 +524,8 @@ impl Gen<'_> {
                 }
                 Op::Permute(axes) => {
                     let axes = axes.iter().map(|&x| td(x));
-                    contrib.push((
-                        a,
-                        quote!(#gy.permute(::blaze::nn::graph::inverse_permutation([0usize #(, #axes)*]))),
-                    ));
+                    contrib
+                        .push((a, quote!(#gy.permute(::blaze::nn::graph::inverse_permutation([0usize #(, #axes)*])))));
                 }
                 Op::Reshape(_) => {
                     let sa = s(a);
@@ -550,7 +551,11 @@ impl Gen<'_> {
                 }
                 Op::Softmax(d) | Op::LogSoftmax(d) => {
                     let (d, vy) = (td(*d), v(n.out));
-                    let f = if matches!(n.op, Op::Softmax(_)) { quote!(softmax_backward) } else { quote!(log_softmax_backward) };
+                    let f = if matches!(n.op, Op::Softmax(_)) {
+                        quote!(softmax_backward)
+                    } else {
+                        quote!(log_softmax_backward)
+                    };
                     contrib.push((a, quote!(::blaze::nn::graph::#f(&cache.#vy, &#gy, #d))));
                 }
                 Op::Reduce { dim, mean } => {
@@ -612,7 +617,9 @@ impl Gen<'_> {
             for &k in &low.inputs {
                 if !defined.contains(&k) {
                     let (gk, sk) = (g(k), s(k));
-                    out.extend(quote!(let #gk = ::blaze::Tensor::full_dtype(cache.#sk, 0.0, grad.dtype(), &grad.device());));
+                    out.extend(
+                        quote!(let #gk = ::blaze::Tensor::full_dtype(cache.#sk, 0.0, grad.dtype(), &grad.device());),
+                    );
                 }
             }
         }
@@ -659,8 +666,21 @@ impl Gen<'_> {
         quote!(0 #(+ #terms)*)
     }
 
+    /// Field initialisers; nested models through `Graph` (which every
+    /// `#[model]` implements, with a forward body or without).
     pub fn inits(&self) -> Vec<TokenStream> {
-        self.fields().iter().zip(self.options).map(|(f, o)| field_init(f, o)).collect()
+        self.fields()
+            .iter()
+            .zip(self.options)
+            .map(|(f, o)| match (&f.kind, f.array) {
+                (LayerKind::Opaque { .. }, n) => {
+                    let ty = field_ty(&f.kind);
+                    let one = quote!(<#ty as ::blaze::nn::Graph<B>>::init(rng, device));
+                    if n.is_some() { quote!(::core::array::from_fn(|_| #one)) } else { one }
+                }
+                _ => field_init(f, o),
+            })
+            .collect()
     }
 
     /// A shape as a `SigShape` (symbols negative; product dims as 0, which
@@ -684,9 +704,8 @@ impl Gen<'_> {
                     Some(n) => format!("[{}; {n}]", f.kind.display()),
                     None => f.kind.display(),
                 };
-                let output = self.low.first_output[fi]
-                    .as_ref()
-                    .map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
+                let output =
+                    self.low.first_output[fi].as_ref().map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
                 let id = &f.ident;
                 quote!(::blaze::nn::SummaryRow {
                     name: ::std::string::String::from(#name),

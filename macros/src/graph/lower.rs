@@ -10,7 +10,7 @@ use quote::{ToTokens, quote};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Pat, Stmt, UnOp};
 
-use crate::model::check::{Options, Source, infer, Shape};
+use crate::model::check::{Options, Shape, Source, infer};
 use crate::model::ir::{Field, LayerKind};
 
 /// A per-sample dim: `coef` times the product of symbols `syms` (sorted):
@@ -376,8 +376,11 @@ impl<'a> Lower<'a> {
                 Stmt::Expr(e, _) => return err(e.span(), unsupported(e)),
                 Stmt::Item(item) => return err(item.span(), "items cannot be declared inside a #[model] forward"),
                 Stmt::Macro(m) => {
-                    return err(m.span(), "macros are not supported inside a #[model] forward; the macro cannot see \
-                                          through them to differentiate");
+                    return err(
+                        m.span(),
+                        "macros are not supported inside a #[model] forward; the macro cannot see \
+                                          through them to differentiate",
+                    );
                 }
             }
         }
@@ -449,10 +452,7 @@ impl<'a> Lower<'a> {
         };
         let field = self.self_field(inner).ok_or_else(not_array)?;
         let Some(n) = self.fields[field].array else {
-            return err(
-                f.expr.span(),
-                format!("`{}` is one layer, not an array of layers", self.fields[field].ident),
-            );
+            return err(f.expr.span(), format!("`{}` is one layer, not an array of layers", self.fields[field].ident));
         };
         let Pat::Ident(var) = &*f.pat else {
             return err(f.pat.span(), "expected a name for the loop's layer");
@@ -610,11 +610,7 @@ impl<'a> Lower<'a> {
             } else if p.is_one() {
                 q.clone()
             } else {
-                return mismatch(format!(
-                    " (dim {i}: {} vs {})",
-                    p.show(&self.symbols),
-                    q.show(&self.symbols)
-                ));
+                return mismatch(format!(" (dim {i}: {} vs {})", p.show(&self.symbols), q.show(&self.symbols)));
             });
         }
         Ok(out)
@@ -622,7 +618,8 @@ impl<'a> Lower<'a> {
 
     /// A per-sample dim argument (negative from the end) for a value of `rank` dims.
     fn dim_arg(&self, e: &Expr, rank: usize, op: &str) -> R<usize> {
-        let d = int_arg(e).ok_or_else(|| syn::Error::new(e.span(), format!("{op}: the dim must be an integer literal")))?;
+        let d =
+            int_arg(e).ok_or_else(|| syn::Error::new(e.span(), format!("{op}: the dim must be an integer literal")))?;
         let r = rank as i64;
         if d < -r || d >= r {
             return err(
@@ -644,7 +641,12 @@ impl<'a> Lower<'a> {
         if m.args.len() != n {
             return err(
                 m.method.span(),
-                format!("`{}` takes {n} argument{} here, found {}", m.method, if n == 1 { "" } else { "s" }, m.args.len()),
+                format!(
+                    "`{}` takes {n} argument{} here, found {}",
+                    m.method,
+                    if n == 1 { "" } else { "s" },
+                    m.args.len()
+                ),
             );
         }
         Ok(())
@@ -704,13 +706,17 @@ impl<'a> Lower<'a> {
             }
             "permute" => {
                 self.args_len(m, 1)?;
-                let Expr::Array(arr) = arg(0) else { return err(arg(0).span(), "permute takes an array of dims: `[1, 0, 2]`") };
-                let axes: Vec<usize> =
-                    arr.elems.iter().map(|e| self.dim_arg(e, rank, "permute")).collect::<R<_>>()?;
+                let Expr::Array(arr) = arg(0) else {
+                    return err(arg(0).span(), "permute takes an array of dims: `[1, 0, 2]`");
+                };
+                let axes: Vec<usize> = arr.elems.iter().map(|e| self.dim_arg(e, rank, "permute")).collect::<R<_>>()?;
                 let mut sorted = axes.clone();
                 sorted.sort_unstable();
                 if sorted != (0..rank).collect::<Vec<_>>() {
-                    return err(arg(0).span(), format!("permute: {axes:?} is not a permutation of the {rank} per-sample dims"));
+                    return err(
+                        arg(0).span(),
+                        format!("permute: {axes:?} is not a permutation of the {rank} per-sample dims"),
+                    );
                 }
                 let s = axes.iter().map(|&a| shape[a].clone()).collect();
                 self.node(Op::Permute(axes), vec![x], s, span)
@@ -732,7 +738,10 @@ impl<'a> Lower<'a> {
                 if let Some(size) = shape[dim].fixed()
                     && start + len > size
                 {
-                    return err(span, format!("narrow: {start}..{} is out of range for dim {dim} of {}", start + len, self.show(x)));
+                    return err(
+                        span,
+                        format!("narrow: {start}..{} is out of range for dim {dim} of {}", start + len, self.show(x)),
+                    );
                 }
                 let mut s = shape.clone();
                 s[dim] = Dim::size(len);
@@ -771,18 +780,42 @@ impl<'a> Lower<'a> {
                 self.node(Op::CausalFill { t, value }, vec![x], shape, span)
             }
             "split" | "chunk" => {
-                return err(span, format!("`{name}` gives several tensors: bind them with `let [a, b, ..] = x.{name}(..);`"));
+                return err(
+                    span,
+                    format!("`{name}` gives several tensors: bind them with `let [a, b, ..] = x.{name}(..);`"),
+                );
             }
             _ => {
                 let known = [
-                    "matmul", "transpose", "permute", "reshape", "flatten", "narrow", "split", "chunk", "softmax",
-                    "log_softmax", "sum_dim", "mean_dim", "masked_fill", "relu", "gelu", "tanh", "sigmoid", "exp", "log",
+                    "matmul",
+                    "transpose",
+                    "permute",
+                    "reshape",
+                    "flatten",
+                    "narrow",
+                    "split",
+                    "chunk",
+                    "softmax",
+                    "log_softmax",
+                    "sum_dim",
+                    "mean_dim",
+                    "masked_fill",
+                    "relu",
+                    "gelu",
+                    "tanh",
+                    "sigmoid",
+                    "exp",
+                    "log",
                     "sqrt",
                 ];
-                let hint = crate::model::closest(&name, known).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
+                let hint =
+                    crate::model::closest(&name, known).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
                 return err(
                     m.method.span(),
-                    format!("`{name}` is not a tensor op #[model] can differentiate; {hint}it supports {}", known.join(", ")),
+                    format!(
+                        "`{name}` is not a tensor op #[model] can differentiate; {hint}it supports {}",
+                        known.join(", ")
+                    ),
                 );
             }
         };
@@ -808,7 +841,10 @@ impl<'a> Lower<'a> {
         let (a, b) = (self.shape(x).to_vec(), self.shape(y).to_vec());
         let (sa, sb) = (self.show(x), self.show(y));
         if a.len() < 2 || a.len() != b.len() {
-            return err(span, format!("matmul: needs two operands of the same per-sample rank >= 2, got {sa} and {sb}"));
+            return err(
+                span,
+                format!("matmul: needs two operands of the same per-sample rank >= 2, got {sa} and {sb}"),
+            );
         }
         let r = a.len();
         if a[r - 1] != b[r - 2] {
@@ -866,7 +902,9 @@ impl<'a> Lower<'a> {
                     ),
                 }
             }
-            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => Ok(self.size_arg(&b.left)?.times(&self.size_arg(&b.right)?)),
+            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => {
+                Ok(self.size_arg(&b.left)?.times(&self.size_arg(&b.right)?))
+            }
             Expr::Paren(p) => self.size_arg(&p.expr),
             _ => err(e.span(), "expected a size: an integer literal, an input symbol such as `T`, or a product"),
         }
@@ -930,7 +968,13 @@ impl<'a> Lower<'a> {
         let Some(total) = shape[dim].fixed() else {
             return err(m.args[1].span(), format!("{name}: dim {dim} of {} has no fixed size", self.show(x)));
         };
-        let size = if name == "split" { n } else if n > 0 { total / n } else { 0 };
+        let size = if name == "split" {
+            n
+        } else if n > 0 {
+            total / n
+        } else {
+            0
+        };
         if size == 0 || size * count != total {
             return err(
                 e.span(),
@@ -977,7 +1021,10 @@ impl<'a> Lower<'a> {
                 if args.len() == n {
                     Ok(())
                 } else {
-                    err(span, format!("`{name}` takes {n} argument{}, found {}", if n == 1 { "" } else { "s" }, args.len()))
+                    err(
+                        span,
+                        format!("`{name}` takes {n} argument{}, found {}", if n == 1 { "" } else { "s" }, args.len()),
+                    )
                 }
             };
             match name.as_str() {
@@ -1020,7 +1067,9 @@ impl<'a> Lower<'a> {
     }
 
     fn cat(&mut self, list: &Expr, dim: &Expr, span: Span) -> R<usize> {
-        let Expr::Array(arr) = list else { return err(list.span(), "cat takes an array of tensors: `cat([a, b], -1)`") };
+        let Expr::Array(arr) = list else {
+            return err(list.span(), "cat takes an array of tensors: `cat([a, b], -1)`");
+        };
         let vs: Vec<usize> = arr.elems.iter().map(|e| self.tensor(e)).collect::<R<_>>()?;
         let Some(&first) = vs.first() else { return err(list.span(), "cat needs at least one tensor") };
         let rank = self.shape(first).len();

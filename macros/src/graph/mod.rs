@@ -241,17 +241,15 @@ fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec
         (quote!((#(::blaze::Tensor<B, #in_ranks>),*)), quote!((#(#input_grads),*)))
     };
     let rows = g.summary_rows();
-    let input_text = low
-        .inputs
-        .iter()
-        .map(|&k| lower::show(&low.vals[k].shape, &low.symbols))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`]: only what its adjoint code reads.");
+    let input_text =
+        low.inputs.iter().map(|&k| lower::show(&low.vals[k].shape, &low.symbols)).collect::<Vec<_>>().join(", ");
+    let cache_doc =
+        format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`]: only what its adjoint code reads.");
 
     // A model of one input with fixed dims is also a `Block`: a field of a
     // sequential model, and trainable by `fit`.
-    let fixed = |shape: &[Dim]| shape.iter().map(|d| d.syms.is_empty().then_some(d.coef)).collect::<Option<Vec<usize>>>();
+    let fixed =
+        |shape: &[Dim]| shape.iter().map(|d| d.syms.is_empty().then_some(d.coef)).collect::<Option<Vec<usize>>>();
     let block = match (names.len(), fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {
         (1, Some(i), Some(o)) => {
             let (ri, x) = (in_ranks[0], &names[0]);

@@ -77,7 +77,10 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
             (Type::Array(a), true) => match int_literal(&a.len) {
                 Some(n) if n > 0 => (&*a.elem, Some(n as usize)),
                 _ => {
-                    errors.push(syn::Error::new(a.len.span(), "the length of an array of layers must be a positive integer literal"));
+                    errors.push(syn::Error::new(
+                        a.len.span(),
+                        "the length of an array of layers must be a positive integer literal",
+                    ));
                     continue;
                 }
             },

@@ -145,7 +145,12 @@ pub fn sum_to<B: Backend, const D: usize>(g: &Tensor<B, D>, shape: [usize; D]) -
 
 /// The adjoint of `narrow(dim, start, len)` of an input of size `size`
 /// along `dim`: `g` padded with zeros to the input's extent.
-pub fn narrow_backward<B: Backend, const D: usize>(g: &Tensor<B, D>, dim: usize, start: usize, size: usize) -> Tensor<B, D> {
+pub fn narrow_backward<B: Backend, const D: usize>(
+    g: &Tensor<B, D>,
+    dim: usize,
+    start: usize,
+    size: usize,
+) -> Tensor<B, D> {
     let mut pads = [(0, 0); D];
     pads[dim] = (start, size - start - g.shape()[dim]);
     g.pad(pads, 0.0)
@@ -176,7 +181,12 @@ pub fn gelu_backward<B: Backend, const D: usize>(x: &Tensor<B, D>, g: &Tensor<B,
 /// The adjoint of `sum_dim`/`mean_dim` over `dim` (kept with size 1) of
 /// an input of shape `shape`: `g` spread back over the dim, divided by its
 /// size for a mean.
-pub fn reduce_backward<B: Backend, const D: usize>(g: &Tensor<B, D>, shape: [usize; D], dim: usize, mean: bool) -> Tensor<B, D> {
+pub fn reduce_backward<B: Backend, const D: usize>(
+    g: &Tensor<B, D>,
+    shape: [usize; D],
+    dim: usize,
+    mean: bool,
+) -> Tensor<B, D> {
     let out = g.expand(shape);
     if mean { out.div_scalar(shape[dim] as f64) } else { out }
 }
