@@ -7,5 +7,6 @@ fn ui() {
     t.compile_fail("model/*.rs");
     t.compile_fail("module/*.rs");
     t.compile_fail("kernel/*.rs");
+    t.compile_fail("graph/*.rs");
     t.pass("pass/*.rs");
 }

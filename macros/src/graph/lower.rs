@@ -201,8 +201,42 @@ enum Operand {
 
 type R<T> = syn::Result<T>;
 
-fn err<T>(span: Span, msg: impl std::fmt::Display) -> R<T> {
-    Err(syn::Error::new(span, msg))
+/// Where an error points: one token, or the whole of an expression.
+pub trait Place {
+    fn error(&self, msg: String) -> syn::Error;
+    /// The first token's span, for the code generated from the expression.
+    fn first(&self) -> Span;
+}
+
+impl Place for Span {
+    fn error(&self, msg: String) -> syn::Error {
+        syn::Error::new(*self, msg)
+    }
+    fn first(&self) -> Span {
+        *self
+    }
+}
+
+/// An expression's tokens: errors underline all of it.
+pub struct Loc(TokenStream);
+
+impl Loc {
+    fn of(e: &impl ToTokens) -> Loc {
+        Loc(e.to_token_stream())
+    }
+}
+
+impl Place for &Loc {
+    fn error(&self, msg: String) -> syn::Error {
+        syn::Error::new_spanned(&self.0, msg)
+    }
+    fn first(&self) -> Span {
+        self.0.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span())
+    }
+}
+
+fn err<T>(at: impl Place, msg: impl std::fmt::Display) -> R<T> {
+    Err(at.error(msg.to_string()))
 }
 
 const SUPPORTED: &str = "a #[model] forward body is straight-line tensor code: `let` bindings, calls of layer \
@@ -219,7 +253,7 @@ pub struct Lower<'a> {
     nodes: Vec<Node>,
     scopes: Vec<HashMap<String, Bind>>,
     asserts: Vec<TokenStream>,
-    calls: Vec<Vec<Span>>,
+    calls: Vec<Vec<Loc>>,
     first_output: Vec<Option<Vec<Dim>>>,
 }
 
@@ -234,7 +268,7 @@ impl<'a> Lower<'a> {
             nodes: Vec::new(),
             scopes: vec![HashMap::new()],
             asserts: Vec::new(),
-            calls: vec![Vec::new(); fields.len()],
+            calls: fields.iter().map(|_| Vec::new()).collect(),
             first_output: vec![None; fields.len()],
         }
     }
@@ -275,7 +309,8 @@ impl<'a> Lower<'a> {
         self.vals.len() - 1
     }
 
-    fn node(&mut self, op: Op, args: Vec<usize>, shape: Vec<Dim>, span: Span) -> usize {
+    fn node(&mut self, op: Op, args: Vec<usize>, shape: Vec<Dim>, at: impl Place) -> usize {
+        let span = at.first();
         let holds = matches!(op, Op::Layer(c) | Op::Nested(c) if has_params(&self.fields[c.field].kind));
         let batched = args.iter().any(|&a| self.vals[a].batched);
         let grad = holds || args.iter().any(|&a| self.vals[a].grad);
@@ -330,7 +365,7 @@ impl<'a> Lower<'a> {
             let per = f.array.unwrap_or(1);
             if has_params(&f.kind) && calls.len() > per {
                 return err(
-                    calls[per],
+                    &calls[per],
                     format!(
                         "`{}` is called a second time here: a layer with parameters is called once per forward \
                          (declare another field for a second layer; shared weights need Autodiff)",
@@ -557,7 +592,7 @@ impl<'a> Lower<'a> {
                 );
             }
         };
-        let span = b.span();
+        let span = &Loc::of(b);
         let (l, r) = (self.operand(&b.left)?, self.operand(&b.right)?);
         Ok(match (l, r) {
             (Operand::Scalar(a), Operand::Scalar(c)) => {
@@ -591,7 +626,7 @@ impl<'a> Lower<'a> {
         })
     }
 
-    fn broadcast(&self, x: &usize, y: &usize, what: &str, span: Span) -> R<Vec<Dim>> {
+    fn broadcast(&self, x: &usize, y: &usize, what: &str, span: &Loc) -> R<Vec<Dim>> {
         let (a, b) = (self.shape(*x), self.shape(*y));
         let mismatch = |detail: String| {
             err(span, format!("{what}: shapes {} and {} do not broadcast{detail}", self.show(*x), self.show(*y)))
@@ -653,7 +688,7 @@ impl<'a> Lower<'a> {
     }
 
     fn method(&mut self, m: &syn::ExprMethodCall) -> R<Operand> {
-        let span = m.span();
+        let span = &Loc::of(m);
         let name = m.method.to_string();
         // `self.layer(x, ..)`: a call of a field.
         if is_self(&m.receiver) {
@@ -822,7 +857,7 @@ impl<'a> Lower<'a> {
         Ok(Operand::Tensor(v))
     }
 
-    fn unary(&mut self, name: &str, x: usize, span: Span) -> usize {
+    fn unary(&mut self, name: &str, x: usize, span: &Loc) -> usize {
         let shape = self.shape(x).to_vec();
         let op = match name {
             "relu" => Op::Act(Act::Relu),
@@ -837,7 +872,7 @@ impl<'a> Lower<'a> {
         self.node(op, vec![x], shape, span)
     }
 
-    fn matmul(&mut self, x: usize, y: usize, span: Span) -> R<usize> {
+    fn matmul(&mut self, x: usize, y: usize, span: &Loc) -> R<usize> {
         let (a, b) = (self.shape(x).to_vec(), self.shape(y).to_vec());
         let (sa, sb) = (self.show(x), self.show(y));
         if a.len() < 2 || a.len() != b.len() {
@@ -996,7 +1031,7 @@ impl<'a> Lower<'a> {
     }
 
     fn call(&mut self, c: &syn::ExprCall) -> R<Operand> {
-        let span = c.span();
+        let span = &Loc::of(c);
         let args: Vec<&Expr> = c.args.iter().collect();
         // `self.blocks[i](x)`.
         if let Expr::Index(ix) = &*c.func
@@ -1054,7 +1089,7 @@ impl<'a> Lower<'a> {
                     want(1)?;
                     let t = self.size_arg(args[0])?;
                     let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
-                    self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span });
+                    self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span: span.first() });
                     return Ok(Operand::Tensor(v));
                 }
                 "causal_mask" => {
@@ -1066,7 +1101,7 @@ impl<'a> Lower<'a> {
         self.kernel(p, &args, span)
     }
 
-    fn cat(&mut self, list: &Expr, dim: &Expr, span: Span) -> R<usize> {
+    fn cat(&mut self, list: &Expr, dim: &Expr, span: &Loc) -> R<usize> {
         let Expr::Array(arr) = list else {
             return err(list.span(), "cat takes an array of tensors: `cat([a, b], -1)`");
         };
@@ -1093,7 +1128,7 @@ impl<'a> Lower<'a> {
     }
 
     /// A `kernel!` elementwise function: tensors broadcast, numbers pass through.
-    fn kernel(&mut self, path: &syn::ExprPath, args: &[&Expr], span: Span) -> R<Operand> {
+    fn kernel(&mut self, path: &syn::ExprPath, args: &[&Expr], span: &Loc) -> R<Operand> {
         let mut tensors = Vec::new();
         let mut kargs = Vec::new();
         for a in args {
@@ -1117,10 +1152,10 @@ impl<'a> Lower<'a> {
         Ok(Operand::Tensor(self.node(Op::Kernel { path: quote!(#p), args: kargs }, tensors, shape, span)))
     }
 
-    fn call_layer(&mut self, callee: Callee, args: &[&Expr], span: Span) -> R<Operand> {
+    fn call_layer(&mut self, callee: Callee, args: &[&Expr], span: &Loc) -> R<Operand> {
         let field = &self.fields[callee.field];
         let vs: Vec<usize> = args.iter().map(|a| self.tensor(a)).collect::<R<_>>()?;
-        self.calls[callee.field].push(span);
+        self.calls[callee.field].push(Loc(span.0.clone()));
         let name = match callee.index {
             Some(i) => format!("{}[{i}]", field.ident),
             None => field.ident.to_string(),
@@ -1199,7 +1234,7 @@ impl<'a> Lower<'a> {
 
     /// The compile-time check of a nested model's call: its arity, its
     /// input shapes, and that its output has the first input's shape.
-    fn nested_assert(&mut self, callee: Callee, vs: &[usize], me: &str, span: Span) -> R<()> {
+    fn nested_assert(&mut self, callee: Callee, vs: &[usize], me: &str, span: &Loc) -> R<()> {
         let mut shapes = Vec::new();
         for &v in vs {
             let mut dims = Vec::new();
@@ -1226,6 +1261,7 @@ impl<'a> Lower<'a> {
         );
         let cpu = quote!(::blaze::Cpu);
         let ty = self.fields[callee.field].kind.opaque_ty(&cpu);
+        let span = span.first();
         self.asserts.push(quote::quote_spanned! {span=>
             const _: () = ::blaze::nn::graph::check_call(
                 <#ty as ::blaze::nn::Graph<#cpu>>::SIGNATURE, &[#(#shapes),*], #msg);

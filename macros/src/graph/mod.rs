@@ -359,3 +359,88 @@ fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    /// `__model_graph` on a struct and an impl, as the callback passes them.
+    fn expand(st: TokenStream, attr: TokenStream, imp: TokenStream) -> String {
+        let input = quote!({ #st } [#attr] #imp);
+        let out = std::panic::catch_unwind(|| super::expand_graph(input.clone()).to_string());
+        assert!(out.is_ok(), "__model_graph panicked on {input}");
+        out.unwrap_or_default()
+    }
+
+    #[test]
+    fn a_transformer_block_expands_without_errors() {
+        let out = expand(
+            quote!(
+                pub struct A {
+                    qkv: Linear<16, 48>,
+                    proj: Linear<16, 16>,
+                }
+            ),
+            quote!(input = [T, 16]),
+            quote!(impl A { fn forward(&self, x: Tensor) -> Tensor {
+                let [q, k, v] = self.qkv(x).split(16, -1);
+                let q = q.reshape([T, 4, 4]).transpose(0, 1);
+                let k = k.reshape([T, 4, 4]).transpose(0, 1);
+                let v = v.reshape([T, 4, 4]).transpose(0, 1);
+                let att = q.matmul(k.transpose(-2, -1)).masked_fill(causal_mask(T), -1e9).softmax(-1);
+                self.proj(att.matmul(v).transpose(0, 1).reshape([T, 16]))
+            } }),
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        assert!(out.contains("ACache") && out.contains("backward_params"));
+    }
+
+    #[test]
+    fn odd_bodies_report_instead_of_panicking() {
+        let st = quote!(
+            pub struct N {
+                fc: Linear<4, 4>,
+                blocks: [Inner; 2],
+            }
+        );
+        let bodies: Vec<(TokenStream, TokenStream)> = vec![
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { 1.0 } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x[0] } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.reshape(4) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.reshape([-1, -1]) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.permute([0, 0]) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.transpose(0, 5) } })),
+            (
+                quote!(input = [4]),
+                quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { let [a, b] = x.split(0, 0); a } }),
+            ),
+            (
+                quote!(input = [4]),
+                quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { let [a, b] = x.chunk(3, 0); a } }),
+            ),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { cat([], 0) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.masked_fill(x, 0.0) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x.matmul(x) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { self.blocks[7](x) } })),
+            (
+                quote!(input = [4]),
+                quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { for b in &self.fc { x = b(x); } x } }),
+            ),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { y = x; y } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { while true {} x } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(self, x: Tensor) -> Tensor { x } })),
+            (quote!(input = [0]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x } })),
+            (quote!(input = 4), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x } })),
+            (quote!(shape = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { x } })),
+            (quote!(input = [4]), quote!(impl N { fn other(&self) {} })),
+            (quote!(input = [T]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { positions(U) } })),
+            (quote!(input = [4]), quote!(impl N { fn forward(&self, x: Tensor) -> Tensor { swish() } })),
+        ];
+        for (attr, imp) in bodies {
+            let out = expand(st.clone(), attr.clone(), imp.clone());
+            assert!(out.contains("compile_error"), "expected an error for {attr} / {imp}, got {out}");
+        }
+    }
+}

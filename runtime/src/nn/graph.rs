@@ -56,6 +56,11 @@ pub struct Signature {
 
 /// Every `#[model]`, sequential or with a `forward` body: what another
 /// model's `forward` needs to call it as a field.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no forward pass",
+    label = "a #[model] struct without `input` needs its forward body",
+    note = "write `#[model(input = [T, 64])] impl {Self} {{ fn forward(&self, x: Tensor) -> Tensor {{ .. }} }}` next to the struct, or give the struct `#[model(input = [..])]` to chain its fields in order"
+)]
 pub trait Graph<B: Backend>: Module<B> + Clone + std::fmt::Debug + Sized {
     /// Its shapes, for the caller's compile-time check.
     const SIGNATURE: Signature;

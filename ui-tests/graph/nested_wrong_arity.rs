@@ -1,0 +1,27 @@
+use blaze::prelude::*;
+
+#[model]
+pub struct Inner {
+    fc: Linear<8, 8>,
+}
+
+#[model(input = [T, 8])]
+impl Inner {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.fc(x)
+    }
+}
+
+#[model]
+pub struct Outer {
+    inner: Inner,
+}
+
+#[model(input = ([T, 8], [T, 8]))]
+impl Outer {
+    fn forward(&self, a: Tensor, b: Tensor) -> Tensor {
+        self.inner(a, b)
+    }
+}
+
+fn main() {}
