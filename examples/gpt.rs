@@ -205,7 +205,7 @@ fn generate(model: &Gpt, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDe
 
 fn main() -> Result<()> {
     let args = parse_args()?;
-    let device = CpuDevice::default();
+    let device = CpuDevice;
     let (ids, chars) = load(&args.data)?;
     let split = ids.len() * 9 / 10;
     let (train, val) = (&ids[..split], &ids[split..]);

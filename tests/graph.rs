@@ -120,12 +120,12 @@ impl Pair {
 
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
-    Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice::default())
+    Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
 }
 
 #[test]
 fn resblock_backward_matches_finite_differences() {
-    let m = ResBlock::new_seeded(1, &CpuDevice::default());
+    let m = ResBlock::new_seeded(1, &CpuDevice);
     let x = normal([3, 16], 2);
     check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
     // One input of fixed dims: also a Block.
@@ -135,7 +135,7 @@ fn resblock_backward_matches_finite_differences() {
 
 #[test]
 fn every_expression_form_matches_finite_differences() {
-    let m = Forms::new_seeded(3, &CpuDevice::default());
+    let m = Forms::new_seeded(3, &CpuDevice);
     let x = normal([2, 5, 8], 4);
     for train in [true, false] {
         check_model(&m, &x, train, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
@@ -147,15 +147,15 @@ fn every_expression_form_matches_finite_differences() {
 
 #[test]
 fn transformer_block_matches_finite_differences() {
-    let m = TransformerBlock::new_seeded(5, &CpuDevice::default());
+    let m = TransformerBlock::new_seeded(5, &CpuDevice);
     let x = normal([2, 4, 16], 6);
     check_model(&m, &x, false, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]
 fn nested_models_arrays_and_positions_differentiate() {
-    let m = Stack::new_seeded(7, &CpuDevice::default());
-    let ids = Tensor::<Cpu, 2>::from_vec(vec![1i64, 4, 9, 0, 2, 2, 7, 3], [2, 4], &CpuDevice::default());
+    let m = Stack::new_seeded(7, &CpuDevice);
+    let ids = Tensor::<Cpu, 2>::from_vec(vec![1i64, 4, 9, 0, 2, 2, 7, 3], [2, 4], &CpuDevice);
     check_model(&m, &ids, false, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
     let names: Vec<String> = grads_dict::<Cpu, Stack>(
         &m.backward_params(&m.clone().forward_train(&ids, &mut Ctx::eval()).1, &m.forward(&ids).ones_like()),
@@ -171,7 +171,7 @@ fn nested_models_arrays_and_positions_differentiate() {
 
 #[test]
 fn several_inputs_each_get_their_gradient() {
-    let m = Pair::new_seeded(8, &CpuDevice::default());
+    let m = Pair::new_seeded(8, &CpuDevice);
     let (a, b) = (normal([2, 3, 4], 9), normal([2, 3, 4], 10));
     let (ac, bc) = (a.to_dtype(DType::F64), b.to_dtype(DType::F64));
     check_model(
@@ -198,7 +198,7 @@ fn several_inputs_each_get_their_gradient() {
 
 #[test]
 fn backward_params_equals_the_full_backward() {
-    let m = TransformerBlock::new_seeded(11, &CpuDevice::default());
+    let m = TransformerBlock::new_seeded(11, &CpuDevice);
     let x = normal([2, 5, 16], 12);
     let (y, cache) = m.clone().forward_train(&x, &mut Ctx::eval());
     let g = normal(y.shape(), 13);
@@ -212,7 +212,7 @@ fn backward_params_equals_the_full_backward() {
 
 #[test]
 fn inference_forward_equals_the_training_forward() {
-    let m = TransformerBlock::new_seeded(14, &CpuDevice::default());
+    let m = TransformerBlock::new_seeded(14, &CpuDevice);
     let x = normal([3, 7, 16], 15);
     let a = m.forward(&x).to_vec::<f32>();
     let b = m.clone().forward_train(&x, &mut Ctx::eval()).0.to_vec::<f32>();
@@ -222,13 +222,13 @@ fn inference_forward_equals_the_training_forward() {
 #[test]
 #[should_panic(expected = "TransformerBlock::forward: input `x` expects [batch, T, 16], got [2, 5, 8]")]
 fn a_wrong_input_shape_panics_with_the_model_and_shapes() {
-    let m = TransformerBlock::new_seeded(16, &CpuDevice::default());
+    let m = TransformerBlock::new_seeded(16, &CpuDevice);
     m.forward(&normal([2, 5, 8], 17));
 }
 
 #[test]
 fn summary_shows_symbolic_shapes() {
-    let s = TransformerBlock::new_seeded(18, &CpuDevice::default()).summary();
+    let s = TransformerBlock::new_seeded(18, &CpuDevice).summary();
     assert!(s.contains("TransformerBlock (input [batch, T, 16])"), "{s}");
     assert!(s.contains("fc1") && s.contains("[batch, T, 64]") && s.contains("Attention"), "{s}");
 }

@@ -6,5 +6,5 @@ pub struct Net {
 }
 
 fn main() {
-    let _net: Net = Net::new(&CpuDevice::default());
+    let _net: Net = Net::new(&CpuDevice);
 }

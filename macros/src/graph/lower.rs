@@ -1003,13 +1003,7 @@ impl<'a> Lower<'a> {
         let Some(total) = shape[dim].fixed() else {
             return err(m.args[1].span(), format!("{name}: dim {dim} of {} has no fixed size", self.show(x)));
         };
-        let size = if name == "split" {
-            n
-        } else if n > 0 {
-            total / n
-        } else {
-            0
-        };
+        let size = if name == "split" { n } else { total.checked_div(n).unwrap_or(0) };
         if size == 0 || size * count != total {
             return err(
                 e.span(),
