@@ -71,7 +71,8 @@ pub struct Mlp {
     fc2: Linear<12, 8>,
 }
 
-/// Nesting, an array of blocks in a loop, indexing into it, positions.
+/// Nesting, an array of blocks in a loop, indexing into it, positions, a
+/// nested model that changes the shape.
 #[model]
 pub struct Stack {
     emb: Embedding<10, 8>,
@@ -79,6 +80,21 @@ pub struct Stack {
     mlp: Mlp,
     blocks: [ResBlock8; 2],
     extra: [Linear<8, 8>; 1],
+    #[layer(output = [3])]
+    head: Head,
+}
+
+/// `[8]` to `[3]`.
+#[model]
+pub struct Head {
+    fc: Linear<8, 3>,
+}
+
+#[model(input = [8])]
+impl Head {
+    fn forward(&self, x: Tensor) -> Tensor {
+        sigmoid(self.fc(x))
+    }
 }
 
 #[model]
@@ -101,7 +117,8 @@ impl Stack {
             x = b(x);
         }
         let y = self.extra[0](x);
-        y.sum_dim(0).reshape([8]) + self.mlp(y.mean_dim(0).reshape([8]))
+        let z = y.sum_dim(0).reshape([8]) + self.mlp(y.mean_dim(0).reshape([8]));
+        self.head(z)
     }
 }
 

@@ -1159,8 +1159,13 @@ impl<'a> Lower<'a> {
             let Some(&first) = vs.first() else {
                 return err(span, format!("{me} is called without inputs"));
             };
-            let out = self.shape(first).to_vec();
-            self.nested_assert(callee, &vs, &me, span)?;
+            // The output: as `#[layer(output = [..])]` states, else the
+            // first input's shape; `check_call` holds the callee to it.
+            let out = match self.options[callee.field].output.clone() {
+                Some(dims) => dims.iter().map(|d| self.size_arg(d)).collect::<R<Vec<_>>>()?,
+                None => self.shape(first).to_vec(),
+            };
+            self.nested_assert(callee, &vs, &out, &me, span)?;
             let v = self.node(Op::Nested(callee), vs, out.clone(), span);
             self.first_output[callee.field].get_or_insert(out);
             return Ok(Operand::Tensor(v));
@@ -1228,37 +1233,39 @@ impl<'a> Lower<'a> {
 
     /// The compile-time check of a nested model's call: its arity, its
     /// input shapes, and that its output has the first input's shape.
-    fn nested_assert(&mut self, callee: Callee, vs: &[usize], me: &str, span: &Loc) -> R<()> {
-        let mut shapes = Vec::new();
-        for &v in vs {
-            let mut dims = Vec::new();
-            for d in self.shape(v) {
-                let code = match (d.fixed(), d.syms.as_slice()) {
-                    (Some(n), _) => n as isize,
-                    (None, [k]) if d.coef == 1 => -(*k as isize) - 1,
-                    _ => {
-                        return err(
-                            span,
-                            format!("{me}: a nested model takes inputs of plain dims, got {}", self.show(v)),
-                        );
-                    }
-                };
-                dims.push(code);
-            }
-            shapes.push(quote!(::blaze::nn::SigShape::new(&[#(#dims),*])));
-        }
+    fn nested_assert(&mut self, callee: Callee, vs: &[usize], out: &[Dim], me: &str, span: &Loc) -> R<()> {
+        let code = |d: &Dim| match (d.fixed(), d.syms.as_slice()) {
+            (Some(n), _) => Some(n as isize),
+            (None, [k]) if d.coef == 1 => Some(-(*k as isize) - 1),
+            _ => None,
+        };
+        let sig = |shape: &[Dim]| match shape.iter().map(code).collect::<Option<Vec<isize>>>() {
+            Some(dims) => Ok(quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))),
+            None => err(
+                span,
+                format!(
+                    "{me}: a nested model's inputs and output have plain dims (sizes or symbols), not {}",
+                    show(shape, &self.symbols)
+                ),
+            ),
+        };
+        let args = vs.iter().map(|&v| sig(&self.vals[v].shape)).collect::<R<Vec<_>>>()?;
+        let out_sig = sig(out)?;
         let shown: Vec<String> = vs.iter().map(|&v| self.show(v)).collect();
+        let stated = self.options[callee.field].output.is_some();
         let msg = format!(
-            "{me} is called on {} here, which it does not accept, or it returns another shape than its first \
-             input (a nested model called in a forward must keep its first input's shape; see its SIGNATURE)",
-            shown.join(" and ")
+            "{me} is called on {} here and assumed to return {}, but its SIGNATURE differs: another number of \
+             inputs, other input shapes, or another output{}",
+            shown.join(" and "),
+            show(out, &self.symbols),
+            if stated { "" } else { " (state it with #[layer(output = [..])] on the field)" }
         );
         let cpu = quote!(::blaze::Cpu);
         let ty = self.fields[callee.field].kind.opaque_ty(&cpu);
         let span = span.first();
         self.asserts.push(quote::quote_spanned! {span=>
             const _: () = ::blaze::nn::graph::check_call(
-                <#ty as ::blaze::nn::Graph<#cpu>>::SIGNATURE, &[#(#shapes),*], #msg);
+                <#ty as ::blaze::nn::Graph<#cpu>>::SIGNATURE, &[#(#args),*], #out_sig, #msg);
         });
         Ok(())
     }

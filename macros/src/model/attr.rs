@@ -353,8 +353,11 @@ fn parse_options(attr: &syn::Attribute) -> syn::Result<Vec<LayerOption>> {
         let Some(key) = nv.path.get_ident().cloned() else {
             return Err(syn::Error::new(nv.path.span(), "expected a plain option name"));
         };
-        let value = literal_value(&nv.value)
-            .ok_or_else(|| syn::Error::new(nv.value.span(), format!("`{key}` takes a literal number or bool")))?;
+        let value = match &nv.value {
+            Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
+            v => literal_value(v)
+                .ok_or_else(|| syn::Error::new(v.span(), format!("`{key}` takes a literal number or bool")))?,
+        };
         out.push(LayerOption { key, value, span: nv.value.span() });
     }
     Ok(out)
@@ -371,7 +374,7 @@ fn literal_value(e: &Expr) -> Option<OptionValue> {
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match literal_value(&u.expr)? {
             OptionValue::Int(i) => Some(OptionValue::Int(-i)),
             OptionValue::Float(f) => Some(OptionValue::Float(-f)),
-            OptionValue::Bool(_) => None,
+            OptionValue::Bool(_) | OptionValue::Shape(_) => None,
         },
         Expr::Group(g) => literal_value(&g.expr),
         _ => None,

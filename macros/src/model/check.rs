@@ -50,6 +50,8 @@ pub struct Options {
     pub negative_slope: Option<f64>,
     pub eps: Option<f64>,
     pub momentum: Option<f64>,
+    /// A nested model's per-sample output shape (forward bodies only).
+    pub output: Option<Vec<syn::Expr>>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             negative_slope: None,
             eps: None,
             momentum: None,
+            output: None,
         }
     }
 }
@@ -124,6 +127,13 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
             }
         };
         let from = Source { prev };
+        if let Some(opt) = field.options.iter().find(|o| o.key == "output") {
+            errors.push(syn::Error::new(
+                opt.key.span(),
+                "`output` states a nested model's output shape in a forward body; a model of fields in \
+                 sequence reads it from the nested model",
+            ));
+        }
         if i > 0 && matches!(field.kind, LayerKind::Embedding { .. }) {
             errors.push(field_error(
                 field,
@@ -244,7 +254,9 @@ fn as_float(opt: &LayerOption) -> syn::Result<f64> {
     match opt.value {
         OptionValue::Float(v) => Ok(v),
         OptionValue::Int(v) => Ok(v as f64),
-        OptionValue::Bool(_) => Err(syn::Error::new(opt.span, format!("`{}` takes a number", opt.key))),
+        OptionValue::Bool(_) | OptionValue::Shape(_) => {
+            Err(syn::Error::new(opt.span, format!("`{}` takes a number", opt.key)))
+        }
     }
 }
 
@@ -278,6 +290,13 @@ pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
                 }
             }),
             "negative_slope" => as_float(opt).map(|v| o.negative_slope = Some(v)),
+            "output" => match &opt.value {
+                OptionValue::Shape(dims) => {
+                    o.output = Some(dims.clone());
+                    Ok(())
+                }
+                _ => Err(syn::Error::new(opt.span, "`output` takes a per-sample shape, e.g. output = [T, 10]")),
+            },
             "eps" => as_float(opt).and_then(|v| {
                 if v > 0.0 {
                     o.eps = Some(v);

@@ -128,6 +128,7 @@ impl LayerKind {
             LayerKind::Dropout => &["p"],
             LayerKind::BatchNorm2d { .. } => &["eps", "momentum"],
             LayerKind::LayerNorm { .. } => &["eps"],
+            LayerKind::Opaque { .. } => &["output"],
             _ => &[],
         }
     }
@@ -147,4 +148,6 @@ pub enum OptionValue {
     Int(i128),
     Float(f64),
     Bool(bool),
+    /// A per-sample shape, `[T, 10]` (a nested model's output in a forward body).
+    Shape(Vec<syn::Expr>),
 }

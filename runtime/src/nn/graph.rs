@@ -76,10 +76,10 @@ pub trait Graph<B: Backend>: Module<B> + Clone + std::fmt::Debug + Sized {
 /// Checks, while compiling, a call of a model with `sig` on arguments of
 /// per-sample shapes `args` (the caller's symbols encoded like the callee's,
 /// so they never equal a size): the number of inputs, their ranks and sizes,
-/// and that the output has the first argument's shape, which the caller
-/// assumes. Callee symbols bind to whatever the caller passes, consistently.
-/// Fails with `what`.
-pub const fn check_call(sig: Signature, args: &[SigShape], what: &str) {
+/// and that the output has the shape `out` the caller assumes. Callee
+/// symbols bind to whatever the caller passes, consistently. Fails with
+/// `what`.
+pub const fn check_call(sig: Signature, args: &[SigShape], out: SigShape, what: &str) {
     if sig.inputs.len() != args.len() {
         panic!("{}", what);
     }
@@ -90,7 +90,7 @@ pub const fn check_call(sig: Signature, args: &[SigShape], what: &str) {
         bind(&sig.inputs[i], &args[i], &mut bound, what);
         i += 1;
     }
-    bind(&sig.output, &args[0], &mut bound, what);
+    bind(&sig.output, &out, &mut bound, what);
 }
 
 const fn bind(want: &SigShape, got: &SigShape, bound: &mut [isize; 8], what: &str) {
