@@ -1,14 +1,18 @@
-//! The tape and the generated backward agree: for an MLP and LeNet, the
-//! gradients `Autodiff<Cpu>` records equal those `#[model]` generates, to
-//! 1e-6 relative, in f64.
+//! The tape and the generated backward agree: for an MLP, LeNet, a
+//! residual block and a transformer block (forward bodies), the gradients
+//! `Autodiff<Cpu>` records equal those `#[model]` generates, to 1e-6
+//! relative, in f64.
 
 mod common;
+#[path = "common/transformer.rs"]
+mod transformer;
 
 use blaze::autodiff::{Autodiff, Gradients};
-use blaze::nn::{self, Block, Ctx, ParamMapper, ParamVisitor};
+use blaze::nn::{self, Block, Ctx, Graph, ParamMapper, ParamVisitor};
 use blaze::prelude::*;
 use blaze::{Rng, TensorData};
 use common::LeNet;
+use transformer::TransformerBlock;
 
 type Ad = Autodiff<Cpu>;
 
@@ -20,6 +24,21 @@ pub struct Mlp {
     act2: Tanh,
     norm: LayerNorm<8>,
     fc3: Linear<8, 4>,
+}
+
+#[model]
+pub struct ResBlock {
+    norm: LayerNorm<12>,
+    fc1: Linear<12, 24>,
+    fc2: Linear<24, 12>,
+}
+
+#[model(input = [T, 12])]
+impl ResBlock {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = gelu(self.fc1(self.norm(x)));
+        x + self.fc2(h)
+    }
 }
 
 struct RequireGrad;
@@ -52,11 +71,17 @@ fn compare(generated: Vec<(String, TensorData)>, tape: Vec<(String, TensorData)>
     }
 }
 
-/// Runs both differentiations of `sum(model(x) * r)` and compares them.
-fn check<M, MA, const DI: usize>(seed: u64, x: Tensor<Cpu, DI>)
-where
-    M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>>,
-    MA: Block<Ad, Input = Tensor<Ad, DI>, Output = Tensor<Ad, 2>>,
+/// Runs both differentiations of `sum(model(x) * r)` and compares them:
+/// the generated passes of `M` and the tape through `MA`'s forward.
+fn check_with<M, MA, C, const DI: usize, const DO: usize>(
+    seed: u64,
+    x: Tensor<Cpu, DI>,
+    run: impl Fn(&mut M, &Tensor<Cpu, DI>) -> (Tensor<Cpu, DO>, C),
+    back: impl Fn(&M, &C, &Tensor<Cpu, DO>) -> M::Grads,
+    forward: impl Fn(&MA, &Tensor<Ad, DI>) -> Tensor<Ad, DO>,
+) where
+    M: Graph<Cpu>,
+    MA: Graph<Ad>,
 {
     // The same seed gives the same weights on both backends.
     let mut generated = M::init(&mut Rng::seed_from_u64(seed), &CpuDevice);
@@ -66,17 +91,35 @@ where
     taped.map_tensors("", &mut RequireGrad);
     let x = x.to_dtype(DType::F64);
 
-    let (y, cache) = generated.forward_train(&x, &mut Ctx::eval());
-    let r =
-        Tensor::<Cpu, 2>::normal_with(y.shape(), 0.0, 1.0, &mut Rng::seed_from_u64(1), &CpuDevice).to_dtype(DType::F64);
-    let (_, grads) = generated.backward(&cache, &r);
+    let (y, cache) = run(&mut generated, &x);
+    let r = Tensor::<Cpu, DO>::normal_with(y.shape(), 0.0, 1.0, &mut Rng::seed_from_u64(1), &CpuDevice)
+        .to_dtype(DType::F64);
+    let grads = back(&generated, &cache, &r);
 
-    let y_tape = taped.forward(&Tensor::from_inner(x.clone()));
-    assert_eq!(y_tape.inner().to_vec::<f64>(), y.to_vec::<f64>(), "the same forward values");
+    let y_tape = forward(&taped, &Tensor::from_inner(x.clone()));
+    // The same values, up to rounding (the tape composes some fused ops).
+    for (a, b) in y_tape.inner().to_vec::<f64>().iter().zip(y.to_vec::<f64>()) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "forward: tape {a}, generated {b}");
+    }
     let tape = y_tape.mul(&Tensor::from_inner(r)).sum().backward();
     let mut collect = Collect(&tape, Vec::new());
     taped.visit_params("", &mut collect);
     compare(nn::grads_dict::<Cpu, M>(&grads), collect.1);
+}
+
+/// [`check_with`] for sequential models.
+fn check<M, MA, const DI: usize>(seed: u64, x: Tensor<Cpu, DI>)
+where
+    M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>> + Graph<Cpu>,
+    MA: Block<Ad, Input = Tensor<Ad, DI>, Output = Tensor<Ad, 2>> + Graph<Ad>,
+{
+    check_with::<M, MA, _, DI, 2>(
+        seed,
+        x,
+        |m, x| Block::forward_train(m, x, &mut Ctx::eval()),
+        |m, c, g| Block::backward(m, c, g).1,
+        |m, x| Block::forward(m, x),
+    );
 }
 
 #[test]
@@ -89,4 +132,28 @@ fn mlp_tape_gradients_equal_generated_gradients() {
 fn lenet_tape_gradients_equal_generated_gradients() {
     let x = Tensor::<Cpu, 4>::rand_normal([2, 1, 28, 28], &CpuDevice);
     check::<LeNet<Cpu>, LeNet<Ad>, 4>(4, x);
+}
+
+#[test]
+fn resblock_tape_gradients_equal_generated_gradients() {
+    let x = Tensor::<Cpu, 3>::rand_normal([3, 5, 12], &CpuDevice);
+    check_with::<ResBlock<Cpu>, ResBlock<Ad>, _, 3, 3>(
+        5,
+        x,
+        |m, x| m.forward_train(x, &mut Ctx::eval()),
+        |m, c, g| m.backward(c, g).1,
+        |m, x| m.forward(x),
+    );
+}
+
+#[test]
+fn transformer_block_tape_gradients_equal_generated_gradients() {
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 6, 16], &CpuDevice);
+    check_with::<TransformerBlock<Cpu>, TransformerBlock<Ad>, _, 3, 3>(
+        6,
+        x,
+        |m, x| m.forward_train(x, &mut Ctx::eval()),
+        |m, c, g| m.backward(c, g).1,
+        |m, x| m.forward(x),
+    );
 }
