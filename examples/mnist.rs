@@ -10,7 +10,8 @@
 //! ```
 //! Flags: `--data DIR` (any MNIST IDX folder), `--model cnn|mlp`,
 //! `--epochs N`, `--batch-size N`, `--lr X`, `--seed N`, `--out DIR`,
-//! `--resume`, `--backend cpu`.
+//! `--resume`, `--backend cpu|wgpu` (wgpu needs the `wgpu` feature:
+//! `cargo run --release --features wgpu --example mnist -- --backend wgpu`).
 //!
 //! Models are statically shaped, so each image size has its own structs:
 //! 8x8 digits and 28x28 MNIST.
@@ -18,6 +19,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use blaze::Backend;
 use blaze::data::mnist::read_mnist;
 use blaze::data::{DataLoader, Dataset, InMemoryDataset};
 use blaze::nn::Block;
@@ -83,6 +85,7 @@ struct Args {
     seed: u64,
     out: PathBuf,
     resume: bool,
+    backend: String,
 }
 
 fn parse_args() -> Result<Args> {
@@ -95,6 +98,7 @@ fn parse_args() -> Result<Args> {
         seed: 0,
         out: PathBuf::from("out/mnist"),
         resume: false,
+        backend: "cpu".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -108,14 +112,10 @@ fn parse_args() -> Result<Args> {
             "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
             "--out" => a.out = PathBuf::from(value()?),
             "--resume" => a.resume = true,
-            "--backend" => match value()?.as_str() {
-                "cpu" => {}
-                "wgpu" => bail!("--backend wgpu: the wgpu backend is not part of this build yet; use --backend cpu"),
-                other => bail!("--backend {other}: expected cpu"),
-            },
+            "--backend" => a.backend = value()?,
             "-h" | "--help" => {
                 println!(
-                    "flags: --data DIR --model cnn|mlp --epochs N --batch-size N --lr X --seed N --out DIR --resume --backend cpu"
+                    "flags: --data DIR --model cnn|mlp --epochs N --batch-size N --lr X --seed N --out DIR --resume --backend cpu|wgpu"
                 );
                 std::process::exit(0);
             }
@@ -130,11 +130,11 @@ fn parse_args() -> Result<Args> {
 
 /// Trains `M`, reports, and classifies a few test images with the weights
 /// reloaded from disk.
-fn run<M>(args: &Args, train: InMemoryDataset, test: InMemoryDataset) -> Result<()>
+fn run<B: Backend, M>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, device: &B::Device) -> Result<()>
 where
-    M: Block<Cpu, Input = Tensor<Cpu, 4>, Output = Tensor<Cpu, 2>>,
+    M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>>,
 {
-    let device = CpuDevice;
+    let device = device.clone();
     let mut rng = blaze::Rng::seed_from_u64(args.seed);
     let mut model = M::init(&mut rng, &device);
     println!("{} parameters", M::NUM_PARAMS);
@@ -149,8 +149,7 @@ where
         seed: args.seed,
         ..FitConfig::default()
     };
-    let history =
-        fit::<Cpu, M, _, _, _, 4>(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config, &device)?;
+    let history = fit::<B, M, _, _, _, 4>(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config, &device)?;
     let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
     let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
     println!(
@@ -166,8 +165,8 @@ where
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), &device);
     record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
     let pixels = shown.inputs.to_vec::<f32>()?;
-    let (x, y) = to_device::<Cpu, 4>(shown, &device)?;
-    let pred: Tensor<Cpu, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
+    let (x, y) = to_device::<B, 4>(shown, &device)?;
+    let pred: Tensor<B, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
     let (pred, truth) = (pred.to_vec::<i64>(), y.to_vec::<i64>());
     let side = (pixels.len() / truth.len()).isqrt();
     let shades = [' ', '.', ':', '+', '#'];
@@ -196,6 +195,7 @@ fn main() -> Result<()> {
     blaze::cpu::tune_allocator_for_training();
     let data = read_mnist(&args.data)?;
     let (rows, cols) = (data.train.rows, data.train.cols);
+    let _ = (rows, cols);
     println!(
         "{}: {} train / {} test images of {rows}x{cols}; model {}",
         args.data.display(),
@@ -208,11 +208,34 @@ fn main() -> Result<()> {
     let stats = train.stats();
     train.normalize(stats);
     test.normalize(stats);
+    match args.backend.as_str() {
+        "cpu" => pick::<Cpu>(&args, train, test, &CpuDevice),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            let device = blaze::wgpu::WgpuDevice::new()?;
+            println!("wgpu adapter: {}", device.adapter_name());
+            pick::<blaze::wgpu::Wgpu>(&args, train, test, &device)
+        }
+        #[cfg(not(feature = "wgpu"))]
+        "wgpu" => bail!(
+            "--backend wgpu: this build has no wgpu backend; run \
+             `cargo run --release --features wgpu --example mnist -- --backend wgpu`"
+        ),
+        other => bail!("--backend {other}: expected cpu or wgpu"),
+    }
+}
+
+/// The model for the images' size and `--model`, on backend `B`.
+fn pick<B: Backend>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, device: &B::Device) -> Result<()> {
+    let (rows, cols) = match train.sample_shape() {
+        [_, r, c] => (*r, *c),
+        other => bail!("expected images [1, rows, cols], got samples of shape {other:?}"),
+    };
     match ((rows, cols), args.model.as_str()) {
-        ((8, 8), "cnn") => run::<DigitsCnn>(&args, train, test),
-        ((8, 8), "mlp") => run::<DigitsMlp>(&args, train, test),
-        ((28, 28), "cnn") => run::<MnistCnn>(&args, train, test),
-        ((28, 28), "mlp") => run::<MnistMlp>(&args, train, test),
+        ((8, 8), "cnn") => run::<B, DigitsCnn<B>>(args, train, test, device),
+        ((8, 8), "mlp") => run::<B, DigitsMlp<B>>(args, train, test, device),
+        ((28, 28), "cnn") => run::<B, MnistCnn<B>>(args, train, test, device),
+        ((28, 28), "mlp") => run::<B, MnistMlp<B>>(args, train, test, device),
         (_, "cnn" | "mlp") => bail!("{rows}x{cols} images: this example has models for 8x8 and 28x28 images"),
         (_, other) => bail!("--model {other}: expected cnn or mlp"),
     }

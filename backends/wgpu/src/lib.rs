@@ -8,8 +8,12 @@
 //! `name` (case-insensitively).
 #![deny(missing_docs)]
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+mod backend;
+mod device;
+mod shaders;
+
+pub use backend::{DeviceTensor, Wgpu, WgpuStorage};
+pub use device::WgpuDevice;
 
 use blaze_runtime::kernel::{Elementwise, KernelFn, ScalarArg, Workgroups, launch_mismatch};
 use wgpu::util::DeviceExt;
@@ -49,106 +53,6 @@ pub enum WgpuError {
     },
 }
 
-/// A wgpu device and its queue, with the kernels compiled on it so far.
-/// Cloning shares the device.
-#[derive(Clone, Debug)]
-pub struct WgpuDevice {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    device: wgpu::Device,
-    queue: wgpu::Queue,
-    info: wgpu::AdapterInfo,
-    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
-}
-
-/// Hardware first: discrete, integrated, virtual, then software (CPU).
-fn rank(kind: wgpu::DeviceType) -> u8 {
-    match kind {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Other => 3,
-        wgpu::DeviceType::Cpu => 4,
-    }
-}
-
-impl WgpuDevice {
-    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names.
-    pub fn new() -> Result<Self, WgpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-        if adapters.is_empty() {
-            return Err(WgpuError::NoAdapter);
-        }
-        adapters.sort_by_key(|a| rank(a.get_info().device_type));
-        let adapter = match std::env::var("BLAZE_WGPU_ADAPTER") {
-            Ok(wanted) if !wanted.is_empty() => {
-                let low = wanted.to_lowercase();
-                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
-                    return Err(WgpuError::NoMatch { wanted, found: found.join(", ") });
-                };
-                adapters.swap_remove(i)
-            }
-            _ => adapters.swap_remove(0),
-        };
-        let info = adapter.get_info();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("blaze"),
-            required_limits: adapter.limits(),
-            ..Default::default()
-        }))
-        .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
-        Ok(WgpuDevice { inner: Arc::new(Inner { device, queue, info, pipelines: Mutex::new(HashMap::new()) }) })
-    }
-
-    /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
-    pub fn adapter_name(&self) -> String {
-        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
-    }
-
-    /// Whether the adapter is a software one (a CPU rasteriser).
-    pub fn is_software(&self) -> bool {
-        self.inner.info.device_type == wgpu::DeviceType::Cpu
-    }
-
-    /// The pipeline of `entry` in `wgsl`, compiled once per `key`.
-    fn pipeline(
-        &self,
-        kernel: &'static str,
-        key: &str,
-        wgsl: &str,
-        entry: &str,
-    ) -> Result<wgpu::ComputePipeline, WgpuError> {
-        let mut cache = self.inner.pipelines.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(p) = cache.get(key) {
-            return Ok(p.clone());
-        }
-        let device = &self.inner.device;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(kernel),
-            source: wgpu::ShaderSource::Wgsl(wgsl.into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(kernel),
-            layout: None,
-            module: &module,
-            entry_point: Some(entry),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::Launch { kernel, message: e.to_string() });
-        }
-        cache.insert(key.to_owned(), pipeline.clone());
-        Ok(pipeline)
-    }
-}
-
 /// A buffer argument of a launch, in host memory.
 #[derive(Debug)]
 pub enum HostBuffer<'a> {
@@ -156,6 +60,22 @@ pub enum HostBuffer<'a> {
     Input(&'a [f32]),
     /// Read and written; holds the kernel's result after the launch.
     Output(&'a mut [f32]),
+}
+
+/// Records general kernel `K` over `groups` workgroups on device buffers
+/// (the tensor backend's `launch`); panics with the device's message when
+/// the kernel does not compile there.
+pub(crate) fn dispatch_general<K: Workgroups>(
+    device: &WgpuDevice,
+    groups: u32,
+    buffers: &[&wgpu::Buffer],
+    scalars: &[u32],
+) {
+    let max = device.max_groups();
+    assert!(groups <= max, "{}: {groups} workgroups; this device dispatches at most {max} at once", K::NAME);
+    let pipeline =
+        device.pipeline(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME).unwrap_or_else(|e| panic!("wgpu: {e}"));
+    device.dispatch_with(&pipeline, buffers, (!scalars.is_empty()).then_some(scalars), (groups, 1, 1));
 }
 
 /// Runs general kernel `K` over `groups` workgroups on `device`: uploads
@@ -175,7 +95,7 @@ pub fn launch<K: Workgroups>(
     if groups > max_groups {
         return Err(fail(format!("{groups} workgroups; this device dispatches at most {max_groups} at once")));
     }
-    let pipeline = device.pipeline(K::NAME, K::NAME, K::WGSL, K::NAME)?;
+    let pipeline = device.pipeline(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME)?;
     // Scalars are 4-byte fields of one uniform struct, in order.
     let uniform: Vec<u8> = scalars
         .iter()
@@ -359,7 +279,8 @@ pub fn map<K: Elementwise>(
     if n == 0 {
         return Ok(());
     }
-    let pipeline = device.pipeline(K::NAME, &format!("map:{name}"), &map_shader(K::WGSL, &name, args.len()), "map")?;
+    let pipeline =
+        device.pipeline(K::NAME, &format!("map:{name}"), || map_shader(K::WGSL, &name, args.len()), "map")?;
     let numbers: Vec<[f32; 1]> = args
         .iter()
         .map(|a| match a {

@@ -39,19 +39,9 @@ kernel! {
 }
 
 fn device() -> Option<WgpuDevice> {
-    match WgpuDevice::new() {
-        Ok(d) => {
-            println!("wgpu adapter: {}", d.adapter_name());
-            Some(d)
-        }
-        Err(e) if std::env::var("BLAZE_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
-            panic!("BLAZE_REQUIRE_WGPU=1 but {e}")
-        }
-        Err(e) => {
-            println!("skipping the wgpu kernel tests: {e}");
-            None
-        }
-    }
+    let d = WgpuDevice::probe()?;
+    println!("wgpu adapter: {}", d.adapter_name());
+    Some(d)
 }
 
 fn data(n: usize, seed: u64) -> Vec<f32> {

@@ -1,0 +1,401 @@
+//! The device: adapter choice, cached pipelines, a pool of storage buffers,
+//! and batched submission. Ops record their dispatches into one command
+//! encoder; it is submitted when data is read back (or every
+//! [`MAX_BATCH`] dispatches), so a training step costs a handful of
+//! submissions, not one per op. Each dispatch's parameters go into a
+//! uniform arena written once per submission.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use crate::WgpuError;
+
+/// A wgpu device and its queue, with the kernels compiled on it so far.
+/// Cloning shares the device; `WgpuDevice::default()` is one device
+/// shared by the process (it panics, saying how to get one, when there is
+/// no adapter).
+#[derive(Clone, Debug)]
+pub struct WgpuDevice {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl PartialEq for WgpuDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// The device the process shares, found once.
+fn shared() -> &'static Result<WgpuDevice, String> {
+    static SHARED: OnceLock<Result<WgpuDevice, String>> = OnceLock::new();
+    SHARED.get_or_init(|| WgpuDevice::new().map_err(|e| e.to_string()))
+}
+
+impl Default for WgpuDevice {
+    fn default() -> Self {
+        match shared() {
+            Ok(d) => d.clone(),
+            Err(e) => panic!("WgpuDevice::default(): {e}"),
+        }
+    }
+}
+
+/// Dispatches recorded before a submission is forced.
+pub const MAX_BATCH: usize = 128;
+/// Bytes of parameters per dispatch: 64 `u32`s, as 16 `vec4<u32>`.
+pub const PARAM_BYTES: u64 = 256;
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    state: Mutex<State>,
+    /// The parameters of one batch's dispatches, `MAX_BATCH` blocks.
+    arena: wgpu::Buffer,
+}
+
+/// The batch being recorded, and the buffer pool.
+#[derive(Debug, Default)]
+struct State {
+    encoder: Option<wgpu::CommandEncoder>,
+    params: Vec<u8>,
+    dispatches: usize,
+    /// Free buffers by size in bytes (powers of two).
+    free: HashMap<u64, Vec<wgpu::Buffer>>,
+    /// Buffers dropped while the batch that may read them is unsubmitted.
+    retired: Vec<wgpu::Buffer>,
+    /// The mappable buffer reads go through, kept for the next read.
+    staging: Option<wgpu::Buffer>,
+}
+
+/// A pooled storage buffer: back to the pool when the last tensor that
+/// holds it is dropped.
+#[derive(Debug)]
+pub(crate) struct PoolBuffer {
+    pub(crate) buffer: Option<wgpu::Buffer>,
+    device: Arc<Inner>,
+}
+
+impl PoolBuffer {
+    pub(crate) fn get(&self) -> &wgpu::Buffer {
+        self.buffer.as_ref().unwrap_or_else(|| unreachable!("a pool buffer is present until dropped"))
+    }
+}
+
+impl Drop for PoolBuffer {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.device.lock().retired.push(b);
+        }
+    }
+}
+
+/// Hardware first: discrete, integrated, virtual, then software (CPU).
+fn rank(kind: wgpu::DeviceType) -> u8 {
+    match kind {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A buffer bound to a dispatch.
+pub(crate) type Binding<'a> = &'a wgpu::Buffer;
+
+impl WgpuDevice {
+    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names.
+    pub fn new() -> Result<Self, WgpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        if adapters.is_empty() {
+            return Err(WgpuError::NoAdapter);
+        }
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        let adapter = match std::env::var("BLAZE_WGPU_ADAPTER") {
+            Ok(wanted) if !wanted.is_empty() => {
+                let low = wanted.to_lowercase();
+                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
+                    return Err(WgpuError::NoMatch { wanted, found: found.join(", ") });
+                };
+                adapters.swap_remove(i)
+            }
+            _ => adapters.swap_remove(0),
+        };
+        let info = adapter.get_info();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("blaze"),
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        let arena = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("blaze params"),
+            size: PARAM_BYTES * MAX_BATCH as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let inner = Inner {
+            device,
+            queue,
+            info,
+            pipelines: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
+            arena,
+        };
+        Ok(WgpuDevice { inner: Arc::new(inner) })
+    }
+
+    /// The shared default device for tests and examples that can do
+    /// without one: `None` (after printing why) when there is no adapter,
+    /// unless `BLAZE_REQUIRE_WGPU=1`, where a missing adapter panics.
+    pub fn probe() -> Option<WgpuDevice> {
+        match shared() {
+            Ok(d) => Some(d.clone()),
+            Err(e) if std::env::var("BLAZE_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
+                panic!("BLAZE_REQUIRE_WGPU=1 but {e}")
+            }
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        }
+    }
+
+    /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+    pub fn adapter_name(&self) -> String {
+        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+    }
+
+    /// Whether the adapter is a software one (a CPU rasteriser).
+    pub fn is_software(&self) -> bool {
+        self.inner.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    pub(crate) fn max_groups(&self) -> u32 {
+        self.inner.device.limits().max_compute_workgroups_per_dimension
+    }
+
+    /// The pipeline of `entry` in `wgsl`, compiled once per `key`.
+    pub(crate) fn pipeline(
+        &self,
+        kernel: &'static str,
+        key: &str,
+        wgsl: impl FnOnce() -> String,
+        entry: &str,
+    ) -> Result<wgpu::ComputePipeline, WgpuError> {
+        let mut cache = self.inner.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache.get(key) {
+            return Ok(p.clone());
+        }
+        let device = &self.inner.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(kernel),
+            source: wgpu::ShaderSource::Wgsl(wgsl().into()),
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(kernel),
+            layout: None,
+            module: &module,
+            entry_point: Some(entry),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Launch { kernel, message: e.to_string() });
+        }
+        cache.insert(key.to_owned(), pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// A buffer of at least `bytes` bytes from the pool.
+    pub(crate) fn alloc(&self, bytes: u64) -> Arc<PoolBuffer> {
+        let size = bytes.max(16).next_power_of_two();
+        let reused = self.inner.lock().free.get_mut(&size).and_then(Vec::pop);
+        let buffer = reused.unwrap_or_else(|| {
+            self.inner.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("blaze tensor"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
+        Arc::new(PoolBuffer { buffer: Some(buffer), device: self.inner.clone() })
+    }
+
+    /// A pooled buffer holding `bytes`.
+    pub(crate) fn upload(&self, bytes: &[u8]) -> Arc<PoolBuffer> {
+        let b = self.alloc(bytes.len() as u64);
+        if !bytes.is_empty() {
+            // Queue writes land before the next submission's commands; the
+            // pool only hands out buffers no unsubmitted command reads.
+            let padded;
+            let data = if bytes.len().is_multiple_of(4) {
+                bytes
+            } else {
+                padded = [bytes, &[0; 3][..4 - bytes.len() % 4]].concat();
+                &padded
+            };
+            self.inner.queue.write_buffer(b.get(), 0, data);
+        }
+        b
+    }
+
+    /// Records one dispatch of `pipeline` with `buffers` bound in order
+    /// (storage bindings) and `params` (up to 64 words) as the uniform
+    /// binding after them.
+    pub(crate) fn dispatch(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[Binding<'_>],
+        params: &[u32],
+        groups: (u32, u32, u32),
+    ) {
+        self.dispatch_with(pipeline, buffers, Some(params), groups);
+    }
+
+    /// [`WgpuDevice::dispatch`], with no uniform binding for `None`.
+    pub(crate) fn dispatch_with(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[Binding<'_>],
+        params: Option<&[u32]>,
+        groups: (u32, u32, u32),
+    ) {
+        let words = params.unwrap_or(&[]);
+        assert!(words.len() <= (PARAM_BYTES / 4) as usize, "wgpu: {} kernel parameters", words.len());
+        if groups.0 == 0 || groups.1 == 0 || groups.2 == 0 {
+            return;
+        }
+        let mut st = self.inner.lock();
+        if st.dispatches == MAX_BATCH {
+            self.submit(&mut st);
+        }
+        let offset = st.params.len() as u64;
+        let mut block = [0u8; PARAM_BYTES as usize];
+        for (i, p) in words.iter().enumerate() {
+            block[4 * i..4 * i + 4].copy_from_slice(&p.to_le_bytes());
+        }
+        st.params.extend_from_slice(&block);
+        st.dispatches += 1;
+        let dev = &self.inner.device;
+        let mut entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+            .collect();
+        if params.is_some() {
+            entries.push(wgpu::BindGroupEntry {
+                binding: buffers.len() as u32,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &self.inner.arena,
+                    offset,
+                    size: wgpu::BufferSize::new(PARAM_BYTES),
+                }),
+            });
+        }
+        let bind = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &entries,
+        });
+        let encoder = st
+            .encoder
+            .get_or_insert_with(|| dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }));
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: None, timestamp_writes: None });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind, &[]);
+        pass.dispatch_workgroups(groups.0, groups.1, groups.2);
+    }
+
+    /// Records a copy of `bytes` bytes between buffers.
+    pub(crate) fn copy(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let mut st = self.inner.lock();
+        let dev = &self.inner.device;
+        let encoder = st
+            .encoder
+            .get_or_insert_with(|| dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }));
+        encoder.copy_buffer_to_buffer(from, 0, to, 0, bytes);
+    }
+
+    /// Submits the recorded batch; buffers retired while it was recorded
+    /// go back to the pool.
+    fn submit(&self, st: &mut State) {
+        if let Some(encoder) = st.encoder.take() {
+            if !st.params.is_empty() {
+                self.inner.queue.write_buffer(&self.inner.arena, 0, &st.params);
+            }
+            self.inner.queue.submit([encoder.finish()]);
+        }
+        st.params.clear();
+        st.dispatches = 0;
+        for b in std::mem::take(&mut st.retired) {
+            st.free.entry(b.size()).or_default().push(b);
+        }
+    }
+
+    /// Submits everything recorded so far.
+    pub fn flush(&self) {
+        let mut st = self.inner.lock();
+        self.submit(&mut st);
+    }
+
+    /// The first `bytes` bytes of `buffer`, after everything recorded so far ran.
+    pub(crate) fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
+        if bytes == 0 {
+            return Vec::new();
+        }
+        let dev = &self.inner.device;
+        let size = bytes.next_multiple_of(4);
+        let staging = {
+            let mut st = self.inner.lock();
+            let staging = match st.staging.take() {
+                Some(b) if b.size() >= size => b,
+                _ => dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("blaze readback"),
+                    size: size.next_power_of_two(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+            };
+            let encoder = st
+                .encoder
+                .get_or_insert_with(|| dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }));
+            encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+            self.submit(&mut st);
+            staging
+        };
+        let slice = staging.slice(..size);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        let fail = |e: String| -> ! { panic!("wgpu: reading a tensor back failed: {e}") };
+        if let Err(e) = dev.poll(wgpu::PollType::wait_indefinitely()) {
+            fail(e.to_string());
+        }
+        match rx.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => fail(e.to_string()),
+            Err(e) => fail(e.to_string()),
+        }
+        let out = slice.get_mapped_range().unwrap_or_else(|e| fail(e.to_string()))[..bytes as usize].to_vec();
+        staging.unmap();
+        self.inner.lock().staging = Some(staging);
+        out
+    }
+}
