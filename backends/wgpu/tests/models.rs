@@ -1,0 +1,92 @@
+//! One model source on both backends: a transformer block written as
+//! `#[model]` forward bodies and LeNet, their outputs and generated
+//! gradients on the wgpu device against the CPU's, and a few steps of
+//! training through the tape on the device. Without an adapter these
+//! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
+
+#[path = "../../../tests/common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+#[path = "../../../tests/common/transformer.rs"]
+mod transformer;
+
+use blaze::autodiff::{Autodiff, track};
+use blaze::nn::{Ctx, Graph, grads_dict};
+use blaze::optim::Adam;
+use blaze::prelude::*;
+use blaze_wgpu::{Wgpu, WgpuDevice};
+use common::LeNet;
+use transformer::TransformerBlock;
+
+fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: length");
+    let scale = cpu.iter().fold(0f32, |m, x| m.max(x.abs())).max(1e-6);
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!((g - c).abs() <= 1e-4 * scale, "{what}[{i}]: wgpu {g}, cpu {c} (scale {scale})");
+    }
+}
+
+fn on<const D: usize>(t: &Tensor<Cpu, D>, device: &WgpuDevice) -> Tensor<Wgpu, D> {
+    Tensor::from_data(t.to_data(), device).expect("upload")
+}
+
+#[test]
+fn transformer_block_agrees_with_the_cpu() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let cpu = TransformerBlock::<Cpu>::new_seeded(3, &CpuDevice);
+    let gpu = TransformerBlock::<Wgpu>::new_seeded(3, &device);
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 16], &CpuDevice);
+    let g = Tensor::<Cpu, 3>::rand_normal([2, 5, 16], &CpuDevice);
+    let (yc, cc) = cpu.clone().forward_train(&x, &mut Ctx::eval());
+    let (yg, cg) = gpu.clone().forward_train(&on(&x, &device), &mut Ctx::eval());
+    close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
+    let (dxc, gc) = cpu.backward(&cc, &g);
+    let (dxg, gg) = gpu.backward(&cg, &on(&g, &device));
+    close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
+    let (gc, gg) = (grads_dict::<Cpu, TransformerBlock<Cpu>>(&gc), grads_dict::<Wgpu, TransformerBlock<Wgpu>>(&gg));
+    for ((name, c), (_, w)) in gc.iter().zip(&gg) {
+        close(
+            name,
+            &w.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            &c.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        );
+    }
+}
+
+#[test]
+fn lenet_agrees_with_the_cpu() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let cpu = LeNet::<Cpu>::new_seeded(4, &CpuDevice);
+    let gpu = LeNet::<Wgpu>::new_seeded(4, &device);
+    let x = Tensor::<Cpu, 4>::rand_normal([2, 1, 28, 28], &CpuDevice);
+    let (yc, cc) = cpu.clone().forward_train(&x, &mut Ctx::eval());
+    let (yg, cg) = gpu.clone().forward_train(&on(&x, &device), &mut Ctx::eval());
+    close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
+    let g = yc.ones_like();
+    let gc = grads_dict::<Cpu, LeNet<Cpu>>(&cpu.backward(&cc, &g).1);
+    let gg = grads_dict::<Wgpu, LeNet<Wgpu>>(&gpu.backward(&cg, &on(&g, &device)).1);
+    for ((name, c), (_, w)) in gc.iter().zip(&gg) {
+        let (c, w): (Vec<f32>, Vec<f32>) = (
+            c.values.to_f64_vec().iter().map(|&v| v as f32).collect(),
+            w.values.to_f64_vec().iter().map(|&v| v as f32).collect(),
+        );
+        close(name, &w, &c);
+    }
+}
+
+#[test]
+fn the_tape_trains_a_model_on_the_device() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let mut model: TransformerBlock<Autodiff<Wgpu>> = Graph::init(&mut blaze::Rng::seed_from_u64(5), &device);
+    track(&mut model);
+    let x =
+        Tensor::<Autodiff<Wgpu>, 3>::from_inner(on(&Tensor::<Cpu, 3>::rand_normal([2, 4, 16], &CpuDevice), &device));
+    let mut opt = Adam::new(1e-2);
+    let mut losses = Vec::new();
+    for _ in 0..20 {
+        let loss = model.forward(&x).square().mean();
+        losses.push(loss.item());
+        loss.backward().step(&mut model, &mut opt);
+    }
+    assert!(losses[19] < 0.5 * losses[0], "loss {} -> {}", losses[0], losses[19]);
+}
