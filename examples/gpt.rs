@@ -226,8 +226,10 @@ fn main() -> Result<()> {
     let start = Instant::now();
     let (b, v) = (args.batch_size, VOCAB as i64);
     let mut running = None;
+    let mut step_secs = Vec::with_capacity(args.steps);
     Cpu::run(|| {
         for step in 0..args.steps {
+            let began = Instant::now();
             opt.set_lr(schedule.lr_at(step as u64));
             let (x, y) = batch(train, b, &mut rng, &device);
             let mut ctx = Ctx::train(step as u64);
@@ -237,6 +239,7 @@ fn main() -> Result<()> {
             clip_grad_norm::<Cpu, Gpt>(&mut grads, 1.0);
             opt.step(&mut model, &grads);
             let l = loss.item();
+            step_secs.push(began.elapsed().as_secs_f64());
             let avg = running.map_or(l, |r: f64| 0.98 * r + 0.02 * l);
             running = Some(avg);
             if (step + 1) % 100 == 0 || step + 1 == args.steps {
@@ -250,6 +253,11 @@ fn main() -> Result<()> {
             }
         }
     });
+
+    step_secs.sort_by(f64::total_cmp);
+    if let Some(median) = step_secs.get(step_secs.len() / 2) {
+        println!("median training step: {:.1} ms (bench/torch_gpt.py times PyTorch on the same model)", 1e3 * median);
+    }
 
     let prompt: Vec<i64> = "And God said".chars().map(|c| chars.binary_search(&c).map_or(0, |i| i as i64)).collect();
     let text: String =

@@ -1,0 +1,85 @@
+"""PyTorch side of `examples/gpt.rs`: the same decoder-only transformer
+(width 64, 4 heads, 4 pre-LayerNorm blocks, context 64, vocabulary 64),
+batch 32, AdamW with weight decay 0.01 and gradient clipping at 1.0, on
+random ids; prints the median milliseconds per training step.
+
+Run: python3 bench/torch_gpt.py   (needs `pip install torch`; runs on the CPU)
+"""
+import math
+import statistics
+import time
+
+import torch
+from torch import nn
+
+V, T, D, H, L, B = 64, 64, 64, 4, 4, 32
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(D, 3 * D)
+        self.proj = nn.Linear(D, D)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).split(D, dim=-1)
+        q, k, v = (z.reshape(b, t, H, D // H).transpose(1, 2) for z in (q, k, v))
+        att = q @ k.transpose(-2, -1) * (1.0 / math.sqrt(D // H))
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(b, t, D))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln1, self.attn, self.ln2 = nn.LayerNorm(D), Attention(), nn.LayerNorm(D)
+        self.fc1, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class Gpt(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(V, D), nn.Embedding(T, D)
+        self.blocks = nn.ModuleList(Block() for _ in range(L))
+        self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln(x))
+
+
+def main():
+    torch.manual_seed(0)
+    model = Gpt()
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    x = torch.randint(0, V, (B, T))
+    y = torch.randint(0, V, (B * T,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x).reshape(-1, V), y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    for _ in range(5):
+        step()
+    times = []
+    for _ in range(30):
+        t = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t)
+    print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads: "
+          f"{1e3 * statistics.median(times):.1f} ms per step")
+
+
+if __name__ == "__main__":
+    main()
