@@ -205,6 +205,7 @@ fn generate(model: &Gpt, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDe
 
 fn main() -> Result<()> {
     let args = parse_args()?;
+    blaze::cpu::tune_allocator_for_training();
     let device = CpuDevice;
     let (ids, chars) = load(&args.data)?;
     let split = ids.len() * 9 / 10;

@@ -170,8 +170,9 @@ pub trait Float: Num + num_traits::Float {
 }
 
 impl Float for f32 {
+    #[inline(always)]
     fn erf(self) -> Self {
-        libm::erff(self)
+        blaze_runtime::math::erf_f32(self)
     }
     #[inline(always)]
     fn fast_exp(self) -> Self {
