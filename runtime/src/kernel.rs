@@ -61,6 +61,8 @@ pub trait KernelFloat:
     fn ceil(self) -> Self;
     /// `x * y + z`.
     fn fma(self, y: Self, z: Self) -> Self;
+    /// The error function (vectorisable in f32, libm's in f64).
+    fn erf(self) -> Self;
     /// The smaller of two (the other one if either is NaN, as WGSL allows).
     fn min(self, y: Self) -> Self {
         if y < self { y } else { self }
@@ -87,8 +89,12 @@ pub trait KernelFloat:
 }
 
 macro_rules! kernel_float {
-    ($t:ty, $exp:expr) => {
+    ($t:ty, $exp:expr, $erf:expr) => {
         impl KernelFloat for $t {
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
             #[inline(always)]
             fn lit(v: f64) -> Self {
                 v as $t
@@ -153,8 +159,8 @@ macro_rules! kernel_float {
     };
 }
 
-kernel_float!(f32, crate::math::exp_f32);
-kernel_float!(f64, f64::exp);
+kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32);
+kernel_float!(f64, f64::exp, libm::erf);
 
 /// An elementwise kernel `f(a_0, .., a_{ARITY-1})`, as `kernel!` generates
 /// it. The CPU runs [`Elementwise::map`]; the GPU runs [`Elementwise::WGSL`].

@@ -176,13 +176,6 @@ pub fn log_softmax_backward<B: Backend, const D: usize>(
     g.sub(&y.exp().mul(&g.sum_dim(dim)))
 }
 
-/// The adjoint of `gelu(x)` (the erf form): `g (Φ(x) + x φ(x))`.
-pub fn gelu_backward<B: Backend, const D: usize>(x: &Tensor<B, D>, g: &Tensor<B, D>) -> Tensor<B, D> {
-    let cdf = x.mul_scalar(std::f64::consts::FRAC_1_SQRT_2).erf().add_scalar(1.0).mul_scalar(0.5);
-    let pdf = x.square().mul_scalar(-0.5).exp().mul_scalar(0.398_942_280_401_432_7);
-    g.mul(&cdf.add(&x.mul(&pdf)))
-}
-
 /// The adjoint of `sum_dim`/`mean_dim` over `dim` (kept with size 1) of
 /// an input of shape `shape`: `g` spread back over the dim, divided by its
 /// size for a mean.
