@@ -249,3 +249,41 @@ fn summary_shows_symbolic_shapes() {
     assert!(s.contains("TransformerBlock (input [batch, T, 16])"), "{s}");
     assert!(s.contains("fc1") && s.contains("[batch, T, 64]") && s.contains("Attention"), "{s}");
 }
+
+/// The same MLP as fields in sequence and as a forward body.
+#[model(input = [8])]
+pub struct SeqMlp {
+    fc1: Linear<8, 16>,
+    act: Relu,
+    fc2: Linear<16, 4>,
+}
+
+#[model]
+pub struct BodyMlp {
+    fc1: Linear<8, 16>,
+    fc2: Linear<16, 4>,
+}
+
+#[model(input = [8])]
+impl BodyMlp {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.fc2(relu(self.fc1(x)))
+    }
+}
+
+#[test]
+fn a_forward_body_computes_what_the_sequential_model_does() {
+    let (seq, body) = (SeqMlp::new_seeded(19, &CpuDevice), BodyMlp::new_seeded(19, &CpuDevice));
+    let x = normal([5, 8], 20);
+    assert_eq!(seq.forward(&x).to_vec::<f32>(), body.forward(&x).to_vec::<f32>());
+    let (ys, cs) = seq.clone().forward_train(&x, &mut Ctx::train(0));
+    let (yb, cb) = body.clone().forward_train(&x, &mut Ctx::train(0));
+    assert_eq!(ys.to_vec::<f32>(), yb.to_vec::<f32>());
+    let g = normal([5, 4], 21);
+    let (gs, gb) = (seq.backward(&cs, &g), body.backward(&cb, &g));
+    assert_eq!(gs.0.to_vec::<f32>(), gb.0.to_vec::<f32>(), "input gradient");
+    let (gs, gb) = (grads_dict::<Cpu, SeqMlp>(&gs.1), grads_dict::<Cpu, BodyMlp>(&gb.1));
+    for ((name, a), (_, b)) in gs.iter().zip(&gb) {
+        assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{name}");
+    }
+}

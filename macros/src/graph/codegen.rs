@@ -4,7 +4,7 @@
 //! lowered ops backwards. The training forward keeps only what those
 //! adjoint statements read.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -228,14 +228,58 @@ impl Gen<'_> {
         out
     }
 
+    /// Layer nodes fused with the activation after them: a `Linear` or
+    /// `Conv2d` whose output only a ReLU, sigmoid or tanh reads runs as
+    /// one step (`forward_act`), as in a model of fields in sequence.
+    /// Maps the layer's node to the activation's node and its op.
+    fn fused(&self) -> HashMap<usize, (usize, TokenStream)> {
+        let low = self.low;
+        let mut uses = vec![0usize; low.vals.len()];
+        for n in &low.nodes {
+            for &a in &n.args {
+                uses[a] += 1;
+            }
+        }
+        uses[low.output] += 1;
+        let mut out = HashMap::new();
+        for (i, n) in low.nodes.iter().enumerate() {
+            let Op::Layer(callee) = &n.op else { continue };
+            let fusable =
+                matches!(self.fields()[callee.field].kind, LayerKind::Linear { .. } | LayerKind::Conv2d { .. });
+            if !fusable || uses[n.out] != 1 {
+                continue;
+            }
+            let next = low.nodes.iter().position(|m| m.args == [n.out]);
+            if let Some(j) = next
+                && let Op::Act(a @ (Act::Relu | Act::Tanh | Act::Sigmoid)) = low.nodes[j].op
+            {
+                let op = match a {
+                    Act::Relu => quote!(Relu),
+                    Act::Tanh => quote!(Tanh),
+                    _ => quote!(Sigmoid),
+                };
+                out.insert(i, (j, quote!(::core::option::Option::Some(::blaze::UnaryOp::#op))));
+            }
+        }
+        out
+    }
+
     /// The inference forward's statements, ending with the output.
     pub fn forward(&self) -> TokenStream {
         let mut out = self.bind_inputs();
-        for n in &self.low.nodes {
+        let fused = self.fused();
+        let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
+        for (i, n) in self.low.nodes.iter().enumerate() {
             let o = v(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let stmt = match &n.op {
                 Op::Input => continue,
+                _ if skipped.contains(&i) => continue,
+                Op::Layer(callee) if fused.contains_key(&i) => {
+                    let (j, act) = &fused[&i];
+                    let (at, x, y) = (access(*callee, self.fields()), v(n.args[0]), v(self.low.nodes[*j].out));
+                    quote_spanned!(span=> let #y = #at.forward_act(&#x, #act);)
+                }
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     let (at, x) = (access(*callee, self.fields()), v(n.args[0]));
@@ -305,12 +349,27 @@ impl Gen<'_> {
     pub fn forward_train(&self, cache_ident: &syn::Ident) -> TokenStream {
         let mut out = self.bind_inputs();
         let mut caches = Vec::new();
+        let fused = self.fused();
+        let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
             let o = v(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let ci = c(i);
             let stmt = match &n.op {
                 Op::Input => continue,
+                _ if skipped.contains(&i) => continue,
+                Op::Layer(callee) if fused.contains_key(&i) => {
+                    // The activation caches its output, the layer its input.
+                    let (j, act) = &fused[&i];
+                    let (at, x, y, cj) =
+                        (access(*callee, self.fields()), v(n.args[0]), v(self.low.nodes[*j].out), c(*j));
+                    caches.push(ci.clone());
+                    caches.push(cj.clone());
+                    quote_spanned!(span=>
+                        let (#y, #ci) = #at.forward_train_act(&#x, #act);
+                        let #cj = ::core::clone::Clone::clone(&#y);
+                    )
+                }
                 Op::Layer(callee) => {
                     caches.push(ci.clone());
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
