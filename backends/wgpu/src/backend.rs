@@ -423,6 +423,37 @@ impl Wgpu {
     }
 }
 
+/// `u32` indices on the device (argmax, pooling) as an i64 host tensor.
+fn indices_to_host(t: &DeviceTensor) -> WgpuStorage {
+    let bytes = t.device.read(t.buffer(), 4 * t.numel() as u64);
+    let v: Vec<i64> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
+    let data = TensorData { shape: t.shape.clone(), values: DataVec::I64(v) };
+    WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), t.device.clone())
+}
+
+/// The output plane `[oh, ow]` of pooling an `[h, w]` plane.
+fn pool_plane(h: usize, w: usize, o: &Pool2dOptions) -> [usize; 2] {
+    [window(h, o.kernel[0], o.stride[0], o.padding[0], 1), window(w, o.kernel[1], o.stride[1], o.padding[1], 1)]
+}
+
+/// The parameters the pooling shaders read: `[invocations, ow, oh, h, w,
+/// kh, kw, sh, sw, ph, pw]`.
+fn pool_params(invocations: usize, [oh, ow]: [usize; 2], [h, w]: [usize; 2], o: &Pool2dOptions) -> [u32; 11] {
+    [
+        u(invocations),
+        u(ow),
+        u(oh),
+        u(h),
+        u(w),
+        u(o.kernel[0]),
+        u(o.kernel[1]),
+        u(o.stride[0]),
+        u(o.stride[1]),
+        u(o.padding[0]),
+        u(o.padding[1]),
+    ]
+}
+
 /// Output size of a window along one dim.
 fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> usize {
     (size + 2 * pad - dil * (k - 1) - 1) / stride + 1
@@ -628,12 +659,7 @@ impl Backend for Wgpu {
         if !arg {
             return Self::dev(out);
         }
-        // Indices come back to the host as i64.
-        let bytes = device.read(out.buffer(), 4 * outputs as u64);
-        let idx: Vec<i64> =
-            bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
-        let data = TensorData { shape, values: DataVec::I64(idx) };
-        WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), device.clone())
+        indices_to_host(&out)
     }
 
     fn matmul(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
@@ -887,8 +913,7 @@ impl Backend for Wgpu {
             return (place(y, x.device()), i.map(|i| place(i, x.device())));
         };
         let [n, c, h, w] = [t.shape[0], t.shape[1], t.shape[2], t.shape[3]];
-        let oh = window(h, o.kernel[0], o.stride[0], o.padding[0], 1);
-        let ow = window(w, o.kernel[1], o.stride[1], o.padding[1], 1);
+        let [oh, ow] = pool_plane(h, w, o);
         let shape = [n, c, oh, ow];
         let out = DeviceTensor::new(&t.device, &shape, DType::F32);
         let idx = DeviceTensor::new(&t.device, &shape, DType::Bool);
@@ -911,31 +936,10 @@ impl Backend for Wgpu {
             &[("x", "f32", false), ("out", "f32", true), ("idx", "u32", true)],
             body,
             &[t.buffer(), out.buffer(), idx.buffer()],
-            &[
-                u(out.numel()),
-                u(ow),
-                u(oh),
-                u(h),
-                u(w),
-                u(o.kernel[0]),
-                u(o.kernel[1]),
-                u(o.stride[0]),
-                u(o.stride[1]),
-                u(o.padding[0]),
-                u(o.padding[1]),
-            ],
+            &pool_params(out.numel(), [oh, ow], [h, w], o),
             out.numel(),
         );
-        let indices = with_indices.then(|| {
-            let bytes = t.device.read(idx.buffer(), 4 * idx.numel() as u64);
-            let v: Vec<i64> =
-                bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
-            WgpuStorage::Host(
-                Cpu::from_data(TensorData { shape: shape.to_vec(), values: DataVec::I64(v) }, &CpuDevice),
-                t.device.clone(),
-            )
-        });
-        (Self::dev(out), indices)
+        (Self::dev(out), with_indices.then(|| indices_to_host(&idx)))
     }
 
     fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
@@ -943,8 +947,7 @@ impl Backend for Wgpu {
             return place(Cpu::avg_pool2d(&x.host(), o), x.device());
         };
         let [n, c, h, w] = [t.shape[0], t.shape[1], t.shape[2], t.shape[3]];
-        let oh = window(h, o.kernel[0], o.stride[0], o.padding[0], 1);
-        let ow = window(w, o.kernel[1], o.stride[1], o.padding[1], 1);
+        let [oh, ow] = pool_plane(h, w, o);
         let out = DeviceTensor::new(&t.device, &[n, c, oh, ow], DType::F32);
         let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
             let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);\n\
@@ -962,19 +965,7 @@ impl Backend for Wgpu {
             &[("x", "f32", false), ("out", "f32", true)],
             body,
             &[t.buffer(), out.buffer()],
-            &[
-                u(out.numel()),
-                u(ow),
-                u(oh),
-                u(h),
-                u(w),
-                u(o.kernel[0]),
-                u(o.kernel[1]),
-                u(o.stride[0]),
-                u(o.stride[1]),
-                u(o.padding[0]),
-                u(o.padding[1]),
-            ],
+            &pool_params(out.numel(), [oh, ow], [h, w], o),
             out.numel(),
         );
         Self::dev(out)
@@ -1000,8 +991,8 @@ impl Backend for Wgpu {
         let cols = Self::contiguous_matmul(wtm.gpu(), &gm); // [n, g, cg*kh*kw, oh*ow]
         let out = DeviceTensor::new(&gt.device, &input_shape, DType::F32);
         let body = "    let w = pu(1u); let h = pu(2u); let cg = pu(3u); let kh = pu(4u); let kw = pu(5u); let oh = pu(6u); let ow = pu(7u);\n\
-            let xx = i % w; let y = (i / w) % h; let ch = (i / (w * h)) % pu(16u); let b = i / (w * h * pu(16u));\n\
-            let gi = ch / cg; let ci = ch % cg; let groups = pu(16u) / cg;\n\
+            let xx = i % w; let y = (i / w) % h; let ch = (i / (w * h)) % pu(14u); let b = i / (w * h * pu(14u));\n\
+            let gi = ch / cg; let ci = ch % cg; let groups = pu(14u) / cg;\n\
             var acc = 0.0;\n\
             for (var ky = 0u; ky < kh; ky = ky + 1u) {\n\
                 for (var kx = 0u; kx < kw; kx = kx + 1u) {\n\
@@ -1037,13 +1028,10 @@ impl Backend for Wgpu {
                 u(o.dilation[1]),
                 u(o.padding[0]),
                 u(o.padding[1]),
-                0,
-                0,
                 u(c),
             ],
             out.numel(),
         );
-        let _ = g;
         Self::dev(out)
     }
 
@@ -1075,7 +1063,7 @@ impl Backend for Wgpu {
         let [_, _, h, w] = input_shape;
         let [oh, ow] = [gt.shape[2], gt.shape[3]];
         let out = DeviceTensor::new(&gt.device, &input_shape, DType::F32);
-        let body = "    let w = pu(1u); let h = pu(2u); let oh = pu(3u); let ow = pu(4u);\n\
+        let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
             let xx = i % w; let y = (i / w) % h; let plane = i / (w * h);\n\
             var acc = 0.0;\n\
             for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {\n\
@@ -1094,19 +1082,7 @@ impl Backend for Wgpu {
             &[("g", "f32", false), ("out", "f32", true)],
             body,
             &[gt.buffer(), out.buffer()],
-            &[
-                u(out.numel()),
-                u(w),
-                u(h),
-                u(oh),
-                u(ow),
-                u(o.kernel[0]),
-                u(o.kernel[1]),
-                u(o.stride[0]),
-                u(o.stride[1]),
-                u(o.padding[0]),
-                u(o.padding[1]),
-            ],
+            &pool_params(out.numel(), [oh, ow], [h, w], o),
             out.numel(),
         );
         Self::dev(out)
