@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, has_params, show, sym_ident};
+use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
@@ -490,7 +490,7 @@ impl Gen<'_> {
                 Op::Input | Op::Positions(_) => {}
                 Op::Layer(callee) | Op::Nested(callee) => {
                     let nested = matches!(n.op, Op::Nested(_));
-                    let holds = has_params(&self.fields()[callee.field].kind);
+                    let holds = self.fields()[callee.field].kind.has_params();
                     let at = access(*callee, self.fields());
                     let gr = gr(*callee, self.fields());
                     let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
@@ -657,7 +657,7 @@ impl Gen<'_> {
         }
         // Parameters whose layer's output did not reach the output.
         for (fi, f) in self.fields().iter().enumerate() {
-            if !has_params(&f.kind) {
+            if !f.kind.has_params() {
                 continue;
             }
             let indices: Vec<Option<usize>> = match f.array {
@@ -690,7 +690,7 @@ impl Gen<'_> {
         let grads_ident = format_ident!("{}Grads", self.model.ident);
         let fields = self.fields().iter().enumerate().map(|(fi, f)| {
             let name = &f.ident;
-            let value = match (has_params(&f.kind), f.array) {
+            let value = match (f.kind.has_params(), f.array) {
                 (false, None) => quote!(()),
                 (false, Some(n)) => quote!(::std::vec![(); #n]),
                 (true, None) => {

@@ -311,7 +311,7 @@ impl<'a> Lower<'a> {
 
     fn node(&mut self, op: Op, args: Vec<usize>, shape: Vec<Dim>, at: impl Place) -> usize {
         let span = at.first();
-        let holds = matches!(op, Op::Layer(c) | Op::Nested(c) if has_params(&self.fields[c.field].kind));
+        let holds = matches!(op, Op::Layer(c) | Op::Nested(c) if self.fields[c.field].kind.has_params());
         let batched = args.iter().any(|&a| self.vals[a].batched);
         let grad = holds || args.iter().any(|&a| self.vals[a].grad);
         let params = holds || args.iter().any(|&a| self.vals[a].params);
@@ -363,7 +363,7 @@ impl<'a> Lower<'a> {
                 );
             }
             let per = f.array.unwrap_or(1);
-            if has_params(&f.kind) && calls.len() > per {
+            if f.kind.has_params() && calls.len() > per {
                 return err(
                     &calls[per],
                     format!(
@@ -1203,13 +1203,7 @@ impl<'a> Lower<'a> {
             kind => {
                 let fixed: Option<Vec<usize>> = dims.iter().map(Dim::fixed).collect();
                 match kind {
-                    LayerKind::Relu
-                    | LayerKind::LeakyRelu
-                    | LayerKind::Gelu
-                    | LayerKind::Sigmoid
-                    | LayerKind::Tanh
-                    | LayerKind::Map { .. }
-                    | LayerKind::Dropout => dims.clone(),
+                    kind if kind.is_elementwise() => dims.clone(),
                     _ => {
                         let Some(fixed) = fixed else {
                             return err(span, format!("{me} needs fixed per-sample dims, got {shown}"));
@@ -1269,19 +1263,6 @@ impl<'a> Lower<'a> {
         });
         Ok(())
     }
-}
-
-/// Layers whose gradients are not `()`: a field of such a kind is called once.
-pub fn has_params(kind: &LayerKind) -> bool {
-    matches!(
-        kind,
-        LayerKind::Linear { .. }
-            | LayerKind::Conv2d { .. }
-            | LayerKind::BatchNorm2d { .. }
-            | LayerKind::LayerNorm { .. }
-            | LayerKind::Embedding { .. }
-            | LayerKind::Opaque { .. }
-    )
 }
 
 fn op_name(op: Bin) -> &'static str {

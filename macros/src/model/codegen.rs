@@ -51,23 +51,10 @@ pub(crate) fn field_init(f: &Field, o: &Options) -> TokenStream {
     }
 }
 
-/// Whether the field's type names the backend parameter `B`.
-fn uses_backend(kind: &LayerKind) -> bool {
-    matches!(
-        kind,
-        LayerKind::Linear { .. }
-            | LayerKind::Conv2d { .. }
-            | LayerKind::BatchNorm2d { .. }
-            | LayerKind::LayerNorm { .. }
-            | LayerKind::Embedding { .. }
-            | LayerKind::Opaque { .. }
-    )
-}
-
 /// A marker field (declaration, initialiser) for a model none of whose
 /// layers names the backend, which would leave `B` unused.
 pub(crate) fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
-    if model.fields.iter().any(|f| uses_backend(&f.kind)) {
+    if model.fields.iter().any(|f| f.kind.has_params()) {
         return (TokenStream::new(), TokenStream::new());
     }
     (quote!(__backend: ::core::marker::PhantomData<B>,), quote!(__backend: ::core::marker::PhantomData,))

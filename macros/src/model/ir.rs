@@ -118,6 +118,36 @@ impl LayerKind {
         }
     }
 
+    /// Whether the layer holds tensors (parameters, statistics, or a
+    /// nested model's): its type names the backend and its gradients are
+    /// not `()`.
+    pub fn has_params(&self) -> bool {
+        matches!(
+            self,
+            LayerKind::Linear { .. }
+                | LayerKind::Conv2d { .. }
+                | LayerKind::BatchNorm2d { .. }
+                | LayerKind::LayerNorm { .. }
+                | LayerKind::Embedding { .. }
+                | LayerKind::Opaque { .. }
+        )
+    }
+
+    /// Whether the layer maps each element on its own (activations,
+    /// dropout, `Map`): its output has its input's shape, whatever it is.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            LayerKind::Relu
+                | LayerKind::LeakyRelu
+                | LayerKind::Gelu
+                | LayerKind::Sigmoid
+                | LayerKind::Tanh
+                | LayerKind::Map { .. }
+                | LayerKind::Dropout
+        )
+    }
+
     /// The `#[layer]` keys this kind accepts.
     pub fn keys(&self) -> &'static [&'static str] {
         match self {
