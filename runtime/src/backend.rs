@@ -292,7 +292,7 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     /// A tensor filled with one value (converted to `dtype` as `as` does).
     fn full(shape: &[usize], value: f64, dtype: DType, device: &Self::Device) -> Self::Storage;
     /// The dims of `x`.
-    fn shape(x: &Self::Storage) -> Vec<usize>;
+    fn shape(x: &Self::Storage) -> &[usize];
     /// The dtype of `x`.
     fn dtype(x: &Self::Storage) -> DType;
     /// The device that holds `x`.

@@ -14,6 +14,7 @@
 
 mod conv;
 mod elementwise;
+mod gemm;
 mod kernel;
 mod matmul;
 mod movement;
@@ -266,8 +267,8 @@ impl Backend for Cpu {
         }
     }
 
-    fn shape(x: &CpuStorage) -> Vec<usize> {
-        x.shape().to_vec()
+    fn shape(x: &CpuStorage) -> &[usize] {
+        x.shape()
     }
 
     fn dtype(x: &CpuStorage) -> DType {

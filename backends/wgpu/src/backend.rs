@@ -516,9 +516,9 @@ impl Backend for Wgpu {
         Self::dev(ew_on(device, "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)]))
     }
 
-    fn shape(x: &WgpuStorage) -> Vec<usize> {
+    fn shape(x: &WgpuStorage) -> &[usize] {
         match x {
-            WgpuStorage::Device(t) => t.shape.clone(),
+            WgpuStorage::Device(t) => &t.shape,
             WgpuStorage::Host(c, _) => Cpu::shape(c),
         }
     }

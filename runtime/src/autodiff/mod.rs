@@ -294,7 +294,7 @@ impl<B: Backend> Backend for Autodiff<B> {
         AdStorage::constant(x.primal.clone())
     }
 
-    fn shape(x: &AdStorage<B>) -> Vec<usize> {
+    fn shape(x: &AdStorage<B>) -> &[usize] {
         B::shape(&x.primal)
     }
 
@@ -347,7 +347,7 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn where_cond(cond: &AdStorage<B>, a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
         let y = B::where_cond(&cond.primal, &a.primal, &b.primal);
-        let (sa, sb) = (B::shape(&a.primal), B::shape(&b.primal));
+        let (sa, sb) = (B::shape(&a.primal).to_vec(), B::shape(&b.primal).to_vec());
         record(y, &[a, b], || Op::Where(cond.primal.clone(), sa, sb))
     }
 
@@ -370,7 +370,7 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn reshape(x: &AdStorage<B>, shape: &[usize]) -> AdStorage<B> {
         let y = B::reshape(&x.primal, shape);
-        record(y, &[x], || Op::Reshape(B::shape(&x.primal)))
+        record(y, &[x], || Op::Reshape(B::shape(&x.primal).to_vec()))
     }
 
     fn permute(x: &AdStorage<B>, axes: &[usize]) -> AdStorage<B> {
@@ -380,17 +380,17 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn expand(x: &AdStorage<B>, shape: &[usize]) -> AdStorage<B> {
         let y = B::expand(&x.primal, shape);
-        record(y, &[x], || Op::Expand(B::shape(&x.primal)))
+        record(y, &[x], || Op::Expand(B::shape(&x.primal).to_vec()))
     }
 
     fn slice(x: &AdStorage<B>, ranges: &[Range<usize>]) -> AdStorage<B> {
         let y = B::slice(&x.primal, ranges);
-        record(y, &[x], || Op::Slice(B::shape(&x.primal), ranges.to_vec()))
+        record(y, &[x], || Op::Slice(B::shape(&x.primal).to_vec(), ranges.to_vec()))
     }
 
     fn pad(x: &AdStorage<B>, pads: &[(usize, usize)], value: f64) -> AdStorage<B> {
         let y = B::pad(&x.primal, pads, value);
-        record(y, &[x], || Op::Pad(B::shape(&x.primal), pads.to_vec()))
+        record(y, &[x], || Op::Pad(B::shape(&x.primal).to_vec(), pads.to_vec()))
     }
 
     fn cat(xs: &[AdStorage<B>], dim: usize) -> AdStorage<B> {
@@ -403,7 +403,7 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn gather(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>) -> AdStorage<B> {
         let y = B::gather(&x.primal, dim, &index.primal);
-        record(y, &[x], || Op::Gather(B::shape(&x.primal), dim, index.primal.clone()))
+        record(y, &[x], || Op::Gather(B::shape(&x.primal).to_vec(), dim, index.primal.clone()))
     }
 
     fn scatter_add(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>, src: &AdStorage<B>) -> AdStorage<B> {
@@ -413,7 +413,7 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn index_select(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>) -> AdStorage<B> {
         let y = B::index_select(&x.primal, dim, &index.primal);
-        record(y, &[x], || Op::IndexSelect(B::shape(&x.primal), dim, index.primal.clone()))
+        record(y, &[x], || Op::IndexSelect(B::shape(&x.primal).to_vec(), dim, index.primal.clone()))
     }
 
     fn index_add(x: &AdStorage<B>, dim: usize, index: &AdStorage<B>, src: &AdStorage<B>) -> AdStorage<B> {
@@ -443,14 +443,14 @@ impl<B: Backend> Backend for Autodiff<B> {
         // The indices are what the backward pass routes the gradient by.
         let (y, idx) = B::max_pool2d(&x.primal, options, true);
         let idx = idx.unwrap_or_else(|| panic!("max_pool2d: the {} backend returned no indices", B::name()));
-        let shape = B::shape(&x.primal);
+        let shape = B::shape(&x.primal).to_vec();
         let out = record(y, &[x], || Op::MaxPool2d(shape, idx.clone()));
         (out, with_indices.then(|| AdStorage::constant(idx)))
     }
 
     fn avg_pool2d(x: &AdStorage<B>, options: &Pool2dOptions) -> AdStorage<B> {
         let y = B::avg_pool2d(&x.primal, options);
-        record(y, &[x], || Op::AvgPool2d(B::shape(&x.primal), *options))
+        record(y, &[x], || Op::AvgPool2d(B::shape(&x.primal).to_vec(), *options))
     }
 
     /// Not recorded: gradients of gradients (double backward) are not supported.

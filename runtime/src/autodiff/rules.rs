@@ -7,7 +7,7 @@ use crate::backend::{Backend, BinaryOp, CmpOp, ReduceOp, UnaryOp};
 use crate::kernel::KernelArg;
 
 fn shape<B: Backend>(x: &B::Storage) -> Vec<usize> {
-    B::shape(x)
+    B::shape(x).to_vec()
 }
 
 fn mul<B: Backend>(a: &B::Storage, b: &B::Storage) -> B::Storage {
@@ -30,7 +30,7 @@ fn as_float<B: Backend>(mask: &B::Storage, like: &B::Storage) -> B::Storage {
 /// Sums `g` over the dims where `shape` has size 1 and `g` does not: the
 /// adjoint of broadcasting to `g`'s shape.
 fn sum_to<B: Backend>(g: B::Storage, shape: &[usize]) -> B::Storage {
-    let gs = B::shape(&g);
+    let gs = B::shape(&g).to_vec();
     let mut out = g;
     for (d, (&want, &have)) in shape.iter().zip(&gs).enumerate() {
         if want == 1 && have != 1 {
