@@ -1,22 +1,18 @@
-//! Batched matmul on the `gemm` crate, which picks AVX-512 kernels at run
-//! time where the CPU has them. Operands are read through their strides, so
-//! a transposed weight or a broadcast batch dim costs no copy.
+//! Batched matmul on the crate's packed GEMM (`gemm.rs`). Operands are
+//! read through their strides, so a transposed weight or a broadcast batch
+//! dim costs no copy.
 
 use blaze_runtime::shape::broadcast_shapes;
-use gemm::Parallelism;
 use ndarray::IxDyn;
 use rayon::prelude::*;
 
 use crate::elementwise::build;
-use crate::storage::{Array, Float};
+pub(crate) use crate::gemm::GemmFloat;
+use crate::gemm::Strided;
+use crate::storage::Array;
 
 /// Multiply-adds below which one product runs on one thread.
 const PARALLEL_FLOPS: usize = 96 * 96 * 96;
-
-/// Element types `gemm` multiplies.
-pub(crate) trait GemmFloat: Float {}
-impl GemmFloat for f32 {}
-impl GemmFloat for f64 {}
 
 /// A raw pointer that may cross to another thread; each task writes a
 /// disjoint output block.
@@ -62,38 +58,36 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         return;
     }
     let threads = rayon::current_num_threads();
-    let parallel = parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS;
-    if !parallel || m.min(n).min(k) >= SHARED_PANELS_MIN {
-        let parallelism = if parallel { Parallelism::Rayon(threads) } else { Parallelism::None };
+    let lhs = Strided { ptr: lhs, rs: lhs_rs, cs: lhs_cs };
+    let rhs = Strided { ptr: rhs, rs: rhs_rs, cs: rhs_cs };
+    if !(parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS) {
         // SAFETY: forwarded from the caller.
-        unsafe { gemm_on(m, n, k, dst, dst_rs, lhs, lhs_rs, lhs_cs, rhs, rhs_rs, rhs_cs, accumulate, parallelism) };
+        unsafe { T::gemm_serial(m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
         return;
     }
     // Split the output into one block per thread and run each block on one
-    // thread. At the sizes of training steps (m = batch, n and k in the
-    // hundreds) this is 1.2-1.6x faster than `gemm`'s own threading.
-    // Measured on those shapes: splitting the columns wins when they
-    // outnumber the rows and the depth is not shallower than the rows
-    // (x W^T in a forward pass); otherwise (g^T x, a weight gradient)
-    // splitting the rows does.
+    // thread. Measured on the shapes of training steps: splitting the
+    // columns wins when they outnumber the rows and the depth is not
+    // shallower than the rows (x W^T in a forward pass); otherwise (g^T x,
+    // a weight gradient) splitting the rows does.
     let split_n = n >= m && k >= m;
     let len = if split_n { n } else { m };
     let block = len.div_ceil(threads).next_multiple_of(BLOCK_ALIGN).min(len);
     let blocks = len.div_ceil(block);
-    let (dst, lhs, rhs) = (SendPtr(dst), SendPtr(lhs.cast_mut()), SendPtr(rhs.cast_mut()));
+    let dst = SendPtr(dst);
     (0..blocks).into_par_iter().for_each(|b| {
-        let (dst, lhs, rhs) = (dst, lhs, rhs);
+        let dst = dst;
         let start = b * block;
         let size = block.min(len - start);
         // SAFETY: block `b` covers rows (or columns) start..start + size of
         // the blocks the caller vouches for; blocks are disjoint in `dst`.
         unsafe {
             if split_n {
-                let (d, r) = (dst.0.add(start), rhs.0.offset(start as isize * rhs_cs));
-                gemm_on(m, size, k, d, dst_rs, lhs.0, lhs_rs, lhs_cs, r, rhs_rs, rhs_cs, accumulate, Parallelism::None);
+                let r = Strided { ptr: rhs.ptr.offset(start as isize * rhs.cs), ..rhs };
+                T::gemm_serial(m, size, k, dst.0.add(start), dst_rs, lhs, r, accumulate);
             } else {
-                let (d, l) = (dst.0.offset(start as isize * dst_rs), lhs.0.offset(start as isize * lhs_rs));
-                gemm_on(size, n, k, d, dst_rs, l, lhs_rs, lhs_cs, rhs.0, rhs_rs, rhs_cs, accumulate, Parallelism::None);
+                let l = Strided { ptr: lhs.ptr.offset(start as isize * lhs.rs), ..lhs };
+                T::gemm_serial(size, n, k, dst.0.offset(start as isize * dst_rs), dst_rs, l, rhs, accumulate);
             }
         }
     });
@@ -102,60 +96,6 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
 /// Rows or columns of a thread's output block come in multiples of this
 /// (one 512-bit vector of f32).
 const BLOCK_ALIGN: usize = 16;
-
-/// Products whose every side is at least this long run on `gemm`'s own
-/// threading, which shares packed panels between threads and balances a
-/// thread that starts late; at 256^3 to 2048^3 it matches the split, and
-/// beats it when the pool's threads are asleep as the product starts.
-const SHARED_PANELS_MIN: usize = 256;
-
-/// [`gemm_raw`] with `gemm`'s own `parallelism`.
-///
-/// # Safety
-/// As for [`gemm_raw`].
-#[allow(clippy::too_many_arguments, reason = "a raw strided gemm call")]
-unsafe fn gemm_on<T: GemmFloat>(
-    m: usize,
-    n: usize,
-    k: usize,
-    dst: *mut T,
-    dst_rs: isize,
-    lhs: *const T,
-    lhs_rs: isize,
-    lhs_cs: isize,
-    rhs: *const T,
-    rhs_rs: isize,
-    rhs_cs: isize,
-    accumulate: bool,
-    parallelism: Parallelism,
-) {
-    // gemm computes dst = alpha * dst + beta * lhs * rhs, reading dst only
-    // when asked to.
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst,
-            1,
-            dst_rs,
-            accumulate,
-            lhs,
-            lhs_cs,
-            lhs_rs,
-            rhs,
-            rhs_cs,
-            rhs_rs,
-            T::ONE,
-            T::ONE,
-            false,
-            false,
-            false,
-            parallelism,
-        )
-    };
-}
 
 /// `[..., m, k] x [..., k, n]` with broadcast batch dims.
 pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {

@@ -1,0 +1,668 @@
+//! Single-threaded packed GEMM, `C = A B` or `C += A B`, for strided `A`
+//! and `B` and a row-major `C`, after Goto and van de Geijn: `B` is packed
+//! in `KC x NC` blocks of `NR`-column panels, `A` in `MC x KC` blocks of
+//! `MR`-row panels, and a register-blocked `MR x NR` kernel walks them.
+//!
+//! The packing buffers are thread-local and only grow, so once a thread has
+//! multiplied at a size it multiplies at that size without allocating: the
+//! zero-allocation training step depends on it (a general-purpose GEMM
+//! crate allocates its packing buffers on every call). The kernel is plain
+//! Rust over fixed-size arrays, compiled for AVX-512 or AVX2+FMA at run
+//! time (`simd`), where LLVM keeps the `MR x NR` accumulator tile in
+//! vector registers.
+
+use std::cell::RefCell;
+
+use crate::simd::{Isa, isa};
+use crate::storage::{Float, Num};
+
+/// Depth of one packed block: a `KC x NR` panel of `B` stays in L1.
+const KC: usize = 256;
+/// Rows of one packed block of `A` (a multiple of every `MR` below), sized
+/// to stay in L2 with its `B` panel.
+const MC: usize = 96;
+/// Columns of one packed block of `B`.
+const NC: usize = 2048;
+
+thread_local! {
+    /// Packed `A` and `B` blocks, in `u64` words so both f32 and f64 fit aligned.
+    static PACKED: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// A strided operand: element `(i, j)` is at `ptr + i * rs + j * cs`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided<T> {
+    pub ptr: *const T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+// SAFETY: a `Strided` only reads, and whoever builds one vouches that the
+// values live and stay unchanged while any thread reads them.
+unsafe impl<T: Sync> Send for Strided<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Strided<T> {}
+
+impl<T> Strided<T> {
+    /// The operand from element `(i, j)` on.
+    ///
+    /// # Safety
+    /// `(i, j)` must lie inside the operand.
+    #[inline(always)]
+    unsafe fn at(self, i: usize, j: usize) -> Self {
+        // SAFETY: forwarded from the caller.
+        Strided { ptr: unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }, ..self }
+    }
+
+    /// Element `(i, j)`.
+    ///
+    /// # Safety
+    /// As for [`Strided::at`].
+    #[inline(always)]
+    unsafe fn get(self, i: usize, j: usize) -> T
+    where
+        T: Copy,
+    {
+        // SAFETY: forwarded from the caller.
+        unsafe { *self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }
+    }
+}
+
+/// Element types with a packed GEMM: f32 and f64, each with its kernel
+/// shapes per ISA.
+pub(crate) trait GemmFloat: Float {
+    /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread.
+    ///
+    /// # Safety
+    /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
+    /// valid row-major `m x n` block with row stride `dst_rs` that overlaps
+    /// neither.
+    unsafe fn gemm_serial(
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut Self,
+        dst_rs: isize,
+        lhs: Strided<Self>,
+        rhs: Strided<Self>,
+        accumulate: bool,
+    );
+}
+
+/// Implements [`GemmFloat`] with kernels of two vectors by 8 rows (AVX-512,
+/// 16 accumulator registers) and by 6 rows (AVX2, 12 of them).
+macro_rules! gemm_float {
+    ($t:ty, $v512:ty, $v256:ty) => {
+        impl GemmFloat for $t {
+            unsafe fn gemm_serial(
+                m: usize,
+                n: usize,
+                k: usize,
+                dst: *mut $t,
+                dst_rs: isize,
+                lhs: Strided<$t>,
+                rhs: Strided<$t>,
+                accumulate: bool,
+            ) {
+                /// The product compiled for AVX-512. The kernel is called
+                /// straight from here, not through a closure: the
+                /// intrinsics only inline into a function with their ISA.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn v4(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe { run::<$t, Simd<$v512, 8, 2>>(g, pa, pb) }
+                }
+                /// The product compiled for AVX2 and FMA.
+                #[cfg(target_arch = "x86_64")]
+                #[target_feature(enable = "avx2,fma")]
+                unsafe fn v3(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe { run::<$t, Simd<$v256, 6, 2>>(g, pa, pb) }
+                }
+
+                let g = Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate };
+                PACKED.with(|cell| {
+                    let mut bufs = cell.borrow_mut();
+                    let (a_words, b_words) = &mut *bufs;
+                    let pa: *mut $t = grow(a_words, MC * KC.min(k));
+                    let pb: *mut $t = grow(b_words, KC.min(k) * n.min(NC).next_multiple_of(MAX_NR));
+                    // SAFETY: forwarded from the caller; each ISA's code
+                    // runs only on a CPU that has it.
+                    unsafe {
+                        match isa() {
+                            #[cfg(target_arch = "x86_64")]
+                            Isa::V4 => v4(&g, pa, pb),
+                            #[cfg(target_arch = "x86_64")]
+                            Isa::V3 => v3(&g, pa, pb),
+                            _ => run::<$t, Scalar<$t>>(&g, pa, pb),
+                        }
+                    }
+                });
+            }
+        }
+    };
+}
+gemm_float!(f32, x86::F32x16, x86::F32x8);
+gemm_float!(f64, x86::F64x8, x86::F64x4);
+
+/// The widest kernel's `NR`, which the `B` buffer is sized for.
+const MAX_NR: usize = 32;
+
+/// One product's arguments.
+#[derive(Clone, Copy)]
+struct Gemm<T> {
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    lhs: Strided<T>,
+    rhs: Strided<T>,
+    accumulate: bool,
+}
+
+/// A buffer of at least `len` values of `T` in `words`.
+fn grow<T>(words: &mut Vec<u64>, len: usize) -> *mut T {
+    const { assert!(align_of::<T>() <= align_of::<u64>()) };
+    let need = (len * size_of::<T>()).div_ceil(size_of::<u64>());
+    if words.len() < need {
+        words.resize(need, 0);
+    }
+    words.as_mut_ptr().cast()
+}
+
+/// The blocked product with `MR x NR` kernels (`FMA`: fused multiply-add).
+///
+/// # Safety
+/// As for [`GemmFloat::gemm_serial`]; the CPU runs the ISA the caller
+/// compiled this for, `pa` holds `MC x KC` values and `pb` `KC x NC`, both
+/// cut down to `k` and `n` rounded up to `NR`.
+#[inline(always)]
+unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
+    const { assert!(MC % K::MR == 0 && NC % K::NR == 0 && K::NR <= MAX_NR) };
+    let (mr, nr) = (K::MR, K::NR);
+    let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = *g;
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for i in 0..m {
+                // SAFETY: row i of the m x n destination.
+                unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n).fill(T::ZERO) };
+            }
+        }
+        return;
+    }
+    if m == 1 {
+        // A vector times a matrix: packing would cost as much as the product.
+        // SAFETY: forwarded from the caller.
+        unsafe { row_times::<T, K>(n, k, dst, lhs, rhs, accumulate) };
+        return;
+    }
+    // With few rows each panel of `B` serves few tiles, and packing it
+    // would cost about what the kernel does; rows of `B` that are
+    // contiguous are read in place then (the im2col products of a conv).
+    let in_place_b = rhs.cs == 1 && m <= IN_PLACE_B_ROWS;
+    for jc in (0..n).step_by(NC) {
+        let nc = NC.min(n - jc);
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            if !in_place_b {
+                // SAFETY: the block lies in `rhs`; `pb` holds kc x nc rounded up to NR.
+                unsafe { pack_b(nr, kc, nc, rhs.at(pc, jc), pb) };
+            }
+            let add = accumulate || pc > 0;
+            for ic in (0..m).step_by(MC) {
+                let mc = MC.min(m - ic);
+                // SAFETY: the block lies in `lhs`; `pa` holds MC x kc.
+                unsafe { pack_a(mr, mc, kc, lhs.at(ic, pc), pa) };
+                for jr in (0..nc).step_by(nr) {
+                    let cols = nr.min(nc - jr);
+                    // The panel of `B` and its stride between steps.
+                    let (b, b_rs) = if !in_place_b {
+                        // SAFETY: panel jr / NR of the packed block.
+                        (unsafe { pb.add(jr * kc) }.cast_const(), nr)
+                    } else if cols == nr {
+                        // SAFETY: (pc, jc + jr) lies in `rhs`, NR columns from it too.
+                        (unsafe { rhs.at(pc, jc + jr) }.ptr, rhs.rs as usize)
+                    } else {
+                        // The last, partial panel is packed: reading NR
+                        // values from its rows would run past them.
+                        // SAFETY: the block lies in `rhs`; `pb` holds kc x NR.
+                        unsafe { pack_b(nr, kc, cols, rhs.at(pc, jc + jr), pb) };
+                        (pb.cast_const(), nr)
+                    };
+                    for ir in (0..mc).step_by(mr) {
+                        // SAFETY: panel ir / MR of `pa` holds kc steps, as
+                        // does the panel of `B`; the tile at (ic + ir,
+                        // jc + jr) lies in `dst`.
+                        unsafe {
+                            let c = dst.offset((ic + ir) as isize * dst_rs + (jc + jr) as isize);
+                            let tile = Tile { dst: c, dst_rs, rows: mr.min(mc - ir), cols, add };
+                            K::tile(kc, pa.add(ir * kc), b, b_rs, tile);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Products with at most this many rows read contiguous rows of `B`
+/// without packing them.
+const IN_PLACE_B_ROWS: usize = 32;
+
+/// Where a kernel's tile goes: `rows x cols` of it (the rest is padding),
+/// added to what is there when `add`.
+struct Tile<T> {
+    dst: *mut T,
+    dst_rs: isize,
+    rows: usize,
+    cols: usize,
+    add: bool,
+}
+
+/// A register-blocked kernel: `a x b` over `kc` steps of an `MR`-row
+/// panel of `A` and an `NR`-column panel of `B`, stored to a tile.
+trait Micro<T: Float> {
+    /// Rows of a tile.
+    const MR: usize;
+    /// Columns of a tile.
+    const NR: usize;
+    /// Whether the ISA fuses multiply-adds.
+    const FMA: bool;
+
+    /// # Safety
+    /// `a` holds `kc * MR` values, `b` `kc` steps of `NR` values `b_rs`
+    /// apart, the tile lies in the
+    /// destination, and the CPU runs the kernel's ISA.
+    unsafe fn tile(kc: usize, a: *const T, b: *const T, b_rs: usize, tile: Tile<T>);
+
+    /// The dot products of `n` contiguous values at `x` with `n` at each
+    /// of `ys` (four columns at once, so each load of `x` serves four).
+    ///
+    /// # Safety
+    /// All hold `n` values, and the CPU runs the kernel's ISA.
+    unsafe fn dot4(n: usize, x: *const T, ys: [*const T; 4]) -> [T; 4];
+}
+
+/// Writes an `MR x NR` block of sums to `tile` (its `rows x cols` corner).
+#[inline(always)]
+fn store<T: Float, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
+    let Tile { dst, dst_rs, rows, cols, add } = tile;
+    for (i, ci) in c.iter().enumerate().take(rows) {
+        // SAFETY: row i of the tile, `cols` long, lies in the destination.
+        let row = unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), cols) };
+        if add {
+            row.iter_mut().zip(ci).for_each(|(d, &v)| *d += v);
+        } else {
+            row.copy_from_slice(&ci[..cols]);
+        }
+    }
+}
+
+/// Explicit vector registers of `V` lanes: `NV` of them per row, `MR` rows.
+/// (Plain arrays leave the choice of what to vectorise to LLVM, which
+/// vectorises the depth loop with gathers instead.)
+struct Simd<V, const MR: usize, const NV: usize>(std::marker::PhantomData<V>);
+
+impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV> {
+    const MR: usize = MR;
+    const NR: usize = NV * V::W;
+    const FMA: bool = true;
+
+    #[inline(always)]
+    unsafe fn tile(kc: usize, a: *const V::T, b: *const V::T, b_rs: usize, tile: Tile<V::T>) {
+        // SAFETY (whole body): the panels hold kc steps of MR and NR values
+        // and the CPU runs `V`'s ISA, as the caller vouches.
+        unsafe {
+            let mut c = [[V::zero(); NV]; MR];
+            for p in 0..kc {
+                let bp = b.add(p * b_rs);
+                let bv: [V; NV] = std::array::from_fn(|v| V::load(bp.add(v * V::W)));
+                for (i, ci) in c.iter_mut().enumerate() {
+                    let ai = V::splat(*a.add(p * MR + i));
+                    for (acc, &bj) in ci.iter_mut().zip(&bv) {
+                        *acc = V::fma(ai, bj, *acc);
+                    }
+                }
+            }
+            // Spill to memory once per tile, for the partial-tile store.
+            let mut out = [[V::T::ZERO; MAX_NR]; MR];
+            for (o, ci) in out.iter_mut().zip(&c) {
+                for (v, &acc) in ci.iter().enumerate() {
+                    acc.store(o.as_mut_ptr().add(v * V::W));
+                }
+            }
+            store(&out, tile);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn dot4(n: usize, x: *const V::T, ys: [*const V::T; 4]) -> [V::T; 4] {
+        // SAFETY (whole body): all hold n values, as the caller vouches.
+        unsafe {
+            let mut acc = [V::zero(); 4];
+            let mut p = 0;
+            while p + V::W <= n {
+                let xv = V::load(x.add(p));
+                for (s, y) in acc.iter_mut().zip(ys) {
+                    *s = V::fma(xv, V::load(y.add(p)), *s);
+                }
+                p += V::W;
+            }
+            let mut out = [V::T::ZERO; 4];
+            for (o, v) in out.iter_mut().zip(acc) {
+                *o = v.sum();
+            }
+            for q in p..n {
+                for (o, y) in out.iter_mut().zip(ys) {
+                    *o += *x.add(q) * *y.add(q);
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The portable kernel for CPUs without AVX2: a 4 x 4 tile of scalars.
+struct Scalar<T>(std::marker::PhantomData<T>);
+
+impl<T: Float> Micro<T> for Scalar<T> {
+    const MR: usize = 4;
+    const NR: usize = 4;
+    const FMA: bool = false;
+
+    #[inline(always)]
+    unsafe fn tile(kc: usize, a: *const T, b: *const T, b_rs: usize, tile: Tile<T>) {
+        let mut c = [[T::ZERO; 4]; 4];
+        for p in 0..kc {
+            // SAFETY: step p of each panel, as the caller vouches.
+            let (av, bv) = unsafe { (*a.add(p * 4).cast::<[T; 4]>(), *b.add(p * b_rs).cast::<[T; 4]>()) };
+            for i in 0..4 {
+                for j in 0..4 {
+                    c[i][j] = c[i][j] + av[i] * bv[j];
+                }
+            }
+        }
+        store(&c, tile);
+    }
+
+    #[inline(always)]
+    unsafe fn dot4(n: usize, x: *const T, ys: [*const T; 4]) -> [T; 4] {
+        // SAFETY: all hold n values, as the caller vouches.
+        ys.map(|y| (0..n).fold(T::ZERO, |t, p| unsafe { t + *x.add(p) * *y.add(p) }))
+    }
+}
+
+/// One vector register of floats.
+trait Lanes: Copy {
+    /// The lane type.
+    type T: Float;
+    /// Lanes per register.
+    const W: usize;
+    /// All lanes zero.
+    unsafe fn zero() -> Self;
+    /// All lanes `x`.
+    unsafe fn splat(x: Self::T) -> Self;
+    /// `W` values from `p`, unaligned.
+    unsafe fn load(p: *const Self::T) -> Self;
+    /// `a * b + c`, fused.
+    unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    /// The lanes to `p`, unaligned.
+    unsafe fn store(self, p: *mut Self::T);
+    /// The sum of the lanes.
+    unsafe fn sum(self) -> Self::T;
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::Lanes;
+
+    /// Implements [`Lanes`] for a register type by its intrinsics.
+    macro_rules! lanes {
+        ($name:ident, $reg:ty, $t:ty, $w:literal, $zero:ident, $splat:ident, $load:ident, $fma:ident, $store:ident) => {
+            /// A vector register.
+            #[derive(Clone, Copy)]
+            pub struct $name($reg);
+
+            // SAFETY (every method): the caller runs this on a CPU with the
+            // register's ISA, and pointers address `W` values.
+            impl Lanes for $name {
+                type T = $t;
+                const W: usize = $w;
+                #[inline(always)]
+                unsafe fn zero() -> Self {
+                    $name(unsafe { $zero() })
+                }
+                #[inline(always)]
+                unsafe fn splat(x: $t) -> Self {
+                    $name(unsafe { $splat(x) })
+                }
+                #[inline(always)]
+                unsafe fn load(p: *const $t) -> Self {
+                    $name(unsafe { $load(p) })
+                }
+                #[inline(always)]
+                unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
+                    $name(unsafe { $fma(a.0, b.0, c.0) })
+                }
+                #[inline(always)]
+                unsafe fn store(self, p: *mut $t) {
+                    unsafe { $store(p, self.0) }
+                }
+                #[inline(always)]
+                unsafe fn sum(self) -> $t {
+                    let mut lanes = [0.0; $w];
+                    unsafe { $store(lanes.as_mut_ptr(), self.0) };
+                    let mut total = 0.0;
+                    for v in lanes {
+                        total += v;
+                    }
+                    total
+                }
+            }
+        };
+    }
+
+    lanes!(
+        F32x16,
+        __m512,
+        f32,
+        16,
+        _mm512_setzero_ps,
+        _mm512_set1_ps,
+        _mm512_loadu_ps,
+        _mm512_fmadd_ps,
+        _mm512_storeu_ps
+    );
+    lanes!(
+        F64x8,
+        __m512d,
+        f64,
+        8,
+        _mm512_setzero_pd,
+        _mm512_set1_pd,
+        _mm512_loadu_pd,
+        _mm512_fmadd_pd,
+        _mm512_storeu_pd
+    );
+    lanes!(
+        F32x8,
+        __m256,
+        f32,
+        8,
+        _mm256_setzero_ps,
+        _mm256_set1_ps,
+        _mm256_loadu_ps,
+        _mm256_fmadd_ps,
+        _mm256_storeu_ps
+    );
+    lanes!(
+        F64x4,
+        __m256d,
+        f64,
+        4,
+        _mm256_setzero_pd,
+        _mm256_set1_pd,
+        _mm256_loadu_pd,
+        _mm256_fmadd_pd,
+        _mm256_storeu_pd
+    );
+}
+
+/// Packs the `mc x kc` block at `a` into `MR`-row panels, each `kc` steps
+/// of `MR` values, the rows past `mc` zero.
+///
+/// # Safety
+/// The block lies in the operand and `out` holds `mc` rounded up to `MR`
+/// times `kc` values.
+#[inline(always)]
+unsafe fn pack_a<T: Float>(mr: usize, mc: usize, kc: usize, a: Strided<T>, out: *mut T) {
+    for (panel, i0) in (0..mc).step_by(mr).enumerate() {
+        let rows = mr.min(mc - i0);
+        // SAFETY: panel `panel` of `out`.
+        let o = unsafe { std::slice::from_raw_parts_mut(out.add(panel * kc * mr), kc * mr) };
+        for (p, step) in o.chunks_exact_mut(mr).enumerate() {
+            for (i, v) in step.iter_mut().enumerate() {
+                // SAFETY: (i0 + i, p) lies in the block for i < rows.
+                *v = if i < rows { unsafe { a.get(i0 + i, p) } } else { T::ZERO };
+            }
+        }
+    }
+}
+
+/// Packs the `kc x nc` block at `b` into `NR`-column panels, each `kc`
+/// steps of `NR` values, the columns past `nc` zero.
+///
+/// # Safety
+/// The block lies in the operand and `out` holds `kc` times `nc` rounded
+/// up to `NR` values.
+#[inline(always)]
+unsafe fn pack_b<T: Float>(nr: usize, kc: usize, nc: usize, b: Strided<T>, out: *mut T) {
+    for (panel, j0) in (0..nc).step_by(nr).enumerate() {
+        let cols = nr.min(nc - j0);
+        // SAFETY: panel `panel` of `out`.
+        let o = unsafe { std::slice::from_raw_parts_mut(out.add(panel * kc * nr), kc * nr) };
+        for (p, step) in o.chunks_exact_mut(nr).enumerate() {
+            if b.cs == 1 && cols == nr {
+                // SAFETY: row p of the block holds nr values from column j0.
+                step.copy_from_slice(unsafe { std::slice::from_raw_parts(b.at(p, j0).ptr, nr) });
+                continue;
+            }
+            for (j, v) in step.iter_mut().enumerate() {
+                // SAFETY: (p, j0 + j) lies in the block for j < cols.
+                *v = if j < cols { unsafe { b.get(p, j0 + j) } } else { T::ZERO };
+            }
+        }
+    }
+}
+
+/// `dst[1 x n] (+)= a[1 x k] * b[k x n]`: rows of `b` scaled and summed
+/// when they are contiguous, dot products with its columns otherwise.
+///
+/// # Safety
+/// As for [`GemmFloat::gemm_serial`] with `m = 1`.
+#[inline(always)]
+unsafe fn row_times<T: Float, K: Micro<T>>(
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    a: Strided<T>,
+    b: Strided<T>,
+    accumulate: bool,
+) {
+    // SAFETY: the destination row is n long.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+    let fma = |x: T, y: T, acc: T| if K::FMA { x.mul_add(y, acc) } else { acc + x * y };
+    if b.cs == 1 {
+        if !accumulate {
+            out.fill(T::ZERO);
+        }
+        for p in 0..k {
+            // SAFETY: element p of the row and row p of `b`, n long.
+            let (x, row) = unsafe { (a.get(0, p), std::slice::from_raw_parts(b.at(p, 0).ptr, n)) };
+            out.iter_mut().zip(row).for_each(|(o, &w)| *o = fma(x, w, *o));
+        }
+        return;
+    }
+    let mut j = 0;
+    if a.cs == 1 && b.rs == 1 {
+        while j + 4 <= n {
+            // SAFETY: the row of `a` and columns j..j + 4 of `b` are k long
+            // and contiguous.
+            let sums = unsafe { K::dot4(k, a.ptr, std::array::from_fn(|c| b.at(0, j + c).ptr)) };
+            for (o, s) in out[j..j + 4].iter_mut().zip(sums) {
+                *o = if accumulate { *o + s } else { s };
+            }
+            j += 4;
+        }
+    }
+    for (j, o) in out.iter_mut().enumerate().skip(j) {
+        // SAFETY: (0, p) and (p, j) lie in the operands.
+        let total = (0..k).fold(T::ZERO, |s, p| unsafe { fma(a.get(0, p), b.get(p, j), s) });
+        *o = if accumulate { *o + total } else { total };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `lhs * rhs (+ dst)` in f64, the naive way.
+    fn reference(
+        m: usize,
+        n: usize,
+        k: usize,
+        lhs: &dyn Fn(usize, usize) -> f64,
+        rhs: &dyn Fn(usize, usize) -> f64,
+    ) -> Vec<f64> {
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k).map(|p| lhs(i, p) * rhs(p, j)).sum();
+            }
+        }
+        out
+    }
+
+    /// Checks one product of `T` on every layout: `lhs` row- or
+    /// column-major, `rhs` too, with and without accumulation.
+    fn check<T: GemmFloat>(m: usize, n: usize, k: usize, tol: f64) {
+        let value = |s: usize, i: usize, j: usize| ((s * 7919 + i * 31 + j * 17) % 23) as f64 / 11.0 - 1.0;
+        let a: Vec<T> = (0..m * k).map(|x| T::from_f64(value(1, x / k, x % k))).collect();
+        let b: Vec<T> = (0..k * n).map(|x| T::from_f64(value(2, x / n, x % n))).collect();
+        let want = reference(m, n, k, &|i, p| value(1, i, p), &|p, j| value(2, p, j));
+        // The same values stored transposed.
+        let at: Vec<T> = (0..m * k).map(|x| a[(x % m) * k + x / m]).collect();
+        let bt: Vec<T> = (0..k * n).map(|x| b[(x % k) * n + x / k]).collect();
+        for (lhs, rhs) in [
+            (Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 }, Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 }),
+            (Strided { ptr: at.as_ptr(), rs: 1, cs: m as isize }, Strided { ptr: bt.as_ptr(), rs: 1, cs: k as isize }),
+        ] {
+            for accumulate in [false, true] {
+                let mut dst = vec![T::from_f64(0.5); m * n];
+                // SAFETY: the operands are m x k and k x n, `dst` m x n.
+                unsafe { T::gemm_serial(m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                for (x, (&got, &w)) in dst.iter().zip(&want).enumerate() {
+                    let w = if accumulate { w + 0.5 } else { w };
+                    let got: f64 = num_traits::cast(got).unwrap();
+                    assert!((got - w).abs() <= tol * (1.0 + w.abs()), "{m}x{k}x{n} at {x}: {got} vs {w}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn matches_the_naive_product_across_block_edges() {
+        for (m, n, k) in [(1, 1, 1), (1, 37, 300), (2, 3, 0), (7, 33, 5), (97, 70, 257), (200, 2100, 30), (13, 17, 600)]
+        {
+            check::<f32>(m, n, k, 1e-4);
+            check::<f64>(m, n, k, 1e-12);
+        }
+    }
+}
