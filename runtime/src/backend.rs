@@ -432,6 +432,19 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
 
     // ---- composites a backend may fuse -----------------------------------
 
+    /// The i64 values `0..n`, `[n]` (`torch.arange`). The default uploads
+    /// them from the host; a backend may write them in place.
+    fn arange(n: usize, device: &Self::Device) -> Self::Storage {
+        let values = (0..n as i64).collect();
+        Self::from_data(TensorData { shape: vec![n], values: crate::DataVec::I64(values) }, device)
+    }
+
+    /// The one value of a one-element tensor, as f64. The default reads
+    /// the tensor back whole; a backend may read the value directly.
+    fn item(x: &Self::Storage) -> f64 {
+        Self::to_data(x).values.to_f64_vec()[0]
+    }
+
     /// Softmax over `dim` (log-softmax with `log`). The default composes
     /// primitives, so a differentiating backend records it op by op; a
     /// backend may override it with a fused kernel that must agree.
@@ -495,10 +508,10 @@ pub fn composed_bias_act<B: Backend>(
 /// subtracted first so no exponent overflows; it cancels in the ratio.
 pub fn composed_softmax<B: Backend>(x: &B::Storage, dim: usize, log: bool) -> B::Storage {
     let shape = B::shape(x);
-    let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), &shape);
+    let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), shape);
     let shifted = B::binary(BinaryOp::Sub, x, &max);
     let e = B::unary(UnaryOp::Exp, &shifted);
-    let sum = B::expand(&B::reduce(ReduceOp::Sum, &e, dim), &shape);
+    let sum = B::expand(&B::reduce(ReduceOp::Sum, &e, dim), shape);
     if log {
         B::binary(BinaryOp::Sub, &shifted, &B::unary(UnaryOp::Log, &sum))
     } else {

@@ -225,6 +225,9 @@ macro_rules! scalar_arg {
 }
 scalar_arg!(f32, f64, i32);
 
+/// Arguments a kernel may take.
+pub const MAX_ARGS: usize = 8;
+
 /// Calls kernel `K` on `args`, broadcasting the tensors among them: what
 /// the function `kernel!` generates does. Panics, naming the kernel, when
 /// no argument is a tensor, the tensors' shapes do not broadcast, or their
@@ -243,38 +246,40 @@ pub fn partial<K: Elementwise, B: Backend, const D: usize>(arg: usize, args: &[A
 fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
     let name = K::NAME;
     assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
-    let tensors: Vec<(&str, &Tensor<B, D>)> = K::ARGS
-        .iter()
-        .zip(args)
-        .filter_map(|(n, a)| match a {
-            Arg::Tensor(t) => Some((*n, *t)),
+    assert!(args.len() <= MAX_ARGS, "{name}: more than {MAX_ARGS} arguments");
+    fn tensor<'a, B: Backend, const D: usize>(a: &Arg<'a, B, D>) -> Option<&'a Tensor<B, D>> {
+        match a {
+            Arg::Tensor(t) => Some(*t),
             Arg::Number(_) => None,
-        })
-        .collect();
-    let Some(&(_, first)) = tensors.first() else {
+        }
+    }
+    let Some(first) = args.iter().find_map(tensor) else {
         panic!("{name}: at least one argument must be a tensor");
     };
     let dtype = first.dtype();
-    let mut shape = first.shape().to_vec();
-    for (arg, t) in &tensors {
+    let mut shape = first.shape();
+    for (arg, t) in K::ARGS.iter().zip(args).filter_map(|(n, a)| Some((n, tensor(a)?))) {
         assert!(
             t.dtype() == dtype && dtype.is_float(),
             "{name}: argument `{arg}` is {}, but kernels take tensors of one float dtype ({dtype} first)",
             t.dtype()
         );
-        shape = broadcast_shapes(&shape, &t.shape()).unwrap_or_else(|| {
-            let all: Vec<String> = tensors.iter().map(|(n, t)| format!("`{n}` {:?}", t.shape())).collect();
+        let Some(joint) = broadcast_shapes(&shape, &t.shape()) else {
+            let all: Vec<String> =
+                K::ARGS.iter().zip(args).filter_map(|(n, a)| Some(format!("`{n}` {:?}", tensor(a)?.shape()))).collect();
             panic!("{name}: argument shapes do not broadcast: {}", all.join(", "))
-        });
+        };
+        shape.copy_from_slice(&joint);
     }
-    let inputs: Vec<KernelArg<B::Storage>> = args
-        .iter()
-        .map(|a| match a {
-            Arg::Tensor(t) => KernelArg::Tensor(B::expand(t.storage(), &shape)),
-            Arg::Number(v) => KernelArg::Number(*v),
-        })
-        .collect();
-    Tensor::wrap(B::elementwise::<K>(f, &inputs, &shape, dtype))
+    // A fixed array rather than a Vec: a training step calls kernels and
+    // must not allocate.
+    let inputs: [KernelArg<B::Storage>; MAX_ARGS] = std::array::from_fn(|i| match args.get(i) {
+        Some(Arg::Tensor(t)) => KernelArg::Tensor(B::expand(t.storage(), &shape)),
+        Some(Arg::Number(v)) => KernelArg::Number(*v),
+        None => KernelArg::Number(0.0),
+    });
+    let inputs = &inputs[..args.len()];
+    Tensor::wrap(B::elementwise::<K>(f, inputs, &shape, dtype))
 }
 
 /// A general kernel (`#[workgroup(N)]` in `kernel!`): workgroups of

@@ -86,6 +86,15 @@ fn for_each_param<B: Backend, M: Module<B>>(
     model.visit_grads(grads, "", &mut Apply(update));
 }
 
+/// The state of parameter `name`, created empty on its first step (looked
+/// up by `&str` so that later steps allocate no key).
+fn slot_state<'a, B: Backend>(state: &'a mut BTreeMap<String, State<B>>, name: &str) -> &'a mut State<B> {
+    if !state.contains_key(name) {
+        state.insert(name.to_owned(), State::default());
+    }
+    state.get_mut(name).expect("inserted above")
+}
+
 /// `slot = decay * slot + scale * x` in place, or `scale * x` on the first step.
 fn decay_into<B: Backend>(
     slots: &mut BTreeMap<String, Tensor<B, 1>>,
@@ -179,7 +188,7 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
         for_each_param(model, grads, |name, p, g| {
             let mut d = if wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
             if mu != 0.0 {
-                let slots = &mut state.entry(name.to_owned()).or_default().slots;
+                let slots = &mut slot_state(state, name).slots;
                 // PyTorch starts the buffer at the first gradient, undamped.
                 match slots.get_mut("momentum_buffer") {
                     Some(buf) => buf.axpby_(mu, &d, 1.0 - damp),
@@ -285,7 +294,7 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         for_each_param(model, grads, |name, p, g| {
             let keep = if decoupled { 1.0 - lr * wd } else { 1.0 };
             let g = if !decoupled && wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
-            let slots = &mut state.entry(name.to_owned()).or_default().slots;
+            let slots = &mut slot_state(state, name).slots;
             decay_into(slots, "exp_avg", b1, &g, 1.0 - b1);
             decay_into(slots, "exp_avg_sq", b2, &g.square(), 1.0 - b2);
             // p -= lr * m̂ / (sqrt(v̂) + eps), with m̂ = m / c1, v̂ = v / c2.

@@ -45,19 +45,104 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
 
 /// The NumPy broadcast of two shapes of equal rank, or `None` when a pair of
 /// dims differs and neither is 1.
-pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Dims> {
     if a.len() != b.len() {
         return None;
     }
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| match (x, y) {
-            _ if x == y => Some(x),
-            (1, _) => Some(y),
-            (_, 1) => Some(x),
-            _ => None,
-        })
-        .collect()
+    let mut out = Dims::new();
+    for (&x, &y) in a.iter().zip(b) {
+        out.push(match (x, y) {
+            _ if x == y => x,
+            (1, _) => y,
+            (_, 1) => x,
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+/// Dims without a heap allocation up to rank [`Dims::INLINE`] (every op
+/// computes a few shapes, and a training step should not allocate).
+#[derive(Clone)]
+pub struct Dims {
+    len: usize,
+    inline: [usize; Dims::INLINE],
+    /// Used instead of `inline` past its capacity.
+    spill: Vec<usize>,
+}
+
+impl Dims {
+    /// Ranks held without allocating.
+    pub const INLINE: usize = 8;
+
+    /// No dims.
+    pub const fn new() -> Self {
+        Dims { len: 0, inline: [0; Dims::INLINE], spill: Vec::new() }
+    }
+
+    /// Appends a dim.
+    pub fn push(&mut self, d: usize) {
+        if self.len < Self::INLINE {
+            self.inline[self.len] = d;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.inline);
+            }
+            self.spill.push(d);
+        }
+        self.len += 1;
+    }
+}
+
+impl Default for Dims {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl From<&[usize]> for Dims {
+    fn from(dims: &[usize]) -> Self {
+        let mut out = Dims::new();
+        out.extend(dims.iter().copied());
+        out
+    }
+}
+
+impl Extend<usize> for Dims {
+    fn extend<I: IntoIterator<Item = usize>>(&mut self, iter: I) {
+        iter.into_iter().for_each(|d| self.push(d));
+    }
+}
+
+impl std::ops::Deref for Dims {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        if self.len <= Self::INLINE { &self.inline[..self.len] } else { &self.spill }
+    }
+}
+
+impl std::ops::DerefMut for Dims {
+    fn deref_mut(&mut self) -> &mut [usize] {
+        if self.len <= Self::INLINE { &mut self.inline[..self.len] } else { &mut self.spill }
+    }
+}
+
+impl std::fmt::Debug for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Dims {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<[usize]> for Dims {
+    fn eq(&self, other: &[usize]) -> bool {
+        **self == *other
+    }
 }
 
 /// Output size of a sliding window along one axis, as PyTorch computes it:
@@ -78,10 +163,12 @@ mod tests {
 
     #[test]
     fn broadcasting_follows_numpy() {
-        assert_eq!(broadcast_shapes(&[2, 1, 3], &[1, 4, 3]), Some(vec![2, 4, 3]));
-        assert_eq!(broadcast_shapes(&[0, 1], &[1, 5]), Some(vec![0, 5]));
+        assert_eq!(broadcast_shapes(&[2, 1, 3], &[1, 4, 3]).as_deref(), Some(&[2, 4, 3][..]));
+        assert_eq!(broadcast_shapes(&[0, 1], &[1, 5]).as_deref(), Some(&[0, 5][..]));
         assert_eq!(broadcast_shapes(&[2, 3], &[3, 3]), None);
-        assert_eq!(broadcast_shapes(&[], &[]), Some(vec![]));
+        assert_eq!(broadcast_shapes(&[], &[]).as_deref(), Some(&[][..]));
+        let long: Vec<usize> = (1..12).collect();
+        assert_eq!(broadcast_shapes(&long, &long).as_deref(), Some(&long[..]), "past the inline capacity");
     }
 
     #[test]

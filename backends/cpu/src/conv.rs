@@ -7,10 +7,10 @@ use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{Conv2dOptions, Pool2dOptions};
 use rayon::prelude::*;
 
-use crate::elementwise::build;
 use crate::matmul::{GemmFloat, gemm_raw};
 use crate::parallel::CHUNK;
-use crate::storage::{Array, Num};
+use crate::pool::{self, with_scratch};
+use crate::storage::{Array, Float, Num};
 
 /// The output positions `o` along one axis whose tap `o * stride + offset`
 /// (with `offset = tap * dilation - padding`) falls inside `0..size`.
@@ -150,17 +150,15 @@ pub(crate) fn conv2d_input_grad<T: GemmFloat>(
     input_shape: [usize; 4],
     opt: &Conv2dOptions,
 ) -> Array<T> {
-    let grad = grad.as_standard_layout();
-    let weight = weight.as_standard_layout();
+    let grad = pool::standard(grad);
+    let weight = pool::standard(weight);
     let gs = grad.as_slice().expect("standard layout");
     let ws = weight.as_slice().expect("standard layout");
     let wshape: [usize; 4] = weight.shape().try_into().expect("rank 4");
     let geo = ConvGeometry::new(input_shape, wshape, opt);
     let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
     let per_sample = geo.c * geo.h * geo.w;
-    let mut out = vec![T::ZERO; geo.n * per_sample];
-    let sample = |cols: &mut Vec<T>, (s, dx): (usize, &mut [T]), parallel: bool| {
-        cols.resize(kdim * plane, T::ZERO);
+    let sample = |cols: &mut [T], (s, dx): (usize, &mut [T]), parallel: bool| {
         for gi in 0..g {
             let gout = &gs[(s * g + gi) * geo.og * plane..][..geo.og * plane];
             let wg = &ws[gi * geo.og * kdim..][..geo.og * kdim];
@@ -188,8 +186,9 @@ pub(crate) fn conv2d_input_grad<T: GemmFloat>(
             col2im(cols, dxg, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
         }
     };
-    for_each_sample(&mut out, per_sample, geo.n * geo.og * g * plane * kdim, sample);
-    build(&input_shape, out)
+    pool::filled(&input_shape, T::ZERO, |out| {
+        for_each_sample(out, per_sample, kdim * plane, geo.n * geo.og * g * plane * kdim, sample);
+    })
 }
 
 /// The weight gradient of a convolution: the sum over samples of
@@ -200,27 +199,24 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
     weight_shape: [usize; 4],
     opt: &Conv2dOptions,
 ) -> Array<T> {
-    let x = x.as_standard_layout();
-    let grad = grad.as_standard_layout();
+    let x = pool::standard(x);
+    let grad = pool::standard(grad);
     let xs = x.as_slice().expect("standard layout");
     let gs = grad.as_slice().expect("standard layout");
     let xshape: [usize; 4] = x.shape().try_into().expect("rank 4");
     let geo = ConvGeometry::new(xshape, weight_shape, opt);
     let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
     let direct = geo.kh == 1 && geo.kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
-    // One partial sum per thread, added at the end, so samples can run in parallel.
-    let partial = |samples: std::ops::Range<usize>, parallel: bool| {
-        let mut dw = vec![T::ZERO; weight_shape.iter().product()];
-        let mut cols = Vec::new();
+    // dw += the samples' terms, with `cols` as scratch for im2col.
+    let accumulate = |dw: &mut [T], samples: std::ops::Range<usize>, parallel: bool, cols: &mut [T]| {
         for s in samples {
             for gi in 0..g {
                 let xg = &xs[(s * geo.c + gi * geo.cg) * geo.h * geo.w..][..geo.cg * geo.h * geo.w];
                 let rhs: &[T] = if direct {
                     xg
                 } else {
-                    cols.resize(kdim * plane, T::ZERO);
-                    im2col(xg, &mut cols, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
-                    &cols
+                    im2col(xg, cols, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
+                    cols
                 };
                 let gout = &gs[(s * g + gi) * geo.og * plane..][..geo.og * plane];
                 let dwg = &mut dw[gi * geo.og * kdim..][..geo.og * kdim];
@@ -246,43 +242,52 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
                 };
             }
         }
-        dw
     };
+    let scratch = if direct { 0 } else { kdim * plane };
+    let wlen: usize = weight_shape.iter().product();
     let threads = rayon::current_num_threads();
-    let dw = if geo.n > 1 && threads > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
+    if geo.n > 1 && threads > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
+        // One partial sum per thread, added at the end, so samples run in parallel.
         let per = geo.n.div_ceil(threads);
-        (0..threads)
-            .into_par_iter()
-            .map(|t| partial(t * per..((t + 1) * per).min(geo.n), false))
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(&b).for_each(|(x, &y)| *x += y);
-                a
-            })
-            .expect("at least one thread")
+        let partials = pool::filled(&[threads, wlen], T::ZERO, |parts| {
+            parts.par_chunks_mut(wlen.max(1)).enumerate().for_each(|(t, dw)| {
+                with_scratch(scratch, |cols| accumulate(dw, t * per..((t + 1) * per).min(geo.n), false, cols));
+            });
+        });
+        let parts = partials.as_slice().expect("a pooled array is contiguous");
+        pool::output(&weight_shape, |dw| {
+            dw.copy_from_slice(&parts[..wlen]);
+            for part in parts[wlen..].chunks(wlen.max(1)) {
+                dw.iter_mut().zip(part).for_each(|(x, &y)| *x += y);
+            }
+        })
     } else {
-        partial(0..geo.n, true)
-    };
-    build(&weight_shape, dw)
+        pool::filled(&weight_shape, T::ZERO, |dw| with_scratch(scratch, |cols| accumulate(dw, 0..geo.n, true, cols)))
+    }
 }
 
 /// Runs `sample(scratch, (index, out_block))` for every sample's block of
 /// `out`: in parallel (each worker with its own scratch buffer and serial
 /// gemms) when there are several samples and `flops` of work, else in
 /// sequence with parallel gemms.
-fn for_each_sample<T: Send>(
+fn for_each_sample<T: Float>(
     out: &mut [T],
     per_sample: usize,
+    scratch: usize,
     flops: usize,
-    sample: impl Fn(&mut Vec<T>, (usize, &mut [T]), bool) + Sync,
+    sample: impl Fn(&mut [T], (usize, &mut [T]), bool) + Sync,
 ) {
     let n = out.len() / per_sample.max(1);
     if n > 1 && rayon::current_num_threads() > 1 && flops >= 1 << 18 {
-        out.par_chunks_mut(per_sample.max(1)).enumerate().for_each_init(Vec::new, |cols, job| sample(cols, job, false));
+        out.par_chunks_mut(per_sample.max(1))
+            .enumerate()
+            .for_each(|job| with_scratch(scratch, |cols| sample(cols, job, false)));
     } else {
-        let mut cols = Vec::new();
-        for job in out.chunks_mut(per_sample.max(1)).enumerate() {
-            sample(&mut cols, job, true);
-        }
+        with_scratch(scratch, |cols| {
+            for job in out.chunks_mut(per_sample.max(1)).enumerate() {
+                sample(cols, job, true);
+            }
+        });
     }
 }
 
@@ -293,8 +298,8 @@ pub(crate) fn conv2d<T: GemmFloat>(
     bias: Option<&Array<T>>,
     opt: &Conv2dOptions,
 ) -> Array<T> {
-    let x = x.as_standard_layout();
-    let weight = weight.as_standard_layout();
+    let x = pool::standard(x);
+    let weight = pool::standard(weight);
     let xs = x.as_slice().expect("standard layout");
     let ws = weight.as_slice().expect("standard layout");
     let (n, c, h, w) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
@@ -307,13 +312,13 @@ pub(crate) fn conv2d<T: GemmFloat>(
     };
     let (oh, ow) = (size(0, kh), size(1, kw));
     let (plane, kdim) = (oh * ow, cg * kh * kw);
-    let bias: Option<Vec<T>> = bias.map(|b| b.iter().copied().collect());
+    let bias = bias.map(pool::standard);
+    let bias = bias.as_ref().map(|b| b.as_slice().expect("row-major"));
     // A 1x1 kernel with unit stride and no padding reads the input as is.
     let direct = kh == 1 && kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
 
-    let mut out = vec![T::ZERO; n * co * plane];
-    let sample = |cols: &mut Vec<T>, (s, dst): (usize, &mut [T]), parallel: bool| {
-        if let Some(b) = &bias {
+    let sample = |cols: &mut [T], (s, dst): (usize, &mut [T]), parallel: bool| {
+        if let Some(b) = bias {
             for (oc, d) in dst.chunks_mut(plane).enumerate() {
                 d.fill(b[oc]);
             }
@@ -323,7 +328,6 @@ pub(crate) fn conv2d<T: GemmFloat>(
             let rhs: &[T] = if direct {
                 xg
             } else {
-                cols.resize(kdim * plane, T::ZERO);
                 im2col(xg, cols, [cg, h, w], [kh, kw], [oh, ow], opt);
                 cols
             };
@@ -350,8 +354,8 @@ pub(crate) fn conv2d<T: GemmFloat>(
             };
         }
     };
-    for_each_sample(&mut out, co * plane, n * co * plane * kdim, sample);
-    build(&[n, co, oh, ow], out)
+    let scratch = if direct { 0 } else { kdim * plane };
+    pool::output(&[n, co, oh, ow], |out| for_each_sample(out, co * plane, scratch, n * co * plane * kdim, sample))
 }
 
 /// Geometry of a pooling window over one `[h, w]` plane.
@@ -430,71 +434,78 @@ pub(crate) fn max_pool2d<T: Num>(
     opt: &Pool2dOptions,
     with_indices: bool,
 ) -> (Array<T>, Option<Array<i64>>) {
-    let x = x.as_standard_layout();
+    let x = pool::standard(x);
     let xs = x.as_slice().expect("standard layout");
     let (n, c) = (x.shape()[0], x.shape()[1]);
     let geo = PoolGeometry::new(x.shape()[2], x.shape()[3], opt);
-    let outs = geo.oh * geo.ow;
-    let mut out = vec![T::ZERO; n * c * outs];
-    let mut idx = vec![0i64; if with_indices { n * c * outs } else { 0 }];
     let unpadded = opt.padding == [0, 0];
     let [kh, kw] = opt.kernel;
     let [sh, sw] = opt.stride;
-    for_each_plane(xs, n * c, &geo, &mut out, &mut idx, |src, out, idx| {
-        for oy in 0..geo.oh {
-            for ox in 0..geo.ow {
-                // Without padding every window lies inside the plane, so the
-                // taps need no clipping; with padding, clip at the borders.
-                let (ys, xr) =
-                    if unpadded { (oy * sh..oy * sh + kh, ox * sw..ox * sw + kw) } else { geo.window(oy, ox) };
-                // The runtime keeps padding below half the window, so every
-                // window holds at least one real tap.
-                let mut best_at = ys.start * geo.w + xr.start;
-                let mut best = src[best_at];
-                for y in ys {
-                    let row = &src[y * geo.w..][..geo.w];
-                    for x in xr.clone() {
-                        let v = row[x];
-                        if !best.is_nan() && (v.is_nan() || v > best) {
-                            best = v;
-                            best_at = y * geo.w + x;
+    let shape = [n, c, geo.oh, geo.ow];
+    let mut indices = None;
+    let values = pool::output(&shape, |out| {
+        let run = |out: &mut [T], idx: &mut [i64]| {
+            for_each_plane(xs, n * c, &geo, out, idx, |src, out, idx| {
+                for oy in 0..geo.oh {
+                    for ox in 0..geo.ow {
+                        // Without padding every window lies inside the plane, so the
+                        // taps need no clipping; with padding, clip at the borders.
+                        let (ys, xr) =
+                            if unpadded { (oy * sh..oy * sh + kh, ox * sw..ox * sw + kw) } else { geo.window(oy, ox) };
+                        // The runtime keeps padding below half the window, so every
+                        // window holds at least one real tap.
+                        let mut best_at = ys.start * geo.w + xr.start;
+                        let mut best = src[best_at];
+                        for y in ys {
+                            let row = &src[y * geo.w..][..geo.w];
+                            for x in xr.clone() {
+                                let v = row[x];
+                                if !best.is_nan() && (v.is_nan() || v > best) {
+                                    best = v;
+                                    best_at = y * geo.w + x;
+                                }
+                            }
+                        }
+                        out[oy * geo.ow + ox] = best;
+                        if let Some(slot) = idx.get_mut(oy * geo.ow + ox) {
+                            *slot = best_at as i64;
                         }
                     }
                 }
-                out[oy * geo.ow + ox] = best;
-                if let Some(slot) = idx.get_mut(oy * geo.ow + ox) {
-                    *slot = best_at as i64;
-                }
-            }
+            })
+        };
+        if with_indices {
+            indices = Some(pool::output(&shape, |idx| run(out, idx)));
+        } else {
+            run(out, &mut []);
         }
     });
-    let shape = [n, c, geo.oh, geo.ow];
-    (build(&shape, out), with_indices.then(|| build(&shape, idx)))
+    (values, indices)
 }
 
 /// Average pooling; padded zeros count in the divisor (`count_include_pad`).
 pub(crate) fn avg_pool2d<T: Num + num_traits::Float>(x: &Array<T>, opt: &Pool2dOptions) -> Array<T> {
-    let x = x.as_standard_layout();
+    let x = pool::standard(x);
     let xs = x.as_slice().expect("standard layout");
     let (n, c) = (x.shape()[0], x.shape()[1]);
     let geo = PoolGeometry::new(x.shape()[2], x.shape()[3], opt);
     let area = T::from_f64((opt.kernel[0] * opt.kernel[1]) as f64);
-    let mut out = vec![T::ZERO; n * c * geo.oh * geo.ow];
-    for_each_plane(xs, n * c, &geo, &mut out, &mut [], |src, out, _| {
-        for oy in 0..geo.oh {
-            for ox in 0..geo.ow {
-                let (ys, xr) = geo.window(oy, ox);
-                let mut sum = T::ZERO;
-                for y in ys {
-                    for x in xr.clone() {
-                        sum += src[y * geo.w + x];
+    pool::output(&[n, c, geo.oh, geo.ow], |out| {
+        for_each_plane(xs, n * c, &geo, out, &mut [], |src, out, _| {
+            for oy in 0..geo.oh {
+                for ox in 0..geo.ow {
+                    let (ys, xr) = geo.window(oy, ox);
+                    let mut sum = T::ZERO;
+                    for y in ys {
+                        for x in xr.clone() {
+                            sum += src[y * geo.w + x];
+                        }
                     }
+                    out[oy * geo.ow + ox] = sum / area;
                 }
-                out[oy * geo.ow + ox] = sum / area;
             }
-        }
-    });
-    build(&[n, c, geo.oh, geo.ow], out)
+        });
+    })
 }
 
 /// The input gradient of [`avg_pool2d`]: each output's gradient spread
@@ -504,35 +515,35 @@ pub(crate) fn avg_pool2d_input_grad<T: Num + num_traits::Float>(
     input_shape: [usize; 4],
     opt: &Pool2dOptions,
 ) -> Array<T> {
-    let grad = grad.as_standard_layout();
+    let grad = pool::standard(grad);
     let gs = grad.as_slice().expect("standard layout");
-    let [n, c, h, w] = input_shape;
+    let [_, _, h, w] = input_shape;
     let [kh, kw] = opt.kernel;
     let [sh, sw] = opt.stride;
     let [ph, pw] = opt.padding;
     let oh = window_output_size(h, kh, sh, ph, 1).expect("the runtime checked the window");
     let ow = window_output_size(w, kw, sw, pw, 1).expect("the runtime checked the window");
     let area = T::from_f64((kh * kw) as f64);
-    let mut out = vec![T::ZERO; n * c * h * w];
-    for (p, dx) in out.chunks_mut((h * w).max(1)).enumerate() {
-        let g = &gs[p * oh * ow..(p + 1) * oh * ow];
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let share = g[oy * ow + ox] / area;
-                for i in 0..kh {
-                    let y = (oy * sh + i) as isize - ph as isize;
-                    if y < 0 || y as usize >= h {
-                        continue;
-                    }
-                    for j in 0..kw {
-                        let x = (ox * sw + j) as isize - pw as isize;
-                        if x >= 0 && (x as usize) < w {
-                            dx[y as usize * w + x as usize] += share;
+    pool::filled(&input_shape, T::ZERO, |out| {
+        for (p, dx) in out.chunks_mut((h * w).max(1)).enumerate() {
+            let g = &gs[p * oh * ow..(p + 1) * oh * ow];
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let share = g[oy * ow + ox] / area;
+                    for i in 0..kh {
+                        let y = (oy * sh + i) as isize - ph as isize;
+                        if y < 0 || y as usize >= h {
+                            continue;
+                        }
+                        for j in 0..kw {
+                            let x = (ox * sw + j) as isize - pw as isize;
+                            if x >= 0 && (x as usize) < w {
+                                dx[y as usize * w + x as usize] += share;
+                            }
                         }
                     }
                 }
             }
         }
-    }
-    build(&input_shape, out)
+    })
 }

@@ -6,28 +6,24 @@
 use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
+use crate::pool::{self, Pooled};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
 use crate::storage::{Float, Num};
 use blaze_runtime::backend::UnaryOp;
 use blaze_runtime::shape::broadcast_shapes;
-use ndarray::{ArrayView, IxDyn, Zip};
+use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
-
-/// Builds an array from a row-major vector that fills `shape`.
-pub(crate) fn build<U>(shape: &[usize], v: Vec<U>) -> Array<U> {
-    Array::from_shape_vec(IxDyn(shape), v).expect("kernel output length matches its shape")
-}
 
 /// `f` applied to every element; parallel above `fork_min` elements.
 pub(crate) fn map<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
 where
     T: Copy + Send + Sync,
-    U: Copy + Send,
+    U: Pooled,
 {
     if let Some(s) = a.as_slice() {
-        let v = fill(s.len(), 1, should_fork(s.len(), fork_min), |start, out| {
+        return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
             let src = &s[start..start + out.len()];
             dispatch(
                 #[inline(always)]
@@ -38,14 +34,16 @@ where
                 },
             )
         });
-        return build(a.shape(), v);
     }
-    a.map(|&x| f(x)).into_shared()
+    pool::output(a.shape(), |out| {
+        let out = ndarray::ArrayViewMut::from_shape(a.raw_dim(), out).expect("the output fills the shape");
+        ndarray::Zip::from(out).and(a).for_each(|o, &x| *o = f(x));
+    })
 }
 
-/// `act(x + bias)` with the bias along `dim`, in one pass over `x`'s buffer
-/// (copied first only if shared). Returns false, leaving `x` alone, for a
-/// strided `x` or an activation without a fused form here.
+/// `act(x + bias)` with the bias along `dim`, in one pass over `x`'s buffer.
+/// Returns false, leaving `x` alone, for a strided or shared `x` or an
+/// activation without a fused form here.
 pub(crate) fn bias_act_in_place<T: Float>(
     x: &mut Array<T>,
     bias: Option<&Array<T>>,
@@ -81,9 +79,6 @@ fn bias_then<T: Float>(
         Some(Some(b)) if b.len() == channels => Some(b),
         Some(_) => return false,
     };
-    let Some(xs) = x.as_slice_mut() else {
-        return false;
-    };
     // Work in whole blocks of `channels * inner` values, where channel `c`
     // is the run `c * inner..(c + 1) * inner`.
     let block = (channels * inner).max(1);
@@ -116,23 +111,24 @@ fn bias_then<T: Float>(
             },
         )
     };
-    if should_fork(xs.len(), fork_min) {
-        let piece = CHUNK.div_ceil(block) * block;
-        xs.par_chunks_mut(piece).for_each(run);
-    } else {
-        run(xs);
-    }
-    true
+    pool::update_in_place(x, |xs| {
+        if should_fork(xs.len(), fork_min) {
+            let piece = CHUNK.div_ceil(block) * block;
+            xs.par_chunks_mut(piece).for_each(run);
+        } else {
+            run(xs);
+        }
+    })
 }
 
-/// `y = a * y + b * x` in one pass over `y`'s buffer, which is copied first
-/// only if another array shares it. Returns false (and leaves `y` alone)
-/// unless both are contiguous row-major of the same shape.
+/// `y = a * y + b * x` in one pass over `y`'s buffer. Returns false (and
+/// leaves `y` alone) unless both are contiguous row-major of the same shape
+/// and no other array shares `y`'s buffer.
 pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: T) -> bool {
     if y.shape() != x.shape() || !y.is_standard_layout() {
         return false;
     }
-    let (Some(xs), Some(ys)) = (x.as_slice(), y.as_slice_mut()) else {
+    let Some(xs) = x.as_slice() else {
         return false;
     };
     let update = |ys: &mut [T], xs: &[T]| {
@@ -145,12 +141,13 @@ pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: 
             },
         )
     };
-    if should_fork(ys.len(), CHEAP_OP_MIN) {
-        ys.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK)).for_each(|(ys, xs)| update(ys, xs));
-    } else {
-        update(ys, xs);
-    }
-    true
+    pool::update_in_place(y, |ys| {
+        if should_fork(ys.len(), CHEAP_OP_MIN) {
+            ys.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK)).for_each(|(ys, xs)| update(ys, xs));
+        } else {
+            update(ys, xs);
+        }
+    })
 }
 
 /// How a broadcast operand lays over the output, seen as rows of `inner`.
@@ -264,7 +261,7 @@ fn write_row_inner<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row
 pub(crate) fn zip<T, U>(a: &Array<T>, b: &Array<T>, fork_min: usize, f: impl Fn(T, T) -> U + Sync + Send) -> Array<U>
 where
     T: Copy + Send + Sync,
-    U: Copy + Send,
+    U: Pooled,
 {
     let shape = broadcast_shapes(a.shape(), b.shape()).expect("the runtime checked that the shapes broadcast");
     let n: usize = shape.iter().product();
@@ -272,11 +269,10 @@ where
     let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
     if let (Some(x), Some(y)) = (av.as_slice(), bv.as_slice()) {
-        let v = fill(n, 1, fork, |start, out| {
+        return fill(&shape, 1, fork, |start, out| {
             let end = start + out.len();
             write_row(out, Row::Slice(&x[start..end]), Row::Slice(&y[start..end]), &f);
         });
-        return build(&shape, v);
     }
     // A one-element operand is a scalar: map the other one.
     if b.len() == 1 && av.as_slice().is_some() {
@@ -300,21 +296,23 @@ where
         && inner > 0
         && n > 0
     {
-        let v = fill(n, inner, fork, |start, out| {
+        return fill(&shape, inner, fork, |start, out| {
             let first = start / inner;
             for (i, row) in out.chunks_mut(inner).enumerate() {
                 write_row(row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
             }
         });
-        return build(&shape, v);
     }
-    Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y)).into_shared()
+    pool::output(&shape, |out| {
+        let out = ndarray::ArrayViewMut::from_shape(av.raw_dim(), out).expect("the output fills the shape");
+        ndarray::Zip::from(out).and(&av).and(&bv).for_each(|o, &x, &y| *o = f(x, y));
+    })
 }
 
 /// `cond ? a : b` with broadcasting over all three.
 pub(crate) fn select<T>(cond: &Array<bool>, a: &Array<T>, b: &Array<T>) -> Array<T>
 where
-    T: Copy + Send + Sync,
+    T: Pooled,
 {
     let ab = broadcast_shapes(a.shape(), b.shape()).expect("the runtime checked that the shapes broadcast");
     let shape = broadcast_shapes(cond.shape(), &ab).expect("the runtime checked that the shapes broadcast");
@@ -328,7 +326,7 @@ where
         let y_all = bv.as_slice();
         let y_one = (b.len() == 1).then(|| *b.iter().next().expect("one element"));
         if y_all.is_some() || y_one.is_some() {
-            let v = fill(n, 1, fork, |start, out| {
+            return fill(&shape, 1, fork, |start, out| {
                 let end = start + out.len();
                 let (c, x) = (&c[start..end], &x[start..end]);
                 dispatch(
@@ -348,10 +346,12 @@ where
                     },
                 )
             });
-            return build(&shape, v);
         }
     }
-    Zip::from(&cv).and(&av).and(&bv).map_collect(|&c, &x, &y| if c { x } else { y }).into_shared()
+    pool::output(&shape, |out| {
+        let values = cv.iter().zip(av.iter().zip(bv.iter()));
+        out.iter_mut().zip(values).for_each(|(o, (&c, (&x, &y)))| *o = if c { x } else { y });
+    })
 }
 
 /// Softmax (or log-softmax) over the last dim of a row-major array, one
@@ -363,7 +363,7 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, log: bool) -> Option<Array<T>
     if n == 0 || s.is_empty() {
         return None;
     }
-    let v = fill(s.len(), n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
+    let out = fill(a.shape(), n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
         for (r, row) in out.chunks_mut(n).enumerate() {
             let x = &s[start + r * n..][..n];
             dispatch(
@@ -399,5 +399,5 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, log: bool) -> Option<Array<T>
             )
         }
     });
-    Some(build(a.shape(), v))
+    Some(out)
 }

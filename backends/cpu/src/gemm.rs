@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 
+use crate::pool::grow;
 use crate::simd::{Isa, isa};
 use crate::storage::{Float, Num};
 
@@ -111,14 +112,14 @@ macro_rules! gemm_float {
                 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
                 unsafe fn v4(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
                     // SAFETY: forwarded from the caller.
-                    unsafe { run::<$t, Simd<$v512, 8, 2>>(g, pa, pb) }
+                    unsafe { run::<$t, Simd<$v512, 8>>(g, pa, pb) }
                 }
                 /// The product compiled for AVX2 and FMA.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn v3(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
                     // SAFETY: forwarded from the caller.
-                    unsafe { run::<$t, Simd<$v256, 6, 2>>(g, pa, pb) }
+                    unsafe { run::<$t, Simd<$v256, 6>>(g, pa, pb) }
                 }
 
                 let g = Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate };
@@ -162,16 +163,6 @@ struct Gemm<T> {
     accumulate: bool,
 }
 
-/// A buffer of at least `len` values of `T` in `words`.
-fn grow<T>(words: &mut Vec<u64>, len: usize) -> *mut T {
-    const { assert!(align_of::<T>() <= align_of::<u64>()) };
-    let need = (len * size_of::<T>()).div_ceil(size_of::<u64>());
-    if words.len() < need {
-        words.resize(need, 0);
-    }
-    words.as_mut_ptr().cast()
-}
-
 /// The blocked product with `MR x NR` kernels (`FMA`: fused multiply-add).
 ///
 /// # Safety
@@ -180,7 +171,7 @@ fn grow<T>(words: &mut Vec<u64>, len: usize) -> *mut T {
 /// cut down to `k` and `n` rounded up to `NR`.
 #[inline(always)]
 unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
-    const { assert!(MC % K::MR == 0 && NC % K::NR == 0 && K::NR <= MAX_NR) };
+    const { assert!(MC.is_multiple_of(K::MR) && NC.is_multiple_of(K::NR) && K::NR <= MAX_NR) };
     let (mr, nr) = (K::MR, K::NR);
     let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = *g;
     if m == 0 || n == 0 {
@@ -205,6 +196,11 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     // would cost about what the kernel does; rows of `B` that are
     // contiguous are read in place then (the im2col products of a conv).
     let in_place_b = rhs.cs == 1 && m <= IN_PLACE_B_ROWS;
+    // The kernel reads `A` through its strides, so a row- or column-major
+    // `A` is read in place; only a partial panel at the bottom edge (whose
+    // missing rows must read as zeros) is packed. Any other layout is
+    // packed whole.
+    let in_place_a = lhs.cs == 1 || lhs.rs == 1;
     for jc in (0..n).step_by(NC) {
         let nc = NC.min(n - jc);
         for pc in (0..k).step_by(KC) {
@@ -216,8 +212,15 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
             let add = accumulate || pc > 0;
             for ic in (0..m).step_by(MC) {
                 let mc = MC.min(m - ic);
+                let whole = mc / mr * mr;
                 // SAFETY: the block lies in `lhs`; `pa` holds MC x kc.
-                unsafe { pack_a(mr, mc, kc, lhs.at(ic, pc), pa) };
+                unsafe {
+                    if !in_place_a {
+                        pack_a(mr, mc, kc, lhs.at(ic, pc), pa);
+                    } else if whole < mc {
+                        pack_a(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
+                    }
+                }
                 for jr in (0..nc).step_by(nr) {
                     let cols = nr.min(nc - jr);
                     // The panel of `B` and its stride between steps.
@@ -235,13 +238,21 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                         (pb.cast_const(), nr)
                     };
                     for ir in (0..mc).step_by(mr) {
-                        // SAFETY: panel ir / MR of `pa` holds kc steps, as
-                        // does the panel of `B`; the tile at (ic + ir,
-                        // jc + jr) lies in `dst`.
+                        // SAFETY: the panel of `A` (packed: panel ir / MR
+                        // of `pa`, or the edge panel at its start) holds kc
+                        // steps of MR rows, as does the panel of `B`; the
+                        // tile at (ic + ir, jc + jr) lies in `dst`.
                         unsafe {
+                            let a = if !in_place_a {
+                                Strided { ptr: pa.add(ir * kc).cast_const(), rs: 1, cs: mr as isize }
+                            } else if ir < whole {
+                                lhs.at(ic + ir, pc)
+                            } else {
+                                Strided { ptr: pa.cast_const(), rs: 1, cs: mr as isize }
+                            };
                             let c = dst.offset((ic + ir) as isize * dst_rs + (jc + jr) as isize);
                             let tile = Tile { dst: c, dst_rs, rows: mr.min(mc - ir), cols, add };
-                            K::tile(kc, pa.add(ir * kc), b, b_rs, tile);
+                            K::tile(kc, a, b, b_rs, tile);
                         }
                     }
                 }
@@ -275,10 +286,10 @@ trait Micro<T: Float> {
     const FMA: bool;
 
     /// # Safety
-    /// `a` holds `kc * MR` values, `b` `kc` steps of `NR` values `b_rs`
+    /// `a` addresses `MR x kc` values, `b` `kc` steps of `NR` values `b_rs`
     /// apart, the tile lies in the
     /// destination, and the CPU runs the kernel's ISA.
-    unsafe fn tile(kc: usize, a: *const T, b: *const T, b_rs: usize, tile: Tile<T>);
+    unsafe fn tile(kc: usize, a: Strided<T>, b: *const T, b_rs: usize, tile: Tile<T>);
 
     /// The dot products of `n` contiguous values at `x` with `n` at each
     /// of `ys` (four columns at once, so each load of `x` serves four).
@@ -303,40 +314,61 @@ fn store<T: Float, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
     }
 }
 
-/// Explicit vector registers of `V` lanes: `NV` of them per row, `MR` rows.
+/// Explicit vector registers of `V` lanes: two of them per row, `MR` rows.
 /// (Plain arrays leave the choice of what to vectorise to LLVM, which
 /// vectorises the depth loop with gathers instead.)
-struct Simd<V, const MR: usize, const NV: usize>(std::marker::PhantomData<V>);
+struct Simd<V, const MR: usize>(std::marker::PhantomData<V>);
 
-impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV> {
+impl<V: Lanes, const MR: usize> Micro<V::T> for Simd<V, MR> {
     const MR: usize = MR;
-    const NR: usize = NV * V::W;
+    const NR: usize = 2 * V::W;
     const FMA: bool = true;
 
     #[inline(always)]
-    unsafe fn tile(kc: usize, a: *const V::T, b: *const V::T, b_rs: usize, tile: Tile<V::T>) {
+    unsafe fn tile(kc: usize, a: Strided<V::T>, b: *const V::T, b_rs: usize, tile: Tile<V::T>) {
         // SAFETY (whole body): the panels hold kc steps of MR and NR values
         // and the CPU runs `V`'s ISA, as the caller vouches.
         unsafe {
-            let mut c = [[V::zero(); NV]; MR];
-            for p in 0..kc {
-                let bp = b.add(p * b_rs);
-                let bv: [V; NV] = std::array::from_fn(|v| V::load(bp.add(v * V::W)));
-                for (i, ci) in c.iter_mut().enumerate() {
-                    let ai = V::splat(*a.add(p * MR + i));
-                    for (acc, &bj) in ci.iter_mut().zip(&bv) {
-                        *acc = V::fma(ai, bj, *acc);
+            // Two vectors per row, in two arrays: plain indexing, no
+            // closures (`array::from_fn` and iterator adapters need not
+            // inline into the ISA's function, and the intrinsics in them
+            // then become calls).
+            let (mut c0, mut c1) = ([V::zero(); MR], [V::zero(); MR]);
+            let mut bp = b;
+            let mut ap = a.ptr;
+            for _ in 0..kc {
+                let (b0, b1) = (V::load(bp), V::load(bp.add(V::W)));
+                for i in 0..MR {
+                    let ai = V::splat(*ap.offset(i as isize * a.rs));
+                    c0[i] = V::fma(ai, b0, c0[i]);
+                    c1[i] = V::fma(ai, b1, c1[i]);
+                }
+                bp = bp.add(b_rs);
+                ap = ap.offset(a.cs);
+            }
+            let Tile { dst, dst_rs, rows, cols, add } = tile;
+            if rows == MR && cols == 2 * V::W {
+                // A whole tile goes straight from the registers.
+                for i in 0..MR {
+                    let d = dst.offset(i as isize * dst_rs);
+                    let e = d.add(V::W);
+                    if add {
+                        V::add(V::load(d), c0[i]).store(d);
+                        V::add(V::load(e), c1[i]).store(e);
+                    } else {
+                        c0[i].store(d);
+                        c1[i].store(e);
                     }
                 }
+                return;
             }
-            // Spill to memory once per tile, for the partial-tile store.
+            // A partial one is spilled to memory first.
             let mut out = [[V::T::ZERO; MAX_NR]; MR];
-            for (o, ci) in out.iter_mut().zip(&c) {
-                for (v, &acc) in ci.iter().enumerate() {
-                    acc.store(o.as_mut_ptr().add(v * V::W));
-                }
+            for i in 0..MR {
+                c0[i].store(out[i].as_mut_ptr());
+                c1[i].store(out[i].as_mut_ptr().add(V::W));
             }
-            store(&out, tile);
+            store(&out, Tile { dst, dst_rs, rows, cols, add });
         }
     }
 
@@ -376,14 +408,15 @@ impl<T: Float> Micro<T> for Scalar<T> {
     const FMA: bool = false;
 
     #[inline(always)]
-    unsafe fn tile(kc: usize, a: *const T, b: *const T, b_rs: usize, tile: Tile<T>) {
+    unsafe fn tile(kc: usize, a: Strided<T>, b: *const T, b_rs: usize, tile: Tile<T>) {
         let mut c = [[T::ZERO; 4]; 4];
         for p in 0..kc {
             // SAFETY: step p of each panel, as the caller vouches.
-            let (av, bv) = unsafe { (*a.add(p * 4).cast::<[T; 4]>(), *b.add(p * b_rs).cast::<[T; 4]>()) };
+            let (av, bv): ([T; 4], [T; 4]) =
+                unsafe { (std::array::from_fn(|i| a.get(i, p)), *b.add(p * b_rs).cast::<[T; 4]>()) };
             for i in 0..4 {
                 for j in 0..4 {
-                    c[i][j] = c[i][j] + av[i] * bv[j];
+                    c[i][j] += av[i] * bv[j];
                 }
             }
         }
@@ -411,6 +444,8 @@ trait Lanes: Copy {
     unsafe fn load(p: *const Self::T) -> Self;
     /// `a * b + c`, fused.
     unsafe fn fma(a: Self, b: Self, c: Self) -> Self;
+    /// `a + b`.
+    unsafe fn add(a: Self, b: Self) -> Self;
     /// The lanes to `p`, unaligned.
     unsafe fn store(self, p: *mut Self::T);
     /// The sum of the lanes.
@@ -425,7 +460,7 @@ mod x86 {
 
     /// Implements [`Lanes`] for a register type by its intrinsics.
     macro_rules! lanes {
-        ($name:ident, $reg:ty, $t:ty, $w:literal, $zero:ident, $splat:ident, $load:ident, $fma:ident, $store:ident) => {
+        ($name:ident, $reg:ty, $t:ty, $w:literal, $zero:ident, $splat:ident, $load:ident, $fma:ident, $add:ident, $store:ident) => {
             /// A vector register.
             #[derive(Clone, Copy)]
             pub struct $name($reg);
@@ -450,6 +485,10 @@ mod x86 {
                 #[inline(always)]
                 unsafe fn fma(a: Self, b: Self, c: Self) -> Self {
                     $name(unsafe { $fma(a.0, b.0, c.0) })
+                }
+                #[inline(always)]
+                unsafe fn add(a: Self, b: Self) -> Self {
+                    $name(unsafe { $add(a.0, b.0) })
                 }
                 #[inline(always)]
                 unsafe fn store(self, p: *mut $t) {
@@ -478,6 +517,7 @@ mod x86 {
         _mm512_set1_ps,
         _mm512_loadu_ps,
         _mm512_fmadd_ps,
+        _mm512_add_ps,
         _mm512_storeu_ps
     );
     lanes!(
@@ -489,6 +529,7 @@ mod x86 {
         _mm512_set1_pd,
         _mm512_loadu_pd,
         _mm512_fmadd_pd,
+        _mm512_add_pd,
         _mm512_storeu_pd
     );
     lanes!(
@@ -500,6 +541,7 @@ mod x86 {
         _mm256_set1_ps,
         _mm256_loadu_ps,
         _mm256_fmadd_ps,
+        _mm256_add_ps,
         _mm256_storeu_ps
     );
     lanes!(
@@ -511,6 +553,7 @@ mod x86 {
         _mm256_set1_pd,
         _mm256_loadu_pd,
         _mm256_fmadd_pd,
+        _mm256_add_pd,
         _mm256_storeu_pd
     );
 }

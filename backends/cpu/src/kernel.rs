@@ -3,15 +3,14 @@
 //! for the widest vector ISA the CPU has; a general kernel's workgroups run
 //! in parallel, each on one thread.
 
-use std::borrow::Cow;
 
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, RawBuffer, ScalarArg, Workgroups, check_launch,
 };
 use rayon::prelude::*;
 
-use crate::elementwise::build;
 use crate::parallel::{COSTLY_OP_MIN, fill, should_fork};
+use crate::pool;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
 
@@ -35,28 +34,33 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
     // Tensor inputs as contiguous slices (broadcast views are copied out),
     // scalars as one piece of the repeated value.
     let splat_len = n.min(PIECE);
-    let sources: Vec<(Cow<'_, [T]>, bool)> = inputs
-        .iter()
-        .map(|a| match a {
-            KernelArg::Tensor(s) => {
-                let a = array(s);
-                match a.as_slice() {
-                    Some(v) => (Cow::Borrowed(v), true),
-                    None => (Cow::Owned(a.iter().copied().collect()), true),
-                }
-            }
-            KernelArg::Number(v) => (Cow::Owned(vec![<T as KernelFloat>::lit(*v); splat_len]), false),
-        })
-        .collect();
+    // Copies live in pooled arrays, so a kernel call does not allocate.
+    let copies: [Option<Array<T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
+        KernelArg::Tensor(s) => {
+            let a = array(s);
+            a.as_slice().is_none().then(|| pool::output(&[a.len()], |o| pool::copy_to(o, &a.view())))
+        }
+        KernelArg::Number(v) => Some(pool::filled(&[splat_len], <T as KernelFloat>::lit(*v), |_| {})),
+    });
+    let sources: [(&[T], bool); MAX_ARGS] = std::array::from_fn(|i| {
+        let tensor = matches!(inputs.get(i), Some(KernelArg::Tensor(_)));
+        let values = match (&copies[i], inputs.get(i)) {
+            (Some(copy), _) => copy.as_slice().expect("a pooled array is contiguous"),
+            (None, Some(KernelArg::Tensor(s))) => array(s).as_slice().expect("contiguous, or copied above"),
+            _ => &[],
+        };
+        (values, tensor)
+    });
+    let sources = &sources[..inputs.len()];
     // The kernel writes every slot of each piece (the `Elementwise`
     // contract), so the output starts uninitialised.
-    let out = fill(n, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
+    fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
         for (i, out) in out.chunks_mut(PIECE).enumerate() {
             let start = start + i * PIECE;
             let len = out.len();
             let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
-            for (arg, (src, tensor)) in args.iter_mut().zip(&sources) {
-                *arg = if *tensor { &src[start..start + len] } else { &src[..len] };
+            for (arg, &(src, tensor)) in args.iter_mut().zip(sources) {
+                *arg = if tensor { &src[start..start + len] } else { &src[..len] };
             }
             let args = &args[..sources.len()];
             dispatch(
@@ -67,8 +71,7 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
                 },
             );
         }
-    });
-    build(shape, out)
+    })
 }
 
 /// Runs general kernel `K`: each workgroup on one thread, workgroups in

@@ -1,8 +1,10 @@
 //! The Blaze CPU backend.
 //!
 //! Storage is an ndarray per dtype ([`CpuStorage`]); permutes and slices are
-//! views that share the values. Matmul and convolution go through the `gemm`
-//! crate, which selects AVX-512 kernels at run time where the CPU has them.
+//! views that share the values, and op outputs come from a buffer pool
+//! (`pool.rs`), so a training step of fixed shapes allocates nothing after
+//! its first run. Matmul and convolution go through the crate's packed
+//! GEMM, which selects AVX-512 or AVX2 kernels at run time.
 //! Elementwise ops and reductions run as tight serial loops on small tensors
 //! and fork onto rayon's pool only above a size threshold, because waking a
 //! second core costs more than a small op does.
@@ -19,6 +21,7 @@ mod kernel;
 mod matmul;
 mod movement;
 mod parallel;
+mod pool;
 mod reduce;
 mod simd;
 mod storage;
@@ -26,8 +29,8 @@ mod storage;
 use std::ops::Range;
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::shape::Dims;
 use blaze_runtime::{Backend, BinaryOp, CmpOp, Conv2dOptions, DType, Pool2dOptions, ReduceOp, TensorData, UnaryOp};
-use ndarray::IxDyn;
 
 use crate::elementwise::{map, select, zip};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
@@ -170,8 +173,10 @@ fn compare<T: Copy + PartialOrd + Send + Sync>(op: CmpOp, a: &Array<T>, b: &Arra
 }
 
 /// A one-element array of `x`'s rank holding `value`, so it broadcasts.
-fn scalar_like<T: Clone, U>(x: &Array<U>, value: T) -> Array<T> {
-    Array::from_elem(IxDyn(&vec![1; x.ndim()]), value)
+fn scalar_like<T: pool::Pooled, U>(x: &Array<U>, value: T) -> Array<T> {
+    let mut ones = Dims::new();
+    ones.extend(std::iter::repeat_n(1, x.ndim()));
+    pool::filled(&ones, value, |_| {})
 }
 
 fn reduce_num<T: Num>(op: ReduceOp, a: &Array<T>, dim: usize) -> CpuStorage
@@ -258,12 +263,25 @@ impl Backend for Cpu {
     }
 
     fn full(shape: &[usize], value: f64, dtype: DType, _device: &CpuDevice) -> CpuStorage {
-        let shape = IxDyn(shape);
         match dtype {
-            DType::F32 => CpuStorage::F32(Array::from_elem(shape, value as f32)),
-            DType::F64 => CpuStorage::F64(Array::from_elem(shape, value)),
-            DType::I64 => CpuStorage::I64(Array::from_elem(shape, value as i64)),
-            DType::Bool => CpuStorage::Bool(Array::from_elem(shape, value != 0.0)),
+            DType::F32 => CpuStorage::F32(pool::filled(shape, value as f32, |_| {})),
+            DType::F64 => CpuStorage::F64(pool::filled(shape, value, |_| {})),
+            DType::I64 => CpuStorage::I64(pool::filled(shape, value as i64, |_| {})),
+            DType::Bool => CpuStorage::Bool(pool::filled(shape, value != 0.0, |_| {})),
+        }
+    }
+
+    fn arange(n: usize, _device: &CpuDevice) -> CpuStorage {
+        CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(0..).for_each(|(o, i)| *o = i)))
+    }
+
+    fn item(x: &CpuStorage) -> f64 {
+        let first = "item: the runtime checked for one element";
+        match x {
+            CpuStorage::F32(a) => f64::from(*a.first().expect(first)),
+            CpuStorage::F64(a) => *a.first().expect(first),
+            CpuStorage::I64(a) => *a.first().expect(first) as f64,
+            CpuStorage::Bool(a) => f64::from(u8::from(*a.first().expect(first))),
         }
     }
 

@@ -6,9 +6,9 @@ use blaze_runtime::shape::broadcast_shapes;
 use ndarray::IxDyn;
 use rayon::prelude::*;
 
-use crate::elementwise::build;
 pub(crate) use crate::gemm::GemmFloat;
 use crate::gemm::Strided;
+use crate::pool;
 use crate::storage::Array;
 
 /// Multiply-adds below which one product runs on one thread.
@@ -21,6 +21,14 @@ struct SendPtr<T>(*mut T);
 // SAFETY: tasks write disjoint blocks, and the buffer outlives the parallel loop.
 unsafe impl<T> Send for SendPtr<T> {}
 unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer. A closure that calls this captures the whole wrapper
+    /// (and so may cross threads), where `.0` would capture the bare field.
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
 
 /// One `m x k` by `k x n` product into a row-major `dst`, or `dst += lhs * rhs`
 /// with `accumulate`.
@@ -76,7 +84,6 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
     let blocks = len.div_ceil(block);
     let dst = SendPtr(dst);
     (0..blocks).into_par_iter().for_each(|b| {
-        let dst = dst;
         let start = b * block;
         let size = block.min(len - start);
         // SAFETY: block `b` covers rows (or columns) start..start + size of
@@ -84,10 +91,10 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         unsafe {
             if split_n {
                 let r = Strided { ptr: rhs.ptr.offset(start as isize * rhs.cs), ..rhs };
-                T::gemm_serial(m, size, k, dst.0.add(start), dst_rs, lhs, r, accumulate);
+                T::gemm_serial(m, size, k, dst.get().add(start), dst_rs, lhs, r, accumulate);
             } else {
                 let l = Strided { ptr: lhs.ptr.offset(start as isize * lhs.rs), ..lhs };
-                T::gemm_serial(size, n, k, dst.0.offset(start as isize * dst_rs), dst_rs, l, rhs, accumulate);
+                T::gemm_serial(size, n, k, dst.get().offset(start as isize * dst_rs), dst_rs, l, rhs, accumulate);
             }
         }
     });
@@ -110,60 +117,57 @@ pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {
     let bv = b.broadcast(IxDyn(&b_shape)).expect("broadcastable");
     let (sa, sb) = (av.strides(), bv.strides());
 
-    // Element offsets of every batch entry in `a` and `b`.
+    // Batch entry `bi`'s element offsets in `a` and `b`, from its index
+    // over the batch dims (computed per entry: no table to allocate).
     let count: usize = batch.iter().product();
-    let mut offsets = Vec::with_capacity(count);
-    let mut idx = vec![0usize; batch.len()];
-    for _ in 0..count {
-        let oa: isize = idx.iter().zip(sa).map(|(&i, &s)| i as isize * s).sum();
-        let ob: isize = idx.iter().zip(sb).map(|(&i, &s)| i as isize * s).sum();
-        offsets.push((oa, ob));
+    let offsets = |bi: usize| {
+        let (mut rest, mut oa, mut ob) = (bi, 0isize, 0isize);
         for d in (0..batch.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < batch[d] {
-                break;
-            }
-            idx[d] = 0;
+            let i = (rest % batch[d]) as isize;
+            rest /= batch[d];
+            oa += i * sa[d];
+            ob += i * sb[d];
         }
-    }
-
-    let mut out_shape = batch;
-    out_shape.extend([m, n]);
-    let mut out = vec![T::ZERO; count * m * n];
-    let (pa, pb) = (SendPtr(av.as_ptr().cast_mut()), SendPtr(bv.as_ptr().cast_mut()));
-    let (a_rs, a_cs, b_rs, b_cs) = (sa[r - 2], sa[r - 1], sb[r - 2], sb[r - 1]);
-    let dst = SendPtr(out.as_mut_ptr());
-    let one = |bi: usize, parallel: bool| {
-        let (oa, ob) = offsets[bi];
-        // Rebind the wrappers whole, so the closure captures them and not
-        // their raw-pointer fields.
-        let (dst, pa, pb) = (dst, pa, pb);
-        // SAFETY: the offsets and strides come from valid views of `a` and
-        // `b`; block `bi` of `out` is m x n, row-major, and only this task
-        // writes it.
-        unsafe {
-            gemm_raw(
-                m,
-                n,
-                k,
-                dst.0.add(bi * m * n),
-                n as isize,
-                pa.0.offset(oa),
-                a_rs,
-                a_cs,
-                pb.0.offset(ob),
-                b_rs,
-                b_cs,
-                false,
-                parallel,
-            )
-        };
+        (oa, ob)
     };
-    let small = m * n * k < PARALLEL_FLOPS;
-    if small && count > 1 && count * m * n * k >= PARALLEL_FLOPS && rayon::current_num_threads() > 1 {
-        (0..count).into_par_iter().for_each(|bi| one(bi, false));
-    } else {
-        (0..count).for_each(|bi| one(bi, true));
-    }
-    build(&out_shape, out)
+
+    let mut out_shape = batch.clone();
+    out_shape.extend([m, n]);
+    pool::output(&out_shape, |out: &mut [T]| {
+        let (pa, pb) = (SendPtr(av.as_ptr().cast_mut()), SendPtr(bv.as_ptr().cast_mut()));
+        let (a_rs, a_cs, b_rs, b_cs) = (sa[r - 2], sa[r - 1], sb[r - 2], sb[r - 1]);
+        let dst = SendPtr(out.as_mut_ptr());
+        let one = |bi: usize, parallel: bool| {
+            let (oa, ob) = offsets(bi);
+            // Rebind the wrappers whole, so the closure captures them and not
+            // their raw-pointer fields.
+            let (dst, pa, pb) = (dst, pa, pb);
+            // SAFETY: the offsets and strides come from valid views of `a` and
+            // `b`; block `bi` of `out` is m x n, row-major, and only this task
+            // writes it.
+            unsafe {
+                gemm_raw(
+                    m,
+                    n,
+                    k,
+                    dst.0.add(bi * m * n),
+                    n as isize,
+                    pa.0.offset(oa),
+                    a_rs,
+                    a_cs,
+                    pb.0.offset(ob),
+                    b_rs,
+                    b_cs,
+                    false,
+                    parallel,
+                )
+            };
+        };
+        let small = m * n * k < PARALLEL_FLOPS;
+        if small && count > 1 && count * m * n * k >= PARALLEL_FLOPS && rayon::current_num_threads() > 1 {
+            (0..count).into_par_iter().for_each(|bi| one(bi, false));
+        } else {
+            (0..count).for_each(|bi| one(bi, true));
+        }
+    })
 }

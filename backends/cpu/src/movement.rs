@@ -3,14 +3,20 @@
 
 use std::ops::Range;
 
-use ndarray::{Axis, IxDyn, Slice};
+use blaze_runtime::shape::Dims;
+use ndarray::{ArrayViewMut, Axis, IxDyn, Slice};
 
+use crate::pool::{self, Pooled};
 use crate::storage::{Array, Num};
 
+/// `out` (row-major, of `shape`) as an n-d view.
+fn view_mut<'a, T>(shape: &[usize], out: &'a mut [T]) -> ArrayViewMut<'a, T, IxDyn> {
+    ArrayViewMut::from_shape(IxDyn(shape), out).expect("the output fills its shape")
+}
+
 /// Another shape over the same values; copies only a strided input.
-pub(crate) fn reshape<T: Clone>(a: &Array<T>, shape: &[usize]) -> Array<T> {
-    let a = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
-    a.into_shape_with_order(IxDyn(shape)).expect("the runtime checked the element count")
+pub(crate) fn reshape<T: Pooled>(a: &Array<T>, shape: &[usize]) -> Array<T> {
+    pool::standard(a).into_shape_with_order(IxDyn(shape)).expect("the runtime checked the element count")
 }
 
 /// Reorders the axes; no copy.
@@ -19,8 +25,9 @@ pub(crate) fn permute<T>(a: &Array<T>, axes: &[usize]) -> Array<T> {
 }
 
 /// Materialises a broadcast.
-pub(crate) fn expand<T: Clone>(a: &Array<T>, shape: &[usize]) -> Array<T> {
-    a.broadcast(IxDyn(shape)).expect("the runtime checked the shapes").to_owned().into_shared()
+pub(crate) fn expand<T: Pooled>(a: &Array<T>, shape: &[usize]) -> Array<T> {
+    let view = a.broadcast(IxDyn(shape)).expect("the runtime checked the shapes");
+    pool::output(shape, |out| pool::copy_to(out, &view))
 }
 
 /// A sub-block; no copy.
@@ -34,21 +41,32 @@ pub(crate) fn slice<T>(a: &Array<T>, ranges: &[Range<usize>]) -> Array<T> {
 }
 
 /// Constant padding.
-pub(crate) fn pad<T: Clone>(a: &Array<T>, pads: &[(usize, usize)], value: T) -> Array<T> {
-    let shape: Vec<usize> = a.shape().iter().zip(pads).map(|(&d, &(b, e))| d + b + e).collect();
-    let mut out = ndarray::ArrayD::from_elem(IxDyn(&shape), value);
-    out.slice_each_axis_mut(|ax| {
-        let i = ax.axis.index();
-        Slice::from(pads[i].0..pads[i].0 + a.shape()[i])
+pub(crate) fn pad<T: Pooled>(a: &Array<T>, pads: &[(usize, usize)], value: T) -> Array<T> {
+    let mut shape = Dims::new();
+    shape.extend(a.shape().iter().zip(pads).map(|(&d, &(b, e))| d + b + e));
+    pool::filled(&shape, value, |out| {
+        view_mut(&shape, out)
+            .slice_each_axis_mut(|ax| {
+                let i = ax.axis.index();
+                Slice::from(pads[i].0..pads[i].0 + a.shape()[i])
+            })
+            .assign(a);
     })
-    .assign(a);
-    out.into_shared()
 }
 
 /// Joins along `dim`.
-pub(crate) fn cat<T: Clone>(xs: &[&Array<T>], dim: usize) -> Array<T> {
-    let views: Vec<_> = xs.iter().map(|a| a.view()).collect();
-    ndarray::concatenate(Axis(dim), &views).expect("the runtime checked the shapes").into_shared()
+pub(crate) fn cat<T: Pooled>(xs: &[&Array<T>], dim: usize) -> Array<T> {
+    let mut shape = Dims::from(xs[0].shape());
+    shape[dim] = xs.iter().map(|a| a.shape()[dim]).sum();
+    pool::output(&shape, |out| {
+        let mut out = view_mut(&shape, out);
+        let mut at = 0;
+        for a in xs {
+            let len = a.shape()[dim];
+            out.slice_axis_mut(Axis(dim), Slice::from(at..at + len)).assign(*a);
+            at += len;
+        }
+    })
 }
 
 /// Converts an i64 index array to positions, checked by the runtime.
@@ -68,68 +86,77 @@ fn aligned(x: &[usize], index: &[usize], dim: usize) -> bool {
 }
 
 /// `out[p] = x[p with p[dim] = index[p]]` for every position `p` of `index`.
-pub(crate) fn gather<T: Clone>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
-    if let (Some(xs), Some(is)) = (x.as_slice(), index.as_slice())
-        && aligned(x.shape(), index.shape(), dim)
-    {
-        let (outer, nx, inner) = split(x.shape(), dim);
-        let ni = index.shape()[dim];
-        let mut out = Vec::with_capacity(is.len());
-        for o in 0..outer {
-            for j in 0..ni {
-                let row = &is[(o * ni + j) * inner..][..inner];
-                for (i, &k) in row.iter().enumerate() {
-                    out.push(xs[(o * nx + k as usize) * inner + i].clone());
+pub(crate) fn gather<T: Pooled>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
+    pool::output(index.shape(), |out| {
+        if let (Some(xs), Some(is)) = (x.as_slice(), index.as_slice())
+            && aligned(x.shape(), index.shape(), dim)
+        {
+            let (outer, nx, inner) = split(x.shape(), dim);
+            let ni = index.shape()[dim];
+            for o in 0..outer {
+                for j in 0..ni {
+                    let at = (o * ni + j) * inner;
+                    for (i, (&k, slot)) in is[at..at + inner].iter().zip(&mut out[at..at + inner]).enumerate() {
+                        *slot = xs[(o * nx + k as usize) * inner + i];
+                    }
                 }
             }
+            return;
         }
-        return Array::from_shape_vec(IxDyn(index.shape()), out).expect("one value per index");
-    }
-    let mut out = Vec::with_capacity(index.len());
-    for (mut p, &i) in index.indexed_iter() {
-        p[dim] = i as usize;
-        out.push(x[&p].clone());
-    }
-    Array::from_shape_vec(IxDyn(index.shape()), out).expect("one value per index")
+        for ((mut p, &i), slot) in index.indexed_iter().zip(out) {
+            p[dim] = i as usize;
+            *slot = x[&p];
+        }
+    })
 }
 
 /// A copy of `x` with `src[p]` added at `p with p[dim] = index[p]`.
 pub(crate) fn scatter_add<T: Num>(x: &Array<T>, dim: usize, index: &Array<i64>, src: &Array<T>) -> Array<T> {
-    let mut out = x.as_standard_layout().into_owned();
-    if let (Some(os), Some(is), Some(ss)) = (out.as_slice_mut(), index.as_slice(), src.as_slice())
-        && aligned(x.shape(), index.shape(), dim)
-    {
-        let (outer, nx, inner) = split(x.shape(), dim);
-        let ni = index.shape()[dim];
-        for o in 0..outer {
-            for j in 0..ni {
-                let at = (o * ni + j) * inner;
-                for (i, (&k, &v)) in is[at..at + inner].iter().zip(&ss[at..at + inner]).enumerate() {
-                    os[(o * nx + k as usize) * inner + i] += v;
+    pool::output(x.shape(), |os| {
+        pool::copy_to(os, &x.view());
+        if let (Some(is), Some(ss)) = (index.as_slice(), src.as_slice())
+            && aligned(x.shape(), index.shape(), dim)
+        {
+            let (outer, nx, inner) = split(x.shape(), dim);
+            let ni = index.shape()[dim];
+            for o in 0..outer {
+                for j in 0..ni {
+                    let at = (o * ni + j) * inner;
+                    for (i, (&k, &v)) in is[at..at + inner].iter().zip(&ss[at..at + inner]).enumerate() {
+                        os[(o * nx + k as usize) * inner + i] += v;
+                    }
                 }
             }
+            return;
         }
-        return out.into_shared();
-    }
-    for ((mut p, &i), &s) in index.indexed_iter().zip(src.iter()) {
-        p[dim] = i as usize;
-        out[&p] += s;
-    }
-    out.into_shared()
+        let mut out = view_mut(x.shape(), os);
+        for ((mut p, &i), &s) in index.indexed_iter().zip(src.iter()) {
+            p[dim] = i as usize;
+            out[&p] += s;
+        }
+    })
 }
 
 /// The slices `index` of `dim`.
-pub(crate) fn index_select<T: Clone>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
-    let idx: Vec<usize> = positions(index).collect();
-    x.select(Axis(dim), &idx).into_shared()
+pub(crate) fn index_select<T: Pooled>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
+    let mut shape = Dims::from(x.shape());
+    shape[dim] = index.len();
+    pool::output(&shape, |out| {
+        let mut out = view_mut(&shape, out);
+        for (i, from) in positions(index).enumerate() {
+            out.index_axis_mut(Axis(dim), i).assign(&x.index_axis(Axis(dim), from));
+        }
+    })
 }
 
 /// A copy of `x` with slice `i` of `src` added to slice `index[i]` of `dim`.
 pub(crate) fn index_add<T: Num>(x: &Array<T>, dim: usize, index: &Array<i64>, src: &Array<T>) -> Array<T> {
-    let mut out = x.to_owned();
-    for (i, to) in positions(index).enumerate() {
-        let mut dst = out.index_axis_mut(Axis(dim), to);
-        dst.zip_mut_with(&src.index_axis(Axis(dim), i), |d, &s| *d += s);
-    }
-    out.into_shared()
+    pool::output(x.shape(), |out| {
+        pool::copy_to(out, &x.view());
+        let mut out = view_mut(x.shape(), out);
+        for (i, to) in positions(index).enumerate() {
+            let mut dst = out.index_axis_mut(Axis(dim), to);
+            dst.zip_mut_with(&src.index_axis(Axis(dim), i), |d, &s| *d += s);
+        }
+    })
 }

@@ -1,10 +1,13 @@
-//! When to go parallel, and filling fresh output buffers. Waking the second
+//! When to go parallel, and filling output buffers from the pool. Waking the second
 //! core costs tens of microseconds, so small tensors take tight serial loops
 //! and only large ones fork.
 
 use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
+
+use crate::pool::{self, Pooled};
+use crate::storage::Array;
 
 /// Elements below which a cheap elementwise op (add, mul, relu) stays serial.
 pub const CHEAP_OP_MIN: usize = 1 << 18;
@@ -18,22 +21,24 @@ pub fn should_fork(n: usize, threshold: usize) -> bool {
     n >= threshold && rayon::current_num_threads() > 1
 }
 
-/// A vector of `n` values written by `f(start, out)`, which must write every
-/// slot of `out` (the values `start..start + out.len()`). Work is split into
-/// pieces whose lengths are multiples of `row` (which must divide `n`), in
-/// parallel when `fork`. Skips the zeroing a `vec![0; n]` would do.
-pub fn fill<U: Send>(n: usize, row: usize, fork: bool, f: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync) -> Vec<U> {
-    let mut v = Vec::with_capacity(n);
-    let spare = &mut v.spare_capacity_mut()[..n];
-    if fork && n > 0 {
-        let row = row.max(1);
-        let piece = (CHUNK / row).max(1) * row;
-        spare.par_chunks_mut(piece).enumerate().for_each(|(i, out)| f(i * piece, out));
-    } else {
-        f(0, spare);
-    }
-    // SAFETY: `f` wrote every slot of `spare`, which is the first `n` slots of
-    // the allocation (the contract above; every caller writes whole pieces).
-    unsafe { v.set_len(n) };
-    v
+/// An array of `shape` written by `f(start, out)`, which must write every
+/// slot of `out` (the values `start..start + out.len()` in row-major
+/// order). Work is split into pieces whose lengths are multiples of `row`
+/// (which must divide the length), in parallel when `fork`. The buffer
+/// comes from the pool and is not zeroed first.
+pub(crate) fn fill<U: Pooled>(
+    shape: &[usize],
+    row: usize,
+    fork: bool,
+    f: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync,
+) -> Array<U> {
+    pool::output_uninit(shape, |spare| {
+        if fork && !spare.is_empty() {
+            let row = row.max(1);
+            let piece = (CHUNK / row).max(1) * row;
+            spare.par_chunks_mut(piece).enumerate().for_each(|(i, out)| f(i * piece, out));
+        } else {
+            f(0, spare);
+        }
+    })
 }

@@ -3,8 +3,10 @@
 
 use rayon::prelude::*;
 
-use crate::elementwise::build;
+use blaze_runtime::shape::Dims;
+
 use crate::parallel::{CHEAP_OP_MIN, should_fork};
+use crate::pool;
 use crate::simd::dispatch;
 use crate::storage::{Array, Num};
 
@@ -14,8 +16,8 @@ fn dims(shape: &[usize], dim: usize) -> (usize, usize, usize) {
     (outer, shape[dim], inner)
 }
 
-fn out_shape(shape: &[usize], dim: usize) -> Vec<usize> {
-    let mut s = shape.to_vec();
+fn out_shape(shape: &[usize], dim: usize) -> Dims {
+    let mut s = Dims::from(shape);
     s[dim] = 1;
     s
 }
@@ -51,60 +53,60 @@ fn better<T: Num>(v: T, best: T, greater: bool) -> bool {
 
 /// Sum, max or min over `dim`.
 pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
-    let a = a.as_standard_layout();
+    let a = pool::standard(a);
     let s = a.as_slice().expect("standard layout is contiguous");
     let (outer, n, inner) = dims(a.shape(), dim);
     let shape = out_shape(a.shape(), dim);
     let fork = should_fork(s.len(), CHEAP_OP_MIN) && outer * inner > 1;
     let greater = kind == Fold::Max;
-    let mut out = vec![T::ZERO; outer * inner];
-    if inner == 1 {
-        let row = |(o, x): (usize, &mut T)| {
-            let r = &s[o * n..(o + 1) * n];
-            *x = dispatch(
-                #[inline(always)]
-                || match kind {
-                    Fold::Sum => sum_slice(r),
-                    _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
-                },
-            );
-        };
-        if fork {
-            out.par_iter_mut().enumerate().for_each(row);
+    pool::filled(&shape, T::ZERO, |out| {
+        if inner == 1 {
+            let row = |(o, x): (usize, &mut T)| {
+                let r = &s[o * n..(o + 1) * n];
+                *x = dispatch(
+                    #[inline(always)]
+                    || match kind {
+                        Fold::Sum => sum_slice(r),
+                        _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
+                    },
+                );
+            };
+            if fork {
+                out.par_iter_mut().enumerate().for_each(row);
+            } else {
+                out.iter_mut().enumerate().for_each(row);
+            }
         } else {
-            out.iter_mut().enumerate().for_each(row);
-        }
-    } else {
-        let plane = |(o, acc): (usize, &mut [T])| {
-            let base = &s[o * n * inner..(o + 1) * n * inner];
-            acc.copy_from_slice(&base[..inner]);
-            dispatch(
-                #[inline(always)]
-                || {
-                    for j in 1..n {
-                        let r = &base[j * inner..(j + 1) * inner];
-                        match kind {
-                            Fold::Sum => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
-                            _ => acc.iter_mut().zip(r).for_each(|(a, &v)| {
-                                if better(v, *a, greater) {
-                                    *a = v
-                                }
-                            }),
+            let plane = |(o, acc): (usize, &mut [T])| {
+                let base = &s[o * n * inner..(o + 1) * n * inner];
+                acc.copy_from_slice(&base[..inner]);
+                dispatch(
+                    #[inline(always)]
+                    || {
+                        for j in 1..n {
+                            let r = &base[j * inner..(j + 1) * inner];
+                            match kind {
+                                Fold::Sum => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
+                                _ => acc.iter_mut().zip(r).for_each(|(a, &v)| {
+                                    if better(v, *a, greater) {
+                                        *a = v
+                                    }
+                                }),
+                            }
                         }
-                    }
-                },
-            );
-        };
-        if n == 0 {
-            // Only a sum reaches here with an empty dim (the runtime checks
-            // the others); the zeros are the answer.
-        } else if fork && outer > 1 {
-            out.par_chunks_mut(inner).enumerate().for_each(plane);
-        } else {
-            out.chunks_mut(inner).enumerate().for_each(plane);
+                    },
+                );
+            };
+            if n == 0 {
+                // Only a sum reaches here with an empty dim (the runtime checks
+                // the others); the zeros are the answer.
+            } else if fork && outer > 1 {
+                out.par_chunks_mut(inner).enumerate().for_each(plane);
+            } else {
+                out.chunks_mut(inner).enumerate().for_each(plane);
+            }
         }
-    }
-    build(&shape, out)
+    })
 }
 
 /// Which fold to run.
@@ -117,24 +119,24 @@ pub(crate) enum Fold {
 
 /// Index of the first maximum (`greater`) or minimum over `dim`; NaN wins.
 pub(crate) fn arg<T: Num>(a: &Array<T>, dim: usize, greater: bool) -> Array<i64> {
-    let a = a.as_standard_layout();
+    let a = pool::standard(a);
     let s = a.as_slice().expect("standard layout is contiguous");
     let (outer, n, inner) = dims(a.shape(), dim);
-    let mut out = vec![0i64; outer * inner];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |j: usize| s[(o * n + j) * inner + i];
-            let mut best = at(0);
-            let mut best_j = 0;
-            for j in 1..n {
-                let v = at(j);
-                if better(v, best, greater) {
-                    best = v;
-                    best_j = j;
+    pool::output(&out_shape(a.shape(), dim), |out| {
+        for o in 0..outer {
+            for i in 0..inner {
+                let at = |j: usize| s[(o * n + j) * inner + i];
+                let mut best = at(0);
+                let mut best_j = 0;
+                for j in 1..n {
+                    let v = at(j);
+                    if better(v, best, greater) {
+                        best = v;
+                        best_j = j;
+                    }
                 }
+                out[o * inner + i] = best_j as i64;
             }
-            out[o * inner + i] = best_j as i64;
         }
-    }
-    build(&out_shape(a.shape(), dim), out)
+    })
 }

@@ -107,7 +107,7 @@ impl CpuStorage {
 
 /// Element types with arithmetic: f32, f64 and i64.
 pub trait Num:
-    Copy
+    crate::pool::Pooled
     + Send
     + Sync
     + PartialOrd

@@ -770,7 +770,7 @@ impl Backend for Wgpu {
         };
         let shape = Self::shape(index);
         let idx = index_buffer(index);
-        let out = DeviceTensor::new(&t.device, &shape, t.dtype);
+        let out = DeviceTensor::new(&t.device, shape, t.dtype);
         let rank = shape.len();
         let xs = strides(&t.shape);
         let mut body = shaders::coords(rank, 1);
@@ -805,7 +805,7 @@ impl Backend for Wgpu {
         let idx = index_buffer(index);
         let out = DeviceTensor::new(&t.device, &t.shape, t.dtype);
         let rank = t.shape.len();
-        let is = strides(&ishape);
+        let is = strides(ishape);
         let mut body = shaders::coords(rank, 1);
         body += "    var acc = x[i];\n    var inside = true;\n";
         for d in 0..rank {

@@ -192,7 +192,7 @@ impl<B: Backend, const D: usize> Tensor<Autodiff<B>, D> {
     /// one element) with respect to every leaf it depends on.
     pub fn backward(&self) -> Gradients<B> {
         let seed = B::full(
-            &B::shape(&self.storage().primal),
+            B::shape(&self.storage().primal),
             1.0,
             B::dtype(&self.storage().primal),
             &B::device(&self.storage().primal),
@@ -292,6 +292,10 @@ impl<B: Backend> Backend for Autodiff<B> {
 
     fn detach(x: &AdStorage<B>) -> AdStorage<B> {
         AdStorage::constant(x.primal.clone())
+    }
+
+    fn item(x: &AdStorage<B>) -> f64 {
+        B::item(&x.primal)
     }
 
     fn shape(x: &AdStorage<B>) -> &[usize] {

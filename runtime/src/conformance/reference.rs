@@ -33,7 +33,7 @@ pub fn indices(shape: &[usize]) -> Vec<Vec<usize>> {
 pub fn binary(a: &[f64], sa: &[usize], b: &[f64], sb: &[usize], f: impl Fn(f64, f64) -> f64) -> (Vec<f64>, Vec<usize>) {
     let shape = broadcast_shapes(sa, sb).expect("reference::binary: shapes broadcast");
     let v = indices(&shape).iter().map(|i| f(a[broadcast_offset(i, sa)], b[broadcast_offset(i, sb)])).collect();
-    (v, shape)
+    (v, shape.to_vec())
 }
 
 /// Reduces `dim` with `f` over the values along it (kept with size 1).

@@ -123,11 +123,14 @@ const fn bind(want: &SigShape, got: &SigShape, bound: &mut [isize; 8], what: &st
 /// diagonal, where position `i` would see a later position `j > i`.
 pub fn causal_mask<B: Backend, const D: usize>(t: usize, device: &B::Device) -> Tensor<B, D> {
     assert!(D >= 2, "causal_mask: needs rank >= 2, got {D}");
-    let values: Vec<bool> = (0..t * t).map(|k| k % t > k / t).collect();
+    let ids = Tensor::<B, 1>::arange(0..t as i64, device);
+    let (rows, cols): (Tensor<B, 2>, Tensor<B, 2>) = (ids.reshape([t, 1]), ids.reshape([1, t]));
     let mut shape = [1; D];
     shape[D - 2] = t;
     shape[D - 1] = t;
-    Tensor::<B, 2>::from_vec(values, [t, t], device).reshape(shape)
+    // Built from device ops (no host values), so a training step that
+    // calls it allocates nothing.
+    rows.lt(&cols).reshape(shape)
 }
 
 /// The positions `0..t` as i64 ids, `[1, t]`: one row that broadcasts

@@ -75,9 +75,67 @@ pub trait GradVisitor<B: Backend> {
     fn visit<const D: usize>(&mut self, name: &str, param: &mut Tensor<B, D>, grad: &Tensor<B, D>);
 }
 
-/// `prefix.name`, or `name` at the top level.
-pub fn join(prefix: &str, name: &str) -> String {
-    if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") }
+/// `prefix.name`, or `name` at the top level. Held inline up to
+/// [`Name::INLINE`] bytes, so visiting a model's parameters (every
+/// optimizer step does) allocates nothing.
+pub fn join(prefix: &str, name: &str) -> Name {
+    let mut out = Name { len: 0, inline: [0; Name::INLINE], spill: String::new() };
+    if !prefix.is_empty() {
+        out.push(prefix);
+        out.push(".");
+    }
+    out.push(name);
+    out
+}
+
+/// A dotted parameter name built by [`join`]; derefs to `str`.
+#[derive(Clone)]
+pub struct Name {
+    len: usize,
+    inline: [u8; Name::INLINE],
+    /// The whole name once it outgrows `inline`.
+    spill: String,
+}
+
+impl Name {
+    /// Bytes held without allocating.
+    pub const INLINE: usize = 120;
+
+    fn push(&mut self, s: &str) {
+        if self.spill.is_empty() && self.len + s.len() <= Self::INLINE {
+            self.inline[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+        } else {
+            if self.spill.is_empty() {
+                let head = std::str::from_utf8(&self.inline[..self.len]).expect("whole UTF-8 strings were copied in");
+                self.spill = head.to_owned();
+            }
+            self.spill.push_str(s);
+        }
+        self.len += s.len();
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        if self.spill.is_empty() {
+            std::str::from_utf8(&self.inline[..self.len]).expect("whole UTF-8 strings were copied in")
+        } else {
+            &self.spill
+        }
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
 }
 
 /// Something that holds parameters: a layer or a whole model. Modules are

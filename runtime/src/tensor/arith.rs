@@ -105,7 +105,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         let (sd, xd) = (self.dtype(), x.dtype());
         assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
         let (ss, xs) = (B::shape(&self.storage), B::shape(&x.storage));
-        assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(&ss), fmt_shape(&xs));
+        assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(ss), fmt_shape(xs));
         B::axpby(&mut self.storage, a, &x.storage, b);
     }
 
@@ -313,7 +313,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn masked_fill(&self, mask: &Self, value: f64) -> Self {
         let shape = self.shape();
         let mshape = mask.shape();
-        let fits = broadcast_shapes(&mshape, &shape).is_some_and(|s| s == shape);
+        let fits = broadcast_shapes(&mshape, &shape).is_some_and(|s| *s == shape);
         assert!(fits, "masked_fill: mask {} does not broadcast to {}", fmt_shape(&mshape), fmt_shape(&shape));
         let fill = Self::full_dtype([1; D], value, self.dtype(), &self.device());
         Self::where_cond(mask, &fill, self)

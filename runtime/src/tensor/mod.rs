@@ -41,7 +41,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// Wraps a backend storage; panics if its rank is not `D`.
     pub fn from_storage(storage: B::Storage) -> Self {
         let shape = B::shape(&storage);
-        assert_eq!(shape.len(), D, "Tensor<_, {D}>: a storage of shape {} has rank {}", fmt_shape(&shape), shape.len());
+        assert_eq!(shape.len(), D, "Tensor<_, {D}>: a storage of shape {} has rank {}", fmt_shape(shape), shape.len());
         Tensor { storage }
     }
 
@@ -71,7 +71,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn shape(&self) -> [usize; D] {
         let s = B::shape(&self.storage);
         let mut out = [0; D];
-        out.copy_from_slice(&s);
+        out.copy_from_slice(s);
         out
     }
 
@@ -218,7 +218,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn item(&self) -> f64 {
         let n = self.numel();
         assert!(n == 1, "item: the tensor has shape {} ({n} elements), not one element", fmt_shape(&self.shape()));
-        self.to_data().values.to_f64_vec()[0]
+        B::item(&self.storage)
     }
 
     /// The values converted to `dtype`, as `torch.Tensor.to(dtype)`.
@@ -247,9 +247,9 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 impl<B: Backend> Tensor<B, 1> {
     /// The i64 values `start, start + 1, ..., end - 1`, as `torch.arange`.
     pub fn arange(range: std::ops::Range<i64>, device: &B::Device) -> Self {
-        let v: Vec<i64> = range.collect();
-        let n = v.len();
-        Self::from_vec(v, [n], device)
+        let n = (range.end - range.start).max(0) as usize;
+        let ids = Self::wrap(B::arange(n, device));
+        if range.start == 0 { ids } else { ids.add_scalar(range.start as f64) }
     }
 }
 

@@ -166,8 +166,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
             start + length,
             fmt_shape(&shape)
         );
-        let ranges: Vec<Range<usize>> =
-            (0..D).map(|i| if i == d { start..start + length } else { 0..shape[i] }).collect();
+        let ranges: [Range<usize>; D] =
+            std::array::from_fn(|i| if i == d { start..start + length } else { 0..shape[i] });
         Self::wrap(B::slice(&self.storage, &ranges))
     }
 

@@ -1,0 +1,268 @@
+//! Recycled buffers for op outputs: the CPU backend's caching allocator.
+//!
+//! A training step of fixed shapes asks for the same output sizes every
+//! step, so once the pool has seen one step every output comes from it and
+//! the step makes no heap allocation (`tests/zero_alloc.rs`); reused
+//! buffers are also already paged in, where fresh ones fault on first
+//! write.
+//!
+//! ndarray's shared arrays free their buffer when the last clone drops and
+//! offer no hook there, so the pool keeps one clone of every buffer it
+//! hands out and takes a buffer back when that clone is the only one left
+//! (`is_unique`). A buffer free and unused for a whole sweep period is
+//! released, so shapes that change (the last, short batch; sequences of
+//! varying length) do not pile up memory.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use ndarray::IxDyn;
+
+use crate::storage::{Array, Float};
+
+/// Element types the pool recycles.
+pub trait Pooled: Copy + Default + Send + Sync + 'static {
+    /// The pool of this element type's buffers.
+    fn pool() -> &'static Mutex<Pool<Self>>;
+}
+
+macro_rules! pooled {
+    ($($t:ty),*) => {$(
+        impl Pooled for $t {
+            fn pool() -> &'static Mutex<Pool<Self>> {
+                static POOL: Mutex<Pool<$t>> = Mutex::new(Pool::new());
+                &POOL
+            }
+        }
+    )*};
+}
+pooled!(f32, f64, i64, bool);
+
+/// Takes between sweeps; a free buffer not handed out since the previous
+/// sweep is released at the next.
+const SWEEP_EVERY: u64 = 1 << 16;
+
+/// Buffers by length, each with the take count when it was last handed out.
+#[derive(Debug)]
+pub(crate) struct Pool<T> {
+    buckets: BTreeMap<usize, Bucket<T>>,
+    takes: u64,
+    swept_at: u64,
+}
+
+/// The buffers of one length, and where the next search for a free one
+/// starts (after the last one found: next fit).
+#[derive(Debug)]
+struct Bucket<T> {
+    entries: Vec<(Array<T>, u64)>,
+    cursor: usize,
+}
+
+impl<T> Default for Bucket<T> {
+    fn default() -> Self {
+        Bucket { entries: Vec::new(), cursor: 0 }
+    }
+}
+
+/// Buffers a search looks at before giving up and allocating: a bucket
+/// crowded with live buffers (a list of scalars kept by the caller) must
+/// not make every output cost a scan of all of them.
+const PROBES: usize = 64;
+
+impl<T: Pooled> Pool<T> {
+    const fn new() -> Self {
+        Pool { buckets: BTreeMap::new(), takes: 0, swept_at: 0 }
+    }
+
+    /// A free buffer of `len` values, now owned by the caller alone.
+    fn take(&mut self, len: usize) -> Option<Array<T>> {
+        self.takes += 1;
+        if self.takes - self.swept_at >= SWEEP_EVERY {
+            self.sweep();
+        }
+        let bucket = self.buckets.get_mut(&len)?;
+        let n = bucket.entries.len();
+        let free = (0..n.min(PROBES)).map(|i| (bucket.cursor + i) % n).find(|&i| bucket.entries[i].0.is_unique())?;
+        bucket.cursor = free;
+        Some(bucket.entries.swap_remove(free).0)
+    }
+
+    /// Keeps a clone of `a`, whose buffer holds `a.len()` values.
+    fn keep(&mut self, a: Array<T>) {
+        let takes = self.takes;
+        self.buckets.entry(a.len()).or_default().entries.push((a, takes));
+    }
+
+    /// Releases the free buffers not handed out since the last sweep.
+    fn sweep(&mut self) {
+        let since = self.swept_at;
+        for bucket in self.buckets.values_mut() {
+            bucket.entries.retain(|(a, used)| *used >= since || !a.is_unique());
+            bucket.cursor = 0;
+        }
+        self.swept_at = self.takes;
+    }
+
+    /// Removes the pool's clone of the buffer `a` views in full, if it has one.
+    fn forget(&mut self, a: &Array<T>) -> Option<Array<T>> {
+        let bucket = &mut self.buckets.get_mut(&a.len())?.entries;
+        let at = bucket.iter().rposition(|(p, _)| p.as_ptr() == a.as_ptr())?;
+        Some(bucket.swap_remove(at).0)
+    }
+}
+
+/// The pool of `T`, usable even if a thread panicked while holding it (its
+/// state is a set of buffers, consistent after every operation).
+fn lock<T: Pooled>() -> MutexGuard<'static, Pool<T>> {
+    T::pool().lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An array of `shape` whose values `fill` writes. `fill` sees stale values
+/// (or defaults) and must write every element.
+pub(crate) fn output<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [T])) -> Array<T> {
+    let len = shape.iter().product();
+    let taken = lock::<T>().take(len);
+    let mut a = match taken {
+        // A pooled buffer is a whole row-major array, so it takes any shape
+        // of its length without a copy.
+        Some(a) => a.into_shape_with_order(IxDyn(shape)).expect("a pooled buffer is contiguous"),
+        None => Array::from_shape_vec(IxDyn(shape), vec![T::default(); len]).expect("the length fills the shape"),
+    };
+    fill(a.as_slice_mut().expect("a fresh array is contiguous and not shared"));
+    lock::<T>().keep(a.clone());
+    a
+}
+
+/// [`output`] for a `fill` that writes through `MaybeUninit` slots (the
+/// parallel fill loops are written so).
+pub(crate) fn output_uninit<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Array<T> {
+    output(shape, |out| {
+        // SAFETY: `MaybeUninit<T>` has `T`'s layout, and `fill` writes only
+        // initialised values (every slot, by its contract).
+        let slots = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        fill(slots);
+    })
+}
+
+/// An array of `shape` set to `value`, then passed to `fill` (for kernels
+/// that accumulate into their output).
+pub(crate) fn filled<T: Pooled>(shape: &[usize], value: T, fill: impl FnOnce(&mut [T])) -> Array<T> {
+    output(shape, |out| {
+        out.fill(value);
+        fill(out);
+    })
+}
+
+/// `a` itself when it is row-major, else a row-major copy (from the pool).
+pub(crate) fn standard<T: Pooled>(a: &Array<T>) -> Array<T> {
+    if a.is_standard_layout() {
+        return a.clone();
+    }
+    output(a.shape(), |out| copy_to(out, &a.view()))
+}
+
+/// `a`'s values into `out` in row-major order: a plain copy when `a` is
+/// contiguous, ndarray's strided assignment (a broadcast, a transpose)
+/// otherwise.
+pub(crate) fn copy_to<T: Copy>(out: &mut [T], a: &ndarray::ArrayView<'_, T, IxDyn>) {
+    match a.as_slice() {
+        Some(s) => out.copy_from_slice(s),
+        None => ndarray::ArrayViewMut::from_shape(a.raw_dim(), out).expect("`out` fills the shape").assign(a),
+    }
+}
+
+/// Runs `f` on `a`'s values in place when `a` is a whole contiguous buffer
+/// that nothing but the pool shares; returns false, leaving `a` alone,
+/// otherwise.
+pub(crate) fn update_in_place<T: Pooled>(a: &mut Array<T>, f: impl FnOnce(&mut [T])) -> bool {
+    if !a.is_standard_layout() {
+        return false;
+    }
+    if a.is_unique() {
+        f(a.as_slice_mut().expect("contiguous and not shared"));
+        return true;
+    }
+    let mut pool = lock::<T>();
+    let Some(kept) = pool.forget(a) else {
+        return false;
+    };
+    drop(kept);
+    let unique = a.is_unique();
+    if unique {
+        f(a.as_slice_mut().expect("contiguous and not shared"));
+    }
+    pool.keep(a.clone());
+    unique
+}
+
+/// At least `len` values of `T` in `words` (grown, never shrunk).
+pub(crate) fn grow<T>(words: &mut Vec<u64>, len: usize) -> *mut T {
+    const { assert!(align_of::<T>() <= align_of::<u64>()) };
+    let need = (len * size_of::<T>()).div_ceil(size_of::<u64>());
+    if words.len() < need {
+        words.resize(need, 0);
+    }
+    words.as_mut_ptr().cast()
+}
+
+thread_local! {
+    /// Scratch space of this thread (im2col columns), kept between calls.
+    static SCRATCH: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `len` values of scratch space with stale contents: this
+/// thread's buffer, or a fresh one if the buffer is in use further up the
+/// stack (rayon may run another task on a thread that waits for a join).
+pub(crate) fn with_scratch<T: Float, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut words) => {
+            let ptr = grow::<T>(&mut words, len);
+            // SAFETY: `grow` made room for `len` values of `T`, every bit
+            // pattern of which (a float) is valid; the borrow is exclusive.
+            f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+        }
+        Err(_) => f(&mut vec![T::ZERO; len]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_output_is_reused_and_a_live_one_is_not() {
+        let a = output::<i64>(&[3, 7], |o| o.fill(1));
+        let ptr = a.as_ptr();
+        let b = output::<i64>(&[7, 3], |o| o.fill(2));
+        assert_ne!(b.as_ptr(), ptr, "a live buffer was handed out again");
+        drop(a);
+        let c = output::<i64>(&[21], |o| o.fill(3));
+        assert_eq!(c.as_ptr(), ptr, "the freed buffer was not reused");
+        assert!(c.iter().all(|&v| v == 3) && b.iter().all(|&v| v == 2));
+        assert_eq!(c.shape(), [21]);
+    }
+
+    #[test]
+    fn updates_in_place_only_when_nothing_else_shares_the_buffer() {
+        let mut a = output::<f64>(&[4], |o| o.fill(1.0));
+        let ptr = a.as_ptr();
+        assert!(update_in_place(&mut a, |v| v[0] = 5.0));
+        assert_eq!((a.as_ptr(), a[[0]]), (ptr, 5.0));
+        let view = a.clone();
+        assert!(!update_in_place(&mut a, |v| v[0] = 6.0), "a shared buffer was changed");
+        assert_eq!(view[[0]], 5.0);
+    }
+
+    #[test]
+    fn a_sweep_releases_buffers_unused_for_a_period() {
+        let mut pool = Pool::<bool>::new();
+        pool.keep(Array::from_elem(IxDyn(&[5]), false));
+        pool.takes = 10;
+        pool.sweep();
+        assert_eq!(pool.buckets[&5].entries.len(), 1, "a buffer used in this period was released");
+        pool.sweep();
+        assert!(pool.buckets[&5].entries.is_empty());
+    }
+}
