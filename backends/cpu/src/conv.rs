@@ -446,6 +446,10 @@ pub(crate) fn max_pool2d<T: Num>(
     let values = pool::output(&shape, |out| {
         let run = |out: &mut [T], idx: &mut [i64]| {
             for_each_plane(xs, n * c, &geo, out, idx, |src, out, idx| {
+                if unpadded && kh == 2 && kw == 2 {
+                    max_pool_2x2(src, out, idx, &geo, [sh, sw]);
+                    return;
+                }
                 for oy in 0..geo.oh {
                     for ox in 0..geo.ow {
                         // Without padding every window lies inside the plane, so the
@@ -481,6 +485,38 @@ pub(crate) fn max_pool2d<T: Num>(
         }
     });
     (values, indices)
+}
+
+/// [`max_pool2d`] of one plane with an unpadded 2x2 window (the common
+/// `MaxPool2d<2>`): two row slices and four taps per output, no clipping.
+/// Same rule: the first NaN wins, else the first largest tap.
+fn max_pool_2x2<T: Num>(src: &[T], out: &mut [T], idx: &mut [i64], geo: &PoolGeometry, [sh, sw]: [usize; 2]) {
+    let w = geo.w;
+    for oy in 0..geo.oh {
+        let y = oy * sh;
+        let (r0, r1) = (&src[y * w..][..w], &src[(y + 1) * w..][..w]);
+        for ox in 0..geo.ow {
+            let x = ox * sw;
+            let taps = [
+                (r0[x], y * w + x),
+                (r0[x + 1], y * w + x + 1),
+                (r1[x], (y + 1) * w + x),
+                (r1[x + 1], (y + 1) * w + x + 1),
+            ];
+            let (mut best, mut at) = taps[0];
+            for &(v, i) in &taps[1..] {
+                // Non-short-circuit operators and selects: the outcome is
+                // data-dependent, and a branch on it mispredicts half the time.
+                let take = !best.is_nan() & (v.is_nan() | (v > best));
+                best = if take { v } else { best };
+                at = if take { i } else { at };
+            }
+            out[oy * geo.ow + ox] = best;
+            if let Some(slot) = idx.get_mut(oy * geo.ow + ox) {
+                *slot = at as i64;
+            }
+        }
+    }
 }
 
 /// Average pooling; padded zeros count in the divisor (`count_include_pad`).
