@@ -349,8 +349,8 @@ where
         }
     }
     pool::output(&shape, |out| {
-        let values = cv.iter().zip(av.iter().zip(bv.iter()));
-        out.iter_mut().zip(values).for_each(|(o, (&c, (&x, &y)))| *o = if c { x } else { y });
+        let out = ndarray::ArrayViewMut::from_shape(cv.raw_dim(), out).expect("the output fills the shape");
+        ndarray::Zip::from(out).and(&cv).and(&av).and(&bv).for_each(|o, &c, &x, &y| *o = if c { x } else { y });
     })
 }
 

@@ -54,10 +54,11 @@ impl blaze_runtime::nn::BackendDevice for CpuDevice {
     }
 }
 
-/// Tunes glibc's allocator for training: tensors of a few megabytes are
-/// allocated and freed every step, and by default glibc returns such blocks
-/// to the kernel and maps them again, so each step pays page faults and
-/// cross-core TLB flushes (a third of a small CNN's step time on two cores).
+/// Tunes glibc's allocator for training: tensors of a few megabytes that
+/// are allocated and freed again (shapes that change, so the buffer pool
+/// cannot reuse them) are by default returned to the kernel and mapped
+/// again, so each step pays page faults and cross-core TLB flushes (a third
+/// of a small CNN's step time on two cores before op outputs were pooled).
 /// This keeps blocks up to 64 MiB in the heap and trims it only past
 /// 256 MiB of free memory. It changes process-wide allocator settings, so
 /// it is opt-in: programs that train call it once at start-up. Does nothing
