@@ -3,7 +3,6 @@
 //! for the widest vector ISA the CPU has; a general kernel's workgroups run
 //! in parallel, each on one thread.
 
-
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, RawBuffer, ScalarArg, Workgroups, check_launch,
 };

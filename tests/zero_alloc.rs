@@ -1,0 +1,194 @@
+//! A `#[model]` training step makes no heap allocation once warmed up.
+//!
+//! The step (training forward, cross-entropy, generated backward, optimizer
+//! update, loss read back) runs on the CPU backend under a global allocator
+//! that counts every allocation on every thread. After a few warm-up steps
+//! (optimizer state, the backend's buffer pool) the count must stay at zero.
+//! On failure the test prints where the first allocations came from.
+//!
+//! It has its own binary without the libtest harness, so no other test (or
+//! the harness's own bookkeeping) allocates while it counts.
+
+#[path = "common/transformer.rs"]
+mod transformer;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::backtrace::Backtrace;
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use blaze::Backend;
+use blaze::loss::cross_entropy;
+use blaze::nn::{Block, Ctx};
+use blaze::optim::{Adam, Optimizer, Sgd};
+use blaze::prelude::*;
+
+/// The system allocator, counting calls while `COUNTING` is set and keeping
+/// the backtraces of the first few.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+static TRACES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+const KEPT_TRACES: usize = 6;
+
+thread_local! {
+    /// Set while this thread records a backtrace, whose own allocations
+    /// are not counted.
+    static TRACING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if !COUNTING.load(Ordering::Relaxed) || TRACING.with(Cell::get) {
+        return;
+    }
+    if CALLS.fetch_add(1, Ordering::Relaxed) < KEPT_TRACES {
+        TRACING.with(|t| t.set(true));
+        let trace = Backtrace::force_capture().to_string();
+        TRACES.lock().unwrap().push(trace);
+        TRACING.with(|t| t.set(false));
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: the caller's contract is passed on as is.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[model(input = [1, 12, 12])]
+struct Cnn {
+    conv1: Conv2d<1, 8, 3>,
+    act1: Relu,
+    pool1: MaxPool2d<2>,
+    #[layer(padding = 1)]
+    conv2: Conv2d<8, 16, 3>,
+    act2: Relu,
+    pool2: MaxPool2d<2>,
+    flat: Flatten,
+    fc: Linear<64, 10>,
+}
+
+#[model(input = [784])]
+struct Mlp {
+    fc1: Linear<784, 256>,
+    act1: Relu,
+    fc2: Linear<256, 128>,
+    act2: Relu,
+    fc3: Linear<128, 10>,
+}
+
+/// A transformer block followed by a classifier over the flattened tokens.
+#[model]
+struct Classifier {
+    block: transformer::TransformerBlock,
+    head: Linear<128, 10>,
+}
+
+#[model(input = [8, 16])]
+impl Classifier {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.head(self.block(x).flatten())
+    }
+}
+
+/// Heap allocations per step of `steps` training steps after `warm_up`
+/// ones, and the backtraces of the first few.
+fn allocations<M, O, const D: usize>(mut model: M, mut opt: O, x: Tensor<Cpu, D>) -> (usize, Vec<String>)
+where
+    M: Block<Cpu, Input = Tensor<Cpu, D>, Output = Tensor<Cpu, 2>>,
+    O: Optimizer<Cpu>,
+{
+    let n = x.shape()[0];
+    let y = Tensor::<Cpu, 1>::from_vec((0..n as i64).map(|i| i % 10).collect(), [n], &CpuDevice);
+    let mut ctx = Ctx::train(0);
+    let mut losses = [0.0; 2];
+    let mut step = |i: usize| {
+        let (logits, cache) = model.forward_train(&x, &mut ctx);
+        let loss = cross_entropy(&logits, &y, 0.0);
+        let grads = model.backward_params(&cache, &loss.grad);
+        opt.step(&mut model, &grads);
+        losses[i.min(1)] = loss.item();
+    };
+    Cpu::run(|| {
+        for _ in 0..3 {
+            step(0);
+        }
+        TRACES.lock().unwrap().clear();
+        CALLS.store(0, Ordering::Relaxed);
+        COUNTING.store(true, Ordering::Relaxed);
+        for _ in 0..5 {
+            step(1);
+        }
+        COUNTING.store(false, Ordering::Relaxed);
+    });
+    assert!(losses[1] < losses[0], "the steps did not train: loss {} then {}", losses[0], losses[1]);
+    (CALLS.load(Ordering::Relaxed), std::mem::take(&mut *TRACES.lock().unwrap()))
+}
+
+fn main() {
+    let dev = CpuDevice;
+    let cases = [
+        (
+            "MLP 784-256-128-10, SGD with momentum",
+            allocations(
+                Mlp::new_seeded(0, &dev),
+                Sgd::new(0.01).momentum(0.9),
+                Tensor::<Cpu, 2>::rand_normal([128, 784], &dev),
+            ),
+        ),
+        (
+            "CNN, Adam",
+            allocations(
+                Cnn::new_seeded(0, &dev),
+                Adam::new(1e-3),
+                Tensor::<Cpu, 4>::rand_normal([32, 1, 12, 12], &dev),
+            ),
+        ),
+        (
+            "transformer block (forward body), AdamW",
+            allocations(
+                Classifier::new_seeded(0, &dev),
+                Adam::adamw(1e-3),
+                Tensor::<Cpu, 3>::rand_normal([16, 8, 16], &dev),
+            ),
+        ),
+    ];
+    let mut failed = false;
+    for (name, (calls, traces)) in cases {
+        if calls == 0 {
+            println!("{name}: no allocation in 5 steps");
+            continue;
+        }
+        failed = true;
+        println!("{name}: {calls} heap allocations in 5 steps; the first ones:");
+        for t in traces {
+            println!("{t}\n");
+        }
+    }
+    assert!(!failed, "a training step allocated");
+}
