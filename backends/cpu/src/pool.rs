@@ -184,8 +184,10 @@ pub(crate) fn update_in_place<T: Pooled>(a: &mut Array<T>, f: impl FnOnce(&mut [
         f(a.as_slice_mut().expect("contiguous and not shared"));
         return true;
     }
-    let mut pool = lock::<T>();
-    let Some(kept) = pool.forget(a) else {
+    // Drop the pool's clone, update, and keep a clone again. The lock is
+    // not held while `f` runs: `f` may fork onto rayon, and a thread that
+    // waits there can be handed a task that asks the pool for an output.
+    let Some(kept) = lock::<T>().forget(a) else {
         return false;
     };
     drop(kept);
@@ -193,7 +195,7 @@ pub(crate) fn update_in_place<T: Pooled>(a: &mut Array<T>, f: impl FnOnce(&mut [
     if unique {
         f(a.as_slice_mut().expect("contiguous and not shared"));
     }
-    pool.keep(a.clone());
+    lock::<T>().keep(a.clone());
     unique
 }
 
