@@ -1,15 +1,17 @@
 //! Single-threaded packed GEMM, `C = A B` or `C += A B`, for strided `A`
 //! and `B` and a row-major `C`, after Goto and van de Geijn: `B` is packed
-//! in `KC x NC` blocks of `NR`-column panels, `A` in `MC x KC` blocks of
-//! `MR`-row panels, and a register-blocked `MR x NR` kernel walks them.
+//! in `KC x NC` blocks of `NR`-column panels, and a register-blocked
+//! `MR x NR` kernel walks them against `MR`-row panels of `A`. `A` is read
+//! in place when it is row- or column-major (packed otherwise), and `B`
+//! too when its rows are contiguous and few rows would reuse a packed panel.
 //!
 //! The packing buffers are thread-local and only grow, so once a thread has
 //! multiplied at a size it multiplies at that size without allocating: the
 //! zero-allocation training step depends on it (a general-purpose GEMM
-//! crate allocates its packing buffers on every call). The kernel is plain
-//! Rust over fixed-size arrays, compiled for AVX-512 or AVX2+FMA at run
-//! time (`simd`), where LLVM keeps the `MR x NR` accumulator tile in
-//! vector registers.
+//! crate allocates its packing buffers on every call). The kernel holds its
+//! tile in vector registers through explicit AVX-512 or AVX2 intrinsics, in
+//! a `#[target_feature]` function per ISA chosen at run time; a portable
+//! scalar kernel serves other CPUs.
 
 use std::cell::RefCell;
 
