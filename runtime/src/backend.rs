@@ -432,11 +432,12 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
 
     // ---- composites a backend may fuse -----------------------------------
 
-    /// The i64 values `0..n`, `[n]` (`torch.arange`). The default uploads
-    /// them from the host; a backend may write them in place.
-    fn arange(n: usize, device: &Self::Device) -> Self::Storage {
-        let values = (0..n as i64).collect();
-        Self::from_data(TensorData { shape: vec![n], values: crate::DataVec::I64(values) }, device)
+    /// The i64 values of `range`, one dim (`torch.arange`); the runtime
+    /// has checked that it is not reversed. The default uploads them from
+    /// the host; a backend may write them in place.
+    fn arange(range: Range<i64>, device: &Self::Device) -> Self::Storage {
+        let values: Vec<i64> = range.collect();
+        Self::from_data(TensorData { shape: vec![values.len()], values: crate::DataVec::I64(values) }, device)
     }
 
     /// The one value of a one-element tensor, as f64. The default reads

@@ -225,7 +225,8 @@ macro_rules! scalar_arg {
 }
 scalar_arg!(f32, f64, i32);
 
-/// Arguments a kernel may take.
+/// The most arguments a kernel takes (`kernel!` enforces it, with its own
+/// copy of this number: a proc-macro crate cannot depend on the runtime).
 pub const MAX_ARGS: usize = 8;
 
 /// Calls kernel `K` on `args`, broadcasting the tensors among them: what

@@ -139,12 +139,6 @@ impl PartialEq for Dims {
     }
 }
 
-impl PartialEq<[usize]> for Dims {
-    fn eq(&self, other: &[usize]) -> bool {
-        **self == *other
-    }
-}
-
 /// Output size of a sliding window along one axis, as PyTorch computes it:
 /// `(size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1`, or
 /// `None` when the window does not fit.

@@ -57,6 +57,12 @@ impl<T> Strided<T> {
         Strided { ptr: unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }, ..self }
     }
 
+    /// The transposed operand: element `(i, j)` is this one's `(j, i)`.
+    #[inline(always)]
+    fn t(self) -> Self {
+        Strided { rs: self.cs, cs: self.rs, ..self }
+    }
+
     /// Element `(i, j)`.
     ///
     /// # Safety
@@ -209,7 +215,7 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
             let kc = KC.min(k - pc);
             if !in_place_b {
                 // SAFETY: the block lies in `rhs`; `pb` holds kc x nc rounded up to NR.
-                unsafe { pack_b(nr, kc, nc, rhs.at(pc, jc), pb) };
+                unsafe { pack(nr, nc, kc, rhs.at(pc, jc).t(), pb) };
             }
             let add = accumulate || pc > 0;
             for ic in (0..m).step_by(MC) {
@@ -218,9 +224,9 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                 // SAFETY: the block lies in `lhs`; `pa` holds MC x kc.
                 unsafe {
                     if !in_place_a {
-                        pack_a(mr, mc, kc, lhs.at(ic, pc), pa);
+                        pack(mr, mc, kc, lhs.at(ic, pc), pa);
                     } else if whole < mc {
-                        pack_a(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
+                        pack(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
                     }
                 }
                 for jr in (0..nc).step_by(nr) {
@@ -236,7 +242,7 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                         // The last, partial panel is packed: reading NR
                         // values from its rows would run past them.
                         // SAFETY: the block lies in `rhs`; `pb` holds kc x NR.
-                        unsafe { pack_b(nr, kc, cols, rhs.at(pc, jc + jr), pb) };
+                        unsafe { pack(nr, cols, kc, rhs.at(pc, jc + jr).t(), pb) };
                         (pb.cast_const(), nr)
                     };
                     for ir in (0..mc).step_by(mr) {
@@ -560,48 +566,28 @@ mod x86 {
     );
 }
 
-/// Packs the `mc x kc` block at `a` into `MR`-row panels, each `kc` steps
-/// of `MR` values, the rows past `mc` zero.
+/// Packs the `rows x depth` block at `a` into panels of `width` rows, each
+/// `depth` steps of `width` values, the rows past `rows` zero: `A`'s
+/// `MR`-row panels, or (through [`Strided::t`]) `B`'s `NR`-column ones.
 ///
 /// # Safety
-/// The block lies in the operand and `out` holds `mc` rounded up to `MR`
-/// times `kc` values.
+/// The block lies in the operand and `out` holds `rows` rounded up to
+/// `width` times `depth` values.
 #[inline(always)]
-unsafe fn pack_a<T: Float>(mr: usize, mc: usize, kc: usize, a: Strided<T>, out: *mut T) {
-    for (panel, i0) in (0..mc).step_by(mr).enumerate() {
-        let rows = mr.min(mc - i0);
+unsafe fn pack<T: Float>(width: usize, rows: usize, depth: usize, a: Strided<T>, out: *mut T) {
+    for (panel, i0) in (0..rows).step_by(width).enumerate() {
+        let live = width.min(rows - i0);
         // SAFETY: panel `panel` of `out`.
-        let o = unsafe { std::slice::from_raw_parts_mut(out.add(panel * kc * mr), kc * mr) };
-        for (p, step) in o.chunks_exact_mut(mr).enumerate() {
-            for (i, v) in step.iter_mut().enumerate() {
-                // SAFETY: (i0 + i, p) lies in the block for i < rows.
-                *v = if i < rows { unsafe { a.get(i0 + i, p) } } else { T::ZERO };
-            }
-        }
-    }
-}
-
-/// Packs the `kc x nc` block at `b` into `NR`-column panels, each `kc`
-/// steps of `NR` values, the columns past `nc` zero.
-///
-/// # Safety
-/// The block lies in the operand and `out` holds `kc` times `nc` rounded
-/// up to `NR` values.
-#[inline(always)]
-unsafe fn pack_b<T: Float>(nr: usize, kc: usize, nc: usize, b: Strided<T>, out: *mut T) {
-    for (panel, j0) in (0..nc).step_by(nr).enumerate() {
-        let cols = nr.min(nc - j0);
-        // SAFETY: panel `panel` of `out`.
-        let o = unsafe { std::slice::from_raw_parts_mut(out.add(panel * kc * nr), kc * nr) };
-        for (p, step) in o.chunks_exact_mut(nr).enumerate() {
-            if b.cs == 1 && cols == nr {
-                // SAFETY: row p of the block holds nr values from column j0.
-                step.copy_from_slice(unsafe { std::slice::from_raw_parts(b.at(p, j0).ptr, nr) });
+        let o = unsafe { std::slice::from_raw_parts_mut(out.add(panel * depth * width), depth * width) };
+        for (p, step) in o.chunks_exact_mut(width).enumerate() {
+            if a.rs == 1 && live == width {
+                // SAFETY: step p of the panel is `width` contiguous values.
+                step.copy_from_slice(unsafe { std::slice::from_raw_parts(a.at(i0, p).ptr, width) });
                 continue;
             }
-            for (j, v) in step.iter_mut().enumerate() {
-                // SAFETY: (p, j0 + j) lies in the block for j < cols.
-                *v = if j < cols { unsafe { b.get(p, j0 + j) } } else { T::ZERO };
+            for (i, v) in step.iter_mut().enumerate() {
+                // SAFETY: (i0 + i, p) lies in the block for i < live.
+                *v = if i < live { unsafe { a.get(i0 + i, p) } } else { T::ZERO };
             }
         }
     }

@@ -4,7 +4,8 @@
 //! in parallel, each on one thread.
 
 use blaze_runtime::kernel::{
-    Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, RawBuffer, ScalarArg, Workgroups, check_launch,
+    Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, MAX_ARGS, RawBuffer, ScalarArg, Workgroups,
+    check_launch,
 };
 use rayon::prelude::*;
 
@@ -16,9 +17,6 @@ use crate::storage::{Array, CpuStorage, Float};
 /// Elements per call of the kernel's loop: its inputs' pieces and the
 /// splatted scalars stay in L1.
 const PIECE: usize = 1024;
-
-/// The most arguments a kernel takes (`kernel!` enforces it).
-pub const MAX_ARGS: usize = 8;
 
 /// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out
 /// of a tensor input (every one has `shape`).

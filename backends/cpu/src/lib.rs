@@ -272,8 +272,9 @@ impl Backend for Cpu {
         }
     }
 
-    fn arange(n: usize, _device: &CpuDevice) -> CpuStorage {
-        CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(0..).for_each(|(o, i)| *o = i)))
+    fn arange(range: Range<i64>, _device: &CpuDevice) -> CpuStorage {
+        let n = (range.end - range.start) as usize;
+        CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(range).for_each(|(o, i)| *o = i)))
     }
 
     fn item(x: &CpuStorage) -> f64 {

@@ -85,22 +85,30 @@ fn aligned(x: &[usize], index: &[usize], dim: usize) -> bool {
     x.iter().zip(index).enumerate().all(|(d, (a, b))| d == dim || a == b)
 }
 
+/// Calls `f(at, offset)` for every flat position `at` of a row-major
+/// `index` aligned with a row-major `x` (see [`aligned`]): `offset` is the
+/// flat position in `x` of `at` with its `dim` coordinate replaced by
+/// `index[at]`. What gather reads and scatter writes, as three flat loops.
+fn for_aligned(x: &[usize], index_shape: &[usize], dim: usize, index: &[i64], mut f: impl FnMut(usize, usize)) {
+    let (outer, nx, inner) = split(x, dim);
+    let ni = index_shape[dim];
+    for o in 0..outer {
+        for j in 0..ni {
+            let at = (o * ni + j) * inner;
+            for (i, &k) in index[at..at + inner].iter().enumerate() {
+                f(at + i, (o * nx + k as usize) * inner + i);
+            }
+        }
+    }
+}
+
 /// `out[p] = x[p with p[dim] = index[p]]` for every position `p` of `index`.
 pub(crate) fn gather<T: Pooled>(x: &Array<T>, dim: usize, index: &Array<i64>) -> Array<T> {
     pool::output(index.shape(), |out| {
         if let (Some(xs), Some(is)) = (x.as_slice(), index.as_slice())
             && aligned(x.shape(), index.shape(), dim)
         {
-            let (outer, nx, inner) = split(x.shape(), dim);
-            let ni = index.shape()[dim];
-            for o in 0..outer {
-                for j in 0..ni {
-                    let at = (o * ni + j) * inner;
-                    for (i, (&k, slot)) in is[at..at + inner].iter().zip(&mut out[at..at + inner]).enumerate() {
-                        *slot = xs[(o * nx + k as usize) * inner + i];
-                    }
-                }
-            }
+            for_aligned(x.shape(), index.shape(), dim, is, |at, from| out[at] = xs[from]);
             return;
         }
         for ((mut p, &i), slot) in index.indexed_iter().zip(out) {
@@ -117,16 +125,7 @@ pub(crate) fn scatter_add<T: Num>(x: &Array<T>, dim: usize, index: &Array<i64>, 
         if let (Some(is), Some(ss)) = (index.as_slice(), src.as_slice())
             && aligned(x.shape(), index.shape(), dim)
         {
-            let (outer, nx, inner) = split(x.shape(), dim);
-            let ni = index.shape()[dim];
-            for o in 0..outer {
-                for j in 0..ni {
-                    let at = (o * ni + j) * inner;
-                    for (i, (&k, &v)) in is[at..at + inner].iter().zip(&ss[at..at + inner]).enumerate() {
-                        os[(o * nx + k as usize) * inner + i] += v;
-                    }
-                }
-            }
+            for_aligned(x.shape(), index.shape(), dim, is, |at, to| os[to] += ss[at]);
             return;
         }
         let mut out = view_mut(x.shape(), os);

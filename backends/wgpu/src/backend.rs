@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use blaze_cpu::{Cpu, CpuDevice, CpuStorage};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
+use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, Pool2dOptions, ReduceOp, TensorData, UnaryOp,
 };
@@ -454,9 +455,9 @@ fn pool_params(invocations: usize, [oh, ow]: [usize; 2], [h, w]: [usize; 2], o: 
     ]
 }
 
-/// Output size of a window along one dim.
+/// Output size of a window along one dim, which the runtime has checked.
 fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> usize {
-    (size + 2 * pad - dil * (k - 1) - 1) / stride + 1
+    window_output_size(size, k, stride, pad, dil).expect("the runtime checked the window")
 }
 
 impl Backend for Wgpu {

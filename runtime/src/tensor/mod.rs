@@ -247,9 +247,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 impl<B: Backend> Tensor<B, 1> {
     /// The i64 values `start, start + 1, ..., end - 1`, as `torch.arange`.
     pub fn arange(range: std::ops::Range<i64>, device: &B::Device) -> Self {
-        let n = (range.end - range.start).max(0) as usize;
-        let ids = Self::wrap(B::arange(n, device));
-        if range.start == 0 { ids } else { ids.add_scalar(range.start as f64) }
+        let range = range.start..range.end.max(range.start);
+        Self::wrap(B::arange(range, device))
     }
 }
 
