@@ -8,7 +8,7 @@ mod kernels;
 use blaze::prelude::*;
 use blaze::{Rng, kernel};
 use expect_test::expect;
-use kernels::row_sum;
+use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs};
 
 kernel! {
     /// `softmax(x + bias)` over each row of `x`, in place: one workgroup per
@@ -192,4 +192,69 @@ fn signed_integers_follow_wgsl() {
     signed::launch(2, &mut out, 5);
     let want: Vec<f32> = (0..32).map(|i| signed_reference(i, 5)).collect();
     assert_eq!(out.to_vec::<f32>(), want);
+}
+
+/// What WGSL defines `semantics` to compute for one case, from std's
+/// operations: casts saturate (NaN to 0), division rounds toward zero with
+/// `x / 0 = x` and wrapping overflow, `x % 0 = 0`, shifts use the low five
+/// bits of the amount, float remainder is `x - y * trunc(x / y)`, and
+/// max/min/clamp return NaN when an operand is NaN.
+fn semantics_reference(fa: f32, fb: f32) -> [f32; SEMANTICS_OUT] {
+    let (a, b, ua, ub) = (fa as i32, fb as i32, fa as u32, fb as u32);
+    let div = |a: i32, b: i32| if b == 0 { a } else { a.wrapping_div(b) };
+    let rem = |a: i32, b: i32| if b == 0 { 0 } else { a.wrapping_rem(b) };
+    let nan_or = |f: fn(f32, f32) -> f32, x: f32, y: f32| if x.is_nan() || y.is_nan() { f32::NAN } else { f(x, y) };
+    let ints: [i32; 11] = [
+        a,
+        ua as i32,
+        div(a, b),
+        rem(a, b),
+        ua.checked_div(ub).unwrap_or(ua) as i32,
+        ua.checked_rem(ub).unwrap_or(0) as i32,
+        a << (b as u32 % 32),
+        a >> (ub % 32),
+        (ua >> (b as u32 % 32)) as i32,
+        ((a ^ b) | (a & 255)) << 3,
+        div(rem(a, b), 2),
+    ];
+    let mut out = [0.0; SEMANTICS_OUT];
+    for (k, v) in ints.iter().enumerate() {
+        // u32 values split as their bits: `>> 16` of a u32 is logical.
+        let logical = matches!(k, 1 | 4 | 5 | 8);
+        out[2 * k] = if logical { (*v as u32 >> 16) as f32 } else { (v >> 16) as f32 };
+        out[2 * k + 1] = (v & 0xffff) as f32;
+    }
+    out[22] = nan_or(f32::max, fa, fb);
+    out[23] = nan_or(f32::min, fa, fb);
+    out[24] = if fa.is_nan() { f32::NAN } else { fa.clamp(-1.0, 1.0) };
+    out[25] = fa - fb * (fa / fb).trunc();
+    out[26] = if fa > fb { 1.0 } else { 0.0 };
+    out[27] = (a.wrapping_neg() >> 16) as f32;
+    out[28] = (a.wrapping_neg() & 0xffff) as f32;
+    out[29] = ((ua ^ u32::MAX) >> 16) as f32;
+    out[30] = (a as u32 >> 28) as f32;
+    out[31] = if fa.is_nan() { 1.0 } else { 0.0 };
+    out
+}
+
+/// NaN equals NaN here; everything else must agree to the bit.
+pub fn same_bits_or_both_nan(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan(), "{what}[{i}]: got {g}, want {w}");
+    }
+}
+
+#[test]
+fn integer_casts_shifts_and_nan_follow_wgsl() {
+    let (x, y) = semantics_inputs();
+    let n = x.len();
+    let (xt, yt) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let mut out = Tensor::<Cpu, 1>::zeros([n * SEMANTICS_OUT], &CpuDevice);
+    semantics::launch(n.div_ceil(64) as u32, &xt, &yt, &mut out, n as u32);
+    let got = out.to_vec::<f32>();
+    for (c, (&fa, &fb)) in x.iter().zip(&y).enumerate() {
+        let case = &got[c * SEMANTICS_OUT..(c + 1) * SEMANTICS_OUT];
+        same_bits_or_both_nan(&format!("semantics({fa}, {fb})"), case, &semantics_reference(fa, fb));
+    }
 }

@@ -63,15 +63,27 @@ pub trait KernelFloat:
     fn fma(self, y: Self, z: Self) -> Self;
     /// The error function (vectorisable in f32, libm's in f64).
     fn erf(self) -> Self;
-    /// The smaller of two (the other one if either is NaN, as WGSL allows).
+    /// The smaller of two; NaN if either is (as `torch.minimum`; the
+    /// generated WGSL keeps NaN the same way).
     fn min(self, y: Self) -> Self {
-        if y < self { y } else { self }
+        // `y != y` holds for NaN only; a NaN `self` fails `y < self`.
+        #[allow(clippy::eq_op)]
+        if y < self || y != y { y } else { self }
     }
-    /// The larger of two.
+    /// The larger of two; NaN if either is.
     fn max(self, y: Self) -> Self {
-        if y > self { y } else { self }
+        #[allow(clippy::eq_op)]
+        if y > self || y != y { y } else { self }
     }
-    /// `min(max(x, lo), hi)`.
+    /// `x % y` as WGSL defines it for floats, `x - y * trunc(x / y)`
+    /// (so `3 % inf` is NaN, where C's `fmod` gives 3), which every
+    /// adapter computes too.
+    fn wgsl_rem(self, y: Self) -> Self {
+        let q = self / y;
+        let zero = Self::lit(0.0);
+        self - y * if q < zero { q.ceil() } else { q.floor() }
+    }
+    /// `min(max(x, lo), hi)`: NaN stays NaN.
     fn clamp(self, lo: Self, hi: Self) -> Self {
         self.max(lo).min(hi)
     }

@@ -9,7 +9,7 @@ use blaze::prelude::*;
 use blaze::runtime::kernel::KernelFn;
 use blaze::runtime::kernel::ScalarArg;
 use blaze_wgpu::{HostBuffer, MapArg, WgpuDevice, launch, map};
-use kernels::row_sum;
+use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs};
 
 kernel! {
     /// `y = a * x + b` with the global id, a float and a u32 scalar.
@@ -28,6 +28,34 @@ kernel! {
     pub fn signed(out: &mut [f32], shift: i32) {
         let i = global_id() as i32 - 8;
         out[global_id()] = ((i + shift) / -3 * 10 + (i * 7) % 5) as f32;
+    }
+}
+
+kernel! {
+    /// NaN-keeping maximum.
+    pub fn fmax(x: f32, y: f32) -> f32 {
+        max(x, y)
+    }
+}
+
+kernel! {
+    /// NaN-keeping minimum.
+    pub fn fmin(x: f32, y: f32) -> f32 {
+        min(x, y)
+    }
+}
+
+kernel! {
+    /// NaN-keeping clamp to [-1, 1].
+    pub fn fclamp(x: f32) -> f32 {
+        clamp(x, -1.0, 1.0)
+    }
+}
+
+kernel! {
+    /// WGSL's float remainder, `x - y * trunc(x / y)`.
+    pub fn frem(x: f32, y: f32) -> f32 {
+        x % y
     }
 }
 
@@ -134,4 +162,45 @@ fn elementwise_kernels_and_their_partials_agree_with_the_cpu() {
     let err = map::<swish::Kernel>(&dev, KernelFn::Value, &[MapArg::Array(&x[..3]), MapArg::Number(1.0)], &mut gpu)
         .unwrap_err();
     assert_eq!(err.to_string(), "swish: argument `x` has 3 values for 1000 outputs");
+}
+
+/// NaN matches NaN; other values agree to the bit, or within `tol` of
+/// their size where WGSL allows an inexact division (float remainder).
+fn agree(what: &str, gpu: &[f32], cpu: &[f32], tol: impl Fn(usize) -> f32) {
+    assert_eq!(gpu.len(), cpu.len());
+    for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
+        let ok = g.to_bits() == c.to_bits()
+            || g.is_nan() && c.is_nan()
+            || (g - c).abs() <= tol(i) * (1.0 + c.abs());
+        assert!(ok, "{what}[{i}]: wgpu {g}, cpu {c}");
+    }
+}
+
+#[test]
+fn division_shifts_casts_and_nan_agree_with_the_cpu() {
+    let Some(dev) = device() else { return };
+    let (x, y) = semantics_inputs();
+    let n = x.len();
+    let mut gpu = vec![0.0f32; n * SEMANTICS_OUT];
+    let groups = n.div_ceil(64) as u32;
+    let mut bufs = [HostBuffer::Input(&x), HostBuffer::Input(&y), HostBuffer::Output(&mut gpu)];
+    launch::<semantics::Kernel>(&dev, groups, &mut bufs, &[ScalarArg::U32(n as u32)]).expect("launch");
+    let (xt, yt) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let mut cpu = Tensor::<Cpu, 1>::zeros([n * SEMANTICS_OUT], &CpuDevice);
+    semantics::launch(groups, &xt, &yt, &mut cpu, n as u32);
+    // Output 25 of each case is the float remainder.
+    agree("semantics", &gpu, &cpu.to_vec::<f32>(), |i| if i % SEMANTICS_OUT == 25 { 1e-6 } else { 0.0 });
+
+    let (xc, yc) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let two = [MapArg::Array(&x), MapArg::Array(&y)];
+    let mut out = vec![0.0f32; n];
+    map::<fmax::Kernel>(&dev, KernelFn::Value, &two, &mut out).expect("map");
+    agree("max", &out, &fmax(&xc, &yc).to_vec::<f32>(), |_| 0.0);
+    map::<fmin::Kernel>(&dev, KernelFn::Value, &two, &mut out).expect("map");
+    agree("min", &out, &fmin(&xc, &yc).to_vec::<f32>(), |_| 0.0);
+    map::<frem::Kernel>(&dev, KernelFn::Value, &two, &mut out).expect("map");
+    agree("rem", &out, &frem(&xc, &yc).to_vec::<f32>(), |_| 1e-6);
+    map::<fclamp::Kernel>(&dev, KernelFn::Value, &[MapArg::Array(&x)], &mut out).expect("map");
+    agree("clamp", &out, &fclamp(&xc).to_vec::<f32>(), |_| 0.0);
+    assert!(fmax(&xc, &yc).to_vec::<f32>()[1].is_nan(), "max(NaN, inf) keeps the NaN on the CPU");
 }

@@ -49,6 +49,10 @@ fn type_of(e: &ExprIr, lets: &[Ty], errors: &mut Vec<syn::Error>) -> Option<Ty> 
                     (Ty::F32, Ty::F32) => Some(Ty::F32),
                     _ => mismatch(errors, format!("`{s}` takes f32 operands, found {} and {}", l.name(), r.name())),
                 },
+                _ if op.is_bitwise() => mismatch(
+                    errors,
+                    format!("`{s}` takes integers; elementwise kernels compute in f32 (general kernels have u32 and i32)"),
+                ),
                 _ if op.is_logic() => match (l, r) {
                     (Ty::Bool, Ty::Bool) => Some(Ty::Bool),
                     _ => mismatch(errors, format!("`{s}` takes bool operands, found {} and {}", l.name(), r.name())),

@@ -4,12 +4,11 @@
 //! user-facing function. Kernels arrive through `diff::share_common`, so
 //! every binding they hold is read.
 
-use std::fmt::Write;
-
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::ir::{ExprIr, ExprKind, Intrinsic, Kernel, Var};
+use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Var};
+use super::wgsl::{Helper, Wgsl, validate};
 
 fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
     format_ident!("a_{}", k.params[i])
@@ -40,6 +39,10 @@ fn rust_expr(e: &ExprIr, k: &Kernel) -> TokenStream {
         ExprKind::Not(x) => {
             let x = rust_expr(x, k);
             quote!((!#x))
+        }
+        ExprKind::Binary(Bin::Rem, a, b) => {
+            let (a, b) = (rust_expr(a, k), rust_expr(b, k));
+            quote!(<T as #kf>::wgsl_rem(#a, #b))
         }
         ExprKind::Binary(op, a, b) => {
             let (a, b) = (rust_expr(a, k), rust_expr(b, k));
@@ -79,49 +82,13 @@ fn rust_loop(k: &Kernel) -> TokenStream {
     }
 }
 
-/// A WGSL float literal. Rust prints `1.0`, `0.5`, `1e-7`: all WGSL float
-/// literals; the suffix guards the integral case.
-pub(super) fn wgsl_float(v: f64, out: &mut String) {
-    let text = format!("{v:?}");
-    out.push_str(&text);
-    if !text.contains(['.', 'e']) {
-        out.push_str(".0");
-    }
-}
-
-/// A call of intrinsic `f` in WGSL, `arg(i, out)` printing argument `i`.
-/// The DSL's `select(cond, if_true, if_false)` is WGSL's
-/// `select(if_false, if_true, cond)`, and `rsqrt` is `inverseSqrt`.
-pub(super) fn wgsl_call(f: Intrinsic, out: &mut String, mut arg: impl FnMut(usize, &mut String)) {
-    let (name, order): (&str, &[usize]) = match f {
-        Intrinsic::Select => ("select", &[2, 1, 0]),
-        Intrinsic::Rsqrt => ("inverseSqrt", &[0]),
-        f => (f.name(), &[0, 1, 2][..f.arity()]),
-    };
-    out.push_str(name);
-    out.push('(');
-    for (n, &i) in order.iter().enumerate() {
-        if n > 0 {
-            out.push_str(", ");
-        }
-        arg(i, out);
-    }
-    out.push(')');
-}
-
 /// WGSL for an expression.
-fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
+fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut Wgsl) {
     match &e.kind {
-        ExprKind::Float(v) => wgsl_float(*v, out),
-        ExprKind::Bool(b) => {
-            let _ = write!(out, "{b}");
-        }
-        ExprKind::Var(Var::Param(i)) => {
-            let _ = write!(out, "a_{}", k.params[*i]);
-        }
-        ExprKind::Var(Var::Let(i)) => {
-            let _ = write!(out, "l{i}");
-        }
+        ExprKind::Float(v) => out.float(*v),
+        ExprKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        ExprKind::Var(Var::Param(i)) => out.push_str(&format!("a_{}", k.params[*i])),
+        ExprKind::Var(Var::Let(i)) => out.push_str(&format!("l{i}")),
         ExprKind::Neg(x) => {
             out.push_str("(-");
             wgsl_expr(x, k, out);
@@ -132,44 +99,43 @@ fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut String) {
             wgsl_expr(x, k, out);
             out.push(')');
         }
-        ExprKind::Binary(op, a, b) => {
+        ExprKind::Binary(Bin::Rem, a, b) => {
+            out.helper(Helper::RemF32);
             out.push('(');
             wgsl_expr(a, k, out);
-            let _ = write!(out, " {} ", op.symbol());
+            out.push_str(", ");
             wgsl_expr(b, k, out);
             out.push(')');
         }
-        ExprKind::Call(f, args) => wgsl_call(*f, out, |i, out| wgsl_expr(&args[i], k, out)),
+        ExprKind::Binary(op, a, b) => {
+            out.push('(');
+            wgsl_expr(a, k, out);
+            out.push_str(&format!(" {} ", op.symbol()));
+            wgsl_expr(b, k, out);
+            out.push(')');
+        }
+        ExprKind::Call(f, args) => out.call(*f, |i, out| wgsl_expr(&args[i], k, out)),
     }
 }
 
 /// `k` as a WGSL function named `name`.
-fn wgsl_fn(k: &Kernel, name: &str) -> String {
-    let mut s = format!("fn {name}(");
+fn wgsl_fn(k: &Kernel, name: &str, out: &mut Wgsl) {
+    out.push_str(&format!("fn {name}("));
     for (i, p) in k.params.iter().enumerate() {
         if i > 0 {
-            s.push_str(", ");
+            out.push_str(", ");
         }
-        let _ = write!(s, "a_{p}: f32");
+        out.push_str(&format!("a_{p}: f32"));
     }
-    s.push_str(") -> f32 {\n");
+    out.push_str(") -> f32 {\n");
     for (i, l) in k.lets.iter().enumerate() {
-        let _ = write!(s, "    let l{i} = ");
-        wgsl_expr(&l.value, k, &mut s);
-        s.push_str(";\n");
+        out.push_str(&format!("    let l{i} = "));
+        wgsl_expr(&l.value, k, out);
+        out.push_str(";\n");
     }
-    s.push_str("    return ");
-    wgsl_expr(&k.result, k, &mut s);
-    s.push_str(";\n}\n");
-    s
-}
-
-/// Validates WGSL with naga: the text of any error.
-pub(super) fn validate(wgsl: &str) -> Result<(), String> {
-    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
-    let mut validator =
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty());
-    validator.validate(&module).map(|_| ()).map_err(|e| format!("{e:?}"))
+    out.push_str("    return ");
+    wgsl_expr(&k.result, k, out);
+    out.push_str(";\n}\n");
 }
 
 /// Everything `kernel!` emits for a checked kernel and its partials (one
@@ -180,11 +146,13 @@ pub fn generate(item: &syn::ItemFn, k: &Kernel, partials: &[Kernel]) -> TokenStr
     let docs: Vec<&syn::Attribute> = item.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let name_str = name.to_string();
 
-    let mut wgsl = wgsl_fn(k, &name_str);
+    let mut w = Wgsl::new(&name_str);
+    wgsl_fn(k, &name_str, &mut w);
     for (i, p) in partials.iter().enumerate() {
-        wgsl.push('\n');
-        wgsl.push_str(&wgsl_fn(p, &format!("{name_str}_d_{}", k.params[i])));
+        w.push('\n');
+        wgsl_fn(p, &format!("{name_str}_d_{}", k.params[i]), &mut w);
     }
+    let wgsl = w.finish();
     if let Err(e) = validate(&wgsl) {
         let msg = format!("kernel `{name_str}` produced WGSL that naga rejects:\n{e}\n{wgsl}");
         return syn::Error::new(name.span(), msg).to_compile_error();

@@ -11,9 +11,9 @@ use std::fmt::Write;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
-use syn::{BinOp, Expr, FnArg, Lit, Pat, Stmt, UnOp};
+use syn::{Expr, FnArg, Lit, Pat, Stmt, UnOp};
 
-use super::codegen::{validate, wgsl_call, wgsl_float};
+use super::wgsl::{Helper, Wgsl, validate};
 use super::ir::{Bin, Intrinsic};
 
 /// Value types.
@@ -162,8 +162,9 @@ struct Kernel {
 }
 
 const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared] let name: [f32; N];`, \
-                         assignments (also `+=` `-=` `*=` `/=`), indexing buffers and shared arrays, `if`/`else`, \
-                         `while`, `for i in a..b`, `barrier()`, `as` casts, `global_id()` `local_id()` \
+                         assignments (also compound ones such as `+=` and `<<=`), indexing buffers and shared arrays, \
+                         integer bit operations (`<<` `>>` `&` `|` `^`), `if`/`else`, `while`, `for i in a..b`, \
+                         `barrier()`, `as` casts, `global_id()` `local_id()` \
                          `workgroup_id()` `num_workgroups()`, and the intrinsics";
 
 /// Workgroup memory, in f32, that every WebGPU device offers (16 KiB).
@@ -373,15 +374,9 @@ impl Lower<'_> {
         match e {
             Expr::Assign(a) => self.assign(&a.left, None, &a.right, span),
             Expr::Binary(b) => {
-                let op = match b.op {
-                    BinOp::AddAssign(_) => Bin::Add,
-                    BinOp::SubAssign(_) => Bin::Sub,
-                    BinOp::MulAssign(_) => Bin::Mul,
-                    BinOp::DivAssign(_) => Bin::Div,
-                    _ => {
-                        self.errors.push(err(span, format!("a statement does something: {SUPPORTED}")));
-                        return None;
-                    }
+                let Some(op) = Bin::from_syn_assign(&b.op) else {
+                    self.errors.push(err(span, format!("a statement does something: {SUPPORTED}")));
+                    return None;
                 };
                 self.assign(&b.left, Some(op), &b.right, span)
             }
@@ -661,35 +656,7 @@ impl Check<'_> {
             },
             E::Binary(op, a, b) => {
                 let (l, r) = (self.ty(a), self.ty(b));
-                let (mut l, mut r) = (l?, r?);
-                // An unsuffixed literal takes the other operand's integer type.
-                if l != r && r == Ty::I32 && settle(a, Ty::I32) {
-                    l = Ty::I32;
-                }
-                if l != r && l == Ty::I32 && settle(b, Ty::I32) {
-                    r = Ty::I32;
-                }
-                let s = op.symbol();
-                if op.is_logic() {
-                    return match (l, r) {
-                        (Ty::Bool, Ty::Bool) => Some(Ty::Bool),
-                        _ => self.mismatch(
-                            e.span,
-                            format!("`{s}` takes bool operands, found {} and {}", l.name(), r.name()),
-                        ),
-                    };
-                }
-                if l != r || l == Ty::Bool && op.is_arithmetic() {
-                    return self.mismatch(
-                        e.span,
-                        format!(
-                            "`{s}` takes two values of one type (f32, u32 or i32), found {} and {}",
-                            l.name(),
-                            r.name()
-                        ),
-                    );
-                }
-                Some(if op.is_arithmetic() { l } else { Ty::Bool })
+                self.binary(*op, (a, l?), (b, r?), e.span)
             }
             E::Call(f, args) => {
                 let tys: Vec<Option<Ty>> = args.iter().map(|a| self.ty(a)).collect();
@@ -712,6 +679,47 @@ impl Check<'_> {
                 _ => Some(*to),
             },
         }
+    }
+
+    /// The type of `a op b`, given the operands' types.
+    fn binary(&mut self, op: Bin, (a, mut l): (&Ex, Ty), (b, mut r): (&Ex, Ty), span: Span) -> Option<Ty> {
+        let s = op.symbol();
+        if matches!(op, Bin::Shl | Bin::Shr) {
+            // Any integer amount; only its low five bits count, as in WGSL.
+            if !l.int() {
+                return self.mismatch(a.span, format!("`{s}` shifts u32 or i32, found {}", l.name()));
+            }
+            if !r.int() {
+                return self.mismatch(b.span, format!("a shift amount is u32 or i32, found {}", r.name()));
+            }
+            return Some(l);
+        }
+        // An unsuffixed literal takes the other operand's integer type.
+        if l != r && r == Ty::I32 && settle(a, Ty::I32) {
+            l = Ty::I32;
+        }
+        if l != r && l == Ty::I32 && settle(b, Ty::I32) {
+            r = Ty::I32;
+        }
+        if op.is_logic() {
+            return match (l, r) {
+                (Ty::Bool, Ty::Bool) => Some(Ty::Bool),
+                _ => self.mismatch(span, format!("`{s}` takes bool operands, found {} and {}", l.name(), r.name())),
+            };
+        }
+        if op.is_bitwise() && (l != r || !l.int()) {
+            return self.mismatch(
+                span,
+                format!("`{s}` takes two integers of one type (u32 or i32), found {} and {}", l.name(), r.name()),
+            );
+        }
+        if l != r || l == Ty::Bool && op.is_arithmetic() {
+            return self.mismatch(
+                span,
+                format!("`{s}` takes two values of one type (f32, u32 or i32), found {} and {}", l.name(), r.name()),
+            );
+        }
+        Some(if op.is_arithmetic() || op.is_bitwise() { l } else { Ty::Bool })
     }
 
     fn block(&mut self, stmts: &[S]) {
@@ -743,20 +751,38 @@ impl Check<'_> {
                         if let Some(t) = self.ty(i).filter(|t| *t != Ty::U32) {
                             self.mismatch(i.span, format!("an index is u32, found {}", t.name()));
                         }
-                        if let Some(t) = vt.filter(|t| *t != Ty::F32) {
-                            self.mismatch(value.span, format!("`{}` holds f32, found {}", var.name, t.name()));
+                        match (op, vt) {
+                            // `x[i] op= v` types as `x[i] op v`.
+                            (Some(op), Some(t)) => {
+                                self.binary(*op, (value, Ty::F32), (value, t), *span);
+                            }
+                            (None, Some(t)) if t != Ty::F32 => {
+                                self.mismatch(value.span, format!("`{}` holds f32, found {}", var.name, t.name()));
+                            }
+                            _ => {}
                         }
                     }
                     (Kind::Local { mutable: true }, None) => {
                         let vt = if settle(value, var.ty) { Some(var.ty) } else { vt };
-                        if let Some(t) = vt.filter(|t| *t != var.ty) {
-                            self.mismatch(
-                                value.span,
-                                format!("`{}` is {}, found {}", var.name, var.ty.name(), t.name()),
-                            );
-                        }
-                        if op.is_some() && var.ty == Ty::Bool {
-                            self.mismatch(*span, "compound assignment takes f32 or u32".into());
+                        match (op, vt) {
+                            // A shift's amount is any integer.
+                            (Some(shift @ (Bin::Shl | Bin::Shr)), Some(t)) => {
+                                self.binary(*shift, (value, var.ty), (value, t), *span);
+                            }
+                            (_, Some(t)) if t != var.ty => {
+                                self.mismatch(
+                                    value.span,
+                                    format!("`{}` is {}, found {}", var.name, var.ty.name(), t.name()),
+                                );
+                            }
+                            (Some(op), Some(t)) => {
+                                if var.ty == Ty::Bool {
+                                    self.mismatch(*span, "compound assignment takes f32, u32 or i32".into());
+                                } else {
+                                    self.binary(*op, (value, var.ty), (value, t), *span);
+                                }
+                            }
+                            _ => {}
                         }
                     }
                     (Kind::Local { mutable: false }, None) => {
@@ -894,30 +920,22 @@ fn wname(k: &Kernel, v: usize) -> String {
     if name.starts_with('_') { format!("v{v}") } else { format!("{name}_{v}") }
 }
 
-fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
+fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut Wgsl) {
     match &e.e {
-        E::Float(v) => wgsl_float(*v, out),
+        E::Float(v) => out.float(*v),
         E::Int(v, ty, _) => match ty.get() {
             // -2^31 has no positive literal: write it as an expression.
             Ty::I32 if *v == 1 << 31 => out.push_str("(-2147483647i - 1i)"),
-            Ty::I32 => {
-                let _ = write!(out, "{v}i");
-            }
-            _ => {
-                let _ = write!(out, "{v}u");
-            }
+            Ty::I32 => out.push_str(&format!("{v}i")),
+            _ => out.push_str(&format!("{v}u")),
         },
-        E::Bool(b) => {
-            let _ = write!(out, "{b}");
-        }
+        E::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         E::Var(v) => match k.vars[*v].kind {
-            Kind::Scalar { index } => {
-                let _ = write!(out, "params.s{index}");
-            }
+            Kind::Scalar { index } => out.push_str(&format!("params.s{index}")),
             _ => out.push_str(&wname(k, *v)),
         },
         E::Index(v, i) => {
-            let _ = write!(out, "{}[", wname(k, *v));
+            out.push_str(&format!("{}[", wname(k, *v)));
             wgsl_ex(k, i, out);
             out.push(']');
         }
@@ -926,14 +944,18 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
             wgsl_ex(k, x, out);
             out.push(')');
         }
-        E::Binary(op, a, b) => {
+        // u32 by a non-zero literal is defined everywhere: no helper.
+        E::Binary(op @ (Bin::Div | Bin::Rem), a, b)
+            if value_ty(k, a) == Ty::U32 && matches!(b.e, E::Int(v, _, _) if v > 0) =>
+        {
             out.push('(');
             wgsl_ex(k, a, out);
-            let _ = write!(out, " {} ", op.symbol());
+            out.push_str(&format!(" {} ", op.symbol()));
             wgsl_ex(k, b, out);
             out.push(')');
         }
-        E::Call(f, args) => wgsl_call(*f, out, |i, out| wgsl_ex(k, &args[i], out)),
+        E::Binary(op, a, b) => wgsl_binary(*op, value_ty(k, a), out, |out| wgsl_ex(k, a, out), |out| wgsl_ex(k, b, out)),
+        E::Call(f, args) => out.call(*f, |i, out| wgsl_ex(k, &args[i], out)),
         E::Id(id) => out.push_str(match id {
             Id::Global => "gid.x",
             Id::Local => "lid.x",
@@ -941,66 +963,132 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut String) {
             Id::Workgroups => "nwg.x",
         }),
         E::Cast(x, t) => {
-            let _ = write!(out, "{}(", t.name());
+            match (value_ty(k, x), t) {
+                (Ty::F32, Ty::I32) => out.helper(Helper::F32ToI32),
+                (Ty::F32, Ty::U32) => out.helper(Helper::F32ToU32),
+                _ => out.push_str(t.name()),
+            }
+            out.push('(');
             wgsl_ex(k, x, out);
             out.push(')');
         }
     }
 }
 
-fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut String) {
+/// Whether `a op b`, `a` of type `ty`, is written other than `a op b`.
+fn needs_helper(op: Bin, ty: Ty) -> bool {
+    matches!((op, ty), (Bin::Div, Ty::I32 | Ty::U32) | (Bin::Rem, _) | (Bin::Shl | Bin::Shr, _))
+}
+
+/// `a op b` in WGSL, with `a` of type `ty`: integer division and remainder
+/// through helpers that define them on every backend, shift amounts masked
+/// to five bits as WGSL defines (GLSL leaves larger shifts undefined).
+fn wgsl_binary(
+    op: Bin,
+    ty: Ty,
+    out: &mut Wgsl,
+    a: impl FnOnce(&mut Wgsl),
+    b: impl FnOnce(&mut Wgsl),
+) {
+    let helper = match (op, ty) {
+        (Bin::Div, Ty::I32) => Some(Helper::DivI32),
+        (Bin::Rem, Ty::I32) => Some(Helper::RemI32),
+        (Bin::Div, Ty::U32) => Some(Helper::DivU32),
+        (Bin::Rem, Ty::U32) => Some(Helper::RemU32),
+        (Bin::Rem, Ty::F32) => Some(Helper::RemF32),
+        _ => None,
+    };
+    if let Some(h) = helper {
+        out.helper(h);
+        out.push('(');
+        a(out);
+        out.push_str(", ");
+        b(out);
+        out.push(')');
+        return;
+    }
+    out.push('(');
+    a(out);
+    out.push_str(&format!(" {} ", op.symbol()));
+    if matches!(op, Bin::Shl | Bin::Shr) {
+        out.push_str("(u32(");
+        b(out);
+        out.push_str(") & 31u)");
+    } else {
+        b(out);
+    }
+    out.push(')');
+}
+
+fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut Wgsl) {
     let pad = "    ".repeat(depth);
     for s in stmts {
         match s {
             S::Let(v, e) => {
                 let var = &k.vars[*v];
                 let kw = if matches!(var.kind, Kind::Local { mutable: true }) { "var" } else { "let" };
-                let _ = write!(out, "{pad}{kw} {}: {} = ", wname(k, *v), var.ty.name());
+                out.push_str(&format!("{pad}{kw} {}: {} = ", wname(k, *v), var.ty.name()));
                 wgsl_ex(k, e, out);
                 out.push_str(";\n");
             }
             S::Assign(v, index, op, e, _) => {
-                let _ = write!(out, "{pad}{}", wname(k, *v));
-                if let Some(i) = index {
-                    out.push('[');
-                    wgsl_ex(k, i, out);
-                    out.push(']');
+                let target = |out: &mut Wgsl| {
+                    out.push_str(&wname(k, *v));
+                    if let Some(i) = index {
+                        out.push('[');
+                        wgsl_ex(k, i, out);
+                        out.push(']');
+                    }
+                };
+                out.push_str(&pad);
+                target(out);
+                let ty = if index.is_some() { Ty::F32 } else { k.vars[*v].ty };
+                match op {
+                    // `x op= v` becomes `x = x op v` where a helper applies.
+                    Some(op) if needs_helper(*op, ty) => {
+                        out.push_str(" = ");
+                        wgsl_binary(*op, ty, out, target, |out| wgsl_ex(k, e, out));
+                    }
+                    Some(op) => {
+                        out.push_str(&format!(" {}= ", op.symbol()));
+                        wgsl_ex(k, e, out);
+                    }
+                    None => {
+                        out.push_str(" = ");
+                        wgsl_ex(k, e, out);
+                    }
                 }
-                let _ = write!(out, " {}= ", op.map_or("", |o| o.symbol()));
-                wgsl_ex(k, e, out);
                 out.push_str(";\n");
             }
             S::If(c, a, b) => {
-                let _ = write!(out, "{pad}if (");
+                out.push_str(&format!("{pad}if ("));
                 wgsl_ex(k, c, out);
                 out.push_str(") {\n");
                 wgsl_block(k, a, depth + 1, out);
                 if !b.is_empty() {
-                    let _ = writeln!(out, "{pad}}} else {{");
+                    out.push_str(&format!("{pad}}} else {{\n"));
                     wgsl_block(k, b, depth + 1, out);
                 }
-                let _ = writeln!(out, "{pad}}}");
+                out.push_str(&format!("{pad}}}\n"));
             }
             S::While(c, body) => {
-                let _ = write!(out, "{pad}while (");
+                out.push_str(&format!("{pad}while ("));
                 wgsl_ex(k, c, out);
                 out.push_str(") {\n");
                 wgsl_block(k, body, depth + 1, out);
-                let _ = writeln!(out, "{pad}}}");
+                out.push_str(&format!("{pad}}}\n"));
             }
             S::For(v, a, b, body) => {
                 let n = wname(k, *v);
-                let _ = write!(out, "{pad}for (var {n}: u32 = ");
+                out.push_str(&format!("{pad}for (var {n}: u32 = "));
                 wgsl_ex(k, a, out);
-                let _ = write!(out, "; {n} < ");
+                out.push_str(&format!("; {n} < "));
                 wgsl_ex(k, b, out);
-                let _ = writeln!(out, "; {n} += 1u) {{");
+                out.push_str(&format!("; {n} += 1u) {{\n"));
                 wgsl_block(k, body, depth + 1, out);
-                let _ = writeln!(out, "{pad}}}");
+                out.push_str(&format!("{pad}}}\n"));
             }
-            S::Barrier(_) => {
-                let _ = writeln!(out, "{pad}workgroupBarrier();");
-            }
+            S::Barrier(_) => out.push_str(&format!("{pad}workgroupBarrier();\n")),
         }
     }
 }
@@ -1040,9 +1128,11 @@ fn wgsl(k: &Kernel) -> String {
          @builtin(num_workgroups) nwg: vec3<u32>) {{",
         k.workgroup, k.name
     );
-    wgsl_block(k, &k.body, 1, &mut out);
-    out.push_str("}\n");
-    out
+    let mut w = Wgsl::new(&k.name.to_string());
+    w.out = out;
+    wgsl_block(k, &k.body, 1, &mut w);
+    w.push_str("}\n");
+    w.finish()
 }
 
 // ---- Rust ----------------------------------------------------------------
@@ -1092,7 +1182,7 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 }
             }
         }
-        E::Neg(x) if int_typed(k, x) => {
+        E::Neg(x) if value_ty(k, x).int() => {
             let x = rust_ex(k, x);
             quote!(#x.wrapping_neg())
         }
@@ -1104,23 +1194,7 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
             let x = rust_ex(k, x);
             quote!((!#x))
         }
-        E::Binary(op, a, b) => {
-            let (ra, rb) = (rust_ex(k, a), rust_ex(k, b));
-            // u32 arithmetic wraps and divides as WGSL does (x / 0 = x).
-            let int = int_typed(k, a);
-            match (op, int) {
-                (Bin::Add, true) => quote!(#ra.wrapping_add(#rb)),
-                (Bin::Sub, true) => quote!(#ra.wrapping_sub(#rb)),
-                (Bin::Mul, true) => quote!(#ra.wrapping_mul(#rb)),
-                // WGSL: x / 0 = x and MIN / -1 = MIN; x % 0 = 0.
-                (Bin::Div, true) => quote!({ let a = #ra; a.checked_div(#rb).unwrap_or(a) }),
-                (Bin::Rem, true) => quote!(#ra.checked_rem(#rb).unwrap_or(0)),
-                _ => {
-                    let op = op.tokens();
-                    quote!((#ra #op #rb))
-                }
-            }
-        }
+        E::Binary(op, a, b) => rust_binary(*op, value_ty(k, a), rust_ex(k, a), rust_ex(k, b)),
         E::Call(Intrinsic::Select, args) => {
             let (c, a, b) = (rust_ex(k, &args[0]), rust_ex(k, &args[1]), rust_ex(k, &args[2]));
             quote!((if #c { #a } else { #b }))
@@ -1143,15 +1217,51 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
     }
 }
 
-/// Whether `e` is u32-typed (after checking, locals carry their types).
-fn int_typed(k: &Kernel, e: &Ex) -> bool {
+/// The type of a checked expression (locals carry their types by then).
+fn value_ty(k: &Kernel, e: &Ex) -> Ty {
     match &e.e {
-        E::Int(..) | E::Id(_) => true,
-        E::Var(v) => k.vars[*v].ty.int(),
-        E::Cast(_, t) => t.int(),
-        E::Neg(x) => int_typed(k, x),
-        E::Binary(op, a, _) if op.is_arithmetic() => int_typed(k, a),
-        _ => false,
+        E::Float(_) | E::Index(..) => Ty::F32,
+        E::Int(_, t, _) => t.get(),
+        E::Id(_) => Ty::U32,
+        E::Bool(_) | E::Not(_) => Ty::Bool,
+        E::Var(v) => k.vars[*v].ty,
+        E::Neg(x) => value_ty(k, x),
+        E::Binary(op, a, _) if op.is_arithmetic() || op.is_bitwise() => value_ty(k, a),
+        E::Binary(..) => Ty::Bool,
+        E::Call(Intrinsic::Select, args) => value_ty(k, &args[1]),
+        E::Call(..) => Ty::F32,
+        E::Cast(_, t) => *t,
+    }
+}
+
+/// `a op b` in Rust with `a` of type `ty`, computing what WGSL defines:
+/// integers wrap, `x / 0 = x`, `MIN / -1 = MIN`, `x % 0 = 0`, and a shift
+/// uses the low five bits of its amount.
+fn rust_binary(op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
+    if ty == Ty::F32 && op == Bin::Rem {
+        return quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::wgsl_rem(#a, #b));
+    }
+    if !ty.int() {
+        let op = op.tokens();
+        return quote!((#a #op #b));
+    }
+    match op {
+        Bin::Add => quote!(#a.wrapping_add(#b)),
+        Bin::Sub => quote!(#a.wrapping_sub(#b)),
+        Bin::Mul => quote!(#a.wrapping_mul(#b)),
+        Bin::Div => quote!({ let a = #a; a.checked_div(#b).unwrap_or(a) }),
+        Bin::Rem => quote!(#a.checked_rem(#b).unwrap_or(0)),
+        Bin::Shl => quote!(#a.wrapping_shl((#b) as u32)),
+        Bin::Shr => quote!(#a.wrapping_shr((#b) as u32)),
+        Bin::BitAnd | Bin::BitOr | Bin::BitXor | Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne => {
+            let op = op.tokens();
+            quote!((#a #op #b))
+        }
+        // Logic takes bools, which the checker made sure of.
+        Bin::And | Bin::Or => {
+            let op = op.tokens();
+            quote!((#a #op #b))
+        }
     }
 }
 
@@ -1169,21 +1279,11 @@ fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
             S::Assign(v, index, op, e, _) => {
                 let e = rust_ex(k, e);
                 let var = &k.vars[*v];
+                // Buffer and shared elements are f32; locals have their type.
+                let ty = if index.is_some() { Ty::F32 } else { var.ty };
                 let value = |current: TokenStream| match op {
                     None => e.clone(),
-                    Some(op) => {
-                        let o = op.tokens();
-                        if var.ty.int() && index.is_none() {
-                            match op {
-                                Bin::Add => quote!(#current.wrapping_add(#e)),
-                                Bin::Sub => quote!(#current.wrapping_sub(#e)),
-                                Bin::Mul => quote!(#current.wrapping_mul(#e)),
-                                _ => quote!({ let a = #current; a.checked_div(#e).unwrap_or(a) }),
-                            }
-                        } else {
-                            quote!((#current #o #e))
-                        }
-                    }
+                    Some(op) => rust_binary(*op, ty, current, e.clone()),
                 };
                 match (var.kind, index) {
                     (Kind::Buffer { index: b, .. }, Some(i)) => {

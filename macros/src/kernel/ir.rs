@@ -38,6 +38,12 @@ pub enum Bin {
     Ne,
     And,
     Or,
+    /// Integer bit operations (general kernels only).
+    Shl,
+    Shr,
+    BitAnd,
+    BitOr,
+    BitXor,
 }
 
 impl Bin {
@@ -56,6 +62,11 @@ impl Bin {
             Bin::Ne => "!=",
             Bin::And => "&&",
             Bin::Or => "||",
+            Bin::Shl => "<<",
+            Bin::Shr => ">>",
+            Bin::BitAnd => "&",
+            Bin::BitOr => "|",
+            Bin::BitXor => "^",
         }
     }
 
@@ -75,6 +86,11 @@ impl Bin {
             BinOp::Ne(_) => Bin::Ne,
             BinOp::And(_) => Bin::And,
             BinOp::Or(_) => Bin::Or,
+            BinOp::Shl(_) => Bin::Shl,
+            BinOp::Shr(_) => Bin::Shr,
+            BinOp::BitAnd(_) => Bin::BitAnd,
+            BinOp::BitOr(_) => Bin::BitOr,
+            BinOp::BitXor(_) => Bin::BitXor,
             _ => return None,
         })
     }
@@ -95,6 +111,11 @@ impl Bin {
             Bin::Ne => quote::quote!(!=),
             Bin::And => quote::quote!(&&),
             Bin::Or => quote::quote!(||),
+            Bin::Shl => quote::quote!(<<),
+            Bin::Shr => quote::quote!(>>),
+            Bin::BitAnd => quote::quote!(&),
+            Bin::BitOr => quote::quote!(|),
+            Bin::BitXor => quote::quote!(^),
         }
     }
 
@@ -104,6 +125,28 @@ impl Bin {
 
     pub fn is_logic(self) -> bool {
         matches!(self, Bin::And | Bin::Or)
+    }
+
+    /// Shifts and bitwise and/or/xor: integer operands, an integer result.
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, Bin::Shl | Bin::Shr | Bin::BitAnd | Bin::BitOr | Bin::BitXor)
+    }
+
+    /// The operator of a compound assignment (`+=`, `<<=`, ...).
+    pub fn from_syn_assign(op: &BinOp) -> Option<Bin> {
+        Some(match op {
+            BinOp::AddAssign(_) => Bin::Add,
+            BinOp::SubAssign(_) => Bin::Sub,
+            BinOp::MulAssign(_) => Bin::Mul,
+            BinOp::DivAssign(_) => Bin::Div,
+            BinOp::RemAssign(_) => Bin::Rem,
+            BinOp::ShlAssign(_) => Bin::Shl,
+            BinOp::ShrAssign(_) => Bin::Shr,
+            BinOp::BitAndAssign(_) => Bin::BitAnd,
+            BinOp::BitOrAssign(_) => Bin::BitOr,
+            BinOp::BitXorAssign(_) => Bin::BitXor,
+            _ => return None,
+        })
     }
 }
 

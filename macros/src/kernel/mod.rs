@@ -4,12 +4,15 @@
 //! `ir.rs` (lower the function to a typed IR, rejecting what the DSL lacks)
 //! -> `check.rs` (types) -> `diff.rs` (partial derivatives) -> `codegen.rs`
 //! (Rust for the CPU, WGSL validated with naga, the user-facing function).
+//! `wgsl.rs` holds the WGSL both forms share, and the helpers that make
+//! every adapter compute what the CPU computes.
 
 mod check;
 mod codegen;
 mod diff;
 mod general;
 mod ir;
+mod wgsl;
 
 use proc_macro2::TokenStream;
 
@@ -64,10 +67,10 @@ mod tests {
 
     #[test]
     fn naga_rejects_what_the_gpu_would() {
-        assert!(super::codegen::validate("fn f(a: f32) -> f32 { return a; }").is_ok());
-        let err = super::codegen::validate("fn f(a: f32) -> f32 { return b; }").unwrap_err();
+        assert!(super::wgsl::validate("fn f(a: f32) -> f32 { return a; }").is_ok());
+        let err = super::wgsl::validate("fn f(a: f32) -> f32 { return b; }").unwrap_err();
         assert!(err.contains("no definition in scope for identifier: `b`"), "{err}");
-        assert!(super::codegen::validate("fn f(a: f32) -> f32 { return a && true; }").is_err());
+        assert!(super::wgsl::validate("fn f(a: f32) -> f32 { return a && true; }").is_err());
     }
 
     #[test]

@@ -1,0 +1,249 @@
+//! WGSL that both kernel forms share: float literals, intrinsic calls, the
+//! naga check, and the helper functions that pin down what WGSL leaves to
+//! the adapter.
+//!
+//! WGSL defines integer division by zero, shifts by 32 or more and
+//! float-to-int conversion, but naga's GLSL output passes `/`, `%`, `<<`
+//! and `int(x)` through to GLSL, where negative operands, zero divisors,
+//! large shifts and out-of-range floats are undefined (Mesa's GL driver
+//! computes `-7 % 5` as an unsigned remainder). WGSL's `max` and `min`
+//! may drop a NaN on any backend. So the generated code never relies on
+//! those operators where they are undefined: it calls helpers written only
+//! with operations every backend defines, and the CPU code computes the
+//! same values. Helpers are emitted once per kernel, named after it, so
+//! the WGSL of several kernels can share one shader.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use super::ir::Intrinsic;
+
+/// A helper function a kernel's WGSL calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Helper {
+    IsNan,
+    Max,
+    Min,
+    Clamp,
+    DivI32,
+    RemI32,
+    DivU32,
+    RemU32,
+    RemF32,
+    F32ToI32,
+    F32ToU32,
+}
+
+impl Helper {
+    fn suffix(self) -> &'static str {
+        match self {
+            Helper::IsNan => "isnan",
+            Helper::Max => "max",
+            Helper::Min => "min",
+            Helper::Clamp => "clamp",
+            Helper::DivI32 => "div_i32",
+            Helper::RemI32 => "rem_i32",
+            Helper::DivU32 => "div_u32",
+            Helper::RemU32 => "rem_u32",
+            Helper::RemF32 => "rem_f32",
+            Helper::F32ToI32 => "f32_to_i32",
+            Helper::F32ToU32 => "f32_to_u32",
+        }
+    }
+
+    /// Helpers this one calls.
+    fn needs(self) -> &'static [Helper] {
+        match self {
+            Helper::Max | Helper::Min | Helper::F32ToI32 | Helper::F32ToU32 => &[Helper::IsNan],
+            Helper::Clamp => &[Helper::Max, Helper::Min],
+            Helper::IsNan
+            | Helper::DivI32
+            | Helper::RemI32
+            | Helper::DivU32
+            | Helper::RemU32
+            | Helper::RemF32 => &[],
+        }
+    }
+
+    /// The body, with `P` standing for the kernel's prefix.
+    fn body(self) -> &'static str {
+        match self {
+            // A bit test: comparisons with NaN may be folded away.
+            Helper::IsNan => "fn P_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
+            // NaN in, NaN out (as PyTorch's maximum and minimum).
+            Helper::Max => "fn P_max(a: f32, b: f32) -> f32 { return select(max(a, b), a + b, P_isnan(a) || P_isnan(b)); }",
+            Helper::Min => "fn P_min(a: f32, b: f32) -> f32 { return select(min(a, b), a + b, P_isnan(a) || P_isnan(b)); }",
+            Helper::Clamp => "fn P_clamp(x: f32, lo: f32, hi: f32) -> f32 { return P_min(P_max(x, lo), hi); }",
+            // Toward zero on the magnitudes, which unsigned division defines
+            // everywhere; a / 0 = a, and MIN / -1 = MIN by wrapping.
+            Helper::DivI32 => {
+                "fn P_div_i32(a: i32, b: i32) -> i32 {\n    if (b == 0i) { return a; }\n    \
+                 let ua = select(u32(a), 0u - u32(a), a < 0i);\n    \
+                 let ub = select(u32(b), 0u - u32(b), b < 0i);\n    let q = ua / ub;\n    \
+                 return select(i32(q), i32(0u - q), (a < 0i) != (b < 0i));\n}"
+            }
+            // The sign of the dividend; a % 0 = 0.
+            Helper::RemI32 => {
+                "fn P_rem_i32(a: i32, b: i32) -> i32 {\n    if (b == 0i) { return 0i; }\n    \
+                 let ua = select(u32(a), 0u - u32(a), a < 0i);\n    \
+                 let ub = select(u32(b), 0u - u32(b), b < 0i);\n    let r = ua % ub;\n    \
+                 return select(i32(r), i32(0u - r), a < 0i);\n}"
+            }
+            Helper::DivU32 => "fn P_div_u32(a: u32, b: u32) -> u32 { return select(a / max(b, 1u), a, b == 0u); }",
+            Helper::RemU32 => "fn P_rem_u32(a: u32, b: u32) -> u32 { return select(a % max(b, 1u), 0u, b == 0u); }",
+            // WGSL's definition, which SPIR-V's `OpFRem` and MSL's `fmod`
+            // need not follow at infinities.
+            Helper::RemF32 => "fn P_rem_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }",
+            // As Rust's `as`: toward zero, saturating, NaN to 0.
+            Helper::F32ToI32 => {
+                "fn P_f32_to_i32(x: f32) -> i32 {\n    if (P_isnan(x)) { return 0i; }\n    \
+                 if (x >= 2147483648.0) { return 2147483647i; }\n    \
+                 if (x <= -2147483648.0) { return -2147483647i - 1i; }\n    return i32(x);\n}"
+            }
+            Helper::F32ToU32 => {
+                "fn P_f32_to_u32(x: f32) -> u32 {\n    if (P_isnan(x) || x <= 0.0) { return 0u; }\n    \
+                 if (x >= 4294967296.0) { return 4294967295u; }\n    return u32(x);\n}"
+            }
+        }
+    }
+}
+
+/// The WGSL text of a kernel in the making, and the helpers it calls.
+#[derive(Debug)]
+pub struct Wgsl {
+    /// Prefix of the helpers' names: the kernel's name.
+    prefix: String,
+    /// The text so far.
+    pub out: String,
+    used: BTreeSet<Helper>,
+}
+
+impl Wgsl {
+    pub fn new(kernel: &str) -> Self {
+        Wgsl { prefix: kernel.to_owned(), out: String::new(), used: BTreeSet::new() }
+    }
+
+    /// Writes the name of helper `h` (to be called) and records its use.
+    pub fn helper(&mut self, h: Helper) {
+        let _ = write!(self.out, "{}__{}", self.prefix, h.suffix());
+        self.used.insert(h);
+    }
+
+    /// The helpers' definitions, callees first, then the text.
+    pub fn finish(self) -> String {
+        let mut all = BTreeSet::new();
+        let mut stack: Vec<Helper> = self.used.iter().copied().collect();
+        while let Some(h) = stack.pop() {
+            if all.insert(h) {
+                stack.extend_from_slice(h.needs());
+            }
+        }
+        let mut s = String::new();
+        // `IsNan` sorts first, `Clamp` after `Max` and `Min`: callees lead.
+        for h in all {
+            s += &h.body().replace("P_", &format!("{}__", self.prefix));
+            s.push('\n');
+        }
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s + &self.out
+    }
+
+    pub fn push(&mut self, c: char) {
+        self.out.push(c);
+    }
+
+    pub fn push_str(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+
+    /// A float literal. Rust prints `1.0`, `0.5`, `1e-7`: all WGSL float
+    /// literals; the suffix guards the integral case.
+    pub fn float(&mut self, v: f64) {
+        let text = format!("{v:?}");
+        self.out.push_str(&text);
+        if !text.contains(['.', 'e']) {
+            self.out.push_str(".0");
+        }
+    }
+
+    /// A call of intrinsic `f`, `arg(i, self)` printing argument `i`. The
+    /// DSL's `select(cond, if_true, if_false)` is WGSL's
+    /// `select(if_false, if_true, cond)`, `rsqrt` is `inverseSqrt`, and
+    /// `min`, `max` and `clamp` are helpers that keep NaN.
+    pub fn call(&mut self, f: Intrinsic, mut arg: impl FnMut(usize, &mut Self)) {
+        let order: &[usize] = match f {
+            Intrinsic::Select => {
+                self.out.push_str("select");
+                &[2, 1, 0]
+            }
+            Intrinsic::Rsqrt => {
+                self.out.push_str("inverseSqrt");
+                &[0]
+            }
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Clamp => {
+                self.helper(match f {
+                    Intrinsic::Min => Helper::Min,
+                    Intrinsic::Max => Helper::Max,
+                    _ => Helper::Clamp,
+                });
+                &[0, 1, 2][..f.arity()]
+            }
+            f => {
+                self.out.push_str(f.name());
+                &[0, 1, 2][..f.arity()]
+            }
+        };
+        self.out.push('(');
+        for (n, &i) in order.iter().enumerate() {
+            if n > 0 {
+                self.out.push_str(", ");
+            }
+            arg(i, self);
+        }
+        self.out.push(')');
+    }
+}
+
+/// Validates WGSL with naga: the text of any error.
+pub fn validate(wgsl: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(wgsl).map_err(|e| e.emit_to_string(wgsl))?;
+    let mut validator =
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty());
+    validator.validate(&module).map(|_| ()).map_err(|e| format!("{e:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_helper_validates_with_its_callees() {
+        let all = [
+            Helper::IsNan,
+            Helper::Max,
+            Helper::Min,
+            Helper::Clamp,
+            Helper::DivI32,
+            Helper::RemI32,
+            Helper::DivU32,
+            Helper::RemU32,
+            Helper::RemF32,
+            Helper::F32ToI32,
+            Helper::F32ToU32,
+        ];
+        for h in all {
+            let mut w = Wgsl::new("k");
+            w.push_str("fn use_it() { let f = &");
+            w.helper(h);
+            w.push_str("; }\n");
+            // A function's name is not a value in WGSL: validate the
+            // definitions alone, which must include every callee.
+            let text = w.finish();
+            let defs = text.split("fn use_it").next().unwrap_or_default();
+            validate(defs).unwrap_or_else(|e| panic!("{h:?}: {e}\n{defs}"));
+            assert!(defs.contains(&format!("fn k__{}(", h.suffix())), "{defs}");
+        }
+    }
+}
