@@ -54,7 +54,8 @@ pub(crate) fn bias_act_in_place<T: Float>(
     let one = T::ONE;
     match act {
         None => bias_then(x, bias, dim, CHEAP_OP_MIN, |v| v),
-        Some(UnaryOp::Relu) => bias_then(x, bias, dim, CHEAP_OP_MIN, move |v| if v > zero { v } else { zero }),
+        // `v < 0` is false for NaN, so NaN passes through as in PyTorch.
+        Some(UnaryOp::Relu) => bias_then(x, bias, dim, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v }),
         Some(UnaryOp::Sigmoid) => bias_then(x, bias, dim, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp())),
         Some(UnaryOp::Tanh) => bias_then(x, bias, dim, COSTLY_OP_MIN, |v: T| v.tanh()),
         Some(_) => false,

@@ -99,7 +99,8 @@ fn unary_float<T: Float>(op: UnaryOp, a: &Array<T>) -> Array<T> {
         UnaryOp::Recip => map(a, CHEAP_OP_MIN, |x| one / x),
         UnaryOp::Tanh => map(a, COSTLY_OP_MIN, |x| x.tanh()),
         UnaryOp::Sigmoid => map(a, COSTLY_OP_MIN, move |x| one / (one + (-x).fast_exp())),
-        UnaryOp::Relu => map(a, CHEAP_OP_MIN, move |x| if x > zero { x } else { zero }),
+        // NaN fails `x < 0` and passes through, as in PyTorch.
+        UnaryOp::Relu => map(a, CHEAP_OP_MIN, move |x| if x < zero { zero } else { x }),
         UnaryOp::Gelu => {
             let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
             map(a, COSTLY_OP_MIN, move |x| half * x * (one + Float::erf(x * inv_sqrt2)))

@@ -250,9 +250,10 @@ fn unary_expr(op: UnaryOp) -> (String, Vec<u32>) {
         UnaryOp::Recip => "1.0 / a",
         UnaryOp::Tanh => "tanh_(a)",
         UnaryOp::Sigmoid => "1.0 / (1.0 + exp(-a))",
-        UnaryOp::Relu => "select(0.0, a, !(a <= 0.0))",
+        // NaN passes, tested by its bits: drivers may rewrite `!(a <= 0)` as `a > 0`.
+        UnaryOp::Relu => "select(0.0, a, a > 0.0 || isnan_(a))",
         UnaryOp::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
-        UnaryOp::LeakyRelu(s) => return ("select(a * pf(1u), a, !(a <= 0.0))".into(), vec![(s as f32).to_bits()]),
+        UnaryOp::LeakyRelu(s) => return ("select(a * pf(1u), a, a > 0.0)".into(), vec![(s as f32).to_bits()]),
         UnaryOp::Sin => "sin(a)",
         UnaryOp::Cos => "cos(a)",
         UnaryOp::Erf => "erf_(a)",

@@ -979,6 +979,80 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// NaN propagates as in PyTorch: through ReLU (plain and fused with a
+/// bias), maximum/minimum and clamp whichever operand holds it, max/min
+/// reductions and softmax over its row, and max pooling, whose index (and
+/// argmax's, argmin's) points at the first NaN.
+pub fn nan_propagation<B: Backend>(dev: &B::Device) {
+    use crate::backend::UnaryOp;
+    let nan = f64::NAN;
+    for dtype in FLOATS {
+        let tol = tolerance(dtype, false);
+        let x = tensor::<B, 1>(&[1.0, nan, -2.0, 3.0], [4], dtype, dev);
+        assert_close("relu", &x.relu(), &[1.0, nan, 0.0, 3.0], &[4], tol);
+        for act in [UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh, UnaryOp::Gelu] {
+            let bias = tensor::<B, 1>(&[0.5, 0.0], [2], dtype, dev);
+            let y = x.reshape([2, 2]).bias_act(Some(&bias), 1, Some(act));
+            assert!(values(&y)[1].is_nan(), "bias_act {act:?} ({dtype}): {:?}", values(&y));
+            assert!(values(&x.reshape([2, 2]).bias_act(None, 1, Some(act)))[1].is_nan(), "{act:?} without bias");
+        }
+        assert!(values(&x.leaky_relu(0.1))[1].is_nan(), "leaky_relu ({dtype})");
+        // Comparisons with NaN are false, but `ne`, as IEEE 754 says.
+        let t = |b: Tensor<B, 1>| b.to_vec::<bool>();
+        assert_eq!(t(x.eq(&x)), [true, false, true, true], "eq ({dtype})");
+        assert_eq!(t(x.ne(&x)), [false, true, false, false], "ne ({dtype})");
+        assert_eq!(t(x.lt_scalar(2.0)), [true, false, true, false], "lt ({dtype})");
+        assert_eq!(t(x.ge_scalar(-5.0)), [true, false, true, true], "ge ({dtype})");
+        assert_eq!(t(x.le(&x)), [true, false, true, true], "le ({dtype})");
+        assert_eq!(t(x.gt_scalar(f64::NEG_INFINITY)), [true, false, true, true], "gt ({dtype})");
+        let y = tensor::<B, 1>(&[nan, 0.0, 5.0, -1.0], [4], dtype, dev);
+        assert_close("maximum", &x.maximum(&y), &[nan, nan, 5.0, 3.0], &[4], tol);
+        assert_close("maximum, operands swapped", &y.maximum(&x), &[nan, nan, 5.0, 3.0], &[4], tol);
+        assert_close("minimum", &x.minimum(&y), &[nan, nan, -2.0, -1.0], &[4], tol);
+        assert_close("minimum, operands swapped", &y.minimum(&x), &[nan, nan, -2.0, -1.0], &[4], tol);
+        let row = tensor::<B, 2>(&[nan], [1, 1], dtype, dev);
+        assert_close("maximum broadcast", &x.reshape([1, 4]).maximum(&row), &[nan; 4], &[1, 4], tol);
+        assert_close("clamp", &x.clamp(0.0, 2.0), &[1.0, nan, 0.0, 2.0], &[4], tol);
+        assert_close("clamp_min", &x.clamp_min(0.0), &[1.0, nan, 0.0, 3.0], &[4], tol);
+        assert_close("clamp_max", &x.clamp_max(0.0), &[0.0, nan, -2.0, 0.0], &[4], tol);
+        assert!(x.max().item().is_nan() && x.min().item().is_nan() && x.sum().item().is_nan(), "reductions ({dtype})");
+        // Rows short and long (a GPU reduces long ones in a tree), NaN
+        // early and late, and a reduction over a middle dim.
+        for (n, at) in [(5, 0), (5, 4), (300, 7), (300, 299)] {
+            let mut v = noise(3 * n, 60);
+            v[n + at] = nan;
+            let t = tensor::<B, 2>(&v, [3, n], dtype, dev);
+            let what = format!("rows of {n}, NaN at {at} ({dtype})");
+            let (mx, mn) = (values(&t.max_dim(1)), values(&t.min_dim(1)));
+            assert!(mx[1].is_nan() && mn[1].is_nan() && !mx[0].is_nan() && !mn[2].is_nan(), "max/min_dim, {what}");
+            assert_eq!(t.argmax(1).to_vec::<i64>()[1], at as i64, "argmax, {what}");
+            assert_eq!(t.argmin(1).to_vec::<i64>()[1], at as i64, "argmin, {what}");
+            let mid = t.reshape([3, n, 1]).permute([1, 0, 2]);
+            assert!(values(&mid.max_dim(0))[1].is_nan(), "max over dim 0, {what}");
+            assert_eq!(mid.argmax(0).to_vec::<i64>()[1], at as i64, "argmax over dim 0, {what}");
+            let sm = values(&t.softmax(1));
+            assert!(sm[n..2 * n].iter().all(|v| v.is_nan()), "softmax: the NaN row, {what}");
+            assert!(sm[..n].iter().chain(&sm[2 * n..]).all(|v| v.is_finite()), "softmax: other rows, {what}");
+        }
+        // The first NaN wins over an earlier larger value and a later NaN.
+        let t = tensor::<B, 1>(&[9.0, nan, 10.0, nan], [4], dtype, dev);
+        assert_eq!(t.argmax(0).to_vec::<i64>(), [1], "argmax takes the first NaN ({dtype})");
+        assert_eq!(t.argmin(0).to_vec::<i64>(), [1], "argmin takes the first NaN ({dtype})");
+        for o in [Pool2dOptions::new(2), Pool2dOptions::new(3).stride(2).padding(1)] {
+            let mut v = noise(2 * 36, 61);
+            v[36 + 14] = nan; // plane 1, row 2, column 2
+            let t = tensor::<B, 4>(&v, [1, 2, 6, 6], dtype, dev);
+            let (out, idx) = t.max_pool2d_with_indices(o);
+            let (vals, idx) = (values(&out), idx.to_vec::<i64>());
+            let per = vals.len() / 2;
+            let hits: Vec<usize> = (0..vals.len()).filter(|&i| vals[i].is_nan()).collect();
+            assert!(!hits.is_empty() && hits.iter().all(|&i| i >= per), "max_pool2d {o:?} ({dtype}): NaN in {hits:?}");
+            assert!(hits.iter().all(|&i| idx[i] == 14), "max_pool2d {o:?} indices point at the NaN");
+            assert!(values(&t.max_pool2d(o)).iter().filter(|v| v.is_nan()).count() == hits.len(), "max_pool2d {o:?}");
+        }
+    }
+}
+
 /// Conversions between every pair of dtypes.
 pub fn casts<B: Backend>(dev: &B::Device) {
     let f = Tensor::<B, 1>::from_vec(vec![-1.7f32, 0.0, 2.5], [3], dev);
