@@ -453,6 +453,19 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         composed_softmax::<Self>(x, dim, log)
     }
 
+    /// Waits for the work queued on `device` and reports the first fault
+    /// it has had (an allocation beyond its limits, a driver's
+    /// out-of-memory, a lost device), as `torch.cuda.synchronize` would
+    /// raise it. Ops cannot fail (they return tensors), so a backend whose
+    /// device can fail records the fault, stops running work on that
+    /// device, and answers here; the fallible entry points (`fit`,
+    /// `nn::to_device`, a kernel launch on host data) call this and return
+    /// the error. The default, for devices that cannot fail, is `Ok`.
+    fn synchronize(device: &Self::Device) -> Result<(), crate::DeviceError> {
+        let _ = device;
+        Ok(())
+    }
+
     /// Runs `f`, a training loop or other long stretch of work, where this
     /// backend's ops run best. The CPU backend runs it on a thread of its
     /// pool, so a parallel op splits its work with that thread instead of

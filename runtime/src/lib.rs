@@ -28,7 +28,7 @@ pub mod train;
 
 pub use backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 pub use dtype::{DType, DataVec, Element, TensorData};
-pub use error::Error;
+pub use error::{DeviceError, Error};
 pub use rng::{Rng, manual_seed};
 pub use shape::Dim;
 pub use tensor::{Scalar, ShapeArg, Tensor};

@@ -22,10 +22,82 @@ impl<B: Backend, const D: usize> Loss<B, D> {
     }
 }
 
-fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>) {
-    let [n, _] = logits.shape();
+/// The target PyTorch's losses skip by default (`ignore_index=-100`).
+pub const IGNORE_INDEX: i64 = -100;
+
+/// A class index outside `0..classes` (and not the ignored value).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "target {value} at position {position} is out of bounds for {classes} classes (valid: 0 to {}, or the ignore_index {ignore_index})",
+    classes.saturating_sub(1)
+)]
+pub struct TargetError {
+    /// The offending value.
+    pub value: i64,
+    /// Its position in the targets.
+    pub position: usize,
+    /// The number of classes.
+    pub classes: usize,
+    /// The value that marks a target to skip.
+    pub ignore_index: i64,
+}
+
+/// Checks class indices against `classes`: each is in `0..classes` or
+/// equals `ignore_index`. Two reductions in the common case; the targets
+/// are read back only when some are out of range or ignored.
+pub fn check_class_targets<B: Backend>(
+    targets: &Tensor<B, 1>,
+    classes: usize,
+    ignore_index: i64,
+) -> Result<(), TargetError> {
+    if targets.numel() == 0 || in_range(targets, classes) {
+        return Ok(());
+    }
+    let values = targets.to_vec::<i64>();
+    match values.iter().position(|&v| v != ignore_index && !(0..classes as i64).contains(&v)) {
+        Some(position) => Err(TargetError { value: values[position], position, classes, ignore_index }),
+        None => Ok(()),
+    }
+}
+
+/// Whether every target is in `0..classes` (none ignored).
+fn in_range<B: Backend>(targets: &Tensor<B, 1>, classes: usize) -> bool {
+    targets.min().item() >= 0.0 && targets.max().item() < classes as f64
+}
+
+/// Checks the shapes and dtype of class `targets` for `logits`, then
+/// their values; panics naming `op` on any problem.
+fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_index: i64) {
+    let [n, classes] = logits.shape();
     assert!(targets.dtype() == DType::I64, "{op}: targets must be i64 class indices, got {}", targets.dtype());
     assert!(targets.shape() == [n], "{op}: logits {:?} need {n} targets, got {:?}", logits.shape(), targets.shape());
+    if let Err(e) = check_class_targets(targets, classes, ignore_index) {
+        panic!("{op}: {e}");
+    }
+}
+
+/// The rows that count when some targets are ignored: the targets with
+/// ignored ones replaced by class 0, a `[n, 1]` weight of 1 for rows that
+/// count and 0 for the others, and how many count. `None` when all do.
+fn kept_rows<B: Backend>(targets: &Tensor<B, 1>, classes: usize, ignore_index: i64, dtype: DType) -> Option<Kept<B>> {
+    let ignore_is_a_class = (0..classes as i64).contains(&ignore_index);
+    if targets.numel() == 0 || !ignore_is_a_class && in_range(targets, classes) {
+        return None;
+    }
+    let keep = targets.ne_scalar(ignore_index as f64);
+    let count = keep.to_dtype(DType::I64).sum().item();
+    let n = targets.numel();
+    Some(Kept {
+        targets: targets.masked_fill(&keep.logical_not(), 0.0),
+        weights: keep.to_dtype(dtype).reshape([n, 1]),
+        count,
+    })
+}
+
+struct Kept<B: Backend> {
+    targets: Tensor<B, 1>,
+    weights: Tensor<B, 2>,
+    count: f64,
 }
 
 /// One-hot rows for `targets` over `classes`, in `dtype`.
@@ -36,36 +108,90 @@ pub fn one_hot<B: Backend>(targets: &Tensor<B, 1>, classes: usize, dtype: DType)
     t.eq(&ids.expand([n, classes])).to_dtype(dtype)
 }
 
+/// Options of [`cross_entropy_with`], as `torch.nn.CrossEntropyLoss`'s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CrossEntropyOptions {
+    /// The target distribution is `(1 - ε) onehot + ε / classes`; 0 for none.
+    pub label_smoothing: f64,
+    /// Rows whose target is this value do not count (mean over the others).
+    pub ignore_index: i64,
+}
+
+impl Default for CrossEntropyOptions {
+    fn default() -> Self {
+        CrossEntropyOptions { label_smoothing: 0.0, ignore_index: IGNORE_INDEX }
+    }
+}
+
 /// Cross-entropy of `logits: [n, classes]` against class indices
 /// `targets: [n]`, as `torch.nn.functional.cross_entropy` with
-/// `label_smoothing` (0 for none): the target distribution is
-/// `(1 - ε) onehot + ε / classes`. Computed through `log_softmax`, so large
-/// logits neither overflow nor lose the gradient.
+/// `label_smoothing` (0 for none) and the default `ignore_index` of -100.
+/// A target outside `0..classes` panics with its value and position.
 pub fn cross_entropy<B: Backend>(logits: &Tensor<B, 2>, targets: &Tensor<B, 1>, label_smoothing: f64) -> Loss<B, 2> {
-    check_targets("cross_entropy", logits, targets);
+    cross_entropy_with(logits, targets, CrossEntropyOptions { label_smoothing, ..Default::default() })
+}
+
+/// [`cross_entropy`] with every option: the target distribution is
+/// `(1 - ε) onehot + ε / classes`, and rows whose target is
+/// `ignore_index` are left out of the mean (all left out: NaN, as PyTorch).
+/// Computed through `log_softmax`, so large logits neither overflow nor
+/// lose the gradient.
+pub fn cross_entropy_with<B: Backend>(
+    logits: &Tensor<B, 2>,
+    targets: &Tensor<B, 1>,
+    options: CrossEntropyOptions,
+) -> Loss<B, 2> {
+    let CrossEntropyOptions { label_smoothing, ignore_index } = options;
+    check_targets("cross_entropy", logits, targets, ignore_index);
     assert!(
         (0.0..=1.0).contains(&label_smoothing),
         "cross_entropy: label_smoothing {label_smoothing} is outside [0, 1]"
     );
     let [n, c] = logits.shape();
+    let dtype = logits.dtype();
+    let target_dist =
+        |t: &Tensor<B, 1>| one_hot(t, c, dtype).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64);
     let logp = logits.log_softmax(1);
-    let q =
-        one_hot(targets, c, logits.dtype()).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64);
-    let value = logp.mul(&q).sum().neg().div_scalar(n as f64);
-    // d/dz of -Σ q log softmax(z) is softmax(z) - q (q sums to 1 per row).
-    let grad = logp.exp().sub(&q).div_scalar(n as f64);
-    Loss { value, grad }
+    match kept_rows(targets, c, ignore_index, dtype) {
+        None => {
+            let q = target_dist(targets);
+            let value = logp.mul(&q).sum().neg().div_scalar(n as f64);
+            // d/dz of -Σ q log softmax(z) is softmax(z) - q (q sums to 1 per row).
+            let grad = logp.exp().sub(&q).div_scalar(n as f64);
+            Loss { value, grad }
+        }
+        Some(Kept { targets, weights, count }) => {
+            let q = target_dist(&targets);
+            let value = logp.mul(&q).mul(&weights).sum().neg().div_scalar(count);
+            let grad = logp.exp().sub(&q).mul(&weights).div_scalar(count.max(1.0));
+            Loss { value, grad }
+        }
+    }
 }
 
 /// Negative log-likelihood of log-probabilities `logp: [n, classes]`, as
-/// `torch.nn.functional.nll_loss`.
+/// `torch.nn.functional.nll_loss` (targets of -100 are left out).
 pub fn nll<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>) -> Loss<B, 2> {
-    check_targets("nll", logp, targets);
+    nll_with(logp, targets, IGNORE_INDEX)
+}
+
+/// [`nll`] with rows whose target is `ignore_index` left out of the mean.
+pub fn nll_with<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_index: i64) -> Loss<B, 2> {
+    check_targets("nll", logp, targets, ignore_index);
     let [n, c] = logp.shape();
-    let picked: Tensor<B, 2> = logp.gather(1, &targets.reshape([n, 1]));
-    let value = picked.sum().neg().div_scalar(n as f64);
-    let grad = one_hot(targets, c, logp.dtype()).neg().div_scalar(n as f64);
-    Loss { value, grad }
+    let dtype = logp.dtype();
+    let (targets, weights, count) = match kept_rows(targets, c, ignore_index, dtype) {
+        None => (targets.clone(), None, n as f64),
+        Some(Kept { targets, weights, count }) => (targets, Some(weights), count),
+    };
+    let mut picked: Tensor<B, 2> = logp.gather(1, &targets.reshape([n, 1]));
+    let mut grad = one_hot(&targets, c, dtype).neg();
+    if let Some(w) = &weights {
+        picked = picked.mul(w);
+        grad = grad.mul(w);
+    }
+    let value = picked.sum().neg().div_scalar(count);
+    Loss { value, grad: grad.div_scalar(count.max(1.0)) }
 }
 
 /// Mean squared error, as `torch.nn.functional.mse_loss`.

@@ -306,29 +306,55 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
     bookkeeping!();
 }
 
+/// The global L2 norm of all gradients, summed on the device and read
+/// back once.
+pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
+    grad_sq_sum::<B, M>(grads).map_or(0.0, |t| t.item().sqrt())
+}
+
+/// The sum of every gradient's squares, on the device (`None` without
+/// gradients).
+pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
+    struct SumSq<B: Backend>(Option<Tensor<B, 0>>);
+    impl<B: Backend> ParamVisitor<B> for SumSq<B> {
+        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
+            let s = g.square().sum();
+            self.0 = Some(match self.0.take() {
+                Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
+                None => s,
+            });
+        }
+    }
+    let mut s = SumSq(None);
+    M::visit_grad_tensors(grads, "", &mut s);
+    s.0
+}
+
+/// Multiplies every gradient by `factor`.
+pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
+    struct Scale(f64);
+    impl<B: Backend> ParamMapper<B> for Scale {
+        fn map<const D: usize>(&mut self, _: &str, g: Tensor<B, D>) -> Tensor<B, D> {
+            g.mul_scalar(self.0)
+        }
+    }
+    M::map_grad_tensors(grads, "", &mut Scale(factor));
+}
+
 /// Scales all gradients so their global L2 norm is at most `max_norm`, as
 /// `torch.nn.utils.clip_grad_norm_`; returns the norm before clipping.
 pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: f64) -> f64 {
-    struct SumSq(f64);
-    impl<B: Backend> ParamVisitor<B> for SumSq {
-        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
-            self.0 += g.square().sum().item();
-        }
-    }
-    let mut s = SumSq(0.0);
-    M::visit_grad_tensors(grads, "", &mut s);
-    let norm = s.0.sqrt();
+    let norm = grad_norm::<B, M>(grads);
+    clip_to::<B, M>(grads, norm, max_norm);
+    norm
+}
+
+/// Clips gradients whose norm is `norm` to `max_norm`.
+pub(crate) fn clip_to<B: Backend, M: Module<B>>(grads: &mut M::Grads, norm: f64, max_norm: f64) {
     let scale = max_norm / (norm + 1e-6);
     if scale < 1.0 {
-        struct Scale(f64);
-        impl<B: Backend> ParamMapper<B> for Scale {
-            fn map<const D: usize>(&mut self, _: &str, g: Tensor<B, D>) -> Tensor<B, D> {
-                g.mul_scalar(self.0)
-            }
-        }
-        M::map_grad_tensors(grads, "", &mut Scale(scale));
+        scale_grads::<B, M>(grads, scale);
     }
-    norm
 }
 
 /// A learning rate as a function of the step (counted from 0).

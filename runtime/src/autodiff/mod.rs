@@ -205,6 +205,10 @@ impl<B: Backend> Backend for Autodiff<B> {
     type Device = B::Device;
     type Storage = AdStorage<B>;
 
+    fn synchronize(device: &B::Device) -> Result<(), crate::DeviceError> {
+        B::synchronize(device)
+    }
+
     fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         B::run(f)
     }

@@ -803,6 +803,8 @@ pub fn losses<B: Backend>(dev: &B::Device) {
     assert!((n.item() - ce.item()).abs() < 1e-12, "nll of log_softmax is cross-entropy");
     check_function(&logp, |z| nll(z, &targets).value, &n.grad);
 
+    class_targets::<B>(dev);
+
     let p = tensor::<B, 2>(&[1.0, 2.0, 3.0, 4.0], [2, 2], DType::F64, dev);
     let t = tensor::<B, 2>(&[1.5, 2.0, 2.0, 6.0], [2, 2], DType::F64, dev);
     let m = mse(&p, &t);
@@ -819,6 +821,56 @@ pub fn losses<B: Backend>(dev: &B::Device) {
         / 4.0;
     assert!((b.item() - direct).abs() < 1e-9, "{} vs {direct}", b.item());
     check_function(&x, |z| binary_cross_entropy_with_logits(z, &y).value, &b.grad);
+}
+
+/// Class indices are checked (PyTorch: "Target 7 is out of bounds"), and
+/// rows whose target is `ignore_index` (-100 unless set) leave the mean.
+fn class_targets<B: Backend>(dev: &B::Device) {
+    use crate::loss::*;
+    use crate::nn::gradcheck::check_function;
+    let logits = tensor::<B, 2>(&noise(12, 70), [4, 3], DType::F64, dev);
+    let ids = |v: Vec<i64>| Tensor::<B, 1>::from_vec(v, [4], dev);
+    for (bad, at) in [(7, 2), (-1, 0), (3, 3), (-100_000, 1)] {
+        let mut v = vec![0i64, 1, 2, 1];
+        v[at] = bad;
+        let t = ids(v);
+        let want = format!("target {bad} at position {at} is out of bounds for 3 classes");
+        let msg = panic_message(|| drop(cross_entropy(&logits, &t, 0.0))).unwrap_or_default();
+        assert!(msg.starts_with(&format!("cross_entropy: {want}")), "{msg}");
+        let msg = panic_message(|| drop(nll(&logits, &t))).unwrap_or_default();
+        assert!(msg.starts_with(&format!("nll: {want}")), "{msg}");
+        let err = check_class_targets(&t, 3, IGNORE_INDEX).expect_err("out of range");
+        assert_eq!((err.value, err.position, err.classes), (bad, at, 3));
+    }
+    assert!(check_class_targets(&ids(vec![0, 2, -100, 1]), 3, IGNORE_INDEX).is_ok());
+
+    // Ignored rows: the loss is the mean over the others, their gradient zero.
+    let t = ids(vec![2, IGNORE_INDEX, 0, IGNORE_INDEX]);
+    let kept = logits.index_select(0, &Tensor::<B, 1>::from_vec(vec![0i64, 2], [2], dev));
+    let kept_t = Tensor::<B, 1>::from_vec(vec![2i64, 0], [2], dev);
+    for smoothing in [0.0, 0.2] {
+        let l = cross_entropy(&logits, &t, smoothing);
+        let k = cross_entropy(&kept, &kept_t, smoothing);
+        assert!((l.item() - k.item()).abs() < 1e-12, "ignored rows leave the mean");
+        let g = values(&l.grad);
+        assert!(g[3..6].iter().chain(&g[9..]).all(|&v| v == 0.0), "ignored rows get no gradient: {g:?}");
+        check_function(&logits, |z| cross_entropy(z, &t, smoothing).value, &l.grad);
+    }
+    let logp = logits.log_softmax(1);
+    let n = nll(&logp, &t);
+    assert!((n.item() - nll(&kept.log_softmax(1), &kept_t).item()).abs() < 1e-12);
+    check_function(&logp, |z| nll(z, &t).value, &n.grad);
+    // Another ignore_index; -100 is then a bad target.
+    let t = ids(vec![2, 1, 0, 1]);
+    let l = cross_entropy_with(&logits, &t, CrossEntropyOptions { ignore_index: 1, ..Default::default() });
+    assert!((l.item() - cross_entropy(&kept, &kept_t, 0.0).item()).abs() < 1e-12);
+    assert!((nll_with(&logp, &t, 1).item() - nll(&kept.log_softmax(1), &kept_t).item()).abs() < 1e-12);
+    let t = ids(vec![2, IGNORE_INDEX, 0, 1]);
+    let opts = CrossEntropyOptions { ignore_index: 1, ..Default::default() };
+    assert!(panic_message(|| drop(cross_entropy_with(&logits, &t, opts))).is_some_and(|m| m.contains("target -100")));
+    // Every row ignored: NaN, as PyTorch's mean over nothing.
+    let l = cross_entropy(&logits, &ids(vec![IGNORE_INDEX; 4]), 0.0);
+    assert!(l.item().is_nan() && values(&l.grad).iter().all(|&g| g == 0.0));
 }
 
 /// Optimizer updates against PyTorch's formulas, written out per scalar.

@@ -225,6 +225,21 @@ impl<D: Dataset> DataLoader<D> {
         self.epoch = epoch;
     }
 
+    /// Samples per batch (the last may hold fewer unless `drop_last`).
+    pub fn batch_size(&self) -> usize {
+        self.batch_size
+    }
+
+    /// Whether the last, partial batch is left out.
+    pub fn drops_last(&self) -> bool {
+        self.drop_last
+    }
+
+    /// The dataset index of sample `row` of batch `batch` in epoch `epoch`.
+    pub fn sample_index(&self, epoch: u64, batch: usize, row: usize) -> Option<usize> {
+        self.order(epoch).get(batch * self.batch_size + row).copied()
+    }
+
     /// The dataset.
     pub fn dataset(&self) -> &D {
         &self.dataset

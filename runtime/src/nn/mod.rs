@@ -291,15 +291,29 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
     }
 }
 
-/// Moves every parameter and buffer to `device`.
-pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) {
-    struct Move<'a, B: Backend>(&'a B::Device);
-    impl<B: Backend> ParamMapper<B> for Move<'_, B> {
-        fn map<const D: usize>(&mut self, _: &str, t: Tensor<B, D>) -> Tensor<B, D> {
-            t.to_device(self.0)
+/// Moves every parameter and buffer to `device`, or returns the device's
+/// fault (an allocation beyond its limits, a lost device) and leaves the
+/// module where it was.
+pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) -> Result<(), crate::DeviceError> {
+    // Copies first, swapped in only once the device has taken them all.
+    struct Copy<'a, B: Backend>(&'a B::Device, std::collections::HashMap<String, B::Storage>);
+    impl<B: Backend> ParamVisitor<B> for Copy<'_, B> {
+        fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
+            self.1.insert(name.to_owned(), t.to_device(self.0).storage().clone());
         }
     }
-    m.map_tensors("", &mut Move::<B>(device));
+    let mut copies = Copy::<B>(device, Default::default());
+    m.visit_params("", &mut copies);
+    m.visit_buffers("", &mut copies);
+    B::synchronize(device)?;
+    struct Swap<B: Backend>(std::collections::HashMap<String, B::Storage>);
+    impl<B: Backend> ParamMapper<B> for Swap<B> {
+        fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
+            self.0.remove(name).map_or(t, Tensor::wrap)
+        }
+    }
+    m.map_tensors("", &mut Swap::<B>(copies.1));
+    Ok(())
 }
 
 /// A step of a model, from a rank-`DI` batch to a rank-`DO` batch (the
