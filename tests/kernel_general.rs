@@ -249,7 +249,8 @@ pub fn same_bits_or_both_nan(what: &str, got: &[f32], want: &[f32]) {
 fn integer_casts_shifts_and_nan_follow_wgsl() {
     let (x, y) = semantics_inputs();
     let n = x.len();
-    let (xt, yt) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let (xt, yt) =
+        (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
     let mut out = Tensor::<Cpu, 1>::zeros([n * SEMANTICS_OUT], &CpuDevice);
     semantics::launch(n.div_ceil(64) as u32, &xt, &yt, &mut out, n as u32);
     let got = out.to_vec::<f32>();

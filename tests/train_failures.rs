@@ -87,10 +87,7 @@ fn a_target_outside_the_classes_stops_fit_with_its_value_position_and_sample() {
         }
     });
     let err = train(&mut Tiny::new_seeded(0, &CpuDevice), clean(64, 1), val, 16, &quiet(3)).expect_err("bad");
-    assert!(
-        matches!(&err, TrainError::Target { split: "validation", sample: Some(20), .. }),
-        "{err}"
-    );
+    assert!(matches!(&err, TrainError::Target { split: "validation", sample: Some(20), .. }), "{err}");
 }
 
 #[test]

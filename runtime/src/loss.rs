@@ -149,8 +149,9 @@ pub fn cross_entropy_with<B: Backend>(
     );
     let [n, c] = logits.shape();
     let dtype = logits.dtype();
-    let target_dist =
-        |t: &Tensor<B, 1>| one_hot(t, c, dtype).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64);
+    let target_dist = |t: &Tensor<B, 1>| {
+        one_hot(t, c, dtype).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64)
+    };
     let logp = logits.log_softmax(1);
     match kept_rows(targets, c, ignore_index, dtype) {
         None => {

@@ -111,6 +111,17 @@ impl DeviceTensor {
     fn numel(&self) -> usize {
         numel(&self.shape)
     }
+
+    /// The tensor's values from the bytes of its buffer.
+    fn data(&self, bytes: &[u8]) -> TensorData {
+        let words = bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]);
+        let values = if self.dtype == DType::F32 {
+            DataVec::F32(words.map(f32::from_le_bytes).collect())
+        } else {
+            DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect())
+        };
+        TensorData { shape: self.shape.clone(), values }
+    }
 }
 
 impl WgpuStorage {
@@ -132,7 +143,11 @@ impl WgpuStorage {
     fn host(&self) -> CpuStorage {
         match self {
             WgpuStorage::Host(c, _) => c.clone(),
-            WgpuStorage::Device(_) => Cpu::from_data(Wgpu::to_data(self), &CpuDevice),
+            // Inside an op, which cannot fail: a faulted device gives zeros.
+            WgpuStorage::Device(t) => {
+                let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
+                Cpu::from_data(t.data(&bytes), &CpuDevice)
+            }
         }
     }
 }
@@ -197,14 +212,12 @@ fn ew_on(
         wgsl_ty(dtype),
         desc.iter().map(|d| format!("{}{}", d.ty, u8::from(d.direct))).collect::<String>()
     );
-    let pipeline = device
-        .pipeline(
-            "elementwise",
-            &pkey,
-            || shaders::elementwise(&desc, wgsl_ty(dtype), rank, extras.len(), expr),
-            "main",
-        )
-        .unwrap_or_else(|e| panic!("wgpu: {e}"));
+    let pipeline = device.compile(
+        "elementwise",
+        &pkey,
+        || shaders::elementwise(&desc, wgsl_ty(dtype), rank, extras.len(), expr),
+        "main",
+    );
     let mut params = vec![u(n)];
     params.extend_from_slice(extras);
     let strided = inputs.iter().any(|(_, v)| v.is_some());
@@ -316,9 +329,7 @@ fn per_output(
     if n == 0 {
         return;
     }
-    let pipeline = device
-        .pipeline("per_output", key, || shaders::per_output(bufs, body), "main")
-        .unwrap_or_else(|e| panic!("wgpu: {e}"));
+    let pipeline = device.compile("per_output", key, || shaders::per_output(bufs, body), "main");
     device.dispatch(&pipeline, buffers, params, grid(device, n, WG));
 }
 
@@ -357,8 +368,7 @@ impl Wgpu {
         params.extend(pad6(batch.iter().map(|&d| u(d)).collect()));
         params.extend(pad6(bstrides(batch_a)));
         params.extend(pad6(bstrides(batch_b)));
-        let pipeline =
-            device.pipeline("matmul", "matmul", shaders::matmul, "main").unwrap_or_else(|e| panic!("wgpu: {e}"));
+        let pipeline = device.compile("matmul", "matmul", shaders::matmul, "main");
         assert!(count as u32 <= device.max_groups(), "wgpu matmul: {count} matrices in one batch");
         device.dispatch(
             &pipeline,
@@ -427,7 +437,7 @@ impl Wgpu {
 
 /// `u32` indices on the device (argmax, pooling) as an i64 host tensor.
 fn indices_to_host(t: &DeviceTensor) -> WgpuStorage {
-    let bytes = t.device.read(t.buffer(), 4 * t.numel() as u64);
+    let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
     let v: Vec<i64> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
     let data = TensorData { shape: t.shape.clone(), values: DataVec::I64(v) };
     WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), t.device.clone())
@@ -469,6 +479,10 @@ impl Backend for Wgpu {
         "wgpu"
     }
 
+    fn synchronize(device: &WgpuDevice) -> Result<(), blaze_runtime::DeviceError> {
+        device.synchronize()
+    }
+
     fn from_data(data: TensorData, device: &WgpuDevice) -> WgpuStorage {
         let shape = data.shape.clone();
         match data.values {
@@ -497,16 +511,7 @@ impl Backend for Wgpu {
     fn to_data(x: &WgpuStorage) -> TensorData {
         match x {
             WgpuStorage::Host(c, _) => Cpu::to_data(c),
-            WgpuStorage::Device(t) => {
-                let bytes = t.device.read(t.buffer(), 4 * t.numel() as u64);
-                let words = bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]);
-                let values = if t.dtype == DType::F32 {
-                    DataVec::F32(words.map(f32::from_le_bytes).collect())
-                } else {
-                    DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect())
-                };
-                TensorData { shape: t.shape.clone(), values }
-            }
+            WgpuStorage::Device(t) => t.data(&t.device.read(t.buffer(), 4 * t.numel() as u64)),
         }
     }
 
@@ -649,8 +654,7 @@ impl Backend for Wgpu {
             } else {
                 (format!("reduce:{name}"), shaders::reduce, 1)
             };
-            let pipeline =
-                device.pipeline("reduce", &key, || wgsl(name), "main").unwrap_or_else(|e| panic!("wgpu: {e}"));
+            let pipeline = device.compile("reduce", &key, || wgsl(name), "main");
             device.dispatch(
                 &pipeline,
                 &[t.buffer(), out.buffer()],
@@ -727,9 +731,7 @@ impl Backend for Wgpu {
             let out = DeviceTensor::new(&cur.device, &shape, cur.dtype);
             let ty = wgsl_ty(cur.dtype);
             let device = cur.device.clone();
-            let pipeline = device
-                .pipeline("pad", &format!("pad:{ty}"), || shaders::pad_dim(ty), "main")
-                .unwrap_or_else(|e| panic!("wgpu: {e}"));
+            let pipeline = device.compile("pad", &format!("pad:{ty}"), || shaders::pad_dim(ty), "main");
             let params = [u(out.numel()), u(in_n), u(shape[dim]), u(inner), u(before), scalar_bits(value, cur.dtype)];
             device.dispatch(&pipeline, &[cur.buffer(), out.buffer()], &params, grid(&device, out.numel(), WG));
             cur = out;
@@ -1146,9 +1148,8 @@ impl Backend for Wgpu {
         let layout: String = inputs.iter().map(|a| if matches!(a, KernelArg::Tensor(_)) { 't' } else { 'n' }).collect();
         let key = format!("kernel:{name}:{layout}");
         let body = format!("    out[i] = {name}({});", args.join(", "));
-        let pipeline = device
-            .pipeline(K::NAME, &key, || format!("{}\n{}", K::WGSL, shaders::per_output(&decl, &body)), "main")
-            .unwrap_or_else(|e| panic!("wgpu: {e}"));
+        let pipeline =
+            device.compile(K::NAME, &key, || format!("{}\n{}", K::WGSL, shaders::per_output(&decl, &body)), "main");
         device.dispatch(&pipeline, &buffers, &params, grid(&device, n, WG));
         Self::dev(out)
     }
@@ -1205,9 +1206,7 @@ impl Backend for Wgpu {
         let rows = outer * inner;
         if rows > 0 && n > 0 {
             let device = &t.device;
-            let pipeline = device
-                .pipeline("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main")
-                .unwrap_or_else(|e| panic!("wgpu: {e}"));
+            let pipeline = device.compile("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main");
             device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &[u(rows), u(n), u(inner)], grid(device, rows, 1));
         }
         Self::dev(out)

@@ -4,9 +4,23 @@
 //! [`MAX_BATCH`] dispatches), so a training step costs a handful of
 //! submissions, not one per op. Each dispatch's parameters go into a
 //! uniform arena written once per submission.
+//!
+//! Faults (an allocation beyond the adapter's limits, an out-of-memory or
+//! validation error from the driver, a lost device) cannot surface from
+//! ops, which return tensors. The device records the first one, stops
+//! recording work, and reports it from [`WgpuDevice::synchronize`], which
+//! the fallible entry points call; reading a tensor back from a faulted
+//! device panics with the fault.
+//!
+//! Every device runs a self-check when it opens (`self_check.rs`): a
+//! shader of the integer, shift, comparison and NaN operations the
+//! generated code relies on, compared with what the CPU computes. An
+//! adapter that disagrees is refused unless the caller opts in.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
 
@@ -40,6 +54,24 @@ impl Default for WgpuDevice {
     }
 }
 
+/// How [`WgpuDevice::open`] picks and sets up a device.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceOptions {
+    /// The first adapter whose name contains this (case-insensitively);
+    /// `None` reads `BLAZE_WGPU_ADAPTER`, and without it takes the best
+    /// adapter (hardware before software). `WGPU_BACKEND=vulkan|gl|metal|dx12`
+    /// limits the APIs searched.
+    pub adapter: Option<String>,
+    /// The largest buffer, in bytes, below the adapter's own limit: a
+    /// device that must fit a smaller budget, or a test of what happens
+    /// beyond it.
+    pub max_buffer_bytes: Option<u64>,
+    /// Opens an adapter that fails the self-check, computing some integer
+    /// or NaN operation differently from the CPU. `BLAZE_WGPU_ALLOW_DIVERGENT=1`
+    /// does the same.
+    pub allow_divergent: bool,
+}
+
 /// Dispatches recorded before a submission is forced.
 pub const MAX_BATCH: usize = 128;
 /// Bytes of parameters per dispatch: 64 `u32`s, as 16 `vec4<u32>`.
@@ -50,6 +82,10 @@ pub(crate) struct Inner {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
+    /// The largest buffer a tensor may have, in bytes.
+    max_buffer: u64,
+    /// The first fault, shared with wgpu's error and device-lost callbacks.
+    fault: Arc<Mutex<Option<String>>>,
     pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
     state: Mutex<State>,
     /// The parameters of one batch's dispatches, `MAX_BATCH` blocks.
@@ -113,16 +149,24 @@ impl Inner {
 pub(crate) type Binding<'a> = &'a wgpu::Buffer;
 
 impl WgpuDevice {
-    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names.
+    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names,
+    /// with its own limits.
     pub fn new() -> Result<Self, WgpuError> {
+        Self::open(DeviceOptions::default())
+    }
+
+    /// A device as `options` say; the adapter must pass the self-check
+    /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
+    pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
         if adapters.is_empty() {
             return Err(WgpuError::NoAdapter);
         }
         adapters.sort_by_key(|a| rank(a.get_info().device_type));
-        let adapter = match std::env::var("BLAZE_WGPU_ADAPTER") {
-            Ok(wanted) if !wanted.is_empty() => {
+        let wanted = options.adapter.clone().or_else(|| std::env::var("BLAZE_WGPU_ADAPTER").ok());
+        let adapter = match wanted.filter(|w| !w.is_empty()) {
+            Some(wanted) => {
                 let low = wanted.to_lowercase();
                 let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
                 let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
@@ -130,30 +174,50 @@ impl WgpuDevice {
                 };
                 adapters.swap_remove(i)
             }
-            _ => adapters.swap_remove(0),
+            None => adapters.swap_remove(0),
         };
         let info = adapter.get_info();
+        let mut limits = adapter.limits();
+        if let Some(cap) = options.max_buffer_bytes {
+            limits.max_buffer_size = limits.max_buffer_size.min(cap);
+            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("blaze"),
-            required_limits: adapter.limits(),
+            required_limits: limits.clone(),
             ..Default::default()
         }))
         .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        let fault: Arc<Mutex<Option<String>>> = Arc::default();
+        let slot = Arc::clone(&fault);
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&slot, e.to_string())));
+        let slot = Arc::clone(&fault);
+        device.set_device_lost_callback(move |reason, message| {
+            record(&slot, format!("the device was lost ({reason:?}): {message}"));
+        });
         let arena = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("blaze params"),
             size: PARAM_BYTES * MAX_BATCH as u64,
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
+        let max_buffer = limits.max_buffer_size.min(limits.max_storage_buffer_binding_size);
         let inner = Inner {
             device,
             queue,
             info,
+            max_buffer,
+            fault,
             pipelines: Mutex::new(HashMap::new()),
             state: Mutex::new(State::default()),
             arena,
         };
-        Ok(WgpuDevice { inner: Arc::new(inner) })
+        let dev = WgpuDevice { inner: Arc::new(inner) };
+        let allow = options.allow_divergent || std::env::var("BLAZE_WGPU_ALLOW_DIVERGENT").is_ok_and(|v| v == "1");
+        match crate::self_check::run(&dev) {
+            Err(e) if !allow => Err(e),
+            _ => Ok(dev),
+        }
     }
 
     /// The shared default device for tests and examples that can do
@@ -180,6 +244,44 @@ impl WgpuDevice {
     /// Whether the adapter is a software one (a CPU rasteriser).
     pub fn is_software(&self) -> bool {
         self.inner.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The first fault this device has had, if any.
+    pub fn fault(&self) -> Option<String> {
+        self.inner.fault.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records `message` as the device's fault unless it already has one.
+    pub(crate) fn record_fault(&self, message: String) {
+        record(&self.inner.fault, message);
+    }
+
+    /// Waits for everything recorded so far to run and reports the first
+    /// fault the device has had; see [`blaze_runtime::Backend::synchronize`].
+    pub fn synchronize(&self) -> Result<(), DeviceError> {
+        if self.fault().is_none() {
+            self.flush();
+            if let Err(e) = self.inner.device.poll(wgpu::PollType::wait_indefinitely()) {
+                self.record_fault(format!("waiting for the device failed: {e}"));
+            }
+        }
+        match self.fault() {
+            Some(message) => Err(DeviceError { device: self.adapter_name(), message }),
+            None => Ok(()),
+        }
+    }
+
+    /// Releases the device's memory now instead of when the last handle
+    /// goes. Every tensor on it becomes invalid: later ops do nothing, and
+    /// [`WgpuDevice::synchronize`] reports the device as destroyed.
+    pub fn destroy(&self) {
+        self.record_fault("the device was destroyed (`WgpuDevice::destroy`)".into());
+        self.inner.device.destroy();
+    }
+
+    /// The largest buffer a tensor may occupy, in bytes.
+    pub fn max_buffer_bytes(&self) -> u64 {
+        self.inner.max_buffer
     }
 
     pub(crate) fn max_groups(&self) -> u32 {
@@ -219,9 +321,39 @@ impl WgpuDevice {
         Ok(pipeline)
     }
 
-    /// A buffer of at least `bytes` bytes from the pool.
+    /// [`WgpuDevice::pipeline`] for a tensor op, which cannot fail: a
+    /// shader the device rejects is its fault, and `None` leaves the
+    /// dispatches that would use it unrecorded.
+    pub(crate) fn compile(
+        &self,
+        kernel: &'static str,
+        key: &str,
+        wgsl: impl FnOnce() -> String,
+        entry: &str,
+    ) -> Option<wgpu::ComputePipeline> {
+        if self.fault().is_some() {
+            return None;
+        }
+        self.pipeline(kernel, key, wgsl, entry).map_err(|e| self.record_fault(e.to_string())).ok()
+    }
+
+    /// A buffer of at least `bytes` bytes from the pool. Beyond the
+    /// device's limit the request is a fault, and a small stand-in keeps
+    /// the op going until the fault is reported.
     pub(crate) fn alloc(&self, bytes: u64) -> Arc<PoolBuffer> {
-        let size = bytes.max(16).next_power_of_two();
+        let max = self.inner.max_buffer;
+        if bytes > max {
+            self.record_fault(format!("a tensor of {bytes} bytes exceeds this device's largest buffer of {max} bytes"));
+        }
+        // Powers of two pool well; near the limit, the exact size fits.
+        let pow2 = bytes.max(16).next_power_of_two();
+        let size = if bytes > max {
+            16
+        } else if pow2 <= max {
+            pow2
+        } else {
+            bytes.next_multiple_of(4)
+        };
         let reused = self.inner.lock().free.get_mut(&size).and_then(Vec::pop);
         let buffer = reused.unwrap_or_else(|| {
             self.inner.device.create_buffer(&wgpu::BufferDescriptor {
@@ -237,7 +369,7 @@ impl WgpuDevice {
     /// A pooled buffer holding `bytes`.
     pub(crate) fn upload(&self, bytes: &[u8]) -> Arc<PoolBuffer> {
         let b = self.alloc(bytes.len() as u64);
-        if !bytes.is_empty() {
+        if !bytes.is_empty() && self.fault().is_none() {
             // Queue writes land before the next submission's commands; the
             // pool only hands out buffers no unsubmitted command reads.
             let padded;
@@ -255,9 +387,11 @@ impl WgpuDevice {
     /// Records one dispatch of `pipeline` with `buffers` bound in order
     /// (storage bindings) and `params` (up to 64 words) as the uniform
     /// binding after them.
+    /// Nothing is recorded for a pipeline that failed to compile (`None`)
+    /// or on a faulted device.
     pub(crate) fn dispatch(
         &self,
-        pipeline: &wgpu::ComputePipeline,
+        pipeline: &Option<wgpu::ComputePipeline>,
         buffers: &[Binding<'_>],
         params: &[u32],
         groups: (u32, u32, u32),
@@ -268,14 +402,15 @@ impl WgpuDevice {
     /// [`WgpuDevice::dispatch`], with no uniform binding for `None`.
     pub(crate) fn dispatch_with(
         &self,
-        pipeline: &wgpu::ComputePipeline,
+        pipeline: &Option<wgpu::ComputePipeline>,
         buffers: &[Binding<'_>],
         params: Option<&[u32]>,
         groups: (u32, u32, u32),
     ) {
         let words = params.unwrap_or(&[]);
         assert!(words.len() <= (PARAM_BYTES / 4) as usize, "wgpu: {} kernel parameters", words.len());
-        if groups.0 == 0 || groups.1 == 0 || groups.2 == 0 {
+        let Some(pipeline) = pipeline else { return };
+        if groups.0 == 0 || groups.1 == 0 || groups.2 == 0 || self.fault().is_some() {
             return;
         }
         let mut st = self.inner.lock();
@@ -321,7 +456,7 @@ impl WgpuDevice {
 
     /// Records a copy of `bytes` bytes between buffers.
     pub(crate) fn copy(&self, from: &wgpu::Buffer, to: &wgpu::Buffer, bytes: u64) {
-        if bytes == 0 {
+        if bytes == 0 || self.fault().is_some() {
             return;
         }
         let mut st = self.inner.lock();
@@ -354,10 +489,15 @@ impl WgpuDevice {
         self.submit(&mut st);
     }
 
-    /// The first `bytes` bytes of `buffer`, after everything recorded so far ran.
-    pub(crate) fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
+    /// The first `bytes` bytes of `buffer`, after everything recorded so
+    /// far ran; `None` once the device has faulted (its contents are
+    /// invalid then).
+    pub(crate) fn try_read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Option<Vec<u8>> {
         if bytes == 0 {
-            return Vec::new();
+            return Some(Vec::new());
+        }
+        if self.fault().is_some() {
+            return None;
         }
         let dev = &self.inner.device;
         let size = bytes.next_multiple_of(4);
@@ -384,18 +524,52 @@ impl WgpuDevice {
         slice.map_async(wgpu::MapMode::Read, move |r| {
             let _ = tx.send(r);
         });
-        let fail = |e: String| -> ! { panic!("wgpu: reading a tensor back failed: {e}") };
+        let fail = |e: String| {
+            self.record_fault(format!("reading a tensor back failed: {e}"));
+            None
+        };
         if let Err(e) = dev.poll(wgpu::PollType::wait_indefinitely()) {
-            fail(e.to_string());
+            return fail(e.to_string());
         }
         match rx.recv() {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => fail(e.to_string()),
-            Err(e) => fail(e.to_string()),
+            Ok(Err(e)) => return fail(e.to_string()),
+            Err(e) => return fail(e.to_string()),
         }
-        let out = slice.get_mapped_range().unwrap_or_else(|e| fail(e.to_string()))[..bytes as usize].to_vec();
+        let out = match slice.get_mapped_range() {
+            Ok(view) => view[..bytes as usize].to_vec(),
+            Err(e) => return fail(e.to_string()),
+        };
         staging.unmap();
         self.inner.lock().staging = Some(staging);
-        out
+        // A fault during the work just waited for makes the bytes invalid.
+        self.fault().is_none().then_some(out)
+    }
+
+    /// [`WgpuDevice::try_read`] for values a caller asked for: a faulted
+    /// device panics with its fault rather than hand back made-up numbers.
+    pub(crate) fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
+        self.try_read(buffer, bytes).unwrap_or_else(|| {
+            panic!(
+                "wgpu: {}: {}; tensors on this device are invalid (fit, nn::to_device and launch return this as an error; \
+                 Wgpu::synchronize reports it)",
+                self.adapter_name(),
+                self.fault().unwrap_or_default()
+            )
+        })
+    }
+
+    /// [`WgpuDevice::try_read`] inside an op, which cannot fail: zeros on
+    /// a faulted device, whose fault is reported by `synchronize`.
+    pub(crate) fn read_or_zeros(&self, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
+        self.try_read(buffer, bytes).unwrap_or_else(|| vec![0; bytes as usize])
+    }
+}
+
+/// Keeps `message` as the fault in `slot` unless one is there already.
+fn record(slot: &Mutex<Option<String>>, message: String) {
+    let mut f = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if f.is_none() {
+        *f = Some(message);
     }
 }

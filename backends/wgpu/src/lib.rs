@@ -1,19 +1,22 @@
 //! Blaze on wgpu: picking a device (a hardware adapter when there is one,
 //! else a software one such as Mesa's llvmpipe), and running `kernel!`
 //! kernels on it: general ones with [`launch`], elementwise ones (and
-//! their generated partials) with [`map`]. The tensor backend on top of
-//! this is still to come; kernels run here on host data.
+//! their generated partials) with [`map`], on host data; and [`Wgpu`],
+//! the tensor backend.
 //!
 //! `BLAZE_WGPU_ADAPTER=name` picks the first adapter whose name contains
-//! `name` (case-insensitively).
+//! `name` (case-insensitively), `WGPU_BACKEND=vulkan|gl|metal|dx12` the
+//! APIs searched. Every device checks on opening that the adapter computes
+//! integer and NaN operations as the CPU does (see [`DeviceOptions`]).
 #![deny(missing_docs)]
 
 mod backend;
 mod device;
+mod self_check;
 mod shaders;
 
 pub use backend::{DeviceTensor, Wgpu, WgpuStorage};
-pub use device::WgpuDevice;
+pub use device::{DeviceOptions, WgpuDevice};
 
 use blaze_runtime::kernel::{Elementwise, KernelFn, ScalarArg, Workgroups, launch_mismatch};
 use wgpu::util::DeviceExt;
@@ -43,6 +46,24 @@ pub enum WgpuError {
         /// wgpu's message.
         message: String,
     },
+    /// The adapter computes some operation differently from the CPU.
+    #[error(
+        "adapter {adapter} computes {check} as {got}, the CPU as {want}: Blaze refuses adapters whose results \
+         differ from the CPU's; set BLAZE_WGPU_ALLOW_DIVERGENT=1 (or DeviceOptions::allow_divergent) to use it anyway"
+    )]
+    Divergent {
+        /// The adapter.
+        adapter: String,
+        /// The operation and its operands.
+        check: String,
+        /// What the adapter computed.
+        got: String,
+        /// What the CPU computes.
+        want: String,
+    },
+    /// The device faulted (an allocation beyond its limits, a lost device).
+    #[error(transparent)]
+    Fault(#[from] blaze_runtime::DeviceError),
     /// A launch the device rejected, or bad arguments.
     #[error("{kernel}: {message}")]
     Launch {
@@ -63,8 +84,8 @@ pub enum HostBuffer<'a> {
 }
 
 /// Records general kernel `K` over `groups` workgroups on device buffers
-/// (the tensor backend's `launch`); panics with the device's message when
-/// the kernel does not compile there.
+/// (the tensor backend's `launch`); a kernel the device will not compile
+/// is a fault of the device.
 pub(crate) fn dispatch_general<K: Workgroups>(
     device: &WgpuDevice,
     groups: u32,
@@ -73,8 +94,7 @@ pub(crate) fn dispatch_general<K: Workgroups>(
 ) {
     let max = device.max_groups();
     assert!(groups <= max, "{}: {groups} workgroups; this device dispatches at most {max} at once", K::NAME);
-    let pipeline =
-        device.pipeline(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME).unwrap_or_else(|e| panic!("wgpu: {e}"));
+    let pipeline = device.compile(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME);
     device.dispatch_with(&pipeline, buffers, (!scalars.is_empty()).then_some(scalars), (groups, 1, 1));
 }
 
@@ -119,6 +139,20 @@ fn dispatch(
     groups: (u32, u32),
 ) -> Result<(), WgpuError> {
     let fail = |message: String| WgpuError::Launch { kernel, message };
+    device.synchronize()?;
+    let max = device.max_buffer_bytes();
+    let lens = buffers.iter().map(|b| match b {
+        HostBuffer::Input(v) => v.len(),
+        HostBuffer::Output(v) => v.len(),
+    });
+    for (i, len) in lens.enumerate() {
+        let bytes = 4 * len as u64;
+        if bytes > max {
+            return Err(fail(format!(
+                "buffer {i} holds {bytes} bytes, more than this device's largest buffer of {max} bytes"
+            )));
+        }
+    }
     let (dev, queue) = (&device.inner.device, &device.inner.queue);
     let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
 
@@ -208,6 +242,8 @@ fn dispatch(
             *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
     }
+    // An out-of-memory or a lost device during the launch.
+    device.synchronize()?;
     Ok(())
 }
 

@@ -169,9 +169,7 @@ fn elementwise_kernels_and_their_partials_agree_with_the_cpu() {
 fn agree(what: &str, gpu: &[f32], cpu: &[f32], tol: impl Fn(usize) -> f32) {
     assert_eq!(gpu.len(), cpu.len());
     for (i, (g, c)) in gpu.iter().zip(cpu).enumerate() {
-        let ok = g.to_bits() == c.to_bits()
-            || g.is_nan() && c.is_nan()
-            || (g - c).abs() <= tol(i) * (1.0 + c.abs());
+        let ok = g.to_bits() == c.to_bits() || g.is_nan() && c.is_nan() || (g - c).abs() <= tol(i) * (1.0 + c.abs());
         assert!(ok, "{what}[{i}]: wgpu {g}, cpu {c}");
     }
 }
@@ -185,13 +183,15 @@ fn division_shifts_casts_and_nan_agree_with_the_cpu() {
     let groups = n.div_ceil(64) as u32;
     let mut bufs = [HostBuffer::Input(&x), HostBuffer::Input(&y), HostBuffer::Output(&mut gpu)];
     launch::<semantics::Kernel>(&dev, groups, &mut bufs, &[ScalarArg::U32(n as u32)]).expect("launch");
-    let (xt, yt) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let (xt, yt) =
+        (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
     let mut cpu = Tensor::<Cpu, 1>::zeros([n * SEMANTICS_OUT], &CpuDevice);
     semantics::launch(groups, &xt, &yt, &mut cpu, n as u32);
     // Output 25 of each case is the float remainder.
     agree("semantics", &gpu, &cpu.to_vec::<f32>(), |i| if i % SEMANTICS_OUT == 25 { 1e-6 } else { 0.0 });
 
-    let (xc, yc) = (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
+    let (xc, yc) =
+        (Tensor::<Cpu, 1>::from_vec(x.clone(), [n], &CpuDevice), Tensor::from_vec(y.clone(), [n], &CpuDevice));
     let two = [MapArg::Array(&x), MapArg::Array(&y)];
     let mut out = vec![0.0f32; n];
     map::<fmax::Kernel>(&dev, KernelFn::Value, &two, &mut out).expect("map");

@@ -51,7 +51,9 @@ fn type_of(e: &ExprIr, lets: &[Ty], errors: &mut Vec<syn::Error>) -> Option<Ty> 
                 },
                 _ if op.is_bitwise() => mismatch(
                     errors,
-                    format!("`{s}` takes integers; elementwise kernels compute in f32 (general kernels have u32 and i32)"),
+                    format!(
+                        "`{s}` takes integers; elementwise kernels compute in f32 (general kernels have u32 and i32)"
+                    ),
                 ),
                 _ if op.is_logic() => match (l, r) {
                     (Ty::Bool, Ty::Bool) => Some(Ty::Bool),

@@ -13,8 +13,8 @@ use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{Expr, FnArg, Lit, Pat, Stmt, UnOp};
 
-use super::wgsl::{Helper, Wgsl, validate};
 use super::ir::{Bin, Intrinsic};
+use super::wgsl::{Helper, Wgsl, validate};
 
 /// Value types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -954,7 +954,9 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut Wgsl) {
             wgsl_ex(k, b, out);
             out.push(')');
         }
-        E::Binary(op, a, b) => wgsl_binary(*op, value_ty(k, a), out, |out| wgsl_ex(k, a, out), |out| wgsl_ex(k, b, out)),
+        E::Binary(op, a, b) => {
+            wgsl_binary(*op, value_ty(k, a), out, |out| wgsl_ex(k, a, out), |out| wgsl_ex(k, b, out))
+        }
         E::Call(f, args) => out.call(*f, |i, out| wgsl_ex(k, &args[i], out)),
         E::Id(id) => out.push_str(match id {
             Id::Global => "gid.x",
@@ -983,13 +985,7 @@ fn needs_helper(op: Bin, ty: Ty) -> bool {
 /// `a op b` in WGSL, with `a` of type `ty`: integer division and remainder
 /// through helpers that define them on every backend, shift amounts masked
 /// to five bits as WGSL defines (GLSL leaves larger shifts undefined).
-fn wgsl_binary(
-    op: Bin,
-    ty: Ty,
-    out: &mut Wgsl,
-    a: impl FnOnce(&mut Wgsl),
-    b: impl FnOnce(&mut Wgsl),
-) {
+fn wgsl_binary(op: Bin, ty: Ty, out: &mut Wgsl, a: impl FnOnce(&mut Wgsl), b: impl FnOnce(&mut Wgsl)) {
     let helper = match (op, ty) {
         (Bin::Div, Ty::I32) => Some(Helper::DivI32),
         (Bin::Rem, Ty::I32) => Some(Helper::RemI32),

@@ -56,12 +56,7 @@ impl Helper {
         match self {
             Helper::Max | Helper::Min | Helper::F32ToI32 | Helper::F32ToU32 => &[Helper::IsNan],
             Helper::Clamp => &[Helper::Max, Helper::Min],
-            Helper::IsNan
-            | Helper::DivI32
-            | Helper::RemI32
-            | Helper::DivU32
-            | Helper::RemU32
-            | Helper::RemF32 => &[],
+            Helper::IsNan | Helper::DivI32 | Helper::RemI32 | Helper::DivU32 | Helper::RemU32 | Helper::RemF32 => &[],
         }
     }
 
@@ -71,8 +66,12 @@ impl Helper {
             // A bit test: comparisons with NaN may be folded away.
             Helper::IsNan => "fn P_isnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
             // NaN in, NaN out (as PyTorch's maximum and minimum).
-            Helper::Max => "fn P_max(a: f32, b: f32) -> f32 { return select(max(a, b), a + b, P_isnan(a) || P_isnan(b)); }",
-            Helper::Min => "fn P_min(a: f32, b: f32) -> f32 { return select(min(a, b), a + b, P_isnan(a) || P_isnan(b)); }",
+            Helper::Max => {
+                "fn P_max(a: f32, b: f32) -> f32 { return select(max(a, b), a + b, P_isnan(a) || P_isnan(b)); }"
+            }
+            Helper::Min => {
+                "fn P_min(a: f32, b: f32) -> f32 { return select(min(a, b), a + b, P_isnan(a) || P_isnan(b)); }"
+            }
             Helper::Clamp => "fn P_clamp(x: f32, lo: f32, hi: f32) -> f32 { return P_min(P_max(x, lo), hi); }",
             // Toward zero on the magnitudes, which unsigned division defines
             // everywhere; a / 0 = a, and MIN / -1 = MIN by wrapping.

@@ -738,7 +738,10 @@ where
         let seconds = start.elapsed().as_secs_f64();
         bar.finish_and_clear();
         if skipped == steps {
-            return Err(non_finite(0, format!("every one of the epoch's {steps} steps had a non-finite loss or gradient")));
+            return Err(non_finite(
+                0,
+                format!("every one of the epoch's {steps} steps had a non-finite loss or gradient"),
+            ));
         }
         // An update can overflow the weights while its gradient was finite.
         B::synchronize(device)?;
@@ -811,7 +814,14 @@ mod tests {
         assert_eq!(History::decode(&h.encode()), Some(h));
         // Older checkpoints wrote seven fields.
         assert_eq!(History::decode("1 0.5 0.5 1 0.6 1 10").map(|h| h.epochs[0].skipped_steps), Some(0));
-        for bad in ["1 2", "2 0.5 0.5 1 0.6 1 10", "1 0.5 0.5 1 0.6 1 10 -3", "1.5 0.5 0.5 1 0.6 1 10", "x", "1e300 1 1 1 1 1 1"] {
+        for bad in [
+            "1 2",
+            "2 0.5 0.5 1 0.6 1 10",
+            "1 0.5 0.5 1 0.6 1 10 -3",
+            "1.5 0.5 0.5 1 0.6 1 10",
+            "x",
+            "1e300 1 1 1 1 1 1",
+        ] {
             assert_eq!(History::decode(bad), None, "{bad}");
         }
     }
