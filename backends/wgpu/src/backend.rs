@@ -293,8 +293,11 @@ fn binary_expr(op: BinaryOp, rhs: &str) -> String {
     }
 }
 
-/// `a op rhs` in WGSL, as a `u32` boolean.
-fn cmp_expr(op: CmpOp, rhs: &str) -> String {
+/// `a op rhs` in WGSL, as a `u32` boolean. WGSL lets a compiler assume
+/// floats are never NaN (Mesa's Vulkan driver compiles `a != a` to false),
+/// so for f32 the NaN cases are decided by the operands' bits: every
+/// comparison with NaN is false but `!=`, as IEEE 754 and the CPU say.
+fn cmp_expr(op: CmpOp, rhs: &str, float: bool) -> String {
     let o = match op {
         CmpOp::Eq => "==",
         CmpOp::Ne => "!=",
@@ -303,7 +306,11 @@ fn cmp_expr(op: CmpOp, rhs: &str) -> String {
         CmpOp::Gt => ">",
         CmpOp::Ge => ">=",
     };
-    format!("b2f(a {o} {rhs})")
+    match (float, op) {
+        (false, _) => format!("b2f(a {o} {rhs})"),
+        (true, CmpOp::Ne) => format!("b2f(a != {rhs} || isnan_(a) || isnan_({rhs}))"),
+        (true, _) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
+    }
 }
 
 /// A scalar as the bits of `dtype`'s device type.
@@ -592,7 +599,8 @@ impl Backend for Wgpu {
             (WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
                 let shape = broadcast_shape(&[&x.shape, &y.shape]);
                 let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
-                Self::dev(ew("compare", &cmp_expr(op, "b"), &inputs, &shape, DType::Bool, &[]))
+                let expr = cmp_expr(op, "b", x.dtype == DType::F32);
+                Self::dev(ew("compare", &expr, &inputs, &shape, DType::Bool, &[]))
             }
             _ => place(Cpu::compare(op, &a.host(), &b.host()), a.device()),
         }
@@ -602,7 +610,7 @@ impl Backend for Wgpu {
         match x {
             WgpuStorage::Device(t) => {
                 let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-                let expr = cmp_expr(op, s);
+                let expr = cmp_expr(op, s, t.dtype == DType::F32);
                 Self::dev(ew(
                     "compare_scalar",
                     &expr,

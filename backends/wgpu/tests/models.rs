@@ -7,6 +7,8 @@
 #[path = "../../../tests/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
+#[path = "../../../tests/common/concurrency.rs"]
+mod concurrency;
 #[path = "../../../tests/common/transformer.rs"]
 mod transformer;
 
@@ -89,4 +91,24 @@ fn the_tape_trains_a_model_on_the_device() {
         loss.backward().step(&mut model, &mut opt);
     }
     assert!(losses[19] < 0.5 * losses[0], "loss {} -> {}", losses[0], losses[19]);
+}
+
+#[test]
+fn one_model_serves_eight_threads_as_it_serves_one() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let mut rng = blaze::Rng::seed_from_u64(7);
+    let mut model = LeNet::<Wgpu>::new_seeded(0, &device);
+    let batches: Vec<(Tensor<Wgpu, 4>, Tensor<Wgpu, 1>)> = (0..2)
+        .map(|_| {
+            let x = Tensor::<Cpu, 4>::normal_with([8, 1, 28, 28], 0.0, 1.0, &mut rng, &CpuDevice);
+            let y = Tensor::from_vec((0..8).map(|i| i % 10).collect::<Vec<i64>>(), [8], &device);
+            (on(&x, &device), y)
+        })
+        .collect();
+    concurrency::train_a_little(&mut model, &batches);
+    let inputs: Vec<Tensor<Wgpu, 4>> = [1, 5, 16]
+        .into_iter()
+        .map(|n| on(&Tensor::<Cpu, 4>::normal_with([n, 1, 28, 28], 0.0, 1.0, &mut rng, &CpuDevice), &device))
+        .collect();
+    concurrency::serve_from_threads(&model, &inputs, 8, 4);
 }

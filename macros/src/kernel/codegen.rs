@@ -8,7 +8,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Var};
-use super::wgsl::{Helper, Wgsl, validate};
+use super::wgsl::{Wgsl, validate};
 
 fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
     format_ident!("a_{}", k.params[i])
@@ -99,22 +99,23 @@ fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut Wgsl) {
             wgsl_expr(x, k, out);
             out.push(')');
         }
-        ExprKind::Binary(Bin::Rem, a, b) => {
-            out.helper(Helper::RemF32);
-            out.push('(');
-            wgsl_expr(a, k, out);
-            out.push_str(", ");
-            wgsl_expr(b, k, out);
-            out.push(')');
-        }
         ExprKind::Binary(op, a, b) => {
-            out.push('(');
-            wgsl_expr(a, k, out);
-            out.push_str(&format!(" {} ", op.symbol()));
-            wgsl_expr(b, k, out);
-            out.push(')');
+            out.binary(*op, is_float(a, k), |out| wgsl_expr(a, k, out), |out| wgsl_expr(b, k, out))
         }
         ExprKind::Call(f, args) => out.call(*f, |i, out| wgsl_expr(&args[i], k, out)),
+    }
+}
+
+/// Whether `e` is an f32 (else a bool), for the comparisons WGSL needs
+/// helpers for.
+fn is_float(e: &ExprIr, k: &Kernel) -> bool {
+    match &e.kind {
+        ExprKind::Float(_) | ExprKind::Var(Var::Param(_)) | ExprKind::Neg(_) => true,
+        ExprKind::Bool(_) | ExprKind::Not(_) => false,
+        ExprKind::Var(Var::Let(i)) => k.lets.get(*i).is_none_or(|l| is_float(&l.value, k)),
+        ExprKind::Binary(op, _, _) => op.is_arithmetic(),
+        ExprKind::Call(Intrinsic::Select, args) => is_float(&args[1], k),
+        ExprKind::Call(..) => true,
     }
 }
 

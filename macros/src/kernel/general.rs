@@ -977,7 +977,7 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut Wgsl) {
     }
 }
 
-/// Whether `a op b`, `a` of type `ty`, is written other than `a op b`.
+/// Whether `a op= b`, `a` of type `ty`, is written other than `a op= b`.
 fn needs_helper(op: Bin, ty: Ty) -> bool {
     matches!((op, ty), (Bin::Div, Ty::I32 | Ty::U32) | (Bin::Rem, _) | (Bin::Shl | Bin::Shr, _))
 }
@@ -991,7 +991,6 @@ fn wgsl_binary(op: Bin, ty: Ty, out: &mut Wgsl, a: impl FnOnce(&mut Wgsl), b: im
         (Bin::Rem, Ty::I32) => Some(Helper::RemI32),
         (Bin::Div, Ty::U32) => Some(Helper::DivU32),
         (Bin::Rem, Ty::U32) => Some(Helper::RemU32),
-        (Bin::Rem, Ty::F32) => Some(Helper::RemF32),
         _ => None,
     };
     if let Some(h) = helper {
@@ -1001,6 +1000,11 @@ fn wgsl_binary(op: Bin, ty: Ty, out: &mut Wgsl, a: impl FnOnce(&mut Wgsl), b: im
         out.push_str(", ");
         b(out);
         out.push(')');
+        return;
+    }
+    if !matches!(op, Bin::Shl | Bin::Shr) {
+        // Float comparisons and remainder take helpers there.
+        out.binary(op, ty == Ty::F32, a, b);
         return;
     }
     out.push('(');

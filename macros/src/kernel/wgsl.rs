@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::ir::Intrinsic;
+use super::ir::{Bin, Intrinsic};
 
 /// A helper function a kernel's WGSL calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,6 +32,12 @@ pub enum Helper {
     RemF32,
     F32ToI32,
     F32ToU32,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
 }
 
 impl Helper {
@@ -48,13 +54,28 @@ impl Helper {
             Helper::RemF32 => "rem_f32",
             Helper::F32ToI32 => "f32_to_i32",
             Helper::F32ToU32 => "f32_to_u32",
+            Helper::Lt => "lt",
+            Helper::Le => "le",
+            Helper::Gt => "gt",
+            Helper::Ge => "ge",
+            Helper::Eq => "eq",
+            Helper::Ne => "ne",
         }
     }
 
     /// Helpers this one calls.
     fn needs(self) -> &'static [Helper] {
         match self {
-            Helper::Max | Helper::Min | Helper::F32ToI32 | Helper::F32ToU32 => &[Helper::IsNan],
+            Helper::Max
+            | Helper::Min
+            | Helper::F32ToI32
+            | Helper::F32ToU32
+            | Helper::Lt
+            | Helper::Le
+            | Helper::Gt
+            | Helper::Ge
+            | Helper::Eq
+            | Helper::Ne => &[Helper::IsNan],
             Helper::Clamp => &[Helper::Max, Helper::Min],
             Helper::IsNan | Helper::DivI32 | Helper::RemI32 | Helper::DivU32 | Helper::RemU32 | Helper::RemF32 => &[],
         }
@@ -93,6 +114,15 @@ impl Helper {
             // WGSL's definition, which SPIR-V's `OpFRem` and MSL's `fmod`
             // need not follow at infinities.
             Helper::RemF32 => "fn P_rem_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }",
+            // WGSL lets a compiler assume no NaN (Mesa's Vulkan driver
+            // compiles `a != a` to false): NaN is decided by the bits, and
+            // every comparison with it is false but `!=`, as on the CPU.
+            Helper::Lt => "fn P_lt(a: f32, b: f32) -> bool { return a < b && !P_isnan(a) && !P_isnan(b); }",
+            Helper::Le => "fn P_le(a: f32, b: f32) -> bool { return a <= b && !P_isnan(a) && !P_isnan(b); }",
+            Helper::Gt => "fn P_gt(a: f32, b: f32) -> bool { return a > b && !P_isnan(a) && !P_isnan(b); }",
+            Helper::Ge => "fn P_ge(a: f32, b: f32) -> bool { return a >= b && !P_isnan(a) && !P_isnan(b); }",
+            Helper::Eq => "fn P_eq(a: f32, b: f32) -> bool { return a == b && !P_isnan(a) && !P_isnan(b); }",
+            Helper::Ne => "fn P_ne(a: f32, b: f32) -> bool { return a != b || P_isnan(a) || P_isnan(b); }",
             // As Rust's `as`: toward zero, saturating, NaN to 0.
             Helper::F32ToI32 => {
                 "fn P_f32_to_i32(x: f32) -> i32 {\n    if (P_isnan(x)) { return 0i; }\n    \
@@ -147,6 +177,34 @@ impl Wgsl {
             s.push('\n');
         }
         s + &self.out
+    }
+
+    /// `a op b`, through a helper where `op` compares floats.
+    pub fn binary(&mut self, op: Bin, float: bool, a: impl FnOnce(&mut Self), b: impl FnOnce(&mut Self)) {
+        let helper = match op {
+            Bin::Lt => Helper::Lt,
+            Bin::Le => Helper::Le,
+            Bin::Gt => Helper::Gt,
+            Bin::Ge => Helper::Ge,
+            Bin::Eq => Helper::Eq,
+            Bin::Ne => Helper::Ne,
+            Bin::Rem => Helper::RemF32,
+            _ => Helper::IsNan,
+        };
+        if float && helper != Helper::IsNan {
+            self.helper(helper);
+            self.out.push('(');
+            a(self);
+            self.out.push_str(", ");
+            b(self);
+            self.out.push(')');
+        } else {
+            self.out.push('(');
+            a(self);
+            self.out.push_str(&format!(" {} ", op.symbol()));
+            b(self);
+            self.out.push(')');
+        }
     }
 
     pub fn push(&mut self, c: char) {
@@ -231,6 +289,12 @@ mod tests {
             Helper::RemF32,
             Helper::F32ToI32,
             Helper::F32ToU32,
+            Helper::Lt,
+            Helper::Le,
+            Helper::Gt,
+            Helper::Ge,
+            Helper::Eq,
+            Helper::Ne,
         ];
         for h in all {
             let mut w = Wgsl::new("k");
