@@ -16,6 +16,9 @@ mod kernel;
 mod model;
 mod module;
 
+#[cfg(test)]
+mod fuzz;
+
 use proc_macro::TokenStream;
 
 /// Makes a struct of layers a model. See the `blaze` crate docs.

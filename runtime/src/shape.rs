@@ -143,8 +143,8 @@ impl PartialEq for Dims {
 /// `(size + 2 * padding - dilation * (kernel - 1) - 1) / stride + 1`, or
 /// `None` when the window does not fit.
 pub fn window_output_size(size: usize, kernel: usize, stride: usize, padding: usize, dilation: usize) -> Option<usize> {
-    let span = dilation * (kernel.checked_sub(1)?) + 1;
-    let padded = size + 2 * padding;
+    let span = dilation.checked_mul(kernel.checked_sub(1)?)?.checked_add(1)?;
+    let padded = padding.checked_mul(2)?.checked_add(size)?;
     if span > padded || stride == 0 {
         return None;
     }

@@ -157,12 +157,22 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
     let mut dims = Vec::new();
     for e in &arr.elems {
         match int_literal(e) {
+            Some(d) if d > MAX_SIZE => {
+                return Err(syn::Error::new(
+                    e.span(),
+                    format!("input dim {d} is larger than any tensor's (at most {MAX_SIZE})"),
+                ));
+            }
             Some(d) if d > 0 => dims.push((d as usize, e.span())),
             _ => return Err(syn::Error::new(e.span(), "input dims must be positive integer literals")),
         }
     }
     Ok(dims)
 }
+
+/// The largest size a layer or an input dim may have: i32's range, so
+/// that sizes and their products stay well inside `usize`.
+pub(crate) const MAX_SIZE: i128 = i32::MAX as i128;
 
 fn int_literal(e: &Expr) -> Option<i128> {
     match e {
@@ -246,6 +256,9 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
         }
         args.iter()
             .map(|(v, span)| match v {
+                Some(v) if *v > MAX_SIZE => {
+                    Err(syn::Error::new(*span, format!("`{name}`'s {names} must be at most {MAX_SIZE}, got {v}")))
+                }
                 Some(v) if *v > 0 => Ok(*v as usize),
                 Some(_) => Err(syn::Error::new(*span, format!("`{name}`'s {names} must be positive"))),
                 None => Err(syn::Error::new(

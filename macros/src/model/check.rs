@@ -109,7 +109,8 @@ pub fn check_options(model: &Model) -> syn::Result<()> {
 
 /// The name of the const holding step `i`'s output shape.
 fn shape_const(model: &Model, i: usize) -> TokenStream {
-    let id = quote::format_ident!("__BLAZE_{}_SHAPE_{}", model.ident.to_string().to_uppercase(), i);
+    let name = syn::ext::IdentExt::unraw(&model.ident).to_string().to_uppercase();
+    let id = quote::format_ident!("__BLAZE_{}_SHAPE_{}", name, i);
     quote!(#id)
 }
 
@@ -236,7 +237,11 @@ fn unknown_key(field: &Field, opt: &LayerOption) -> syn::Error {
 }
 
 fn as_count(opt: &LayerOption, min: i128) -> syn::Result<usize> {
+    const MAX: i128 = super::attr::MAX_SIZE;
     match opt.value {
+        OptionValue::Int(v) if v > MAX => {
+            Err(syn::Error::new(opt.span, format!("`{}` is {v}, more than any layer takes (at most {MAX})", opt.key)))
+        }
         OptionValue::Int(v) if v >= min => Ok(v as usize),
         OptionValue::Int(v) => Err(syn::Error::new(
             opt.span,
@@ -322,10 +327,17 @@ pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
     errors.finish().map(|()| o)
 }
 
+/// The number of elements of `dims`, if it fits a `usize`.
+fn numel(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// The runtime's `shape::window_output_size`, which a proc macro cannot
+/// call; `None` for a window that does not fit, or sizes that overflow.
 fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
-    let span = dil * (k - 1) + 1;
-    let padded = size + 2 * pad;
-    (span <= padded).then(|| (padded - span) / stride + 1)
+    let span = dil.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
+    let padded = pad.checked_mul(2)?.checked_add(size)?;
+    (span <= padded && stride > 0).then(|| (padded - span) / stride + 1)
 }
 
 /// The output shape of a built-in layer for a known input, or the error.
@@ -338,7 +350,7 @@ pub(crate) fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_
         LayerKind::Linear { i, o: out } => {
             let Some(&last) = dims.last() else { return err(format!("{me} needs an input with a feature dim")) };
             if last != *i {
-                let n: usize = dims.iter().product();
+                let n = numel(dims).unwrap_or(usize::MAX);
                 if dims.len() > 1 && n == *i {
                     return err(format!(
                         "{me} expects {i} input features, but {src} produces {got}; \
@@ -379,7 +391,7 @@ pub(crate) fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_
         }
         LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
             let [c, h, w] = image(dims, &me, &src, "[C, H, W]", field)?;
-            if 2 * o.padding > *k {
+            if o.padding.saturating_mul(2) > *k {
                 let span = field.options.iter().find(|x| x.key == "padding").map_or(field.ty.span(), |x| x.span);
                 return Err(syn::Error::new(
                     span,
@@ -396,7 +408,10 @@ pub(crate) fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_
             let [c, _, _] = image(dims, &me, &src, "[C, H, W]", field)?;
             vec![c]
         }
-        LayerKind::Flatten => vec![dims.iter().product()],
+        LayerKind::Flatten => match numel(dims) {
+            Some(n) => vec![n],
+            None => return err(format!("{me}: {src} produces {got}, more elements than a tensor can hold")),
+        },
         LayerKind::BatchNorm2d { c } => {
             let [ch, _, _] = image(dims, &me, &src, &format!("[{c}, H, W]"), field)?;
             if ch != *c {
@@ -495,11 +510,14 @@ fn opaque_output(kind: &LayerKind) -> TokenStream {
 pub(crate) fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
     let bias = |n: usize| if o.bias { n } else { 0 };
     Some(match kind {
-        LayerKind::Linear { i, o: out } => i * out + bias(*out),
-        LayerKind::Conv2d { cin, cout, k } => cout * (cin / o.groups) * k * k + bias(*cout),
-        LayerKind::BatchNorm2d { c } => 2 * c,
-        LayerKind::LayerNorm { n } => 2 * n,
-        LayerKind::Embedding { v, d } => v * d,
+        // Saturating: absurd sizes fail to compile elsewhere, not here.
+        LayerKind::Linear { i, o: out } => i.saturating_mul(*out).saturating_add(bias(*out)),
+        LayerKind::Conv2d { cin, cout, k } => {
+            cout.saturating_mul(cin / o.groups.max(1)).saturating_mul(k.saturating_mul(*k)).saturating_add(bias(*cout))
+        }
+        LayerKind::BatchNorm2d { c } => c.saturating_mul(2),
+        LayerKind::LayerNorm { n } => n.saturating_mul(2),
+        LayerKind::Embedding { v, d } => v.saturating_mul(*d),
         LayerKind::Opaque { .. } => return None,
         _ => 0,
     })
