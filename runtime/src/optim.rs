@@ -201,7 +201,7 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
             }
             Update { keep: 1.0, lr, step: d }
         });
-        self.steps += 1;
+        self.steps = self.steps.saturating_add(1);
     }
 
     bookkeeping!();
@@ -286,8 +286,9 @@ impl<B: Backend> Adam<B> {
 
 impl<B: Backend> Optimizer<B> for Adam<B> {
     fn step<M: Module<B>>(&mut self, model: &mut M, grads: &M::Grads) {
-        self.steps += 1;
-        let t = self.steps as i32;
+        self.steps = self.steps.saturating_add(1);
+        // β^t is 0 in f64 long before t leaves i32's range.
+        let t = self.steps.min(i32::MAX as u64) as i32;
         let (lr, (b1, b2), eps, wd, decoupled) = (self.lr, self.betas, self.eps, self.weight_decay, self.decoupled);
         let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
         let state = &mut self.state;

@@ -285,8 +285,38 @@ pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
         .map(|s| s.parse::<u64>().map_err(|e| format(path, format!("optimizer_steps: {e}"))))
         .transpose()?
         .unwrap_or(0);
+    let opt = optimizer_state(model, path, opt)?;
     load_named(model, path, weights.into_iter().collect())?;
-    let opt = opt.into_iter().map(|(n, t)| (n[OPTIM.len()..].to_owned(), t)).collect();
     optimizer.load_state(opt, steps, device);
     Ok(meta)
+}
+
+/// The optimizer's tensors of a checkpoint, checked before anything
+/// changes: each is `optimizer.<parameter>.<slot>` for a parameter of the
+/// model, with its number of values; values take the parameter's dtype.
+fn optimizer_state<B: Backend, M: Module<B>>(
+    model: &M,
+    path: &Path,
+    tensors: NamedTensors,
+) -> Result<NamedTensors, RecordError> {
+    let params = expected(model);
+    tensors
+        .into_iter()
+        .map(|(name, t)| {
+            let key = name[OPTIM.len()..].to_owned();
+            let param = key.rsplit_once('.').and_then(|(p, _)| params.iter().find(|(n, _, _)| n == p));
+            let Some((_, shape, dtype)) = param else {
+                return Err(RecordError::Unexpected { path: path.to_owned(), name });
+            };
+            if t.numel() != shape.iter().product::<usize>() {
+                return Err(RecordError::Shape {
+                    path: path.to_owned(),
+                    name,
+                    found: t.shape,
+                    expected: shape.clone(),
+                });
+            }
+            Ok((key, t.convert(*dtype)))
+        })
+        .collect()
 }

@@ -37,22 +37,54 @@ pub struct Idx {
     pub data: Vec<u8>,
 }
 
+/// The most a deflate stream expands (about 1032:1 at best compression).
+const MAX_GZIP_RATIO: u64 = 1032;
+
 /// Reads an IDX file of unsigned bytes (type code `0x08`); a path ending in
-/// `.gz` is decompressed.
+/// `.gz` is decompressed. Memory stays proportional to the file: a
+/// compressed file is read only as far as its header says, and a header
+/// that claims more data than the file can hold is an error before
+/// anything is allocated for it.
 pub fn read_idx(path: &Path) -> Result<Idx, IdxError> {
     let io = |source| IdxError::Io { path: path.to_owned(), source };
+    let format = |problem: String| IdxError::Format { path: path.to_owned(), problem };
     let file = File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
     if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(BufReader::new(file)).read_to_end(&mut bytes).map_err(io)?;
+        let compressed = file.metadata().map_err(io)?.len();
+        let mut gz = flate2::read::GzDecoder::new(BufReader::new(file));
+        // The magic number and rank, then the dims, then the data they
+        // announce (and one byte more, to notice trailing data).
+        (&mut gz).take(4).read_to_end(&mut bytes).map_err(io)?;
+        let rank = if bytes.len() == 4 { u64::from(bytes[3]) } else { 0 };
+        (&mut gz).take(4 * rank).read_to_end(&mut bytes).map_err(io)?;
+        let claimed = header_data_len(&bytes).unwrap_or(0);
+        if claimed > compressed.saturating_mul(MAX_GZIP_RATIO) {
+            return Err(format(format!(
+                "the header announces {claimed} bytes of data, more than a gzip file of {compressed} bytes can hold"
+            )));
+        }
+        gz.take(claimed + 1).read_to_end(&mut bytes).map_err(io)?;
     } else {
         BufReader::new(file).read_to_end(&mut bytes).map_err(io)?;
     }
-    parse_idx(&bytes).map_err(|problem| IdxError::Format { path: path.to_owned(), problem })
+    parse_idx_owned(bytes).map_err(format)
+}
+
+/// The data length the dims of a (complete) header announce.
+fn header_data_len(bytes: &[u8]) -> Option<u64> {
+    let rank = *bytes.get(3)? as usize;
+    let dims = bytes.get(4..4 + 4 * rank)?;
+    dims.chunks_exact(4).try_fold(1u64, |n, c| n.checked_mul(u64::from(u32::from_be_bytes([c[0], c[1], c[2], c[3]]))))
 }
 
 /// Parses IDX bytes; the error says what is wrong.
 pub fn parse_idx(bytes: &[u8]) -> Result<Idx, String> {
+    parse_idx_owned(bytes.to_vec())
+}
+
+/// [`parse_idx`] of bytes it may keep: the data is the file's own buffer.
+fn parse_idx_owned(mut bytes: Vec<u8>) -> Result<Idx, String> {
     if bytes.len() < 4 {
         return Err(format!("truncated: {} bytes, too short for the 4-byte magic number", bytes.len()));
     }
@@ -78,7 +110,8 @@ pub fn parse_idx(bytes: &[u8]) -> Result<Idx, String> {
         let what = if actual < expected { "truncated" } else { "trailing bytes" };
         return Err(format!("{what}: dims {dims:?} need {expected} bytes of data, the file has {actual}"));
     }
-    Ok(Idx { dims, data: bytes[header..].to_vec() })
+    bytes.drain(..header);
+    Ok(Idx { dims, data: bytes })
 }
 
 /// One split of an MNIST-style dataset: `n` images of `rows x cols` pixels
