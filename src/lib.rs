@@ -21,8 +21,8 @@ pub use blaze_macros::{Module, kernel, model};
 
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
-    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, Dim, Element, Error, Pool2dOptions, ReduceOp, Rng,
-    ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
+    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, DeviceError, Dim, Element, Error, Pool2dOptions, ReduceOp,
+    Rng, ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
 };
 
 /// The names most programs use. The `Backend` trait is left out on purpose:

@@ -483,6 +483,14 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         composed_bias_act::<Self>(x, bias, dim, act)
     }
 
+    /// The sum of the squares of all of `x`'s elements, a rank-0 tensor of
+    /// its dtype: the reduction a gradient norm makes every training step.
+    /// May assume a float dtype. The default squares, then sums; a backend
+    /// may make one pass without the temporary.
+    fn sum_squares(x: &Self::Storage) -> Self::Storage {
+        composed_sum_squares::<Self>(x)
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -496,6 +504,13 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
 pub fn composed_axpby<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
     let ay = if a == 1.0 { y.clone() } else { B::binary_scalar(BinaryOp::Mul, y, a) };
     *y = B::binary(BinaryOp::Add, &ay, &B::binary_scalar(BinaryOp::Mul, x, b));
+}
+
+/// [`Backend::sum_squares`] from primitives: a square, then a sum.
+pub fn composed_sum_squares<B: Backend>(x: &B::Storage) -> B::Storage {
+    let n = B::shape(x).iter().product::<usize>();
+    let squares = B::reshape(&B::binary(BinaryOp::Mul, x, x), &[n]);
+    B::reshape(&B::reduce(ReduceOp::Sum, &squares, 0), &[])
 }
 
 /// [`Backend::bias_act`] from primitives: a broadcast add, then the activation.

@@ -319,7 +319,7 @@ pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<
     struct SumSq<B: Backend>(Option<Tensor<B, 0>>);
     impl<B: Backend> ParamVisitor<B> for SumSq<B> {
         fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
-            let s = g.square().sum();
+            let s = Tensor::<B, 0>::wrap(B::sum_squares(g.storage()));
             self.0 = Some(match self.0.take() {
                 Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
                 None => s,

@@ -557,6 +557,14 @@ impl Backend for Cpu {
         if done { x } else { blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act) }
     }
 
+    fn sum_squares(x: &CpuStorage) -> CpuStorage {
+        match x {
+            CpuStorage::F32(a) => CpuStorage::F32(reduce::sum_squares(a)),
+            CpuStorage::F64(a) => CpuStorage::F64(reduce::sum_squares(a)),
+            other => blaze_runtime::backend::composed_sum_squares::<Self>(other),
+        }
+    }
+
     fn axpby(y: &mut CpuStorage, a: f64, x: &CpuStorage, b: f64) {
         let done = match (&mut *y, x) {
             (CpuStorage::F32(ya), CpuStorage::F32(xa)) => elementwise::axpby_in_place(ya, a as f32, xa, b as f32),

@@ -44,6 +44,35 @@ pub(crate) fn sum_slice<T: Num>(s: &[T]) -> T {
     total
 }
 
+/// The sum of the squares of `a`'s elements as a rank-0 array: one pass,
+/// 16 independent accumulators, no temporary.
+pub(crate) fn sum_squares<T: Num>(a: &Array<T>) -> Array<T> {
+    let a = pool::standard(a);
+    let s = a.as_slice().expect("standard layout is contiguous");
+    let total = dispatch(
+        #[inline(always)]
+        || {
+            let mut acc = [T::ZERO; 16];
+            let chunks = s.chunks_exact(16);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for i in 0..16 {
+                    acc[i] += c[i] * c[i];
+                }
+            }
+            let mut total = T::ZERO;
+            for a in acc {
+                total += a;
+            }
+            for &x in rest {
+                total += x * x;
+            }
+            total
+        },
+    );
+    pool::filled(&[], total, |_| {})
+}
+
 /// True when `v` should replace `best` for a max (`greater`) or a min: NaN
 /// wins and stays.
 #[inline]

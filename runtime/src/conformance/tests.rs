@@ -355,6 +355,14 @@ pub fn reductions_edge_cases<B: Backend>(dev: &B::Device) {
         let e = Tensor::<B, 2>::zeros([0, 3], dev).to_dtype(dtype);
         assert_close("empty sum_dim", &e.sum_dim(0), &[0.0, 0.0, 0.0], &[1, 3], tol);
         assert_close("empty sum", &e.sum(), &[0.0], &[], tol);
+        // Backend::sum_squares, which gradient norms use: strided, long
+        // enough for every unrolled lane, empty.
+        let v = noise(3 * 37, 90);
+        let t = tensor::<B, 2>(&v, [3, 37], dtype, dev).t();
+        let want: f64 = v.iter().map(|x| x * x).sum();
+        let got = Tensor::<B, 0>::wrap(B::sum_squares(t.storage()));
+        assert_close("sum_squares", &got, &[want], &[], tolerance(dtype, true));
+        assert_close("sum_squares of nothing", &Tensor::<B, 0>::wrap(B::sum_squares(e.storage())), &[0.0], &[], tol);
     }
     let i = Tensor::<B, 2>::from_vec(vec![3i64, -1, 4, 1, -5, 9], [2, 3], dev);
     assert_eq!(i.sum_dim(0).to_vec::<i64>(), vec![4, -6, 13]);
