@@ -555,7 +555,8 @@ impl Backend for Wgpu {
         }
         match (x, on_device(dtype)) {
             (WgpuStorage::Device(t), true) => {
-                let expr = if dtype == DType::Bool { "b2f(a != 0.0)" } else { "f32(a)" };
+                // NaN is non-zero, so true (decided by its bits, see `cmp_expr`).
+                let expr = if dtype == DType::Bool { "b2f(a != 0.0 || isnan_(a))" } else { "f32(a)" };
                 Self::dev(ew("cast", expr, &[(t, None)], &t.shape, dtype, &[]))
             }
             _ => place(Cpu::cast(&x.host(), dtype), x.device()),
@@ -937,7 +938,7 @@ impl Backend for Wgpu {
                     let y = i32(oy * pu(7u) + ky) - i32(pu(9u)); let xx = i32(ox * pu(8u) + kx) - i32(pu(10u));\n\
                     if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) {\n\
                         let q = u32(y) * w + u32(xx); let v = x[plane * h * w + q];\n\
-                        if (at == 0xffffffffu || v > best || (isnan_(v) && !isnan_(best))) { best = v; at = q; }\n\
+                        if (at == 0xffffffffu || (!isnan_(best) && (v > best || isnan_(v)))) { best = v; at = q; }\n\
                     }\n\
                 }\n\
             }\n\

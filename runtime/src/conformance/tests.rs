@@ -1065,6 +1065,7 @@ pub fn nan_propagation<B: Backend>(dev: &B::Device) {
         assert_eq!(t(x.ge_scalar(-5.0)), [true, false, true, true], "ge ({dtype})");
         assert_eq!(t(x.le(&x)), [true, false, true, true], "le ({dtype})");
         assert_eq!(t(x.gt_scalar(f64::NEG_INFINITY)), [true, false, true, true], "gt ({dtype})");
+        assert_eq!(t(x.to_dtype(DType::Bool)), [true, true, true, true], "NaN is non-zero ({dtype})");
         let y = tensor::<B, 1>(&[nan, 0.0, 5.0, -1.0], [4], dtype, dev);
         assert_close("maximum", &x.maximum(&y), &[nan, nan, 5.0, 3.0], &[4], tol);
         assert_close("maximum, operands swapped", &y.maximum(&x), &[nan, nan, 5.0, 3.0], &[4], tol);

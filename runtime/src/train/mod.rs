@@ -491,15 +491,18 @@ fn counted<B: Backend>(targets: &Tensor<B, 1>, ignore_index: i64) -> usize {
 
 /// Where a batch sits, for errors.
 struct At<'a, D: Dataset> {
+    /// `fit`'s 1-based epoch.
     epoch: usize,
     split: &'static str,
     batch: usize,
     loader: &'a DataLoader<D>,
+    /// The loader's epoch, which fixed the sample order.
+    order: u64,
 }
 
 impl<D: Dataset> At<'_, D> {
     fn target(&self, source: TargetError) -> TrainError {
-        let sample = self.loader.sample_index(self.epoch as u64 - 1, self.batch, source.position);
+        let sample = self.loader.sample_index(self.order, self.batch, source.position);
         TrainError::Target { epoch: self.epoch, split: self.split, batch: self.batch, sample, source }
     }
 
@@ -562,10 +565,10 @@ where
     if data.is_empty() {
         return Err(empty("validation", data));
     }
-    data.set_epoch(epoch as u64 - 1);
+    let order = data.next_epoch();
     let (mut loss, mut right, mut n) = (0.0, 0, 0);
     for (batch, b) in data.epoch().enumerate() {
-        let at = At { epoch, split: "validation", batch, loader: data };
+        let at = At { epoch, split: "validation", batch, loader: data, order };
         let (x, y) = to_device::<B, DI>(b, device).map_err(|e| at.place(e))?;
         let logits = model.logits(&x);
         check_class_targets(&y, logits.size(1), config.ignore_index).map_err(|e| at.target(e))?;
@@ -699,7 +702,7 @@ where
         let start = Instant::now();
         let (mut loss_sum, mut right, mut seen, mut skipped, mut steps) = (0.0, 0usize, 0usize, 0usize, 0usize);
         for (batch, b) in train.epoch().enumerate() {
-            let at = At { epoch, split: "training", batch, loader: train };
+            let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
             if let Some(s) = &config.schedule {
                 optimizer.set_lr(s.lr_at(step));
             }
