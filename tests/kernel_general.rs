@@ -259,3 +259,27 @@ fn integer_casts_shifts_and_nan_follow_wgsl() {
         same_bits_or_both_nan(&format!("semantics({fa}, {fb})"), case, &semantics_reference(fa, fb));
     }
 }
+
+kernel! {
+    /// Every invocation of every workgroup writes element 0 and reads it
+    /// back: a race, which on a GPU lands one of the writes, and on the
+    /// CPU (workgroups on several threads) is relaxed atomic stores, not
+    /// undefined behaviour.
+    #[workgroup(64)]
+    pub fn race(out: &mut [f32]) {
+        out[0] = global_id() as f32;
+        out[1 + global_id() % 2] = out[0];
+    }
+}
+
+#[test]
+fn workgroups_racing_on_one_element_land_one_of_their_writes() {
+    let groups = 256;
+    for _ in 0..20 {
+        let mut out = Tensor::<Cpu, 1>::zeros([3], &CpuDevice);
+        race::launch(groups, &mut out);
+        for v in out.to_vec::<f32>() {
+            assert!(v >= 0.0 && v < (groups * 64) as f32 && v.fract() == 0.0, "{v} was never written");
+        }
+    }
+}

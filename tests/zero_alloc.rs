@@ -9,6 +9,9 @@
 //! It has its own binary without the libtest harness, so no other test (or
 //! the harness's own bookkeeping) allocates while it counts.
 
+#[path = "common/kernels.rs"]
+#[allow(dead_code)]
+mod kernels;
 #[path = "common/transformer.rs"]
 mod transformer;
 
@@ -30,6 +33,7 @@ struct Counting;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static CALLS: AtomicUsize = AtomicUsize::new(0);
+static BYTES: AtomicUsize = AtomicUsize::new(0);
 static TRACES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 const KEPT_TRACES: usize = 6;
 
@@ -39,10 +43,11 @@ thread_local! {
     static TRACING: Cell<bool> = const { Cell::new(false) };
 }
 
-fn count() {
+fn count(bytes: usize) {
     if !COUNTING.load(Ordering::Relaxed) || TRACING.with(Cell::get) {
         return;
     }
+    BYTES.fetch_add(bytes, Ordering::Relaxed);
     if CALLS.fetch_add(1, Ordering::Relaxed) < KEPT_TRACES {
         TRACING.with(|t| t.set(true));
         let trace = Backtrace::force_capture().to_string();
@@ -54,13 +59,13 @@ fn count() {
 // SAFETY: every call is forwarded unchanged to the system allocator.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: the caller's contract is passed on as is.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
+        count(layout.size());
         // SAFETY: as above.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -71,7 +76,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
+        count(new_size);
         // SAFETY: as above.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -116,9 +121,27 @@ impl Classifier {
     }
 }
 
-/// Heap allocations per step of `steps` training steps after `warm_up`
-/// ones, and the backtraces of the first few.
-fn allocations<M, O, const D: usize>(mut model: M, mut opt: O, x: Tensor<Cpu, D>) -> (usize, Vec<String>)
+/// Heap allocations (and their bytes) in 5 calls of `step` after 3
+/// warm-up calls, and the backtraces of the first few.
+fn counted(mut step: impl FnMut(bool) + Send) -> (usize, usize, Vec<String>) {
+    Cpu::run(|| {
+        for _ in 0..3 {
+            step(false);
+        }
+        TRACES.lock().unwrap().clear();
+        CALLS.store(0, Ordering::Relaxed);
+        BYTES.store(0, Ordering::Relaxed);
+        COUNTING.store(true, Ordering::Relaxed);
+        for _ in 0..5 {
+            step(true);
+        }
+        COUNTING.store(false, Ordering::Relaxed);
+    });
+    (CALLS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed), std::mem::take(&mut *TRACES.lock().unwrap()))
+}
+
+/// [`counted`] over training steps of `model`, checking that they train.
+fn allocations<M, O, const D: usize>(mut model: M, mut opt: O, x: Tensor<Cpu, D>) -> (usize, usize, Vec<String>)
 where
     M: Block<Cpu, Input = Tensor<Cpu, D>, Output = Tensor<Cpu, 2>>,
     O: Optimizer<Cpu>,
@@ -127,27 +150,26 @@ where
     let y = Tensor::<Cpu, 1>::from_vec((0..n as i64).map(|i| i % 10).collect(), [n], &CpuDevice);
     let mut ctx = Ctx::train(0);
     let mut losses = [0.0; 2];
-    let mut step = |i: usize| {
+    let result = counted(|measured| {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
         let loss = cross_entropy(&logits, &y, 0.0);
         let grads = model.backward_params(&cache, &loss.grad);
         opt.step(&mut model, &grads);
-        losses[i.min(1)] = loss.item();
-    };
-    Cpu::run(|| {
-        for _ in 0..3 {
-            step(0);
-        }
-        TRACES.lock().unwrap().clear();
-        CALLS.store(0, Ordering::Relaxed);
-        COUNTING.store(true, Ordering::Relaxed);
-        for _ in 0..5 {
-            step(1);
-        }
-        COUNTING.store(false, Ordering::Relaxed);
+        losses[usize::from(measured)] = loss.item();
     });
     assert!(losses[1] < losses[0], "the steps did not train: loss {} then {}", losses[0], losses[1]);
-    (CALLS.load(Ordering::Relaxed), std::mem::take(&mut *TRACES.lock().unwrap()))
+    result
+}
+
+/// [`counted`] over launches of a general kernel into outputs that come
+/// from the buffer pool: written in place, not copied first.
+fn launches() -> (usize, usize, Vec<String>) {
+    let x = Tensor::<Cpu, 2>::rand_normal([64, 256], &CpuDevice);
+    counted(|_| {
+        let mut out = x.sum_dim(1).squeeze::<1>(1).mul_scalar(0.0);
+        kernels::row_sum::launch(64, &x, &mut out, 256);
+        assert!(out.sum().item().is_finite());
+    })
 }
 
 fn main() {
@@ -169,6 +191,7 @@ fn main() {
                 Tensor::<Cpu, 4>::rand_normal([32, 1, 12, 12], &dev),
             ),
         ),
+        ("general kernel launches into pooled outputs", launches()),
         (
             "transformer block (forward body), AdamW",
             allocations(
@@ -179,13 +202,13 @@ fn main() {
         ),
     ];
     let mut failed = false;
-    for (name, (calls, traces)) in cases {
+    for (name, (calls, bytes, traces)) in cases {
         if calls == 0 {
             println!("{name}: no allocation in 5 steps");
             continue;
         }
         failed = true;
-        println!("{name}: {calls} heap allocations in 5 steps; the first ones:");
+        println!("{name}: {calls} heap allocations ({bytes} bytes) in 5 steps; the first ones:");
         for t in traces {
             println!("{t}\n");
         }

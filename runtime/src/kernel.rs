@@ -9,6 +9,7 @@
 
 use std::fmt;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::Tensor;
 use crate::backend::Backend;
@@ -389,16 +390,21 @@ pub enum LaunchBuffer<'a, S> {
 /// different workgroups read and write it at once, as on a GPU (which
 /// elements each writes is the kernel's business). Every access is checked
 /// against the length and panics naming the kernel and the buffer.
-#[derive(Debug)]
+///
+/// Elements are read and written as relaxed atomics: two workgroups may
+/// write one element at once (a GPU leaves which write lands open; so does
+/// this), and that must not be a data race in safe Rust. On x86 a relaxed
+/// atomic load or store is the same instruction as a plain one.
+#[derive(Debug, Clone, Copy)]
 pub struct RawBuffer {
-    ptr: *mut f32,
+    ptr: *const AtomicU32,
     len: usize,
     writable: bool,
 }
 
-// SAFETY: a kernel's workgroups share buffers the way GPU workgroups do;
-// `RawBuffer::new`'s caller keeps the memory alive and unaliased by Rust
-// references for the launch.
+// SAFETY: a kernel's workgroups share buffers the way GPU workgroups do,
+// every access is atomic, and `RawBuffer::new`'s caller keeps the memory
+// alive and unaliased by Rust references for the launch.
 unsafe impl Send for RawBuffer {}
 unsafe impl Sync for RawBuffer {}
 
@@ -410,44 +416,49 @@ impl RawBuffer {
     /// the buffer, and, if `writable`, that nothing else reads or writes
     /// through other references while the kernel runs.
     pub unsafe fn new(ptr: *mut f32, len: usize, writable: bool) -> Self {
-        RawBuffer { ptr, len, writable }
+        // f32 and AtomicU32 have the same size and alignment.
+        RawBuffer { ptr: ptr.cast_const().cast(), len, writable }
+    }
+
+    fn at(&self, i: u32, what: &str) -> &AtomicU32 {
+        let i = i as usize;
+        assert!(i < self.len, "{what}: index {i} out of bounds (length {})", self.len);
+        // SAFETY: in bounds of the memory `new`'s caller vouches for, which
+        // nothing but atomic accesses through this buffer touches meanwhile.
+        unsafe { &*self.ptr.add(i) }
     }
 
     /// Element `i`.
     #[inline]
     pub fn load(&self, i: u32, what: &str) -> f32 {
-        let i = i as usize;
-        assert!(i < self.len, "{what}: index {i} out of bounds (length {})", self.len);
-        // SAFETY: in bounds of the memory `new`'s caller vouches for.
-        unsafe { self.ptr.add(i).read() }
+        f32::from_bits(self.at(i, what).load(Ordering::Relaxed))
     }
 
     /// Sets element `i`.
     #[inline]
     pub fn store(&self, i: u32, v: f32, what: &str) {
-        let i = i as usize;
         assert!(self.writable, "{what}: an input buffer is not written");
-        assert!(i < self.len, "{what}: index {i} out of bounds (length {})", self.len);
-        // SAFETY: in bounds, and writable buffers are not aliased by Rust
-        // references while the kernel runs (`new`'s contract).
-        unsafe { self.ptr.add(i).write(v) }
+        self.at(i, what).store(v.to_bits(), Ordering::Relaxed);
     }
 }
 
 /// What is wrong with launching `K` on buffers that are outputs where
-/// `outputs` says and on `scalars` scalars, if anything.
-pub fn launch_mismatch<K: Workgroups>(outputs: &[bool], scalars: usize) -> Option<String> {
-    let wanted: Vec<bool> = K::PARAMS
-        .iter()
-        .filter_map(|p| match p {
-            ParamKind::Input => Some(false),
-            ParamKind::Output => Some(true),
-            _ => None,
-        })
-        .collect();
-    let wanted_scalars = K::PARAMS.len() - wanted.len();
-    if outputs != wanted {
-        Some(format!("buffers {outputs:?} (true = output) for parameters {wanted:?}"))
+/// `outputs` says and on `scalars` scalars, if anything. Allocates only to
+/// describe a mismatch.
+pub fn launch_mismatch<K: Workgroups>(
+    outputs: impl IntoIterator<Item = bool, IntoIter: Clone>,
+    scalars: usize,
+) -> Option<String> {
+    let outputs = outputs.into_iter();
+    let wanted = K::PARAMS.iter().filter_map(|p| match p {
+        ParamKind::Input => Some(false),
+        ParamKind::Output => Some(true),
+        _ => None,
+    });
+    let wanted_scalars = K::PARAMS.len() - wanted.clone().count();
+    if !outputs.clone().eq(wanted.clone()) {
+        let (given, wanted): (Vec<bool>, Vec<bool>) = (outputs.collect(), wanted.collect());
+        Some(format!("buffers {given:?} (true = output) for parameters {wanted:?}"))
     } else if scalars != wanted_scalars {
         Some(format!("{scalars} scalars for {wanted_scalars} parameters"))
     } else {
@@ -457,8 +468,8 @@ pub fn launch_mismatch<K: Workgroups>(outputs: &[bool], scalars: usize) -> Optio
 
 /// Panics, naming the kernel, unless the arguments match `K`'s parameters.
 pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: &[ScalarArg]) {
-    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
-    if let Some(problem) = launch_mismatch::<K>(&outputs, scalars.len()) {
+    let outputs = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_)));
+    if let Some(problem) = launch_mismatch::<K>(outputs, scalars.len()) {
         panic!("{}: {problem}", K::NAME);
     }
 }

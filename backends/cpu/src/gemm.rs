@@ -95,6 +95,25 @@ pub(crate) trait GemmFloat: Float {
         lhs: Strided<Self>,
         rhs: Strided<Self>,
         accumulate: bool,
+    ) {
+        // SAFETY: forwarded from the caller; `isa()` runs here.
+        unsafe { Self::gemm_serial_on(isa(), m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
+    }
+
+    /// [`GemmFloat::gemm_serial`] with the kernel of `isa`.
+    ///
+    /// # Safety
+    /// As for `gemm_serial`, and the CPU runs `isa` ([`Isa::runs_here`]).
+    unsafe fn gemm_serial_on(
+        isa: Isa,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut Self,
+        dst_rs: isize,
+        lhs: Strided<Self>,
+        rhs: Strided<Self>,
+        accumulate: bool,
     );
 }
 
@@ -103,7 +122,8 @@ pub(crate) trait GemmFloat: Float {
 macro_rules! gemm_float {
     ($t:ty, $v512:ty, $v256:ty) => {
         impl GemmFloat for $t {
-            unsafe fn gemm_serial(
+            unsafe fn gemm_serial_on(
+                isa: Isa,
                 m: usize,
                 n: usize,
                 k: usize,
@@ -136,10 +156,10 @@ macro_rules! gemm_float {
                     let (a_words, b_words) = &mut *bufs;
                     let pa: *mut $t = grow(a_words, MC * KC.min(k));
                     let pb: *mut $t = grow(b_words, KC.min(k) * n.min(NC).next_multiple_of(MAX_NR));
-                    // SAFETY: forwarded from the caller; each ISA's code
-                    // runs only on a CPU that has it.
+                    // SAFETY: forwarded from the caller, who vouches that
+                    // the CPU runs `isa`.
                     unsafe {
-                        match isa() {
+                        match isa {
                             #[cfg(target_arch = "x86_64")]
                             Isa::V4 => v4(&g, pa, pb),
                             #[cfg(target_arch = "x86_64")]
@@ -675,17 +695,25 @@ mod tests {
             (Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 }, Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 }),
             (Strided { ptr: at.as_ptr(), rs: 1, cs: m as isize }, Strided { ptr: bt.as_ptr(), rs: 1, cs: k as isize }),
         ] {
-            for accumulate in [false, true] {
+            for (accumulate, isa) in [false, true].into_iter().flat_map(|a| Isa::all_here().map(move |i| (a, i))) {
                 let mut dst = vec![T::from_f64(0.5); m * n];
-                // SAFETY: the operands are m x k and k x n, `dst` m x n.
-                unsafe { T::gemm_serial(m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                // SAFETY: the operands are m x k and k x n, `dst` m x n,
+                // and `all_here` yields only ISAs this CPU runs.
+                unsafe { T::gemm_serial_on(isa, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
                 for (x, (&got, &w)) in dst.iter().zip(&want).enumerate() {
                     let w = if accumulate { w + 0.5 } else { w };
                     let got: f64 = num_traits::cast(got).unwrap();
-                    assert!((got - w).abs() <= tol * (1.0 + w.abs()), "{m}x{k}x{n} at {x}: {got} vs {w}");
+                    assert!((got - w).abs() <= tol * (1.0 + w.abs()), "{isa:?} {m}x{k}x{n} at {x}: {got} vs {w}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_isa_this_cpu_runs_is_checked() {
+        let levels: Vec<Isa> = Isa::all_here().collect();
+        assert_eq!(levels.first(), Some(&isa()), "the widest level is the one in use");
+        assert_eq!(levels.last(), Some(&Isa::Base), "the portable kernel runs everywhere");
     }
 
     #[test]

@@ -71,46 +71,81 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
     })
 }
 
+/// Buffers a general kernel may take on the CPU (GPUs offer 8 to 16).
+const MAX_BUFFERS: usize = 16;
+
 /// Runs general kernel `K`: each workgroup on one thread, workgroups in
 /// parallel. Inputs that are not contiguous are copied out first; an
-/// output is updated in place (copied first if another tensor shares it).
+/// output is written in place, through the buffer pool when it came from
+/// there (no copy, no allocation), copied first only if another tensor
+/// shares it.
 pub(crate) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
     check_launch::<K, _>(buffers, scalars);
-    let mut copies: Vec<Vec<f32>> = Vec::new();
-    let mut raw = Vec::with_capacity(buffers.len());
-    for (i, b) in buffers.iter_mut().enumerate() {
-        let what = |s: &CpuStorage| format!("{}: buffer {i} is {}, kernels take f32 tensors", K::NAME, s.dtype());
-        match b {
-            LaunchBuffer::Input(CpuStorage::F32(a)) => {
-                let data = match a.as_slice() {
-                    Some(s) => s.as_ptr(),
-                    None => {
-                        copies.push(a.iter().copied().collect());
-                        copies.last().expect("just pushed").as_ptr()
-                    }
-                };
-                // SAFETY: `a` (or its copy in `copies`) outlives the launch
-                // and is only read.
-                raw.push(unsafe { RawBuffer::new(data.cast_mut(), a.len(), false) });
-            }
-            LaunchBuffer::Output(CpuStorage::F32(a)) => {
-                let len = a.len();
-                let Some(s) = a.as_slice_mut() else {
-                    panic!("{}: output buffer {i} must be contiguous (make it with .contiguous())", K::NAME)
-                };
-                // SAFETY: the unique buffer of `a` outlives the launch, and
-                // `buffers` holds it mutably borrowed, so nothing else reads
-                // or writes it meanwhile.
-                raw.push(unsafe { RawBuffer::new(s.as_mut_ptr(), len, true) });
-            }
-            LaunchBuffer::Input(s) => panic!("{}", what(s)),
-            LaunchBuffer::Output(s) => panic!("{}", what(s)),
+    assert!(
+        buffers.len() <= MAX_BUFFERS,
+        "{}: {} buffers; a kernel takes at most {MAX_BUFFERS}",
+        K::NAME,
+        buffers.len()
+    );
+    // SAFETY: an empty buffer is never dereferenced (every access checks
+    // the index against the length 0 first).
+    let unused = unsafe { RawBuffer::new(std::ptr::null_mut(), 0, false) };
+    bind::<K>(buffers, 0, &mut [unused; MAX_BUFFERS], &mut |raw| {
+        let run = |g: u32| K::run_workgroup(g, groups, raw, scalars);
+        if groups > 1 && rayon::current_num_threads() > 1 {
+            (0..groups).into_par_iter().for_each(run);
+        } else {
+            (0..groups).for_each(run);
         }
-    }
-    let run = |g: u32| K::run_workgroup(g, groups, &raw, scalars);
-    if groups > 1 && rayon::current_num_threads() > 1 {
-        (0..groups).into_par_iter().for_each(run);
-    } else {
-        (0..groups).for_each(run);
+    });
+}
+
+/// Views `buffers` as `raw[at..]`, then calls `run` with every view. Each
+/// view lives only for the call: an output is borrowed by the pool's
+/// in-place update, which hands it back afterwards.
+fn bind<K: Workgroups>(
+    buffers: &mut [LaunchBuffer<'_, CpuStorage>],
+    at: usize,
+    raw: &mut [RawBuffer; MAX_BUFFERS],
+    run: &mut dyn FnMut(&[RawBuffer]),
+) {
+    let Some((first, rest)) = buffers.split_first_mut() else {
+        return run(&raw[..at]);
+    };
+    let what = |s: &CpuStorage| format!("{}: buffer {at} is {}, kernels take f32 tensors", K::NAME, s.dtype());
+    match first {
+        LaunchBuffer::Input(CpuStorage::F32(a)) => {
+            let copy: Vec<f32>;
+            let values = match a.as_slice() {
+                Some(s) => s,
+                None => {
+                    copy = a.iter().copied().collect();
+                    &copy
+                }
+            };
+            // SAFETY: `a` (or its copy) outlives the call below and is only read.
+            raw[at] = unsafe { RawBuffer::new(values.as_ptr().cast_mut(), values.len(), false) };
+            bind::<K>(rest, at + 1, raw, run);
+        }
+        LaunchBuffer::Output(CpuStorage::F32(a)) => {
+            // SAFETY (both views): the slice outlives the call that uses
+            // it, and `buffers` holds it mutably borrowed, so nothing else
+            // reads or writes it meanwhile.
+            let in_place = pool::update_in_place(a, |s| {
+                raw[at] = unsafe { RawBuffer::new(s.as_mut_ptr(), s.len(), true) };
+                bind::<K>(rest, at + 1, raw, run);
+            });
+            if !in_place {
+                // Shared with another tensor: copied on write, so it does
+                // not see the kernel's writes.
+                let Some(s) = a.as_slice_mut() else {
+                    panic!("{}: output buffer {at} must be contiguous (make it with .contiguous())", K::NAME)
+                };
+                raw[at] = unsafe { RawBuffer::new(s.as_mut_ptr(), s.len(), true) };
+                bind::<K>(rest, at + 1, raw, run);
+            }
+        }
+        LaunchBuffer::Input(s) => panic!("{}", what(s)),
+        LaunchBuffer::Output(s) => panic!("{}", what(s)),
     }
 }

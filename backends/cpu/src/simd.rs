@@ -14,19 +14,44 @@ pub enum Isa {
     Base,
 }
 
-/// The widest ISA this CPU runs (detection is cached by std).
+/// The widest ISA this CPU runs (detection is cached by std): every
+/// feature the code compiled for that level enables must be present.
 #[inline(always)]
 pub fn isa() -> Isa {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            return Isa::V4;
+    if Isa::V4.runs_here() {
+        Isa::V4
+    } else if Isa::V3.runs_here() {
+        Isa::V3
+    } else {
+        Isa::Base
+    }
+}
+
+impl Isa {
+    /// Whether this CPU has every feature `self`'s code is compiled with
+    /// (the `target_feature` lists below and in the GEMM kernels).
+    pub fn runs_here(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let v3 = has!("avx2") && has!("fma") && has!("bmi1") && has!("bmi2");
+            match self {
+                Isa::V4 => v3 && has!("avx512f") && has!("avx512vl") && has!("avx512dq") && has!("avx512bw"),
+                Isa::V3 => v3,
+                Isa::Base => true,
+            }
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            return Isa::V3;
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Isa::Base
         }
     }
-    Isa::Base
+
+    /// Every level this CPU runs, widest first (the tests check each).
+    #[cfg(test)]
+    pub fn all_here() -> impl Iterator<Item = Isa> {
+        [Isa::V4, Isa::V3, Isa::Base].into_iter().filter(|i| i.runs_here())
+    }
 }
 
 /// Calls `f` inside a function compiled for the best available ISA.
@@ -38,9 +63,9 @@ pub fn isa() -> Isa {
 pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     match isa() {
-        // SAFETY: the CPU has AVX-512F (and so AVX2 and FMA).
+        // SAFETY: `isa` checked every feature `v4` enables.
         Isa::V4 => return unsafe { x86::v4(f) },
-        // SAFETY: the CPU has AVX2 and FMA.
+        // SAFETY: `isa` checked every feature `v3` enables.
         Isa::V3 => return unsafe { x86::v3(f) },
         Isa::Base => {}
     }

@@ -1165,7 +1165,7 @@ impl Backend for Wgpu {
 
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
         let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
-        if let Some(problem) = launch_mismatch::<K>(&outputs, scalars.len()) {
+        if let Some(problem) = launch_mismatch::<K>(outputs.iter().copied(), scalars.len()) {
             panic!("{}: {problem}", K::NAME);
         }
         let Some(device) = buffers.first().map(|b| match b {

@@ -108,7 +108,7 @@ pub fn launch<K: Workgroups>(
 ) -> Result<(), WgpuError> {
     let fail = |message: String| WgpuError::Launch { kernel: K::NAME, message };
     let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, HostBuffer::Output(_))).collect();
-    if let Some(problem) = launch_mismatch::<K>(&outputs, scalars.len()) {
+    if let Some(problem) = launch_mismatch::<K>(outputs.iter().copied(), scalars.len()) {
         return Err(fail(problem));
     }
     let max_groups = device.inner.device.limits().max_compute_workgroups_per_dimension;
