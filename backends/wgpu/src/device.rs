@@ -178,6 +178,9 @@ impl WgpuDevice {
         };
         let info = adapter.get_info();
         let mut limits = adapter.limits();
+        // Blaze binds one group; wgpu-core cannot hold more than 8 (the
+        // no-op backend offers u32::MAX, which wgpu-core cannot lay out).
+        limits.max_bind_groups = limits.max_bind_groups.min(4);
         if let Some(cap) = options.max_buffer_bytes {
             limits.max_buffer_size = limits.max_buffer_size.min(cap);
             limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
@@ -190,7 +193,7 @@ impl WgpuDevice {
         .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
         let fault: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = Arc::clone(&fault);
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&slot, e.to_string())));
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&slot, full_message(&e))));
         let slot = Arc::clone(&fault);
         device.set_device_lost_callback(move |reason, message| {
             record(&slot, format!("the device was lost ({reason:?}): {message}"));
@@ -315,7 +318,7 @@ impl WgpuDevice {
             cache: None,
         });
         if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::Launch { kernel, message: e.to_string() });
+            return Err(WgpuError::Launch { kernel, message: full_message(&e) });
         }
         cache.insert(key.to_owned(), pipeline.clone());
         Ok(pipeline)
@@ -564,6 +567,18 @@ impl WgpuDevice {
     pub(crate) fn read_or_zeros(&self, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
         self.try_read(buffer, bytes).unwrap_or_else(|| vec![0; bytes as usize])
     }
+}
+
+/// An error with its chain of causes (wgpu's own text is only the outer
+/// layer: "Validation Error").
+fn full_message(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        message = format!("{message}: {c}");
+        cause = c.source();
+    }
+    message
 }
 
 /// Keeps `message` as the fault in `slot` unless one is there already.
