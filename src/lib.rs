@@ -11,6 +11,8 @@
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
+/// What Blaze knows about each built-in layer: options, shape rules, parameters.
+pub use blaze_spec as spec;
 /// GPU devices through wgpu, and `kernel!` kernels run on them (feature `wgpu`).
 #[cfg(feature = "wgpu")]
 pub use blaze_wgpu as wgpu;

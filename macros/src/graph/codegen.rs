@@ -244,8 +244,7 @@ impl Gen<'_> {
         let mut out = HashMap::new();
         for (i, n) in low.nodes.iter().enumerate() {
             let Op::Layer(callee) = &n.op else { continue };
-            let fusable =
-                matches!(self.fields()[callee.field].kind, LayerKind::Linear { .. } | LayerKind::Conv2d { .. });
+            let fusable = self.fields()[callee.field].kind.builtin().is_some_and(|(l, _)| l.fuses_activation());
             if !fusable || uses[n.out] != 1 {
                 continue;
             }

@@ -10,7 +10,9 @@ use quote::{ToTokens, quote};
 use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Pat, Stmt, UnOp};
 
-use crate::model::check::{Options, Shape, Source, infer};
+use blaze_spec::StaticShape;
+
+use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
 
 /// A per-sample dim: `coef` times the product of symbols `syms` (sorted):
@@ -1175,50 +1177,30 @@ impl<'a> Lower<'a> {
         }
         let x = vs[0];
         let dims = self.shape(x).to_vec();
-        let shown = self.show(x);
-        let out = match &field.kind {
-            LayerKind::Linear { i, o } => {
-                if dims.last() != Some(&Dim::size(*i)) {
-                    return err(span, format!("{me} expects {i} input features, got {shown}"));
-                }
-                let mut d = dims.clone();
-                d.pop();
-                d.push(Dim::size(*o));
-                d
-            }
-            LayerKind::LayerNorm { n } => {
-                if dims.last() != Some(&Dim::size(*n)) {
-                    return err(span, format!("{me} normalises a last dim of {n}, got {shown}"));
-                }
-                dims.clone()
-            }
-            LayerKind::Embedding { d, .. } => {
-                if dims.len() > 1 {
-                    return err(span, format!("{me} takes ids of per-sample shape [] or [T], got {shown}"));
-                }
-                let mut o = dims.clone();
-                o.push(Dim::size(*d));
-                o
-            }
-            kind => {
-                let fixed: Option<Vec<usize>> = dims.iter().map(Dim::fixed).collect();
-                match kind {
-                    kind if kind.is_elementwise() => dims.clone(),
-                    _ => {
-                        let Some(fixed) = fixed else {
-                            return err(span, format!("{me} needs fixed per-sample dims, got {shown}"));
-                        };
-                        match infer(field, &self.options[callee.field], &fixed, &Source { prev: None }) {
-                            Ok(Shape::Known(o)) => o.into_iter().map(Dim::size).collect(),
-                            Ok(Shape::Opaque(_)) => dims.clone(),
-                            Err(e) => {
-                                let msg = e.to_string().replace("the model input", &format!("its input {shown}"));
-                                return err(span, msg);
-                            }
-                        }
-                    }
-                }
-            }
+        let LayerKind::Builtin { layer, sizes, .. } = &field.kind else {
+            return err(span, format!("{me} is not a built-in layer"));
+        };
+        // The spec's rule sees a symbolic dim as a number above any size,
+        // which it passes through or refuses, and which maps back here.
+        let symbolic: Vec<&Dim> = dims.iter().filter(|d| d.fixed().is_none()).collect();
+        let code = |d: &Dim| match d.fixed() {
+            Some(n) => n.min(blaze_spec::MAX_SIZE),
+            None => blaze_spec::MAX_SIZE + 1 + symbolic.iter().position(|s| *s == d).unwrap_or(0),
+        };
+        if dims.len() > 8 {
+            return err(span, format!("{me}: its input {} has more than 8 dims", self.show(x)));
+        }
+        let input = StaticShape::new(&dims.iter().map(code).collect::<Vec<usize>>());
+        let out = match blaze_spec::output(*layer, sizes, &self.options[callee.field].spec, input) {
+            Ok(o) => o
+                .as_slice()
+                .iter()
+                .map(|&d| match d.checked_sub(blaze_spec::MAX_SIZE + 1) {
+                    Some(k) => symbolic[k].clone(),
+                    None => Dim::size(d),
+                })
+                .collect::<Vec<Dim>>(),
+            Err(e) => return err(span, e.message(&me, &input, &self.show(x), None, &name)),
         };
         let v = self.node(Op::Layer(callee), vec![x], out.clone(), span);
         self.first_output[callee.field].get_or_insert(out);

@@ -2,6 +2,7 @@
 //! `#[layer(...)]` options, into the IR. Only syntax is checked here; the
 //! rules live in `check.rs`.
 
+use blaze_spec::Layer;
 use darling::FromMeta;
 use darling::ast::NestedMeta;
 use proc_macro2::{Span, TokenStream};
@@ -154,6 +155,12 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
     if arr.elems.is_empty() {
         return Err(syn::Error::new(span, "`input` needs at least one dim"));
     }
+    if arr.elems.len() > 8 {
+        return Err(syn::Error::new(
+            span,
+            format!("`input` has {} dims; a per-sample shape has at most 8", arr.elems.len()),
+        ));
+    }
     let mut dims = Vec::new();
     for e in &arr.elems {
         match int_literal(e) {
@@ -170,9 +177,8 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
     Ok(dims)
 }
 
-/// The largest size a layer or an input dim may have: i32's range, so
-/// that sizes and their products stay well inside `usize`.
-pub(crate) const MAX_SIZE: i128 = i32::MAX as i128;
+/// The largest size a layer or an input dim may have (the spec's).
+pub(crate) const MAX_SIZE: i128 = blaze_spec::MAX_SIZE as i128;
 
 fn int_literal(e: &Expr) -> Option<i128> {
     match e {
@@ -241,9 +247,33 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
     // Built-ins are recognised by bare name or through `nn::` / `blaze::nn::`.
     let prefix: Vec<String> = path.segments.iter().rev().skip(1).map(|s| s.ident.to_string()).collect();
     let builtin_path = prefix.is_empty() || prefix.first().is_some_and(|p| p == "nn");
-    let args = const_args(&last.arguments);
-    let want = |n: usize, names: &str| -> syn::Result<Vec<usize>> {
-        let args = args.clone()?;
+    let layer = Layer::from_name(&name).filter(|_| builtin_path);
+    if let Some(layer) = layer {
+        if layer == Layer::Map {
+            let kernel = match &last.arguments {
+                PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
+                    syn::GenericArgument::Type(t) => t.clone(),
+                    other => {
+                        return Err(syn::Error::new(other.span(), "`Map` takes a kernel type: `Map<swish::Kernel>`"));
+                    }
+                },
+                other => {
+                    return Err(syn::Error::new(other.span(), "`Map` takes one kernel type: `Map<swish::Kernel>`"));
+                }
+            };
+            let text = kernel.to_token_stream().to_string().replace(' ', "");
+            return Ok(LayerKind::Builtin { layer, sizes: Vec::new(), kernel: Some((kernel.to_token_stream(), text)) });
+        }
+        let wanted = layer.generics();
+        if wanted.is_empty() {
+            return if matches!(last.arguments, PathArguments::None) {
+                Ok(LayerKind::Builtin { layer, sizes: Vec::new(), kernel: None })
+            } else {
+                Err(syn::Error::new(last.arguments.span(), format!("`{name}` takes no generic arguments")))
+            };
+        }
+        let (n, names) = (wanted.len(), wanted.join(", "));
+        let args = const_args(&last.arguments)?;
         if args.len() != n {
             return Err(syn::Error::new(
                 last.span(),
@@ -254,7 +284,8 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
                 ),
             ));
         }
-        args.iter()
+        let sizes = args
+            .iter()
             .map(|(v, span)| match v {
                 Some(v) if *v > MAX_SIZE => {
                     Err(syn::Error::new(*span, format!("`{name}`'s {names} must be at most {MAX_SIZE}, got {v}")))
@@ -266,54 +297,8 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
                     format!("`{name}`'s {names} must be integer literals, so that #[model] can check shapes"),
                 )),
             })
-            .collect()
-    };
-    let no_args = |kind: LayerKind| -> syn::Result<LayerKind> {
-        if matches!(last.arguments, PathArguments::None) {
-            Ok(kind)
-        } else {
-            Err(syn::Error::new(last.arguments.span(), format!("`{name}` takes no generic arguments")))
-        }
-    };
-    if builtin_path {
-        match name.as_str() {
-            "Linear" => return want(2, "I, O").map(|a| LayerKind::Linear { i: a[0], o: a[1] }),
-            "Conv2d" => {
-                return want(3, "CIN, COUT, K").map(|a| LayerKind::Conv2d { cin: a[0], cout: a[1], k: a[2] });
-            }
-            "MaxPool2d" => return want(1, "K").map(|a| LayerKind::MaxPool2d { k: a[0] }),
-            "AvgPool2d" => return want(1, "K").map(|a| LayerKind::AvgPool2d { k: a[0] }),
-            "BatchNorm2d" => return want(1, "C").map(|a| LayerKind::BatchNorm2d { c: a[0] }),
-            "LayerNorm" => return want(1, "N").map(|a| LayerKind::LayerNorm { n: a[0] }),
-            "Embedding" => return want(2, "V, D").map(|a| LayerKind::Embedding { v: a[0], d: a[1] }),
-            "GlobalAvgPool" => return no_args(LayerKind::GlobalAvgPool),
-            "Flatten" => return no_args(LayerKind::Flatten),
-            "Relu" => return no_args(LayerKind::Relu),
-            "LeakyRelu" => return no_args(LayerKind::LeakyRelu),
-            "Gelu" => return no_args(LayerKind::Gelu),
-            "Sigmoid" => return no_args(LayerKind::Sigmoid),
-            "Tanh" => return no_args(LayerKind::Tanh),
-            "Dropout" => return no_args(LayerKind::Dropout),
-            "Map" => {
-                let kernel = match &last.arguments {
-                    PathArguments::AngleBracketed(a) if a.args.len() == 1 => match &a.args[0] {
-                        syn::GenericArgument::Type(t) => t.clone(),
-                        other => {
-                            return Err(syn::Error::new(
-                                other.span(),
-                                "`Map` takes a kernel type: `Map<swish::Kernel>`",
-                            ));
-                        }
-                    },
-                    other => {
-                        return Err(syn::Error::new(other.span(), "`Map` takes one kernel type: `Map<swish::Kernel>`"));
-                    }
-                };
-                let name = kernel.to_token_stream().to_string().replace(' ', "");
-                return Ok(LayerKind::Map { kernel: kernel.to_token_stream(), name });
-            }
-            _ => {}
-        }
+            .collect::<syn::Result<Vec<usize>>>()?;
+        return Ok(LayerKind::Builtin { layer, sizes, kernel: None });
     }
     // Another type: the backend goes first among its generic arguments.
     let span = ty.span();

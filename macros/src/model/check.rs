@@ -2,8 +2,9 @@
 //! layer accepts the per-sample shape the previous one produces. One small
 //! function per rule; all errors are collected.
 
+use blaze_spec::{ShapeError, StaticShape};
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::attr::Errors;
@@ -38,37 +39,27 @@ impl Shape {
     }
 }
 
-/// Resolved options of one layer, with defaults filled in.
-#[derive(Clone, Debug)]
+/// Resolved options of one layer: the spec's, with defaults filled in,
+/// and a nested model's stated output (forward bodies only).
+#[derive(Clone, Debug, Default)]
 pub struct Options {
-    pub stride: Option<usize>,
-    pub padding: usize,
-    pub dilation: usize,
-    pub groups: usize,
-    pub bias: bool,
-    pub p: Option<f64>,
-    pub negative_slope: Option<f64>,
-    pub eps: Option<f64>,
-    pub momentum: Option<f64>,
-    /// A nested model's per-sample output shape (forward bodies only).
+    pub spec: blaze_spec::Options,
     pub output: Option<Vec<syn::Expr>>,
 }
 
-impl Default for Options {
-    /// PyTorch's defaults.
-    fn default() -> Self {
-        Options {
-            stride: None,
-            padding: 0,
-            dilation: 1,
-            groups: 1,
-            bias: true,
-            p: None,
-            negative_slope: None,
-            eps: None,
-            momentum: None,
-            output: None,
-        }
+impl Options {
+    /// The spec's options as a const expression.
+    pub fn spec_tokens(&self) -> TokenStream {
+        let blaze_spec::Options { stride, padding, dilation, groups, bias, p, negative_slope, eps, momentum } =
+            self.spec;
+        let stride = match stride {
+            Some(s) => quote!(::core::option::Option::Some(#s)),
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(::blaze::spec::Options {
+            stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
+            p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
+        })
     }
 }
 
@@ -135,7 +126,7 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
                  sequence reads it from the nested model",
             ));
         }
-        if i > 0 && matches!(field.kind, LayerKind::Embedding { .. }) {
+        if i > 0 && field.kind.builtin().is_some_and(|(l, _)| l.takes_ids()) {
             errors.push(field_error(
                 field,
                 format!(
@@ -236,35 +227,6 @@ fn unknown_key(field: &Field, opt: &LayerOption) -> syn::Error {
     syn::Error::new(opt.key.span(), msg)
 }
 
-fn as_count(opt: &LayerOption, min: i128) -> syn::Result<usize> {
-    const MAX: i128 = super::attr::MAX_SIZE;
-    match opt.value {
-        OptionValue::Int(v) if v > MAX => {
-            Err(syn::Error::new(opt.span, format!("`{}` is {v}, more than any layer takes (at most {MAX})", opt.key)))
-        }
-        OptionValue::Int(v) if v >= min => Ok(v as usize),
-        OptionValue::Int(v) => Err(syn::Error::new(
-            opt.span,
-            format!(
-                "`{}` must be {} integer, got {v}",
-                opt.key,
-                if min == 0 { "a non-negative" } else { "a positive" }
-            ),
-        )),
-        _ => Err(syn::Error::new(opt.span, format!("`{}` takes an integer", opt.key))),
-    }
-}
-
-fn as_float(opt: &LayerOption) -> syn::Result<f64> {
-    match opt.value {
-        OptionValue::Float(v) => Ok(v),
-        OptionValue::Int(v) => Ok(v as f64),
-        OptionValue::Bool(_) | OptionValue::Shape(_) => {
-            Err(syn::Error::new(opt.span, format!("`{}` takes a number", opt.key)))
-        }
-    }
-}
-
 /// Checks every option against the layer kind and fills in defaults.
 pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
     let mut errors = Errors::default();
@@ -274,51 +236,26 @@ pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
             errors.push(unknown_key(field, opt));
             continue;
         }
-        let r = match opt.key.to_string().as_str() {
-            "stride" => as_count(opt, 1).map(|v| o.stride = Some(v)),
-            "padding" => as_count(opt, 0).map(|v| o.padding = v),
-            "dilation" => as_count(opt, 1).map(|v| o.dilation = v),
-            "groups" => as_count(opt, 1).map(|v| o.groups = v),
-            "bias" => match opt.value {
-                OptionValue::Bool(b) => {
-                    o.bias = b;
-                    Ok(())
+        let r = match (&field.kind, &opt.value) {
+            (LayerKind::Opaque { .. }, OptionValue::Shape(dims)) => {
+                o.output = Some(dims.clone());
+                Ok(())
+            }
+            (LayerKind::Opaque { .. }, _) => {
+                Err(syn::Error::new(opt.span, "`output` takes a per-sample shape, e.g. output = [T, 10]"))
+            }
+            (LayerKind::Builtin { layer, .. }, value) => {
+                let value = match *value {
+                    OptionValue::Int(v) => Some(blaze_spec::Value::Int(v)),
+                    OptionValue::Float(v) => Some(blaze_spec::Value::Float(v)),
+                    OptionValue::Bool(v) => Some(blaze_spec::Value::Bool(v)),
+                    OptionValue::Shape(_) => None,
+                };
+                match value {
+                    Some(v) => o.spec.set(*layer, &opt.key.to_string(), v).map_err(|e| syn::Error::new(opt.span, e)),
+                    None => Err(syn::Error::new(opt.span, format!("`{}` takes a literal number or bool", opt.key))),
                 }
-                _ => Err(syn::Error::new(opt.span, "`bias` takes `true` or `false`")),
-            },
-            "p" => as_float(opt).and_then(|p| {
-                if (0.0..1.0).contains(&p) {
-                    o.p = Some(p);
-                    Ok(())
-                } else {
-                    Err(syn::Error::new(opt.span, format!("dropout probability `p` must lie in [0, 1), got {p}")))
-                }
-            }),
-            "negative_slope" => as_float(opt).map(|v| o.negative_slope = Some(v)),
-            "output" => match &opt.value {
-                OptionValue::Shape(dims) => {
-                    o.output = Some(dims.clone());
-                    Ok(())
-                }
-                _ => Err(syn::Error::new(opt.span, "`output` takes a per-sample shape, e.g. output = [T, 10]")),
-            },
-            "eps" => as_float(opt).and_then(|v| {
-                if v > 0.0 {
-                    o.eps = Some(v);
-                    Ok(())
-                } else {
-                    Err(syn::Error::new(opt.span, format!("`eps` must be positive, got {v}")))
-                }
-            }),
-            "momentum" => as_float(opt).and_then(|v| {
-                if (0.0..=1.0).contains(&v) {
-                    o.momentum = Some(v);
-                    Ok(())
-                } else {
-                    Err(syn::Error::new(opt.span, format!("`momentum` must lie in [0, 1], got {v}")))
-                }
-            }),
-            _ => Ok(()),
+            }
         };
         if let Err(e) = r {
             errors.push(e);
@@ -327,128 +264,34 @@ pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
     errors.finish().map(|()| o)
 }
 
-/// The number of elements of `dims`, if it fits a `usize`.
-fn numel(dims: &[usize]) -> Option<usize> {
-    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
-}
-
-/// The runtime's `shape::window_output_size`, which a proc macro cannot
-/// call; `None` for a window that does not fit, or sizes that overflow.
-fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
-    let span = dil.checked_mul(k.checked_sub(1)?)?.checked_add(1)?;
-    let padded = pad.checked_mul(2)?.checked_add(size)?;
-    (span <= padded && stride > 0).then(|| (padded - span) / stride + 1)
-}
-
 /// The output shape of a built-in layer for a known input, or the error.
 pub(crate) fn infer(field: &Field, o: &Options, dims: &[usize], from: &Source<'_>) -> syn::Result<Shape> {
-    let me = format!("`{}: {}`", field.ident, field.kind.display());
-    let got = fmt_dims(dims);
-    let src = from.name();
-    let err = |msg: String| Err(field_error(field, msg));
-    let out = match &field.kind {
-        LayerKind::Linear { i, o: out } => {
-            let Some(&last) = dims.last() else { return err(format!("{me} needs an input with a feature dim")) };
-            if last != *i {
-                let n = numel(dims).unwrap_or(usize::MAX);
-                if dims.len() > 1 && n == *i {
-                    return err(format!(
-                        "{me} expects {i} input features, but {src} produces {got}; \
-                         add a `Flatten` layer before `{}` to get [{n}]",
-                        field.ident
-                    ));
-                }
-                let flat = if dims.len() > 1 { format!(" ({n} after Flatten)") } else { String::new() };
-                return err(format!("{me} expects {i} input features, but {src} produces {got}{flat}"));
-            }
-            let mut d = dims[..dims.len() - 1].to_vec();
-            d.push(*out);
-            d
-        }
-        LayerKind::Conv2d { cin, cout, k } => {
-            let [c, h, w] = image(dims, &me, &src, "[C, H, W]", field)?;
-            if c != *cin {
-                return err(format!("{me} expects {cin} input channels, but {src} produces {got} ({c} channels)"));
-            }
-            if cin % o.groups != 0 || cout % o.groups != 0 {
-                let span = field.options.iter().find(|x| x.key == "groups").map_or(field.ty.span(), |x| x.span);
-                return Err(syn::Error::new(
-                    span,
-                    format!("{me}: {} groups must divide both {cin} input and {cout} output channels", o.groups),
-                ));
-            }
-            let stride = o.stride.unwrap_or(1);
-            match (window(h, *k, stride, o.padding, o.dilation), window(w, *k, stride, o.padding, o.dilation)) {
-                (Some(oh), Some(ow)) => vec![*cout, oh, ow],
-                _ => {
-                    return err(format!(
-                        "{me}: the {k}x{k} kernel (dilation {}) is larger than the {h}x{w} input from {src} \
-                         (padding {})",
-                        o.dilation, o.padding
-                    ));
-                }
-            }
-        }
-        LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
-            let [c, h, w] = image(dims, &me, &src, "[C, H, W]", field)?;
-            if o.padding.saturating_mul(2) > *k {
-                let span = field.options.iter().find(|x| x.key == "padding").map_or(field.ty.span(), |x| x.span);
-                return Err(syn::Error::new(
-                    span,
-                    format!("{me}: padding {} must be at most half the window {k}", o.padding),
-                ));
-            }
-            let stride = o.stride.unwrap_or(*k);
-            match (window(h, *k, stride, o.padding, 1), window(w, *k, stride, o.padding, 1)) {
-                (Some(oh), Some(ow)) => vec![c, oh, ow],
-                _ => return err(format!("{me}: the {k}x{k} window is larger than the {h}x{w} input from {src}")),
-            }
-        }
-        LayerKind::GlobalAvgPool => {
-            let [c, _, _] = image(dims, &me, &src, "[C, H, W]", field)?;
-            vec![c]
-        }
-        LayerKind::Flatten => match numel(dims) {
-            Some(n) => vec![n],
-            None => return err(format!("{me}: {src} produces {got}, more elements than a tensor can hold")),
-        },
-        LayerKind::BatchNorm2d { c } => {
-            let [ch, _, _] = image(dims, &me, &src, &format!("[{c}, H, W]"), field)?;
-            if ch != *c {
-                return err(format!("{me} expects {c} channels, but {src} produces {got} ({ch} channels)"));
-            }
-            dims.to_vec()
-        }
-        LayerKind::LayerNorm { n } => {
-            if dims.last() != Some(n) {
-                return err(format!("{me} normalises a last dim of {n}, but {src} produces {got}"));
-            }
-            dims.to_vec()
-        }
-        LayerKind::Embedding { d, .. } => {
-            let mut v = dims.to_vec();
-            v.push(*d);
-            v
-        }
-        LayerKind::Relu
-        | LayerKind::LeakyRelu
-        | LayerKind::Gelu
-        | LayerKind::Sigmoid
-        | LayerKind::Tanh
-        | LayerKind::Map { .. }
-        | LayerKind::Dropout => dims.to_vec(),
-        LayerKind::Opaque { .. } => {
-            // The compiler checks the nested input; the output comes from its consts.
-            return Ok(Shape::Opaque(opaque_output(&field.kind)));
-        }
+    let LayerKind::Builtin { layer, sizes, .. } = &field.kind else {
+        // The compiler checks the nested input; the output comes from its consts.
+        return Ok(Shape::Opaque(opaque_output(&field.kind)));
     };
-    Ok(Shape::Known(out))
-}
-
-fn image(dims: &[usize], me: &str, src: &str, want: &str, field: &Field) -> syn::Result<[usize; 3]> {
-    match dims {
-        [c, h, w] => Ok([*c, *h, *w]),
-        _ => Err(field_error(field, format!("{me} expects an image {want}, but {src} produces {}", fmt_dims(dims)))),
+    let me = format!("`{}: {}`", field.ident, field.kind.display());
+    if dims.len() > 8 {
+        return Err(field_error(field, format!("{me}: its input {} has more than 8 dims", fmt_dims(dims))));
+    }
+    let input = StaticShape::new(dims);
+    match blaze_spec::output(*layer, sizes, &o.spec, input) {
+        Ok(out) => Ok(Shape::Known(out.as_slice().to_vec())),
+        Err(e) => {
+            let src = from.name();
+            let msg = e.message(&me, &input, &fmt_dims(dims), Some(&src), &field.ident.to_string());
+            // An option's own mistake is shown at the option.
+            let key = match e {
+                ShapeError::Groups { .. } => Some("groups"),
+                ShapeError::Padding { .. } => Some("padding"),
+                _ => None,
+            };
+            let span = key.and_then(|k| field.options.iter().find(|x| x.key == k)).map(|x| x.span);
+            Err(match span {
+                Some(span) => syn::Error::new(span, msg),
+                None => field_error(field, msg),
+            })
+        }
     }
 }
 
@@ -456,46 +299,21 @@ fn image(dims: &[usize], me: &str, src: &str, want: &str, field: &Field) -> syn:
 /// built-in layer's output is computed (and checked) by the const rules in
 /// `blaze::nn::shape_rules`, which fail compilation with `what`.
 fn opaque_after(field: &Field, o: &Options, prev: &TokenStream, from: &Source<'_>) -> Shape {
-    let expects = match &field.kind {
-        LayerKind::Linear { i, .. } => format!("expects {i} input features"),
-        LayerKind::Conv2d { cin, k, .. } => format!("expects an image of {cin} channels that its {k}x{k} kernel fits"),
-        LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
-            format!("expects an image that its {k}x{k} window fits")
-        }
-        LayerKind::GlobalAvgPool => "expects an image [C, H, W]".to_owned(),
-        LayerKind::BatchNorm2d { c } => format!("expects an image of {c} channels"),
-        LayerKind::LayerNorm { n } => format!("expects a last dim of {n}"),
-        _ => "does not accept its input".to_owned(),
+    let LayerKind::Builtin { layer, sizes, .. } = &field.kind else {
+        return Shape::Opaque(opaque_output(&field.kind));
     };
     let what = format!(
-        "`{}: {}` {expects}, but {} produces another shape (see its OUTPUT_SHAPE)",
+        "`{}: {}` {}, but {} produces another shape (see its OUTPUT_SHAPE)",
         field.ident,
         field.kind.display(),
+        layer.expects(sizes),
         from.name()
     );
-    let stride = o.stride;
     let span = field.ty.span();
-    let e = match &field.kind {
-        LayerKind::Linear { i, o: out } => {
-            quote_spanned!(span=> ::blaze::nn::shape_rules::linear(#prev, #i, #out, #what))
-        }
-        LayerKind::Conv2d { cin, cout, k } => {
-            let (s, p, d, g) = (stride.unwrap_or(1), o.padding, o.dilation, o.groups);
-            quote_spanned!(span=> ::blaze::nn::shape_rules::conv2d(#prev, #cin, #cout, #k, #s, #p, #d, #g, #what))
-        }
-        LayerKind::MaxPool2d { k } | LayerKind::AvgPool2d { k } => {
-            let (s, p) = (stride.unwrap_or(*k), o.padding);
-            quote_spanned!(span=> ::blaze::nn::shape_rules::pool2d(#prev, #k, #s, #p, #what))
-        }
-        LayerKind::GlobalAvgPool => quote_spanned!(span=> ::blaze::nn::shape_rules::global_avg_pool(#prev, #what)),
-        LayerKind::Flatten => quote_spanned!(span=> ::blaze::nn::shape_rules::flatten(#prev)),
-        LayerKind::BatchNorm2d { c } => quote_spanned!(span=> ::blaze::nn::shape_rules::batch_norm2d(#prev, #c, #what)),
-        LayerKind::LayerNorm { n } => quote_spanned!(span=> ::blaze::nn::shape_rules::layer_norm(#prev, #n, #what)),
-        LayerKind::Opaque { .. } => opaque_output(&field.kind),
-        // Embedding after another layer is reported by `check`.
-        _ => prev.clone(),
-    };
-    Shape::Opaque(e)
+    let name = format_ident!("{}", layer.name());
+    let options = o.spec_tokens();
+    Shape::Opaque(quote_spanned!(span=> ::blaze::nn::shape_rules::layer(
+        ::blaze::spec::Layer::#name, &[#(#sizes),*], &#options, #prev, #what)))
 }
 
 /// The per-sample output shape of a type the macro cannot see, as a const
@@ -506,19 +324,7 @@ fn opaque_output(kind: &LayerKind) -> TokenStream {
     quote!(<#ty as ::blaze::nn::Block<#cpu>>::OUTPUT)
 }
 
-/// Trainable scalars of a built-in layer.
+/// Trainable scalars of a built-in layer (`None` for one the macro cannot see).
 pub(crate) fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
-    let bias = |n: usize| if o.bias { n } else { 0 };
-    Some(match kind {
-        // Saturating: absurd sizes fail to compile elsewhere, not here.
-        LayerKind::Linear { i, o: out } => i.saturating_mul(*out).saturating_add(bias(*out)),
-        LayerKind::Conv2d { cin, cout, k } => {
-            cout.saturating_mul(cin / o.groups.max(1)).saturating_mul(k.saturating_mul(*k)).saturating_add(bias(*cout))
-        }
-        LayerKind::BatchNorm2d { c } => c.saturating_mul(2),
-        LayerKind::LayerNorm { n } => n.saturating_mul(2),
-        LayerKind::Embedding { v, d } => v.saturating_mul(*d),
-        LayerKind::Opaque { .. } => return None,
-        _ => 0,
-    })
+    kind.builtin().map(|(layer, sizes)| layer.num_params(sizes, &o.spec))
 }

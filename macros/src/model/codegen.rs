@@ -9,26 +9,21 @@ use syn::spanned::Spanned;
 use super::check::{Options, Plan, Shape, Step};
 use super::ir::{Field, LayerKind, Model};
 
-/// The field's type with the backend `B` filled in.
+/// The field's type with the backend `B` filled in: a built-in layer's
+/// type takes the backend when it holds tensors, then its sizes.
 pub(crate) fn field_ty(kind: &LayerKind) -> TokenStream {
-    let nn = quote!(::blaze::nn);
     match kind {
-        LayerKind::Linear { i, o } => quote!(#nn::Linear<B, #i, #o>),
-        LayerKind::Conv2d { cin, cout, k } => quote!(#nn::Conv2d<B, #cin, #cout, #k>),
-        LayerKind::MaxPool2d { k } => quote!(#nn::MaxPool2d<#k>),
-        LayerKind::AvgPool2d { k } => quote!(#nn::AvgPool2d<#k>),
-        LayerKind::GlobalAvgPool => quote!(#nn::GlobalAvgPool),
-        LayerKind::Flatten => quote!(#nn::Flatten),
-        LayerKind::Relu => quote!(#nn::Relu),
-        LayerKind::LeakyRelu => quote!(#nn::LeakyRelu),
-        LayerKind::Gelu => quote!(#nn::Gelu),
-        LayerKind::Sigmoid => quote!(#nn::Sigmoid),
-        LayerKind::Tanh => quote!(#nn::Tanh),
-        LayerKind::Map { kernel, .. } => quote!(#nn::Map<#kernel>),
-        LayerKind::Dropout => quote!(#nn::Dropout),
-        LayerKind::BatchNorm2d { c } => quote!(#nn::BatchNorm2d<B, #c>),
-        LayerKind::LayerNorm { n } => quote!(#nn::LayerNorm<B, #n>),
-        LayerKind::Embedding { v, d } => quote!(#nn::Embedding<B, #v, #d>),
+        LayerKind::Builtin { layer, sizes, kernel } => {
+            let name = format_ident!("{}", layer.name());
+            let backend = layer.holds_tensors().then(|| quote!(B));
+            let kernel = kernel.as_ref().map(|(k, _)| k);
+            let args = backend.iter().chain(kernel).cloned().chain(sizes.iter().map(|s| quote!(#s)));
+            if layer.generics().is_empty() && kernel.is_none() && backend.is_none() {
+                quote!(::blaze::nn::#name)
+            } else {
+                quote!(::blaze::nn::#name<#(#args),*>)
+            }
+        }
         LayerKind::Opaque { .. } => kind.opaque_ty(&quote!(B)),
     }
 }
@@ -60,57 +55,16 @@ pub(crate) fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
     (quote!(__backend: ::core::marker::PhantomData<B>,), quote!(__backend: ::core::marker::PhantomData,))
 }
 
-/// The expression that initialises a field from `rng` and `device`.
+/// The expression that initialises a field from `rng` and `device`: a
+/// built-in layer from its spec options, another type as a `Block`.
 fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
-    let nn = quote!(::blaze::nn);
-    let bias = o.bias;
+    let ty = field_ty(kind);
     match kind {
-        LayerKind::Linear { .. } => quote!(#nn::Linear::new(#nn::LinearConfig { bias: #bias }, rng, device)),
-        LayerKind::Conv2d { .. } => {
-            let (s, p, d, g) = (o.stride.unwrap_or(1), o.padding, o.dilation, o.groups);
-            quote!(#nn::Conv2d::new(
-                #nn::Conv2dConfig { stride: #s, padding: #p, dilation: #d, groups: #g, bias: #bias },
-                rng,
-                device,
-            ))
+        LayerKind::Builtin { .. } => {
+            let options = o.spec_tokens();
+            quote!(<#ty as ::blaze::nn::FromSpec<B>>::from_spec(&#options, rng, device))
         }
-        LayerKind::MaxPool2d { .. } | LayerKind::AvgPool2d { .. } => {
-            let ty = if matches!(kind, LayerKind::MaxPool2d { .. }) { quote!(MaxPool2d) } else { quote!(AvgPool2d) };
-            let stride = match o.stride {
-                Some(s) => quote!(::core::option::Option::Some(#s)),
-                None => quote!(::core::option::Option::None),
-            };
-            let p = o.padding;
-            quote!(#nn::#ty::new(#nn::PoolConfig { stride: #stride, padding: #p }))
-        }
-        LayerKind::LeakyRelu => match o.negative_slope {
-            Some(s) => quote!(#nn::LeakyRelu::new(#nn::LeakyReluConfig { negative_slope: #s })),
-            None => quote!(#nn::LeakyRelu::default()),
-        },
-        LayerKind::Dropout => match o.p {
-            Some(p) => quote!(#nn::Dropout::new(#nn::DropoutConfig { p: #p })),
-            None => quote!(#nn::Dropout::default()),
-        },
-        LayerKind::BatchNorm2d { .. } | LayerKind::LayerNorm { .. } => {
-            let ty =
-                if matches!(kind, LayerKind::BatchNorm2d { .. }) { quote!(BatchNorm2d) } else { quote!(LayerNorm) };
-            let defaults = quote!(#nn::NormConfig::default());
-            let eps = o.eps.map_or_else(|| quote!(#defaults.eps), |v| quote!(#v));
-            let momentum = o.momentum.map_or_else(|| quote!(#defaults.momentum), |v| quote!(#v));
-            quote!(#nn::#ty::new(#nn::NormConfig { eps: #eps, momentum: #momentum }, device))
-        }
-        LayerKind::Embedding { .. } => quote!(#nn::Embedding::new(rng, device)),
-        LayerKind::GlobalAvgPool => quote!(#nn::GlobalAvgPool),
-        LayerKind::Flatten => quote!(#nn::Flatten),
-        LayerKind::Relu => quote!(#nn::Relu),
-        LayerKind::Map { .. } => quote!(#nn::Map::new()),
-        LayerKind::Gelu => quote!(#nn::Gelu),
-        LayerKind::Sigmoid => quote!(#nn::Sigmoid),
-        LayerKind::Tanh => quote!(#nn::Tanh),
-        LayerKind::Opaque { .. } => {
-            let ty = field_ty(kind);
-            quote!(<#ty as #nn::Block<B>>::init(rng, device))
-        }
+        LayerKind::Opaque { .. } => quote!(<#ty as ::blaze::nn::Block<B>>::init(rng, device)),
     }
 }
 
@@ -127,17 +81,12 @@ fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
 }
 
 /// The activation a `Linear` or `Conv2d` at `i` fuses with the layer after
-/// it: ReLU, sigmoid and tanh, whose caches are their outputs.
+/// it: ReLU, sigmoid and tanh, whose caches are their outputs (the spec
+/// says which).
 fn fused_activation(fields: &[&Field], i: usize) -> Option<TokenStream> {
-    if !matches!(fields[i].kind, LayerKind::Linear { .. } | LayerKind::Conv2d { .. }) {
-        return None;
-    }
-    let op = match fields.get(i + 1)?.kind {
-        LayerKind::Relu => quote!(Relu),
-        LayerKind::Sigmoid => quote!(Sigmoid),
-        LayerKind::Tanh => quote!(Tanh),
-        _ => return None,
-    };
+    let (layer, _) = fields[i].kind.builtin()?;
+    let (next, _) = fields.get(i + 1)?.kind.builtin()?;
+    let op = format_ident!("{}", next.fusable_activation().filter(|_| layer.fuses_activation())?);
     Some(quote!(::core::option::Option::Some(::blaze::UnaryOp::#op)))
 }
 
@@ -327,7 +276,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                     <#ty as ::blaze::nn::Block<::blaze::Cpu>>::INPUT, #prev, #msg);
             });
         }
-        if let LayerKind::Map { kernel, name } = &f.kind {
+        if let LayerKind::Builtin { kernel: Some((kernel, name)), .. } = &f.kind {
             let msg = format!("`{}: Map<{name}>`: Map applies a kernel of one argument", f.ident);
             asserts.push(quote_spanned! {span=>
                 const _: () = ::core::assert!(

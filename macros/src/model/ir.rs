@@ -1,6 +1,7 @@
 //! The model IR: what `attr.rs` parses and `check.rs` validates. Every node
 //! keeps the span of the tokens it came from, so errors point there.
 
+use blaze_spec::Layer;
 use proc_macro2::{Span, TokenStream};
 use syn::Ident;
 
@@ -32,79 +33,39 @@ pub struct Field {
     pub array: Option<usize>,
 }
 
-/// The layer types the macro knows, with their literal const generics, and
-/// any other type (a nested `#[model]` or a user layer), checked by const
-/// assertions instead.
+/// A field's layer: a built-in one, as the spec (`blaze_spec`) describes
+/// it, with its literal sizes; or any other type (a nested `#[model]` or
+/// a user layer), checked by const assertions instead.
 #[derive(Clone, Debug)]
 pub enum LayerKind {
-    Linear {
-        i: usize,
-        o: usize,
-    },
-    Conv2d {
-        cin: usize,
-        cout: usize,
-        k: usize,
-    },
-    MaxPool2d {
-        k: usize,
-    },
-    AvgPool2d {
-        k: usize,
-    },
-    GlobalAvgPool,
-    Flatten,
-    Relu,
-    LeakyRelu,
-    Gelu,
-    Sigmoid,
-    Tanh,
-    Dropout,
-    /// `Map<K>`: a `kernel!` kernel applied elementwise; `kernel` is `K`.
-    Map {
-        kernel: TokenStream,
-        name: String,
-    },
-    BatchNorm2d {
-        c: usize,
-    },
-    LayerNorm {
-        n: usize,
-    },
-    Embedding {
-        v: usize,
-        d: usize,
+    Builtin {
+        layer: Layer,
+        /// Its const-generic sizes, as many as `layer.generics()` names.
+        sizes: Vec<usize>,
+        /// `Map<K>`'s kernel type `K`, and that type as written.
+        kernel: Option<(TokenStream, String)>,
     },
     /// A type the macro cannot see: its path (without the last segment's
     /// generics) and its own generic arguments; the backend goes first.
-    Opaque {
-        path: TokenStream,
-        extra: TokenStream,
-        name: String,
-    },
+    Opaque { path: TokenStream, extra: TokenStream, name: String },
 }
 
 impl LayerKind {
     /// The type's name as written (`Conv2d<1, 6, 5>`), for messages.
     pub fn display(&self) -> String {
         match self {
-            LayerKind::Linear { i, o } => format!("Linear<{i}, {o}>"),
-            LayerKind::Conv2d { cin, cout, k } => format!("Conv2d<{cin}, {cout}, {k}>"),
-            LayerKind::MaxPool2d { k } => format!("MaxPool2d<{k}>"),
-            LayerKind::AvgPool2d { k } => format!("AvgPool2d<{k}>"),
-            LayerKind::GlobalAvgPool => "GlobalAvgPool".into(),
-            LayerKind::Flatten => "Flatten".into(),
-            LayerKind::Relu => "Relu".into(),
-            LayerKind::LeakyRelu => "LeakyRelu".into(),
-            LayerKind::Gelu => "Gelu".into(),
-            LayerKind::Sigmoid => "Sigmoid".into(),
-            LayerKind::Tanh => "Tanh".into(),
-            LayerKind::Map { name, .. } => format!("Map<{name}>"),
-            LayerKind::Dropout => "Dropout".into(),
-            LayerKind::BatchNorm2d { c } => format!("BatchNorm2d<{c}>"),
-            LayerKind::LayerNorm { n } => format!("LayerNorm<{n}>"),
-            LayerKind::Embedding { v, d } => format!("Embedding<{v}, {d}>"),
+            LayerKind::Builtin { layer, sizes, kernel } => {
+                layer.display(sizes, kernel.as_ref().map_or("", |(_, name)| name))
+            }
             LayerKind::Opaque { name, .. } => name.clone(),
+        }
+    }
+
+    /// The built-in layer and its sizes, if it is one.
+    pub fn builtin(&self) -> Option<(Layer, &[usize])> {
+        match self {
+            LayerKind::Builtin { layer, sizes, .. } => Some((*layer, sizes)),
+            LayerKind::Opaque { .. } => None,
         }
     }
 
@@ -114,7 +75,7 @@ impl LayerKind {
     pub fn opaque_ty(&self, backend: &TokenStream) -> TokenStream {
         match self {
             LayerKind::Opaque { path, extra, .. } => quote::quote!(#path<#backend #extra>),
-            _ => TokenStream::new(),
+            LayerKind::Builtin { .. } => TokenStream::new(),
         }
     }
 
@@ -122,44 +83,17 @@ impl LayerKind {
     /// nested model's): its type names the backend and its gradients are
     /// not `()`.
     pub fn has_params(&self) -> bool {
-        matches!(
-            self,
-            LayerKind::Linear { .. }
-                | LayerKind::Conv2d { .. }
-                | LayerKind::BatchNorm2d { .. }
-                | LayerKind::LayerNorm { .. }
-                | LayerKind::Embedding { .. }
-                | LayerKind::Opaque { .. }
-        )
-    }
-
-    /// Whether the layer maps each element on its own (activations,
-    /// dropout, `Map`): its output has its input's shape, whatever it is.
-    pub fn is_elementwise(&self) -> bool {
-        matches!(
-            self,
-            LayerKind::Relu
-                | LayerKind::LeakyRelu
-                | LayerKind::Gelu
-                | LayerKind::Sigmoid
-                | LayerKind::Tanh
-                | LayerKind::Map { .. }
-                | LayerKind::Dropout
-        )
+        match self {
+            LayerKind::Builtin { layer, .. } => layer.holds_tensors(),
+            LayerKind::Opaque { .. } => true,
+        }
     }
 
     /// The `#[layer]` keys this kind accepts.
-    pub fn keys(&self) -> &'static [&'static str] {
+    pub fn keys(&self) -> Vec<&'static str> {
         match self {
-            LayerKind::Linear { .. } => &["bias"],
-            LayerKind::Conv2d { .. } => &["stride", "padding", "dilation", "groups", "bias"],
-            LayerKind::MaxPool2d { .. } | LayerKind::AvgPool2d { .. } => &["stride", "padding"],
-            LayerKind::LeakyRelu => &["negative_slope"],
-            LayerKind::Dropout => &["p"],
-            LayerKind::BatchNorm2d { .. } => &["eps", "momentum"],
-            LayerKind::LayerNorm { .. } => &["eps"],
-            LayerKind::Opaque { .. } => &["output"],
-            _ => &[],
+            LayerKind::Builtin { layer, .. } => layer.keys().iter().map(|k| k.name()).collect(),
+            LayerKind::Opaque { .. } => vec!["output"],
         }
     }
 }

@@ -30,7 +30,7 @@ pub struct LeakyReluConfig {
 
 impl Default for LeakyReluConfig {
     fn default() -> Self {
-        LeakyReluConfig { negative_slope: 0.01 }
+        (&blaze_spec::Options::DEFAULT).into()
     }
 }
 

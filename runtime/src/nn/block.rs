@@ -9,65 +9,8 @@ use super::{Ctx, Module};
 use crate::Backend;
 use crate::rng::Rng;
 
-/// A per-sample shape usable in const evaluation: up to 8 dims.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct StaticShape {
-    /// The dims; entries past `rank` are 0.
-    pub dims: [usize; 8],
-    /// Number of dims.
-    pub rank: usize,
-}
-
-impl StaticShape {
-    /// A shape from its dims; fails to compile (or panics) beyond 8 dims.
-    pub const fn new(dims: &[usize]) -> Self {
-        assert!(dims.len() <= 8, "StaticShape holds at most 8 dims");
-        let mut out = [0; 8];
-        let mut i = 0;
-        while i < dims.len() {
-            out[i] = dims[i];
-            i += 1;
-        }
-        StaticShape { dims: out, rank: dims.len() }
-    }
-
-    /// The dims as a slice.
-    pub const fn as_slice(&self) -> &[usize] {
-        self.dims.split_at(self.rank).0
-    }
-
-    /// Product of the dims.
-    pub const fn numel(&self) -> usize {
-        let mut n = 1;
-        let mut i = 0;
-        while i < self.rank {
-            n *= self.dims[i];
-            i += 1;
-        }
-        n
-    }
-
-    /// Equality usable in const evaluation.
-    pub const fn same(&self, other: &StaticShape) -> bool {
-        if self.rank != other.rank {
-            return false;
-        }
-        let mut i = 0;
-        while i < self.rank {
-            if self.dims[i] != other.dims[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
-}
-
-impl fmt::Debug for StaticShape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.as_slice())
-    }
-}
+/// A per-sample shape usable in const evaluation (the spec's).
+pub use blaze_spec::StaticShape;
 
 /// A statically shaped model or layer: its per-sample shapes are consts,
 /// its passes are straight-line code. `#[model]` implements it for every
@@ -114,24 +57,11 @@ pub trait BackendDevice: Clone {
 }
 
 /// The rules for built-in layers after a block whose output the macro
-/// cannot see, evaluated by the compiler; each fails with `what`.
+/// cannot see, evaluated by the compiler: the spec's own rules, each
+/// failing compilation with `what`.
 pub mod shape_rules {
     use super::StaticShape;
-
-    const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize, what: &str) -> usize {
-        let span = dil * (k - 1) + 1;
-        if span > size + 2 * pad {
-            panic!("{}", what);
-        }
-        (size + 2 * pad - span) / stride + 1
-    }
-
-    const fn image(s: StaticShape, what: &str) -> [usize; 3] {
-        if s.rank != 3 {
-            panic!("{}", what);
-        }
-        [s.dims[0], s.dims[1], s.dims[2]]
-    }
+    use blaze_spec::{Layer, Options, output};
 
     /// Checks that a block gets the input it expects.
     pub const fn expect(expected: StaticShape, actual: StaticShape, what: &str) {
@@ -140,67 +70,13 @@ pub mod shape_rules {
         }
     }
 
-    /// `Linear<i, o>`.
-    pub const fn linear(s: StaticShape, i: usize, o: usize, what: &str) -> StaticShape {
-        if s.rank == 0 || s.dims[s.rank - 1] != i {
-            panic!("{}", what);
+    /// The output of built-in `layer` (its sizes `generics`, options `o`)
+    /// for input `s`.
+    pub const fn layer(layer: Layer, generics: &[usize], o: &Options, s: StaticShape, what: &str) -> StaticShape {
+        match output(layer, generics, o, s) {
+            Ok(out) => out,
+            Err(_) => panic!("{}", what),
         }
-        let mut out = s;
-        out.dims[s.rank - 1] = o;
-        out
-    }
-
-    /// `Conv2d<cin, cout, k>` with its options.
-    pub const fn conv2d(
-        s: StaticShape,
-        cin: usize,
-        cout: usize,
-        k: usize,
-        stride: usize,
-        pad: usize,
-        dil: usize,
-        groups: usize,
-        what: &str,
-    ) -> StaticShape {
-        let [c, h, w] = image(s, what);
-        if c != cin || groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
-            panic!("{}", what);
-        }
-        StaticShape::new(&[cout, window(h, k, stride, pad, dil, what), window(w, k, stride, pad, dil, what)])
-    }
-
-    /// `MaxPool2d<k>` / `AvgPool2d<k>`.
-    pub const fn pool2d(s: StaticShape, k: usize, stride: usize, pad: usize, what: &str) -> StaticShape {
-        let [c, h, w] = image(s, what);
-        StaticShape::new(&[c, window(h, k, stride, pad, 1, what), window(w, k, stride, pad, 1, what)])
-    }
-
-    /// `GlobalAvgPool`.
-    pub const fn global_avg_pool(s: StaticShape, what: &str) -> StaticShape {
-        let [c, _, _] = image(s, what);
-        StaticShape::new(&[c])
-    }
-
-    /// `Flatten`.
-    pub const fn flatten(s: StaticShape) -> StaticShape {
-        StaticShape::new(&[s.numel()])
-    }
-
-    /// `BatchNorm2d<c>`.
-    pub const fn batch_norm2d(s: StaticShape, c: usize, what: &str) -> StaticShape {
-        let [ch, _, _] = image(s, what);
-        if ch != c {
-            panic!("{}", what);
-        }
-        s
-    }
-
-    /// `LayerNorm<n>`.
-    pub const fn layer_norm(s: StaticShape, n: usize, what: &str) -> StaticShape {
-        if s.rank == 0 || s.dims[s.rank - 1] != n {
-            panic!("{}", what);
-        }
-        s
     }
 }
 

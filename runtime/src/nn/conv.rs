@@ -1,9 +1,11 @@
 //! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as `torch.nn.Conv2d`.
 
 use super::params::weight_bias_module;
-use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
+use super::spec::init_param;
+use super::{Ctx, Layer, WeightGrads};
 use crate::rng::Rng;
 use crate::{Backend, Conv2dOptions, Tensor, UnaryOp};
+use blaze_spec::{Layer as Spec, Options};
 
 /// Options of [`Conv2d`], with PyTorch's defaults.
 #[derive(Clone, Copy, Debug)]
@@ -22,7 +24,7 @@ pub struct Conv2dConfig {
 
 impl Default for Conv2dConfig {
     fn default() -> Self {
-        Conv2dConfig { stride: 1, padding: 0, dilation: 1, groups: 1, bias: true }
+        (&Options::DEFAULT).into()
     }
 }
 
@@ -53,16 +55,18 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
         Layer::<B, 4, 4>::forward(self, x)
     }
 
-    /// Initialised as PyTorch does: uniform in `±1/sqrt(CIN / groups * K * K)`.
+    /// Initialised as PyTorch does (the spec's parameter list): uniform in
+    /// `±1/sqrt(CIN / groups * K * K)`.
     pub fn new(config: Conv2dConfig, rng: &mut Rng, device: &B::Device) -> Self {
         let g = config.groups;
         assert!(
             g > 0 && CIN.is_multiple_of(g) && COUT.is_multiple_of(g),
             "Conv2d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
         );
-        let fan_in = CIN / g * K * K;
-        let weight = fan_in_uniform([COUT, CIN / g, K, K], fan_in, rng, device);
-        let bias = config.bias.then(|| fan_in_uniform([COUT], fan_in, rng, device));
+        let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
+        let params = Spec::Conv2d.params(&[CIN, COUT, K], &options);
+        let weight = init_param(&params[0], rng, device);
+        let bias = params.get(1).map(|p| init_param(p, rng, device));
         Conv2d { weight, bias, options: config.options() }
     }
 }

@@ -13,7 +13,7 @@ pub struct DropoutConfig {
 
 impl Default for DropoutConfig {
     fn default() -> Self {
-        DropoutConfig { p: 0.5 }
+        (&blaze_spec::Options::DEFAULT).into()
     }
 }
 

@@ -1,9 +1,11 @@
 //! `Linear<B, I, O>`: `y = x W^T + b` over the last dim, as `torch.nn.Linear`.
 
 use super::params::weight_bias_module;
-use super::{Ctx, Layer, WeightGrads, fan_in_uniform};
+use super::spec::init_param;
+use super::{Ctx, Layer, WeightGrads};
 use crate::rng::Rng;
 use crate::{Backend, Tensor, UnaryOp};
+use blaze_spec::{Layer as Spec, Options};
 
 /// Options of [`Linear`].
 #[derive(Clone, Copy, Debug)]
@@ -14,7 +16,7 @@ pub struct LinearConfig {
 
 impl Default for LinearConfig {
     fn default() -> Self {
-        LinearConfig { bias: true }
+        (&Options::DEFAULT).into()
     }
 }
 
@@ -31,10 +33,12 @@ pub struct Linear<B: Backend, const I: usize, const O: usize> {
 pub type LinearGrads<B> = WeightGrads<B, 2>;
 
 impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
-    /// Initialised as PyTorch does: weight and bias uniform in `±1/sqrt(I)`.
+    /// Initialised as PyTorch does (the spec's parameter list): weight and
+    /// bias uniform in `±1/sqrt(I)`.
     pub fn new(config: LinearConfig, rng: &mut Rng, device: &B::Device) -> Self {
-        let weight = fan_in_uniform([O, I], I, rng, device);
-        let bias = config.bias.then(|| fan_in_uniform([O], I, rng, device));
+        let params = Spec::Linear.params(&[I, O], &Options { bias: config.bias, ..Options::DEFAULT });
+        let weight = init_param(&params[0], rng, device);
+        let bias = params.get(1).map(|p| init_param(p, rng, device));
         Linear { weight, bias }
     }
 

@@ -18,6 +18,7 @@ mod norm;
 pub(crate) mod params;
 mod pool;
 mod sparse;
+mod spec;
 
 pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Map, Relu, Sigmoid, Tanh};
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
@@ -29,6 +30,7 @@ pub use norm::{BatchNorm2d, BatchNormCache, LayerNorm, NormConfig, NormGrads};
 pub use params::WeightGrads;
 pub use pool::{AvgPool2d, Flatten, GlobalAvgPool, MaxPool2d, PoolConfig};
 pub use sparse::{Embedding, EmbeddingGrads};
+pub use spec::FromSpec;
 
 use crate::rng::Rng;
 use crate::{Backend, DType, Tensor, TensorData};
@@ -421,16 +423,3 @@ macro_rules! stateless_module {
     };
 }
 pub(crate) use stateless_module;
-
-/// Uniform in `±1/sqrt(fan_in)`: PyTorch's default for both the weights
-/// (Kaiming-uniform with `a = sqrt(5)` reduces to this bound) and the biases
-/// of `Linear` and `Conv2d`.
-pub(crate) fn fan_in_uniform<B: Backend, const D: usize>(
-    shape: [usize; D],
-    fan_in: usize,
-    rng: &mut Rng,
-    device: &B::Device,
-) -> Tensor<B, D> {
-    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
-    Tensor::uniform_with(shape, -bound, bound, rng, device)
-}

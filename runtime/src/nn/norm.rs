@@ -2,8 +2,11 @@
 //! the spatial dims) and `LayerNorm<N>` (per sample, over the last dim).
 
 use super::params::weight_bias_module;
+use super::spec::init_param;
 use super::{Ctx, Layer, WeightGrads};
+use crate::rng::Rng;
 use crate::{Backend, Tensor};
+use blaze_spec::{Layer as Spec, Options};
 
 /// Options of the normalisation layers, with PyTorch's defaults.
 #[derive(Clone, Copy, Debug)]
@@ -16,7 +19,7 @@ pub struct NormConfig {
 
 impl Default for NormConfig {
     fn default() -> Self {
-        NormConfig { eps: 1e-5, momentum: 0.1 }
+        (&Options::DEFAULT).into()
     }
 }
 
@@ -51,11 +54,14 @@ pub struct BatchNormCache<B: Backend> {
 impl<B: Backend, const C: usize> BatchNorm2d<B, C> {
     /// A fresh layer: identity affine map, zero mean and unit variance.
     pub fn new(config: NormConfig, device: &B::Device) -> Self {
+        let p = Spec::BatchNorm2d.params(&[C], &Options::DEFAULT);
+        // Ones and zeros draw nothing from the generator.
+        let rng = &mut Rng::seed_from_u64(0);
         BatchNorm2d {
-            weight: Tensor::ones([C], device),
-            bias: Tensor::zeros([C], device),
-            running_mean: Tensor::zeros([C], device),
-            running_var: Tensor::ones([C], device),
+            weight: init_param(&p[0], rng, device),
+            bias: init_param(&p[1], rng, device),
+            running_mean: init_param(&p[2], rng, device),
+            running_var: init_param(&p[3], rng, device),
             config,
         }
     }
@@ -142,7 +148,9 @@ pub struct LayerNorm<B: Backend, const N: usize> {
 impl<B: Backend, const N: usize> LayerNorm<B, N> {
     /// A fresh layer with the identity affine map.
     pub fn new(config: NormConfig, device: &B::Device) -> Self {
-        LayerNorm { weight: Tensor::ones([N], device), bias: Tensor::zeros([N], device), config }
+        let p = Spec::LayerNorm.params(&[N], &Options::DEFAULT);
+        let rng = &mut Rng::seed_from_u64(0);
+        LayerNorm { weight: init_param(&p[0], rng, device), bias: init_param(&p[1], rng, device), config }
     }
 
     /// Normalises the last dim of `x`, for any rank.

@@ -22,7 +22,8 @@ pub struct EmbeddingGrads<B: Backend> {
 impl<B: Backend, const V: usize, const D: usize> Embedding<B, V, D> {
     /// A table drawn from the standard normal.
     pub fn new(rng: &mut Rng, device: &B::Device) -> Self {
-        Embedding { weight: Tensor::normal_with([V, D], 0.0, 1.0, rng, device) }
+        let p = blaze_spec::Layer::Embedding.params(&[V, D], &blaze_spec::Options::DEFAULT);
+        Embedding { weight: super::spec::init_param(&p[0], rng, device) }
     }
 
     fn lookup<const R: usize, const RO: usize>(&self, ids: &Tensor<B, R>) -> Tensor<B, RO> {

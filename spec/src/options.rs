@@ -1,0 +1,264 @@
+//! The `#[layer(..)]` keys of each layer, their ranges and defaults, and
+//! the options they resolve to.
+
+use crate::Layer;
+use crate::shape::MAX_SIZE;
+
+/// A layer's options with every default filled in (PyTorch's defaults).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// Convolution and pooling stride; `None`: 1 for a convolution, the
+    /// window for pooling.
+    pub stride: Option<usize>,
+    /// Zero padding on each side.
+    pub padding: usize,
+    /// Convolution dilation.
+    pub dilation: usize,
+    /// Convolution groups.
+    pub groups: usize,
+    /// Whether `Linear` and `Conv2d` add a bias.
+    pub bias: bool,
+    /// Dropout probability.
+    pub p: f64,
+    /// `LeakyRelu`'s slope below zero.
+    pub negative_slope: f64,
+    /// Normalisation epsilon.
+    pub eps: f64,
+    /// `BatchNorm2d`'s running-statistics momentum.
+    pub momentum: f64,
+}
+
+impl Options {
+    /// PyTorch's defaults, as a constant.
+    pub const DEFAULT: Options = Options {
+        stride: None,
+        padding: 0,
+        dilation: 1,
+        groups: 1,
+        bias: true,
+        p: 0.5,
+        negative_slope: 0.01,
+        eps: 1e-5,
+        momentum: 0.1,
+    };
+
+    /// The stride `layer` uses: as given, or its default.
+    pub const fn stride_of(&self, layer: Layer, k: usize) -> usize {
+        match (self.stride, layer) {
+            (Some(s), _) => s,
+            (None, Layer::MaxPool2d | Layer::AvgPool2d) => k,
+            (None, _) => 1,
+        }
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::DEFAULT
+    }
+}
+
+/// What values a key takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// An integer from `min` to [`MAX_SIZE`].
+    Count {
+        /// The smallest value.
+        min: usize,
+    },
+    /// `true` or `false`.
+    Bool,
+    /// Any number.
+    Number,
+    /// A number in `[0, 1)`.
+    Probability,
+    /// A number above zero.
+    Positive,
+    /// A number in `[0, 1]`.
+    Fraction,
+}
+
+/// A `#[layer(..)]` key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// `stride`.
+    Stride,
+    /// `padding`.
+    Padding,
+    /// `dilation`.
+    Dilation,
+    /// `groups`.
+    Groups,
+    /// `bias`.
+    Bias,
+    /// `p` (dropout).
+    P,
+    /// `negative_slope`.
+    NegativeSlope,
+    /// `eps`.
+    Eps,
+    /// `momentum`.
+    Momentum,
+}
+
+impl Key {
+    /// Its name as written.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Key::Stride => "stride",
+            Key::Padding => "padding",
+            Key::Dilation => "dilation",
+            Key::Groups => "groups",
+            Key::Bias => "bias",
+            Key::P => "p",
+            Key::NegativeSlope => "negative_slope",
+            Key::Eps => "eps",
+            Key::Momentum => "momentum",
+        }
+    }
+
+    /// What values it takes.
+    pub const fn kind(self) -> KeyKind {
+        match self {
+            Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
+            Key::Padding => KeyKind::Count { min: 0 },
+            Key::Bias => KeyKind::Bool,
+            Key::P => KeyKind::Probability,
+            Key::NegativeSlope => KeyKind::Number,
+            Key::Eps => KeyKind::Positive,
+            Key::Momentum => KeyKind::Fraction,
+        }
+    }
+}
+
+/// A literal option value as written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    /// An integer.
+    Int(i128),
+    /// A float.
+    Float(f64),
+    /// A bool.
+    Bool(bool),
+}
+
+/// Why a key or value was refused; the message names the key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError(pub String);
+
+impl std::fmt::Display for OptionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Layer {
+    /// The `#[layer(..)]` keys it accepts.
+    pub const fn keys(self) -> &'static [Key] {
+        match self {
+            Layer::Linear => &[Key::Bias],
+            Layer::Conv2d => &[Key::Stride, Key::Padding, Key::Dilation, Key::Groups, Key::Bias],
+            Layer::MaxPool2d | Layer::AvgPool2d => &[Key::Stride, Key::Padding],
+            Layer::LeakyRelu => &[Key::NegativeSlope],
+            Layer::Dropout => &[Key::P],
+            Layer::BatchNorm2d => &[Key::Eps, Key::Momentum],
+            Layer::LayerNorm => &[Key::Eps],
+            Layer::GlobalAvgPool
+            | Layer::Flatten
+            | Layer::Relu
+            | Layer::Gelu
+            | Layer::Sigmoid
+            | Layer::Tanh
+            | Layer::Map
+            | Layer::Embedding => &[],
+        }
+    }
+}
+
+impl Options {
+    /// Sets the key called `name` of `layer` to `value`, checking both.
+    pub fn set(&mut self, layer: Layer, name: &str, value: Value) -> Result<(), OptionError> {
+        let Some(&key) = layer.keys().iter().find(|k| k.name() == name) else {
+            return Err(OptionError(format!("`{}` has no option `{name}`", layer.name())));
+        };
+        let fail = |msg: String| Err(OptionError(msg));
+        let (count, flag, number) = match (key.kind(), value) {
+            (KeyKind::Count { min }, Value::Int(v)) => {
+                if v > MAX_SIZE as i128 {
+                    return fail(format!("`{name}` is {v}, more than any layer takes (at most {MAX_SIZE})"));
+                }
+                if v < min as i128 {
+                    let what = if min == 0 { "a non-negative" } else { "a positive" };
+                    return fail(format!("`{name}` must be {what} integer, got {v}"));
+                }
+                (v as usize, false, 0.0)
+            }
+            (KeyKind::Count { .. }, _) => return fail(format!("`{name}` takes an integer")),
+            (KeyKind::Bool, Value::Bool(b)) => (0, b, 0.0),
+            (KeyKind::Bool, _) => return fail(format!("`{name}` takes `true` or `false`")),
+            (_, Value::Bool(_)) => return fail(format!("`{name}` takes a number")),
+            (kind, Value::Int(v)) => (0, false, check_number(name, kind, v as f64)?),
+            (kind, Value::Float(v)) => (0, false, check_number(name, kind, v)?),
+        };
+        match key {
+            Key::Stride => self.stride = Some(count),
+            Key::Padding => self.padding = count,
+            Key::Dilation => self.dilation = count,
+            Key::Groups => self.groups = count,
+            Key::Bias => self.bias = flag,
+            Key::P => self.p = number,
+            Key::NegativeSlope => self.negative_slope = number,
+            Key::Eps => self.eps = number,
+            Key::Momentum => self.momentum = number,
+        }
+        Ok(())
+    }
+}
+
+/// `v` if it is in the range `kind` allows.
+fn check_number(name: &str, kind: KeyKind, v: f64) -> Result<f64, OptionError> {
+    let fail = |msg: String| Err(OptionError(msg));
+    match kind {
+        KeyKind::Probability if !(0.0..1.0).contains(&v) => {
+            fail(format!("dropout probability `{name}` must lie in [0, 1), got {v}"))
+        }
+        KeyKind::Positive if v.is_nan() || v <= 0.0 => fail(format!("`{name}` must be positive, got {v}")),
+        KeyKind::Fraction if !(0.0..=1.0).contains(&v) => fail(format!("`{name}` must lie in [0, 1], got {v}")),
+        _ => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_check_their_values_and_fill_the_options() {
+        let mut o = Options::default();
+        o.set(Layer::Conv2d, "padding", Value::Int(2)).expect("valid");
+        o.set(Layer::Conv2d, "bias", Value::Bool(false)).expect("valid");
+        o.set(Layer::Dropout, "p", Value::Float(0.1)).expect("valid");
+        assert_eq!((o.padding, o.bias, o.p), (2, false, 0.1));
+        assert_eq!(o.stride_of(Layer::MaxPool2d, 3), 3);
+        assert_eq!(o.stride_of(Layer::Conv2d, 3), 1);
+        let err = |l, k, v| Options::default().set(l, k, v).expect_err("invalid").0;
+        assert_eq!(err(Layer::Conv2d, "padding", Value::Int(-1)), "`padding` must be a non-negative integer, got -1");
+        assert_eq!(err(Layer::Conv2d, "stride", Value::Int(0)), "`stride` must be a positive integer, got 0");
+        assert_eq!(err(Layer::Dropout, "p", Value::Float(1.5)), "dropout probability `p` must lie in [0, 1), got 1.5");
+        assert_eq!(err(Layer::LayerNorm, "eps", Value::Int(0)), "`eps` must be positive, got 0");
+        assert_eq!(err(Layer::Linear, "bias", Value::Int(1)), "`bias` takes `true` or `false`");
+        assert_eq!(err(Layer::Flatten, "p", Value::Int(1)), "`Flatten` has no option `p`");
+        assert!(err(Layer::Conv2d, "padding", Value::Int(1 << 40)).contains("at most 2147483647"));
+        // Every key a layer lists is one `set` knows.
+        for l in Layer::ALL {
+            for k in l.keys() {
+                let v = match k.kind() {
+                    KeyKind::Count { .. } => Value::Int(1),
+                    KeyKind::Bool => Value::Bool(true),
+                    _ => Value::Float(0.5),
+                };
+                Options::default().set(l, k.name(), v).unwrap_or_else(|e| panic!("{l:?}.{}: {e}", k.name()));
+            }
+        }
+    }
+}

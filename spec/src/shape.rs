@@ -1,0 +1,448 @@
+//! Per-sample shapes and each layer's shape rule, as `const fn`s: the
+//! macro calls them while it expands, the runtime in const evaluation.
+//!
+//! A dim is a `usize`. Sizes go up to [`MAX_SIZE`]; a value above it
+//! stands for a dim known only by name (a sequence length `T`), which the
+//! macro numbers and maps back. No size equals a symbolic dim, so a rule
+//! that compares dims rejects them, and the rules that compute with dims
+//! (windows, flattening) refuse them as [`ShapeError::NotFixed`].
+
+use crate::{Layer, Options};
+
+/// The largest size a dim, a layer size or an option may have (i32's
+/// range, so that products of a few stay far inside `usize`).
+pub const MAX_SIZE: usize = i32::MAX as usize;
+
+/// Whether `dim` stands for a dim known only by name.
+pub const fn is_symbolic(dim: usize) -> bool {
+    dim > MAX_SIZE
+}
+
+/// A per-sample shape usable in const evaluation: up to 8 dims.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct StaticShape {
+    /// The dims; entries past `rank` are 0.
+    pub dims: [usize; 8],
+    /// Number of dims.
+    pub rank: usize,
+}
+
+impl StaticShape {
+    /// A shape from its dims; fails to compile (or panics) beyond 8 dims.
+    pub const fn new(dims: &[usize]) -> Self {
+        assert!(dims.len() <= 8, "StaticShape holds at most 8 dims");
+        let mut out = [0; 8];
+        let mut i = 0;
+        while i < dims.len() {
+            out[i] = dims[i];
+            i += 1;
+        }
+        StaticShape { dims: out, rank: dims.len() }
+    }
+
+    /// The dims as a slice.
+    pub const fn as_slice(&self) -> &[usize] {
+        self.dims.split_at(self.rank).0
+    }
+
+    /// Product of the dims (saturating; see [`StaticShape::checked_numel`]).
+    pub const fn numel(&self) -> usize {
+        match self.checked_numel() {
+            Some(n) => n,
+            None => usize::MAX,
+        }
+    }
+
+    /// Product of the dims, if it fits a `usize`.
+    pub const fn checked_numel(&self) -> Option<usize> {
+        let mut n: usize = 1;
+        let mut i = 0;
+        while i < self.rank {
+            n = match n.checked_mul(self.dims[i]) {
+                Some(n) => n,
+                None => return None,
+            };
+            i += 1;
+        }
+        Some(n)
+    }
+
+    /// Equality usable in const evaluation.
+    pub const fn same(&self, other: &StaticShape) -> bool {
+        if self.rank != other.rank {
+            return false;
+        }
+        let mut i = 0;
+        while i < self.rank {
+            if self.dims[i] != other.dims[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    /// Whether every dim is a size.
+    pub const fn is_fixed(&self) -> bool {
+        let mut i = 0;
+        while i < self.rank {
+            if is_symbolic(self.dims[i]) {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+
+    /// The last dim, if any.
+    pub const fn last(&self) -> Option<usize> {
+        if self.rank == 0 { None } else { Some(self.dims[self.rank - 1]) }
+    }
+}
+
+impl std::fmt::Debug for StaticShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_slice())
+    }
+}
+
+/// Why a layer refuses its input. Each variant carries the numbers its
+/// message quotes; [`ShapeError::message`] writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// A `Linear` without a feature dim to act on.
+    NoFeatureDim,
+    /// A `Linear` whose input's last dim is not its input size.
+    Features {
+        /// The layer's input features.
+        expected: usize,
+        /// The input's last dim.
+        got: usize,
+    },
+    /// Not an image `[C, H, W]`.
+    NotImage,
+    /// A convolution's input channels.
+    InputChannels {
+        /// The layer's.
+        expected: usize,
+        /// The input's.
+        got: usize,
+    },
+    /// A normalisation's channels.
+    Channels {
+        /// The layer's.
+        expected: usize,
+        /// The input's.
+        got: usize,
+    },
+    /// Groups that do not divide both channel counts.
+    Groups {
+        /// The groups.
+        groups: usize,
+        /// Input channels.
+        cin: usize,
+        /// Output channels.
+        cout: usize,
+    },
+    /// A convolution kernel larger than its padded input.
+    Kernel {
+        /// The kernel size.
+        k: usize,
+        /// Its dilation.
+        dilation: usize,
+        /// The padding.
+        padding: usize,
+        /// Input height.
+        h: usize,
+        /// Input width.
+        w: usize,
+    },
+    /// Pooling padding over half the window.
+    Padding {
+        /// The padding.
+        padding: usize,
+        /// The window.
+        k: usize,
+    },
+    /// A pooling window larger than its padded input.
+    Window {
+        /// The window.
+        k: usize,
+        /// Input height.
+        h: usize,
+        /// Input width.
+        w: usize,
+    },
+    /// A `LayerNorm` whose input's last dim is not its size.
+    LastDim {
+        /// The layer's.
+        expected: usize,
+    },
+    /// Ids of more than one per-sample dim.
+    Ids,
+    /// A dim known only by name where the rule needs a size.
+    NotFixed,
+    /// More elements than a tensor can hold.
+    TooLarge,
+}
+
+/// What a rule reads of a layer's sizes, by position.
+const fn g(generics: &[usize], i: usize) -> usize {
+    if i < generics.len() { generics[i] } else { 0 }
+}
+
+const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
+    let Some(km1) = k.checked_sub(1) else { return None };
+    let Some(span) = dil.checked_mul(km1) else { return None };
+    let span = span + 1;
+    let Some(padded) = pad.checked_mul(2) else { return None };
+    let Some(padded) = padded.checked_add(size) else { return None };
+    if span > padded || stride == 0 {
+        return None;
+    }
+    Some((padded - span) / stride + 1)
+}
+
+/// The `[C, H, W]` of an image input, with fixed dims.
+const fn image(s: &StaticShape) -> Result<[usize; 3], ShapeError> {
+    if s.rank != 3 {
+        return Err(ShapeError::NotImage);
+    }
+    if !s.is_fixed() {
+        return Err(ShapeError::NotFixed);
+    }
+    Ok([s.dims[0], s.dims[1], s.dims[2]])
+}
+
+/// The per-sample output shape of `layer` (sizes `generics`, options `o`)
+/// for per-sample input `s`, or why it refuses `s`.
+pub const fn output(layer: Layer, generics: &[usize], o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
+    match layer {
+        Layer::Linear => {
+            let Some(last) = s.last() else { return Err(ShapeError::NoFeatureDim) };
+            let (i, out) = (g(generics, 0), g(generics, 1));
+            if last != i {
+                return Err(ShapeError::Features { expected: i, got: last });
+            }
+            let mut r = s;
+            r.dims[s.rank - 1] = out;
+            Ok(r)
+        }
+        Layer::Conv2d => {
+            let [c, h, w] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            let (cin, cout, k) = (g(generics, 0), g(generics, 1), g(generics, 2));
+            if c != cin {
+                return Err(ShapeError::InputChannels { expected: cin, got: c });
+            }
+            let groups = o.groups;
+            if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
+                return Err(ShapeError::Groups { groups, cin, cout });
+            }
+            let stride = o.stride_of(layer, k);
+            match (window(h, k, stride, o.padding, o.dilation), window(w, k, stride, o.padding, o.dilation)) {
+                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[cout, oh, ow])),
+                _ => Err(ShapeError::Kernel { k, dilation: o.dilation, padding: o.padding, h, w }),
+            }
+        }
+        Layer::MaxPool2d | Layer::AvgPool2d => {
+            let [c, h, w] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            let k = g(generics, 0);
+            if o.padding > k / 2 {
+                return Err(ShapeError::Padding { padding: o.padding, k });
+            }
+            let stride = o.stride_of(layer, k);
+            match (window(h, k, stride, o.padding, 1), window(w, k, stride, o.padding, 1)) {
+                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[c, oh, ow])),
+                _ => Err(ShapeError::Window { k, h, w }),
+            }
+        }
+        Layer::GlobalAvgPool => match image(&s) {
+            Ok([c, _, _]) => Ok(StaticShape::new(&[c])),
+            Err(e) => Err(e),
+        },
+        Layer::Flatten => {
+            if !s.is_fixed() {
+                return Err(ShapeError::NotFixed);
+            }
+            match s.checked_numel() {
+                Some(n) if n <= MAX_SIZE => Ok(StaticShape::new(&[n])),
+                _ => Err(ShapeError::TooLarge),
+            }
+        }
+        Layer::BatchNorm2d => match image(&s) {
+            Ok([ch, _, _]) if ch != g(generics, 0) => Err(ShapeError::Channels { expected: g(generics, 0), got: ch }),
+            Ok(_) => Ok(s),
+            Err(e) => Err(e),
+        },
+        Layer::LayerNorm => match s.last() {
+            Some(last) if last == g(generics, 0) => Ok(s),
+            _ => Err(ShapeError::LastDim { expected: g(generics, 0) }),
+        },
+        Layer::Embedding => {
+            if s.rank > 1 {
+                return Err(ShapeError::Ids);
+            }
+            let mut r = s;
+            r.dims[s.rank] = g(generics, 1);
+            r.rank += 1;
+            Ok(r)
+        }
+        Layer::Relu | Layer::LeakyRelu | Layer::Gelu | Layer::Sigmoid | Layer::Tanh | Layer::Dropout | Layer::Map => {
+            Ok(s)
+        }
+    }
+}
+
+impl ShapeError {
+    /// The message for layer `me` (as `` `fc: Linear<4, 2>` ``) given
+    /// `input`, shown as `got`. With `from`, the layer that produced the
+    /// input (`` `flat` ``, "the model input"), it reads "but `flat`
+    /// produces [256]"; without, "got [T, 32]". `field` names the layer's
+    /// field for a hint.
+    pub fn message(&self, me: &str, input: &StaticShape, got: &str, from: Option<&str>, field: &str) -> String {
+        let but = match from {
+            Some(src) => format!("but {src} produces {got}"),
+            None => format!("got {got}"),
+        };
+        let input_from = from.map_or(String::new(), |src| format!(" from {src}"));
+        match *self {
+            ShapeError::NoFeatureDim => format!("{me} needs an input with a feature dim"),
+            ShapeError::Features { expected, .. } => {
+                let n = input.checked_numel();
+                let hint = match (from, n) {
+                    (Some(_), Some(n)) if input.rank > 1 && input.is_fixed() && n == expected => {
+                        return format!(
+                            "{me} expects {expected} input features, {but}; add a `Flatten` layer before `{field}` \
+                             to get [{n}]"
+                        );
+                    }
+                    (Some(_), Some(n)) if input.rank > 1 && input.is_fixed() => format!(" ({n} after Flatten)"),
+                    _ => String::new(),
+                };
+                format!("{me} expects {expected} input features, {but}{hint}")
+            }
+            ShapeError::NotImage => format!("{me} expects an image [C, H, W], {but}"),
+            ShapeError::InputChannels { expected, got: c } => {
+                format!("{me} expects {expected} input channels, {but} ({c} channels)")
+            }
+            ShapeError::Channels { expected, got: c } => {
+                format!("{me} expects {expected} channels, {but} ({c} channels)")
+            }
+            ShapeError::Groups { groups, cin, cout } => {
+                format!("{me}: {groups} groups must divide both {cin} input and {cout} output channels")
+            }
+            ShapeError::Kernel { k, dilation, padding, h, w } => format!(
+                "{me}: the {k}x{k} kernel (dilation {dilation}) is larger than the {h}x{w} input{input_from} \
+                 (padding {padding})"
+            ),
+            ShapeError::Padding { padding, k } => {
+                format!("{me}: padding {padding} must be at most half the window {k}")
+            }
+            ShapeError::Window { k, h, w } => {
+                format!("{me}: the {k}x{k} window is larger than the {h}x{w} input{input_from}")
+            }
+            ShapeError::LastDim { expected } => format!("{me} normalises a last dim of {expected}, {but}"),
+            ShapeError::Ids => format!("{me} takes ids of per-sample shape [] or [T], {but}"),
+            ShapeError::NotFixed => format!("{me} needs fixed per-sample dims, {but}"),
+            ShapeError::TooLarge => format!("{me}: {} {got}, more elements than a tensor can hold", {
+                from.map_or("its input is".to_owned(), |s| format!("{s} produces"))
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(layer: Layer, g: &[usize], o: Options, dims: &[usize]) -> Result<Vec<usize>, ShapeError> {
+        output(layer, g, &o, StaticShape::new(dims)).map(|s| s.as_slice().to_vec())
+    }
+
+    const T: usize = MAX_SIZE + 1;
+
+    #[test]
+    fn rules_give_pytorchs_shapes() {
+        let d = Options::default();
+        assert_eq!(out(Layer::Linear, &[400, 120], d, &[400]), Ok(vec![120]));
+        assert_eq!(out(Layer::Linear, &[16, 8], d, &[T, 16]), Ok(vec![T, 8]), "a named dim passes");
+        let pad2 = Options { padding: 2, ..d };
+        assert_eq!(out(Layer::Conv2d, &[1, 6, 5], pad2, &[1, 28, 28]), Ok(vec![6, 28, 28]));
+        let strided = Options { stride: Some(2), padding: 1, dilation: 2, ..d };
+        assert_eq!(out(Layer::Conv2d, &[3, 8, 3], strided, &[3, 7, 7]), Ok(vec![8, 3, 3]));
+        assert_eq!(out(Layer::MaxPool2d, &[2], d, &[6, 28, 28]), Ok(vec![6, 14, 14]));
+        assert_eq!(
+            out(Layer::AvgPool2d, &[3], Options { stride: Some(2), padding: 1, ..d }, &[2, 7, 7]),
+            Ok(vec![2, 4, 4])
+        );
+        assert_eq!(out(Layer::GlobalAvgPool, &[], d, &[16, 5, 5]), Ok(vec![16]));
+        assert_eq!(out(Layer::Flatten, &[], d, &[16, 5, 5]), Ok(vec![400]));
+        assert_eq!(out(Layer::Embedding, &[100, 8], d, &[T]), Ok(vec![T, 8]));
+        assert_eq!(out(Layer::Embedding, &[100, 8], d, &[]), Ok(vec![8]));
+        assert_eq!(out(Layer::Relu, &[], d, &[T, 3, 9]), Ok(vec![T, 3, 9]));
+        assert_eq!(out(Layer::LayerNorm, &[16], d, &[T, 16]), Ok(vec![T, 16]));
+    }
+
+    #[test]
+    fn refusals_name_the_numbers() {
+        let d = Options::default();
+        let fc = |dims: &[usize]| out(Layer::Linear, &[400, 120], d, dims).expect_err("refused");
+        let msg = |e: ShapeError, dims: &[usize], got: &str, from| {
+            e.message("`fc1: Linear<400, 120>`", &StaticShape::new(dims), got, from, "fc1")
+        };
+        assert_eq!(
+            msg(fc(&[16, 5, 5]), &[16, 5, 5], "[16, 5, 5]", Some("`pool2`")),
+            "`fc1: Linear<400, 120>` expects 400 input features, but `pool2` produces [16, 5, 5]; add a `Flatten` \
+             layer before `fc1` to get [400]"
+        );
+        assert_eq!(
+            msg(fc(&[256]), &[256], "[256]", Some("`flat`")),
+            "`fc1: Linear<400, 120>` expects 400 input features, but `flat` produces [256]"
+        );
+        assert_eq!(
+            msg(fc(&[T, 32]), &[T, 32], "[T, 32]", None),
+            "`fc1: Linear<400, 120>` expects 400 input features, got [T, 32]"
+        );
+        assert_eq!(
+            out(Layer::Conv2d, &[8, 16, 5], d, &[6, 28, 28]),
+            Err(ShapeError::InputChannels { expected: 8, got: 6 })
+        );
+        assert_eq!(
+            out(Layer::Conv2d, &[4, 6, 3], Options { groups: 4, ..d }, &[4, 9, 9]),
+            Err(ShapeError::Groups { groups: 4, cin: 4, cout: 6 })
+        );
+        assert_eq!(
+            out(Layer::Conv2d, &[4, 4, 5], d, &[4, 3, 3]),
+            Err(ShapeError::Kernel { k: 5, dilation: 1, padding: 0, h: 3, w: 3 })
+        );
+        assert_eq!(
+            out(Layer::MaxPool2d, &[2], Options { padding: 2, ..d }, &[1, 8, 8]),
+            Err(ShapeError::Padding { padding: 2, k: 2 })
+        );
+        assert_eq!(out(Layer::Conv2d, &[1, 4, 3], d, &[1, T, 8]), Err(ShapeError::NotFixed));
+        assert_eq!(out(Layer::Flatten, &[], d, &[T, 4]), Err(ShapeError::NotFixed));
+        assert_eq!(out(Layer::Flatten, &[], d, &[MAX_SIZE, 4]), Err(ShapeError::TooLarge));
+        assert_eq!(out(Layer::Conv2d, &[1, 4, 3], d, &[8, 8]), Err(ShapeError::NotImage));
+        assert_eq!(out(Layer::Embedding, &[10, 4], d, &[3, 3]), Err(ShapeError::Ids));
+        assert_eq!(out(Layer::LayerNorm, &[16], d, &[8]), Err(ShapeError::LastDim { expected: 16 }));
+        assert_eq!(out(Layer::Linear, &[4, 2], d, &[]), Err(ShapeError::NoFeatureDim));
+        // Overflowing options are refusals, not panics.
+        let huge = Options { padding: usize::MAX, dilation: usize::MAX, ..d };
+        assert!(out(Layer::Conv2d, &[1, 1, 3], huge, &[1, 8, 8]).is_err());
+    }
+
+    #[test]
+    fn rules_run_in_const_evaluation() {
+        const S: StaticShape = match output(Layer::Linear, &[4, 2], &Options::DEFAULT, StaticShape::new(&[3, 4])) {
+            Ok(s) => s,
+            Err(_) => panic!("refused"),
+        };
+        assert_eq!(S.as_slice(), [3, 2]);
+    }
+}

@@ -1,0 +1,82 @@
+//! The runtime's built-in layers hold exactly what the spec lists: each
+//! parameter and buffer under its name, with its shape and initial values,
+//! in order; and `#[model]`'s parameter count is the spec's.
+
+use blaze::nn::{self, FromSpec, Module};
+use blaze::prelude::*;
+use blaze::spec::{Init, Layer, Options};
+
+fn holds<M: Module<Cpu> + FromSpec<Cpu>>(sizes: &[usize], options: Options) {
+    let layer = <M as FromSpec<Cpu>>::LAYER;
+    let m = M::from_spec(&options, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);
+    let got: Vec<(String, Vec<usize>)> = nn::state_dict::<Cpu, _>(&m).into_iter().map(|(n, t)| (n, t.shape)).collect();
+    let spec = layer.params(sizes, &options);
+    let want: Vec<(String, Vec<usize>)> = spec.iter().map(|p| (p.name.to_owned(), p.shape.clone())).collect();
+    assert_eq!(got, want, "{layer:?}");
+    assert_eq!(nn::num_params::<Cpu, M>(&m), layer.num_params(sizes, &options), "{layer:?}: trainable scalars");
+    for (p, (_, t)) in spec.iter().zip(nn::state_dict::<Cpu, _>(&m)) {
+        let v = t.values.to_f64_vec();
+        let ok = match p.init {
+            Init::FanInUniform { fan_in } => v.iter().all(|x| x.abs() <= 1.0 / (fan_in as f64).sqrt()),
+            Init::Normal => v.iter().any(|x| x.abs() > 1.0) && v.iter().all(|x| x.is_finite()),
+            Init::Ones => v.iter().all(|&x| x == 1.0),
+            Init::Zeros => v.iter().all(|&x| x == 0.0),
+        };
+        assert!(ok, "{layer:?}.{}: values do not follow {:?}", p.name, p.init);
+    }
+}
+
+#[test]
+fn every_built_in_layer_holds_what_the_spec_lists() {
+    let d = Options::default();
+    holds::<nn::Linear<Cpu, 7, 5>>(&[7, 5], d);
+    holds::<nn::Linear<Cpu, 7, 5>>(&[7, 5], Options { bias: false, ..d });
+    holds::<nn::Conv2d<Cpu, 4, 6, 3>>(&[4, 6, 3], d);
+    holds::<nn::Conv2d<Cpu, 4, 6, 3>>(&[4, 6, 3], Options { groups: 2, bias: false, ..d });
+    holds::<nn::BatchNorm2d<Cpu, 5>>(&[5], d);
+    holds::<nn::LayerNorm<Cpu, 5>>(&[5], d);
+    holds::<nn::Embedding<Cpu, 30, 8>>(&[30, 8], d);
+    holds::<nn::MaxPool2d<2>>(&[2], d);
+    holds::<nn::Relu>(&[], d);
+    holds::<nn::Dropout>(&[], Options { p: 0.2, ..d });
+}
+
+#[test]
+fn options_reach_the_runtime_layers() {
+    let o = Options {
+        stride: Some(2),
+        padding: 1,
+        dilation: 2,
+        p: 0.3,
+        negative_slope: 0.2,
+        eps: 1e-3,
+        momentum: 0.5,
+        ..Options::default()
+    };
+    let rng = &mut blaze::Rng::seed_from_u64(0);
+    let conv = <nn::Conv2d<Cpu, 2, 2, 3> as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice);
+    assert_eq!((conv.options.stride, conv.options.padding, conv.options.dilation), ([2, 2], [1, 1], [2, 2]));
+    let pool = <nn::MaxPool2d<3> as FromSpec<Cpu>>::from_spec(&Options::default(), rng, &CpuDevice);
+    assert_eq!(pool.options.stride, [3, 3], "pooling's stride defaults to its window");
+    let bn = <nn::BatchNorm2d<Cpu, 2> as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice);
+    assert_eq!((bn.config.eps, bn.config.momentum), (1e-3, 0.5));
+    assert_eq!(<nn::Dropout as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).p, 0.3);
+    assert_eq!(Layer::Linear.name(), "Linear");
+}
+
+/// The summary counts with the spec.
+#[model(input = [1, 8, 8])]
+struct Small {
+    #[layer(padding = 1, groups = 1)]
+    conv: Conv2d<1, 4, 3>,
+    act: Relu,
+    flat: Flatten,
+    fc: Linear<256, 3>,
+}
+
+#[test]
+fn the_models_parameter_count_is_the_specs() {
+    let m = Small::<Cpu>::new(&CpuDevice);
+    assert_eq!(nn::num_params::<Cpu, _>(&m), 40 + 771);
+    assert!(m.summary().contains("Total params: 811"), "{}", m.summary());
+}
