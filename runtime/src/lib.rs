@@ -8,6 +8,7 @@
 //! suite (`conformance` feature) that every backend runs.
 #![deny(missing_docs)]
 
+pub mod adjoint;
 pub mod autodiff;
 pub mod backend;
 #[cfg(feature = "conformance")]

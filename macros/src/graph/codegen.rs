@@ -465,13 +465,12 @@ impl Gen<'_> {
         let mut defined: HashSet<usize> = HashSet::from([low.output]);
         let mut grads_done: HashSet<(usize, Option<usize>)> = HashSet::new();
 
-        let sum_to = |e: TokenStream, a: usize, out: usize| {
-            if self.broadcast(a, out) {
-                let sa = s(a);
-                quote!(::blaze::nn::graph::sum_to(&#e, cache.#sa))
-            } else {
-                e
-            }
+        // A call of the op's gradient in `blaze::runtime::adjoint`, where the
+        // tape and the layers find the same formulas, as a tensor.
+        // `to` is the value the gradient is for, whose rank it has.
+        let adj = |to: usize, f: &str, args: TokenStream| {
+            let (f, r) = (format_ident!("{}", f), self.rank(to));
+            quote!(::blaze::Tensor::<B, #r>::from_storage(::blaze::runtime::adjoint::#f::<B>(#args)))
         };
 
         for (i, n) in low.nodes.iter().enumerate().rev() {
@@ -532,66 +531,79 @@ impl Gen<'_> {
                 Op::Bin(op) => {
                     let b = n.args[1];
                     let (va, vb, vy) = (v(a), v(b), v(n.out));
-                    let (ea, eb) = match op {
-                        Bin::Add => {
-                            (quote!(::core::clone::Clone::clone(&#gy)), quote!(::core::clone::Clone::clone(&#gy)))
-                        }
-                        Bin::Sub => (quote!(::core::clone::Clone::clone(&#gy)), quote!(#gy.neg())),
-                        Bin::Mul => (quote!(#gy.mul(&cache.#vb)), quote!(#gy.mul(&cache.#va))),
-                        Bin::Div => (quote!(#gy.div(&cache.#vb)), quote!(#gy.mul(&cache.#vy).div(&cache.#vb).neg())),
+                    // The shape an operand's gradient sums to: its own where
+                    // it was broadcast, the gradient's otherwise.
+                    let shape = |k: usize| {
+                        let sk = s(k);
+                        if self.broadcast(k, n.out) { quote!(&cache.#sk) } else { quote!(&#gy.shape()) }
                     };
-                    contrib.push((a, sum_to(ea, a, n.out)));
-                    contrib.push((b, sum_to(eb, b, n.out)));
+                    let (sa, sb) = (shape(a), shape(b));
+                    let g = quote!(#gy.storage());
+                    let (ea, eb) = match op {
+                        Bin::Add => (adj(a, "add", quote!(#g, #sa)), adj(b, "add", quote!(#g, #sb))),
+                        Bin::Sub => (adj(a, "add", quote!(#g, #sa)), adj(b, "sub_rhs", quote!(#g, #sb))),
+                        Bin::Mul => (
+                            adj(a, "mul_operand", quote!(#g, cache.#vb.storage(), #sa)),
+                            adj(b, "mul_operand", quote!(#g, cache.#va.storage(), #sb)),
+                        ),
+                        Bin::Div => (
+                            adj(a, "div_lhs", quote!(#g, cache.#vb.storage(), #sa)),
+                            adj(b, "div_rhs", quote!(#g, cache.#vb.storage(), cache.#vy.storage())),
+                        ),
+                    };
+                    contrib.push((a, ea));
+                    contrib.push((b, eb));
                 }
                 Op::Scalar(op, sv) => {
                     let sv = scalar(sv);
                     let (vx, vy) = (v(a), v(n.out));
+                    let g = quote!(#gy.storage());
                     let e = match op {
                         ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
-                        ScalarOp::Mul => quote!(#gy.mul_scalar(#sv)),
-                        ScalarOp::Div => quote!(#gy.div_scalar(#sv)),
-                        ScalarOp::RSub => quote!(#gy.neg()),
-                        ScalarOp::RDiv => quote!(#gy.mul(&cache.#vy).div(&cache.#vx).neg()),
+                        ScalarOp::Mul => adj(a, "scale_by", quote!(#g, #sv)),
+                        ScalarOp::Div => adj(a, "scale_by", quote!(#g, 1.0 / (#sv))),
+                        ScalarOp::RSub => adj(a, "neg", g),
+                        ScalarOp::RDiv => adj(a, "rdiv_scalar", quote!(#g, cache.#vx.storage(), cache.#vy.storage())),
                     };
                     contrib.push((a, e));
                 }
-                Op::Neg => contrib.push((a, quote!(#gy.neg()))),
+                Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
                 Op::Exp => {
                     let vy = v(n.out);
-                    contrib.push((a, quote!(#gy.mul(&cache.#vy))));
+                    contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
                 }
                 Op::Log => {
                     let vx = v(a);
-                    contrib.push((a, quote!(#gy.div(&cache.#vx))));
+                    contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
                 }
                 Op::Sqrt => {
                     let vy = v(n.out);
-                    contrib.push((a, quote!(#gy.div(&cache.#vy).mul_scalar(0.5))));
+                    contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
                 }
                 Op::Matmul => {
                     let b = n.args[1];
                     let (va, vb) = (v(a), v(b));
-                    let ea = quote!(#gy.matmul(&cache.#vb.transpose(-2i64, -1i64)));
-                    let eb = quote!(cache.#va.transpose(-2i64, -1i64).matmul(&#gy));
-                    contrib.push((a, sum_to(ea, a, n.out)));
-                    contrib.push((b, sum_to(eb, b, n.out)));
+                    let g = quote!(#gy.storage());
+                    let ea = adj(a, "matmul_lhs", quote!(#g, cache.#vb.storage(), &cache.#va.shape()));
+                    let eb = adj(b, "matmul_rhs", quote!(#g, cache.#va.storage(), &cache.#vb.shape()));
+                    contrib.push((a, ea));
+                    contrib.push((b, eb));
                 }
                 Op::Transpose(x, y) => {
                     let (x, y) = (td(*x), td(*y));
-                    contrib.push((a, quote!(#gy.transpose(#x, #y))));
+                    contrib.push((a, adj(a, "transpose_dims", quote!(#gy.storage(), #x, #y))));
                 }
                 Op::Permute(axes) => {
                     let axes = axes.iter().map(|&x| td(x));
-                    contrib
-                        .push((a, quote!(#gy.permute(::blaze::nn::graph::inverse_permutation([0usize #(, #axes)*])))));
+                    contrib.push((a, adj(a, "permute", quote!(#gy.storage(), &[0usize #(, #axes)*]))));
                 }
                 Op::Reshape(_) => {
                     let sa = s(a);
-                    contrib.push((a, quote!(#gy.reshape(cache.#sa))));
+                    contrib.push((a, adj(a, "reshape", quote!(#gy.storage(), &cache.#sa))));
                 }
                 Op::Narrow { dim, start, .. } => {
                     let (d, sa) = (td(*dim), s(a));
-                    contrib.push((a, quote!(::blaze::nn::graph::narrow_backward(&#gy, #d, #start, cache.#sa[#d]))));
+                    contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
                 }
                 Op::Cat(dim) => {
                     let d = td(*dim);
@@ -599,8 +611,9 @@ impl Gen<'_> {
                     pre.extend(quote!(let #off = 0usize;));
                     for (j, &k) in n.args.iter().enumerate() {
                         let (sk, piece) = (s(k), format_ident!("d{}_{}", i, j));
+                        let e = adj(k, "cat_piece", quote!(#gy.storage(), #d, #off, cache.#sk[#d]));
                         pre.extend(quote! {
-                            let #piece = #gy.narrow(#d, #off, cache.#sk[#d]);
+                            let #piece = #e;
                             let #off = #off + cache.#sk[#d];
                         });
                         contrib.push((k, quote!(#piece)));
@@ -609,23 +622,22 @@ impl Gen<'_> {
                 }
                 Op::Softmax(d) | Op::LogSoftmax(d) => {
                     let (d, vy) = (td(*d), v(n.out));
-                    let f = if matches!(n.op, Op::Softmax(_)) {
-                        quote!(softmax_backward)
-                    } else {
-                        quote!(log_softmax_backward)
-                    };
-                    contrib.push((a, quote!(::blaze::nn::graph::#f(&cache.#vy, &#gy, #d))));
+                    let f = if matches!(n.op, Op::Softmax(_)) { "softmax" } else { "log_softmax" };
+                    contrib.push((a, adj(a, f, quote!(#gy.storage(), cache.#vy.storage(), #d))));
                 }
                 Op::Reduce { dim, mean } => {
                     let (d, sa) = (td(*dim), s(a));
-                    contrib.push((a, quote!(::blaze::nn::graph::reduce_backward(&#gy, cache.#sa, #d, #mean))));
+                    let e = if *mean {
+                        adj(a, "mean", quote!(#gy.storage(), &cache.#sa, cache.#sa[#d]))
+                    } else {
+                        adj(a, "sum", quote!(#gy.storage(), &cache.#sa))
+                    };
+                    contrib.push((a, e));
                 }
                 Op::CausalFill { t, .. } => {
                     let (t, r) = (t.tokens(), self.rank(n.out));
-                    contrib.push((
-                        a,
-                        quote!(#gy.masked_fill(&::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()), 0.0)),
-                    ));
+                    let mask = quote!(::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()));
+                    contrib.push((a, adj(a, "masked_fill", quote!(#gy.storage(), #mask.storage()))));
                 }
                 Op::Kernel { path, args: kargs } => {
                     let list = self.kernel_args(kargs, &n.args, true);
@@ -634,8 +646,16 @@ impl Gen<'_> {
                         if let KernelArg::Tensor(j) = ka {
                             let k = n.args[*j];
                             if need(k) {
-                                let e = quote!(#gy.mul(&::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*])));
-                                contrib.push((k, sum_to(e, k, n.out)));
+                                let shape = if self.broadcast(k, n.out) {
+                                    let sk = s(k);
+                                    quote!(&cache.#sk)
+                                } else {
+                                    quote!(&#gy.shape())
+                                };
+                                let partial = quote!(::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*]));
+                                let times =
+                                    quote!(::blaze::runtime::adjoint::times::<B>(#gy.storage(), #partial.storage()));
+                                contrib.push((k, adj(k, "sum_to", quote!(#times, #shape))));
                             }
                         }
                     }

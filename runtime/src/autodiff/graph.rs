@@ -47,6 +47,8 @@ pub(crate) enum Op<B: Backend> {
     Conv2d(B::Storage, B::Storage, Conv2dOptions),
     MaxPool2d(Vec<usize>, B::Storage),
     AvgPool2d(Vec<usize>, Pool2dOptions),
+    /// `softmax` (`log_softmax` with `true`) over a dim, with its output.
+    Softmax(B::Storage, usize, bool),
     /// A layer's bias and activation (`Backend::bias_act`) with the output
     /// (the activations recorded this way differentiate from it), the dim
     /// the bias runs along, and whether there is a bias.

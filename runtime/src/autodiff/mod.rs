@@ -320,6 +320,14 @@ impl<B: Backend> Backend for Autodiff<B> {
         if dtype.is_float() && from.is_float() { record(y, &[x], || Op::Cast(from)) } else { AdStorage::constant(y) }
     }
 
+    /// One recorded op (the inner backend's fused softmax) whose gradient
+    /// is the adjoint the generated backward uses too.
+    fn softmax(x: &AdStorage<B>, dim: usize, log: bool) -> AdStorage<B> {
+        let y = B::softmax(&x.primal, dim, log);
+        let out = y.clone();
+        record(y, &[x], || Op::Softmax(out, dim, log))
+    }
+
     fn unary(op: UnaryOp, x: &AdStorage<B>) -> AdStorage<B> {
         let y = B::unary(op, &x.primal);
         if !B::dtype(&y).is_float() {

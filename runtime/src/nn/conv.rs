@@ -3,6 +3,7 @@
 use super::params::weight_bias_module;
 use super::spec::init_param;
 use super::{Ctx, Layer, WeightGrads};
+use crate::adjoint;
 use crate::rng::Rng;
 use crate::{Backend, Conv2dOptions, Tensor, UnaryOp};
 use blaze_spec::{Layer as Spec, Options};
@@ -100,14 +101,14 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
     }
 
     fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, Conv2dGrads<B>) {
-        let dx = g.conv2d_input_grad(&self.weight, x.shape(), self.options);
-        (dx, self.backward_params(x, g))
+        let dx = adjoint::conv2d_input::<B>(g.storage(), self.weight.storage(), x.shape(), &self.options);
+        (Tensor::from_storage(dx), self.backward_params(x, g))
     }
 
     fn backward_params(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> Conv2dGrads<B> {
-        let weight = x.conv2d_weight_grad(g, self.weight.shape(), self.options);
+        let dw = adjoint::conv2d_weight::<B>(g.storage(), x.storage(), self.weight.shape(), &self.options);
         // The bias is added at every position of every sample.
-        let bias = self.bias.as_ref().map(|_| g.sum_dim(0).sum_dim(2).sum_dim(3).reshape([COUT]));
-        Conv2dGrads { weight, bias }
+        let bias = self.bias.as_ref().map(|_| Tensor::from_storage(adjoint::bias::<B>(g.storage(), 1)));
+        Conv2dGrads { weight: Tensor::from_storage(dw), bias }
     }
 }

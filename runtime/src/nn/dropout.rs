@@ -58,6 +58,12 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Dropout {
     }
 
     fn backward(&self, mask: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (mask.as_ref().map_or_else(|| g.clone(), |m| g.mul(m)), ())
+        (
+            mask.as_ref().map_or_else(
+                || g.clone(),
+                |m| Tensor::from_storage(crate::adjoint::times::<B>(g.storage(), m.storage())),
+            ),
+            (),
+        )
     }
 }

@@ -1,7 +1,8 @@
 //! What the code `#[model]` emits for a `forward` body calls: the
 //! [`Graph`] trait every model implements (so one model can call another),
-//! the const check of such a call, the constants a body may build (causal
-//! masks, positions), and the adjoint of each tensor op, one function each.
+//! the const check of such a call, and the constants a body may build
+//! (causal masks, positions). The gradients its backward computes are the
+//! ops' own, in `crate::adjoint`.
 //!
 //! Shapes in a body are per sample; a value built from constants alone has
 //! a batch dim of 1 and broadcasts against the batch.
@@ -137,68 +138,6 @@ pub fn causal_mask<B: Backend, const D: usize>(t: usize, device: &B::Device) -> 
 /// against the batch.
 pub fn positions<B: Backend>(t: usize, device: &B::Device) -> Tensor<B, 2> {
     Tensor::<B, 1>::arange(0..t as i64, device).reshape([1, t])
-}
-
-/// The gradient of an operand of shape `shape` that was broadcast to `g`'s
-/// shape: `g` summed over the broadcast dims.
-pub fn sum_to<B: Backend, const D: usize>(g: &Tensor<B, D>, shape: [usize; D]) -> Tensor<B, D> {
-    let mut out = g.clone();
-    for (d, &s) in shape.iter().enumerate() {
-        if s == 1 && out.shape()[d] != 1 {
-            out = out.sum_dim(d);
-        }
-    }
-    out
-}
-
-/// The adjoint of `narrow(dim, start, len)` of an input of size `size`
-/// along `dim`: `g` padded with zeros to the input's extent.
-pub fn narrow_backward<B: Backend, const D: usize>(
-    g: &Tensor<B, D>,
-    dim: usize,
-    start: usize,
-    size: usize,
-) -> Tensor<B, D> {
-    let mut pads = [(0, 0); D];
-    pads[dim] = (start, size - start - g.shape()[dim]);
-    g.pad(pads, 0.0)
-}
-
-/// The adjoint of `y = softmax(x, dim)`: `y (g - sum(g y))`.
-pub fn softmax_backward<B: Backend, const D: usize>(y: &Tensor<B, D>, g: &Tensor<B, D>, dim: usize) -> Tensor<B, D> {
-    let gy = g.mul(y);
-    gy.sub(&y.mul(&gy.sum_dim(dim)))
-}
-
-/// The adjoint of `y = log_softmax(x, dim)`: `g - exp(y) sum(g)`.
-pub fn log_softmax_backward<B: Backend, const D: usize>(
-    y: &Tensor<B, D>,
-    g: &Tensor<B, D>,
-    dim: usize,
-) -> Tensor<B, D> {
-    g.sub(&y.exp().mul(&g.sum_dim(dim)))
-}
-
-/// The adjoint of `sum_dim`/`mean_dim` over `dim` (kept with size 1) of
-/// an input of shape `shape`: `g` spread back over the dim, divided by its
-/// size for a mean.
-pub fn reduce_backward<B: Backend, const D: usize>(
-    g: &Tensor<B, D>,
-    shape: [usize; D],
-    dim: usize,
-    mean: bool,
-) -> Tensor<B, D> {
-    let out = g.expand(shape);
-    if mean { out.div_scalar(shape[dim] as f64) } else { out }
-}
-
-/// The inverse of a permutation, for the adjoint of `permute`.
-pub fn inverse_permutation<const D: usize>(axes: [usize; D]) -> [usize; D] {
-    let mut inv = [0; D];
-    for (i, &a) in axes.iter().enumerate() {
-        inv[a] = i;
-    }
-    inv
 }
 
 /// Gradients of zeros for every parameter of `m`: those of a layer whose

@@ -3,6 +3,7 @@
 use super::params::weight_bias_module;
 use super::spec::init_param;
 use super::{Ctx, Layer, WeightGrads};
+use crate::adjoint;
 use crate::rng::Rng;
 use crate::{Backend, Tensor, UnaryOp};
 use blaze_spec::{Layer as Spec, Options};
@@ -89,15 +90,14 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> 
     }
 
     fn backward(&self, cache: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, LinearGrads<B>) {
-        // y = x W^T + b  =>  dx = g W,  dW = g^T x,  db = sum over rows of g.
-        let dx = g.reshape::<2>([-1, O as i64]).matmul(&self.weight).reshape(cache.1);
-        (dx, self.backward_params(cache, g))
+        let rows: Tensor<B, 2> = g.reshape([-1, O as i64]);
+        let dx = Tensor::<B, 2>::from_storage(adjoint::linear_input::<B>(rows.storage(), self.weight.storage()));
+        (dx.reshape(cache.1), self.backward_params(cache, g))
     }
 
     fn backward_params(&self, (x, _): &Self::Cache, g: &Tensor<B, D>) -> LinearGrads<B> {
-        let g: Tensor<B, 2> = g.reshape([-1, O as i64]);
-        let weight = g.t().matmul(x);
-        let bias = self.bias.as_ref().map(|_| g.sum_dim(0).squeeze(0));
-        LinearGrads { weight, bias }
+        let rows: Tensor<B, 2> = g.reshape([-1, O as i64]);
+        let (weight, bias) = adjoint::linear_params::<B>(rows.storage(), x.storage(), self.bias.is_some());
+        LinearGrads { weight: Tensor::from_storage(weight), bias: bias.map(Tensor::from_storage) }
     }
 }

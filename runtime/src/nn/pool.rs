@@ -2,6 +2,7 @@
 //! `GlobalAvgPool` and `Flatten`. None has parameters.
 
 use super::{Ctx, Layer, stateless_module};
+use crate::adjoint;
 use crate::{Backend, Pool2dOptions, Tensor};
 
 /// Options of the pooling layers.
@@ -82,13 +83,7 @@ impl<B: Backend, const K: usize> Layer<B, 4, 4> for MaxPool2d<K> {
     }
 
     fn backward(&self, (idx, shape): &Self::Cache, g: &Tensor<B, 4>) -> (Tensor<B, 4>, ()) {
-        // Each output's gradient goes to the input that won its window;
-        // overlapping windows add up.
-        let [n, c, h, w] = *shape;
-        let g3: Tensor<B, 3> = g.flatten(2, 3);
-        let i3: Tensor<B, 3> = idx.flatten(2, 3);
-        let dx = Tensor::<B, 3>::full_dtype([n, c, h * w], 0.0, g.dtype(), &g.device()).scatter_add(2, &i3, &g3);
-        (dx.reshape(*shape), ())
+        (Tensor::from_storage(adjoint::max_pool2d::<B>(g.storage(), shape, idx.storage())), ())
     }
 }
 
@@ -104,7 +99,7 @@ impl<B: Backend, const K: usize> Layer<B, 4, 4> for AvgPool2d<K> {
     }
 
     fn backward(&self, shape: &[usize; 4], g: &Tensor<B, 4>) -> (Tensor<B, 4>, ()) {
-        (g.avg_pool2d_input_grad(*shape, self.options), ())
+        (Tensor::from_storage(adjoint::avg_pool2d::<B>(g.storage(), shape, &self.options)), ())
     }
 }
 
@@ -121,9 +116,10 @@ impl<B: Backend> Layer<B, 4, 2> for GlobalAvgPool {
     }
 
     fn backward(&self, shape: &[usize; 4], g: &Tensor<B, 2>) -> (Tensor<B, 4>, ()) {
+        // A mean over the h x w positions of each plane.
         let [n, c, h, w] = *shape;
         let g4: Tensor<B, 4> = g.reshape([n, c, 1, 1]);
-        (g4.expand(*shape).div_scalar((h * w) as f64), ())
+        (Tensor::from_storage(adjoint::mean::<B>(g4.storage(), shape, h * w)), ())
     }
 }
 
@@ -140,6 +136,6 @@ impl<B: Backend, const D: usize> Layer<B, D, 2> for Flatten {
     }
 
     fn backward(&self, shape: &[usize; D], g: &Tensor<B, 2>) -> (Tensor<B, D>, ()) {
-        (g.reshape(*shape), ())
+        (Tensor::from_storage(adjoint::reshape::<B>(g.storage(), shape)), ())
     }
 }

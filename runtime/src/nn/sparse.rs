@@ -80,10 +80,11 @@ macro_rules! embedding_layer {
             /// The ids get no gradient (they are integers): the returned
             /// input gradient is zeros.
             fn backward(&self, ids: &Tensor<B, $r>, g: &Tensor<B, $ro>) -> (Tensor<B, $r>, EmbeddingGrads<B>) {
+                // The lookup is an index_select of the table's rows.
                 let flat: Tensor<B, 1> = ids.reshape([-1]);
                 let rows: Tensor<B, 2> = g.reshape([-1, D as i64]);
-                let weight = self.weight.zeros_like().index_add(0, &flat, &rows);
-                (ids.zeros_like(), EmbeddingGrads { weight })
+                let weight = crate::adjoint::index_select::<B>(rows.storage(), &[V, D], 0, flat.storage());
+                (ids.zeros_like(), EmbeddingGrads { weight: Tensor::from_storage(weight) })
             }
         }
     )*};

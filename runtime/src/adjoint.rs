@@ -1,0 +1,553 @@
+//! Every op's gradient, written once. Given the gradient `g` of an op's
+//! output and what the op kept (its inputs, its output, or only their
+//! shapes), each function returns the gradient of each input. Three
+//! readers call them: the tape's rules (`autodiff/rules.rs`), the backward
+//! code `#[model]` generates for forward bodies, and the layers' own
+//! `backward` (`nn`). So a formula is fixed in one place, and the tape
+//! and the generated backward agree by construction (the oracle tests
+//! check it, and finite differences check the formulas).
+//!
+//! They work on backend storages of any rank, which is what the tape
+//! holds; typed callers wrap the result (`Tensor::from_storage`). None
+//! allocates on the heap beyond the ops it runs, so a generated training
+//! step stays allocation-free.
+
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+use crate::backend::{Backend, BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
+use crate::shape::Dims;
+use crate::{Conv2dOptions, Pool2dOptions};
+
+type S<B> = <B as Backend>::Storage;
+
+fn mul<B: Backend>(a: &S<B>, b: &S<B>) -> S<B> {
+    B::binary(BinaryOp::Mul, a, b)
+}
+
+fn div<B: Backend>(a: &S<B>, b: &S<B>) -> S<B> {
+    B::binary(BinaryOp::Div, a, b)
+}
+
+fn scale<B: Backend>(a: &S<B>, s: f64) -> S<B> {
+    B::binary_scalar(BinaryOp::Mul, a, s)
+}
+
+/// `1 - t`.
+fn one_minus<B: Backend>(t: &S<B>) -> S<B> {
+    B::binary_scalar(BinaryOp::Add, &scale::<B>(t, -1.0), 1.0)
+}
+
+/// Zeros of `like`'s dtype and device, of `shape`.
+fn zeros<B: Backend>(like: &S<B>, shape: &[usize]) -> S<B> {
+    B::full(shape, 0.0, B::dtype(like), &B::device(like))
+}
+
+/// A one-element zero of `like`'s rank, which broadcasts.
+fn zero<B: Backend>(like: &S<B>) -> S<B> {
+    scratch(B::shape(like).len(), |ones: &mut [usize]| {
+        ones.fill(1);
+        zeros::<B>(like, ones)
+    })
+}
+
+/// A mask as 0/1 of `like`'s dtype.
+fn as_float<B: Backend>(mask: &S<B>, like: &S<B>) -> S<B> {
+    B::cast(mask, B::dtype(like))
+}
+
+/// Runs `f` on `n` default values: on the stack up to rank 8 (every
+/// training step's case, so it stays allocation-free), else on the heap.
+fn scratch<T: Clone + Default, R>(n: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    if n <= 8 {
+        let mut a: [T; 8] = Default::default();
+        f(&mut a[..n])
+    } else {
+        f(&mut vec![T::default(); n])
+    }
+}
+
+// ---- broadcasting and movement --------------------------------------------
+
+/// The gradient of an operand of shape `shape` broadcast to `g`'s shape:
+/// `g` summed over the dims where `shape` has 1 and `g` does not.
+pub fn sum_to<B: Backend>(g: S<B>, shape: &[usize]) -> S<B> {
+    let mut out = g;
+    for (d, &want) in shape.iter().enumerate() {
+        if want == 1 && B::shape(&out)[d] != 1 {
+            out = B::reduce(ReduceOp::Sum, &out, d);
+        }
+    }
+    out
+}
+
+/// `permute(axes)`: `g` permuted back by the inverse.
+pub fn permute<B: Backend>(g: &S<B>, axes: &[usize]) -> S<B> {
+    scratch(axes.len(), |inverse: &mut [usize]| {
+        for (i, &a) in axes.iter().enumerate() {
+            inverse[a] = i;
+        }
+        B::permute(g, inverse)
+    })
+}
+
+/// `reshape` of an input of shape `from`.
+pub fn reshape<B: Backend>(g: &S<B>, from: &[usize]) -> S<B> {
+    B::reshape(g, from)
+}
+
+/// `slice(ranges)` of an input of shape `from`: `g` padded with zeros.
+pub fn slice<B: Backend>(g: &S<B>, from: &[usize], ranges: &[Range<usize>]) -> S<B> {
+    scratch(from.len(), |pads: &mut [(usize, usize)]| {
+        for (d, (r, &n)) in ranges.iter().zip(from).enumerate() {
+            pads[d] = (r.start, n - r.end);
+        }
+        B::pad(g, pads, 0.0)
+    })
+}
+
+/// `narrow(dim, start, len)` of an input of size `size` along `dim`.
+pub fn narrow<B: Backend>(g: &S<B>, dim: usize, start: usize, size: usize) -> S<B> {
+    let shape = B::shape(g);
+    scratch(shape.len(), |pads: &mut [(usize, usize)]| {
+        pads[dim] = (start, size - start - shape[dim]);
+        B::pad(g, pads, 0.0)
+    })
+}
+
+/// `pad(pads)` of an input of shape `from`: the unpadded part of `g`.
+pub fn pad<B: Backend>(g: &S<B>, from: &[usize], pads: &[(usize, usize)]) -> S<B> {
+    scratch(from.len(), |ranges: &mut [Range<usize>]| {
+        for (d, (&(before, _), &n)) in pads.iter().zip(from).enumerate() {
+            ranges[d] = before..before + n;
+        }
+        B::slice(g, ranges)
+    })
+}
+
+/// The gradient of the `cat` input that sits at `start..start + len`
+/// along `dim`.
+pub fn cat_piece<B: Backend>(g: &S<B>, dim: usize, start: usize, len: usize) -> S<B> {
+    let shape = B::shape(g);
+    scratch(shape.len(), |ranges: &mut [Range<usize>]| {
+        for (d, &n) in shape.iter().enumerate() {
+            ranges[d] = if d == dim { start..start + len } else { 0..n };
+        }
+        B::slice(g, ranges)
+    })
+}
+
+// ---- elementwise ------------------------------------------------------------
+
+/// `-x`.
+pub fn neg<B: Backend>(g: &S<B>) -> S<B> {
+    B::unary(UnaryOp::Neg, g)
+}
+
+/// `y = e^x`: `g y`.
+pub fn exp<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    mul::<B>(g, y)
+}
+
+/// `log x`: `g / x`.
+pub fn log<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
+    div::<B>(g, x)
+}
+
+/// `y = sqrt x`: `g / (2 y)`.
+pub fn sqrt<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    scale::<B>(&div::<B>(g, y), 0.5)
+}
+
+/// `y = tanh x`: `g (1 - y²)`.
+pub fn tanh<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    mul::<B>(g, &one_minus::<B>(&mul::<B>(y, y)))
+}
+
+/// `y = σ(x)`: `g y (1 - y)`.
+pub fn sigmoid<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    mul::<B>(g, &mul::<B>(y, &one_minus::<B>(y)))
+}
+
+/// ReLU, from its input or its output (`> 0` at the same places): `g`
+/// where positive, else 0 (0 at the kink, as PyTorch).
+pub fn relu<B: Backend>(g: &S<B>, x_or_y: &S<B>) -> S<B> {
+    B::where_cond(&B::compare_scalar(CmpOp::Gt, x_or_y, 0.0), g, &zero::<B>(g))
+}
+
+/// Leaky ReLU with `slope` below zero.
+pub fn leaky_relu<B: Backend>(g: &S<B>, x: &S<B>, slope: f64) -> S<B> {
+    B::where_cond(&B::compare_scalar(CmpOp::Gt, x, 0.0), g, &scale::<B>(g, slope))
+}
+
+/// The exact GELU: `g (Φ(x) + x φ(x))`, one fused elementwise pass.
+pub fn gelu<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
+    let shape = Dims::from(B::shape(x));
+    B::elementwise::<GeluGrad>(
+        KernelFn::Value,
+        &[KernelArg::Tensor(x.clone()), KernelArg::Tensor(g.clone())],
+        &shape,
+        B::dtype(x),
+    )
+}
+
+/// `y = 1 / x`: `-g y²`.
+pub fn recip<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    scale::<B>(&mul::<B>(g, &mul::<B>(y, y)), -1.0)
+}
+
+/// The gradient of unary `op` at input `x` with output `y`.
+pub fn unary<B: Backend>(op: UnaryOp, x: &S<B>, y: &S<B>, g: &S<B>) -> S<B> {
+    match op {
+        UnaryOp::Neg => neg::<B>(g),
+        UnaryOp::Abs => mul::<B>(g, &B::unary(UnaryOp::Sign, x)),
+        UnaryOp::Exp => exp::<B>(g, y),
+        UnaryOp::Log => log::<B>(g, x),
+        UnaryOp::Sqrt => sqrt::<B>(g, y),
+        UnaryOp::Recip => recip::<B>(g, y),
+        UnaryOp::Tanh => tanh::<B>(g, y),
+        UnaryOp::Sigmoid => sigmoid::<B>(g, y),
+        UnaryOp::Relu => relu::<B>(g, y),
+        UnaryOp::LeakyRelu(s) => leaky_relu::<B>(g, x, s),
+        UnaryOp::Gelu => gelu::<B>(g, x),
+        UnaryOp::Sin => mul::<B>(g, &B::unary(UnaryOp::Cos, x)),
+        UnaryOp::Cos => scale::<B>(&mul::<B>(g, &B::unary(UnaryOp::Sin, x)), -1.0),
+        // d erf(x) = 2/√π e^{-x²}.
+        UnaryOp::Erf => mul::<B>(
+            g,
+            &scale::<B>(&B::unary(UnaryOp::Exp, &scale::<B>(&mul::<B>(x, x), -1.0)), std::f64::consts::FRAC_2_SQRT_PI),
+        ),
+        // Piecewise constant: zero almost everywhere.
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Sign | UnaryOp::Not => zeros::<B>(g, B::shape(g)),
+    }
+}
+
+// Each operand's gradient of a broadcasting binary op has its own
+// function, so a caller computes only the ones it needs; each is summed
+// to its operand's shape.
+
+/// Either operand of `a + b`, and `a` of `a - b`: `g`.
+pub fn add<B: Backend>(g: &S<B>, shape: &[usize]) -> S<B> {
+    sum_to::<B>(g.clone(), shape)
+}
+
+/// `b` of `a - b`: `-g`.
+pub fn sub_rhs<B: Backend>(g: &S<B>, shape: &[usize]) -> S<B> {
+    sum_to::<B>(neg::<B>(g), shape)
+}
+
+/// An operand of `a * b`: `g` times the other operand.
+pub fn mul_operand<B: Backend>(g: &S<B>, other: &S<B>, shape: &[usize]) -> S<B> {
+    sum_to::<B>(mul::<B>(g, other), shape)
+}
+
+/// `a` of `y = a / b`: `g / b`.
+pub fn div_lhs<B: Backend>(g: &S<B>, b: &S<B>, shape: &[usize]) -> S<B> {
+    sum_to::<B>(div::<B>(g, b), shape)
+}
+
+/// `b` of `y = a / b`: `-g y / b`.
+pub fn div_rhs<B: Backend>(g: &S<B>, b: &S<B>, y: &S<B>) -> S<B> {
+    sum_to::<B>(neg::<B>(&div::<B>(&mul::<B>(g, y), b)), B::shape(b))
+}
+
+/// Where `a` wins a max (min, with `less`) against `b`: 1, ties 1/2, else 0
+/// (the gradient splits evenly between ties, as PyTorch's maximum).
+fn winner<B: Backend>(a: &S<B>, b: &S<B>, less: bool) -> S<B> {
+    let cmp = if less { CmpOp::Lt } else { CmpOp::Gt };
+    let wins = as_float::<B>(&B::compare(cmp, a, b), a);
+    let ties = as_float::<B>(&B::compare(CmpOp::Eq, a, b), a);
+    B::binary(BinaryOp::Add, &wins, &scale::<B>(&ties, 0.5))
+}
+
+/// The gradients of binary `op`'s inputs `a` and `b`.
+pub fn binary<B: Backend>(op: BinaryOp, a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 2] {
+    let (sa, sb) = (B::shape(a), B::shape(b));
+    match op {
+        BinaryOp::Add => [add::<B>(g, sa), add::<B>(g, sb)],
+        BinaryOp::Sub => [add::<B>(g, sa), sub_rhs::<B>(g, sb)],
+        BinaryOp::Mul => [mul_operand::<B>(g, b, sa), mul_operand::<B>(g, a, sb)],
+        BinaryOp::Div => [div_lhs::<B>(g, b, sa), div_rhs::<B>(g, b, &div::<B>(a, b))],
+        BinaryOp::Pow => {
+            let p = B::binary(BinaryOp::Pow, a, b);
+            // d a^b/da = b a^(b-1) = b a^b / a; d a^b/db = a^b ln a.
+            let ga = mul::<B>(g, &div::<B>(&mul::<B>(b, &p), a));
+            let gb = mul::<B>(g, &mul::<B>(&p, &B::unary(UnaryOp::Log, a)));
+            [sum_to::<B>(ga, sa), sum_to::<B>(gb, sb)]
+        }
+        BinaryOp::Maximum | BinaryOp::Minimum => {
+            let less = op == BinaryOp::Minimum;
+            let ga = mul::<B>(g, &winner::<B>(a, b, less));
+            let gb = mul::<B>(g, &winner::<B>(b, a, less));
+            [sum_to::<B>(ga, sa), sum_to::<B>(gb, sb)]
+        }
+        // Boolean ops are not differentiable (the tape records none).
+        BinaryOp::And | BinaryOp::Or => [zeros::<B>(a, sa), zeros::<B>(b, sb)],
+    }
+}
+
+/// `x * s` for a number `s` (and `x / s` with `1 / s`): `g s`.
+pub fn scale_by<B: Backend>(g: &S<B>, s: f64) -> S<B> {
+    scale::<B>(g, s)
+}
+
+/// A transposition of dims `d0` and `d1`, its own inverse.
+pub fn transpose_dims<B: Backend>(g: &S<B>, d0: usize, d1: usize) -> S<B> {
+    scratch(B::shape(g).len(), |axes: &mut [usize]| {
+        for (i, a) in axes.iter_mut().enumerate() {
+            *a = i;
+        }
+        axes.swap(d0, d1);
+        B::permute(g, axes)
+    })
+}
+
+/// `y = s / x`: `-g y / x`.
+pub fn rdiv_scalar<B: Backend>(g: &S<B>, x: &S<B>, y: &S<B>) -> S<B> {
+    neg::<B>(&div::<B>(&mul::<B>(g, y), x))
+}
+
+/// The gradient of `x op s`, a scalar `s` on the right.
+pub fn binary_scalar<B: Backend>(op: BinaryOp, x: &S<B>, s: f64, g: &S<B>) -> S<B> {
+    match op {
+        BinaryOp::Add | BinaryOp::Sub => g.clone(),
+        BinaryOp::Mul => scale::<B>(g, s),
+        BinaryOp::Div => scale::<B>(g, 1.0 / s),
+        BinaryOp::Pow => mul::<B>(g, &scale::<B>(&B::binary_scalar(BinaryOp::Pow, x, s - 1.0), s)),
+        BinaryOp::Maximum | BinaryOp::Minimum => {
+            let cmp = if op == BinaryOp::Maximum { CmpOp::Gt } else { CmpOp::Lt };
+            let wins = as_float::<B>(&B::compare_scalar(cmp, x, s), x);
+            let ties = as_float::<B>(&B::compare_scalar(CmpOp::Eq, x, s), x);
+            mul::<B>(g, &B::binary(BinaryOp::Add, &wins, &scale::<B>(&ties, 0.5)))
+        }
+        BinaryOp::And | BinaryOp::Or => zeros::<B>(x, B::shape(x)),
+    }
+}
+
+/// `where(cond, a, b)`: `g` where `cond` to `a`, elsewhere to `b`.
+pub fn where_cond<B: Backend>(g: &S<B>, cond: &S<B>, a_shape: &[usize], b_shape: &[usize]) -> [S<B>; 2] {
+    let zero = zero::<B>(g);
+    [sum_to::<B>(B::where_cond(cond, g, &zero), a_shape), sum_to::<B>(B::where_cond(cond, &zero, g), b_shape)]
+}
+
+/// `masked_fill(mask, v)`: the filled places get no gradient.
+pub fn masked_fill<B: Backend>(g: &S<B>, mask: &S<B>) -> S<B> {
+    B::where_cond(mask, &zero::<B>(g), g)
+}
+
+/// The bias of `bias_act` along `dim`: `g` summed over every other dim.
+pub fn bias<B: Backend>(g: &S<B>, dim: usize) -> S<B> {
+    let shape = Dims::from(B::shape(g));
+    let mut s = g.clone();
+    for d in (0..shape.len()).rev().filter(|&d| d != dim) {
+        s = B::reduce(ReduceOp::Sum, &s, d);
+    }
+    B::reshape(&s, &[shape[dim]])
+}
+
+/// `x * f` for a factor `f` that does not depend on `x` (a dropout mask,
+/// a `kernel!` kernel's partial derivative for that input): `g f`.
+pub fn times<B: Backend>(g: &S<B>, factor: &S<B>) -> S<B> {
+    mul::<B>(g, factor)
+}
+
+// ---- reductions and softmax -----------------------------------------------
+
+/// `sum_dim` over an input of shape `x_shape` (the dim kept with size 1).
+pub fn sum<B: Backend>(g: &S<B>, x_shape: &[usize]) -> S<B> {
+    B::expand(g, x_shape)
+}
+
+/// A mean of `count` elements each (over one dim or several, kept with
+/// size 1) of an input of shape `x_shape`: `g / count` spread back.
+pub fn mean<B: Backend>(g: &S<B>, x_shape: &[usize], count: usize) -> S<B> {
+    scale::<B>(&B::expand(g, x_shape), 1.0 / count as f64)
+}
+
+/// `y = x Wᵀ + b` of rows `x: [n, i]` and `W: [o, i]`: the input's
+/// gradient, `g W`.
+pub fn linear_input<B: Backend>(g: &S<B>, w: &S<B>) -> S<B> {
+    B::matmul(g, w)
+}
+
+/// `y = x Wᵀ + b`: the weight's gradient, `gᵀ x`, and the bias's (when
+/// there is one), the column sums of `g`.
+pub fn linear_params<B: Backend>(g: &S<B>, x: &S<B>, bias: bool) -> (S<B>, Option<S<B>>) {
+    (B::matmul(&B::permute(g, &[1, 0]), x), bias.then(|| self::bias::<B>(g, 1)))
+}
+
+/// `y = max_dim(x, dim)` (or min): the extreme elements get `g`, split
+/// evenly between ties (as `torch.amax`).
+pub fn extreme<B: Backend>(g: &S<B>, x: &S<B>, y: &S<B>, dim: usize) -> S<B> {
+    let xs = B::shape(x);
+    let hits = as_float::<B>(&B::compare(CmpOp::Eq, x, &B::expand(y, xs)), x);
+    let count = B::expand(&B::reduce(ReduceOp::Sum, &hits, dim), xs);
+    div::<B>(&mul::<B>(&B::expand(g, xs), &hits), &count)
+}
+
+/// `y = softmax(x, dim)`: `y (g - sum(g y))`.
+pub fn softmax<B: Backend>(g: &S<B>, y: &S<B>, dim: usize) -> S<B> {
+    let gy = mul::<B>(g, y);
+    let total = B::expand(&B::reduce(ReduceOp::Sum, &gy, dim), B::shape(g));
+    B::binary(BinaryOp::Sub, &gy, &mul::<B>(y, &total))
+}
+
+/// `y = log_softmax(x, dim)`: `g - exp(y) sum(g)`.
+pub fn log_softmax<B: Backend>(g: &S<B>, y: &S<B>, dim: usize) -> S<B> {
+    let total = B::expand(&B::reduce(ReduceOp::Sum, g, dim), B::shape(g));
+    B::binary(BinaryOp::Sub, g, &mul::<B>(&B::unary(UnaryOp::Exp, y), &total))
+}
+
+// ---- linear algebra, convolution, pooling, indexing -------------------------
+
+/// Swaps the last two dims.
+fn transpose<B: Backend>(x: &S<B>) -> S<B> {
+    let r = B::shape(x).len();
+    transpose_dims::<B>(x, r - 2, r - 1)
+}
+
+/// `a @ b` (batch dims broadcast) for an `a` of shape `a_shape`: `g bᵀ`.
+pub fn matmul_lhs<B: Backend>(g: &S<B>, b: &S<B>, a_shape: &[usize]) -> S<B> {
+    sum_to::<B>(B::matmul(g, &transpose::<B>(b)), a_shape)
+}
+
+/// `a @ b` for a `b` of shape `b_shape`: `aᵀ g`.
+pub fn matmul_rhs<B: Backend>(g: &S<B>, a: &S<B>, b_shape: &[usize]) -> S<B> {
+    sum_to::<B>(B::matmul(&transpose::<B>(a), g), b_shape)
+}
+
+/// `conv2d(x, w)` of an input of shape `x_shape`: its gradient.
+pub fn conv2d_input<B: Backend>(g: &S<B>, w: &S<B>, x_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
+    B::conv2d_input_grad(g, w, x_shape, o)
+}
+
+/// `conv2d(x, w)` with a weight of shape `w_shape`: its gradient.
+pub fn conv2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
+    B::conv2d_weight_grad(x, g, w_shape, o)
+}
+
+/// `max_pool2d` of an input of shape `from` whose maxima sat at `idx`
+/// (per plane): `g` scattered back there.
+pub fn max_pool2d<B: Backend>(g: &S<B>, from: &[usize], idx: &S<B>) -> S<B> {
+    let gs = B::shape(g);
+    let flat = [gs[0], gs[1], gs[2] * gs[3]];
+    let plane = [from[0], from[1], from[2] * from[3]];
+    let dx = B::scatter_add(&zeros::<B>(g, &plane), 2, &B::reshape(idx, &flat), &B::reshape(g, &flat));
+    B::reshape(&dx, from)
+}
+
+/// `avg_pool2d` of an input of shape `from`.
+pub fn avg_pool2d<B: Backend>(g: &S<B>, from: &[usize], o: &Pool2dOptions) -> S<B> {
+    let xs: [usize; 4] = from.try_into().unwrap_or_else(|_| panic!("avg_pool2d: input of rank {}", from.len()));
+    B::avg_pool2d_input_grad(g, xs, o)
+}
+
+/// `gather(dim, idx)` of an input of shape `from`.
+pub fn gather<B: Backend>(g: &S<B>, from: &[usize], dim: usize, idx: &S<B>) -> S<B> {
+    B::scatter_add(&zeros::<B>(g, from), dim, idx, g)
+}
+
+/// `index_select(dim, idx)` of an input of shape `from`.
+pub fn index_select<B: Backend>(g: &S<B>, from: &[usize], dim: usize, idx: &S<B>) -> S<B> {
+    B::index_add(&zeros::<B>(g, from), dim, idx, g)
+}
+
+/// `scatter_add(dim, idx, src)`: `g` to the input, `g` gathered to `src`.
+pub fn scatter_add<B: Backend>(g: &S<B>, dim: usize, idx: &S<B>) -> [S<B>; 2] {
+    [g.clone(), B::gather(g, dim, idx)]
+}
+
+/// `index_add(dim, idx, src)`: `g` to the input, `g` selected to `src`.
+pub fn index_add<B: Backend>(g: &S<B>, dim: usize, idx: &S<B>) -> [S<B>; 2] {
+    [g.clone(), B::index_select(g, dim, idx)]
+}
+
+/// `g * gelu'(x)` in one pass, as an elementwise kernel so every backend
+/// runs it fused: `gelu'(x) = Φ(x) + x φ(x)`, with `Φ(x) = (1 + erf(x /
+/// √2)) / 2` and `φ(x) = exp(-x² / 2) / √(2π)`. Its own partials make it
+/// differentiable again on the tape.
+#[derive(Clone, Copy, Debug)]
+pub struct GeluGrad;
+
+impl GeluGrad {
+    #[inline(always)]
+    fn parts<T: KernelFloat>(x: T) -> (T, T) {
+        let cdf = T::lit(0.5) * (T::lit(1.0) + (x * T::lit(std::f64::consts::FRAC_1_SQRT_2)).erf());
+        let pdf = (T::lit(-0.5) * x * x).exp() * T::lit(0.398_942_280_401_432_7);
+        (cdf, pdf)
+    }
+}
+
+impl Elementwise for GeluGrad {
+    const NAME: &'static str = "gelu_grad";
+    const ARGS: &'static [&'static str] = &["x", "g"];
+    const WGSL: &'static str = "
+fn gelu_grad_erf(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
+    let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
+    return select(-y, y, x >= 0.0);
+}
+fn gelu_grad_parts(x: f32) -> vec2<f32> {
+    return vec2<f32>(0.5 * (1.0 + gelu_grad_erf(x * 0.70710678)), exp(-0.5 * x * x) * 0.39894228);
+}
+fn gelu_grad(x: f32, g: f32) -> f32 {
+    let p = gelu_grad_parts(x);
+    return g * (p.x + x * p.y);
+}
+fn gelu_grad_d_x(x: f32, g: f32) -> f32 {
+    return g * gelu_grad_parts(x).y * (2.0 - x * x);
+}
+fn gelu_grad_d_g(x: f32, g: f32) -> f32 {
+    let p = gelu_grad_parts(x);
+    return p.x + x * p.y;
+}
+";
+
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
+            let (cdf, pdf) = Self::parts(x);
+            o.write(g * (cdf + x * pdf));
+        }
+    }
+
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
+            let (cdf, pdf) = Self::parts(x);
+            // d/dx: g (2 φ(x) - x² φ(x)), since φ'(x) = -x φ(x); d/dg: gelu'(x).
+            o.write(if arg == 0 { g * pdf * (T::lit(2.0) - x * x) } else { cdf + x * pdf });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Elementwise, GeluGrad};
+    use std::mem::MaybeUninit;
+
+    fn run(partial: Option<usize>, x: f64, g: f64) -> f64 {
+        let mut out = [MaybeUninit::uninit()];
+        let args: [&[f64]; 2] = [&[x], &[g]];
+        match partial {
+            None => GeluGrad::map(&args, &mut out),
+            Some(a) => GeluGrad::map_partial(a, &args, &mut out),
+        }
+        // SAFETY: `map` and `map_partial` write every slot.
+        unsafe { out[0].assume_init() }
+    }
+
+    #[test]
+    fn gelu_grad_and_its_partials_match_finite_differences() {
+        let gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+        let h = 1e-6;
+        for &x in &[-3.1, -1.2, -0.3, 0.0, 0.4, 1.7, 2.9] {
+            let g = 0.7;
+            let want = g * (gelu(x + h) - gelu(x - h)) / (2.0 * h);
+            assert!((run(None, x, g) - want).abs() < 1e-8, "gelu_grad({x})");
+            let dx = (run(None, x + h, g) - run(None, x - h, g)) / (2.0 * h);
+            assert!((run(Some(0), x, g) - dx).abs() < 1e-7, "d/dx at {x}");
+            let dg = (run(None, x, g + h) - run(None, x, g - h)) / (2.0 * h);
+            assert!((run(Some(1), x, g) - dg).abs() < 1e-7, "d/dg at {x}");
+        }
+    }
+}
