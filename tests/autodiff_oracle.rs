@@ -110,18 +110,29 @@ fn check_with<M, MA, C, const DI: usize, const DO: usize>(
     compare(nn::grads_dict::<Cpu, M>(&grads), collect.1);
 }
 
-/// [`check_with`] for sequential models.
+/// [`check_with`] for sequential models in evaluation mode.
 fn check<M, MA, const DI: usize>(seed: u64, x: Tensor<Cpu, DI>)
 where
     M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>> + Graph<Cpu>,
     MA: Block<Ad, Input = Tensor<Ad, DI>, Output = Tensor<Ad, 2>> + Graph<Ad>,
 {
+    check_mode::<M, MA, DI>(seed, x, None);
+}
+
+/// [`check_with`] for sequential models; with a seed, in training mode
+/// (dropout masks and batch statistics drawn the same way on both sides).
+fn check_mode<M, MA, const DI: usize>(seed: u64, x: Tensor<Cpu, DI>, train: Option<u64>)
+where
+    M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>> + Graph<Cpu>,
+    MA: Block<Ad, Input = Tensor<Ad, DI>, Output = Tensor<Ad, 2>> + Graph<Ad>,
+{
+    let ctx = || train.map_or_else(Ctx::eval, Ctx::train);
     check_with::<M, MA, _, DI, 2>(
         seed,
         x,
-        |m, x| Block::forward_train(m, x, &mut Ctx::eval()),
+        |m, x| Block::forward_train(m, x, &mut ctx()),
         |m, c, g| Block::backward(m, c, g).1,
-        |m, x| Block::forward(m, x),
+        |m, x| Block::forward_train(&mut m.clone(), x, &mut ctx()).0,
     );
 }
 
@@ -203,28 +214,12 @@ pub struct Tokens {
     fc: Linear<40, 3>,
 }
 
-/// [`check`] in training mode: dropout masks and batch statistics drawn
-/// the same way on both sides.
-fn check_training<M, MA, const DI: usize>(seed: u64, x: Tensor<Cpu, DI>)
-where
-    M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>> + Graph<Cpu>,
-    MA: Block<Ad, Input = Tensor<Ad, DI>, Output = Tensor<Ad, 2>> + Graph<Ad>,
-{
-    check_with::<M, MA, _, DI, 2>(
-        seed,
-        x,
-        |m, x| Block::forward_train(m, x, &mut Ctx::train(9)),
-        |m, c, g| Block::backward(m, c, g).1,
-        |m, x| Block::forward_train(&mut m.clone(), x, &mut Ctx::train(9)).0,
-    );
-}
-
 #[test]
 fn every_built_in_layer_has_tape_gradients_equal_to_generated_ones() {
     let x = Tensor::<Cpu, 4>::rand_normal([3, 2, 9, 9], &CpuDevice);
     check::<Images<Cpu>, Images<Ad>, 4>(7, x.clone());
-    check_training::<Images<Cpu>, Images<Ad>, 4>(7, x);
+    check_mode::<Images<Cpu>, Images<Ad>, 4>(7, x, Some(9));
     let ids = Tensor::<Cpu, 2>::from_vec((0..15).map(|i| (i * 7) % 20).collect::<Vec<i64>>(), [3, 5], &CpuDevice);
     check::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids.clone());
-    check_training::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids);
+    check_mode::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids, Some(9));
 }
