@@ -14,19 +14,23 @@ use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
 
-fn v(k: usize) -> syn::Ident {
+/// The variable (and cache field) holding value `k`.
+fn value_ident(k: usize) -> syn::Ident {
     format_ident!("v{}", k)
 }
 
-fn g(k: usize) -> syn::Ident {
+/// The variable holding the gradient of value `k`.
+fn grad_ident(k: usize) -> syn::Ident {
     format_ident!("g{}", k)
 }
 
-fn c(n: usize) -> syn::Ident {
+/// The cache field holding what node `n`'s layer kept.
+fn layer_cache_ident(n: usize) -> syn::Ident {
     format_ident!("c{}", n)
 }
 
-fn s(k: usize) -> syn::Ident {
+/// The cache field holding the shape of value `k`.
+fn shape_ident(k: usize) -> syn::Ident {
     format_ident!("s{}", k)
 }
 
@@ -57,7 +61,7 @@ fn act_ty(a: Act) -> TokenStream {
 }
 
 /// A per-sample dim index as the tensor's dim (after the batch dim).
-fn td(d: usize) -> usize {
+fn tensor_dim(d: usize) -> usize {
     d + 1
 }
 
@@ -97,7 +101,7 @@ impl Gen<'_> {
         args.iter()
             .map(|a| match a {
                 KernelArg::Tensor(i) => {
-                    let id = v(vals[*i]);
+                    let id = value_ident(vals[*i]);
                     if from_cache {
                         quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
                     } else {
@@ -115,8 +119,8 @@ impl Gen<'_> {
     /// The right-hand side computing a node's output from its inputs
     /// (everything but inputs, layers and nested models).
     fn op_expr(&self, op: &Op, args: &[usize], out: usize) -> TokenStream {
-        let a = args.first().map(|&k| v(k));
-        let b = args.get(1).map(|&k| v(k));
+        let a = args.first().map(|&k| value_ident(k));
+        let b = args.get(1).map(|&k| value_ident(k));
         let r = self.rank(out);
         match op {
             Op::Bin(Bin::Add) => quote!(#a.add(&#b)),
@@ -147,11 +151,11 @@ impl Gen<'_> {
             },
             Op::Matmul => quote!(#a.matmul(&#b)),
             Op::Transpose(x, y) => {
-                let (x, y) = (td(*x), td(*y));
+                let (x, y) = (tensor_dim(*x), tensor_dim(*y));
                 quote!(#a.transpose(#x, #y))
             }
             Op::Permute(axes) => {
-                let axes = axes.iter().map(|&x| td(x));
+                let axes = axes.iter().map(|&x| tensor_dim(x));
                 quote!(#a.permute([0usize #(, #axes)*]))
             }
             Op::Reshape(dims) => {
@@ -159,24 +163,24 @@ impl Gen<'_> {
                 quote!(#a.reshape::<#r>([#a.shape()[0] #(, #dims)*]))
             }
             Op::Narrow { dim, start, len } => {
-                let d = td(*dim);
+                let d = tensor_dim(*dim);
                 quote!(#a.narrow(#d, #start, #len))
             }
             Op::Cat(dim) => {
-                let d = td(*dim);
-                let vs = args.iter().map(|&k| v(k));
+                let d = tensor_dim(*dim);
+                let vs = args.iter().map(|&k| value_ident(k));
                 quote!(::blaze::Tensor::cat(&[#(::core::clone::Clone::clone(&#vs)),*], #d))
             }
             Op::Softmax(d) => {
-                let d = td(*d);
+                let d = tensor_dim(*d);
                 quote!(#a.softmax(#d))
             }
             Op::LogSoftmax(d) => {
-                let d = td(*d);
+                let d = tensor_dim(*d);
                 quote!(#a.log_softmax(#d))
             }
             Op::Reduce { dim, mean } => {
-                let d = td(*dim);
+                let d = tensor_dim(*dim);
                 if *mean { quote!(#a.mean_dim(#d)) } else { quote!(#a.sum_dim(#d)) }
             }
             Op::CausalFill { t, value } => {
@@ -201,13 +205,13 @@ impl Gen<'_> {
         let mut out = TokenStream::new();
         let mut seen = HashSet::new();
         for (i, &k) in self.low.inputs.iter().enumerate() {
-            let (id, arg) = (v(k), &self.input_names[i]);
+            let (id, arg) = (value_ident(k), &self.input_names[i]);
             let want =
                 format!("[batch, {}]", show(&self.low.vals[k].shape, &self.low.symbols).trim_matches(['[', ']']));
             let msg = format!("{name}::forward: input `{arg}` expects {want}, got {{:?}}");
             out.extend(quote!(let #id = ::core::clone::Clone::clone(#arg); let __shape = #id.shape();));
             for (d, dim) in self.low.vals[k].shape.iter().enumerate() {
-                let at = td(d);
+                let at = tensor_dim(d);
                 match (dim.syms.as_slice(), dim.coef) {
                     ([sym], 1) if seen.insert(*sym) => {
                         let sid = sym_ident(*sym);
@@ -222,7 +226,7 @@ impl Gen<'_> {
         }
         let positions = self.low.nodes.iter().any(|n| matches!(n.op, Op::Positions(_)));
         if let (true, Some(&first)) = (positions, self.low.inputs.first()) {
-            let id = v(first);
+            let id = value_ident(first);
             out.extend(quote!(let __device = #id.device();));
         }
         out
@@ -269,24 +273,25 @@ impl Gen<'_> {
         let fused = self.fused();
         let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
-            let o = v(n.out);
+            let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) => continue,
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let (j, act) = &fused[&i];
-                    let (at, x, y) = (access(*callee, self.fields()), v(n.args[0]), v(self.low.nodes[*j].out));
+                    let (at, x, y) =
+                        (access(*callee, self.fields()), value_ident(n.args[0]), value_ident(self.low.nodes[*j].out));
                     quote_spanned!(span=> let #y = #at.forward_act(&#x, #act);)
                 }
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
-                    let (at, x) = (access(*callee, self.fields()), v(n.args[0]));
+                    let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
                     quote_spanned!(span=> let #o = #path::forward(&#at, &#x);)
                 }
                 Op::Nested(callee) => {
                     let at = access(*callee, self.fields());
-                    let xs = n.args.iter().map(|&k| v(k));
+                    let xs = n.args.iter().map(|&k| value_ident(k));
                     quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);)
                 }
                 op => {
@@ -296,7 +301,7 @@ impl Gen<'_> {
             };
             out.extend(stmt);
         }
-        let o = v(self.low.output);
+        let o = value_ident(self.low.output);
         out.extend(quote!(#o));
         out
     }
@@ -351,17 +356,21 @@ impl Gen<'_> {
         let fused = self.fused();
         let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
-            let o = v(n.out);
+            let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
-            let ci = c(i);
+            let ci = layer_cache_ident(i);
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) => continue,
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The activation caches its output, the layer its input.
                     let (j, act) = &fused[&i];
-                    let (at, x, y, cj) =
-                        (access(*callee, self.fields()), v(n.args[0]), v(self.low.nodes[*j].out), c(*j));
+                    let (at, x, y, cj) = (
+                        access(*callee, self.fields()),
+                        value_ident(n.args[0]),
+                        value_ident(self.low.nodes[*j].out),
+                        layer_cache_ident(*j),
+                    );
                     caches.push(ci.clone());
                     caches.push(cj.clone());
                     quote_spanned!(span=>
@@ -372,20 +381,20 @@ impl Gen<'_> {
                 Op::Layer(callee) => {
                     caches.push(ci.clone());
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
-                    let (at, x) = (access(*callee, self.fields()), v(n.args[0]));
+                    let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
                     quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #at, &#x, ctx);)
                 }
                 Op::Act(a) => {
                     caches.push(ci.clone());
                     let ty = act_ty(*a);
                     let path = self.layer_path(ty.clone(), n.args[0], n.out);
-                    let x = v(n.args[0]);
+                    let x = value_ident(n.args[0]);
                     quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #ty, &#x, ctx);)
                 }
                 Op::Nested(callee) => {
                     caches.push(ci.clone());
                     let at = access(*callee, self.fields());
-                    let xs = n.args.iter().map(|&k| v(k));
+                    let xs = n.args.iter().map(|&k| value_ident(k));
                     quote_spanned!(span=> let (#o, #ci) = #at.forward_train(#(&#xs,)* ctx);)
                 }
                 op => {
@@ -396,11 +405,11 @@ impl Gen<'_> {
             out.extend(stmt);
         }
         let (vals, shapes) = self.stored();
-        let vs: Vec<_> = vals.iter().map(|&k| v(k)).collect();
-        let ss: Vec<_> = shapes.iter().map(|&k| s(k)).collect();
-        let sv: Vec<_> = shapes.iter().map(|&k| v(k)).collect();
+        let vs: Vec<_> = vals.iter().map(|&k| value_ident(k)).collect();
+        let ss: Vec<_> = shapes.iter().map(|&k| shape_ident(k)).collect();
+        let sv: Vec<_> = shapes.iter().map(|&k| value_ident(k)).collect();
         let syms: Vec<_> = (0..self.low.symbols.len()).map(sym_ident).collect();
-        let o = v(self.low.output);
+        let o = value_ident(self.low.output);
         out.extend(quote! {
             let __cache = #cache_ident {
                 #(#vs: ::core::clone::Clone::clone(&#vs),)*
@@ -419,15 +428,15 @@ impl Gen<'_> {
         let (vals, shapes) = self.stored();
         let mut out = TokenStream::new();
         for k in vals {
-            let (id, r) = (v(k), self.rank(k));
+            let (id, r) = (value_ident(k), self.rank(k));
             out.extend(quote!(#id: ::blaze::Tensor<B, #r>,));
         }
         for k in shapes {
-            let (id, r) = (s(k), self.rank(k));
+            let (id, r) = (shape_ident(k), self.rank(k));
             out.extend(quote!(#id: [usize; #r],));
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
-            let ci = c(i);
+            let ci = layer_cache_ident(i);
             let ty = match &n.op {
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
@@ -460,7 +469,7 @@ impl Gen<'_> {
             let sid = sym_ident(k);
             out.extend(quote!(let #sid: usize = cache.syms[#k];));
         }
-        let go = g(low.output);
+        let go = grad_ident(low.output);
         out.extend(quote!(let #go = ::core::clone::Clone::clone(grad);));
         let mut defined: HashSet<usize> = HashSet::from([low.output]);
         let mut grads_done: HashSet<(usize, Option<usize>)> = HashSet::new();
@@ -477,9 +486,9 @@ impl Gen<'_> {
             if !defined.contains(&n.out) || matches!(n.op, Op::Input) {
                 continue;
             }
-            let gy = g(n.out);
+            let gy = grad_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
-            let ci = c(i);
+            let ci = layer_cache_ident(i);
             // (input value, expression of its gradient contribution)
             let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
             let mut pre = TokenStream::new();
@@ -530,11 +539,11 @@ impl Gen<'_> {
                 }
                 Op::Bin(op) => {
                     let b = n.args[1];
-                    let (va, vb, vy) = (v(a), v(b), v(n.out));
+                    let (va, vb, vy) = (value_ident(a), value_ident(b), value_ident(n.out));
                     // The shape an operand's gradient sums to: its own where
                     // it was broadcast, the gradient's otherwise.
                     let shape = |k: usize| {
-                        let sk = s(k);
+                        let sk = shape_ident(k);
                         if self.broadcast(k, n.out) { quote!(&cache.#sk) } else { quote!(&#gy.shape()) }
                     };
                     let (sa, sb) = (shape(a), shape(b));
@@ -556,7 +565,7 @@ impl Gen<'_> {
                 }
                 Op::Scalar(op, sv) => {
                     let sv = scalar(sv);
-                    let (vx, vy) = (v(a), v(n.out));
+                    let (vx, vy) = (value_ident(a), value_ident(n.out));
                     let g = quote!(#gy.storage());
                     let e = match op {
                         ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
@@ -569,20 +578,20 @@ impl Gen<'_> {
                 }
                 Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
                 Op::Exp => {
-                    let vy = v(n.out);
+                    let vy = value_ident(n.out);
                     contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
                 }
                 Op::Log => {
-                    let vx = v(a);
+                    let vx = value_ident(a);
                     contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
                 }
                 Op::Sqrt => {
-                    let vy = v(n.out);
+                    let vy = value_ident(n.out);
                     contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
                 }
                 Op::Matmul => {
                     let b = n.args[1];
-                    let (va, vb) = (v(a), v(b));
+                    let (va, vb) = (value_ident(a), value_ident(b));
                     let g = quote!(#gy.storage());
                     let ea = adj(a, "matmul_lhs", quote!(#g, cache.#vb.storage(), &cache.#va.shape()));
                     let eb = adj(b, "matmul_rhs", quote!(#g, cache.#va.storage(), &cache.#vb.shape()));
@@ -590,27 +599,27 @@ impl Gen<'_> {
                     contrib.push((b, eb));
                 }
                 Op::Transpose(x, y) => {
-                    let (x, y) = (td(*x), td(*y));
+                    let (x, y) = (tensor_dim(*x), tensor_dim(*y));
                     contrib.push((a, adj(a, "transpose_dims", quote!(#gy.storage(), #x, #y))));
                 }
                 Op::Permute(axes) => {
-                    let axes = axes.iter().map(|&x| td(x));
+                    let axes = axes.iter().map(|&x| tensor_dim(x));
                     contrib.push((a, adj(a, "permute", quote!(#gy.storage(), &[0usize #(, #axes)*]))));
                 }
                 Op::Reshape(_) => {
-                    let sa = s(a);
+                    let sa = shape_ident(a);
                     contrib.push((a, adj(a, "reshape", quote!(#gy.storage(), &cache.#sa))));
                 }
                 Op::Narrow { dim, start, .. } => {
-                    let (d, sa) = (td(*dim), s(a));
+                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
                     contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
                 }
                 Op::Cat(dim) => {
-                    let d = td(*dim);
+                    let d = tensor_dim(*dim);
                     let off = format_ident!("o{}", i);
                     pre.extend(quote!(let #off = 0usize;));
                     for (j, &k) in n.args.iter().enumerate() {
-                        let (sk, piece) = (s(k), format_ident!("d{}_{}", i, j));
+                        let (sk, piece) = (shape_ident(k), format_ident!("d{}_{}", i, j));
                         let e = adj(k, "cat_piece", quote!(#gy.storage(), #d, #off, cache.#sk[#d]));
                         pre.extend(quote! {
                             let #piece = #e;
@@ -621,12 +630,12 @@ impl Gen<'_> {
                     pre.extend(quote!(let _ = #off;));
                 }
                 Op::Softmax(d) | Op::LogSoftmax(d) => {
-                    let (d, vy) = (td(*d), v(n.out));
+                    let (d, vy) = (tensor_dim(*d), value_ident(n.out));
                     let f = if matches!(n.op, Op::Softmax(_)) { "softmax" } else { "log_softmax" };
                     contrib.push((a, adj(a, f, quote!(#gy.storage(), cache.#vy.storage(), #d))));
                 }
                 Op::Reduce { dim, mean } => {
-                    let (d, sa) = (td(*dim), s(a));
+                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
                     let e = if *mean {
                         adj(a, "mean", quote!(#gy.storage(), &cache.#sa, cache.#sa[#d]))
                     } else {
@@ -647,7 +656,7 @@ impl Gen<'_> {
                             let k = n.args[*j];
                             if need(k) {
                                 let shape = if self.broadcast(k, n.out) {
-                                    let sk = s(k);
+                                    let sk = shape_ident(k);
                                     quote!(&cache.#sk)
                                 } else {
                                     quote!(&#gy.shape())
@@ -666,7 +675,7 @@ impl Gen<'_> {
                 if !need(k) {
                     continue;
                 }
-                let gk = g(k);
+                let gk = grad_ident(k);
                 out.extend(if defined.insert(k) {
                     quote_spanned!(span=> let #gk = #e;)
                 } else {
@@ -694,7 +703,7 @@ impl Gen<'_> {
         if full {
             for &k in &low.inputs {
                 if !defined.contains(&k) {
-                    let (gk, sk) = (g(k), s(k));
+                    let (gk, sk) = (grad_ident(k), shape_ident(k));
                     out.extend(
                         quote!(let #gk = ::blaze::Tensor::full_dtype(cache.#sk, 0.0, grad.dtype(), &grad.device());),
                     );
