@@ -35,7 +35,7 @@ fn shape_ident(k: usize) -> syn::Ident {
 }
 
 /// The variable holding a callee's gradients.
-fn gr(callee: Callee, fields: &[Field]) -> syn::Ident {
+fn grads_ident(callee: Callee, fields: &[Field]) -> syn::Ident {
     let f = &fields[callee.field].ident;
     match callee.index {
         Some(i) => format_ident!("gr_{}_{}", f, i),
@@ -499,7 +499,7 @@ impl Gen<'_> {
                     let nested = matches!(n.op, Op::Nested(_));
                     let holds = self.fields()[callee.field].kind.has_params();
                     let at = access(*callee, self.fields());
-                    let gr = gr(*callee, self.fields());
+                    let gr = grads_ident(*callee, self.fields());
                     let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
                     let path = if nested {
                         TokenStream::new()
@@ -695,7 +695,7 @@ impl Gen<'_> {
             for index in indices {
                 let callee = Callee { field: fi, index };
                 if !grads_done.contains(&(fi, index)) {
-                    let (id, at) = (gr(callee, self.fields()), access(callee, self.fields()));
+                    let (id, at) = (grads_ident(callee, self.fields()), access(callee, self.fields()));
                     out.extend(quote!(let #id = ::blaze::nn::graph::zero_grads::<B, _>(&#at);));
                 }
             }
@@ -715,24 +715,24 @@ impl Gen<'_> {
 
     /// The gradients struct literal from the `gr_*` variables.
     pub fn grads_literal(&self) -> TokenStream {
-        let grads_ident = format_ident!("{}Grads", self.model.ident);
+        let grads_struct = format_ident!("{}Grads", self.model.ident);
         let fields = self.fields().iter().enumerate().map(|(fi, f)| {
             let name = &f.ident;
             let value = match (f.kind.has_params(), f.array) {
                 (false, None) => quote!(()),
                 (false, Some(n)) => quote!(::std::vec![(); #n]),
                 (true, None) => {
-                    let id = gr(Callee { field: fi, index: None }, self.fields());
+                    let id = grads_ident(Callee { field: fi, index: None }, self.fields());
                     quote!(#id)
                 }
                 (true, Some(n)) => {
-                    let ids = (0..n).map(|i| gr(Callee { field: fi, index: Some(i) }, self.fields()));
+                    let ids = (0..n).map(|i| grads_ident(Callee { field: fi, index: Some(i) }, self.fields()));
                     quote!(::std::vec![#(#ids),*])
                 }
             };
             quote!(#name: #value)
         });
-        quote!(#grads_ident { #(#fields),* })
+        quote!(#grads_struct { #(#fields),* })
     }
 
     /// Trainable scalars, as a const expression.
