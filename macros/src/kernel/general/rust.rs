@@ -1,0 +1,320 @@
+//! The Rust that runs a kernel's workgroups on the CPU.
+
+use quote::format_ident;
+
+use super::*;
+
+/// Rust for an expression inside the loop over invocations (`lane`).
+fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
+    let name = k.name.to_string();
+    match &e.e {
+        // Literals are parenthesised: a negative one would otherwise bind
+        // looser than the method calls (`wrapping_add`) applied to it.
+        E::Float(v) => {
+            let v = *v as f32;
+            quote!((#v))
+        }
+        E::Int(v, ty, _) => match ty.get() {
+            Ty::I32 => {
+                let v = *v as i32;
+                quote!((#v))
+            }
+            _ => {
+                let v = *v as u32;
+                quote!((#v))
+            }
+        },
+        E::Bool(b) => quote!(#b),
+        E::Var(v) => match k.vars[*v].kind {
+            Kind::Scalar { index } => {
+                let s = format_ident!("s{}", index);
+                quote!(#s)
+            }
+            _ => {
+                let id = format_ident!("v{}", v);
+                quote!(#id[lane])
+            }
+        },
+        E::Index(v, i) => {
+            let i = rust_ex(k, i);
+            let var = &k.vars[*v];
+            match var.kind {
+                Kind::Buffer { index, .. } => {
+                    let label = format!("{name}: `{}`", var.name);
+                    quote!(buffers[#index].load(#i, #label))
+                }
+                _ => {
+                    let id = format_ident!("v{}", v);
+                    quote!(#id[(#i) as usize])
+                }
+            }
+        }
+        E::Neg(x) if value_ty(k, x).int() => {
+            let x = rust_ex(k, x);
+            quote!(#x.wrapping_neg())
+        }
+        E::Neg(x) => {
+            let x = rust_ex(k, x);
+            quote!((-#x))
+        }
+        E::Not(x) => {
+            let x = rust_ex(k, x);
+            quote!((!#x))
+        }
+        E::Binary(op, a, b) => rust_binary(*op, value_ty(k, a), rust_ex(k, a), rust_ex(k, b)),
+        E::Call(Intrinsic::Select, args) => {
+            let (c, a, b) = (rust_ex(k, &args[0]), rust_ex(k, &args[1]), rust_ex(k, &args[2]));
+            quote!((if #c { #a } else { #b }))
+        }
+        E::Call(f, args) => {
+            let f = format_ident!("{}", f.name());
+            let args = args.iter().map(|a| rust_ex(k, a));
+            quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::#f(#(#args),*))
+        }
+        E::Id(id) => match id {
+            Id::Global => quote!((group * WORKGROUP + lane as u32)),
+            Id::Local => quote!((lane as u32)),
+            Id::Workgroup => quote!(group),
+            Id::Workgroups => quote!(groups),
+        },
+        E::Cast(x, t) => {
+            let (x, t) = (rust_ex(k, x), t.rust());
+            quote!(((#x) as #t))
+        }
+    }
+}
+
+/// `a op b` in Rust with `a` of type `ty`, computing what WGSL defines:
+/// integers wrap, `x / 0 = x`, `MIN / -1 = MIN`, `x % 0 = 0`, and a shift
+/// uses the low five bits of its amount.
+fn rust_binary(op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
+    if ty == Ty::F32 && op == Bin::Rem {
+        return quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::wgsl_rem(#a, #b));
+    }
+    if !ty.int() {
+        let op = op.tokens();
+        return quote!((#a #op #b));
+    }
+    match op {
+        Bin::Add => quote!(#a.wrapping_add(#b)),
+        Bin::Sub => quote!(#a.wrapping_sub(#b)),
+        Bin::Mul => quote!(#a.wrapping_mul(#b)),
+        Bin::Div => quote!({ let a = #a; a.checked_div(#b).unwrap_or(a) }),
+        Bin::Rem => quote!(#a.checked_rem(#b).unwrap_or(0)),
+        Bin::Shl => quote!(#a.wrapping_shl((#b) as u32)),
+        Bin::Shr => quote!(#a.wrapping_shr((#b) as u32)),
+        Bin::BitAnd | Bin::BitOr | Bin::BitXor | Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne => {
+            let op = op.tokens();
+            quote!((#a #op #b))
+        }
+        // Logic takes bools, which the checker made sure of.
+        Bin::And | Bin::Or => {
+            let op = op.tokens();
+            quote!((#a #op #b))
+        }
+    }
+}
+
+/// Statements without barriers, for one invocation `lane`.
+fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
+    let name = k.name.to_string();
+    stmts
+        .iter()
+        .map(|s| match s {
+            S::Let(v, e) => {
+                let (id, e) = (format_ident!("v{}", v), rust_ex(k, e));
+                quote!(#id[lane] = #e;)
+            }
+            S::Barrier(_) => quote!(),
+            S::Assign(v, index, op, e, _) => {
+                let e = rust_ex(k, e);
+                let var = &k.vars[*v];
+                // Buffer and shared elements are f32; locals have their type.
+                let ty = if index.is_some() { Ty::F32 } else { var.ty };
+                let value = |current: TokenStream| match op {
+                    None => e.clone(),
+                    Some(op) => rust_binary(*op, ty, current, e.clone()),
+                };
+                match (var.kind, index) {
+                    (Kind::Buffer { index: b, .. }, Some(i)) => {
+                        let i = rust_ex(k, i);
+                        let label = format!("{name}: `{}`", var.name);
+                        let v = value(quote!(buffers[#b].load(idx, #label)));
+                        quote!({ let idx = #i; buffers[#b].store(idx, #v, #label); })
+                    }
+                    (_, Some(i)) => {
+                        let (i, id) = (rust_ex(k, i), format_ident!("v{}", v));
+                        let v = value(quote!(#id[idx]));
+                        quote!({ let idx = (#i) as usize; #id[idx] = #v; })
+                    }
+                    (_, None) => {
+                        let id = format_ident!("v{}", v);
+                        let v = value(quote!(#id[lane]));
+                        quote!(#id[lane] = #v;)
+                    }
+                }
+            }
+            S::If(c, a, b) => {
+                let (c, a, b) = (rust_ex(k, c), rust_lane(k, a), rust_lane(k, b));
+                quote!(if #c { #a } else { #b })
+            }
+            S::While(c, body) => {
+                let (c, body) = (rust_ex(k, c), rust_lane(k, body));
+                quote!(while #c { #body })
+            }
+            S::For(v, a, b, body) => {
+                let (id, a, b, body) = (format_ident!("v{}", v), rust_ex(k, a), rust_ex(k, b), rust_lane(k, body));
+                quote!({ let (start, end) = (#a, #b); for i in start..end { #id[lane] = i; #body } })
+            }
+        })
+        .collect()
+}
+
+/// A statement list at workgroup level: barrier-free runs loop over the
+/// invocations; control flow holding a barrier is uniform (checked), so it
+/// runs once, deciding on invocation 0's values.
+fn rust_group(k: &Kernel, stmts: &[S]) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut run: Vec<S> = Vec::new();
+    let flush = |run: &mut Vec<S>, out: &mut TokenStream| {
+        if !run.is_empty() {
+            let body = rust_lane(k, run);
+            out.extend(quote!(for lane in 0..WORKGROUP as usize { #body }));
+            run.clear();
+        }
+    };
+    for s in stmts {
+        if !s.has_barrier() {
+            run.push(s.clone());
+            continue;
+        }
+        flush(&mut run, &mut out);
+        let at0 = |e: &Ex| {
+            let e = rust_ex(k, e);
+            quote!({ let lane = 0usize; #e })
+        };
+        out.extend(match s {
+            S::Barrier(_) => quote!(),
+            S::If(c, a, b) => {
+                let (c, a, b) = (at0(c), rust_group(k, a), rust_group(k, b));
+                quote!(if #c { #a } else { #b })
+            }
+            S::While(c, body) => {
+                let (c, body) = (at0(c), rust_group(k, body));
+                quote!(while #c { #body })
+            }
+            S::For(v, a, b, body) => {
+                let (id, a, b, body) = (format_ident!("v{}", v), at0(a), at0(b), rust_group(k, body));
+                quote!({ let (start, end) = (#a, #b); for i in start..end { #id = [i; WORKGROUP as usize]; #body } })
+            }
+            _ => quote!(),
+        });
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
+    let rt = quote!(::blaze::runtime);
+    let (name, vis) = (&k.name, &f.vis);
+    let name_str = name.to_string();
+    let docs: Vec<&syn::Attribute> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let workgroup = k.workgroup as u32;
+    let locals = k.vars.iter().enumerate().filter_map(|(i, v)| {
+        let id = format_ident!("v{}", i);
+        match v.kind {
+            Kind::Local { .. } => {
+                let z = v.ty.zero();
+                Some(quote!(let mut #id = [#z; WORKGROUP as usize];))
+            }
+            Kind::Shared { len } => Some(quote!(let mut #id = [0.0f32; #len];)),
+            _ => None,
+        }
+    });
+    let scalars = k.params.iter().filter_map(|&p| match k.vars[p].kind {
+        Kind::Scalar { index } => {
+            let id = format_ident!("s{}", index);
+            let ty = k.vars[p].ty.rust();
+            Some(quote!(let #id: #ty = scalars[#index].into();))
+        }
+        _ => None,
+    });
+    let body = rust_group(k, &k.body);
+
+    // The launcher's parameters, in the kernel's order.
+    let mut launch_params = Vec::new();
+    let mut ranks = Vec::new();
+    let mut buffer_args = Vec::new();
+    let mut scalar_args = Vec::new();
+    let mut param_kinds = Vec::new();
+    for &p in &k.params {
+        let var = &k.vars[p];
+        let id = format_ident!("{}", var.name);
+        match var.kind {
+            Kind::Buffer { output: false, index } => {
+                let r = format_ident!("R{}", index);
+                ranks.push(quote!(const #r: usize));
+                launch_params.push(quote!(#id: &#rt::Tensor<B, #r>));
+                buffer_args.push(quote!(#rt::kernel::LaunchBuffer::Input(#id.storage())));
+                param_kinds.push(quote!(#rt::kernel::ParamKind::Input));
+            }
+            Kind::Buffer { output: true, index } => {
+                let r = format_ident!("R{}", index);
+                ranks.push(quote!(const #r: usize));
+                launch_params.push(quote!(#id: &mut #rt::Tensor<B, #r>));
+                buffer_args.push(quote!(#rt::kernel::LaunchBuffer::Output(#id.storage_mut())));
+                param_kinds.push(quote!(#rt::kernel::ParamKind::Output));
+            }
+            Kind::Scalar { .. } => {
+                let ty = var.ty.rust();
+                launch_params.push(quote!(#id: #ty));
+                scalar_args.push(quote!(#rt::kernel::ScalarArg::from(#id)));
+                param_kinds.push(match var.ty {
+                    Ty::F32 => quote!(#rt::kernel::ParamKind::F32),
+                    Ty::I32 => quote!(#rt::kernel::ParamKind::I32),
+                    _ => quote!(#rt::kernel::ParamKind::U32),
+                });
+            }
+            _ => {}
+        }
+    }
+    let launch_doc = format!(
+        "Runs `{name_str}` over `groups` workgroups of {workgroup} invocations, on the backend of the tensors. \
+         Buffers are f32 tensors of any rank, read and written as flat arrays."
+    );
+    quote! {
+        #(#docs)*
+        #[allow(non_snake_case)]
+        #vis mod #name {
+            /// The kernel's type, implementing `Workgroups`.
+            #[derive(Clone, Copy, Debug, Default)]
+            pub struct Kernel;
+
+            /// The kernel as a WGSL compute shader, validated by naga when
+            /// the kernel compiled.
+            pub const WGSL: &str = #wgsl;
+
+            /// Invocations per workgroup.
+            pub const WORKGROUP: u32 = #workgroup;
+
+            impl #rt::kernel::Workgroups for Kernel {
+                const NAME: &'static str = #name_str;
+                const WGSL: &'static str = WGSL;
+                const WORKGROUP: u32 = #workgroup;
+                const PARAMS: &'static [#rt::kernel::ParamKind] = &[#(#param_kinds),*];
+
+                #[allow(unused_variables, unused_mut, unused_parens, clippy::all)]
+                fn run_workgroup(group: u32, groups: u32, buffers: &[#rt::kernel::RawBuffer], scalars: &[#rt::kernel::ScalarArg]) {
+                    #(#scalars)*
+                    #(#locals)*
+                    #body
+                }
+            }
+
+            #[doc = #launch_doc]
+            pub fn launch<B: #rt::Backend, #(#ranks),*>(groups: u32, #(#launch_params),*) {
+                B::launch::<Kernel>(groups, &mut [#(#buffer_args),*], &[#(#scalar_args),*]);
+            }
+        }
+    }
+}
