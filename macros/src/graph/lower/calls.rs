@@ -1,0 +1,230 @@
+//! Calls: free functions (`gelu`, `cat`, `causal_mask`), `kernel!`
+//! kernels, layer fields and nested models.
+
+use quote::{ToTokens, quote};
+use syn::Expr;
+use syn::spanned::Spanned;
+
+use super::*;
+
+impl Lower<'_> {
+    pub(super) fn call(&mut self, c: &syn::ExprCall) -> R<Operand> {
+        let span = &Loc::of(c);
+        let args: Vec<&Expr> = c.args.iter().collect();
+        // `self.blocks[i](x)`.
+        if let Expr::Index(ix) = &*c.func
+            && let Some(field) = self.self_field(&ix.expr)
+        {
+            let Some(n) = self.fields[field].array else {
+                return err(ix.span(), format!("`{}` is not an array of layers", self.fields[field].ident));
+            };
+            let i = match int_arg(&ix.index) {
+                Some(i) if i >= 0 && (i as usize) < n => i as usize,
+                _ => return err(ix.index.span(), format!("expected an integer literal below {n}")),
+            };
+            return self.call_layer(Callee { field, index: Some(i) }, &args, span);
+        }
+        let Expr::Path(p) = &*c.func else { return err(c.func.span(), unsupported(&c.func)) };
+        if let Some(id) = p.path.get_ident() {
+            let name = id.to_string();
+            if let Some(Bind::Module(callee)) = self.lookup(&name) {
+                return self.call_layer(callee, &args, span);
+            }
+            let want = |n: usize| {
+                if args.len() == n {
+                    Ok(())
+                } else {
+                    err(
+                        span,
+                        format!("`{name}` takes {n} argument{}, found {}", if n == 1 { "" } else { "s" }, args.len()),
+                    )
+                }
+            };
+            match name.as_str() {
+                "relu" | "gelu" | "tanh" | "sigmoid" | "exp" | "log" | "sqrt" => {
+                    want(1)?;
+                    let x = self.tensor(args[0])?;
+                    return Ok(Operand::Tensor(self.unary(&name, x, span)));
+                }
+                "softmax" | "log_softmax" => {
+                    want(2)?;
+                    let x = self.tensor(args[0])?;
+                    let d = self.dim_arg(args[1], self.shape(x).len(), &name)?;
+                    let op = if name == "softmax" { Op::Softmax(d) } else { Op::LogSoftmax(d) };
+                    let shape = self.shape(x).to_vec();
+                    return Ok(Operand::Tensor(self.node(op, vec![x], shape, span)));
+                }
+                "matmul" => {
+                    want(2)?;
+                    let (x, y) = (self.tensor(args[0])?, self.tensor(args[1])?);
+                    return Ok(Operand::Tensor(self.matmul(x, y, span)?));
+                }
+                "cat" => {
+                    want(2)?;
+                    return self.cat(args[0], args[1], span).map(Operand::Tensor);
+                }
+                "positions" => {
+                    want(1)?;
+                    let t = self.size_arg(args[0])?;
+                    let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
+                    self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span: span.first() });
+                    return Ok(Operand::Tensor(v));
+                }
+                "causal_mask" => {
+                    return err(span, "a causal mask is used as `x.masked_fill(causal_mask(T), value)`");
+                }
+                _ => {}
+            }
+        }
+        self.kernel(p, &args, span)
+    }
+
+    pub(super) fn cat(&mut self, list: &Expr, dim: &Expr, span: &Loc) -> R<usize> {
+        let Expr::Array(arr) = list else {
+            return err(list.span(), "cat takes an array of tensors: `cat([a, b], -1)`");
+        };
+        let vs: Vec<usize> = arr.elems.iter().map(|e| self.tensor(e)).collect::<R<_>>()?;
+        let Some(&first) = vs.first() else { return err(list.span(), "cat needs at least one tensor") };
+        let rank = self.shape(first).len();
+        let d = self.dim_arg(dim, rank, "cat")?;
+        let mut out = self.shape(first).to_vec();
+        let mut total = Dim::size(0);
+        for &v in &vs {
+            let s = self.shape(v);
+            let fits = s.len() == rank && s.iter().enumerate().all(|(i, x)| i == d || *x == out[i]);
+            if !fits {
+                return err(span, format!("cat: {} and {} differ outside dim {d}", self.show(first), self.show(v)));
+            }
+            total = match (total.fixed(), s[d].fixed()) {
+                (Some(a), Some(b)) => Dim::size(a + b),
+                _ if vs.len() == 1 => s[d].clone(),
+                _ => return err(span, format!("cat: dim {d} must have fixed sizes, got {}", self.show(v))),
+            };
+        }
+        out[d] = total;
+        Ok(self.node(Op::Cat(d), vs, out, span))
+    }
+
+    /// A `kernel!` elementwise function: tensors broadcast, numbers pass through.
+    pub(super) fn kernel(&mut self, path: &syn::ExprPath, args: &[&Expr], span: &Loc) -> R<Operand> {
+        let mut tensors = Vec::new();
+        let mut kargs = Vec::new();
+        for a in args {
+            match self.operand(a)? {
+                Operand::Tensor(v) => {
+                    kargs.push(KernelArg::Tensor(tensors.len()));
+                    tensors.push(v);
+                }
+                Operand::Scalar(s) => kargs.push(KernelArg::Number(s)),
+            }
+        }
+        let Some(&first) = tensors.first() else {
+            return err(span, "a kernel! function call needs at least one tensor argument");
+        };
+        let mut shape = self.shape(first).to_vec();
+        for &t in &tensors[1..] {
+            let (a, b) = (first, t);
+            shape = self.broadcast(&a, &b, &format!("`{}`", path.to_token_stream()), span)?;
+        }
+        let p = &path.path;
+        Ok(Operand::Tensor(self.node(Op::Kernel { path: quote!(#p), args: kargs }, tensors, shape, span)))
+    }
+
+    pub(super) fn call_layer(&mut self, callee: Callee, args: &[&Expr], span: &Loc) -> R<Operand> {
+        let field = &self.fields[callee.field];
+        let vs: Vec<usize> = args.iter().map(|a| self.tensor(a)).collect::<R<_>>()?;
+        self.calls[callee.field].push(Loc(span.0.clone()));
+        let name = match callee.index {
+            Some(i) => format!("{}[{i}]", field.ident),
+            None => field.ident.to_string(),
+        };
+        let me = format!("`{name}: {}`", field.kind.display());
+        if let LayerKind::Opaque { .. } = field.kind {
+            let Some(&first) = vs.first() else {
+                return err(span, format!("{me} is called without inputs"));
+            };
+            // The output: as `#[layer(output = [..])]` states, else the
+            // first input's shape; `check_call` holds the callee to it.
+            let out = match self.options[callee.field].output.clone() {
+                Some(dims) => dims.iter().map(|d| self.size_arg(d)).collect::<R<Vec<_>>>()?,
+                None => self.shape(first).to_vec(),
+            };
+            self.nested_assert(callee, &vs, &out, &me, span)?;
+            let v = self.node(Op::Nested(callee), vs, out.clone(), span);
+            self.first_output[callee.field].get_or_insert(out);
+            return Ok(Operand::Tensor(v));
+        }
+        if vs.len() != 1 {
+            return err(span, format!("{me} takes one input, called with {}", vs.len()));
+        }
+        let x = vs[0];
+        let dims = self.shape(x).to_vec();
+        let LayerKind::Builtin { layer, sizes, .. } = &field.kind else {
+            return err(span, format!("{me} is not a built-in layer"));
+        };
+        // The spec's rule sees a symbolic dim as a number above any size,
+        // which it passes through or refuses, and which maps back here.
+        let symbolic: Vec<&Dim> = dims.iter().filter(|d| d.fixed().is_none()).collect();
+        let code = |d: &Dim| match d.fixed() {
+            Some(n) => n.min(blaze_spec::MAX_SIZE),
+            None => blaze_spec::MAX_SIZE + 1 + symbolic.iter().position(|s| *s == d).unwrap_or(0),
+        };
+        if dims.len() > 8 {
+            return err(span, format!("{me}: its input {} has more than 8 dims", self.show(x)));
+        }
+        let input = StaticShape::new(&dims.iter().map(code).collect::<Vec<usize>>());
+        let out = match blaze_spec::output(*layer, sizes, &self.options[callee.field].spec, input) {
+            Ok(o) => o
+                .as_slice()
+                .iter()
+                .map(|&d| match d.checked_sub(blaze_spec::MAX_SIZE + 1) {
+                    Some(k) => symbolic[k].clone(),
+                    None => Dim::size(d),
+                })
+                .collect::<Vec<Dim>>(),
+            Err(e) => return err(span, e.message(&me, &input, &self.show(x), None, &name)),
+        };
+        let v = self.node(Op::Layer(callee), vec![x], out.clone(), span);
+        self.first_output[callee.field].get_or_insert(out);
+        Ok(Operand::Tensor(v))
+    }
+
+    /// The compile-time check of a nested model's call: its arity, its
+    /// input shapes, and that its output has the first input's shape.
+    pub(super) fn nested_assert(&mut self, callee: Callee, vs: &[usize], out: &[Dim], me: &str, span: &Loc) -> R<()> {
+        let code = |d: &Dim| match (d.fixed(), d.syms.as_slice()) {
+            (Some(n), _) => Some(n as isize),
+            (None, [k]) if d.coef == 1 => Some(-(*k as isize) - 1),
+            _ => None,
+        };
+        let sig = |shape: &[Dim]| match shape.iter().map(code).collect::<Option<Vec<isize>>>() {
+            Some(dims) => Ok(quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))),
+            None => err(
+                span,
+                format!(
+                    "{me}: a nested model's inputs and output have plain dims (sizes or symbols), not {}",
+                    show(shape, &self.symbols)
+                ),
+            ),
+        };
+        let args = vs.iter().map(|&v| sig(&self.vals[v].shape)).collect::<R<Vec<_>>>()?;
+        let out_sig = sig(out)?;
+        let shown: Vec<String> = vs.iter().map(|&v| self.show(v)).collect();
+        let stated = self.options[callee.field].output.is_some();
+        let msg = format!(
+            "{me} is called on {} here and assumed to return {}, but its SIGNATURE differs: another number of \
+             inputs, other input shapes, or another output{}",
+            shown.join(" and "),
+            show(out, &self.symbols),
+            if stated { "" } else { " (state it with #[layer(output = [..])] on the field)" }
+        );
+        let cpu = quote!(::blaze::Cpu);
+        let ty = self.fields[callee.field].kind.opaque_ty(&cpu);
+        let span = span.first();
+        self.asserts.push(quote::quote_spanned! {span=>
+            const _: () = ::blaze::nn::graph::check_call(
+                <#ty as ::blaze::nn::Graph<#cpu>>::SIGNATURE, &[#(#args),*], #out_sig, #msg);
+        });
+        Ok(())
+    }
+}

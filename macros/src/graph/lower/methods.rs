@@ -1,0 +1,382 @@
+//! Tensor methods: `matmul`, `reshape`, `softmax`, `split`, ...
+
+use quote::quote;
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr};
+
+use super::*;
+
+impl Lower<'_> {
+    /// A per-sample dim argument (negative from the end) for a value of `rank` dims.
+    pub(super) fn dim_arg(&self, e: &Expr, rank: usize, op: &str) -> R<usize> {
+        let d =
+            int_arg(e).ok_or_else(|| syn::Error::new(e.span(), format!("{op}: the dim must be an integer literal")))?;
+        let r = rank as i64;
+        if d < -r || d >= r {
+            return err(
+                e.span(),
+                format!("{op}: dim {d} is out of range for a per-sample rank of {rank} (the batch dim is implicit)"),
+            );
+        }
+        Ok(if d < 0 { (d + r) as usize } else { d as usize })
+    }
+
+    pub(super) fn count_arg(&self, e: &Expr, op: &str) -> R<usize> {
+        match int_arg(e) {
+            Some(n) if n >= 0 => Ok(n as usize),
+            _ => err(e.span(), format!("{op}: expected a non-negative integer literal")),
+        }
+    }
+
+    pub(super) fn args_len(&self, m: &syn::ExprMethodCall, n: usize) -> R<()> {
+        if m.args.len() != n {
+            return err(
+                m.method.span(),
+                format!(
+                    "`{}` takes {n} argument{} here, found {}",
+                    m.method,
+                    if n == 1 { "" } else { "s" },
+                    m.args.len()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    pub(super) fn method(&mut self, m: &syn::ExprMethodCall) -> R<Operand> {
+        let span = &Loc::of(m);
+        let name = m.method.to_string();
+        // `self.layer(x, ..)`: a call of a field.
+        if is_self(&m.receiver) {
+            let Some(field) = self.fields.iter().position(|f| f.ident == m.method) else {
+                return Err(self.unknown_field(&m.method));
+            };
+            if self.fields[field].array.is_some() {
+                return err(
+                    m.method.span(),
+                    format!("`{name}` is an array of layers: loop over it (`for b in &self.{name}`) or index it"),
+                );
+            }
+            let args: Vec<&Expr> = m.args.iter().collect();
+            return self.call_layer(Callee { field, index: None }, &args, span);
+        }
+        let x = match self.operand(&m.receiver)? {
+            Operand::Tensor(x) => x,
+            Operand::Scalar(s) => {
+                // Arithmetic on numbers (`(d as f64).sqrt()`) stays Rust.
+                let mut args = Vec::new();
+                for a in &m.args {
+                    match self.operand(a)? {
+                        Operand::Scalar(t) => args.push(t),
+                        Operand::Tensor(_) => return err(a.span(), "expected a number"),
+                    }
+                }
+                let method = &m.method;
+                return Ok(Operand::Scalar(quote!(#s.#method(#(#args),*))));
+            }
+        };
+        let shape = self.shape(x).to_vec();
+        let rank = shape.len();
+        let arg = |i: usize| &m.args[i];
+        let v = match name.as_str() {
+            "relu" | "gelu" | "tanh" | "sigmoid" | "exp" | "log" | "sqrt" | "neg" => {
+                self.args_len(m, 0)?;
+                self.unary(&name, x, span)
+            }
+            "matmul" => {
+                self.args_len(m, 1)?;
+                let y = self.tensor(arg(0))?;
+                self.matmul(x, y, span)?
+            }
+            "transpose" => {
+                self.args_len(m, 2)?;
+                let (a, b) = (self.dim_arg(arg(0), rank, "transpose")?, self.dim_arg(arg(1), rank, "transpose")?);
+                let mut s = shape.clone();
+                s.swap(a, b);
+                self.node(Op::Transpose(a, b), vec![x], s, span)
+            }
+            "permute" => {
+                self.args_len(m, 1)?;
+                let Expr::Array(arr) = arg(0) else {
+                    return err(arg(0).span(), "permute takes an array of dims: `[1, 0, 2]`");
+                };
+                let axes: Vec<usize> = arr.elems.iter().map(|e| self.dim_arg(e, rank, "permute")).collect::<R<_>>()?;
+                let mut sorted = axes.clone();
+                sorted.sort_unstable();
+                if sorted != (0..rank).collect::<Vec<_>>() {
+                    return err(
+                        arg(0).span(),
+                        format!("permute: {axes:?} is not a permutation of the {rank} per-sample dims"),
+                    );
+                }
+                let s = axes.iter().map(|&a| shape[a].clone()).collect();
+                self.node(Op::Permute(axes), vec![x], s, span)
+            }
+            "reshape" => {
+                self.args_len(m, 1)?;
+                let s = self.reshape_dims(x, arg(0))?;
+                self.node(Op::Reshape(s.clone()), vec![x], s, span)
+            }
+            "flatten" => {
+                self.args_len(m, 0)?;
+                let n = shape.iter().fold(Dim::size(1), |a, d| a.times(d));
+                self.node(Op::Reshape(vec![n.clone()]), vec![x], vec![n], span)
+            }
+            "narrow" => {
+                self.args_len(m, 3)?;
+                let dim = self.dim_arg(arg(0), rank, "narrow")?;
+                let (start, len) = (self.count_arg(arg(1), "narrow")?, self.count_arg(arg(2), "narrow")?);
+                if let Some(size) = shape[dim].fixed()
+                    && start + len > size
+                {
+                    return err(
+                        span,
+                        format!("narrow: {start}..{} is out of range for dim {dim} of {}", start + len, self.show(x)),
+                    );
+                }
+                let mut s = shape.clone();
+                s[dim] = Dim::size(len);
+                self.node(Op::Narrow { dim, start, len }, vec![x], s, span)
+            }
+            "softmax" | "log_softmax" => {
+                self.args_len(m, 1)?;
+                let d = self.dim_arg(arg(0), rank, &name)?;
+                let op = if name == "softmax" { Op::Softmax(d) } else { Op::LogSoftmax(d) };
+                self.node(op, vec![x], shape, span)
+            }
+            "sum_dim" | "mean_dim" => {
+                self.args_len(m, 1)?;
+                let dim = self.dim_arg(arg(0), rank, &name)?;
+                let mut s = shape.clone();
+                s[dim] = Dim::size(1);
+                self.node(Op::Reduce { dim, mean: name == "mean_dim" }, vec![x], s, span)
+            }
+            "masked_fill" => {
+                self.args_len(m, 2)?;
+                let t = self.causal_arg(arg(0))?;
+                if rank < 2 || shape[rank - 1] != t || shape[rank - 2] != t {
+                    return err(
+                        arg(0).span(),
+                        format!(
+                            "masked_fill: a causal mask of {} positions needs the last two dims [{0}, {0}], got {}",
+                            t.show(&self.symbols),
+                            self.show(x)
+                        ),
+                    );
+                }
+                let value = match self.operand(arg(1))? {
+                    Operand::Scalar(s) => s,
+                    Operand::Tensor(_) => return err(arg(1).span(), "masked_fill: the fill value is a number"),
+                };
+                self.node(Op::CausalFill { t, value }, vec![x], shape, span)
+            }
+            "split" | "chunk" => {
+                return err(
+                    span,
+                    format!("`{name}` gives several tensors: bind them with `let [a, b, ..] = x.{name}(..);`"),
+                );
+            }
+            _ => {
+                let known = [
+                    "matmul",
+                    "transpose",
+                    "permute",
+                    "reshape",
+                    "flatten",
+                    "narrow",
+                    "split",
+                    "chunk",
+                    "softmax",
+                    "log_softmax",
+                    "sum_dim",
+                    "mean_dim",
+                    "masked_fill",
+                    "relu",
+                    "gelu",
+                    "tanh",
+                    "sigmoid",
+                    "exp",
+                    "log",
+                    "sqrt",
+                ];
+                let hint =
+                    crate::model::closest(&name, known).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
+                return err(
+                    m.method.span(),
+                    format!(
+                        "`{name}` is not a tensor op #[model] can differentiate; {hint}it supports {}",
+                        known.join(", ")
+                    ),
+                );
+            }
+        };
+        Ok(Operand::Tensor(v))
+    }
+
+    pub(super) fn unary(&mut self, name: &str, x: usize, span: &Loc) -> usize {
+        let shape = self.shape(x).to_vec();
+        let op = match name {
+            "relu" => Op::Act(Act::Relu),
+            "gelu" => Op::Act(Act::Gelu),
+            "tanh" => Op::Act(Act::Tanh),
+            "sigmoid" => Op::Act(Act::Sigmoid),
+            "exp" => Op::Exp,
+            "log" => Op::Log,
+            "sqrt" => Op::Sqrt,
+            _ => Op::Neg,
+        };
+        self.node(op, vec![x], shape, span)
+    }
+
+    pub(super) fn matmul(&mut self, x: usize, y: usize, span: &Loc) -> R<usize> {
+        let (a, b) = (self.shape(x).to_vec(), self.shape(y).to_vec());
+        let (sa, sb) = (self.show(x), self.show(y));
+        if a.len() < 2 || a.len() != b.len() {
+            return err(
+                span,
+                format!("matmul: needs two operands of the same per-sample rank >= 2, got {sa} and {sb}"),
+            );
+        }
+        let r = a.len();
+        if a[r - 1] != b[r - 2] {
+            return err(
+                span,
+                format!(
+                    "matmul: {sa} times {sb}: inner dims {} and {} differ",
+                    a[r - 1].show(&self.symbols),
+                    b[r - 2].show(&self.symbols)
+                ),
+            );
+        }
+        let mut out = Vec::new();
+        for (p, q) in a[..r - 2].iter().zip(&b[..r - 2]) {
+            out.push(if p == q || q.is_one() {
+                p.clone()
+            } else if p.is_one() {
+                q.clone()
+            } else {
+                return err(span, format!("matmul: {sa} times {sb}: the leading dims do not broadcast"));
+            });
+        }
+        out.push(a[r - 2].clone());
+        out.push(b[r - 1].clone());
+        Ok(self.node(Op::Matmul, vec![x, y], out, span))
+    }
+
+    pub(super) fn causal_arg(&mut self, e: &Expr) -> R<Dim> {
+        let bad = || syn::Error::new(e.span(), "masked_fill takes a causal mask here: `causal_mask(T)`");
+        let Expr::Call(c) = e else { return Err(bad()) };
+        let Expr::Path(p) = &*c.func else { return Err(bad()) };
+        if !p.path.is_ident("causal_mask") || c.args.len() != 1 {
+            return Err(bad());
+        }
+        self.size_arg(&c.args[0])
+    }
+
+    /// A size: a literal, a symbol, or a product of them.
+    pub(super) fn size_arg(&mut self, e: &Expr) -> R<Dim> {
+        match e {
+            Expr::Lit(_) => match int_arg(e) {
+                Some(n) if n > 0 => Ok(Dim::size(n as usize)),
+                _ => err(e.span(), "expected a positive size"),
+            },
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                match self.symbols.iter().position(|s| *s == name) {
+                    Some(k) => Ok(Dim::sym(k)),
+                    None => err(
+                        e.span(),
+                        format!(
+                            "`{name}` is not a dim of this model's input (symbols: {})",
+                            if self.symbols.is_empty() { "none".to_owned() } else { self.symbols.join(", ") }
+                        ),
+                    ),
+                }
+            }
+            Expr::Binary(b) if matches!(b.op, BinOp::Mul(_)) => {
+                Ok(self.size_arg(&b.left)?.times(&self.size_arg(&b.right)?))
+            }
+            Expr::Paren(p) => self.size_arg(&p.expr),
+            _ => err(e.span(), "expected a size: an integer literal, an input symbol such as `T`, or a product"),
+        }
+    }
+
+    pub(super) fn reshape_dims(&mut self, x: usize, e: &Expr) -> R<Vec<Dim>> {
+        let Expr::Array(arr) = e else {
+            return err(e.span(), "reshape takes the per-sample shape as an array: `[T, 4, 16]`");
+        };
+        let mut dims = Vec::new();
+        let mut infer_at = None;
+        for el in &arr.elems {
+            if int_arg(el) == Some(-1) {
+                if infer_at.is_some() {
+                    return err(el.span(), "reshape: only one dim can be -1");
+                }
+                infer_at = Some(dims.len());
+                dims.push(Dim::size(1));
+            } else {
+                dims.push(self.size_arg(el)?);
+            }
+        }
+        let have = self.shape(x).iter().fold(Dim::size(1), |a, d| a.times(d));
+        let want = dims.iter().fold(Dim::size(1), |a, d| a.times(d));
+        let shown = show(&dims, &self.symbols);
+        if let Some(at) = infer_at {
+            match have.over(&want) {
+                Some(d) => dims[at] = d,
+                None => {
+                    return err(e.span(), format!("reshape: cannot infer the -1 in {shown} from {}", self.show(x)));
+                }
+            }
+        } else if have != want {
+            return err(
+                e.span(),
+                format!(
+                    "reshape: {} has {} elements per sample, {shown} has {}",
+                    self.show(x),
+                    have.show(&self.symbols),
+                    want.show(&self.symbols)
+                ),
+            );
+        }
+        Ok(dims)
+    }
+
+    /// `x.split(size, dim)` or `x.chunk(n, dim)` into `count` narrowed pieces.
+    pub(super) fn pieces(&mut self, e: &Expr, count: usize) -> R<Vec<usize>> {
+        let Expr::MethodCall(m) = e else {
+            return err(e.span(), "`let [a, b, ..] =` takes `x.split(size, dim)` or `x.chunk(n, dim)`");
+        };
+        let name = m.method.to_string();
+        if !(name == "split" || name == "chunk") {
+            return err(m.method.span(), "`let [a, b, ..] =` takes `x.split(size, dim)` or `x.chunk(n, dim)`");
+        }
+        self.args_len(m, 2)?;
+        let x = self.tensor(&m.receiver)?;
+        let shape = self.shape(x).to_vec();
+        let dim = self.dim_arg(&m.args[1], shape.len(), &name)?;
+        let n = self.count_arg(&m.args[0], &name)?;
+        let Some(total) = shape[dim].fixed() else {
+            return err(m.args[1].span(), format!("{name}: dim {dim} of {} has no fixed size", self.show(x)));
+        };
+        let size = if name == "split" { n } else { total.checked_div(n).unwrap_or(0) };
+        if size == 0 || size * count != total {
+            return err(
+                e.span(),
+                format!(
+                    "{name}: {} pieces{} of dim {dim} of {} do not fit {count} names",
+                    if name == "split" { total.div_ceil(size.max(1)) } else { n },
+                    if name == "split" { format!(" of {size}") } else { String::new() },
+                    self.show(x)
+                ),
+            );
+        }
+        let mut out = Vec::new();
+        for i in 0..count {
+            let mut s = shape.clone();
+            s[dim] = Dim::size(size);
+            out.push(self.node(Op::Narrow { dim, start: i * size, len: size }, vec![x], s, m.span()));
+        }
+        Ok(out)
+    }
+}

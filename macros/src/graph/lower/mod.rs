@@ -1,0 +1,562 @@
+//! Lowering: a `forward` body to a list of tensor ops in SSA form, each
+//! value with its per-sample shape (symbolic dims included), checked as it
+//! is built. Loops over arrays of layers are unrolled here; anything the
+//! macro cannot differentiate is an error at its tokens. The IR and the
+//! statements are here; `exprs.rs` lowers operators and operands,
+//! `methods.rs` tensor methods, `calls.rs` calls of functions, kernels,
+//! layers and nested models.
+
+mod calls;
+mod exprs;
+mod methods;
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote};
+use syn::spanned::Spanned;
+use syn::{Expr, Pat, Stmt, UnOp};
+
+use blaze_spec::StaticShape;
+
+use crate::model::check::Options;
+use crate::model::ir::{Field, LayerKind};
+
+/// A per-sample dim: `coef` times the product of symbols `syms` (sorted):
+/// `64` is `{64, []}`, `T` is `{1, [T]}`, a flattened `[T, 64]` is `{64, [T]}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dim {
+    pub coef: usize,
+    pub syms: Vec<usize>,
+}
+
+impl Dim {
+    pub fn size(n: usize) -> Dim {
+        Dim { coef: n, syms: Vec::new() }
+    }
+
+    fn sym(k: usize) -> Dim {
+        Dim { coef: 1, syms: vec![k] }
+    }
+
+    fn fixed(&self) -> Option<usize> {
+        self.syms.is_empty().then_some(self.coef)
+    }
+
+    fn is_one(&self) -> bool {
+        self.fixed() == Some(1)
+    }
+
+    fn times(&self, o: &Dim) -> Dim {
+        let mut syms = [self.syms.clone(), o.syms.clone()].concat();
+        syms.sort_unstable();
+        Dim { coef: self.coef * o.coef, syms }
+    }
+
+    /// `self / o` when it divides exactly.
+    fn over(&self, o: &Dim) -> Option<Dim> {
+        if o.coef == 0 || !self.coef.is_multiple_of(o.coef) {
+            return None;
+        }
+        let mut syms = self.syms.clone();
+        for s in &o.syms {
+            let at = syms.iter().position(|x| x == s)?;
+            syms.remove(at);
+        }
+        Some(Dim { coef: self.coef / o.coef, syms })
+    }
+
+    pub fn show(&self, symbols: &[String]) -> String {
+        let mut parts: Vec<String> = self.syms.iter().map(|&k| symbols[k].clone()).collect();
+        if self.coef != 1 || parts.is_empty() {
+            parts.insert(0, self.coef.to_string());
+        }
+        parts.join("*")
+    }
+
+    /// The dim's size at run time, as a `usize` expression.
+    pub fn tokens(&self) -> TokenStream {
+        let c = self.coef;
+        let syms = self.syms.iter().map(|&k| sym_ident(k));
+        quote!((#c #(* #syms)*))
+    }
+}
+
+pub fn sym_ident(k: usize) -> syn::Ident {
+    quote::format_ident!("__sym{}", k)
+}
+
+pub fn show(shape: &[Dim], symbols: &[String]) -> String {
+    format!("[{}]", shape.iter().map(|d| d.show(symbols)).collect::<Vec<_>>().join(", "))
+}
+
+/// Who a call goes to: a field, or entry `i` of an array field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Callee {
+    pub field: usize,
+    pub index: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bin {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+/// `x op s` (or `s op x` for the reversed forms) with a scalar `s`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    RSub,
+    RDiv,
+}
+
+/// Activations run as their layer types (whose caches the backward uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Relu,
+    Gelu,
+    Tanh,
+    Sigmoid,
+}
+
+/// One argument of a `kernel!` call.
+#[derive(Clone)]
+pub enum KernelArg {
+    /// Index into the node's `args`.
+    Tensor(usize),
+    Number(TokenStream),
+}
+
+#[derive(Clone)]
+pub enum Op {
+    Input,
+    Layer(Callee),
+    Nested(Callee),
+    Act(Act),
+    Bin(Bin),
+    Scalar(ScalarOp, TokenStream),
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Matmul,
+    Transpose(usize, usize),
+    Permute(Vec<usize>),
+    Reshape(Vec<Dim>),
+    Narrow { dim: usize, start: usize, len: usize },
+    Cat(usize),
+    Softmax(usize),
+    LogSoftmax(usize),
+    Reduce { dim: usize, mean: bool },
+    CausalFill { t: Dim, value: TokenStream },
+    Kernel { path: TokenStream, args: Vec<KernelArg> },
+    Positions(Dim),
+}
+
+pub struct Node {
+    pub op: Op,
+    pub args: Vec<usize>,
+    pub out: usize,
+    pub span: Span,
+}
+
+/// One SSA value.
+pub struct Val {
+    pub shape: Vec<Dim>,
+    /// False for values built from constants alone: their batch dim is 1.
+    pub batched: bool,
+    /// Depends on an input or a parameter (needs a gradient in `backward`).
+    pub grad: bool,
+    /// Depends on a parameter (needs a gradient in `backward_params`).
+    pub params: bool,
+}
+
+impl Val {
+    pub fn rank(&self) -> usize {
+        self.shape.len() + 1
+    }
+}
+
+/// A lowered forward body.
+pub struct Lowered {
+    pub vals: Vec<Val>,
+    pub nodes: Vec<Node>,
+    pub inputs: Vec<usize>,
+    pub output: usize,
+    pub symbols: Vec<String>,
+    /// Const assertions (nested model calls).
+    pub asserts: Vec<TokenStream>,
+    /// For each field, the output shape of its first call (for the summary).
+    pub first_output: Vec<Option<Vec<Dim>>>,
+}
+
+#[derive(Clone)]
+enum Bind {
+    Tensor(usize),
+    Scalar(TokenStream),
+    Module(Callee),
+}
+
+enum Operand {
+    Tensor(usize),
+    Scalar(TokenStream),
+}
+
+type R<T> = syn::Result<T>;
+
+/// Where an error points: one token, or the whole of an expression.
+pub trait Place {
+    fn error(&self, msg: String) -> syn::Error;
+    /// The first token's span, for the code generated from the expression.
+    fn first(&self) -> Span;
+}
+
+impl Place for Span {
+    fn error(&self, msg: String) -> syn::Error {
+        syn::Error::new(*self, msg)
+    }
+    fn first(&self) -> Span {
+        *self
+    }
+}
+
+/// An expression's tokens: errors underline all of it.
+pub struct Loc(TokenStream);
+
+impl Loc {
+    fn of(e: &impl ToTokens) -> Loc {
+        Loc(e.to_token_stream())
+    }
+}
+
+impl Place for &Loc {
+    fn error(&self, msg: String) -> syn::Error {
+        syn::Error::new_spanned(&self.0, msg)
+    }
+    fn first(&self) -> Span {
+        self.0.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span())
+    }
+}
+
+fn err<T>(at: impl Place, msg: impl std::fmt::Display) -> R<T> {
+    Err(at.error(msg.to_string()))
+}
+
+const SUPPORTED: &str = "a #[model] forward body is straight-line tensor code: `let` bindings, calls of layer \
+                         fields, `+ - * /`, tensor methods (matmul, transpose, permute, reshape, flatten, narrow, \
+                         split, chunk, softmax, log_softmax, sum_dim, mean_dim, masked_fill, relu, gelu, tanh, \
+                         sigmoid, exp, log, sqrt), `cat`, kernel! functions, and `for` over an array of layers";
+
+pub struct Lower<'a> {
+    fields: &'a [Field],
+    options: &'a [Options],
+    model: String,
+    pub symbols: Vec<String>,
+    vals: Vec<Val>,
+    nodes: Vec<Node>,
+    scopes: Vec<HashMap<String, Bind>>,
+    asserts: Vec<TokenStream>,
+    calls: Vec<Vec<Loc>>,
+    first_output: Vec<Option<Vec<Dim>>>,
+}
+
+impl<'a> Lower<'a> {
+    pub fn new(model: &str, fields: &'a [Field], options: &'a [Options]) -> Self {
+        Lower {
+            fields,
+            options,
+            model: model.to_owned(),
+            symbols: Vec::new(),
+            vals: Vec::new(),
+            nodes: Vec::new(),
+            scopes: vec![HashMap::new()],
+            asserts: Vec::new(),
+            calls: fields.iter().map(|_| Vec::new()).collect(),
+            first_output: vec![None; fields.len()],
+        }
+    }
+
+    /// A dim of the input attribute: a positive literal or a symbol.
+    pub fn input_dim(&mut self, e: &Expr) -> R<Dim> {
+        match e {
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
+                Ok(n) if n > 0 => Ok(Dim::size(n)),
+                _ => err(e.span(), "input dims are positive integers or symbols such as `T`"),
+            },
+            Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+                Ok(Dim::sym(self.symbol(&name)))
+            }
+            _ => err(e.span(), "input dims are positive integers or symbols such as `T`"),
+        }
+    }
+
+    fn symbol(&mut self, name: &str) -> usize {
+        match self.symbols.iter().position(|s| s == name) {
+            Some(k) => k,
+            None => {
+                self.symbols.push(name.to_owned());
+                self.symbols.len() - 1
+            }
+        }
+    }
+
+    pub fn input(&mut self, name: &str, shape: Vec<Dim>, span: Span) {
+        let v = self.push_val(Val { shape, batched: true, grad: true, params: false });
+        self.nodes.push(Node { op: Op::Input, args: Vec::new(), out: v, span });
+        self.scopes[0].insert(name.to_owned(), Bind::Tensor(v));
+    }
+
+    fn push_val(&mut self, v: Val) -> usize {
+        self.vals.push(v);
+        self.vals.len() - 1
+    }
+
+    fn node(&mut self, op: Op, args: Vec<usize>, shape: Vec<Dim>, at: impl Place) -> usize {
+        let span = at.first();
+        let holds = matches!(op, Op::Layer(c) | Op::Nested(c) if self.fields[c.field].kind.has_params());
+        let batched = args.iter().any(|&a| self.vals[a].batched);
+        let grad = holds || args.iter().any(|&a| self.vals[a].grad);
+        let params = holds || args.iter().any(|&a| self.vals[a].params);
+        let out = self.push_val(Val { shape, batched, grad, params });
+        self.nodes.push(Node { op, args, out, span });
+        out
+    }
+
+    fn shape(&self, v: usize) -> &[Dim] {
+        &self.vals[v].shape
+    }
+
+    fn show(&self, v: usize) -> String {
+        show(self.shape(v), &self.symbols)
+    }
+
+    fn lookup(&self, name: &str) -> Option<Bind> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
+    }
+
+    fn assign(&mut self, name: &str, b: Bind) -> bool {
+        for s in self.scopes.iter_mut().rev() {
+            if let Some(slot) = s.get_mut(name) {
+                *slot = b;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Lowers the statements of the body; returns the output value.
+    pub fn body(mut self, block: &syn::Block) -> R<Lowered> {
+        let out = self.block(block)?;
+        let Some(out) = out else {
+            return err(
+                block.span(),
+                "the forward body must end with the output tensor (an expression without a semicolon)",
+            );
+        };
+        for (i, f) in self.fields.iter().enumerate() {
+            let calls = &self.calls[i];
+            if calls.is_empty() {
+                return err(
+                    f.ident.span(),
+                    format!(
+                        "`{}` is never called in forward: every field of a #[model] takes part in the forward pass",
+                        f.ident
+                    ),
+                );
+            }
+            let per = f.array.unwrap_or(1);
+            if f.kind.has_params() && calls.len() > per {
+                return err(
+                    &calls[per],
+                    format!(
+                        "`{}` is called a second time here: a layer with parameters is called once per forward \
+                         (declare another field for a second layer; shared weights need Autodiff)",
+                        f.ident
+                    ),
+                );
+            }
+        }
+        let inputs = self.nodes.iter().filter(|n| matches!(n.op, Op::Input)).map(|n| n.out).collect();
+        Ok(Lowered {
+            vals: self.vals,
+            nodes: self.nodes,
+            inputs,
+            output: out,
+            symbols: self.symbols,
+            asserts: self.asserts,
+            first_output: self.first_output,
+        })
+    }
+
+    fn block(&mut self, block: &syn::Block) -> R<Option<usize>> {
+        let mut out = None;
+        let n = block.stmts.len();
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            match stmt {
+                Stmt::Local(local) => self.local(local)?,
+                Stmt::Expr(Expr::ForLoop(f), _) => self.for_loop(f)?,
+                Stmt::Expr(Expr::Assign(a), _) => {
+                    let name = plain_ident(&a.left)
+                        .ok_or_else(|| syn::Error::new(a.left.span(), "only a local variable can be assigned"))?;
+                    let b = match self.operand(&a.right)? {
+                        Operand::Tensor(v) => Bind::Tensor(v),
+                        Operand::Scalar(s) => Bind::Scalar(s),
+                    };
+                    if !self.assign(&name, b) {
+                        return err(a.left.span(), format!("cannot find `{name}`: declare it with `let` first"));
+                    }
+                }
+                Stmt::Expr(e, None) if i + 1 == n => match self.operand(e)? {
+                    Operand::Tensor(v) => out = Some(v),
+                    Operand::Scalar(_) => return err(e.span(), "the forward body must return a tensor"),
+                },
+                Stmt::Expr(e, _) => return err(e.span(), unsupported(e)),
+                Stmt::Item(item) => return err(item.span(), "items cannot be declared inside a #[model] forward"),
+                Stmt::Macro(m) => {
+                    return err(
+                        m.span(),
+                        "macros are not supported inside a #[model] forward; the macro cannot see \
+                                          through them to differentiate",
+                    );
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn local(&mut self, local: &syn::Local) -> R<()> {
+        let Some(init) = &local.init else {
+            return err(local.span(), "a `let` in a #[model] forward needs a value");
+        };
+        if init.diverge.is_some() {
+            return err(local.span(), "`let .. else` is not supported in a #[model] forward");
+        }
+        let pat = match &local.pat {
+            Pat::Type(t) => &*t.pat,
+            p => p,
+        };
+        match pat {
+            Pat::Ident(id) => {
+                let b = match self.operand(&init.expr)? {
+                    Operand::Tensor(v) => Bind::Tensor(v),
+                    Operand::Scalar(s) => Bind::Scalar(s),
+                };
+                self.bind(id.ident.to_string(), b);
+                Ok(())
+            }
+            Pat::Wild(_) => self.operand(&init.expr).map(|_| ()),
+            Pat::Slice(s) => {
+                let names: Vec<Option<String>> = s
+                    .elems
+                    .iter()
+                    .map(|p| match p {
+                        Pat::Ident(id) => Ok(Some(id.ident.to_string())),
+                        Pat::Wild(_) => Ok(None),
+                        other => err(other.span(), "expected a name or `_`"),
+                    })
+                    .collect::<R<_>>()?;
+                let pieces = self.pieces(&init.expr, names.len())?;
+                for (name, v) in names.into_iter().zip(pieces) {
+                    if let Some(name) = name {
+                        self.bind(name, Bind::Tensor(v));
+                    }
+                }
+                Ok(())
+            }
+            other => err(other.span(), "expected `let name = ..` or `let [a, b, ..] = x.split(..)`"),
+        }
+    }
+
+    fn bind(&mut self, name: String, b: Bind) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name, b);
+        }
+    }
+
+    /// `for b in &self.blocks { .. }`: the body once per entry.
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> R<()> {
+        let not_array = || {
+            syn::Error::new(
+                f.expr.span(),
+                "a #[model] forward loops only over an array field of layers (`for b in &self.blocks`); \
+                 loops over run-time values need Autodiff",
+            )
+        };
+        let inner = match &*f.expr {
+            Expr::Reference(r) => &*r.expr,
+            Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => &*m.receiver,
+            _ => return Err(not_array()),
+        };
+        let field = self.self_field(inner).ok_or_else(not_array)?;
+        let Some(n) = self.fields[field].array else {
+            return err(f.expr.span(), format!("`{}` is one layer, not an array of layers", self.fields[field].ident));
+        };
+        let Pat::Ident(var) = &*f.pat else {
+            return err(f.pat.span(), "expected a name for the loop's layer");
+        };
+        for i in 0..n {
+            self.scopes.push(HashMap::new());
+            self.bind(var.ident.to_string(), Bind::Module(Callee { field, index: Some(i) }));
+            let out = self.block(&f.body);
+            self.scopes.pop();
+            if let Some(v) = out? {
+                let _ = v;
+                return err(f.body.span(), "a loop body ends with a statement, not a value");
+            }
+        }
+        Ok(())
+    }
+}
+
+fn op_name(op: Bin) -> &'static str {
+    match op {
+        Bin::Add => "+",
+        Bin::Sub => "-",
+        Bin::Mul => "*",
+        Bin::Div => "/",
+    }
+}
+
+fn is_self(e: &Expr) -> bool {
+    matches!(e, Expr::Path(p) if p.path.is_ident("self"))
+}
+
+fn plain_ident(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+        _ => None,
+    }
+}
+
+fn int_arg(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok(),
+        Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => int_arg(&u.expr).map(|v| -v),
+        Expr::Paren(p) => int_arg(&p.expr),
+        Expr::Group(g) => int_arg(&g.expr),
+        _ => None,
+    }
+}
+
+/// What to say about an expression the macro cannot differentiate.
+fn unsupported(e: &Expr) -> String {
+    let what = match e {
+        Expr::If(_) => "`if` is not supported: a branch (on tensor data or otherwise) has no static gradient here",
+        Expr::While(_) | Expr::Loop(_) => "loops over run-time conditions are not supported",
+        Expr::ForLoop(_) => "this `for` loop is not over an array field of layers",
+        Expr::Match(_) => "`match` is not supported",
+        Expr::Closure(_) => "closures are not supported",
+        Expr::Macro(_) => "macros are not supported (the macro cannot see through them)",
+        Expr::Return(_) => "`return` is not supported: end the body with the output",
+        Expr::Index(_) => "indexing a tensor is not supported (use `narrow`)",
+        _ => "this expression is not supported",
+    };
+    format!("{what} in a #[model] forward; {SUPPORTED}. For data-dependent control flow, write the model with Autodiff")
+}
