@@ -1,0 +1,130 @@
+//! What stops training, and what stops a step.
+
+use std::path::PathBuf;
+
+use crate::DeviceError;
+use crate::loss::TargetError;
+use crate::record::RecordError;
+
+/// What stops training.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// A checkpoint could not be written or read.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// The curve could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// A batch does not fit the model.
+    #[error("batch inputs of shape {shape:?} do not fit a model whose input is rank {rank} (with the batch dim)")]
+    Batch {
+        /// The batch's input shape.
+        shape: Vec<usize>,
+        /// The model's input rank.
+        rank: usize,
+    },
+    /// The checkpoint's metadata is unreadable.
+    #[error("{path}: {message}")]
+    Checkpoint {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A split yields no batch, so there is nothing to train or validate on.
+    #[error(
+        "the {split} set yields no batch: {samples} samples with batch_size {batch_size}{}",
+        if *drop_last { " and drop_last" } else { "" }
+    )]
+    EmptyData {
+        /// `training` or `validation`.
+        split: &'static str,
+        /// Samples in the dataset.
+        samples: usize,
+        /// The loader's batch size.
+        batch_size: usize,
+        /// Whether the loader drops a last partial batch.
+        drop_last: bool,
+    },
+    /// A target that is not a class of the model.
+    #[error("epoch {epoch}, {split} batch {batch}: {}sample {}: {source}",
+        sample.map_or(String::new(), |s| format!("dataset index {s}, ")), source.position)]
+    Target {
+        /// 1-based epoch.
+        epoch: usize,
+        /// `training` or `validation`.
+        split: &'static str,
+        /// 0-based batch within the epoch.
+        batch: usize,
+        /// The sample's index in the dataset, when the loader can tell.
+        sample: Option<usize>,
+        /// The value, its position in the batch and the class count.
+        source: TargetError,
+    },
+    /// Targets that are not class indices (fractional, or not finite).
+    #[error("epoch {epoch}, {split} batch {batch}: target {value} at position {position} is not a class index")]
+    Label {
+        /// 1-based epoch.
+        epoch: usize,
+        /// `training` or `validation`.
+        split: &'static str,
+        /// 0-based batch within the epoch.
+        batch: usize,
+        /// Its position in the batch.
+        position: usize,
+        /// The value.
+        value: f64,
+    },
+    /// The loss, the gradient norm or the weights stopped being finite.
+    #[error(
+        "epoch {epoch}, step {step}: {what}; training stopped. {}. \
+         Lower the learning rate, clip gradients (`FitConfig::clip_grad_norm`), check the data for NaN, \
+         or skip such steps (`NonFinite::SkipStep`)",
+        match (checkpoint, last_good_epoch) {
+            (Some(p), Some(e)) => format!("The last good checkpoint is {} (after epoch {e})", p.display()),
+            (Some(p), None) => format!("No epoch finished, so {} was not written", p.display()),
+            (None, _) => "No checkpoint was kept (`FitConfig::out_dir` is None)".to_owned(),
+        }
+    )]
+    NonFinite {
+        /// 1-based epoch.
+        epoch: usize,
+        /// 1-based step within the epoch, or 0 after its last step.
+        step: usize,
+        /// What was not finite, with its value.
+        what: String,
+        /// The resumable checkpoint (`last.safetensors`), if `out_dir` is set.
+        checkpoint: Option<PathBuf>,
+        /// The epoch that checkpoint holds, if one was written.
+        last_good_epoch: Option<usize>,
+    },
+    /// The device failed (an allocation beyond its limits, a lost device).
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+}
+
+/// Why a training step did not run.
+#[derive(Debug)]
+pub enum StepError {
+    /// A target is not a class of the model.
+    Target(TargetError),
+    /// The device failed.
+    Device(DeviceError),
+}
+
+impl From<TargetError> for StepError {
+    fn from(e: TargetError) -> Self {
+        StepError::Target(e)
+    }
+}
+
+impl From<DeviceError> for StepError {
+    fn from(e: DeviceError) -> Self {
+        StepError::Device(e)
+    }
+}
