@@ -207,7 +207,9 @@ fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) ->
         let syn::Expr::Array(arr) = a else {
             return Err(syn::Error::new(a.span(), "an input shape is a list of dims, e.g. [T, 64]"));
         };
-        out.push(arr.elems.iter().map(|e| low.input_dim(e)).collect::<syn::Result<Vec<_>>>()?);
+        out.push(
+            arr.elems.iter().map(|e| low.input_dim(e).map_err(syn::Error::from)).collect::<syn::Result<Vec<_>>>()?,
+        );
     }
     Ok(out)
 }

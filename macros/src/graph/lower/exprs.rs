@@ -47,6 +47,7 @@ impl Lower<'_> {
                         Some(Bind::Module(_)) => {
                             return err(id.span(), format!("`{name}` is a layer: call it, `{name}(x)`"));
                         }
+                        Some(Bind::Poisoned) => return Err(Fail::Poisoned),
                         None => {}
                     }
                     if let Some(k) = self.symbols.iter().position(|s| *s == name) {
@@ -74,7 +75,7 @@ impl Lower<'_> {
             Expr::MethodCall(m) => self.method(m),
             Expr::Call(c) => self.call(c),
             Expr::Field(f) if is_self(&f.base) => match &f.member {
-                syn::Member::Named(name) if self.self_field(e).is_none() => Err(self.unknown_field(name)),
+                syn::Member::Named(name) if self.self_field(e).is_none() => Err(self.unknown_field(name).into()),
                 _ => err(e.span(), "a layer field is called, not read: `self.layer(x)`"),
             },
             _ => err(e.span(), unsupported(e)),

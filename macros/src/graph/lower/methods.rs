@@ -49,7 +49,7 @@ impl Lower<'_> {
         // `self.layer(x, ..)`: a call of a field.
         if is_self(&m.receiver) {
             let Some(field) = self.fields.iter().position(|f| f.ident == m.method) else {
-                return Err(self.unknown_field(&m.method));
+                return Err(self.unknown_field(&m.method).into());
             };
             if self.fields[field].array.is_some() {
                 return err(
@@ -265,10 +265,10 @@ impl Lower<'_> {
 
     pub(super) fn causal_arg(&mut self, e: &Expr) -> R<Dim> {
         let bad = || syn::Error::new(e.span(), "masked_fill takes a causal mask here: `causal_mask(T)`");
-        let Expr::Call(c) = e else { return Err(bad()) };
-        let Expr::Path(p) = &*c.func else { return Err(bad()) };
+        let Expr::Call(c) = e else { return Err(bad().into()) };
+        let Expr::Path(p) = &*c.func else { return Err(bad().into()) };
         if !p.path.is_ident("causal_mask") || c.args.len() != 1 {
-            return Err(bad());
+            return Err(bad().into());
         }
         self.size_arg(&c.args[0])
     }

@@ -201,6 +201,9 @@ enum Bind {
     Tensor(usize),
     Scalar(TokenStream),
     Module(Callee),
+    /// A name whose value could not be lowered (its error is reported
+    /// already): uses of it are not errors of their own.
+    Poisoned,
 }
 
 enum Operand {
@@ -208,7 +211,31 @@ enum Operand {
     Scalar(TokenStream),
 }
 
-type R<T> = syn::Result<T>;
+/// Why an expression did not lower: an error at its tokens, or a use of a
+/// name whose own definition failed (reported there, so not again).
+#[derive(Debug)]
+pub enum Fail {
+    Error(syn::Error),
+    Poisoned,
+}
+
+impl From<syn::Error> for Fail {
+    fn from(e: syn::Error) -> Self {
+        Fail::Error(e)
+    }
+}
+
+impl From<Fail> for syn::Error {
+    /// Where no name can be poisoned yet (the `input` attribute).
+    fn from(f: Fail) -> Self {
+        match f {
+            Fail::Error(e) => e,
+            Fail::Poisoned => syn::Error::new(Span::call_site(), "a value failed to lower"),
+        }
+    }
+}
+
+type R<T> = Result<T, Fail>;
 
 /// Where an error points: one token, or the whole of an expression.
 pub trait Place {
@@ -245,7 +272,7 @@ impl Place for &Loc {
 }
 
 fn err<T>(at: impl Place, msg: impl std::fmt::Display) -> R<T> {
-    Err(at.error(msg.to_string()))
+    Err(Fail::Error(at.error(msg.to_string())))
 }
 
 const SUPPORTED: &str = "a #[model] forward body is straight-line tensor code: `let` bindings, calls of layer \
@@ -264,6 +291,9 @@ pub struct Lower<'a> {
     asserts: Vec<TokenStream>,
     calls: Vec<Vec<Loc>>,
     first_output: Vec<Option<Vec<Dim>>>,
+    /// Every independent error so far: a statement that fails is reported
+    /// and lowering goes on with the next.
+    errors: Vec<syn::Error>,
 }
 
 impl<'a> Lower<'a> {
@@ -279,6 +309,7 @@ impl<'a> Lower<'a> {
             asserts: Vec::new(),
             calls: fields.iter().map(|_| Vec::new()).collect(),
             first_output: vec![None; fields.len()],
+            errors: Vec::new(),
         }
     }
 
@@ -351,37 +382,43 @@ impl<'a> Lower<'a> {
         false
     }
 
-    /// Lowers the statements of the body; returns the output value.
-    pub fn body(mut self, block: &syn::Block) -> R<Lowered> {
-        let out = self.block(block)?;
-        let Some(out) = out else {
-            return err(
-                block.span(),
-                "the forward body must end with the output tensor (an expression without a semicolon)",
-            );
+    /// Lowers the statements of the body; returns the output value, or
+    /// every independent error, each at its expression.
+    pub fn body(mut self, block: &syn::Block) -> syn::Result<Lowered> {
+        let out = self.block(block);
+        let out = match out {
+            Ok(Some(out)) if self.errors.is_empty() => out,
+            Ok(None) if self.errors.is_empty() => {
+                return Err(syn::Error::new(
+                    block.span(),
+                    "the forward body must end with the output tensor (an expression without a semicolon)",
+                ));
+            }
+            _ => return Err(combine(self.errors)),
         };
         for (i, f) in self.fields.iter().enumerate() {
             let calls = &self.calls[i];
             if calls.is_empty() {
-                return err(
+                self.errors.push(syn::Error::new(
                     f.ident.span(),
                     format!(
                         "`{}` is never called in forward: every field of a #[model] takes part in the forward pass",
                         f.ident
                     ),
-                );
+                ));
+                continue;
             }
             let per = f.array.unwrap_or(1);
             if f.kind.has_params() && calls.len() > per {
-                return err(
-                    &calls[per],
-                    format!(
-                        "`{}` is called a second time here: a layer with parameters is called once per forward \
-                         (declare another field for a second layer; shared weights need Autodiff)",
-                        f.ident
-                    ),
-                );
+                self.errors.push((&calls[per]).error(format!(
+                    "`{}` is called a second time here: a layer with parameters is called once per forward \
+                     (declare another field for a second layer; shared weights need Autodiff)",
+                    f.ident
+                )));
             }
+        }
+        if !self.errors.is_empty() {
+            return Err(combine(self.errors));
         }
         let inputs = self.nodes.iter().filter(|n| matches!(n.op, Op::Input)).map(|n| n.out).collect();
         Ok(Lowered {
@@ -395,40 +432,63 @@ impl<'a> Lower<'a> {
         })
     }
 
+    /// Records a statement's failure (unless it only used a name whose own
+    /// definition failed) and poisons the names it would have bound.
+    fn failed(&mut self, fail: Fail, names: Vec<String>) {
+        if let Fail::Error(e) = fail {
+            self.errors.push(e);
+        }
+        for name in names {
+            if !self.assign(&name, Bind::Poisoned) {
+                self.bind(name, Bind::Poisoned);
+            }
+        }
+    }
+
+    /// Lowers a block's statements, going on past a failing one; `Ok(None)`
+    /// when it ends without a value.
     fn block(&mut self, block: &syn::Block) -> R<Option<usize>> {
         let mut out = None;
         let n = block.stmts.len();
         for (i, stmt) in block.stmts.iter().enumerate() {
-            match stmt {
-                Stmt::Local(local) => self.local(local)?,
-                Stmt::Expr(Expr::ForLoop(f), _) => self.for_loop(f)?,
-                Stmt::Expr(Expr::Assign(a), _) => {
-                    let name = plain_ident(&a.left)
-                        .ok_or_else(|| syn::Error::new(a.left.span(), "only a local variable can be assigned"))?;
-                    let b = match self.operand(&a.right)? {
-                        Operand::Tensor(v) => Bind::Tensor(v),
-                        Operand::Scalar(s) => Bind::Scalar(s),
-                    };
-                    if !self.assign(&name, b) {
-                        return err(a.left.span(), format!("cannot find `{name}`: declare it with `let` first"));
+            let result = match stmt {
+                Stmt::Local(local) => self.local(local),
+                Stmt::Expr(Expr::ForLoop(f), _) => self.for_loop(f),
+                Stmt::Expr(Expr::Assign(a), _) => self.assignment(a),
+                Stmt::Expr(e, None) if i + 1 == n => match self.operand(e) {
+                    Ok(Operand::Tensor(v)) => {
+                        out = Some(v);
+                        Ok(())
                     }
-                }
-                Stmt::Expr(e, None) if i + 1 == n => match self.operand(e)? {
-                    Operand::Tensor(v) => out = Some(v),
-                    Operand::Scalar(_) => return err(e.span(), "the forward body must return a tensor"),
+                    Ok(Operand::Scalar(_)) => err(e.span(), "the forward body must return a tensor"),
+                    Err(f) => Err(f),
                 },
-                Stmt::Expr(e, _) => return err(e.span(), unsupported(e)),
-                Stmt::Item(item) => return err(item.span(), "items cannot be declared inside a #[model] forward"),
-                Stmt::Macro(m) => {
-                    return err(
-                        m.span(),
-                        "macros are not supported inside a #[model] forward; the macro cannot see \
-                                          through them to differentiate",
-                    );
-                }
+                Stmt::Expr(e, _) => err(e.span(), unsupported(e)),
+                Stmt::Item(item) => err(item.span(), "items cannot be declared inside a #[model] forward"),
+                Stmt::Macro(m) => err(
+                    m.span(),
+                    "macros are not supported inside a #[model] forward; the macro cannot see through them to \
+                     differentiate",
+                ),
+            };
+            if let Err(f) = result {
+                self.failed(f, bound_names(stmt));
             }
         }
         Ok(out)
+    }
+
+    fn assignment(&mut self, a: &syn::ExprAssign) -> R<()> {
+        let name = plain_ident(&a.left)
+            .ok_or_else(|| syn::Error::new(a.left.span(), "only a local variable can be assigned"))?;
+        let b = match self.operand(&a.right)? {
+            Operand::Tensor(v) => Bind::Tensor(v),
+            Operand::Scalar(s) => Bind::Scalar(s),
+        };
+        if !self.assign(&name, b) {
+            return err(a.left.span(), format!("cannot find `{name}`: declare it with `let` first"));
+        }
+        Ok(())
     }
 
     fn local(&mut self, local: &syn::Local) -> R<()> {
@@ -492,7 +552,7 @@ impl<'a> Lower<'a> {
         let inner = match &*f.expr {
             Expr::Reference(r) => &*r.expr,
             Expr::MethodCall(m) if m.method == "iter" && m.args.is_empty() => &*m.receiver,
-            _ => return Err(not_array()),
+            _ => return Err(not_array().into()),
         };
         let field = self.self_field(inner).ok_or_else(not_array)?;
         let Some(n) = self.fields[field].array else {
@@ -502,10 +562,15 @@ impl<'a> Lower<'a> {
             return err(f.pat.span(), "expected a name for the loop's layer");
         };
         for i in 0..n {
+            let before = self.errors.len();
             self.scopes.push(HashMap::new());
             self.bind(var.ident.to_string(), Bind::Module(Callee { field, index: Some(i) }));
             let out = self.block(&f.body);
             self.scopes.pop();
+            // An error in the body is reported once, not once per layer.
+            if self.errors.len() > before {
+                break;
+            }
             if let Some(v) = out? {
                 let _ = v;
                 return err(f.body.span(), "a loop body ends with a statement, not a value");
@@ -559,4 +624,33 @@ fn unsupported(e: &Expr) -> String {
         _ => "this expression is not supported",
     };
     format!("{what} in a #[model] forward; {SUPPORTED}. For data-dependent control flow, write the model with Autodiff")
+}
+
+/// One error holding every one of `errors`, in order.
+fn combine(errors: Vec<syn::Error>) -> syn::Error {
+    let mut it = errors.into_iter();
+    let mut first = it.next().unwrap_or_else(|| syn::Error::new(Span::call_site(), "the forward body failed"));
+    for e in it {
+        first.combine(e);
+    }
+    first
+}
+
+/// The names a statement binds or assigns, poisoned when it fails.
+fn bound_names(stmt: &Stmt) -> Vec<String> {
+    fn pat_names(p: &Pat, out: &mut Vec<String>) {
+        match p {
+            Pat::Ident(id) => out.push(id.ident.to_string()),
+            Pat::Type(t) => pat_names(&t.pat, out),
+            Pat::Slice(s) => s.elems.iter().for_each(|e| pat_names(e, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    match stmt {
+        Stmt::Local(l) => pat_names(&l.pat, &mut out),
+        Stmt::Expr(Expr::Assign(a), _) => out.extend(plain_ident(&a.left)),
+        _ => {}
+    }
+    out
 }
