@@ -16,11 +16,13 @@
 //! The two attributes expand separately, so the struct's expansion leaves
 //! its fields behind in a `macro_rules!` named after the model; the impl's
 //! expansion calls it, which hands both to `__model_graph`. There the body
-//! is lowered to SSA ops with symbolic shapes (`lower.rs`) and the forward
-//! and reverse passes are emitted as straight-line code (`codeg.rs`).
+//! is lowered to SSA ops with symbolic shapes (`lower/`, with the tensor
+//! operations it knows listed once in `vocab.rs`) and the forward and
+//! reverse passes are emitted as straight-line code (`codegen.rs`).
 
 mod codegen;
 mod lower;
+mod vocab;
 
 use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
@@ -396,6 +398,42 @@ mod tests {
         );
         assert!(!out.contains("compile_error"), "{out}");
         assert!(out.contains("ACache") && out.contains("backward_params"));
+    }
+
+    /// Every operation of the vocabulary, in every form, lowers and differentiates.
+    #[test]
+    fn every_vocabulary_example_expands_without_errors() {
+        for entry in super::vocab::WORDS {
+            for example in entry.examples {
+                let (lets, value) = example.rsplit_once(';').unwrap_or(("", example));
+                let body: TokenStream =
+                    format!("{lets}{} let y = {value}; self.fc(y)", if lets.is_empty() { "" } else { ";" })
+                        .parse()
+                        .expect("an example tokenizes");
+                // Every field must be called, so the embedding is there only when used.
+                let fields = if example.contains("self.pos") {
+                    quote!(
+                        pub struct V {
+                            fc: Linear<4, 4>,
+                            pos: Embedding<4, 4>,
+                        }
+                    )
+                } else {
+                    quote!(
+                        pub struct V {
+                            fc: Linear<4, 4>,
+                        }
+                    )
+                };
+                let out = expand(
+                    fields,
+                    quote!(input = [4, 4]),
+                    quote!(impl V { fn forward(&self, x: Tensor) -> Tensor { #body } }),
+                );
+                assert!(!out.contains("compile_error"), "`{}`: {example}\n{out}", entry.name);
+                assert!(out.contains("backward_params"), "`{}`: {example}", entry.name);
+            }
+        }
     }
 
     #[test]

@@ -30,53 +30,62 @@ impl Lower<'_> {
             if let Some(Bind::Module(callee)) = self.lookup(&name) {
                 return self.call_layer(callee, &args, span);
             }
-            let want = |n: usize| {
-                if args.len() == n {
-                    Ok(())
-                } else {
-                    err(
+            if let Some(entry) = vocab::function_word(&name) {
+                let n = entry.function.unwrap_or_default();
+                if args.len() != n {
+                    return err(
                         span,
                         format!("`{name}` takes {n} argument{}, found {}", if n == 1 { "" } else { "s" }, args.len()),
-                    )
+                    );
                 }
-            };
-            match name.as_str() {
-                "relu" | "gelu" | "tanh" | "sigmoid" | "exp" | "log" | "sqrt" => {
-                    want(1)?;
-                    let x = self.tensor(args[0])?;
-                    return Ok(Operand::Tensor(self.unary(&name, x, span)));
-                }
-                "softmax" | "log_softmax" => {
-                    want(2)?;
-                    let x = self.tensor(args[0])?;
-                    let d = self.dim_arg(args[1], self.shape(x).len(), &name)?;
-                    let op = if name == "softmax" { Op::Softmax(d) } else { Op::LogSoftmax(d) };
-                    let shape = self.shape(x).to_vec();
-                    return Ok(Operand::Tensor(self.node(op, vec![x], shape, span)));
-                }
-                "matmul" => {
-                    want(2)?;
-                    let (x, y) = (self.tensor(args[0])?, self.tensor(args[1])?);
-                    return Ok(Operand::Tensor(self.matmul(x, y, span)?));
-                }
-                "cat" => {
-                    want(2)?;
-                    return self.cat(args[0], args[1], span).map(Operand::Tensor);
-                }
-                "positions" => {
-                    want(1)?;
-                    let t = self.size_arg(args[0])?;
-                    let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
-                    self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span: span.first() });
-                    return Ok(Operand::Tensor(v));
-                }
-                "causal_mask" => {
-                    return err(span, "a causal mask is used as `x.masked_fill(causal_mask(T), value)`");
-                }
-                _ => {}
+                return self.function(entry.word, &name, &args, span);
             }
         }
         self.kernel(p, &args, span)
+    }
+
+    /// A free function of the vocabulary, its arguments counted.
+    fn function(&mut self, word: Word, name: &str, args: &[&Expr], span: &Loc) -> R<Operand> {
+        let v = match word {
+            Word::Unary(op) => {
+                let x = self.tensor(args[0])?;
+                self.unary(op, x, span)
+            }
+            Word::Softmax | Word::LogSoftmax => {
+                let x = self.tensor(args[0])?;
+                let d = self.dim_arg(args[1], self.shape(x).len(), name)?;
+                let op = if word == Word::Softmax { Op::Softmax(d) } else { Op::LogSoftmax(d) };
+                let shape = self.shape(x).to_vec();
+                self.node(op, vec![x], shape, span)
+            }
+            Word::Matmul => {
+                let (x, y) = (self.tensor(args[0])?, self.tensor(args[1])?);
+                self.matmul(x, y, span)?
+            }
+            Word::Cat => self.cat(args[0], args[1], span)?,
+            Word::Positions => {
+                let t = self.size_arg(args[0])?;
+                let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
+                self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span: span.first() });
+                v
+            }
+            Word::CausalMask => {
+                return err(span, "a causal mask is used as `x.masked_fill(causal_mask(T), value)`");
+            }
+            Word::Transpose
+            | Word::Permute
+            | Word::Reshape
+            | Word::Flatten
+            | Word::Narrow
+            | Word::Split
+            | Word::Chunk
+            | Word::SumDim
+            | Word::MeanDim
+            | Word::MaskedFill => {
+                return err(span, format!("`{name}` is a tensor method here: write `x.{name}(..)`"));
+            }
+        };
+        Ok(Operand::Tensor(v))
     }
 
     pub(super) fn cat(&mut self, list: &Expr, dim: &Expr, span: &Loc) -> R<usize> {

@@ -75,28 +75,35 @@ impl Lower<'_> {
                 return Ok(Operand::Scalar(quote!(#s.#method(#(#args),*))));
             }
         };
+        let Some(entry) = vocab::method_word(&name) else {
+            let hint = crate::model::closest(&name, vocab::method_names())
+                .map(|c| format!("did you mean `{c}`? "))
+                .unwrap_or_default();
+            return err(
+                m.method.span(),
+                format!(
+                    "`{name}` is not a tensor op #[model] can differentiate; {hint}it supports {}",
+                    vocab::method_names().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        };
+        self.args_len(m, entry.method.unwrap_or_default())?;
         let shape = self.shape(x).to_vec();
         let rank = shape.len();
         let arg = |i: usize| &m.args[i];
-        let v = match name.as_str() {
-            "relu" | "gelu" | "tanh" | "sigmoid" | "exp" | "log" | "sqrt" | "neg" => {
-                self.args_len(m, 0)?;
-                self.unary(&name, x, span)
-            }
-            "matmul" => {
-                self.args_len(m, 1)?;
+        let v = match entry.word {
+            Word::Unary(op) => self.unary(op, x, span),
+            Word::Matmul => {
                 let y = self.tensor(arg(0))?;
                 self.matmul(x, y, span)?
             }
-            "transpose" => {
-                self.args_len(m, 2)?;
+            Word::Transpose => {
                 let (a, b) = (self.dim_arg(arg(0), rank, "transpose")?, self.dim_arg(arg(1), rank, "transpose")?);
                 let mut s = shape.clone();
                 s.swap(a, b);
                 self.node(Op::Transpose(a, b), vec![x], s, span)
             }
-            "permute" => {
-                self.args_len(m, 1)?;
+            Word::Permute => {
                 let Expr::Array(arr) = arg(0) else {
                     return err(arg(0).span(), "permute takes an array of dims: `[1, 0, 2]`");
                 };
@@ -112,18 +119,15 @@ impl Lower<'_> {
                 let s = axes.iter().map(|&a| shape[a].clone()).collect();
                 self.node(Op::Permute(axes), vec![x], s, span)
             }
-            "reshape" => {
-                self.args_len(m, 1)?;
+            Word::Reshape => {
                 let s = self.reshape_dims(x, arg(0))?;
                 self.node(Op::Reshape(s.clone()), vec![x], s, span)
             }
-            "flatten" => {
-                self.args_len(m, 0)?;
+            Word::Flatten => {
                 let n = shape.iter().fold(Dim::size(1), |a, d| a.times(d));
                 self.node(Op::Reshape(vec![n.clone()]), vec![x], vec![n], span)
             }
-            "narrow" => {
-                self.args_len(m, 3)?;
+            Word::Narrow => {
                 let dim = self.dim_arg(arg(0), rank, "narrow")?;
                 let (start, len) = (self.count_arg(arg(1), "narrow")?, self.count_arg(arg(2), "narrow")?);
                 if let Some(size) = shape[dim].fixed()
@@ -138,21 +142,18 @@ impl Lower<'_> {
                 s[dim] = Dim::size(len);
                 self.node(Op::Narrow { dim, start, len }, vec![x], s, span)
             }
-            "softmax" | "log_softmax" => {
-                self.args_len(m, 1)?;
+            Word::Softmax | Word::LogSoftmax => {
                 let d = self.dim_arg(arg(0), rank, &name)?;
-                let op = if name == "softmax" { Op::Softmax(d) } else { Op::LogSoftmax(d) };
+                let op = if entry.word == Word::Softmax { Op::Softmax(d) } else { Op::LogSoftmax(d) };
                 self.node(op, vec![x], shape, span)
             }
-            "sum_dim" | "mean_dim" => {
-                self.args_len(m, 1)?;
+            Word::SumDim | Word::MeanDim => {
                 let dim = self.dim_arg(arg(0), rank, &name)?;
                 let mut s = shape.clone();
                 s[dim] = Dim::size(1);
-                self.node(Op::Reduce { dim, mean: name == "mean_dim" }, vec![x], s, span)
+                self.node(Op::Reduce { dim, mean: entry.word == Word::MeanDim }, vec![x], s, span)
             }
-            "masked_fill" => {
-                self.args_len(m, 2)?;
+            Word::MaskedFill => {
                 let t = self.causal_arg(arg(0))?;
                 if rank < 2 || shape[rank - 1] != t || shape[rank - 2] != t {
                     return err(
@@ -170,60 +171,30 @@ impl Lower<'_> {
                 };
                 self.node(Op::CausalFill { t, value }, vec![x], shape, span)
             }
-            "split" | "chunk" => {
+            Word::Split | Word::Chunk => {
                 return err(
                     span,
                     format!("`{name}` gives several tensors: bind them with `let [a, b, ..] = x.{name}(..);`"),
                 );
             }
-            _ => {
-                let known = [
-                    "matmul",
-                    "transpose",
-                    "permute",
-                    "reshape",
-                    "flatten",
-                    "narrow",
-                    "split",
-                    "chunk",
-                    "softmax",
-                    "log_softmax",
-                    "sum_dim",
-                    "mean_dim",
-                    "masked_fill",
-                    "relu",
-                    "gelu",
-                    "tanh",
-                    "sigmoid",
-                    "exp",
-                    "log",
-                    "sqrt",
-                ];
-                let hint =
-                    crate::model::closest(&name, known).map(|c| format!("did you mean `{c}`? ")).unwrap_or_default();
-                return err(
-                    m.method.span(),
-                    format!(
-                        "`{name}` is not a tensor op #[model] can differentiate; {hint}it supports {}",
-                        known.join(", ")
-                    ),
-                );
+            Word::Cat | Word::Positions | Word::CausalMask => {
+                return err(m.method.span(), format!("`{name}` is a function here: write `{name}(..)`"));
             }
         };
         Ok(Operand::Tensor(v))
     }
 
-    pub(super) fn unary(&mut self, name: &str, x: usize, span: &Loc) -> usize {
+    pub(super) fn unary(&mut self, op: Unary, x: usize, span: &Loc) -> usize {
         let shape = self.shape(x).to_vec();
-        let op = match name {
-            "relu" => Op::Act(Act::Relu),
-            "gelu" => Op::Act(Act::Gelu),
-            "tanh" => Op::Act(Act::Tanh),
-            "sigmoid" => Op::Act(Act::Sigmoid),
-            "exp" => Op::Exp,
-            "log" => Op::Log,
-            "sqrt" => Op::Sqrt,
-            _ => Op::Neg,
+        let op = match op {
+            Unary::Relu => Op::Act(Act::Relu),
+            Unary::Gelu => Op::Act(Act::Gelu),
+            Unary::Tanh => Op::Act(Act::Tanh),
+            Unary::Sigmoid => Op::Act(Act::Sigmoid),
+            Unary::Exp => Op::Exp,
+            Unary::Log => Op::Log,
+            Unary::Sqrt => Op::Sqrt,
+            Unary::Neg => Op::Neg,
         };
         self.node(op, vec![x], shape, span)
     }
@@ -348,9 +319,13 @@ impl Lower<'_> {
             return err(e.span(), "`let [a, b, ..] =` takes `x.split(size, dim)` or `x.chunk(n, dim)`");
         };
         let name = m.method.to_string();
-        if !(name == "split" || name == "chunk") {
-            return err(m.method.span(), "`let [a, b, ..] =` takes `x.split(size, dim)` or `x.chunk(n, dim)`");
-        }
+        let split = match vocab::method_word(&name).map(|e| e.word) {
+            Some(Word::Split) => true,
+            Some(Word::Chunk) => false,
+            _ => {
+                return err(m.method.span(), "`let [a, b, ..] =` takes `x.split(size, dim)` or `x.chunk(n, dim)`");
+            }
+        };
         self.args_len(m, 2)?;
         let x = self.tensor(&m.receiver)?;
         let shape = self.shape(x).to_vec();
@@ -359,14 +334,14 @@ impl Lower<'_> {
         let Some(total) = shape[dim].fixed() else {
             return err(m.args[1].span(), format!("{name}: dim {dim} of {} has no fixed size", self.show(x)));
         };
-        let size = if name == "split" { n } else { total.checked_div(n).unwrap_or(0) };
+        let size = if split { n } else { total.checked_div(n).unwrap_or(0) };
         if size == 0 || size * count != total {
             return err(
                 e.span(),
                 format!(
                     "{name}: {} pieces{} of dim {dim} of {} do not fit {count} names",
-                    if name == "split" { total.div_ceil(size.max(1)) } else { n },
-                    if name == "split" { format!(" of {size}") } else { String::new() },
+                    if split { total.div_ceil(size.max(1)) } else { n },
+                    if split { format!(" of {size}") } else { String::new() },
                     self.show(x)
                 ),
             );

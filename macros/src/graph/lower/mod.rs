@@ -19,6 +19,7 @@ use syn::{Expr, Pat, Stmt, UnOp};
 
 use blaze_spec::StaticShape;
 
+use super::vocab::{self, Unary, Word};
 use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
 
@@ -274,11 +275,6 @@ impl Place for &Loc {
 fn err<T>(at: impl Place, msg: impl std::fmt::Display) -> R<T> {
     Err(Fail::Error(at.error(msg.to_string())))
 }
-
-const SUPPORTED: &str = "a #[model] forward body is straight-line tensor code: `let` bindings, calls of layer \
-                         fields, `+ - * /`, tensor methods (matmul, transpose, permute, reshape, flatten, narrow, \
-                         split, chunk, softmax, log_softmax, sum_dim, mean_dim, masked_fill, relu, gelu, tanh, \
-                         sigmoid, exp, log, sqrt), `cat`, kernel! functions, and `for` over an array of layers";
 
 pub struct Lower<'a> {
     fields: &'a [Field],
@@ -623,7 +619,10 @@ fn unsupported(e: &Expr) -> String {
         Expr::Index(_) => "indexing a tensor is not supported (use `narrow`)",
         _ => "this expression is not supported",
     };
-    format!("{what} in a #[model] forward; {SUPPORTED}. For data-dependent control flow, write the model with Autodiff")
+    format!(
+        "{what} in a #[model] forward; {}. For data-dependent control flow, write the model with Autodiff",
+        vocab::supported()
+    )
 }
 
 /// One error holding every one of `errors`, in order.

@@ -1,0 +1,167 @@
+//! The tensor operations a forward body may call, in one table.
+//!
+//! Lowering looks a method or function up here (and matches the resulting
+//! [`Word`] exhaustively), the "what is supported" text and the did-you-mean
+//! hints are built from it, and a unit test lowers every entry's example, so
+//! an op listed here but not lowered (or lowered but not listed) cannot slip
+//! through.
+
+/// What a name in a forward body means.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Word {
+    Unary(Unary),
+    Matmul,
+    Transpose,
+    Permute,
+    Reshape,
+    Flatten,
+    Narrow,
+    Split,
+    Chunk,
+    Softmax,
+    LogSoftmax,
+    SumDim,
+    MeanDim,
+    MaskedFill,
+    Cat,
+    Positions,
+    CausalMask,
+}
+
+/// Elementwise functions of one tensor.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Unary {
+    Relu,
+    Gelu,
+    Tanh,
+    Sigmoid,
+    Exp,
+    Log,
+    Sqrt,
+    Neg,
+}
+
+/// One name a forward body may use, and how it is written.
+pub struct Entry {
+    pub name: &'static str,
+    pub word: Word,
+    /// Arguments after the receiver when written `x.name(..)`; `None`: not a method.
+    pub method: Option<usize>,
+    /// Arguments when written `name(..)`; `None`: not a free function.
+    pub function: Option<usize>,
+    /// Forward bodies using the entry, each form once, on an input `x` of
+    /// per-sample shape `[4, 4]`, that the unit tests lower.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub examples: &'static [&'static str],
+}
+
+const fn method(name: &'static str, word: Word, args: usize, examples: &'static [&'static str]) -> Entry {
+    Entry { name, word, method: Some(args), function: None, examples }
+}
+
+const fn function(name: &'static str, word: Word, args: usize, examples: &'static [&'static str]) -> Entry {
+    Entry { name, word, method: None, function: Some(args), examples }
+}
+
+/// Both `x.name(..)` and `name(x, ..)`.
+const fn both(name: &'static str, word: Word, args: usize, examples: &'static [&'static str]) -> Entry {
+    Entry { name, word, method: Some(args), function: Some(args + 1), examples }
+}
+
+pub const WORDS: &[Entry] = &[
+    both("relu", Word::Unary(Unary::Relu), 0, &["x.relu()", "relu(x)"]),
+    both("gelu", Word::Unary(Unary::Gelu), 0, &["x.gelu()", "gelu(x)"]),
+    both("tanh", Word::Unary(Unary::Tanh), 0, &["x.tanh()", "tanh(x)"]),
+    both("sigmoid", Word::Unary(Unary::Sigmoid), 0, &["x.sigmoid()", "sigmoid(x)"]),
+    both("exp", Word::Unary(Unary::Exp), 0, &["x.exp()", "exp(x)"]),
+    both("log", Word::Unary(Unary::Log), 0, &["x.log()", "log(x)"]),
+    both("sqrt", Word::Unary(Unary::Sqrt), 0, &["x.sqrt()", "sqrt(x)"]),
+    method("neg", Word::Unary(Unary::Neg), 0, &["x.neg()"]),
+    both("matmul", Word::Matmul, 1, &["x.matmul(x)", "matmul(x, x)"]),
+    method("transpose", Word::Transpose, 2, &["x.transpose(0, -1)"]),
+    method("permute", Word::Permute, 1, &["x.permute([1, 0])"]),
+    method("reshape", Word::Reshape, 1, &["x.reshape([2, 8]).reshape([4, 4])"]),
+    method("flatten", Word::Flatten, 0, &["x.flatten().reshape([4, 4])"]),
+    method("narrow", Word::Narrow, 3, &["cat([x.narrow(1, 0, 2), x.narrow(1, 2, 2)], 1)"]),
+    method("split", Word::Split, 2, &["let [a, b] = x.split(2, 0); cat([a, b], 0)"]),
+    method("chunk", Word::Chunk, 2, &["let [a, b] = x.chunk(2, -1); cat([a, b], -1)"]),
+    both("softmax", Word::Softmax, 1, &["x.softmax(-1)", "softmax(x, 0)"]),
+    both("log_softmax", Word::LogSoftmax, 1, &["x.log_softmax(-1)", "log_softmax(x, 1)"]),
+    method("sum_dim", Word::SumDim, 1, &["x - x.sum_dim(-1)"]),
+    method("mean_dim", Word::MeanDim, 1, &["x - x.mean_dim(0)"]),
+    method("masked_fill", Word::MaskedFill, 2, &["x.masked_fill(causal_mask(4), -1e9)"]),
+    function("cat", Word::Cat, 2, &["cat([x, x], 0).narrow(0, 2, 4)"]),
+    function("positions", Word::Positions, 1, &["x + self.pos(positions(4))"]),
+    function("causal_mask", Word::CausalMask, 1, &[]),
+];
+
+/// The entry for `x.name(..)`.
+pub fn method_word(name: &str) -> Option<&'static Entry> {
+    WORDS.iter().find(|e| e.name == name && e.method.is_some())
+}
+
+/// The entry for `name(..)`.
+pub fn function_word(name: &str) -> Option<&'static Entry> {
+    WORDS.iter().find(|e| e.name == name && e.function.is_some())
+}
+
+/// Every tensor method, in table order.
+pub fn method_names() -> impl Iterator<Item = &'static str> + Clone {
+    WORDS.iter().filter(|e| e.method.is_some()).map(|e| e.name)
+}
+
+/// Every free function, in table order.
+pub fn function_names() -> impl Iterator<Item = &'static str> + Clone {
+    WORDS.iter().filter(|e| e.function.is_some()).map(|e| e.name)
+}
+
+/// What a forward body may contain, for error messages.
+pub fn supported() -> String {
+    format!(
+        "a #[model] forward body is straight-line tensor code: `let` bindings, calls of layer fields, `+ - * /`, \
+         tensor methods ({}), the functions {}, kernel! functions, and `for` over an array of layers",
+        method_names().collect::<Vec<_>>().join(", "),
+        function_names().collect::<Vec<_>>().join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_every_form_has_an_example() {
+        let mut seen = HashSet::new();
+        for e in WORDS {
+            assert!(seen.insert(e.name), "`{}` is listed twice", e.name);
+            assert!(e.method.is_some() || e.function.is_some(), "`{}` is neither method nor function", e.name);
+            if e.word == Word::CausalMask {
+                continue; // only an argument of masked_fill, whose example uses it
+            }
+            if e.method.is_some() {
+                let call = format!(".{}(", e.name);
+                assert!(e.examples.iter().any(|x| x.contains(&call)), "no example of `x.{}(..)`", e.name);
+            }
+            if e.function.is_some() {
+                let starts = |x: &&str| {
+                    x.match_indices(&format!("{}(", e.name)).any(|(i, _)| {
+                        i == 0
+                            || !x.as_bytes()[i - 1].is_ascii_alphanumeric()
+                                && x.as_bytes()[i - 1] != b'.'
+                                && x.as_bytes()[i - 1] != b'_'
+                    })
+                };
+                assert!(e.examples.iter().any(starts), "no example of `{}(..)`", e.name);
+            }
+        }
+    }
+
+    #[test]
+    fn supported_text_names_every_entry() {
+        let text = supported();
+        for e in WORDS {
+            assert!(text.contains(e.name), "{text} misses {}", e.name);
+        }
+    }
+}
