@@ -19,7 +19,7 @@ mod options;
 mod shape;
 
 pub use options::{Key, KeyKind, OptionError, Options, Value};
-pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic, output};
+pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic, output, output_rank};
 
 /// The built-in layers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

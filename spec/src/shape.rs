@@ -299,6 +299,27 @@ pub const fn output(layer: Layer, generics: &[usize], o: &Options, s: StaticShap
     }
 }
 
+/// The rank of `layer`'s output for an input of rank `input_rank`, whether
+/// or not [`output`] accepts the input: what code generated after a
+/// refusal needs to keep its types (the unit tests check it against every
+/// shape [`output`] accepts).
+pub const fn output_rank(layer: Layer, input_rank: usize) -> usize {
+    match layer {
+        Layer::Conv2d | Layer::MaxPool2d | Layer::AvgPool2d | Layer::BatchNorm2d => 3,
+        Layer::GlobalAvgPool | Layer::Flatten => 1,
+        Layer::Embedding => input_rank + 1,
+        Layer::Linear
+        | Layer::LayerNorm
+        | Layer::Relu
+        | Layer::LeakyRelu
+        | Layer::Gelu
+        | Layer::Sigmoid
+        | Layer::Tanh
+        | Layer::Dropout
+        | Layer::Map => input_rank,
+    }
+}
+
 impl ShapeError {
     /// The message for layer `me` (as `` `fc: Linear<4, 2>` ``) given
     /// `input`, shown as `got`. With `from`, the layer that produced the
@@ -435,6 +456,44 @@ mod tests {
         // Overflowing options are refusals, not panics.
         let huge = Options { padding: usize::MAX, dilation: usize::MAX, ..d };
         assert!(out(Layer::Conv2d, &[1, 1, 3], huge, &[1, 8, 8]).is_err());
+    }
+
+    /// `output_rank` agrees with every shape `output` accepts, over a sweep
+    /// of sizes, options and inputs of rank 0 to 4.
+    #[test]
+    fn output_rank_is_the_rules_rank() {
+        let options = [
+            Options::default(),
+            Options { padding: 1, ..Options::default() },
+            Options { stride: Some(2), dilation: 2, ..Options::default() },
+        ];
+        let sizes = [1, 2, 3, 4, 8, T];
+        let mut accepted = [0usize; Layer::ALL.len()];
+        for (l, &layer) in Layer::ALL.iter().enumerate() {
+            let generics: Vec<Vec<usize>> = match layer.generics().len() {
+                0 => vec![vec![]],
+                1 => [1, 2, 3, 4].iter().map(|&a| vec![a]).collect(),
+                2 => [[2, 3], [4, 8], [8, 4]].iter().map(|g| g.to_vec()).collect(),
+                _ => [[1, 2, 3], [2, 4, 1], [4, 4, 2]].iter().map(|g| g.to_vec()).collect(),
+            };
+            for g in &generics {
+                for o in &options {
+                    for rank in 0..=4usize {
+                        for n in 0..sizes.len().pow(rank as u32) {
+                            let dims: Vec<usize> =
+                                (0..rank).map(|i| sizes[n / sizes.len().pow(i as u32) % sizes.len()]).collect();
+                            if let Ok(shape) = output(layer, g, o, StaticShape::new(&dims)) {
+                                assert_eq!(shape.rank, output_rank(layer, rank), "{layer:?}{g:?} on {dims:?}");
+                                accepted[l] += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (layer, n) in Layer::ALL.iter().zip(accepted) {
+            assert!(n > 0, "the sweep never reaches an input {layer:?} accepts");
+        }
     }
 
     #[test]

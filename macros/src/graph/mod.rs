@@ -30,6 +30,7 @@ use syn::spanned::Spanned;
 
 use crate::model::check::{Options, resolve_options};
 use crate::model::codegen::struct_and_module;
+use crate::model::fallback;
 use crate::model::ir::Model;
 use codegen::Gen;
 use lower::{Dim, Lower};
@@ -114,16 +115,20 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         return Err(syn::Error::new(st.span(), "malformed __model_graph input"));
     }
     let item: syn::ItemImpl = syn::parse2(it.collect())?;
-    // Errors in the struct were reported by its own expansion.
-    let Ok((model, None)) = crate::model::attr::parse(TokenStream::new(), st.stream()) else {
+    // Errors in the struct were reported by its own expansion. With a field
+    // that did not parse or a bad option the body is not lowered, but the
+    // fallback items still follow.
+    let Ok((model, struct_error)) = crate::model::attr::parse(TokenStream::new(), st.stream()) else {
         return Ok(TokenStream::new());
     };
-    let options: Vec<Options> = match model.fields.iter().map(resolve_options).collect() {
-        Ok(o) => o,
-        Err(_) => return Ok(TokenStream::new()),
+    let resolved: Option<Vec<Options>> = match struct_error {
+        None => model.fields.iter().map(resolve_options).collect::<syn::Result<_>>().ok(),
+        Some(_) => None,
     };
+    let defaults = vec![Options::default(); model.fields.len()];
+    let options = resolved.as_deref().unwrap_or(&defaults);
     let f = forward_fn(&item)?;
-    let mut low = Lower::new(&model.ident.to_string(), &model.fields, &options);
+    let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
     let inputs = input_shapes(at.stream(), &mut low, &item)?;
     let params: Vec<&syn::PatType> = f
         .sig
@@ -147,15 +152,33 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     }
     let mut names = Vec::new();
-    for (p, shape) in params.iter().zip(inputs) {
+    for (p, shape) in params.iter().zip(&inputs) {
         let syn::Pat::Ident(id) = &*p.pat else {
             return Err(syn::Error::new(p.pat.span(), "`forward`'s inputs are plain names: `x: Tensor`"));
         };
-        low.input(&id.ident.to_string(), shape, id.span());
+        low.input(&id.ident.to_string(), shape.clone(), id.span());
         names.push(id.ident.clone());
     }
-    let lowered = low.body(&f.block)?;
-    Ok(generate(&model, &options, &lowered, names))
+    let fallback = |error: Option<syn::Error>, output_rank: Option<usize>| {
+        let fixed = match inputs.as_slice() {
+            [one] => one.iter().map(Dim::fixed).collect(),
+            _ => None,
+        };
+        let ranks: Vec<usize> = inputs.iter().map(Vec::len).collect();
+        // Without the output, the first input's rank is the likeliest.
+        let output = fallback::Rank::Known(output_rank.unwrap_or(ranks[0]));
+        let inputs = fallback::Inputs { names: names.clone(), ranks, fixed };
+        let mut out = error.map(|e| e.to_compile_error()).unwrap_or_default();
+        out.extend(fallback::items(&model, &inputs, &output, false));
+        out
+    };
+    if resolved.is_none() {
+        return Ok(fallback(None, None));
+    }
+    match low.body(&f.block) {
+        Ok(lowered) => Ok(generate(&model, options, &lowered, names)),
+        Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank)),
+    }
 }
 
 fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {

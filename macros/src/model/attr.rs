@@ -133,6 +133,10 @@ impl Errors {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     pub fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)
     }

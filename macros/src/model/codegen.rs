@@ -149,21 +149,6 @@ fn shape_string(s: &Shape) -> TokenStream {
     }
 }
 
-/// A plain struct with the user's fields, emitted next to errors so the
-/// rest of the crate still sees a type of that name.
-pub fn fallback_struct(model: &Model) -> TokenStream {
-    let Model { vis, ident, attrs, .. } = model;
-    let fields = model.fields.iter().map(|f| {
-        let (fv, fi, ty) = (&f.vis, &f.ident, full_ty(f));
-        quote!(#fv #fi: #ty)
-    });
-    let (marker, _) = backend_marker(model);
-    quote! {
-        #(#attrs)*
-        #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> { #(#fields,)* #marker }
-    }
-}
-
 /// The struct (generic over the backend), its gradients struct and its
 /// `Module` impl: what every model has, sequential or with a forward body.
 pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
@@ -178,6 +163,12 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
     });
     let user_attrs = &model.attrs;
     let (marker, _) = backend_marker(model);
+    // Only a model that failed to parse has no fields; its gradients still
+    // name the backend.
+    let (grads_marker, grads_marker_init) = match model.fields.is_empty() {
+        true => (quote!(__backend: ::core::marker::PhantomData<B>,), quote!(__backend: ::core::marker::PhantomData,)),
+        false => (TokenStream::new(), TokenStream::new()),
+    };
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     quote! {
         #(#user_attrs)*
@@ -192,6 +183,7 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
         #[derive(Clone, Debug)]
         #vis struct #grads_ident<B: ::blaze::Backend> {
             #(pub #names: <#tys as ::blaze::nn::Module<B>>::Grads,)*
+            #grads_marker
         }
 
         #[automatically_derived]
@@ -219,7 +211,7 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
             }
 
             fn make_grads<F: ::blaze::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
-                #grads_ident { #(#names: ::blaze::nn::Module::<B>::make_grads(&self.#names, &::blaze::nn::join(prefix, #name_strs), f),)* }
+                #grads_ident { #(#names: ::blaze::nn::Module::<B>::make_grads(&self.#names, &::blaze::nn::join(prefix, #name_strs), f),)* #grads_marker_init }
             }
 
             fn map_grad_tensors<M: ::blaze::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {

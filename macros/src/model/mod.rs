@@ -3,6 +3,7 @@
 pub(crate) mod attr;
 pub(crate) mod check;
 pub(crate) mod codegen;
+pub(crate) mod fallback;
 pub(crate) mod ir;
 
 pub(crate) use attr::PLAIN_TYPES;
@@ -31,29 +32,39 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 e.combine(more);
             }
             let mut out = e.to_compile_error();
-            out.extend(codegen::fallback_struct(&model));
+            out.extend(fallback_model(&model, &item));
             return out;
         }
         Err(e) => return fallback(e, item),
     };
     if parsed.graph {
-        return match check::check_options(&parsed) {
-            Ok(()) => crate::graph::expand_struct(&parsed, &item),
-            Err(e) => {
-                let mut out = e.to_compile_error();
-                out.extend(codegen::fallback_struct(&parsed));
-                out
-            }
-        };
+        // With bad options the struct, its constructors and the callback are
+        // still emitted; the impl's expansion then emits fallback passes.
+        let mut out = check::check_options(&parsed).err().map(|e| e.to_compile_error()).unwrap_or_default();
+        out.extend(crate::graph::expand_struct(&parsed, &item));
+        return out;
     }
     match check::check(&parsed) {
         Ok(plan) => codegen::generate(&parsed, &plan),
         Err(e) => {
             let mut out = e.to_compile_error();
-            out.extend(codegen::fallback_struct(&parsed));
+            out.extend(fallback_model(&parsed, &item));
             out
         }
     }
+}
+
+/// Next to errors in the struct: the struct with the fields that parsed and
+/// every item uses of the model need, so rustc adds no errors of its own. A
+/// graph model keeps its callback, whose expansion emits fallback passes.
+fn fallback_model(model: &ir::Model, item: &TokenStream) -> TokenStream {
+    if model.graph {
+        return crate::graph::expand_struct(model, item);
+    }
+    let dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
+    let inputs =
+        fallback::Inputs { names: vec![quote::format_ident!("x")], ranks: vec![dims.len()], fixed: Some(dims) };
+    fallback::items(model, &inputs, &fallback::sequential_output_rank(model), true)
 }
 
 fn fallback(e: syn::Error, item: TokenStream) -> TokenStream {

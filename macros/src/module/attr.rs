@@ -31,7 +31,21 @@ pub struct Field {
 /// Non-plain types that never hold parameters.
 const NOT_MODULES: &[&str] = &["Rng", "Duration", "Instant", "PathBuf"];
 
-pub fn parse(input: TokenStream) -> syn::Result<Derive> {
+/// Why a struct was refused, and what of it still derives: the fields that
+/// parsed, when the generics are sound and one field is left. Emitting the
+/// impl for those keeps uses of the struct free of follow-on errors.
+pub struct Refused {
+    pub error: syn::Error,
+    pub partial: Option<Box<Derive>>,
+}
+
+impl From<syn::Error> for Refused {
+    fn from(error: syn::Error) -> Self {
+        Refused { error, partial: None }
+    }
+}
+
+pub fn parse(input: TokenStream) -> Result<Derive, Refused> {
     let input: syn::DeriveInput = syn::parse2(input)?;
     let data = match input.data {
         syn::Data::Struct(s) => s,
@@ -39,13 +53,15 @@ pub fn parse(input: TokenStream) -> syn::Result<Derive> {
             return Err(syn::Error::new(
                 e.enum_token.span(),
                 "derive(Module) needs a struct; an enum's parameters would change with its variant",
-            ));
+            )
+            .into());
         }
         syn::Data::Union(u) => {
             return Err(syn::Error::new(
                 u.union_token.span(),
                 "derive(Module) needs a struct; a union's fields cannot be visited safely",
-            ));
+            )
+            .into());
         }
     };
     let mut errors = Errors::default();
@@ -81,6 +97,7 @@ pub fn parse(input: TokenStream) -> syn::Result<Derive> {
             None
         }
     };
+    let generics_sound = errors.is_empty() && backend.is_some();
     let tuple = matches!(data.fields, syn::Fields::Unnamed(_));
     let mut fields = Vec::new();
     for (i, f) in data.fields.iter().enumerate() {
@@ -105,9 +122,15 @@ pub fn parse(input: TokenStream) -> syn::Result<Derive> {
         }
         fields.push(Field { member, name, ty: f.ty.clone() });
     }
-    errors.finish()?;
-    let backend = backend.unwrap_or_else(|| Ident::new("B", Span::call_site()));
-    Ok(Derive { ident: input.ident, vis: input.vis, generics: input.generics, backend, fields, tuple })
+    let partial_ok = generics_sound && !fields.is_empty();
+    let derive =
+        |backend| Derive { ident: input.ident, vis: input.vis, generics: input.generics, backend, fields, tuple };
+    match (errors.finish(), backend) {
+        (Ok(()), Some(backend)) => Ok(derive(backend)),
+        (Err(error), Some(backend)) if partial_ok => Err(Refused { error, partial: Some(Box::new(derive(backend))) }),
+        (Err(error), _) => Err(error.into()),
+        (Ok(()), None) => Err(syn::Error::new(Span::call_site(), "derive(Module) found no backend parameter").into()),
+    }
 }
 
 /// Whether the field carries `#[module(skip)]`.

@@ -12,7 +12,11 @@ use proc_macro2::TokenStream;
 pub fn expand(input: TokenStream) -> TokenStream {
     match attr::parse(input) {
         Ok(s) => codegen::generate(&s),
-        Err(e) => e.to_compile_error(),
+        Err(attr::Refused { error, partial }) => {
+            let mut out = error.to_compile_error();
+            out.extend(partial.as_deref().map(codegen::generate));
+            out
+        }
     }
 }
 

@@ -40,7 +40,7 @@ impl Dim {
         Dim { coef: 1, syms: vec![k] }
     }
 
-    fn fixed(&self) -> Option<usize> {
+    pub fn fixed(&self) -> Option<usize> {
         self.syms.is_empty().then_some(self.coef)
     }
 
@@ -185,6 +185,13 @@ impl Val {
 }
 
 /// A lowered forward body.
+/// A body that did not lower: every error, and the output's per-sample rank
+/// when the output itself lowered (for the fallback items).
+pub struct Failed {
+    pub error: syn::Error,
+    pub output_rank: Option<usize>,
+}
+
 pub struct Lowered {
     pub vals: Vec<Val>,
     pub nodes: Vec<Node>,
@@ -380,17 +387,22 @@ impl<'a> Lower<'a> {
 
     /// Lowers the statements of the body; returns the output value, or
     /// every independent error, each at its expression.
-    pub fn body(mut self, block: &syn::Block) -> syn::Result<Lowered> {
+    pub fn body(mut self, block: &syn::Block) -> Result<Lowered, Failed> {
         let out = self.block(block);
+        let output_rank = match &out {
+            Ok(Some(v)) => Some(self.vals[*v].rank()),
+            _ => None,
+        };
+        let failed = |errors: Vec<syn::Error>| Failed { error: combine(errors), output_rank };
         let out = match out {
             Ok(Some(out)) if self.errors.is_empty() => out,
             Ok(None) if self.errors.is_empty() => {
-                return Err(syn::Error::new(
+                return Err(failed(vec![syn::Error::new(
                     block.span(),
                     "the forward body must end with the output tensor (an expression without a semicolon)",
-                ));
+                )]));
             }
-            _ => return Err(combine(self.errors)),
+            _ => return Err(failed(self.errors)),
         };
         for (i, f) in self.fields.iter().enumerate() {
             let calls = &self.calls[i];
@@ -414,7 +426,7 @@ impl<'a> Lower<'a> {
             }
         }
         if !self.errors.is_empty() {
-            return Err(combine(self.errors));
+            return Err(failed(self.errors));
         }
         let inputs = self.nodes.iter().filter(|n| matches!(n.op, Op::Input)).map(|n| n.out).collect();
         Ok(Lowered {
