@@ -55,6 +55,19 @@ impl Two {
     }
 }
 
+// `forward` takes one input where `input` gives two shapes.
+#[model]
+pub struct Arity {
+    fc: Linear<16, 8>,
+}
+
+#[model(input = ([T, 16], [T, 16]))]
+impl Arity {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.fc(x)
+    }
+}
+
 fn main() {
     let device = CpuDevice;
     let t = Tensor::<Cpu, 3>::rand_normal([2, 5, 16], &device);
@@ -62,6 +75,7 @@ fn main() {
     let _ = Body::new(&device).forward(&t).shape();
     let _ = Odd::new(&device).forward(&t).shape();
     let _ = Opt::new_seeded(1, &device).forward(&t).shape();
+    let _ = Arity::new(&device).forward(&t, &t).shape();
     let mut two = Two::new(&device);
     let (y, cache) = two.forward_train(&t, &u, &mut Ctx::train(0));
     let ((gx, _gy), _grads) = two.backward(&cache, &y);

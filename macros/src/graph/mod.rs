@@ -127,9 +127,42 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     };
     let defaults = vec![Options::default(); model.fields.len()];
     let options = resolved.as_deref().unwrap_or(&defaults);
-    let f = forward_fn(&item)?;
     let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
+    // Without the input shapes the fallback's types are unknown: the error alone.
     let inputs = input_shapes(at.stream(), &mut low, &item)?;
+    let fallback = |error: Option<syn::Error>, output_rank: Option<usize>, names: Vec<syn::Ident>| {
+        let fixed = match inputs.as_slice() {
+            [one] => one.iter().map(Dim::fixed).collect(),
+            _ => None,
+        };
+        let ranks: Vec<usize> = inputs.iter().map(Vec::len).collect();
+        // Without the output, the first input's rank is the likeliest.
+        let output = fallback::Rank::Known(output_rank.unwrap_or(ranks[0]));
+        let inputs = fallback::Inputs { names, ranks, fixed };
+        let mut out = error.map(|e| e.to_compile_error()).unwrap_or_default();
+        out.extend(fallback::items(&model, &inputs, &output, false));
+        out
+    };
+    let (f, names) = match forward_inputs(&item, &inputs, &mut low) {
+        Ok(found) => found,
+        Err(e) => return Ok(fallback(Some(e), None, (0..inputs.len()).map(|i| format_ident!("x{i}")).collect())),
+    };
+    if resolved.is_none() {
+        return Ok(fallback(None, None, names));
+    }
+    match low.body(&f.block) {
+        Ok(lowered) => Ok(generate(&model, options, &lowered, names)),
+        Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank, names)),
+    }
+}
+
+/// The impl's `forward` and its input names, bound to the input shapes.
+fn forward_inputs<'i>(
+    item: &'i syn::ItemImpl,
+    inputs: &[Vec<Dim>],
+    low: &mut Lower<'_>,
+) -> syn::Result<(&'i syn::ImplItemFn, Vec<syn::Ident>)> {
+    let f = forward_fn(item)?;
     let params: Vec<&syn::PatType> = f
         .sig
         .inputs
@@ -152,33 +185,14 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         ));
     }
     let mut names = Vec::new();
-    for (p, shape) in params.iter().zip(&inputs) {
+    for (p, shape) in params.iter().zip(inputs) {
         let syn::Pat::Ident(id) = &*p.pat else {
             return Err(syn::Error::new(p.pat.span(), "`forward`'s inputs are plain names: `x: Tensor`"));
         };
         low.input(&id.ident.to_string(), shape.clone(), id.span());
         names.push(id.ident.clone());
     }
-    let fallback = |error: Option<syn::Error>, output_rank: Option<usize>| {
-        let fixed = match inputs.as_slice() {
-            [one] => one.iter().map(Dim::fixed).collect(),
-            _ => None,
-        };
-        let ranks: Vec<usize> = inputs.iter().map(Vec::len).collect();
-        // Without the output, the first input's rank is the likeliest.
-        let output = fallback::Rank::Known(output_rank.unwrap_or(ranks[0]));
-        let inputs = fallback::Inputs { names: names.clone(), ranks, fixed };
-        let mut out = error.map(|e| e.to_compile_error()).unwrap_or_default();
-        out.extend(fallback::items(&model, &inputs, &output, false));
-        out
-    };
-    if resolved.is_none() {
-        return Ok(fallback(None, None));
-    }
-    match low.body(&f.block) {
-        Ok(lowered) => Ok(generate(&model, options, &lowered, names)),
-        Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank)),
-    }
+    Ok((f, names))
 }
 
 fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
