@@ -137,7 +137,7 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         };
         let ranks: Vec<usize> = inputs.iter().map(Vec::len).collect();
         // Without the output, the first input's rank is the likeliest.
-        let output = fallback::Rank::Known(output_rank.unwrap_or(ranks[0]));
+        let output = fallback::Rank::Known(output_rank.or(ranks.first().copied()).unwrap_or(1));
         let inputs = fallback::Inputs { names, ranks, fixed };
         let mut out = error.map(|e| e.to_compile_error()).unwrap_or_default();
         out.extend(fallback::items(&model, &inputs, &output, false));
@@ -241,6 +241,9 @@ fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) ->
         syn::Expr::Paren(p) => vec![&*p.expr],
         e => vec![e],
     };
+    if arrays.is_empty() {
+        return Err(syn::Error::new(nv.value.span(), "a model takes at least one input: `input = [T, 64]`"));
+    }
     let mut out = Vec::new();
     for a in arrays {
         let syn::Expr::Array(arr) = a else {
