@@ -76,7 +76,17 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
         let Some(ident) = f.ident.clone() else { continue };
         let (ty, array) = match (&f.ty, graph) {
             (Type::Array(a), true) => match int_literal(&a.len) {
-                Some(n) if n > 0 => (&*a.elem, Some(n as usize)),
+                Some(n) if n > 0 && n <= MAX_LAYER_ARRAY as i128 => (&*a.elem, Some(n as usize)),
+                Some(n) if n > 0 => {
+                    errors.push(syn::Error::new(
+                        a.len.span(),
+                        format!(
+                            "an array of {n} layers: the forward pass is unrolled at compile time, \
+                             so an array holds at most {MAX_LAYER_ARRAY} layers"
+                        ),
+                    ));
+                    continue;
+                }
                 _ => {
                     errors.push(syn::Error::new(
                         a.len.span(),
@@ -183,6 +193,9 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
 
 /// The largest size a layer or an input dim may have (the spec's).
 pub(crate) const MAX_SIZE: i128 = blaze_spec::MAX_SIZE as i128;
+
+/// The most layers one array field may hold: loops over it are unrolled.
+pub(crate) const MAX_LAYER_ARRAY: usize = 1024;
 
 fn int_literal(e: &Expr) -> Option<i128> {
     match e {

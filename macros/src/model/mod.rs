@@ -97,6 +97,16 @@ mod tests {
         out
     }
 
+    /// Loops over layer arrays are unrolled: a huge length is refused
+    /// before anything is unrolled, not expanded for hours.
+    #[test]
+    fn a_huge_layer_array_is_refused_not_unrolled() {
+        let out = errors(quote!(), quote!(pub struct N { fc: Linear<4, 4>, blocks: [Inner; 4294967296] }));
+        assert!(out.contains("at most 1024 layers"), "{out}");
+        let out = expand_str(quote!(), quote!(pub struct N { blocks: [Inner; 1024] }));
+        assert!(!out.contains("compile_error"), "{out}");
+    }
+
     #[test]
     fn a_valid_model_expands_without_errors() {
         let out = expand_str(
