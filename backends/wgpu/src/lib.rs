@@ -145,7 +145,9 @@ fn prepare(
         if bytes > max {
             return Err(WgpuError::Launch {
                 kernel,
-                message: format!("buffer {i} holds {bytes} bytes, more than this device's largest buffer of {max} bytes"),
+                message: format!(
+                    "buffer {i} holds {bytes} bytes, more than this device's largest buffer of {max} bytes"
+                ),
             });
         }
     }

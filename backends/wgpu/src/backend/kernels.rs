@@ -1,0 +1,161 @@
+//! `kernel!` kernels as tensor ops: elementwise kernels and their partials
+//! wrapped in a per-output shader, general kernels dispatched over their
+//! workgroups. The host-data `launch` and `map` run through these too.
+
+use super::*;
+
+pub(super) fn elementwise<K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+    dtype: DType,
+) -> WgpuStorage {
+    let device = inputs
+        .iter()
+        .find_map(|a| match a {
+            KernelArg::Tensor(t) => Some(t.device().clone()),
+            KernelArg::Number(_) => None,
+        })
+        .unwrap_or_default();
+    if dtype != DType::F32 {
+        let host: Vec<KernelArg<CpuStorage>> = inputs
+            .iter()
+            .map(|a| match a {
+                KernelArg::Tensor(t) => KernelArg::Tensor(t.host()),
+                KernelArg::Number(v) => KernelArg::Number(*v),
+            })
+            .collect();
+        return place(Cpu::elementwise::<K>(f, &host, shape, dtype), &device);
+    }
+    Wgpu::dev(elementwise_on::<K>(&device, f, inputs, shape))
+}
+
+pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
+    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
+    if let Some(problem) = launch_mismatch::<K>(outputs.iter().copied(), scalars.len()) {
+        panic!("{}: {problem}", K::NAME);
+    }
+    let Some(device) = buffers.first().map(|b| match b {
+        LaunchBuffer::Input(t) => t.device().clone(),
+        LaunchBuffer::Output(t) => t.device().clone(),
+    }) else {
+        return;
+    };
+    // Outputs are written in place: each gets a buffer of its own first.
+    for b in buffers.iter_mut() {
+        if let LaunchBuffer::Output(t) = b {
+            let own = match &**t {
+                WgpuStorage::Device(d) => {
+                    let fresh = DeviceTensor::new(&d.device, &d.shape, d.dtype);
+                    device.copy(d.buffer(), fresh.buffer(), 4 * d.numel() as u64);
+                    fresh
+                }
+                WgpuStorage::Host(..) => panic!("{}: kernel buffers are f32 tensors", K::NAME),
+            };
+            **t = WgpuStorage::Device(own);
+        }
+    }
+    let bound: Vec<&wgpu::Buffer> = buffers
+        .iter()
+        .map(|b| match b {
+            LaunchBuffer::Input(t) => t.gpu().buffer(),
+            LaunchBuffer::Output(t) => t.gpu().buffer(),
+        })
+        .collect();
+    let words: Vec<u32> = scalars
+        .iter()
+        .map(|s| match s {
+            ScalarArg::F32(v) => v.to_bits(),
+            ScalarArg::U32(v) => *v,
+            ScalarArg::I32(v) => *v as u32,
+        })
+        .collect();
+    let max = device.max_groups();
+    assert!(groups <= max, "{}: {groups} workgroups; this device dispatches at most {max} at once", K::NAME);
+    let pipeline = device.compile(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME);
+    device.dispatch_with(&pipeline, &bound, (!words.is_empty()).then_some(&words), (groups, 1, 1));
+}
+
+/// Whether argument `k` of an elementwise kernel is a tensor (bound in
+/// order) or a number (passed as a parameter): the shader differs.
+pub(super) fn tensor_args(inputs: &[KernelArg<WgpuStorage>]) -> Vec<bool> {
+    inputs.iter().map(|a| matches!(a, KernelArg::Tensor(_))).collect()
+}
+
+/// Elementwise kernel `K`'s function `f` as a per-output shader over
+/// arguments laid out as `tensors` says: the key its pipeline is cached
+/// under, and its WGSL.
+pub(crate) fn elementwise_program<K: Elementwise>(
+    f: KernelFn,
+    tensors: &[bool],
+) -> (String, impl FnOnce() -> String + use<K>) {
+    let name = match f {
+        KernelFn::Value => K::NAME.to_owned(),
+        KernelFn::Partial(i) => format!("{}_d_{}", K::NAME, K::ARGS[i]),
+    };
+    let layout: String = tensors.iter().map(|&t| if t { 't' } else { 'n' }).collect();
+    let key = format!("kernel:{name}:{layout}");
+    // Parameter 0 is the element count; numbers follow in order.
+    let mut params = 1;
+    let args: Vec<String> = tensors
+        .iter()
+        .enumerate()
+        .map(|(k, &tensor)| {
+            if tensor {
+                format!("in{k}[i]")
+            } else {
+                params += 1;
+                format!("pf({}u)", params - 1)
+            }
+        })
+        .collect();
+    let inputs: Vec<String> = tensors.iter().enumerate().filter(|(_, t)| **t).map(|(k, _)| format!("in{k}")).collect();
+    let wgsl = move || {
+        let decl: Vec<(&str, &str, bool)> =
+            inputs.iter().map(|n| (n.as_str(), "f32", false)).chain([("out", "f32", true)]).collect();
+        let body = format!("    out[i] = {name}({});", args.join(", "));
+        format!("{}\n{}", K::WGSL, shaders::per_output(&decl, &body))
+    };
+    (key, wgsl)
+}
+
+/// Elementwise kernel `K` (or a partial) over f32 `inputs` on `device`.
+pub(crate) fn elementwise_on<K: Elementwise>(
+    device: &WgpuDevice,
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+) -> DeviceTensor {
+    let out = DeviceTensor::new(device, shape, DType::F32);
+    let n = out.numel();
+    if n == 0 {
+        return out;
+    }
+    let mut params = vec![u(n)];
+    let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
+    for a in inputs {
+        match a {
+            KernelArg::Tensor(t) => buffers.push(t.gpu().buffer()),
+            KernelArg::Number(v) => params.push((*v as f32).to_bits()),
+        }
+    }
+    buffers.push(out.buffer());
+    let (key, wgsl) = elementwise_program::<K>(f, &tensor_args(inputs));
+    let pipeline = device.compile(K::NAME, &key, wgsl, "main");
+    device.dispatch(&pipeline, &buffers, &params, grid(device, n, WG));
+    out
+}
+
+/// The values of an f32 tensor, or the fault that makes them invalid.
+pub(crate) fn read_f32(t: &WgpuStorage, out: &mut [f32]) -> Result<(), blaze_runtime::DeviceError> {
+    let t = t.gpu();
+    match t.device.try_read(t.buffer(), 4 * t.numel() as u64) {
+        Some(bytes) => {
+            for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+            Ok(())
+        }
+        None => t.device.synchronize(),
+    }
+}

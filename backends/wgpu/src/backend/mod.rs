@@ -1,0 +1,700 @@
+//! `impl Backend for Wgpu`: every primitive as compute shaders over pooled
+//! device buffers, recorded into the device's batch.
+//!
+//! f32 and bool tensors live on the device (bools as `u32` 0 or 1). WGSL
+//! has no 64-bit types, so f64 and i64 tensors are held on the host and
+//! computed by the CPU backend; an i64 index that a device op reads (a
+//! gather's, an embedding's) is uploaded as `u32`. Tensors are always
+//! contiguous: reshape is free, permute, expand and slice are one strided
+//! copy.
+//!
+//! This file holds the storage types, the elementwise and reduction ops
+//! and the trait impl; the longer ops live beside it: `conv.rs`
+//! (convolution, pooling, their gradients), `index.rs` (gather, scatter),
+//! `matmul.rs`, `movement.rs` (pad, cat) and `kernels.rs` (`kernel!`
+//! kernels).
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+use blaze_cpu::{Cpu, CpuDevice, CpuStorage};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
+use blaze_runtime::shape::window_output_size;
+use blaze_runtime::{
+    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, Pool2dOptions, ReduceOp, TensorData, UnaryOp,
+};
+
+mod conv;
+mod index;
+mod kernels;
+mod matmul;
+mod movement;
+
+pub(crate) use kernels::{elementwise_on, elementwise_program, read_f32};
+
+use crate::WgpuDevice;
+use crate::device::PoolBuffer;
+use crate::shaders::{self, EwInput, WG};
+
+/// The wgpu backend: `Tensor<Wgpu, D>` lives on a [`WgpuDevice`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Wgpu;
+
+/// A tensor on a [`WgpuDevice`].
+#[derive(Clone)]
+pub enum WgpuStorage {
+    /// f32 or bool values in a device buffer.
+    Device(DeviceTensor),
+    /// f64 or i64 values, kept on the host (WGSL has no 64-bit types).
+    Host(CpuStorage, WgpuDevice),
+}
+
+/// Values in a device buffer, row-major.
+#[derive(Clone, Debug)]
+pub struct DeviceTensor {
+    buf: Arc<PoolBuffer>,
+    shape: Vec<usize>,
+    dtype: DType,
+    device: WgpuDevice,
+}
+
+impl fmt::Debug for WgpuStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WgpuStorage::Device(t) => write!(f, "WgpuStorage::Device({} {:?})", t.dtype, t.shape),
+            WgpuStorage::Host(c, _) => write!(f, "WgpuStorage::Host({c:?})"),
+        }
+    }
+}
+
+impl blaze_runtime::nn::BackendDevice for WgpuDevice {
+    type Backend = Wgpu;
+
+    fn as_device(&self) -> &WgpuDevice {
+        self
+    }
+}
+
+fn on_device(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::Bool)
+}
+
+fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+fn wgsl_ty(d: DType) -> &'static str {
+    if d == DType::F32 { "f32" } else { "u32" }
+}
+
+/// Row-major strides of `shape`, in elements.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// A grid of `WG`-wide workgroups covering `n` invocations.
+fn grid(dev: &WgpuDevice, n: usize, per_group: u32) -> (u32, u32, u32) {
+    let groups = (n as u64).div_ceil(per_group as u64) as u32;
+    let max = dev.max_groups();
+    if groups <= max { (groups, 1, 1) } else { (max, groups.div_ceil(max), 1) }
+}
+
+fn u(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or_else(|_| panic!("wgpu: size {x} does not fit the device's 32-bit indices"))
+}
+
+impl DeviceTensor {
+    fn new(device: &WgpuDevice, shape: &[usize], dtype: DType) -> Self {
+        DeviceTensor {
+            buf: device.alloc(4 * numel(shape) as u64),
+            shape: shape.to_vec(),
+            dtype,
+            device: device.clone(),
+        }
+    }
+
+    fn buffer(&self) -> &wgpu::Buffer {
+        self.buf.get()
+    }
+
+    fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// The tensor's values from the bytes of its buffer.
+    fn data(&self, bytes: &[u8]) -> TensorData {
+        let words = bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]);
+        let values = if self.dtype == DType::F32 {
+            DataVec::F32(words.map(f32::from_le_bytes).collect())
+        } else {
+            DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect())
+        };
+        TensorData { shape: self.shape.clone(), values }
+    }
+}
+
+impl WgpuStorage {
+    fn device(&self) -> &WgpuDevice {
+        match self {
+            WgpuStorage::Device(t) => &t.device,
+            WgpuStorage::Host(_, d) => d,
+        }
+    }
+
+    fn gpu(&self) -> &DeviceTensor {
+        match self {
+            WgpuStorage::Device(t) => t,
+            WgpuStorage::Host(c, _) => panic!("wgpu: expected a device tensor, got {c:?}"),
+        }
+    }
+
+    /// The values on the host, as a CPU tensor.
+    fn host(&self) -> CpuStorage {
+        match self {
+            WgpuStorage::Host(c, _) => c.clone(),
+            // Inside an op, which cannot fail: a faulted device gives zeros.
+            WgpuStorage::Device(t) => {
+                let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
+                Cpu::from_data(t.data(&bytes), &CpuDevice)
+            }
+        }
+    }
+}
+
+/// A CPU result placed where its dtype lives.
+fn place(c: CpuStorage, device: &WgpuDevice) -> WgpuStorage {
+    if on_device(Cpu::dtype(&c)) {
+        Wgpu::from_data(Cpu::to_data(&c), device)
+    } else {
+        WgpuStorage::Host(c, device.clone())
+    }
+}
+
+/// How an elementwise input is read: at the output's index (`None`), or
+/// from an offset through strides (one per output dim, 0 where broadcast).
+type View = Option<(usize, Vec<usize>)>;
+
+/// Runs the elementwise shader `expr` over `inputs` (broadcast to `shape`
+/// through `views`: offset and strides per input) into a new tensor.
+fn ew(
+    key: &str,
+    expr: &str,
+    inputs: &[(&DeviceTensor, View)],
+    shape: &[usize],
+    dtype: DType,
+    extras: &[u32],
+) -> DeviceTensor {
+    let device = inputs.first().map_or_else(WgpuDevice::default, |(t, _)| t.device.clone());
+    ew_on(&device, key, expr, inputs, shape, dtype, extras)
+}
+
+fn ew_on(
+    device: &WgpuDevice,
+    key: &str,
+    expr: &str,
+    inputs: &[(&DeviceTensor, View)],
+    shape: &[usize],
+    dtype: DType,
+    extras: &[u32],
+) -> DeviceTensor {
+    let out = DeviceTensor::new(device, shape, dtype);
+    let n = out.numel();
+    if n == 0 {
+        return out;
+    }
+    let rank = shape.len();
+    let desc: Vec<EwInput> =
+        inputs.iter().map(|(t, view)| EwInput { ty: wgsl_ty(t.dtype), direct: view.is_none() }).collect();
+    let pkey = format!(
+        "ew:{key}:{expr}:{rank}:{}:{}:{}",
+        extras.len(),
+        wgsl_ty(dtype),
+        desc.iter().map(|d| format!("{}{}", d.ty, u8::from(d.direct))).collect::<String>()
+    );
+    let pipeline = device.compile(
+        "elementwise",
+        &pkey,
+        || shaders::elementwise(&desc, wgsl_ty(dtype), rank, extras.len(), expr),
+        "main",
+    );
+    let mut params = vec![u(n)];
+    params.extend_from_slice(extras);
+    let strided = inputs.iter().any(|(_, v)| v.is_some());
+    if strided {
+        params.extend(shape.iter().map(|&d| u(d)));
+        for (_, view) in inputs {
+            if let Some((offset, st)) = view {
+                params.push(u(*offset));
+                params.extend(st.iter().map(|&s| u(s)));
+            }
+        }
+    }
+    let mut bufs: Vec<&wgpu::Buffer> = inputs.iter().map(|(t, _)| t.buffer()).collect();
+    bufs.push(out.buffer());
+    device.dispatch(&pipeline, &bufs, &params, grid(device, n, WG));
+    out
+}
+
+/// The view of `t` broadcast to `shape` (equal rank): `None` when `t`
+/// already has that shape.
+fn broadcast_view(t: &DeviceTensor, shape: &[usize]) -> View {
+    if t.shape == shape {
+        return None;
+    }
+    let st = strides(&t.shape);
+    Some((0, t.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect()))
+}
+
+/// The shape `shapes` (of equal rank) broadcast to: per dim, the size
+/// that is not 1 (0 included), else 1.
+fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
+    let rank = shapes[0].len();
+    (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
+}
+
+fn unary_expr(op: UnaryOp) -> (String, Vec<u32>) {
+    let e = match op {
+        UnaryOp::Neg => "-a",
+        UnaryOp::Abs => "abs(a)",
+        UnaryOp::Exp => "exp(a)",
+        UnaryOp::Log => "log(a)",
+        UnaryOp::Sqrt => "sqrt(a)",
+        UnaryOp::Recip => "1.0 / a",
+        UnaryOp::Tanh => "tanh_(a)",
+        UnaryOp::Sigmoid => "1.0 / (1.0 + exp(-a))",
+        // NaN passes, tested by its bits: drivers may rewrite `!(a <= 0)` as `a > 0`.
+        UnaryOp::Relu => "select(0.0, a, a > 0.0 || isnan_(a))",
+        UnaryOp::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
+        UnaryOp::LeakyRelu(s) => return ("select(a * pf(1u), a, a > 0.0)".into(), vec![(s as f32).to_bits()]),
+        UnaryOp::Sin => "sin(a)",
+        UnaryOp::Cos => "cos(a)",
+        UnaryOp::Erf => "erf_(a)",
+        UnaryOp::Floor => "floor(a)",
+        UnaryOp::Ceil => "ceil(a)",
+        UnaryOp::Sign => "select(sign(a), a, isnan_(a))",
+        UnaryOp::Not => "1u - a",
+    };
+    (e.into(), Vec::new())
+}
+
+/// `a op rhs` in WGSL.
+fn binary_expr(op: BinaryOp, rhs: &str) -> String {
+    match op {
+        BinaryOp::Add => format!("a + {rhs}"),
+        BinaryOp::Sub => format!("a - {rhs}"),
+        BinaryOp::Mul => format!("a * {rhs}"),
+        BinaryOp::Div => format!("a / {rhs}"),
+        BinaryOp::Pow => format!("pow_(a, {rhs})"),
+        BinaryOp::Maximum => format!("max_(a, {rhs})"),
+        BinaryOp::Minimum => format!("min_(a, {rhs})"),
+        BinaryOp::And => format!("a & {rhs}"),
+        BinaryOp::Or => format!("a | {rhs}"),
+    }
+}
+
+/// `a op rhs` in WGSL, as a `u32` boolean. WGSL lets a compiler assume
+/// floats are never NaN (Mesa's Vulkan driver compiles `a != a` to false),
+/// so for f32 the NaN cases are decided by the operands' bits: every
+/// comparison with NaN is false but `!=`, as IEEE 754 and the CPU say.
+fn cmp_expr(op: CmpOp, rhs: &str, float: bool) -> String {
+    let o = match op {
+        CmpOp::Eq => "==",
+        CmpOp::Ne => "!=",
+        CmpOp::Lt => "<",
+        CmpOp::Le => "<=",
+        CmpOp::Gt => ">",
+        CmpOp::Ge => ">=",
+    };
+    match (float, op) {
+        (false, _) => format!("b2f(a {o} {rhs})"),
+        (true, CmpOp::Ne) => format!("b2f(a != {rhs} || isnan_(a) || isnan_({rhs}))"),
+        (true, _) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
+    }
+}
+
+/// A scalar as the bits of `dtype`'s device type.
+fn scalar_bits(v: f64, dtype: DType) -> u32 {
+    if dtype == DType::F32 { (v as f32).to_bits() } else { u32::from(v != 0.0) }
+}
+
+/// `[outer, dim, inner]` of `shape` around `dim`.
+fn split3(shape: &[usize], dim: usize) -> (usize, usize, usize) {
+    (numel(&shape[..dim]), shape[dim], numel(&shape[dim + 1..]))
+}
+
+/// Runs a shader with one invocation per output element.
+fn per_output(
+    device: &WgpuDevice,
+    key: &str,
+    bufs: &[(&str, &str, bool)],
+    body: &str,
+    buffers: &[&wgpu::Buffer],
+    params: &[u32],
+    n: usize,
+) {
+    if n == 0 {
+        return;
+    }
+    let pipeline = device.compile("per_output", key, || shaders::per_output(bufs, body), "main");
+    device.dispatch(&pipeline, buffers, params, grid(device, n, WG));
+}
+
+impl Wgpu {
+    fn copy_view(x: &DeviceTensor, offset: usize, st: Vec<usize>, shape: &[usize]) -> DeviceTensor {
+        ew("copy", "a", &[(x, Some((offset, st)))], shape, x.dtype, &[])
+    }
+
+    fn reshaped(t: &DeviceTensor, shape: &[usize]) -> DeviceTensor {
+        DeviceTensor { shape: shape.to_vec(), ..t.clone() }
+    }
+
+    fn dev(t: DeviceTensor) -> WgpuStorage {
+        WgpuStorage::Device(t)
+    }
+}
+
+/// `u32` indices on the device (argmax, pooling) as an i64 host tensor.
+fn indices_to_host(t: &DeviceTensor) -> WgpuStorage {
+    let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
+    let v: Vec<i64> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
+    let data = TensorData { shape: t.shape.clone(), values: DataVec::I64(v) };
+    WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), t.device.clone())
+}
+
+impl Backend for Wgpu {
+    type Device = WgpuDevice;
+    type Storage = WgpuStorage;
+
+    fn name() -> &'static str {
+        "wgpu"
+    }
+
+    fn synchronize(device: &WgpuDevice) -> Result<(), blaze_runtime::DeviceError> {
+        device.synchronize()
+    }
+
+    fn from_data(data: TensorData, device: &WgpuDevice) -> WgpuStorage {
+        let shape = data.shape.clone();
+        match data.values {
+            DataVec::F32(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                WgpuStorage::Device(DeviceTensor {
+                    buf: device.upload(&bytes),
+                    shape,
+                    dtype: DType::F32,
+                    device: device.clone(),
+                })
+            }
+            DataVec::Bool(v) => {
+                let bytes: Vec<u8> = v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect();
+                WgpuStorage::Device(DeviceTensor {
+                    buf: device.upload(&bytes),
+                    shape,
+                    dtype: DType::Bool,
+                    device: device.clone(),
+                })
+            }
+            values => WgpuStorage::Host(Cpu::from_data(TensorData { shape, values }, &CpuDevice), device.clone()),
+        }
+    }
+
+    fn to_data(x: &WgpuStorage) -> TensorData {
+        match x {
+            WgpuStorage::Host(c, _) => Cpu::to_data(c),
+            WgpuStorage::Device(t) => t.data(&t.device.read(t.buffer(), 4 * t.numel() as u64)),
+        }
+    }
+
+    fn full(shape: &[usize], value: f64, dtype: DType, device: &WgpuDevice) -> WgpuStorage {
+        if !on_device(dtype) {
+            return WgpuStorage::Host(Cpu::full(shape, value, dtype, &CpuDevice), device.clone());
+        }
+        let expr = if dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
+        Self::dev(ew_on(device, "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)]))
+    }
+
+    fn shape(x: &WgpuStorage) -> &[usize] {
+        match x {
+            WgpuStorage::Device(t) => &t.shape,
+            WgpuStorage::Host(c, _) => Cpu::shape(c),
+        }
+    }
+
+    fn dtype(x: &WgpuStorage) -> DType {
+        match x {
+            WgpuStorage::Device(t) => t.dtype,
+            WgpuStorage::Host(c, _) => Cpu::dtype(c),
+        }
+    }
+
+    fn device(x: &WgpuStorage) -> WgpuDevice {
+        x.device().clone()
+    }
+
+    fn cast(x: &WgpuStorage, dtype: DType) -> WgpuStorage {
+        let from = Self::dtype(x);
+        if from == dtype {
+            return x.clone();
+        }
+        match (x, on_device(dtype)) {
+            (WgpuStorage::Device(t), true) => {
+                // NaN is non-zero, so true (decided by its bits, see `cmp_expr`).
+                let expr = if dtype == DType::Bool { "b2f(a != 0.0 || isnan_(a))" } else { "f32(a)" };
+                Self::dev(ew("cast", expr, &[(t, None)], &t.shape, dtype, &[]))
+            }
+            _ => place(Cpu::cast(&x.host(), dtype), x.device()),
+        }
+    }
+
+    fn unary(op: UnaryOp, x: &WgpuStorage) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => {
+                let (expr, extras) = unary_expr(op);
+                Self::dev(ew("unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras))
+            }
+            WgpuStorage::Host(c, d) => place(Cpu::unary(op, c), d),
+        }
+    }
+
+    fn binary(op: BinaryOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
+        match (a, b) {
+            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
+                let shape = broadcast_shape(&[&x.shape, &y.shape]);
+                let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+                Self::dev(ew("binary", &binary_expr(op, "b"), &inputs, &shape, x.dtype, &[]))
+            }
+            _ => place(Cpu::binary(op, &a.host(), &b.host()), a.device()),
+        }
+    }
+
+    fn binary_scalar(op: BinaryOp, x: &WgpuStorage, scalar: f64) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => {
+                let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
+                let expr = binary_expr(op, s);
+                Self::dev(ew("binary_scalar", &expr, &[(t, None)], &t.shape, t.dtype, &[scalar_bits(scalar, t.dtype)]))
+            }
+            WgpuStorage::Host(c, d) => place(Cpu::binary_scalar(op, c, scalar), d),
+        }
+    }
+
+    fn compare(op: CmpOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
+        match (a, b) {
+            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
+                let shape = broadcast_shape(&[&x.shape, &y.shape]);
+                let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+                let expr = cmp_expr(op, "b", x.dtype == DType::F32);
+                Self::dev(ew("compare", &expr, &inputs, &shape, DType::Bool, &[]))
+            }
+            _ => place(Cpu::compare(op, &a.host(), &b.host()), a.device()),
+        }
+    }
+
+    fn compare_scalar(op: CmpOp, x: &WgpuStorage, scalar: f64) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => {
+                let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
+                let expr = cmp_expr(op, s, t.dtype == DType::F32);
+                Self::dev(ew(
+                    "compare_scalar",
+                    &expr,
+                    &[(t, None)],
+                    &t.shape,
+                    DType::Bool,
+                    &[scalar_bits(scalar, t.dtype)],
+                ))
+            }
+            WgpuStorage::Host(c, d) => place(Cpu::compare_scalar(op, c, scalar), d),
+        }
+    }
+
+    fn where_cond(cond: &WgpuStorage, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
+        match (cond, a, b) {
+            (WgpuStorage::Device(c), WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
+                let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
+                let inputs =
+                    [(c, broadcast_view(c, &shape)), (x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+                Self::dev(ew("where", "select(c, b, a != 0u)", &inputs, &shape, x.dtype, &[]))
+            }
+            _ => place(Cpu::where_cond(&cond.host(), &a.host(), &b.host()), a.device()),
+        }
+    }
+
+    fn reduce(op: ReduceOp, x: &WgpuStorage, dim: usize) -> WgpuStorage {
+        let WgpuStorage::Device(t) = x else {
+            return place(Cpu::reduce(op, &x.host(), dim), x.device());
+        };
+        let (outer, n, inner) = split3(&t.shape, dim);
+        let mut shape = t.shape.clone();
+        shape[dim] = 1;
+        let name = match op {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+        };
+        let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        let device = &t.device;
+        let out = DeviceTensor::new(device, &shape, if arg { DType::Bool } else { DType::F32 });
+        let outputs = outer * inner;
+        if outputs > 0 {
+            // Short rows: one invocation per output; long ones: a workgroup
+            // per output with a tree in workgroup memory.
+            let (key, wgsl, per_group): (String, fn(&str) -> String, u32) = if n <= 256 {
+                (format!("reduce_short:{name}"), shaders::reduce_short, WG)
+            } else {
+                (format!("reduce:{name}"), shaders::reduce, 1)
+            };
+            let pipeline = device.compile("reduce", &key, || wgsl(name), "main");
+            device.dispatch(
+                &pipeline,
+                &[t.buffer(), out.buffer()],
+                &[u(outputs), u(n), u(inner)],
+                grid(device, outputs, per_group),
+            );
+        }
+        if !arg {
+            return Self::dev(out);
+        }
+        indices_to_host(&out)
+    }
+
+    fn matmul(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
+        match (a, b) {
+            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => Self::dev(matmul::contiguous(x, y)),
+            _ => place(Cpu::matmul(&a.host(), &b.host()), a.device()),
+        }
+    }
+
+    fn reshape(x: &WgpuStorage, shape: &[usize]) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => Self::dev(Self::reshaped(t, shape)),
+            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::reshape(c, shape), d.clone()),
+        }
+    }
+
+    fn permute(x: &WgpuStorage, axes: &[usize]) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => {
+                let st = strides(&t.shape);
+                let shape: Vec<usize> = axes.iter().map(|&a| t.shape[a]).collect();
+                Self::dev(Self::copy_view(t, 0, axes.iter().map(|&a| st[a]).collect(), &shape))
+            }
+            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::permute(c, axes), d.clone()),
+        }
+    }
+
+    fn expand(x: &WgpuStorage, shape: &[usize]) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => match broadcast_view(t, shape) {
+                None => x.clone(),
+                Some((o, st)) => Self::dev(Self::copy_view(t, o, st, shape)),
+            },
+            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::expand(c, shape), d.clone()),
+        }
+    }
+
+    fn slice(x: &WgpuStorage, ranges: &[Range<usize>]) -> WgpuStorage {
+        match x {
+            WgpuStorage::Device(t) => {
+                let st = strides(&t.shape);
+                let offset = ranges.iter().zip(&st).map(|(r, s)| r.start * s).sum();
+                let shape: Vec<usize> = ranges.iter().map(|r| r.end - r.start).collect();
+                Self::dev(Self::copy_view(t, offset, st, &shape))
+            }
+            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::slice(c, ranges), d.clone()),
+        }
+    }
+
+    fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuStorage {
+        movement::pad(x, pads, value)
+    }
+
+    fn cat(xs: &[WgpuStorage], dim: usize) -> WgpuStorage {
+        movement::cat(xs, dim)
+    }
+
+    fn gather(x: &WgpuStorage, dim: usize, index: &WgpuStorage) -> WgpuStorage {
+        index::gather(x, dim, index)
+    }
+
+    fn scatter_add(x: &WgpuStorage, dim: usize, index: &WgpuStorage, src: &WgpuStorage) -> WgpuStorage {
+        index::scatter_add(x, dim, index, src)
+    }
+
+    fn index_select(x: &WgpuStorage, dim: usize, index: &WgpuStorage) -> WgpuStorage {
+        index::index_select(x, dim, index)
+    }
+
+    fn index_add(x: &WgpuStorage, dim: usize, index: &WgpuStorage, src: &WgpuStorage) -> WgpuStorage {
+        index::index_add(x, dim, index, src)
+    }
+
+    fn conv2d(x: &WgpuStorage, weight: &WgpuStorage, bias: Option<&WgpuStorage>, o: &Conv2dOptions) -> WgpuStorage {
+        conv::conv2d(x, weight, bias, o)
+    }
+
+    fn max_pool2d(x: &WgpuStorage, o: &Pool2dOptions, with_indices: bool) -> (WgpuStorage, Option<WgpuStorage>) {
+        conv::max_pool2d(x, o, with_indices)
+    }
+
+    fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
+        conv::avg_pool2d(x, o)
+    }
+
+    fn conv2d_input_grad(
+        grad_out: &WgpuStorage,
+        weight: &WgpuStorage,
+        input_shape: [usize; 4],
+        o: &Conv2dOptions,
+    ) -> WgpuStorage {
+        conv::conv2d_input_grad(grad_out, weight, input_shape, o)
+    }
+
+    fn conv2d_weight_grad(
+        x: &WgpuStorage,
+        grad_out: &WgpuStorage,
+        weight_shape: [usize; 4],
+        o: &Conv2dOptions,
+    ) -> WgpuStorage {
+        conv::conv2d_weight_grad(x, grad_out, weight_shape, o)
+    }
+
+    fn avg_pool2d_input_grad(grad_out: &WgpuStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> WgpuStorage {
+        conv::avg_pool2d_input_grad(grad_out, input_shape, o)
+    }
+
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<WgpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> WgpuStorage {
+        kernels::elementwise::<K>(f, inputs, shape, dtype)
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
+        kernels::launch::<K>(groups, buffers, scalars)
+    }
+
+    fn softmax(x: &WgpuStorage, dim: usize, log: bool) -> WgpuStorage {
+        let WgpuStorage::Device(t) = x else {
+            return place(Cpu::softmax(&x.host(), dim, log), x.device());
+        };
+        let (outer, n, inner) = split3(&t.shape, dim);
+        let out = DeviceTensor::new(&t.device, &t.shape, DType::F32);
+        let rows = outer * inner;
+        if rows > 0 && n > 0 {
+            let device = &t.device;
+            let pipeline = device.compile("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main");
+            device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &[u(rows), u(n), u(inner)], grid(device, rows, 1));
+        }
+        Self::dev(out)
+    }
+}
