@@ -15,7 +15,6 @@ mod mlp;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use blaze::Backend;
 use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
@@ -66,7 +65,7 @@ fn main() {
     let mut sgd = Sgd::new(0.01).momentum(0.9);
     let steps = 10;
     let mut phases = [(0usize, 0usize); 4];
-    Cpu::run(|| {
+    CpuDevice.run(|| {
         for step in 0..steps + 5 {
             take();
             let (out, cache) = model.forward_train(&x, &mut Ctx::train(0));

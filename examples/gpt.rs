@@ -20,7 +20,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use blaze::Backend;
 use blaze::loss::cross_entropy;
 use blaze::nn::Ctx;
 use blaze::optim::{Adam, CosineWithWarmup, LrSchedule, Optimizer, clip_grad_norm};
@@ -228,7 +227,7 @@ fn main() -> Result<()> {
     let (b, v) = (args.batch_size, VOCAB as i64);
     let mut running = None;
     let mut step_secs = Vec::with_capacity(args.steps);
-    Cpu::run(|| {
+    CpuDevice.run(|| {
         for step in 0..args.steps {
             let began = Instant::now();
             opt.set_lr(schedule.lr_at(step as u64));

@@ -11,19 +11,19 @@ mod mlp;
 #[path = "common/timing.rs"]
 mod timing;
 
+use blaze::Rng;
 use blaze::autodiff::{Autodiff, track};
 use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
-use blaze::{Backend, Rng};
 use mlp::Mlp;
 use timing::median;
 
 /// Median step time after 10 warm-up steps, on the backend's own thread as
 /// `fit` runs its loop.
 fn median_step(mut step: impl FnMut() + Send) -> f64 {
-    Cpu::run(|| {
+    CpuDevice.run(|| {
         for _ in 0..10 {
             step();
         }

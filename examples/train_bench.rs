@@ -11,7 +11,6 @@ mod mlp;
 #[path = "common/timing.rs"]
 mod timing;
 
-use blaze::Backend;
 use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
@@ -47,7 +46,7 @@ where
         opt.step(&mut model, &grads);
     };
     // On the backend's own thread, as `fit` runs its loop.
-    Cpu::run(|| {
+    CpuDevice.run(|| {
         for _ in 0..5 {
             step();
         }

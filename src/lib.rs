@@ -1,6 +1,6 @@
 //! Blaze: statically shaped deep learning in Rust.
 //!
-//! This facade re-exports the runtime ([`Tensor`], the [`Backend`] trait and
+//! This facade re-exports the runtime ([`Tensor`], the [`Backend`] traits and
 //! the ops written once above it) and the CPU backend ([`Cpu`]). Most code
 //! needs only `use blaze::prelude::*;`.
 //!
@@ -23,14 +23,15 @@ pub use blaze_macros::{Module, kernel, model};
 
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
-    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, DeviceError, Dim, Element, Error, Pool2dOptions, ReduceOp,
-    Rng, ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, DeviceError, Dim, Element, Error,
+    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, Tensor, TensorData, UnaryOp, manual_seed,
 };
 
-/// The names most programs use. The `Backend` trait is left out on purpose:
-/// its primitives share names with tensor methods (`conv2d`, `matmul`), and
-/// in scope they would turn a method misuse into a confusing hint. Generic
-/// code imports `blaze::Backend` by name.
+/// The names most programs use. The backend traits are left out on
+/// purpose: their primitives share names with tensor methods (`conv2d`,
+/// `matmul`), and in scope they would turn a method misuse into a
+/// confusing hint. Generic code imports `blaze::Backend` by name. The
+/// [`Device`] trait is in: `device.run(..)` and `device.synchronize()`.
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
     pub use blaze_macros::{Module, kernel, model};
@@ -38,5 +39,5 @@ pub mod prelude {
         AvgPool2d, BatchNorm2d, Block, Conv2d, Ctx, Dropout, Embedding, Flatten, Gelu, GlobalAvgPool, LayerNorm,
         LeakyRelu, Linear, Map, MaxPool2d, Module, Relu, Sigmoid, Tanh,
     };
-    pub use blaze_runtime::{Conv2dOptions, DType, Pool2dOptions, Tensor, TensorData, manual_seed};
+    pub use blaze_runtime::{Conv2dOptions, DType, Device, Pool2dOptions, Tensor, TensorData, manual_seed};
 }

@@ -21,7 +21,6 @@ use std::cell::Cell;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use blaze::Backend;
 use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Adam, Optimizer, Sgd};
@@ -124,7 +123,7 @@ impl Classifier {
 /// Heap allocations (and their bytes) in 5 calls of `step` after 3
 /// warm-up calls, and the backtraces of the first few.
 fn counted(mut step: impl FnMut(bool) + Send) -> (usize, usize, Vec<String>) {
-    Cpu::run(|| {
+    CpuDevice.run(|| {
         for _ in 0..3 {
             step(false);
         }

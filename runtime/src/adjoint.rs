@@ -15,12 +15,12 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use crate::backend::{Backend, BinaryOp, CmpOp, ReduceOp, UnaryOp};
+use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, UnaryOp};
 use crate::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
 use crate::shape::Dims;
 use crate::{Conv2dOptions, Pool2dOptions};
 
-type S<B> = <B as Backend>::Storage;
+type S<B> = <B as Primitives>::Storage;
 
 fn mul<B: Backend>(a: &S<B>, b: &S<B>) -> S<B> {
     B::binary(BinaryOp::Mul, a, b)

@@ -38,7 +38,7 @@ pub enum Error {
 /// A device that can no longer compute: an allocation beyond its limits,
 /// an out-of-memory report from the driver, a lost device. Faults are
 /// sticky: every tensor on the device is suspect afterwards, so the device
-/// keeps reporting the first fault ([`crate::Backend::synchronize`]).
+/// keeps reporting the first fault ([`crate::Device::synchronize`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{device}: {message}")]
 pub struct DeviceError {

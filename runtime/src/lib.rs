@@ -27,7 +27,9 @@ pub mod shape;
 mod tensor;
 pub mod train;
 
-pub use backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+pub use backend::{
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Primitives, ReduceOp, UnaryOp,
+};
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};
 pub use rng::{Rng, manual_seed};

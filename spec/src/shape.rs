@@ -324,7 +324,7 @@ impl ShapeError {
     /// The message for layer `me` (as `` `fc: Linear<4, 2>` ``) given
     /// `input`, shown as `got`. With `from`, the layer that produced the
     /// input (`` `flat` ``, "the model input"), it reads "but `flat`
-    /// produces [256]"; without, "got [T, 32]". `field` names the layer's
+    /// produces \[256\]"; without, "got \[T, 32\]". `field` names the layer's
     /// field for a hint.
     pub fn message(&self, me: &str, input: &StaticShape, got: &str, from: Option<&str>, field: &str) -> String {
         let but = match from {

@@ -30,7 +30,10 @@ use std::ops::Range;
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
-use blaze_runtime::{Backend, BinaryOp, CmpOp, Conv2dOptions, DType, Pool2dOptions, ReduceOp, TensorData, UnaryOp};
+use blaze_runtime::{
+    BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    TensorData, UnaryOp,
+};
 
 use crate::elementwise::{map, select, zip};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
@@ -45,6 +48,16 @@ pub struct Cpu;
 /// The CPU as a device (there is one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct CpuDevice;
+
+impl Device for CpuDevice {
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        // Parallel ops called from outside the pool hand all their pieces to
+        // the workers and sleep until they finish; from a worker, the calling
+        // thread takes a piece itself. On the MLP benchmark that is about a
+        // tenth of the step.
+        if rayon::current_thread_index().is_some() { f() } else { rayon::scope(|_| f()) }
+    }
+}
 
 impl blaze_runtime::nn::BackendDevice for CpuDevice {
     type Backend = Cpu;
@@ -248,7 +261,7 @@ macro_rules! float_pair {
     };
 }
 
-impl Backend for Cpu {
+impl Primitives for Cpu {
     type Device = CpuDevice;
     type Storage = CpuStorage;
 
@@ -270,21 +283,6 @@ impl Backend for Cpu {
             DType::F64 => CpuStorage::F64(pool::filled(shape, value, |_| {})),
             DType::I64 => CpuStorage::I64(pool::filled(shape, value as i64, |_| {})),
             DType::Bool => CpuStorage::Bool(pool::filled(shape, value != 0.0, |_| {})),
-        }
-    }
-
-    fn arange(range: Range<i64>, _device: &CpuDevice) -> CpuStorage {
-        let n = (range.end - range.start) as usize;
-        CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(range).for_each(|(o, i)| *o = i)))
-    }
-
-    fn item(x: &CpuStorage) -> f64 {
-        let first = "item: the runtime checked for one element";
-        match x {
-            CpuStorage::F32(a) => f64::from(*a.first().expect(first)),
-            CpuStorage::F64(a) => *a.first().expect(first),
-            CpuStorage::I64(a) => *a.first().expect(first) as f64,
-            CpuStorage::Bool(a) => f64::from(u8::from(*a.first().expect(first))),
         }
     }
 
@@ -503,6 +501,23 @@ impl Backend for Cpu {
             other => unsupported("avg_pool2d_input_grad", other.dtype()),
         }
     }
+}
+
+impl Composites for Cpu {
+    fn arange(range: Range<i64>, _device: &CpuDevice) -> CpuStorage {
+        let n = (range.end - range.start) as usize;
+        CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(range).for_each(|(o, i)| *o = i)))
+    }
+
+    fn item(x: &CpuStorage) -> f64 {
+        let first = "item: the runtime checked for one element";
+        match x {
+            CpuStorage::F32(a) => f64::from(*a.first().expect(first)),
+            CpuStorage::F64(a) => *a.first().expect(first),
+            CpuStorage::I64(a) => *a.first().expect(first) as f64,
+            CpuStorage::Bool(a) => f64::from(u8::from(*a.first().expect(first))),
+        }
+    }
 
     fn softmax(x: &CpuStorage, dim: usize, log: bool) -> CpuStorage {
         let last = dim + 1 == x.shape().len();
@@ -512,37 +527,6 @@ impl Backend for Cpu {
             _ => None,
         };
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
-    }
-
-    fn elementwise<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<CpuStorage>],
-        shape: &[usize],
-        dtype: DType,
-    ) -> CpuStorage {
-        match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F32(a) => a,
-                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
-            })),
-            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F64(a) => a,
-                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
-            })),
-            other => unsupported(K::NAME, other),
-        }
-    }
-
-    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
-        kernel::launch::<K>(groups, buffers, scalars);
-    }
-
-    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-        // Parallel ops called from outside the pool hand all their pieces to
-        // the workers and sleep until they finish; from a worker, the calling
-        // thread takes a piece itself. On the MLP benchmark that is about a
-        // tenth of the step.
-        if rayon::current_thread_index().is_some() { f() } else { rayon::scope(|_| f()) }
     }
 
     fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {
@@ -574,5 +558,30 @@ impl Backend for Cpu {
         if !done {
             blaze_runtime::backend::composed_axpby::<Self>(y, a, x, b);
         }
+    }
+}
+
+impl Kernels for Cpu {
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> CpuStorage {
+        match dtype {
+            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F32(a) => a,
+                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
+            })),
+            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F64(a) => a,
+                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
+            })),
+            other => unsupported(K::NAME, other),
+        }
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
+        kernel::launch::<K>(groups, buffers, scalars);
     }
 }

@@ -260,7 +260,7 @@ impl WgpuDevice {
     }
 
     /// Waits for everything recorded so far to run and reports the first
-    /// fault the device has had; see [`blaze_runtime::Backend::synchronize`].
+    /// fault the device has had; see [`blaze_runtime::Device::synchronize`].
     pub fn synchronize(&self) -> Result<(), DeviceError> {
         if self.fault().is_none() {
             self.flush();
@@ -555,7 +555,7 @@ impl WgpuDevice {
         self.try_read(buffer, bytes).unwrap_or_else(|| {
             panic!(
                 "wgpu: {}: {}; tensors on this device are invalid (fit, nn::to_device and launch return this as an error; \
-                 Wgpu::synchronize reports it)",
+                 WgpuDevice::synchronize reports it)",
                 self.adapter_name(),
                 self.fault().unwrap_or_default()
             )

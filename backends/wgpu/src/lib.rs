@@ -20,7 +20,7 @@ pub use backend::{DeviceTensor, Wgpu, WgpuStorage};
 pub use device::{DeviceOptions, WgpuDevice};
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
-use blaze_runtime::{Backend, DataVec, TensorData};
+use blaze_runtime::{DataVec, Kernels, Primitives, TensorData};
 
 /// What can go wrong finding a device or running a kernel on it.
 #[derive(Debug, thiserror::Error)]

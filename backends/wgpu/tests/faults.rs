@@ -8,7 +8,6 @@
 #[allow(dead_code)]
 mod kernels;
 
-use blaze::Backend;
 use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
 use blaze::optim::Sgd;
@@ -70,7 +69,7 @@ fn moving_a_model_beyond_the_limits_is_an_error_and_leaves_it_where_it_was() {
     // A model built there records the same fault instead of panicking.
     let fresh = self::small().expect("an adapter");
     drop(Wide::<Wgpu>::new_seeded(1, &fresh));
-    let err = Wgpu::synchronize(&fresh).expect_err("beyond the limit");
+    let err = fresh.synchronize().expect_err("beyond the limit");
     assert!(err.message.contains("exceeds"), "{err}");
 }
 
@@ -78,7 +77,7 @@ fn moving_a_model_beyond_the_limits_is_an_error_and_leaves_it_where_it_was() {
 fn fit_returns_the_fault_of_a_batch_beyond_the_limits() {
     let Some(small) = small() else { return };
     let mut model = Narrow::<Wgpu>::new_seeded(0, &small);
-    assert!(Wgpu::synchronize(&small).is_ok(), "the model fits");
+    assert!(small.synchronize().is_ok(), "the model fits");
     // Batches of 512 x 1024 f32: 2 MiB each.
     let err = train(&mut model, 1024, 512, &small).expect_err("the batch does not fit");
     let TrainError::Device(e) = &err else { panic!("{err}") };
@@ -112,7 +111,7 @@ fn a_lost_device_is_an_error_not_a_panic() {
     dev.destroy();
     // Ops on the lost device record nothing and do not panic.
     let y = model.forward(&x).relu().sum();
-    let err = Wgpu::synchronize(&dev).expect_err("lost");
+    let err = dev.synchronize().expect_err("lost");
     assert!(err.message.contains("destroyed"), "{err}");
     let read = panic_message(|| {
         let _ = y.item();

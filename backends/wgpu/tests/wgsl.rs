@@ -15,7 +15,7 @@ use blaze::nn::Ctx;
 use blaze::nn::Graph;
 use blaze::prelude::*;
 use blaze::runtime::kernel::{KernelFn, ScalarArg};
-use blaze::{Backend, Conv2dOptions, Pool2dOptions, UnaryOp, kernel};
+use blaze::{Composites, Conv2dOptions, Pool2dOptions, UnaryOp, kernel};
 use blaze_wgpu::{DeviceOptions, HostBuffer, MapArg, Wgpu, WgpuDevice, launch, map};
 
 kernel! {

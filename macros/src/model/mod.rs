@@ -101,9 +101,24 @@ mod tests {
     /// before anything is unrolled, not expanded for hours.
     #[test]
     fn a_huge_layer_array_is_refused_not_unrolled() {
-        let out = errors(quote!(), quote!(pub struct N { fc: Linear<4, 4>, blocks: [Inner; 4294967296] }));
+        let out = errors(
+            quote!(),
+            quote!(
+                pub struct N {
+                    fc: Linear<4, 4>,
+                    blocks: [Inner; 4294967296],
+                }
+            ),
+        );
         assert!(out.contains("at most 1024 layers"), "{out}");
-        let out = expand_str(quote!(), quote!(pub struct N { blocks: [Inner; 1024] }));
+        let out = expand_str(
+            quote!(),
+            quote!(
+                pub struct N {
+                    blocks: [Inner; 1024],
+                }
+            ),
+        );
         assert!(!out.contains("compile_error"), "{out}");
     }
 

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::{Backend, BinaryOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Conv2dOptions, Pool2dOptions, Primitives, ReduceOp, UnaryOp};
 use crate::dtype::DType;
 use crate::kernel::KernelArg;
 
@@ -49,7 +49,7 @@ pub(crate) enum Op<B: Backend> {
     AvgPool2d(Vec<usize>, Pool2dOptions),
     /// `softmax` (`log_softmax` with `true`) over a dim, with its output.
     Softmax(B::Storage, usize, bool),
-    /// A layer's bias and activation (`Backend::bias_act`) with the output
+    /// A layer's bias and activation (`Composites::bias_act`) with the output
     /// (the activations recorded this way differentiate from it), the dim
     /// the bias runs along, and whether there is a bias.
     BiasAct(Option<UnaryOp>, B::Storage, usize, bool),
@@ -60,7 +60,7 @@ pub(crate) enum Op<B: Backend> {
 
 /// `∂f/∂a_i` of a recorded kernel, evaluated on the inner backend.
 pub(crate) type KernelPartial<B> =
-    fn(usize, &[KernelArg<<B as Backend>::Storage>], &[usize], DType) -> <B as Backend>::Storage;
+    fn(usize, &[KernelArg<<B as Primitives>::Storage>], &[usize], DType) -> <B as Primitives>::Storage;
 
 /// A tracked value: a leaf (no op) or the result of `op` on `parents`
 /// (`None` for untracked inputs).

@@ -37,7 +37,9 @@ use std::sync::Arc;
 pub use graph::live_nodes;
 use graph::{Node, Op};
 
-use crate::backend::{Backend, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+use crate::backend::{
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, UnaryOp,
+};
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use crate::tensor::Tensor;
@@ -201,82 +203,9 @@ impl<B: Backend, const D: usize> Tensor<Autodiff<B>, D> {
     }
 }
 
-impl<B: Backend> Backend for Autodiff<B> {
+impl<B: Backend> Primitives for Autodiff<B> {
     type Device = B::Device;
     type Storage = AdStorage<B>;
-
-    fn synchronize(device: &B::Device) -> Result<(), crate::DeviceError> {
-        B::synchronize(device)
-    }
-
-    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-        B::run(f)
-    }
-
-    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, AdStorage<B>>], scalars: &[ScalarArg]) {
-        // A general kernel has no derivative: it runs on the values, and a
-        // buffer it writes leaves the graph.
-        let mut inner: Vec<LaunchBuffer<'_, B::Storage>> = buffers
-            .iter_mut()
-            .map(|b| match b {
-                LaunchBuffer::Input(s) => LaunchBuffer::Input(&s.primal),
-                LaunchBuffer::Output(s) => {
-                    s.node = None;
-                    LaunchBuffer::Output(&mut s.primal)
-                }
-            })
-            .collect();
-        B::launch::<K>(groups, &mut inner, scalars);
-    }
-
-    fn bias_act(x: AdStorage<B>, bias: Option<&AdStorage<B>>, dim: usize, act: Option<UnaryOp>) -> AdStorage<B> {
-        // One recorded op (and the inner backend's fused pass) for the
-        // activations that differentiate from their output; others compose.
-        if !matches!(act, None | Some(UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh)) {
-            return crate::backend::composed_bias_act::<Self>(x, bias, dim, act);
-        }
-        let AdStorage { primal, node } = x;
-        let y = B::bias_act(primal, bias.map(|b| &b.primal), dim, act);
-        let mut parents = vec![node];
-        parents.extend(bias.map(|b| b.node.clone()));
-        if recording() && parents.iter().any(Option::is_some) {
-            let op = Op::BiasAct(act, y.clone(), dim, bias.is_some());
-            AdStorage { primal: y, node: Some(Node::new(op, parents)) }
-        } else {
-            AdStorage::constant(y)
-        }
-    }
-
-    fn elementwise<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<AdStorage<B>>],
-        shape: &[usize],
-        dtype: DType,
-    ) -> AdStorage<B> {
-        let primal: Vec<KernelArg<B::Storage>> = inputs
-            .iter()
-            .map(|a| match a {
-                KernelArg::Tensor(t) => KernelArg::Tensor(t.primal.clone()),
-                KernelArg::Number(v) => KernelArg::Number(*v),
-            })
-            .collect();
-        let y = B::elementwise::<K>(f, &primal, shape, dtype);
-        // A partial's own derivative is not generated: partials are
-        // constants to the tape (first-order gradients only).
-        if f != KernelFn::Value {
-            return AdStorage::constant(y);
-        }
-        let tracked: Vec<&AdStorage<B>> = inputs
-            .iter()
-            .filter_map(|a| match a {
-                KernelArg::Tensor(t) => Some(t),
-                KernelArg::Number(_) => None,
-            })
-            .collect();
-        let partial: graph::KernelPartial<B> =
-            |i, inputs, shape, dtype| B::elementwise::<K>(KernelFn::Partial(i), inputs, shape, dtype);
-        record(y, &tracked, || Op::Kernel(partial, primal, shape.to_vec(), dtype))
-    }
 
     fn name() -> &'static str {
         "autodiff"
@@ -298,10 +227,6 @@ impl<B: Backend> Backend for Autodiff<B> {
         AdStorage::constant(x.primal.clone())
     }
 
-    fn item(x: &AdStorage<B>) -> f64 {
-        B::item(&x.primal)
-    }
-
     fn shape(x: &AdStorage<B>) -> &[usize] {
         B::shape(&x.primal)
     }
@@ -318,14 +243,6 @@ impl<B: Backend> Backend for Autodiff<B> {
         let from = B::dtype(&x.primal);
         let y = B::cast(&x.primal, dtype);
         if dtype.is_float() && from.is_float() { record(y, &[x], || Op::Cast(from)) } else { AdStorage::constant(y) }
-    }
-
-    /// One recorded op (the inner backend's fused softmax) whose gradient
-    /// is the adjoint the generated backward uses too.
-    fn softmax(x: &AdStorage<B>, dim: usize, log: bool) -> AdStorage<B> {
-        let y = B::softmax(&x.primal, dim, log);
-        let out = y.clone();
-        record(y, &[x], || Op::Softmax(out, dim, log))
     }
 
     fn unary(op: UnaryOp, x: &AdStorage<B>) -> AdStorage<B> {
@@ -496,5 +413,86 @@ impl<B: Backend> Backend for Autodiff<B> {
         options: &Pool2dOptions,
     ) -> AdStorage<B> {
         AdStorage::constant(B::avg_pool2d_input_grad(&grad_out.primal, input_shape, options))
+    }
+}
+
+impl<B: Backend> Composites for Autodiff<B> {
+    fn bias_act(x: AdStorage<B>, bias: Option<&AdStorage<B>>, dim: usize, act: Option<UnaryOp>) -> AdStorage<B> {
+        // One recorded op (and the inner backend's fused pass) for the
+        // activations that differentiate from their output; others compose.
+        if !matches!(act, None | Some(UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh)) {
+            return crate::backend::composed_bias_act::<Self>(x, bias, dim, act);
+        }
+        let AdStorage { primal, node } = x;
+        let y = B::bias_act(primal, bias.map(|b| &b.primal), dim, act);
+        let mut parents = vec![node];
+        parents.extend(bias.map(|b| b.node.clone()));
+        if recording() && parents.iter().any(Option::is_some) {
+            let op = Op::BiasAct(act, y.clone(), dim, bias.is_some());
+            AdStorage { primal: y, node: Some(Node::new(op, parents)) }
+        } else {
+            AdStorage::constant(y)
+        }
+    }
+
+    fn item(x: &AdStorage<B>) -> f64 {
+        B::item(&x.primal)
+    }
+
+    /// One recorded op (the inner backend's fused softmax) whose gradient
+    /// is the adjoint the generated backward uses too.
+    fn softmax(x: &AdStorage<B>, dim: usize, log: bool) -> AdStorage<B> {
+        let y = B::softmax(&x.primal, dim, log);
+        let out = y.clone();
+        record(y, &[x], || Op::Softmax(out, dim, log))
+    }
+}
+
+impl<B: Backend> Kernels for Autodiff<B> {
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, AdStorage<B>>], scalars: &[ScalarArg]) {
+        // A general kernel has no derivative: it runs on the values, and a
+        // buffer it writes leaves the graph.
+        let mut inner: Vec<LaunchBuffer<'_, B::Storage>> = buffers
+            .iter_mut()
+            .map(|b| match b {
+                LaunchBuffer::Input(s) => LaunchBuffer::Input(&s.primal),
+                LaunchBuffer::Output(s) => {
+                    s.node = None;
+                    LaunchBuffer::Output(&mut s.primal)
+                }
+            })
+            .collect();
+        B::launch::<K>(groups, &mut inner, scalars);
+    }
+
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<AdStorage<B>>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> AdStorage<B> {
+        let primal: Vec<KernelArg<B::Storage>> = inputs
+            .iter()
+            .map(|a| match a {
+                KernelArg::Tensor(t) => KernelArg::Tensor(t.primal.clone()),
+                KernelArg::Number(v) => KernelArg::Number(*v),
+            })
+            .collect();
+        let y = B::elementwise::<K>(f, &primal, shape, dtype);
+        // A partial's own derivative is not generated: partials are
+        // constants to the tape (first-order gradients only).
+        if f != KernelFn::Value {
+            return AdStorage::constant(y);
+        }
+        let tracked: Vec<&AdStorage<B>> = inputs
+            .iter()
+            .filter_map(|a| match a {
+                KernelArg::Tensor(t) => Some(t),
+                KernelArg::Number(_) => None,
+            })
+            .collect();
+        let partial: graph::KernelPartial<B> =
+            |i, inputs, shape, dtype| B::elementwise::<K>(KernelFn::Partial(i), inputs, shape, dtype);
+        record(y, &tracked, || Op::Kernel(partial, primal, shape.to_vec(), dtype))
     }
 }

@@ -294,7 +294,7 @@ fn mul_add_exp_d_s(a_x: f32, a_y: f32, a_s: f32) -> f32 {
     }
 }
 
-/// `Backend::elementwise` through `kernel::call`: broadcasting tensors,
+/// `Kernels::elementwise` through `kernel::call`: broadcasting tensors,
 /// numbers, strided inputs, f32 and f64, the partials, and the tape's
 /// gradients for tensors used directly and broadcast.
 pub fn kernels<B: Backend>(dev: &B::Device) {

@@ -355,7 +355,7 @@ pub fn reductions_edge_cases<B: Backend>(dev: &B::Device) {
         let e = Tensor::<B, 2>::zeros([0, 3], dev).to_dtype(dtype);
         assert_close("empty sum_dim", &e.sum_dim(0), &[0.0, 0.0, 0.0], &[1, 3], tol);
         assert_close("empty sum", &e.sum(), &[0.0], &[], tol);
-        // Backend::sum_squares, which gradient norms use: strided, long
+        // Composites::sum_squares, which gradient norms use: strided, long
         // enough for every unrolled lane, empty.
         let v = noise(3 * 37, 90);
         let t = tensor::<B, 2>(&v, [3, 37], dtype, dev).t();

@@ -6,8 +6,8 @@
 use std::fmt;
 
 use super::{Ctx, Module};
-use crate::Backend;
 use crate::rng::Rng;
+use crate::{Backend, Primitives};
 
 /// A per-sample shape usable in const evaluation (the spec's).
 pub use blaze_spec::StaticShape;
@@ -53,7 +53,7 @@ pub trait BackendDevice: Clone {
     type Backend: Backend<Device = Self>;
 
     /// This device, typed as its backend's device.
-    fn as_device(&self) -> &<Self::Backend as Backend>::Device;
+    fn as_device(&self) -> &<Self::Backend as Primitives>::Device;
 }
 
 /// The rules for built-in layers after a block whose output the macro

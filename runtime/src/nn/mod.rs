@@ -32,6 +32,7 @@ pub use pool::{AvgPool2d, Flatten, GlobalAvgPool, MaxPool2d, PoolConfig};
 pub use sparse::{Embedding, EmbeddingGrads};
 pub use spec::FromSpec;
 
+use crate::backend::Device;
 use crate::rng::Rng;
 use crate::{Backend, DType, Tensor, TensorData};
 
@@ -142,7 +143,7 @@ impl std::fmt::Display for Name {
 
 /// Something that holds parameters: a layer or a whole model. Modules are
 /// `Send`, so a training loop may run on a backend's own thread
-/// ([`Backend::run`]).
+/// ([`crate::Device::run`]).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a module: it is not a layer, a tensor, or a struct, `Vec`, array or `Option` of them",
     label = "not a module",
@@ -307,7 +308,7 @@ pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) -> Res
     let mut copies = Copy::<B>(device, Default::default());
     m.visit_params("", &mut copies);
     m.visit_buffers("", &mut copies);
-    B::synchronize(device)?;
+    device.synchronize()?;
     struct Swap<B: Backend>(std::collections::HashMap<String, B::Storage>);
     impl<B: Backend> ParamMapper<B> for Swap<B> {
         fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {

@@ -4,6 +4,7 @@
 
 use super::{FitConfig, StepError};
 use crate::autodiff::{Autodiff, no_grad, track};
+use crate::backend::Device;
 use crate::loss::{check_class_targets, cross_entropy_with};
 use crate::nn::{Block, Ctx, Module};
 use crate::optim::{Optimizer, clip_to, grad_sq_sum};
@@ -34,7 +35,7 @@ impl<B: Backend> Step<B> {
         update: impl FnOnce(&M::Grads),
     ) -> Result<Self, StepError> {
         let sq_sum = grad_sq_sum::<B, M>(&grads);
-        B::synchronize(&logits.device())?;
+        logits.device().synchronize()?;
         let (loss, grad_norm) = (loss.item(), sq_sum.map_or(0.0, |s| s.item().sqrt()));
         let applied = loss.is_finite() && grad_norm.is_finite();
         if applied {

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::backend::Device;
 use crate::data::{Batch, DataLoader, Dataset};
 use crate::loss::{CrossEntropyOptions, IGNORE_INDEX, TargetError, check_class_targets, cross_entropy_with};
 use crate::nn::{Ctx, Module, ParamVisitor};
@@ -206,7 +207,7 @@ where
         let logits = model.logits(&x);
         check_class_targets(&y, logits.size(1), config.ignore_index).map_err(|e| at.target(e))?;
         let l = cross_entropy_with(&logits, &y, CrossEntropyOptions { label_smoothing: 0.0, ..config.loss_options() });
-        B::synchronize(device)?;
+        device.synchronize()?;
         let rows = counted(&y, config.ignore_index);
         if rows > 0 {
             loss += l.item() * rows as f64;
@@ -292,7 +293,7 @@ where
             println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
         }
     }
-    B::run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
+    device.run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
 }
 
 /// The epochs of [`fit`] after it has resumed: `history` holds those done.
@@ -380,7 +381,7 @@ where
             ));
         }
         // An update can overflow the weights while its gradient was finite.
-        B::synchronize(device)?;
+        device.synchronize()?;
         if !all_finite(model) {
             return Err(non_finite(0, "the weights are no longer finite".into()));
         }

@@ -22,7 +22,8 @@ use blaze_cpu::{Cpu, CpuDevice, CpuStorage};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
-    Backend, BinaryOp, CmpOp, Conv2dOptions, DType, DataVec, Pool2dOptions, ReduceOp, TensorData, UnaryOp,
+    BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    TensorData, UnaryOp,
 };
 
 mod conv;
@@ -65,6 +66,12 @@ impl fmt::Debug for WgpuStorage {
             WgpuStorage::Device(t) => write!(f, "WgpuStorage::Device({} {:?})", t.dtype, t.shape),
             WgpuStorage::Host(c, _) => write!(f, "WgpuStorage::Host({c:?})"),
         }
+    }
+}
+
+impl Device for WgpuDevice {
+    fn synchronize(&self) -> Result<(), blaze_runtime::DeviceError> {
+        WgpuDevice::synchronize(self)
     }
 }
 
@@ -366,16 +373,12 @@ fn indices_to_host(t: &DeviceTensor) -> WgpuStorage {
     WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), t.device.clone())
 }
 
-impl Backend for Wgpu {
+impl Primitives for Wgpu {
     type Device = WgpuDevice;
     type Storage = WgpuStorage;
 
     fn name() -> &'static str {
         "wgpu"
-    }
-
-    fn synchronize(device: &WgpuDevice) -> Result<(), blaze_runtime::DeviceError> {
-        device.synchronize()
     }
 
     fn from_data(data: TensorData, device: &WgpuDevice) -> WgpuStorage {
@@ -669,20 +672,9 @@ impl Backend for Wgpu {
     fn avg_pool2d_input_grad(grad_out: &WgpuStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> WgpuStorage {
         conv::avg_pool2d_input_grad(grad_out, input_shape, o)
     }
+}
 
-    fn elementwise<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<WgpuStorage>],
-        shape: &[usize],
-        dtype: DType,
-    ) -> WgpuStorage {
-        kernels::elementwise::<K>(f, inputs, shape, dtype)
-    }
-
-    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
-        kernels::launch::<K>(groups, buffers, scalars)
-    }
-
+impl Composites for Wgpu {
     fn softmax(x: &WgpuStorage, dim: usize, log: bool) -> WgpuStorage {
         let WgpuStorage::Device(t) = x else {
             return place(Cpu::softmax(&x.host(), dim, log), x.device());
@@ -696,5 +688,20 @@ impl Backend for Wgpu {
             device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &[u(rows), u(n), u(inner)], grid(device, rows, 1));
         }
         Self::dev(out)
+    }
+}
+
+impl Kernels for Wgpu {
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<WgpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> WgpuStorage {
+        kernels::elementwise::<K>(f, inputs, shape, dtype)
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
+        kernels::launch::<K>(groups, buffers, scalars)
     }
 }

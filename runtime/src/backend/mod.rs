@@ -1,271 +1,57 @@
-//! The `Backend` trait: the small set of primitives every device implements.
+//! What a device implements, in three tiers, and what a device is.
 //!
-//! Everything else (softmax, losses, layers, optimizers) is written once in the
-//! runtime on top of these. The runtime checks shapes and dtypes before it
-//! calls a primitive, so backends may assume valid arguments; each method says
-//! what it may assume.
+//! - [`Primitives`]: the small set of ops every backend writes, and its
+//!   storage. Everything else (softmax, losses, layers, optimizers) is
+//!   written once in the runtime on top of these.
+//! - [`Composites`]: ops with a default body made of primitives, which a
+//!   backend may override with one fused pass that must agree with it.
+//! - [`Kernels`]: `kernel!` kernels, elementwise and general.
+//!
+//! [`Backend`] is all three; code generic over a backend bounds on it.
+//! Where work runs and how a device reports faults belong to the device
+//! ([`Device`]), not to the backend. The runtime checks shapes and dtypes
+//! before it calls a primitive, so backends may assume valid arguments;
+//! each method says what it may assume.
+
+mod ops;
 
 use std::fmt::Debug;
 use std::ops::Range;
 
+pub use self::ops::{BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 
-/// Elementwise functions of one tensor. Float-only unless noted.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum UnaryOp {
-    /// `-x` (floats and i64).
-    Neg,
-    /// `|x|` (floats and i64).
-    Abs,
-    /// `e^x`.
-    Exp,
-    /// Natural logarithm.
-    Log,
-    /// Square root.
-    Sqrt,
-    /// `1 / x`.
-    Recip,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// `1 / (1 + e^-x)`.
-    Sigmoid,
-    /// `max(x, 0)`.
-    Relu,
-    /// Exact GELU, `x * Φ(x)` (PyTorch's default `approximate='none'`).
-    Gelu,
-    /// `max(x, 0) + slope * min(x, 0)`.
-    LeakyRelu(f64),
-    /// Sine.
-    Sin,
-    /// Cosine.
-    Cos,
-    /// The error function.
-    Erf,
-    /// Round down.
-    Floor,
-    /// Round up.
-    Ceil,
-    /// -1, 0 or 1 (floats and i64).
-    Sign,
-    /// Logical not (bool only).
-    Not,
-}
-
-impl UnaryOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            UnaryOp::Neg => "neg",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Recip => "recip",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::LeakyRelu(_) => "leaky_relu",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Erf => "erf",
-            UnaryOp::Floor => "floor",
-            UnaryOp::Ceil => "ceil",
-            UnaryOp::Sign => "sign",
-            UnaryOp::Not => "logical_not",
-        }
+/// Where tensors live: a unit struct for the CPU, an adapter for a GPU.
+pub trait Device: Clone + Debug + Default + PartialEq + Send + Sync + 'static {
+    /// Waits for the work queued on this device and reports the first
+    /// fault it has had (an allocation beyond its limits, a driver's
+    /// out-of-memory, a lost device), as `torch.cuda.synchronize` would
+    /// raise it. Ops cannot fail (they return tensors), so a device that
+    /// can fail records the fault, stops running work, and answers here;
+    /// the fallible entry points (`fit`, `nn::to_device`, a kernel launch
+    /// on host data) call this and return the error. The default, for
+    /// devices that cannot fail, is `Ok`.
+    fn synchronize(&self) -> Result<(), crate::DeviceError> {
+        Ok(())
     }
 
-    /// Whether the op is defined for `dtype`.
-    pub fn supports(self, dtype: DType) -> bool {
-        match self {
-            UnaryOp::Not => dtype == DType::Bool,
-            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign => dtype != DType::Bool,
-            _ => dtype.is_float(),
-        }
+    /// Runs `f`, a training loop or other long stretch of work, where this
+    /// device's ops run best. The CPU runs it on a thread of its pool, so a
+    /// parallel op splits its work with that thread instead of parking it
+    /// until the other threads are done. The default calls `f`.
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        f()
     }
 }
 
-/// Elementwise functions of two tensors of one dtype.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    /// `a + b` (floats, i64).
-    Add,
-    /// `a - b` (floats, i64).
-    Sub,
-    /// `a * b` (floats, i64).
-    Mul,
-    /// `a / b` (floats; i64 rounds toward zero).
-    Div,
-    /// `a ^ b` (floats).
-    Pow,
-    /// Elementwise maximum, NaN-propagating (floats, i64).
-    Maximum,
-    /// Elementwise minimum, NaN-propagating (floats, i64).
-    Minimum,
-    /// Logical and (bool).
-    And,
-    /// Logical or (bool).
-    Or,
-}
+/// A backend: its [`Primitives`], [`Composites`] and [`Kernels`]. Every
+/// type that implements the three is one.
+pub trait Backend: Primitives + Composites + Kernels {}
 
-impl BinaryOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::And => "logical_and",
-            BinaryOp::Or => "logical_or",
-        }
-    }
+impl<B: Primitives + Composites + Kernels> Backend for B {}
 
-    /// Whether the op is defined for `dtype`.
-    pub fn supports(self, dtype: DType) -> bool {
-        match self {
-            BinaryOp::And | BinaryOp::Or => dtype == DType::Bool,
-            BinaryOp::Pow => dtype.is_float(),
-            _ => dtype != DType::Bool,
-        }
-    }
-}
-
-/// Elementwise comparisons; the result is a bool tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    /// `a == b`.
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
-}
-
-impl CmpOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        }
-    }
-}
-
-/// Reductions over one dim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Sum (floats, i64).
-    Sum,
-    /// Maximum, NaN-propagating (floats, i64).
-    Max,
-    /// Minimum, NaN-propagating (floats, i64).
-    Min,
-    /// Index of the first maximum, as i64; a NaN counts as the maximum.
-    ArgMax,
-    /// Index of the first minimum, as i64; a NaN counts as the minimum.
-    ArgMin,
-}
-
-impl ReduceOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-        }
-    }
-}
-
-/// Options of a 2-D convolution, as in `torch.nn.functional.conv2d`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Conv2dOptions {
-    /// Step between windows, `[height, width]`.
-    pub stride: [usize; 2],
-    /// Zeros added on both sides, `[height, width]`.
-    pub padding: [usize; 2],
-    /// Spacing between kernel taps, `[height, width]`.
-    pub dilation: [usize; 2],
-    /// Input and output channels are split into this many groups.
-    pub groups: usize,
-}
-
-impl Default for Conv2dOptions {
-    fn default() -> Self {
-        Conv2dOptions { stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1 }
-    }
-}
-
-impl Conv2dOptions {
-    /// Sets the stride in both directions.
-    pub fn stride(mut self, s: usize) -> Self {
-        self.stride = [s, s];
-        self
-    }
-    /// Sets the padding in both directions.
-    pub fn padding(mut self, p: usize) -> Self {
-        self.padding = [p, p];
-        self
-    }
-    /// Sets the dilation in both directions.
-    pub fn dilation(mut self, d: usize) -> Self {
-        self.dilation = [d, d];
-        self
-    }
-    /// Sets the number of groups.
-    pub fn groups(mut self, g: usize) -> Self {
-        self.groups = g;
-        self
-    }
-}
-
-/// Options of a 2-D pooling window, as in `torch.nn.functional.max_pool2d`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Pool2dOptions {
-    /// Window size, `[height, width]`.
-    pub kernel: [usize; 2],
-    /// Step between windows; PyTorch's default is the kernel size.
-    pub stride: [usize; 2],
-    /// Implicit padding on both sides (`-inf` for max, zeros for average).
-    pub padding: [usize; 2],
-}
-
-impl Pool2dOptions {
-    /// A square window with stride equal to its size and no padding.
-    pub fn new(kernel: usize) -> Self {
-        Pool2dOptions { kernel: [kernel, kernel], stride: [kernel, kernel], padding: [0, 0] }
-    }
-    /// Sets the stride in both directions.
-    pub fn stride(mut self, s: usize) -> Self {
-        self.stride = [s, s];
-        self
-    }
-    /// Sets the padding in both directions.
-    pub fn padding(mut self, p: usize) -> Self {
-        self.padding = [p, p];
-        self
-    }
-}
-
-/// A device's implementation of the primitive ops.
+/// The primitive ops: what every backend implements.
 ///
 /// A backend's `Storage` is a tensor: a handle to its values on the device
 /// together with its shape (and whatever layout the backend keeps). Cloning a
@@ -273,9 +59,9 @@ impl Pool2dOptions {
 ///
 /// Shapes and dtypes are validated by [`crate::Tensor`] before a primitive is
 /// called; the "may assume" notes say what a backend can rely on.
-pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
-    /// Where tensors live (a unit struct for the CPU, an adapter for a GPU).
-    type Device: Clone + Debug + Default + PartialEq + Send + Sync;
+pub trait Primitives: Clone + Copy + Debug + Default + Send + Sync + 'static {
+    /// Where tensors live.
+    type Device: Device;
     /// A tensor on the device.
     type Storage: Clone + Debug + Send + Sync;
 
@@ -389,7 +175,7 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     /// (PyTorch's `count_include_pad=True`).
     fn avg_pool2d(x: &Self::Storage, options: &Pool2dOptions) -> Self::Storage;
 
-    /// The gradient of [`Backend::conv2d`] with respect to its input, given
+    /// The gradient of [`Primitives::conv2d`] with respect to its input, given
     /// the gradient of its output (`torch.nn.grad.conv2d_input`): a
     /// transposed convolution back onto `input_shape`.
     fn conv2d_input_grad(
@@ -398,7 +184,7 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         input_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> Self::Storage;
-    /// The gradient of [`Backend::conv2d`] with respect to its weight
+    /// The gradient of [`Primitives::conv2d`] with respect to its weight
     /// (`torch.nn.grad.conv2d_weight`).
     fn conv2d_weight_grad(
         x: &Self::Storage,
@@ -406,32 +192,18 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
         weight_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> Self::Storage;
-    /// The gradient of [`Backend::avg_pool2d`] with respect to its input.
+    /// The gradient of [`Primitives::avg_pool2d`] with respect to its input.
     fn avg_pool2d_input_grad(
         grad_out: &Self::Storage,
         input_shape: [usize; 4],
         options: &Pool2dOptions,
     ) -> Self::Storage;
+}
 
-    // ---- user kernels --------------------------------------------------
-
-    /// Kernel `K` (or one of its partial derivatives) at every element of
-    /// `shape`. May assume every tensor input has `shape` and the float
-    /// `dtype`, and that there are as many inputs as `K` has arguments.
-    fn elementwise<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<Self::Storage>],
-        shape: &[usize],
-        dtype: DType,
-    ) -> Self::Storage;
-
-    /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`
-    /// tensors read (and, for outputs, written in place) as flat arrays in
-    /// row-major order. May assume the arguments match `K`'s parameters.
-    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Self::Storage>], scalars: &[ScalarArg]);
-
-    // ---- composites a backend may fuse -----------------------------------
-
+/// Ops with a default body made of primitives. A backend may override
+/// one with a fused pass that must compute the same; the conformance
+/// suite checks each against reference values on every backend.
+pub trait Composites: Primitives {
     /// The i64 values of `range`, one dim (`torch.arange`); the runtime
     /// has checked that it is not reversed. The default uploads them from
     /// the host; a backend may write them in place.
@@ -451,27 +223,6 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     /// backend may override it with a fused kernel that must agree.
     fn softmax(x: &Self::Storage, dim: usize, log: bool) -> Self::Storage {
         composed_softmax::<Self>(x, dim, log)
-    }
-
-    /// Waits for the work queued on `device` and reports the first fault
-    /// it has had (an allocation beyond its limits, a driver's
-    /// out-of-memory, a lost device), as `torch.cuda.synchronize` would
-    /// raise it. Ops cannot fail (they return tensors), so a backend whose
-    /// device can fail records the fault, stops running work on that
-    /// device, and answers here; the fallible entry points (`fit`,
-    /// `nn::to_device`, a kernel launch on host data) call this and return
-    /// the error. The default, for devices that cannot fail, is `Ok`.
-    fn synchronize(device: &Self::Device) -> Result<(), crate::DeviceError> {
-        let _ = device;
-        Ok(())
-    }
-
-    /// Runs `f`, a training loop or other long stretch of work, where this
-    /// backend's ops run best. The CPU backend runs it on a thread of its
-    /// pool, so a parallel op splits its work with that thread instead of
-    /// parking it until the other threads are done. The default calls `f`.
-    fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
-        f()
     }
 
     /// `act(x + bias)` with `bias` (`[x.shape[dim]]`) added along `dim`: how a
@@ -500,21 +251,40 @@ pub trait Backend: Clone + Copy + Debug + Default + Send + Sync + 'static {
     }
 }
 
-/// [`Backend::axpby`] from primitives: two scalings and an add.
-pub fn composed_axpby<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
+/// `kernel!` kernels: what a backend runs for `#[kernel]` functions and
+/// their generated partials.
+pub trait Kernels: Primitives {
+    /// Kernel `K` (or one of its partial derivatives) at every element of
+    /// `shape`. May assume every tensor input has `shape` and the float
+    /// `dtype`, and that there are as many inputs as `K` has arguments.
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Self::Storage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Self::Storage;
+
+    /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`
+    /// tensors read (and, for outputs, written in place) as flat arrays in
+    /// row-major order. May assume the arguments match `K`'s parameters.
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Self::Storage>], scalars: &[ScalarArg]);
+}
+
+/// [`Composites::axpby`] from primitives: two scalings and an add.
+pub fn composed_axpby<B: Primitives>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
     let ay = if a == 1.0 { y.clone() } else { B::binary_scalar(BinaryOp::Mul, y, a) };
     *y = B::binary(BinaryOp::Add, &ay, &B::binary_scalar(BinaryOp::Mul, x, b));
 }
 
-/// [`Backend::sum_squares`] from primitives: a square, then a sum.
-pub fn composed_sum_squares<B: Backend>(x: &B::Storage) -> B::Storage {
+/// [`Composites::sum_squares`] from primitives: a square, then a sum.
+pub fn composed_sum_squares<B: Primitives>(x: &B::Storage) -> B::Storage {
     let n = B::shape(x).iter().product::<usize>();
     let squares = B::reshape(&B::binary(BinaryOp::Mul, x, x), &[n]);
     B::reshape(&B::reduce(ReduceOp::Sum, &squares, 0), &[])
 }
 
-/// [`Backend::bias_act`] from primitives: a broadcast add, then the activation.
-pub fn composed_bias_act<B: Backend>(
+/// [`Composites::bias_act`] from primitives: a broadcast add, then the activation.
+pub fn composed_bias_act<B: Primitives>(
     x: B::Storage,
     bias: Option<&B::Storage>,
     dim: usize,
@@ -535,7 +305,7 @@ pub fn composed_bias_act<B: Backend>(
 
 /// Softmax (or log-softmax) over `dim` from primitives: the max is
 /// subtracted first so no exponent overflows; it cancels in the ratio.
-pub fn composed_softmax<B: Backend>(x: &B::Storage, dim: usize, log: bool) -> B::Storage {
+pub fn composed_softmax<B: Primitives>(x: &B::Storage, dim: usize, log: bool) -> B::Storage {
     let shape = B::shape(x);
     let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), shape);
     let shifted = B::binary(BinaryOp::Sub, x, &max);

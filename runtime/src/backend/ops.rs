@@ -1,0 +1,258 @@
+//! The op enums the primitives take, and the options of convolution and
+//! pooling (PyTorch's names and defaults).
+
+use crate::dtype::DType;
+
+/// Elementwise functions of one tensor. Float-only unless noted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    /// `-x` (floats and i64).
+    Neg,
+    /// `|x|` (floats and i64).
+    Abs,
+    /// `e^x`.
+    Exp,
+    /// Natural logarithm.
+    Log,
+    /// Square root.
+    Sqrt,
+    /// `1 / x`.
+    Recip,
+    /// Hyperbolic tangent.
+    Tanh,
+    /// `1 / (1 + e^-x)`.
+    Sigmoid,
+    /// `max(x, 0)`.
+    Relu,
+    /// Exact GELU, `x * Φ(x)` (PyTorch's default `approximate='none'`).
+    Gelu,
+    /// `max(x, 0) + slope * min(x, 0)`.
+    LeakyRelu(f64),
+    /// Sine.
+    Sin,
+    /// Cosine.
+    Cos,
+    /// The error function.
+    Erf,
+    /// Round down.
+    Floor,
+    /// Round up.
+    Ceil,
+    /// -1, 0 or 1 (floats and i64).
+    Sign,
+    /// Logical not (bool only).
+    Not,
+}
+
+impl UnaryOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Recip => "recip",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::LeakyRelu(_) => "leaky_relu",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Not => "logical_not",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`.
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            UnaryOp::Not => dtype == DType::Bool,
+            UnaryOp::Neg | UnaryOp::Abs | UnaryOp::Sign => dtype != DType::Bool,
+            _ => dtype.is_float(),
+        }
+    }
+}
+
+/// Elementwise functions of two tensors of one dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    /// `a + b` (floats, i64).
+    Add,
+    /// `a - b` (floats, i64).
+    Sub,
+    /// `a * b` (floats, i64).
+    Mul,
+    /// `a / b` (floats; i64 rounds toward zero).
+    Div,
+    /// `a ^ b` (floats).
+    Pow,
+    /// Elementwise maximum, NaN-propagating (floats, i64).
+    Maximum,
+    /// Elementwise minimum, NaN-propagating (floats, i64).
+    Minimum,
+    /// Logical and (bool).
+    And,
+    /// Logical or (bool).
+    Or,
+}
+
+impl BinaryOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::And => "logical_and",
+            BinaryOp::Or => "logical_or",
+        }
+    }
+
+    /// Whether the op is defined for `dtype`.
+    pub fn supports(self, dtype: DType) -> bool {
+        match self {
+            BinaryOp::And | BinaryOp::Or => dtype == DType::Bool,
+            BinaryOp::Pow => dtype.is_float(),
+            _ => dtype != DType::Bool,
+        }
+    }
+}
+
+/// Elementwise comparisons; the result is a bool tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `a == b`.
+    Eq,
+    /// `a != b`.
+    Ne,
+    /// `a < b`.
+    Lt,
+    /// `a <= b`.
+    Le,
+    /// `a > b`.
+    Gt,
+    /// `a >= b`.
+    Ge,
+}
+
+impl CmpOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "eq",
+            CmpOp::Ne => "ne",
+            CmpOp::Lt => "lt",
+            CmpOp::Le => "le",
+            CmpOp::Gt => "gt",
+            CmpOp::Ge => "ge",
+        }
+    }
+}
+
+/// Reductions over one dim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum (floats, i64).
+    Sum,
+    /// Maximum, NaN-propagating (floats, i64).
+    Max,
+    /// Minimum, NaN-propagating (floats, i64).
+    Min,
+    /// Index of the first maximum, as i64; a NaN counts as the maximum.
+    ArgMax,
+    /// Index of the first minimum, as i64; a NaN counts as the minimum.
+    ArgMin,
+}
+
+impl ReduceOp {
+    /// The op's name as it appears in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::ArgMax => "argmax",
+            ReduceOp::ArgMin => "argmin",
+        }
+    }
+}
+
+/// Options of a 2-D convolution, as in `torch.nn.functional.conv2d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Conv2dOptions {
+    /// Step between windows, `[height, width]`.
+    pub stride: [usize; 2],
+    /// Zeros added on both sides, `[height, width]`.
+    pub padding: [usize; 2],
+    /// Spacing between kernel taps, `[height, width]`.
+    pub dilation: [usize; 2],
+    /// Input and output channels are split into this many groups.
+    pub groups: usize,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Self {
+        Conv2dOptions { stride: [1, 1], padding: [0, 0], dilation: [1, 1], groups: 1 }
+    }
+}
+
+impl Conv2dOptions {
+    /// Sets the stride in both directions.
+    pub fn stride(mut self, s: usize) -> Self {
+        self.stride = [s, s];
+        self
+    }
+    /// Sets the padding in both directions.
+    pub fn padding(mut self, p: usize) -> Self {
+        self.padding = [p, p];
+        self
+    }
+    /// Sets the dilation in both directions.
+    pub fn dilation(mut self, d: usize) -> Self {
+        self.dilation = [d, d];
+        self
+    }
+    /// Sets the number of groups.
+    pub fn groups(mut self, g: usize) -> Self {
+        self.groups = g;
+        self
+    }
+}
+
+/// Options of a 2-D pooling window, as in `torch.nn.functional.max_pool2d`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pool2dOptions {
+    /// Window size, `[height, width]`.
+    pub kernel: [usize; 2],
+    /// Step between windows; PyTorch's default is the kernel size.
+    pub stride: [usize; 2],
+    /// Implicit padding on both sides (`-inf` for max, zeros for average).
+    pub padding: [usize; 2],
+}
+
+impl Pool2dOptions {
+    /// A square window with stride equal to its size and no padding.
+    pub fn new(kernel: usize) -> Self {
+        Pool2dOptions { kernel: [kernel, kernel], stride: [kernel, kernel], padding: [0, 0] }
+    }
+    /// Sets the stride in both directions.
+    pub fn stride(mut self, s: usize) -> Self {
+        self.stride = [s, s];
+        self
+    }
+    /// Sets the padding in both directions.
+    pub fn padding(mut self, p: usize) -> Self {
+        self.padding = [p, p];
+        self
+    }
+}
