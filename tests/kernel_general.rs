@@ -130,6 +130,14 @@ fn out_of_bounds_reads_name_the_kernel_and_buffer() {
     row_sum::launch(3, &x, &mut out, 4);
 }
 
+#[test]
+#[should_panic(expected = "row_sum: buffer 1 is f64; kernels take f32 tensors")]
+fn a_launch_on_another_dtype_names_the_kernel_and_buffer() {
+    let x = matrix(2, 4, 4);
+    let mut out = Tensor::<Cpu, 1>::zeros([2], &CpuDevice).to_dtype(DType::F64);
+    row_sum::launch(2, &x, &mut out, 4);
+}
+
 /// The compute shader `row_sum` compiles to (naga validated it while the
 /// test compiled). `UPDATE_EXPECT=1 cargo test` rewrites it.
 #[test]

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::Tensor;
 use crate::backend::Backend;
+use crate::dtype::DType;
 use crate::shape::broadcast_shapes;
 
 /// The float types kernels compute in, with the intrinsics `kernel!`
@@ -278,6 +279,7 @@ fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_,
             "{name}: argument `{arg}` is {}, but kernels take tensors of one float dtype ({dtype} first)",
             t.dtype()
         );
+        crate::tensor::check_same_device::<B>(name, &[first.storage(), t.storage()]);
         let Some(joint) = broadcast_shapes(&shape, &t.shape()) else {
             let all: Vec<String> =
                 K::ARGS.iter().zip(args).filter_map(|(n, a)| Some(format!("`{n}` {:?}", tensor(a)?.shape()))).collect();
@@ -386,6 +388,16 @@ pub enum LaunchBuffer<'a, S> {
     Output(&'a mut S),
 }
 
+impl<S> LaunchBuffer<'_, S> {
+    /// The tensor, read or written.
+    pub fn storage(&self) -> &S {
+        match self {
+            LaunchBuffer::Input(s) => s,
+            LaunchBuffer::Output(s) => s,
+        }
+    }
+}
+
 /// A flat `f32` buffer as a kernel on the CPU sees it: invocations of
 /// different workgroups read and write it at once, as on a GPU (which
 /// elements each writes is the kernel's business). Every access is checked
@@ -472,4 +484,24 @@ pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: 
     if let Some(problem) = launch_mismatch::<K>(outputs, scalars.len()) {
         panic!("{}: {problem}", K::NAME);
     }
+}
+
+/// Runs general kernel `K` over `groups` workgroups on the backend of its
+/// buffers: what a `kernel!`'s generated `launch` calls. Panics, naming
+/// the kernel, unless the arguments match its parameters, every buffer is
+/// an f32 tensor, and all live on one device.
+pub fn launch<K: Workgroups, B: Backend>(
+    groups: u32,
+    buffers: &mut [LaunchBuffer<'_, B::Storage>],
+    scalars: &[ScalarArg],
+) {
+    check_launch::<K, _>(buffers, scalars);
+    if let Some(first) = buffers.first() {
+        for (i, b) in buffers.iter().enumerate() {
+            let dtype = B::dtype(b.storage());
+            assert!(dtype == DType::F32, "{}: buffer {i} is {dtype}; kernels take f32 tensors", K::NAME);
+            crate::tensor::check_same_device::<B>(K::NAME, &[first.storage(), b.storage()]);
+        }
+    }
+    B::launch::<K>(groups, buffers, scalars);
 }

@@ -28,9 +28,17 @@ use crate::WgpuError;
 /// Cloning shares the device; `WgpuDevice::default()` is one device
 /// shared by the process (it panics, saying how to get one, when there is
 /// no adapter).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct WgpuDevice {
     pub(crate) inner: Arc<Inner>,
+}
+
+/// `WgpuDevice(#1 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`: the order in
+/// which the process opened it, and the adapter, as messages name it.
+impl std::fmt::Debug for WgpuDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WgpuDevice(#{} {})", self.inner.ordinal, self.adapter_name())
+    }
 }
 
 impl PartialEq for WgpuDevice {
@@ -79,6 +87,8 @@ pub const PARAM_BYTES: u64 = 256;
 
 #[derive(Debug)]
 pub(crate) struct Inner {
+    /// Devices are numbered in the order the process opens them.
+    ordinal: u64,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     info: wgpu::AdapterInfo,
@@ -205,7 +215,9 @@ impl WgpuDevice {
             mapped_at_creation: false,
         });
         let max_buffer = limits.max_buffer_size.min(limits.max_storage_buffer_binding_size);
+        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
+            ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             device,
             queue,
             info,

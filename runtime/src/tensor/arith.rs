@@ -3,7 +3,7 @@
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
-use super::{Tensor, fmt_shape};
+use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::{Backend, BinaryOp, CmpOp, UnaryOp};
 use crate::dtype::DType;
 use crate::shape::broadcast_shapes;
@@ -40,6 +40,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         check_same_dtype(op.name(), da, db);
         assert!(op.supports(da), "{}: not defined for dtype {da}", op.name());
         check_broadcast(op.name(), &self.shape(), &rhs.shape());
+        check_same_device::<B>(op.name(), &[&self.storage, &rhs.storage]);
         Self::wrap(B::binary(op, &self.storage, &rhs.storage))
     }
 
@@ -95,6 +96,9 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
                 self.dtype()
             );
         }
+        if let Some(b) = bias {
+            check_same_device::<B>("bias_act", &[&self.storage, &b.storage]);
+        }
         Self::wrap(B::bias_act(self.storage, bias.map(|b| &b.storage), dim, act))
     }
 
@@ -106,6 +110,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
         let (ss, xs) = (B::shape(&self.storage), B::shape(&x.storage));
         assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(ss), fmt_shape(xs));
+        check_same_device::<B>("axpby_", &[&self.storage, &x.storage]);
         B::axpby(&mut self.storage, a, &x.storage, b);
     }
 
@@ -229,6 +234,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
         check_same_dtype(op.name(), self.dtype(), rhs.dtype());
         check_broadcast(op.name(), &self.shape(), &rhs.shape());
+        check_same_device::<B>(op.name(), &[&self.storage, &rhs.storage]);
         Self::wrap(B::compare(op, &self.storage, &rhs.storage))
     }
 
@@ -305,6 +311,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         check_broadcast("where_cond", &a.shape(), &b.shape());
         let ab = broadcast_shapes(&a.shape(), &b.shape()).unwrap_or_default();
         check_broadcast("where_cond", &cond.shape(), &ab);
+        check_same_device::<B>("where_cond", &[&cond.storage, &a.storage, &b.storage]);
         Self::wrap(B::where_cond(&cond.storage, &a.storage, &b.storage))
     }
 
@@ -340,6 +347,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         let (da, db) = (self.dtype(), rhs.dtype());
         check_same_dtype("matmul", da, db);
         assert!(da.is_float(), "matmul: not defined for dtype {da}");
+        check_same_device::<B>("matmul", &[&self.storage, &rhs.storage]);
         Self::wrap(B::matmul(&self.storage, &rhs.storage))
     }
 }

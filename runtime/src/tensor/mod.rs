@@ -33,6 +33,22 @@ impl<B: Backend, const D: usize> Clone for Tensor<B, D> {
 }
 
 /// Formats a shape as `[2, 3]` for messages.
+/// Panics unless every tensor of op `op` lives on one device, naming the
+/// op and the devices. Ops never move data between devices behind the
+/// caller's back (as PyTorch refuses `cuda:0` with `cpu`): the caller
+/// moves one with `to_device`.
+pub(crate) fn check_same_device<B: Backend>(op: &str, storages: &[&B::Storage]) {
+    let Some((first, rest)) = storages.split_first() else { return };
+    let device = B::device(first);
+    for other in rest.iter().map(|s| B::device(s)) {
+        assert!(
+            other == device,
+            "{op}: tensors on different devices, {device:?} and {other:?}; ops do not move data between \
+             devices: move one with .to_device(&device)"
+        );
+    }
+}
+
 pub(crate) fn fmt_shape(shape: &[usize]) -> String {
     format!("{shape:?}")
 }

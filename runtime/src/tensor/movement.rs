@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::{Tensor, fmt_shape};
+use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::shape::Dim;
@@ -224,6 +224,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
                 fmt_shape(&first)
             );
             assert!(t.dtype() == dtype, "cat: tensor {i} has dtype {}, tensor 0 has {dtype}", t.dtype());
+            check_same_device::<B>("cat", &[&tensors[0].storage, &t.storage]);
         }
         if tensors.len() == 1 {
             return tensors[0].clone();
@@ -277,6 +278,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
             );
         }
         check_bounds("gather", index, s[d]);
+        check_same_device::<B>("gather", &[&self.storage, &index.storage]);
         Self::wrap(B::gather(&self.storage, d, &index.storage))
     }
 
@@ -302,6 +304,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
             );
         }
         check_bounds("scatter_add", index, s[d]);
+        check_same_device::<B>("scatter_add", &[&self.storage, &index.storage, &src.storage]);
         Self::wrap(B::scatter_add(&self.storage, d, &index.storage, &src.storage))
     }
 
@@ -310,6 +313,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         let d = dim.index(D, "index_select");
         self.check_index("index_select", index.dtype());
         check_bounds("index_select", index, self.shape()[d]);
+        check_same_device::<B>("index_select", &[&self.storage, &index.storage]);
         Self::wrap(B::index_select(&self.storage, d, &index.storage))
     }
 
@@ -329,6 +333,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         );
         assert!(src.dtype() == self.dtype(), "index_add: src has dtype {}, self {}", src.dtype(), self.dtype());
         check_bounds("index_add", index, s[d]);
+        check_same_device::<B>("index_add", &[&self.storage, &index.storage, &src.storage]);
         Self::wrap(B::index_add(&self.storage, d, &index.storage, &src.storage))
     }
 }

@@ -1,7 +1,7 @@
 //! Neural-network functions composed from the primitives (softmax,
 //! log-softmax) and the convolution and pooling primitives, with their checks.
 
-use super::{Tensor, fmt_shape};
+use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::{Backend, Conv2dOptions, Pool2dOptions};
 use crate::shape::{Dim, window_output_size};
 
@@ -71,6 +71,10 @@ impl<B: Backend> Tensor<B, 4> {
                 self.dtype()
             );
         }
+        check_same_device::<B>("conv2d", &[&self.storage, &weight.storage]);
+        if let Some(b) = bias {
+            check_same_device::<B>("conv2d", &[&self.storage, &b.storage]);
+        }
         Self::wrap(B::conv2d(&self.storage, &weight.storage, bias.map(|b| &b.storage), &options))
     }
 
@@ -78,6 +82,7 @@ impl<B: Backend> Tensor<B, 4> {
     /// the gradient `self` of its output, as `torch.nn.grad.conv2d_input`.
     pub fn conv2d_input_grad(&self, weight: &Tensor<B, 4>, input_shape: [usize; 4], options: Conv2dOptions) -> Self {
         self.check_conv_grad("conv2d_input_grad", input_shape, weight.shape(), &options);
+        check_same_device::<B>("conv2d_input_grad", &[&self.storage, &weight.storage]);
         Self::wrap(B::conv2d_input_grad(&self.storage, &weight.storage, input_shape, &options))
     }
 
@@ -90,6 +95,7 @@ impl<B: Backend> Tensor<B, 4> {
         options: Conv2dOptions,
     ) -> Self {
         grad_out.check_conv_grad("conv2d_weight_grad", self.shape(), weight_shape, &options);
+        check_same_device::<B>("conv2d_weight_grad", &[&self.storage, &grad_out.storage]);
         Self::wrap(B::conv2d_weight_grad(&self.storage, &grad_out.storage, weight_shape, &options))
     }
 

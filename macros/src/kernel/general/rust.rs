@@ -313,7 +313,7 @@ pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
 
             #[doc = #launch_doc]
             pub fn launch<B: #rt::Backend, #(#ranks),*>(groups: u32, #(#launch_params),*) {
-                B::launch::<Kernel>(groups, &mut [#(#buffer_args),*], &[#(#scalar_args),*]);
+                #rt::kernel::launch::<Kernel, B>(groups, &mut [#(#buffer_args),*], &[#(#scalar_args),*]);
             }
         }
     }
