@@ -19,6 +19,9 @@ kernel! {
     }
 }
 
+/// An op to run, by the name its panic starts with.
+type Case<'a> = (&'static str, Box<dyn FnOnce() + 'a>);
+
 /// The shared device and a second one.
 fn two_devices() -> Option<(WgpuDevice, WgpuDevice)> {
     let first = WgpuDevice::probe()?;
@@ -33,7 +36,7 @@ fn an_op_on_two_devices_panics_naming_the_op_and_both() {
     let index = Tensor::<Wgpu, 2>::from_vec(vec![0i64; 6], [2, 3], &there);
     let bias = Tensor::<Wgpu, 1>::ones([3], &there);
     let mut out = Tensor::<Wgpu, 1>::zeros([2], &there);
-    let cases: Vec<(&str, Box<dyn FnOnce()>)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         ("add", Box::new(|| drop(&a + &b))),
         ("lt", Box::new(|| drop(a.lt(&b)))),
         ("where_cond", Box::new(|| drop(Tensor::where_cond(&a.lt(&a), &a, &b)))),
