@@ -121,6 +121,25 @@ fn tensors_broadcast_and_scalars_splat() {
     close("swish(x^T, 2.0)", &got, &want, 1e-6);
 }
 
+kernel! {
+    /// A parameter whose name is a keyword, written raw.
+    pub fn shifted(r#in: f32, by: f32) -> f32 {
+        r#in * r#in + by
+    }
+}
+
+#[test]
+fn raw_parameter_names_work_and_name_their_partials_plainly() {
+    use blaze::runtime::kernel::Elementwise;
+    assert_eq!(<shifted::Kernel as Elementwise>::ARGS, ["in", "by"]);
+    assert!(shifted::WGSL.contains("fn shifted_d_in("), "{}", shifted::WGSL);
+    let x = Tensor::<Cpu, 1>::from_vec(vec![1.0f32, -2.0, 3.0], [3], &CpuDevice);
+    assert_eq!(shifted(&x, 0.5).to_vec::<f32>(), [1.5, 4.5, 9.5]);
+    let leaf = Tensor::<Autodiff<Cpu>, 1>::from_inner(x).require_grad();
+    let grads = shifted(&leaf, 0.5).sum().backward();
+    assert_eq!(grads.get(&leaf).expect("a gradient").to_vec::<f32>(), [2.0, -4.0, 6.0]);
+}
+
 #[test]
 #[should_panic(expected = "swish: argument shapes do not broadcast: `x` [2, 3], `beta` [2, 2]")]
 fn mismatched_shapes_name_the_kernel_and_arguments() {

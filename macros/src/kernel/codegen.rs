@@ -10,8 +10,13 @@ use quote::{format_ident, quote};
 use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Var};
 use super::wgsl::{Wgsl, validate};
 
+/// A name without the raw prefix (`r#type` is `type`), to build others from.
+fn plain(name: &str) -> &str {
+    name.strip_prefix("r#").unwrap_or(name)
+}
+
 fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
-    format_ident!("a_{}", k.params[i])
+    format_ident!("a_{}", plain(&k.params[i]))
 }
 
 fn let_ident(i: usize) -> syn::Ident {
@@ -87,7 +92,7 @@ fn wgsl_expr(e: &ExprIr, k: &Kernel, out: &mut Wgsl) {
     match &e.kind {
         ExprKind::Float(v) => out.float(*v),
         ExprKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        ExprKind::Var(Var::Param(i)) => out.push_str(&format!("a_{}", k.params[*i])),
+        ExprKind::Var(Var::Param(i)) => out.push_str(&format!("a_{}", plain(&k.params[*i]))),
         ExprKind::Var(Var::Let(i)) => out.push_str(&format!("l{i}")),
         ExprKind::Neg(x) => {
             out.push_str("(-");
@@ -120,13 +125,13 @@ fn is_float(e: &ExprIr, k: &Kernel) -> bool {
 }
 
 /// `k` as a WGSL function named `name`.
-fn wgsl_fn(k: &Kernel, name: &str, out: &mut Wgsl) {
+pub(super) fn wgsl_fn(k: &Kernel, name: &str, out: &mut Wgsl) {
     out.push_str(&format!("fn {name}("));
     for (i, p) in k.params.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        out.push_str(&format!("a_{p}: f32"));
+        out.push_str(&format!("a_{}: f32", plain(p)));
     }
     out.push_str(") -> f32 {\n");
     for (i, l) in k.lets.iter().enumerate() {
@@ -142,30 +147,43 @@ fn wgsl_fn(k: &Kernel, name: &str, out: &mut Wgsl) {
 /// Everything `kernel!` emits for a checked kernel and its partials (one
 /// per parameter).
 pub fn generate(item: &syn::ItemFn, k: &Kernel, partials: &[Kernel]) -> TokenStream {
-    let name = &k.name;
+    // The emitted items take their names from the user's tokens.
+    let name = &item.sig.ident;
+    let params: Vec<&syn::Ident> = item
+        .sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            syn::FnArg::Typed(p) => match &*p.pat {
+                syn::Pat::Ident(pi) => Some(&pi.ident),
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect();
     let vis = &item.vis;
     let docs: Vec<&syn::Attribute> = item.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
-    let name_str = name.to_string();
+    let name_str = k.name.clone();
 
     let mut w = Wgsl::new(&name_str);
     wgsl_fn(k, &name_str, &mut w);
     for (i, p) in partials.iter().enumerate() {
         w.push('\n');
-        wgsl_fn(p, &format!("{name_str}_d_{}", k.params[i]), &mut w);
+        wgsl_fn(p, &format!("{name_str}_d_{}", plain(&k.params[i])), &mut w);
     }
     let wgsl = w.finish();
     if let Err(e) = validate(&wgsl) {
         let msg = format!("kernel `{name_str}` produced WGSL that naga rejects:\n{e}\n{wgsl}");
-        return syn::Error::new(name.span(), msg).to_compile_error();
+        return syn::Error::new(k.span, msg).to_compile_error();
     }
 
-    let arg_names: Vec<String> = k.params.iter().map(|p| p.to_string()).collect();
+    // As the WGSL names the partials: `{kernel}_d_{arg}`.
+    let arg_names: Vec<&str> = k.params.iter().map(|p| plain(p)).collect();
     let body = rust_loop(k);
     let partial_arms = partials.iter().enumerate().map(|(i, p)| {
         let body = rust_loop(p);
         quote!(#i => { #body })
     });
-    let params = &k.params;
     let rt = quote!(::blaze::runtime);
     let fn_doc = format!(
         "Elementwise kernel `{name_str}` over tensors and scalars: tensor arguments broadcast against each other. \

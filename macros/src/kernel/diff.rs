@@ -24,7 +24,7 @@ pub fn partial(k: &Kernel, types: &[Ty], param: usize) -> Kernel {
         }));
     }
     let result = derive(&k.result, param, &d).unwrap_or_else(|| float(0.0, k.result.span));
-    Kernel { name: k.name.clone(), params: k.params.clone(), lets, result }
+    Kernel { name: k.name.clone(), span: k.span, params: k.params.clone(), lets, result }
 }
 
 fn var(v: Var, span: Span) -> ExprIr {
@@ -202,7 +202,7 @@ pub fn share_common(k: &Kernel) -> Kernel {
         out.renamed.insert(i, key);
     }
     let result = out.rebuild(&k.result);
-    Kernel { name: k.name.clone(), params: k.params.clone(), lets: out.lets, result }
+    Kernel { name: k.name.clone(), span: k.span, params: k.params.clone(), lets: out.lets, result }
 }
 
 /// A structural key of an expression (spans ignored).

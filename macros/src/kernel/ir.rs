@@ -285,11 +285,15 @@ pub struct Let {
     pub value: ExprIr,
 }
 
-/// A kernel: parameters (all `f32`), `let` bindings, the result.
+/// A kernel: parameters (all `f32`), `let` bindings, the result. Plain
+/// values: `syn` stays in `lower`, and names are strings as the user
+/// wrote them (`r#type` keeps its prefix).
 #[derive(Clone, Debug)]
 pub struct Kernel {
-    pub name: syn::Ident,
-    pub params: Vec<syn::Ident>,
+    pub name: String,
+    /// Where the kernel's name is, for errors about the whole kernel.
+    pub span: Span,
+    pub params: Vec<String>,
     pub lets: Vec<Let>,
     pub result: ExprIr,
 }
@@ -346,7 +350,7 @@ pub fn lower(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<Kernel> {
                 }
                 match &*p.pat {
                     Pat::Ident(pi) if pi.by_ref.is_none() && pi.mutability.is_none() && pi.subpat.is_none() => {
-                        params.push(pi.ident.clone());
+                        params.push(pi.ident.to_string());
                     }
                     other => errors.push(err(other.span(), "a kernel parameter is a plain name")),
                 }
@@ -369,12 +373,7 @@ pub fn lower(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<Kernel> {
         ReturnType::Default => errors.push(err(sig.ident.span(), "an elementwise kernel returns `f32`: add `-> f32`")),
     }
 
-    let mut lower = Lowerer {
-        params: params.iter().map(|p| p.to_string()).collect(),
-        lets: Vec::new(),
-        errors,
-        kernel: sig.ident.to_string(),
-    };
+    let mut lower = Lowerer { params: params.clone(), lets: Vec::new(), errors, kernel: sig.ident.to_string() };
     let stmts = &f.block.stmts;
     let Some((last, init)) = stmts.split_last() else {
         lower.errors.push(err(f.block.span(), "a kernel's body ends with the value it returns"));
@@ -401,7 +400,7 @@ pub fn lower(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<Kernel> {
         }
     };
     let lets = lower.lets;
-    Some(Kernel { name: sig.ident.clone(), params, lets, result: result? })
+    Some(Kernel { name: sig.ident.to_string(), span: sig.ident.span(), params, lets, result: result? })
 }
 
 struct Lowerer<'e> {

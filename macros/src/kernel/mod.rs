@@ -1,17 +1,20 @@
 //! `kernel!`: kernels in a small Rust DSL. General kernels (`#[workgroup(N)]`)
-//! live in `general.rs`, with their own IR, checks and emitters. For
+//! live in `general/`, with their own IR, checks and emitters. For
 //! elementwise kernels the pipeline is
 //! `ir.rs` (lower the function to a typed IR, rejecting what the DSL lacks)
 //! -> `check.rs` (types) -> `diff.rs` (partial derivatives) -> `codegen.rs`
 //! (Rust for the CPU, WGSL validated with naga, the user-facing function).
 //! `wgsl.rs` holds the WGSL both forms share, and the helpers that make
-//! every adapter compute what the CPU computes.
+//! every adapter compute what the CPU computes. The IR holds plain values,
+//! so `ir_tests.rs` runs the stages on kernels built by hand.
 
 mod check;
 mod codegen;
 mod diff;
 mod general;
 mod ir;
+#[cfg(test)]
+mod ir_tests;
 mod wgsl;
 
 use proc_macro2::TokenStream;

@@ -5,9 +5,9 @@ use super::*;
 
 /// Gives an unsuffixed integer literal the integer type `ty`; true if `e`
 /// is one (and so now has that type).
-fn settle(e: &Ex, ty: Ty) -> bool {
-    match &e.e {
-        E::Int(_, t, true) if ty.int() => {
+fn settle(e: &Expr, ty: Ty) -> bool {
+    match &e.kind {
+        ExprKind::Int(_, t, true) if ty.int() => {
             t.set(ty);
             true
         }
@@ -30,13 +30,13 @@ impl<'a> Check<'a> {
         None
     }
 
-    fn ty(&mut self, e: &Ex) -> Option<Ty> {
-        match &e.e {
-            E::Float(_) => Some(Ty::F32),
-            E::Int(_, ty, _) => Some(ty.get()),
-            E::Id(_) => Some(Ty::U32),
-            E::Bool(_) => Some(Ty::Bool),
-            E::Var(v) => {
+    fn ty(&mut self, e: &Expr) -> Option<Ty> {
+        match &e.kind {
+            ExprKind::Float(_) => Some(Ty::F32),
+            ExprKind::Int(_, ty, _) => Some(ty.get()),
+            ExprKind::Id(_) => Some(Ty::U32),
+            ExprKind::Bool(_) => Some(Ty::Bool),
+            ExprKind::Var(v) => {
                 let var = &self.k.vars[*v];
                 match var.kind {
                     Kind::Buffer { .. } | Kind::Shared { .. } => {
@@ -47,7 +47,7 @@ impl<'a> Check<'a> {
                     _ => Some(var.ty),
                 }
             }
-            E::Index(v, i) => {
+            ExprKind::Index(v, i) => {
                 let var = self.k.vars[*v].clone();
                 if !matches!(var.kind, Kind::Buffer { .. } | Kind::Shared { .. }) {
                     self.errors.push(err(e.span, format!("`{}` is not a buffer or shared array", var.name)));
@@ -58,22 +58,22 @@ impl<'a> Check<'a> {
                     t => self.mismatch(i.span, format!("an index is u32, found {}", t.name())),
                 }
             }
-            E::Neg(x) => {
+            ExprKind::Neg(x) => {
                 settle(x, Ty::I32);
                 match self.ty(x)? {
                     t @ (Ty::F32 | Ty::I32) => Some(t),
                     t => self.mismatch(e.span, format!("`-` takes f32 or i32, found {}", t.name())),
                 }
             }
-            E::Not(x) => match self.ty(x)? {
+            ExprKind::Not(x) => match self.ty(x)? {
                 Ty::Bool => Some(Ty::Bool),
                 t => self.mismatch(e.span, format!("`!` takes bool, found {}", t.name())),
             },
-            E::Binary(op, a, b) => {
+            ExprKind::Binary(op, a, b) => {
                 let (l, r) = (self.ty(a), self.ty(b));
                 self.binary(*op, (a, l?), (b, r?), e.span)
             }
-            E::Call(f, args) => {
+            ExprKind::Call(f, args) => {
                 let tys: Vec<Option<Ty>> = args.iter().map(|a| self.ty(a)).collect();
                 let tys: Vec<Ty> = tys.into_iter().collect::<Option<_>>()?;
                 if *f == Intrinsic::Select {
@@ -89,7 +89,7 @@ impl<'a> Check<'a> {
                     }
                 }
             }
-            E::Cast(x, to) => match self.ty(x)? {
+            ExprKind::Cast(x, to) => match self.ty(x)? {
                 Ty::Bool => self.mismatch(x.span, "casts take f32, u32 or i32".into()),
                 _ => Some(*to),
             },
@@ -97,7 +97,7 @@ impl<'a> Check<'a> {
     }
 
     /// The type of `a op b`, given the operands' types.
-    fn binary(&mut self, op: Bin, (a, mut l): (&Ex, Ty), (b, mut r): (&Ex, Ty), span: Span) -> Option<Ty> {
+    fn binary(&mut self, op: Bin, (a, mut l): (&Expr, Ty), (b, mut r): (&Expr, Ty), span: Span) -> Option<Ty> {
         let s = op.symbol();
         if matches!(op, Bin::Shl | Bin::Shr) {
             // Any integer amount; only its low five bits count, as in WGSL.
@@ -137,21 +137,21 @@ impl<'a> Check<'a> {
         Some(if op.is_arithmetic() || op.is_bitwise() { l } else { Ty::Bool })
     }
 
-    pub(super) fn block(&mut self, stmts: &[S]) {
+    pub(super) fn block(&mut self, stmts: &[Stmt]) {
         for s in stmts {
             self.stmt(s);
         }
     }
 
-    fn stmt(&mut self, s: &S) {
+    fn stmt(&mut self, s: &Stmt) {
         match s {
-            S::Let(v, value) => {
+            Stmt::Let(v, value) => {
                 if let Some(t) = self.ty(value) {
                     self.k.vars[*v].ty = t;
                 }
             }
-            S::Barrier(_) => {}
-            S::Assign(v, index, op, value, span) => {
+            Stmt::Barrier(_) => {}
+            Stmt::Assign(v, index, op, value, span) => {
                 let var = self.k.vars[*v].clone();
                 let vt = self.ty(value);
                 match (var.kind, index) {
@@ -210,16 +210,16 @@ impl<'a> Check<'a> {
                     _ => self.errors.push(err(*span, format!("`{}` is indexed as `{}[i]`", var.name, var.name))),
                 }
             }
-            S::If(c, a, b) => {
+            Stmt::If(c, a, b) => {
                 self.cond(c);
                 self.block(a);
                 self.block(b);
             }
-            S::While(c, body) => {
+            Stmt::While(c, body) => {
                 self.cond(c);
                 self.block(body);
             }
-            S::For(_, a, b, body) => {
+            Stmt::For(_, a, b, body) => {
                 for e in [a, b] {
                     if let Some(t) = self.ty(e).filter(|t| *t != Ty::U32) {
                         self.mismatch(e.span, format!("a range runs over u32, found {}", t.name()));
@@ -230,28 +230,28 @@ impl<'a> Check<'a> {
         }
     }
 
-    fn cond(&mut self, c: &Ex) {
+    fn cond(&mut self, c: &Expr) {
         if let Some(t) = self.ty(c).filter(|t| *t != Ty::Bool) {
             self.mismatch(c.span, format!("a condition is bool, found {}", t.name()));
         }
     }
 
     /// Whether `e` has one value across a workgroup.
-    fn uniform(&self, e: &Ex) -> bool {
-        match &e.e {
-            E::Float(_) | E::Int(..) | E::Bool(_) => true,
-            E::Id(id) => matches!(id, Id::Workgroup | Id::Workgroups),
-            E::Var(v) => self.k.vars[*v].uniform,
-            E::Index(..) => false,
-            E::Neg(x) | E::Not(x) | E::Cast(x, _) => self.uniform(x),
-            E::Binary(_, a, b) => self.uniform(a) && self.uniform(b),
-            E::Call(_, args) => args.iter().all(|a| self.uniform(a)),
+    fn uniform(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) => true,
+            ExprKind::Id(id) => matches!(id, Id::Workgroup | Id::Workgroups),
+            ExprKind::Var(v) => self.k.vars[*v].uniform,
+            ExprKind::Index(..) => false,
+            ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) => self.uniform(x),
+            ExprKind::Binary(_, a, b) => self.uniform(a) && self.uniform(b),
+            ExprKind::Call(_, args) => args.iter().all(|a| self.uniform(a)),
         }
     }
 
     /// Marks the locals that may differ between invocations: those given a
     /// varying value, or assigned under varying control flow, to a fixpoint.
-    pub(super) fn uniformity(&mut self, body: &[S]) {
+    pub(super) fn uniformity(&mut self, body: &[Stmt]) {
         loop {
             let before: Vec<bool> = self.k.vars.iter().map(|v| v.uniform).collect();
             self.mark(body, true);
@@ -261,27 +261,27 @@ impl<'a> Check<'a> {
         }
     }
 
-    fn mark(&mut self, stmts: &[S], uniform_flow: bool) {
+    fn mark(&mut self, stmts: &[Stmt], uniform_flow: bool) {
         for s in stmts {
             match s {
-                S::Let(v, e) => {
+                Stmt::Let(v, e) => {
                     let u = uniform_flow && self.uniform(e);
                     self.k.vars[*v].uniform &= u;
                 }
-                S::Assign(v, None, _, e, _) => {
+                Stmt::Assign(v, None, _, e, _) => {
                     let u = uniform_flow && self.uniform(e);
                     self.k.vars[*v].uniform &= u;
                 }
-                S::If(c, a, b) => {
+                Stmt::If(c, a, b) => {
                     let u = uniform_flow && self.uniform(c);
                     self.mark(a, u);
                     self.mark(b, u);
                 }
-                S::While(c, body) => {
+                Stmt::While(c, body) => {
                     let u = uniform_flow && self.uniform(c);
                     self.mark(body, u);
                 }
-                S::For(v, a, b, body) => {
+                Stmt::For(v, a, b, body) => {
                     let u = uniform_flow && self.uniform(a) && self.uniform(b);
                     self.k.vars[*v].uniform &= u;
                     self.mark(body, u);
@@ -293,10 +293,10 @@ impl<'a> Check<'a> {
 
     /// Reports barriers under control flow that depends on a varying
     /// value; `divergent` is the span of the innermost such condition.
-    pub(super) fn barriers(&mut self, stmts: &[S], divergent: Option<Span>) {
+    pub(super) fn barriers(&mut self, stmts: &[Stmt], divergent: Option<Span>) {
         for s in stmts {
             match s {
-                S::Barrier(span) => {
+                Stmt::Barrier(span) => {
                     if let Some(at) = divergent {
                         let mut e = err(
                             *span,
@@ -307,16 +307,16 @@ impl<'a> Check<'a> {
                         self.errors.push(e);
                     }
                 }
-                S::If(c, a, b) => {
+                Stmt::If(c, a, b) => {
                     let d = divergent.or((!self.uniform(c)).then_some(c.span));
                     self.barriers(a, d);
                     self.barriers(b, d);
                 }
-                S::While(c, body) => {
+                Stmt::While(c, body) => {
                     let d = divergent.or((!self.uniform(c)).then_some(c.span));
                     self.barriers(body, d);
                 }
-                S::For(_, a, b, body) => {
+                Stmt::For(_, a, b, body) => {
                     let d = divergent.or((!(self.uniform(a) && self.uniform(b))).then_some(a.span));
                     self.barriers(body, d);
                 }

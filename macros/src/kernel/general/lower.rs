@@ -2,7 +2,7 @@
 //! the DSL lacks at its tokens.
 
 use syn::spanned::Spanned;
-use syn::{Expr, FnArg, Lit, Pat, Stmt, UnOp};
+use syn::{FnArg, Lit, Pat, UnOp};
 
 use super::*;
 
@@ -86,21 +86,21 @@ impl<'a> Lower<'a> {
         }
     }
 
-    pub(super) fn block(&mut self, stmts: &[Stmt]) -> Vec<S> {
+    pub(super) fn block(&mut self, stmts: &[syn::Stmt]) -> Vec<Stmt> {
         self.scopes.push(Vec::new());
         let out = stmts.iter().filter_map(|s| self.stmt(s)).collect();
         self.scopes.pop();
         out
     }
 
-    fn branch(&mut self, b: &syn::Block) -> Vec<S> {
+    fn branch(&mut self, b: &syn::Block) -> Vec<Stmt> {
         self.block(&b.stmts)
     }
 
-    fn stmt(&mut self, stmt: &Stmt) -> Option<S> {
+    fn stmt(&mut self, stmt: &syn::Stmt) -> Option<Stmt> {
         match stmt {
-            Stmt::Local(local) => self.local(local),
-            Stmt::Expr(e, _) => self.stmt_expr(e),
+            syn::Stmt::Local(local) => self.local(local),
+            syn::Stmt::Expr(e, _) => self.stmt_expr(e),
             other => {
                 self.errors.push(err(other.span(), format!("unsupported statement: {SUPPORTED}")));
                 None
@@ -108,7 +108,7 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn local(&mut self, local: &syn::Local) -> Option<S> {
+    fn local(&mut self, local: &syn::Local) -> Option<Stmt> {
         let shared = local.attrs.iter().any(|a| a.path().is_ident("shared"));
         let (pat, ty) = match &local.pat {
             Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
@@ -122,7 +122,7 @@ impl<'a> Lower<'a> {
         if shared {
             let len = match ty {
                 Some(syn::Type::Array(a)) => match &a.len {
-                    Expr::Lit(l) => match &l.lit {
+                    syn::Expr::Lit(l) => match &l.lit {
                         Lit::Int(i) => i.base10_parse::<usize>().ok().filter(|n| *n > 0),
                         _ => None,
                     },
@@ -160,39 +160,39 @@ impl<'a> Lower<'a> {
         let value = self.expr(&init.expr)?;
         // The type is settled by the checker from the value.
         let id = self.declare(name, Ty::F32, Kind::Local { mutable: pi.mutability.is_some() });
-        Some(S::Let(id, value))
+        Some(Stmt::Let(id, value))
     }
 
-    fn stmt_expr(&mut self, e: &Expr) -> Option<S> {
+    fn stmt_expr(&mut self, e: &syn::Expr) -> Option<Stmt> {
         let span = e.span();
         match e {
-            Expr::Assign(a) => self.assign(&a.left, None, &a.right, span),
-            Expr::Binary(b) => {
+            syn::Expr::Assign(a) => self.assign(&a.left, None, &a.right, span),
+            syn::Expr::Binary(b) => {
                 let Some(op) = Bin::from_syn_assign(&b.op) else {
                     self.errors.push(err(span, format!("a statement does something: {SUPPORTED}")));
                     return None;
                 };
                 self.assign(&b.left, Some(op), &b.right, span)
             }
-            Expr::If(i) => {
+            syn::Expr::If(i) => {
                 let cond = self.expr(&i.cond);
                 let then = self.branch(&i.then_branch);
                 let other = match &i.else_branch {
                     Some((_, e)) => match &**e {
-                        Expr::Block(b) => self.branch(&b.block),
+                        syn::Expr::Block(b) => self.branch(&b.block),
                         e => self.stmt_expr(e).into_iter().collect(),
                     },
                     None => Vec::new(),
                 };
-                Some(S::If(cond?, then, other))
+                Some(Stmt::If(cond?, then, other))
             }
-            Expr::While(w) => {
+            syn::Expr::While(w) => {
                 let cond = self.expr(&w.cond);
                 let body = self.branch(&w.body);
-                Some(S::While(cond?, body))
+                Some(Stmt::While(cond?, body))
             }
-            Expr::ForLoop(f) => {
-                let Expr::Range(r) = &*f.expr else {
+            syn::Expr::ForLoop(f) => {
+                let syn::Expr::Range(r) = &*f.expr else {
                     self.errors.push(err(f.expr.span(), "a kernel's `for` runs over a range `a..b`"));
                     return None;
                 };
@@ -209,15 +209,15 @@ impl<'a> Lower<'a> {
                 let var = self.declare(pi.ident.to_string(), Ty::U32, Kind::Local { mutable: false });
                 let body = self.branch(&f.body);
                 self.scopes.pop();
-                Some(S::For(var, start?, end?, body))
+                Some(Stmt::For(var, start?, end?, body))
             }
-            Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("barrier")) => {
+            syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.is_ident("barrier")) => {
                 if !c.args.is_empty() {
                     self.errors.push(err(c.args.span(), "`barrier()` takes no arguments"));
                 }
-                Some(S::Barrier(span))
+                Some(Stmt::Barrier(span))
             }
-            Expr::Block(b) => {
+            syn::Expr::Block(b) => {
                 self.errors.push(err(b.span(), format!("unsupported block: {SUPPORTED}")));
                 None
             }
@@ -228,21 +228,21 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn assign(&mut self, left: &Expr, op: Option<Bin>, right: &Expr, span: Span) -> Option<S> {
+    fn assign(&mut self, left: &syn::Expr, op: Option<Bin>, right: &syn::Expr, span: Span) -> Option<Stmt> {
         let value = self.expr(right);
         match left {
-            Expr::Path(p) if p.path.get_ident().is_some() => {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let id = self.lookup(&p.path.get_ident()?.to_string(), left.span())?;
-                Some(S::Assign(id, None, op, value?, span))
+                Some(Stmt::Assign(id, None, op, value?, span))
             }
-            Expr::Index(ix) => {
-                let Expr::Path(p) = &*ix.expr else {
+            syn::Expr::Index(ix) => {
+                let syn::Expr::Path(p) = &*ix.expr else {
                     self.errors.push(err(ix.expr.span(), "index a buffer or shared array by name"));
                     return None;
                 };
                 let id = self.lookup(&p.path.get_ident()?.to_string(), ix.expr.span())?;
                 let index = self.expr(&ix.index);
-                Some(S::Assign(id, Some(index?), op, value?, span))
+                Some(Stmt::Assign(id, Some(index?), op, value?, span))
             }
             other => {
                 self.errors.push(err(other.span(), "assign to a local, or to an element of a buffer or shared array"));
@@ -251,14 +251,14 @@ impl<'a> Lower<'a> {
         }
     }
 
-    fn expr(&mut self, e: &Expr) -> Option<Ex> {
+    fn expr(&mut self, e: &syn::Expr) -> Option<Expr> {
         let span = e.span();
-        let ex = |e| Some(Ex { e, span });
+        let ex = |e| Some(Expr { kind: e, span });
         match e {
-            Expr::Paren(p) => self.expr(&p.expr),
-            Expr::Group(g) => self.expr(&g.expr),
-            Expr::Lit(l) => match &l.lit {
-                Lit::Float(f) => ex(E::Float(f.base10_parse().ok()?)),
+            syn::Expr::Paren(p) => self.expr(&p.expr),
+            syn::Expr::Group(g) => self.expr(&g.expr),
+            syn::Expr::Lit(l) => match &l.lit {
+                Lit::Float(f) => ex(ExprKind::Float(f.base10_parse().ok()?)),
                 Lit::Int(i) => {
                     let ty = match i.suffix() {
                         "" | "u32" => Ty::U32,
@@ -272,56 +272,56 @@ impl<'a> Lower<'a> {
                     // it may reach 2^31 as well as u32::MAX.
                     let fits = |v: i64| if ty == Ty::U32 { u32::try_from(v).is_ok() } else { v <= 1 << 31 };
                     match i.base10_parse::<i64>() {
-                        Ok(v) if fits(v) => ex(E::Int(v, Cell::new(ty), i.suffix().is_empty())),
+                        Ok(v) if fits(v) => ex(ExprKind::Int(v, Cell::new(ty), i.suffix().is_empty())),
                         _ => {
                             self.errors.push(err(i.span(), format!("`{i}` does not fit in {}", ty.name())));
                             None
                         }
                     }
                 }
-                Lit::Bool(b) => ex(E::Bool(b.value)),
+                Lit::Bool(b) => ex(ExprKind::Bool(b.value)),
                 other => {
                     self.errors.push(err(other.span(), "kernels take f32, u32 and bool literals"));
                     None
                 }
             },
-            Expr::Path(p) if p.path.get_ident().is_some() => {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident()?.to_string();
                 if let Some((_, v)) = crate::kernel::ir::CONSTANTS.iter().find(|(c, _)| *c == name) {
-                    return ex(E::Float(*v));
+                    return ex(ExprKind::Float(*v));
                 }
                 let id = self.lookup(&name, span)?;
-                ex(E::Var(id))
+                ex(ExprKind::Var(id))
             }
-            Expr::Index(ix) => {
-                let Expr::Path(p) = &*ix.expr else {
+            syn::Expr::Index(ix) => {
+                let syn::Expr::Path(p) = &*ix.expr else {
                     self.errors.push(err(ix.expr.span(), "index a buffer or shared array by name"));
                     return None;
                 };
                 let id = self.lookup(&p.path.get_ident()?.to_string(), ix.expr.span())?;
                 let index = self.expr(&ix.index)?;
-                ex(E::Index(id, Box::new(index)))
+                ex(ExprKind::Index(id, Box::new(index)))
             }
-            Expr::Unary(u) => {
+            syn::Expr::Unary(u) => {
                 let inner = Box::new(self.expr(&u.expr)?);
                 match u.op {
-                    UnOp::Neg(_) => ex(E::Neg(inner)),
-                    UnOp::Not(_) => ex(E::Not(inner)),
+                    UnOp::Neg(_) => ex(ExprKind::Neg(inner)),
+                    UnOp::Not(_) => ex(ExprKind::Not(inner)),
                     _ => {
                         self.errors.push(err(u.op.span(), format!("unsupported operator: {SUPPORTED}")));
                         None
                     }
                 }
             }
-            Expr::Binary(b) => {
+            syn::Expr::Binary(b) => {
                 let Some(op) = Bin::from_syn(&b.op) else {
                     self.errors.push(err(b.op.span(), format!("unsupported operator: {SUPPORTED}")));
                     return None;
                 };
                 let (l, r) = (self.expr(&b.left), self.expr(&b.right));
-                ex(E::Binary(op, Box::new(l?), Box::new(r?)))
+                ex(ExprKind::Binary(op, Box::new(l?), Box::new(r?)))
             }
-            Expr::Cast(c) => {
+            syn::Expr::Cast(c) => {
                 let to = match &*c.ty {
                     syn::Type::Path(p) => p.path.get_ident().and_then(|i| Ty::from_name(&i.to_string())),
                     _ => None,
@@ -330,10 +330,10 @@ impl<'a> Lower<'a> {
                     self.errors.push(err(c.ty.span(), "kernels cast to `f32`, `u32` or `i32`"));
                     return None;
                 };
-                ex(E::Cast(Box::new(self.expr(&c.expr)?), ty))
+                ex(ExprKind::Cast(Box::new(self.expr(&c.expr)?), ty))
             }
-            Expr::Call(c) => {
-                let Expr::Path(p) = &*c.func else {
+            syn::Expr::Call(c) => {
+                let syn::Expr::Path(p) = &*c.func else {
                     self.errors.push(err(c.func.span(), "call an intrinsic by its plain name"));
                     return None;
                 };
@@ -346,7 +346,7 @@ impl<'a> Lower<'a> {
                     if !c.args.is_empty() {
                         self.errors.push(err(c.args.span(), format!("`{name}()` takes no arguments")));
                     }
-                    return ex(E::Id(id));
+                    return ex(ExprKind::Id(id));
                 }
                 if name == "barrier" {
                     self.errors.push(err(span, "`barrier()` is a statement"));
@@ -365,11 +365,11 @@ impl<'a> Lower<'a> {
                     self.errors.push(err(span, msg));
                     return None;
                 }
-                let args: Option<Vec<Ex>> =
+                let args: Option<Vec<Expr>> =
                     c.args.iter().map(|a| self.expr(a)).collect::<Vec<_>>().into_iter().collect();
-                ex(E::Call(f, args?))
+                ex(ExprKind::Call(f, args?))
             }
-            Expr::MethodCall(m) => {
+            syn::Expr::MethodCall(m) => {
                 self.errors.push(err(
                     m.method.span(),
                     format!("kernels call intrinsics as functions: write `{}(..)`", m.method),

@@ -112,8 +112,9 @@ impl Id {
     }
 }
 
+/// An expression of a general kernel.
 #[derive(Clone, Debug)]
-enum E {
+enum ExprKind {
     Float(f64),
     /// An integer literal: its value, its type (u32 unless suffixed or
     /// settled by the checker from the other operand), and whether the
@@ -122,50 +123,56 @@ enum E {
     Bool(bool),
     Var(usize),
     /// A load from a buffer or shared array.
-    Index(usize, Box<Ex>),
-    Neg(Box<Ex>),
-    Not(Box<Ex>),
-    Binary(Bin, Box<Ex>, Box<Ex>),
-    Call(Intrinsic, Vec<Ex>),
+    Index(usize, Box<Expr>),
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    Binary(Bin, Box<Expr>, Box<Expr>),
+    Call(Intrinsic, Vec<Expr>),
     Id(Id),
-    Cast(Box<Ex>, Ty),
+    Cast(Box<Expr>, Ty),
 }
 
+/// An expression and the user's tokens it came from.
 #[derive(Clone, Debug)]
-struct Ex {
-    e: E,
+struct Expr {
+    kind: ExprKind,
     span: Span,
 }
 
 /// Statements; a `target` of an assignment is a local, or an element of a
 /// buffer or shared array.
 #[derive(Clone, Debug)]
-enum S {
-    Let(usize, Ex),
-    Assign(usize, Option<Ex>, Option<Bin>, Ex, Span),
-    If(Ex, Vec<S>, Vec<S>),
-    While(Ex, Vec<S>),
-    For(usize, Ex, Ex, Vec<S>),
+enum Stmt {
+    Let(usize, Expr),
+    Assign(usize, Option<Expr>, Option<Bin>, Expr, Span),
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    While(Expr, Vec<Stmt>),
+    For(usize, Expr, Expr, Vec<Stmt>),
     Barrier(Span),
 }
 
-impl S {
+impl Stmt {
     fn has_barrier(&self) -> bool {
         match self {
-            S::Barrier(_) => true,
-            S::If(_, a, b) => a.iter().chain(b).any(S::has_barrier),
-            S::While(_, b) | S::For(_, _, _, b) => b.iter().any(S::has_barrier),
+            Stmt::Barrier(_) => true,
+            Stmt::If(_, a, b) => a.iter().chain(b).any(Stmt::has_barrier),
+            Stmt::While(_, b) | Stmt::For(_, _, _, b) => b.iter().any(Stmt::has_barrier),
             _ => false,
         }
     }
 }
 
+/// A general kernel: its variables (parameters first, then locals and
+/// shared arrays, each by index) and its body. Plain values: `syn` stays
+/// in `lower.rs`.
 struct Kernel {
-    name: syn::Ident,
+    name: String,
+    /// Where the kernel's name is, for errors about the whole kernel.
+    span: Span,
     workgroup: usize,
     vars: Vec<Var>,
     params: Vec<usize>,
-    body: Vec<S>,
+    body: Vec<Stmt>,
 }
 
 const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared] let name: [f32; N];`, \
@@ -195,7 +202,14 @@ pub fn workgroup_attr(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<u
 
 /// Expands a general kernel.
 pub fn expand(f: &syn::ItemFn, workgroup: usize, mut errors: Vec<syn::Error>) -> TokenStream {
-    let mut k = Kernel { name: f.sig.ident.clone(), workgroup, vars: Vec::new(), params: Vec::new(), body: Vec::new() };
+    let mut k = Kernel {
+        name: f.sig.ident.to_string(),
+        span: f.sig.ident.span(),
+        workgroup,
+        vars: Vec::new(),
+        params: Vec::new(),
+        body: Vec::new(),
+    };
     let body = {
         let mut lower = Lower::new(&mut k, &mut errors);
         lower.signature(f);
@@ -214,24 +228,24 @@ pub fn expand(f: &syn::ItemFn, workgroup: usize, mut errors: Vec<syn::Error>) ->
     let wgsl = wgsl::wgsl(&k);
     if let Err(e) = validate(&wgsl) {
         let msg = format!("kernel `{}` produced WGSL that naga rejects:\n{e}\n{wgsl}", k.name);
-        return err(k.name.span(), msg).to_compile_error();
+        return err(k.span, msg).to_compile_error();
     }
     rust::rust(f, &k, &wgsl)
 }
 
 /// The type of a checked expression (locals carry their types by then).
-fn value_ty(k: &Kernel, e: &Ex) -> Ty {
-    match &e.e {
-        E::Float(_) | E::Index(..) => Ty::F32,
-        E::Int(_, t, _) => t.get(),
-        E::Id(_) => Ty::U32,
-        E::Bool(_) | E::Not(_) => Ty::Bool,
-        E::Var(v) => k.vars[*v].ty,
-        E::Neg(x) => value_ty(k, x),
-        E::Binary(op, a, _) if op.is_arithmetic() || op.is_bitwise() => value_ty(k, a),
-        E::Binary(..) => Ty::Bool,
-        E::Call(Intrinsic::Select, args) => value_ty(k, &args[1]),
-        E::Call(..) => Ty::F32,
-        E::Cast(_, t) => *t,
+fn value_ty(k: &Kernel, e: &Expr) -> Ty {
+    match &e.kind {
+        ExprKind::Float(_) | ExprKind::Index(..) => Ty::F32,
+        ExprKind::Int(_, t, _) => t.get(),
+        ExprKind::Id(_) => Ty::U32,
+        ExprKind::Bool(_) | ExprKind::Not(_) => Ty::Bool,
+        ExprKind::Var(v) => k.vars[*v].ty,
+        ExprKind::Neg(x) => value_ty(k, x),
+        ExprKind::Binary(op, a, _) if op.is_arithmetic() || op.is_bitwise() => value_ty(k, a),
+        ExprKind::Binary(..) => Ty::Bool,
+        ExprKind::Call(Intrinsic::Select, args) => value_ty(k, &args[1]),
+        ExprKind::Call(..) => Ty::F32,
+        ExprKind::Cast(_, t) => *t,
     }
 }

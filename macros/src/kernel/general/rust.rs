@@ -5,16 +5,16 @@ use quote::format_ident;
 use super::*;
 
 /// Rust for an expression inside the loop over invocations (`lane`).
-fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
-    let name = k.name.to_string();
-    match &e.e {
+fn rust_ex(k: &Kernel, e: &Expr) -> TokenStream {
+    let name = &k.name;
+    match &e.kind {
         // Literals are parenthesised: a negative one would otherwise bind
         // looser than the method calls (`wrapping_add`) applied to it.
-        E::Float(v) => {
+        ExprKind::Float(v) => {
             let v = *v as f32;
             quote!((#v))
         }
-        E::Int(v, ty, _) => match ty.get() {
+        ExprKind::Int(v, ty, _) => match ty.get() {
             Ty::I32 => {
                 let v = *v as i32;
                 quote!((#v))
@@ -24,8 +24,8 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 quote!((#v))
             }
         },
-        E::Bool(b) => quote!(#b),
-        E::Var(v) => match k.vars[*v].kind {
+        ExprKind::Bool(b) => quote!(#b),
+        ExprKind::Var(v) => match k.vars[*v].kind {
             Kind::Scalar { index } => {
                 let s = format_ident!("s{}", index);
                 quote!(#s)
@@ -35,7 +35,7 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 quote!(#id[lane])
             }
         },
-        E::Index(v, i) => {
+        ExprKind::Index(v, i) => {
             let i = rust_ex(k, i);
             let var = &k.vars[*v];
             match var.kind {
@@ -49,35 +49,35 @@ fn rust_ex(k: &Kernel, e: &Ex) -> TokenStream {
                 }
             }
         }
-        E::Neg(x) if value_ty(k, x).int() => {
+        ExprKind::Neg(x) if value_ty(k, x).int() => {
             let x = rust_ex(k, x);
             quote!(#x.wrapping_neg())
         }
-        E::Neg(x) => {
+        ExprKind::Neg(x) => {
             let x = rust_ex(k, x);
             quote!((-#x))
         }
-        E::Not(x) => {
+        ExprKind::Not(x) => {
             let x = rust_ex(k, x);
             quote!((!#x))
         }
-        E::Binary(op, a, b) => rust_binary(*op, value_ty(k, a), rust_ex(k, a), rust_ex(k, b)),
-        E::Call(Intrinsic::Select, args) => {
+        ExprKind::Binary(op, a, b) => rust_binary(*op, value_ty(k, a), rust_ex(k, a), rust_ex(k, b)),
+        ExprKind::Call(Intrinsic::Select, args) => {
             let (c, a, b) = (rust_ex(k, &args[0]), rust_ex(k, &args[1]), rust_ex(k, &args[2]));
             quote!((if #c { #a } else { #b }))
         }
-        E::Call(f, args) => {
+        ExprKind::Call(f, args) => {
             let f = format_ident!("{}", f.name());
             let args = args.iter().map(|a| rust_ex(k, a));
             quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::#f(#(#args),*))
         }
-        E::Id(id) => match id {
+        ExprKind::Id(id) => match id {
             Id::Global => quote!((group * WORKGROUP + lane as u32)),
             Id::Local => quote!((lane as u32)),
             Id::Workgroup => quote!(group),
             Id::Workgroups => quote!(groups),
         },
-        E::Cast(x, t) => {
+        ExprKind::Cast(x, t) => {
             let (x, t) = (rust_ex(k, x), t.rust());
             quote!(((#x) as #t))
         }
@@ -116,17 +116,17 @@ fn rust_binary(op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
 }
 
 /// Statements without barriers, for one invocation `lane`.
-fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
-    let name = k.name.to_string();
+fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
+    let name = &k.name;
     stmts
         .iter()
         .map(|s| match s {
-            S::Let(v, e) => {
+            Stmt::Let(v, e) => {
                 let (id, e) = (format_ident!("v{}", v), rust_ex(k, e));
                 quote!(#id[lane] = #e;)
             }
-            S::Barrier(_) => quote!(),
-            S::Assign(v, index, op, e, _) => {
+            Stmt::Barrier(_) => quote!(),
+            Stmt::Assign(v, index, op, e, _) => {
                 let e = rust_ex(k, e);
                 let var = &k.vars[*v];
                 // Buffer and shared elements are f32; locals have their type.
@@ -154,15 +154,15 @@ fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
                     }
                 }
             }
-            S::If(c, a, b) => {
+            Stmt::If(c, a, b) => {
                 let (c, a, b) = (rust_ex(k, c), rust_lane(k, a), rust_lane(k, b));
                 quote!(if #c { #a } else { #b })
             }
-            S::While(c, body) => {
+            Stmt::While(c, body) => {
                 let (c, body) = (rust_ex(k, c), rust_lane(k, body));
                 quote!(while #c { #body })
             }
-            S::For(v, a, b, body) => {
+            Stmt::For(v, a, b, body) => {
                 let (id, a, b, body) = (format_ident!("v{}", v), rust_ex(k, a), rust_ex(k, b), rust_lane(k, body));
                 quote!({ let (start, end) = (#a, #b); for i in start..end { #id[lane] = i; #body } })
             }
@@ -173,10 +173,10 @@ fn rust_lane(k: &Kernel, stmts: &[S]) -> TokenStream {
 /// A statement list at workgroup level: barrier-free runs loop over the
 /// invocations; control flow holding a barrier is uniform (checked), so it
 /// runs once, deciding on invocation 0's values.
-fn rust_group(k: &Kernel, stmts: &[S]) -> TokenStream {
+fn rust_group(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
     let mut out = TokenStream::new();
-    let mut run: Vec<S> = Vec::new();
-    let flush = |run: &mut Vec<S>, out: &mut TokenStream| {
+    let mut run: Vec<Stmt> = Vec::new();
+    let flush = |run: &mut Vec<Stmt>, out: &mut TokenStream| {
         if !run.is_empty() {
             let body = rust_lane(k, run);
             out.extend(quote!(for lane in 0..WORKGROUP as usize { #body }));
@@ -189,21 +189,21 @@ fn rust_group(k: &Kernel, stmts: &[S]) -> TokenStream {
             continue;
         }
         flush(&mut run, &mut out);
-        let at0 = |e: &Ex| {
+        let at0 = |e: &Expr| {
             let e = rust_ex(k, e);
             quote!({ let lane = 0usize; #e })
         };
         out.extend(match s {
-            S::Barrier(_) => quote!(),
-            S::If(c, a, b) => {
+            Stmt::Barrier(_) => quote!(),
+            Stmt::If(c, a, b) => {
                 let (c, a, b) = (at0(c), rust_group(k, a), rust_group(k, b));
                 quote!(if #c { #a } else { #b })
             }
-            S::While(c, body) => {
+            Stmt::While(c, body) => {
                 let (c, body) = (at0(c), rust_group(k, body));
                 quote!(while #c { #body })
             }
-            S::For(v, a, b, body) => {
+            Stmt::For(v, a, b, body) => {
                 let (id, a, b, body) = (format_ident!("v{}", v), at0(a), at0(b), rust_group(k, body));
                 quote!({ let (start, end) = (#a, #b); for i in start..end { #id = [i; WORKGROUP as usize]; #body } })
             }
@@ -216,7 +216,7 @@ fn rust_group(k: &Kernel, stmts: &[S]) -> TokenStream {
 
 pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
     let rt = quote!(::blaze::runtime);
-    let (name, vis) = (&k.name, &f.vis);
+    let (name, vis) = (&f.sig.ident, &f.vis);
     let name_str = name.to_string();
     let docs: Vec<&syn::Attribute> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
     let workgroup = k.workgroup as u32;

@@ -12,33 +12,33 @@ fn wname(k: &Kernel, v: usize) -> String {
     if name.starts_with('_') { format!("v{v}") } else { format!("{name}_{v}") }
 }
 
-fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut Wgsl) {
-    match &e.e {
-        E::Float(v) => out.float(*v),
-        E::Int(v, ty, _) => match ty.get() {
+fn wgsl_ex(k: &Kernel, e: &Expr, out: &mut Wgsl) {
+    match &e.kind {
+        ExprKind::Float(v) => out.float(*v),
+        ExprKind::Int(v, ty, _) => match ty.get() {
             // -2^31 has no positive literal: write it as an expression.
             Ty::I32 if *v == 1 << 31 => out.push_str("(-2147483647i - 1i)"),
             Ty::I32 => out.push_str(&format!("{v}i")),
             _ => out.push_str(&format!("{v}u")),
         },
-        E::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        E::Var(v) => match k.vars[*v].kind {
+        ExprKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        ExprKind::Var(v) => match k.vars[*v].kind {
             Kind::Scalar { index } => out.push_str(&format!("params.s{index}")),
             _ => out.push_str(&wname(k, *v)),
         },
-        E::Index(v, i) => {
+        ExprKind::Index(v, i) => {
             out.push_str(&format!("{}[", wname(k, *v)));
             wgsl_ex(k, i, out);
             out.push(']');
         }
-        E::Neg(x) | E::Not(x) => {
-            out.push_str(if matches!(e.e, E::Neg(_)) { "(-" } else { "(!" });
+        ExprKind::Neg(x) | ExprKind::Not(x) => {
+            out.push_str(if matches!(e.kind, ExprKind::Neg(_)) { "(-" } else { "(!" });
             wgsl_ex(k, x, out);
             out.push(')');
         }
         // u32 by a non-zero literal is defined everywhere: no helper.
-        E::Binary(op @ (Bin::Div | Bin::Rem), a, b)
-            if value_ty(k, a) == Ty::U32 && matches!(b.e, E::Int(v, _, _) if v > 0) =>
+        ExprKind::Binary(op @ (Bin::Div | Bin::Rem), a, b)
+            if value_ty(k, a) == Ty::U32 && matches!(b.kind, ExprKind::Int(v, _, _) if v > 0) =>
         {
             out.push('(');
             wgsl_ex(k, a, out);
@@ -46,17 +46,17 @@ fn wgsl_ex(k: &Kernel, e: &Ex, out: &mut Wgsl) {
             wgsl_ex(k, b, out);
             out.push(')');
         }
-        E::Binary(op, a, b) => {
+        ExprKind::Binary(op, a, b) => {
             wgsl_binary(*op, value_ty(k, a), out, |out| wgsl_ex(k, a, out), |out| wgsl_ex(k, b, out))
         }
-        E::Call(f, args) => out.call(*f, |i, out| wgsl_ex(k, &args[i], out)),
-        E::Id(id) => out.push_str(match id {
+        ExprKind::Call(f, args) => out.call(*f, |i, out| wgsl_ex(k, &args[i], out)),
+        ExprKind::Id(id) => out.push_str(match id {
             Id::Global => "gid.x",
             Id::Local => "lid.x",
             Id::Workgroup => "wid.x",
             Id::Workgroups => "nwg.x",
         }),
-        E::Cast(x, t) => {
+        ExprKind::Cast(x, t) => {
             match (value_ty(k, x), t) {
                 (Ty::F32, Ty::I32) => out.helper(Helper::F32ToI32),
                 (Ty::F32, Ty::U32) => out.helper(Helper::F32ToU32),
@@ -112,18 +112,18 @@ fn wgsl_binary(op: Bin, ty: Ty, out: &mut Wgsl, a: impl FnOnce(&mut Wgsl), b: im
     out.push(')');
 }
 
-fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut Wgsl) {
+fn wgsl_block(k: &Kernel, stmts: &[Stmt], depth: usize, out: &mut Wgsl) {
     let pad = "    ".repeat(depth);
     for s in stmts {
         match s {
-            S::Let(v, e) => {
+            Stmt::Let(v, e) => {
                 let var = &k.vars[*v];
                 let kw = if matches!(var.kind, Kind::Local { mutable: true }) { "var" } else { "let" };
                 out.push_str(&format!("{pad}{kw} {}: {} = ", wname(k, *v), var.ty.name()));
                 wgsl_ex(k, e, out);
                 out.push_str(";\n");
             }
-            S::Assign(v, index, op, e, _) => {
+            Stmt::Assign(v, index, op, e, _) => {
                 let target = |out: &mut Wgsl| {
                     out.push_str(&wname(k, *v));
                     if let Some(i) = index {
@@ -152,7 +152,7 @@ fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut Wgsl) {
                 }
                 out.push_str(";\n");
             }
-            S::If(c, a, b) => {
+            Stmt::If(c, a, b) => {
                 out.push_str(&format!("{pad}if ("));
                 wgsl_ex(k, c, out);
                 out.push_str(") {\n");
@@ -163,14 +163,14 @@ fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut Wgsl) {
                 }
                 out.push_str(&format!("{pad}}}\n"));
             }
-            S::While(c, body) => {
+            Stmt::While(c, body) => {
                 out.push_str(&format!("{pad}while ("));
                 wgsl_ex(k, c, out);
                 out.push_str(") {\n");
                 wgsl_block(k, body, depth + 1, out);
                 out.push_str(&format!("{pad}}}\n"));
             }
-            S::For(v, a, b, body) => {
+            Stmt::For(v, a, b, body) => {
                 let n = wname(k, *v);
                 out.push_str(&format!("{pad}for (var {n}: u32 = "));
                 wgsl_ex(k, a, out);
@@ -180,7 +180,7 @@ fn wgsl_block(k: &Kernel, stmts: &[S], depth: usize, out: &mut Wgsl) {
                 wgsl_block(k, body, depth + 1, out);
                 out.push_str(&format!("{pad}}}\n"));
             }
-            S::Barrier(_) => out.push_str(&format!("{pad}workgroupBarrier();\n")),
+            Stmt::Barrier(_) => out.push_str(&format!("{pad}workgroupBarrier();\n")),
         }
     }
 }
@@ -220,7 +220,7 @@ pub(super) fn wgsl(k: &Kernel) -> String {
          @builtin(num_workgroups) nwg: vec3<u32>) {{",
         k.workgroup, k.name
     );
-    let mut w = Wgsl::new(&k.name.to_string());
+    let mut w = Wgsl::new(&k.name);
     w.out = out;
     wgsl_block(k, &k.body, 1, &mut w);
     w.push_str("}\n");
