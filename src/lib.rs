@@ -13,9 +13,16 @@ pub use blaze_runtime as runtime;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;
-/// GPU devices through wgpu, and `kernel!` kernels run on them (feature `wgpu`).
+/// GPU devices through wgpu, and `kernel!` kernels run on them (feature
+/// `wgpu`): everything of `blaze_wgpu`, and [`wgpu::Wgpu`], the backend.
 #[cfg(feature = "wgpu")]
-pub use blaze_wgpu as wgpu;
+pub mod wgpu {
+    pub use blaze_wgpu::*;
+
+    /// The wgpu backend: f32 and bool tensors on the GPU, f64 and i64 ones
+    /// on the CPU ([`WgpuNative`] completed by [`crate::Cpu`]).
+    pub type Wgpu = blaze_runtime::fallback::HostFallback<WgpuNative, blaze_cpu::Cpu>;
+}
 
 #[doc(hidden)]
 pub use blaze_macros::__model_graph;

@@ -16,6 +16,7 @@ pub mod conformance;
 pub mod data;
 pub mod dtype;
 pub mod error;
+pub mod fallback;
 pub mod kernel;
 pub mod loss;
 pub mod math;

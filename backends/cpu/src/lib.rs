@@ -59,9 +59,7 @@ impl Device for CpuDevice {
     }
 }
 
-impl blaze_runtime::nn::BackendDevice for CpuDevice {
-    type Backend = Cpu;
-
+impl blaze_runtime::nn::BackendDevice<Cpu> for CpuDevice {
     fn as_device(&self) -> &CpuDevice {
         self
     }

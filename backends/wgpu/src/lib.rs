@@ -1,8 +1,10 @@
 //! Blaze on wgpu: picking a device (a hardware adapter when there is one,
 //! else a software one such as Mesa's llvmpipe), and running `kernel!`
 //! kernels on it: general ones with [`launch`], elementwise ones (and
-//! their generated partials) with [`map`], on host data; and [`Wgpu`],
-//! the tensor backend. `launch` and `map` upload the host data as tensors
+//! their generated partials) with [`map`], on host data; and
+//! [`WgpuNative`], the tensor backend for the dtypes WGSL has, which
+//! tensors use as `HostFallback<WgpuNative, Cpu>` (`blaze::wgpu::Wgpu`):
+//! this crate needs no CPU backend. `launch` and `map` upload the host data as tensors
 //! and run the tensor backend's kernels, so a kernel has one dispatch path.
 //!
 //! `BLAZE_WGPU_ADAPTER=name` picks the first adapter whose name contains
@@ -16,7 +18,7 @@ mod device;
 mod self_check;
 mod shaders;
 
-pub use backend::{DeviceTensor, Wgpu, WgpuStorage};
+pub use backend::{WgpuNative, WgpuStorage};
 pub use device::{DeviceOptions, WgpuDevice};
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
@@ -116,7 +118,7 @@ pub fn launch<K: Workgroups>(
         .zip(&outputs)
         .map(|(t, &output)| if output { LaunchBuffer::Output(t) } else { LaunchBuffer::Input(&*t) })
         .collect();
-    Wgpu::launch::<K>(groups, &mut args, scalars);
+    WgpuNative::launch::<K>(groups, &mut args, scalars);
     device.synchronize()?;
     for (b, t) in buffers.iter_mut().zip(&tensors) {
         if let HostBuffer::Output(out) = b {
@@ -158,7 +160,7 @@ fn prepare(
 /// Host values as an f32 tensor on `device`.
 fn upload(device: &WgpuDevice, values: Vec<f32>) -> WgpuStorage {
     let shape = vec![values.len()];
-    Wgpu::from_data(TensorData { shape, values: DataVec::F32(values) }, device)
+    WgpuNative::from_data(TensorData { shape, values: DataVec::F32(values) }, device)
 }
 
 /// An argument of an elementwise kernel on the device: a whole array (as
@@ -209,7 +211,7 @@ pub fn map<K: Elementwise>(
             MapArg::Number(v) => KernelArg::Number(f64::from(*v)),
         })
         .collect();
-    let y = WgpuStorage::Device(backend::elementwise_on::<K>(device, f, &inputs, &[n]));
+    let y = backend::elementwise_on::<K>(device, f, &inputs, &[n]);
     device.synchronize()?;
     backend::read_f32(&y, out)?;
     Ok(())

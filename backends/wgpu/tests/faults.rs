@@ -15,8 +15,12 @@ use blaze::prelude::*;
 use blaze::runtime::conformance::panic_message;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::train::{FitConfig, TrainError, fit};
-use blaze_wgpu::{DeviceOptions, HostBuffer, Wgpu, WgpuDevice, WgpuError, launch};
+use blaze_wgpu::{DeviceOptions, HostBuffer, WgpuDevice, WgpuError, launch};
 use kernels::row_sum;
+
+/// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
+/// the CPU.
+type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
 
 /// 2 MiB of weights in `fc`.
 #[model(input = [1024])]

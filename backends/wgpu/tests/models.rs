@@ -16,9 +16,13 @@ use blaze::autodiff::{Autodiff, track};
 use blaze::nn::{Ctx, Graph, grads_dict};
 use blaze::optim::Adam;
 use blaze::prelude::*;
-use blaze_wgpu::{Wgpu, WgpuDevice};
+use blaze_wgpu::WgpuDevice;
 use common::LeNet;
 use transformer::TransformerBlock;
+
+/// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
+/// the CPU.
+type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
 
 fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
     assert_eq!(gpu.len(), cpu.len(), "{what}: length");

@@ -1,7 +1,10 @@
-//! Ops never move data between devices: an op on tensors of two devices
-//! panics naming the op and both devices, and `to_device` is how data
-//! moves. Two devices on one adapter are two devices. Without an adapter
-//! these tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
+//! Where tensors live. Ops never move data between devices: an op on
+//! tensors of two devices panics naming the op and both devices, and
+//! `to_device` is how data moves (two devices on one adapter are two
+//! devices). On one device, `HostFallback` keeps f64 and i64 on the host
+//! and moves results where their dtype lives, at the documented points
+//! only; operands in two places panic. Without an adapter these tests
+//! print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
 #[path = "../../../tests/common/kernels.rs"]
 #[allow(dead_code)]
@@ -9,8 +12,13 @@ mod kernels;
 
 use blaze::prelude::*;
 use blaze::runtime::conformance::panic_message;
-use blaze_wgpu::{Wgpu, WgpuDevice};
+use blaze::{DataVec, TensorData};
+use blaze_wgpu::WgpuDevice;
 use kernels::row_sum;
+
+/// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
+/// the CPU.
+type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
 
 kernel! {
     /// `a + (b - a) * t`.
@@ -69,4 +77,53 @@ fn devices_name_their_adapter_and_the_order_they_opened() {
     for name in [&a, &b] {
         assert!(name.starts_with("WgpuDevice(#") && name.contains(&here.adapter_name()), "{name}");
     }
+}
+
+#[test]
+fn wide_dtypes_live_on_the_host_and_results_move_where_their_dtype_lives() {
+    use blaze::runtime::fallback::Placed;
+    let Some(dev) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Wgpu, 2>::from_vec(vec![1.0f32, 5.0, 3.0, 2.0, 0.0, 7.0], [2, 3], &dev);
+    assert!(matches!(x.storage(), Placed::Device(_)), "f32 on the device");
+    let wide = x.to_dtype(DType::F64);
+    assert!(matches!(wide.storage(), Placed::Host(..)), "f64 on the host");
+    assert!(wide.device() == dev, "and still of the device");
+    // An i64 result of a device op is read back; its values are exact.
+    let arg = x.argmax(1);
+    assert!(matches!(arg.storage(), Placed::Host(..)));
+    assert_eq!(arg.to_vec::<i64>(), [1, 2]);
+    // Bools of a host comparison go to the device.
+    let mask = wide.gt_scalar(2.5);
+    assert!(matches!(mask.storage(), Placed::Device(_)));
+    assert_eq!(mask.to_vec::<bool>(), [false, true, true, false, false, true]);
+    // A host index drives a device gather.
+    let index = Tensor::<Wgpu, 2>::from_vec(vec![2i64, 0, 1, 1], [2, 2], &dev);
+    assert_eq!(x.gather(1, &index).to_vec::<f32>(), [3.0, 1.0, 0.0, 0.0]);
+}
+
+#[test]
+fn operands_in_two_places_panic_naming_the_op_and_the_places() {
+    use blaze::runtime::fallback::Placed;
+    use blaze::{BinaryOp, Primitives};
+    let Some(dev) = WgpuDevice::probe() else { return };
+    let on_device = Wgpu::from_data(TensorData { shape: vec![2], values: DataVec::F32(vec![1.0, 2.0]) }, &dev);
+    let on_host: Placed<_, _> = Placed::Host(
+        blaze::Cpu::from_data(TensorData { shape: vec![2], values: DataVec::F32(vec![1.0, 2.0]) }, &CpuDevice),
+        dev.clone(),
+    );
+    let message = panic_message(|| drop(Wgpu::binary(BinaryOp::Add, &on_device, &on_host))).expect("a panic");
+    assert_eq!(
+        message,
+        "add: operands on the device and on the host (device f32, host f32); each op runs in one place"
+    );
+}
+
+#[test]
+fn the_native_backend_refuses_wide_dtypes_naming_the_way_to_use_it() {
+    let Some(dev) = WgpuDevice::probe() else { return };
+    let message = panic_message(|| {
+        let _ = Tensor::<blaze_wgpu::WgpuNative, 1>::from_vec(vec![1.0f64], [1], &dev);
+    })
+    .expect("a panic");
+    assert!(message.contains("f64 tensors live on the host") && message.contains("HostFallback"), "{message}");
 }

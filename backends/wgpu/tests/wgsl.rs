@@ -16,7 +16,11 @@ use blaze::nn::Graph;
 use blaze::prelude::*;
 use blaze::runtime::kernel::{KernelFn, ScalarArg};
 use blaze::{Composites, Conv2dOptions, Pool2dOptions, UnaryOp, kernel};
-use blaze_wgpu::{DeviceOptions, HostBuffer, MapArg, Wgpu, WgpuDevice, launch, map};
+use blaze_wgpu::{DeviceOptions, HostBuffer, MapArg, WgpuDevice, launch, map};
+
+/// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
+/// the CPU.
+type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
 
 kernel! {
     /// Every intrinsic, so the helper functions validate in a shader.

@@ -372,16 +372,16 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             /// A model initialised as PyTorch initialises these layers, from
             /// the global generator (`blaze::manual_seed`).
-            pub fn new<Dev: ::blaze::nn::BackendDevice<Backend = B>>(device: &Dev) -> Self {
+            pub fn new<Dev: ::blaze::nn::BackendDevice<B>>(device: &Dev) -> Self {
                 let mut rng = ::blaze::rng::with_global_rng(|r| r.fork());
-                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::<B>::as_device(device))
             }
 
             /// A model initialised from `seed` alone: the same seed gives the
             /// same weights on every backend.
-            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<Backend = B>>(seed: u64, device: &Dev) -> Self {
+            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<B>>(seed: u64, device: &Dev) -> Self {
                 let mut rng = ::blaze::Rng::seed_from_u64(seed);
-                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::as_device(device))
+                <Self as ::blaze::nn::Block<B>>::init(&mut rng, ::blaze::nn::BackendDevice::<B>::as_device(device))
             }
 
             /// Inference: dropout off, normalisation on running statistics.

@@ -124,9 +124,9 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
     let constructors = if sequential {
         quote! {
             /// A model initialised as PyTorch initialises these layers.
-            pub fn new<Dev: ::blaze::nn::BackendDevice<Backend = B>>(device: &Dev) -> Self { #body }
+            pub fn new<Dev: ::blaze::nn::BackendDevice<B>>(device: &Dev) -> Self { #body }
             /// A model initialised from `seed` alone.
-            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<Backend = B>>(seed: u64, device: &Dev) -> Self { #body }
+            pub fn new_seeded<Dev: ::blaze::nn::BackendDevice<B>>(seed: u64, device: &Dev) -> Self { #body }
         }
     } else {
         TokenStream::new()

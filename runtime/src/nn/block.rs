@@ -46,14 +46,12 @@ pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
     }
 }
 
-/// A device type that names its backend, so `Model::new(&device)` infers
-/// the backend from the device.
-pub trait BackendDevice: Clone {
-    /// The backend whose device this is.
-    type Backend: Backend<Device = Self>;
-
-    /// This device, typed as its backend's device.
-    fn as_device(&self) -> &<Self::Backend as Primitives>::Device;
+/// A device of backend `B`. A device with one backend (`CpuDevice`) lets
+/// `Model::new(&device)` infer the backend; others name it
+/// (`Model::<Wgpu>::new(&device)`).
+pub trait BackendDevice<B: Backend>: Clone {
+    /// This device, typed as the backend's device.
+    fn as_device(&self) -> &<B as Primitives>::Device;
 }
 
 /// The rules for built-in layers after a block whose output the macro

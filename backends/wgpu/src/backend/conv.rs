@@ -9,36 +9,30 @@ pub(super) fn conv2d(
     bias: Option<&WgpuStorage>,
     o: &Conv2dOptions,
 ) -> WgpuStorage {
-    let (WgpuStorage::Device(xt), WgpuStorage::Device(wt)) = (x, weight) else {
-        let b = bias.map(WgpuStorage::host);
-        return place(Cpu::conv2d(&x.host(), &weight.host(), b.as_ref(), o), x.device());
-    };
+    let (xt, wt) = (native("conv2d", x), native("conv2d", weight));
     let [n, _, h, w] = [xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3]];
     let [oc, cg, kh, kw] = [wt.shape[0], wt.shape[1], wt.shape[2], wt.shape[3]];
     let g = o.groups;
     let oh = window(h, kh, o.stride[0], o.padding[0], o.dilation[0]);
     let ow = window(w, kw, o.stride[1], o.padding[1], o.dilation[1]);
     let cols = im2col(xt, kh, kw, oh, ow, o);
-    let wm = Wgpu::reshaped(wt, &[1, g, oc / g, cg * kh * kw]);
+    let wm = WgpuNative::reshaped(wt, &[1, g, oc / g, cg * kh * kw]);
     let y = matmul::contiguous(&wm, &cols); // [n, g, oc/g, oh*ow]
-    let y = Wgpu::reshaped(&y, &[n, oc, oh, ow]);
-    let out = Wgpu::dev(y);
+    let y = WgpuNative::reshaped(&y, &[n, oc, oh, ow]);
+    let out = y;
     match bias {
-        Some(b) => Wgpu::binary(BinaryOp::Add, &out, &Wgpu::reshape(b, &[1, oc, 1, 1])),
+        Some(b) => WgpuNative::binary(BinaryOp::Add, &out, &WgpuNative::reshape(b, &[1, oc, 1, 1])),
         None => out,
     }
 }
 
 pub(super) fn max_pool2d(x: &WgpuStorage, o: &Pool2dOptions, with_indices: bool) -> (WgpuStorage, Option<WgpuStorage>) {
-    let WgpuStorage::Device(t) = x else {
-        let (y, i) = Cpu::max_pool2d(&x.host(), o, with_indices);
-        return (place(y, x.device()), i.map(|i| place(i, x.device())));
-    };
+    let t = native("max_pool2d", x);
     let [n, c, h, w] = [t.shape[0], t.shape[1], t.shape[2], t.shape[3]];
     let [oh, ow] = pool_plane(h, w, o);
     let shape = [n, c, oh, ow];
-    let out = DeviceTensor::new(&t.device, &shape, DType::F32);
-    let idx = DeviceTensor::new(&t.device, &shape, DType::Bool);
+    let out = WgpuStorage::new(&t.device, &shape, DType::F32);
+    let idx = WgpuStorage::new(&t.device, &shape, DType::Bool);
     let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
         let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);\n\
         var best = bitcast<f32>(0xff800000u); var at = 0xffffffffu;\n\
@@ -61,16 +55,14 @@ pub(super) fn max_pool2d(x: &WgpuStorage, o: &Pool2dOptions, with_indices: bool)
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
     );
-    (Wgpu::dev(out), with_indices.then(|| indices_to_host(&idx)))
+    (out, with_indices.then(|| indices(idx)))
 }
 
 pub(super) fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
-    let WgpuStorage::Device(t) = x else {
-        return place(Cpu::avg_pool2d(&x.host(), o), x.device());
-    };
+    let t = native("avg_pool2d", x);
     let [n, c, h, w] = [t.shape[0], t.shape[1], t.shape[2], t.shape[3]];
     let [oh, ow] = pool_plane(h, w, o);
-    let out = DeviceTensor::new(&t.device, &[n, c, oh, ow], DType::F32);
+    let out = WgpuStorage::new(&t.device, &[n, c, oh, ow], DType::F32);
     let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
         let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);\n\
         var acc = 0.0;\n\
@@ -90,7 +82,7 @@ pub(super) fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
     );
-    Wgpu::dev(out)
+    out
 }
 
 pub(super) fn conv2d_input_grad(
@@ -99,19 +91,17 @@ pub(super) fn conv2d_input_grad(
     input_shape: [usize; 4],
     o: &Conv2dOptions,
 ) -> WgpuStorage {
-    let (WgpuStorage::Device(gt), WgpuStorage::Device(wt)) = (grad_out, weight) else {
-        return place(Cpu::conv2d_input_grad(&grad_out.host(), &weight.host(), input_shape, o), grad_out.device());
-    };
+    let (gt, wt) = (native("conv2d_input_grad", grad_out), native("conv2d_input_grad", weight));
     let [n, c, h, w] = input_shape;
     let [oc, cg, kh, kw] = [wt.shape[0], wt.shape[1], wt.shape[2], wt.shape[3]];
     let [oh, ow] = [gt.shape[2], gt.shape[3]];
     let g = o.groups;
     // Columns of the input gradient: W^T g, then summed back onto pixels.
-    let wm = Wgpu::reshaped(wt, &[1, g, oc / g, cg * kh * kw]);
-    let wtm = Wgpu::permute(&Wgpu::dev(wm), &[0, 1, 3, 2]);
-    let gm = Wgpu::reshaped(gt, &[n, g, oc / g, oh * ow]);
-    let cols = matmul::contiguous(wtm.gpu(), &gm); // [n, g, cg*kh*kw, oh*ow]
-    let out = DeviceTensor::new(&gt.device, &input_shape, DType::F32);
+    let wm = WgpuNative::reshaped(wt, &[1, g, oc / g, cg * kh * kw]);
+    let wtm = WgpuNative::permute(&wm, &[0, 1, 3, 2]);
+    let gm = WgpuNative::reshaped(gt, &[n, g, oc / g, oh * ow]);
+    let cols = matmul::contiguous(&wtm, &gm); // [n, g, cg*kh*kw, oh*ow]
+    let out = WgpuStorage::new(&gt.device, &input_shape, DType::F32);
     let body = "    let w = pu(1u); let h = pu(2u); let cg = pu(3u); let kh = pu(4u); let kw = pu(5u); let oh = pu(6u); let ow = pu(7u);\n\
         let xx = i % w; let y = (i / w) % h; let ch = (i / (w * h)) % pu(14u); let b = i / (w * h * pu(14u));\n\
         let gi = ch / cg; let ci = ch % cg; let groups = pu(14u) / cg;\n\
@@ -154,7 +144,7 @@ pub(super) fn conv2d_input_grad(
         ],
         out.numel(),
     );
-    Wgpu::dev(out)
+    out
 }
 
 pub(super) fn conv2d_weight_grad(
@@ -163,28 +153,24 @@ pub(super) fn conv2d_weight_grad(
     weight_shape: [usize; 4],
     o: &Conv2dOptions,
 ) -> WgpuStorage {
-    let (WgpuStorage::Device(xt), WgpuStorage::Device(gt)) = (x, grad_out) else {
-        return place(Cpu::conv2d_weight_grad(&x.host(), &grad_out.host(), weight_shape, o), x.device());
-    };
+    let (xt, gt) = (native("conv2d_weight_grad", x), native("conv2d_weight_grad", grad_out));
     let [oc, _, kh, kw] = weight_shape;
     let n = xt.shape[0];
     let [oh, ow] = [gt.shape[2], gt.shape[3]];
     let g = o.groups;
     let cols = im2col(xt, kh, kw, oh, ow, o); // [n, g, cg*kh*kw, oh*ow]
-    let cols_t = Wgpu::permute(&Wgpu::dev(cols), &[0, 1, 3, 2]);
-    let gm = Wgpu::reshaped(gt, &[n, g, oc / g, oh * ow]);
-    let per_sample = matmul::contiguous(&gm, cols_t.gpu()); // [n, g, oc/g, cg*kh*kw]
-    let summed = Wgpu::reduce(ReduceOp::Sum, &Wgpu::dev(per_sample), 0);
-    Wgpu::reshape(&summed, &weight_shape)
+    let cols_t = WgpuNative::permute(&cols, &[0, 1, 3, 2]);
+    let gm = WgpuNative::reshaped(gt, &[n, g, oc / g, oh * ow]);
+    let per_sample = matmul::contiguous(&gm, &cols_t); // [n, g, oc/g, cg*kh*kw]
+    let summed = WgpuNative::reduce(ReduceOp::Sum, &per_sample, 0);
+    WgpuNative::reshape(&summed, &weight_shape)
 }
 
 pub(super) fn avg_pool2d_input_grad(grad_out: &WgpuStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> WgpuStorage {
-    let WgpuStorage::Device(gt) = grad_out else {
-        return place(Cpu::avg_pool2d_input_grad(&grad_out.host(), input_shape, o), grad_out.device());
-    };
+    let gt = native("avg_pool2d_input_grad", grad_out);
     let [_, _, h, w] = input_shape;
     let [oh, ow] = [gt.shape[2], gt.shape[3]];
-    let out = DeviceTensor::new(&gt.device, &input_shape, DType::F32);
+    let out = WgpuStorage::new(&gt.device, &input_shape, DType::F32);
     let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
         let xx = i % w; let y = (i / w) % h; let plane = i / (w * h);\n\
         var acc = 0.0;\n\
@@ -207,16 +193,16 @@ pub(super) fn avg_pool2d_input_grad(grad_out: &WgpuStorage, input_shape: [usize;
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
     );
-    Wgpu::dev(out)
+    out
 }
 
 /// `x` as columns for a convolution: `[n, groups, cin/groups * kh * kw, oh * ow]`.
-pub(super) fn im2col(x: &DeviceTensor, kh: usize, kw: usize, oh: usize, ow: usize, o: &Conv2dOptions) -> DeviceTensor {
+pub(super) fn im2col(x: &WgpuStorage, kh: usize, kw: usize, oh: usize, ow: usize, o: &Conv2dOptions) -> WgpuStorage {
     let [n, c, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let g = o.groups;
     let cg = c / g;
     let shape = [n, g, cg * kh * kw, oh * ow];
-    let out = DeviceTensor::new(&x.device, &shape, DType::F32);
+    let out = WgpuStorage::new(&x.device, &shape, DType::F32);
     let body = "    let l = i % pu(1u); let q = (i / pu(1u)) % pu(2u); let gi = (i / (pu(1u) * pu(2u))) % pu(3u); let b = i / (pu(1u) * pu(2u) * pu(3u));\n\
         let ow = pu(4u); let kh = pu(5u); let kw = pu(6u); let cg = pu(7u); let h = pu(8u); let w = pu(9u);\n\
         let oy = l / ow; let ox = l % ow;\n\

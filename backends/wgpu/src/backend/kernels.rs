@@ -10,24 +10,15 @@ pub(super) fn elementwise<K: Elementwise>(
     shape: &[usize],
     dtype: DType,
 ) -> WgpuStorage {
+    assert!(dtype == DType::F32, "wgpu {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
     let device = inputs
         .iter()
         .find_map(|a| match a {
-            KernelArg::Tensor(t) => Some(t.device().clone()),
+            KernelArg::Tensor(t) => Some(t.device.clone()),
             KernelArg::Number(_) => None,
         })
         .unwrap_or_default();
-    if dtype != DType::F32 {
-        let host: Vec<KernelArg<CpuStorage>> = inputs
-            .iter()
-            .map(|a| match a {
-                KernelArg::Tensor(t) => KernelArg::Tensor(t.host()),
-                KernelArg::Number(v) => KernelArg::Number(*v),
-            })
-            .collect();
-        return place(Cpu::elementwise::<K>(f, &host, shape, dtype), &device);
-    }
-    Wgpu::dev(elementwise_on::<K>(&device, f, inputs, shape))
+    elementwise_on::<K>(&device, f, inputs, shape)
 }
 
 pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
@@ -36,30 +27,25 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
         panic!("{}: {problem}", K::NAME);
     }
     let Some(device) = buffers.first().map(|b| match b {
-        LaunchBuffer::Input(t) => t.device().clone(),
-        LaunchBuffer::Output(t) => t.device().clone(),
+        LaunchBuffer::Input(t) => t.device.clone(),
+        LaunchBuffer::Output(t) => t.device.clone(),
     }) else {
         return;
     };
     // Outputs are written in place: each gets a buffer of its own first.
     for b in buffers.iter_mut() {
         if let LaunchBuffer::Output(t) = b {
-            let own = match &**t {
-                WgpuStorage::Device(d) => {
-                    let fresh = DeviceTensor::new(&d.device, &d.shape, d.dtype);
-                    device.copy(d.buffer(), fresh.buffer(), 4 * d.numel() as u64);
-                    fresh
-                }
-                WgpuStorage::Host(..) => panic!("{}: kernel buffers are f32 tensors", K::NAME),
-            };
-            **t = WgpuStorage::Device(own);
+            let d = native(K::NAME, t);
+            let fresh = WgpuStorage::new(&d.device, &d.shape, d.dtype);
+            device.copy(d.buffer(), fresh.buffer(), 4 * d.numel() as u64);
+            **t = fresh;
         }
     }
     let bound: Vec<&wgpu::Buffer> = buffers
         .iter()
         .map(|b| match b {
-            LaunchBuffer::Input(t) => t.gpu().buffer(),
-            LaunchBuffer::Output(t) => t.gpu().buffer(),
+            LaunchBuffer::Input(t) => t.buffer(),
+            LaunchBuffer::Output(t) => t.buffer(),
         })
         .collect();
     let words: Vec<u32> = scalars
@@ -125,8 +111,8 @@ pub(crate) fn elementwise_on<K: Elementwise>(
     f: KernelFn,
     inputs: &[KernelArg<WgpuStorage>],
     shape: &[usize],
-) -> DeviceTensor {
-    let out = DeviceTensor::new(device, shape, DType::F32);
+) -> WgpuStorage {
+    let out = WgpuStorage::new(device, shape, DType::F32);
     let n = out.numel();
     if n == 0 {
         return out;
@@ -135,7 +121,7 @@ pub(crate) fn elementwise_on<K: Elementwise>(
     let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
     for a in inputs {
         match a {
-            KernelArg::Tensor(t) => buffers.push(t.gpu().buffer()),
+            KernelArg::Tensor(t) => buffers.push(t.buffer()),
             KernelArg::Number(v) => params.push((*v as f32).to_bits()),
         }
     }
@@ -148,7 +134,6 @@ pub(crate) fn elementwise_on<K: Elementwise>(
 
 /// The values of an f32 tensor, or the fault that makes them invalid.
 pub(crate) fn read_f32(t: &WgpuStorage, out: &mut [f32]) -> Result<(), blaze_runtime::DeviceError> {
-    let t = t.gpu();
     match t.device.try_read(t.buffer(), 4 * t.numel() as u64) {
         Some(bytes) => {
             for (o, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {

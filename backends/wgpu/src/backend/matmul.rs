@@ -3,7 +3,7 @@
 
 use super::*;
 
-pub(super) fn contiguous(a: &DeviceTensor, b: &DeviceTensor) -> DeviceTensor {
+pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
     let (ra, rb) = (a.shape.len(), b.shape.len());
     let (m, k, n) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
     let batch_a = &a.shape[..ra - 2];
@@ -13,7 +13,7 @@ pub(super) fn contiguous(a: &DeviceTensor, b: &DeviceTensor) -> DeviceTensor {
     let mut shape = batch.clone();
     shape.extend([m, n]);
     let device = a.device.clone();
-    let out = DeviceTensor::new(&device, &shape, DType::F32);
+    let out = WgpuStorage::new(&device, &shape, DType::F32);
     let count = numel(&batch);
     if out.numel() == 0 {
         return out;

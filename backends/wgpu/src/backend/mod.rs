@@ -1,12 +1,14 @@
-//! `impl Backend for Wgpu`: every primitive as compute shaders over pooled
-//! device buffers, recorded into the device's batch.
+//! `impl Backend for WgpuNative`: every primitive as compute shaders over
+//! pooled device buffers, recorded into the device's batch.
 //!
-//! f32 and bool tensors live on the device (bools as `u32` 0 or 1). WGSL
-//! has no 64-bit types, so f64 and i64 tensors are held on the host and
-//! computed by the CPU backend; an i64 index that a device op reads (a
-//! gather's, an embedding's) is uploaded as `u32`. Tensors are always
-//! contiguous: reshape is free, permute, expand and slice are one strided
-//! copy.
+//! The device holds f32 and bool tensors (bools as `u32` 0 or 1). WGSL
+//! has no 64-bit types: f64 and i64 tensors are the host's, through
+//! `HostFallback<WgpuNative, H>` (`blaze::wgpu::Wgpu`), which hands this
+//! backend i64 index tensors (uploaded as `u32`; the runtime checked they
+//! are in bounds) and takes back its i64 results (argmax, pooling indices,
+//! `u32` words read back as i64). Any other op on an i64 tensor, or one on
+//! f64, panics naming the op. Tensors are always contiguous: reshape is
+//! free, permute, expand and slice are one strided copy.
 //!
 //! This file holds the storage types, the elementwise and reduction ops
 //! and the trait impl; the longer ops live beside it: `conv.rs`
@@ -18,12 +20,12 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use blaze_cpu::{Cpu, CpuDevice, CpuStorage};
+use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
-    BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    TensorData, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives,
+    ReduceOp, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -38,22 +40,17 @@ use crate::WgpuDevice;
 use crate::device::PoolBuffer;
 use crate::shaders::{self, EwInput, WG};
 
-/// The wgpu backend: `Tensor<Wgpu, D>` lives on a [`WgpuDevice`].
+/// The wgpu backend for the dtypes WGSL has (f32, bool): a
+/// [`DeviceDtypes`] backend. Tensors use it as
+/// `HostFallback<WgpuNative, Cpu>`, which the `blaze` facade names
+/// `blaze::wgpu::Wgpu`, and which keeps f64 and i64 tensors on the host.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Wgpu;
+pub struct WgpuNative;
 
-/// A tensor on a [`WgpuDevice`].
+/// A tensor on a [`WgpuDevice`]: values in a device buffer, row-major, as
+/// 4-byte words (`u32` 0 or 1 for bools, `u32` indices for i64).
 #[derive(Clone)]
-pub enum WgpuStorage {
-    /// f32 or bool values in a device buffer.
-    Device(DeviceTensor),
-    /// f64 or i64 values, kept on the host (WGSL has no 64-bit types).
-    Host(CpuStorage, WgpuDevice),
-}
-
-/// Values in a device buffer, row-major.
-#[derive(Clone, Debug)]
-pub struct DeviceTensor {
+pub struct WgpuStorage {
     buf: Arc<PoolBuffer>,
     shape: Vec<usize>,
     dtype: DType,
@@ -62,10 +59,17 @@ pub struct DeviceTensor {
 
 impl fmt::Debug for WgpuStorage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WgpuStorage::Device(t) => write!(f, "WgpuStorage::Device({} {:?})", t.dtype, t.shape),
-            WgpuStorage::Host(c, _) => write!(f, "WgpuStorage::Host({c:?})"),
-        }
+        write!(f, "WgpuStorage({} {:?} on {:?})", self.dtype, self.shape, self.device)
+    }
+}
+
+impl DeviceDtypes for WgpuNative {
+    fn holds(dtype: DType) -> bool {
+        on_device(dtype)
+    }
+
+    fn read_back(x: &WgpuStorage) -> TensorData {
+        x.data(&x.device.read_or_zeros(x.buffer(), 4 * x.numel() as u64))
     }
 }
 
@@ -75,9 +79,7 @@ impl Device for WgpuDevice {
     }
 }
 
-impl blaze_runtime::nn::BackendDevice for WgpuDevice {
-    type Backend = Wgpu;
-
+impl<H: Backend> blaze_runtime::nn::BackendDevice<HostFallback<WgpuNative, H>> for WgpuDevice {
     fn as_device(&self) -> &WgpuDevice {
         self
     }
@@ -115,14 +117,9 @@ fn u(x: usize) -> u32 {
     u32::try_from(x).unwrap_or_else(|_| panic!("wgpu: size {x} does not fit the device's 32-bit indices"))
 }
 
-impl DeviceTensor {
+impl WgpuStorage {
     fn new(device: &WgpuDevice, shape: &[usize], dtype: DType) -> Self {
-        DeviceTensor {
-            buf: device.alloc(4 * numel(shape) as u64),
-            shape: shape.to_vec(),
-            dtype,
-            device: device.clone(),
-        }
+        WgpuStorage { buf: device.alloc(4 * numel(shape) as u64), shape: shape.to_vec(), dtype, device: device.clone() }
     }
 
     fn buffer(&self) -> &wgpu::Buffer {
@@ -136,50 +133,26 @@ impl DeviceTensor {
     /// The tensor's values from the bytes of its buffer.
     fn data(&self, bytes: &[u8]) -> TensorData {
         let words = bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]);
-        let values = if self.dtype == DType::F32 {
-            DataVec::F32(words.map(f32::from_le_bytes).collect())
-        } else {
-            DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect())
+        let values = match self.dtype {
+            DType::F32 => DataVec::F32(words.map(f32::from_le_bytes).collect()),
+            DType::Bool => DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect()),
+            // Indices, as `u32`.
+            _ => DataVec::I64(words.map(|w| i64::from(u32::from_le_bytes(w))).collect()),
         };
         TensorData { shape: self.shape.clone(), values }
     }
 }
 
-impl WgpuStorage {
-    fn device(&self) -> &WgpuDevice {
-        match self {
-            WgpuStorage::Device(t) => &t.device,
-            WgpuStorage::Host(_, d) => d,
-        }
-    }
-
-    fn gpu(&self) -> &DeviceTensor {
-        match self {
-            WgpuStorage::Device(t) => t,
-            WgpuStorage::Host(c, _) => panic!("wgpu: expected a device tensor, got {c:?}"),
-        }
-    }
-
-    /// The values on the host, as a CPU tensor.
-    fn host(&self) -> CpuStorage {
-        match self {
-            WgpuStorage::Host(c, _) => c.clone(),
-            // Inside an op, which cannot fail: a faulted device gives zeros.
-            WgpuStorage::Device(t) => {
-                let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
-                Cpu::from_data(t.data(&bytes), &CpuDevice)
-            }
-        }
-    }
-}
-
-/// A CPU result placed where its dtype lives.
-fn place(c: CpuStorage, device: &WgpuDevice) -> WgpuStorage {
-    if on_device(Cpu::dtype(&c)) {
-        Wgpu::from_data(Cpu::to_data(&c), device)
-    } else {
-        WgpuStorage::Host(c, device.clone())
-    }
+/// `x`, which op `op` reads as device data: f32 or bool, never an i64
+/// (the device holds i64 only as indices for the index ops).
+fn native<'a>(op: &str, x: &'a WgpuStorage) -> &'a WgpuStorage {
+    assert!(
+        on_device(x.dtype),
+        "wgpu {op}: a {} tensor; WgpuNative computes on f32 and bool, and holds i64 only as indices: \
+         use it as HostFallback<WgpuNative, _> (blaze::wgpu::Wgpu)",
+        x.dtype
+    );
+    x
 }
 
 /// How an elementwise input is read: at the output's index (`None`), or
@@ -191,11 +164,11 @@ type View = Option<(usize, Vec<usize>)>;
 fn ew(
     key: &str,
     expr: &str,
-    inputs: &[(&DeviceTensor, View)],
+    inputs: &[(&WgpuStorage, View)],
     shape: &[usize],
     dtype: DType,
     extras: &[u32],
-) -> DeviceTensor {
+) -> WgpuStorage {
     let device = inputs.first().map_or_else(WgpuDevice::default, |(t, _)| t.device.clone());
     ew_on(&device, key, expr, inputs, shape, dtype, extras)
 }
@@ -204,12 +177,12 @@ fn ew_on(
     device: &WgpuDevice,
     key: &str,
     expr: &str,
-    inputs: &[(&DeviceTensor, View)],
+    inputs: &[(&WgpuStorage, View)],
     shape: &[usize],
     dtype: DType,
     extras: &[u32],
-) -> DeviceTensor {
-    let out = DeviceTensor::new(device, shape, dtype);
+) -> WgpuStorage {
+    let out = WgpuStorage::new(device, shape, dtype);
     let n = out.numel();
     if n == 0 {
         return out;
@@ -249,7 +222,7 @@ fn ew_on(
 
 /// The view of `t` broadcast to `shape` (equal rank): `None` when `t`
 /// already has that shape.
-fn broadcast_view(t: &DeviceTensor, shape: &[usize]) -> View {
+fn broadcast_view(t: &WgpuStorage, shape: &[usize]) -> View {
     if t.shape == shape {
         return None;
     }
@@ -351,29 +324,23 @@ fn per_output(
     device.dispatch(&pipeline, buffers, params, grid(device, n, WG));
 }
 
-impl Wgpu {
-    fn copy_view(x: &DeviceTensor, offset: usize, st: Vec<usize>, shape: &[usize]) -> DeviceTensor {
+impl WgpuNative {
+    fn copy_view(x: &WgpuStorage, offset: usize, st: Vec<usize>, shape: &[usize]) -> WgpuStorage {
         ew("copy", "a", &[(x, Some((offset, st)))], shape, x.dtype, &[])
     }
 
-    fn reshaped(t: &DeviceTensor, shape: &[usize]) -> DeviceTensor {
-        DeviceTensor { shape: shape.to_vec(), ..t.clone() }
-    }
-
-    fn dev(t: DeviceTensor) -> WgpuStorage {
-        WgpuStorage::Device(t)
+    fn reshaped(t: &WgpuStorage, shape: &[usize]) -> WgpuStorage {
+        WgpuStorage { shape: shape.to_vec(), ..t.clone() }
     }
 }
 
-/// `u32` indices on the device (argmax, pooling) as an i64 host tensor.
-fn indices_to_host(t: &DeviceTensor) -> WgpuStorage {
-    let bytes = t.device.read_or_zeros(t.buffer(), 4 * t.numel() as u64);
-    let v: Vec<i64> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64).collect();
-    let data = TensorData { shape: t.shape.clone(), values: DataVec::I64(v) };
-    WgpuStorage::Host(Cpu::from_data(data, &CpuDevice), t.device.clone())
+/// `u32` indices a shader wrote (argmax, pooling) as an i64 tensor, which
+/// `HostFallback` reads back.
+fn indices(t: WgpuStorage) -> WgpuStorage {
+    WgpuStorage { dtype: DType::I64, ..t }
 }
 
-impl Primitives for Wgpu {
+impl Primitives for WgpuNative {
     type Device = WgpuDevice;
     type Storage = WgpuStorage;
 
@@ -383,155 +350,96 @@ impl Primitives for Wgpu {
 
     fn from_data(data: TensorData, device: &WgpuDevice) -> WgpuStorage {
         let shape = data.shape.clone();
-        match data.values {
-            DataVec::F32(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-                WgpuStorage::Device(DeviceTensor {
-                    buf: device.upload(&bytes),
-                    shape,
-                    dtype: DType::F32,
-                    device: device.clone(),
-                })
-            }
-            DataVec::Bool(v) => {
-                let bytes: Vec<u8> = v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect();
-                WgpuStorage::Device(DeviceTensor {
-                    buf: device.upload(&bytes),
-                    shape,
-                    dtype: DType::Bool,
-                    device: device.clone(),
-                })
-            }
-            values => WgpuStorage::Host(Cpu::from_data(TensorData { shape, values }, &CpuDevice), device.clone()),
-        }
+        let (bytes, dtype): (Vec<u8>, DType) = match data.values {
+            DataVec::F32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F32),
+            DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
+            // Index tensors for the index ops, in bounds of what they index.
+            DataVec::I64(v) => (v.iter().flat_map(|&x| u(x as usize).to_le_bytes()).collect(), DType::I64),
+            DataVec::F64(_) => panic!(
+                "wgpu from_data: f64 tensors live on the host: use WgpuNative as HostFallback<WgpuNative, _> \
+                 (blaze::wgpu::Wgpu)"
+            ),
+        };
+        WgpuStorage { buf: device.upload(&bytes), shape, dtype, device: device.clone() }
     }
 
     fn to_data(x: &WgpuStorage) -> TensorData {
-        match x {
-            WgpuStorage::Host(c, _) => Cpu::to_data(c),
-            WgpuStorage::Device(t) => t.data(&t.device.read(t.buffer(), 4 * t.numel() as u64)),
-        }
+        x.data(&x.device.read(x.buffer(), 4 * x.numel() as u64))
     }
 
     fn full(shape: &[usize], value: f64, dtype: DType, device: &WgpuDevice) -> WgpuStorage {
-        if !on_device(dtype) {
-            return WgpuStorage::Host(Cpu::full(shape, value, dtype, &CpuDevice), device.clone());
-        }
+        assert!(on_device(dtype), "wgpu full: {dtype} tensors live on the host");
         let expr = if dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-        Self::dev(ew_on(device, "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)]))
+        ew_on(device, "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)])
     }
 
     fn shape(x: &WgpuStorage) -> &[usize] {
-        match x {
-            WgpuStorage::Device(t) => &t.shape,
-            WgpuStorage::Host(c, _) => Cpu::shape(c),
-        }
+        &x.shape
     }
 
     fn dtype(x: &WgpuStorage) -> DType {
-        match x {
-            WgpuStorage::Device(t) => t.dtype,
-            WgpuStorage::Host(c, _) => Cpu::dtype(c),
-        }
+        x.dtype
     }
 
     fn device(x: &WgpuStorage) -> WgpuDevice {
-        x.device().clone()
+        x.device.clone()
     }
 
     fn cast(x: &WgpuStorage, dtype: DType) -> WgpuStorage {
-        let from = Self::dtype(x);
-        if from == dtype {
-            return x.clone();
+        let t = native("cast", x);
+        if t.dtype == dtype {
+            return t.clone();
         }
-        match (x, on_device(dtype)) {
-            (WgpuStorage::Device(t), true) => {
-                // NaN is non-zero, so true (decided by its bits, see `cmp_expr`).
-                let expr = if dtype == DType::Bool { "b2f(a != 0.0 || isnan_(a))" } else { "f32(a)" };
-                Self::dev(ew("cast", expr, &[(t, None)], &t.shape, dtype, &[]))
-            }
-            _ => place(Cpu::cast(&x.host(), dtype), x.device()),
-        }
+        assert!(on_device(dtype), "wgpu cast: {dtype} tensors live on the host");
+        // NaN is non-zero, so true (decided by its bits, see `cmp_expr`).
+        let expr = if dtype == DType::Bool { "b2f(a != 0.0 || isnan_(a))" } else { "f32(a)" };
+        ew("cast", expr, &[(t, None)], &t.shape, dtype, &[])
     }
 
     fn unary(op: UnaryOp, x: &WgpuStorage) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => {
-                let (expr, extras) = unary_expr(op);
-                Self::dev(ew("unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras))
-            }
-            WgpuStorage::Host(c, d) => place(Cpu::unary(op, c), d),
-        }
+        let t = native(op.name(), x);
+        let (expr, extras) = unary_expr(op);
+        ew("unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras)
     }
 
     fn binary(op: BinaryOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
-        match (a, b) {
-            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
-                let shape = broadcast_shape(&[&x.shape, &y.shape]);
-                let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
-                Self::dev(ew("binary", &binary_expr(op, "b"), &inputs, &shape, x.dtype, &[]))
-            }
-            _ => place(Cpu::binary(op, &a.host(), &b.host()), a.device()),
-        }
+        let (x, y) = (native(op.name(), a), native(op.name(), b));
+        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+        ew("binary", &binary_expr(op, "b"), &inputs, &shape, x.dtype, &[])
     }
 
     fn binary_scalar(op: BinaryOp, x: &WgpuStorage, scalar: f64) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => {
-                let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-                let expr = binary_expr(op, s);
-                Self::dev(ew("binary_scalar", &expr, &[(t, None)], &t.shape, t.dtype, &[scalar_bits(scalar, t.dtype)]))
-            }
-            WgpuStorage::Host(c, d) => place(Cpu::binary_scalar(op, c, scalar), d),
-        }
+        let t = native(op.name(), x);
+        let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
+        let expr = binary_expr(op, s);
+        ew("binary_scalar", &expr, &[(t, None)], &t.shape, t.dtype, &[scalar_bits(scalar, t.dtype)])
     }
 
     fn compare(op: CmpOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
-        match (a, b) {
-            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
-                let shape = broadcast_shape(&[&x.shape, &y.shape]);
-                let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
-                let expr = cmp_expr(op, "b", x.dtype == DType::F32);
-                Self::dev(ew("compare", &expr, &inputs, &shape, DType::Bool, &[]))
-            }
-            _ => place(Cpu::compare(op, &a.host(), &b.host()), a.device()),
-        }
+        let (x, y) = (native(op.name(), a), native(op.name(), b));
+        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+        let expr = cmp_expr(op, "b", x.dtype == DType::F32);
+        ew("compare", &expr, &inputs, &shape, DType::Bool, &[])
     }
 
     fn compare_scalar(op: CmpOp, x: &WgpuStorage, scalar: f64) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => {
-                let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-                let expr = cmp_expr(op, s, t.dtype == DType::F32);
-                Self::dev(ew(
-                    "compare_scalar",
-                    &expr,
-                    &[(t, None)],
-                    &t.shape,
-                    DType::Bool,
-                    &[scalar_bits(scalar, t.dtype)],
-                ))
-            }
-            WgpuStorage::Host(c, d) => place(Cpu::compare_scalar(op, c, scalar), d),
-        }
+        let t = native(op.name(), x);
+        let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
+        let expr = cmp_expr(op, s, t.dtype == DType::F32);
+        ew("compare_scalar", &expr, &[(t, None)], &t.shape, DType::Bool, &[scalar_bits(scalar, t.dtype)])
     }
 
     fn where_cond(cond: &WgpuStorage, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
-        match (cond, a, b) {
-            (WgpuStorage::Device(c), WgpuStorage::Device(x), WgpuStorage::Device(y)) => {
-                let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
-                let inputs =
-                    [(c, broadcast_view(c, &shape)), (x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
-                Self::dev(ew("where", "select(c, b, a != 0u)", &inputs, &shape, x.dtype, &[]))
-            }
-            _ => place(Cpu::where_cond(&cond.host(), &a.host(), &b.host()), a.device()),
-        }
+        let (c, x, y) = (native("where_cond", cond), native("where_cond", a), native("where_cond", b));
+        let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
+        let inputs = [(c, broadcast_view(c, &shape)), (x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
+        ew("where", "select(c, b, a != 0u)", &inputs, &shape, x.dtype, &[])
     }
 
     fn reduce(op: ReduceOp, x: &WgpuStorage, dim: usize) -> WgpuStorage {
-        let WgpuStorage::Device(t) = x else {
-            return place(Cpu::reduce(op, &x.host(), dim), x.device());
-        };
+        let t = native("reduce", x);
         let (outer, n, inner) = split3(&t.shape, dim);
         let mut shape = t.shape.clone();
         shape[dim] = 1;
@@ -544,7 +452,7 @@ impl Primitives for Wgpu {
         };
         let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
         let device = &t.device;
-        let out = DeviceTensor::new(device, &shape, if arg { DType::Bool } else { DType::F32 });
+        let out = WgpuStorage::new(device, &shape, if arg { DType::Bool } else { DType::F32 });
         let outputs = outer * inner;
         if outputs > 0 {
             // Short rows: one invocation per output; long ones: a workgroup
@@ -562,57 +470,38 @@ impl Primitives for Wgpu {
                 grid(device, outputs, per_group),
             );
         }
-        if !arg {
-            return Self::dev(out);
-        }
-        indices_to_host(&out)
+        if arg { indices(out) } else { out }
     }
 
     fn matmul(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
-        match (a, b) {
-            (WgpuStorage::Device(x), WgpuStorage::Device(y)) => Self::dev(matmul::contiguous(x, y)),
-            _ => place(Cpu::matmul(&a.host(), &b.host()), a.device()),
-        }
+        matmul::contiguous(native("matmul", a), native("matmul", b))
     }
 
     fn reshape(x: &WgpuStorage, shape: &[usize]) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => Self::dev(Self::reshaped(t, shape)),
-            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::reshape(c, shape), d.clone()),
-        }
+        Self::reshaped(x, shape)
     }
 
     fn permute(x: &WgpuStorage, axes: &[usize]) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => {
-                let st = strides(&t.shape);
-                let shape: Vec<usize> = axes.iter().map(|&a| t.shape[a]).collect();
-                Self::dev(Self::copy_view(t, 0, axes.iter().map(|&a| st[a]).collect(), &shape))
-            }
-            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::permute(c, axes), d.clone()),
-        }
+        let t = native("permute", x);
+        let st = strides(&t.shape);
+        let shape: Vec<usize> = axes.iter().map(|&a| t.shape[a]).collect();
+        Self::copy_view(t, 0, axes.iter().map(|&a| st[a]).collect(), &shape)
     }
 
     fn expand(x: &WgpuStorage, shape: &[usize]) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => match broadcast_view(t, shape) {
-                None => x.clone(),
-                Some((o, st)) => Self::dev(Self::copy_view(t, o, st, shape)),
-            },
-            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::expand(c, shape), d.clone()),
+        let t = native("expand", x);
+        match broadcast_view(t, shape) {
+            None => x.clone(),
+            Some((o, st)) => Self::copy_view(t, o, st, shape),
         }
     }
 
     fn slice(x: &WgpuStorage, ranges: &[Range<usize>]) -> WgpuStorage {
-        match x {
-            WgpuStorage::Device(t) => {
-                let st = strides(&t.shape);
-                let offset = ranges.iter().zip(&st).map(|(r, s)| r.start * s).sum();
-                let shape: Vec<usize> = ranges.iter().map(|r| r.end - r.start).collect();
-                Self::dev(Self::copy_view(t, offset, st, &shape))
-            }
-            WgpuStorage::Host(c, d) => WgpuStorage::Host(Cpu::slice(c, ranges), d.clone()),
-        }
+        let t = native("slice", x);
+        let st = strides(&t.shape);
+        let offset = ranges.iter().zip(&st).map(|(r, s)| r.start * s).sum();
+        let shape: Vec<usize> = ranges.iter().map(|r| r.end - r.start).collect();
+        Self::copy_view(t, offset, st, &shape)
     }
 
     fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuStorage {
@@ -674,24 +563,22 @@ impl Primitives for Wgpu {
     }
 }
 
-impl Composites for Wgpu {
+impl Composites for WgpuNative {
     fn softmax(x: &WgpuStorage, dim: usize, log: bool) -> WgpuStorage {
-        let WgpuStorage::Device(t) = x else {
-            return place(Cpu::softmax(&x.host(), dim, log), x.device());
-        };
+        let t = native("softmax", x);
         let (outer, n, inner) = split3(&t.shape, dim);
-        let out = DeviceTensor::new(&t.device, &t.shape, DType::F32);
+        let out = WgpuStorage::new(&t.device, &t.shape, DType::F32);
         let rows = outer * inner;
         if rows > 0 && n > 0 {
             let device = &t.device;
             let pipeline = device.compile("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main");
             device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &[u(rows), u(n), u(inner)], grid(device, rows, 1));
         }
-        Self::dev(out)
+        out
     }
 }
 
-impl Kernels for Wgpu {
+impl Kernels for WgpuNative {
     fn elementwise<K: Elementwise>(
         f: KernelFn,
         inputs: &[KernelArg<WgpuStorage>],

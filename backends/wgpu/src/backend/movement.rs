@@ -3,9 +3,7 @@
 use super::*;
 
 pub(super) fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuStorage {
-    let WgpuStorage::Device(t) = x else {
-        return place(Cpu::pad(&x.host(), pads, value), x.device());
-    };
+    let t = native("pad", x);
     // One dim at a time, each a copy into a larger buffer.
     let mut cur = t.clone();
     for (dim, &(before, after)) in pads.iter().enumerate() {
@@ -15,7 +13,7 @@ pub(super) fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuS
         let (_, in_n, inner) = split3(&cur.shape, dim);
         let mut shape = cur.shape.clone();
         shape[dim] += before + after;
-        let out = DeviceTensor::new(&cur.device, &shape, cur.dtype);
+        let out = WgpuStorage::new(&cur.device, &shape, cur.dtype);
         let ty = wgsl_ty(cur.dtype);
         let device = cur.device.clone();
         let pipeline = device.compile("pad", &format!("pad:{ty}"), || shaders::pad_dim(ty), "main");
@@ -23,18 +21,14 @@ pub(super) fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuS
         device.dispatch(&pipeline, &[cur.buffer(), out.buffer()], &params, grid(&device, out.numel(), WG));
         cur = out;
     }
-    Wgpu::dev(cur)
+    cur
 }
 
 pub(super) fn cat(xs: &[WgpuStorage], dim: usize) -> WgpuStorage {
-    if !matches!(xs[0], WgpuStorage::Device(_)) {
-        let host: Vec<CpuStorage> = xs.iter().map(WgpuStorage::host).collect();
-        return place(Cpu::cat(&host, dim), xs[0].device());
-    }
-    let parts: Vec<&DeviceTensor> = xs.iter().map(WgpuStorage::gpu).collect();
+    let parts: Vec<&WgpuStorage> = xs.iter().map(|x| native("cat", x)).collect();
     let mut shape = parts[0].shape.clone();
     shape[dim] = parts.iter().map(|p| p.shape[dim]).sum();
-    let out = DeviceTensor::new(&parts[0].device, &shape, parts[0].dtype);
+    let out = WgpuStorage::new(&parts[0].device, &shape, parts[0].dtype);
     let (_, total, inner) = split3(&shape, dim);
     let ty = wgsl_ty(out.dtype);
     let body = "    let inner = pu(2u); let n = pu(1u);\n    let r = i % inner; let k = (i / inner) % n; let o = i / (inner * n);\n    out[(o * pu(3u) + pu(4u) + k) * inner + r] = x[i];";
@@ -52,5 +46,5 @@ pub(super) fn cat(xs: &[WgpuStorage], dim: usize) -> WgpuStorage {
         );
         at += n;
     }
-    Wgpu::dev(out)
+    out
 }
