@@ -44,10 +44,9 @@ impl Options {
 
     /// The stride `layer` uses: as given, or its default.
     pub const fn stride_of(&self, layer: Layer, k: usize) -> usize {
-        match (self.stride, layer) {
-            (Some(s), _) => s,
-            (None, Layer::MaxPool2d | Layer::AvgPool2d) => k,
-            (None, _) => 1,
+        match self.stride {
+            Some(s) => s,
+            None => layer.default_stride(k),
         }
     }
 }
@@ -149,29 +148,6 @@ pub struct OptionError(pub String);
 impl std::fmt::Display for OptionError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
-    }
-}
-
-impl Layer {
-    /// The `#[layer(..)]` keys it accepts.
-    pub const fn keys(self) -> &'static [Key] {
-        match self {
-            Layer::Linear => &[Key::Bias],
-            Layer::Conv2d => &[Key::Stride, Key::Padding, Key::Dilation, Key::Groups, Key::Bias],
-            Layer::MaxPool2d | Layer::AvgPool2d => &[Key::Stride, Key::Padding],
-            Layer::LeakyRelu => &[Key::NegativeSlope],
-            Layer::Dropout => &[Key::P],
-            Layer::BatchNorm2d => &[Key::Eps, Key::Momentum],
-            Layer::LayerNorm => &[Key::Eps],
-            Layer::GlobalAvgPool
-            | Layer::Flatten
-            | Layer::Relu
-            | Layer::Gelu
-            | Layer::Sigmoid
-            | Layer::Tanh
-            | Layer::Map
-            | Layer::Embedding => &[],
-        }
     }
 }
 

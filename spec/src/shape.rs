@@ -1,4 +1,5 @@
-//! Per-sample shapes and each layer's shape rule, as `const fn`s: the
+//! Per-sample shapes and the helpers of the layers' shape rules (the rules
+//! themselves are the `output` of each entry in `layers.rs`), as `const fn`s: the
 //! macro calls them while it expands, the runtime in const evaluation.
 //!
 //! A dim is a `usize`. Sizes go up to [`MAX_SIZE`]; a value above it
@@ -6,8 +7,6 @@
 //! macro numbers and maps back. No size equals a symbolic dim, so a rule
 //! that compares dims rejects them, and the rules that compute with dims
 //! (windows, flattening) refuse them as [`ShapeError::NotFixed`].
-
-use crate::{Layer, Options};
 
 /// The largest size a dim, a layer size or an option may have (i32's
 /// range, so that products of a few stay far inside `usize`).
@@ -186,12 +185,13 @@ pub enum ShapeError {
     TooLarge,
 }
 
-/// What a rule reads of a layer's sizes, by position.
-const fn g(generics: &[usize], i: usize) -> usize {
+/// What a rule reads of a layer's sizes, by position (0 past the end).
+pub(crate) const fn size(generics: &[usize], i: usize) -> usize {
     if i < generics.len() { generics[i] } else { 0 }
 }
 
-const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
+/// Output size of a window along one dim, if the window fits.
+pub(crate) const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> Option<usize> {
     let Some(km1) = k.checked_sub(1) else { return None };
     let Some(span) = dil.checked_mul(km1) else { return None };
     let span = span + 1;
@@ -204,7 +204,7 @@ const fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) ->
 }
 
 /// The `[C, H, W]` of an image input, with fixed dims.
-const fn image(s: &StaticShape) -> Result<[usize; 3], ShapeError> {
+pub(crate) const fn image(s: &StaticShape) -> Result<[usize; 3], ShapeError> {
     if s.rank != 3 {
         return Err(ShapeError::NotImage);
     }
@@ -212,112 +212,6 @@ const fn image(s: &StaticShape) -> Result<[usize; 3], ShapeError> {
         return Err(ShapeError::NotFixed);
     }
     Ok([s.dims[0], s.dims[1], s.dims[2]])
-}
-
-/// The per-sample output shape of `layer` (sizes `generics`, options `o`)
-/// for per-sample input `s`, or why it refuses `s`.
-pub const fn output(layer: Layer, generics: &[usize], o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
-    match layer {
-        Layer::Linear => {
-            let Some(last) = s.last() else { return Err(ShapeError::NoFeatureDim) };
-            let (i, out) = (g(generics, 0), g(generics, 1));
-            if last != i {
-                return Err(ShapeError::Features { expected: i, got: last });
-            }
-            let mut r = s;
-            r.dims[s.rank - 1] = out;
-            Ok(r)
-        }
-        Layer::Conv2d => {
-            let [c, h, w] = match image(&s) {
-                Ok(d) => d,
-                Err(e) => return Err(e),
-            };
-            let (cin, cout, k) = (g(generics, 0), g(generics, 1), g(generics, 2));
-            if c != cin {
-                return Err(ShapeError::InputChannels { expected: cin, got: c });
-            }
-            let groups = o.groups;
-            if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
-                return Err(ShapeError::Groups { groups, cin, cout });
-            }
-            let stride = o.stride_of(layer, k);
-            match (window(h, k, stride, o.padding, o.dilation), window(w, k, stride, o.padding, o.dilation)) {
-                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[cout, oh, ow])),
-                _ => Err(ShapeError::Kernel { k, dilation: o.dilation, padding: o.padding, h, w }),
-            }
-        }
-        Layer::MaxPool2d | Layer::AvgPool2d => {
-            let [c, h, w] = match image(&s) {
-                Ok(d) => d,
-                Err(e) => return Err(e),
-            };
-            let k = g(generics, 0);
-            if o.padding > k / 2 {
-                return Err(ShapeError::Padding { padding: o.padding, k });
-            }
-            let stride = o.stride_of(layer, k);
-            match (window(h, k, stride, o.padding, 1), window(w, k, stride, o.padding, 1)) {
-                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[c, oh, ow])),
-                _ => Err(ShapeError::Window { k, h, w }),
-            }
-        }
-        Layer::GlobalAvgPool => match image(&s) {
-            Ok([c, _, _]) => Ok(StaticShape::new(&[c])),
-            Err(e) => Err(e),
-        },
-        Layer::Flatten => {
-            if !s.is_fixed() {
-                return Err(ShapeError::NotFixed);
-            }
-            match s.checked_numel() {
-                Some(n) if n <= MAX_SIZE => Ok(StaticShape::new(&[n])),
-                _ => Err(ShapeError::TooLarge),
-            }
-        }
-        Layer::BatchNorm2d => match image(&s) {
-            Ok([ch, _, _]) if ch != g(generics, 0) => Err(ShapeError::Channels { expected: g(generics, 0), got: ch }),
-            Ok(_) => Ok(s),
-            Err(e) => Err(e),
-        },
-        Layer::LayerNorm => match s.last() {
-            Some(last) if last == g(generics, 0) => Ok(s),
-            _ => Err(ShapeError::LastDim { expected: g(generics, 0) }),
-        },
-        Layer::Embedding => {
-            if s.rank > 1 {
-                return Err(ShapeError::Ids);
-            }
-            let mut r = s;
-            r.dims[s.rank] = g(generics, 1);
-            r.rank += 1;
-            Ok(r)
-        }
-        Layer::Relu | Layer::LeakyRelu | Layer::Gelu | Layer::Sigmoid | Layer::Tanh | Layer::Dropout | Layer::Map => {
-            Ok(s)
-        }
-    }
-}
-
-/// The rank of `layer`'s output for an input of rank `input_rank`, whether
-/// or not [`output`] accepts the input: what code generated after a
-/// refusal needs to keep its types (the unit tests check it against every
-/// shape [`output`] accepts).
-pub const fn output_rank(layer: Layer, input_rank: usize) -> usize {
-    match layer {
-        Layer::Conv2d | Layer::MaxPool2d | Layer::AvgPool2d | Layer::BatchNorm2d => 3,
-        Layer::GlobalAvgPool | Layer::Flatten => 1,
-        Layer::Embedding => input_rank + 1,
-        Layer::Linear
-        | Layer::LayerNorm
-        | Layer::Relu
-        | Layer::LeakyRelu
-        | Layer::Gelu
-        | Layer::Sigmoid
-        | Layer::Tanh
-        | Layer::Dropout
-        | Layer::Map => input_rank,
-    }
 }
 
 impl ShapeError {
@@ -381,6 +275,7 @@ impl ShapeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Layer, Options, output, output_rank};
 
     fn out(layer: Layer, g: &[usize], o: Options, dims: &[usize]) -> Result<Vec<usize>, ShapeError> {
         output(layer, g, &o, StaticShape::new(dims)).map(|s| s.as_slice().to_vec())

@@ -1,0 +1,548 @@
+//! The built-in layers, one entry each: everything Blaze knows about a
+//! layer is in its entry, and `layers!` turns the table into [`Layer`] and
+//! every per-layer answer (`name`, `generics`, `keys`, `params`, the shape
+//! rule [`output`], ...). A new layer is one entry here and its runtime
+//! type; no match elsewhere names layers one by one.
+//!
+//! An entry's fields, all required:
+//! - `generics`: the names of its const-generic sizes, in order;
+//! - `keys`: the `#[layer(..)]` keys it takes;
+//! - `holds_tensors`: whether its type takes the backend (it has
+//!   parameters or buffers); `elementwise`: whether it maps each element on
+//!   its own; `takes_ids`: whether it reads integer ids;
+//! - `fuses_activation`: whether an activation after it can join its bias
+//!   pass; `fusable_activation`: the runtime `UnaryOp` it is, if it can be
+//!   fused so;
+//! - `default_stride`: its stride when none is given, from the window;
+//! - `expects`: what it needs of its input, in words, from its sizes;
+//! - `params`: the tensors it holds, from its sizes and options;
+//! - `output`: the shape rule (a `const` body) from sizes, options and the
+//!   per-sample input; `rank`: its output's rank from the input's, whether
+//!   or not `output` accepts the input.
+
+use crate::options::Key;
+use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, size, window};
+use crate::{Init, Options, Param};
+
+macro_rules! layers {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident {
+            generics: [$($generic:literal),*],
+            keys: [$($key:ident),*],
+            holds_tensors: $holds:literal,
+            elementwise: $elementwise:literal,
+            takes_ids: $ids:literal,
+            fuses_activation: $fuses:literal,
+            fusable_activation: $fusable:expr,
+            default_stride: |$k:pat_param| $stride:expr,
+            expects: |$es:pat_param| $expects:expr,
+            params: |$ps:pat_param, $po:pat_param| $params:expr,
+            output: |$os:pat_param, $oo:pat_param, $oi:pat_param| $output:block,
+            rank: |$rank_in:pat_param| $rank:expr,
+        }
+    )*) => {
+        /// The built-in layers.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Layer {
+            $($(#[doc = $doc])* $name,)*
+        }
+
+        impl Layer {
+            /// Every built-in layer.
+            pub const ALL: [Layer; [$(stringify!($name)),*].len()] = [$(Layer::$name),*];
+
+            /// The type's name (`Linear`), as users write it and the runtime names it.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Layer::$name => stringify!($name),)*
+                }
+            }
+
+            /// The names of its const-generic sizes, in order (`Map` takes a
+            /// kernel type instead, and has none).
+            pub const fn generics(self) -> &'static [&'static str] {
+                match self {
+                    $(Layer::$name => &[$($generic),*],)*
+                }
+            }
+
+            /// The `#[layer(..)]` keys it accepts.
+            pub const fn keys(self) -> &'static [Key] {
+                match self {
+                    $(Layer::$name => &[$(Key::$key),*],)*
+                }
+            }
+
+            /// Whether its type takes the backend (it holds tensors), as
+            /// `Linear<B, I, O>` does and `Relu` does not.
+            pub const fn holds_tensors(self) -> bool {
+                match self {
+                    $(Layer::$name => $holds,)*
+                }
+            }
+
+            /// Whether it maps each element on its own: its output has its
+            /// input's shape, whatever that is (symbolic dims included).
+            pub const fn is_elementwise(self) -> bool {
+                match self {
+                    $(Layer::$name => $elementwise,)*
+                }
+            }
+
+            /// Whether it takes integer ids rather than floats (and so must
+            /// come first in a sequential model).
+            pub const fn takes_ids(self) -> bool {
+                match self {
+                    $(Layer::$name => $ids,)*
+                }
+            }
+
+            /// Whether a following activation can be fused into its bias pass.
+            pub const fn fuses_activation(self) -> bool {
+                match self {
+                    $(Layer::$name => $fuses,)*
+                }
+            }
+
+            /// The activation a `Linear` or `Conv2d` before it can apply in
+            /// its bias pass (`bias_act`), by the runtime's `UnaryOp` name.
+            pub const fn fusable_activation(self) -> Option<&'static str> {
+                match self {
+                    $(Layer::$name => $fusable,)*
+                }
+            }
+
+            /// Its stride when `#[layer(stride = ..)]` is not given, for a
+            /// window (kernel) of `k`.
+            pub const fn default_stride(self, k: usize) -> usize {
+                match self {
+                    $(Layer::$name => {
+                        let $k = k;
+                        $stride
+                    })*
+                }
+            }
+
+            /// What the layer needs of its input, in words (`expects 64
+            /// input features`), for messages that cannot quote the input's
+            /// shape.
+            pub fn expects(self, sizes: &[usize]) -> String {
+                match self {
+                    $(Layer::$name => {
+                        let $es = sizes;
+                        $expects
+                    })*
+                }
+            }
+
+            /// The tensors the layer holds, in the order the runtime visits
+            /// them, for its `generics` and `options`. Generics must be as
+            /// many as [`Layer::generics`] names (panics otherwise: a bug in
+            /// the caller).
+            pub fn params(self, generics: &[usize], options: &Options) -> Vec<Param> {
+                match self {
+                    $(Layer::$name => {
+                        let ($ps, $po) = (generics, options);
+                        $params
+                    })*
+                }
+            }
+        }
+
+        /// The per-sample output shape of `layer` (sizes `generics`, options
+        /// `o`) for per-sample input `s`, or why it refuses `s`.
+        pub const fn output(
+            layer: Layer,
+            generics: &[usize],
+            o: &Options,
+            s: StaticShape,
+        ) -> Result<StaticShape, ShapeError> {
+            match layer {
+                $(Layer::$name => {
+                    let ($os, $oo, $oi) = (generics, o, s);
+                    $output
+                })*
+            }
+        }
+
+        /// The rank of `layer`'s output for an input of rank `input_rank`,
+        /// whether or not [`output`] accepts the input: what code generated
+        /// after a refusal needs to keep its types (the unit tests check it
+        /// against every shape [`output`] accepts).
+        pub const fn output_rank(layer: Layer, input_rank: usize) -> usize {
+            match layer {
+                $(Layer::$name => {
+                    let $rank_in = input_rank;
+                    $rank
+                })*
+            }
+        }
+    };
+}
+
+/// A trainable parameter.
+fn param(name: &'static str, shape: Vec<usize>, init: Init) -> Param {
+    Param { name, shape, init, trainable: true }
+}
+
+/// A buffer: state the optimizer does not update (running statistics).
+fn buffer(name: &'static str, shape: Vec<usize>, init: Init) -> Param {
+    Param { name, shape, init, trainable: false }
+}
+
+/// A weight and, with `bias`, a bias of `out`, both drawn as PyTorch draws
+/// a layer's (uniform in `±1/sqrt(fan_in)`).
+fn weight_and_bias(weight: Vec<usize>, out: usize, fan_in: usize, bias: bool) -> Vec<Param> {
+    let init = Init::FanInUniform { fan_in };
+    let mut v = vec![param("weight", weight, init)];
+    if bias {
+        v.push(param("bias", vec![out], init));
+    }
+    v
+}
+
+/// The rule of a pooling window of `k` over `[C, H, W]`.
+const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
+    let [c, h, w] = match image(&s) {
+        Ok(d) => d,
+        Err(e) => return Err(e),
+    };
+    if o.padding > k / 2 {
+        return Err(ShapeError::Padding { padding: o.padding, k });
+    }
+    let stride = o.stride_of(layer, k);
+    match (window(h, k, stride, o.padding, 1), window(w, k, stride, o.padding, 1)) {
+        (Some(oh), Some(ow)) => Ok(StaticShape::new(&[c, oh, ow])),
+        _ => Err(ShapeError::Window { k, h, w }),
+    }
+}
+
+layers! {
+    /// `Linear<I, O>`: `x W^T + b` over the last dim.
+    Linear {
+        generics: ["I", "O"],
+        keys: [Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: true,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects {} input features", size(g, 0)),
+        params: |g, o| weight_and_bias(vec![g[1], g[0]], g[1], g[0], o.bias),
+        output: |g, _, s| {
+            let Some(last) = s.last() else { return Err(ShapeError::NoFeatureDim) };
+            let (i, out) = (size(g, 0), size(g, 1));
+            if last != i {
+                return Err(ShapeError::Features { expected: i, got: last });
+            }
+            let mut r = s;
+            r.dims[s.rank - 1] = out;
+            Ok(r)
+        },
+        rank: |r| r,
+    }
+
+    /// `Conv2d<CIN, COUT, K>`: a 2-D convolution of `[C, H, W]` images.
+    Conv2d {
+        generics: ["CIN", "COUT", "K"],
+        keys: [Stride, Padding, Dilation, Groups, Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: true,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| {
+            let k = size(g, 2);
+            format!("expects an image of {} channels that its {k}x{k} kernel fits", size(g, 0))
+        },
+        params: |g, o| {
+            let (cin, cout, k) = (g[0], g[1], g[2]);
+            let per_group = cin / o.groups.max(1);
+            weight_and_bias(vec![cout, per_group, k, k], cout, per_group * k * k, o.bias)
+        },
+        output: |g, o, s| {
+            let [c, h, w] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            let (cin, cout, k) = (size(g, 0), size(g, 1), size(g, 2));
+            if c != cin {
+                return Err(ShapeError::InputChannels { expected: cin, got: c });
+            }
+            let groups = o.groups;
+            if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
+                return Err(ShapeError::Groups { groups, cin, cout });
+            }
+            let stride = o.stride_of(Layer::Conv2d, k);
+            match (window(h, k, stride, o.padding, o.dilation), window(w, k, stride, o.padding, o.dilation)) {
+                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[cout, oh, ow])),
+                _ => Err(ShapeError::Kernel { k, dilation: o.dilation, padding: o.padding, h, w }),
+            }
+        },
+        rank: |_| 3,
+    }
+
+    /// `MaxPool2d<K>`.
+    MaxPool2d {
+        generics: ["K"],
+        keys: [Stride, Padding],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |k| k,
+        expects: |g| format!("expects an image that its {k}x{k} window fits", k = size(g, 0)),
+        params: |_, _| Vec::new(),
+        output: |g, o, s| { pool(Layer::MaxPool2d, size(g, 0), o, s) },
+        rank: |_| 3,
+    }
+
+    /// `AvgPool2d<K>`.
+    AvgPool2d {
+        generics: ["K"],
+        keys: [Stride, Padding],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |k| k,
+        expects: |g| format!("expects an image that its {k}x{k} window fits", k = size(g, 0)),
+        params: |_, _| Vec::new(),
+        output: |g, o, s| { pool(Layer::AvgPool2d, size(g, 0), o, s) },
+        rank: |_| 3,
+    }
+
+    /// `GlobalAvgPool`: `[C, H, W]` to `[C]`.
+    GlobalAvgPool {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "expects an image [C, H, W]".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| {
+            match image(&s) {
+                Ok([c, _, _]) => Ok(StaticShape::new(&[c])),
+                Err(e) => Err(e),
+            }
+        },
+        rank: |_| 1,
+    }
+
+    /// `Flatten`: every per-sample dim into one.
+    Flatten {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "flattens at most 2147483647 elements".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| {
+            if !s.is_fixed() {
+                return Err(ShapeError::NotFixed);
+            }
+            match s.checked_numel() {
+                Some(n) if n <= MAX_SIZE => Ok(StaticShape::new(&[n])),
+                _ => Err(ShapeError::TooLarge),
+            }
+        },
+        rank: |_| 1,
+    }
+
+    /// `Relu`.
+    Relu {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: Some("Relu"),
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `LeakyRelu`.
+    LeakyRelu {
+        generics: [],
+        keys: [NegativeSlope],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Gelu` (exact, with erf).
+    Gelu {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Sigmoid`.
+    Sigmoid {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: Some("Sigmoid"),
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Tanh`.
+    Tanh {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: Some("Tanh"),
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Dropout`.
+    Dropout {
+        generics: [],
+        keys: [P],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Map<K>`: a `kernel!` kernel applied elementwise.
+    Map {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `BatchNorm2d<C>`.
+    BatchNorm2d {
+        generics: ["C"],
+        keys: [Eps, Momentum],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects an image of {} channels", size(g, 0)),
+        params: |g, _| vec![
+            param("weight", vec![g[0]], Init::Ones),
+            param("bias", vec![g[0]], Init::Zeros),
+            buffer("running_mean", vec![g[0]], Init::Zeros),
+            buffer("running_var", vec![g[0]], Init::Ones),
+        ],
+        output: |g, _, s| {
+            match image(&s) {
+                Ok([c, _, _]) if c != size(g, 0) => Err(ShapeError::Channels { expected: size(g, 0), got: c }),
+                Ok(_) => Ok(s),
+                Err(e) => Err(e),
+            }
+        },
+        rank: |_| 3,
+    }
+
+    /// `LayerNorm<N>` over the last dim.
+    LayerNorm {
+        generics: ["N"],
+        keys: [Eps],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects a last dim of {}", size(g, 0)),
+        params: |g, _| vec![param("weight", vec![g[0]], Init::Ones), param("bias", vec![g[0]], Init::Zeros)],
+        output: |g, _, s| {
+            match s.last() {
+                Some(last) if last == size(g, 0) => Ok(s),
+                _ => Err(ShapeError::LastDim { expected: size(g, 0) }),
+            }
+        },
+        rank: |r| r,
+    }
+
+    /// `Embedding<V, D>`: ids to vectors.
+    Embedding {
+        generics: ["V", "D"],
+        keys: [],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: true,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes ids of per-sample shape [] or [T]".to_owned(),
+        params: |g, _| vec![param("weight", vec![g[0], g[1]], Init::Normal)],
+        output: |g, _, s| {
+            if s.rank > 1 {
+                return Err(ShapeError::Ids);
+            }
+            let mut r = s;
+            r.dims[s.rank] = size(g, 1);
+            r.rank += 1;
+            Ok(r)
+        },
+        rank: |r| r + 1,
+    }
+}
