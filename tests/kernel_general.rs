@@ -130,6 +130,24 @@ fn out_of_bounds_reads_name_the_kernel_and_buffer() {
     row_sum::launch(3, &x, &mut out, 4);
 }
 
+kernel! {
+    /// Names that are keywords, written raw.
+    #[workgroup(4)]
+    pub fn raw_names(r#in: &[f32], out: &mut [f32], r#type: f32) {
+        let r#let = global_id();
+        out[r#let] = r#in[r#let] * r#type;
+    }
+}
+
+#[test]
+fn raw_names_work_in_general_kernels() {
+    let x = Tensor::<Cpu, 1>::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], [4], &CpuDevice);
+    let mut out = Tensor::<Cpu, 1>::zeros([4], &CpuDevice);
+    raw_names::launch(1, &x, &mut out, 2.0);
+    assert_eq!(out.to_vec::<f32>(), [2.0, 4.0, 6.0, 8.0]);
+    assert!(raw_names::WGSL.contains("in_0") && !raw_names::WGSL.contains("r#"), "{}", raw_names::WGSL);
+}
+
 #[test]
 #[should_panic(expected = "row_sum: buffer 1 is f64; kernels take f32 tensors")]
 fn a_launch_on_another_dtype_names_the_kernel_and_buffer() {

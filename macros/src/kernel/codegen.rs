@@ -8,12 +8,8 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Var};
+use super::plain;
 use super::wgsl::{Wgsl, validate};
-
-/// A name without the raw prefix (`r#type` is `type`), to build others from.
-fn plain(name: &str) -> &str {
-    name.strip_prefix("r#").unwrap_or(name)
-}
 
 fn param_ident(k: &Kernel, i: usize) -> syn::Ident {
     format_ident!("a_{}", plain(&k.params[i]))

@@ -19,6 +19,12 @@ mod wgsl;
 
 use proc_macro2::TokenStream;
 
+/// A name without its raw prefix (`r#in` is `in`), to build other names
+/// from: WGSL and generated identifiers have no raw form.
+fn plain(name: &str) -> &str {
+    name.strip_prefix("r#").unwrap_or(name)
+}
+
 /// Expands `kernel! { fn .. }`. Every error is a spanned compile error.
 pub fn expand(input: TokenStream) -> TokenStream {
     let item: syn::ItemFn = match syn::parse2(input) {

@@ -8,7 +8,7 @@ use crate::kernel::wgsl::{Helper, Wgsl};
 /// A variable's WGSL name: the Rust name with its id, so no WGSL keyword or
 /// builtin can clash with it.
 fn wname(k: &Kernel, v: usize) -> String {
-    let name = &k.vars[v].name;
+    let name = crate::kernel::plain(&k.vars[v].name);
     if name.starts_with('_') { format!("v{v}") } else { format!("{name}_{v}") }
 }
 
