@@ -177,3 +177,25 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Tanh {
         (Tensor::from_storage(adjoint::tanh::<B>(g.storage(), y.storage())), ())
     }
 }
+
+impl From<&blaze_spec::Options> for LeakyReluConfig {
+    fn from(o: &blaze_spec::Options) -> Self {
+        LeakyReluConfig { negative_slope: o.negative_slope }
+    }
+}
+
+impl<B: Backend> super::FromSpec<B> for LeakyRelu {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::LeakyRelu;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        LeakyRelu::new(o.into())
+    }
+}
+
+impl<B: Backend, K: crate::kernel::Elementwise> super::FromSpec<B> for Map<K> {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Map;
+    fn from_spec(_: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        Map::new()
+    }
+}
+
+super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh);

@@ -112,3 +112,17 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
         Conv2dGrads { weight: Tensor::from_storage(dw), bias }
     }
 }
+
+impl From<&Options> for Conv2dConfig {
+    fn from(o: &Options) -> Self {
+        let stride = o.stride_of(Spec::Conv2d, 0);
+        Conv2dConfig { stride, padding: o.padding, dilation: o.dilation, groups: o.groups, bias: o.bias }
+    }
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> super::FromSpec<B> for Conv2d<B, CIN, COUT, K> {
+    const LAYER: Spec = Spec::Conv2d;
+    fn from_spec(o: &Options, rng: &mut Rng, device: &B::Device) -> Self {
+        Conv2d::new(o.into(), rng, device)
+    }
+}

@@ -67,3 +67,16 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Dropout {
         )
     }
 }
+
+impl From<&blaze_spec::Options> for DropoutConfig {
+    fn from(o: &blaze_spec::Options) -> Self {
+        DropoutConfig { p: o.p }
+    }
+}
+
+impl<B: Backend> super::FromSpec<B> for Dropout {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Dropout;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        Dropout::new(o.into())
+    }
+}

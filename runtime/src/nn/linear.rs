@@ -101,3 +101,16 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> 
         LinearGrads { weight: Tensor::from_storage(weight), bias: bias.map(Tensor::from_storage) }
     }
 }
+
+impl From<&Options> for LinearConfig {
+    fn from(o: &Options) -> Self {
+        LinearConfig { bias: o.bias }
+    }
+}
+
+impl<B: Backend, const I: usize, const O: usize> super::FromSpec<B> for Linear<B, I, O> {
+    const LAYER: Spec = Spec::Linear;
+    fn from_spec(o: &Options, rng: &mut Rng, device: &B::Device) -> Self {
+        Linear::new(o.into(), rng, device)
+    }
+}

@@ -20,16 +20,17 @@ mod pool;
 mod sparse;
 mod spec;
 
-pub use activation::{Gelu, LeakyRelu, LeakyReluConfig, Map, Relu, Sigmoid, Tanh};
+// Each layer file exports its layers (and their configs and gradients).
+pub use activation::*;
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
-pub use conv::{Conv2d, Conv2dConfig, Conv2dGrads};
-pub use dropout::{Dropout, DropoutConfig};
+pub use conv::*;
+pub use dropout::*;
 pub use graph::{Graph, SigShape, Signature};
-pub use linear::{Linear, LinearConfig, LinearGrads};
-pub use norm::{BatchNorm2d, BatchNormCache, LayerNorm, NormConfig, NormGrads};
+pub use linear::*;
+pub use norm::*;
 pub use params::WeightGrads;
-pub use pool::{AvgPool2d, Flatten, GlobalAvgPool, MaxPool2d, PoolConfig};
-pub use sparse::{Embedding, EmbeddingGrads};
+pub use pool::*;
+pub use sparse::*;
 pub use spec::FromSpec;
 
 use crate::backend::Device;

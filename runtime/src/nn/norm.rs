@@ -199,3 +199,23 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B,
         (dx, grads)
     }
 }
+
+impl From<&Options> for NormConfig {
+    fn from(o: &Options) -> Self {
+        NormConfig { eps: o.eps, momentum: o.momentum }
+    }
+}
+
+impl<B: Backend, const C: usize> super::FromSpec<B> for BatchNorm2d<B, C> {
+    const LAYER: Spec = Spec::BatchNorm2d;
+    fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
+        BatchNorm2d::new(o.into(), device)
+    }
+}
+
+impl<B: Backend, const N: usize> super::FromSpec<B> for LayerNorm<B, N> {
+    const LAYER: Spec = Spec::LayerNorm;
+    fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
+        LayerNorm::new(o.into(), device)
+    }
+}

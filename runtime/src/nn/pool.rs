@@ -139,3 +139,25 @@ impl<B: Backend, const D: usize> Layer<B, D, 2> for Flatten {
         (Tensor::from_storage(adjoint::reshape::<B>(g.storage(), shape)), ())
     }
 }
+
+impl From<&blaze_spec::Options> for PoolConfig {
+    fn from(o: &blaze_spec::Options) -> Self {
+        PoolConfig { stride: o.stride, padding: o.padding }
+    }
+}
+
+impl<B: Backend, const K: usize> super::FromSpec<B> for MaxPool2d<K> {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::MaxPool2d;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        MaxPool2d::new(o.into())
+    }
+}
+
+impl<B: Backend, const K: usize> super::FromSpec<B> for AvgPool2d<K> {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::AvgPool2d;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        AvgPool2d::new(o.into())
+    }
+}
+
+super::spec::plain_from_spec!(GlobalAvgPool, Flatten);

@@ -90,3 +90,10 @@ macro_rules! embedding_layer {
     )*};
 }
 embedding_layer!(1 => 2, 2 => 3);
+
+impl<B: Backend, const V: usize, const D: usize> super::FromSpec<B> for Embedding<B, V, D> {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Embedding;
+    fn from_spec(_: &blaze_spec::Options, rng: &mut Rng, device: &B::Device) -> Self {
+        Embedding::new(rng, device)
+    }
+}
