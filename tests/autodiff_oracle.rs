@@ -31,6 +31,7 @@ pub struct Mlp {
 pub struct ResBlock {
     norm: LayerNorm<12>,
     fc1: Linear<12, 24>,
+    act: Silu,
     fc2: Linear<24, 12>,
 }
 
@@ -38,7 +39,7 @@ pub struct ResBlock {
 impl ResBlock {
     fn forward(&self, x: Tensor) -> Tensor {
         let h = gelu(self.fc1(self.norm(x)));
-        x + self.fc2(h)
+        x + self.fc2(self.act(h))
     }
 }
 
@@ -210,6 +211,7 @@ pub struct Tokens {
     emb: Embedding<20, 8>,
     norm: LayerNorm<8>,
     act: Gelu,
+    silu: Silu,
     flat: Flatten,
     fc: Linear<40, 3>,
 }

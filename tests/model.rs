@@ -233,3 +233,27 @@ fn a_model_without_parameters_works() {
     assert_eq!(dx.shape(), [1, 4]);
     assert!(nn::state_dict::<Cpu, _>(&model).is_empty());
 }
+
+/// `Silu`, a layer that is its spec entry and its runtime type: in a
+/// sequential model its values are PyTorch's `x * sigmoid(x)`, the summary
+/// names it, and its generated backward passes the f64 gradient check.
+#[model(input = [4])]
+pub struct SiluHead {
+    fc: Linear<4, 3>,
+    act: Silu,
+}
+
+#[test]
+fn silu_computes_pytorchs_values_and_gradients() {
+    let xs = [-3.0f64, -0.5, 0.0, 0.25, 2.0, 6.0];
+    let x = Tensor::<Cpu, 1>::from_vec(xs.to_vec(), [6], &CpuDevice);
+    let got = blaze::nn::Layer::<Cpu, 1, 1>::forward(&Silu, &x).to_vec::<f64>();
+    for (g, x) in got.iter().zip(xs) {
+        let want = x / (1.0 + (-x).exp());
+        assert!((g - want).abs() < 1e-12, "silu({x}) = {g}, want {want}");
+    }
+    let model = SiluHead::<Cpu>::new_seeded(3, &CpuDevice);
+    assert!(model.summary().contains("Silu"), "{}", model.summary());
+    let x = Tensor::<Cpu, 2>::rand_normal([5, 4], &CpuDevice);
+    blaze::nn::gradcheck::check_block(&model, &x, true);
+}

@@ -442,6 +442,22 @@ layers! {
         rank: |r| r,
     }
 
+    /// `Silu`: `x * sigmoid(x)`.
+    Silu {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
     /// `Dropout`.
     Dropout {
         generics: [],

@@ -730,6 +730,7 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     check_layer::<B, _, 3, 3>(&Relu, &x3, true);
     check_layer::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3, true);
     check_layer::<B, _, 3, 3>(&Gelu, &x3, true);
+    check_layer::<B, _, 3, 3>(&Silu, &x3, true);
     check_layer::<B, _, 3, 3>(&Sigmoid, &x3, true);
     check_layer::<B, _, 3, 3>(&Tanh, &x3, true);
     check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, true);

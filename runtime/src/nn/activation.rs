@@ -1,6 +1,6 @@
 //! Elementwise activations. Each keeps the tensor its derivative is cheapest
 //! from: the output for ReLU, sigmoid and tanh (so a layer before them can
-//! fuse them into its bias pass), the input for leaky ReLU and GELU.
+//! fuse them into its bias pass), the input for leaky ReLU, GELU and SiLU.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -59,6 +59,10 @@ pub struct Sigmoid;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tanh;
 
+/// SiLU, `x * sigmoid(x)` (PyTorch's `nn.SiLU`; swish with β = 1).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Silu;
+
 /// A `kernel!` kernel of one argument applied elementwise: a custom
 /// activation. In a `#[model]`: `act: Map<swish::Kernel>`.
 pub struct Map<K>(PhantomData<fn() -> K>);
@@ -90,7 +94,7 @@ impl<K: Elementwise> fmt::Debug for Map<K> {
     }
 }
 
-stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh);
+stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu);
 stateless_module!(generics [K: Elementwise] Map<K>);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
@@ -178,6 +182,23 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Tanh {
     }
 }
 
+impl<B: Backend, const D: usize> Layer<B, D, D> for Silu {
+    /// The input: the derivative `s (1 + x (1 - s))`, with `s = sigmoid(x)`,
+    /// is taken there.
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x * &x.sigmoid()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (Layer::<B, D, D>::forward(self, x), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        let s = x.sigmoid();
+        let slope = &s * &(x * &s.rsub_scalar(1.0)).add_scalar(1.0);
+        (g * &slope, ())
+    }
+}
+
 impl From<&blaze_spec::Options> for LeakyReluConfig {
     fn from(o: &blaze_spec::Options) -> Self {
         LeakyReluConfig { negative_slope: o.negative_slope }
@@ -191,11 +212,11 @@ impl<B: Backend> super::FromSpec<B> for LeakyRelu {
     }
 }
 
-impl<B: Backend, K: crate::kernel::Elementwise> super::FromSpec<B> for Map<K> {
+impl<B: Backend, K: Elementwise> super::FromSpec<B> for Map<K> {
     const LAYER: blaze_spec::Layer = blaze_spec::Layer::Map;
     fn from_spec(_: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
         Map::new()
     }
 }
 
-super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh);
+super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh, Silu);
