@@ -12,12 +12,16 @@
 //! reductions of long rows) and an absolute error of 1e-6; f64 to 1e-12.
 
 pub mod autodiff;
+mod conv;
 pub mod props;
 pub mod reference;
 mod tests;
+mod training;
 
 pub use autodiff::*;
+pub use conv::*;
 pub use tests::*;
+pub use training::*;
 
 use crate::{Backend, DType, DataVec, Tensor, TensorData};
 

@@ -1,0 +1,321 @@
+//! What training runs on: every layer's backward against finite
+//! differences, layers' training modes, losses and optimizers.
+
+use super::reference as r;
+use super::{FLOATS, assert_close, noise, panic_message, tensor, tolerance, values};
+use crate::{Backend, DType, Tensor};
+
+/// Every built-in layer's backward against finite differences (f64).
+pub fn layer_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::gradcheck::check_layer;
+    use crate::nn::*;
+    let mut rng = crate::Rng::seed_from_u64(3);
+    let x = |shape: &[usize], seed| -> Vec<f64> { noise(shape.iter().product(), seed) };
+    let x2 = tensor::<B, 2>(&x(&[3, 4], 61), [3, 4], DType::F64, dev);
+    let x3 = tensor::<B, 3>(&x(&[2, 3, 4], 62), [2, 3, 4], DType::F64, dev);
+    let img = tensor::<B, 4>(&x(&[2, 4, 5, 5], 63), [2, 4, 5, 5], DType::F64, dev);
+
+    check_layer::<B, _, 2, 2>(&Linear::<B, 4, 3>::new(LinearConfig::default(), &mut rng, dev), &x2, true);
+    check_layer::<B, _, 3, 3>(&Linear::<B, 4, 2>::new(LinearConfig { bias: false }, &mut rng, dev), &x3, true);
+    for config in [
+        Conv2dConfig::default(),
+        Conv2dConfig { padding: 1, stride: 2, ..Default::default() },
+        Conv2dConfig { groups: 2, bias: false, dilation: 2, padding: 1, ..Default::default() },
+    ] {
+        check_layer::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
+    }
+    check_layer::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img, true);
+    check_layer::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    check_layer::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img, true);
+    check_layer::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    check_layer::<B, _, 4, 2>(&GlobalAvgPool, &img, true);
+    check_layer::<B, _, 4, 2>(&Flatten, &img, true);
+    check_layer::<B, _, 3, 2>(&Flatten, &x3, true);
+    check_layer::<B, _, 3, 3>(&Relu, &x3, true);
+    check_layer::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Gelu, &x3, true);
+    check_layer::<B, _, 3, 3>(&Silu, &x3, true);
+    check_layer::<B, _, 3, 3>(&Sigmoid, &x3, true);
+    check_layer::<B, _, 3, 3>(&Tanh, &x3, true);
+    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, false);
+    let mut bn = BatchNorm2d::<B, 4>::new(NormConfig::default(), dev);
+    // Non-trivial affine parameters and running statistics.
+    bn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    bn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    bn.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
+    bn.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
+    check_layer::<B, _, 4, 4>(&bn, &img, true);
+    check_layer::<B, _, 4, 4>(&bn, &img, false);
+    let mut ln = LayerNorm::<B, 4>::new(NormConfig::default(), dev);
+    ln.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    ln.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    check_layer::<B, _, 3, 3>(&ln, &x3, true);
+    check_layer::<B, _, 2, 2>(&ln, &x2, true);
+    let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
+    check_layer::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids, true);
+}
+
+/// Layers in training mode: dropout statistics, batch-norm running
+/// statistics, and eval-mode outputs.
+pub fn layer_modes<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let ones = Tensor::<B, 2>::ones([200, 50], dev);
+    let mut drop = Dropout::new(DropoutConfig { p: 0.25 });
+    let (y, _) = Layer::<B, 2, 2>::forward_train(&mut drop, &ones, &mut Ctx::train(1));
+    let kept = y.gt_scalar(0.0).to_dtype(DType::F32).mean().item();
+    assert!((kept - 0.75).abs() < 0.02, "dropout kept {kept}");
+    assert!((y.mean().item() - 1.0).abs() < 0.03, "dropout is unbiased: mean {}", y.mean().item());
+    assert_eq!(values(&Layer::<B, 2, 2>::forward(&drop, &ones)), values(&ones), "eval dropout is the identity");
+
+    let mut bn = BatchNorm2d::<B, 2>::new(NormConfig::default(), dev);
+    let x = tensor::<B, 4>(&noise(4 * 2 * 3 * 3, 71), [4, 2, 3, 3], DType::F32, dev).mul_scalar(3.0).add_scalar(1.0);
+    let (y, _) = Layer::<B, 4, 4>::forward_train(&mut bn, &x, &mut Ctx::train(0));
+    // Batch statistics: every channel of the output has mean 0, variance 1.
+    let mean = y.mean_dim(0).mean_dim(2).mean_dim(3);
+    assert_close("batchnorm output mean", &mean, &[0.0, 0.0], &[1, 2, 1, 1], (0.0, 1e-5));
+    let xs = values(&x);
+    for c in 0..2 {
+        let vals: Vec<f64> = r::indices(&[4, 2, 3, 3])
+            .iter()
+            .filter(|i| i[1] == c)
+            .map(|i| xs[((i[0] * 2 + c) * 3 + i[2]) * 3 + i[3]])
+            .collect();
+        let m = vals.iter().sum::<f64>() / vals.len() as f64;
+        let var = vals.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (vals.len() - 1) as f64;
+        let rm = values(&bn.running_mean)[c];
+        let rv = values(&bn.running_var)[c];
+        assert!((rm - 0.1 * m).abs() < 1e-5, "running_mean {rm} vs {}", 0.1 * m);
+        assert!((rv - (0.9 + 0.1 * var)).abs() < 1e-4, "running_var {rv} vs {}", 0.9 + 0.1 * var);
+    }
+}
+
+/// Losses: values worked by hand, gradients against finite differences.
+pub fn losses<B: Backend>(dev: &B::Device) {
+    use crate::loss::*;
+    use crate::nn::gradcheck::check_function;
+    let logits = tensor::<B, 2>(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], [2, 3], DType::F64, dev);
+    let targets = Tensor::<B, 1>::from_vec(vec![2i64, 0], [2], dev);
+    // Row 0: -log(e^3 / (e + e^2 + e^3)) = 0.40760596; row 1: log 3 = 1.09861229.
+    let ce = cross_entropy(&logits, &targets, 0.0);
+    assert!((ce.item() - (0.407_605_964_444_380_1 + 1.098_612_288_668_109_8) / 2.0).abs() < 1e-12);
+    for smoothing in [0.0, 0.1] {
+        let l = cross_entropy(&logits, &targets, smoothing);
+        check_function(&logits, |z| cross_entropy(z, &targets, smoothing).value, &l.grad);
+    }
+    // With smoothing 0.1 over 3 classes, row 1 (uniform logits) still costs log 3.
+    let smooth = cross_entropy(&logits.narrow(0, 1, 1), &targets.narrow(0, 1, 1), 0.1);
+    assert!((smooth.item() - 1.098_612_288_668_109_8).abs() < 1e-12);
+    // Huge logits stay finite.
+    let big = tensor::<B, 2>(&[1000.0, -1000.0], [1, 2], DType::F32, dev);
+    let l = cross_entropy(&big, &Tensor::<B, 1>::from_vec(vec![1i64], [1], dev), 0.0);
+    assert!((l.item() - 2000.0).abs() < 1e-3 && values(&l.grad).iter().all(|g| g.is_finite()));
+
+    let logp = logits.log_softmax(1);
+    let n = nll(&logp, &targets);
+    assert!((n.item() - ce.item()).abs() < 1e-12, "nll of log_softmax is cross-entropy");
+    check_function(&logp, |z| nll(z, &targets).value, &n.grad);
+
+    class_targets::<B>(dev);
+
+    let p = tensor::<B, 2>(&[1.0, 2.0, 3.0, 4.0], [2, 2], DType::F64, dev);
+    let t = tensor::<B, 2>(&[1.5, 2.0, 2.0, 6.0], [2, 2], DType::F64, dev);
+    let m = mse(&p, &t);
+    assert!((m.item() - (0.25 + 0.0 + 1.0 + 4.0) / 4.0).abs() < 1e-12);
+    check_function(&p, |z| mse(z, &t).value, &m.grad);
+
+    let x = tensor::<B, 2>(&[0.5, -2.0, 30.0, -30.0], [2, 2], DType::F64, dev);
+    let y = tensor::<B, 2>(&[1.0, 0.0, 0.0, 1.0], [2, 2], DType::F64, dev);
+    let b = binary_cross_entropy_with_logits(&x, &y);
+    let direct: f64 = [(0.5, 1.0), (-2.0, 0.0), (30.0, 0.0), (-30.0, 1.0)]
+        .iter()
+        .map(|&(x, t): &(f64, f64)| -(t * (1.0 / (1.0 + (-x).exp())).ln() + (1.0 - t) * (1.0 / (1.0 + x.exp())).ln()))
+        .sum::<f64>()
+        / 4.0;
+    assert!((b.item() - direct).abs() < 1e-9, "{} vs {direct}", b.item());
+    check_function(&x, |z| binary_cross_entropy_with_logits(z, &y).value, &b.grad);
+}
+
+/// Class indices are checked (PyTorch: "Target 7 is out of bounds"), and
+/// rows whose target is `ignore_index` (-100 unless set) leave the mean.
+fn class_targets<B: Backend>(dev: &B::Device) {
+    use crate::loss::*;
+    use crate::nn::gradcheck::check_function;
+    let logits = tensor::<B, 2>(&noise(12, 70), [4, 3], DType::F64, dev);
+    let ids = |v: Vec<i64>| Tensor::<B, 1>::from_vec(v, [4], dev);
+    for (bad, at) in [(7, 2), (-1, 0), (3, 3), (-100_000, 1)] {
+        let mut v = vec![0i64, 1, 2, 1];
+        v[at] = bad;
+        let t = ids(v);
+        let want = format!("target {bad} at position {at} is out of bounds for 3 classes");
+        let msg = panic_message(|| drop(cross_entropy(&logits, &t, 0.0))).unwrap_or_default();
+        assert!(msg.starts_with(&format!("cross_entropy: {want}")), "{msg}");
+        let msg = panic_message(|| drop(nll(&logits, &t))).unwrap_or_default();
+        assert!(msg.starts_with(&format!("nll: {want}")), "{msg}");
+        let err = check_class_targets(&t, 3, IGNORE_INDEX).expect_err("out of range");
+        assert_eq!((err.value, err.position, err.classes), (bad, at, 3));
+    }
+    assert!(check_class_targets(&ids(vec![0, 2, -100, 1]), 3, IGNORE_INDEX).is_ok());
+
+    // Ignored rows: the loss is the mean over the others, their gradient zero.
+    let t = ids(vec![2, IGNORE_INDEX, 0, IGNORE_INDEX]);
+    let kept = logits.index_select(0, &Tensor::<B, 1>::from_vec(vec![0i64, 2], [2], dev));
+    let kept_t = Tensor::<B, 1>::from_vec(vec![2i64, 0], [2], dev);
+    for smoothing in [0.0, 0.2] {
+        let l = cross_entropy(&logits, &t, smoothing);
+        let k = cross_entropy(&kept, &kept_t, smoothing);
+        assert!((l.item() - k.item()).abs() < 1e-12, "ignored rows leave the mean");
+        let g = values(&l.grad);
+        assert!(g[3..6].iter().chain(&g[9..]).all(|&v| v == 0.0), "ignored rows get no gradient: {g:?}");
+        check_function(&logits, |z| cross_entropy(z, &t, smoothing).value, &l.grad);
+    }
+    let logp = logits.log_softmax(1);
+    let n = nll(&logp, &t);
+    assert!((n.item() - nll(&kept.log_softmax(1), &kept_t).item()).abs() < 1e-12);
+    check_function(&logp, |z| nll(z, &t).value, &n.grad);
+    // Another ignore_index; -100 is then a bad target.
+    let t = ids(vec![2, 1, 0, 1]);
+    let l = cross_entropy_with(&logits, &t, CrossEntropyOptions { ignore_index: 1, ..Default::default() });
+    assert!((l.item() - cross_entropy(&kept, &kept_t, 0.0).item()).abs() < 1e-12);
+    assert!((nll_with(&logp, &t, 1).item() - nll(&kept.log_softmax(1), &kept_t).item()).abs() < 1e-12);
+    let t = ids(vec![2, IGNORE_INDEX, 0, 1]);
+    let opts = CrossEntropyOptions { ignore_index: 1, ..Default::default() };
+    assert!(panic_message(|| drop(cross_entropy_with(&logits, &t, opts))).is_some_and(|m| m.contains("target -100")));
+    // Every row ignored: NaN, as PyTorch's mean over nothing.
+    let l = cross_entropy(&logits, &ids(vec![IGNORE_INDEX; 4]), 0.0);
+    assert!(l.item().is_nan() && values(&l.grad).iter().all(|&g| g == 0.0));
+}
+
+/// Optimizer updates against PyTorch's formulas, written out per scalar.
+pub fn optimizers<B: Backend>(dev: &B::Device) {
+    use crate::nn::{Linear, LinearConfig, LinearGrads};
+    use crate::optim::*;
+    let p0 = [1.0, -2.0];
+    let gs = [[0.5, 0.25], [-0.1, 0.4], [0.3, -0.2]];
+    let model = || {
+        let mut m = Linear::<B, 2, 1>::new(LinearConfig { bias: false }, &mut crate::Rng::seed_from_u64(0), dev);
+        m.weight = tensor(&p0, [1, 2], DType::F64, dev);
+        m
+    };
+    let grads = |g: [f64; 2]| LinearGrads { weight: tensor::<B, 2>(&g, [1, 2], DType::F64, dev), bias: None };
+    let run = |opt: &mut dyn FnMut(&mut Linear<B, 2, 1>, &LinearGrads<B>)| {
+        let mut m = model();
+        for g in gs {
+            opt(&mut m, &grads(g));
+        }
+        values(&m.weight)
+    };
+    // Scalar references.
+    let sgd = |lr: f64, mu: f64, wd: f64, nesterov: bool| {
+        let mut out = Vec::new();
+        for i in 0..2 {
+            let (mut p, mut buf) = (p0[i], None::<f64>);
+            for g in gs {
+                let d = g[i] + wd * p;
+                let b = buf.map_or(d, |b| mu * b + d);
+                buf = Some(b);
+                let step = if mu == 0.0 {
+                    d
+                } else if nesterov {
+                    d + mu * b
+                } else {
+                    b
+                };
+                p -= lr * step;
+            }
+            out.push(p);
+        }
+        out
+    };
+    let adam = |lr: f64, wd: f64, decoupled: bool| {
+        let (b1, b2, eps) = (0.9f64, 0.999f64, 1e-8);
+        let mut out = Vec::new();
+        for i in 0..2 {
+            let (mut p, mut m, mut v) = (p0[i], 0.0, 0.0);
+            for (t, g) in gs.iter().enumerate() {
+                let t = t as i32 + 1;
+                let mut g = g[i];
+                if decoupled {
+                    p *= 1.0 - lr * wd;
+                } else {
+                    g += wd * p;
+                }
+                m = b1 * m + (1.0 - b1) * g;
+                v = b2 * v + (1.0 - b2) * g * g;
+                let mh = m / (1.0 - b1.powi(t));
+                let vh = v / (1.0 - b2.powi(t));
+                p -= lr * mh / (vh.sqrt() + eps);
+            }
+            out.push(p);
+        }
+        out
+    };
+    let close = |what: &str, got: Vec<f64>, want: Vec<f64>| {
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-12, "{what}: got {got:?}, want {want:?}");
+        }
+    };
+    let mut o = Sgd::new(0.1);
+    close("sgd", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.0, 0.0, false));
+    let mut o = Sgd::new(0.1).momentum(0.9).weight_decay(0.01);
+    close("sgd momentum", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.9, 0.01, false));
+    let mut o = Sgd::new(0.1).momentum(0.9).nesterov(true);
+    close("sgd nesterov", run(&mut |m, g| o.step(m, g)), sgd(0.1, 0.9, 0.0, true));
+    let mut o = Adam::new(0.01);
+    close("adam", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.0, false));
+    let mut o = Adam::new(0.01).weight_decay(0.1);
+    close("adam l2", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, false));
+    let mut o = Adam::adamw(0.01).weight_decay(0.1);
+    close("adamw", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, true));
+
+    // The in-place update leaves tensors that share the old buffer alone,
+    // and updates strided views by value.
+    for dtype in FLOATS {
+        let y0 = noise(6, 31);
+        let x0 = noise(6, 32);
+        let want: Vec<f64> = y0.iter().zip(&x0).map(|(y, x)| 0.5 * y - 2.0 * x).collect();
+        let mut y = tensor::<B, 2>(&y0, [2, 3], dtype, dev);
+        let shared = y.clone();
+        y.axpby_(0.5, &tensor::<B, 2>(&x0, [2, 3], dtype, dev), -2.0);
+        assert_close("axpby_", &y, &want, &[2, 3], tolerance(dtype, false));
+        assert_close("axpby_ leaves a sharing tensor alone", &shared, &y0, &[2, 3], tolerance(dtype, false));
+        let xt: Vec<f64> = r::indices(&[3, 2]).iter().map(|i| x0[i[1] * 3 + i[0]]).collect();
+        let mut yt = tensor::<B, 2>(&y0, [2, 3], dtype, dev);
+        yt.axpby_(0.5, &tensor::<B, 2>(&xt, [3, 2], dtype, dev).t(), -2.0);
+        assert_close("axpby_ from a transposed view", &yt, &want, &[2, 3], tolerance(dtype, false));
+    }
+
+    // Saving and restoring the state continues the same trajectory.
+    let mut a = Adam::<B>::new(0.01);
+    let mut m = model();
+    a.step(&mut m, &grads(gs[0]));
+    let (state, steps) = a.state();
+    assert_eq!(steps, 1);
+    assert_eq!(state.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["weight.exp_avg", "weight.exp_avg_sq"]);
+    let mut b = Adam::<B>::new(0.01);
+    b.load_state(state, steps, dev);
+    let mut m2 = m.clone();
+    a.step(&mut m, &grads(gs[1]));
+    b.step(&mut m2, &grads(gs[1]));
+    assert_eq!(values(&m.weight), values(&m2.weight));
+
+    // Clipping by global norm: |(3, 4)| = 5 scaled to 1.
+    let mut g = grads([3.0, 4.0]);
+    let norm = clip_grad_norm::<B, Linear<B, 2, 1>>(&mut g, 1.0);
+    assert!((norm - 5.0).abs() < 1e-12);
+    let v = values(&g.weight);
+    assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6, "{v:?}");
+    let mut g = grads([0.3, 0.4]);
+    clip_grad_norm::<B, Linear<B, 2, 1>>(&mut g, 1.0);
+    assert_eq!(values(&g.weight), vec![0.3, 0.4], "below the limit nothing changes");
+
+    // Schedules.
+    let s = StepLr { base: 1.0, step_size: 10, gamma: 0.5 };
+    assert_eq!([s.lr_at(0), s.lr_at(9), s.lr_at(10), s.lr_at(25)], [1.0, 1.0, 0.5, 0.25]);
+    let c = CosineWithWarmup { base: 1.0, min: 0.0, warmup: 4, total: 14 };
+    assert_eq!([c.lr_at(0), c.lr_at(3)], [0.25, 1.0]);
+    assert!((c.lr_at(4) - 1.0).abs() < 1e-12 && (c.lr_at(9) - 0.5).abs() < 1e-12 && c.lr_at(14).abs() < 1e-12);
+    assert!(c.lr_at(100).abs() < 1e-12);
+    let l = LinearDecay { base: 1.0, end: 0.0, total: 10 };
+    assert_eq!([l.lr_at(0), l.lr_at(5), l.lr_at(10), l.lr_at(20)], [1.0, 0.5, 0.0, 0.0]);
+}
