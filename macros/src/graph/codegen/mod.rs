@@ -4,6 +4,8 @@
 //! lowered ops backwards. The training forward keeps only what those
 //! adjoint statements read.
 
+mod backward;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use proc_macro2::TokenStream;
@@ -253,14 +255,18 @@ impl Gen<'_> {
                 continue;
             }
             let next = low.nodes.iter().position(|m| m.args == [n.out]);
+            // The activations whose derivative reads the output fuse into
+            // the bias pass; GELU's reads the input.
+            let fused = |a: Act| match a {
+                Act::Relu => Some(quote!(Relu)),
+                Act::Tanh => Some(quote!(Tanh)),
+                Act::Sigmoid => Some(quote!(Sigmoid)),
+                Act::Gelu => None,
+            };
             if let Some(j) = next
-                && let Op::Act(a @ (Act::Relu | Act::Tanh | Act::Sigmoid)) = low.nodes[j].op
+                && let Op::Act(a) = low.nodes[j].op
+                && let Some(op) = fused(a)
             {
-                let op = match a {
-                    Act::Relu => quote!(Relu),
-                    Act::Tanh => quote!(Tanh),
-                    _ => quote!(Sigmoid),
-                };
                 out.insert(i, (j, quote!(::core::option::Option::Some(::blaze::UnaryOp::#op))));
             }
         }
@@ -343,7 +349,18 @@ impl Gen<'_> {
                     vals.extend(a.iter().copied());
                     a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
                 }
-                _ => {}
+                // Layers, nested models and activations keep their own
+                // caches; these adjoints read neither values nor shapes.
+                Op::Input
+                | Op::Layer(_)
+                | Op::Nested(_)
+                | Op::Act(_)
+                | Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::Mul | ScalarOp::Div | ScalarOp::RSub, _)
+                | Op::Neg
+                | Op::Transpose(..)
+                | Op::Permute(_)
+                | Op::CausalFill { .. }
+                | Op::Positions(_) => {}
             }
         }
         (vals, shapes)
@@ -450,266 +467,31 @@ impl Gen<'_> {
                     let ty = field_ty(&self.fields()[callee.field].kind);
                     quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
                 }
-                _ => continue,
+                // The other ops' adjoints read what `stored` keeps.
+                Op::Input
+                | Op::Bin(_)
+                | Op::Scalar(..)
+                | Op::Neg
+                | Op::Exp
+                | Op::Log
+                | Op::Sqrt
+                | Op::Matmul
+                | Op::Transpose(..)
+                | Op::Permute(_)
+                | Op::Reshape(_)
+                | Op::Narrow { .. }
+                | Op::Cat(_)
+                | Op::Softmax(_)
+                | Op::LogSoftmax(_)
+                | Op::Reduce { .. }
+                | Op::CausalFill { .. }
+                | Op::Kernel { .. }
+                | Op::Positions(_) => continue,
             };
             out.extend(quote!(#ci: #ty,));
         }
         let ns = self.low.symbols.len();
         out.extend(quote!(syms: [usize; #ns], __backend: ::core::marker::PhantomData<B>,));
-        out
-    }
-
-    /// The backward's statements: every parameter's gradient (`gr_*`), and
-    /// with `full` each input's gradient (`g{k}`).
-    pub fn backward(&self, full: bool) -> TokenStream {
-        let low = self.low;
-        let need = |k: usize| if full { low.vals[k].grad } else { low.vals[k].params };
-        let mut out = TokenStream::new();
-        for k in 0..low.symbols.len() {
-            let sid = sym_ident(k);
-            out.extend(quote!(let #sid: usize = cache.syms[#k];));
-        }
-        let go = grad_ident(low.output);
-        out.extend(quote!(let #go = ::core::clone::Clone::clone(grad);));
-        let mut defined: HashSet<usize> = HashSet::from([low.output]);
-        let mut grads_done: HashSet<(usize, Option<usize>)> = HashSet::new();
-
-        // A call of the op's gradient in `blaze::runtime::adjoint`, where the
-        // tape and the layers find the same formulas, as a tensor.
-        // `to` is the value the gradient is for, whose rank it has.
-        let adj = |to: usize, f: &str, args: TokenStream| {
-            let (f, r) = (format_ident!("{}", f), self.rank(to));
-            quote!(::blaze::Tensor::<B, #r>::from_storage(::blaze::runtime::adjoint::#f::<B>(#args)))
-        };
-
-        for (i, n) in low.nodes.iter().enumerate().rev() {
-            if !defined.contains(&n.out) || matches!(n.op, Op::Input) {
-                continue;
-            }
-            let gy = grad_ident(n.out);
-            let span = proc_macro2::Span::call_site().located_at(n.span);
-            let ci = layer_cache_ident(i);
-            // (input value, expression of its gradient contribution)
-            let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
-            let mut pre = TokenStream::new();
-            let a = n.args.first().copied().unwrap_or(0);
-            match &n.op {
-                Op::Input | Op::Positions(_) => {}
-                Op::Layer(callee) | Op::Nested(callee) => {
-                    let nested = matches!(n.op, Op::Nested(_));
-                    let holds = self.fields()[callee.field].kind.has_params();
-                    let at = access(*callee, self.fields());
-                    let gr = grads_ident(*callee, self.fields());
-                    let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
-                    let path = if nested {
-                        TokenStream::new()
-                    } else {
-                        self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
-                    };
-                    if wants.iter().any(|&w| w) {
-                        let dx: Vec<syn::Ident> = (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
-                        let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
-                        let gpat = if holds { quote!(#gr) } else { quote!(_) };
-                        pre.extend(if nested {
-                            quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&cache.#ci, &#gy);)
-                        } else {
-                            quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);)
-                        });
-                        for (j, &k) in n.args.iter().enumerate() {
-                            let d = &dx[j];
-                            contrib.push((k, quote!(#d)));
-                        }
-                    } else if holds {
-                        pre.extend(if nested {
-                            quote_spanned!(span=> let #gr = #at.backward_params(&cache.#ci, &#gy);)
-                        } else {
-                            quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);)
-                        });
-                    }
-                    if holds {
-                        grads_done.insert((callee.field, callee.index));
-                    }
-                }
-                Op::Act(act) => {
-                    let ty = act_ty(*act);
-                    let path = self.layer_path(ty.clone(), a, n.out);
-                    let d = format_ident!("d{}_0", i);
-                    pre.extend(quote_spanned!(span=> let (#d, _) = #path::backward(&#ty, &cache.#ci, &#gy);));
-                    contrib.push((a, quote!(#d)));
-                }
-                Op::Bin(op) => {
-                    let b = n.args[1];
-                    let (va, vb, vy) = (value_ident(a), value_ident(b), value_ident(n.out));
-                    // The shape an operand's gradient sums to: its own where
-                    // it was broadcast, the gradient's otherwise.
-                    let shape = |k: usize| {
-                        let sk = shape_ident(k);
-                        if self.broadcast(k, n.out) { quote!(&cache.#sk) } else { quote!(&#gy.shape()) }
-                    };
-                    let (sa, sb) = (shape(a), shape(b));
-                    let g = quote!(#gy.storage());
-                    let (ea, eb) = match op {
-                        Bin::Add => (adj(a, "add", quote!(#g, #sa)), adj(b, "add", quote!(#g, #sb))),
-                        Bin::Sub => (adj(a, "add", quote!(#g, #sa)), adj(b, "sub_rhs", quote!(#g, #sb))),
-                        Bin::Mul => (
-                            adj(a, "mul_operand", quote!(#g, cache.#vb.storage(), #sa)),
-                            adj(b, "mul_operand", quote!(#g, cache.#va.storage(), #sb)),
-                        ),
-                        Bin::Div => (
-                            adj(a, "div_lhs", quote!(#g, cache.#vb.storage(), #sa)),
-                            adj(b, "div_rhs", quote!(#g, cache.#vb.storage(), cache.#vy.storage())),
-                        ),
-                    };
-                    contrib.push((a, ea));
-                    contrib.push((b, eb));
-                }
-                Op::Scalar(op, sv) => {
-                    let sv = scalar(sv);
-                    let (vx, vy) = (value_ident(a), value_ident(n.out));
-                    let g = quote!(#gy.storage());
-                    let e = match op {
-                        ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
-                        ScalarOp::Mul => adj(a, "scale_by", quote!(#g, #sv)),
-                        ScalarOp::Div => adj(a, "scale_by", quote!(#g, 1.0 / (#sv))),
-                        ScalarOp::RSub => adj(a, "neg", g),
-                        ScalarOp::RDiv => adj(a, "rdiv_scalar", quote!(#g, cache.#vx.storage(), cache.#vy.storage())),
-                    };
-                    contrib.push((a, e));
-                }
-                Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
-                Op::Exp => {
-                    let vy = value_ident(n.out);
-                    contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
-                }
-                Op::Log => {
-                    let vx = value_ident(a);
-                    contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
-                }
-                Op::Sqrt => {
-                    let vy = value_ident(n.out);
-                    contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
-                }
-                Op::Matmul => {
-                    let b = n.args[1];
-                    let (va, vb) = (value_ident(a), value_ident(b));
-                    let g = quote!(#gy.storage());
-                    let ea = adj(a, "matmul_lhs", quote!(#g, cache.#vb.storage(), &cache.#va.shape()));
-                    let eb = adj(b, "matmul_rhs", quote!(#g, cache.#va.storage(), &cache.#vb.shape()));
-                    contrib.push((a, ea));
-                    contrib.push((b, eb));
-                }
-                Op::Transpose(x, y) => {
-                    let (x, y) = (tensor_dim(*x), tensor_dim(*y));
-                    contrib.push((a, adj(a, "transpose_dims", quote!(#gy.storage(), #x, #y))));
-                }
-                Op::Permute(axes) => {
-                    let axes = axes.iter().map(|&x| tensor_dim(x));
-                    contrib.push((a, adj(a, "permute", quote!(#gy.storage(), &[0usize #(, #axes)*]))));
-                }
-                Op::Reshape(_) => {
-                    let sa = shape_ident(a);
-                    contrib.push((a, adj(a, "reshape", quote!(#gy.storage(), &cache.#sa))));
-                }
-                Op::Narrow { dim, start, .. } => {
-                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
-                    contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
-                }
-                Op::Cat(dim) => {
-                    let d = tensor_dim(*dim);
-                    let off = format_ident!("o{}", i);
-                    pre.extend(quote!(let #off = 0usize;));
-                    for (j, &k) in n.args.iter().enumerate() {
-                        let (sk, piece) = (shape_ident(k), format_ident!("d{}_{}", i, j));
-                        let e = adj(k, "cat_piece", quote!(#gy.storage(), #d, #off, cache.#sk[#d]));
-                        pre.extend(quote! {
-                            let #piece = #e;
-                            let #off = #off + cache.#sk[#d];
-                        });
-                        contrib.push((k, quote!(#piece)));
-                    }
-                    pre.extend(quote!(let _ = #off;));
-                }
-                Op::Softmax(d) | Op::LogSoftmax(d) => {
-                    let (d, vy) = (tensor_dim(*d), value_ident(n.out));
-                    let f = if matches!(n.op, Op::Softmax(_)) { "softmax" } else { "log_softmax" };
-                    contrib.push((a, adj(a, f, quote!(#gy.storage(), cache.#vy.storage(), #d))));
-                }
-                Op::Reduce { dim, mean } => {
-                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
-                    let e = if *mean {
-                        adj(a, "mean", quote!(#gy.storage(), &cache.#sa, cache.#sa[#d]))
-                    } else {
-                        adj(a, "sum", quote!(#gy.storage(), &cache.#sa))
-                    };
-                    contrib.push((a, e));
-                }
-                Op::CausalFill { t, .. } => {
-                    let (t, r) = (t.tokens(), self.rank(n.out));
-                    let mask = quote!(::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()));
-                    contrib.push((a, adj(a, "masked_fill", quote!(#gy.storage(), #mask.storage()))));
-                }
-                Op::Kernel { path, args: kargs } => {
-                    let list = self.kernel_args(kargs, &n.args, true);
-                    let r = self.rank(n.out);
-                    for (pos, ka) in kargs.iter().enumerate() {
-                        if let KernelArg::Tensor(j) = ka {
-                            let k = n.args[*j];
-                            if need(k) {
-                                let shape = if self.broadcast(k, n.out) {
-                                    let sk = shape_ident(k);
-                                    quote!(&cache.#sk)
-                                } else {
-                                    quote!(&#gy.shape())
-                                };
-                                let partial = quote!(::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*]));
-                                let times =
-                                    quote!(::blaze::runtime::adjoint::times::<B>(#gy.storage(), #partial.storage()));
-                                contrib.push((k, adj(k, "sum_to", quote!(#times, #shape))));
-                            }
-                        }
-                    }
-                }
-            }
-            out.extend(pre);
-            for (k, e) in contrib {
-                if !need(k) {
-                    continue;
-                }
-                let gk = grad_ident(k);
-                out.extend(if defined.insert(k) {
-                    quote_spanned!(span=> let #gk = #e;)
-                } else {
-                    quote_spanned!(span=> let #gk = #gk.add(&#e);)
-                });
-            }
-        }
-        // Parameters whose layer's output did not reach the output.
-        for (fi, f) in self.fields().iter().enumerate() {
-            if !f.kind.has_params() {
-                continue;
-            }
-            let indices: Vec<Option<usize>> = match f.array {
-                Some(n) => (0..n).map(Some).collect(),
-                None => vec![None],
-            };
-            for index in indices {
-                let callee = Callee { field: fi, index };
-                if !grads_done.contains(&(fi, index)) {
-                    let (id, at) = (grads_ident(callee, self.fields()), access(callee, self.fields()));
-                    out.extend(quote!(let #id = ::blaze::nn::graph::zero_grads::<B, _>(&#at);));
-                }
-            }
-        }
-        if full {
-            for &k in &low.inputs {
-                if !defined.contains(&k) {
-                    let (gk, sk) = (grad_ident(k), shape_ident(k));
-                    out.extend(
-                        quote!(let #gk = ::blaze::Tensor::full_dtype(cache.#sk, 0.0, grad.dtype(), &grad.device());),
-                    );
-                }
-            }
-        }
         out
     }
 
