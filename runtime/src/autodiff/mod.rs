@@ -287,9 +287,10 @@ impl<B: Backend> Primitives for Autodiff<B> {
     fn reduce(op: ReduceOp, x: &AdStorage<B>, dim: usize) -> AdStorage<B> {
         let y = B::reduce(op, &x.primal, dim);
         match op {
+            // Indices, and integer values, have no gradient.
             ReduceOp::ArgMax | ReduceOp::ArgMin => AdStorage::constant(y),
-            _ if !B::dtype(&y).is_float() => AdStorage::constant(y),
-            _ => {
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min if !B::dtype(&y).is_float() => AdStorage::constant(y),
+            ReduceOp::Sum | ReduceOp::Max | ReduceOp::Min => {
                 let out = y.clone();
                 record(y, &[x], || Op::Reduce(op, x.primal.clone(), out, dim))
             }
