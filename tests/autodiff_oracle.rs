@@ -186,6 +186,7 @@ pub struct Images {
     #[layer(padding = 1)]
     conv1: Conv2d<2, 4, 3>,
     norm: BatchNorm2d<4>,
+    groups: GroupNorm<2, 4>,
     #[layer(negative_slope = 0.2)]
     act1: LeakyRelu,
     #[layer(stride = 1)]

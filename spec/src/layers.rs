@@ -517,6 +517,33 @@ layers! {
         rank: |_| 3,
     }
 
+    /// `GroupNorm<G, C>`: `[C, ..]` normalised over each of `G` groups of
+    /// channels (and the dims after them).
+    GroupNorm {
+        generics: ["G", "C"],
+        keys: [Eps],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects [{}, ..] inputs, in {} groups", size(g, 1), size(g, 0)),
+        params: |g, _| vec![param("weight", vec![g[1]], Init::Ones), param("bias", vec![g[1]], Init::Zeros)],
+        output: |g, _, s| {
+            let (groups, c) = (size(g, 0), size(g, 1));
+            if groups == 0 || !c.is_multiple_of(groups) {
+                return Err(ShapeError::Groups { groups, cin: c, cout: c });
+            }
+            match s.rank {
+                0 => Err(ShapeError::Channels { expected: c, got: 0 }),
+                _ if s.dims[0] != c => Err(ShapeError::Channels { expected: c, got: s.dims[0] }),
+                _ => Ok(s),
+            }
+        },
+        rank: |r| r,
+    }
+
     /// `LayerNorm<N>` over the last dim.
     LayerNorm {
         generics: ["N"],

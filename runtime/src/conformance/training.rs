@@ -52,6 +52,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     ln.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
     check_layer::<B, _, 3, 3>(&ln, &x3, true);
     check_layer::<B, _, 2, 2>(&ln, &x2, true);
+    let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
+    gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    check_layer::<B, _, 4, 4>(&gn, &img, true);
+    check_layer::<B, _, 2, 2>(&gn, &x2, true);
+    // One group per channel (instance norm) over a sequence.
+    let x3c = tensor::<B, 3>(&x(&[2, 4, 3], 64), [2, 4, 3], DType::F64, dev);
+    check_layer::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c, true);
     let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
     check_layer::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids, true);
 }

@@ -1,5 +1,6 @@
 //! Normalisation layers: `BatchNorm2d<C>` (per channel, over the batch and
-//! the spatial dims) and `LayerNorm<N>` (per sample, over the last dim).
+//! the spatial dims), `LayerNorm<N>` (per sample, over the last dim) and
+//! `GroupNorm<G, C>` (per sample, over groups of channels).
 
 use super::params::weight_bias_module;
 use super::spec::init_param;
@@ -197,6 +198,92 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B,
         let hat_rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
         let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: Some(rows.sum_dim(0).reshape([N])) };
         (dx, grads)
+    }
+}
+
+/// Group normalisation of `[n, C, ..]`, as `torch.nn.GroupNorm(G, C)`:
+/// the channels fall into `G` groups, each normalised (with the dims after
+/// it) per sample, then scaled and shifted per channel.
+#[derive(Clone, Debug)]
+pub struct GroupNorm<B: Backend, const G: usize, const C: usize> {
+    /// Scale, `[C]`, initially ones.
+    pub weight: Tensor<B, 1>,
+    /// Shift, `[C]`, initially zeros.
+    pub bias: Tensor<B, 1>,
+    /// Options (`momentum` is unused).
+    pub config: NormConfig,
+}
+
+impl<B: Backend, const G: usize, const C: usize> GroupNorm<B, G, C> {
+    /// A fresh layer with the identity affine map.
+    pub fn new(config: NormConfig, device: &B::Device) -> Self {
+        const { assert!(G > 0 && C.is_multiple_of(G), "GroupNorm<G, C>: G must divide C") };
+        let p = Spec::GroupNorm.params(&[G, C], &Options::DEFAULT);
+        let rng = &mut Rng::seed_from_u64(0);
+        GroupNorm { weight: init_param(&p[0], rng, device), bias: init_param(&p[1], rng, device), config }
+    }
+
+    /// `t` (`[C]`) shaped to broadcast along dim 1 of a rank-`D` tensor.
+    fn per_channel<const D: usize>(t: &Tensor<B, 1>) -> Tensor<B, D> {
+        let mut shape = [1; D];
+        shape[1] = C;
+        t.reshape(shape)
+    }
+
+    /// `x` as `[n, G, rest]`: each group's values in one row.
+    fn grouped<const D: usize>(x: &Tensor<B, D>) -> Tensor<B, 3> {
+        let n = x.shape()[0] as i64;
+        x.reshape([n, G as i64, -1])
+    }
+
+    fn normalise<const D: usize>(&self, x: &Tensor<B, D>) -> (Tensor<B, D>, Tensor<B, 3>) {
+        assert!(D >= 2 && x.shape()[1] == C, "GroupNorm<{G}, {C}>: expects input [n, {C}, ..], got {:?}", x.shape());
+        let rows = Self::grouped(x);
+        let centred = rows.sub(&rows.mean_dim(2));
+        let inv_std = centred.square().mean_dim(2).add_scalar(self.config.eps).sqrt().recip();
+        (centred.mul(&inv_std).reshape(x.shape()), inv_std)
+    }
+
+    /// `Σ t` over every dim but the channels: `[C]`.
+    fn channel_sums<const D: usize>(t: &Tensor<B, D>) -> Tensor<B, 1> {
+        let n = t.shape()[0] as i64;
+        let per_channel: Tensor<B, 3> = t.reshape([n, C as i64, -1]);
+        per_channel.sum_dim(2).sum_dim(0).reshape([C])
+    }
+}
+
+weight_bias_module!([const G: usize, const C: usize] GroupNorm<B, G, C>, 1);
+
+impl<B: Backend, const G: usize, const C: usize, const D: usize> Layer<B, D, D> for GroupNorm<B, G, C> {
+    /// The normalised input and the inverse standard deviation per group.
+    type Cache = (Tensor<B, D>, Tensor<B, 3>);
+
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        let (x_hat, _) = self.normalise(x);
+        x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias))
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
+        let (x_hat, inv_std) = self.normalise(x);
+        let y = x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias));
+        (y, (x_hat, inv_std))
+    }
+
+    fn backward(&self, (x_hat, inv_std): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, NormGrads<B>) {
+        // LayerNorm's rule within each group: with gx = g γ,
+        // dx = σ⁻¹ (gx - mean(gx) - x̂ mean(gx x̂)), means over the group.
+        let gx = Self::grouped(&g.mul(&Self::per_channel(&self.weight)));
+        let hat = Self::grouped(x_hat);
+        let dx = gx.sub(&gx.mean_dim(2)).sub(&hat.mul(&gx.mul(&hat).mean_dim(2))).mul(inv_std);
+        let grads = NormGrads { weight: Self::channel_sums(&g.mul(x_hat)), bias: Some(Self::channel_sums(g)) };
+        (dx.reshape(g.shape()), grads)
+    }
+}
+
+impl<B: Backend, const G: usize, const C: usize> super::FromSpec<B> for GroupNorm<B, G, C> {
+    const LAYER: Spec = Spec::GroupNorm;
+    fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
+        GroupNorm::new(o.into(), device)
     }
 }
 
