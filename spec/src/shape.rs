@@ -120,6 +120,11 @@ pub enum ShapeError {
     },
     /// Not an image `[C, H, W]`.
     NotImage,
+    /// A per-sample rank the layer does not take.
+    Rank {
+        /// The per-sample shapes it takes, as written (`[C] or [C, L]`).
+        expected: &'static str,
+    },
     /// A convolution's input channels.
     InputChannels {
         /// The layer's.
@@ -243,6 +248,7 @@ impl ShapeError {
                 format!("{me} expects {expected} input features, {but}{hint}")
             }
             ShapeError::NotImage => format!("{me} expects an image [C, H, W], {but}"),
+            ShapeError::Rank { expected } => format!("{me} expects a per-sample shape {expected}, {but}"),
             ShapeError::InputChannels { expected, got: c } => {
                 format!("{me} expects {expected} input channels, {but} ({c} channels)")
             }
@@ -312,6 +318,11 @@ mod tests {
         let msg = |e: ShapeError, dims: &[usize], got: &str, from| {
             e.message("`fc1: Linear<400, 120>`", &StaticShape::new(dims), got, from, "fc1")
         };
+        let rank = ShapeError::Rank { expected: "[C] or [C, L]" };
+        assert_eq!(
+            rank.message("`bn: BatchNorm1d<4>`", &StaticShape::new(&[4, 5, 5]), "[4, 5, 5]", Some("`conv`"), "bn"),
+            "`bn: BatchNorm1d<4>` expects a per-sample shape [C] or [C, L], but `conv` produces [4, 5, 5]"
+        );
         assert_eq!(
             msg(fc(&[16, 5, 5]), &[16, 5, 5], "[16, 5, 5]", Some("`pool2`")),
             "`fc1: Linear<400, 120>` expects 400 input features, but `pool2` produces [16, 5, 5]; add a `Flatten` \
