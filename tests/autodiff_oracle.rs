@@ -212,6 +212,7 @@ pub struct Tokens {
     emb: Embedding<20, 8>,
     norm: LayerNorm<8>,
     act: Gelu,
+    bn: BatchNorm1d<5>,
     silu: Silu,
     flat: Flatten,
     fc: Linear<40, 3>,

@@ -1,6 +1,7 @@
 //! Layers added on the one-definition path agree with PyTorch: the same
 //! parameters and input give the same output and the same gradient for the
-//! input and every parameter, to 1e-4 relative. The fixture comes from
+//! input and every parameter (and a batch norm the same running
+//! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py.
 
 #[path = "common/torch_fixture.rs"]
@@ -44,4 +45,27 @@ fn group_norm_refuses_channels_it_does_not_have() {
     assert_eq!(refused, Err(blaze::spec::ShapeError::Channels { expected: 4, got: 6 }));
     let refused = output(Layer::GroupNorm, &[3, 4], &Options::DEFAULT, StaticShape::new(&[4, 5]));
     assert_eq!(refused, Err(blaze::spec::ShapeError::Groups { groups: 3, cin: 4, cout: 4 }));
+}
+
+#[test]
+fn batch_norm_1d_in_training_matches_pytorch_with_its_running_statistics() {
+    use blaze::nn::{Layer, NormConfig, NormGrads};
+    let fx = read_fixture("batchnorm1d.bin");
+    let vector = |name: &str| Tensor::<Cpu, 1>::from_data(fx[name].clone(), &CpuDevice).expect("rank 1");
+    let mut bn = BatchNorm1d::<Cpu, 4>::new(NormConfig::default(), &CpuDevice);
+    bn.weight = vector("weight");
+    bn.bias = vector("bias");
+    bn.running_mean = vector("before.running_mean");
+    bn.running_var = vector("before.running_var");
+    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
+    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
+
+    let (y, cache) = Layer::<Cpu, 3, 3>::forward_train(&mut bn, &x, &mut Ctx::train(0));
+    assert_matches("output", &y.to_data(), &fx["output"]);
+    let (dx, NormGrads { weight, bias }) = Layer::<Cpu, 3, 3>::backward(&bn, &cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    assert_matches("grad.weight", &weight.to_data(), &fx["grad.weight"]);
+    assert_matches("grad.bias", &bias.expect("a bias").to_data(), &fx["grad.bias"]);
+    assert_matches("running_mean", &bn.running_mean.to_data(), &fx["after.running_mean"]);
+    assert_matches("running_var", &bn.running_var.to_data(), &fx["after.running_var"]);
 }

@@ -517,6 +517,33 @@ layers! {
         rank: |_| 3,
     }
 
+    /// `BatchNorm1d<C>`: `[C]` or `[C, L]`.
+    BatchNorm1d {
+        generics: ["C"],
+        keys: [Eps, Momentum],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects [{c}] or [{c}, L] inputs", c = size(g, 0)),
+        params: |g, _| vec![
+            param("weight", vec![g[0]], Init::Ones),
+            param("bias", vec![g[0]], Init::Zeros),
+            buffer("running_mean", vec![g[0]], Init::Zeros),
+            buffer("running_var", vec![g[0]], Init::Ones),
+        ],
+        output: |g, _, s| {
+            match s.rank {
+                1 | 2 if s.dims[0] == size(g, 0) => Ok(s),
+                1 | 2 => Err(ShapeError::Channels { expected: size(g, 0), got: s.dims[0] }),
+                _ => Err(ShapeError::Rank { expected: "[C] or [C, L]" }),
+            }
+        },
+        rank: |r| r,
+    }
+
     /// `GroupNorm<G, C>`: `[C, ..]` normalised over each of `G` groups of
     /// channels (and the dims after them).
     GroupNorm {

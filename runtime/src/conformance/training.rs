@@ -60,6 +60,15 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     // One group per channel (instance norm) over a sequence.
     let x3c = tensor::<B, 3>(&x(&[2, 4, 3], 64), [2, 4, 3], DType::F64, dev);
     check_layer::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c, true);
+    let mut bn1 = BatchNorm1d::<B, 4>::new(NormConfig::default(), dev);
+    bn1.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    bn1.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    bn1.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
+    bn1.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
+    for train in [true, false] {
+        check_layer::<B, _, 2, 2>(&bn1, &x2, train);
+        check_layer::<B, _, 3, 3>(&bn1, &x3c, train);
+    }
     let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
     check_layer::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids, true);
 }

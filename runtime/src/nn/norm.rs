@@ -1,5 +1,5 @@
-//! Normalisation layers: `BatchNorm2d<C>` (per channel, over the batch and
-//! the spatial dims), `LayerNorm<N>` (per sample, over the last dim) and
+//! Normalisation layers: `BatchNorm2d<C>` and `BatchNorm1d<C>` (per
+//! channel, over the batch and the spatial or length dims), `LayerNorm<N>` (per sample, over the last dim) and
 //! `GroupNorm<G, C>` (per sample, over groups of channels).
 
 use super::params::weight_bias_module;
@@ -43,7 +43,7 @@ pub struct BatchNorm2d<B: Backend, const C: usize> {
     pub config: NormConfig,
 }
 
-/// What [`BatchNorm2d`]'s backward needs.
+/// What a batch norm's backward needs ([`BatchNorm2d`], [`BatchNorm1d`]).
 #[derive(Clone, Debug)]
 pub struct BatchNormCache<B: Backend> {
     x_hat: Tensor<B, 4>,
@@ -55,20 +55,8 @@ pub struct BatchNormCache<B: Backend> {
 impl<B: Backend, const C: usize> BatchNorm2d<B, C> {
     /// A fresh layer: identity affine map, zero mean and unit variance.
     pub fn new(config: NormConfig, device: &B::Device) -> Self {
-        let p = Spec::BatchNorm2d.params(&[C], &Options::DEFAULT);
-        // Ones and zeros draw nothing from the generator.
-        let rng = &mut Rng::seed_from_u64(0);
-        BatchNorm2d {
-            weight: init_param(&p[0], rng, device),
-            bias: init_param(&p[1], rng, device),
-            running_mean: init_param(&p[2], rng, device),
-            running_var: init_param(&p[3], rng, device),
-            config,
-        }
-    }
-
-    fn per_channel(t: &Tensor<B, 1>) -> Tensor<B, 4> {
-        t.reshape([1, C, 1, 1])
+        let [weight, bias, running_mean, running_var] = batch_norm_params::<B>(Spec::BatchNorm2d, C, device);
+        BatchNorm2d { weight, bias, running_mean, running_var, config }
     }
 
     fn check(x: &Tensor<B, 4>) {
@@ -83,56 +71,165 @@ impl<B: Backend, const C: usize> Layer<B, 4, 4> for BatchNorm2d<B, C> {
 
     fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
         Self::check(x);
-        let inv_std = Self::per_channel(&self.running_var.add_scalar(self.config.eps).sqrt().recip());
-        let x_hat = x.sub(&Self::per_channel(&self.running_mean)).mul(&inv_std);
-        x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias))
+        batch_norm_eval(&self.weight, &self.bias, &self.running_mean, &self.running_var, self.config, x).0
     }
 
     fn forward_train(&mut self, x: &Tensor<B, 4>, ctx: &mut Ctx) -> (Tensor<B, 4>, BatchNormCache<B>) {
         Self::check(x);
-        if !ctx.train {
-            let inv_std = Self::per_channel(&self.running_var.add_scalar(self.config.eps).sqrt().recip());
-            let x_hat = x.sub(&Self::per_channel(&self.running_mean)).mul(&inv_std);
-            let y = x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias));
-            return (y, BatchNormCache { x_hat, inv_std, batch_stats: false });
-        }
-        let [n, _, h, w] = x.shape();
-        let m = (n * h * w) as f64;
-        let mean = x.mean_dim(0).mean_dim(2).mean_dim(3);
-        let centred = x.sub(&mean);
-        let var = centred.square().mean_dim(0).mean_dim(2).mean_dim(3);
-        let inv_std = var.add_scalar(self.config.eps).sqrt().recip();
-        let x_hat = centred.mul(&inv_std);
-        let y = x_hat.mul(&Self::per_channel(&self.weight)).add(&Self::per_channel(&self.bias));
-        // The running variance is the unbiased estimate, as in PyTorch.
-        let k = self.config.momentum;
-        let unbiased = var.mul_scalar(m / (m - 1.0).max(1.0)).reshape([C]);
-        // Running statistics are buffers, not part of the step's graph:
-        // detached, a tape-trained model does not chain every step's graph
-        // into the next.
-        let mean = mean.detach();
-        let unbiased = unbiased.detach();
-        self.running_mean = self.running_mean.mul_scalar(1.0 - k).add(&mean.reshape([C]).mul_scalar(k));
-        self.running_var = self.running_var.mul_scalar(1.0 - k).add(&unbiased.mul_scalar(k));
-        (y, BatchNormCache { x_hat, inv_std, batch_stats: true })
+        let BatchNorm2d { weight, bias, running_mean, running_var, config } = self;
+        batch_norm_train(weight, bias, running_mean, running_var, *config, x, ctx.train)
     }
 
     fn backward(&self, c: &BatchNormCache<B>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, NormGrads<B>) {
-        let sum = |t: &Tensor<B, 4>| t.sum_dim(0).sum_dim(2).sum_dim(3);
-        let dbeta = sum(g);
-        let dgamma = sum(&g.mul(&c.x_hat));
-        let scale = Self::per_channel(&self.weight).mul(&c.inv_std);
-        let dx = if c.batch_stats {
-            // With batch statistics the mean and variance depend on x:
-            // dx = γ σ⁻¹ (g - mean(g) - x̂ mean(g x̂)), means over n, h, w.
-            let [n, _, h, w] = g.shape();
-            let m = (n * h * w) as f64;
-            g.sub(&dbeta.div_scalar(m)).sub(&c.x_hat.mul(&dgamma.div_scalar(m))).mul(&scale)
-        } else {
-            g.mul(&scale)
-        };
-        (dx, NormGrads { weight: dgamma.reshape([C]), bias: Some(dbeta.reshape([C])) })
+        batch_norm_backward(&self.weight, c, g)
     }
+}
+
+/// Batch normalisation of `[n, C]` or `[n, C, L]`, as `torch.nn.BatchNorm1d`.
+#[derive(Clone, Debug)]
+pub struct BatchNorm1d<B: Backend, const C: usize> {
+    /// Scale, `[C]`, initially ones.
+    pub weight: Tensor<B, 1>,
+    /// Shift, `[C]`, initially zeros.
+    pub bias: Tensor<B, 1>,
+    /// Running mean, `[C]` (a buffer).
+    pub running_mean: Tensor<B, 1>,
+    /// Running unbiased variance, `[C]` (a buffer).
+    pub running_var: Tensor<B, 1>,
+    /// Options.
+    pub config: NormConfig,
+}
+
+impl<B: Backend, const C: usize> BatchNorm1d<B, C> {
+    /// A fresh layer: identity affine map, zero mean and unit variance.
+    pub fn new(config: NormConfig, device: &B::Device) -> Self {
+        let [weight, bias, running_mean, running_var] = batch_norm_params::<B>(Spec::BatchNorm1d, C, device);
+        BatchNorm1d { weight, bias, running_mean, running_var, config }
+    }
+
+    /// `x` (`[n, C]` or `[n, C, L]`) as `[n, C, L, 1]`, the image layout the
+    /// batch-norm math takes.
+    fn as_image<const D: usize>(x: &Tensor<B, D>) -> Tensor<B, 4> {
+        let s = x.shape();
+        assert!((D == 2 || D == 3) && s[1] == C, "BatchNorm1d<{C}>: expects [n, {C}] or [n, {C}, L], got {s:?}");
+        let len = if D == 3 { s[2] } else { 1 };
+        x.reshape([s[0], C, len, 1])
+    }
+}
+
+weight_bias_module!([const C: usize] BatchNorm1d<B, C>, 1, buffers: [running_mean, running_var]);
+
+impl<B: Backend, const C: usize, const D: usize> Layer<B, D, D> for BatchNorm1d<B, C> {
+    type Cache = BatchNormCache<B>;
+
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        let x4 = Self::as_image(x);
+        batch_norm_eval(&self.weight, &self.bias, &self.running_mean, &self.running_var, self.config, &x4)
+            .0
+            .reshape(x.shape())
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, D>, ctx: &mut Ctx) -> (Tensor<B, D>, BatchNormCache<B>) {
+        let x4 = Self::as_image(x);
+        let BatchNorm1d { weight, bias, running_mean, running_var, config } = self;
+        let (y, cache) = batch_norm_train(weight, bias, running_mean, running_var, *config, &x4, ctx.train);
+        (y.reshape(x.shape()), cache)
+    }
+
+    fn backward(&self, c: &BatchNormCache<B>, g: &Tensor<B, D>) -> (Tensor<B, D>, NormGrads<B>) {
+        let (dx, grads) = batch_norm_backward(&self.weight, c, &Self::as_image(g));
+        (dx.reshape(g.shape()), grads)
+    }
+}
+
+/// A batch norm's weight, bias, running mean and running variance for `c`
+/// channels, as the spec lists them.
+fn batch_norm_params<B: Backend>(layer: Spec, c: usize, device: &B::Device) -> [Tensor<B, 1>; 4] {
+    let p = layer.params(&[c], &Options::DEFAULT);
+    // Ones and zeros draw nothing from the generator.
+    let rng = &mut Rng::seed_from_u64(0);
+    std::array::from_fn(|i| init_param(&p[i], rng, device))
+}
+
+/// `t` (`[C]`) as `[1, C, 1, 1]`.
+fn per_channel<B: Backend>(t: &Tensor<B, 1>) -> Tensor<B, 4> {
+    let c = t.shape()[0];
+    t.reshape([1, c, 1, 1])
+}
+
+/// Batch norm of `[n, C, h, w]` with the running statistics: the output,
+/// `x̂` and `σ⁻¹`.
+fn batch_norm_eval<B: Backend>(
+    weight: &Tensor<B, 1>,
+    bias: &Tensor<B, 1>,
+    running_mean: &Tensor<B, 1>,
+    running_var: &Tensor<B, 1>,
+    config: NormConfig,
+    x: &Tensor<B, 4>,
+) -> (Tensor<B, 4>, Tensor<B, 4>, Tensor<B, 4>) {
+    let inv_std = per_channel(&running_var.add_scalar(config.eps).sqrt().recip());
+    let x_hat = x.sub(&per_channel(running_mean)).mul(&inv_std);
+    let y = x_hat.mul(&per_channel(weight)).add(&per_channel(bias));
+    (y, x_hat, inv_std)
+}
+
+/// Batch norm of `[n, C, h, w]` in a training forward: batch statistics
+/// (which update the running ones) when `train`, else the running ones.
+fn batch_norm_train<B: Backend>(
+    weight: &Tensor<B, 1>,
+    bias: &Tensor<B, 1>,
+    running_mean: &mut Tensor<B, 1>,
+    running_var: &mut Tensor<B, 1>,
+    config: NormConfig,
+    x: &Tensor<B, 4>,
+    train: bool,
+) -> (Tensor<B, 4>, BatchNormCache<B>) {
+    if !train {
+        let (y, x_hat, inv_std) = batch_norm_eval(weight, bias, running_mean, running_var, config, x);
+        return (y, BatchNormCache { x_hat, inv_std, batch_stats: false });
+    }
+    let [n, c, h, w] = x.shape();
+    let m = (n * h * w) as f64;
+    let mean = x.mean_dim(0).mean_dim(2).mean_dim(3);
+    let centred = x.sub(&mean);
+    let var = centred.square().mean_dim(0).mean_dim(2).mean_dim(3);
+    let inv_std = var.add_scalar(config.eps).sqrt().recip();
+    let x_hat = centred.mul(&inv_std);
+    let y = x_hat.mul(&per_channel(weight)).add(&per_channel(bias));
+    // The running variance is the unbiased estimate, as in PyTorch.
+    let k = config.momentum;
+    let unbiased = var.mul_scalar(m / (m - 1.0).max(1.0)).reshape([c]);
+    // Running statistics are buffers, not part of the step's graph:
+    // detached, a tape-trained model does not chain every step's graph
+    // into the next.
+    let mean = mean.detach();
+    let unbiased = unbiased.detach();
+    *running_mean = running_mean.mul_scalar(1.0 - k).add(&mean.reshape([c]).mul_scalar(k));
+    *running_var = running_var.mul_scalar(1.0 - k).add(&unbiased.mul_scalar(k));
+    (y, BatchNormCache { x_hat, inv_std, batch_stats: true })
+}
+
+/// The backward of [`batch_norm_train`] (or of the eval forward).
+fn batch_norm_backward<B: Backend>(
+    weight: &Tensor<B, 1>,
+    cache: &BatchNormCache<B>,
+    g: &Tensor<B, 4>,
+) -> (Tensor<B, 4>, NormGrads<B>) {
+    let c = weight.shape()[0];
+    let sum = |t: &Tensor<B, 4>| t.sum_dim(0).sum_dim(2).sum_dim(3);
+    let dbeta = sum(g);
+    let dgamma = sum(&g.mul(&cache.x_hat));
+    let scale = per_channel(weight).mul(&cache.inv_std);
+    let dx = if cache.batch_stats {
+        // With batch statistics the mean and variance depend on x:
+        // dx = γ σ⁻¹ (g - mean(g) - x̂ mean(g x̂)), means over n, h, w.
+        let [n, _, h, w] = g.shape();
+        let m = (n * h * w) as f64;
+        g.sub(&dbeta.div_scalar(m)).sub(&cache.x_hat.mul(&dgamma.div_scalar(m))).mul(&scale)
+    } else {
+        g.mul(&scale)
+    };
+    (dx, NormGrads { weight: dgamma.reshape([c]), bias: Some(dbeta.reshape([c])) })
 }
 
 /// Layer normalisation over the last dim of size `N`, as `torch.nn.LayerNorm(N)`.
@@ -297,6 +394,13 @@ impl<B: Backend, const C: usize> super::FromSpec<B> for BatchNorm2d<B, C> {
     const LAYER: Spec = Spec::BatchNorm2d;
     fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
         BatchNorm2d::new(o.into(), device)
+    }
+}
+
+impl<B: Backend, const C: usize> super::FromSpec<B> for BatchNorm1d<B, C> {
+    const LAYER: Spec = Spec::BatchNorm1d;
+    fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
+        BatchNorm1d::new(o.into(), device)
     }
 }
 
