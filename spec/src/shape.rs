@@ -161,6 +161,17 @@ pub enum ShapeError {
         /// Input width.
         w: usize,
     },
+    /// A 1-D kernel longer than its padded input.
+    KernelLength {
+        /// The kernel size.
+        k: usize,
+        /// Its dilation.
+        dilation: usize,
+        /// The padding.
+        padding: usize,
+        /// Input length.
+        len: usize,
+    },
     /// Pooling padding over half the window.
     Padding {
         /// The padding.
@@ -262,6 +273,10 @@ impl ShapeError {
                 "{me}: the {k}x{k} kernel (dilation {dilation}) is larger than the {h}x{w} input{input_from} \
                  (padding {padding})"
             ),
+            ShapeError::KernelLength { k, dilation, padding, len } => format!(
+                "{me}: the kernel of {k} (dilation {dilation}) is longer than the input of {len}{input_from} \
+                 (padding {padding})"
+            ),
             ShapeError::Padding { padding, k } => {
                 format!("{me}: padding {padding} must be at most half the window {k}")
             }
@@ -318,6 +333,11 @@ mod tests {
         let msg = |e: ShapeError, dims: &[usize], got: &str, from| {
             e.message("`fc1: Linear<400, 120>`", &StaticShape::new(dims), got, from, "fc1")
         };
+        let long = ShapeError::KernelLength { k: 5, dilation: 1, padding: 0, len: 3 };
+        assert_eq!(
+            long.message("`conv: Conv1d<2, 4, 5>`", &StaticShape::new(&[2, 3]), "[2, 3]", None, "conv"),
+            "`conv: Conv1d<2, 4, 5>`: the kernel of 5 (dilation 1) is longer than the input of 3 (padding 0)"
+        );
         let rank = ShapeError::Rank { expected: "[C] or [C, L]" };
         assert_eq!(
             rank.message("`bn: BatchNorm1d<4>`", &StaticShape::new(&[4, 5, 5]), "[4, 5, 5]", Some("`conv`"), "bn"),
