@@ -206,6 +206,20 @@ pub struct Images {
     fc2: Linear<6, 3>,
 }
 
+/// Sequences through 1-D convolutions.
+#[model(input = [3, 12])]
+pub struct Sequences {
+    // No bias before a batch norm, whose mean takes it out again.
+    #[layer(padding = 1, bias = false)]
+    conv1: Conv1d<3, 4, 3>,
+    norm: BatchNorm1d<4>,
+    act: Silu,
+    #[layer(stride = 2, dilation = 2, groups = 2)]
+    conv2: Conv1d<4, 6, 3>,
+    flat: Flatten,
+    fc: Linear<24, 2>,
+}
+
 /// Token ids through an embedding, a normalisation and a flatten.
 #[model(input = [5])]
 pub struct Tokens {
@@ -224,6 +238,9 @@ fn every_built_in_layer_has_tape_gradients_equal_to_generated_ones() {
     check::<Images<Cpu>, Images<Ad>, 4>(7, x.clone());
     check_mode::<Images<Cpu>, Images<Ad>, 4>(7, x, Some(9));
     let ids = Tensor::<Cpu, 2>::from_vec((0..15).map(|i| (i * 7) % 20).collect::<Vec<i64>>(), [3, 5], &CpuDevice);
+    let seqs = Tensor::<Cpu, 3>::rand_normal([4, 3, 12], &CpuDevice);
+    check::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs.clone());
+    check_mode::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs, Some(9));
     check::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids.clone());
     check_mode::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids, Some(9));
 }

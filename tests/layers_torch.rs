@@ -2,7 +2,7 @@
 //! parameters and input give the same output and the same gradient for the
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
-//! tests/fixtures/make_norm_fixture.py.
+//! tests/fixtures/make_norm_fixture.py and make_conv1d_fixture.py.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
@@ -68,4 +68,35 @@ fn batch_norm_1d_in_training_matches_pytorch_with_its_running_statistics() {
     assert_matches("grad.bias", &bias.expect("a bias").to_data(), &fx["grad.bias"]);
     assert_matches("running_mean", &bn.running_mean.to_data(), &fx["after.running_mean"]);
     assert_matches("running_var", &bn.running_var.to_data(), &fx["after.running_var"]);
+}
+
+/// `nn.Conv1d(3, 4, 3, padding=1)`, SiLU, `nn.Conv1d(4, 6, 3, stride=2,
+/// dilation=2, groups=2)`.
+#[model(input = [3, 12])]
+pub struct Conv1dNet {
+    #[layer(padding = 1)]
+    conv1: Conv1d<3, 4, 3>,
+    act: Silu,
+    #[layer(stride = 2, dilation = 2, groups = 2)]
+    conv2: Conv1d<4, 6, 3>,
+}
+
+#[test]
+fn conv1d_matches_pytorch() {
+    let fx = read_fixture("conv1d.bin");
+    let mut model = Conv1dNet::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
+    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
+
+    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let (dx, grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    let named = blaze::nn::grads_dict::<Cpu, Conv1dNet>(&grads);
+    assert_eq!(named.len(), 4);
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
 }

@@ -285,6 +285,46 @@ layers! {
         rank: |_| 3,
     }
 
+    /// `Conv1d<CIN, COUT, K>`: a 1-D convolution of `[C, L]` sequences.
+    Conv1d {
+        generics: ["CIN", "COUT", "K"],
+        keys: [Stride, Padding, Dilation, Groups, Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects [{}, L] inputs that its kernel of {} fits", size(g, 0), size(g, 2)),
+        params: |g, o| {
+            let (cin, cout, k) = (g[0], g[1], g[2]);
+            let per_group = cin / o.groups.max(1);
+            weight_and_bias(vec![cout, per_group, k], cout, per_group * k, o.bias)
+        },
+        output: |g, o, s| {
+            if s.rank != 2 {
+                return Err(ShapeError::Rank { expected: "[C, L]" });
+            }
+            if !s.is_fixed() {
+                return Err(ShapeError::NotFixed);
+            }
+            let (c, len) = (s.dims[0], s.dims[1]);
+            let (cin, cout, k) = (size(g, 0), size(g, 1), size(g, 2));
+            if c != cin {
+                return Err(ShapeError::InputChannels { expected: cin, got: c });
+            }
+            let groups = o.groups;
+            if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
+                return Err(ShapeError::Groups { groups, cin, cout });
+            }
+            match window(len, k, o.stride_of(Layer::Conv1d, k), o.padding, o.dilation) {
+                Some(out) => Ok(StaticShape::new(&[cout, out])),
+                None => Err(ShapeError::KernelLength { k, dilation: o.dilation, padding: o.padding, len }),
+            }
+        },
+        rank: |_| 2,
+    }
+
     /// `MaxPool2d<K>`.
     MaxPool2d {
         generics: ["K"],

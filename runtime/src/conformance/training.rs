@@ -24,6 +24,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     ] {
         check_layer::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
     }
+    let seq = tensor::<B, 3>(&x(&[2, 4, 9], 65), [2, 4, 9], DType::F64, dev);
+    for config in [
+        Conv1dConfig::default(),
+        Conv1dConfig { padding: 2, stride: 2, ..Default::default() },
+        Conv1dConfig { groups: 2, bias: false, dilation: 2, padding: 1, ..Default::default() },
+    ] {
+        check_layer::<B, _, 3, 3>(&Conv1d::<B, 4, 6, 3>::new(config, &mut rng, dev), &seq, true);
+    }
     check_layer::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img, true);
     check_layer::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
     check_layer::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img, true);

@@ -1,4 +1,6 @@
-//! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as `torch.nn.Conv2d`.
+//! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as
+//! `torch.nn.Conv2d`; `Conv1d<B, CIN, COUT, K>`, as `torch.nn.Conv1d`, which
+//! runs as a 2-D convolution of height one.
 
 use super::params::weight_bias_module;
 use super::spec::init_param;
@@ -110,6 +112,109 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
         // The bias is added at every position of every sample.
         let bias = self.bias.as_ref().map(|_| Tensor::from_storage(adjoint::bias::<B>(g.storage(), 1)));
         Conv2dGrads { weight: Tensor::from_storage(dw), bias }
+    }
+}
+
+/// Options of [`Conv1d`]: those of [`Conv2d`], along the length.
+pub type Conv1dConfig = Conv2dConfig;
+
+/// A 1-D convolution of `[n, CIN, L]` from `CIN` to `COUT` channels with a
+/// kernel of `K`, as `torch.nn.Conv1d`.
+#[derive(Clone, Debug)]
+pub struct Conv1d<B: Backend, const CIN: usize, const COUT: usize, const K: usize> {
+    /// `[COUT, CIN / groups, K]`.
+    pub weight: Tensor<B, 3>,
+    /// `[COUT]`.
+    pub bias: Option<Tensor<B, 1>>,
+    /// Stride, padding and dilation along the width of a height-one image,
+    /// and groups.
+    pub options: Conv2dOptions,
+}
+
+/// Gradients of a [`Conv1d`].
+pub type Conv1dGrads<B> = WeightGrads<B, 3>;
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv1d<B, CIN, COUT, K> {
+    /// Initialised as PyTorch does (the spec's parameter list): uniform in
+    /// `±1/sqrt(CIN / groups * K)`.
+    pub fn new(config: Conv1dConfig, rng: &mut Rng, device: &B::Device) -> Self {
+        let g = config.groups;
+        assert!(
+            g > 0 && CIN.is_multiple_of(g) && COUT.is_multiple_of(g),
+            "Conv1d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
+        );
+        let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
+        let params = Spec::Conv1d.params(&[CIN, COUT, K], &options);
+        let weight = init_param(&params[0], rng, device);
+        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let options = Conv2dOptions {
+            stride: [1, config.stride],
+            padding: [0, config.padding],
+            dilation: [1, config.dilation],
+            groups: g,
+        };
+        Conv1d { weight, bias, options }
+    }
+
+    /// `[n, C, L]` as the image `[n, C, 1, L]`.
+    fn image(x: &Tensor<B, 3>) -> Tensor<B, 4> {
+        let [n, c, l] = x.shape();
+        x.reshape([n, c, 1, l])
+    }
+
+    /// The weight as a `1 x K` kernel.
+    fn kernel(&self) -> Tensor<B, 4> {
+        let [o, c, k] = self.weight.shape();
+        self.weight.reshape([o, c, 1, k])
+    }
+
+    /// The image `[n, C, 1, L]` back as `[n, C, L]`.
+    fn sequence(y: &Tensor<B, 4>) -> Tensor<B, 3> {
+        let [n, c, _, l] = y.shape();
+        y.reshape([n, c, l])
+    }
+}
+
+weight_bias_module!([const CIN: usize, const COUT: usize, const K: usize] Conv1d<B, CIN, COUT, K>, 3);
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 3, 3> for Conv1d<B, CIN, COUT, K> {
+    type Cache = Tensor<B, 3>;
+
+    fn forward(&self, x: &Tensor<B, 3>) -> Tensor<B, 3> {
+        let [_, c, _] = x.shape();
+        assert!(c == CIN, "Conv1d<{CIN}, {COUT}, {K}>: expects [n, {CIN}, L], got {:?}", x.shape());
+        Self::sequence(&Self::image(x).conv2d(&self.kernel(), self.bias.as_ref(), self.options))
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, 3>, _: &mut Ctx) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        (Layer::<B, 3, 3>::forward(self, x), x.clone())
+    }
+
+    fn backward(&self, x: &Tensor<B, 3>, g: &Tensor<B, 3>) -> (Tensor<B, 3>, Conv1dGrads<B>) {
+        let x4 = Self::image(x);
+        let dx =
+            adjoint::conv2d_input::<B>(Self::image(g).storage(), self.kernel().storage(), x4.shape(), &self.options);
+        (Self::sequence(&Tensor::from_storage(dx)), self.backward_params(x, g))
+    }
+
+    fn backward_params(&self, x: &Tensor<B, 3>, g: &Tensor<B, 3>) -> Conv1dGrads<B> {
+        let [o, c, k] = self.weight.shape();
+        let dw = adjoint::conv2d_weight::<B>(
+            Self::image(g).storage(),
+            Self::image(x).storage(),
+            [o, c, 1, k],
+            &self.options,
+        );
+        // The bias is added at every position of every sample.
+        let bias = self.bias.as_ref().map(|_| Tensor::from_storage(adjoint::bias::<B>(g.storage(), 1)));
+        Conv1dGrads { weight: Tensor::<B, 4>::from_storage(dw).reshape([o, c, k]), bias }
+    }
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> super::FromSpec<B> for Conv1d<B, CIN, COUT, K> {
+    const LAYER: Spec = Spec::Conv1d;
+    fn from_spec(o: &Options, rng: &mut Rng, device: &B::Device) -> Self {
+        Conv1d::new(o.into(), rng, device)
     }
 }
 
