@@ -1,5 +1,5 @@
 //! One model source on both backends: a transformer block written as
-//! `#[model]` forward bodies and LeNet, their outputs and generated
+//! `#[model]` forward bodies, LeNet and the newer layers, their outputs and generated
 //! gradients on the wgpu device against the CPU's, and a few steps of
 //! training through the tape on the device. Without an adapter these
 //! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
@@ -34,6 +34,41 @@ fn close(what: &str, gpu: &[f32], cpu: &[f32]) {
 
 fn on<const D: usize>(t: &Tensor<Cpu, D>, device: &WgpuDevice) -> Tensor<Wgpu, D> {
     Tensor::from_data(t.to_data(), device).expect("upload")
+}
+
+/// The layers added on the one-definition path, in one sequence model.
+#[model(input = [4, 12])]
+pub struct NewLayers {
+    #[layer(padding = 1)]
+    conv: Conv1d<4, 6, 3>,
+    groups: GroupNorm<2, 6>,
+    act: Silu,
+    norm: BatchNorm1d<6>,
+}
+
+#[test]
+fn new_layers_agree_with_the_cpu_in_training() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let mut cpu = NewLayers::<Cpu>::new_seeded(4, &CpuDevice);
+    let mut gpu = NewLayers::<Wgpu>::new_seeded(4, &device);
+    let x = Tensor::<Cpu, 3>::rand_normal([3, 4, 12], &CpuDevice);
+    let g = Tensor::<Cpu, 3>::rand_normal([3, 6, 12], &CpuDevice);
+    let (yc, cc) = cpu.forward_train(&x, &mut Ctx::train(1));
+    let (yg, cg) = gpu.forward_train(&on(&x, &device), &mut Ctx::train(1));
+    close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
+    let (dxc, gc) = cpu.backward(&cc, &g);
+    let (dxg, gg) = gpu.backward(&cg, &on(&g, &device));
+    close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
+    let (gc, gg) = (grads_dict::<Cpu, NewLayers<Cpu>>(&gc), grads_dict::<Wgpu, NewLayers<Wgpu>>(&gg));
+    assert_eq!(gc.len(), 6);
+    for ((name, c), (_, w)) in gc.iter().zip(&gg) {
+        close(
+            name,
+            &w.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            &c.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        );
+    }
+    close("running_mean", &gpu.norm.running_mean.to_vec::<f32>(), &cpu.norm.running_mean.to_vec::<f32>());
 }
 
 #[test]
