@@ -196,22 +196,22 @@ fn generated_partials_match_finite_differences() {
 #[test]
 fn wgsl_of_the_kernel_and_its_partials() {
     expect![[r#"
-        fn swish(a_x: f32, a_beta: f32) -> f32 {
-            return (a_x / (1.0 + exp(((-a_beta) * a_x))));
+        fn swish(x_0: f32, beta_1: f32) -> f32 {
+            return (x_0 / (1.0 + exp(((-beta_1) * x_0))));
         }
 
-        fn swish_d_x(a_x: f32, a_beta: f32) -> f32 {
-            let l0 = ((-a_beta) * a_x);
-            let l1 = exp(l0);
-            let l2 = (1.0 + l1);
-            return ((1.0 / l2) - ((a_x * (l1 * (-a_beta))) / (l2 * l2)));
+        fn swish_d_x(x_0: f32, beta_1: f32) -> f32 {
+            let v2 = ((-beta_1) * x_0);
+            let v3 = exp(v2);
+            let v4 = (1.0 + v3);
+            return ((1.0 / v4) - ((x_0 * (v3 * (-beta_1))) / (v4 * v4)));
         }
 
-        fn swish_d_beta(a_x: f32, a_beta: f32) -> f32 {
-            let l0 = ((-a_beta) * a_x);
-            let l1 = exp(l0);
-            let l2 = (1.0 + l1);
-            return (-((a_x * (l1 * (-a_x))) / (l2 * l2)));
+        fn swish_d_beta(x_0: f32, beta_1: f32) -> f32 {
+            let v2 = ((-beta_1) * x_0);
+            let v3 = exp(v2);
+            let v4 = (1.0 + v3);
+            return (-((x_0 * (v3 * (-x_0))) / (v4 * v4)));
         }
     "#]]
     .assert_eq(swish::WGSL);

@@ -6,57 +6,61 @@ use std::collections::HashMap;
 
 use proc_macro2::Span;
 
-use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Let, Ty, Var};
+use super::ir::{Bin, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
-/// The kernel computing `∂f/∂params[param]`: the original bindings, one
-/// binding per non-zero derivative of a binding, and the derivative of the
-/// result. `types` are the original bindings' types.
-pub fn partial(k: &Kernel, types: &[Ty], param: usize) -> Kernel {
-    let mut lets = k.lets.clone();
-    // d[i]: the derivative of binding i, as a reference to its own binding.
-    let mut d: Vec<Option<ExprIr>> = Vec::with_capacity(k.lets.len());
-    for (i, l) in k.lets.iter().enumerate() {
-        let di = if types[i] == Ty::F32 { derive(&l.value, param, &d) } else { None };
-        d.push(di.map(|e| {
+/// The kernel computing `∂f/∂params[param]` of a checked elementwise
+/// kernel: the original bindings, one binding per non-zero derivative of a
+/// binding, and the derivative of the result.
+pub fn partial(k: &Kernel, param: usize) -> Kernel {
+    let mut out = k.clone();
+    let wrt = k.params[param];
+    // d[v]: the derivative of binding v, as a reference to its own binding.
+    let mut d: Vec<Option<Expr>> = vec![None; k.vars.len()];
+    for (v, value) in k.bindings() {
+        if k.vars[v].ty != Ty::F32 {
+            continue;
+        }
+        d[v] = derive(value, wrt, &d).map(|e| {
             let span = e.span;
-            lets.push(Let { name: format!("d_{}", l.name), value: e });
-            var(Var::Let(lets.len() - 1), span)
-        }));
+            let dv = out.declare(format!("d_{}", k.vars[v].name), Ty::F32, Kind::Local { mutable: false });
+            out.body.push(Stmt::Let(dv, e));
+            var(dv, span)
+        });
     }
-    let result = derive(&k.result, param, &d).unwrap_or_else(|| float(0.0, k.result.span));
-    Kernel { name: k.name.clone(), span: k.span, params: k.params.clone(), lets, result }
+    out.result = k.result.as_ref().map(|r| derive(r, wrt, &d).unwrap_or_else(|| float(0.0, r.span)));
+    out
 }
 
-fn var(v: Var, span: Span) -> ExprIr {
-    ExprIr::new(ExprKind::Var(v), span)
+fn var(v: usize, span: Span) -> Expr {
+    Expr::new(ExprKind::Var(v), span)
 }
 
-fn float(v: f64, span: Span) -> ExprIr {
-    ExprIr::new(ExprKind::Float(v), span)
+fn float(v: f64, span: Span) -> Expr {
+    Expr::new(ExprKind::Float(v), span)
 }
 
-fn constant(e: &ExprIr) -> Option<f64> {
+fn constant(e: &Expr) -> Option<f64> {
     match e.kind {
         ExprKind::Float(v) => Some(v),
         _ => None,
     }
 }
 
-fn call(f: Intrinsic, args: Vec<ExprIr>, span: Span) -> ExprIr {
-    ExprIr::new(ExprKind::Call(f, args), span)
+fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
+    Expr::new(ExprKind::Call(f, args), span)
 }
 
-fn neg(a: ExprIr) -> ExprIr {
+fn neg(a: Expr) -> Expr {
     let span = a.span;
     match a.kind {
         ExprKind::Float(v) => float(-v, span),
         ExprKind::Neg(inner) => *inner,
-        kind => ExprIr::new(ExprKind::Neg(Box::new(ExprIr::new(kind, span))), span),
+        kind => Expr::new(ExprKind::Neg(Box::new(Expr::new(kind, span))), span),
     }
 }
 
 /// `a op b`, folding constants and the identities of 0 and 1.
-fn bin(op: Bin, a: ExprIr, b: ExprIr) -> ExprIr {
+fn bin(op: Bin, a: Expr, b: Expr) -> Expr {
     let span = a.span;
     match (op, constant(&a), constant(&b)) {
         (Bin::Add, Some(x), Some(y)) => float(x + y, span),
@@ -74,18 +78,18 @@ fn bin(op: Bin, a: ExprIr, b: ExprIr) -> ExprIr {
         (Bin::Add | Bin::Sub, _, _) if matches!(b.kind, ExprKind::Neg(_)) => {
             let ExprKind::Neg(inner) = b.kind else { unreachable!("matched above") };
             let flipped = if op == Bin::Add { Bin::Sub } else { Bin::Add };
-            ExprIr::new(ExprKind::Binary(flipped, Box::new(a), inner), span)
+            Expr::new(ExprKind::Binary(flipped, Box::new(a), inner), span)
         }
-        _ => ExprIr::new(ExprKind::Binary(op, Box::new(a), Box::new(b)), span),
+        _ => Expr::new(ExprKind::Binary(op, Box::new(a), Box::new(b)), span),
     }
 }
 
-fn mul(a: ExprIr, b: ExprIr) -> ExprIr {
+fn mul(a: Expr, b: Expr) -> Expr {
     bin(Bin::Mul, a, b)
 }
 
 /// `Some(a) + Some(b)` with `None` as zero.
-fn add_opt(a: Option<ExprIr>, b: Option<ExprIr>) -> Option<ExprIr> {
+fn add_opt(a: Option<Expr>, b: Option<Expr>) -> Option<Expr> {
     match (a, b) {
         (Some(a), Some(b)) => Some(bin(Bin::Add, a, b)),
         (a, None) => a,
@@ -93,15 +97,17 @@ fn add_opt(a: Option<ExprIr>, b: Option<ExprIr>) -> Option<ExprIr> {
     }
 }
 
-/// The derivative of `e` with respect to parameter `p`, `None` for zero;
-/// `d[i]` is that of binding `i`.
-fn derive(e: &ExprIr, p: usize, d: &[Option<ExprIr>]) -> Option<ExprIr> {
+/// The derivative of `e` with respect to the parameter variable `p`,
+/// `None` for zero; `d[v]` is that of binding `v`.
+fn derive(e: &Expr, p: usize, d: &[Option<Expr>]) -> Option<Expr> {
     let span = e.span;
-    let de = |x: &ExprIr| derive(x, p, d);
+    let de = |x: &Expr| derive(x, p, d);
     match &e.kind {
         ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Not(_) => None,
-        ExprKind::Var(Var::Param(q)) => (*q == p).then(|| float(1.0, span)),
-        ExprKind::Var(Var::Let(i)) => d[*i].clone(),
+        ExprKind::Var(v) if *v == p => Some(float(1.0, span)),
+        ExprKind::Var(v) => d.get(*v).cloned().flatten(),
+        // Integers, ids, loads and casts are not elementwise: constants here.
+        ExprKind::Int(..) | ExprKind::Index(..) | ExprKind::Id(_) | ExprKind::Cast(..) => None,
         ExprKind::Neg(x) => de(x).map(neg),
         ExprKind::Binary(op, a, b) => {
             let (da, db) = (de(a), de(b));
@@ -125,13 +131,13 @@ fn derive(e: &ExprIr, p: usize, d: &[Option<ExprIr>]) -> Option<ExprIr> {
     }
 }
 
-fn derive_call(f: Intrinsic, args: &[ExprIr], e: &ExprIr, p: usize, d: &[Option<ExprIr>]) -> Option<ExprIr> {
+fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr>]) -> Option<Expr> {
     let span = e.span;
-    let de = |x: &ExprIr| derive(x, p, d);
+    let de = |x: &Expr| derive(x, p, d);
     let x = &args[0];
-    let chain = |outer: ExprIr| de(x).map(|dx| mul(outer, dx));
+    let chain = |outer: Expr| de(x).map(|dx| mul(outer, dx));
     let c = |v: f64| float(v, span);
-    let one = |f: Intrinsic, a: &ExprIr| call(f, vec![a.clone()], span);
+    let one = |f: Intrinsic, a: &Expr| call(f, vec![a.clone()], span);
     match f {
         Intrinsic::Exp => chain(e.clone()),
         Intrinsic::Exp2 => chain(mul(e.clone(), c(std::f64::consts::LN_2))),
@@ -157,13 +163,13 @@ fn derive_call(f: Intrinsic, args: &[ExprIr], e: &ExprIr, p: usize, d: &[Option<
         // The derivative follows the chosen argument (the first on ties).
         Intrinsic::Min | Intrinsic::Max => {
             let op = if f == Intrinsic::Min { Bin::Le } else { Bin::Ge };
-            let cond = ExprIr::new(ExprKind::Binary(op, Box::new(x.clone()), Box::new(args[1].clone())), span);
+            let cond = Expr::new(ExprKind::Binary(op, Box::new(x.clone()), Box::new(args[1].clone())), span);
             select(cond, de(x), de(&args[1]), span)
         }
         Intrinsic::Clamp => {
             let (lo, hi) = (&args[1], &args[2]);
-            let below = ExprIr::new(ExprKind::Binary(Bin::Lt, Box::new(x.clone()), Box::new(lo.clone())), span);
-            let above = ExprIr::new(ExprKind::Binary(Bin::Gt, Box::new(x.clone()), Box::new(hi.clone())), span);
+            let below = Expr::new(ExprKind::Binary(Bin::Lt, Box::new(x.clone()), Box::new(lo.clone())), span);
+            let above = Expr::new(ExprKind::Binary(Bin::Gt, Box::new(x.clone()), Box::new(hi.clone())), span);
             let inner = select(above, de(hi), de(x), span);
             select(below, de(lo), inner, span)
         }
@@ -176,7 +182,7 @@ fn derive_call(f: Intrinsic, args: &[ExprIr], e: &ExprIr, p: usize, d: &[Option<
 }
 
 /// `cond ? a : b` over derivatives, `None` when both are zero.
-fn select(cond: ExprIr, a: Option<ExprIr>, b: Option<ExprIr>, span: Span) -> Option<ExprIr> {
+fn select(cond: Expr, a: Option<Expr>, b: Option<Expr>, span: Span) -> Option<Expr> {
     if a.is_none() && b.is_none() {
         return None;
     }
@@ -190,112 +196,135 @@ fn select(cond: ExprIr, a: Option<ExprIr>, b: Option<ExprIr>, span: Span) -> Opt
 pub fn share_common(k: &Kernel) -> Kernel {
     let mut counts = HashMap::new();
     let live = reachable(k);
-    for &i in &live {
-        count(&k.lets[i].value, &mut counts);
+    for (_, value) in &live {
+        count(value, &mut counts);
     }
-    count(&k.result, &mut counts);
-    let mut out = Sharer { counts, memo: HashMap::new(), renamed: HashMap::new(), lets: Vec::new(), kernel: k };
-    for &i in &live {
-        let value = out.rebuild(&k.lets[i].value);
-        let key = out.lets.len();
-        out.lets.push(Let { name: k.lets[i].name.clone(), value });
-        out.renamed.insert(i, key);
+    if let Some(r) = &k.result {
+        count(r, &mut counts);
     }
-    let result = out.rebuild(&k.result);
-    Kernel { name: k.name.clone(), span: k.span, params: k.params.clone(), lets: out.lets, result }
+    let mut out = Kernel::new(k.name.clone(), k.span, k.workgroup);
+    let mut renamed = HashMap::new();
+    for &p in &k.params {
+        let v = k.vars[p].clone();
+        let new = out.declare(v.name, v.ty, v.kind);
+        out.params.push(new);
+        renamed.insert(p, new);
+    }
+    let mut sharer = Sharer { counts, memo: HashMap::new(), renamed, out };
+    for (v, value) in live {
+        let value = sharer.rebuild(value);
+        let old = &k.vars[v];
+        let new = sharer.out.declare(old.name.clone(), old.ty, old.kind);
+        sharer.out.body.push(Stmt::Let(new, value));
+        sharer.renamed.insert(v, new);
+    }
+    let result = k.result.as_ref().map(|r| sharer.rebuild(r));
+    let mut out = sharer.out;
+    out.result = result;
+    out
 }
 
 /// A structural key of an expression (spans ignored).
-fn key(e: &ExprIr) -> String {
+fn key(e: &Expr) -> String {
     match &e.kind {
         ExprKind::Float(v) => format!("{v:?}"),
+        ExprKind::Int(v, t, _) => format!("{v}{}", t.get().name()),
         ExprKind::Bool(b) => b.to_string(),
-        ExprKind::Var(Var::Param(i)) => format!("p{i}"),
-        ExprKind::Var(Var::Let(i)) => format!("l{i}"),
+        ExprKind::Var(v) => format!("v{v}"),
+        ExprKind::Index(v, i) => format!("v{v}[{}]", key(i)),
         ExprKind::Neg(x) => format!("(-{})", key(x)),
         ExprKind::Not(x) => format!("(!{})", key(x)),
         ExprKind::Binary(op, a, b) => format!("({} {} {})", key(a), op.symbol(), key(b)),
         ExprKind::Call(f, args) => format!("{}({})", f.name(), args.iter().map(key).collect::<Vec<_>>().join(",")),
+        ExprKind::Id(id) => id.name().to_owned(),
+        ExprKind::Cast(x, t) => format!("({} as {})", key(x), t.name()),
     }
 }
 
-fn compound(e: &ExprIr) -> bool {
+fn compound(e: &Expr) -> bool {
     match &e.kind {
-        ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => false,
+        ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => false,
         // Negating a value is as cheap as reading a binding.
         ExprKind::Neg(x) | ExprKind::Not(x) => compound(x),
-        _ => true,
+        ExprKind::Index(..) | ExprKind::Binary(..) | ExprKind::Call(..) | ExprKind::Cast(..) => true,
     }
 }
 
-fn count(e: &ExprIr, counts: &mut HashMap<String, usize>) {
+/// The expressions `e` is made of, directly.
+fn children(e: &Expr) -> Vec<&Expr> {
+    match &e.kind {
+        ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => vec![x],
+        ExprKind::Binary(_, a, b) => vec![a, b],
+        ExprKind::Call(_, args) => args.iter().collect(),
+        ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => vec![],
+    }
+}
+
+fn count(e: &Expr, counts: &mut HashMap<String, usize>) {
     if compound(e) {
         *counts.entry(key(e)).or_default() += 1;
     }
-    match &e.kind {
-        ExprKind::Neg(x) | ExprKind::Not(x) => count(x, counts),
-        ExprKind::Binary(_, a, b) => {
-            count(a, counts);
-            count(b, counts);
-        }
-        ExprKind::Call(_, args) => args.iter().for_each(|a| count(a, counts)),
-        _ => {}
+    for c in children(e) {
+        count(c, counts);
     }
 }
 
-/// The bindings the result reads, directly or through other bindings.
-fn reachable(k: &Kernel) -> Vec<usize> {
-    fn visit(e: &ExprIr, k: &Kernel, seen: &mut Vec<bool>) {
-        match &e.kind {
-            ExprKind::Var(Var::Let(i)) if !seen[*i] => {
-                seen[*i] = true;
-                visit(&k.lets[*i].value, k, seen);
-            }
-            ExprKind::Neg(x) | ExprKind::Not(x) => visit(x, k, seen),
-            ExprKind::Binary(_, a, b) => {
-                visit(a, k, seen);
-                visit(b, k, seen);
-            }
-            ExprKind::Call(_, args) => args.iter().for_each(|a| visit(a, k, seen)),
-            _ => {}
+/// The bindings the result reads, directly or through other bindings, in
+/// order.
+fn reachable(k: &Kernel) -> Vec<(usize, &Expr)> {
+    fn visit(e: &Expr, values: &HashMap<usize, &Expr>, seen: &mut Vec<bool>) {
+        if let ExprKind::Var(v) = e.kind
+            && let Some(value) = values.get(&v).filter(|_| !seen[v])
+        {
+            seen[v] = true;
+            visit(value, values, seen);
+        }
+        for c in children(e) {
+            visit(c, values, seen);
         }
     }
-    let mut seen = vec![false; k.lets.len()];
-    visit(&k.result, k, &mut seen);
-    (0..k.lets.len()).filter(|&i| seen[i]).collect()
+    let values: HashMap<usize, &Expr> = k.bindings().collect();
+    let mut seen = vec![false; k.vars.len()];
+    if let Some(r) = &k.result {
+        visit(r, &values, &mut seen);
+    }
+    k.bindings().filter(|(v, _)| seen[*v]).collect()
 }
 
-struct Sharer<'k> {
+struct Sharer {
     counts: HashMap<String, usize>,
     /// Key of a shared expression -> its new binding.
     memo: HashMap<String, usize>,
-    /// Old binding -> new binding.
+    /// Old variable -> new variable.
     renamed: HashMap<usize, usize>,
-    lets: Vec<Let>,
-    kernel: &'k Kernel,
+    out: Kernel,
 }
 
-impl Sharer<'_> {
-    fn rebuild(&mut self, e: &ExprIr) -> ExprIr {
+impl Sharer {
+    fn rebuild(&mut self, e: &Expr) -> Expr {
         let span = e.span;
         let k = key(e);
-        if let Some(&i) = self.memo.get(&k) {
-            return var(Var::Let(i), span);
+        if let Some(&v) = self.memo.get(&k) {
+            return var(v, span);
         }
         let kind = match &e.kind {
-            ExprKind::Var(Var::Let(i)) => ExprKind::Var(Var::Let(self.renamed[i])),
+            ExprKind::Var(v) => ExprKind::Var(self.renamed[v]),
             ExprKind::Neg(x) => ExprKind::Neg(Box::new(self.rebuild(x))),
             ExprKind::Not(x) => ExprKind::Not(Box::new(self.rebuild(x))),
+            ExprKind::Cast(x, t) => ExprKind::Cast(Box::new(self.rebuild(x)), *t),
+            ExprKind::Index(v, i) => ExprKind::Index(self.renamed[v], Box::new(self.rebuild(i))),
             ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, Box::new(self.rebuild(a)), Box::new(self.rebuild(b))),
             ExprKind::Call(f, args) => ExprKind::Call(*f, args.iter().map(|a| self.rebuild(a)).collect()),
-            other => other.clone(),
+            other @ (ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Id(_)) => other.clone(),
         };
-        let rebuilt = ExprIr::new(kind, span);
+        let rebuilt = Expr::new(kind, span);
         if compound(e) && self.counts.get(&k).copied().unwrap_or(0) >= 2 {
-            let i = self.lets.len();
-            self.lets.push(Let { name: format!("{}_{i}", self.kernel.name), value: rebuilt });
-            self.memo.insert(k, i);
-            return var(Var::Let(i), span);
+            let ty = self.out.ty(&rebuilt);
+            // Unnamed: printed as `v{index}`.
+            let v = self.out.declare("_".into(), ty, Kind::Local { mutable: false });
+            self.out.body.push(Stmt::Let(v, rebuilt));
+            self.memo.insert(k, v);
+            return var(v, span);
         }
         rebuilt
     }

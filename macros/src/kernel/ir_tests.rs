@@ -1,45 +1,56 @@
-//! The elementwise pipeline on plain values: kernels built by hand as IR
-//! (no tokens, no parsing), typed by `check`, differentiated by `diff`
-//! (each partial compared with a central difference by a small evaluator
-//! of the IR) and printed as WGSL that naga validates.
+//! The kernel pipeline on plain values: kernels of both forms built by
+//! hand as IR (no tokens, no parsing), typed by `check`, differentiated
+//! by `diff` (each partial compared with a central difference by a small
+//! evaluator of the IR) and printed as WGSL that naga validates.
+
+use std::cell::Cell;
 
 use proc_macro2::Span;
 
-use super::ir::{Bin, ExprIr, ExprKind, Intrinsic, Kernel, Let, Ty, Var};
+use super::ir::{Bin, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
 use super::{check, codegen, diff, wgsl};
 
-fn at(kind: ExprKind) -> ExprIr {
-    ExprIr::new(kind, Span::call_site())
+fn at(kind: ExprKind) -> Expr {
+    Expr::new(kind, Span::call_site())
 }
 
-fn param(i: usize) -> ExprIr {
-    at(ExprKind::Var(Var::Param(i)))
+/// Variable `v`: in the kernels below, the parameters and then the
+/// bindings in order.
+fn var(v: usize) -> Expr {
+    at(ExprKind::Var(v))
 }
 
-fn binding(i: usize) -> ExprIr {
-    at(ExprKind::Var(Var::Let(i)))
-}
-
-fn float(v: f64) -> ExprIr {
+fn float(v: f64) -> Expr {
     at(ExprKind::Float(v))
 }
 
-fn bin(op: Bin, a: ExprIr, b: ExprIr) -> ExprIr {
+fn bin(op: Bin, a: Expr, b: Expr) -> Expr {
     at(ExprKind::Binary(op, Box::new(a), Box::new(b)))
 }
 
-fn call(f: Intrinsic, args: Vec<ExprIr>) -> ExprIr {
+fn call(f: Intrinsic, args: Vec<Expr>) -> Expr {
     at(ExprKind::Call(f, args))
 }
 
-fn kernel(params: &[&str], lets: Vec<(&str, ExprIr)>, result: ExprIr) -> Kernel {
-    Kernel {
-        name: "k".into(),
-        span: Span::call_site(),
-        params: params.iter().map(|p| p.to_string()).collect(),
-        lets: lets.into_iter().map(|(name, value)| Let { name: name.into(), value }).collect(),
-        result,
+/// An elementwise kernel.
+fn kernel(params: &[&str], lets: Vec<(&str, Expr)>, result: Expr) -> Kernel {
+    let mut k = Kernel::new("k".into(), Span::call_site(), None);
+    for (index, p) in params.iter().enumerate() {
+        let v = k.declare(p.to_string(), Ty::F32, Kind::Element { index });
+        k.params.push(v);
     }
+    for (name, value) in lets {
+        let v = k.declare(name.into(), Ty::F32, Kind::Local { mutable: false });
+        k.body.push(Stmt::Let(v, value));
+    }
+    k.result = Some(result);
+    k
+}
+
+fn checked(mut k: Kernel) -> Kernel {
+    let mut errors = Vec::new();
+    assert!(check::check(&mut k, &mut errors), "{errors:?}");
+    k
 }
 
 /// A value of the DSL.
@@ -67,25 +78,29 @@ impl Value {
 
 /// The IR's value at `params`, with the bindings evaluated in order.
 fn eval_kernel(k: &Kernel, params: &[f64]) -> f64 {
-    let mut lets = Vec::new();
-    for l in &k.lets {
-        let v = eval(&l.value, params, &lets);
-        lets.push(v);
+    let mut vars = vec![Value::Float(f64::NAN); k.vars.len()];
+    for (&p, &x) in k.params.iter().zip(params) {
+        vars[p] = Value::Float(x);
     }
-    eval(&k.result, params, &lets).float()
+    for (v, value) in k.bindings() {
+        vars[v] = eval(value, &vars);
+    }
+    eval(k.result.as_ref().expect("an elementwise kernel"), &vars).float()
 }
 
-fn eval(e: &ExprIr, params: &[f64], lets: &[Value]) -> Value {
-    let f = |e: &ExprIr| eval(e, params, lets).float();
+fn eval(e: &Expr, vars: &[Value]) -> Value {
+    let f = |e: &Expr| eval(e, vars).float();
     match &e.kind {
         ExprKind::Float(v) => Value::Float(*v),
         ExprKind::Bool(b) => Value::Bool(*b),
-        ExprKind::Var(Var::Param(i)) => Value::Float(params[*i]),
-        ExprKind::Var(Var::Let(i)) => lets[*i],
+        ExprKind::Var(v) => vars[*v],
         ExprKind::Neg(x) => Value::Float(-f(x)),
-        ExprKind::Not(x) => Value::Bool(!eval(x, params, lets).bool()),
+        ExprKind::Not(x) => Value::Bool(!eval(x, vars).bool()),
+        ExprKind::Int(..) | ExprKind::Index(..) | ExprKind::Id(_) | ExprKind::Cast(..) => {
+            panic!("not elementwise: {e:?}")
+        }
         ExprKind::Binary(op, a, b) => {
-            let (x, y) = (eval(a, params, lets), eval(b, params, lets));
+            let (x, y) = (eval(a, vars), eval(b, vars));
             let (fl, bl) = (|v: Value| v.float(), |v: Value| v.bool());
             match op {
                 Bin::Add => Value::Float(fl(x) + fl(y)),
@@ -134,7 +149,7 @@ fn eval(e: &ExprIr, params: &[f64], lets: &[Value]) -> Value {
                 Intrinsic::Ceil => a[0].ceil(),
                 Intrinsic::Fma => a[0].mul_add(a[1], a[2]),
                 Intrinsic::Select => {
-                    if eval(&args[0], params, lets).bool() {
+                    if eval(&args[0], vars).bool() {
                         a[0]
                     } else {
                         a[1]
@@ -147,72 +162,136 @@ fn eval(e: &ExprIr, params: &[f64], lets: &[Value]) -> Value {
 
 /// `k`'s partial in each parameter against a central difference at `at`.
 fn assert_partials(k: &Kernel, at: &[f64]) {
-    let mut errors = Vec::new();
-    let types = check::check(k, &mut errors).expect("the kernel types");
+    let k = checked(k.clone());
     for p in 0..k.params.len() {
-        let d = diff::share_common(&diff::partial(k, &types, p));
+        let d = diff::share_common(&diff::partial(&k, p));
         let h = 1e-6;
         let (mut up, mut down) = (at.to_vec(), at.to_vec());
         up[p] += h;
         down[p] -= h;
-        let want = (eval_kernel(k, &up) - eval_kernel(k, &down)) / (2.0 * h);
+        let want = (eval_kernel(&k, &up) - eval_kernel(&k, &down)) / (2.0 * h);
         let got = eval_kernel(&d, at);
-        assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "d/d{}: {got} vs {want}", k.params[p]);
+        assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "d/d{}: {got} vs {want}", k.vars[p].name);
     }
 }
 
 #[test]
 fn check_types_bindings_and_refuses_a_bool_result() {
     // let c = x < y; select(c, x, y)
-    let lt = bin(Bin::Lt, param(0), param(1));
-    let k = kernel(&["x", "y"], vec![("c", lt.clone())], call(Intrinsic::Select, vec![binding(0), param(0), param(1)]));
+    let lt = bin(Bin::Lt, var(0), var(1));
+    let k =
+        checked(kernel(&["x", "y"], vec![("c", lt.clone())], call(Intrinsic::Select, vec![var(2), var(0), var(1)])));
+    assert_eq!(k.vars[2].ty, Ty::Bool);
     let mut errors = Vec::new();
-    assert_eq!(check::check(&k, &mut errors), Some(vec![Ty::Bool]));
-    let k = kernel(&["x", "y"], vec![], lt);
-    assert_eq!(check::check(&k, &mut errors), None);
+    let mut k = kernel(&["x", "y"], vec![], lt);
+    assert!(!check::check(&mut k, &mut errors));
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0].to_string(), "type mismatch: the kernel returns f32, this is bool");
-    let k = kernel(&["x"], vec![], bin(Bin::Add, param(0), at(ExprKind::Bool(true))));
+    let mut k = kernel(&["x"], vec![], bin(Bin::Add, var(0), at(ExprKind::Bool(true))));
     let mut errors = Vec::new();
-    assert_eq!(check::check(&k, &mut errors), None);
+    assert!(!check::check(&mut k, &mut errors));
     assert_eq!(errors[0].to_string(), "type mismatch: `+` takes f32 operands, found f32 and bool");
 }
 
 #[test]
 fn partials_match_central_differences() {
     // Products through a binding: let s = x * y; s * s + x / y.
-    let s = bin(Bin::Mul, param(0), param(1));
-    let body = bin(Bin::Add, bin(Bin::Mul, binding(0), binding(0)), bin(Bin::Div, param(0), param(1)));
+    let s = bin(Bin::Mul, var(0), var(1));
+    let body = bin(Bin::Add, bin(Bin::Mul, var(2), var(2)), bin(Bin::Div, var(0), var(1)));
     assert_partials(&kernel(&["x", "y"], vec![("s", s)], body), &[0.7, -1.3]);
     // The chain rule through intrinsics: tanh(exp(x) * sin(y)) + pow(x, y).
-    let inner = bin(Bin::Mul, call(Intrinsic::Exp, vec![param(0)]), call(Intrinsic::Sin, vec![param(1)]));
-    let body = bin(Bin::Add, call(Intrinsic::Tanh, vec![inner]), call(Intrinsic::Pow, vec![param(0), param(1)]));
+    let inner = bin(Bin::Mul, call(Intrinsic::Exp, vec![var(0)]), call(Intrinsic::Sin, vec![var(1)]));
+    let body = bin(Bin::Add, call(Intrinsic::Tanh, vec![inner]), call(Intrinsic::Pow, vec![var(0), var(1)]));
     assert_partials(&kernel(&["x", "y"], vec![], body), &[0.4, 1.1]);
     // A branch: select(x > 0, sqrt(x) * y, -x), on both sides.
-    let cond = bin(Bin::Gt, param(0), float(0.0));
-    let then = bin(Bin::Mul, call(Intrinsic::Sqrt, vec![param(0)]), param(1));
-    let neg = at(ExprKind::Neg(Box::new(param(0))));
-    let k = kernel(&["x", "y"], vec![("c", cond)], call(Intrinsic::Select, vec![binding(0), then, neg]));
+    let cond = bin(Bin::Gt, var(0), float(0.0));
+    let then = bin(Bin::Mul, call(Intrinsic::Sqrt, vec![var(0)]), var(1));
+    let neg = at(ExprKind::Neg(Box::new(var(0))));
+    let k = kernel(&["x", "y"], vec![("c", cond)], call(Intrinsic::Select, vec![var(2), then, neg]));
     assert_partials(&k, &[2.0, 3.0]);
     assert_partials(&k, &[-2.0, 3.0]);
     // A parameter the result does not read has a zero partial.
-    let k = kernel(&["x", "unused"], vec![], call(Intrinsic::Log, vec![param(0)]));
+    let k = kernel(&["x", "unused"], vec![], call(Intrinsic::Log, vec![var(0)]));
     assert_partials(&k, &[1.5, 9.0]);
 }
 
 #[test]
 fn printed_wgsl_validates_for_a_kernel_and_its_partials() {
-    let body = call(Intrinsic::Max, vec![bin(Bin::Mul, param(0), param(1)), float(0.0)]);
-    let k = kernel(&["x", "r#type"], vec![], body);
-    let mut errors = Vec::new();
-    let types = check::check(&k, &mut errors).expect("types");
+    let body = call(Intrinsic::Max, vec![bin(Bin::Mul, var(0), var(1)), float(0.0)]);
+    let k = checked(kernel(&["x", "r#type"], vec![], body));
     let mut w = wgsl::Wgsl::new("k");
     codegen::wgsl_fn(&k, "k", &mut w);
     for p in 0..k.params.len() {
-        codegen::wgsl_fn(&diff::partial(&k, &types, p), &format!("k_d_{p}"), &mut w);
+        codegen::wgsl_fn(&diff::partial(&k, p), &format!("k_d_{p}"), &mut w);
     }
     let text = w.finish();
     wgsl::validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     // A raw parameter name loses its prefix in WGSL.
-    assert!(text.contains("fn k(a_x: f32, a_type: f32) -> f32"), "{text}");
+    assert!(text.contains("fn k(x_0: f32, type_1: f32) -> f32"), "{text}");
+}
+
+/// A general kernel by hand: `fn scale(x: &[f32], y: &mut [f32], n: u32)`
+/// with `let i = global_id();` and then `body` (variable 3 is `i`).
+fn general(body: Vec<Stmt>) -> Kernel {
+    let mut k = Kernel::new("scale".into(), Span::call_site(), Some(64));
+    for (name, ty, kind) in [
+        ("x", Ty::F32, Kind::Buffer { index: 0, output: false }),
+        ("y", Ty::F32, Kind::Buffer { index: 1, output: true }),
+        ("n", Ty::U32, Kind::Scalar { index: 0 }),
+    ] {
+        let v = k.declare(name.into(), ty, kind);
+        k.params.push(v);
+    }
+    let i = k.declare("i".into(), Ty::U32, Kind::Local { mutable: false });
+    k.body.push(Stmt::Let(i, at(ExprKind::Id(Id::Global))));
+    k.body.extend(body);
+    k
+}
+
+fn index(v: usize, i: Expr) -> Expr {
+    at(ExprKind::Index(v, Box::new(i)))
+}
+
+#[test]
+fn a_general_kernel_checks_and_prints_valid_wgsl() {
+    // if i < n { y[i] = x[i] * 2.0 + f32(n) }
+    let value =
+        bin(Bin::Add, bin(Bin::Mul, index(0, var(3)), float(2.0)), at(ExprKind::Cast(Box::new(var(2)), Ty::F32)));
+    let store = Stmt::Assign(1, Some(var(3)), None, value, Span::call_site());
+    let k = checked(general(vec![Stmt::If(bin(Bin::Lt, var(3), var(2)), vec![store], vec![])]));
+    assert!(!k.vars[3].uniform, "global_id differs between invocations");
+    let text = super::general::shader(&k);
+    wgsl::validate(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert!(text.contains("if ((i_3 < params.s0))"), "{text}");
+    assert!(text.contains("y_1[i_3] = ((x_0[i_3] * 2.0) + f32(params.s0));"), "{text}");
+}
+
+#[test]
+fn the_checker_reports_general_misuse_with_the_form_s_types() {
+    // A barrier under a condition on the invocation id.
+    let mut k = general(vec![Stmt::If(bin(Bin::Lt, var(3), var(2)), vec![Stmt::Barrier(Span::call_site())], vec![])]);
+    let mut errors = Vec::new();
+    assert!(!check::check(&mut k, &mut errors));
+    assert!(errors[0].to_string().starts_with("`barrier()` in divergent control flow"), "{errors:?}");
+    // An input written, an unsuffixed literal settled to i32, and bools
+    // that cannot be ordered.
+    let minus_five = at(ExprKind::Neg(Box::new(at(ExprKind::Int(5, Cell::new(Ty::U32), true)))));
+    let mut k = general(vec![
+        Stmt::Assign(0, Some(var(3)), None, float(1.0), Span::call_site()),
+        Stmt::If(bin(Bin::Lt, at(ExprKind::Bool(true)), at(ExprKind::Bool(false))), vec![], vec![]),
+    ]);
+    let m = k.declare("m".into(), Ty::F32, Kind::Local { mutable: false });
+    k.body.push(Stmt::Let(m, minus_five));
+    let mut errors = Vec::new();
+    assert!(!check::check(&mut k, &mut errors));
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].contains("`x` is an input"), "{messages:?}");
+    assert_eq!(messages[1], "type mismatch: `<` compares f32, u32 or i32 values, found bool and bool");
+    assert_eq!(k.vars[m].ty, Ty::I32);
+    // The same operator in an elementwise kernel names only f32.
+    let mut k = kernel(&["x"], vec![], at(ExprKind::Neg(Box::new(at(ExprKind::Bool(true))))));
+    let mut errors = Vec::new();
+    assert!(!check::check(&mut k, &mut errors));
+    assert_eq!(errors[0].to_string(), "type mismatch: `-` takes f32, found bool");
 }

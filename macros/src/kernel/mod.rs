@@ -1,12 +1,15 @@
-//! `kernel!`: kernels in a small Rust DSL. General kernels (`#[workgroup(N)]`)
-//! live in `general/`, with their own IR, checks and emitters. For
-//! elementwise kernels the pipeline is
-//! `ir.rs` (lower the function to a typed IR, rejecting what the DSL lacks)
-//! -> `check.rs` (types) -> `diff.rs` (partial derivatives) -> `codegen.rs`
-//! (Rust for the CPU, WGSL validated with naga, the user-facing function).
-//! `wgsl.rs` holds the WGSL both forms share, and the helpers that make
-//! every adapter compute what the CPU computes. The IR holds plain values,
-//! so `ir_tests.rs` runs the stages on kernels built by hand.
+//! `kernel!`: kernels in a small Rust DSL, in two forms over one IR
+//! (`ir.rs`): elementwise kernels (`fn f(x: f32, ..) -> f32`) and general
+//! kernels (`#[workgroup(N)]` over buffers, in `general/`). An elementwise
+//! kernel is a general one without buffers. The pipeline:
+//! `lower.rs` / `general/lower.rs` (syntax to IR, rejecting what the form
+//! lacks; `syn` ends here) -> `check.rs` (types, uniformity; one checker)
+//! -> `diff.rs` (partial derivatives of elementwise kernels) -> emitters:
+//! `wgsl.rs` and `rust.rs` print expressions of both forms (with the
+//! helpers that make every adapter compute what the CPU computes),
+//! `codegen.rs` and `general/{wgsl,rust}.rs` the items of each form. The
+//! IR holds plain values, so `ir_tests.rs` runs the stages on kernels
+//! built by hand.
 
 mod check;
 mod codegen;
@@ -15,6 +18,8 @@ mod general;
 mod ir;
 #[cfg(test)]
 mod ir_tests;
+mod lower;
+mod rust;
 mod wgsl;
 
 use proc_macro2::TokenStream;
@@ -39,12 +44,12 @@ pub fn expand(input: TokenStream) -> TokenStream {
     if let Some(workgroup) = general::workgroup_attr(&item, &mut errors) {
         return general::expand(&item, workgroup, errors);
     }
-    let kernel = ir::lower(&item, &mut errors);
-    let types = kernel.as_ref().and_then(|k| check::check(k, &mut errors));
-    match (kernel, types) {
-        (Some(k), Some(types)) if errors.is_empty() => {
+    let mut kernel = lower::lower(&item, &mut errors);
+    let checked = kernel.as_mut().is_some_and(|k| check::check(k, &mut errors));
+    match kernel {
+        Some(k) if checked && errors.is_empty() => {
             let partials: Vec<ir::Kernel> =
-                (0..k.params.len()).map(|p| diff::share_common(&diff::partial(&k, &types, p))).collect();
+                (0..k.params.len()).map(|p| diff::share_common(&diff::partial(&k, p))).collect();
             codegen::generate(&item, &diff::share_common(&k), &partials)
         }
         _ => errors.into_iter().map(|e| e.to_compile_error()).collect(),

@@ -1,6 +1,6 @@
-//! WGSL that both kernel forms share: float literals, intrinsic calls, the
-//! naga check, and the helper functions that pin down what WGSL leaves to
-//! the adapter.
+//! WGSL that both kernel forms share: the expression printer (variables,
+//! literals, operators, intrinsic calls, casts), the naga check, and the
+//! helper functions that pin down what WGSL leaves to the adapter.
 //!
 //! WGSL defines integer division by zero, shifts by 32 or more and
 //! float-to-int conversion, but naga's GLSL output passes `/`, `%`, `<<`
@@ -16,7 +16,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::ir::{Bin, Intrinsic};
+use super::ir::{Bin, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Ty};
 
 /// A helper function a kernel's WGSL calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -261,6 +261,113 @@ impl Wgsl {
         }
         self.out.push(')');
     }
+}
+
+/// A variable's WGSL name: the Rust name with its id, so no WGSL keyword or
+/// builtin can clash with it; a general kernel's scalars are fields of its
+/// uniform `params`.
+pub fn name(k: &Kernel, v: usize) -> String {
+    if let Kind::Scalar { index } = k.vars[v].kind {
+        return format!("params.s{index}");
+    }
+    let name = crate::kernel::plain(&k.vars[v].name);
+    if name.starts_with('_') { format!("v{v}") } else { format!("{name}_{v}") }
+}
+
+/// WGSL for an expression of either kernel form.
+pub fn expr(k: &Kernel, e: &Expr, out: &mut Wgsl) {
+    match &e.kind {
+        ExprKind::Float(v) => out.float(*v),
+        ExprKind::Int(v, ty, _) => match ty.get() {
+            // -2^31 has no positive literal: write it as an expression.
+            Ty::I32 if *v == 1 << 31 => out.push_str("(-2147483647i - 1i)"),
+            Ty::I32 => out.push_str(&format!("{v}i")),
+            _ => out.push_str(&format!("{v}u")),
+        },
+        ExprKind::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        ExprKind::Var(v) => out.push_str(&name(k, *v)),
+        ExprKind::Index(v, i) => {
+            out.push_str(&format!("{}[", name(k, *v)));
+            expr(k, i, out);
+            out.push(']');
+        }
+        ExprKind::Neg(x) | ExprKind::Not(x) => {
+            out.push_str(if matches!(e.kind, ExprKind::Neg(_)) { "(-" } else { "(!" });
+            expr(k, x, out);
+            out.push(')');
+        }
+        // u32 by a non-zero literal is defined everywhere: no helper.
+        ExprKind::Binary(op @ (Bin::Div | Bin::Rem), a, b)
+            if k.ty(a) == Ty::U32 && matches!(b.kind, ExprKind::Int(v, _, _) if v > 0) =>
+        {
+            out.push('(');
+            expr(k, a, out);
+            out.push_str(&format!(" {} ", op.symbol()));
+            expr(k, b, out);
+            out.push(')');
+        }
+        ExprKind::Binary(op, a, b) => binary(*op, k.ty(a), out, |out| expr(k, a, out), |out| expr(k, b, out)),
+        ExprKind::Call(f, args) => out.call(*f, |i, out| expr(k, &args[i], out)),
+        ExprKind::Id(id) => out.push_str(match id {
+            Id::Global => "gid.x",
+            Id::Local => "lid.x",
+            Id::Workgroup => "wid.x",
+            Id::Workgroups => "nwg.x",
+        }),
+        ExprKind::Cast(x, t) => {
+            match (k.ty(x), t) {
+                (Ty::F32, Ty::I32) => out.helper(Helper::F32ToI32),
+                (Ty::F32, Ty::U32) => out.helper(Helper::F32ToU32),
+                _ => out.push_str(t.name()),
+            }
+            out.push('(');
+            expr(k, x, out);
+            out.push(')');
+        }
+    }
+}
+
+/// Whether `a op= b`, `a` of type `ty`, is written other than `a op= b`.
+pub fn needs_helper(op: Bin, ty: Ty) -> bool {
+    matches!((op, ty), (Bin::Div, Ty::I32 | Ty::U32) | (Bin::Rem, _) | (Bin::Shl | Bin::Shr, _))
+}
+
+/// `a op b` in WGSL, with `a` of type `ty`: integer division and remainder
+/// through helpers that define them on every backend, shift amounts masked
+/// to five bits as WGSL defines (GLSL leaves larger shifts undefined).
+pub fn binary(op: Bin, ty: Ty, out: &mut Wgsl, a: impl FnOnce(&mut Wgsl), b: impl FnOnce(&mut Wgsl)) {
+    let helper = match (op, ty) {
+        (Bin::Div, Ty::I32) => Some(Helper::DivI32),
+        (Bin::Rem, Ty::I32) => Some(Helper::RemI32),
+        (Bin::Div, Ty::U32) => Some(Helper::DivU32),
+        (Bin::Rem, Ty::U32) => Some(Helper::RemU32),
+        _ => None,
+    };
+    if let Some(h) = helper {
+        out.helper(h);
+        out.push('(');
+        a(out);
+        out.push_str(", ");
+        b(out);
+        out.push(')');
+        return;
+    }
+    if !matches!(op, Bin::Shl | Bin::Shr) {
+        // Float comparisons and remainder take helpers there.
+        out.binary(op, ty == Ty::F32, a, b);
+        return;
+    }
+    out.push('(');
+    a(out);
+    out.push_str(&format!(" {} ", op.symbol()));
+    if matches!(op, Bin::Shl | Bin::Shr) {
+        out.push_str("(u32(");
+        b(out);
+        out.push_str(") & 31u)");
+    } else {
+        b(out);
+    }
+    out.push(')');
 }
 
 /// Validates WGSL with naga: the text of any error.

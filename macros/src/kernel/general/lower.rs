@@ -1,10 +1,15 @@
 //! Lowering: a general kernel's Rust syntax to the IR, rejecting what
 //! the DSL lacks at its tokens.
 
+use std::cell::Cell;
+
+use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{FnArg, Lit, Pat, UnOp};
 
-use super::*;
+use super::{SHARED_F32_MAX, SUPPORTED, err};
+use crate::kernel::ir::{Bin, CONSTANTS, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
+use crate::kernel::lower::{assign_op, bin_op};
 
 pub(super) struct Lower<'a> {
     k: &'a mut Kernel,
@@ -18,8 +23,7 @@ impl<'a> Lower<'a> {
     }
 
     fn declare(&mut self, name: String, ty: Ty, kind: Kind) -> usize {
-        let id = self.k.vars.len();
-        self.k.vars.push(Var { name: name.clone(), ty, kind, uniform: true });
+        let id = self.k.declare(name.clone(), ty, kind);
         // The parameters' scope is never popped, so there always is one.
         if let Some(scope) = self.scopes.last_mut() {
             scope.push((name, id));
@@ -168,7 +172,7 @@ impl<'a> Lower<'a> {
         match e {
             syn::Expr::Assign(a) => self.assign(&a.left, None, &a.right, span),
             syn::Expr::Binary(b) => {
-                let Some(op) = Bin::from_syn_assign(&b.op) else {
+                let Some(op) = assign_op(&b.op) else {
                     self.errors.push(err(span, format!("a statement does something: {SUPPORTED}")));
                     return None;
                 };
@@ -253,7 +257,7 @@ impl<'a> Lower<'a> {
 
     fn expr(&mut self, e: &syn::Expr) -> Option<Expr> {
         let span = e.span();
-        let ex = |e| Some(Expr { kind: e, span });
+        let ex = |e| Some(Expr::new(e, span));
         match e {
             syn::Expr::Paren(p) => self.expr(&p.expr),
             syn::Expr::Group(g) => self.expr(&g.expr),
@@ -287,7 +291,7 @@ impl<'a> Lower<'a> {
             },
             syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident()?.to_string();
-                if let Some((_, v)) = crate::kernel::ir::CONSTANTS.iter().find(|(c, _)| *c == name) {
+                if let Some((_, v)) = CONSTANTS.iter().find(|(c, _)| *c == name) {
                     return ex(ExprKind::Float(*v));
                 }
                 let id = self.lookup(&name, span)?;
@@ -314,7 +318,7 @@ impl<'a> Lower<'a> {
                 }
             }
             syn::Expr::Binary(b) => {
-                let Some(op) = Bin::from_syn(&b.op) else {
+                let Some(op) = bin_op(&b.op) else {
                     self.errors.push(err(b.op.span(), format!("unsupported operator: {SUPPORTED}")));
                     return None;
                 };

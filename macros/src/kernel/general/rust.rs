@@ -1,119 +1,10 @@
 //! The Rust that runs a kernel's workgroups on the CPU.
 
-use quote::format_ident;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
 
-use super::*;
-
-/// Rust for an expression inside the loop over invocations (`lane`).
-fn rust_ex(k: &Kernel, e: &Expr) -> TokenStream {
-    let name = &k.name;
-    match &e.kind {
-        // Literals are parenthesised: a negative one would otherwise bind
-        // looser than the method calls (`wrapping_add`) applied to it.
-        ExprKind::Float(v) => {
-            let v = *v as f32;
-            quote!((#v))
-        }
-        ExprKind::Int(v, ty, _) => match ty.get() {
-            Ty::I32 => {
-                let v = *v as i32;
-                quote!((#v))
-            }
-            _ => {
-                let v = *v as u32;
-                quote!((#v))
-            }
-        },
-        ExprKind::Bool(b) => quote!(#b),
-        ExprKind::Var(v) => match k.vars[*v].kind {
-            Kind::Scalar { index } => {
-                let s = format_ident!("s{}", index);
-                quote!(#s)
-            }
-            _ => {
-                let id = format_ident!("v{}", v);
-                quote!(#id[lane])
-            }
-        },
-        ExprKind::Index(v, i) => {
-            let i = rust_ex(k, i);
-            let var = &k.vars[*v];
-            match var.kind {
-                Kind::Buffer { index, .. } => {
-                    let label = format!("{name}: `{}`", var.name);
-                    quote!(buffers[#index].load(#i, #label))
-                }
-                _ => {
-                    let id = format_ident!("v{}", v);
-                    quote!(#id[(#i) as usize])
-                }
-            }
-        }
-        ExprKind::Neg(x) if value_ty(k, x).int() => {
-            let x = rust_ex(k, x);
-            quote!(#x.wrapping_neg())
-        }
-        ExprKind::Neg(x) => {
-            let x = rust_ex(k, x);
-            quote!((-#x))
-        }
-        ExprKind::Not(x) => {
-            let x = rust_ex(k, x);
-            quote!((!#x))
-        }
-        ExprKind::Binary(op, a, b) => rust_binary(*op, value_ty(k, a), rust_ex(k, a), rust_ex(k, b)),
-        ExprKind::Call(Intrinsic::Select, args) => {
-            let (c, a, b) = (rust_ex(k, &args[0]), rust_ex(k, &args[1]), rust_ex(k, &args[2]));
-            quote!((if #c { #a } else { #b }))
-        }
-        ExprKind::Call(f, args) => {
-            let f = format_ident!("{}", f.name());
-            let args = args.iter().map(|a| rust_ex(k, a));
-            quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::#f(#(#args),*))
-        }
-        ExprKind::Id(id) => match id {
-            Id::Global => quote!((group * WORKGROUP + lane as u32)),
-            Id::Local => quote!((lane as u32)),
-            Id::Workgroup => quote!(group),
-            Id::Workgroups => quote!(groups),
-        },
-        ExprKind::Cast(x, t) => {
-            let (x, t) = (rust_ex(k, x), t.rust());
-            quote!(((#x) as #t))
-        }
-    }
-}
-
-/// `a op b` in Rust with `a` of type `ty`, computing what WGSL defines:
-/// integers wrap, `x / 0 = x`, `MIN / -1 = MIN`, `x % 0 = 0`, and a shift
-/// uses the low five bits of its amount.
-fn rust_binary(op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
-    if ty == Ty::F32 && op == Bin::Rem {
-        return quote!(<f32 as ::blaze::runtime::kernel::KernelFloat>::wgsl_rem(#a, #b));
-    }
-    if !ty.int() {
-        let op = op.tokens();
-        return quote!((#a #op #b));
-    }
-    match op {
-        Bin::Add => quote!(#a.wrapping_add(#b)),
-        Bin::Sub => quote!(#a.wrapping_sub(#b)),
-        Bin::Mul => quote!(#a.wrapping_mul(#b)),
-        Bin::Div => quote!({ let a = #a; a.checked_div(#b).unwrap_or(a) }),
-        Bin::Rem => quote!(#a.checked_rem(#b).unwrap_or(0)),
-        Bin::Shl => quote!(#a.wrapping_shl((#b) as u32)),
-        Bin::Shr => quote!(#a.wrapping_shr((#b) as u32)),
-        Bin::BitAnd | Bin::BitOr | Bin::BitXor | Bin::Lt | Bin::Le | Bin::Gt | Bin::Ge | Bin::Eq | Bin::Ne => {
-            let op = op.tokens();
-            quote!((#a #op #b))
-        }
-        // Logic takes bools, which the checker made sure of.
-        Bin::And | Bin::Or => {
-            let op = op.tokens();
-            quote!((#a #op #b))
-        }
-    }
-}
+use crate::kernel::ir::{Expr, Kernel, Kind, Stmt, Ty};
+use crate::kernel::rust::{binary, expr};
 
 /// Statements without barriers, for one invocation `lane`.
 fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
@@ -122,28 +13,28 @@ fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
         .iter()
         .map(|s| match s {
             Stmt::Let(v, e) => {
-                let (id, e) = (format_ident!("v{}", v), rust_ex(k, e));
+                let (id, e) = (format_ident!("v{}", v), expr(k, e));
                 quote!(#id[lane] = #e;)
             }
             Stmt::Barrier(_) => quote!(),
             Stmt::Assign(v, index, op, e, _) => {
-                let e = rust_ex(k, e);
+                let e = expr(k, e);
                 let var = &k.vars[*v];
                 // Buffer and shared elements are f32; locals have their type.
                 let ty = if index.is_some() { Ty::F32 } else { var.ty };
                 let value = |current: TokenStream| match op {
                     None => e.clone(),
-                    Some(op) => rust_binary(*op, ty, current, e.clone()),
+                    Some(op) => binary(&quote!(f32), *op, ty, current, e.clone()),
                 };
                 match (var.kind, index) {
                     (Kind::Buffer { index: b, .. }, Some(i)) => {
-                        let i = rust_ex(k, i);
+                        let i = expr(k, i);
                         let label = format!("{name}: `{}`", var.name);
                         let v = value(quote!(buffers[#b].load(idx, #label)));
                         quote!({ let idx = #i; buffers[#b].store(idx, #v, #label); })
                     }
                     (_, Some(i)) => {
-                        let (i, id) = (rust_ex(k, i), format_ident!("v{}", v));
+                        let (i, id) = (expr(k, i), format_ident!("v{}", v));
                         let v = value(quote!(#id[idx]));
                         quote!({ let idx = (#i) as usize; #id[idx] = #v; })
                     }
@@ -155,15 +46,15 @@ fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
                 }
             }
             Stmt::If(c, a, b) => {
-                let (c, a, b) = (rust_ex(k, c), rust_lane(k, a), rust_lane(k, b));
+                let (c, a, b) = (expr(k, c), rust_lane(k, a), rust_lane(k, b));
                 quote!(if #c { #a } else { #b })
             }
             Stmt::While(c, body) => {
-                let (c, body) = (rust_ex(k, c), rust_lane(k, body));
+                let (c, body) = (expr(k, c), rust_lane(k, body));
                 quote!(while #c { #body })
             }
             Stmt::For(v, a, b, body) => {
-                let (id, a, b, body) = (format_ident!("v{}", v), rust_ex(k, a), rust_ex(k, b), rust_lane(k, body));
+                let (id, a, b, body) = (format_ident!("v{}", v), expr(k, a), expr(k, b), rust_lane(k, body));
                 quote!({ let (start, end) = (#a, #b); for i in start..end { #id[lane] = i; #body } })
             }
         })
@@ -190,7 +81,7 @@ fn rust_group(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
         }
         flush(&mut run, &mut out);
         let at0 = |e: &Expr| {
-            let e = rust_ex(k, e);
+            let e = expr(k, e);
             quote!({ let lane = 0usize; #e })
         };
         out.extend(match s {
@@ -219,7 +110,7 @@ pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
     let (name, vis) = (&f.sig.ident, &f.vis);
     let name_str = name.to_string();
     let docs: Vec<&syn::Attribute> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
-    let workgroup = k.workgroup as u32;
+    let workgroup = k.workgroup.unwrap_or(1) as u32;
     let locals = k.vars.iter().enumerate().filter_map(|(i, v)| {
         let id = format_ident!("v{}", i);
         match v.kind {
