@@ -4,9 +4,10 @@
 //! rule [`output`], ...). A new layer is one entry here and its runtime
 //! type; no match elsewhere names layers one by one.
 //!
-//! An entry's fields, all required:
+//! An entry's fields, all required but `defaults`:
 //! - `generics`: the names of its const-generic sizes, in order;
-//! - `keys`: the `#[layer(..)]` keys it takes;
+//! - `keys`: the `#[layer(..)]` keys it takes; optionally `defaults`, its
+//!   options where they differ from [`Options::DEFAULT`];
 //! - `holds_tensors`: whether its type takes the backend (it has
 //!   parameters or buffers); `elementwise`: whether it maps each element on
 //!   its own; `takes_ids`: whether it reads integer ids;
@@ -25,11 +26,14 @@ use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, size, window};
 use crate::{Init, Options, Param};
 
 macro_rules! layers {
+    (@defaults) => { Options::DEFAULT };
+    (@defaults $defaults:expr) => { $defaults };
     ($(
         $(#[doc = $doc:literal])*
         $name:ident {
             generics: [$($generic:literal),*],
             keys: [$($key:ident),*],
+            $(defaults: $defaults:expr,)?
             holds_tensors: $holds:literal,
             elementwise: $elementwise:literal,
             takes_ids: $ids:literal,
@@ -71,6 +75,14 @@ macro_rules! layers {
             pub const fn keys(self) -> &'static [Key] {
                 match self {
                     $(Layer::$name => &[$(Key::$key),*],)*
+                }
+            }
+
+            /// Its options when no `#[layer(..)]` key is given: PyTorch's
+            /// defaults for the layer.
+            pub const fn defaults(self) -> Options {
+                match self {
+                    $(Layer::$name => layers!(@defaults $($defaults)?),)*
                 }
             }
 

@@ -26,6 +26,17 @@ pub struct Options {
     pub eps: f64,
     /// `BatchNorm2d`'s running-statistics momentum.
     pub momentum: f64,
+    /// `Elu`'s value for large negative inputs (`alpha (exp(x) - 1)`).
+    pub alpha: f64,
+    /// `Softplus`'s sharpness: `log(1 + exp(beta x)) / beta`.
+    pub beta: f64,
+    /// `Softplus` is the identity where `beta x` exceeds this.
+    pub threshold: f64,
+    /// `Softmax`'s dimension of the per-sample shape; negative counts from
+    /// the last (-1).
+    pub dim: i64,
+    /// Whether `RMSNorm` has a learnable per-feature weight.
+    pub elementwise_affine: bool,
 }
 
 impl Options {
@@ -40,6 +51,11 @@ impl Options {
         negative_slope: 0.01,
         eps: 1e-5,
         momentum: 0.1,
+        alpha: 1.0,
+        beta: 1.0,
+        threshold: 20.0,
+        dim: -1,
+        elementwise_affine: true,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -75,6 +91,8 @@ pub enum KeyKind {
     Positive,
     /// A number in `[0, 1]`.
     Fraction,
+    /// A dimension: an integer, negative counting from the last.
+    Dim,
 }
 
 /// A `#[layer(..)]` key.
@@ -98,6 +116,16 @@ pub enum Key {
     Eps,
     /// `momentum`.
     Momentum,
+    /// `alpha`.
+    Alpha,
+    /// `beta`.
+    Beta,
+    /// `threshold`.
+    Threshold,
+    /// `dim`.
+    Dim,
+    /// `elementwise_affine`.
+    ElementwiseAffine,
 }
 
 impl Key {
@@ -113,6 +141,11 @@ impl Key {
             Key::NegativeSlope => "negative_slope",
             Key::Eps => "eps",
             Key::Momentum => "momentum",
+            Key::Alpha => "alpha",
+            Key::Beta => "beta",
+            Key::Threshold => "threshold",
+            Key::Dim => "dim",
+            Key::ElementwiseAffine => "elementwise_affine",
         }
     }
 
@@ -121,11 +154,12 @@ impl Key {
         match self {
             Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
             Key::Padding => KeyKind::Count { min: 0 },
-            Key::Bias => KeyKind::Bool,
+            Key::Bias | Key::ElementwiseAffine => KeyKind::Bool,
             Key::P => KeyKind::Probability,
-            Key::NegativeSlope => KeyKind::Number,
-            Key::Eps => KeyKind::Positive,
+            Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
+            Key::Eps | Key::Beta => KeyKind::Positive,
             Key::Momentum => KeyKind::Fraction,
+            Key::Dim => KeyKind::Dim,
         }
     }
 }
@@ -159,6 +193,13 @@ impl Options {
         };
         let fail = |msg: String| Err(OptionError(msg));
         let (count, flag, number) = match (key.kind(), value) {
+            (KeyKind::Dim, Value::Int(v)) => {
+                if v.unsigned_abs() > MAX_SIZE as u128 {
+                    return fail(format!("`{name}` is {v}, beyond any shape's rank"));
+                }
+                (0, false, v as f64)
+            }
+            (KeyKind::Dim, _) => return fail(format!("`{name}` takes an integer (negative counts from the last)")),
             (KeyKind::Count { min }, Value::Int(v)) => {
                 if v > MAX_SIZE as i128 {
                     return fail(format!("`{name}` is {v}, more than any layer takes (at most {MAX_SIZE})"));
@@ -186,6 +227,11 @@ impl Options {
             Key::NegativeSlope => self.negative_slope = number,
             Key::Eps => self.eps = number,
             Key::Momentum => self.momentum = number,
+            Key::Alpha => self.alpha = number,
+            Key::Beta => self.beta = number,
+            Key::Threshold => self.threshold = number,
+            Key::Dim => self.dim = number as i64,
+            Key::ElementwiseAffine => self.elementwise_affine = flag,
         }
         Ok(())
     }
@@ -229,7 +275,7 @@ mod tests {
         for l in Layer::ALL {
             for k in l.keys() {
                 let v = match k.kind() {
-                    KeyKind::Count { .. } => Value::Int(1),
+                    KeyKind::Count { .. } | KeyKind::Dim => Value::Int(1),
                     KeyKind::Bool => Value::Bool(true),
                     _ => Value::Float(0.5),
                 };

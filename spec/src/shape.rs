@@ -193,6 +193,12 @@ pub enum ShapeError {
         /// The layer's.
         expected: usize,
     },
+    /// A `dim` option that names no dimension of a sample (counted as
+    /// PyTorch counts, with the batch at 0).
+    Dim {
+        /// The option.
+        dim: i64,
+    },
     /// Ids of more than one per-sample dim.
     Ids,
     /// A dim known only by name where the rule needs a size.
@@ -260,6 +266,13 @@ impl ShapeError {
             }
             ShapeError::NotImage => format!("{me} expects an image [C, H, W], {but}"),
             ShapeError::Rank { expected } => format!("{me} expects a per-sample shape {expected}, {but}"),
+            ShapeError::Dim { dim } => {
+                let r = input.rank;
+                format!(
+                    "{me} has `dim = {dim}`, not a dimension of its input: {but}, which takes dim 1 to {r} or -{r} \
+                     to -1 (dim 0 is the batch)"
+                )
+            }
             ShapeError::InputChannels { expected, got: c } => {
                 format!("{me} expects {expected} input channels, {but} ({c} channels)")
             }
@@ -337,6 +350,11 @@ mod tests {
         assert_eq!(
             long.message("`conv: Conv1d<2, 4, 5>`", &StaticShape::new(&[2, 3]), "[2, 3]", None, "conv"),
             "`conv: Conv1d<2, 4, 5>`: the kernel of 5 (dilation 1) is longer than the input of 3 (padding 0)"
+        );
+        assert_eq!(
+            ShapeError::Dim { dim: 3 }.message("`sm: Softmax`", &StaticShape::new(&[4, 5]), "[4, 5]", None, "sm"),
+            "`sm: Softmax` has `dim = 3`, not a dimension of its input: got [4, 5], which takes dim 1 to 2 or -2 to -1 \
+             (dim 0 is the batch)"
         );
         let rank = ShapeError::Rank { expected: "[C] or [C, L]" };
         assert_eq!(

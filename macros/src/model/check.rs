@@ -50,8 +50,22 @@ pub struct Options {
 impl Options {
     /// The spec's options as a const expression.
     pub fn spec_tokens(&self) -> TokenStream {
-        let blaze_spec::Options { stride, padding, dilation, groups, bias, p, negative_slope, eps, momentum } =
-            self.spec;
+        let blaze_spec::Options {
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            p,
+            negative_slope,
+            eps,
+            momentum,
+            alpha,
+            beta,
+            threshold,
+            dim,
+            elementwise_affine,
+        } = self.spec;
         let stride = match stride {
             Some(s) => quote!(::core::option::Option::Some(#s)),
             None => quote!(::core::option::Option::None),
@@ -59,6 +73,7 @@ impl Options {
         quote!(::blaze::spec::Options {
             stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
             p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
+            alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
         })
     }
 }
@@ -231,6 +246,9 @@ fn unknown_key(field: &Field, opt: &LayerOption) -> syn::Error {
 pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
     let mut errors = Errors::default();
     let mut o = Options::default();
+    if let LayerKind::Builtin { layer, .. } = &field.kind {
+        o.spec = layer.defaults();
+    }
     for opt in &field.options {
         if !field.kind.keys().contains(&opt.key.to_string().as_str()) {
             errors.push(unknown_key(field, opt));
