@@ -269,8 +269,7 @@ impl ShapeError {
             ShapeError::Dim { dim } => {
                 let r = input.rank;
                 format!(
-                    "{me} has `dim = {dim}`, not a dimension of its input: {but}, which takes dim 1 to {r} or -{r} \
-                     to -1 (dim 0 is the batch)"
+                    "{me} has `dim = {dim}`, {but}: a batch of those takes dim 1 to {r} or -{r} to -1 (0 is the batch)"
                 )
             }
             ShapeError::InputChannels { expected, got: c } => {
@@ -353,8 +352,7 @@ mod tests {
         );
         assert_eq!(
             ShapeError::Dim { dim: 3 }.message("`sm: Softmax`", &StaticShape::new(&[4, 5]), "[4, 5]", None, "sm"),
-            "`sm: Softmax` has `dim = 3`, not a dimension of its input: got [4, 5], which takes dim 1 to 2 or -2 to -1 \
-             (dim 0 is the batch)"
+            "`sm: Softmax` has `dim = 3`, got [4, 5]: a batch of those takes dim 1 to 2 or -2 to -1 (0 is the batch)"
         );
         let rank = ShapeError::Rank { expected: "[C] or [C, L]" };
         assert_eq!(
