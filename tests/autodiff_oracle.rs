@@ -220,6 +220,21 @@ pub struct Sequences {
     fc: Linear<24, 2>,
 }
 
+/// The activation layers with options, and the identity.
+#[model(input = [6])]
+pub struct Activations {
+    fc1: Linear<6, 8>,
+    #[layer(beta = 2.0, threshold = 0.5)]
+    soft: Softplus,
+    same: Identity,
+    fc2: Linear<8, 8>,
+    #[layer(alpha = 0.7)]
+    elu: Elu,
+    fc3: Linear<8, 4>,
+    #[layer(dim = 1)]
+    probs: Softmax,
+}
+
 /// Token ids through an embedding, a normalisation and a flatten.
 #[model(input = [5])]
 pub struct Tokens {
@@ -241,6 +256,9 @@ fn every_built_in_layer_has_tape_gradients_equal_to_generated_ones() {
     let seqs = Tensor::<Cpu, 3>::rand_normal([4, 3, 12], &CpuDevice);
     check::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs.clone());
     check_mode::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs, Some(9));
+    let v = Tensor::<Cpu, 2>::rand_normal([5, 6], &CpuDevice);
+    check::<Activations<Cpu>, Activations<Ad>, 2>(11, v.clone());
+    check_mode::<Activations<Cpu>, Activations<Ad>, 2>(11, v, Some(9));
     check::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids.clone());
     check_mode::<Tokens<Cpu>, Tokens<Ad>, 2>(8, ids, Some(9));
 }

@@ -2,7 +2,8 @@
 //! parameters and input give the same output and the same gradient for the
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
-//! tests/fixtures/make_norm_fixture.py and make_conv1d_fixture.py.
+//! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
+//! make_activation_fixture.py.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
@@ -99,4 +100,65 @@ fn conv1d_matches_pytorch() {
     for (name, g) in named {
         assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
     }
+}
+
+/// Linear layers with `nn.Softplus(beta=2, threshold=0.5)`, `nn.Identity`,
+/// `nn.ELU(alpha=0.7)` and `nn.Softmax(dim=1)` between them.
+#[model(input = [6])]
+pub struct Activations {
+    fc1: Linear<6, 8>,
+    #[layer(beta = 2.0, threshold = 0.5)]
+    soft: Softplus,
+    same: Identity,
+    fc2: Linear<8, 8>,
+    #[layer(alpha = 0.7)]
+    elu: Elu,
+    fc3: Linear<8, 4>,
+    #[layer(dim = 1)]
+    probs: Softmax,
+}
+
+#[test]
+fn activations_match_pytorch() {
+    let fx = read_fixture("activations.bin");
+    let mut model = Activations::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 2>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 2");
+    let r = Tensor::<Cpu, 2>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 2");
+
+    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let (dx, grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    let named = blaze::nn::grads_dict::<Cpu, Activations>(&grads);
+    assert_eq!(named.len(), 6);
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
+}
+
+/// Softplus and ELU where a naive formula loses digits (`log(1 + u)` and
+/// `exp(x) - 1` near 0) match PyTorch's `log1p` and `expm1` to 1e-5 of
+/// each value, as do their derivatives.
+#[test]
+fn softplus_and_elu_keep_their_digits_where_pytorch_does() {
+    use blaze::nn::{EluConfig, Layer, SoftplusConfig};
+    let fx = read_fixture("activations.bin");
+    let points = Tensor::<Cpu, 1>::from_data(fx["points.input"].clone(), &CpuDevice).expect("rank 1");
+    let ones = points.ones_like();
+    let close = |name: &str, got: &Tensor<Cpu, 1>| {
+        let blaze::DataVec::F32(want) = &fx[name].values else { panic!("{name}: f32") };
+        for (i, (a, b)) in got.to_vec::<f32>().iter().zip(want).enumerate() {
+            assert!((a - b).abs() <= 1e-5 * b.abs() + 1e-30, "{name}[{i}]: blaze {a}, pytorch {b}");
+        }
+    };
+    let mut softplus = Softplus::new(SoftplusConfig { beta: 2.0, threshold: 0.5 });
+    let (y, cache) = Layer::<Cpu, 1, 1>::forward_train(&mut softplus, &points, &mut Ctx::train(0));
+    close("points.softplus", &y);
+    close("points.softplus_grad", &Layer::<Cpu, 1, 1>::backward(&softplus, &cache, &ones).0);
+    let mut elu = Elu::new(EluConfig { alpha: 0.7 });
+    let (y, cache) = Layer::<Cpu, 1, 1>::forward_train(&mut elu, &points, &mut Ctx::train(0));
+    close("points.elu", &y);
+    close("points.elu_grad", &Layer::<Cpu, 1, 1>::backward(&elu, &cache, &ones).0);
 }

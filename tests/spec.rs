@@ -62,6 +62,28 @@ fn options_reach_the_runtime_layers() {
     assert_eq!((bn.config.eps, bn.config.momentum), (1e-3, 0.5));
     assert_eq!(<nn::Dropout as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).p, 0.3);
     assert_eq!(Layer::Linear.name(), "Linear");
+    let o = Options { alpha: 0.5, beta: 2.0, threshold: 3.0, dim: 1, ..Options::default() };
+    let softplus = <nn::Softplus as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice);
+    assert_eq!((softplus.beta, softplus.threshold), (2.0, 3.0));
+    assert_eq!(<nn::Elu as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).alpha, 0.5);
+    assert_eq!(<nn::Softmax as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).dim, 1);
+}
+
+#[test]
+fn activation_keys_check_their_values_and_default_as_pytorch() {
+    use blaze::spec::Value;
+    let mut o = Layer::Softmax.defaults();
+    assert_eq!(o.dim, -1, "the last dim");
+    o.set(Layer::Softmax, "dim", Value::Int(-2)).expect("valid");
+    assert_eq!(o.dim, -2);
+    let err = |l: Layer, k, v| l.defaults().set(l, k, v).expect_err("invalid").0;
+    assert_eq!(err(Layer::Softmax, "dim", Value::Float(1.0)), "`dim` takes an integer (negative counts from the last)");
+    assert_eq!(err(Layer::Softplus, "beta", Value::Float(0.0)), "`beta` must be positive, got 0");
+    assert_eq!(err(Layer::Elu, "beta", Value::Int(1)), "`Elu` has no option `beta`");
+    let d = Layer::Softplus.defaults();
+    assert_eq!((d.beta, d.threshold, Layer::Elu.defaults().alpha), (1.0, 20.0, 1.0));
+    let (sp, elu) = (nn::Softplus::default(), nn::Elu::default());
+    assert_eq!((sp.beta, sp.threshold, elu.alpha, nn::Softmax::default().dim), (1.0, 20.0, 1.0, -1));
 }
 
 /// The summary counts with the spec.

@@ -510,6 +510,78 @@ layers! {
         rank: |r| r,
     }
 
+    /// `Identity`: its input, unchanged.
+    Identity {
+        generics: [],
+        keys: [],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Softplus`: `log(1 + exp(beta x)) / beta`, the identity above
+    /// `threshold`.
+    Softplus {
+        generics: [],
+        keys: [Beta, Threshold],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Elu`: `x` above zero, `alpha (exp(x) - 1)` below.
+    Elu {
+        generics: [],
+        keys: [Alpha],
+        holds_tensors: false,
+        elementwise: true,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes any shape".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, _, s| { Ok(s) },
+        rank: |r| r,
+    }
+
+    /// `Softmax`: along `dim`, counted as PyTorch counts (the batch at 0).
+    Softmax {
+        generics: [],
+        keys: [Dim],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes a dim of its input".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, o, s| {
+            let rank = s.rank as i64;
+            if (o.dim >= 1 && o.dim <= rank) || (o.dim < 0 && o.dim >= -rank) {
+                Ok(s)
+            } else {
+                Err(ShapeError::Dim { dim: o.dim })
+            }
+        },
+        rank: |r| r,
+    }
+
     /// `Dropout`.
     Dropout {
         generics: [],

@@ -44,6 +44,13 @@ pub struct NewLayers {
     groups: GroupNorm<2, 6>,
     act: Silu,
     norm: BatchNorm1d<6>,
+    #[layer(beta = 2.0, threshold = 1.0)]
+    soft: Softplus,
+    #[layer(alpha = 0.5)]
+    elu: Elu,
+    same: Identity,
+    #[layer(dim = 1)]
+    probs: Softmax,
 }
 
 #[test]

@@ -148,6 +148,13 @@ fn exercise(dev: &WgpuDevice) {
     for f in [KernelFn::Value, KernelFn::Partial(0), KernelFn::Partial(1)] {
         map::<everything::Kernel>(dev, f, &[MapArg::Array(&host), MapArg::Number(0.5)], &mut [0.0; 6]).expect("map");
     }
+    // Layers that run kernels of their own: value and derivative.
+    fn layer<L: blaze::nn::Layer<Wgpu, 2, 2>>(mut l: L, x: &Tensor<Wgpu, 2>) {
+        let (y, cache) = l.forward_train(x, &mut Ctx::train(0));
+        let _ = l.backward(&cache, &y);
+    }
+    layer(blaze::nn::Softplus::default(), &x);
+    layer(blaze::nn::Elu::default(), &x);
     // A model's training forward and backward on the device, and the tape.
     let mut net = Net::<Wgpu>::new_seeded(0, dev);
     let input = t([2, 1, 8, 8], dev);

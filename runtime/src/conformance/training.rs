@@ -43,6 +43,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     check_layer::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3, true);
     check_layer::<B, _, 3, 3>(&Gelu, &x3, true);
     check_layer::<B, _, 3, 3>(&Silu, &x3, true);
+    check_layer::<B, _, 3, 3>(&Identity, &x3, true);
+    // Some inputs above the threshold (beta x > 0.6), some below.
+    check_layer::<B, _, 3, 3>(&Softplus::new(SoftplusConfig { beta: 1.5, threshold: 0.6 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Softplus::default(), &x3, true);
+    check_layer::<B, _, 3, 3>(&Elu::new(EluConfig { alpha: 0.7 }), &x3, true);
+    check_layer::<B, _, 3, 3>(&Softmax::new(-1), &x3, true);
+    check_layer::<B, _, 3, 3>(&Softmax::new(1), &x3, true);
+    check_layer::<B, _, 4, 4>(&Softmax::new(1), &img, true);
     check_layer::<B, _, 3, 3>(&Sigmoid, &x3, true);
     check_layer::<B, _, 3, 3>(&Tanh, &x3, true);
     check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, true);

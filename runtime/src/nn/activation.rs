@@ -1,13 +1,17 @@
-//! Elementwise activations. Each keeps the tensor its derivative is cheapest
-//! from: the output for ReLU, sigmoid and tanh (so a layer before them can
-//! fuse them into its bias pass), the input for leaky ReLU, GELU and SiLU.
+//! Activations. Each keeps the tensor its derivative is cheapest from: the
+//! output for ReLU, sigmoid, tanh and softmax (so a layer before the first
+//! three can fuse them into its bias pass), the input for leaky ReLU, GELU,
+//! SiLU, softplus and ELU. Softplus and ELU run as one fused elementwise
+//! kernel each (CPU loop and WGSL), with `log1p` and `expm1` computed
+//! without cancellation, as PyTorch computes them.
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 use super::{Ctx, Layer, stateless_module};
 use crate::adjoint;
-use crate::kernel::{self, Arg, Elementwise};
+use crate::kernel::{self, Arg, Elementwise, KernelFloat};
 use crate::{Backend, Tensor};
 
 /// `max(x, 0)`.
@@ -63,6 +67,247 @@ pub struct Tanh;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Silu;
 
+/// The identity: passes its input through (PyTorch's `nn.Identity`), a
+/// placeholder where a model has an optional layer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Identity;
+
+/// `log(1 + exp(beta x)) / beta`, and `x` itself where `beta x >
+/// threshold` (PyTorch's `nn.Softplus`): a smooth ReLU.
+#[derive(Clone, Copy, Debug)]
+pub struct Softplus {
+    /// Sharpness (PyTorch's default 1).
+    pub beta: f64,
+    /// Above this `beta x`, the identity (PyTorch's default 20).
+    pub threshold: f64,
+}
+
+/// Options of [`Softplus`].
+#[derive(Clone, Copy, Debug)]
+pub struct SoftplusConfig {
+    /// PyTorch's default is 1.
+    pub beta: f64,
+    /// PyTorch's default is 20.
+    pub threshold: f64,
+}
+
+/// `x` for positive `x`, `alpha (exp(x) - 1)` otherwise (PyTorch's
+/// `nn.ELU`).
+#[derive(Clone, Copy, Debug)]
+pub struct Elu {
+    /// The value approached for large negative inputs is `-alpha`.
+    pub alpha: f64,
+}
+
+/// Options of [`Elu`].
+#[derive(Clone, Copy, Debug)]
+pub struct EluConfig {
+    /// PyTorch's default is 1.
+    pub alpha: f64,
+}
+
+/// Softmax along `dim` (PyTorch's `nn.Softmax(dim)`): dims count as
+/// PyTorch counts them, the batch at 0, negative from the last.
+#[derive(Clone, Copy, Debug)]
+pub struct Softmax {
+    /// The dimension the outputs sum to 1 along.
+    pub dim: i64,
+}
+
+macro_rules! config_defaults {
+    ($($config:ident => $layer:ident),*) => {$(
+        impl Default for $config {
+            fn default() -> Self {
+                (&blaze_spec::Layer::$layer.defaults()).into()
+            }
+        }
+        impl Default for $layer {
+            fn default() -> Self {
+                Self::new(<$config>::default())
+            }
+        }
+    )*};
+}
+
+config_defaults!(SoftplusConfig => Softplus, EluConfig => Elu);
+
+impl Softplus {
+    /// A softplus with the given options.
+    pub fn new(config: SoftplusConfig) -> Self {
+        Softplus { beta: config.beta, threshold: config.threshold }
+    }
+}
+
+impl Elu {
+    /// An ELU with the given options.
+    pub fn new(config: EluConfig) -> Self {
+        Elu { alpha: config.alpha }
+    }
+}
+
+impl Softmax {
+    /// Softmax along `dim` (`-1`: the last).
+    pub fn new(dim: i64) -> Self {
+        Softmax { dim }
+    }
+
+    /// The tensor dim of a rank-`d` batch, checked.
+    fn axis(&self, d: usize) -> usize {
+        let rank = d as i64;
+        let axis = if self.dim < 0 { rank + self.dim } else { self.dim };
+        assert!(
+            (1..rank).contains(&axis),
+            "Softmax: dim {} is not a dimension of a sample of a rank-{d} batch (1 to {} or -{} to -1; 0 is the batch)",
+            self.dim,
+            d - 1,
+            d - 1
+        );
+        axis as usize
+    }
+}
+
+impl Default for Softmax {
+    fn default() -> Self {
+        Softmax::new(blaze_spec::Layer::Softmax.defaults().dim)
+    }
+}
+
+/// `log(1 + u)` for `u >= 0`, exact where `1 + u` rounds (Goldberg's
+/// form: the rounding of `w = 1 + u` cancels in `log(w) u / (w - 1)`).
+#[inline(always)]
+fn log1p<T: KernelFloat>(u: T) -> T {
+    let w = T::lit(1.0) + u;
+    let d = w - T::lit(1.0);
+    if d == T::lit(0.0) { u } else { w.log() * (u / d) }
+}
+
+/// `exp(x) - 1`, exact near 0 (Kahan's form).
+#[inline(always)]
+fn expm1<T: KernelFloat>(x: T) -> T {
+    let u = x.exp();
+    let d = u - T::lit(1.0);
+    // d = -1: exp(x) underflowed, and log(0) would give 0 / inf.
+    if d == T::lit(0.0) {
+        x
+    } else if d == T::lit(-1.0) {
+        d
+    } else {
+        d * (x / u.log())
+    }
+}
+
+/// The fused softplus: `softplus(x, beta, threshold)`.
+#[derive(Clone, Copy, Debug)]
+struct SoftplusKernel;
+
+impl SoftplusKernel {
+    /// The value and `d/dx` and `d/dbeta`.
+    #[inline(always)]
+    fn parts<T: KernelFloat>(x: T, beta: T, threshold: T) -> [T; 3] {
+        let z = beta * x;
+        if z > threshold {
+            return [x, T::lit(1.0), T::lit(0.0)];
+        }
+        let e = (-z.abs()).exp();
+        // log(1 + exp(z)) = max(z, 0) + log(1 + exp(-|z|)); sigmoid(z) from the same exp.
+        let value = (z.max(T::lit(0.0)) + log1p(e)) / beta;
+        let sigmoid = if z >= T::lit(0.0) { T::lit(1.0) / (T::lit(1.0) + e) } else { e / (T::lit(1.0) + e) };
+        [value, sigmoid, (x * sigmoid - value) / beta]
+    }
+}
+
+impl Elementwise for SoftplusKernel {
+    const NAME: &'static str = "softplus_layer";
+    const ARGS: &'static [&'static str] = &["x", "beta", "threshold"];
+    const WGSL: &'static str = "
+fn softplus_layer_log1p(u: f32) -> f32 {
+    let w = 1.0 + u;
+    let d = w - 1.0;
+    return select(log(w) * (u / d), u, d == 0.0);
+}
+fn softplus_layer_parts(x: f32, beta: f32, threshold: f32) -> vec3<f32> {
+    let z = beta * x;
+    let e = exp(-abs(z));
+    let value = (max(z, 0.0) + softplus_layer_log1p(e)) / beta;
+    let sigmoid = select(e / (1.0 + e), 1.0 / (1.0 + e), z >= 0.0);
+    let below = vec3<f32>(value, sigmoid, (x * sigmoid - value) / beta);
+    return select(below, vec3<f32>(x, 1.0, 0.0), z > threshold);
+}
+fn softplus_layer(x: f32, beta: f32, threshold: f32) -> f32 {
+    return softplus_layer_parts(x, beta, threshold).x;
+}
+fn softplus_layer_d_x(x: f32, beta: f32, threshold: f32) -> f32 {
+    return softplus_layer_parts(x, beta, threshold).y;
+}
+fn softplus_layer_d_beta(x: f32, beta: f32, threshold: f32) -> f32 {
+    return softplus_layer_parts(x, beta, threshold).z;
+}
+fn softplus_layer_d_threshold(x: f32, beta: f32, threshold: f32) -> f32 {
+    return 0.0;
+}
+";
+
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
+        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
+            o.write(Self::parts(x, beta[i], threshold[i])[0]);
+        }
+    }
+
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
+        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
+            let parts = Self::parts(x, beta[i], threshold[i]);
+            o.write(if arg < 2 { parts[arg + 1] } else { T::lit(0.0) });
+        }
+    }
+}
+
+/// The fused ELU: `elu(x, alpha)`.
+#[derive(Clone, Copy, Debug)]
+struct EluKernel;
+
+impl Elementwise for EluKernel {
+    const NAME: &'static str = "elu_layer";
+    const ARGS: &'static [&'static str] = &["x", "alpha"];
+    const WGSL: &'static str = "
+fn elu_layer_expm1(x: f32) -> f32 {
+    let u = exp(x);
+    let d = u - 1.0;
+    return select(select(d * (x / log(u)), -1.0, d == -1.0), x, d == 0.0);
+}
+fn elu_layer(x: f32, alpha: f32) -> f32 {
+    return select(alpha * elu_layer_expm1(x), x, x > 0.0);
+}
+fn elu_layer_d_x(x: f32, alpha: f32) -> f32 {
+    return select(alpha * exp(x), 1.0, x > 0.0);
+}
+fn elu_layer_d_alpha(x: f32, alpha: f32) -> f32 {
+    return select(elu_layer_expm1(x), 0.0, x > 0.0);
+}
+";
+
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let alpha = &args[1][..out.len()];
+        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
+            o.write(if x > T::lit(0.0) { x } else { alpha[i] * expm1(x) });
+        }
+    }
+
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let alpha = &args[1][..out.len()];
+        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
+            let positive = x > T::lit(0.0);
+            o.write(match (arg, positive) {
+                (0, true) => T::lit(1.0),
+                (0, false) => alpha[i] * x.exp(),
+                (_, true) => T::lit(0.0),
+                (_, false) => expm1(x),
+            });
+        }
+    }
+}
+
 /// A `kernel!` kernel of one argument applied elementwise: a custom
 /// activation. In a `#[model]`: `act: Map<swish::Kernel>`.
 pub struct Map<K>(PhantomData<fn() -> K>);
@@ -94,7 +339,7 @@ impl<K: Elementwise> fmt::Debug for Map<K> {
     }
 }
 
-stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu);
+stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu, Identity, Softplus, Elu, Softmax);
 stateless_module!(generics [K: Elementwise] Map<K>);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
@@ -199,6 +444,103 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Silu {
     }
 }
 
+impl<B: Backend, const D: usize> Layer<B, D, D> for Identity {
+    type Cache = ();
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.clone()
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, ()) {
+        (x.clone(), ())
+    }
+    fn backward(&self, _: &(), g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        (g.clone(), ())
+    }
+}
+
+impl Softplus {
+    fn args<'a, B: Backend, const D: usize>(&self, x: &'a Tensor<B, D>) -> [Arg<'a, B, D>; 3] {
+        [Arg::Tensor(x), Arg::Number(self.beta), Arg::Number(self.threshold)]
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Softplus {
+    /// The input: the derivative, `sigmoid(beta x)`, is taken there.
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        kernel::call::<SoftplusKernel, B, D>(&self.args(x))
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (Layer::<B, D, D>::forward(self, x), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        let slope = kernel::partial::<SoftplusKernel, B, D>(0, &self.args(x));
+        (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Elu {
+    /// The input: the derivative, `alpha exp(x)` below zero, is taken there.
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        kernel::call::<EluKernel, B, D>(&[Arg::Tensor(x), Arg::Number(self.alpha)])
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        (Layer::<B, D, D>::forward(self, x), x.clone())
+    }
+    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        let slope = kernel::partial::<EluKernel, B, D>(0, &[Arg::Tensor(x), Arg::Number(self.alpha)]);
+        (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
+    }
+}
+
+impl<B: Backend, const D: usize> Layer<B, D, D> for Softmax {
+    /// The output, which the adjoint takes.
+    type Cache = Tensor<B, D>;
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.softmax(self.axis(D))
+    }
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+        let y = Layer::<B, D, D>::forward(self, x);
+        (y.clone(), y)
+    }
+    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        (Tensor::from_storage(adjoint::softmax::<B>(g.storage(), y.storage(), self.axis(D))), ())
+    }
+}
+
+impl From<&blaze_spec::Options> for SoftplusConfig {
+    fn from(o: &blaze_spec::Options) -> Self {
+        SoftplusConfig { beta: o.beta, threshold: o.threshold }
+    }
+}
+
+impl From<&blaze_spec::Options> for EluConfig {
+    fn from(o: &blaze_spec::Options) -> Self {
+        EluConfig { alpha: o.alpha }
+    }
+}
+
+impl<B: Backend> super::FromSpec<B> for Softplus {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Softplus;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        Softplus::new(o.into())
+    }
+}
+
+impl<B: Backend> super::FromSpec<B> for Elu {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Elu;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        Elu::new(o.into())
+    }
+}
+
+impl<B: Backend> super::FromSpec<B> for Softmax {
+    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Softmax;
+    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+        Softmax::new(o.dim)
+    }
+}
+
 impl From<&blaze_spec::Options> for LeakyReluConfig {
     fn from(o: &blaze_spec::Options) -> Self {
         LeakyReluConfig { negative_slope: o.negative_slope }
@@ -219,4 +561,4 @@ impl<B: Backend, K: Elementwise> super::FromSpec<B> for Map<K> {
     }
 }
 
-super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh, Silu);
+super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh, Silu, Identity);
