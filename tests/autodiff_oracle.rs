@@ -220,7 +220,8 @@ pub struct Sequences {
     fc: Linear<24, 2>,
 }
 
-/// The activation layers with options, and the identity.
+/// The activation layers with options, the identity, and RMS norms with
+/// and without a weight.
 #[model(input = [6])]
 pub struct Activations {
     fc1: Linear<6, 8>,
@@ -228,8 +229,11 @@ pub struct Activations {
     soft: Softplus,
     same: Identity,
     fc2: Linear<8, 8>,
+    rms: RMSNorm<8>,
     #[layer(alpha = 0.7)]
     elu: Elu,
+    #[layer(elementwise_affine = false, eps = 0.001)]
+    plain: RMSNorm<8>,
     fc3: Linear<8, 4>,
     #[layer(dim = 1)]
     probs: Softmax,

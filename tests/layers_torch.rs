@@ -3,7 +3,7 @@
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
-//! make_activation_fixture.py.
+//! make_activation_fixture.py; the parameters load by PyTorch's names.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
@@ -161,4 +161,41 @@ fn softplus_and_elu_keep_their_digits_where_pytorch_does() {
     let (y, cache) = Layer::<Cpu, 1, 1>::forward_train(&mut elu, &points, &mut Ctx::train(0));
     close("points.elu", &y);
     close("points.elu_grad", &Layer::<Cpu, 1, 1>::backward(&elu, &cache, &ones).0);
+}
+
+/// `nn.RMSNorm(8)` (PyTorch's default eps), an affine map, then
+/// `nn.RMSNorm(8, eps=1e-3, elementwise_affine=False)`, as a forward body
+/// over sequences of any length.
+#[model]
+pub struct Rms {
+    scaled: RMSNorm<8>,
+    #[layer(eps = 0.001, elementwise_affine = false)]
+    plain: RMSNorm<8>,
+}
+
+#[model(input = [T, 8])]
+impl Rms {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.plain(self.scaled(x) * 3.0 - 1.0)
+    }
+}
+
+#[test]
+fn rms_norm_with_and_without_weight_matches_pytorch() {
+    let fx = read_fixture("rmsnorm.bin");
+    let mut model = Rms::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
+    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
+
+    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let (dx, grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    let named = blaze::nn::grads_dict::<Cpu, Rms>(&grads);
+    assert_eq!(named.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["scaled.weight"]);
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
 }

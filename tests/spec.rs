@@ -39,6 +39,8 @@ fn every_built_in_layer_holds_what_the_spec_lists() {
     holds::<nn::MaxPool2d<2>>(&[2], d);
     holds::<nn::Relu>(&[], d);
     holds::<nn::Dropout>(&[], Options { p: 0.2, ..d });
+    holds::<nn::RMSNorm<Cpu, 6>>(&[6], Layer::RMSNorm.defaults());
+    holds::<nn::RMSNorm<Cpu, 6>>(&[6], Options { elementwise_affine: false, ..Layer::RMSNorm.defaults() });
 }
 
 #[test]
@@ -101,4 +103,18 @@ fn the_models_parameter_count_is_the_specs() {
     let m = Small::<Cpu>::new(&CpuDevice);
     assert_eq!(nn::num_params::<Cpu, _>(&m), 40 + 771);
     assert!(m.summary().contains("Total params: 811"), "{}", m.summary());
+}
+
+#[test]
+fn rms_norm_defaults_as_pytorch_where_layer_norm_does_not() {
+    assert_eq!(Layer::RMSNorm.defaults().eps, f32::EPSILON as f64);
+    assert_eq!(Layer::LayerNorm.defaults().eps, 1e-5);
+    let config = nn::RMSNormConfig::default();
+    assert_eq!((config.eps, config.elementwise_affine), (f32::EPSILON as f64, true));
+    let rms = <nn::RMSNorm<Cpu, 3> as FromSpec<Cpu>>::from_spec(
+        &Options { eps: 1e-3, elementwise_affine: false, ..Options::default() },
+        &mut blaze::Rng::seed_from_u64(0),
+        &CpuDevice,
+    );
+    assert_eq!((rms.config.eps, rms.weight.is_none()), (1e-3, true));
 }

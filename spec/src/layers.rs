@@ -716,6 +716,31 @@ layers! {
         rank: |r| r,
     }
 
+    /// `RMSNorm<N>`: `x / sqrt(mean(x²) + eps)` over the last dim, times
+    /// a weight.
+    RMSNorm {
+        generics: ["N"],
+        keys: [Eps, ElementwiseAffine],
+        defaults: Options { eps: f32::EPSILON as f64, ..Options::DEFAULT },
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects a last dim of {}", size(g, 0)),
+        params: |g, o| {
+            if o.elementwise_affine { vec![param("weight", vec![g[0]], Init::Ones)] } else { Vec::new() }
+        },
+        output: |g, _, s| {
+            match s.last() {
+                Some(last) if last == size(g, 0) => Ok(s),
+                _ => Err(ShapeError::LastDim { expected: size(g, 0) }),
+            }
+        },
+        rank: |r| r,
+    }
+
     /// `Embedding<V, D>`: ids to vectors.
     Embedding {
         generics: ["V", "D"],

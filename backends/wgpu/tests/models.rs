@@ -51,6 +51,7 @@ pub struct NewLayers {
     same: Identity,
     #[layer(dim = 1)]
     probs: Softmax,
+    rms: RMSNorm<12>,
 }
 
 #[test]
@@ -67,7 +68,7 @@ fn new_layers_agree_with_the_cpu_in_training() {
     let (dxg, gg) = gpu.backward(&cg, &on(&g, &device));
     close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
     let (gc, gg) = (grads_dict::<Cpu, NewLayers<Cpu>>(&gc), grads_dict::<Wgpu, NewLayers<Wgpu>>(&gg));
-    assert_eq!(gc.len(), 6);
+    assert_eq!(gc.len(), 7);
     for ((name, c), (_, w)) in gc.iter().zip(&gg) {
         close(
             name,

@@ -68,6 +68,12 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     ln.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
     check_layer::<B, _, 3, 3>(&ln, &x3, true);
     check_layer::<B, _, 2, 2>(&ln, &x2, true);
+    let mut rms = RMSNorm::<B, 4>::new(RMSNormConfig { eps: 1e-3, ..Default::default() }, dev);
+    rms.weight = Some(tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev));
+    check_layer::<B, _, 3, 3>(&rms, &x3, true);
+    check_layer::<B, _, 2, 2>(&rms, &x2, true);
+    let plain = RMSNormConfig { elementwise_affine: false, ..Default::default() };
+    check_layer::<B, _, 3, 3>(&RMSNorm::<B, 4>::new(plain, dev), &x3, true);
     let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
     gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);

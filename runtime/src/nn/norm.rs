@@ -1,6 +1,7 @@
 //! Normalisation layers: `BatchNorm2d<C>` and `BatchNorm1d<C>` (per
-//! channel, over the batch and the spatial or length dims), `LayerNorm<N>` (per sample, over the last dim) and
-//! `GroupNorm<G, C>` (per sample, over groups of channels).
+//! channel, over the batch and the spatial or length dims), `LayerNorm<N>`
+//! and `RMSNorm<N>` (per sample, over the last dim) and `GroupNorm<G, C>`
+//! (per sample, over groups of channels).
 
 use super::params::weight_bias_module;
 use super::spec::init_param;
@@ -295,6 +296,139 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B,
         let hat_rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
         let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: Some(rows.sum_dim(0).reshape([N])) };
         (dx, grads)
+    }
+}
+
+/// Root-mean-square normalisation over the last dim of size `N`, as
+/// `torch.nn.RMSNorm(N)`: `x / sqrt(mean(x²) + eps)`, times a learnable
+/// per-feature `weight` unless `elementwise_affine` is off.
+#[derive(Clone, Debug)]
+pub struct RMSNorm<B: Backend, const N: usize> {
+    /// Scale, `[N]`, initially ones; `None` without `elementwise_affine`.
+    pub weight: Option<Tensor<B, 1>>,
+    /// Options.
+    pub config: RMSNormConfig,
+}
+
+/// Options of [`RMSNorm`], with PyTorch's defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct RMSNormConfig {
+    /// Added to the mean square; PyTorch's default is the float type's
+    /// epsilon (`f32::EPSILON`).
+    pub eps: f64,
+    /// Whether the layer has a learnable `weight` (default true).
+    pub elementwise_affine: bool,
+}
+
+impl Default for RMSNormConfig {
+    fn default() -> Self {
+        (&Spec::RMSNorm.defaults()).into()
+    }
+}
+
+impl From<&Options> for RMSNormConfig {
+    fn from(o: &Options) -> Self {
+        RMSNormConfig { eps: o.eps, elementwise_affine: o.elementwise_affine }
+    }
+}
+
+impl<B: Backend, const N: usize> RMSNorm<B, N> {
+    /// A fresh layer: a weight of ones, if it has one.
+    pub fn new(config: RMSNormConfig, device: &B::Device) -> Self {
+        let options = Options { eps: config.eps, elementwise_affine: config.elementwise_affine, ..Options::DEFAULT };
+        let p = Spec::RMSNorm.params(&[N], &options);
+        let rng = &mut Rng::seed_from_u64(0);
+        RMSNorm { weight: p.first().map(|w| init_param(w, rng, device)), config }
+    }
+
+    /// Normalises the last dim of `x`, for any rank.
+    pub fn forward<const D: usize>(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        Layer::<B, D, D>::forward(self, x)
+    }
+
+    /// `x` scaled by the weight, broadcast along the last dim.
+    fn scale<const D: usize>(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        match &self.weight {
+            Some(w) => x.mul(&LayerNorm::<B, N>::last(w)),
+            None => x.clone(),
+        }
+    }
+
+    /// The normalised input and the inverse root mean square per row.
+    fn normalise<const D: usize>(&self, x: &Tensor<B, D>) -> (Tensor<B, D>, Tensor<B, D>) {
+        assert!(x.shape()[D - 1] == N, "RMSNorm<{N}>: expects input [.., {N}], got {:?}", x.shape());
+        let inv_rms = x.square().mean_dim(D - 1).add_scalar(self.config.eps).sqrt().recip();
+        (x.mul(&inv_rms), inv_rms)
+    }
+}
+
+impl<B: Backend, const N: usize> super::Module<B> for RMSNorm<B, N> {
+    type Grads = Option<Tensor<B, 1>>;
+
+    fn visit_params<V: super::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
+        if let Some(w) = &self.weight {
+            v.visit(&super::join(prefix, "weight"), w);
+        }
+    }
+
+    fn map_tensors<M: super::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
+        if let Some(w) = self.weight.take() {
+            self.weight = Some(m.map(&super::join(prefix, "weight"), w));
+        }
+    }
+
+    fn visit_grads<V: super::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
+        if let (Some(w), Some(gw)) = (&mut self.weight, g) {
+            v.visit(&super::join(prefix, "weight"), w, gw);
+        }
+    }
+
+    fn visit_grad_tensors<V: super::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
+        if let Some(gw) = g {
+            v.visit(&super::join(prefix, "weight"), gw);
+        }
+    }
+
+    fn map_grad_tensors<M: super::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
+        if let Some(gw) = g.take() {
+            *g = Some(m.map(&super::join(prefix, "weight"), gw));
+        }
+    }
+
+    fn make_grads<F: super::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
+        self.weight.as_ref().map(|w| f.grad(&super::join(prefix, "weight"), w))
+    }
+}
+
+impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for RMSNorm<B, N> {
+    /// The normalised input and the inverse root mean square per row.
+    type Cache = (Tensor<B, D>, Tensor<B, D>);
+
+    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        self.scale(&self.normalise(x).0)
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
+        let (x_hat, inv_rms) = self.normalise(x);
+        (self.scale(&x_hat), (x_hat, inv_rms))
+    }
+
+    fn backward(&self, (x_hat, inv_rms): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, Option<Tensor<B, 1>>) {
+        // With gx = g γ: dx = r (gx - x̂ mean(gx x̂)), the mean over the last dim.
+        let gx = self.scale(g);
+        let dx = gx.sub(&x_hat.mul(&gx.mul(x_hat).mean_dim(D - 1))).mul(inv_rms);
+        let dweight = self.weight.as_ref().map(|_| {
+            let rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
+            rows.sum_dim(0).reshape([N])
+        });
+        (dx, dweight)
+    }
+}
+
+impl<B: Backend, const N: usize> super::FromSpec<B> for RMSNorm<B, N> {
+    const LAYER: Spec = Spec::RMSNorm;
+    fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
+        RMSNorm::new(o.into(), device)
     }
 }
 
