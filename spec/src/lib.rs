@@ -22,7 +22,7 @@ mod options;
 mod shape;
 
 pub use layers::{Layer, output, output_rank};
-pub use options::{Key, KeyKind, OptionError, Options, Value};
+pub use options::{Interpolation, Key, KeyKind, OptionError, Options, Value};
 pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic};
 
 /// How a layer's parameter starts, as PyTorch initialises it.

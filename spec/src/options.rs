@@ -37,6 +37,33 @@ pub struct Options {
     pub dim: i64,
     /// Whether `RMSNorm` has a learnable per-feature weight.
     pub elementwise_affine: bool,
+    /// `Upsample`'s factor on each spatial dim.
+    pub scale_factor: f64,
+    /// `Upsample`'s interpolation.
+    pub mode: Interpolation,
+}
+
+/// How `Upsample` computes new pixels (PyTorch's `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interpolation {
+    /// Each output pixel copies the nearest input pixel (`"nearest"`).
+    Nearest,
+    /// Linear along each spatial dim, with half-pixel centres
+    /// (`"bilinear"`, PyTorch's `align_corners=False`).
+    Bilinear,
+}
+
+impl Interpolation {
+    /// Every mode.
+    pub const ALL: [Interpolation; 2] = [Interpolation::Nearest, Interpolation::Bilinear];
+
+    /// Its name as written (`mode = "bilinear"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Interpolation::Nearest => "nearest",
+            Interpolation::Bilinear => "bilinear",
+        }
+    }
 }
 
 impl Options {
@@ -56,6 +83,8 @@ impl Options {
         threshold: 20.0,
         dim: -1,
         elementwise_affine: true,
+        scale_factor: 2.0,
+        mode: Interpolation::Nearest,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -93,6 +122,8 @@ pub enum KeyKind {
     Fraction,
     /// A dimension: an integer, negative counting from the last.
     Dim,
+    /// One of the names of [`Interpolation`], as a string.
+    Interpolation,
 }
 
 /// A `#[layer(..)]` key.
@@ -126,6 +157,10 @@ pub enum Key {
     Dim,
     /// `elementwise_affine`.
     ElementwiseAffine,
+    /// `scale_factor`.
+    ScaleFactor,
+    /// `mode`.
+    Mode,
 }
 
 impl Key {
@@ -146,6 +181,8 @@ impl Key {
             Key::Threshold => "threshold",
             Key::Dim => "dim",
             Key::ElementwiseAffine => "elementwise_affine",
+            Key::ScaleFactor => "scale_factor",
+            Key::Mode => "mode",
         }
     }
 
@@ -157,22 +194,25 @@ impl Key {
             Key::Bias | Key::ElementwiseAffine => KeyKind::Bool,
             Key::P => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
-            Key::Eps | Key::Beta => KeyKind::Positive,
+            Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
             Key::Momentum => KeyKind::Fraction,
             Key::Dim => KeyKind::Dim,
+            Key::Mode => KeyKind::Interpolation,
         }
     }
 }
 
 /// A literal option value as written.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     /// An integer.
     Int(i128),
     /// A float.
     Float(f64),
     /// A bool.
     Bool(bool),
+    /// A string.
+    Str(&'a str),
 }
 
 /// Why a key or value was refused; the message names the key.
@@ -187,12 +227,31 @@ impl std::fmt::Display for OptionError {
 
 impl Options {
     /// Sets the key called `name` of `layer` to `value`, checking both.
-    pub fn set(&mut self, layer: Layer, name: &str, value: Value) -> Result<(), OptionError> {
+    pub fn set(&mut self, layer: Layer, name: &str, value: Value<'_>) -> Result<(), OptionError> {
         let Some(&key) = layer.keys().iter().find(|k| k.name() == name) else {
             return Err(OptionError(format!("`{}` has no option `{name}`", layer.name())));
         };
         let fail = |msg: String| Err(OptionError(msg));
+        let mut mode = self.mode;
+        if key.kind() == KeyKind::Interpolation {
+            let chosen = match value {
+                Value::Str(s) => Interpolation::ALL.into_iter().find(|m| m.name() == s),
+                _ => None,
+            };
+            let Some(chosen) = chosen else {
+                let names: Vec<String> = Interpolation::ALL.iter().map(|m| format!("\"{}\"", m.name())).collect();
+                let got = match value {
+                    Value::Str(s) => format!(", got \"{s}\""),
+                    _ => String::new(),
+                };
+                return fail(format!("`{name}` is one of {}{got}", names.join(", ")));
+            };
+            mode = chosen;
+        } else if let Value::Str(_) = value {
+            return fail(format!("`{name}` takes a number or bool, not a string"));
+        }
         let (count, flag, number) = match (key.kind(), value) {
+            (KeyKind::Interpolation, _) => (0, false, 0.0),
             (KeyKind::Dim, Value::Int(v)) => {
                 if v.unsigned_abs() > MAX_SIZE as u128 {
                     return fail(format!("`{name}` is {v}, beyond any shape's rank"));
@@ -213,7 +272,7 @@ impl Options {
             (KeyKind::Count { .. }, _) => return fail(format!("`{name}` takes an integer")),
             (KeyKind::Bool, Value::Bool(b)) => (0, b, 0.0),
             (KeyKind::Bool, _) => return fail(format!("`{name}` takes `true` or `false`")),
-            (_, Value::Bool(_)) => return fail(format!("`{name}` takes a number")),
+            (_, Value::Bool(_) | Value::Str(_)) => return fail(format!("`{name}` takes a number")),
             (kind, Value::Int(v)) => (0, false, check_number(name, kind, v as f64)?),
             (kind, Value::Float(v)) => (0, false, check_number(name, kind, v)?),
         };
@@ -232,6 +291,8 @@ impl Options {
             Key::Threshold => self.threshold = number,
             Key::Dim => self.dim = number as i64,
             Key::ElementwiseAffine => self.elementwise_affine = flag,
+            Key::ScaleFactor => self.scale_factor = number,
+            Key::Mode => self.mode = mode,
         }
         Ok(())
     }
@@ -271,12 +332,17 @@ mod tests {
         assert_eq!(err(Layer::Linear, "bias", Value::Int(1)), "`bias` takes `true` or `false`");
         assert_eq!(err(Layer::Flatten, "p", Value::Int(1)), "`Flatten` has no option `p`");
         assert!(err(Layer::Conv2d, "padding", Value::Int(1 << 40)).contains("at most 2147483647"));
+        // A string names an interpolation; other keys refuse strings.
+        let mut o = Options::default();
+        o.set(Layer::Conv2d, "padding", Value::Int(1)).expect("valid");
+        assert_eq!(err(Layer::Conv2d, "padding", Value::Str("1")), "`padding` takes a number or bool, not a string");
         // Every key a layer lists is one `set` knows.
         for l in Layer::ALL {
             for k in l.keys() {
                 let v = match k.kind() {
                     KeyKind::Count { .. } | KeyKind::Dim => Value::Int(1),
                     KeyKind::Bool => Value::Bool(true),
+                    KeyKind::Interpolation => Value::Str("bilinear"),
                     _ => Value::Float(0.5),
                 };
                 Options::default().set(l, k.name(), v).unwrap_or_else(|e| panic!("{l:?}.{}: {e}", k.name()));

@@ -371,7 +371,7 @@ fn parse_options(attr: &syn::Attribute) -> syn::Result<Vec<LayerOption>> {
         let value = match &nv.value {
             Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
             v => literal_value(v)
-                .ok_or_else(|| syn::Error::new(v.span(), format!("`{key}` takes a literal number or bool")))?,
+                .ok_or_else(|| syn::Error::new(v.span(), format!("`{key}` takes a literal number, bool or string")))?,
         };
         out.push(LayerOption { key, value, span: nv.value.span() });
     }
@@ -384,12 +384,13 @@ fn literal_value(e: &Expr) -> Option<OptionValue> {
             Lit::Int(i) => i.base10_parse().ok().map(OptionValue::Int),
             Lit::Float(f) => f.base10_parse().ok().map(OptionValue::Float),
             Lit::Bool(b) => Some(OptionValue::Bool(b.value)),
+            Lit::Str(s) => Some(OptionValue::Str(s.value())),
             _ => None,
         },
         Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => match literal_value(&u.expr)? {
             OptionValue::Int(i) => Some(OptionValue::Int(-i)),
             OptionValue::Float(f) => Some(OptionValue::Float(-f)),
-            OptionValue::Bool(_) | OptionValue::Shape(_) => None,
+            OptionValue::Bool(_) | OptionValue::Str(_) | OptionValue::Shape(_) => None,
         },
         Expr::Group(g) => literal_value(&g.expr),
         _ => None,

@@ -65,7 +65,10 @@ impl Options {
             threshold,
             dim,
             elementwise_affine,
+            scale_factor,
+            mode,
         } = self.spec;
+        let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
             Some(s) => quote!(::core::option::Option::Some(#s)),
             None => quote!(::core::option::Option::None),
@@ -74,6 +77,7 @@ impl Options {
             stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
             p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
+            scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode,
         })
     }
 }
@@ -263,15 +267,18 @@ pub(crate) fn resolve_options(field: &Field) -> syn::Result<Options> {
                 Err(syn::Error::new(opt.span, "`output` takes a per-sample shape, e.g. output = [T, 10]"))
             }
             (LayerKind::Builtin { layer, .. }, value) => {
-                let value = match *value {
-                    OptionValue::Int(v) => Some(blaze_spec::Value::Int(v)),
-                    OptionValue::Float(v) => Some(blaze_spec::Value::Float(v)),
-                    OptionValue::Bool(v) => Some(blaze_spec::Value::Bool(v)),
+                let value = match value {
+                    OptionValue::Int(v) => Some(blaze_spec::Value::Int(*v)),
+                    OptionValue::Float(v) => Some(blaze_spec::Value::Float(*v)),
+                    OptionValue::Bool(v) => Some(blaze_spec::Value::Bool(*v)),
+                    OptionValue::Str(v) => Some(blaze_spec::Value::Str(v)),
                     OptionValue::Shape(_) => None,
                 };
                 match value {
                     Some(v) => o.spec.set(*layer, &opt.key.to_string(), v).map_err(|e| syn::Error::new(opt.span, e)),
-                    None => Err(syn::Error::new(opt.span, format!("`{}` takes a literal number or bool", opt.key))),
+                    None => {
+                        Err(syn::Error::new(opt.span, format!("`{}` takes a literal number, bool or string", opt.key)))
+                    }
                 }
             }
         };

@@ -112,6 +112,8 @@ pub enum OptionValue {
     Int(i128),
     Float(f64),
     Bool(bool),
+    /// A string (`mode = "bilinear"`).
+    Str(String),
     /// A per-sample shape, `[T, 10]` (a nested model's output in a forward body).
     Shape(Vec<syn::Expr>),
 }
