@@ -199,6 +199,13 @@ pub enum ShapeError {
         /// The option.
         dim: i64,
     },
+    /// A resampling whose output would have no pixels.
+    EmptyOutput {
+        /// Output height.
+        h: usize,
+        /// Output width.
+        w: usize,
+    },
     /// Ids of more than one per-sample dim.
     Ids,
     /// A dim known only by name where the rule needs a size.
@@ -296,6 +303,7 @@ impl ShapeError {
                 format!("{me}: the {k}x{k} window is larger than the {h}x{w} input{input_from}")
             }
             ShapeError::LastDim { expected } => format!("{me} normalises a last dim of {expected}, {but}"),
+            ShapeError::EmptyOutput { h, w } => format!("{me} would produce an empty {h}x{w} image from {got}"),
             ShapeError::Ids => format!("{me} takes ids of per-sample shape [] or [T], {but}"),
             ShapeError::NotFixed => format!("{me} needs fixed per-sample dims, {but}"),
             ShapeError::TooLarge => format!("{me}: {} {got}, more elements than a tensor can hold", {
