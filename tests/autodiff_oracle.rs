@@ -206,6 +206,20 @@ pub struct Images {
     fc2: Linear<6, 3>,
 }
 
+/// A decoder path: upsampling both ways and adaptive pooling.
+#[model(input = [2, 5, 5])]
+pub struct Decoder {
+    #[layer(padding = 1)]
+    conv: Conv2d<2, 3, 3>,
+    #[layer(mode = "bilinear", scale_factor = 1.6)]
+    up1: Upsample,
+    act: Tanh,
+    up2: Upsample,
+    pool: AdaptiveAvgPool2d<3, 4>,
+    flat: Flatten,
+    fc: Linear<36, 2>,
+}
+
 /// Sequences through 1-D convolutions.
 #[model(input = [3, 12])]
 pub struct Sequences {
@@ -260,6 +274,9 @@ fn every_built_in_layer_has_tape_gradients_equal_to_generated_ones() {
     let seqs = Tensor::<Cpu, 3>::rand_normal([4, 3, 12], &CpuDevice);
     check::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs.clone());
     check_mode::<Sequences<Cpu>, Sequences<Ad>, 3>(10, seqs, Some(9));
+    let images = Tensor::<Cpu, 4>::rand_normal([2, 2, 5, 5], &CpuDevice);
+    check::<Decoder<Cpu>, Decoder<Ad>, 4>(12, images.clone());
+    check_mode::<Decoder<Cpu>, Decoder<Ad>, 4>(12, images, Some(9));
     let v = Tensor::<Cpu, 2>::rand_normal([5, 6], &CpuDevice);
     check::<Activations<Cpu>, Activations<Ad>, 2>(11, v.clone());
     check_mode::<Activations<Cpu>, Activations<Ad>, 2>(11, v, Some(9));

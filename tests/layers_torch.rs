@@ -3,7 +3,8 @@
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
-//! make_activation_fixture.py; the parameters load by PyTorch's names.
+//! make_activation_fixture.py and make_resample_fixture.py; the
+//! parameters load by PyTorch's names.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
@@ -197,5 +198,59 @@ fn rms_norm_with_and_without_weight_matches_pytorch() {
     assert_eq!(named.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["scaled.weight"]);
     for (name, g) in named {
         assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
+}
+
+/// A U-Net-style decoder path: convolutions, bilinear and nearest
+/// upsampling, and adaptive average pooling to 5x3 from 18x18.
+#[model(input = [2, 6, 6])]
+pub struct Decoder {
+    #[layer(padding = 1)]
+    conv1: Conv2d<2, 4, 3>,
+    #[layer(scale_factor = 2.0, mode = "bilinear")]
+    up1: Upsample,
+    #[layer(padding = 1)]
+    conv2: Conv2d<4, 3, 3>,
+    #[layer(scale_factor = 1.5)]
+    up2: Upsample,
+    pool: AdaptiveAvgPool2d<5, 3>,
+}
+
+#[test]
+fn upsampling_and_adaptive_pooling_match_pytorch() {
+    let fx = read_fixture("resample.bin");
+    let mut model = Decoder::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 4>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 4");
+    let r = Tensor::<Cpu, 4>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 4");
+
+    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let (dx, grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    let named = blaze::nn::grads_dict::<Cpu, Decoder>(&grads);
+    assert_eq!(named.len(), 4);
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
+}
+
+/// Upsampling by factors that put source pixels between grid points, and
+/// by one below 1, picks the pixels and weights PyTorch does.
+#[test]
+fn upsampling_by_odd_factors_matches_pytorch() {
+    use blaze::nn::{Layer, UpsampleConfig};
+    use blaze::spec::Interpolation;
+    let fx = read_fixture("resample.bin");
+    for (name, scale_factor, mode) in
+        [("bilinear", 1.7, Interpolation::Bilinear), ("nearest", 0.6, Interpolation::Nearest)]
+    {
+        let at = |t: &str| Tensor::<Cpu, 4>::from_data(fx[&format!("odd.{name}.{t}")].clone(), &CpuDevice).expect("4");
+        let mut up = Upsample::new(UpsampleConfig { scale_factor, mode });
+        let (y, cache) = Layer::<Cpu, 4, 4>::forward_train(&mut up, &at("input"), &mut Ctx::train(0));
+        assert_matches(&format!("{name} output"), &y.to_data(), &fx[&format!("odd.{name}.output")]);
+        let dx = Layer::<Cpu, 4, 4>::backward(&up, &cache, &at("r")).0;
+        assert_matches(&format!("{name} grad.input"), &dx.to_data(), &fx[&format!("odd.{name}.grad.input")]);
     }
 }

@@ -39,6 +39,8 @@ fn every_built_in_layer_holds_what_the_spec_lists() {
     holds::<nn::MaxPool2d<2>>(&[2], d);
     holds::<nn::Relu>(&[], d);
     holds::<nn::Dropout>(&[], Options { p: 0.2, ..d });
+    holds::<nn::AdaptiveAvgPool2d<2, 3>>(&[2, 3], d);
+    holds::<nn::Upsample>(&[], Layer::Upsample.defaults());
     holds::<nn::RMSNorm<Cpu, 6>>(&[6], Layer::RMSNorm.defaults());
     holds::<nn::RMSNorm<Cpu, 6>>(&[6], Options { elementwise_affine: false, ..Layer::RMSNorm.defaults() });
 }
@@ -69,6 +71,11 @@ fn options_reach_the_runtime_layers() {
     assert_eq!((softplus.beta, softplus.threshold), (2.0, 3.0));
     assert_eq!(<nn::Elu as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).alpha, 0.5);
     assert_eq!(<nn::Softmax as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).dim, 1);
+    let o = Options { scale_factor: 3.0, mode: blaze::spec::Interpolation::Bilinear, ..Options::default() };
+    let up = <nn::Upsample as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice);
+    assert_eq!((up.scale_factor, up.mode), (3.0, blaze::spec::Interpolation::Bilinear));
+    let up = nn::Upsample::default();
+    assert_eq!((up.scale_factor, up.mode), (2.0, blaze::spec::Interpolation::Nearest));
 }
 
 #[test]

@@ -369,6 +369,58 @@ layers! {
         rank: |_| 3,
     }
 
+    /// `AdaptiveAvgPool2d<H, W>`: `[C, h, w]` to `[C, H, W]`, any `h`, `w`.
+    AdaptiveAvgPool2d {
+        generics: ["H", "W"],
+        keys: [],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "expects an image [C, H, W]".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |g, _, s| {
+            let [c, _, _] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            Ok(StaticShape::new(&[c, size(g, 0), size(g, 1)]))
+        },
+        rank: |_| 3,
+    }
+
+    /// `Upsample`: `[C, H, W]` to `[C, floor(H s), floor(W s)]`.
+    Upsample {
+        generics: [],
+        keys: [ScaleFactor, Mode],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "expects an image [C, H, W]".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, o, s| {
+            let [c, h, w] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            let (oh, ow) = (h as f64 * o.scale_factor, w as f64 * o.scale_factor);
+            if oh >= MAX_SIZE as f64 || ow >= MAX_SIZE as f64 {
+                return Err(ShapeError::TooLarge);
+            }
+            let (oh, ow) = (oh as usize, ow as usize);
+            if oh == 0 || ow == 0 {
+                return Err(ShapeError::EmptyOutput { h: oh, w: ow });
+            }
+            Ok(StaticShape::new(&[c, oh, ow]))
+        },
+        rank: |_| 3,
+    }
+
     /// `GlobalAvgPool`: `[C, H, W]` to `[C]`.
     GlobalAvgPool {
         generics: [],

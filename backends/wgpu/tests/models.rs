@@ -54,29 +54,54 @@ pub struct NewLayers {
     rms: RMSNorm<12>,
 }
 
+/// Upsampling both ways and adaptive pooling, in an image model.
+#[model(input = [2, 6, 6])]
+pub struct Resampling {
+    #[layer(padding = 1)]
+    conv: Conv2d<2, 3, 3>,
+    #[layer(mode = "bilinear", scale_factor = 1.5)]
+    up1: Upsample,
+    up2: Upsample,
+    pool: AdaptiveAvgPool2d<5, 7>,
+}
+
+/// Runs a model's training step on the CPU and the device from the same
+/// seed and input: outputs, input gradients and every parameter gradient
+/// agree. Returns both models after the step.
+macro_rules! agree_in_training {
+    ($model:ident, $device:expr, $input:expr, $params:expr) => {{
+        let device = $device;
+        let mut cpu = $model::<Cpu>::new_seeded(4, &CpuDevice);
+        let mut gpu = $model::<Wgpu>::new_seeded(4, device);
+        let x = $input;
+        let (yc, cc) = cpu.forward_train(&x, &mut Ctx::train(1));
+        let (yg, cg) = gpu.forward_train(&on(&x, device), &mut Ctx::train(1));
+        close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
+        let g = Tensor::<Cpu, _>::rand_normal(yc.shape(), &CpuDevice);
+        let (dxc, gc) = cpu.backward(&cc, &g);
+        let (dxg, gg) = gpu.backward(&cg, &on(&g, device));
+        close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
+        let (gc, gg) = (grads_dict::<Cpu, $model<Cpu>>(&gc), grads_dict::<Wgpu, $model<Wgpu>>(&gg));
+        assert_eq!(gc.len(), $params);
+        for ((name, c), (_, w)) in gc.iter().zip(&gg) {
+            close(
+                name,
+                &w.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+                &c.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            );
+        }
+        (cpu, gpu)
+    }};
+}
+
 #[test]
 fn new_layers_agree_with_the_cpu_in_training() {
     let Some(device) = WgpuDevice::probe() else { return };
-    let mut cpu = NewLayers::<Cpu>::new_seeded(4, &CpuDevice);
-    let mut gpu = NewLayers::<Wgpu>::new_seeded(4, &device);
     let x = Tensor::<Cpu, 3>::rand_normal([3, 4, 12], &CpuDevice);
-    let g = Tensor::<Cpu, 3>::rand_normal([3, 6, 12], &CpuDevice);
-    let (yc, cc) = cpu.forward_train(&x, &mut Ctx::train(1));
-    let (yg, cg) = gpu.forward_train(&on(&x, &device), &mut Ctx::train(1));
-    close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
-    let (dxc, gc) = cpu.backward(&cc, &g);
-    let (dxg, gg) = gpu.backward(&cg, &on(&g, &device));
-    close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
-    let (gc, gg) = (grads_dict::<Cpu, NewLayers<Cpu>>(&gc), grads_dict::<Wgpu, NewLayers<Wgpu>>(&gg));
-    assert_eq!(gc.len(), 7);
-    for ((name, c), (_, w)) in gc.iter().zip(&gg) {
-        close(
-            name,
-            &w.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
-            &c.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
-        );
-    }
+    let (cpu, gpu) = agree_in_training!(NewLayers, &device, x, 7);
     close("running_mean", &gpu.norm.running_mean.to_vec::<f32>(), &cpu.norm.running_mean.to_vec::<f32>());
+    let x = Tensor::<Cpu, 4>::rand_normal([2, 2, 6, 6], &CpuDevice);
+    agree_in_training!(Resampling, &device, x, 2);
 }
 
 #[test]

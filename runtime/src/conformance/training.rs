@@ -36,6 +36,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     check_layer::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
     check_layer::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img, true);
     check_layer::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    // Windows of two sizes that overlap (5 -> 2 and 3), and more cells than pixels (5 -> 7).
+    check_layer::<B, _, 4, 4>(&AdaptiveAvgPool2d::<2, 3>, &img, true);
+    check_layer::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img, true);
+    for mode in [blaze_spec::Interpolation::Nearest, blaze_spec::Interpolation::Bilinear] {
+        for scale_factor in [2.0, 1.5, 0.7] {
+            check_layer::<B, _, 4, 4>(&Upsample::new(UpsampleConfig { scale_factor, mode }), &img, true);
+        }
+    }
     check_layer::<B, _, 4, 2>(&GlobalAvgPool, &img, true);
     check_layer::<B, _, 4, 2>(&Flatten, &img, true);
     check_layer::<B, _, 3, 2>(&Flatten, &x3, true);
