@@ -41,6 +41,10 @@ pub struct Options {
     pub scale_factor: f64,
     /// `Upsample`'s interpolation.
     pub mode: Interpolation,
+    /// Rows and columns a transposed convolution adds on one side of its
+    /// output, to choose among the sizes a strided convolution maps back
+    /// from.
+    pub output_padding: usize,
 }
 
 /// How `Upsample` computes new pixels (PyTorch's `mode`).
@@ -85,6 +89,7 @@ impl Options {
         elementwise_affine: true,
         scale_factor: 2.0,
         mode: Interpolation::Nearest,
+        output_padding: 0,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -161,6 +166,8 @@ pub enum Key {
     ScaleFactor,
     /// `mode`.
     Mode,
+    /// `output_padding`.
+    OutputPadding,
 }
 
 impl Key {
@@ -183,6 +190,7 @@ impl Key {
             Key::ElementwiseAffine => "elementwise_affine",
             Key::ScaleFactor => "scale_factor",
             Key::Mode => "mode",
+            Key::OutputPadding => "output_padding",
         }
     }
 
@@ -190,7 +198,7 @@ impl Key {
     pub const fn kind(self) -> KeyKind {
         match self {
             Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
-            Key::Padding => KeyKind::Count { min: 0 },
+            Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
             Key::Bias | Key::ElementwiseAffine => KeyKind::Bool,
             Key::P => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
@@ -293,6 +301,7 @@ impl Options {
             Key::ElementwiseAffine => self.elementwise_affine = flag,
             Key::ScaleFactor => self.scale_factor = number,
             Key::Mode => self.mode = mode,
+            Key::OutputPadding => self.output_padding = count,
         }
         Ok(())
     }

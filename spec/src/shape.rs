@@ -199,6 +199,16 @@ pub enum ShapeError {
         /// The option.
         dim: i64,
     },
+    /// A transposed convolution's `output_padding`, which must be smaller
+    /// than its stride or its dilation.
+    OutputPadding {
+        /// The option.
+        output_padding: usize,
+        /// The stride.
+        stride: usize,
+        /// The dilation.
+        dilation: usize,
+    },
     /// A resampling whose output would have no pixels.
     EmptyOutput {
         /// Output height.
@@ -303,6 +313,10 @@ impl ShapeError {
                 format!("{me}: the {k}x{k} window is larger than the {h}x{w} input{input_from}")
             }
             ShapeError::LastDim { expected } => format!("{me} normalises a last dim of {expected}, {but}"),
+            ShapeError::OutputPadding { output_padding, stride, dilation } => format!(
+                "{me} has `output_padding = {output_padding}`, which must be smaller than its stride ({stride}) or \
+                 its dilation ({dilation})"
+            ),
             ShapeError::EmptyOutput { h, w } => format!("{me} would produce an empty {h}x{w} image from {got}"),
             ShapeError::Ids => format!("{me} takes ids of per-sample shape [] or [T], {but}"),
             ShapeError::NotFixed => format!("{me} needs fixed per-sample dims, {but}"),

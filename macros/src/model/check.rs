@@ -67,6 +67,7 @@ impl Options {
             elementwise_affine,
             scale_factor,
             mode,
+            output_padding,
         } = self.spec;
         let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
@@ -77,7 +78,7 @@ impl Options {
             stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
             p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
-            scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode,
+            scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
         })
     }
 }
