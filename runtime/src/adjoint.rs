@@ -427,6 +427,18 @@ pub fn conv2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 4], o: &Co
     B::conv2d_weight_grad(x, g, w_shape, o)
 }
 
+/// A transposed convolution, `y = conv2d_input_grad(x, w)` (the adjoint of
+/// `conv2d(., w)`): the input's gradient is the convolution of `g`.
+pub fn conv_transpose2d_input<B: Backend>(g: &S<B>, w: &S<B>, o: &Conv2dOptions) -> S<B> {
+    B::conv2d(g, w, None, o)
+}
+
+/// A transposed convolution with a weight of shape `w_shape`: the weight's
+/// gradient, that of the convolution of `g` whose output gradient is `x`.
+pub fn conv_transpose2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
+    B::conv2d_weight_grad(g, x, w_shape, o)
+}
+
 /// `max_pool2d` of an input of shape `from` whose maxima sat at `idx`
 /// (per plane): `g` scattered back there.
 pub fn max_pool2d<B: Backend>(g: &S<B>, from: &[usize], idx: &S<B>) -> S<B> {

@@ -387,14 +387,16 @@ impl<B: Backend> Primitives for Autodiff<B> {
         record(y, &[x], || Op::AvgPool2d(B::shape(&x.primal).to_vec(), *options))
     }
 
-    /// Not recorded: gradients of gradients (double backward) are not supported.
+    /// Recorded: a transposed convolution (`ConvTranspose2d`) is this op
+    /// in a forward pass.
     fn conv2d_input_grad(
         grad_out: &AdStorage<B>,
         weight: &AdStorage<B>,
         input_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> AdStorage<B> {
-        AdStorage::constant(B::conv2d_input_grad(&grad_out.primal, &weight.primal, input_shape, options))
+        let y = B::conv2d_input_grad(&grad_out.primal, &weight.primal, input_shape, options);
+        record(y, &[grad_out, weight], || Op::ConvTranspose2d(grad_out.primal.clone(), weight.primal.clone(), *options))
     }
 
     /// Not recorded: gradients of gradients (double backward) are not supported.

@@ -80,6 +80,14 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, needed: &[bool])
             }
             out
         }
+        Op::ConvTranspose2d(x, w, opts) => {
+            let w_shape: [usize; 4] =
+                B::shape(w).try_into().unwrap_or_else(|_| unreachable!("conv2d_input_grad records rank-4 weights"));
+            vec![
+                needed[0].then(|| adjoint::conv_transpose2d_input::<B>(g, w, opts)),
+                needed[1].then(|| adjoint::conv_transpose2d_weight::<B>(g, x, w_shape, opts)),
+            ]
+        }
         Op::MaxPool2d(from, idx) => vec![Some(adjoint::max_pool2d::<B>(g, from, idx))],
         Op::AvgPool2d(from, opts) => vec![Some(adjoint::avg_pool2d::<B>(g, from, opts))],
         Op::Softmax(y, dim, false) => vec![Some(adjoint::softmax::<B>(g, y, *dim))],

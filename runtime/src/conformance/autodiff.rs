@@ -179,6 +179,15 @@ pub fn autodiff_conv_and_pool<B: Backend>(dev: &B::Device) {
     check::<B, 1>("conv2d bias", &bias, |b| {
         weigh(&Tensor::from_inner(x.clone()).conv2d(&Tensor::from_inner(w.clone()), Some(b), o))
     });
+    // A transposed convolution: conv2d's input gradient as a forward op, to
+    // an output one larger than the stride alone maps back (output padding).
+    let y = t::<B, 4>([2, 6, 3, 3], 13, dev);
+    check::<B, 4>("conv2d_input_grad input", &y, |y| {
+        weigh(&y.conv2d_input_grad(&Tensor::from_inner(w.clone()), [2, 4, 6, 6], o))
+    });
+    check::<B, 4>("conv2d_input_grad weight", &w, |w| {
+        weigh(&Tensor::from_inner(y.clone()).conv2d_input_grad(w, [2, 4, 6, 6], o))
+    });
     check::<B, 4>("max_pool2d", &x, |x| weigh(&x.max_pool2d(Pool2dOptions::new(3).stride(2).padding(1))));
     check::<B, 4>("avg_pool2d", &x, |x| weigh(&x.avg_pool2d(Pool2dOptions::new(2).stride(1))));
 }
