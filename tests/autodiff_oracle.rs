@@ -206,11 +206,14 @@ pub struct Images {
     fc2: Linear<6, 3>,
 }
 
-/// A decoder path: upsampling both ways and adaptive pooling.
+/// A decoder path: a transposed convolution, upsampling both ways and
+/// adaptive pooling.
 #[model(input = [2, 5, 5])]
 pub struct Decoder {
     #[layer(padding = 1)]
     conv: Conv2d<2, 3, 3>,
+    #[layer(stride = 2, padding = 1, output_padding = 1)]
+    deconv: ConvTranspose2d<3, 3, 3>,
     #[layer(mode = "bilinear", scale_factor = 1.6)]
     up1: Upsample,
     act: Tanh,

@@ -201,17 +201,20 @@ fn rms_norm_with_and_without_weight_matches_pytorch() {
     }
 }
 
-/// A U-Net-style decoder path: convolutions, bilinear and nearest
-/// upsampling, and adaptive average pooling to 5x3 from 18x18.
+/// A U-Net-style decoder path: convolutions, a transposed convolution,
+/// bilinear and nearest upsampling, and adaptive average pooling to 5x3
+/// from 36x36.
 #[model(input = [2, 6, 6])]
 pub struct Decoder {
     #[layer(padding = 1)]
     conv1: Conv2d<2, 4, 3>,
-    #[layer(scale_factor = 2.0, mode = "bilinear")]
+    #[layer(stride = 2, padding = 1, output_padding = 1)]
+    deconv: ConvTranspose2d<4, 4, 3>,
+    #[layer(scale_factor = 1.5, mode = "bilinear")]
     up1: Upsample,
     #[layer(padding = 1)]
     conv2: Conv2d<4, 3, 3>,
-    #[layer(scale_factor = 1.5)]
+    #[layer(scale_factor = 2.0)]
     up2: Upsample,
     pool: AdaptiveAvgPool2d<5, 3>,
 }
@@ -230,17 +233,19 @@ fn upsampling_and_adaptive_pooling_match_pytorch() {
     let (dx, grads) = model.backward(&cache, &r);
     assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
     let named = blaze::nn::grads_dict::<Cpu, Decoder>(&grads);
-    assert_eq!(named.len(), 4);
+    assert_eq!(named.len(), 6);
     for (name, g) in named {
         assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
     }
 }
 
 /// Upsampling by factors that put source pixels between grid points, and
-/// by one below 1, picks the pixels and weights PyTorch does.
+/// by one below 1, picks the pixels and weights PyTorch does; a grouped,
+/// dilated transposed convolution with output padding and no bias places
+/// its taps as PyTorch's.
 #[test]
 fn upsampling_by_odd_factors_matches_pytorch() {
-    use blaze::nn::{Layer, UpsampleConfig};
+    use blaze::nn::{ConvTranspose2dConfig, Layer, UpsampleConfig};
     use blaze::spec::Interpolation;
     let fx = read_fixture("resample.bin");
     for (name, scale_factor, mode) in
@@ -253,4 +258,15 @@ fn upsampling_by_odd_factors_matches_pytorch() {
         let dx = Layer::<Cpu, 4, 4>::backward(&up, &cache, &at("r")).0;
         assert_matches(&format!("{name} grad.input"), &dx.to_data(), &fx[&format!("odd.{name}.grad.input")]);
     }
+    let at = |t: &str| Tensor::<Cpu, 4>::from_data(fx[&format!("odd.grouped.{t}")].clone(), &CpuDevice).expect("4");
+    let config =
+        ConvTranspose2dConfig { stride: 3, padding: 2, output_padding: 1, dilation: 2, groups: 2, bias: false };
+    let mut deconv = ConvTranspose2d::<Cpu, 4, 6, 3>::new(config, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);
+    deconv.weight = at("weight");
+    let (y, cache) = Layer::<Cpu, 4, 4>::forward_train(&mut deconv, &at("input"), &mut Ctx::train(0));
+    assert_matches("grouped output", &y.to_data(), &fx["odd.grouped.output"]);
+    let (dx, grads) = Layer::<Cpu, 4, 4>::backward(&deconv, &cache, &at("r"));
+    assert_matches("grouped grad.input", &dx.to_data(), &fx["odd.grouped.grad.input"]);
+    assert_matches("grouped grad.weight", &grads.weight.to_data(), &fx["odd.grouped.grad.weight"]);
+    assert!(grads.bias.is_none());
 }

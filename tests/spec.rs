@@ -39,6 +39,8 @@ fn every_built_in_layer_holds_what_the_spec_lists() {
     holds::<nn::MaxPool2d<2>>(&[2], d);
     holds::<nn::Relu>(&[], d);
     holds::<nn::Dropout>(&[], Options { p: 0.2, ..d });
+    holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], d);
+    holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], Options { groups: 2, bias: false, ..d });
     holds::<nn::AdaptiveAvgPool2d<2, 3>>(&[2, 3], d);
     holds::<nn::Upsample>(&[], Layer::Upsample.defaults());
     holds::<nn::RMSNorm<Cpu, 6>>(&[6], Layer::RMSNorm.defaults());

@@ -214,6 +214,29 @@ fn weight_and_bias(weight: Vec<usize>, out: usize, fan_in: usize, bias: bool) ->
     v
 }
 
+/// The output size of a transposed convolution along one dim: `(size - 1)
+/// stride - 2 pad + dil (k - 1) + output_padding + 1`; `Some(0)` when the
+/// padding takes everything, `None` past what a tensor holds.
+const fn transposed(
+    size: usize,
+    k: usize,
+    stride: usize,
+    pad: usize,
+    dil: usize,
+    output_padding: usize,
+) -> Option<usize> {
+    let Some(placed) = (size - 1).checked_mul(stride) else { return None };
+    let Some(span) = dil.checked_mul(k - 1) else { return None };
+    let Some(total) = placed.checked_add(span + output_padding + 1) else { return None };
+    if total > MAX_SIZE {
+        return None;
+    }
+    match total.checked_sub(2 * pad) {
+        Some(n) => Some(n),
+        None => Some(0),
+    }
+}
+
 /// The rule of a pooling window of `k` over `[C, H, W]`.
 const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
     let [c, h, w] = match image(&s) {
@@ -292,6 +315,51 @@ layers! {
             match (window(h, k, stride, o.padding, o.dilation), window(w, k, stride, o.padding, o.dilation)) {
                 (Some(oh), Some(ow)) => Ok(StaticShape::new(&[cout, oh, ow])),
                 _ => Err(ShapeError::Kernel { k, dilation: o.dilation, padding: o.padding, h, w }),
+            }
+        },
+        rank: |_| 3,
+    }
+
+    /// `ConvTranspose2d<CIN, COUT, K>`: the adjoint of a convolution, an
+    /// upsampling by its stride.
+    ConvTranspose2d {
+        generics: ["CIN", "COUT", "K"],
+        keys: [Stride, Padding, OutputPadding, Dilation, Groups, Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects an image of {} channels", size(g, 0)),
+        params: |g, o| {
+            let (cin, cout, k) = (g[0], g[1], g[2]);
+            let per_group = cout / o.groups.max(1);
+            weight_and_bias(vec![cin, per_group, k, k], cout, per_group * k * k, o.bias)
+        },
+        output: |g, o, s| {
+            let [c, h, w] = match image(&s) {
+                Ok(d) => d,
+                Err(e) => return Err(e),
+            };
+            let (cin, cout, k) = (size(g, 0), size(g, 1), size(g, 2));
+            if c != cin {
+                return Err(ShapeError::InputChannels { expected: cin, got: c });
+            }
+            let groups = o.groups;
+            if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
+                return Err(ShapeError::Groups { groups, cin, cout });
+            }
+            let stride = o.stride_of(Layer::ConvTranspose2d, k);
+            let (output_padding, dilation) = (o.output_padding, o.dilation);
+            let wider = if stride > dilation { stride } else { dilation };
+            if output_padding >= wider {
+                return Err(ShapeError::OutputPadding { output_padding, stride, dilation });
+            }
+            match (transposed(h, k, stride, o.padding, dilation, output_padding), transposed(w, k, stride, o.padding, dilation, output_padding)) {
+                (Some(oh), Some(ow)) if oh == 0 || ow == 0 => Err(ShapeError::EmptyOutput { h: oh, w: ow }),
+                (Some(oh), Some(ow)) => Ok(StaticShape::new(&[cout, oh, ow])),
+                _ => Err(ShapeError::TooLarge),
             }
         },
         rank: |_| 3,

@@ -54,11 +54,14 @@ pub struct NewLayers {
     rms: RMSNorm<12>,
 }
 
-/// Upsampling both ways and adaptive pooling, in an image model.
+/// A grouped transposed convolution, upsampling both ways and adaptive
+/// pooling, in an image model.
 #[model(input = [2, 6, 6])]
 pub struct Resampling {
     #[layer(padding = 1)]
     conv: Conv2d<2, 3, 3>,
+    #[layer(stride = 2, padding = 1, output_padding = 1, groups = 3)]
+    deconv: ConvTranspose2d<3, 6, 3>,
     #[layer(mode = "bilinear", scale_factor = 1.5)]
     up1: Upsample,
     up2: Upsample,
@@ -101,7 +104,7 @@ fn new_layers_agree_with_the_cpu_in_training() {
     let (cpu, gpu) = agree_in_training!(NewLayers, &device, x, 7);
     close("running_mean", &gpu.norm.running_mean.to_vec::<f32>(), &cpu.norm.running_mean.to_vec::<f32>());
     let x = Tensor::<Cpu, 4>::rand_normal([2, 2, 6, 6], &CpuDevice);
-    agree_in_training!(Resampling, &device, x, 2);
+    agree_in_training!(Resampling, &device, x, 4);
 }
 
 #[test]

@@ -24,6 +24,20 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     ] {
         check_layer::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
     }
+    for config in [
+        ConvTranspose2dConfig::default(),
+        ConvTranspose2dConfig { stride: 2, padding: 1, output_padding: 1, ..Default::default() },
+        ConvTranspose2dConfig {
+            groups: 2,
+            bias: false,
+            dilation: 2,
+            stride: 3,
+            output_padding: 2,
+            ..Default::default()
+        },
+    ] {
+        check_layer::<B, _, 4, 4>(&ConvTranspose2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
+    }
     let seq = tensor::<B, 3>(&x(&[2, 4, 9], 65), [2, 4, 9], DType::F64, dev);
     for config in [
         Conv1dConfig::default(),

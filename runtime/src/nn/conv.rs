@@ -1,6 +1,8 @@
 //! `Conv2d<B, CIN, COUT, K>`: a square-kernel 2-D convolution, as
 //! `torch.nn.Conv2d`; `Conv1d<B, CIN, COUT, K>`, as `torch.nn.Conv1d`, which
-//! runs as a 2-D convolution of height one.
+//! runs as a 2-D convolution of height one; `ConvTranspose2d<B, CIN, COUT,
+//! K>`, as `torch.nn.ConvTranspose2d`, which runs as a convolution's input
+//! gradient.
 
 use super::params::weight_bias_module;
 use super::spec::init_param;
@@ -229,5 +231,150 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> super::Fro
     const LAYER: Spec = Spec::Conv2d;
     fn from_spec(o: &Options, rng: &mut Rng, device: &B::Device) -> Self {
         Conv2d::new(o.into(), rng, device)
+    }
+}
+
+/// Options of [`ConvTranspose2d`], with PyTorch's defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct ConvTranspose2dConfig {
+    /// Step between the input pixels' placements in the output.
+    pub stride: usize,
+    /// Rows and columns removed from each side of the output.
+    pub padding: usize,
+    /// Rows and columns added to one side of the output (smaller than the
+    /// stride or the dilation).
+    pub output_padding: usize,
+    /// Spacing between kernel taps.
+    pub dilation: usize,
+    /// Channel groups.
+    pub groups: usize,
+    /// Whether the layer adds a bias.
+    pub bias: bool,
+}
+
+impl Default for ConvTranspose2dConfig {
+    fn default() -> Self {
+        (&Spec::ConvTranspose2d.defaults()).into()
+    }
+}
+
+impl From<&Options> for ConvTranspose2dConfig {
+    fn from(o: &Options) -> Self {
+        ConvTranspose2dConfig {
+            stride: o.stride_of(Spec::ConvTranspose2d, 0),
+            padding: o.padding,
+            output_padding: o.output_padding,
+            dilation: o.dilation,
+            groups: o.groups,
+            bias: o.bias,
+        }
+    }
+}
+
+/// A 2-D transposed convolution from `CIN` to `COUT` channels with a
+/// `K x K` kernel, as `torch.nn.ConvTranspose2d`: the adjoint of a
+/// convolution from `COUT` to `CIN` channels with the same options, so it
+/// upsamples by its stride, to `(h - 1) stride - 2 padding + dilation (K -
+/// 1) + output_padding + 1` rows.
+#[derive(Clone, Debug)]
+pub struct ConvTranspose2d<B: Backend, const CIN: usize, const COUT: usize, const K: usize> {
+    /// `[CIN, COUT / groups, K, K]`, PyTorch's layout.
+    pub weight: Tensor<B, 4>,
+    /// `[COUT]`.
+    pub bias: Option<Tensor<B, 1>>,
+    /// Stride, padding, dilation and groups of the convolution it is the
+    /// adjoint of.
+    pub options: Conv2dOptions,
+    /// Rows and columns added to one side of the output.
+    pub output_padding: usize,
+}
+
+/// Gradients of a [`ConvTranspose2d`].
+pub type ConvTranspose2dGrads<B> = WeightGrads<B, 4>;
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> ConvTranspose2d<B, CIN, COUT, K> {
+    /// Initialised as PyTorch does (the spec's parameter list): uniform in
+    /// `±1/sqrt(COUT / groups * K * K)`.
+    pub fn new(config: ConvTranspose2dConfig, rng: &mut Rng, device: &B::Device) -> Self {
+        let g = config.groups;
+        assert!(
+            g > 0 && CIN.is_multiple_of(g) && COUT.is_multiple_of(g),
+            "ConvTranspose2d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
+        );
+        assert!(
+            config.output_padding < config.stride.max(config.dilation),
+            "ConvTranspose2d<{CIN}, {COUT}, {K}>: output_padding {} must be smaller than the stride {} or the \
+             dilation {}",
+            config.output_padding,
+            config.stride,
+            config.dilation
+        );
+        let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
+        let params = Spec::ConvTranspose2d.params(&[CIN, COUT, K], &options);
+        let weight = init_param(&params[0], rng, device);
+        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let options = Conv2dOptions::default()
+            .stride(config.stride)
+            .padding(config.padding)
+            .dilation(config.dilation)
+            .groups(config.groups);
+        ConvTranspose2d { weight, bias, options, output_padding: config.output_padding }
+    }
+
+    /// The transposed convolution of a batch `[n, CIN, h, w]`.
+    pub fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        Layer::<B, 4, 4>::forward(self, x)
+    }
+
+    /// The output's size along a dim of `input` (height or width).
+    fn out_size(&self, input: usize, axis: usize) -> usize {
+        let o = &self.options;
+        let span = o.dilation[axis] * (K - 1) + self.output_padding + 1;
+        ((input - 1) * o.stride[axis] + span).checked_sub(2 * o.padding[axis]).filter(|&n| n > 0).unwrap_or_else(|| {
+            panic!(
+                "ConvTranspose2d<{CIN}, {COUT}, {K}>: an input of {input} leaves no output with padding {:?}",
+                o.padding
+            )
+        })
+    }
+}
+
+weight_bias_module!([const CIN: usize, const COUT: usize, const K: usize] ConvTranspose2d<B, CIN, COUT, K>, 4);
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4, 4>
+    for ConvTranspose2d<B, CIN, COUT, K>
+{
+    type Cache = Tensor<B, 4>;
+
+    fn forward(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        let [n, c, h, w] = x.shape();
+        assert!(c == CIN, "ConvTranspose2d<{CIN}, {COUT}, {K}>: expects [n, {CIN}, h, w], got {:?}", x.shape());
+        let shape = [n, COUT, self.out_size(h, 0), self.out_size(w, 1)];
+        x.conv2d_input_grad(&self.weight, shape, self.options).bias_act(self.bias.as_ref(), 1, None)
+    }
+
+    fn forward_train(&mut self, x: &Tensor<B, 4>, _: &mut Ctx) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        (Layer::<B, 4, 4>::forward(self, x), x.clone())
+    }
+
+    fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, ConvTranspose2dGrads<B>) {
+        let dx = adjoint::conv_transpose2d_input::<B>(g.storage(), self.weight.storage(), &self.options);
+        (Tensor::from_storage(dx), self.backward_params(x, g))
+    }
+
+    fn backward_params(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> ConvTranspose2dGrads<B> {
+        let dw = adjoint::conv_transpose2d_weight::<B>(g.storage(), x.storage(), self.weight.shape(), &self.options);
+        // The bias is added at every position of every sample.
+        let bias = self.bias.as_ref().map(|_| Tensor::from_storage(adjoint::bias::<B>(g.storage(), 1)));
+        ConvTranspose2dGrads { weight: Tensor::from_storage(dw), bias }
+    }
+}
+
+impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> super::FromSpec<B>
+    for ConvTranspose2d<B, CIN, COUT, K>
+{
+    const LAYER: Spec = Spec::ConvTranspose2d;
+    fn from_spec(o: &Options, rng: &mut Rng, device: &B::Device) -> Self {
+        ConvTranspose2d::new(o.into(), rng, device)
     }
 }
