@@ -18,6 +18,10 @@ fn holds<M: Module<Cpu> + FromSpec<Cpu>>(sizes: &[usize], options: Options) {
         let v = t.values.to_f64_vec();
         let ok = match p.init {
             Init::FanInUniform { fan_in } => v.iter().all(|x| x.abs() <= 1.0 / (fan_in as f64).sqrt()),
+            Init::XavierUniform { fan_in, fan_out } => {
+                let bound = (6.0 / (fan_in + fan_out) as f64).sqrt();
+                v.iter().all(|x| x.abs() <= bound) && v.iter().any(|x| x.abs() > bound / 2.0)
+            }
             Init::Normal => v.iter().any(|x| x.abs() > 1.0) && v.iter().all(|x| x.is_finite()),
             Init::Ones => v.iter().all(|&x| x == 1.0),
             Init::Zeros => v.iter().all(|&x| x == 0.0),

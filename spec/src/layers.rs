@@ -7,7 +7,8 @@
 //! An entry's fields, all required but `defaults`:
 //! - `generics`: the names of its const-generic sizes, in order;
 //! - `keys`: the `#[layer(..)]` keys it takes; optionally `defaults`, its
-//!   options where they differ from [`Options::DEFAULT`];
+//!   options where they differ from [`Options::DEFAULT`], and `attends`,
+//!   whether a forward body may call it on a query, keys and values;
 //! - `holds_tensors`: whether its type takes the backend (it has
 //!   parameters or buffers); `elementwise`: whether it maps each element on
 //!   its own; `takes_ids`: whether it reads integer ids;
@@ -28,12 +29,15 @@ use crate::{Init, Options, Param};
 macro_rules! layers {
     (@defaults) => { Options::DEFAULT };
     (@defaults $defaults:expr) => { $defaults };
+    (@attends) => { false };
+    (@attends $attends:literal) => { $attends };
     ($(
         $(#[doc = $doc:literal])*
         $name:ident {
             generics: [$($generic:literal),*],
             keys: [$($key:ident),*],
             $(defaults: $defaults:expr,)?
+            $(attends: $attends:literal,)?
             holds_tensors: $holds:literal,
             elementwise: $elementwise:literal,
             takes_ids: $ids:literal,
@@ -83,6 +87,14 @@ macro_rules! layers {
             pub const fn defaults(self) -> Options {
                 match self {
                     $(Layer::$name => layers!(@defaults $($defaults)?),)*
+                }
+            }
+
+            /// Whether a forward body may also call it on a query, keys and
+            /// values (`self.attn(q, k, v)`), besides one input.
+            pub const fn attends(self) -> bool {
+                match self {
+                    $(Layer::$name => layers!(@attends $($attends)?),)*
                 }
             }
 

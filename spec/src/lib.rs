@@ -34,6 +34,14 @@ pub enum Init {
         /// The fan-in.
         fan_in: usize,
     },
+    /// Uniform in `±sqrt(6 / (fan_in + fan_out))` (Xavier/Glorot, as
+    /// PyTorch draws attention's input projection).
+    XavierUniform {
+        /// The fan-in.
+        fan_in: usize,
+        /// The fan-out.
+        fan_out: usize,
+    },
     /// Standard normal.
     Normal,
     /// All ones.

@@ -45,6 +45,8 @@ pub struct Options {
     /// output, to choose among the sizes a strided convolution maps back
     /// from.
     pub output_padding: usize,
+    /// Whether attention hides later positions from earlier ones.
+    pub causal: bool,
 }
 
 /// How `Upsample` computes new pixels (PyTorch's `mode`).
@@ -90,6 +92,7 @@ impl Options {
         scale_factor: 2.0,
         mode: Interpolation::Nearest,
         output_padding: 0,
+        causal: false,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -168,6 +171,8 @@ pub enum Key {
     Mode,
     /// `output_padding`.
     OutputPadding,
+    /// `causal`.
+    Causal,
 }
 
 impl Key {
@@ -191,6 +196,7 @@ impl Key {
             Key::ScaleFactor => "scale_factor",
             Key::Mode => "mode",
             Key::OutputPadding => "output_padding",
+            Key::Causal => "causal",
         }
     }
 
@@ -199,7 +205,7 @@ impl Key {
         match self {
             Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
             Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
-            Key::Bias | Key::ElementwiseAffine => KeyKind::Bool,
+            Key::Bias | Key::ElementwiseAffine | Key::Causal => KeyKind::Bool,
             Key::P => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
             Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
@@ -302,6 +308,7 @@ impl Options {
             Key::ScaleFactor => self.scale_factor = number,
             Key::Mode => self.mode = mode,
             Key::OutputPadding => self.output_padding = count,
+            Key::Causal => self.causal = flag,
         }
         Ok(())
     }

@@ -209,6 +209,13 @@ pub enum ShapeError {
         /// The dilation.
         dilation: usize,
     },
+    /// Attention heads that do not divide the embedding.
+    Heads {
+        /// The embedding size.
+        d: usize,
+        /// The heads.
+        heads: usize,
+    },
     /// A resampling whose output would have no pixels.
     EmptyOutput {
         /// Output height.
@@ -317,6 +324,9 @@ impl ShapeError {
                 "{me} has `output_padding = {output_padding}`, which must be smaller than its stride ({stride}) or \
                  its dilation ({dilation})"
             ),
+            ShapeError::Heads { d, heads } => {
+                format!("{me} splits an embedding of {d} into {heads} heads, which must divide it")
+            }
             ShapeError::EmptyOutput { h, w } => format!("{me} would produce an empty {h}x{w} image from {got}"),
             ShapeError::Ids => format!("{me} takes ids of per-sample shape [] or [T], {but}"),
             ShapeError::NotFixed => format!("{me} needs fixed per-sample dims, {but}"),

@@ -68,6 +68,7 @@ impl Options {
             scale_factor,
             mode,
             output_padding,
+            causal,
         } = self.spec;
         let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
@@ -79,6 +80,7 @@ impl Options {
             p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
             scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
+            causal: #causal,
         })
     }
 }

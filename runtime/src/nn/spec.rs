@@ -30,6 +30,10 @@ pub(crate) fn init_param<B: Backend, const D: usize>(param: &Param, rng: &mut Rn
             let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
             Tensor::uniform_with(shape, -bound, bound, rng, device)
         }
+        Init::XavierUniform { fan_in, fan_out } => {
+            let bound = (6.0 / (fan_in + fan_out).max(1) as f64).sqrt();
+            Tensor::uniform_with(shape, -bound, bound, rng, device)
+        }
         Init::Normal => Tensor::normal_with(shape, 0.0, 1.0, rng, device),
         Init::Ones => Tensor::ones(shape, device),
         Init::Zeros => Tensor::zeros(shape, device),
