@@ -173,6 +173,9 @@ pub enum Key {
     OutputPadding,
     /// `causal`.
     Causal,
+    /// `dropout`: attention's dropout probability (PyTorch's name there
+    /// for what `Dropout` calls `p`).
+    Dropout,
 }
 
 impl Key {
@@ -197,6 +200,7 @@ impl Key {
             Key::Mode => "mode",
             Key::OutputPadding => "output_padding",
             Key::Causal => "causal",
+            Key::Dropout => "dropout",
         }
     }
 
@@ -206,7 +210,7 @@ impl Key {
             Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
             Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
             Key::Bias | Key::ElementwiseAffine | Key::Causal => KeyKind::Bool,
-            Key::P => KeyKind::Probability,
+            Key::P | Key::Dropout => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
             Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
             Key::Momentum => KeyKind::Fraction,
@@ -296,7 +300,7 @@ impl Options {
             Key::Dilation => self.dilation = count,
             Key::Groups => self.groups = count,
             Key::Bias => self.bias = flag,
-            Key::P => self.p = number,
+            Key::P | Key::Dropout => self.p = number,
             Key::NegativeSlope => self.negative_slope = number,
             Key::Eps => self.eps = number,
             Key::Momentum => self.momentum = number,
