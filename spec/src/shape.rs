@@ -209,6 +209,11 @@ pub enum ShapeError {
         /// The dilation.
         dilation: usize,
     },
+    /// A sequence whose last dim is not the layer's embedding size.
+    Embedding {
+        /// The layer's.
+        expected: usize,
+    },
     /// Attention heads that do not divide the embedding.
     Heads {
         /// The embedding size.
@@ -324,6 +329,7 @@ impl ShapeError {
                 "{me} has `output_padding = {output_padding}`, which must be smaller than its stride ({stride}) or \
                  its dilation ({dilation})"
             ),
+            ShapeError::Embedding { expected } => format!("{me} expects an embedding of {expected}, {but}"),
             ShapeError::Heads { d, heads } => {
                 format!("{me} splits an embedding of {d} into {heads} heads, which must divide it")
             }
