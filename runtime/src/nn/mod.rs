@@ -8,6 +8,7 @@
 //! checkpoints use.
 
 mod activation;
+mod attention;
 mod block;
 mod conv;
 mod dropout;
@@ -22,6 +23,7 @@ mod spec;
 
 // Each layer file exports its layers (and their configs and gradients).
 pub use activation::*;
+pub use attention::*;
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::*;
 pub use dropout::*;

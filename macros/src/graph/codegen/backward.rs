@@ -76,6 +76,22 @@ impl Gen<'_> {
                         grads_done.insert((callee.field, callee.index));
                     }
                 }
+                Op::Attend(callee) => {
+                    let holds = self.fields()[callee.field].kind.has_params();
+                    let (at, path, _, _) = self.attend_parts(*callee, &n.args);
+                    let gr = grads_ident(*callee, self.fields());
+                    let dx: Vec<syn::Ident> = (0..3usize).map(|j| format_ident!("d{}_{}", i, j)).collect();
+                    let gpat = if holds { quote!(#gr) } else { quote!(_) };
+                    pre.extend(quote_spanned!(span=> let ((#(#dx),*), #gpat) = #path::attend_backward(&#at, &cache.#ci, &#gy);));
+                    // The mask has no gradient.
+                    for (j, &k) in n.args.iter().take(3).enumerate() {
+                        let d = &dx[j];
+                        contrib.push((k, quote!(#d)));
+                    }
+                    if holds {
+                        grads_done.insert((callee.field, callee.index));
+                    }
+                }
                 Op::Act(act) => {
                     let ty = act_ty(*act);
                     let path = self.layer_path(ty.clone(), a, n.out);

@@ -94,6 +94,21 @@ impl Gen<'_> {
     }
 
     /// The Layer trait path through which a layer call runs.
+    /// An attention call's field, trait path, query, keys and values, and
+    /// its key-padding mask as an `Option`.
+    fn attend_parts(&self, callee: Callee, args: &[usize]) -> (TokenStream, TokenStream, [syn::Ident; 3], TokenStream) {
+        let ty = field_ty(&self.fields()[callee.field].kind);
+        let mask = match args.get(3) {
+            Some(&m) => {
+                let m = value_ident(m);
+                quote!(::core::option::Option::Some(&#m))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let qkv = [value_ident(args[0]), value_ident(args[1]), value_ident(args[2])];
+        (access(callee, self.fields()), quote!(<#ty as ::blaze::nn::Attend<B>>), qkv, mask)
+    }
+
     fn layer_path(&self, ty: TokenStream, x: usize, out: usize) -> TokenStream {
         let (ri, ro) = (self.rank(x), self.rank(out));
         quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
@@ -197,7 +212,7 @@ impl Gen<'_> {
                 let t = t.tokens();
                 quote!(::blaze::nn::graph::positions::<B>(#t, &__device))
             }
-            Op::Input | Op::Layer(_) | Op::Nested(_) => TokenStream::new(),
+            Op::Input | Op::Layer(_) | Op::Nested(_) | Op::Attend(_) => TokenStream::new(),
         }
     }
 
@@ -300,6 +315,10 @@ impl Gen<'_> {
                     let xs = n.args.iter().map(|&k| value_ident(k));
                     quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);)
                 }
+                Op::Attend(callee) => {
+                    let (at, path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
+                    quote_spanned!(span=> let #o = #path::attend(&#at, &#q, &#k, &#v, #mask);)
+                }
                 op => {
                     let e = self.op_expr(op, &n.args, n.out);
                     quote_spanned!(span=> let #o = #e;)
@@ -354,6 +373,7 @@ impl Gen<'_> {
                 Op::Input
                 | Op::Layer(_)
                 | Op::Nested(_)
+                | Op::Attend(_)
                 | Op::Act(_)
                 | Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::Mul | ScalarOp::Div | ScalarOp::RSub, _)
                 | Op::Neg
@@ -414,6 +434,11 @@ impl Gen<'_> {
                     let xs = n.args.iter().map(|&k| value_ident(k));
                     quote_spanned!(span=> let (#o, #ci) = #at.forward_train(#(&#xs,)* ctx);)
                 }
+                Op::Attend(callee) => {
+                    caches.push(ci.clone());
+                    let (at, path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
+                    quote_spanned!(span=> let (#o, #ci) = #path::attend_train(&mut #at, &#q, &#k, &#v, #mask, ctx);)
+                }
                 op => {
                     let e = self.op_expr(op, &n.args, n.out);
                     quote_spanned!(span=> let #o = #e;)
@@ -466,6 +491,10 @@ impl Gen<'_> {
                 Op::Nested(callee) => {
                     let ty = field_ty(&self.fields()[callee.field].kind);
                     quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
+                }
+                Op::Attend(callee) => {
+                    let ty = field_ty(&self.fields()[callee.field].kind);
+                    quote!(<#ty as ::blaze::nn::Attend<B>>::AttendCache)
                 }
                 // The other ops' adjoints read what `stored` keeps.
                 Op::Input

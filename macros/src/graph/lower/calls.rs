@@ -163,6 +163,12 @@ impl Lower<'_> {
             self.first_output[callee.field].get_or_insert(out);
             return Ok(Operand::Tensor(v));
         }
+        if let LayerKind::Builtin { layer, .. } = &field.kind
+            && layer.attends()
+            && vs.len() != 1
+        {
+            return self.call_attend(callee, &vs, &me, span);
+        }
         if vs.len() != 1 {
             return err(span, format!("{me} takes one input, called with {}", vs.len()));
         }
@@ -195,6 +201,60 @@ impl Lower<'_> {
         };
         let v = self.node(Op::Layer(callee), vec![x], out.clone(), span);
         self.first_output[callee.field].get_or_insert(out);
+        Ok(Operand::Tensor(v))
+    }
+
+    /// An attending layer called on a query `[T, D]`, keys and values
+    /// `[S, D]` and maybe a key-padding mask `[S]`: the spec's rule checks
+    /// the query, the rest must match it; the output has the query's shape.
+    fn call_attend(&mut self, callee: Callee, vs: &[usize], me: &str, span: &Loc) -> R<Operand> {
+        let LayerKind::Builtin { layer, sizes, .. } = &self.fields[callee.field].kind else {
+            return err(span, format!("{me} is not a built-in layer"));
+        };
+        if !matches!(vs.len(), 3 | 4) {
+            return err(
+                span,
+                format!(
+                    "{me} takes one input (self-attention), or a query, keys and values and maybe a key-padding \
+                     mask, called with {}",
+                    vs.len()
+                ),
+            );
+        }
+        let (q, k, v) = (vs[0], vs[1], vs[2]);
+        let d = sizes.first().copied().unwrap_or(0);
+        // The query through the spec's rule (rank, embedding, heads), with
+        // any symbolic length standing for a number above every size.
+        let qs = self.shape(q).to_vec();
+        let input = StaticShape::new(
+            &qs.iter()
+                .map(|x| x.fixed().map_or(blaze_spec::MAX_SIZE + 1, |n| n.min(blaze_spec::MAX_SIZE)))
+                .collect::<Vec<_>>(),
+        );
+        if let Err(e) = blaze_spec::output(*layer, sizes, &self.options[callee.field].spec, input) {
+            return err(span, e.message(me, &input, &self.show(q), None, "query"));
+        }
+        let (ks, vs_) = (self.shape(k).to_vec(), self.shape(v).to_vec());
+        if ks.len() != 2 || ks[1] != Dim::size(d) || ks != vs_ {
+            return err(
+                span,
+                format!("{me} takes keys and values of one shape [S, {d}], got {} and {}", self.show(k), self.show(v)),
+            );
+        }
+        if let Some(&m) = vs.get(3)
+            && (self.shape(m) != [ks[0].clone()] || !self.vals[m].batched)
+        {
+            return err(
+                span,
+                format!(
+                    "{me}: a key-padding mask is one value per key, {}, per sample; got {}",
+                    show(&ks[..1], &self.symbols),
+                    self.show(m)
+                ),
+            );
+        }
+        let v = self.node(Op::Attend(callee), vs.to_vec(), qs.clone(), span);
+        self.first_output[callee.field].get_or_insert(qs);
         Ok(Operand::Tensor(v))
     }
 

@@ -139,6 +139,9 @@ pub enum Op {
     Input,
     Layer(Callee),
     Nested(Callee),
+    /// A layer that attends (`Layer::attends`) called on a query, keys and
+    /// values, and maybe a key-padding mask: its arguments in that order.
+    Attend(Callee),
     Act(Act),
     Bin(Bin),
     Scalar(ScalarOp, TokenStream),
@@ -150,13 +153,26 @@ pub enum Op {
     Transpose(usize, usize),
     Permute(Vec<usize>),
     Reshape(Vec<Dim>),
-    Narrow { dim: usize, start: usize, len: usize },
+    Narrow {
+        dim: usize,
+        start: usize,
+        len: usize,
+    },
     Cat(usize),
     Softmax(usize),
     LogSoftmax(usize),
-    Reduce { dim: usize, mean: bool },
-    CausalFill { t: Dim, value: TokenStream },
-    Kernel { path: TokenStream, args: Vec<KernelArg> },
+    Reduce {
+        dim: usize,
+        mean: bool,
+    },
+    CausalFill {
+        t: Dim,
+        value: TokenStream,
+    },
+    Kernel {
+        path: TokenStream,
+        args: Vec<KernelArg>,
+    },
     Positions(Dim),
 }
 
@@ -354,7 +370,8 @@ impl<'a> Lower<'a> {
 
     fn node(&mut self, op: Op, args: Vec<usize>, shape: Vec<Dim>, at: impl Place) -> usize {
         let span = at.first();
-        let holds = matches!(op, Op::Layer(c) | Op::Nested(c) if self.fields[c.field].kind.has_params());
+        let holds =
+            matches!(op, Op::Layer(c) | Op::Nested(c) | Op::Attend(c) if self.fields[c.field].kind.has_params());
         let batched = args.iter().any(|&a| self.vals[a].batched);
         let grad = holds || args.iter().any(|&a| self.vals[a].grad);
         let params = holds || args.iter().any(|&a| self.vals[a].params);
