@@ -161,6 +161,38 @@ fn resblock_tape_gradients_equal_generated_gradients() {
     );
 }
 
+/// Attention as layers: causal self-attention with dropout through one
+/// input, and cross-attention to a projection of the input.
+#[model]
+pub struct Attending {
+    #[layer(causal = true, dropout = 0.2)]
+    attn: MultiHeadAttention<8, 2>,
+    proj: Linear<8, 8>,
+    #[layer(bias = false)]
+    cross: MultiHeadAttention<8, 4>,
+}
+
+#[model(input = [T, 8])]
+impl Attending {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.attn(x);
+        let m = self.proj(x);
+        self.cross(h, m, m)
+    }
+}
+
+#[test]
+fn attention_tape_gradients_equal_generated_gradients() {
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 8], &CpuDevice);
+    check_with::<Attending<Cpu>, Attending<Ad>, _, 3, 3>(
+        13,
+        x,
+        |m, x| m.forward_train(x, &mut Ctx::train(3)),
+        |m, c, g| m.backward(c, g).1,
+        |m, x| m.clone().forward_train(x, &mut Ctx::train(3)).0,
+    );
+}
+
 #[test]
 fn transformer_block_tape_gradients_equal_generated_gradients() {
     let x = Tensor::<Cpu, 3>::rand_normal([2, 6, 16], &CpuDevice);

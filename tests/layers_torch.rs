@@ -3,8 +3,8 @@
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
-//! make_activation_fixture.py and make_resample_fixture.py; the
-//! parameters load by PyTorch's names.
+//! make_activation_fixture.py, make_resample_fixture.py and
+//! make_attention_fixture.py; the parameters load by PyTorch's names.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
@@ -269,4 +269,59 @@ fn upsampling_by_odd_factors_matches_pytorch() {
     assert_matches("grouped grad.input", &dx.to_data(), &fx["odd.grouped.grad.input"]);
     assert_matches("grouped grad.weight", &grads.weight.to_data(), &fx["odd.grouped.grad.weight"]);
     assert!(grads.bias.is_none());
+}
+
+/// Causal self-attention, cross-attention to a memory with a key-padding
+/// mask (no biases), residuals and a norm, as PyTorch's
+/// `nn.MultiheadAttention(16, 4, batch_first=True)` blocks.
+#[model]
+pub struct AttentionBlock {
+    #[layer(causal = true)]
+    self_attn: MultiHeadAttention<16, 4>,
+    #[layer(bias = false)]
+    cross: MultiHeadAttention<16, 4>,
+    norm: LayerNorm<16>,
+}
+
+#[model(input = ([T, 16], [S, 16], [S]))]
+impl AttentionBlock {
+    fn forward(&self, x: Tensor, memory: Tensor, padding: Tensor) -> Tensor {
+        let h = x + self.self_attn(x);
+        self.norm(h + self.cross(h, memory, memory, padding))
+    }
+}
+
+#[test]
+fn multi_head_attention_with_masks_matches_pytorch() {
+    let fx = read_fixture("attention.bin");
+    let mut model = AttentionBlock::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let t3 = |name: &str| Tensor::<Cpu, 3>::from_data(fx[name].clone(), &CpuDevice).expect("rank 3");
+    let (x, memory, r) = (t3("input"), t3("memory"), t3("r"));
+    let padding = Tensor::<Cpu, 2>::from_data(fx["padding"].clone(), &CpuDevice).expect("rank 2");
+
+    assert_matches("output", &model.forward(&x, &memory, &padding).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &memory, &padding, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let ((dx, dmemory, _), grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    assert_matches("grad.memory", &dmemory.to_data(), &fx["grad.memory"]);
+    let named = blaze::nn::grads_dict::<Cpu, AttentionBlock>(&grads);
+    let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "self_attn.in_proj_weight",
+            "self_attn.in_proj_bias",
+            "self_attn.out_proj.weight",
+            "self_attn.out_proj.bias",
+            "cross.in_proj_weight",
+            "cross.out_proj.weight",
+            "norm.weight",
+            "norm.bias"
+        ]
+    );
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
 }

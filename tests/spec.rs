@@ -46,6 +46,11 @@ fn every_built_in_layer_holds_what_the_spec_lists() {
     holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], d);
     holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], Options { groups: 2, bias: false, ..d });
     holds::<nn::AdaptiveAvgPool2d<2, 3>>(&[2, 3], d);
+    holds::<nn::MultiHeadAttention<Cpu, 8, 2>>(&[8, 2], Layer::MultiHeadAttention.defaults());
+    holds::<nn::MultiHeadAttention<Cpu, 8, 2>>(
+        &[8, 2],
+        Options { bias: false, ..Layer::MultiHeadAttention.defaults() },
+    );
     holds::<nn::Upsample>(&[], Layer::Upsample.defaults());
     holds::<nn::RMSNorm<Cpu, 6>>(&[6], Layer::RMSNorm.defaults());
     holds::<nn::RMSNorm<Cpu, 6>>(&[6], Options { elementwise_affine: false, ..Layer::RMSNorm.defaults() });

@@ -873,6 +873,48 @@ layers! {
         rank: |r| r,
     }
 
+    /// `MultiHeadAttention<D, H>`: attention over `[T, D]` in `H` heads.
+    MultiHeadAttention {
+        generics: ["D", "H"],
+        keys: [Dropout, Bias, Causal],
+        defaults: Options { p: 0.0, ..Options::DEFAULT },
+        attends: true,
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects a sequence [T, {}]", size(g, 0)),
+        params: |g, o| {
+            let d = g[0];
+            let mut v = vec![param("in_proj_weight", vec![3 * d, d], Init::XavierUniform { fan_in: d, fan_out: 3 * d })];
+            if o.bias {
+                v.push(param("in_proj_bias", vec![3 * d], Init::Zeros));
+            }
+            v.push(param("out_proj.weight", vec![d, d], Init::FanInUniform { fan_in: d }));
+            if o.bias {
+                v.push(param("out_proj.bias", vec![d], Init::Zeros));
+            }
+            v
+        },
+        output: |g, _, s| {
+            let (d, heads) = (size(g, 0), size(g, 1));
+            if s.rank != 2 {
+                return Err(ShapeError::Rank { expected: "[T, D]" });
+            }
+            match s.last() {
+                Some(last) if last == d => {}
+                _ => return Err(ShapeError::Embedding { expected: d }),
+            }
+            if heads == 0 || !d.is_multiple_of(heads) {
+                return Err(ShapeError::Heads { d, heads });
+            }
+            Ok(s)
+        },
+        rank: |r| r,
+    }
+
     /// `Embedding<V, D>`: ids to vectors.
     Embedding {
         generics: ["V", "D"],

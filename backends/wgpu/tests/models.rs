@@ -107,6 +107,51 @@ fn new_layers_agree_with_the_cpu_in_training() {
     agree_in_training!(Resampling, &device, x, 4);
 }
 
+/// Causal self-attention with dropout, and cross-attention with a
+/// key-padding mask.
+#[model]
+pub struct Attending {
+    #[layer(causal = true, dropout = 0.2)]
+    attn: MultiHeadAttention<8, 2>,
+    cross: MultiHeadAttention<8, 4>,
+}
+
+#[model(input = ([T, 8], [S, 8], [S]))]
+impl Attending {
+    fn forward(&self, x: Tensor, memory: Tensor, padding: Tensor) -> Tensor {
+        self.cross(self.attn(x), memory, memory, padding)
+    }
+}
+
+#[test]
+fn attention_agrees_with_the_cpu_in_training() {
+    let Some(device) = WgpuDevice::probe() else { return };
+    let mut cpu = Attending::<Cpu>::new_seeded(4, &CpuDevice);
+    let mut gpu = Attending::<Wgpu>::new_seeded(4, &device);
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 8], &CpuDevice);
+    let memory = Tensor::<Cpu, 3>::rand_normal([2, 6, 8], &CpuDevice);
+    let padding =
+        Tensor::<Cpu, 2>::from_vec(vec![0f32, 0., 0., 0., 0., 0., 0., 0., 0., 0., 1., 1.], [2, 6], &CpuDevice);
+    let (yc, cc) = cpu.forward_train(&x, &memory, &padding, &mut Ctx::train(1));
+    let (yg, cg) =
+        gpu.forward_train(&on(&x, &device), &on(&memory, &device), &on(&padding, &device), &mut Ctx::train(1));
+    close("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>());
+    let g = Tensor::<Cpu, 3>::rand_normal(yc.shape(), &CpuDevice);
+    let ((dxc, dmc, _), gc) = cpu.backward(&cc, &g);
+    let ((dxg, dmg, _), gg) = gpu.backward(&cg, &on(&g, &device));
+    close("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>());
+    close("memory gradient", &dmg.to_vec::<f32>(), &dmc.to_vec::<f32>());
+    let (gc, gg) = (grads_dict::<Cpu, Attending<Cpu>>(&gc), grads_dict::<Wgpu, Attending<Wgpu>>(&gg));
+    assert_eq!(gc.len(), 8);
+    for ((name, c), (_, w)) in gc.iter().zip(&gg) {
+        close(
+            name,
+            &w.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            &c.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>(),
+        );
+    }
+}
+
 #[test]
 fn transformer_block_agrees_with_the_cpu() {
     let Some(device) = WgpuDevice::probe() else { return };

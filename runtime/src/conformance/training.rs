@@ -96,6 +96,15 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     check_layer::<B, _, 2, 2>(&rms, &x2, true);
     let plain = RMSNormConfig { elementwise_affine: false, ..Default::default() };
     check_layer::<B, _, 3, 3>(&RMSNorm::<B, 4>::new(plain, dev), &x3, true);
+    // Attention: self-attention as a layer (parameters included), plain,
+    // causal without biases, and with dropout on the weights.
+    let mha = |config| MultiHeadAttention::<B, 4, 2>::new(config, &mut crate::Rng::seed_from_u64(5), dev);
+    check_layer::<B, _, 3, 3>(&mha(MultiHeadAttentionConfig::default()), &x3, true);
+    let causal = MultiHeadAttentionConfig { causal: true, bias: false, ..Default::default() };
+    check_layer::<B, _, 3, 3>(&mha(causal), &x3, true);
+    let dropped = MultiHeadAttentionConfig { dropout: 0.3, ..Default::default() };
+    check_layer::<B, _, 3, 3>(&mha(dropped), &x3, true);
+    attention_inputs::<B>(dev);
     let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
     gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
@@ -379,4 +388,30 @@ pub fn optimizers<B: Backend>(dev: &B::Device) {
     assert!(c.lr_at(100).abs() < 1e-12);
     let l = LinearDecay { base: 1.0, end: 0.0, total: 10 };
     assert_eq!([l.lr_at(0), l.lr_at(5), l.lr_at(10), l.lr_at(20)], [1.0, 0.5, 0.0, 0.0]);
+}
+
+/// Attention's query, keys and values apart (cross-attention, 3 queries
+/// to 5 keys), with a key-padding mask and a causal mask over unequal
+/// lengths: each input's gradient against finite differences (f64).
+fn attention_inputs<B: Backend>(dev: &B::Device) {
+    use crate::nn::gradcheck::{check_function, projection};
+    use crate::nn::{Attend, Ctx, MultiHeadAttention, MultiHeadAttentionConfig, to_dtype};
+    for causal in [false, true] {
+        let config = MultiHeadAttentionConfig { causal, ..Default::default() };
+        let mut mha = MultiHeadAttention::<B, 4, 2>::new(config, &mut crate::Rng::seed_from_u64(6), dev);
+        to_dtype(&mut mha, DType::F64);
+        let q = projection::<B, 3>([2, 3, 4], 1, dev);
+        let k = projection::<B, 3>([2, 5, 4], 2, dev);
+        let v = projection::<B, 3>([2, 5, 4], 3, dev);
+        // The second sample's last two keys are padding.
+        let mask = tensor::<B, 2>(&[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0], [2, 5], DType::F64, dev);
+        let r = projection::<B, 3>([2, 3, 4], 4, dev);
+        let (_, cache) = mha.clone().attend_train(&q, &k, &v, Some(&mask), &mut Ctx::eval());
+        let ((dq, dk, dv), _) = mha.attend_backward(&cache, &r);
+        let loss =
+            |q: &Tensor<B, 3>, k: &Tensor<B, 3>, v: &Tensor<B, 3>| mha.attend(q, k, v, Some(&mask)).mul(&r).sum();
+        check_function(&q, |q| loss(q, &k, &v), &dq);
+        check_function(&k, |k| loss(&q, k, &v), &dk);
+        check_function(&v, |v| loss(&q, &k, v), &dv);
+    }
 }
