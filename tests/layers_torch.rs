@@ -4,11 +4,15 @@
 //! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
 //! make_activation_fixture.py, make_resample_fixture.py and
-//! make_attention_fixture.py; the parameters load by PyTorch's names.
+//! make_attention_fixture.py; the parameters load by PyTorch's names. The
+//! same scripts save each family's `state_dict` with PyTorch's
+//! safetensors: each loads into the Blaze model by name and gives
+//! PyTorch's output.
 
 #[path = "common/torch_fixture.rs"]
 mod torch_fixture;
 
+use blaze::TensorData;
 use blaze::nn::Ctx;
 use blaze::prelude::*;
 use torch_fixture::{Load, assert_matches, read_fixture};
@@ -324,4 +328,60 @@ fn multi_head_attention_with_masks_matches_pytorch() {
     for (name, g) in named {
         assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
     }
+}
+
+/// Loads `<family>_state_dict.safetensors`, a state_dict PyTorch saved.
+fn load_state_dict<M: blaze::nn::Module<Cpu>>(model: &mut M, family: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/{family}_state_dict.safetensors"));
+    blaze::record::load_model(model, &path).unwrap_or_else(|e| panic!("{family}: {e}"));
+}
+
+#[test]
+fn every_family_loads_a_state_dict_pytorch_saved() {
+    let t = |fx: &std::collections::HashMap<String, TensorData>, name: &str| fx[name].clone();
+    let fx = read_fixture("conv1d.bin");
+    let mut conv = Conv1dNet::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut conv, "conv1d");
+    let x = Tensor::<Cpu, 3>::from_data(t(&fx, "input"), &CpuDevice).expect("rank 3");
+    assert_matches("conv1d output", &conv.forward(&x).to_data(), &fx["output"]);
+
+    let fx = read_fixture("norm.bin");
+    let mut norm = NormAct::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut norm, "norm");
+    let x = Tensor::<Cpu, 4>::from_data(t(&fx, "input"), &CpuDevice).expect("rank 4");
+    assert_matches("norm output", &norm.forward(&x).to_data(), &fx["output"]);
+
+    let fx = read_fixture("batchnorm1d.bin");
+    let mut bn = BatchNorm1d::<Cpu, 4>::new(blaze::nn::NormConfig::default(), &CpuDevice);
+    load_state_dict(&mut bn, "batchnorm1d");
+    assert_matches("running_mean", &bn.running_mean.to_data(), &fx["after.running_mean"]);
+    assert_matches("running_var", &bn.running_var.to_data(), &fx["after.running_var"]);
+    assert_matches("weight", &bn.weight.to_data(), &fx["weight"]);
+
+    let fx = read_fixture("rmsnorm.bin");
+    let mut rms = Rms::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut rms, "rmsnorm");
+    let x = Tensor::<Cpu, 3>::from_data(t(&fx, "input"), &CpuDevice).expect("rank 3");
+    assert_matches("rmsnorm output", &rms.forward(&x).to_data(), &fx["output"]);
+
+    let fx = read_fixture("activations.bin");
+    let mut act = Activations::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut act, "activations");
+    let x = Tensor::<Cpu, 2>::from_data(t(&fx, "input"), &CpuDevice).expect("rank 2");
+    assert_matches("activations output", &act.forward(&x).to_data(), &fx["output"]);
+
+    let fx = read_fixture("resample.bin");
+    let mut decoder = Decoder::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut decoder, "decoder");
+    let x = Tensor::<Cpu, 4>::from_data(t(&fx, "input"), &CpuDevice).expect("rank 4");
+    assert_matches("decoder output", &decoder.forward(&x).to_data(), &fx["output"]);
+
+    let fx = read_fixture("attention.bin");
+    let mut block = AttentionBlock::new_seeded(9, &CpuDevice);
+    load_state_dict(&mut block, "attention");
+    let t3 = |name: &str| Tensor::<Cpu, 3>::from_data(t(&fx, name), &CpuDevice).expect("rank 3");
+    let padding = Tensor::<Cpu, 2>::from_data(t(&fx, "padding"), &CpuDevice).expect("rank 2");
+    let y = block.forward(&t3("input"), &t3("memory"), &padding);
+    assert_matches("attention output", &y.to_data(), &fx["output"]);
 }
