@@ -249,6 +249,66 @@ const fn transposed(
     }
 }
 
+/// The most layers an `Lstm` or `Gru` stacks.
+pub const MAX_RNN_LAYERS: usize = 8;
+
+macro_rules! rnn_names {
+    ($($l:literal),*) => {
+        [$(
+            [concat!("weight_ih_l", $l), concat!("weight_hh_l", $l), concat!("bias_ih_l", $l), concat!("bias_hh_l", $l)],
+            [
+                concat!("weight_ih_l", $l, "_reverse"),
+                concat!("weight_hh_l", $l, "_reverse"),
+                concat!("bias_ih_l", $l, "_reverse"),
+                concat!("bias_hh_l", $l, "_reverse"),
+            ],
+        )*]
+    };
+}
+
+/// PyTorch's names of a recurrent layer's tensors, per layer and direction
+/// (the reverse one second): `weight_ih_l0`, ..., `bias_hh_l7_reverse`.
+const RNN_NAMES: [[&str; 4]; 2 * MAX_RNN_LAYERS] = rnn_names!(0, 1, 2, 3, 4, 5, 6, 7);
+
+/// The tensors of a stack of recurrent layers with `gates` gates of `h`
+/// units over `input` features, in PyTorch's order and layout: per layer,
+/// per direction, `weight_ih` `[gates h, in]`, `weight_hh` `[gates h, h]`
+/// and the biases, all uniform in `±1/sqrt(h)`.
+fn recurrent_params(gates: usize, input: usize, h: usize, o: &Options) -> Vec<Param> {
+    let dirs = if o.bidirectional { 2 } else { 1 };
+    let init = Init::FanInUniform { fan_in: h };
+    let mut v = Vec::new();
+    for layer in 0..o.num_layers.min(MAX_RNN_LAYERS) {
+        let width = if layer == 0 { input } else { h * dirs };
+        for dir in 0..dirs {
+            let [w_ih, w_hh, b_ih, b_hh] = RNN_NAMES[2 * layer + dir];
+            v.push(param(w_ih, vec![gates * h, width], init));
+            v.push(param(w_hh, vec![gates * h, h], init));
+            if o.bias {
+                v.push(param(b_ih, vec![gates * h], init));
+                v.push(param(b_hh, vec![gates * h], init));
+            }
+        }
+    }
+    v
+}
+
+/// The rule of a recurrent layer of `h` units over `[T, input]`: `[T, h]`,
+/// or `[T, 2 h]` both ways.
+const fn recurrent(input: usize, h: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
+    if s.rank != 2 {
+        return Err(ShapeError::Rank { expected: "[T, I]" });
+    }
+    if s.dims[1] != input {
+        return Err(ShapeError::Features { expected: input, got: s.dims[1] });
+    }
+    if o.num_layers > MAX_RNN_LAYERS {
+        return Err(ShapeError::Layers { layers: o.num_layers, max: MAX_RNN_LAYERS });
+    }
+    let dirs = if o.bidirectional { 2 } else { 1 };
+    Ok(StaticShape::new(&[s.dims[0], h * dirs]))
+}
+
 /// The rule of a pooling window of `k` over `[C, H, W]`.
 const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
     let [c, h, w] = match image(&s) {

@@ -21,7 +21,7 @@ mod layers;
 mod options;
 mod shape;
 
-pub use layers::{Layer, output, output_rank};
+pub use layers::{Layer, MAX_RNN_LAYERS, output, output_rank};
 pub use options::{Interpolation, Key, KeyKind, OptionError, Options, Value};
 pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic};
 

@@ -47,6 +47,10 @@ pub struct Options {
     pub output_padding: usize,
     /// Whether attention hides later positions from earlier ones.
     pub causal: bool,
+    /// Recurrent layers stacked in one `Lstm` or `Gru`.
+    pub num_layers: usize,
+    /// Whether a recurrent layer also runs from the last step to the first.
+    pub bidirectional: bool,
 }
 
 /// How `Upsample` computes new pixels (PyTorch's `mode`).
@@ -93,6 +97,8 @@ impl Options {
         mode: Interpolation::Nearest,
         output_padding: 0,
         causal: false,
+        num_layers: 1,
+        bidirectional: false,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -176,6 +182,10 @@ pub enum Key {
     /// `dropout`: attention's dropout probability (PyTorch's name there
     /// for what `Dropout` calls `p`).
     Dropout,
+    /// `num_layers`.
+    NumLayers,
+    /// `bidirectional`.
+    Bidirectional,
 }
 
 impl Key {
@@ -201,15 +211,17 @@ impl Key {
             Key::OutputPadding => "output_padding",
             Key::Causal => "causal",
             Key::Dropout => "dropout",
+            Key::NumLayers => "num_layers",
+            Key::Bidirectional => "bidirectional",
         }
     }
 
     /// What values it takes.
     pub const fn kind(self) -> KeyKind {
         match self {
-            Key::Stride | Key::Dilation | Key::Groups => KeyKind::Count { min: 1 },
+            Key::Stride | Key::Dilation | Key::Groups | Key::NumLayers => KeyKind::Count { min: 1 },
             Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
-            Key::Bias | Key::ElementwiseAffine | Key::Causal => KeyKind::Bool,
+            Key::Bias | Key::ElementwiseAffine | Key::Causal | Key::Bidirectional => KeyKind::Bool,
             Key::P | Key::Dropout => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
             Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
@@ -313,6 +325,8 @@ impl Options {
             Key::Mode => self.mode = mode,
             Key::OutputPadding => self.output_padding = count,
             Key::Causal => self.causal = flag,
+            Key::NumLayers => self.num_layers = count,
+            Key::Bidirectional => self.bidirectional = flag,
         }
         Ok(())
     }

@@ -209,6 +209,13 @@ pub enum ShapeError {
         /// The dilation.
         dilation: usize,
     },
+    /// More stacked recurrent layers than the spec names parameters for.
+    Layers {
+        /// The option.
+        layers: usize,
+        /// The most there may be.
+        max: usize,
+    },
     /// A sequence whose last dim is not the layer's embedding size.
     Embedding {
         /// The layer's.
@@ -329,6 +336,7 @@ impl ShapeError {
                 "{me} has `output_padding = {output_padding}`, which must be smaller than its stride ({stride}) or \
                  its dilation ({dilation})"
             ),
+            ShapeError::Layers { layers, max } => format!("{me} stacks {layers} layers; at most {max} are supported"),
             ShapeError::Embedding { expected } => format!("{me} expects an embedding of {expected}, {but}"),
             ShapeError::Heads { d, heads } => {
                 format!("{me} splits an embedding of {d} into {heads} heads, which must divide it")

@@ -69,6 +69,8 @@ impl Options {
             mode,
             output_padding,
             causal,
+            num_layers,
+            bidirectional,
         } = self.spec;
         let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
@@ -80,7 +82,7 @@ impl Options {
             p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
             scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
-            causal: #causal,
+            causal: #causal, num_layers: #num_layers, bidirectional: #bidirectional,
         })
     }
 }

@@ -18,6 +18,7 @@ mod linear;
 mod norm;
 pub(crate) mod params;
 mod pool;
+mod recurrent;
 mod sparse;
 mod spec;
 
@@ -32,6 +33,7 @@ pub use linear::*;
 pub use norm::*;
 pub use params::WeightGrads;
 pub use pool::*;
+pub use recurrent::*;
 pub use sparse::*;
 pub use spec::FromSpec;
 
