@@ -209,6 +209,11 @@ pub enum ShapeError {
         /// The dilation.
         dilation: usize,
     },
+    /// Sequences whose steps are not the layer's input width.
+    StepFeatures {
+        /// The layer's.
+        expected: usize,
+    },
     /// More stacked recurrent layers than the spec names parameters for.
     Layers {
         /// The option.
@@ -336,6 +341,9 @@ impl ShapeError {
                 "{me} has `output_padding = {output_padding}`, which must be smaller than its stride ({stride}) or \
                  its dilation ({dilation})"
             ),
+            ShapeError::StepFeatures { expected } => {
+                format!("{me} expects sequences of {expected} features per step, {but}")
+            }
             ShapeError::Layers { layers, max } => format!("{me} stacks {layers} layers; at most {max} are supported"),
             ShapeError::Embedding { expected } => format!("{me} expects an embedding of {expected}, {but}"),
             ShapeError::Heads { d, heads } => {
