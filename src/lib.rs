@@ -44,8 +44,8 @@ pub mod prelude {
     pub use blaze_macros::{Module, kernel, model};
     pub use blaze_runtime::nn::{
         AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Block, Conv1d, Conv2d, ConvTranspose2d, Ctx, Dropout,
-        Elu, Embedding, Flatten, Gelu, GlobalAvgPool, GroupNorm, Identity, LayerNorm, LeakyRelu, Linear, Map,
-        MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu, Softmax, Softplus, Tanh, Upsample,
+        Elu, Embedding, Flatten, Gelu, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm, LeakyRelu, Linear, Lstm,
+        Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu, Softmax, Softplus, Tanh, Upsample,
     };
     pub use blaze_runtime::{Conv2dOptions, DType, Device, Pool2dOptions, Tensor, TensorData, manual_seed};
 }

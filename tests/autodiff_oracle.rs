@@ -288,6 +288,17 @@ pub struct Activations {
     probs: Softmax,
 }
 
+/// Recurrent layers: an LSTM both ways, a two-layer GRU.
+#[model(input = [6, 4])]
+pub struct Recurrence {
+    #[layer(bidirectional = true)]
+    lstm: Lstm<4, 3>,
+    #[layer(num_layers = 2, bias = false)]
+    gru: Gru<6, 5>,
+    flat: Flatten,
+    fc: Linear<30, 2>,
+}
+
 /// Token ids through an embedding, a normalisation and a flatten.
 #[model(input = [5])]
 pub struct Tokens {
@@ -312,6 +323,9 @@ fn every_built_in_layer_has_tape_gradients_equal_to_generated_ones() {
     let images = Tensor::<Cpu, 4>::rand_normal([2, 2, 5, 5], &CpuDevice);
     check::<Decoder<Cpu>, Decoder<Ad>, 4>(12, images.clone());
     check_mode::<Decoder<Cpu>, Decoder<Ad>, 4>(12, images, Some(9));
+    let seqs = Tensor::<Cpu, 3>::rand_normal([3, 6, 4], &CpuDevice);
+    check::<Recurrence<Cpu>, Recurrence<Ad>, 3>(14, seqs.clone());
+    check_mode::<Recurrence<Cpu>, Recurrence<Ad>, 3>(14, seqs, Some(9));
     let v = Tensor::<Cpu, 2>::rand_normal([5, 6], &CpuDevice);
     check::<Activations<Cpu>, Activations<Ad>, 2>(11, v.clone());
     check_mode::<Activations<Cpu>, Activations<Ad>, 2>(11, v, Some(9));

@@ -3,8 +3,8 @@
 //! input and every parameter (and a batch norm the same running
 //! statistics), to 1e-4 relative. The fixtures come from
 //! tests/fixtures/make_norm_fixture.py, make_conv1d_fixture.py and
-//! make_activation_fixture.py, make_resample_fixture.py and
-//! make_attention_fixture.py; the parameters load by PyTorch's names. The
+//! make_activation_fixture.py, make_resample_fixture.py,
+//! make_attention_fixture.py and make_recurrent_fixture.py; the parameters load by PyTorch's names. The
 //! same scripts save each family's `state_dict` with PyTorch's
 //! safetensors: each loads into the Blaze model by name and gives
 //! PyTorch's output.
@@ -384,4 +384,66 @@ fn every_family_loads_a_state_dict_pytorch_saved() {
     let padding = Tensor::<Cpu, 2>::from_data(t(&fx, "padding"), &CpuDevice).expect("rank 2");
     let y = block.forward(&t3("input"), &t3("memory"), &padding);
     assert_matches("attention output", &y.to_data(), &fx["output"]);
+}
+
+/// A two-layer bidirectional LSTM, a two-layer GRU over its outputs and a
+/// linear head, over sequences of any length.
+#[model]
+pub struct Recurrent {
+    #[layer(num_layers = 2, bidirectional = true)]
+    lstm: Lstm<5, 6>,
+    #[layer(num_layers = 2)]
+    gru: Gru<12, 4>,
+    head: Linear<4, 3>,
+}
+
+#[model(input = [T, 5])]
+impl Recurrent {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.head(self.gru(self.lstm(x)))
+    }
+}
+
+#[test]
+fn stacked_lstm_and_gru_match_pytorch() {
+    let fx = read_fixture("recurrent.bin");
+    let mut model = Recurrent::new_seeded(0, &CpuDevice);
+    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
+    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
+
+    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+    let (dx, grads) = model.backward(&cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    let named = blaze::nn::grads_dict::<Cpu, Recurrent>(&grads);
+    assert_eq!(named.len(), 16 + 8 + 2);
+    assert_eq!(named[4].0, "lstm.weight_ih_l0_reverse");
+    for (name, g) in named {
+        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
+    }
+    // The state_dict PyTorch saved loads by name.
+    let mut loaded = Recurrent::new_seeded(1, &CpuDevice);
+    load_state_dict(&mut loaded, "recurrent");
+    assert_matches("output (state_dict)", &loaded.forward(&x).to_data(), &fx["output"]);
+}
+
+#[test]
+fn an_lstm_without_biases_matches_pytorch() {
+    use blaze::nn::{Layer, RnnConfig};
+    let fx = read_fixture("recurrent.bin");
+    let config = RnnConfig { num_layers: 1, bidirectional: false, bias: false };
+    let mut lstm = Lstm::<Cpu, 5, 4>::new(config, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);
+    let prefixed = fx.iter().filter_map(|(k, v)| k.strip_prefix("plain.").map(|k| (k.replace("lstm.", ""), v.clone())));
+    let fx: std::collections::HashMap<String, TensorData> = prefixed.collect();
+    blaze::nn::Module::map_tensors(&mut lstm, "", &mut Load(&fx));
+    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
+    let (y, cache) = Layer::<Cpu, 3, 3>::forward_train(&mut lstm, &x, &mut Ctx::train(0));
+    assert_matches("output", &y.to_data(), &fx["output"]);
+    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
+    let (dx, grads) = Layer::<Cpu, 3, 3>::backward(&lstm, &cache, &r);
+    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+    assert_matches("grad.weight_ih_l0", &grads.weights[0].weight_ih.to_data(), &fx["grad.weight_ih_l0"]);
+    assert_matches("grad.weight_hh_l0", &grads.weights[0].weight_hh.to_data(), &fx["grad.weight_hh_l0"]);
 }

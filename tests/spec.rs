@@ -46,6 +46,9 @@ fn every_built_in_layer_holds_what_the_spec_lists() {
     holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], d);
     holds::<nn::ConvTranspose2d<Cpu, 4, 6, 3>>(&[4, 6, 3], Options { groups: 2, bias: false, ..d });
     holds::<nn::AdaptiveAvgPool2d<2, 3>>(&[2, 3], d);
+    holds::<nn::Lstm<Cpu, 4, 3>>(&[4, 3], d);
+    holds::<nn::Lstm<Cpu, 4, 3>>(&[4, 3], Options { num_layers: 3, bidirectional: true, ..d });
+    holds::<nn::Gru<Cpu, 4, 3>>(&[4, 3], Options { num_layers: 2, bias: false, ..d });
     holds::<nn::MultiHeadAttention<Cpu, 8, 2>>(&[8, 2], Layer::MultiHeadAttention.defaults());
     holds::<nn::MultiHeadAttention<Cpu, 8, 2>>(
         &[8, 2],

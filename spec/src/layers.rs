@@ -300,7 +300,7 @@ const fn recurrent(input: usize, h: usize, o: &Options, s: StaticShape) -> Resul
         return Err(ShapeError::Rank { expected: "[T, I]" });
     }
     if s.dims[1] != input {
-        return Err(ShapeError::Features { expected: input, got: s.dims[1] });
+        return Err(ShapeError::StepFeatures { expected: input });
     }
     if o.num_layers > MAX_RNN_LAYERS {
         return Err(ShapeError::Layers { layers: o.num_layers, max: MAX_RNN_LAYERS });
@@ -972,6 +972,38 @@ layers! {
             }
             Ok(s)
         },
+        rank: |r| r,
+    }
+
+    /// `Lstm<I, H>`: a long short-term memory over `[T, I]` sequences.
+    Lstm {
+        generics: ["I", "H"],
+        keys: [NumLayers, Bidirectional, Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects sequences [T, {}]", size(g, 0)),
+        params: |g, o| recurrent_params(4, g[0], g[1], o),
+        output: |g, o, s| { recurrent(size(g, 0), size(g, 1), o, s) },
+        rank: |r| r,
+    }
+
+    /// `Gru<I, H>`: a gated recurrent unit over `[T, I]` sequences.
+    Gru {
+        generics: ["I", "H"],
+        keys: [NumLayers, Bidirectional, Bias],
+        holds_tensors: true,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |g| format!("expects sequences [T, {}]", size(g, 0)),
+        params: |g, o| recurrent_params(3, g[0], g[1], o),
+        output: |g, o, s| { recurrent(size(g, 0), size(g, 1), o, s) },
         rank: |r| r,
     }
 

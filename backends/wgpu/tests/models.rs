@@ -54,6 +54,15 @@ pub struct NewLayers {
     rms: RMSNorm<12>,
 }
 
+/// Recurrent layers: an LSTM both ways, then a two-layer GRU.
+#[model(input = [5, 4])]
+pub struct Recurrence {
+    #[layer(bidirectional = true)]
+    lstm: Lstm<4, 3>,
+    #[layer(num_layers = 2)]
+    gru: Gru<6, 5>,
+}
+
 /// A grouped transposed convolution, upsampling both ways and adaptive
 /// pooling, in an image model.
 #[model(input = [2, 6, 6])]
@@ -105,6 +114,8 @@ fn new_layers_agree_with_the_cpu_in_training() {
     close("running_mean", &gpu.norm.running_mean.to_vec::<f32>(), &cpu.norm.running_mean.to_vec::<f32>());
     let x = Tensor::<Cpu, 4>::rand_normal([2, 2, 6, 6], &CpuDevice);
     agree_in_training!(Resampling, &device, x, 4);
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Recurrence, &device, x, 16);
 }
 
 /// Causal self-attention with dropout, and cross-attention with a

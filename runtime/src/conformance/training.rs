@@ -105,6 +105,16 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     let dropped = MultiHeadAttentionConfig { dropout: 0.3, ..Default::default() };
     check_layer::<B, _, 3, 3>(&mha(dropped), &x3, true);
     attention_inputs::<B>(dev);
+    // Recurrent stacks: one layer, two layers both ways, no biases.
+    let seq3 = tensor::<B, 3>(&x(&[2, 4, 3], 66), [2, 4, 3], DType::F64, dev);
+    for config in [
+        RnnConfig { num_layers: 1, bidirectional: false, bias: true },
+        RnnConfig { num_layers: 2, bidirectional: true, bias: true },
+        RnnConfig { num_layers: 2, bidirectional: false, bias: false },
+    ] {
+        check_layer::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3, true);
+        check_layer::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3, true);
+    }
     let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
     gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);

@@ -439,3 +439,128 @@ fn sigmoid_back<B: Backend>(g: &Tensor<B, 2>, y: &Tensor<B, 2>) -> Tensor<B, 2> 
 fn tanh_back<B: Backend>(g: &Tensor<B, 2>, y: &Tensor<B, 2>) -> Tensor<B, 2> {
     Tensor::from_storage(adjoint::tanh::<B>(g.storage(), y.storage()))
 }
+
+/// The LSTM cell, PyTorch's: gates input, forget, cell and output in that
+/// order; `c' = f c + i g`, `h' = o tanh(c')`.
+#[derive(Clone, Copy, Debug)]
+pub struct LstmCell;
+
+/// What an LSTM step keeps: its gates (`i`, `f`, `g`, `o`), the previous
+/// cell state and `tanh` of the new one.
+#[derive(Clone, Debug)]
+pub struct LstmStep<B: Backend> {
+    gates: [Tensor<B, 2>; 4],
+    c_prev: Tensor<B, 2>,
+    tanh_c: Tensor<B, 2>,
+}
+
+/// Long short-term memory over sequences `[n, T, I]`, as
+/// `torch.nn.LSTM(I, H, batch_first=True)`: the output is every step's
+/// hidden state `[n, T, H]` (`[n, T, 2 H]` both ways); `num_layers`,
+/// `bidirectional` and `bias` as PyTorch's.
+pub type Lstm<B, const I: usize, const H: usize> = Recurrent<B, LstmCell, I, H>;
+
+impl<B: Backend> Cell<B> for LstmCell {
+    const GATES: usize = 4;
+    const LAYER: Spec = Spec::Lstm;
+    type Step = LstmStep<B>;
+
+    fn step(xw: &Tensor<B, 2>, prev: &CellState<B>, w: &RnnWeights<B>) -> (CellState<B>, LstmStep<B>) {
+        let pre = xw.add(&hidden_gates(&prev.h, w));
+        let h = pre.shape()[1] / 4;
+        let [i, f, g, o] = [
+            gate(&pre, 0, h).sigmoid(),
+            gate(&pre, 1, h).sigmoid(),
+            gate(&pre, 2, h).tanh(),
+            gate(&pre, 3, h).sigmoid(),
+        ];
+        let c_prev = prev.c.clone().unwrap_or_else(|| prev.h.zeros_like());
+        let c = f.mul(&c_prev).add(&i.mul(&g));
+        let tanh_c = c.tanh();
+        let state = CellState { h: o.mul(&tanh_c), c: Some(c) };
+        (state, LstmStep { gates: [i, f, g, o], c_prev, tanh_c })
+    }
+
+    fn step_back(
+        step: &LstmStep<B>,
+        d: &CellState<B>,
+        w: &RnnWeights<B>,
+    ) -> (Tensor<B, 2>, Tensor<B, 2>, CellState<B>) {
+        let [i, f, g, o] = &step.gates;
+        let d_o = d.h.mul(&step.tanh_c);
+        let through_h = tanh_back(&d.h.mul(o), &step.tanh_c);
+        let dc = match &d.c {
+            Some(c) => c.add(&through_h),
+            None => through_h,
+        };
+        let d_pre = Tensor::cat(
+            &[
+                sigmoid_back(&dc.mul(g), i),
+                sigmoid_back(&dc.mul(&step.c_prev), f),
+                tanh_back(&dc.mul(i), g),
+                sigmoid_back(&d_o, o),
+            ],
+            1,
+        );
+        let prev = CellState { h: through_hidden(&d_pre, w), c: Some(dc.mul(f)) };
+        (d_pre.clone(), d_pre, prev)
+    }
+
+    fn zero(like: &Tensor<B, 2>, n: usize, h: usize) -> CellState<B> {
+        let z = zeros(like, n, h);
+        CellState { h: z.clone(), c: Some(z) }
+    }
+}
+
+/// The GRU cell, PyTorch's: gates reset, update and new in that order;
+/// `n = tanh(x W_in + b_in + r (h W_hn + b_hn))`, `h' = (1 - z) n + z h`.
+#[derive(Clone, Copy, Debug)]
+pub struct GruCell;
+
+/// What a GRU step keeps: its gates (`r`, `z`, `n`), the hidden state's
+/// share of the new gate (`h W_hn + b_hn`) and the previous state.
+#[derive(Clone, Debug)]
+pub struct GruStep<B: Backend> {
+    gates: [Tensor<B, 2>; 3],
+    hidden_new: Tensor<B, 2>,
+    h_prev: Tensor<B, 2>,
+}
+
+/// A gated recurrent unit over sequences `[n, T, I]`, as
+/// `torch.nn.GRU(I, H, batch_first=True)`: the output is every step's
+/// hidden state `[n, T, H]` (`[n, T, 2 H]` both ways); `num_layers`,
+/// `bidirectional` and `bias` as PyTorch's.
+pub type Gru<B, const I: usize, const H: usize> = Recurrent<B, GruCell, I, H>;
+
+impl<B: Backend> Cell<B> for GruCell {
+    const GATES: usize = 3;
+    const LAYER: Spec = Spec::Gru;
+    type Step = GruStep<B>;
+
+    fn step(xw: &Tensor<B, 2>, prev: &CellState<B>, w: &RnnWeights<B>) -> (CellState<B>, GruStep<B>) {
+        let hw = hidden_gates(&prev.h, w);
+        let h = hw.shape()[1] / 3;
+        let r = gate(xw, 0, h).add(&gate(&hw, 0, h)).sigmoid();
+        let z = gate(xw, 1, h).add(&gate(&hw, 1, h)).sigmoid();
+        let hidden_new = gate(&hw, 2, h);
+        let n = gate(xw, 2, h).add(&r.mul(&hidden_new)).tanh();
+        // h' = n + z (h - n)
+        let next = n.add(&z.mul(&prev.h.sub(&n)));
+        (CellState { h: next, c: None }, GruStep { gates: [r, z, n], hidden_new, h_prev: prev.h.clone() })
+    }
+
+    fn step_back(step: &GruStep<B>, d: &CellState<B>, w: &RnnWeights<B>) -> (Tensor<B, 2>, Tensor<B, 2>, CellState<B>) {
+        let [r, z, n] = &step.gates;
+        let d_new = tanh_back(&d.h.mul(&z.rsub_scalar(1.0)), n);
+        let d_z = sigmoid_back(&d.h.mul(&step.h_prev.sub(n)), z);
+        let d_r = sigmoid_back(&d_new.mul(&step.hidden_new), r);
+        let d_xw = Tensor::cat(&[d_r.clone(), d_z.clone(), d_new.clone()], 1);
+        let d_hw = Tensor::cat(&[d_r, d_z, d_new.mul(r)], 1);
+        let prev = CellState { h: d.h.mul(z).add(&through_hidden(&d_hw, w)), c: None };
+        (d_xw, d_hw, prev)
+    }
+
+    fn zero(like: &Tensor<B, 2>, n: usize, h: usize) -> CellState<B> {
+        CellState { h: zeros(like, n, h), c: None }
+    }
+}
