@@ -287,3 +287,30 @@ fn a_forward_body_computes_what_the_sequential_model_does() {
         assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{name}");
     }
 }
+
+/// The last step of a sequence of any length: `narrow` with a negative
+/// start counts from the end, as `torch.narrow`.
+#[model]
+pub struct LastStep {
+    gru: Gru<3, 4>,
+    head: Linear<4, 2>,
+}
+
+#[model(input = [T, 3])]
+impl LastStep {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.head(self.gru(x).narrow(0, -1, 1).reshape([4]))
+    }
+}
+
+#[test]
+fn a_negative_narrow_takes_the_last_step_of_any_length() {
+    let m = LastStep::new_seeded(3, &CpuDevice);
+    for t in [1, 4, 7] {
+        let x = normal([2, t, 3], t as u64);
+        let states = blaze::nn::Layer::<Cpu, 3, 3>::forward(&m.gru, &x);
+        let want = m.head.forward(&states.narrow(1, t - 1, 1).reshape([2, 4]));
+        assert_eq!(m.forward(&x).to_vec::<f32>(), want.to_vec::<f32>(), "T = {t}");
+        check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+    }
+}

@@ -82,7 +82,7 @@ pub const WORDS: &[Entry] = &[
     method("permute", Word::Permute, 1, &["x.permute([1, 0])"]),
     method("reshape", Word::Reshape, 1, &["x.reshape([2, 8]).reshape([4, 4])"]),
     method("flatten", Word::Flatten, 0, &["x.flatten().reshape([4, 4])"]),
-    method("narrow", Word::Narrow, 3, &["cat([x.narrow(1, 0, 2), x.narrow(1, 2, 2)], 1)"]),
+    method("narrow", Word::Narrow, 3, &["cat([x.narrow(1, 0, 2), x.narrow(1, 2, 2)], 1)", "x.narrow(0, -1, 1)"]),
     method("split", Word::Split, 2, &["let [a, b] = x.split(2, 0); cat([a, b], 0)"]),
     method("chunk", Word::Chunk, 2, &["let [a, b] = x.chunk(2, -1); cat([a, b], -1)"]),
     both("softmax", Word::Softmax, 1, &["x.softmax(-1)", "softmax(x, 0)"]),

@@ -330,7 +330,7 @@ mod tests {
                         f: Linear<4, 2>,
                     }
                 ),
-                "literal",
+                "not a string",
             ),
             (
                 quote!(input = [4]),

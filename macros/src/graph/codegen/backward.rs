@@ -174,6 +174,7 @@ impl Gen<'_> {
                 }
                 Op::Narrow { dim, start, .. } => {
                     let (d, sa) = (tensor_dim(*dim), shape_ident(a));
+                    let start = narrow_start(*start, quote!(cache.#sa[#d]));
                     contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
                 }
                 Op::Cat(dim) => {

@@ -53,6 +53,18 @@ fn access(callee: Callee, fields: &[Field]) -> TokenStream {
     }
 }
 
+/// A narrow's start as a `usize` expression: the literal, or counted back
+/// from `size` (an expression) when negative.
+fn narrow_start(start: i64, size: TokenStream) -> TokenStream {
+    if start >= 0 {
+        let start = start as usize;
+        quote!(#start)
+    } else {
+        let back = start.unsigned_abs() as usize;
+        quote!((#size - #back))
+    }
+}
+
 fn act_ty(a: Act) -> TokenStream {
     match a {
         Act::Relu => quote!(::blaze::nn::Relu),
@@ -181,6 +193,7 @@ impl Gen<'_> {
             }
             Op::Narrow { dim, start, len } => {
                 let d = tensor_dim(*dim);
+                let start = narrow_start(*start, quote!(#a.shape()[#d]));
                 quote!(#a.narrow(#d, #start, #len))
             }
             Op::Cat(dim) => {

@@ -129,13 +129,46 @@ impl Lower<'_> {
             }
             Word::Narrow => {
                 let dim = self.dim_arg(arg(0), rank, "narrow")?;
-                let (start, len) = (self.count_arg(arg(1), "narrow")?, self.count_arg(arg(2), "narrow")?);
+                let len = self.count_arg(arg(2), "narrow")?;
+                // As torch.narrow: a negative start counts from the end
+                // (`x.narrow(0, -1, 1)`: the last step of a sequence).
+                let Some(start) = int_arg(arg(1)) else {
+                    return err(arg(1).span(), "narrow: expected an integer literal start (negative: from the end)");
+                };
+                let start = if start < 0 {
+                    let back = start.unsigned_abs() as usize;
+                    if len > back {
+                        return err(
+                            span,
+                            format!(
+                                "narrow: {len} entries from {start} run past the end of dim {dim} of {}",
+                                self.show(x)
+                            ),
+                        );
+                    }
+                    match shape[dim].fixed() {
+                        Some(size) if back > size => {
+                            return err(
+                                span,
+                                format!("narrow: {start} is before the start of dim {dim} of {}", self.show(x)),
+                            );
+                        }
+                        Some(size) => (size - back) as i64,
+                        None => start,
+                    }
+                } else {
+                    start
+                };
                 if let Some(size) = shape[dim].fixed()
-                    && start + len > size
+                    && start as usize + len > size
                 {
                     return err(
                         span,
-                        format!("narrow: {start}..{} is out of range for dim {dim} of {}", start + len, self.show(x)),
+                        format!(
+                            "narrow: {start}..{} is out of range for dim {dim} of {}",
+                            start as usize + len,
+                            self.show(x)
+                        ),
                     );
                 }
                 let mut s = shape.clone();
@@ -350,7 +383,7 @@ impl Lower<'_> {
         for i in 0..count {
             let mut s = shape.clone();
             s[dim] = Dim::size(size);
-            out.push(self.node(Op::Narrow { dim, start: i * size, len: size }, vec![x], s, m.span()));
+            out.push(self.node(Op::Narrow { dim, start: (i * size) as i64, len: size }, vec![x], s, m.span()));
         }
         Ok(out)
     }

@@ -153,9 +153,11 @@ pub enum Op {
     Transpose(usize, usize),
     Permute(Vec<usize>),
     Reshape(Vec<Dim>),
+    /// `len` entries of `dim` from `start`; a negative `start` counts from
+    /// the end (a symbolic dim's size is known only when the model runs).
     Narrow {
         dim: usize,
-        start: usize,
+        start: i64,
         len: usize,
     },
     Cat(usize),
