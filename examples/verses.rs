@@ -1,0 +1,304 @@
+//! A sequence classifier: which book of the King James text (shipped in
+//! `data/text`, public domain; see README) a verse comes from, read
+//! character by character by a GRU (`--cell lstm`: an LSTM).
+//!
+//! The text holds eight books in order (Genesis, Exodus, Job, Psalms,
+//! Proverbs, Ecclesiastes, Song of Solomon, Isaiah), one verse a line; each
+//! book starts at its first verse, which labels the lines. Every fifth
+//! verse is held out. Verses are batched with verses of similar length and
+//! each batch is cut to its shortest verse (at most `--max-len`
+//! characters), so the sequence length `T` differs from batch to batch:
+//! the model is a `#[model]` forward body over `[T]` ids (embedding, a
+//! two-layer GRU or LSTM, the last step's state, a linear head) whose backward the
+//! macro generates, whatever `T` is. Prints the loss and the held-out
+//! accuracy per epoch.
+//!
+//! ```text
+//! cargo run --release --example verses
+//! cargo run --release --example verses -- --epochs 8 --cell lstm
+//! ```
+//! Flags: `--data FILE` (text, or `.gz`), `--epochs N`, `--batch-size N`,
+//! `--max-len N`, `--lr X`, `--seed N`, `--cell lstm|gru`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use blaze::loss::cross_entropy;
+use blaze::nn::Ctx;
+use blaze::optim::{Adam, Optimizer, clip_grad_norm};
+use blaze::prelude::*;
+use blaze::rng::Rng;
+
+/// Characters the model tells apart (the text has 63).
+const VOCAB: usize = 64;
+/// The books, by their first verse's opening words.
+const BOOKS: [(&str, &str); 8] = [
+    ("Genesis", "In the beginning God created"),
+    ("Exodus", "Now these are the names of the children of Israel"),
+    ("Job", "There was a man in the land of Uz"),
+    ("Psalms", "Blessed is the man that walketh not"),
+    ("Proverbs", "The proverbs of Solomon the son of David"),
+    ("Ecclesiastes", "The words of the Preacher"),
+    ("Song of Solomon", "The song of songs"),
+    ("Isaiah", "The vision of Isaiah the son of Amoz"),
+];
+
+/// Ids `[T]` in, logits over the books out: the LSTM's last state.
+#[model]
+pub struct LstmReader {
+    chars: Embedding<64, 32>,
+    #[layer(num_layers = 2)]
+    lstm: Lstm<32, 64>,
+    head: Linear<64, 8>,
+}
+
+#[model(input = [T])]
+impl LstmReader {
+    fn forward(&self, ids: Tensor) -> Tensor {
+        let states = self.lstm(self.chars(ids));
+        self.head(states.narrow(0, -1, 1).reshape([64]))
+    }
+}
+
+/// The same with a GRU.
+#[model]
+pub struct GruReader {
+    chars: Embedding<64, 32>,
+    #[layer(num_layers = 2)]
+    gru: Gru<32, 64>,
+    head: Linear<64, 8>,
+}
+
+#[model(input = [T])]
+impl GruReader {
+    fn forward(&self, ids: Tensor) -> Tensor {
+        let states = self.gru(self.chars(ids));
+        self.head(states.narrow(0, -1, 1).reshape([64]))
+    }
+}
+
+struct Args {
+    data: PathBuf,
+    epochs: usize,
+    batch_size: usize,
+    max_len: usize,
+    lr: f64,
+    seed: u64,
+    gru: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
+        epochs: 6,
+        batch_size: 32,
+        max_len: 48,
+        lr: 3e-3,
+        seed: 0,
+        gru: true,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--data" => a.data = PathBuf::from(value()?),
+            "--epochs" => a.epochs = value()?.parse().context("--epochs takes a whole number")?,
+            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size takes a whole number")?,
+            "--max-len" => a.max_len = value()?.parse().context("--max-len takes a whole number")?,
+            "--lr" => a.lr = value()?.parse().context("--lr takes a number")?,
+            "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
+            "--cell" => {
+                a.gru = match value()?.as_str() {
+                    "lstm" => false,
+                    "gru" => true,
+                    other => bail!("--cell takes lstm or gru, not {other}"),
+                }
+            }
+            "-h" | "--help" => {
+                println!("flags: --data FILE --epochs N --batch-size N --max-len N --lr X --seed N --cell lstm|gru");
+                std::process::exit(0);
+            }
+            other => bail!("unknown flag {other} (try --help)"),
+        }
+    }
+    if a.batch_size == 0 || a.max_len == 0 {
+        bail!("--batch-size and --max-len must be positive");
+    }
+    Ok(a)
+}
+
+/// Each verse's characters as ids, and its book.
+fn load(path: &PathBuf) -> Result<Vec<(Vec<i64>, i64)>> {
+    let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .with_context(|| format!("{}: not a valid gzip file", path.display()))?;
+        out
+    } else {
+        raw
+    };
+    let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    let mut chars: Vec<char> = text.chars().filter(|c| *c != '\n').collect();
+    chars.sort_unstable();
+    chars.dedup();
+    if chars.len() > VOCAB {
+        bail!("{}: {} distinct characters, the model takes {VOCAB}", path.display(), chars.len());
+    }
+    let mut verses = Vec::new();
+    let mut book: Option<usize> = None;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        if let Some(next) = BOOKS.iter().position(|(_, first)| line.starts_with(first)) {
+            book = Some(next);
+        }
+        let Some(book) = book else {
+            bail!("{}: the text does not start with Genesis 1:1", path.display());
+        };
+        let ids = line.chars().map(|c| chars.binary_search(&c).unwrap_or(0) as i64).collect();
+        verses.push((ids, book as i64));
+    }
+    let found: Vec<i64> = (0..BOOKS.len() as i64).filter(|b| verses.iter().any(|(_, v)| v == b)).collect();
+    if found.len() != BOOKS.len() {
+        bail!("{}: found the first verse of only {} of the {} books", path.display(), found.len(), BOOKS.len());
+    }
+    Ok(verses)
+}
+
+/// Batches of verses of similar length, each cut to its shortest verse
+/// (at most `max_len` characters): `([n, T] ids, [n] books)`.
+fn batches(
+    verses: &[&(Vec<i64>, i64)],
+    size: usize,
+    max_len: usize,
+    rng: &mut Rng,
+) -> Vec<(Vec<i64>, Vec<i64>, usize)> {
+    // By length, ties in a random order.
+    let mut keyed: Vec<(usize, u64, usize)> =
+        (0..verses.len()).map(|i| (verses[i].0.len().min(max_len), rng.next_u64(), i)).collect();
+    keyed.sort_unstable();
+    let order: Vec<usize> = keyed.into_iter().map(|(_, _, i)| i).collect();
+    let mut out: Vec<(Vec<i64>, Vec<i64>, usize)> = order
+        .chunks(size)
+        .map(|chunk| {
+            let t = chunk.iter().map(|&i| verses[i].0.len()).min().unwrap_or(1).clamp(1, max_len);
+            let ids = chunk.iter().flat_map(|&i| verses[i].0[..t].iter().copied()).collect();
+            (ids, chunk.iter().map(|&i| verses[i].1).collect(), t)
+        })
+        .collect();
+    // Shuffle the batches, not their lengths.
+    for i in (1..out.len()).rev() {
+        out.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    out
+}
+
+/// What training needs of either reader.
+trait Reader: Sized {
+    fn fresh(seed: u64) -> Self;
+    fn summary(&self) -> String;
+    /// One step: the batch's loss.
+    fn train_step(&mut self, opt: &mut Adam<Cpu>, ids: &Tensor<Cpu, 2>, books: &Tensor<Cpu, 1>, step: u64) -> f64;
+    fn logits(&self, ids: &Tensor<Cpu, 2>) -> Tensor<Cpu, 2>;
+}
+
+macro_rules! reader {
+    ($t:ident) => {
+        impl Reader for $t<Cpu> {
+            fn fresh(seed: u64) -> Self {
+                $t::new_seeded(seed, &CpuDevice)
+            }
+            fn summary(&self) -> String {
+                $t::summary(self)
+            }
+            fn train_step(
+                &mut self,
+                opt: &mut Adam<Cpu>,
+                ids: &Tensor<Cpu, 2>,
+                books: &Tensor<Cpu, 1>,
+                step: u64,
+            ) -> f64 {
+                let (logits, cache) = self.forward_train(ids, &mut Ctx::train(step));
+                let loss = cross_entropy(&logits, books, 0.0);
+                let mut grads = self.backward_params(&cache, &loss.grad);
+                clip_grad_norm::<Cpu, $t<Cpu>>(&mut grads, 1.0);
+                opt.step(self, &grads);
+                loss.item()
+            }
+            fn logits(&self, ids: &Tensor<Cpu, 2>) -> Tensor<Cpu, 2> {
+                self.forward(ids)
+            }
+        }
+    };
+}
+
+reader!(LstmReader);
+reader!(GruReader);
+
+fn train<R: Reader>(args: &Args, verses: &[(Vec<i64>, i64)]) {
+    let (train, held): (Vec<_>, Vec<_>) = verses.iter().enumerate().partition(|(i, _)| i % 5 != 4);
+    let (train, held): (Vec<_>, Vec<_>) =
+        (train.into_iter().map(|p| p.1).collect(), held.into_iter().map(|p| p.1).collect());
+    println!("{} verses: {} for training, {} held out", verses.len(), train.len(), held.len());
+    let mut model = R::fresh(args.seed);
+    print!("{}", model.summary());
+    let mut opt = Adam::new(args.lr);
+    let mut rng = Rng::seed_from_u64(args.seed);
+    let tensors = |(ids, books, t): &(Vec<i64>, Vec<i64>, usize)| {
+        let n = books.len();
+        (
+            Tensor::<Cpu, 2>::from_vec(ids.clone(), [n, *t], &CpuDevice),
+            Tensor::<Cpu, 1>::from_vec(books.clone(), [n], &CpuDevice),
+        )
+    };
+    let held_batches = batches(&held, 256, args.max_len, &mut Rng::seed_from_u64(1));
+    let start = Instant::now();
+    let mut step = 0u64;
+    for epoch in 1..=args.epochs {
+        let (mut total, mut count) = (0.0, 0usize);
+        let mut lengths = std::collections::BTreeSet::new();
+        for batch in batches(&train, args.batch_size, args.max_len, &mut rng) {
+            lengths.insert(batch.2);
+            let (ids, books) = tensors(&batch);
+            total += model.train_step(&mut opt, &ids, &books, step);
+            count += 1;
+            step += 1;
+        }
+        let (mut right, mut seen) = (0usize, 0usize);
+        for batch in &held_batches {
+            let (ids, _) = tensors(batch);
+            let guess = model.logits(&ids).argmax(1).to_vec::<i64>();
+            right += guess.iter().zip(&batch.1).filter(|(g, b)| g == b).count();
+            seen += batch.1.len();
+        }
+        println!(
+            "epoch {epoch}  train loss {:.3}  held-out accuracy {:.3}  (lengths {}..={} per batch, {:.0} s)",
+            total / count.max(1) as f64,
+            right as f64 / seen.max(1) as f64,
+            lengths.first().copied().unwrap_or(0),
+            lengths.last().copied().unwrap_or(0),
+            start.elapsed().as_secs_f64()
+        );
+    }
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let verses = load(&args.data)?;
+    let mut counts = [0usize; 8];
+    for (_, b) in &verses {
+        counts[*b as usize] += 1;
+    }
+    let majority = *counts.iter().max().unwrap_or(&0) as f64 / verses.len().max(1) as f64;
+    println!(
+        "books: {}",
+        BOOKS.iter().zip(counts).map(|((name, _), n)| format!("{name} {n}")).collect::<Vec<_>>().join(", ")
+    );
+    println!("guessing the largest book scores {majority:.3}");
+    CpuDevice.run(|| {
+        if args.gru { train::<GruReader<Cpu>>(&args, &verses) } else { train::<LstmReader<Cpu>>(&args, &verses) }
+    });
+    Ok(())
+}
