@@ -1,12 +1,16 @@
 """PyTorch side of `examples/gpt.rs`: the same decoder-only transformer
-(width 64, 4 heads, 4 pre-LayerNorm blocks, context 64, vocabulary 64),
-batch 32, AdamW with weight decay 0.01 and gradient clipping at 1.0, on
-random ids; prints the median milliseconds per training step.
+(width 64, 4 heads of nn.MultiheadAttention with a causal mask, 4
+pre-LayerNorm blocks, context 64, vocabulary 64), batch 32, AdamW with
+weight decay 0.01 and gradient clipping at 1.0, on random ids; prints the
+median milliseconds per training step. `--hand-attention` writes the
+attention out (a qkv Linear, masked softmax) instead, as the example did
+before it used MultiHeadAttention.
 
-Run: python3 bench/torch_gpt.py   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_gpt.py [--hand-attention]   (needs `pip install torch`; runs on the CPU)
 """
 import math
 import statistics
+import sys
 import time
 
 import torch
@@ -31,10 +35,28 @@ class Attention(nn.Module):
         return self.proj((att @ v).transpose(1, 2).reshape(b, t, D))
 
 
+class Causal(nn.Module):
+    """nn.MultiheadAttention over a causal mask, as Blaze's
+    MultiHeadAttention<64, 4> with causal = true."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(D, H, batch_first=True)
+
+    def forward(self, x):
+        t = x.shape[1]
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
+
+
+HAND = "--hand-attention" in sys.argv[1:]
+
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
-        self.ln1, self.attn, self.ln2 = nn.LayerNorm(D), Attention(), nn.LayerNorm(D)
+        attn = Attention() if HAND else Causal()
+        self.ln1, self.attn, self.ln2 = nn.LayerNorm(D), attn, nn.LayerNorm(D)
         self.fc1, self.fc2 = nn.Linear(D, 4 * D), nn.Linear(4 * D, D)
 
     def forward(self, x):
@@ -77,7 +99,8 @@ def main():
         t = time.perf_counter()
         step()
         times.append(time.perf_counter() - t)
-    print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads: "
+    kind = "hand-written attention" if HAND else "nn.MultiheadAttention"
+    print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads, {kind}: "
           f"{1e3 * statistics.median(times):.1f} ms per step")
 
 

