@@ -8,6 +8,15 @@ use crate::{Backend, DType, Tensor};
 /// Every built-in layer's backward against finite differences (f64).
 pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     use crate::nn::gradcheck::check_layer;
+    // Training and evaluation mode: layers that differ between them
+    // (dropout, batch statistics) are checked in both, and so is the rest.
+    fn both_modes<B: Backend, L: crate::nn::Layer<B, DI, DO> + Clone, const DI: usize, const DO: usize>(
+        layer: &L,
+        x: &Tensor<B, DI>,
+    ) {
+        check_layer::<B, L, DI, DO>(layer, x, true);
+        check_layer::<B, L, DI, DO>(layer, x, false);
+    }
     use crate::nn::*;
     let mut rng = crate::Rng::seed_from_u64(3);
     let x = |shape: &[usize], seed| -> Vec<f64> { noise(shape.iter().product(), seed) };
@@ -15,14 +24,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     let x3 = tensor::<B, 3>(&x(&[2, 3, 4], 62), [2, 3, 4], DType::F64, dev);
     let img = tensor::<B, 4>(&x(&[2, 4, 5, 5], 63), [2, 4, 5, 5], DType::F64, dev);
 
-    check_layer::<B, _, 2, 2>(&Linear::<B, 4, 3>::new(LinearConfig::default(), &mut rng, dev), &x2, true);
-    check_layer::<B, _, 3, 3>(&Linear::<B, 4, 2>::new(LinearConfig { bias: false }, &mut rng, dev), &x3, true);
+    both_modes::<B, _, 2, 2>(&Linear::<B, 4, 3>::new(LinearConfig::default(), &mut rng, dev), &x2);
+    both_modes::<B, _, 3, 3>(&Linear::<B, 4, 2>::new(LinearConfig { bias: false }, &mut rng, dev), &x3);
     for config in [
         Conv2dConfig::default(),
         Conv2dConfig { padding: 1, stride: 2, ..Default::default() },
         Conv2dConfig { groups: 2, bias: false, dilation: 2, padding: 1, ..Default::default() },
     ] {
-        check_layer::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
+        both_modes::<B, _, 4, 4>(&Conv2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img);
     }
     for config in [
         ConvTranspose2dConfig::default(),
@@ -36,7 +45,7 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
             ..Default::default()
         },
     ] {
-        check_layer::<B, _, 4, 4>(&ConvTranspose2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img, true);
+        both_modes::<B, _, 4, 4>(&ConvTranspose2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img);
     }
     let seq = tensor::<B, 3>(&x(&[2, 4, 9], 65), [2, 4, 9], DType::F64, dev);
     for config in [
@@ -44,66 +53,64 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
         Conv1dConfig { padding: 2, stride: 2, ..Default::default() },
         Conv1dConfig { groups: 2, bias: false, dilation: 2, padding: 1, ..Default::default() },
     ] {
-        check_layer::<B, _, 3, 3>(&Conv1d::<B, 4, 6, 3>::new(config, &mut rng, dev), &seq, true);
+        both_modes::<B, _, 3, 3>(&Conv1d::<B, 4, 6, 3>::new(config, &mut rng, dev), &seq);
     }
-    check_layer::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img, true);
-    check_layer::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
-    check_layer::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img, true);
-    check_layer::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img, true);
+    both_modes::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img);
+    both_modes::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img);
+    both_modes::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img);
+    both_modes::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img);
     // Windows of two sizes that overlap (5 -> 2 and 3), and more cells than pixels (5 -> 7).
-    check_layer::<B, _, 4, 4>(&AdaptiveAvgPool2d::<2, 3>, &img, true);
-    check_layer::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img, true);
+    both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<2, 3>, &img);
+    both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img);
     for mode in [blaze_spec::Interpolation::Nearest, blaze_spec::Interpolation::Bilinear] {
         for scale_factor in [2.0, 1.5, 0.7] {
-            check_layer::<B, _, 4, 4>(&Upsample::new(UpsampleConfig { scale_factor, mode }), &img, true);
+            both_modes::<B, _, 4, 4>(&Upsample::new(UpsampleConfig { scale_factor, mode }), &img);
         }
     }
-    check_layer::<B, _, 4, 2>(&GlobalAvgPool, &img, true);
-    check_layer::<B, _, 4, 2>(&Flatten, &img, true);
-    check_layer::<B, _, 3, 2>(&Flatten, &x3, true);
-    check_layer::<B, _, 3, 3>(&Relu, &x3, true);
-    check_layer::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3, true);
-    check_layer::<B, _, 3, 3>(&Gelu, &x3, true);
-    check_layer::<B, _, 3, 3>(&Silu, &x3, true);
-    check_layer::<B, _, 3, 3>(&Identity, &x3, true);
+    both_modes::<B, _, 4, 2>(&GlobalAvgPool, &img);
+    both_modes::<B, _, 4, 2>(&Flatten, &img);
+    both_modes::<B, _, 3, 2>(&Flatten, &x3);
+    both_modes::<B, _, 3, 3>(&Relu, &x3);
+    both_modes::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3);
+    both_modes::<B, _, 3, 3>(&Gelu, &x3);
+    both_modes::<B, _, 3, 3>(&Silu, &x3);
+    both_modes::<B, _, 3, 3>(&Identity, &x3);
     // Some inputs above the threshold (beta x > 0.6), some below.
-    check_layer::<B, _, 3, 3>(&Softplus::new(SoftplusConfig { beta: 1.5, threshold: 0.6 }), &x3, true);
-    check_layer::<B, _, 3, 3>(&Softplus::default(), &x3, true);
-    check_layer::<B, _, 3, 3>(&Elu::new(EluConfig { alpha: 0.7 }), &x3, true);
-    check_layer::<B, _, 3, 3>(&Softmax::new(-1), &x3, true);
-    check_layer::<B, _, 3, 3>(&Softmax::new(1), &x3, true);
-    check_layer::<B, _, 4, 4>(&Softmax::new(1), &img, true);
-    check_layer::<B, _, 3, 3>(&Sigmoid, &x3, true);
-    check_layer::<B, _, 3, 3>(&Tanh, &x3, true);
-    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, true);
-    check_layer::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3, false);
+    both_modes::<B, _, 3, 3>(&Softplus::new(SoftplusConfig { beta: 1.5, threshold: 0.6 }), &x3);
+    both_modes::<B, _, 3, 3>(&Softplus::default(), &x3);
+    both_modes::<B, _, 3, 3>(&Elu::new(EluConfig { alpha: 0.7 }), &x3);
+    both_modes::<B, _, 3, 3>(&Softmax::new(-1), &x3);
+    both_modes::<B, _, 3, 3>(&Softmax::new(1), &x3);
+    both_modes::<B, _, 4, 4>(&Softmax::new(1), &img);
+    both_modes::<B, _, 3, 3>(&Sigmoid, &x3);
+    both_modes::<B, _, 3, 3>(&Tanh, &x3);
+    both_modes::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3);
     let mut bn = BatchNorm2d::<B, 4>::new(NormConfig::default(), dev);
     // Non-trivial affine parameters and running statistics.
     bn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     bn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
     bn.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
     bn.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
-    check_layer::<B, _, 4, 4>(&bn, &img, true);
-    check_layer::<B, _, 4, 4>(&bn, &img, false);
+    both_modes::<B, _, 4, 4>(&bn, &img);
     let mut ln = LayerNorm::<B, 4>::new(NormConfig::default(), dev);
     ln.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     ln.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
-    check_layer::<B, _, 3, 3>(&ln, &x3, true);
-    check_layer::<B, _, 2, 2>(&ln, &x2, true);
+    both_modes::<B, _, 3, 3>(&ln, &x3);
+    both_modes::<B, _, 2, 2>(&ln, &x2);
     let mut rms = RMSNorm::<B, 4>::new(RMSNormConfig { eps: 1e-3, ..Default::default() }, dev);
     rms.weight = Some(tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev));
-    check_layer::<B, _, 3, 3>(&rms, &x3, true);
-    check_layer::<B, _, 2, 2>(&rms, &x2, true);
+    both_modes::<B, _, 3, 3>(&rms, &x3);
+    both_modes::<B, _, 2, 2>(&rms, &x2);
     let plain = RMSNormConfig { elementwise_affine: false, ..Default::default() };
-    check_layer::<B, _, 3, 3>(&RMSNorm::<B, 4>::new(plain, dev), &x3, true);
+    both_modes::<B, _, 3, 3>(&RMSNorm::<B, 4>::new(plain, dev), &x3);
     // Attention: self-attention as a layer (parameters included), plain,
     // causal without biases, and with dropout on the weights.
     let mha = |config| MultiHeadAttention::<B, 4, 2>::new(config, &mut crate::Rng::seed_from_u64(5), dev);
-    check_layer::<B, _, 3, 3>(&mha(MultiHeadAttentionConfig::default()), &x3, true);
+    both_modes::<B, _, 3, 3>(&mha(MultiHeadAttentionConfig::default()), &x3);
     let causal = MultiHeadAttentionConfig { causal: true, bias: false, ..Default::default() };
-    check_layer::<B, _, 3, 3>(&mha(causal), &x3, true);
+    both_modes::<B, _, 3, 3>(&mha(causal), &x3);
     let dropped = MultiHeadAttentionConfig { dropout: 0.3, ..Default::default() };
-    check_layer::<B, _, 3, 3>(&mha(dropped), &x3, true);
+    both_modes::<B, _, 3, 3>(&mha(dropped), &x3);
     attention_inputs::<B>(dev);
     // Recurrent stacks: one layer, two layers both ways, no biases.
     let seq3 = tensor::<B, 3>(&x(&[2, 4, 3], 66), [2, 4, 3], DType::F64, dev);
@@ -112,28 +119,26 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
         RnnConfig { num_layers: 2, bidirectional: true, bias: true },
         RnnConfig { num_layers: 2, bidirectional: false, bias: false },
     ] {
-        check_layer::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3, true);
-        check_layer::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3, true);
+        both_modes::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
+        both_modes::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
     }
     let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
     gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
-    check_layer::<B, _, 4, 4>(&gn, &img, true);
-    check_layer::<B, _, 2, 2>(&gn, &x2, true);
+    both_modes::<B, _, 4, 4>(&gn, &img);
+    both_modes::<B, _, 2, 2>(&gn, &x2);
     // One group per channel (instance norm) over a sequence.
     let x3c = tensor::<B, 3>(&x(&[2, 4, 3], 64), [2, 4, 3], DType::F64, dev);
-    check_layer::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c, true);
+    both_modes::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c);
     let mut bn1 = BatchNorm1d::<B, 4>::new(NormConfig::default(), dev);
     bn1.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
     bn1.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
     bn1.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
     bn1.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
-    for train in [true, false] {
-        check_layer::<B, _, 2, 2>(&bn1, &x2, train);
-        check_layer::<B, _, 3, 3>(&bn1, &x3c, train);
-    }
+    both_modes::<B, _, 2, 2>(&bn1, &x2);
+    both_modes::<B, _, 3, 3>(&bn1, &x3c);
     let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
-    check_layer::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids, true);
+    both_modes::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids);
 }
 
 /// Layers in training mode: dropout statistics, batch-norm running
