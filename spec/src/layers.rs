@@ -4,7 +4,11 @@
 //! rule [`output`], ...). A new layer is one entry here and its runtime
 //! type; no match elsewhere names layers one by one.
 //!
-//! An entry's fields, all required but `defaults`:
+//! The file is long by design: it is the table, about twenty lines per
+//! layer, and grows by one entry per layer; splitting it would put layers'
+//! definitions in several places, which is what it exists to prevent.
+//!
+//! An entry's fields, all required but `defaults` and `attends`:
 //! - `generics`: the names of its const-generic sizes, in order;
 //! - `keys`: the `#[layer(..)]` keys it takes; optionally `defaults`, its
 //!   options where they differ from [`Options::DEFAULT`], and `attends`,
