@@ -51,6 +51,10 @@ pub struct Options {
     pub num_layers: usize,
     /// Whether a recurrent layer also runs from the last step to the first.
     pub bidirectional: bool,
+    /// Whether bilinear upsampling maps the corner pixels' centres onto
+    /// each other (PyTorch's `align_corners`), rather than the images'
+    /// edges.
+    pub align_corners: bool,
 }
 
 /// How `Upsample` computes new pixels (PyTorch's `mode`).
@@ -99,6 +103,7 @@ impl Options {
         causal: false,
         num_layers: 1,
         bidirectional: false,
+        align_corners: false,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -186,6 +191,8 @@ pub enum Key {
     NumLayers,
     /// `bidirectional`.
     Bidirectional,
+    /// `align_corners`.
+    AlignCorners,
 }
 
 impl Key {
@@ -213,6 +220,7 @@ impl Key {
             Key::Dropout => "dropout",
             Key::NumLayers => "num_layers",
             Key::Bidirectional => "bidirectional",
+            Key::AlignCorners => "align_corners",
         }
     }
 
@@ -221,7 +229,7 @@ impl Key {
         match self {
             Key::Stride | Key::Dilation | Key::Groups | Key::NumLayers => KeyKind::Count { min: 1 },
             Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
-            Key::Bias | Key::ElementwiseAffine | Key::Causal | Key::Bidirectional => KeyKind::Bool,
+            Key::Bias | Key::ElementwiseAffine | Key::Causal | Key::Bidirectional | Key::AlignCorners => KeyKind::Bool,
             Key::P | Key::Dropout => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
             Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
@@ -327,6 +335,7 @@ impl Options {
             Key::Causal => self.causal = flag,
             Key::NumLayers => self.num_layers = count,
             Key::Bidirectional => self.bidirectional = flag,
+            Key::AlignCorners => self.align_corners = flag,
         }
         Ok(())
     }

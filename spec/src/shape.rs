@@ -233,6 +233,8 @@ pub enum ShapeError {
         /// The heads.
         heads: usize,
     },
+    /// `align_corners` on an upsampling that does not interpolate.
+    AlignCorners,
     /// A resampling whose output would have no pixels.
     EmptyOutput {
         /// Output height.
@@ -348,6 +350,9 @@ impl ShapeError {
             ShapeError::Embedding { expected } => format!("{me} expects an embedding of {expected}, {but}"),
             ShapeError::Heads { d, heads } => {
                 format!("{me} splits an embedding of {d} into {heads} heads, which must divide it")
+            }
+            ShapeError::AlignCorners => {
+                format!("{me} has `align_corners`, which only bilinear upsampling takes: add `mode = \"bilinear\"`")
             }
             ShapeError::EmptyOutput { h, w } => format!("{me} would produce an empty {h}x{w} image from {got}"),
             ShapeError::Ids => format!("{me} takes ids of per-sample shape [] or [T], {but}"),

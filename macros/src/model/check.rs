@@ -71,6 +71,7 @@ impl Options {
             causal,
             num_layers,
             bidirectional,
+            align_corners,
         } = self.spec;
         let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
@@ -83,6 +84,7 @@ impl Options {
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
             scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
             causal: #causal, num_layers: #num_layers, bidirectional: #bidirectional,
+            align_corners: #align_corners,
         })
     }
 }
