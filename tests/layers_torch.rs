@@ -243,8 +243,9 @@ fn upsampling_and_adaptive_pooling_match_pytorch() {
     }
 }
 
-/// Upsampling by factors that put source pixels between grid points, and
-/// by one below 1, picks the pixels and weights PyTorch does; a grouped,
+/// Upsampling by factors that put source pixels between grid points, by
+/// one below 1, and corner-aligned, picks the pixels and weights PyTorch
+/// does; a grouped,
 /// dilated transposed convolution with output padding and no bias places
 /// its taps as PyTorch's.
 #[test]
@@ -252,11 +253,14 @@ fn upsampling_by_odd_factors_matches_pytorch() {
     use blaze::nn::{ConvTranspose2dConfig, Layer, UpsampleConfig};
     use blaze::spec::Interpolation;
     let fx = read_fixture("resample.bin");
-    for (name, scale_factor, mode) in
-        [("bilinear", 1.7, Interpolation::Bilinear), ("nearest", 0.6, Interpolation::Nearest)]
-    {
+    for (name, scale_factor, mode, align_corners) in [
+        ("bilinear", 1.7, Interpolation::Bilinear, false),
+        ("nearest", 0.6, Interpolation::Nearest, false),
+        ("corners", 1.7, Interpolation::Bilinear, true),
+        ("corners2", 2.0, Interpolation::Bilinear, true),
+    ] {
         let at = |t: &str| Tensor::<Cpu, 4>::from_data(fx[&format!("odd.{name}.{t}")].clone(), &CpuDevice).expect("4");
-        let mut up = Upsample::new(UpsampleConfig { scale_factor, mode });
+        let mut up = Upsample::new(UpsampleConfig { scale_factor, mode, align_corners });
         let (y, cache) = Layer::<Cpu, 4, 4>::forward_train(&mut up, &at("input"), &mut Ctx::train(0));
         assert_matches(&format!("{name} output"), &y.to_data(), &fx[&format!("odd.{name}.output")]);
         let dx = Layer::<Cpu, 4, 4>::backward(&up, &cache, &at("r")).0;

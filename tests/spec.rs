@@ -89,7 +89,9 @@ fn options_reach_the_runtime_layers() {
     let up = <nn::Upsample as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice);
     assert_eq!((up.scale_factor, up.mode), (3.0, blaze::spec::Interpolation::Bilinear));
     let up = nn::Upsample::default();
-    assert_eq!((up.scale_factor, up.mode), (2.0, blaze::spec::Interpolation::Nearest));
+    assert_eq!((up.scale_factor, up.mode, up.align_corners), (2.0, blaze::spec::Interpolation::Nearest, false));
+    let o = Options { mode: blaze::spec::Interpolation::Bilinear, align_corners: true, ..Options::default() };
+    assert!(<nn::Upsample as FromSpec<Cpu>>::from_spec(&o, rng, &CpuDevice).align_corners);
 }
 
 #[test]

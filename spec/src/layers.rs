@@ -26,7 +26,7 @@
 //!   per-sample input; `rank`: its output's rank from the input's, whether
 //!   or not `output` accepts the input.
 
-use crate::options::Key;
+use crate::options::{Interpolation, Key};
 use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, size, window};
 use crate::{Init, Options, Param};
 
@@ -538,7 +538,7 @@ layers! {
     /// `Upsample`: `[C, H, W]` to `[C, floor(H s), floor(W s)]`.
     Upsample {
         generics: [],
-        keys: [ScaleFactor, Mode],
+        keys: [ScaleFactor, Mode, AlignCorners],
         holds_tensors: false,
         elementwise: false,
         takes_ids: false,
@@ -552,6 +552,9 @@ layers! {
                 Ok(d) => d,
                 Err(e) => return Err(e),
             };
+            if o.align_corners && !matches!(o.mode, Interpolation::Bilinear) {
+                return Err(ShapeError::AlignCorners);
+            }
             let (oh, ow) = (h as f64 * o.scale_factor, w as f64 * o.scale_factor);
             if oh >= MAX_SIZE as f64 || ow >= MAX_SIZE as f64 {
                 return Err(ShapeError::TooLarge);

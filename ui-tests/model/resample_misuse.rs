@@ -28,4 +28,10 @@ pub struct ModeAsNumber {
     up: Upsample,
 }
 
+#[model(input = [3, 4, 4])]
+pub struct CornersOfNearest {
+    #[layer(align_corners = true)]
+    up: Upsample,
+}
+
 fn main() {}

@@ -64,8 +64,13 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img);
     for mode in [blaze_spec::Interpolation::Nearest, blaze_spec::Interpolation::Bilinear] {
         for scale_factor in [2.0, 1.5, 0.7] {
-            both_modes::<B, _, 4, 4>(&Upsample::new(UpsampleConfig { scale_factor, mode }), &img);
+            let config = UpsampleConfig { scale_factor, mode, align_corners: false };
+            both_modes::<B, _, 4, 4>(&Upsample::new(config), &img);
         }
+    }
+    for scale_factor in [2.0, 1.5, 0.7] {
+        let config = UpsampleConfig { scale_factor, mode: blaze_spec::Interpolation::Bilinear, align_corners: true };
+        both_modes::<B, _, 4, 4>(&Upsample::new(config), &img);
     }
     both_modes::<B, _, 4, 2>(&GlobalAvgPool, &img);
     both_modes::<B, _, 4, 2>(&Flatten, &img);

@@ -71,15 +71,18 @@ impl<const K: usize> Default for AvgPool2d<K> {
 pub struct AdaptiveAvgPool2d<const H: usize, const W: usize>;
 
 /// Upsampling of images by `scale_factor`, as `torch.nn.Upsample(
-/// scale_factor=.., mode=..)`: the output is `floor(h s) x floor(w s)`;
-/// `mode` is nearest (the default) or bilinear (with `align_corners =
-/// False`, PyTorch's default).
+/// scale_factor=.., mode=.., align_corners=..)`: the output is
+/// `floor(h s) x floor(w s)`; `mode` is nearest (the default) or bilinear,
+/// which with `align_corners` maps the corner pixels' centres onto each
+/// other (`nn.UpsamplingBilinear2d`) instead of the images' edges.
 #[derive(Clone, Copy, Debug)]
 pub struct Upsample {
     /// The factor on each spatial dim.
     pub scale_factor: f64,
     /// How new pixels are computed.
     pub mode: Interpolation,
+    /// Corner-aligned bilinear sampling.
+    pub align_corners: bool,
 }
 
 /// Options of [`Upsample`].
@@ -89,6 +92,8 @@ pub struct UpsampleConfig {
     pub scale_factor: f64,
     /// Nearest (default) or bilinear.
     pub mode: Interpolation,
+    /// Corner-aligned bilinear sampling (default false; bilinear only).
+    pub align_corners: bool,
 }
 
 impl Default for UpsampleConfig {
@@ -99,7 +104,7 @@ impl Default for UpsampleConfig {
 
 impl From<&blaze_spec::Options> for UpsampleConfig {
     fn from(o: &blaze_spec::Options) -> Self {
-        UpsampleConfig { scale_factor: o.scale_factor, mode: o.mode }
+        UpsampleConfig { scale_factor: o.scale_factor, mode: o.mode, align_corners: o.align_corners }
     }
 }
 
@@ -111,7 +116,16 @@ impl Upsample {
             "Upsample: scale_factor must be positive, got {}",
             config.scale_factor
         );
-        Upsample { scale_factor: config.scale_factor, mode: config.mode }
+        assert!(
+            !config.align_corners || config.mode == Interpolation::Bilinear,
+            "Upsample: align_corners only applies to bilinear upsampling"
+        );
+        Upsample { scale_factor: config.scale_factor, mode: config.mode, align_corners: config.align_corners }
+    }
+
+    /// The `[output, input]` weights along a dim.
+    fn weights(&self, input: usize, output: usize) -> Vec<f64> {
+        upsample_weights(input, output, self.scale_factor, self.mode, self.align_corners)
     }
 
     /// The output size along a dim of `input`.
@@ -138,10 +152,21 @@ fn adaptive_weights(input: usize, output: usize) -> Vec<f64> {
 
 /// The `[output, input]` weights of upsampling along a dim, with PyTorch's
 /// source coordinates for a given scale factor: computed in f32 from
-/// `1 / scale_factor`, as its CPU kernels compute them, so the same input
-/// pixels are chosen.
-fn upsample_weights(input: usize, output: usize, scale_factor: f64, mode: Interpolation) -> Vec<f64> {
-    let ratio = (1.0 / scale_factor) as f32;
+/// `1 / scale_factor` (or, corner-aligned, from `(input - 1) / (output -
+/// 1)`), as its CPU kernels compute them, so the same input pixels are
+/// chosen.
+fn upsample_weights(
+    input: usize,
+    output: usize,
+    scale_factor: f64,
+    mode: Interpolation,
+    align_corners: bool,
+) -> Vec<f64> {
+    let ratio = if align_corners {
+        if output > 1 { (input - 1) as f32 / (output - 1) as f32 } else { 0.0 }
+    } else {
+        (1.0 / scale_factor) as f32
+    };
     let mut m = vec![0.0; output * input];
     for (o, row) in m.chunks_mut(input).enumerate() {
         match mode {
@@ -150,7 +175,7 @@ fn upsample_weights(input: usize, output: usize, scale_factor: f64, mode: Interp
                 row[src] = 1.0;
             }
             Interpolation::Bilinear => {
-                let src = (ratio * (o as f32 + 0.5) - 0.5).max(0.0);
+                let src = if align_corners { ratio * o as f32 } else { (ratio * (o as f32 + 0.5) - 0.5).max(0.0) };
                 let lo = (src as usize).min(input - 1);
                 let hi = if lo < input - 1 { lo + 1 } else { lo };
                 let frac = src - lo as f32;
@@ -229,8 +254,7 @@ impl<B: Backend> Layer<B, 4, 4> for Upsample {
         let [_, _, h, w] = x.shape();
         let (oh, ow) = (self.size(h), self.size(w));
         assert!(oh > 0 && ow > 0, "Upsample: scale_factor {} leaves no pixels of [{h}, {w}]", self.scale_factor);
-        let rows = upsample_weights(h, oh, self.scale_factor, self.mode);
-        resample(x, (oh, rows), (ow, upsample_weights(w, ow, self.scale_factor, self.mode)))
+        resample(x, (oh, self.weights(h, oh)), (ow, self.weights(w, ow)))
     }
 
     fn forward_train(&mut self, x: &Tensor<B, 4>, _: &mut Ctx) -> (Tensor<B, 4>, Self::Cache) {
@@ -240,8 +264,7 @@ impl<B: Backend> Layer<B, 4, 4> for Upsample {
 
     fn backward(&self, &(h, w): &Self::Cache, g: &Tensor<B, 4>) -> (Tensor<B, 4>, ()) {
         let (oh, ow) = (self.size(h), self.size(w));
-        let rows = upsample_weights(h, oh, self.scale_factor, self.mode);
-        (resample_adjoint(g, (h, rows), (w, upsample_weights(w, ow, self.scale_factor, self.mode))), ())
+        (resample_adjoint(g, (h, self.weights(h, oh)), (w, self.weights(w, ow))), ())
     }
 }
 
