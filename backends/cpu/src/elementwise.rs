@@ -10,7 +10,7 @@ use crate::pool::{self, Pooled};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
-use crate::storage::{Float, Num};
+use crate::storage::Float;
 use blaze_runtime::backend::UnaryOp;
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn};
@@ -355,6 +355,36 @@ where
     })
 }
 
+/// The largest element of a non-empty row, NaN if any is (as the composed
+/// softmax): 16 lanes of plain compares that vectorise, the NaN check
+/// folded in as `v != v`, rather than one branchy scalar pass.
+#[inline(always)]
+fn row_max<T: Float>(x: &[T]) -> T {
+    let mut lanes = [x[0]; 16];
+    let mut nan = false;
+    let chunks = x.chunks_exact(16);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for i in 0..16 {
+            let v = c[i];
+            #[allow(clippy::eq_op)]
+            {
+                nan |= v != v;
+            }
+            lanes[i] = if v > lanes[i] { v } else { lanes[i] };
+        }
+    }
+    let mut max = x[0];
+    for &v in lanes.iter().chain(rest) {
+        #[allow(clippy::eq_op)]
+        {
+            nan |= v != v;
+        }
+        max = if v > max { v } else { max };
+    }
+    if nan { T::from_f64(f64::NAN) } else { max }
+}
+
 /// Softmax (or log-softmax) over the last dim of a row-major array, one
 /// row at a time while it is in cache: max, exponentials and their sum,
 /// then the scale (or the log). `None` when the input is not row-major.
@@ -370,13 +400,7 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, log: bool) -> Option<Array<T>
             dispatch(
                 #[inline(always)]
                 || {
-                    // NaN propagates, as in the composed version.
-                    let mut max = x[0];
-                    for &v in x {
-                        if !Num::is_nan(max) && (Num::is_nan(v) || v > max) {
-                            max = v;
-                        }
-                    }
+                    let max = row_max(x);
                     for (o, &v) in row.iter_mut().zip(x) {
                         o.write((v - max).fast_exp());
                     }
