@@ -26,6 +26,12 @@ pub(crate) fn permute<T>(a: &Array<T>, axes: &[usize]) -> Array<T> {
 
 /// Materialises a broadcast.
 pub(crate) fn expand<T: Pooled>(a: &Array<T>, shape: &[usize]) -> Array<T> {
+    // Already that shape and contiguous: the same buffer (shared, so a
+    // later write copies it first), not a copy. Kernel calls expand every
+    // tensor argument, most of them to the shape they have.
+    if a.shape() == shape && a.is_standard_layout() {
+        return a.clone();
+    }
     let view = a.broadcast(IxDyn(shape)).expect("the runtime checked the shapes");
     pool::output(shape, |out| pool::copy_to(out, &view))
 }
