@@ -288,12 +288,13 @@ pub struct Activations {
     probs: Softmax,
 }
 
-/// Recurrent layers: an LSTM both ways, a two-layer GRU.
+/// Recurrent layers: an LSTM both ways, a two-layer GRU with dropout
+/// between its layers.
 #[model(input = [6, 4])]
 pub struct Recurrence {
     #[layer(bidirectional = true)]
     lstm: Lstm<4, 3>,
-    #[layer(num_layers = 2, bias = false)]
+    #[layer(num_layers = 2, bias = false, dropout = 0.3)]
     gru: Gru<6, 5>,
     flat: Flatten,
     fc: Linear<30, 2>,

@@ -437,7 +437,7 @@ fn stacked_lstm_and_gru_match_pytorch() {
 fn an_lstm_without_biases_matches_pytorch() {
     use blaze::nn::{Layer, RnnConfig};
     let fx = read_fixture("recurrent.bin");
-    let config = RnnConfig { num_layers: 1, bidirectional: false, bias: false };
+    let config = RnnConfig { num_layers: 1, bidirectional: false, bias: false, dropout: 0.0 };
     let mut lstm = Lstm::<Cpu, 5, 4>::new(config, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);
     let prefixed = fx.iter().filter_map(|(k, v)| k.strip_prefix("plain.").map(|k| (k.replace("lstm.", ""), v.clone())));
     let fx: std::collections::HashMap<String, TensorData> = prefixed.collect();

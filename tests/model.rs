@@ -257,3 +257,27 @@ fn silu_computes_pytorchs_values_and_gradients() {
     let x = Tensor::<Cpu, 2>::rand_normal([5, 4], &CpuDevice);
     blaze::nn::gradcheck::check_block(&model, &x, true);
 }
+
+/// PyTorch's `nn.LSTM(dropout=..)`: dropout on every layer's outputs but
+/// the last's, in training only; the default is none.
+#[model(input = [6, 3])]
+pub struct DroppedStack {
+    #[layer(num_layers = 3, dropout = 0.5)]
+    lstm: Lstm<3, 8>,
+}
+
+#[test]
+fn recurrent_dropout_acts_between_layers_in_training_only() {
+    let mut model = DroppedStack::new_seeded(2, &CpuDevice);
+    assert_eq!(model.lstm.config.dropout, 0.5);
+    let x = Tensor::<Cpu, 3>::rand_normal([4, 6, 3], &CpuDevice);
+    let eval = model.forward(&x).to_vec::<f32>();
+    let (in_eval_mode, _) = model.forward_train(&x, &mut Ctx::eval());
+    assert_eq!(in_eval_mode.to_vec::<f32>(), eval, "evaluation mode drops nothing");
+    let (trained, _) = model.forward_train(&x, &mut Ctx::train(1));
+    assert_ne!(trained.to_vec::<f32>(), eval, "training mode drops between layers");
+    let (again, _) = model.forward_train(&x, &mut Ctx::train(1));
+    assert_eq!(again.to_vec::<f32>(), trained.to_vec::<f32>(), "masks follow the context's seed");
+    assert_eq!(blaze::nn::RnnConfig::default().dropout, 0.0);
+    assert_eq!(blaze::spec::Layer::Gru.defaults().p, 0.0);
+}

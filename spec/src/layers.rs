@@ -985,7 +985,8 @@ layers! {
     /// `Lstm<I, H>`: a long short-term memory over `[T, I]` sequences.
     Lstm {
         generics: ["I", "H"],
-        keys: [NumLayers, Bidirectional, Bias],
+        keys: [NumLayers, Bidirectional, Bias, Dropout],
+        defaults: Options { p: 0.0, ..Options::DEFAULT },
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -1001,7 +1002,8 @@ layers! {
     /// `Gru<I, H>`: a gated recurrent unit over `[T, I]` sequences.
     Gru {
         generics: ["I", "H"],
-        keys: [NumLayers, Bidirectional, Bias],
+        keys: [NumLayers, Bidirectional, Bias, Dropout],
+        defaults: Options { p: 0.0, ..Options::DEFAULT },
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,

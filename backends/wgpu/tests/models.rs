@@ -54,12 +54,13 @@ pub struct NewLayers {
     rms: RMSNorm<12>,
 }
 
-/// Recurrent layers: an LSTM both ways, then a two-layer GRU.
+/// Recurrent layers: an LSTM both ways, then a two-layer GRU with dropout
+/// between its layers.
 #[model(input = [5, 4])]
 pub struct Recurrence {
     #[layer(bidirectional = true)]
     lstm: Lstm<4, 3>,
-    #[layer(num_layers = 2)]
+    #[layer(num_layers = 2, dropout = 0.25)]
     gru: Gru<6, 5>,
 }
 

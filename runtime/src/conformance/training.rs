@@ -117,12 +117,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     let dropped = MultiHeadAttentionConfig { dropout: 0.3, ..Default::default() };
     both_modes::<B, _, 3, 3>(&mha(dropped), &x3);
     attention_inputs::<B>(dev);
-    // Recurrent stacks: one layer, two layers both ways, no biases.
+    // Recurrent stacks: one layer, two layers both ways, no biases, and
+    // dropout between three layers (training draws masks, evaluation none).
     let seq3 = tensor::<B, 3>(&x(&[2, 4, 3], 66), [2, 4, 3], DType::F64, dev);
     for config in [
-        RnnConfig { num_layers: 1, bidirectional: false, bias: true },
-        RnnConfig { num_layers: 2, bidirectional: true, bias: true },
-        RnnConfig { num_layers: 2, bidirectional: false, bias: false },
+        RnnConfig { num_layers: 1, bidirectional: false, bias: true, dropout: 0.0 },
+        RnnConfig { num_layers: 2, bidirectional: true, bias: true, dropout: 0.0 },
+        RnnConfig { num_layers: 2, bidirectional: false, bias: false, dropout: 0.0 },
+        RnnConfig { num_layers: 3, bidirectional: true, bias: true, dropout: 0.4 },
     ] {
         both_modes::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
         both_modes::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3);

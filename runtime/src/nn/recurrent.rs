@@ -48,11 +48,20 @@ pub struct RnnConfig {
     pub bidirectional: bool,
     /// Whether the gates add biases (default true).
     pub bias: bool,
+    /// Dropout on each layer's outputs but the last's, in training
+    /// (default 0), as PyTorch's `dropout`.
+    pub dropout: f64,
 }
 
 impl From<&Options> for RnnConfig {
     fn from(o: &Options) -> Self {
-        RnnConfig { num_layers: o.num_layers, bidirectional: o.bidirectional, bias: o.bias }
+        RnnConfig { num_layers: o.num_layers, bidirectional: o.bidirectional, bias: o.bias, dropout: o.p }
+    }
+}
+
+impl Default for RnnConfig {
+    fn default() -> Self {
+        (&Spec::Lstm.defaults()).into()
     }
 }
 
@@ -62,7 +71,13 @@ impl RnnConfig {
     }
 
     fn options(&self) -> Options {
-        Options { num_layers: self.num_layers, bidirectional: self.bidirectional, bias: self.bias, ..Options::DEFAULT }
+        Options {
+            num_layers: self.num_layers,
+            bidirectional: self.bidirectional,
+            bias: self.bias,
+            p: self.dropout,
+            ..Options::DEFAULT
+        }
     }
 }
 
@@ -115,13 +130,24 @@ pub struct DirectionCache<B: Backend, S> {
 }
 
 /// What a recurrent stack's training forward keeps: per layer, per
-/// direction.
-pub type RecurrentCache<B, S> = Vec<Vec<DirectionCache<B, S>>>;
+/// direction, and the dropout mask on each layer's outputs (scaled), where
+/// one was drawn.
+#[derive(Clone, Debug)]
+pub struct RecurrentCache<B: Backend, S> {
+    layers: Vec<Vec<DirectionCache<B, S>>>,
+    masks: Vec<Option<Tensor<B, 3>>>,
+}
 
 impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, H> {
     /// Initialised as PyTorch does (the spec's parameter list): every
     /// tensor uniform in `±1/sqrt(H)`.
     pub fn new(config: RnnConfig, rng: &mut Rng, device: &B::Device) -> Self {
+        assert!(
+            (0.0..1.0).contains(&config.dropout),
+            "{}<{I}, {H}>: dropout {} is outside [0, 1)",
+            C::LAYER.name(),
+            config.dropout
+        );
         assert!(
             (1..=blaze_spec::MAX_RNN_LAYERS).contains(&config.num_layers),
             "{}<{I}, {H}>: num_layers {} is outside 1..={}",
@@ -230,21 +256,36 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
         assert!(x.shape()[2] == I, "{}<{I}, {H}>: expects sequences [n, T, {I}], got {:?}", C::LAYER.name(), x.shape());
     }
 
-    fn run(&self, x: &Tensor<B, 3>) -> (Tensor<B, 3>, RecurrentCache<B, C::Step>) {
+    /// The stack over `x`; with a context in training mode, dropout between
+    /// layers.
+    fn run(&self, x: &Tensor<B, 3>, ctx: Option<&mut Ctx>) -> (Tensor<B, 3>, RecurrentCache<B, C::Step>) {
         Self::check(x);
         let n = x.shape()[0];
         let dirs = self.config.directions();
+        let mut dropout = ctx.filter(|c| c.train && self.config.dropout > 0.0);
         let mut input = x.clone();
-        let mut caches = Vec::with_capacity(self.config.num_layers);
-        for layer in self.weights.chunks(dirs) {
+        let mut layers = Vec::with_capacity(self.config.num_layers);
+        let mut masks = Vec::with_capacity(self.config.num_layers);
+        let count = self.weights.len() / dirs;
+        for (l, layer) in self.weights.chunks(dirs).enumerate() {
             let width = input.shape()[2] as i64;
             let rows: Tensor<B, 2> = input.reshape([-1, width]);
             let (outs, cache): (Vec<Tensor<B, 3>>, Vec<_>) =
                 layer.iter().enumerate().map(|(d, w)| self.direction(w, &rows, n, d == 1)).unzip();
             input = if outs.len() == 1 { outs[0].clone() } else { Tensor::cat(&outs, 2) };
-            caches.push(cache);
+            let mask = match dropout.as_deref_mut() {
+                Some(ctx) if l + 1 < count => {
+                    let mut drop = super::Dropout::new(super::DropoutConfig { p: self.config.dropout });
+                    let (kept, mask) = Layer::<B, 3, 3>::forward_train(&mut drop, &input, ctx);
+                    input = kept;
+                    mask
+                }
+                _ => None,
+            };
+            layers.push(cache);
+            masks.push(mask);
         }
-        (input, caches)
+        (input, RecurrentCache { layers, masks })
     }
 }
 
@@ -369,15 +410,16 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Module<B> for Recur
 }
 
 impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Layer<B, 3, 3> for Recurrent<B, C, I, H> {
-    /// Per layer, per direction: its input rows and every step's cache.
+    /// Per layer, per direction: its input rows and every step's cache;
+    /// the dropout masks between layers.
     type Cache = RecurrentCache<B, C::Step>;
 
     fn forward(&self, x: &Tensor<B, 3>) -> Tensor<B, 3> {
-        self.run(x).0
+        self.run(x, None).0
     }
 
-    fn forward_train(&mut self, x: &Tensor<B, 3>, _: &mut Ctx) -> (Tensor<B, 3>, Self::Cache) {
-        self.run(x)
+    fn forward_train(&mut self, x: &Tensor<B, 3>, ctx: &mut Ctx) -> (Tensor<B, 3>, Self::Cache) {
+        self.run(x, Some(ctx))
     }
 
     fn backward(&self, cache: &Self::Cache, g: &Tensor<B, 3>) -> (Tensor<B, 3>, RecurrentGrads<B>) {
@@ -385,7 +427,10 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Layer<B, 3, 3> for 
         let [n, t, _] = g.shape();
         let mut grads: Vec<Option<RnnWeights<B>>> = vec![None; self.weights.len()];
         let mut d = g.clone();
-        for (l, layer_cache) in cache.iter().enumerate().rev() {
+        for (l, layer_cache) in cache.layers.iter().enumerate().rev() {
+            if let Some(mask) = &cache.masks[l] {
+                d = d.mul(mask);
+            }
             let mut dx: Option<Tensor<B, 2>> = None;
             for (dir, dc) in layer_cache.iter().enumerate() {
                 let k = l * dirs + dir;
