@@ -7,6 +7,7 @@
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::spec::init_param;
 use super::{Ctx, Layer, Module};
@@ -118,6 +119,9 @@ pub struct Recurrent<B: Backend, C, const I: usize, const H: usize> {
     pub weights: Vec<RnnWeights<B>>,
     /// Options.
     pub config: RnnConfig,
+    /// The spec's names of the tensors, in `weights`' order: drawn once,
+    /// so visiting parameters and gradients every step builds no list.
+    names: Arc<[&'static str]>,
     cell: PhantomData<C>,
 }
 
@@ -166,12 +170,8 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
                 bias_hh: config.bias.then(|| init_param(&p[3], rng, device)),
             })
             .collect();
-        Recurrent { weights, config, cell: PhantomData }
-    }
-
-    /// The spec's names of the tensors, per direction of each layer.
-    fn names(&self) -> Vec<&'static str> {
-        C::LAYER.params(&[I, H], &self.config.options()).iter().map(|p| p.name).collect()
+        let names = params.iter().map(|p| p.name).collect();
+        Recurrent { weights, config, names, cell: PhantomData }
     }
 
     /// One direction over rows `x` (`[n T, in]`) of `n` sequences: its
@@ -295,7 +295,7 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
 pub struct RecurrentGrads<B: Backend> {
     /// Shaped like [`Recurrent::weights`].
     pub weights: Vec<RnnWeights<B>>,
-    names: Vec<&'static str>,
+    names: Arc<[&'static str]>,
 }
 
 /// The tensors of `weights` in the spec's order (per direction of each
@@ -359,17 +359,15 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Module<B> for Recur
     type Grads = RecurrentGrads<B>;
 
     fn visit_params<V: super::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-        visit_named(prefix, &self.names(), &self.weights, v);
+        visit_named(prefix, &self.names, &self.weights, v);
     }
 
     fn map_tensors<M: super::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-        let names = self.names();
-        map_named(prefix, &names, &mut self.weights, m);
+        map_named(prefix, &self.names, &mut self.weights, m);
     }
 
     fn visit_grads<V: super::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
-        let names = self.names();
-        let mut names = names.iter().map(|n| super::join(prefix, n));
+        let mut names = self.names.iter().map(|n| super::join(prefix, n));
         for (w, g) in self.weights.iter_mut().zip(&g.weights) {
             if let Some(n) = names.next() {
                 v.visit(&n, &mut w.weight_ih, &g.weight_ih);
@@ -402,10 +400,9 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Module<B> for Recur
                 self.0.grad(name, &t)
             }
         }
-        let names = self.names();
         let mut weights = self.weights.clone();
-        map_named(prefix, &names, &mut weights, &mut Source(f));
-        RecurrentGrads { weights, names }
+        map_named(prefix, &self.names, &mut weights, &mut Source(f));
+        RecurrentGrads { weights, names: self.names.clone() }
     }
 }
 
@@ -446,7 +443,7 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Layer<B, 3, 3> for 
             let width = dx.shape()[1];
             d = dx.reshape([n, t, width]);
         }
-        (d, RecurrentGrads { weights: grads.into_iter().flatten().collect(), names: self.names() })
+        (d, RecurrentGrads { weights: grads.into_iter().flatten().collect(), names: self.names.clone() })
     }
 }
 
