@@ -17,6 +17,30 @@ use blaze::nn::Ctx;
 use blaze::prelude::*;
 use torch_fixture::{Load, assert_matches, read_fixture};
 
+/// Loads a fixture's parameters into a fresh `$model` by PyTorch's names and
+/// checks its inference and training outputs, its input gradient and every
+/// parameter gradient against the fixture's; gives the gradients by name,
+/// the fixture and its input, for what a test checks besides.
+macro_rules! matches_fixture {
+    ($model:ident, $rank:literal, $file:literal) => {{
+        let fx = read_fixture($file);
+        let mut model = $model::new_seeded(0, &CpuDevice);
+        blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
+        let tensor = |name: &str| Tensor::<Cpu, $rank>::from_data(fx[name].clone(), &CpuDevice).expect("its rank");
+        let (x, r) = (tensor("input"), tensor("r"));
+        assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
+        let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+        assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
+        let (dx, grads) = model.backward(&cache, &r);
+        assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
+        let named = blaze::nn::grads_dict::<Cpu, $model>(&grads);
+        for (name, g) in &named {
+            assert_matches(&format!("grad.{name}"), g, &fx[&format!("grad.{name}")]);
+        }
+        (named, fx, x)
+    }};
+}
+
 /// `nn.GroupNorm(2, 4)` then `nn.SiLU()`.
 #[model(input = [4, 5, 5])]
 pub struct NormAct {
@@ -26,22 +50,8 @@ pub struct NormAct {
 
 #[test]
 fn group_norm_and_silu_match_pytorch() {
-    let fx = read_fixture("norm.bin");
-    let mut model = NormAct::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 4>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 4");
-    let r = Tensor::<Cpu, 4>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 4");
-
-    assert_matches("output (inference)", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, NormAct>(&grads);
+    let (named, ..) = matches_fixture!(NormAct, 4, "norm.bin");
     assert_eq!(named.len(), 2, "groups.weight and groups.bias");
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
 }
 
 #[test]
@@ -89,22 +99,8 @@ pub struct Conv1dNet {
 
 #[test]
 fn conv1d_matches_pytorch() {
-    let fx = read_fixture("conv1d.bin");
-    let mut model = Conv1dNet::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
-    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
-
-    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, Conv1dNet>(&grads);
+    let (named, ..) = matches_fixture!(Conv1dNet, 3, "conv1d.bin");
     assert_eq!(named.len(), 4);
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
 }
 
 /// Linear layers with `nn.Softplus(beta=2, threshold=0.5)`, `nn.Identity`,
@@ -125,22 +121,8 @@ pub struct Activations {
 
 #[test]
 fn activations_match_pytorch() {
-    let fx = read_fixture("activations.bin");
-    let mut model = Activations::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 2>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 2");
-    let r = Tensor::<Cpu, 2>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 2");
-
-    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, Activations>(&grads);
+    let (named, ..) = matches_fixture!(Activations, 2, "activations.bin");
     assert_eq!(named.len(), 6);
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
 }
 
 /// Softplus and ELU where a naive formula loses digits (`log(1 + u)` and
@@ -187,22 +169,8 @@ impl Rms {
 
 #[test]
 fn rms_norm_with_and_without_weight_matches_pytorch() {
-    let fx = read_fixture("rmsnorm.bin");
-    let mut model = Rms::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
-    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
-
-    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, Rms>(&grads);
+    let (named, ..) = matches_fixture!(Rms, 3, "rmsnorm.bin");
     assert_eq!(named.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["scaled.weight"]);
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
 }
 
 /// A U-Net-style decoder path: convolutions, a transposed convolution,
@@ -225,22 +193,8 @@ pub struct Decoder {
 
 #[test]
 fn upsampling_and_adaptive_pooling_match_pytorch() {
-    let fx = read_fixture("resample.bin");
-    let mut model = Decoder::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 4>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 4");
-    let r = Tensor::<Cpu, 4>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 4");
-
-    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, Decoder>(&grads);
+    let (named, ..) = matches_fixture!(Decoder, 4, "resample.bin");
     assert_eq!(named.len(), 6);
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
 }
 
 /// Upsampling by factors that put source pixels between grid points, by
@@ -410,23 +364,9 @@ impl Recurrent {
 
 #[test]
 fn stacked_lstm_and_gru_match_pytorch() {
-    let fx = read_fixture("recurrent.bin");
-    let mut model = Recurrent::new_seeded(0, &CpuDevice);
-    blaze::nn::Module::map_tensors(&mut model, "", &mut Load(&fx));
-    let x = Tensor::<Cpu, 3>::from_data(fx["input"].clone(), &CpuDevice).expect("rank 3");
-    let r = Tensor::<Cpu, 3>::from_data(fx["r"].clone(), &CpuDevice).expect("rank 3");
-
-    assert_matches("output", &model.forward(&x).to_data(), &fx["output"]);
-    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
-    assert_matches("output (training forward)", &y.to_data(), &fx["output"]);
-    let (dx, grads) = model.backward(&cache, &r);
-    assert_matches("grad.input", &dx.to_data(), &fx["grad.input"]);
-    let named = blaze::nn::grads_dict::<Cpu, Recurrent>(&grads);
+    let (named, fx, x) = matches_fixture!(Recurrent, 3, "recurrent.bin");
     assert_eq!(named.len(), 16 + 8 + 2);
     assert_eq!(named[4].0, "lstm.weight_ih_l0_reverse");
-    for (name, g) in named {
-        assert_matches(&format!("grad.{name}"), &g, &fx[&format!("grad.{name}")]);
-    }
     // The state_dict PyTorch saved loads by name.
     let mut loaded = Recurrent::new_seeded(1, &CpuDevice);
     load_state_dict(&mut loaded, "recurrent");
