@@ -158,6 +158,22 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
         heads.permute([0, 2, 1, 3]).reshape([n, len, D])
     }
 
+    /// The checked query, keys and values as rows `[n len, D]`, and
+    /// projected and split into heads.
+    fn heads(
+        &self,
+        q: &Tensor<B, 3>,
+        k: &Tensor<B, 3>,
+        v: &Tensor<B, 3>,
+        mask: Option<&Tensor<B, 2>>,
+    ) -> ([Tensor<B, 2>; 3], [Tensor<B, 4>; 3]) {
+        Self::check(q, k, v, mask);
+        let n = q.shape()[0];
+        let rows = [q, k, v].map(|x| x.reshape([-1, D as i64]));
+        let heads = std::array::from_fn(|i| Self::split(&self.project(&rows[i], i), n));
+        (rows, heads)
+    }
+
     fn check(q: &Tensor<B, 3>, k: &Tensor<B, 3>, v: &Tensor<B, 3>, mask: Option<&Tensor<B, 2>>) {
         let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
         let fits = qs[2] == D && ks[2] == D && vs[2] == D && ks == vs && qs[0] == ks[0];
@@ -258,15 +274,9 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         v: &Tensor<B, 3>,
         key_padding_mask: Option<&Tensor<B, 2>>,
     ) -> Tensor<B, 3> {
-        Self::check(q, k, v, key_padding_mask);
-        let n = q.shape()[0];
-        let heads: Vec<Tensor<B, 4>> = [q, k, v]
-            .iter()
-            .enumerate()
-            .map(|(i, x)| Self::split(&self.project(&x.reshape([-1, D as i64]), i), n))
-            .collect();
-        let weights = self.weights(&heads[0], &heads[1], key_padding_mask);
-        self.out_proj.forward(&Self::join(&weights.matmul(&heads[2])))
+        let (_, [qh, kh, vh]) = self.heads(q, k, v, key_padding_mask);
+        let weights = self.weights(&qh, &kh, key_padding_mask);
+        self.out_proj.forward(&Self::join(&weights.matmul(&vh)))
     }
 
     fn attend_train(
@@ -277,10 +287,7 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         key_padding_mask: Option<&Tensor<B, 2>>,
         ctx: &mut Ctx,
     ) -> (Tensor<B, 3>, Self::AttendCache) {
-        Self::check(q, k, v, key_padding_mask);
-        let n = q.shape()[0];
-        let inputs = [q, k, v].map(|x| x.reshape([-1, D as i64]));
-        let heads: [Tensor<B, 4>; 3] = std::array::from_fn(|i| Self::split(&self.project(&inputs[i], i), n));
+        let (inputs, heads) = self.heads(q, k, v, key_padding_mask);
         let weights = self.weights(&heads[0], &heads[1], key_padding_mask);
         let mut dropout = Dropout::new(DropoutConfig { p: self.config.dropout });
         let (kept, dropped) = Layer::<B, 4, 4>::forward_train(&mut dropout, &weights, ctx);
