@@ -15,7 +15,7 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
-use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, UnaryOp};
+use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
 use crate::shape::Dims;
 use crate::{Conv2dOptions, Pool2dOptions};
@@ -386,17 +386,11 @@ pub fn extreme<B: Backend>(g: &S<B>, x: &S<B>, y: &S<B>, dim: usize) -> S<B> {
     div::<B>(&mul::<B>(&B::expand(g, xs), &hits), &count)
 }
 
-/// `y = softmax(x, dim)`: `y (g - sum(g y))`.
-pub fn softmax<B: Backend>(g: &S<B>, y: &S<B>, dim: usize) -> S<B> {
-    let gy = mul::<B>(g, y);
-    let total = B::expand(&B::reduce(ReduceOp::Sum, &gy, dim), B::shape(g));
-    B::binary(BinaryOp::Sub, &gy, &mul::<B>(y, &total))
-}
-
-/// `y = log_softmax(x, dim)`: `g - exp(y) sum(g)`.
-pub fn log_softmax<B: Backend>(g: &S<B>, y: &S<B>, dim: usize) -> S<B> {
-    let total = B::expand(&B::reduce(ReduceOp::Sum, g, dim), B::shape(g));
-    B::binary(BinaryOp::Sub, g, &mul::<B>(&B::unary(UnaryOp::Exp, y), &total))
+/// `y = softmax(x, dim)` in the form `o` says: `scale y (g - sum(g y))`,
+/// for the log form `scale (g - exp(y) sum(g))`, masked entries 0 (see
+/// [`Composites::softmax_backward`](crate::backend::Composites::softmax_backward)).
+pub fn softmax<B: Backend>(g: &S<B>, y: &S<B>, dim: usize, o: SoftmaxOptions) -> S<B> {
+    B::softmax_backward(g, y, dim, o)
 }
 
 // ---- linear algebra, convolution, pooling, indexing -------------------------
@@ -516,6 +510,7 @@ fn gelu_grad_d_g(x: f32, g: f32) -> f32 {
 }
 ";
 
+    #[inline(always)]
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
             let (cdf, pdf) = Self::parts(x);
@@ -523,6 +518,7 @@ fn gelu_grad_d_g(x: f32, g: f32) -> f32 {
         }
     }
 
+    #[inline(always)]
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
             let (cdf, pdf) = Self::parts(x);

@@ -188,7 +188,10 @@ pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
     /// naga when the kernel compiled.
     const WGSL: &'static str;
     /// `out[i] = f(args[0][i], ..)`; every slice has `out`'s length, and
-    /// every slot of `out` is written.
+    /// every slot of `out` is written. Mark implementations (and
+    /// `map_partial`) `#[inline(always)]`: a backend calls them inside a
+    /// function compiled for the widest vector ISA the CPU has, and only an
+    /// inlined loop is vectorised for it.
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]);
     /// `out[i] = ∂f/∂a_arg (args[0][i], ..)`, every slot written.
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]);

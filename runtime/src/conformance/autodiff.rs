@@ -7,7 +7,7 @@ use crate::autodiff::{Autodiff, live_nodes, no_grad};
 use std::mem::MaybeUninit;
 
 use crate::kernel::KernelFloat;
-use crate::{Backend, Conv2dOptions, DType, Pool2dOptions, Tensor};
+use crate::{Backend, Conv2dOptions, DType, Pool2dOptions, SoftmaxOptions, Tensor};
 
 const EPS: f64 = 1e-6;
 const TOL: f64 = 1e-6;
@@ -129,6 +129,10 @@ pub fn autodiff_reductions<B: Backend>(dev: &B::Device) {
         check::<B, 3>("softmax", &x, |x| weigh(&x.softmax(d)));
         check::<B, 3>("log_softmax", &x, |x| weigh(&x.log_softmax(d)));
     }
+    let (scaled, causal) = (SoftmaxOptions::default().scale(0.7), SoftmaxOptions::default().scale(0.7).causal());
+    check::<B, 3>("softmax_with scaled", &x, |x| weigh(&x.softmax_with(1, scaled)));
+    check::<B, 3>("softmax_with causal", &x, |x| weigh(&x.softmax_with(2, causal)));
+    check::<B, 3>("log_softmax_with scaled", &x, |x| weigh(&x.softmax_with(2, scaled.log())));
     check::<B, 3>("sum", &x, |x| x.sum());
     check::<B, 3>("mean", &x, |x| x.mean().mul_scalar(3.0));
     check::<B, 3>("max", &x, |x| x.max());
@@ -284,6 +288,7 @@ fn mul_add_exp_d_s(a_x: f32, a_y: f32, a_s: f32) -> f32 {
 }
 ";
 
+    #[inline(always)]
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         for (i, o) in out.iter_mut().enumerate() {
             let (x, y, s) = (args[0][i], args[1][i], args[2][i]);
@@ -291,6 +296,7 @@ fn mul_add_exp_d_s(a_x: f32, a_y: f32, a_s: f32) -> f32 {
         }
     }
 
+    #[inline(always)]
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         for (i, o) in out.iter_mut().enumerate() {
             let (x, y, s) = (args[0][i], args[1][i], args[2][i]);

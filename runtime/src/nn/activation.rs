@@ -247,6 +247,7 @@ fn softplus_layer_d_threshold(x: f32, beta: f32, threshold: f32) -> f32 {
 }
 ";
 
+    #[inline(always)]
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
         for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
@@ -254,6 +255,7 @@ fn softplus_layer_d_threshold(x: f32, beta: f32, threshold: f32) -> f32 {
         }
     }
 
+    #[inline(always)]
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
         for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
@@ -287,6 +289,7 @@ fn elu_layer_d_alpha(x: f32, alpha: f32) -> f32 {
 }
 ";
 
+    #[inline(always)]
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         let alpha = &args[1][..out.len()];
         for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
@@ -294,6 +297,7 @@ fn elu_layer_d_alpha(x: f32, alpha: f32) -> f32 {
         }
     }
 
+    #[inline(always)]
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
         let alpha = &args[1][..out.len()];
         for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
@@ -504,7 +508,7 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Softmax {
         (y.clone(), y)
     }
     fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::softmax::<B>(g.storage(), y.storage(), self.axis(D))), ())
+        (Tensor::from_storage(adjoint::softmax::<B>(g.storage(), y.storage(), self.axis(D), Default::default())), ())
     }
 }
 
