@@ -24,7 +24,8 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    SoftmaxOptions, UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -490,8 +491,16 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
-    fn softmax(x: &Placed<D, H>, dim: usize, log: bool) -> Placed<D, H> {
-        Self::view(x, |x| D::softmax(x, dim, log), |x| H::softmax(x, dim, log))
+    fn softmax(x: &Placed<D, H>, dim: usize, o: SoftmaxOptions) -> Placed<D, H> {
+        Self::view(x, |x| D::softmax(x, dim, o), |x| H::softmax(x, dim, o))
+    }
+
+    fn softmax_backward(g: &Placed<D, H>, y: &Placed<D, H>, dim: usize, o: SoftmaxOptions) -> Placed<D, H> {
+        match (g, y) {
+            (Placed::Device(g), Placed::Device(y)) => Placed::Device(D::softmax_backward(g, y, dim, o)),
+            (Placed::Host(g, d), Placed::Host(y, _)) => Placed::Host(H::softmax_backward(g, y, dim, o), d.clone()),
+            (g, y) => mixed("softmax_backward", &[g, y]),
+        }
     }
 
     fn bias_act(x: Placed<D, H>, bias: Option<&Placed<D, H>>, dim: usize, act: Option<UnaryOp>) -> Placed<D, H> {

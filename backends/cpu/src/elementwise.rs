@@ -11,7 +11,7 @@ use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
 use crate::storage::Float;
-use blaze_runtime::backend::UnaryOp;
+use blaze_runtime::backend::{SoftmaxOptions, UnaryOp};
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
@@ -385,40 +385,114 @@ fn row_max<T: Float>(x: &[T]) -> T {
     if nan { T::from_f64(f64::NAN) } else { max }
 }
 
-/// Softmax (or log-softmax) over the last dim of a row-major array, one
-/// row at a time while it is in cache: max, exponentials and their sum,
-/// then the scale (or the log). `None` when the input is not row-major.
-pub(crate) fn softmax_last<T: Float>(a: &Array<T>, log: bool) -> Option<Array<T>> {
+/// How many leading entries of row `r` a softmax over the last dim of
+/// `shape` sees: all of them, or with `causal` keys `0..=i` for query `i`
+/// (the row's index in dim -2).
+#[inline(always)]
+fn visible(shape: &[usize], r: usize, causal: bool) -> usize {
+    let n = shape[shape.len() - 1];
+    if causal { (r % shape[shape.len() - 2] + 1).min(n) } else { n }
+}
+
+/// Softmax over the last dim of a row-major array in the form `o` says
+/// (log, scaled, causal), one row at a time while it is in cache: max,
+/// exponentials and their sum, then the scale (or the log); masked
+/// entries are written as 0 (`-inf` for the log). `None` when the input is
+/// not row-major.
+pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<Array<T>> {
     let s = a.as_slice()?;
-    let n = *a.shape().last()?;
+    let shape = a.shape();
+    let n = *shape.last()?;
     if n == 0 || s.is_empty() {
         return None;
     }
-    let out = fill(a.shape(), n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
+    let scale = T::from_f64(o.scale);
+    let out = fill(shape, n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
         for (r, row) in out.chunks_mut(n).enumerate() {
-            let x = &s[start + r * n..][..n];
+            let at = start + r * n;
+            let x = &s[at..][..n];
+            let seen = visible(shape, at / n, o.causal);
             dispatch(
                 #[inline(always)]
                 || {
+                    let (row, hidden) = row.split_at_mut(seen);
+                    let x = &x[..seen];
+                    // With a positive scale, the max of the scaled row is the scaled max.
                     let max = row_max(x);
                     for (o, &v) in row.iter_mut().zip(x) {
-                        o.write((v - max).fast_exp());
+                        o.write(((v - max) * scale).fast_exp());
                     }
                     // SAFETY: every slot of `row` was written just above.
                     let e = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(row) as *mut [T]) };
                     let sum = sum_slice(e);
-                    if log {
+                    if o.log {
                         // (x - max) - ln(sum): subtracting the max first keeps
                         // the small differences exact when the logits are large.
                         let ln_sum = sum.ln();
                         for (o, &v) in e.iter_mut().zip(x) {
-                            *o = (v - max) - ln_sum;
+                            *o = (v - max) * scale - ln_sum;
                         }
                     } else {
                         let inv = T::ONE / sum;
                         for o in e.iter_mut() {
                             *o = *o * inv;
                         }
+                    }
+                    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
+                    for h in hidden {
+                        h.write(masked);
+                    }
+                },
+            )
+        }
+    });
+    Some(out)
+}
+
+/// The adjoint of [`softmax_last`] in one pass per row: `scale y (g -
+/// sum(g y))`, or for the log form `scale (g - exp(y) sum(g))`, masked
+/// entries 0. `None` unless both are row-major of one shape.
+pub(crate) fn softmax_last_backward<T: Float>(g: &Array<T>, y: &Array<T>, o: SoftmaxOptions) -> Option<Array<T>> {
+    let (gs, ys) = (g.as_slice()?, y.as_slice()?);
+    let shape = g.shape();
+    let n = *shape.last()?;
+    if n == 0 || gs.is_empty() || shape != y.shape() {
+        return None;
+    }
+    let scale = T::from_f64(o.scale);
+    let out = fill(shape, n, should_fork(gs.len(), CHEAP_OP_MIN), |start, out| {
+        for (r, row) in out.chunks_mut(n).enumerate() {
+            let at = start + r * n;
+            let seen = visible(shape, at / n, o.causal);
+            let (g, y) = (&gs[at..][..seen], &ys[at..][..seen]);
+            dispatch(
+                #[inline(always)]
+                || {
+                    let (row, hidden) = row.split_at_mut(seen);
+                    if o.log {
+                        let total = sum_slice(g);
+                        for ((o, &g), &y) in row.iter_mut().zip(g).zip(y) {
+                            o.write(scale * (g - y.fast_exp() * total));
+                        }
+                    } else {
+                        let mut lanes = [T::ZERO; 16];
+                        let (gc, yc) = (g.chunks_exact(16), y.chunks_exact(16));
+                        let (gr, yr) = (gc.remainder(), yc.remainder());
+                        for (a, b) in gc.zip(yc) {
+                            for i in 0..16 {
+                                lanes[i] += a[i] * b[i];
+                            }
+                        }
+                        let mut dot = sum_slice(&lanes);
+                        for (&a, &b) in gr.iter().zip(yr) {
+                            dot += a * b;
+                        }
+                        for ((o, &g), &y) in row.iter_mut().zip(g).zip(y) {
+                            o.write(scale * y * (g - dot));
+                        }
+                    }
+                    for h in hidden {
+                        h.write(T::ZERO);
                     }
                 },
             )

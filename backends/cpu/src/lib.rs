@@ -32,7 +32,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, Scal
 use blaze_runtime::shape::Dims;
 use blaze_runtime::{
     BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    TensorData, UnaryOp,
+    SoftmaxOptions, TensorData, UnaryOp,
 };
 
 use crate::elementwise::{map, select, zip};
@@ -517,14 +517,28 @@ impl Composites for Cpu {
         }
     }
 
-    fn softmax(x: &CpuStorage, dim: usize, log: bool) -> CpuStorage {
+    fn softmax(x: &CpuStorage, dim: usize, o: SoftmaxOptions) -> CpuStorage {
         let last = dim + 1 == x.shape().len();
         let fused = match x {
-            CpuStorage::F32(a) if last => elementwise::softmax_last(a, log).map(CpuStorage::F32),
-            CpuStorage::F64(a) if last => elementwise::softmax_last(a, log).map(CpuStorage::F64),
+            CpuStorage::F32(a) if last => elementwise::softmax_last(a, o).map(CpuStorage::F32),
+            CpuStorage::F64(a) if last => elementwise::softmax_last(a, o).map(CpuStorage::F64),
             _ => None,
         };
-        fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, log))
+        fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax::<Self>(x, dim, o))
+    }
+
+    fn softmax_backward(g: &CpuStorage, y: &CpuStorage, dim: usize, o: SoftmaxOptions) -> CpuStorage {
+        let last = dim + 1 == g.shape().len();
+        let fused = match (g, y) {
+            (CpuStorage::F32(g), CpuStorage::F32(y)) if last => {
+                elementwise::softmax_last_backward(g, y, o).map(CpuStorage::F32)
+            }
+            (CpuStorage::F64(g), CpuStorage::F64(y)) if last => {
+                elementwise::softmax_last_backward(g, y, o).map(CpuStorage::F64)
+            }
+            _ => None,
+        };
+        fused.unwrap_or_else(|| blaze_runtime::backend::composed_softmax_backward::<Self>(g, y, dim, o))
     }
 
     fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {

@@ -217,12 +217,15 @@ pub fn reduce(op: &str) -> String {
     s
 }
 
-/// Softmax (log-softmax with `log`) over the middle dim of `[outer, n,
-/// inner]`: one workgroup per row; max and sum as tree reductions.
-/// Parameters: `[rows, n, inner]`.
+/// Softmax (log-softmax with `log`) of `scale * x` over the middle dim of
+/// `[outer, n, inner]`: one workgroup per row; max and sum as tree
+/// reductions. With `causal` (then `inner` is 1) row `j` sees its first
+/// `j % t + 1` entries; the rest are written as 0 (`-inf` for the log).
+/// Parameters: `[rows, n, inner, t, causal, scale as f32 bits]`.
 pub fn softmax(log: bool) -> String {
     let mut s = prelude(&[("x", "f32", false), ("out", "f32", true)]);
-    let write = if log { "(x[at] - mx) - log(total)" } else { "exp(x[at] - mx) / total" };
+    let write = if log { "(x[at] - mx) * scale - log(total)" } else { "exp((x[at] - mx) * scale) / total" };
+    let masked = if log { "bitcast<f32>(0xff800000u)" } else { "0.0" };
     s += &format!(
         "var<workgroup> sv: array<f32, 64>;\n\
          @compute @workgroup_size(64)\n\
@@ -230,9 +233,11 @@ pub fn softmax(log: bool) -> String {
          let j = wid.x + wid.y * nwg.x;\n\
          if (j >= pu(0u)) {{ return; }}\n\
          let n = pu(1u); let inner = pu(2u);\n\
+         let scale = bitcast<f32>(pu(5u));\n\
+         let seen = select(n, min(j % max(pu(3u), 1u) + 1u, n), pu(4u) == 1u);\n\
          let base = (j / inner) * n * inner + j % inner;\n\
          var m = bitcast<f32>(0xff800000u);\n\
-         for (var k = lid.x; k < n; k = k + 64u) {{ m = max(m, x[base + k * inner]); }}\n\
+         for (var k = lid.x; k < seen; k = k + 64u) {{ m = max(m, x[base + k * inner]); }}\n\
          sv[lid.x] = m;\n\
          workgroupBarrier();\n\
          for (var st = 32u; st > 0u; st = st >> 1u) {{\n\
@@ -242,7 +247,7 @@ pub fn softmax(log: bool) -> String {
          let mx = sv[0];\n\
          workgroupBarrier();\n\
          var acc = 0.0;\n\
-         for (var k = lid.x; k < n; k = k + 64u) {{ acc = acc + exp(x[base + k * inner] - mx); }}\n\
+         for (var k = lid.x; k < seen; k = k + 64u) {{ acc = acc + exp((x[base + k * inner] - mx) * scale); }}\n\
          sv[lid.x] = acc;\n\
          workgroupBarrier();\n\
          for (var st = 32u; st > 0u; st = st >> 1u) {{\n\
@@ -250,7 +255,44 @@ pub fn softmax(log: bool) -> String {
              workgroupBarrier();\n\
          }}\n\
          let total = sv[0];\n\
-         for (var k = lid.x; k < n; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n}}\n"
+         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n\
+         for (var k = seen + lid.x; k < n; k = k + 64u) {{ out[base + k * inner] = {masked}; }}\n}}\n"
+    );
+    s
+}
+
+/// The adjoint of [`softmax`] with the same parameters, from its output `y`
+/// and the output's gradient `g`: `scale * y * (g - sum(g * y))`, or for
+/// the log form `scale * (g - exp(y) * sum(g))`, the sums over the entries
+/// a row sees (a tree reduction), masked entries 0.
+pub fn softmax_backward(log: bool) -> String {
+    let mut s = prelude(&[("g", "f32", false), ("y", "f32", false), ("out", "f32", true)]);
+    let (term, write) = if log {
+        ("g[at]", "scale * (g[at] - exp(y[at]) * total)")
+    } else {
+        ("g[at] * y[at]", "scale * y[at] * (g[at] - total)")
+    };
+    s += &format!(
+        "var<workgroup> sv: array<f32, 64>;\n\
+         @compute @workgroup_size(64)\n\
+         fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
+         let j = wid.x + wid.y * nwg.x;\n\
+         if (j >= pu(0u)) {{ return; }}\n\
+         let n = pu(1u); let inner = pu(2u);\n\
+         let scale = bitcast<f32>(pu(5u));\n\
+         let seen = select(n, min(j % max(pu(3u), 1u) + 1u, n), pu(4u) == 1u);\n\
+         let base = (j / inner) * n * inner + j % inner;\n\
+         var acc = 0.0;\n\
+         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; acc = acc + {term}; }}\n\
+         sv[lid.x] = acc;\n\
+         workgroupBarrier();\n\
+         for (var st = 32u; st > 0u; st = st >> 1u) {{\n\
+             if (lid.x < st) {{ sv[lid.x] = sv[lid.x] + sv[lid.x + st]; }}\n\
+             workgroupBarrier();\n\
+         }}\n\
+         let total = sv[0];\n\
+         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n\
+         for (var k = seen + lid.x; k < n; k = k + 64u) {{ out[base + k * inner] = 0.0; }}\n}}\n"
     );
     s
 }

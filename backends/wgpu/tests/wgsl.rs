@@ -90,6 +90,11 @@ fn exercise(dev: &WgpuDevice) {
                 (r.sum_dim(d), r.max_dim(d), r.min_dim(d), r.argmax(d), r.argmin(d), r.softmax(d), r.log_softmax(d));
         }
         let _ = (r.sum(), r.max(), r.min(), r.mean());
+        let o = SoftmaxOptions::default().scale(0.5).causal();
+        for o in [o, o.log()] {
+            let y = r.softmax_with(-1, o);
+            let _ = Wgpu::softmax_backward(r.storage(), y.storage(), 2, o);
+        }
     }
     // Matmul: plain, transposed, batched with a broadcast batch dim.
     let _ = (x.matmul(&t([6, 5], dev)), xt.t().matmul(&xt), t([2, 3, 4, 6], dev).matmul(&t([1, 3, 6, 5], dev)));

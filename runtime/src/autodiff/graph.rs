@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::backend::{Backend, BinaryOp, Conv2dOptions, Pool2dOptions, Primitives, ReduceOp, UnaryOp};
+use crate::backend::{Backend, BinaryOp, Conv2dOptions, Pool2dOptions, Primitives, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::DType;
 use crate::kernel::KernelArg;
 
@@ -51,7 +51,7 @@ pub(crate) enum Op<B: Backend> {
     MaxPool2d(Vec<usize>, B::Storage),
     AvgPool2d(Vec<usize>, Pool2dOptions),
     /// `softmax` (`log_softmax` with `true`) over a dim, with its output.
-    Softmax(B::Storage, usize, bool),
+    Softmax(B::Storage, usize, SoftmaxOptions),
     /// A layer's bias and activation (`Composites::bias_act`) with the output
     /// (the activations recorded this way differentiate from it), the dim
     /// the bias runs along, and whether there is a bias.

@@ -38,7 +38,8 @@ pub use graph::live_nodes;
 use graph::{Node, Op};
 
 use crate::backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    SoftmaxOptions, UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -444,10 +445,15 @@ impl<B: Backend> Composites for Autodiff<B> {
 
     /// One recorded op (the inner backend's fused softmax) whose gradient
     /// is the adjoint the generated backward uses too.
-    fn softmax(x: &AdStorage<B>, dim: usize, log: bool) -> AdStorage<B> {
-        let y = B::softmax(&x.primal, dim, log);
+    fn softmax(x: &AdStorage<B>, dim: usize, o: SoftmaxOptions) -> AdStorage<B> {
+        let y = B::softmax(&x.primal, dim, o);
         let out = y.clone();
-        record(y, &[x], || Op::Softmax(out, dim, log))
+        record(y, &[x], || Op::Softmax(out, dim, o))
+    }
+
+    /// Not recorded: gradients of gradients (double backward) are not supported.
+    fn softmax_backward(g: &AdStorage<B>, y: &AdStorage<B>, dim: usize, o: SoftmaxOptions) -> AdStorage<B> {
+        AdStorage::constant(B::softmax_backward(&g.primal, &y.primal, dim, o))
     }
 }
 

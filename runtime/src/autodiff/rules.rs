@@ -90,7 +90,6 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, needed: &[bool])
         }
         Op::MaxPool2d(from, idx) => vec![Some(adjoint::max_pool2d::<B>(g, from, idx))],
         Op::AvgPool2d(from, opts) => vec![Some(adjoint::avg_pool2d::<B>(g, from, opts))],
-        Op::Softmax(y, dim, false) => vec![Some(adjoint::softmax::<B>(g, y, *dim))],
-        Op::Softmax(y, dim, true) => vec![Some(adjoint::log_softmax::<B>(g, y, *dim))],
+        Op::Softmax(y, dim, o) => vec![Some(adjoint::softmax::<B>(g, y, *dim, *o))],
     }
 }

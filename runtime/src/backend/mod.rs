@@ -18,8 +18,9 @@ mod ops;
 use std::fmt::Debug;
 use std::ops::Range;
 
-pub use self::ops::{BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, UnaryOp};
+pub use self::ops::{BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::{DType, TensorData};
+use crate::shape::Dims;
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 
 /// Where tensors live: a unit struct for the CPU, an adapter for a GPU.
@@ -218,11 +219,22 @@ pub trait Composites: Primitives {
         Self::to_data(x).values.to_f64_vec()[0]
     }
 
-    /// Softmax over `dim` (log-softmax with `log`). The default composes
-    /// primitives, so a differentiating backend records it op by op; a
-    /// backend may override it with a fused kernel that must agree.
-    fn softmax(x: &Self::Storage, dim: usize, log: bool) -> Self::Storage {
-        composed_softmax::<Self>(x, dim, log)
+    /// Softmax over `dim` in the form `o` says (log, scaled, causal). May
+    /// assume a float dtype, a positive finite scale, and with `causal` a
+    /// rank of at least 2 and `dim` the last. The default composes
+    /// primitives; a backend may override it with a fused kernel that must
+    /// agree.
+    fn softmax(x: &Self::Storage, dim: usize, o: SoftmaxOptions) -> Self::Storage {
+        composed_softmax::<Self>(x, dim, o)
+    }
+
+    /// The gradient of a softmax's input from its output `y` and the
+    /// output's gradient `g` (same shapes, same options as the forward):
+    /// `scale * y * (g - sum(g * y))`, or for the log form
+    /// `scale * (g - exp(y) * sum(g))`, sums over `dim`; masked entries get
+    /// 0. The default composes primitives; a backend may make one pass.
+    fn softmax_backward(g: &Self::Storage, y: &Self::Storage, dim: usize, o: SoftmaxOptions) -> Self::Storage {
+        composed_softmax_backward::<Self>(g, y, dim, o)
     }
 
     /// `act(x + bias)` with `bias` (`[x.shape[dim]]`) added along `dim`: how a
@@ -303,9 +315,47 @@ pub fn composed_bias_act<B: Primitives>(
     }
 }
 
-/// Softmax (or log-softmax) over `dim` from primitives: the max is
-/// subtracted first so no exponent overflows; it cancels in the ratio.
-pub fn composed_softmax<B: Primitives>(x: &B::Storage, dim: usize, log: bool) -> B::Storage {
+/// Where a causal softmax over the last dim of `shape` masks: `[.., i, j]`
+/// with `j > i`, as a bool tensor `[1, .., 1, t, s]` that broadcasts.
+pub fn causal_mask<B: Composites>(shape: &[usize], device: &B::Device) -> B::Storage {
+    let r = shape.len();
+    let (t, s) = (shape[r - 2], shape[r - 1]);
+    let ones = ones(r);
+    let (mut rows, mut cols) = (ones.clone(), ones);
+    rows[r - 2] = t;
+    cols[r - 1] = s;
+    let i = B::reshape(&B::arange(0..t as i64, device), &rows);
+    let j = B::reshape(&B::arange(0..s as i64, device), &cols);
+    B::compare(CmpOp::Gt, &j, &i)
+}
+
+/// `[1; rank]`, without allocating.
+fn ones(rank: usize) -> Dims {
+    let mut d = Dims::new();
+    d.extend(std::iter::repeat_n(1, rank));
+    d
+}
+
+/// `x` with the entries a causal softmax masks set to `value`.
+fn causal_fill<B: Composites>(x: &B::Storage, value: f64) -> B::Storage {
+    let shape = B::shape(x);
+    let mask = causal_mask::<B>(shape, &B::device(x));
+    let fill = B::full(&ones(shape.len()), value, B::dtype(x), &B::device(x));
+    B::where_cond(&mask, &fill, x)
+}
+
+/// [`Composites::softmax`] from primitives: the input scaled and masked
+/// first, then the max subtracted so no exponent overflows (it cancels in
+/// the ratio).
+pub fn composed_softmax<B: Composites>(x: &B::Storage, dim: usize, o: SoftmaxOptions) -> B::Storage {
+    let mut x = x.clone();
+    if o.scale != 1.0 {
+        x = B::binary_scalar(BinaryOp::Mul, &x, o.scale);
+    }
+    if o.causal {
+        x = causal_fill::<B>(&x, f64::NEG_INFINITY);
+    }
+    let (x, log) = (&x, o.log);
     let shape = B::shape(x);
     let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), shape);
     let shifted = B::binary(BinaryOp::Sub, x, &max);
@@ -316,4 +366,26 @@ pub fn composed_softmax<B: Primitives>(x: &B::Storage, dim: usize, log: bool) ->
     } else {
         B::binary(BinaryOp::Div, &e, &sum)
     }
+}
+
+/// [`Composites::softmax_backward`] from primitives.
+pub fn composed_softmax_backward<B: Composites>(
+    g: &B::Storage,
+    y: &B::Storage,
+    dim: usize,
+    o: SoftmaxOptions,
+) -> B::Storage {
+    let shape = B::shape(g);
+    let dx = if o.log {
+        // Masked outputs are constants: their gradients do not count.
+        let g = &if o.causal { causal_fill::<B>(g, 0.0) } else { g.clone() };
+        let total = B::expand(&B::reduce(ReduceOp::Sum, g, dim), shape);
+        B::binary(BinaryOp::Sub, g, &B::binary(BinaryOp::Mul, &B::unary(UnaryOp::Exp, y), &total))
+    } else {
+        let gy = B::binary(BinaryOp::Mul, g, y);
+        let total = B::expand(&B::reduce(ReduceOp::Sum, &gy, dim), shape);
+        B::binary(BinaryOp::Sub, &gy, &B::binary(BinaryOp::Mul, y, &total))
+    };
+    let dx = if o.causal { causal_fill::<B>(&dx, 0.0) } else { dx };
+    if o.scale != 1.0 { B::binary_scalar(BinaryOp::Mul, &dx, o.scale) } else { dx }
 }

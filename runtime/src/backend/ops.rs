@@ -187,6 +187,46 @@ impl ReduceOp {
     }
 }
 
+/// What a softmax computes over its dim: `softmax(scale * x)` (or its log
+/// with `log`), and with `causal` the entries past the diagonal of the last
+/// two dims masked out (`x[.., i, j]` with `j > i` weighs 0), as a
+/// decoder's attention does. One pass on backends that fuse it: the scaled
+/// and masked scores are never materialised.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SoftmaxOptions {
+    /// Log-softmax instead of softmax.
+    pub log: bool,
+    /// The input is multiplied by this first (positive and finite).
+    pub scale: f64,
+    /// Query `i` (dim -2) sees keys `0..=i` (dim -1) only; the softmax is
+    /// then over the last dim.
+    pub causal: bool,
+}
+
+impl Default for SoftmaxOptions {
+    fn default() -> Self {
+        SoftmaxOptions { log: false, scale: 1.0, causal: false }
+    }
+}
+
+impl SoftmaxOptions {
+    /// Log-softmax.
+    pub fn log(mut self) -> Self {
+        self.log = true;
+        self
+    }
+    /// Multiplies the input by `s` first.
+    pub fn scale(mut self, s: f64) -> Self {
+        self.scale = s;
+        self
+    }
+    /// Masks keys after each query's position.
+    pub fn causal(mut self) -> Self {
+        self.causal = true;
+        self
+    }
+}
+
 /// Options of a 2-D convolution, as in `torch.nn.functional.conv2d`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Conv2dOptions {

@@ -609,6 +609,56 @@ pub fn softmax_family<B: Backend>(dev: &B::Device) {
         // Over dim 0 of the transpose equals over dim 1.
         assert_close("softmax of transposed", &t.t().softmax(0).t(), &sm, &[3, 3], tol);
     }
+    scaled_causal_softmax::<B>(dev);
+}
+
+/// `softmax_with`: scaled, causal (query `i` of dim -2 sees keys `0..=i`),
+/// log or not, against the definition; and its backward (the composite
+/// the tape and generated code call) against the one composed of
+/// primitives, including a gradient at masked entries, which must not count.
+fn scaled_causal_softmax<B: Backend>(dev: &B::Device) {
+    use crate::backend::{SoftmaxOptions, composed_softmax_backward};
+    let shape = [2usize, 3, 4];
+    let xs: Vec<f64> = (0..24).map(|i| ((i * 7) % 11) as f64 * 0.37 - 1.5).collect();
+    let gs: Vec<f64> = (0..24).map(|i| ((i * 5) % 7) as f64 * 0.21 - 0.6).collect();
+    for dtype in FLOATS {
+        let tol = tolerance(dtype, false);
+        let x = tensor::<B, 3>(&xs, shape, dtype, dev);
+        let g = tensor::<B, 3>(&gs, shape, dtype, dev);
+        for (log, causal) in [(false, false), (false, true), (true, false), (true, true)] {
+            let mut o = SoftmaxOptions::default().scale(0.5);
+            if log {
+                o = o.log();
+            }
+            if causal {
+                o = o.causal();
+            }
+            let mut want = Vec::new();
+            for (r, row) in xs.chunks(4).enumerate() {
+                let seen = if causal { r % 3 + 1 } else { 4 };
+                let m = row[..seen].iter().map(|v| v * 0.5).fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = row[..seen].iter().map(|v| (v * 0.5 - m).exp()).sum();
+                for (j, v) in row.iter().enumerate() {
+                    want.push(match (j < seen, log) {
+                        (true, false) => (v * 0.5 - m).exp() / z,
+                        (true, true) => v * 0.5 - m - z.ln(),
+                        (false, false) => 0.0,
+                        (false, true) => f64::NEG_INFINITY,
+                    });
+                }
+            }
+            let what = format!("softmax_with(log {log}, causal {causal})");
+            let y = x.softmax_with(-1, o);
+            assert_close(&what, &y, &want, &shape, tol);
+            let fused = Tensor::<B, 3>::from_storage(B::softmax_backward(g.storage(), y.storage(), 2, o));
+            let composed = composed_softmax_backward::<B>(g.storage(), y.storage(), 2, o);
+            let composed = super::values(&Tensor::<B, 3>::from_storage(composed));
+            assert_close(&format!("{what} backward"), &fused, &composed, &shape, tol);
+        }
+        // A dim other than the last takes the composed path on every backend.
+        let over0 = x.softmax_with(0, SoftmaxOptions::default().scale(2.0));
+        assert_close("softmax_with over dim 0", &over0, &super::values(&x.mul_scalar(2.0).softmax(0)), &shape, tol);
+    }
 }
 
 /// NaN propagates as in PyTorch: through ReLU (plain and fused with a

@@ -13,7 +13,7 @@ use super::spec::init_param;
 use super::{Ctx, Dropout, DropoutConfig, Layer, Linear, LinearConfig, LinearGrads, Module};
 use crate::adjoint;
 use crate::rng::Rng;
-use crate::{Backend, Tensor};
+use crate::{Backend, SoftmaxOptions, Tensor};
 use blaze_spec::{Layer as Spec, Options};
 
 /// A layer a forward body may call on a query `[n, T, D]`, keys and values
@@ -192,23 +192,23 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
         }
     }
 
+    /// How the scores become weights: scaled by `1 / sqrt(D / H)` and, when
+    /// causal, query `i` seeing keys `0..=i` (PyTorch's is_causal: the
+    /// top-left triangle), in the softmax's one pass.
+    fn softmax_options(&self) -> SoftmaxOptions {
+        let o = SoftmaxOptions::default().scale(1.0 / ((D / H) as f64).sqrt());
+        if self.config.causal { o.causal() } else { o }
+    }
+
     /// The attention weights `[n, H, T, S]` of projected heads, masked.
     fn weights(&self, q: &Tensor<B, 4>, k: &Tensor<B, 4>, mask: Option<&Tensor<B, 2>>) -> Tensor<B, 4> {
-        let scale = 1.0 / ((D / H) as f64).sqrt();
-        let mut scores = q.matmul(&k.transpose(2, 3)).mul_scalar(scale);
-        let [n, _, t, s] = scores.shape();
-        if self.config.causal {
-            // Query i sees keys 0..=i (PyTorch's is_causal: the top-left triangle).
-            let (rows, cols) =
-                (Tensor::<B, 1>::arange(0..t as i64, &q.device()), Tensor::<B, 1>::arange(0..s as i64, &q.device()));
-            let later: Tensor<B, 4> = rows.reshape([1, 1, t, 1]).lt(&cols.reshape([1, 1, 1, s]));
-            scores = scores.masked_fill(&later, f64::NEG_INFINITY);
-        }
+        let mut scores = q.matmul(&k.transpose(2, 3));
         if let Some(m) = mask {
+            let [n, _, _, s] = scores.shape();
             let padding: Tensor<B, 4> = m.ne_scalar(0.0).reshape([n, 1, 1, s]);
             scores = scores.masked_fill(&padding, f64::NEG_INFINITY);
         }
-        scores.softmax(3)
+        scores.softmax_with(3, self.softmax_options())
     }
 }
 
@@ -315,9 +315,14 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
             Some(mask) => d_kept.mul(mask),
             None => d_kept,
         };
-        let scale = 1.0 / ((D / H) as f64).sqrt();
-        let d_scores = Tensor::<B, 4>::from_storage(adjoint::softmax::<B>(d_weights.storage(), weights.storage(), 3));
-        let (d_qh, d_kt) = matmul_grads(&d_scores.mul_scalar(scale), qh, &kh.transpose(2, 3));
+        // The scale and the mask are the softmax's: its adjoint applies both.
+        let d_scores = Tensor::<B, 4>::from_storage(adjoint::softmax::<B>(
+            d_weights.storage(),
+            weights.storage(),
+            3,
+            self.softmax_options(),
+        ));
+        let (d_qh, d_kt) = matmul_grads(&d_scores, qh, &kh.transpose(2, 3));
         let d_heads = [d_qh, d_kt.transpose(2, 3), d_vh];
         // Each projection: rows `[n len, D]` through its slice of the weight.
         let mut d_inputs = Vec::with_capacity(3);

@@ -2,7 +2,7 @@
 //! log-softmax) and the convolution and pooling primitives, with their checks.
 
 use super::{Tensor, check_same_device, fmt_shape};
-use crate::backend::{Backend, Conv2dOptions, Pool2dOptions};
+use crate::backend::{Backend, Conv2dOptions, Pool2dOptions, SoftmaxOptions};
 use crate::shape::{Dim, window_output_size};
 
 impl<B: Backend, const D: usize> Tensor<B, D> {
@@ -12,7 +12,27 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn softmax(&self, dim: impl Dim) -> Self {
         self.assert_float("softmax");
         let d = dim.index(D, "softmax");
-        Self::wrap(B::softmax(&self.storage, d, false))
+        Self::wrap(B::softmax(&self.storage, d, SoftmaxOptions::default()))
+    }
+
+    /// Softmax over `dim` in the form `o` says: of `o.scale * x`, in log
+    /// space with `o.log`, and with `o.causal` each query (dim -2) seeing
+    /// only the keys (dim -1) up to its position, the rest weighing 0, as
+    /// `torch.softmax(x * scale + causal_mask, dim)` computes, in one pass
+    /// on backends that fuse it. Attention's weights are
+    /// `scores.softmax_with(-1, SoftmaxOptions::default().scale(1.0 / d.sqrt()).causal())`.
+    /// Panics unless the scale is positive and finite, and with `causal`
+    /// unless `dim` is the last of at least two.
+    pub fn softmax_with(&self, dim: impl Dim, o: SoftmaxOptions) -> Self {
+        self.assert_float("softmax_with");
+        let d = dim.index(D, "softmax_with");
+        assert!(o.scale > 0.0 && o.scale.is_finite(), "softmax_with: scale {} is not positive and finite", o.scale);
+        assert!(
+            !o.causal || (D >= 2 && d == D - 1),
+            "softmax_with: a causal softmax runs over the last dim of a rank-2 or higher tensor, got dim {d} of {:?}",
+            self.shape()
+        );
+        Self::wrap(B::softmax(&self.storage, d, o))
     }
 
     /// `x - log(sum(exp(x)))` over `dim`, computed as
@@ -21,7 +41,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn log_softmax(&self, dim: impl Dim) -> Self {
         self.assert_float("log_softmax");
         let d = dim.index(D, "log_softmax");
-        Self::wrap(B::softmax(&self.storage, d, true))
+        Self::wrap(B::softmax(&self.storage, d, SoftmaxOptions::default().log()))
     }
 
     /// `log(sum(exp(x)))` over `dim`, kept with size 1, computed stably.

@@ -25,7 +25,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, Scal
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives,
-    ReduceOp, TensorData, UnaryOp,
+    ReduceOp, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -563,16 +563,45 @@ impl Primitives for WgpuNative {
     }
 }
 
+/// The parameters of the softmax shaders: a causal softmax runs over the
+/// last dim, and `queries` is the rows of each matrix.
+fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: SoftmaxOptions) -> [u32; 6] {
+    let queries = if o.causal { shape[shape.len() - 2] } else { 1 };
+    [u(rows), u(n), u(inner), u(queries), u32::from(o.causal), (o.scale as f32).to_bits()]
+}
+
 impl Composites for WgpuNative {
-    fn softmax(x: &WgpuStorage, dim: usize, log: bool) -> WgpuStorage {
+    fn softmax(x: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
         let t = native("softmax", x);
         let (outer, n, inner) = split3(&t.shape, dim);
         let out = WgpuStorage::new(&t.device, &t.shape, DType::F32);
         let rows = outer * inner;
         if rows > 0 && n > 0 {
             let device = &t.device;
+            let log = o.log;
             let pipeline = device.compile("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main");
-            device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &[u(rows), u(n), u(inner)], grid(device, rows, 1));
+            let params = softmax_params(&t.shape, rows, n, inner, o);
+            device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &params, grid(device, rows, 1));
+        }
+        out
+    }
+
+    fn softmax_backward(g: &WgpuStorage, y: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
+        let (g, y) = (native("softmax_backward", g), native("softmax_backward", y));
+        let (outer, n, inner) = split3(&g.shape, dim);
+        let out = WgpuStorage::new(&g.device, &g.shape, DType::F32);
+        let rows = outer * inner;
+        if rows > 0 && n > 0 {
+            let device = &g.device;
+            let log = o.log;
+            let pipeline = device.compile(
+                "softmax_backward",
+                &format!("softmax_backward:{log}"),
+                || shaders::softmax_backward(log),
+                "main",
+            );
+            let params = softmax_params(&g.shape, rows, n, inner, o);
+            device.dispatch(&pipeline, &[g.buffer(), y.buffer(), out.buffer()], &params, grid(device, rows, 1));
         }
         out
     }

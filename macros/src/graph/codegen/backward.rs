@@ -194,8 +194,12 @@ impl Gen<'_> {
                 }
                 Op::Softmax(d) | Op::LogSoftmax(d) => {
                     let (d, vy) = (tensor_dim(*d), value_ident(n.out));
-                    let f = if matches!(n.op, Op::Softmax(_)) { "softmax" } else { "log_softmax" };
-                    contrib.push((a, adj(a, f, quote!(#gy.storage(), cache.#vy.storage(), #d))));
+                    let o = if matches!(n.op, Op::Softmax(_)) {
+                        quote!(::blaze::SoftmaxOptions::default())
+                    } else {
+                        quote!(::blaze::SoftmaxOptions::default().log())
+                    };
+                    contrib.push((a, adj(a, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #o))));
                 }
                 Op::Reduce { dim, mean } => {
                     let (d, sa) = (tensor_dim(*dim), shape_ident(a));
