@@ -31,7 +31,8 @@ pub use blaze_macros::{Module, kernel, model};
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, DeviceError, Dim, Element, Error,
-    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp, manual_seed,
+    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp,
+    manual_seed,
 };
 
 /// The names most programs use. The backend traits are left out on
@@ -47,5 +48,7 @@ pub mod prelude {
         Elu, Embedding, Flatten, Gelu, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm, LeakyRelu, Linear, Lstm,
         Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu, Softmax, Softplus, Tanh, Upsample,
     };
-    pub use blaze_runtime::{Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed};
+    pub use blaze_runtime::{
+        Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed,
+    };
 }

@@ -24,8 +24,8 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    SoftmaxOptions, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, SoftmaxOptions,
+    UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -119,6 +119,22 @@ fn host<H: Backend>() -> H::Device {
 fn mixed<D: Backend, H: Backend>(op: &str, xs: &[&Placed<D, H>]) -> ! {
     let places: Vec<String> = xs.iter().map(|x| format!("{} {}", x.place(), dtype_of(x))).collect();
     panic!("{op}: operands on the device and on the host ({}); each op runs in one place", places.join(", "))
+}
+
+/// Operand `p` of op `op`, which runs on the device because `first` is there.
+fn on_device<'a, D: Backend, H: Backend>(op: &str, first: &Placed<D, H>, p: &'a Placed<D, H>) -> &'a D::Storage {
+    match p {
+        Placed::Device(p) => p,
+        other => mixed(op, &[first, other]),
+    }
+}
+
+/// Operand `p` of op `op`, which runs on the host because `first` is there.
+fn on_host<'a, D: Backend, H: Backend>(op: &str, first: &Placed<D, H>, p: &'a Placed<D, H>) -> &'a H::Storage {
+    match p {
+        Placed::Host(p, _) => p,
+        other => mixed(op, &[first, other]),
+    }
 }
 
 fn dtype_of<D: Backend, H: Backend>(x: &Placed<D, H>) -> DType {
@@ -515,6 +531,46 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
 
     fn sum_squares(x: &Placed<D, H>) -> Placed<D, H> {
         Self::view(x, D::sum_squares, H::sum_squares)
+    }
+
+    fn norm(
+        x: &Placed<D, H>,
+        weight: Option<&Placed<D, H>>,
+        bias: Option<&Placed<D, H>>,
+        eps: f64,
+        centre: bool,
+    ) -> [Placed<D, H>; 2] {
+        match x {
+            Placed::Device(xd) => {
+                let [w, b] = [weight, bias].map(|p| p.map(|p| on_device("norm", x, p)));
+                D::norm(xd, w, b, eps, centre).map(Placed::Device)
+            }
+            Placed::Host(xh, d) => {
+                let [w, b] = [weight, bias].map(|p| p.map(|p| on_host("norm", x, p)));
+                H::norm(xh, w, b, eps, centre).map(|y| Placed::Host(y, d.clone()))
+            }
+        }
+    }
+
+    fn norm_backward(
+        g: &Placed<D, H>,
+        x: &Placed<D, H>,
+        stats: &Placed<D, H>,
+        weight: Option<&Placed<D, H>>,
+        centre: bool,
+    ) -> [Placed<D, H>; 3] {
+        match g {
+            Placed::Device(gd) => {
+                let [x, stats] = [x, stats].map(|p| on_device("norm_backward", g, p));
+                let w = weight.map(|p| on_device("norm_backward", g, p));
+                D::norm_backward(gd, x, stats, w, centre).map(Placed::Device)
+            }
+            Placed::Host(gh, d) => {
+                let [x, stats] = [x, stats].map(|p| on_host("norm_backward", g, p));
+                let w = weight.map(|p| on_host("norm_backward", g, p));
+                H::norm_backward(gh, x, stats, w, centre).map(|y| Placed::Host(y, d.clone()))
+            }
+        }
     }
 
     fn axpby(y: &mut Placed<D, H>, a: f64, x: &Placed<D, H>, b: f64) {

@@ -20,6 +20,7 @@ mod gemm;
 mod kernel;
 mod matmul;
 mod movement;
+mod norm;
 mod parallel;
 mod pool;
 mod reduce;
@@ -551,6 +552,48 @@ impl Composites for Cpu {
             _ => false,
         };
         if done { x } else { blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act) }
+    }
+
+    fn norm(
+        x: &CpuStorage,
+        weight: Option<&CpuStorage>,
+        bias: Option<&CpuStorage>,
+        eps: f64,
+        centre: bool,
+    ) -> [CpuStorage; 2] {
+        let fused = match (x, weight.map(CpuStorage::f32s), bias.map(CpuStorage::f32s)) {
+            (CpuStorage::F32(a), None | Some(Some(_)), None | Some(Some(_))) => {
+                let (w, b) = (weight.and_then(CpuStorage::f32s), bias.and_then(CpuStorage::f32s));
+                norm::norm(a, w, b, eps, centre).map(|o| o.map(CpuStorage::F32))
+            }
+            _ => match (x, weight.map(CpuStorage::f64s), bias.map(CpuStorage::f64s)) {
+                (CpuStorage::F64(a), None | Some(Some(_)), None | Some(Some(_))) => {
+                    let (w, b) = (weight.and_then(CpuStorage::f64s), bias.and_then(CpuStorage::f64s));
+                    norm::norm(a, w, b, eps, centre).map(|o| o.map(CpuStorage::F64))
+                }
+                _ => None,
+            },
+        };
+        fused.unwrap_or_else(|| blaze_runtime::backend::composed_norm::<Self>(x, weight, bias, eps, centre))
+    }
+
+    fn norm_backward(
+        g: &CpuStorage,
+        x: &CpuStorage,
+        stats: &CpuStorage,
+        weight: Option<&CpuStorage>,
+        centre: bool,
+    ) -> [CpuStorage; 3] {
+        let fused = match (g, x, stats, weight.map(CpuStorage::f32s), weight.map(CpuStorage::f64s)) {
+            (CpuStorage::F32(g), CpuStorage::F32(x), CpuStorage::F32(s), None | Some(Some(_)), _) => {
+                norm::norm_backward(g, x, s, weight.and_then(CpuStorage::f32s), centre).map(|o| o.map(CpuStorage::F32))
+            }
+            (CpuStorage::F64(g), CpuStorage::F64(x), CpuStorage::F64(s), _, None | Some(Some(_))) => {
+                norm::norm_backward(g, x, s, weight.and_then(CpuStorage::f64s), centre).map(|o| o.map(CpuStorage::F64))
+            }
+            _ => None,
+        };
+        fused.unwrap_or_else(|| blaze_runtime::backend::composed_norm_backward::<Self>(g, x, stats, weight, centre))
     }
 
     fn sum_squares(x: &CpuStorage) -> CpuStorage {

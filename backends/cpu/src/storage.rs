@@ -36,6 +36,22 @@ macro_rules! map_storage {
 pub(crate) use map_storage;
 
 impl CpuStorage {
+    /// The f32 values, if that is the dtype.
+    pub(crate) fn f32s(&self) -> Option<&Array<f32>> {
+        match self {
+            CpuStorage::F32(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The f64 values, if that is the dtype.
+    pub(crate) fn f64s(&self) -> Option<&Array<f64>> {
+        match self {
+            CpuStorage::F64(a) => Some(a),
+            _ => None,
+        }
+    }
+
     /// The dtype of the values.
     pub fn dtype(&self) -> DType {
         match self {

@@ -38,8 +38,8 @@ pub use graph::live_nodes;
 use graph::{Node, Op};
 
 use crate::backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    SoftmaxOptions, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, SoftmaxOptions,
+    UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};

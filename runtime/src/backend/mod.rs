@@ -20,8 +20,8 @@ use std::ops::Range;
 
 pub use self::ops::{BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::{DType, TensorData};
-use crate::shape::Dims;
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use crate::shape::Dims;
 
 /// Where tensors live: a unit struct for the CPU, an adapter for a GPU.
 pub trait Device: Clone + Debug + Default + PartialEq + Send + Sync + 'static {
@@ -254,6 +254,43 @@ pub trait Composites: Primitives {
         composed_sum_squares::<Self>(x)
     }
 
+    /// Normalises the last dim of `x`: `y = (x - mean) / sqrt(var + eps)`
+    /// times `weight` plus `bias` (both `[n]`, optional), the statistics
+    /// per row, the variance biased (LayerNorm); without `centre` the mean
+    /// is taken as 0 and the variance is the mean square (RMSNorm).
+    /// Returns `y` and each row's statistics `[.., 2]` (the mean, 0 without
+    /// `centre`, and `1 / sqrt(var + eps)`), what
+    /// [`Composites::norm_backward`] reads instead of a normalised copy.
+    /// May assume a float dtype shared by all, a non-empty last dim, and
+    /// parameters of its size. The default composes primitives; a backend
+    /// may make one pass per row.
+    fn norm(
+        x: &Self::Storage,
+        weight: Option<&Self::Storage>,
+        bias: Option<&Self::Storage>,
+        eps: f64,
+        centre: bool,
+    ) -> [Self::Storage; 2] {
+        composed_norm::<Self>(x, weight, bias, eps, centre)
+    }
+
+    /// The gradients of [`Composites::norm`]'s input, weight and bias from
+    /// the output's gradient `g`, the input and the statistics it returned
+    /// (the weight's and bias's gradients are `[n]`, computed even where the
+    /// layer has none). With `x̂ = (x - mean) rstd` and `gx = g weight`:
+    /// `dx = rstd (gx - mean(gx) - x̂ mean(gx x̂))` (without `centre`, no
+    /// `mean(gx)` term), `dweight = Σ g x̂` and `dbias = Σ g` over the rows.
+    /// The default composes primitives; a backend may make one pass.
+    fn norm_backward(
+        g: &Self::Storage,
+        x: &Self::Storage,
+        stats: &Self::Storage,
+        weight: Option<&Self::Storage>,
+        centre: bool,
+    ) -> [Self::Storage; 3] {
+        composed_norm_backward::<Self>(g, x, stats, weight, centre)
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -366,6 +403,81 @@ pub fn composed_softmax<B: Composites>(x: &B::Storage, dim: usize, o: SoftmaxOpt
     } else {
         B::binary(BinaryOp::Div, &e, &sum)
     }
+}
+
+/// `t` (`[n]`) shaped `[1, .., 1, n]` to broadcast along the last dim of a rank-`r` tensor.
+fn along_last<B: Primitives>(t: &B::Storage, r: usize) -> B::Storage {
+    let mut shape = ones(r);
+    shape[r - 1] = B::shape(t)[0];
+    B::reshape(t, &shape)
+}
+
+/// [`Composites::norm`] from primitives.
+pub fn composed_norm<B: Primitives>(
+    x: &B::Storage,
+    weight: Option<&B::Storage>,
+    bias: Option<&B::Storage>,
+    eps: f64,
+    centre: bool,
+) -> [B::Storage; 2] {
+    let r = B::shape(x).len();
+    let n = B::shape(x)[r - 1] as f64;
+    let mean_of = |t: &B::Storage| B::binary_scalar(BinaryOp::Div, &B::reduce(ReduceOp::Sum, t, r - 1), n);
+    let mean = if centre {
+        mean_of(x)
+    } else {
+        let mut rows = Dims::from(B::shape(x));
+        rows[r - 1] = 1;
+        B::full(&rows, 0.0, B::dtype(x), &B::device(x))
+    };
+    let centred = if centre { B::binary(BinaryOp::Sub, x, &mean) } else { x.clone() };
+    let var = mean_of(&B::binary(BinaryOp::Mul, &centred, &centred));
+    let rstd = B::unary(UnaryOp::Recip, &B::unary(UnaryOp::Sqrt, &B::binary_scalar(BinaryOp::Add, &var, eps)));
+    let mut y = B::binary(BinaryOp::Mul, &centred, &rstd);
+    if let Some(w) = weight {
+        y = B::binary(BinaryOp::Mul, &y, &along_last::<B>(w, r));
+    }
+    if let Some(b) = bias {
+        y = B::binary(BinaryOp::Add, &y, &along_last::<B>(b, r));
+    }
+    [y, B::cat(&[mean, rstd], r - 1)]
+}
+
+/// [`Composites::norm_backward`] from primitives.
+pub fn composed_norm_backward<B: Primitives>(
+    g: &B::Storage,
+    x: &B::Storage,
+    stats: &B::Storage,
+    weight: Option<&B::Storage>,
+    centre: bool,
+) -> [B::Storage; 3] {
+    let shape = B::shape(x);
+    let r = shape.len();
+    let n = shape[r - 1];
+    let stat = |i: usize| {
+        let mut ranges: Vec<Range<usize>> = B::shape(stats).iter().map(|&d| 0..d).collect();
+        ranges[r - 1] = i..i + 1;
+        B::slice(stats, &ranges)
+    };
+    let (mean, rstd) = (stat(0), stat(1));
+    let mean_of = |t: &B::Storage| B::binary_scalar(BinaryOp::Div, &B::reduce(ReduceOp::Sum, t, r - 1), n as f64);
+    let x_hat = B::binary(BinaryOp::Mul, &B::binary(BinaryOp::Sub, x, &mean), &rstd);
+    let gx = match weight {
+        Some(w) => B::binary(BinaryOp::Mul, g, &along_last::<B>(w, r)),
+        None => g.clone(),
+    };
+    let mut inner = B::binary(
+        BinaryOp::Sub,
+        &gx,
+        &B::binary(BinaryOp::Mul, &x_hat, &mean_of(&B::binary(BinaryOp::Mul, &gx, &x_hat))),
+    );
+    if centre {
+        inner = B::binary(BinaryOp::Sub, &inner, &mean_of(&gx));
+    }
+    let dx = B::binary(BinaryOp::Mul, &inner, &rstd);
+    let rows = shape.iter().product::<usize>() / n.max(1);
+    let column_sums = |t: &B::Storage| B::reshape(&B::reduce(ReduceOp::Sum, &B::reshape(t, &[rows, n]), 0), &[n]);
+    [dx, column_sums(&B::binary(BinaryOp::Mul, g, &x_hat)), column_sums(g)]
 }
 
 /// [`Composites::softmax_backward`] from primitives.

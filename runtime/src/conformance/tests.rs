@@ -612,6 +612,84 @@ pub fn softmax_family<B: Backend>(dev: &B::Device) {
     scaled_causal_softmax::<B>(dev);
 }
 
+/// `layer_norm` and `rms_norm` against the definition, and the
+/// normalisation composites (the ones LayerNorm and RMSNorm run, forward
+/// and backward) against their compositions of primitives, with and
+/// without weight and bias, on a strided input too.
+pub fn normalisation<B: Backend>(dev: &B::Device) {
+    use crate::backend::{composed_norm, composed_norm_backward};
+    let shape = [3usize, 2, 20];
+    let xs: Vec<f64> = (0..120).map(|i| ((i * 13) % 17) as f64 * 0.3 - 2.0).collect();
+    let gs: Vec<f64> = (0..120).map(|i| ((i * 7) % 5) as f64 * 0.4 - 0.9).collect();
+    let ws: Vec<f64> = (0..20).map(|i| 0.5 + i as f64 * 0.1).collect();
+    let bs: Vec<f64> = (0..20).map(|i| i as f64 * 0.05 - 0.3).collect();
+    for dtype in FLOATS {
+        let tol = tolerance(dtype, false);
+        let x = tensor::<B, 3>(&xs, shape, dtype, dev);
+        let g = tensor::<B, 3>(&gs, shape, dtype, dev);
+        let (w, b) = (tensor::<B, 1>(&ws, [20], dtype, dev), tensor::<B, 1>(&bs, [20], dtype, dev));
+        let eps = 1e-5;
+        let mut ln = Vec::new();
+        let mut rms = Vec::new();
+        for row in xs.chunks(20) {
+            let mean = row.iter().sum::<f64>() / 20.0;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 20.0;
+            let ms = row.iter().map(|v| v * v).sum::<f64>() / 20.0;
+            for (j, v) in row.iter().enumerate() {
+                ln.push((v - mean) / (var + eps).sqrt() * ws[j] + bs[j]);
+                rms.push(v / (ms + eps).sqrt() * ws[j]);
+            }
+        }
+        assert_close("layer_norm", &x.layer_norm(Some(&w), Some(&b), eps), &ln, &shape, tol);
+        assert_close("rms_norm", &x.rms_norm(Some(&w), eps), &rms, &shape, tol);
+        let strided = tensor::<B, 3>(&xs, [20, 2, 3], dtype, dev).permute([2, 1, 0]);
+        let on_strided = strided.layer_norm(Some(&w), Some(&b), eps);
+        let same: Vec<f64> = r::indices(&shape).iter().map(|i| xs[i[2] * 6 + i[1] * 3 + i[0]]).collect();
+        let want = super::values(&tensor::<B, 3>(&same, shape, dtype, dev).layer_norm(Some(&w), Some(&b), eps));
+        assert_close("layer_norm of a strided input", &on_strided, &want, &shape, tol);
+        for centre in [true, false] {
+            for (weight, bias) in [(Some(&w), Some(&b)), (Some(&w), None), (None, None)] {
+                let what = format!("norm(centre {centre}, weight {}, bias {})", weight.is_some(), bias.is_some());
+                let (y, stats) = x.norm_with_stats(weight, bias, eps, centre);
+                let [cy, cstats] = composed_norm::<B>(
+                    x.storage(),
+                    weight.map(|t| t.storage()),
+                    bias.map(|t| t.storage()),
+                    eps,
+                    centre,
+                );
+                let (cy, cstats) = (Tensor::<B, 3>::from_storage(cy), Tensor::<B, 3>::from_storage(cstats));
+                assert_close(&what, &y, &super::values(&cy), &shape, tol);
+                assert_close(&format!("{what} statistics"), &stats, &super::values(&cstats), &[3, 2, 2], tol);
+                let (dx, dw, db) = g.norm_backward(&x, &stats, weight, centre);
+                let [cdx, cdw, cdb] = composed_norm_backward::<B>(
+                    g.storage(),
+                    x.storage(),
+                    stats.storage(),
+                    weight.map(|t| t.storage()),
+                    centre,
+                );
+                let cdx = super::values(&Tensor::<B, 3>::from_storage(cdx));
+                assert_close(&format!("{what} input gradient"), &dx, &cdx, &shape, tol);
+                assert_close(
+                    &format!("{what} weight gradient"),
+                    &dw,
+                    &super::values(&Tensor::<B, 1>::from_storage(cdw)),
+                    &[20],
+                    tol,
+                );
+                assert_close(
+                    &format!("{what} bias gradient"),
+                    &db,
+                    &super::values(&Tensor::<B, 1>::from_storage(cdb)),
+                    &[20],
+                    tol,
+                );
+            }
+        }
+    }
+}
+
 /// `softmax_with`: scaled, causal (query `i` of dim -2 sees keys `0..=i`),
 /// log or not, against the definition; and its backward (the composite
 /// the tape and generated code call) against the one composed of

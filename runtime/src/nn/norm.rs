@@ -257,45 +257,34 @@ impl<B: Backend, const N: usize> LayerNorm<B, N> {
         Layer::<B, D, D>::forward(self, x)
     }
 
-    fn last<const D: usize>(t: &Tensor<B, 1>) -> Tensor<B, D> {
-        let mut shape = [1; D];
-        shape[D - 1] = N;
-        t.reshape(shape)
-    }
-
+    /// The output and each row's statistics, in one pass on backends that
+    /// fuse it.
     fn normalise<const D: usize>(&self, x: &Tensor<B, D>) -> (Tensor<B, D>, Tensor<B, D>) {
         assert!(x.shape()[D - 1] == N, "LayerNorm<{N}>: expects input [.., {N}], got {:?}", x.shape());
-        let centred = x.sub(&x.mean_dim(D - 1));
-        let inv_std = centred.square().mean_dim(D - 1).add_scalar(self.config.eps).sqrt().recip();
-        (centred.mul(&inv_std), inv_std)
+        x.norm_with_stats(Some(&self.weight), Some(&self.bias), self.config.eps, true)
     }
 }
 
 weight_bias_module!([const N: usize] LayerNorm<B, N>, 1);
 
 impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B, N> {
-    /// The normalised input and the inverse standard deviation per row.
+    /// The input and each row's mean and inverse standard deviation
+    /// (`[.., 2]`): the backward recomputes the normalised input from them
+    /// rather than keeping a copy.
     type Cache = (Tensor<B, D>, Tensor<B, D>);
 
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        let (x_hat, _) = self.normalise(x);
-        x_hat.mul(&Self::last(&self.weight)).add(&Self::last(&self.bias))
+        self.normalise(x).0
     }
 
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
-        let (x_hat, inv_std) = self.normalise(x);
-        let y = x_hat.mul(&Self::last(&self.weight)).add(&Self::last(&self.bias));
-        (y, (x_hat, inv_std))
+        let (y, stats) = self.normalise(x);
+        (y, (x.clone(), stats))
     }
 
-    fn backward(&self, (x_hat, inv_std): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, NormGrads<B>) {
-        // With gx = g γ: dx = σ⁻¹ (gx - mean(gx) - x̂ mean(gx x̂)), means over the last dim.
-        let gx = g.mul(&Self::last(&self.weight));
-        let dx = gx.sub(&gx.mean_dim(D - 1)).sub(&x_hat.mul(&gx.mul(x_hat).mean_dim(D - 1))).mul(inv_std);
-        let rows: Tensor<B, 2> = g.reshape([-1, N as i64]);
-        let hat_rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
-        let grads = NormGrads { weight: hat_rows.sum_dim(0).reshape([N]), bias: Some(rows.sum_dim(0).reshape([N])) };
-        (dx, grads)
+    fn backward(&self, (x, stats): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, NormGrads<B>) {
+        let (dx, weight, bias) = g.norm_backward(x, stats, Some(&self.weight), true);
+        (dx, NormGrads { weight, bias: Some(bias) })
     }
 }
 
@@ -346,19 +335,11 @@ impl<B: Backend, const N: usize> RMSNorm<B, N> {
         Layer::<B, D, D>::forward(self, x)
     }
 
-    /// `x` scaled by the weight, broadcast along the last dim.
-    fn scale<const D: usize>(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        match &self.weight {
-            Some(w) => x.mul(&LayerNorm::<B, N>::last(w)),
-            None => x.clone(),
-        }
-    }
-
-    /// The normalised input and the inverse root mean square per row.
+    /// The output and each row's statistics, in one pass on backends that
+    /// fuse it.
     fn normalise<const D: usize>(&self, x: &Tensor<B, D>) -> (Tensor<B, D>, Tensor<B, D>) {
         assert!(x.shape()[D - 1] == N, "RMSNorm<{N}>: expects input [.., {N}], got {:?}", x.shape());
-        let inv_rms = x.square().mean_dim(D - 1).add_scalar(self.config.eps).sqrt().recip();
-        (x.mul(&inv_rms), inv_rms)
+        x.norm_with_stats(self.weight.as_ref(), None, self.config.eps, false)
     }
 }
 
@@ -401,27 +382,22 @@ impl<B: Backend, const N: usize> super::Module<B> for RMSNorm<B, N> {
 }
 
 impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for RMSNorm<B, N> {
-    /// The normalised input and the inverse root mean square per row.
+    /// The input and each row's statistics (`[.., 2]`, the second the
+    /// inverse root mean square).
     type Cache = (Tensor<B, D>, Tensor<B, D>);
 
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        self.scale(&self.normalise(x).0)
+        self.normalise(x).0
     }
 
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Self::Cache) {
-        let (x_hat, inv_rms) = self.normalise(x);
-        (self.scale(&x_hat), (x_hat, inv_rms))
+        let (y, stats) = self.normalise(x);
+        (y, (x.clone(), stats))
     }
 
-    fn backward(&self, (x_hat, inv_rms): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, Option<Tensor<B, 1>>) {
-        // With gx = g γ: dx = r (gx - x̂ mean(gx x̂)), the mean over the last dim.
-        let gx = self.scale(g);
-        let dx = gx.sub(&x_hat.mul(&gx.mul(x_hat).mean_dim(D - 1))).mul(inv_rms);
-        let dweight = self.weight.as_ref().map(|_| {
-            let rows: Tensor<B, 2> = g.mul(x_hat).reshape([-1, N as i64]);
-            rows.sum_dim(0).reshape([N])
-        });
-        (dx, dweight)
+    fn backward(&self, (x, stats): &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, Option<Tensor<B, 1>>) {
+        let (dx, weight, _) = g.norm_backward(x, stats, self.weight.as_ref(), false);
+        (dx, self.weight.as_ref().map(|_| weight))
     }
 }
 

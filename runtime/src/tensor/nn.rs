@@ -44,6 +44,92 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         Self::wrap(B::softmax(&self.storage, d, SoftmaxOptions::default().log()))
     }
 
+    /// Layer normalisation over the last dim, as
+    /// `torch.nn.functional.layer_norm(x, [n], weight, bias, eps)`: each row
+    /// less its mean, over `sqrt(var + eps)` (the biased variance), times
+    /// `weight` plus `bias` (`[n]` each, optional). One pass per row on
+    /// backends that fuse it. Panics on a non-float or empty last dim, or
+    /// parameters of another size, dtype or device.
+    pub fn layer_norm(&self, weight: Option<&Tensor<B, 1>>, bias: Option<&Tensor<B, 1>>, eps: f64) -> Self {
+        self.norm_with_stats(weight, bias, eps, true).0
+    }
+
+    /// Root-mean-square normalisation over the last dim, as
+    /// `torch.nn.functional.rms_norm(x, [n], weight, eps)`: each row over
+    /// `sqrt(mean(x²) + eps)`, times `weight` (`[n]`, optional).
+    pub fn rms_norm(&self, weight: Option<&Tensor<B, 1>>, eps: f64) -> Self {
+        self.norm_with_stats(weight, None, eps, false).0
+    }
+
+    /// [`layer_norm`](Self::layer_norm) (`centre`) or
+    /// [`rms_norm`](Self::rms_norm), with each row's statistics `[.., 2]`
+    /// (its mean, 0 without `centre`, and `1 / sqrt(var + eps)`): what
+    /// [`norm_backward`](Self::norm_backward) reads, so that a training
+    /// forward keeps the input and these instead of a normalised copy.
+    pub fn norm_with_stats(
+        &self,
+        weight: Option<&Tensor<B, 1>>,
+        bias: Option<&Tensor<B, 1>>,
+        eps: f64,
+        centre: bool,
+    ) -> (Self, Self) {
+        let op = if centre { "layer_norm" } else { "rms_norm" };
+        self.check_norm(op, weight, bias);
+        let [y, stats] = B::norm(&self.storage, weight.map(|w| &w.storage), bias.map(|b| &b.storage), eps, centre);
+        (Self::wrap(y), Self::wrap(stats))
+    }
+
+    /// The gradients of a normalisation's input, weight and bias (`[n]`
+    /// each), where `self` is the output's gradient and `x` and `stats`
+    /// the input and what [`norm_with_stats`](Self::norm_with_stats)
+    /// returned with the same `weight` and `centre`.
+    pub fn norm_backward(
+        &self,
+        x: &Self,
+        stats: &Self,
+        weight: Option<&Tensor<B, 1>>,
+        centre: bool,
+    ) -> (Self, Tensor<B, 1>, Tensor<B, 1>) {
+        let op = "norm_backward";
+        x.check_norm(op, weight, None);
+        let mut rows = x.shape();
+        rows[D - 1] = 2;
+        assert!(
+            self.shape() == x.shape()
+                && stats.shape() == rows
+                && self.dtype() == x.dtype()
+                && stats.dtype() == x.dtype(),
+            "{op}: expects a gradient shaped like the input {:?} and statistics {rows:?} of {}, got {:?} and {:?}",
+            x.shape(),
+            x.dtype(),
+            self.shape(),
+            stats.shape()
+        );
+        check_same_device::<B>(op, &[&self.storage, &x.storage, &stats.storage]);
+        let [dx, dw, db] =
+            B::norm_backward(&self.storage, &x.storage, &stats.storage, weight.map(|w| &w.storage), centre);
+        (Self::wrap(dx), Tensor::wrap(dw), Tensor::wrap(db))
+    }
+
+    fn check_norm(&self, op: &str, weight: Option<&Tensor<B, 1>>, bias: Option<&Tensor<B, 1>>) {
+        self.assert_float(op);
+        let shape = self.shape();
+        let n = shape.last().copied().unwrap_or(0);
+        assert!(D >= 1 && n > 0, "{op}: normalises the last dim, which {shape:?} does not have");
+        for (what, p) in [("weight", weight), ("bias", bias)] {
+            if let Some(p) = p {
+                assert!(
+                    p.shape() == [n] && p.dtype() == self.dtype(),
+                    "{op}: {what} must be [{n}] of {}, got {:?} of {}",
+                    self.dtype(),
+                    p.shape(),
+                    p.dtype()
+                );
+                check_same_device::<B>(op, &[&self.storage, &p.storage]);
+            }
+        }
+    }
+
     /// `log(sum(exp(x)))` over `dim`, kept with size 1, computed stably.
     pub fn logsumexp_dim(&self, dim: impl Dim) -> Self {
         self.assert_float("logsumexp_dim");
