@@ -107,6 +107,31 @@ macro_rules! agree_in_training {
     }};
 }
 
+/// Elementwise chains, which `#[model]` fuses into kernels: their WGSL
+/// and adjoint kernels on the device, broadcasting included.
+#[model]
+pub struct Chains {
+    fc: Linear<4, 4>,
+    pos: Embedding<8, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Chains {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let a = self.fc(x);
+        let h = (a + self.pos(positions(T))) * sigmoid(x) - x * 0.5;
+        relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log()
+    }
+}
+
+#[test]
+fn fused_groups_agree_with_the_cpu_in_training() {
+    assert!(Chains::<Cpu>::FUSION.groups.len() >= 2, "{}", Chains::<Cpu>::FUSION);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Chains, &device, x, 3);
+}
+
 #[test]
 fn new_layers_agree_with_the_cpu_in_training() {
     let Some(device) = WgpuDevice::probe() else { return };

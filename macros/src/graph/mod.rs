@@ -21,6 +21,7 @@
 //! reverse passes are emitted as straight-line code (`codegen.rs`).
 
 mod codegen;
+mod fuse;
 mod lower;
 mod vocab;
 
@@ -129,7 +130,7 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     let options = resolved.as_deref().unwrap_or(&defaults);
     let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
     // Without the input shapes the fallback's types are unknown: the error alone.
-    let inputs = input_shapes(at.stream(), &mut low, &item)?;
+    let (inputs, fusion) = input_shapes(at.stream(), &mut low, &item)?;
     let fallback = |error: Option<syn::Error>, output_rank: Option<usize>, names: Vec<syn::Ident>| {
         let fixed = match inputs.as_slice() {
             [one] => one.iter().map(Dim::fixed).collect(),
@@ -151,7 +152,7 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         return Ok(fallback(None, None, names));
     }
     match low.body(&f.block) {
-        Ok(lowered) => Ok(generate(&model, options, &lowered, names)),
+        Ok(lowered) => Ok(generate(&model, options, &lowered, names, fusion)),
         Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank, names)),
     }
 }
@@ -220,8 +221,10 @@ fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
     }
 }
 
-/// `input = [T, 64]` or `input = ([T, 64], [T])`.
-fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) -> syn::Result<Vec<Vec<Dim>>> {
+/// `input = [T, 64]` or `input = ([T, 64], [T])`, then optionally
+/// `fuse = false` (run every op on its own: for debugging, and to compare
+/// fused kernels with the ops they replace). Also returns whether to fuse.
+fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) -> syn::Result<(Vec<Vec<Dim>>, bool)> {
     let missing = || {
         syn::Error::new(
             item.self_ty.span(),
@@ -232,10 +235,28 @@ fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) ->
     if attr.is_empty() {
         return Err(missing());
     }
-    let nv: syn::MetaNameValue = syn::parse2(attr)?;
-    if !nv.path.is_ident("input") {
-        return Err(syn::Error::new(nv.path.span(), "expected `input = [..]`"));
+    let pairs = syn::parse::Parser::parse2(
+        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
+        attr,
+    )?;
+    let mut input = None;
+    let mut fusion = true;
+    for nv in pairs {
+        if nv.path.is_ident("input") && input.is_none() {
+            input = Some(nv);
+        } else if nv.path.is_ident("fuse") {
+            match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => fusion = b.value,
+                other => return Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
+            }
+        } else {
+            return Err(syn::Error::new(
+                nv.path.span(),
+                "expected `input = [..]` and optionally `fuse = false` (each once)",
+            ));
+        }
     }
+    let Some(nv) = input else { return Err(missing()) };
     let arrays: Vec<&syn::Expr> = match &nv.value {
         syn::Expr::Tuple(t) => t.elems.iter().collect(),
         syn::Expr::Paren(p) => vec![&*p.expr],
@@ -253,15 +274,31 @@ fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) ->
             arr.elems.iter().map(|e| low.input_dim(e).map_err(syn::Error::from)).collect::<syn::Result<Vec<_>>>()?,
         );
     }
-    Ok(out)
+    Ok((out, fusion))
 }
 
-fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec<syn::Ident>) -> TokenStream {
+fn generate(
+    model: &Model,
+    options: &[Options],
+    low: &lower::Lowered,
+    names: Vec<syn::Ident>,
+    fusion: bool,
+) -> TokenStream {
     let ident = &model.ident;
     let vis = &model.vis;
     let cache_ident = format_ident!("{}Cache", ident);
     let grads_ident = format_ident!("{}Grads", ident);
-    let g = Gen { model, options, low, input_names: names.clone() };
+    let unfused = fuse::Plan::none(low);
+    let plan = if fusion {
+        let g = Gen { model, options, low, input_names: names.clone(), plan: &unfused };
+        let taken: Vec<usize> = g.fused_activations();
+        fuse::plan(ident, low, &taken)
+    } else {
+        fuse::Plan::none(low)
+    };
+    let (fused_items, fused_wgsl) = fuse::items(ident, &plan);
+    let g = Gen { model, options, low, input_names: names.clone(), plan: &plan };
+    let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused);
     let cache_fields = g.cache_fields();
     let forward = g.forward();
     let forward_train = g.forward_train(&cache_ident);
@@ -331,6 +368,8 @@ fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec
     quote! {
         #(#asserts)*
 
+        #fused_items
+
         #[doc = #cache_doc]
         #vis struct #cache_ident<B: ::blaze::Backend> {
             #cache_fields
@@ -363,6 +402,10 @@ fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec
         impl<B: ::blaze::Backend> #ident<B> {
             /// Number of trainable scalars.
             pub const NUM_PARAMS: usize = #num_params;
+
+            /// Which elementwise ops of `forward` run fused, as one kernel
+            /// each, and how many ops each pass runs with and without fusion.
+            pub const FUSION: ::blaze::nn::FusionPlan = #fusion_plan;
 
             /// Inference: dropout off, normalisation on running statistics.
             /// Panics if an input's per-sample shape does not fit `input`.
@@ -398,7 +441,9 @@ fn generate(model: &Model, options: &[Options], low: &lower::Lowered, names: Vec
             /// one's (first) call and their parameter counts.
             pub fn summary(&self) -> ::std::string::String {
                 let rows = ::std::vec![#(#rows),*];
-                ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows)
+                let mut out = ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows);
+                out.push_str(&::std::string::ToString::to_string(&Self::FUSION));
+                out
             }
         }
     }

@@ -15,7 +15,7 @@ mod check;
 mod codegen;
 mod diff;
 mod general;
-mod ir;
+pub(crate) mod ir;
 #[cfg(test)]
 mod ir_tests;
 mod lower;
@@ -28,6 +28,59 @@ use proc_macro2::TokenStream;
 /// from: WGSL and generated identifiers have no raw form.
 fn plain(name: &str) -> &str {
     name.strip_prefix("r#").unwrap_or(name)
+}
+
+/// A kernel built by another stage of the macros (a fused group of a
+/// forward body's ops) as the items of a type (see
+/// [`codegen::kernel_type`]), its partials derived; with `adjoints`, also
+/// one kernel per parameter `i`, `Adjoint{i}`, computing `g * ∂f/∂a_i` from
+/// the parameters and `g` (the output's gradient) in one pass, each with
+/// its own partials. Also returns the forward kernel's WGSL. `Err` is an
+/// internal error: the stage built a kernel that does not check.
+pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2::TokenStream, String), String> {
+    let mut k = k.clone();
+    let mut errors = Vec::new();
+    if !check::check(&mut k, &mut errors) {
+        return Err(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
+    }
+    let typed = |k: &ir::Kernel| {
+        let partials: Vec<ir::Kernel> = (0..k.params.len()).map(|p| diff::share_common(&diff::partial(k, p))).collect();
+        codegen::kernel_type(&diff::share_common(k), &partials)
+    };
+    let mut items = typed(&k)?;
+    let mut w = wgsl::Wgsl::new(&k.name);
+    codegen::wgsl_fn(&diff::share_common(&k), &k.name, &mut w);
+    let wgsl = w.finish();
+    if adjoints {
+        for i in 0..k.params.len() {
+            let adjoint = adjoint(&k, i);
+            let body = typed(&adjoint)?;
+            let module = quote::format_ident!("Adjoint{}", i);
+            items.extend(quote::quote! {
+                #[doc(hidden)]
+                pub mod #module {
+                    #body
+                }
+            });
+        }
+    }
+    Ok((items, wgsl))
+}
+
+/// `g * ∂k/∂a_i` as a kernel of `k`'s parameters and `g`.
+fn adjoint(k: &ir::Kernel, i: usize) -> ir::Kernel {
+    let mut a = diff::partial(k, i);
+    a.name = format!("{}_adjoint{i}", k.name);
+    let index = a.params.len();
+    let g = a.declare("g".into(), ir::Ty::F32, ir::Kind::Element { index });
+    a.params.push(g);
+    let span = k.span;
+    let factor = a.result.take().unwrap_or_else(|| ir::Expr::new(ir::ExprKind::Float(0.0), span));
+    a.result = Some(ir::Expr::new(
+        ir::ExprKind::Binary(ir::Bin::Mul, Box::new(ir::Expr::new(ir::ExprKind::Var(g), span)), Box::new(factor)),
+        span,
+    ));
+    a
 }
 
 /// Expands `kernel! { fn .. }`. Every error is a spanned compile error.

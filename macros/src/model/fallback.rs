@@ -119,6 +119,12 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
             /// Per-sample output shape.
             pub const OUTPUT_SHAPE: &'static [usize] = &[];
         },
+        // A graph model's fusion plan, as the full expansion has it.
+        (_, false) => quote! {
+            /// Which elementwise ops of `forward` run fused.
+            pub const FUSION: ::blaze::nn::FusionPlan =
+                ::blaze::nn::FusionPlan { groups: &[], forward_ops: [0, 0], backward_ops: [0, 0] };
+        },
         _ => TokenStream::new(),
     };
     let constructors = if sequential {

@@ -151,3 +151,52 @@ pub fn zero_grads<B: Backend, M: Module<B>>(m: &M) -> M::Grads {
     }
     m.make_grads("", &mut Zeros)
 }
+
+/// How `#[model]` fused a forward body's elementwise ops while the model
+/// compiled (`Model::FUSION`; `#[model(input = .., fuse = false)]` turns
+/// fusion off): each group runs as one kernel (one pass over memory, on
+/// the CPU and as one WGSL shader), and its backward as one adjoint kernel
+/// per input that needs a gradient.
+#[derive(Clone, Copy, Debug)]
+pub struct FusionPlan {
+    /// The fused groups, in the order the forward runs them.
+    pub groups: &'static [FusedGroup],
+    /// Ops the body itself runs per forward, with this plan and without
+    /// fusion (a layer's or nested model's call counts as one).
+    pub forward_ops: [usize; 2],
+    /// Adjoint ops the body runs per backward (the full one, which
+    /// computes the inputs' gradients too), with this plan and without.
+    pub backward_ops: [usize; 2],
+}
+
+/// One fused group of a [`FusionPlan`].
+#[derive(Clone, Copy, Debug)]
+pub struct FusedGroup {
+    /// The kernel's name (`{Model}_fused{i}`).
+    pub name: &'static str,
+    /// The ops it runs, in order, as the body names them.
+    pub ops: &'static [&'static str],
+    /// Its arguments: tensors (broadcast to the output) and scalars.
+    pub inputs: usize,
+    /// The per-sample shape of its output.
+    pub output: &'static str,
+    /// The kernel as a WGSL function, validated by naga when the model compiled.
+    pub wgsl: &'static str,
+}
+
+impl std::fmt::Display for FusionPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [fwd, fwd_unfused] = self.forward_ops;
+        let [bwd, bwd_unfused] = self.backward_ops;
+        writeln!(
+            f,
+            "Ops per forward: {fwd} ({fwd_unfused} unfused); per backward: {bwd} ({bwd_unfused} unfused); \
+             fused groups: {}",
+            self.groups.len()
+        )?;
+        for g in self.groups {
+            writeln!(f, "  {}: {} -> [batch, {}]", g.name, g.ops.join(", "), g.output.trim_matches(['[', ']']))?;
+        }
+        Ok(())
+    }
+}

@@ -28,7 +28,7 @@ pub use attention::*;
 pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::*;
 pub use dropout::*;
-pub use graph::{Graph, SigShape, Signature};
+pub use graph::{FusedGroup, FusionPlan, Graph, SigShape, Signature};
 pub use linear::*;
 pub use norm::*;
 pub use params::WeightGrads;

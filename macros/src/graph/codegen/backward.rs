@@ -39,199 +39,221 @@ impl Gen<'_> {
             let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
             let mut pre = TokenStream::new();
             let a = n.args.first().copied().unwrap_or(0);
-            match &n.op {
-                Op::Input | Op::Positions(_) => {}
-                Op::Layer(callee) | Op::Nested(callee) => {
-                    let nested = matches!(n.op, Op::Nested(_));
-                    let holds = self.fields()[callee.field].kind.has_params();
-                    let at = access(*callee, self.fields());
-                    let gr = grads_ident(*callee, self.fields());
-                    let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
-                    let path = if nested {
-                        TokenStream::new()
+            if let Some(group) = self.plan.rooted_at(i) {
+                // A fused group: each argument's gradient from its adjoint
+                // kernel, one pass each, summed to its shape where broadcast.
+                for (pos, input) in group.inputs.iter().enumerate() {
+                    let Input::Value(k) = input else { continue };
+                    if !need(*k) {
+                        continue;
+                    }
+                    let adjoint = format_ident!("Adjoint{}", pos);
+                    let call = self.fused_call(group, quote!(#adjoint::Kernel), true, Some(quote!(#gy)));
+                    let e = if self.broadcast(*k, n.out) {
+                        let sk = shape_ident(*k);
+                        adj(*k, "sum_to", quote!(#call.into_storage(), &cache.#sk))
                     } else {
-                        self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
+                        call
                     };
-                    if wants.iter().any(|&w| w) {
-                        let dx: Vec<syn::Ident> = (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
-                        let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
-                        let gpat = if holds { quote!(#gr) } else { quote!(_) };
-                        pre.extend(if nested {
-                            quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&cache.#ci, &#gy);)
+                    contrib.push((*k, e));
+                }
+            } else {
+                match &n.op {
+                    Op::Input | Op::Positions(_) => {}
+                    Op::Layer(callee) | Op::Nested(callee) => {
+                        let nested = matches!(n.op, Op::Nested(_));
+                        let holds = self.fields()[callee.field].kind.has_params();
+                        let at = access(*callee, self.fields());
+                        let gr = grads_ident(*callee, self.fields());
+                        let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
+                        let path = if nested {
+                            TokenStream::new()
                         } else {
-                            quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);)
-                        });
-                        for (j, &k) in n.args.iter().enumerate() {
+                            self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
+                        };
+                        if wants.iter().any(|&w| w) {
+                            let dx: Vec<syn::Ident> =
+                                (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
+                            let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
+                            let gpat = if holds { quote!(#gr) } else { quote!(_) };
+                            pre.extend(if nested {
+                                quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&cache.#ci, &#gy);)
+                            } else {
+                                quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);)
+                            });
+                            for (j, &k) in n.args.iter().enumerate() {
+                                let d = &dx[j];
+                                contrib.push((k, quote!(#d)));
+                            }
+                        } else if holds {
+                            pre.extend(if nested {
+                                quote_spanned!(span=> let #gr = #at.backward_params(&cache.#ci, &#gy);)
+                            } else {
+                                quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);)
+                            });
+                        }
+                        if holds {
+                            grads_done.insert((callee.field, callee.index));
+                        }
+                    }
+                    Op::Attend(callee) => {
+                        let holds = self.fields()[callee.field].kind.has_params();
+                        let (at, path, _, _) = self.attend_parts(*callee, &n.args);
+                        let gr = grads_ident(*callee, self.fields());
+                        let dx: Vec<syn::Ident> = (0..3usize).map(|j| format_ident!("d{}_{}", i, j)).collect();
+                        let gpat = if holds { quote!(#gr) } else { quote!(_) };
+                        pre.extend(quote_spanned!(span=> let ((#(#dx),*), #gpat) = #path::attend_backward(&#at, &cache.#ci, &#gy);));
+                        // The mask has no gradient.
+                        for (j, &k) in n.args.iter().take(3).enumerate() {
                             let d = &dx[j];
                             contrib.push((k, quote!(#d)));
                         }
-                    } else if holds {
-                        pre.extend(if nested {
-                            quote_spanned!(span=> let #gr = #at.backward_params(&cache.#ci, &#gy);)
+                        if holds {
+                            grads_done.insert((callee.field, callee.index));
+                        }
+                    }
+                    Op::Act(act) => {
+                        let ty = act_ty(*act);
+                        let path = self.layer_path(ty.clone(), a, n.out);
+                        let d = format_ident!("d{}_0", i);
+                        pre.extend(quote_spanned!(span=> let (#d, _) = #path::backward(&#ty, &cache.#ci, &#gy);));
+                        contrib.push((a, quote!(#d)));
+                    }
+                    Op::Bin(op) => {
+                        let b = n.args[1];
+                        let (va, vb, vy) = (value_ident(a), value_ident(b), value_ident(n.out));
+                        // The shape an operand's gradient sums to: its own where
+                        // it was broadcast, the gradient's otherwise.
+                        let shape = |k: usize| {
+                            let sk = shape_ident(k);
+                            if self.broadcast(k, n.out) { quote!(&cache.#sk) } else { quote!(&#gy.shape()) }
+                        };
+                        let (sa, sb) = (shape(a), shape(b));
+                        let g = quote!(#gy.storage());
+                        let (ea, eb) = match op {
+                            Bin::Add => (adj(a, "add", quote!(#g, #sa)), adj(b, "add", quote!(#g, #sb))),
+                            Bin::Sub => (adj(a, "add", quote!(#g, #sa)), adj(b, "sub_rhs", quote!(#g, #sb))),
+                            Bin::Mul => (
+                                adj(a, "mul_operand", quote!(#g, cache.#vb.storage(), #sa)),
+                                adj(b, "mul_operand", quote!(#g, cache.#va.storage(), #sb)),
+                            ),
+                            Bin::Div => (
+                                adj(a, "div_lhs", quote!(#g, cache.#vb.storage(), #sa)),
+                                adj(b, "div_rhs", quote!(#g, cache.#vb.storage(), cache.#vy.storage())),
+                            ),
+                        };
+                        contrib.push((a, ea));
+                        contrib.push((b, eb));
+                    }
+                    Op::Scalar(op, sv) => {
+                        let sv = scalar(sv);
+                        let (vx, vy) = (value_ident(a), value_ident(n.out));
+                        let g = quote!(#gy.storage());
+                        let e = match op {
+                            ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
+                            ScalarOp::Mul => adj(a, "scale_by", quote!(#g, #sv)),
+                            ScalarOp::Div => adj(a, "scale_by", quote!(#g, 1.0 / (#sv))),
+                            ScalarOp::RSub => adj(a, "neg", g),
+                            ScalarOp::RDiv => {
+                                adj(a, "rdiv_scalar", quote!(#g, cache.#vx.storage(), cache.#vy.storage()))
+                            }
+                        };
+                        contrib.push((a, e));
+                    }
+                    Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
+                    Op::Exp => {
+                        let vy = value_ident(n.out);
+                        contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
+                    }
+                    Op::Log => {
+                        let vx = value_ident(a);
+                        contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
+                    }
+                    Op::Sqrt => {
+                        let vy = value_ident(n.out);
+                        contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
+                    }
+                    Op::Matmul => {
+                        let b = n.args[1];
+                        let (va, vb) = (value_ident(a), value_ident(b));
+                        let g = quote!(#gy.storage());
+                        let ea = adj(a, "matmul_lhs", quote!(#g, cache.#vb.storage(), &cache.#va.shape()));
+                        let eb = adj(b, "matmul_rhs", quote!(#g, cache.#va.storage(), &cache.#vb.shape()));
+                        contrib.push((a, ea));
+                        contrib.push((b, eb));
+                    }
+                    Op::Transpose(x, y) => {
+                        let (x, y) = (tensor_dim(*x), tensor_dim(*y));
+                        contrib.push((a, adj(a, "transpose_dims", quote!(#gy.storage(), #x, #y))));
+                    }
+                    Op::Permute(axes) => {
+                        let axes = axes.iter().map(|&x| tensor_dim(x));
+                        contrib.push((a, adj(a, "permute", quote!(#gy.storage(), &[0usize #(, #axes)*]))));
+                    }
+                    Op::Reshape(_) => {
+                        let sa = shape_ident(a);
+                        contrib.push((a, adj(a, "reshape", quote!(#gy.storage(), &cache.#sa))));
+                    }
+                    Op::Narrow { dim, start, .. } => {
+                        let (d, sa) = (tensor_dim(*dim), shape_ident(a));
+                        let start = narrow_start(*start, quote!(cache.#sa[#d]));
+                        contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
+                    }
+                    Op::Cat(dim) => {
+                        let d = tensor_dim(*dim);
+                        let off = format_ident!("o{}", i);
+                        pre.extend(quote!(let #off = 0usize;));
+                        for (j, &k) in n.args.iter().enumerate() {
+                            let (sk, piece) = (shape_ident(k), format_ident!("d{}_{}", i, j));
+                            let e = adj(k, "cat_piece", quote!(#gy.storage(), #d, #off, cache.#sk[#d]));
+                            pre.extend(quote! {
+                                let #piece = #e;
+                                let #off = #off + cache.#sk[#d];
+                            });
+                            contrib.push((k, quote!(#piece)));
+                        }
+                        pre.extend(quote!(let _ = #off;));
+                    }
+                    Op::Softmax(d) | Op::LogSoftmax(d) => {
+                        let (d, vy) = (tensor_dim(*d), value_ident(n.out));
+                        let o = if matches!(n.op, Op::Softmax(_)) {
+                            quote!(::blaze::SoftmaxOptions::default())
                         } else {
-                            quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);)
-                        });
+                            quote!(::blaze::SoftmaxOptions::default().log())
+                        };
+                        contrib.push((a, adj(a, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #o))));
                     }
-                    if holds {
-                        grads_done.insert((callee.field, callee.index));
+                    Op::Reduce { dim, mean } => {
+                        let (d, sa) = (tensor_dim(*dim), shape_ident(a));
+                        let e = if *mean {
+                            adj(a, "mean", quote!(#gy.storage(), &cache.#sa, cache.#sa[#d]))
+                        } else {
+                            adj(a, "sum", quote!(#gy.storage(), &cache.#sa))
+                        };
+                        contrib.push((a, e));
                     }
-                }
-                Op::Attend(callee) => {
-                    let holds = self.fields()[callee.field].kind.has_params();
-                    let (at, path, _, _) = self.attend_parts(*callee, &n.args);
-                    let gr = grads_ident(*callee, self.fields());
-                    let dx: Vec<syn::Ident> = (0..3usize).map(|j| format_ident!("d{}_{}", i, j)).collect();
-                    let gpat = if holds { quote!(#gr) } else { quote!(_) };
-                    pre.extend(quote_spanned!(span=> let ((#(#dx),*), #gpat) = #path::attend_backward(&#at, &cache.#ci, &#gy);));
-                    // The mask has no gradient.
-                    for (j, &k) in n.args.iter().take(3).enumerate() {
-                        let d = &dx[j];
-                        contrib.push((k, quote!(#d)));
+                    Op::CausalFill { t, .. } => {
+                        let (t, r) = (t.tokens(), self.rank(n.out));
+                        let mask = quote!(::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()));
+                        contrib.push((a, adj(a, "masked_fill", quote!(#gy.storage(), #mask.storage()))));
                     }
-                    if holds {
-                        grads_done.insert((callee.field, callee.index));
-                    }
-                }
-                Op::Act(act) => {
-                    let ty = act_ty(*act);
-                    let path = self.layer_path(ty.clone(), a, n.out);
-                    let d = format_ident!("d{}_0", i);
-                    pre.extend(quote_spanned!(span=> let (#d, _) = #path::backward(&#ty, &cache.#ci, &#gy);));
-                    contrib.push((a, quote!(#d)));
-                }
-                Op::Bin(op) => {
-                    let b = n.args[1];
-                    let (va, vb, vy) = (value_ident(a), value_ident(b), value_ident(n.out));
-                    // The shape an operand's gradient sums to: its own where
-                    // it was broadcast, the gradient's otherwise.
-                    let shape = |k: usize| {
-                        let sk = shape_ident(k);
-                        if self.broadcast(k, n.out) { quote!(&cache.#sk) } else { quote!(&#gy.shape()) }
-                    };
-                    let (sa, sb) = (shape(a), shape(b));
-                    let g = quote!(#gy.storage());
-                    let (ea, eb) = match op {
-                        Bin::Add => (adj(a, "add", quote!(#g, #sa)), adj(b, "add", quote!(#g, #sb))),
-                        Bin::Sub => (adj(a, "add", quote!(#g, #sa)), adj(b, "sub_rhs", quote!(#g, #sb))),
-                        Bin::Mul => (
-                            adj(a, "mul_operand", quote!(#g, cache.#vb.storage(), #sa)),
-                            adj(b, "mul_operand", quote!(#g, cache.#va.storage(), #sb)),
-                        ),
-                        Bin::Div => (
-                            adj(a, "div_lhs", quote!(#g, cache.#vb.storage(), #sa)),
-                            adj(b, "div_rhs", quote!(#g, cache.#vb.storage(), cache.#vy.storage())),
-                        ),
-                    };
-                    contrib.push((a, ea));
-                    contrib.push((b, eb));
-                }
-                Op::Scalar(op, sv) => {
-                    let sv = scalar(sv);
-                    let (vx, vy) = (value_ident(a), value_ident(n.out));
-                    let g = quote!(#gy.storage());
-                    let e = match op {
-                        ScalarOp::Add | ScalarOp::Sub => quote!(::core::clone::Clone::clone(&#gy)),
-                        ScalarOp::Mul => adj(a, "scale_by", quote!(#g, #sv)),
-                        ScalarOp::Div => adj(a, "scale_by", quote!(#g, 1.0 / (#sv))),
-                        ScalarOp::RSub => adj(a, "neg", g),
-                        ScalarOp::RDiv => adj(a, "rdiv_scalar", quote!(#g, cache.#vx.storage(), cache.#vy.storage())),
-                    };
-                    contrib.push((a, e));
-                }
-                Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
-                Op::Exp => {
-                    let vy = value_ident(n.out);
-                    contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
-                }
-                Op::Log => {
-                    let vx = value_ident(a);
-                    contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
-                }
-                Op::Sqrt => {
-                    let vy = value_ident(n.out);
-                    contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
-                }
-                Op::Matmul => {
-                    let b = n.args[1];
-                    let (va, vb) = (value_ident(a), value_ident(b));
-                    let g = quote!(#gy.storage());
-                    let ea = adj(a, "matmul_lhs", quote!(#g, cache.#vb.storage(), &cache.#va.shape()));
-                    let eb = adj(b, "matmul_rhs", quote!(#g, cache.#va.storage(), &cache.#vb.shape()));
-                    contrib.push((a, ea));
-                    contrib.push((b, eb));
-                }
-                Op::Transpose(x, y) => {
-                    let (x, y) = (tensor_dim(*x), tensor_dim(*y));
-                    contrib.push((a, adj(a, "transpose_dims", quote!(#gy.storage(), #x, #y))));
-                }
-                Op::Permute(axes) => {
-                    let axes = axes.iter().map(|&x| tensor_dim(x));
-                    contrib.push((a, adj(a, "permute", quote!(#gy.storage(), &[0usize #(, #axes)*]))));
-                }
-                Op::Reshape(_) => {
-                    let sa = shape_ident(a);
-                    contrib.push((a, adj(a, "reshape", quote!(#gy.storage(), &cache.#sa))));
-                }
-                Op::Narrow { dim, start, .. } => {
-                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
-                    let start = narrow_start(*start, quote!(cache.#sa[#d]));
-                    contrib.push((a, adj(a, "narrow", quote!(#gy.storage(), #d, #start, cache.#sa[#d]))));
-                }
-                Op::Cat(dim) => {
-                    let d = tensor_dim(*dim);
-                    let off = format_ident!("o{}", i);
-                    pre.extend(quote!(let #off = 0usize;));
-                    for (j, &k) in n.args.iter().enumerate() {
-                        let (sk, piece) = (shape_ident(k), format_ident!("d{}_{}", i, j));
-                        let e = adj(k, "cat_piece", quote!(#gy.storage(), #d, #off, cache.#sk[#d]));
-                        pre.extend(quote! {
-                            let #piece = #e;
-                            let #off = #off + cache.#sk[#d];
-                        });
-                        contrib.push((k, quote!(#piece)));
-                    }
-                    pre.extend(quote!(let _ = #off;));
-                }
-                Op::Softmax(d) | Op::LogSoftmax(d) => {
-                    let (d, vy) = (tensor_dim(*d), value_ident(n.out));
-                    let o = if matches!(n.op, Op::Softmax(_)) {
-                        quote!(::blaze::SoftmaxOptions::default())
-                    } else {
-                        quote!(::blaze::SoftmaxOptions::default().log())
-                    };
-                    contrib.push((a, adj(a, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #o))));
-                }
-                Op::Reduce { dim, mean } => {
-                    let (d, sa) = (tensor_dim(*dim), shape_ident(a));
-                    let e = if *mean {
-                        adj(a, "mean", quote!(#gy.storage(), &cache.#sa, cache.#sa[#d]))
-                    } else {
-                        adj(a, "sum", quote!(#gy.storage(), &cache.#sa))
-                    };
-                    contrib.push((a, e));
-                }
-                Op::CausalFill { t, .. } => {
-                    let (t, r) = (t.tokens(), self.rank(n.out));
-                    let mask = quote!(::blaze::nn::graph::causal_mask::<B, #r>(#t, &#gy.device()));
-                    contrib.push((a, adj(a, "masked_fill", quote!(#gy.storage(), #mask.storage()))));
-                }
-                Op::Kernel { path, args: kargs } => {
-                    let list = self.kernel_args(kargs, &n.args, true);
-                    let r = self.rank(n.out);
-                    for (pos, ka) in kargs.iter().enumerate() {
-                        if let KernelArg::Tensor(j) = ka {
-                            let k = n.args[*j];
-                            if need(k) {
-                                let shape = if self.broadcast(k, n.out) {
-                                    let sk = shape_ident(k);
-                                    quote!(&cache.#sk)
-                                } else {
-                                    quote!(&#gy.shape())
-                                };
-                                let partial = quote!(::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*]));
-                                let times =
-                                    quote!(::blaze::runtime::adjoint::times::<B>(#gy.storage(), #partial.storage()));
-                                contrib.push((k, adj(k, "sum_to", quote!(#times, #shape))));
+                    Op::Kernel { path, args: kargs } => {
+                        let list = self.kernel_args(kargs, &n.args, true);
+                        let r = self.rank(n.out);
+                        for (pos, ka) in kargs.iter().enumerate() {
+                            if let KernelArg::Tensor(j) = ka {
+                                let k = n.args[*j];
+                                if need(k) {
+                                    let shape = if self.broadcast(k, n.out) {
+                                        let sk = shape_ident(k);
+                                        quote!(&cache.#sk)
+                                    } else {
+                                        quote!(&#gy.shape())
+                                    };
+                                    let partial = quote!(::blaze::runtime::kernel::partial::<#path::Kernel, B, #r>(#pos, &[#(#list),*]));
+                                    let times = quote!(::blaze::runtime::adjoint::times::<B>(#gy.storage(), #partial.storage()));
+                                    contrib.push((k, adj(k, "sum_to", quote!(#times, #shape))));
+                                }
                             }
                         }
                     }

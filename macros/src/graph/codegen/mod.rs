@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
+use super::fuse::{Group, Input, Plan};
 use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
@@ -88,6 +89,8 @@ pub struct Gen<'a> {
     pub options: &'a [Options],
     pub low: &'a Lowered,
     pub input_names: Vec<syn::Ident>,
+    /// Which elementwise ops run fused (`fuse.rs`).
+    pub plan: &'a Plan,
 }
 
 impl Gen<'_> {
@@ -143,6 +146,41 @@ impl Gen<'_> {
                 }
             })
             .collect()
+    }
+
+    /// A call of group `group`'s kernel (`kernel` names it in the group's
+    /// module: `Kernel`, or `Adjoint{i}` with the output's gradient `extra`
+    /// as the last argument), its tensors read from the cache or not.
+    fn fused_call(
+        &self,
+        group: &Group,
+        kernel: TokenStream,
+        from_cache: bool,
+        extra: Option<TokenStream>,
+    ) -> TokenStream {
+        let g = self.plan.group_of[group.root].expect("a group's root belongs to it");
+        let module = Plan::module(&self.model.ident, g);
+        let r = self.rank(self.low.nodes[group.root].out);
+        let mut args: Vec<TokenStream> = group
+            .inputs
+            .iter()
+            .map(|input| match input {
+                Input::Value(k) => {
+                    let id = value_ident(*k);
+                    if from_cache {
+                        quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
+                    } else {
+                        quote!(::blaze::runtime::kernel::Arg::Tensor(&#id))
+                    }
+                }
+                Input::Number(s) => {
+                    let s = scalar(s);
+                    quote!(::blaze::runtime::kernel::Arg::Number(#s))
+                }
+            })
+            .collect();
+        args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
+        quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*]))
     }
 
     /// The right-hand side computing a node's output from its inputs
@@ -262,6 +300,51 @@ impl Gen<'_> {
         out
     }
 
+    /// The activation nodes that run inside their layer's call
+    /// ([`Gen::fused`]): not for elementwise groups.
+    pub fn fused_activations(&self) -> Vec<usize> {
+        self.fused().values().map(|(j, _)| *j).collect()
+    }
+
+    /// Ops the forward runs under `plan`: every node but inputs, the
+    /// activations run inside their layer, and the ops inside a group
+    /// (whose root runs it).
+    fn forward_ops(&self, plan: &Plan) -> usize {
+        let taken = self.fused_activations();
+        (0..self.low.nodes.len())
+            .filter(|&i| !matches!(self.low.nodes[i].op, Op::Input) && !taken.contains(&i) && !plan.inside(i))
+            .count()
+    }
+
+    /// Adjoint ops the full backward runs under `plan`: one per operand
+    /// that needs a gradient, a group's counted once per such argument, a
+    /// layer's call as one.
+    fn backward_ops(&self, plan: &Plan) -> usize {
+        let low = self.low;
+        let need = |k: usize| low.vals[k].grad;
+        (0..low.nodes.len())
+            .filter(|&i| !plan.inside(i) && need(low.nodes[i].out))
+            .map(|i| match (&low.nodes[i].op, plan.rooted_at(i)) {
+                (_, Some(g)) => g.inputs.iter().filter(|x| matches!(x, Input::Value(k) if need(*k))).count(),
+                (Op::Layer(_) | Op::Nested(_) | Op::Attend(_), _) => 1,
+                (_, None) => low.nodes[i].args.iter().filter(|&&k| need(k)).count(),
+            })
+            .sum()
+    }
+
+    /// The model's `FUSION` constant: the groups of this plan, with `wgsl`
+    /// for each, and the op counts with it and under `unfused`.
+    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Plan) -> TokenStream {
+        let groups = self.plan.groups.iter().zip(wgsl).map(|(g, w)| {
+            let (name, ops, inputs) = (&g.kernel.name, &g.ops, g.inputs.len());
+            let output = show(&self.low.vals[self.low.nodes[g.root].out].shape, &self.low.symbols);
+            quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
+        });
+        let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
+        let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
+        quote!(::blaze::nn::FusionPlan { groups: &[#(#groups),*], forward_ops: [#(#fwd),*], backward_ops: [#(#bwd),*] })
+    }
+
     /// Layer nodes fused with the activation after them: a `Linear` or
     /// `Conv2d` whose output only a ReLU, sigmoid or tanh reads runs as
     /// one step (`forward_act`), as in a model of fields in sequence.
@@ -311,7 +394,12 @@ impl Gen<'_> {
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let stmt = match &n.op {
                 Op::Input => continue,
-                _ if skipped.contains(&i) => continue,
+                _ if skipped.contains(&i) || self.plan.inside(i) => continue,
+                _ if self.plan.rooted_at(i).is_some() => {
+                    let group = self.plan.rooted_at(i).expect("checked");
+                    let e = self.fused_call(group, quote!(Kernel), false, None);
+                    quote_spanned!(span=> let #o = #e;)
+                }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let (j, act) = &fused[&i];
                     let (at, x, y) =
@@ -348,13 +436,26 @@ impl Gen<'_> {
     fn stored(&self) -> (BTreeSet<usize>, BTreeSet<usize>) {
         let (mut vals, mut shapes) = (BTreeSet::new(), BTreeSet::new());
         shapes.extend(self.low.inputs.iter().copied());
-        for n in &self.low.nodes {
+        for (i, n) in self.low.nodes.iter().enumerate() {
             let a = &n.args;
             let bcast = |_: &mut BTreeSet<usize>, shapes: &mut BTreeSet<usize>, k: usize| {
                 if self.broadcast(k, n.out) {
                     shapes.insert(k);
                 }
             };
+            if self.plan.inside(i) {
+                continue;
+            }
+            if let Some(group) = self.plan.rooted_at(i) {
+                // The adjoint kernels read the group's arguments only.
+                for input in &group.inputs {
+                    if let Input::Value(k) = input {
+                        vals.insert(*k);
+                        bcast(&mut vals, &mut shapes, *k);
+                    }
+                }
+                continue;
+            }
             match &n.op {
                 Op::Bin(Bin::Add | Bin::Sub) => a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k)),
                 Op::Bin(Bin::Mul) | Op::Matmul => {
@@ -411,7 +512,12 @@ impl Gen<'_> {
             let ci = layer_cache_ident(i);
             let stmt = match &n.op {
                 Op::Input => continue,
-                _ if skipped.contains(&i) => continue,
+                _ if skipped.contains(&i) || self.plan.inside(i) => continue,
+                _ if self.plan.rooted_at(i).is_some() => {
+                    let group = self.plan.rooted_at(i).expect("checked");
+                    let e = self.fused_call(group, quote!(Kernel), false, None);
+                    quote_spanned!(span=> let #o = #e;)
+                }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The activation caches its output, the layer its input.
                     let (j, act) = &fused[&i];
@@ -492,6 +598,9 @@ impl Gen<'_> {
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
             let ci = layer_cache_ident(i);
+            if self.plan.group_of[i].is_some() {
+                continue;
+            }
             let ty = match &n.op {
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);

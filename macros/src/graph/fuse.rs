@@ -1,0 +1,306 @@
+//! Fusion, decided while the model compiles: maximal groups of elementwise
+//! ops of a lowered forward body whose intermediate values nothing else
+//! reads become one kernel of the kernel IR (`crate::kernel::ir`), emitted
+//! as a type with its CPU loop, its naga-validated WGSL and its partials,
+//! and, for the backward, one adjoint kernel per input (`g * ∂f/∂a_i` in
+//! one pass). The forward computes a group in one pass over memory
+//! instead of one per op; the training forward keeps the group's inputs,
+//! not its intermediates (the adjoint kernels recompute them).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::lower::{Act, Bin, Lowered, Op, ScalarOp};
+use crate::kernel::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
+
+/// The most arguments a fused kernel takes; its adjoints take one more.
+const MAX_INPUTS: usize = ir::MAX_ARGS - 1;
+
+/// An argument of a fused group.
+#[derive(Clone)]
+pub enum Input {
+    /// A value of the body, read as a tensor (broadcast to the output).
+    Value(usize),
+    /// A scalar operand, evaluated where the group runs.
+    Number(TokenStream),
+}
+
+/// One fused group: its nodes in body order (the last, `root`, produces
+/// the only value read outside the group), its arguments, and the kernel.
+pub struct Group {
+    pub nodes: Vec<usize>,
+    pub root: usize,
+    pub inputs: Vec<Input>,
+    pub kernel: Kernel,
+    /// The ops, by their names in the body, for the plan.
+    pub ops: Vec<&'static str>,
+}
+
+/// The fusion plan of a body: its groups, and for each node the group it
+/// belongs to.
+pub struct Plan {
+    pub groups: Vec<Group>,
+    pub group_of: Vec<Option<usize>>,
+}
+
+impl Plan {
+    /// No fusion (`#[model(.., fuse = false)]`).
+    pub fn none(low: &Lowered) -> Plan {
+        Plan { groups: Vec::new(), group_of: vec![None; low.nodes.len()] }
+    }
+
+    /// The group whose root node `i` is.
+    pub fn rooted_at(&self, i: usize) -> Option<&Group> {
+        self.group_of[i].map(|g| &self.groups[g]).filter(|g| g.root == i)
+    }
+
+    /// Whether node `i` runs inside a group's kernel and not on its own.
+    pub fn inside(&self, i: usize) -> bool {
+        self.group_of[i].is_some_and(|g| self.groups[g].root != i)
+    }
+
+    /// The module holding group `g`'s kernels.
+    pub fn module(model: &syn::Ident, g: usize) -> syn::Ident {
+        format_ident!("__blaze_fused_{}_{}", model, g)
+    }
+}
+
+/// What an op is as an elementwise function of its operands, if it is one
+/// a group may hold.
+fn fusable(op: &Op) -> Option<&'static str> {
+    Some(match op {
+        Op::Bin(Bin::Add) => "add",
+        Op::Bin(Bin::Sub) => "sub",
+        Op::Bin(Bin::Mul) => "mul",
+        Op::Bin(Bin::Div) => "div",
+        Op::Scalar(ScalarOp::Add, _) => "add_scalar",
+        Op::Scalar(ScalarOp::Sub, _) => "sub_scalar",
+        Op::Scalar(ScalarOp::Mul, _) => "mul_scalar",
+        Op::Scalar(ScalarOp::Div, _) => "div_scalar",
+        Op::Scalar(ScalarOp::RSub, _) => "rsub_scalar",
+        Op::Scalar(ScalarOp::RDiv, _) => "rdiv_scalar",
+        Op::Neg => "neg",
+        Op::Exp => "exp",
+        Op::Log => "log",
+        Op::Sqrt => "sqrt",
+        Op::Act(Act::Relu) => "relu",
+        Op::Act(Act::Tanh) => "tanh",
+        Op::Act(Act::Sigmoid) => "sigmoid",
+        _ => return None,
+    })
+}
+
+/// Groups the fusable nodes of `low`, leaving out `taken` ones (fused
+/// already, as an activation into its layer). A node joins the group of
+/// an operand made by a fusable node that only it reads, as long as the
+/// group keeps to [`MAX_INPUTS`] arguments and one rank; groups of one op
+/// stay unfused.
+pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
+    let n = low.nodes.len();
+    let mut uses = vec![0usize; low.vals.len()];
+    for node in &low.nodes {
+        for &a in &node.args {
+            uses[a] += 1;
+        }
+    }
+    uses[low.output] += 1;
+    let producer: Vec<Option<usize>> = {
+        let mut p = vec![None; low.vals.len()];
+        for (i, node) in low.nodes.iter().enumerate() {
+            p[node.out] = Some(i);
+        }
+        p
+    };
+    let ok = |i: usize| fusable(&low.nodes[i].op).is_some() && !taken.contains(&i);
+    // members[g]: the nodes of tentative group g, by its root.
+    let mut group_of: Vec<Option<usize>> = vec![None; n];
+    let mut members: Vec<Vec<usize>> = Vec::new();
+    for i in 0..n {
+        if !ok(i) {
+            continue;
+        }
+        let rank = low.vals[low.nodes[i].out].rank();
+        let mut nodes = vec![i];
+        for &a in &low.nodes[i].args {
+            let Some(m) = producer[a] else { continue };
+            let Some(g) = group_of[m] else { continue };
+            if uses[a] != 1 || members[g].is_empty() {
+                continue;
+            }
+            let mut joined = members[g].clone();
+            joined.extend(&nodes);
+            joined.sort_unstable();
+            if inputs_of(low, &joined).len() <= MAX_INPUTS && same_rank(low, &joined, rank) {
+                nodes = joined;
+                members[g].clear();
+            }
+        }
+        let g = members.len();
+        for &m in &nodes {
+            group_of[m] = Some(g);
+        }
+        members.push(nodes);
+    }
+    let mut plan = Plan { groups: Vec::new(), group_of: vec![None; n] };
+    for nodes in members.into_iter().filter(|m| m.len() > 1) {
+        let g = plan.groups.len();
+        let name = format!("{}_fused{g}", model);
+        let group = build(low, nodes, name);
+        for &m in &group.nodes {
+            plan.group_of[m] = Some(g);
+        }
+        plan.groups.push(group);
+    }
+    plan
+}
+
+/// Whether every tensor a group reads or makes has rank `rank` (kernel
+/// calls take tensors of one rank).
+fn same_rank(low: &Lowered, nodes: &[usize], rank: usize) -> bool {
+    nodes.iter().all(|&i| {
+        let node = &low.nodes[i];
+        low.vals[node.out].rank() == rank && node.args.iter().all(|&a| low.vals[a].rank() == rank)
+    })
+}
+
+/// The arguments of the group of `nodes`: values made outside it, each
+/// once, and every scalar operand.
+fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
+    let made: Vec<usize> = nodes.iter().map(|&i| low.nodes[i].out).collect();
+    let mut inputs: Vec<Input> = Vec::new();
+    for &i in nodes {
+        let node = &low.nodes[i];
+        for &a in &node.args {
+            let seen = inputs.iter().any(|x| matches!(x, Input::Value(v) if *v == a));
+            if !made.contains(&a) && !seen {
+                inputs.push(Input::Value(a));
+            }
+        }
+        if let Op::Scalar(_, s) = &node.op {
+            inputs.push(Input::Number(s.clone()));
+        }
+    }
+    inputs
+}
+
+fn at(kind: ExprKind, span: Span) -> Expr {
+    Expr::new(kind, span)
+}
+
+fn bin(op: ir::Bin, a: Expr, b: Expr, span: Span) -> Expr {
+    at(ExprKind::Binary(op, Box::new(a), Box::new(b)), span)
+}
+
+fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
+    at(ExprKind::Call(f, args), span)
+}
+
+/// The group of `nodes` with its kernel: a parameter per argument, a `let`
+/// per op, the root's value as the result.
+fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
+    let inputs = inputs_of(low, &nodes);
+    let root = *nodes.last().expect("a group has nodes");
+    let span = low.nodes[root].span;
+    let mut k = Kernel::new(name, span, None);
+    let mut param_of_value = Vec::new();
+    let mut scalars = Vec::new();
+    for (index, input) in inputs.iter().enumerate() {
+        let v = k.declare(format!("a{index}"), Ty::F32, Kind::Element { index });
+        k.params.push(v);
+        match input {
+            Input::Value(val) => param_of_value.push((*val, v)),
+            Input::Number(_) => scalars.push(v),
+        }
+    }
+    let mut scalars = scalars.into_iter();
+    let mut binding_of_value: Vec<(usize, usize)> = Vec::new();
+    let mut ops = Vec::new();
+    for &i in &nodes {
+        let node = &low.nodes[i];
+        let sp = node.span;
+        let operand = |a: usize| {
+            let v = binding_of_value
+                .iter()
+                .chain(&param_of_value)
+                .find(|(val, _)| *val == a)
+                .map(|(_, v)| *v)
+                .expect("every operand is an argument or made earlier in the group");
+            at(ExprKind::Var(v), sp)
+        };
+        let x = operand(node.args[0]);
+        let value = match &node.op {
+            Op::Bin(op) => {
+                let y = operand(node.args[1]);
+                let op = match op {
+                    Bin::Add => ir::Bin::Add,
+                    Bin::Sub => ir::Bin::Sub,
+                    Bin::Mul => ir::Bin::Mul,
+                    Bin::Div => ir::Bin::Div,
+                };
+                bin(op, x, y, sp)
+            }
+            Op::Scalar(op, _) => {
+                let s = at(ExprKind::Var(scalars.next().expect("one parameter per scalar")), sp);
+                match op {
+                    ScalarOp::Add => bin(ir::Bin::Add, x, s, sp),
+                    ScalarOp::Sub => bin(ir::Bin::Sub, x, s, sp),
+                    ScalarOp::Mul => bin(ir::Bin::Mul, x, s, sp),
+                    ScalarOp::Div => bin(ir::Bin::Div, x, s, sp),
+                    ScalarOp::RSub => bin(ir::Bin::Sub, s, x, sp),
+                    ScalarOp::RDiv => bin(ir::Bin::Div, s, x, sp),
+                }
+            }
+            Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),
+            Op::Exp => call(Intrinsic::Exp, vec![x], sp),
+            Op::Log => call(Intrinsic::Log, vec![x], sp),
+            Op::Sqrt => call(Intrinsic::Sqrt, vec![x], sp),
+            // max(x, 0) keeps NaN, as ReLU does.
+            Op::Act(Act::Relu) => call(Intrinsic::Max, vec![x, at(ExprKind::Float(0.0), sp)], sp),
+            Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
+            // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
+            // finite where exp(-x) overflows.
+            Op::Act(Act::Sigmoid) => {
+                let half = |e| bin(ir::Bin::Mul, at(ExprKind::Float(0.5), sp), e, sp);
+                let t = call(Intrinsic::Tanh, vec![half(x)], sp);
+                half(bin(ir::Bin::Add, at(ExprKind::Float(1.0), sp), t, sp))
+            }
+            _ => unreachable!("only fusable ops are grouped"),
+        };
+        let b = k.declare(format!("t{i}"), Ty::F32, Kind::Local { mutable: false });
+        k.body.push(Stmt::Let(b, value));
+        binding_of_value.push((node.out, b));
+        ops.push(fusable(&node.op).expect("only fusable ops are grouped"));
+    }
+    let result = binding_of_value.last().map(|&(_, b)| b).expect("a group has nodes");
+    k.result = Some(at(ExprKind::Var(result), span));
+    Group { nodes, root, inputs, kernel: k, ops }
+}
+
+/// The items of every group (a module each, with the kernel and its
+/// adjoints) and each group's WGSL; a compile error at the group's first
+/// op if a kernel does not check (an internal error).
+pub fn items(model: &syn::Ident, plan: &Plan) -> (TokenStream, Vec<String>) {
+    let mut out = TokenStream::new();
+    let mut wgsl = Vec::new();
+    for (g, group) in plan.groups.iter().enumerate() {
+        let module = Plan::module(model, g);
+        match crate::kernel::fused_items(&group.kernel, true) {
+            Ok((items, w)) => {
+                out.extend(quote! {
+                    #[doc(hidden)]
+                    #[allow(non_snake_case)]
+                    mod #module {
+                        #items
+                    }
+                });
+                wgsl.push(w);
+            }
+            Err(e) => {
+                let msg = format!("internal error: fused group {g} of `{model}` does not check: {e}");
+                out.extend(syn::Error::new(group.kernel.span, msg).to_compile_error());
+                wgsl.push(String::new());
+            }
+        }
+    }
+    (out, wgsl)
+}

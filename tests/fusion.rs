@@ -1,0 +1,96 @@
+//! Compile-time fusion of forward bodies: the groups `#[model]` plans,
+//! and every fused group agreeing with the ops it replaces (the same body
+//! compiled with `fuse = false`), forward and every gradient, in f32 and
+//! (through the finite-difference check, which runs in f64) f64.
+
+use blaze::nn::gradcheck::check_model;
+use blaze::nn::{Ctx, grads_dict};
+use blaze::prelude::*;
+
+/// One body, compiled twice: fused and not.
+macro_rules! gated {
+    ($name:ident $(, $fuse:ident = $on:literal)?) => {
+        #[model]
+        pub struct $name {
+            fc: Linear<8, 8>,
+            gate: Linear<8, 8>,
+            pos: Embedding<16, 8>,
+        }
+
+        #[model(input = [T, 8] $(, $fuse = $on)?)]
+        impl $name {
+            fn forward(&self, x: Tensor) -> Tensor {
+                let a = self.fc(x);
+                let b = self.gate(x);
+                // A per-position table broadcast over the batch, a gate,
+                // a residual and scalars: one group.
+                let h = (a + self.pos(positions(T))) * sigmoid(b) - x * 0.5;
+                // `h` is read twice, so a second group starts here.
+                let r = relu(h) + tanh(h / 2.0) - (exp(b * 0.1) + 1.0).log();
+                r * 2.0 + sqrt(a * a + 1.0) / (3.0 - b.neg().exp().sqrt().neg())
+            }
+        }
+    };
+}
+
+gated!(Fused);
+gated!(Unfused, fuse = false);
+
+fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
+    let mut rng = blaze::Rng::seed_from_u64(seed);
+    Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
+}
+
+fn close(what: &str, a: &[f32], b: &[f32]) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= 1e-5 + 1e-5 * y.abs(), "{what}[{i}]: fused {x}, unfused {y}");
+    }
+}
+
+#[test]
+fn the_macro_plans_groups_and_reports_them() {
+    let plan = Fused::<Cpu>::FUSION;
+    assert!(plan.groups.len() >= 2, "{plan}");
+    assert!(Unfused::<Cpu>::FUSION.groups.is_empty());
+    let [fused, unfused] = plan.forward_ops;
+    assert!(fused < unfused && unfused == Unfused::<Cpu>::FUSION.forward_ops[0], "{plan}");
+    assert!(plan.backward_ops[0] < plan.backward_ops[1], "{plan}");
+    let first = &plan.groups[0];
+    assert!(first.ops.contains(&"sigmoid") && first.ops.contains(&"mul_scalar"), "{plan}");
+    assert_eq!(first.output, "[T, 8]");
+    assert!(first.wgsl.contains("fn Fused_fused0("), "{}", first.wgsl);
+    let summary = Fused::new_seeded(0, &CpuDevice).summary();
+    assert!(summary.contains("Ops per forward") && summary.contains("Fused_fused1"), "{summary}");
+}
+
+#[test]
+fn fused_groups_agree_with_the_ops_they_replace() {
+    let mut fused = Fused::new_seeded(3, &CpuDevice);
+    let mut unfused = Unfused::new_seeded(3, &CpuDevice);
+    let x = normal([2, 5, 8], 4);
+    close("inference", &fused.forward(&x).to_vec::<f32>(), &unfused.forward(&x).to_vec::<f32>());
+    let (yf, cf) = fused.forward_train(&x, &mut Ctx::train(0));
+    let (yu, cu) = unfused.forward_train(&x, &mut Ctx::train(0));
+    close("training output", &yf.to_vec::<f32>(), &yu.to_vec::<f32>());
+    let g = normal([2, 5, 8], 5);
+    let (dxf, gf) = fused.backward(&cf, &g);
+    let (dxu, gu) = unfused.backward(&cu, &g);
+    close("input gradient", &dxf.to_vec::<f32>(), &dxu.to_vec::<f32>());
+    let (gf, gu) = (grads_dict::<Cpu, Fused<Cpu>>(&gf), grads_dict::<Cpu, Unfused<Cpu>>(&gu));
+    assert_eq!(gf.len(), 5);
+    for ((name, f), (_, u)) in gf.iter().zip(&gu) {
+        let as32 = |d: &TensorData| d.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
+        close(name, &as32(f), &as32(u));
+    }
+    // The parameter-only backward agrees with the full one.
+    let only = grads_dict::<Cpu, Fused<Cpu>>(&fused.backward_params(&cf, &g));
+    assert_eq!(only.len(), gf.len());
+}
+
+#[test]
+fn fused_backward_matches_finite_differences_in_f64() {
+    let m = Fused::new_seeded(6, &CpuDevice);
+    let x = normal([2, 4, 8], 7);
+    check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
