@@ -131,6 +131,11 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
     // Without the input shapes the fallback's types are unknown: the error alone.
     let (inputs, fusion) = input_shapes(at.stream(), &mut low, &item)?;
+    // A bad `fuse` is reported next to everything else the model emits.
+    let (fusion, fuse_error) = match fusion {
+        Ok(on) => (on, TokenStream::new()),
+        Err(e) => (true, e.to_compile_error()),
+    };
     let fallback = |error: Option<syn::Error>, output_rank: Option<usize>, names: Vec<syn::Ident>| {
         let fixed = match inputs.as_slice() {
             [one] => one.iter().map(Dim::fixed).collect(),
@@ -155,6 +160,10 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         Ok(lowered) => Ok(generate(&model, options, &lowered, names, fusion)),
         Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank, names)),
     }
+    .map(|mut out| {
+        out.extend(fuse_error);
+        out
+    })
 }
 
 /// The impl's `forward` and its input names, bound to the input shapes.
@@ -223,8 +232,13 @@ fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
 
 /// `input = [T, 64]` or `input = ([T, 64], [T])`, then optionally
 /// `fuse = false` (run every op on its own: for debugging, and to compare
-/// fused kernels with the ops they replace). Also returns whether to fuse.
-fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) -> syn::Result<(Vec<Vec<Dim>>, bool)> {
+/// fused kernels with the ops they replace). Also returns whether to fuse,
+/// or what is wrong with `fuse`.
+fn input_shapes(
+    attr: TokenStream,
+    low: &mut Lower<'_>,
+    item: &syn::ItemImpl,
+) -> syn::Result<(Vec<Vec<Dim>>, syn::Result<bool>)> {
     let missing = || {
         syn::Error::new(
             item.self_ty.span(),
@@ -240,15 +254,15 @@ fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) ->
         attr,
     )?;
     let mut input = None;
-    let mut fusion = true;
+    let mut fusion = Ok(true);
     for nv in pairs {
         if nv.path.is_ident("input") && input.is_none() {
             input = Some(nv);
         } else if nv.path.is_ident("fuse") {
-            match &nv.value {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => fusion = b.value,
-                other => return Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
-            }
+            fusion = match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => Ok(b.value),
+                other => Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
+            };
         } else {
             return Err(syn::Error::new(
                 nv.path.span(),
