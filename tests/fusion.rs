@@ -7,34 +7,54 @@ use blaze::nn::gradcheck::check_model;
 use blaze::nn::{Ctx, grads_dict};
 use blaze::prelude::*;
 
-/// One body, compiled twice: fused and not.
-macro_rules! gated {
-    ($name:ident $(, $fuse:ident = $on:literal)?) => {
+/// One body, compiled twice: fused and with `fuse = false`.
+macro_rules! twice {
+    ($fused:ident, $unfused:ident, [$($input:tt)*], { $($field:ident: $ty:ty),* $(,)? }, $body:block) => {
         #[model]
-        pub struct $name {
-            fc: Linear<8, 8>,
-            gate: Linear<8, 8>,
-            pos: Embedding<16, 8>,
+        pub struct $fused {
+            $($field: $ty),*
         }
 
-        #[model(input = [T, 8] $(, $fuse = $on)?)]
-        impl $name {
-            fn forward(&self, x: Tensor) -> Tensor {
-                let a = self.fc(x);
-                let b = self.gate(x);
-                // A per-position table broadcast over the batch, a gate,
-                // a residual and scalars: one group.
-                let h = (a + self.pos(positions(T))) * sigmoid(b) - x * 0.5;
-                // `h` is read twice, so a second group starts here.
-                let r = relu(h) + tanh(h / 2.0) - (exp(b * 0.1) + 1.0).log();
-                r * 2.0 + sqrt(a * a + 1.0) / (3.0 - b.neg().exp().sqrt().neg())
-            }
+        #[model(input = [$($input)*])]
+        impl $fused {
+            fn forward(&self, x: Tensor) -> Tensor $body
+        }
+
+        #[model]
+        pub struct $unfused {
+            $($field: $ty),*
+        }
+
+        #[model(input = [$($input)*], fuse = false)]
+        impl $unfused {
+            fn forward(&self, x: Tensor) -> Tensor $body
         }
     };
 }
 
-gated!(Fused);
-gated!(Unfused, fuse = false);
+twice!(Fused, Unfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>, pos: Embedding<16, 8> }, {
+    let a = self.fc(x);
+    let b = self.gate(x);
+    // A per-position table broadcast over the batch, a gate, a residual
+    // and scalars: one group.
+    let h = (a + self.pos(positions(T))) * sigmoid(b) - x * 0.5;
+    // `h` is read twice, so a second group starts here.
+    let r = relu(h) + tanh(h / 2.0) - (exp(b * 0.1) + 1.0).log();
+    r * 2.0 + sqrt(a * a + 1.0) / (3.0 - b.neg().exp().sqrt().neg())
+});
+
+// Attention written out: the scale and the causal mask fold into the
+// softmax, forward and backward.
+twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
+    let [q, k, v] = self.qkv(x).split(8, -1);
+    let q = q.reshape([T, 2, 4]).transpose(0, 1);
+    let k = k.reshape([T, 2, 4]).transpose(0, 1);
+    let v = v.reshape([T, 2, 4]).transpose(0, 1);
+    let att = (q.matmul(k.transpose(-2, -1)) * 0.5).masked_fill(causal_mask(T), -1e9).softmax(-1);
+    let s = q.matmul(k.transpose(-2, -1)) / 2.0;
+    let lp = s.masked_fill(causal_mask(T), f32::NEG_INFINITY).log_softmax(-1);
+    self.proj((att + lp.exp()).matmul(v).transpose(0, 1).reshape([T, 8]))
+});
 
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
@@ -64,28 +84,51 @@ fn the_macro_plans_groups_and_reports_them() {
     assert!(summary.contains("Ops per forward") && summary.contains("Fused_fused1"), "{summary}");
 }
 
+/// A fused model and its unfused twin, from one seed, agree on `x`:
+/// inference, training output, the input's and every parameter's gradient.
+macro_rules! agree {
+    ($fused:ident, $unfused:ident, $x:expr, $params:expr) => {{
+        let mut fused = $fused::new_seeded(3, &CpuDevice);
+        let mut unfused = $unfused::new_seeded(3, &CpuDevice);
+        let x = $x;
+        close("inference", &fused.forward(&x).to_vec::<f32>(), &unfused.forward(&x).to_vec::<f32>());
+        let (yf, cf) = fused.forward_train(&x, &mut Ctx::train(0));
+        let (yu, cu) = unfused.forward_train(&x, &mut Ctx::train(0));
+        close("training output", &yf.to_vec::<f32>(), &yu.to_vec::<f32>());
+        let g = normal(yf.shape(), 5);
+        let (dxf, gf) = fused.backward(&cf, &g);
+        let (dxu, gu) = unfused.backward(&cu, &g);
+        close("input gradient", &dxf.to_vec::<f32>(), &dxu.to_vec::<f32>());
+        let (gf, gu) = (grads_dict::<Cpu, $fused<Cpu>>(&gf), grads_dict::<Cpu, $unfused<Cpu>>(&gu));
+        assert_eq!(gf.len(), $params);
+        for ((name, f), (_, u)) in gf.iter().zip(&gu) {
+            let as32 = |d: &TensorData| d.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
+            close(name, &as32(f), &as32(u));
+        }
+        // The parameter-only backward agrees with the full one.
+        let only = grads_dict::<Cpu, $fused<Cpu>>(&fused.backward_params(&cf, &g));
+        for ((name, a), (_, b)) in only.iter().zip(&gf) {
+            assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{name}");
+        }
+    }};
+}
+
 #[test]
 fn fused_groups_agree_with_the_ops_they_replace() {
-    let mut fused = Fused::new_seeded(3, &CpuDevice);
-    let mut unfused = Unfused::new_seeded(3, &CpuDevice);
-    let x = normal([2, 5, 8], 4);
-    close("inference", &fused.forward(&x).to_vec::<f32>(), &unfused.forward(&x).to_vec::<f32>());
-    let (yf, cf) = fused.forward_train(&x, &mut Ctx::train(0));
-    let (yu, cu) = unfused.forward_train(&x, &mut Ctx::train(0));
-    close("training output", &yf.to_vec::<f32>(), &yu.to_vec::<f32>());
-    let g = normal([2, 5, 8], 5);
-    let (dxf, gf) = fused.backward(&cf, &g);
-    let (dxu, gu) = unfused.backward(&cu, &g);
-    close("input gradient", &dxf.to_vec::<f32>(), &dxu.to_vec::<f32>());
-    let (gf, gu) = (grads_dict::<Cpu, Fused<Cpu>>(&gf), grads_dict::<Cpu, Unfused<Cpu>>(&gu));
-    assert_eq!(gf.len(), 5);
-    for ((name, f), (_, u)) in gf.iter().zip(&gu) {
-        let as32 = |d: &TensorData| d.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
-        close(name, &as32(f), &as32(u));
-    }
-    // The parameter-only backward agrees with the full one.
-    let only = grads_dict::<Cpu, Fused<Cpu>>(&fused.backward_params(&cf, &g));
-    assert_eq!(only.len(), gf.len());
+    agree!(Fused, Unfused, normal([2, 5, 8], 4), 5);
+}
+
+#[test]
+fn folded_softmaxes_agree_with_the_ops_they_replace() {
+    let plan = Attn::<Cpu>::FUSION;
+    assert_eq!(
+        plan.softmaxes,
+        &[&["mul_scalar", "masked_fill", "softmax"][..], &["div_scalar", "masked_fill", "log_softmax"]]
+    );
+    assert!(AttnUnfused::<Cpu>::FUSION.softmaxes.is_empty());
+    agree!(Attn, AttnUnfused, normal([3, 6, 8], 8), 4);
+    let m = Attn::new_seeded(9, &CpuDevice);
+    check_model(&m, &normal([2, 4, 8], 10), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

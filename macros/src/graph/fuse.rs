@@ -6,6 +6,11 @@
 //! one pass). The forward computes a group in one pass over memory
 //! instead of one per op; the training forward keeps the group's inputs,
 //! not its intermediates (the adjoint kernels recompute them).
+//!
+//! A softmax over the last dim of a causally masked and scaled input
+//! (`(s * 0.25).masked_fill(causal_mask(T), -1e9).softmax(-1)`, attention's
+//! weights) becomes one `softmax_with` whose backward applies the scale
+//! and the mask itself: the scaled and masked scores are never stored.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -36,17 +41,50 @@ pub struct Group {
     pub ops: Vec<&'static str>,
 }
 
-/// The fusion plan of a body: its groups, and for each node the group it
-/// belongs to.
+/// A softmax (node `root`) that takes the scale and causal mask applied
+/// to its input by the nodes before it (`nodes`, the softmax last).
+pub struct SoftmaxFold {
+    pub nodes: Vec<usize>,
+    pub root: usize,
+    /// The value the scale (or mask) was applied to.
+    pub input: usize,
+    pub log: bool,
+    /// The scale, a positive number known while compiling.
+    pub scale: Option<f64>,
+    pub causal: bool,
+}
+
+impl SoftmaxFold {
+    /// The `SoftmaxOptions` expression.
+    pub fn options(&self) -> TokenStream {
+        let mut o = quote!(::blaze::SoftmaxOptions::default());
+        if self.log {
+            o.extend(quote!(.log()));
+        }
+        if let Some(s) = self.scale {
+            o.extend(quote!(.scale(#s)));
+        }
+        if self.causal {
+            o.extend(quote!(.causal()));
+        }
+        o
+    }
+}
+
+/// The fusion plan of a body: its groups and softmax folds, and for each
+/// node the group or fold it belongs to.
 pub struct Plan {
     pub groups: Vec<Group>,
     pub group_of: Vec<Option<usize>>,
+    pub softmaxes: Vec<SoftmaxFold>,
+    pub softmax_of: Vec<Option<usize>>,
 }
 
 impl Plan {
     /// No fusion (`#[model(.., fuse = false)]`).
     pub fn none(low: &Lowered) -> Plan {
-        Plan { groups: Vec::new(), group_of: vec![None; low.nodes.len()] }
+        let n = low.nodes.len();
+        Plan { groups: Vec::new(), group_of: vec![None; n], softmaxes: Vec::new(), softmax_of: vec![None; n] }
     }
 
     /// The group whose root node `i` is.
@@ -54,9 +92,16 @@ impl Plan {
         self.group_of[i].map(|g| &self.groups[g]).filter(|g| g.root == i)
     }
 
-    /// Whether node `i` runs inside a group's kernel and not on its own.
+    /// The softmax fold whose softmax node `i` is.
+    pub fn softmax_at(&self, i: usize) -> Option<&SoftmaxFold> {
+        self.softmax_of[i].map(|s| &self.softmaxes[s]).filter(|s| s.root == i)
+    }
+
+    /// Whether node `i` runs inside a group's kernel or a folded softmax,
+    /// and not on its own.
     pub fn inside(&self, i: usize) -> bool {
         self.group_of[i].is_some_and(|g| self.groups[g].root != i)
+            || self.softmax_of[i].is_some_and(|s| self.softmaxes[s].root != i)
     }
 
     /// The module holding group `g`'s kernels.
@@ -111,7 +156,8 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         }
         p
     };
-    let ok = |i: usize| fusable(&low.nodes[i].op).is_some() && !taken.contains(&i);
+    let (softmaxes, softmax_of) = fold_softmaxes(low, &uses, &producer);
+    let ok = |i: usize| fusable(&low.nodes[i].op).is_some() && !taken.contains(&i) && softmax_of[i].is_none();
     // members[g]: the nodes of tentative group g, by its root.
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
@@ -141,7 +187,7 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         }
         members.push(nodes);
     }
-    let mut plan = Plan { groups: Vec::new(), group_of: vec![None; n] };
+    let mut plan = Plan { groups: Vec::new(), group_of: vec![None; n], softmaxes, softmax_of };
     for nodes in members.into_iter().filter(|m| m.len() > 1) {
         let g = plan.groups.len();
         let name = format!("{}_fused{g}", model);
@@ -152,6 +198,97 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         plan.groups.push(group);
     }
     plan
+}
+
+/// The softmaxes over the last dim whose input only they read and is the
+/// causal fill (with a value that underflows every weight it replaces) or
+/// the positive scaling, by a number written in the body, of the value
+/// before, or both (scale first).
+fn fold_softmaxes(low: &Lowered, uses: &[usize], producer: &[Option<usize>]) -> (Vec<SoftmaxFold>, Vec<Option<usize>>) {
+    let mut folds = Vec::new();
+    let mut fold_of = vec![None; low.nodes.len()];
+    for (i, node) in low.nodes.iter().enumerate() {
+        let (dim, log) = match node.op {
+            Op::Softmax(d) => (d, false),
+            Op::LogSoftmax(d) => (d, true),
+            _ => continue,
+        };
+        if dim + 1 != low.vals[node.out].shape.len() {
+            continue;
+        }
+        // The single-use node making `v`, if any.
+        let only = |v: usize| producer[v].filter(|_| uses[v] == 1);
+        let mut nodes = vec![i];
+        let mut input = node.args[0];
+        let mut causal = false;
+        if let Some(m) = only(input)
+            && let Op::CausalFill { value, .. } = &low.nodes[m].op
+            && underflows(value)
+        {
+            causal = true;
+            nodes.push(m);
+            input = low.nodes[m].args[0];
+        }
+        let mut scale = None;
+        if let Some(m) = only(input)
+            && let Op::Scalar(op @ (ScalarOp::Mul | ScalarOp::Div), s) = &low.nodes[m].op
+            && let Some(s) = positive(s)
+        {
+            scale = Some(if *op == ScalarOp::Mul { s } else { 1.0 / s });
+            nodes.push(m);
+            input = low.nodes[m].args[0];
+        }
+        if nodes.len() == 1 {
+            continue;
+        }
+        nodes.reverse();
+        for &m in &nodes {
+            fold_of[m] = Some(folds.len());
+        }
+        folds.push(SoftmaxFold { nodes, root: i, input, log, scale, causal });
+    }
+    (folds, fold_of)
+}
+
+/// A number literal in the body, possibly in parentheses.
+fn literal(ts: &TokenStream) -> Option<(f64, bool)> {
+    let mut e: syn::Expr = syn::parse2(ts.clone()).ok()?;
+    let mut negative = false;
+    loop {
+        match e {
+            syn::Expr::Paren(p) => e = *p.expr,
+            syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => {
+                negative = !negative;
+                e = *expr;
+            }
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(f), .. }) => {
+                return Some((f.base10_parse().ok()?, negative));
+            }
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => {
+                return Some((i.base10_parse().ok()?, negative));
+            }
+            syn::Expr::Path(p) => {
+                let last = p.path.segments.last()?.ident.to_string();
+                return match last.as_str() {
+                    "INFINITY" => Some((f64::INFINITY, negative)),
+                    "NEG_INFINITY" => Some((f64::INFINITY, !negative)),
+                    _ => None,
+                };
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A positive finite number written in the body.
+fn positive(ts: &TokenStream) -> Option<f64> {
+    literal(ts).filter(|&(v, neg)| !neg && v > 0.0 && v.is_finite()).map(|(v, _)| v)
+}
+
+/// A fill value so negative that the weights it replaces are 0 in f32, as
+/// a causal softmax's masked ones are: `-1e9` or below, or `-inf`.
+fn underflows(ts: &TokenStream) -> bool {
+    literal(ts).is_some_and(|(v, neg)| neg && v >= 1e9)
 }
 
 /// Whether every tensor a group reads or makes has rank `rank` (kernel

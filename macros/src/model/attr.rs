@@ -249,6 +249,10 @@ fn layer_kind(ty: &Type) -> syn::Result<LayerKind> {
             ),
         )
     };
+    // A `$t:ty` of a `macro_rules!` arrives in an invisible group.
+    if let Type::Group(g) = ty {
+        return layer_kind(&g.elem);
+    }
     let Type::Path(tp) = ty else {
         return Err(not_a_layer(ty.span(), &ty.to_token_stream().to_string()));
     };

@@ -161,6 +161,9 @@ pub fn zero_grads<B: Backend, M: Module<B>>(m: &M) -> M::Grads {
 pub struct FusionPlan {
     /// The fused groups, in the order the forward runs them.
     pub groups: &'static [FusedGroup],
+    /// The softmaxes that apply a scale or causal mask in their own pass
+    /// (`Tensor::softmax_with`), each with the ops it replaces.
+    pub softmaxes: &'static [&'static [&'static str]],
     /// Ops the body itself runs per forward, with this plan and without
     /// fusion (a layer's or nested model's call counts as one).
     pub forward_ops: [usize; 2],
@@ -191,11 +194,15 @@ impl std::fmt::Display for FusionPlan {
         writeln!(
             f,
             "Ops per forward: {fwd} ({fwd_unfused} unfused); per backward: {bwd} ({bwd_unfused} unfused); \
-             fused groups: {}",
-            self.groups.len()
+             fused groups: {}, fused softmaxes: {}",
+            self.groups.len(),
+            self.softmaxes.len()
         )?;
         for g in self.groups {
             writeln!(f, "  {}: {} -> [batch, {}]", g.name, g.ops.join(", "), g.output.trim_matches(['[', ']']))?;
+        }
+        for s in self.softmaxes {
+            writeln!(f, "  softmax_with: {}", s.join(", "))?;
         }
         Ok(())
     }

@@ -39,7 +39,13 @@ impl Gen<'_> {
             let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
             let mut pre = TokenStream::new();
             let a = n.args.first().copied().unwrap_or(0);
-            if let Some(group) = self.plan.rooted_at(i) {
+            if let Some(fold) = self.plan.softmax_at(i) {
+                // A softmax that applies the scale and mask before it: its
+                // adjoint goes straight to the value they were applied to.
+                let (d, vy, x) = (self.rank(n.out) - 1, value_ident(n.out), fold.input);
+                let opts = fold.options();
+                contrib.push((x, adj(x, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #opts))));
+            } else if let Some(group) = self.plan.rooted_at(i) {
                 // A fused group: each argument's gradient from its adjoint
                 // kernel, one pass each, summed to its shape where broadcast.
                 for (pos, input) in group.inputs.iter().enumerate() {

@@ -340,9 +340,24 @@ impl Gen<'_> {
             let output = show(&self.low.vals[self.low.nodes[g.root].out].shape, &self.low.symbols);
             quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
         });
+        let softmaxes = self.plan.softmaxes.iter().map(|s| {
+            let ops = s.nodes.iter().map(|&i| match &self.low.nodes[i].op {
+                Op::Scalar(ScalarOp::Div, _) => "div_scalar",
+                Op::Scalar(..) => "mul_scalar",
+                Op::CausalFill { .. } => "masked_fill",
+                Op::LogSoftmax(_) => "log_softmax",
+                _ => "softmax",
+            });
+            quote!(&[#(#ops),*])
+        });
         let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
         let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
-        quote!(::blaze::nn::FusionPlan { groups: &[#(#groups),*], forward_ops: [#(#fwd),*], backward_ops: [#(#bwd),*] })
+        quote!(::blaze::nn::FusionPlan {
+            groups: &[#(#groups),*],
+            softmaxes: &[#(#softmaxes),*],
+            forward_ops: [#(#fwd),*],
+            backward_ops: [#(#bwd),*],
+        })
     }
 
     /// Layer nodes fused with the activation after them: a `Linear` or
@@ -399,6 +414,11 @@ impl Gen<'_> {
                     let group = self.plan.rooted_at(i).expect("checked");
                     let e = self.fused_call(group, quote!(Kernel), false, None);
                     quote_spanned!(span=> let #o = #e;)
+                }
+                _ if self.plan.softmax_at(i).is_some() => {
+                    let fold = self.plan.softmax_at(i).expect("checked");
+                    let (x, d, opts) = (value_ident(fold.input), self.rank(n.out) - 1, fold.options());
+                    quote_spanned!(span=> let #o = #x.softmax_with(#d, #opts);)
                 }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let (j, act) = &fused[&i];
@@ -517,6 +537,11 @@ impl Gen<'_> {
                     let group = self.plan.rooted_at(i).expect("checked");
                     let e = self.fused_call(group, quote!(Kernel), false, None);
                     quote_spanned!(span=> let #o = #e;)
+                }
+                _ if self.plan.softmax_at(i).is_some() => {
+                    let fold = self.plan.softmax_at(i).expect("checked");
+                    let (x, d, opts) = (value_ident(fold.input), self.rank(n.out) - 1, fold.options());
+                    quote_spanned!(span=> let #o = #x.softmax_with(#d, #opts);)
                 }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The activation caches its output, the layer its input.
