@@ -39,7 +39,7 @@ twice!(Fused, Unfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>, pos: Embe
     // and scalars: one group.
     let h = (a + self.pos(positions(T))) * sigmoid(b) - x * 0.5;
     // `h` is read twice, so a second group starts here.
-    let r = relu(h) + tanh(h / 2.0) - (exp(b * 0.1) + 1.0).log();
+    let r = relu(h) + tanh(h / 2.0) - (exp(b * 0.1) + 1.0).log() + gelu(h * 1.5);
     r * 2.0 + sqrt(a * a + 1.0) / (3.0 - b.neg().exp().sqrt().neg())
 });
 
@@ -78,6 +78,7 @@ fn the_macro_plans_groups_and_reports_them() {
     assert!(plan.backward_ops[0] < plan.backward_ops[1], "{plan}");
     let first = &plan.groups[0];
     assert!(first.ops.contains(&"sigmoid") && first.ops.contains(&"mul_scalar"), "{plan}");
+    assert!(plan.groups.iter().any(|g| g.ops.contains(&"gelu") && g.wgsl.contains("erf")), "{plan}");
     assert_eq!(first.output, "[T, 8]");
     assert!(first.wgsl.contains("fn Fused_fused0("), "{}", first.wgsl);
     let summary = Fused::new_seeded(0, &CpuDevice).summary();

@@ -22,6 +22,7 @@ kernel! {
         let p = abs(x) + 0.5;
         exp(x) + 2.0 * exp2(x) + 3.0 * log(p) + 4.0 * log2(p) + 5.0 * sqrt(p) + 6.0 * rsqrt(p)
             + 7.0 * tanh(x) + 8.0 * sin(x) + 9.0 * cos(x) + 10.0 * sign(x) + 11.0 * floor(x) + 12.0 * ceil(x)
+            + 13.0 * erf(x)
     }
 }
 
@@ -56,6 +57,7 @@ fn reference_unary(x: f64) -> f64 {
             }
         + 11.0 * x.floor()
         + 12.0 * x.ceil()
+        + 13.0 * libm::erf(x)
 }
 
 fn reference_binary(a: f64, b: f64, c: f64) -> f64 {

@@ -120,7 +120,7 @@ impl Chains {
     fn forward(&self, x: Tensor) -> Tensor {
         let a = self.fc(x);
         let h = (a + self.pos(positions(T))) * sigmoid(x) - x * 0.5;
-        relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log()
+        relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log() + gelu(h * 1.5)
     }
 }
 

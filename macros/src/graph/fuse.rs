@@ -131,6 +131,7 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Act(Act::Relu) => "relu",
         Op::Act(Act::Tanh) => "tanh",
         Op::Act(Act::Sigmoid) => "sigmoid",
+        Op::Act(Act::Gelu) => "gelu",
         _ => return None,
     })
 }
@@ -391,8 +392,16 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
             Op::Exp => call(Intrinsic::Exp, vec![x], sp),
             Op::Log => call(Intrinsic::Log, vec![x], sp),
             Op::Sqrt => call(Intrinsic::Sqrt, vec![x], sp),
-            // max(x, 0) keeps NaN, as ReLU does.
-            Op::Act(Act::Relu) => call(Intrinsic::Max, vec![x, at(ExprKind::Float(0.0), sp)], sp),
+            // max(0, x) keeps NaN, as ReLU does, and its derivative follows
+            // the first argument on the tie at 0 (PyTorch's relu'(0) = 0).
+            Op::Act(Act::Relu) => call(Intrinsic::Max, vec![at(ExprKind::Float(0.0), sp), x], sp),
+            // The exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2.
+            Op::Act(Act::Gelu) => {
+                let f = |v| at(ExprKind::Float(v), sp);
+                let scaled = bin(ir::Bin::Mul, x.clone(), f(std::f64::consts::FRAC_1_SQRT_2), sp);
+                let cdf = bin(ir::Bin::Add, f(1.0), call(Intrinsic::Erf, vec![scaled], sp), sp);
+                bin(ir::Bin::Mul, bin(ir::Bin::Mul, f(0.5), x, sp), cdf, sp)
+            }
             Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
             // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
             // finite where exp(-x) overflows.

@@ -148,6 +148,10 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         // rsqrt' = -rsqrt(x) / (2 x)
         Intrinsic::Rsqrt => chain(neg(bin(Bin::Div, e.clone(), mul(c(2.0), x.clone())))),
         Intrinsic::Tanh => chain(bin(Bin::Sub, c(1.0), mul(e.clone(), e.clone()))),
+        // erf' = 2 / sqrt(pi) exp(-x²)
+        Intrinsic::Erf => {
+            chain(mul(c(std::f64::consts::FRAC_2_SQRT_PI), one(Intrinsic::Exp, &neg(mul(x.clone(), x.clone())))))
+        }
         Intrinsic::Sin => chain(one(Intrinsic::Cos, x)),
         Intrinsic::Cos => chain(neg(one(Intrinsic::Sin, x))),
         Intrinsic::Abs => chain(one(Intrinsic::Sign, x)),

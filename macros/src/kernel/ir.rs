@@ -172,10 +172,11 @@ pub enum Intrinsic {
     Ceil,
     Fma,
     Select,
+    Erf,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 19] = [
+    pub const ALL: [Intrinsic; 20] = [
         Intrinsic::Exp,
         Intrinsic::Exp2,
         Intrinsic::Log,
@@ -195,6 +196,7 @@ impl Intrinsic {
         Intrinsic::Ceil,
         Intrinsic::Fma,
         Intrinsic::Select,
+        Intrinsic::Erf,
     ];
 
     pub fn name(self) -> &'static str {
@@ -218,6 +220,7 @@ impl Intrinsic {
             Intrinsic::Ceil => "ceil",
             Intrinsic::Fma => "fma",
             Intrinsic::Select => "select",
+            Intrinsic::Erf => "erf",
         }
     }
 

@@ -131,6 +131,7 @@ fn eval(e: &Expr, vars: &[Value]) -> Value {
                 Intrinsic::Sqrt => a[0].sqrt(),
                 Intrinsic::Rsqrt => 1.0 / a[0].sqrt(),
                 Intrinsic::Tanh => a[0].tanh(),
+                Intrinsic::Erf => erf(a[0]),
                 Intrinsic::Sin => a[0].sin(),
                 Intrinsic::Cos => a[0].cos(),
                 Intrinsic::Pow => a[0].powf(a[1]),
@@ -210,6 +211,11 @@ fn partials_match_central_differences() {
     let k = kernel(&["x", "y"], vec![("c", cond)], call(Intrinsic::Select, vec![var(2), then, neg]));
     assert_partials(&k, &[2.0, 3.0]);
     assert_partials(&k, &[-2.0, 3.0]);
+    // erf, as the exact GELU uses it: x (1 + erf(x y)) / 2.
+    let cdf = bin(Bin::Add, float(1.0), call(Intrinsic::Erf, vec![bin(Bin::Mul, var(0), var(1))]));
+    let k = kernel(&["x", "y"], vec![], bin(Bin::Mul, bin(Bin::Mul, float(0.5), var(0)), cdf));
+    assert_partials(&k, &[0.9, 0.7]);
+    assert_partials(&k, &[-1.4, 0.7]);
     // A parameter the result does not read has a zero partial.
     let k = kernel(&["x", "unused"], vec![], call(Intrinsic::Log, vec![var(0)]));
     assert_partials(&k, &[1.5, 9.0]);
@@ -217,7 +223,7 @@ fn partials_match_central_differences() {
 
 #[test]
 fn printed_wgsl_validates_for_a_kernel_and_its_partials() {
-    let body = call(Intrinsic::Max, vec![bin(Bin::Mul, var(0), var(1)), float(0.0)]);
+    let body = call(Intrinsic::Max, vec![bin(Bin::Mul, var(0), var(1)), call(Intrinsic::Erf, vec![float(0.0)])]);
     let k = checked(kernel(&["x", "r#type"], vec![], body));
     let mut w = wgsl::Wgsl::new("k");
     codegen::wgsl_fn(&k, "k", &mut w);
@@ -294,4 +300,17 @@ fn the_checker_reports_general_misuse_with_the_form_s_types() {
     let mut errors = Vec::new();
     assert!(!check::check(&mut k, &mut errors));
     assert_eq!(errors[0].to_string(), "type mismatch: `-` takes f32, found bool");
+}
+
+/// The error function to f64 precision (Abramowitz and Stegun 7.1.26 is
+/// too coarse for central differences): its Maclaurin series, which
+/// converges quickly for the |x| < 3 the tests use.
+fn erf(x: f64) -> f64 {
+    let (mut term, mut sum, mut n) = (x, x, 0.0);
+    while term.abs() > 1e-17 * sum.abs().max(1e-300) {
+        n += 1.0;
+        term *= -x * x / n;
+        sum += term / (2.0 * n + 1.0);
+    }
+    sum * std::f64::consts::FRAC_2_SQRT_PI
 }

@@ -38,6 +38,7 @@ pub enum Helper {
     Ge,
     Eq,
     Ne,
+    Erf,
 }
 
 impl Helper {
@@ -60,6 +61,7 @@ impl Helper {
             Helper::Ge => "ge",
             Helper::Eq => "eq",
             Helper::Ne => "ne",
+            Helper::Erf => "erf",
         }
     }
 
@@ -75,7 +77,8 @@ impl Helper {
             | Helper::Gt
             | Helper::Ge
             | Helper::Eq
-            | Helper::Ne => &[Helper::IsNan],
+            | Helper::Ne
+            | Helper::Erf => &[Helper::IsNan],
             Helper::Clamp => &[Helper::Max, Helper::Min],
             Helper::IsNan | Helper::DivI32 | Helper::RemI32 | Helper::DivU32 | Helper::RemU32 | Helper::RemF32 => &[],
         }
@@ -128,6 +131,17 @@ impl Helper {
                 "fn P_f32_to_i32(x: f32) -> i32 {\n    if (P_isnan(x)) { return 0i; }\n    \
                  if (x >= 2147483648.0) { return 2147483647i; }\n    \
                  if (x <= -2147483648.0) { return -2147483647i - 1i; }\n    return i32(x);\n}"
+            }
+            // WGSL has no erf: the rational approximation the CPU runs in
+            // f32 (`blaze_runtime::math::erf_f32`), NaN kept.
+            Helper::Erf => {
+                "fn P_erf(x0: f32) -> f32 {\n    if (P_isnan(x0)) { return x0; }\n    \
+                 let x = clamp(x0, -4.0, 4.0);\n    let x2 = x * x;\n    \
+                 var p = -2.7261423e-10;\n    p = p * x2 + 2.7706814e-8;\n    p = p * x2 - 2.101024e-6;\n    \
+                 p = p * x2 - 5.6925064e-5;\n    p = p * x2 - 7.3499063e-4;\n    p = p * x2 - 2.9546001e-3;\n    \
+                 p = p * x2 - 1.6096033e-2;\n    var q = -1.4566072e-5;\n    q = q * x2 - 2.1337406e-4;\n    \
+                 q = q * x2 - 1.682827e-3;\n    q = q * x2 - 7.373329e-3;\n    q = q * x2 - 1.426474e-2;\n    \
+                 return select(x * p / q, sign(x), abs(x) >= 3.9);\n}"
             }
             Helper::F32ToU32 => {
                 "fn P_f32_to_u32(x: f32) -> u32 {\n    if (P_isnan(x) || x <= 0.0) { return 0u; }\n    \
@@ -237,6 +251,10 @@ impl Wgsl {
             }
             Intrinsic::Rsqrt => {
                 self.out.push_str("inverseSqrt");
+                &[0]
+            }
+            Intrinsic::Erf => {
+                self.helper(Helper::Erf);
                 &[0]
             }
             Intrinsic::Min | Intrinsic::Max | Intrinsic::Clamp => {
@@ -402,6 +420,7 @@ mod tests {
             Helper::Ge,
             Helper::Eq,
             Helper::Ne,
+            Helper::Erf,
         ];
         for h in all {
             let mut w = Wgsl::new("k");
