@@ -46,6 +46,26 @@ def main():
         row(f"sum_rows_4m {threads}t", median_time(lambda: m.sum(1, keepdim=True)), big)
         row(f"sum_cols_4m {threads}t", median_time(lambda: m.sum(0, keepdim=True)), big)
         row(f"softmax_rows_4m {threads}t", median_time(lambda: m.softmax(1)), big)
+        xl = torch.randn(big // 1024, 1024, requires_grad=True)
+        wl = torch.randn(1024, requires_grad=True)
+        bl = torch.randn(1024, requires_grad=True)
+        gl = torch.randn(big // 1024, 1024)
+
+        def layer_norm():
+            torch.nn.functional.layer_norm(xl, [1024], wl, bl, 1e-5).backward(gl)
+
+        row(f"layer_norm_rows_4m_fwd_bwd {threads}t", median_time(layer_norm), big)
+        xg = torch.randn(big, requires_grad=True)
+        gg = torch.randn(big)
+        row(f"gelu_4m_fwd_bwd {threads}t", median_time(lambda: torch.nn.functional.gelu(xg).backward(gg)), big)
+        sa = torch.randn(32, 4, 64, 64, requires_grad=True)
+        ga = torch.randn(32, 4, 64, 64)
+        causal = torch.triu(torch.ones(64, 64, dtype=torch.bool), diagonal=1)
+
+        def attention_softmax():
+            (sa * 0.25).masked_fill(causal, float("-inf")).softmax(-1).backward(ga)
+
+        row(f"attention_softmax_fwd_bwd {threads}t", median_time(attention_softmax), 32 * 4 * 64 * 64)
         xc, w, cb = torch.randn(64, 16, 14, 14), torch.randn(32, 16, 3, 3), torch.randn(32)
         flops = 2 * 64 * 32 * 12 * 12 * 16 * 9
         row(f"conv3x3_b64 {threads}t", median_time(lambda: torch.nn.functional.conv2d(xc, w, cb)), flops, "FLOP/s")

@@ -216,7 +216,12 @@ fn main() -> Result<()> {
             opt.set_lr(schedule.lr_at(step as u64));
             let (x, y) = batch(train, b, &mut rng, &device);
             let mut ctx = Ctx::train(step as u64);
+            let before = blaze::cpu::bytes_in_use();
             let (logits, cache) = model.forward_train(&x, &mut ctx);
+            if step == 0 {
+                let kept = blaze::cpu::bytes_in_use() - before;
+                println!("the training forward keeps {:.1} MB for the backward (logits included)", kept as f64 / 1e6);
+            }
             let loss = cross_entropy(&logits.reshape([-1, v]), &y, 0.0);
             let mut grads = model.backward_params(&cache, &loss.grad.reshape(logits.shape()));
             clip_grad_norm::<Cpu, Gpt>(&mut grads, 1.0);

@@ -83,6 +83,48 @@ fn softmax_rows_4m(bencher: Bencher<'_, '_>, threads: usize) {
     bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.softmax(1)));
 }
 
+/// LayerNorm over rows of 1024, forward and backward (input, weight and
+/// bias gradients), as a training step runs it.
+#[divan::bench(args = [1, 2])]
+fn layer_norm_rows_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
+    let x = randn([BIG / 1024, 1024], 22);
+    let g = randn([BIG / 1024, 1024], 23);
+    let (w, b) = (randn([1024], 24), randn([1024], 25));
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| {
+        pool(threads).install(|| {
+            let (y, stats) = x.norm_with_stats(Some(&w), Some(&b), 1e-5, true);
+            (y, g.norm_backward(&x, &stats, Some(&w), true))
+        })
+    });
+}
+
+/// The exact GELU forward and its backward (`g * gelu'(x)`).
+#[divan::bench(args = [1, 2])]
+fn gelu_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
+    let x = randn([BIG], 26);
+    let g = randn([BIG], 27);
+    bencher.counter(ItemsCount::new(BIG)).bench_local(|| {
+        pool(threads).install(|| (x.gelu(), blaze_runtime::adjoint::gelu::<Cpu>(g.storage(), x.storage())))
+    });
+}
+
+/// Attention weights as the GPT example makes them, forward and backward:
+/// `softmax(scores / 4)` with a causal mask over `[32, 4, 64, 64]` scores.
+#[divan::bench(args = [1, 2])]
+fn attention_softmax_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
+    use blaze_runtime::SoftmaxOptions;
+    let s = randn([32, 4, 64, 64], 28);
+    let g = randn([32, 4, 64, 64], 29);
+    let o = SoftmaxOptions::default().scale(0.25).causal();
+    bencher.counter(ItemsCount::new(32 * 4 * 64 * 64usize)).bench_local(|| {
+        pool(threads).install(|| {
+            let y = s.softmax_with(-1, o);
+            let dx = blaze_runtime::adjoint::softmax::<Cpu>(g.storage(), y.storage(), 3, o);
+            (y, dx)
+        })
+    });
+}
+
 /// Per-op overhead: one add of two 16-element vectors.
 #[divan::bench]
 fn small_add_16(bencher: Bencher<'_, '_>) {

@@ -91,6 +91,17 @@ pub fn tune_allocator_for_training() -> bool {
     }
 }
 
+/// Bytes of op outputs that tensors hold right now (the buffer pool's
+/// buffers in use, whatever their dtype). The difference across a call is
+/// what it keeps alive: after a training forward, what its cache holds for
+/// the backward.
+pub fn bytes_in_use() -> usize {
+    pool::bytes_in_use::<f32>()
+        + pool::bytes_in_use::<f64>()
+        + pool::bytes_in_use::<i64>()
+        + pool::bytes_in_use::<bool>()
+}
+
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
 

@@ -6,7 +6,9 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{CHEAP_OP_MIN, fill, should_fork};
+use rayon::prelude::*;
+
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
 use crate::pool;
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
@@ -87,33 +89,38 @@ pub(crate) fn norm<T: Float>(
         return None;
     }
     let (eps, count) = (T::from_f64(eps), T::from_f64(n as f64));
-    let fork = should_fork(xs.len(), CHEAP_OP_MIN);
-    let stats = fill(&stats_shape(shape), 2, fork, |start, out| {
-        for (r, pair) in out.chunks_mut(2).enumerate() {
-            let row = &xs[(start / 2 + r) * n..][..n];
+    // Each row once from memory: its statistics, then its output while it
+    // is in cache; pieces of whole rows of both outputs in parallel.
+    let rows = |first: usize, out: &mut [MaybeUninit<T>], stats: &mut [MaybeUninit<T>]| {
+        for (r, (o, pair)) in out.chunks_mut(n).zip(stats.chunks_mut(2)).enumerate() {
+            let x = &xs[(first + r) * n..][..n];
             dispatch(
                 #[inline(always)]
                 || {
-                    let mean = if centre { sum_slice(row) / count } else { T::ZERO };
-                    let var = sum_sq_dev(row, mean) / count;
+                    let mean = if centre { sum_slice(x) / count } else { T::ZERO };
+                    let rstd = T::ONE / (sum_sq_dev(x, mean) / count + eps).sqrt();
                     pair[0].write(mean);
-                    pair[1].write(T::ONE / (var + eps).sqrt());
+                    pair[1].write(rstd);
+                    write_row(o, x, mean, rstd, w, b);
                 },
             );
         }
+    };
+    let mut stats = None;
+    let y = pool::output_uninit(shape, |out| {
+        stats = Some(pool::output_uninit(&stats_shape(shape), |st| {
+            if should_fork(xs.len(), CHEAP_OP_MIN) {
+                let per = (CHUNK / n).max(1);
+                out.par_chunks_mut(per * n)
+                    .zip(st.par_chunks_mut(per * 2))
+                    .enumerate()
+                    .for_each(|(i, (out, st))| rows(i * per, out, st));
+            } else {
+                rows(0, out, st);
+            }
+        }));
     });
-    let st = stats.as_slice().expect("a pooled array is contiguous");
-    let y = fill(shape, n, fork, |start, out| {
-        for (r, o) in out.chunks_mut(n).enumerate() {
-            let at = start / n + r;
-            let (row, mean, rstd) = (&xs[at * n..][..n], st[2 * at], st[2 * at + 1]);
-            dispatch(
-                #[inline(always)]
-                || write_row(o, row, mean, rstd, w, b),
-            );
-        }
-    });
-    Some([y, stats])
+    Some([y, stats.expect("written above")])
 }
 
 /// One output row: `(x - mean) rstd weight + bias`.
@@ -160,9 +167,19 @@ pub(crate) fn norm_backward<T: Float>(
         return None;
     }
     let count = T::from_f64(n as f64);
-    let dx = fill(shape, n, should_fork(xs.len(), CHEAP_OP_MIN), |start, out| {
+    let rows = xs.len() / n;
+    // The rows split into one block per thread, each accumulating its own
+    // partial sums of the parameters' gradients in row order; the blocks'
+    // sums are then added in block order, so every run gives the same.
+    let threads = rayon::current_num_threads();
+    let blocks = if should_fork(xs.len(), CHEAP_OP_MIN) { threads.min(rows).max(1) } else { 1 };
+    let per = rows.div_ceil(blocks);
+    // One block: the input's gradient row by row, and `partial` (weight's
+    // sums, then bias's) from rows `first..`.
+    let block = |first: usize, out: &mut [MaybeUninit<T>], partial: &mut [T]| {
+        let (pw, pb) = partial.split_at_mut(n);
         for (r, o) in out.chunks_mut(n).enumerate() {
-            let at = start / n + r;
+            let at = first + r;
             let (g, x) = (&gs[at * n..][..n], &xs[at * n..][..n]);
             let (mean, rstd) = (st[2 * at], st[2 * at + 1]);
             dispatch(
@@ -170,11 +187,17 @@ pub(crate) fn norm_backward<T: Float>(
                 || {
                     // gx = g w, written into `o` first; then the row's sums,
                     // with x̂ = (x - mean) rstd; then `o` updated in place.
-                    for (i, o) in o.iter_mut().enumerate() {
-                        o.write(match w {
-                            Some(w) => g[i] * w[i],
-                            None => g[i],
-                        });
+                    match w {
+                        Some(w) => {
+                            for ((o, &g), &w) in o.iter_mut().zip(g).zip(w) {
+                                o.write(g * w);
+                            }
+                        }
+                        None => {
+                            for (o, &g) in o.iter_mut().zip(g) {
+                                o.write(g);
+                            }
+                        }
                     }
                     // SAFETY: every slot of `o` was written just above.
                     let gx = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(o) as *mut [T]) };
@@ -182,31 +205,41 @@ pub(crate) fn norm_backward<T: Float>(
                     let (sum_gx, dot) = sum_and_dot(gx, x, mean);
                     let a = if centre { sum_gx / count } else { T::ZERO };
                     let b = dot * rstd / count;
-                    for (o, &xi) in gx.iter_mut().zip(x) {
-                        *o = rstd * (*o - a - (xi - mean) * rstd * b);
+                    for (((o, &xi), &gi), (pw, pb)) in gx.iter_mut().zip(x).zip(g).zip(pw.iter_mut().zip(pb.iter_mut()))
+                    {
+                        let x_hat = (xi - mean) * rstd;
+                        *o = rstd * (*o - a) - x_hat * rstd * b;
+                        *pw += gi * x_hat;
+                        *pb += gi;
                     }
                 },
             );
         }
+    };
+    let mut partials = None;
+    let dx = pool::output_uninit(shape, |out| {
+        partials = Some(pool::filled(&[blocks, 2 * n], T::ZERO, |partial| {
+            if blocks > 1 {
+                out.par_chunks_mut(per * n)
+                    .zip(partial.par_chunks_mut(2 * n))
+                    .enumerate()
+                    .for_each(|(i, (out, partial))| block(i * per, out, partial));
+            } else {
+                block(0, out, partial);
+            }
+        }));
     });
-    // The parameters' gradients: sums over rows, in one pass, written
-    // into pooled buffers in place.
-    let mut db = None;
-    let dw = pool::filled(&[n], T::ZERO, |dws| {
-        db = Some(pool::filled(&[n], T::ZERO, |dbs| {
-            dispatch(
-                #[inline(always)]
-                || {
-                    for (at, (g, x)) in gs.chunks_exact(n).zip(xs.chunks_exact(n)).enumerate() {
-                        let (mean, rstd) = (st[2 * at], st[2 * at + 1]);
-                        for j in 0..n {
-                            dws[j] += g[j] * (x[j] - mean) * rstd;
-                            dbs[j] += g[j];
-                        }
-                    }
-                },
-            )
-        }))
-    });
-    Some([dx, dw, db.expect("written above")])
+    let partials = partials.expect("written above");
+    let sums = partials.as_slice().expect("a pooled array is contiguous");
+    let total = |offset: usize| {
+        pool::output(&[n], |out: &mut [T]| {
+            out.copy_from_slice(&sums[offset..offset + n]);
+            for b in 1..blocks {
+                for (o, &v) in out.iter_mut().zip(&sums[b * 2 * n + offset..][..n]) {
+                    *o += v;
+                }
+            }
+        })
+    };
+    Some([dx, total(0), total(n)])
 }

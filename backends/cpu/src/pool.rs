@@ -119,6 +119,18 @@ fn lock<T: Pooled>() -> MutexGuard<'static, Pool<T>> {
     T::pool().lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Bytes of this element type's buffers that tensors other than the pool
+/// hold.
+pub(crate) fn bytes_in_use<T: Pooled>() -> usize {
+    let pool = lock::<T>();
+    let values: usize = pool
+        .buckets
+        .iter()
+        .map(|(len, bucket)| len * bucket.entries.iter().filter(|(a, _)| !a.is_unique()).count())
+        .sum();
+    values * std::mem::size_of::<T>()
+}
+
 /// An array of `shape` whose values `fill` writes. `fill` sees stale values
 /// (or defaults) and must write every element.
 pub(crate) fn output<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [T])) -> Array<T> {

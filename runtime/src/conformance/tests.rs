@@ -688,6 +688,31 @@ pub fn normalisation<B: Backend>(dev: &B::Device) {
             }
         }
     }
+    // Large enough for a backend to split the work between threads.
+    let big = [512usize, 2, 272];
+    let n: usize = big.iter().product();
+    let xs: Vec<f64> = (0..n).map(|i| ((i * 37) % 101) as f64 * 0.05 - 2.5).collect();
+    let gs: Vec<f64> = (0..n).map(|i| ((i * 11) % 13) as f64 * 0.2 - 1.2).collect();
+    let ws: Vec<f64> = (0..272).map(|i| 0.5 + (i % 9) as f64 * 0.1).collect();
+    for dtype in FLOATS {
+        let (x, g) = (tensor::<B, 3>(&xs, big, dtype, dev), tensor::<B, 3>(&gs, big, dtype, dev));
+        let w = tensor::<B, 1>(&ws, [272], dtype, dev);
+        let tol = tolerance(dtype, false);
+        let values = |s: B::Storage| {
+            super::values(&Tensor::<B, 1>::from_storage(B::reshape(&s, &[B::shape(&s).iter().product()])))
+        };
+        let (y, stats) = x.norm_with_stats(Some(&w), Some(&w), 1e-5, true);
+        let [cy, _] = composed_norm::<B>(x.storage(), Some(w.storage()), Some(w.storage()), 1e-5, true);
+        assert_close("large norm", &y, &values(cy), &big, tol);
+        let (dx, dw, db) = g.norm_backward(&x, &stats, Some(&w), true);
+        let [cdx, cdw, cdb] =
+            composed_norm_backward::<B>(g.storage(), x.storage(), stats.storage(), Some(w.storage()), true);
+        assert_close("large norm input gradient", &dx, &values(cdx), &big, tol);
+        // Sums over 1024 rows: a looser tolerance in f32.
+        let sums = (tol.0 * 10.0, tol.1 * 10.0);
+        assert_close("large norm weight gradient", &dw, &values(cdw), &[272], sums);
+        assert_close("large norm bias gradient", &db, &values(cdb), &[272], sums);
+    }
 }
 
 /// `softmax_with`: scaled, causal (query `i` of dim -2 sees keys `0..=i`),
