@@ -108,6 +108,8 @@ struct State {
     encoder: Option<wgpu::CommandEncoder>,
     params: Vec<u8>,
     dispatches: usize,
+    /// Dispatches recorded since the device opened.
+    total: u64,
     /// Free buffers by size in bytes (powers of two).
     free: HashMap<u64, Vec<wgpu::Buffer>>,
     /// Buffers dropped while the batch that may read them is unsubmitted.
@@ -399,6 +401,12 @@ impl WgpuDevice {
         b
     }
 
+    /// Compute dispatches this device has recorded since it opened: what
+    /// one step costs in kernel launches (count before and after it).
+    pub fn dispatches(&self) -> u64 {
+        self.inner.lock().total
+    }
+
     /// Records one dispatch of `pipeline` with `buffers` bound in order
     /// (storage bindings) and `params` (up to 64 words) as the uniform
     /// binding after them.
@@ -439,6 +447,7 @@ impl WgpuDevice {
         }
         st.params.extend_from_slice(&block);
         st.dispatches += 1;
+        st.total += 1;
         let dev = &self.inner.device;
         let mut entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
             .iter()

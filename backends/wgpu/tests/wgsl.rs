@@ -90,6 +90,9 @@ fn exercise(dev: &WgpuDevice) {
                 (r.sum_dim(d), r.max_dim(d), r.min_dim(d), r.argmax(d), r.argmin(d), r.softmax(d), r.log_softmax(d));
         }
         let _ = (r.sum(), r.max(), r.min(), r.mean());
+        let w = t([r.shape()[2]], dev);
+        let (y, stats) = r.norm_with_stats(Some(&w), Some(&w), 1e-5, true);
+        let _ = (y.norm_backward(&r, &stats, Some(&w), true), r.rms_norm(None, 1e-6));
         let o = SoftmaxOptions::default().scale(0.5).causal();
         for o in [o, o.log()] {
             let y = r.softmax_with(-1, o);
