@@ -9,6 +9,8 @@
 //! cargo run --release --example wgpu_bench --features wgpu
 //! ```
 
+#[path = "common/gpt_model.rs"]
+mod gpt_model;
 #[path = "common/mlp.rs"]
 mod mlp;
 #[path = "common/timing.rs"]
@@ -21,6 +23,7 @@ use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::wgpu::{HostBuffer, Wgpu, WgpuDevice, launch};
+use gpt_model::{CONTEXT, Gpt, VOCAB};
 use mlp::Mlp;
 use timing::median;
 
@@ -58,6 +61,30 @@ fn mlp_step<B: Backend>(device: &B::Device) -> f64 {
     };
     step();
     median(9, step)
+}
+
+/// One training step of the GPT example's model (batch 8, context 64,
+/// AdamW) on `B`, synchronised by reading the loss: its median seconds,
+/// and `count()` after one step less before it (dispatches on wgpu).
+fn gpt_step<B: Backend>(device: &B::Device, count: impl Fn() -> u64) -> (f64, u64) {
+    let mut model = <Gpt<B> as blaze::nn::Graph<B>>::init(&mut blaze::Rng::seed_from_u64(0), device);
+    let (n, v) = (8, VOCAB as i64);
+    let ids: Vec<i64> = (0..n * CONTEXT).map(|i| (i * 7 % VOCAB) as i64).collect();
+    let x = Tensor::<B, 2>::from_vec(ids.clone(), [n, CONTEXT], device);
+    let y = Tensor::<B, 1>::from_vec(ids.iter().map(|i| (i + 1) % v).collect::<Vec<i64>>(), [n * CONTEXT], device);
+    let mut opt = blaze::optim::Adam::adamw(1e-3);
+    let mut step = || {
+        let (logits, cache) = model.forward_train(&x, &mut Ctx::train(0));
+        let loss = cross_entropy(&logits.reshape([-1, v]), &y, 0.0);
+        let grads = model.backward_params(&cache, &loss.grad.reshape(logits.shape()));
+        opt.step(&mut model, &grads);
+        std::hint::black_box(loss.item());
+    };
+    step();
+    let before = count();
+    step();
+    let dispatches = count() - before;
+    (median(3, step), dispatches)
 }
 
 kernel! {
@@ -115,6 +142,11 @@ fn main() {
     let (gpu, cpu) = (mlp_step::<Wgpu>(&device), mlp_step::<Cpu>(&CpuDevice));
     println!("\nMLP 784-256-128-10 training step, batch 128");
     println!("  wgpu {:>9.2} ms   cpu {:>9.2} ms", 1e3 * gpu, 1e3 * cpu);
+
+    let ((gpu, dispatches), (cpu, _)) =
+        (gpt_step::<Wgpu>(&device, || device.dispatches()), gpt_step::<Cpu>(&CpuDevice, || 0));
+    println!("\nGPT example's model, training step at batch 8 (AdamW)");
+    println!("  wgpu {:>9.2} ms   cpu {:>9.2} ms   wgpu dispatches per step: {dispatches}", 1e3 * gpu, 1e3 * cpu);
 
     println!("\nkernel! tiled matmul on host data (uploads and read-back included)");
     println!("{:>6} {:>14} {:>14} {:>12}", "n", "wgpu GFLOP/s", "cpu GFLOP/s", "max |diff|");

@@ -533,6 +533,19 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         Self::view(x, D::sum_squares, H::sum_squares)
     }
 
+    fn attention(q: &Placed<D, H>, k: &Placed<D, H>, v: &Placed<D, H>, o: SoftmaxOptions) -> Placed<D, H> {
+        match q {
+            Placed::Device(qd) => {
+                let [k, v] = [k, v].map(|p| on_device("attention", q, p));
+                Placed::Device(D::attention(qd, k, v, o))
+            }
+            Placed::Host(qh, d) => {
+                let [k, v] = [k, v].map(|p| on_host("attention", q, p));
+                Placed::Host(H::attention(qh, k, v, o), d.clone())
+            }
+        }
+    }
+
     fn norm(
         x: &Placed<D, H>,
         weight: Option<&Placed<D, H>>,

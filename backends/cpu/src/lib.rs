@@ -14,6 +14,7 @@
 //! pin it (the benchmarks do this for their 1- and 2-thread columns).
 #![deny(missing_docs)]
 
+mod attention;
 mod conv;
 mod elementwise;
 mod gemm;
@@ -96,10 +97,14 @@ pub fn tune_allocator_for_training() -> bool {
 /// what it keeps alive: after a training forward, what its cache holds for
 /// the backward.
 pub fn bytes_in_use() -> usize {
-    pool::bytes_in_use::<f32>()
-        + pool::bytes_in_use::<f64>()
-        + pool::bytes_in_use::<i64>()
-        + pool::bytes_in_use::<bool>()
+    pool::bytes::<f32>(false) + pool::bytes::<f64>(false) + pool::bytes::<i64>(false) + pool::bytes::<bool>(false)
+}
+
+/// Bytes of every buffer the pool keeps, free ones included: since free
+/// buffers are reused, not returned, its growth across a call is the most
+/// the call held at once beyond what the pool already had.
+pub fn bytes_pooled() -> usize {
+    pool::bytes::<f32>(true) + pool::bytes::<f64>(true) + pool::bytes::<i64>(true) + pool::bytes::<bool>(true)
 }
 
 /// A CPU tensor of rank `D`.
@@ -563,6 +568,19 @@ impl Composites for Cpu {
             _ => false,
         };
         if done { x } else { blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act) }
+    }
+
+    fn attention(q: &CpuStorage, k: &CpuStorage, v: &CpuStorage, o: SoftmaxOptions) -> CpuStorage {
+        let tiled = match (q, k, v) {
+            (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
+                attention::attention(q, k, v, o).map(CpuStorage::F32)
+            }
+            (CpuStorage::F64(q), CpuStorage::F64(k), CpuStorage::F64(v)) => {
+                attention::attention(q, k, v, o).map(CpuStorage::F64)
+            }
+            _ => None,
+        };
+        tiled.unwrap_or_else(|| blaze_runtime::backend::composed_attention::<Self>(q, k, v, o))
     }
 
     fn norm(

@@ -120,13 +120,13 @@ fn lock<T: Pooled>() -> MutexGuard<'static, Pool<T>> {
 }
 
 /// Bytes of this element type's buffers that tensors other than the pool
-/// hold.
-pub(crate) fn bytes_in_use<T: Pooled>() -> usize {
+/// hold, or with `all` every buffer the pool keeps (free ones too).
+pub(crate) fn bytes<T: Pooled>(all: bool) -> usize {
     let pool = lock::<T>();
     let values: usize = pool
         .buckets
         .iter()
-        .map(|(len, bucket)| len * bucket.entries.iter().filter(|(a, _)| !a.is_unique()).count())
+        .map(|(len, bucket)| len * bucket.entries.iter().filter(|(a, _)| all || !a.is_unique()).count())
         .sum();
     values * std::mem::size_of::<T>()
 }

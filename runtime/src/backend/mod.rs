@@ -254,6 +254,17 @@ pub trait Composites: Primitives {
         composed_sum_squares::<Self>(x)
     }
 
+    /// Attention for inference: `softmax(q kᵀ · o.scale) v`, causal when
+    /// `o` says, for `q [.., T, d]`, `k [.., S, d]`, `v [.., S, e]` of equal
+    /// batch dims, giving `[.., T, e]`. May assume a float dtype shared by
+    /// all, those shapes, and `o.log` false. The default composes a
+    /// product, the softmax and a product (the `[.., T, S]` weights in
+    /// memory); a backend may tile it so that no thread holds more than a
+    /// block of one query's scores.
+    fn attention(q: &Self::Storage, k: &Self::Storage, v: &Self::Storage, o: SoftmaxOptions) -> Self::Storage {
+        composed_attention::<Self>(q, k, v, o)
+    }
+
     /// Normalises the last dim of `x`: `y = (x - mean) / sqrt(var + eps)`
     /// times `weight` plus `bias` (both `[n]`, optional), the statistics
     /// per row, the variance biased (LayerNorm); without `centre` the mean
@@ -403,6 +414,21 @@ pub fn composed_softmax<B: Composites>(x: &B::Storage, dim: usize, o: SoftmaxOpt
     } else {
         B::binary(BinaryOp::Div, &e, &sum)
     }
+}
+
+/// [`Composites::attention`] from a product, the softmax and a product.
+pub fn composed_attention<B: Composites>(
+    q: &B::Storage,
+    k: &B::Storage,
+    v: &B::Storage,
+    o: SoftmaxOptions,
+) -> B::Storage {
+    let r = B::shape(k).len();
+    let mut axes = Dims::new();
+    axes.extend(0..r);
+    axes.swap(r - 2, r - 1);
+    let scores = B::matmul(q, &B::permute(k, &axes));
+    B::matmul(&B::softmax(&scores, r - 1, o), v)
 }
 
 /// `t` (`[n]`) shaped `[1, .., 1, n]` to broadcast along the last dim of a rank-`r` tensor.

@@ -610,6 +610,62 @@ pub fn softmax_family<B: Backend>(dev: &B::Device) {
         assert_close("softmax of transposed", &t.t().softmax(0).t(), &sm, &[3, 3], tol);
     }
     scaled_causal_softmax::<B>(dev);
+    attention::<B>(dev);
+}
+
+/// `scaled_dot_product_attention` against the definition on small
+/// tensors, and against the composite's composed form on ones with more
+/// keys than a tiled kernel's block and enough work to split, causal or
+/// not, with more queries than keys and fewer.
+fn attention<B: Backend>(dev: &B::Device) {
+    use crate::backend::composed_attention;
+    let data =
+        |n: usize, seed: usize| -> Vec<f64> { (0..n).map(|i| ((i * 31 + seed * 7) % 23) as f64 * 0.1 - 1.1).collect() };
+    for dtype in FLOATS {
+        let tol = tolerance(dtype, false);
+        // [1, 2, 3] queries of width 2, 3 keys, values of width 1.
+        let (q, k, v) = (data(6, 1), data(6, 2), vec![1.0, 2.0, 4.0]);
+        let (qt, kt, vt) = (
+            tensor::<B, 3>(&q, [1, 3, 2], dtype, dev),
+            tensor::<B, 3>(&k, [1, 3, 2], dtype, dev),
+            tensor::<B, 3>(&v, [1, 3, 1], dtype, dev),
+        );
+        for causal in [false, true] {
+            let mut want = Vec::new();
+            for i in 0..3 {
+                let seen = if causal { i + 1 } else { 3 };
+                let s: Vec<f64> =
+                    (0..seen).map(|j| (q[2 * i] * k[2 * j] + q[2 * i + 1] * k[2 * j + 1]) * 0.5).collect();
+                let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
+                want.push(s.iter().enumerate().map(|(j, x)| (x - m).exp() / z * v[j]).sum::<f64>());
+            }
+            let got = qt.scaled_dot_product_attention(&kt, &vt, causal, Some(0.5));
+            assert_close(&format!("attention (causal {causal})"), &got, &want, &[1, 3, 1], tol);
+        }
+        for (t, s) in [(300usize, 300usize), (40, 600), (520, 70)] {
+            let shape = |len: usize, w: usize| [2usize, 3, len, w];
+            let qt = tensor::<B, 4>(&data(2 * 3 * t * 16, 3), shape(t, 16), dtype, dev);
+            let kt = tensor::<B, 4>(&data(2 * 3 * s * 16, 4), shape(s, 16), dtype, dev);
+            let vt = tensor::<B, 4>(&data(2 * 3 * s * 8, 5), shape(s, 8), dtype, dev);
+            for causal in [false, true] {
+                let got = qt.scaled_dot_product_attention(&kt, &vt, causal, None);
+                let mut o = crate::SoftmaxOptions::default().scale(0.25);
+                if causal {
+                    o = o.causal();
+                }
+                let want =
+                    Tensor::<B, 4>::from_storage(composed_attention::<B>(qt.storage(), kt.storage(), vt.storage(), o));
+                assert_close(
+                    &format!("attention {t}x{s} (causal {causal})"),
+                    &got,
+                    &super::values(&want),
+                    &shape(t, 8),
+                    tol,
+                );
+            }
+        }
+    }
 }
 
 /// `layer_norm` and `rms_norm` against the definition, and the

@@ -275,8 +275,17 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         key_padding_mask: Option<&Tensor<B, 2>>,
     ) -> Tensor<B, 3> {
         let (_, [qh, kh, vh]) = self.heads(q, k, v, key_padding_mask);
-        let weights = self.weights(&qh, &kh, key_padding_mask);
-        self.out_proj.forward(&Self::join(&weights.matmul(&vh)))
+        // Without padding, attention runs tiled where the backend can: the
+        // [n, H, T, S] weights are never held (the training forward keeps
+        // them for the backward).
+        let heads = match key_padding_mask {
+            None => {
+                let o = self.softmax_options();
+                qh.scaled_dot_product_attention(&kh, &vh, o.causal, Some(o.scale))
+            }
+            Some(_) => self.weights(&qh, &kh, key_padding_mask).matmul(&vh),
+        };
+        self.out_proj.forward(&Self::join(&heads))
     }
 
     fn attend_train(

@@ -22,7 +22,7 @@ fn check_broadcast(op: &str, a: &[usize], b: &[usize]) {
     }
 }
 
-fn check_same_dtype(op: &str, a: DType, b: DType) {
+pub(super) fn check_same_dtype(op: &str, a: DType, b: DType) {
     assert!(a == b, "{op}: dtypes {a} and {b} differ (convert one with .to_dtype())");
 }
 

@@ -1,6 +1,7 @@
 //! Neural-network functions composed from the primitives (softmax,
 //! log-softmax) and the convolution and pooling primitives, with their checks.
 
+use super::arith::check_same_dtype;
 use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::{Backend, Conv2dOptions, Pool2dOptions, SoftmaxOptions};
 use crate::shape::{Dim, window_output_size};
@@ -42,6 +43,41 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         self.assert_float("log_softmax");
         let d = dim.index(D, "log_softmax");
         Self::wrap(B::softmax(&self.storage, d, SoftmaxOptions::default().log()))
+    }
+
+    /// Attention weights applied to values, for inference, as
+    /// `torch.nn.functional.scaled_dot_product_attention(q, k, v,
+    /// is_causal=causal, scale=scale)`: `softmax(q kᵀ · scale) v` for this
+    /// query `[.., T, d]`, keys `[.., S, d]` and values `[.., S, e]` (equal
+    /// batch dims), the scale `1 / sqrt(d)` unless given, and with `causal`
+    /// query `i` seeing keys `0..=i`. Backends that tile it (the CPU) never
+    /// hold the `[.., T, S]` weights, only a block of one query's scores per
+    /// thread; under `Autodiff` it is differentiable (composed of ops).
+    /// Panics on shapes that do not fit, naming them.
+    pub fn scaled_dot_product_attention(&self, k: &Self, v: &Self, causal: bool, scale: Option<f64>) -> Self {
+        let op = "scaled_dot_product_attention";
+        self.assert_float(op);
+        let (qs, ks, vs) = (self.shape(), k.shape(), v.shape());
+        let fits = D >= 2
+            && qs[..D - 2] == ks[..D - 2]
+            && ks[..D - 2] == vs[..D - 2]
+            && qs[D - 1] == ks[D - 1]
+            && ks[D - 2] == vs[D - 2];
+        assert!(
+            fits,
+            "{op}: expects a query [.., T, d], keys [.., S, d] and values [.., S, e] with the same batch dims, got \
+             {qs:?}, {ks:?} and {vs:?}"
+        );
+        check_same_dtype(op, self.dtype(), k.dtype());
+        check_same_dtype(op, self.dtype(), v.dtype());
+        check_same_device::<B>(op, &[&self.storage, &k.storage, &v.storage]);
+        let scale = scale.unwrap_or_else(|| 1.0 / (qs[D - 1] as f64).sqrt());
+        let mut o = SoftmaxOptions::default().scale(scale);
+        if causal {
+            o = o.causal();
+        }
+        assert!(scale > 0.0 && scale.is_finite(), "{op}: scale {scale} is not positive and finite");
+        Self::wrap(B::attention(&self.storage, &k.storage, &v.storage, o))
     }
 
     /// Layer normalisation over the last dim, as
