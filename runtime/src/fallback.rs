@@ -24,8 +24,8 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp, SoftmaxOptions,
-    UnaryOp,
+    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    SoftmaxOptions, UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -583,6 +583,14 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
                 let w = weight.map(|p| on_host("norm_backward", g, p));
                 H::norm_backward(gh, x, stats, w, centre).map(|y| Placed::Host(y, d.clone()))
             }
+        }
+    }
+
+    fn adam(p: &mut Placed<D, H>, m: &mut Placed<D, H>, v: &mut Placed<D, H>, g: &Placed<D, H>, o: AdamStep) {
+        match (&mut *p, &mut *m, &mut *v, g) {
+            (Placed::Device(p), Placed::Device(m), Placed::Device(v), Placed::Device(g)) => D::adam(p, m, v, g, o),
+            (Placed::Host(p, _), Placed::Host(m, _), Placed::Host(v, _), Placed::Host(g, _)) => H::adam(p, m, v, g, o),
+            _ => mixed("adam", &[&p.clone(), &m.clone(), &v.clone(), g]),
         }
     }
 

@@ -29,8 +29,8 @@ mod tensor;
 pub mod train;
 
 pub use backend::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    SoftmaxOptions, UnaryOp,
+    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Primitives,
+    ReduceOp, SoftmaxOptions, UnaryOp,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};

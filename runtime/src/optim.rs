@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use crate::nn::{GradVisitor, Module, ParamMapper, ParamVisitor};
-use crate::{Backend, Tensor, TensorData};
+use crate::{AdamStep, Backend, Tensor, TensorData};
 
 /// Updates parameters from their gradients.
 pub trait Optimizer<B: Backend>: Send {
@@ -93,23 +93,6 @@ fn slot_state<'a, B: Backend>(state: &'a mut BTreeMap<String, State<B>>, name: &
         state.insert(name.to_owned(), State::default());
     }
     state.get_mut(name).expect("inserted above")
-}
-
-/// `slot = decay * slot + scale * x` in place, or `scale * x` on the first step.
-fn decay_into<B: Backend>(
-    slots: &mut BTreeMap<String, Tensor<B, 1>>,
-    name: &str,
-    decay: f64,
-    x: &Tensor<B, 1>,
-    scale: f64,
-) {
-    match slots.get_mut(name) {
-        Some(slot) => slot.axpby_(decay, x, scale),
-        None => {
-            let first = if scale == 1.0 { x.clone() } else { x.mul_scalar(scale) };
-            slots.insert(name.to_owned(), first);
-        }
-    }
 }
 
 /// The [`Optimizer`] methods every optimizer here shares: its `lr` field,
@@ -289,19 +272,32 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         self.steps = self.steps.saturating_add(1);
         // β^t is 0 in f64 long before t leaves i32's range.
         let t = self.steps.min(i32::MAX as u64) as i32;
-        let (lr, (b1, b2), eps, wd, decoupled) = (self.lr, self.betas, self.eps, self.weight_decay, self.decoupled);
-        let (c1, c2) = (1.0 - b1.powi(t), 1.0 - b2.powi(t));
+        let ((beta1, beta2), decoupled) = (self.betas, self.decoupled);
+        let o = AdamStep { lr: self.lr, beta1, beta2, eps: self.eps, weight_decay: self.weight_decay, decoupled, t };
         let state = &mut self.state;
-        for_each_param(model, grads, |name, p, g| {
-            let keep = if decoupled { 1.0 - lr * wd } else { 1.0 };
-            let g = if !decoupled && wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
-            let slots = &mut slot_state(state, name).slots;
-            decay_into(slots, "exp_avg", b1, &g, 1.0 - b1);
-            decay_into(slots, "exp_avg_sq", b2, &g.square(), 1.0 - b2);
-            // p -= lr * m̂ / (sqrt(v̂) + eps), with m̂ = m / c1, v̂ = v / c2.
-            let denom = slots["exp_avg_sq"].div_scalar(c2).sqrt().add_scalar(eps);
-            Update { keep, lr: lr / c1, step: slots["exp_avg"].div(&denom) }
-        });
+        // The parameter and both moments in one update (one pass on
+        // backends that fuse it); the moments start at zero.
+        struct Apply<'a, B: Backend>(&'a mut BTreeMap<String, State<B>>, AdamStep);
+        impl<B: Backend> GradVisitor<B> for Apply<'_, B> {
+            fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
+                let slots = &mut slot_state(self.0, name).slots;
+                for moment in ["exp_avg", "exp_avg_sq"] {
+                    if !slots.contains_key(moment) {
+                        slots.insert(moment.to_owned(), g.reshape([-1]).zeros_like());
+                    }
+                }
+                let (mut m, mut v) = (None, None);
+                for (key, slot) in slots.iter_mut() {
+                    match key.as_str() {
+                        "exp_avg" => m = Some(slot),
+                        "exp_avg_sq" => v = Some(slot),
+                        _ => {}
+                    }
+                }
+                p.adam_(m.expect("inserted above"), v.expect("inserted above"), g, self.1);
+            }
+        }
+        model.visit_grads(grads, "", &mut Apply(state, o));
     }
 
     bookkeeping!();

@@ -11,7 +11,7 @@ use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::Array;
 use crate::storage::Float;
-use blaze_runtime::backend::{SoftmaxOptions, UnaryOp};
+use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
@@ -149,6 +149,59 @@ pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: 
             update(ys, xs);
         }
     })
+}
+
+/// One Adam or AdamW update of `p` and its moments in one pass, in place
+/// (see `AdamStep`). Returns false, leaving all alone, when a buffer is
+/// strided or shared.
+pub(crate) fn adam_in_place<T: Float>(
+    p: &mut Array<T>,
+    m: &mut Array<T>,
+    v: &mut Array<T>,
+    g: &Array<T>,
+    o: AdamStep,
+) -> bool {
+    let n = p.len();
+    let Some(gs) = g.as_slice() else { return false };
+    if m.len() != n || v.len() != n || gs.len() != n {
+        return false;
+    }
+    let (c1, c2) = o.corrections();
+    let f = T::from_f64;
+    let (b1, b2, eps, wd, keep) = (f(o.beta1), f(o.beta2), f(o.eps), f(o.weight_decay), f(o.keep()));
+    let (step, inv_c2) = (f(o.lr / c1), f(1.0 / c2));
+    let coupled = !o.decoupled && o.weight_decay != 0.0;
+    let update = |ps: &mut [T], ms: &mut [T], vs: &mut [T], gs: &[T]| {
+        dispatch(
+            #[inline(always)]
+            || {
+                for (((p, m), v), &g) in ps.iter_mut().zip(ms.iter_mut()).zip(vs.iter_mut()).zip(gs) {
+                    let g = if coupled { g + wd * *p } else { g };
+                    *m = b1 * *m + (T::ONE - b1) * g;
+                    *v = b2 * *v + (T::ONE - b2) * (g * g);
+                    *p = keep * *p - step * (*m / ((*v * inv_c2).sqrt() + eps));
+                }
+            },
+        )
+    };
+    let mut done = false;
+    pool::update_in_place(p, |ps| {
+        pool::update_in_place(m, |ms| {
+            pool::update_in_place(v, |vs| {
+                if should_fork(n, CHEAP_OP_MIN) {
+                    ps.par_chunks_mut(CHUNK)
+                        .zip(ms.par_chunks_mut(CHUNK))
+                        .zip(vs.par_chunks_mut(CHUNK))
+                        .zip(gs.par_chunks(CHUNK))
+                        .for_each(|(((ps, ms), vs), gs)| update(ps, ms, vs, gs));
+                } else {
+                    update(ps, ms, vs, gs);
+                }
+                done = true;
+            });
+        });
+    });
+    done
 }
 
 /// How a broadcast operand lays over the output, seen as rows of `inner`.

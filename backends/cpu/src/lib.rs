@@ -33,7 +33,7 @@ use std::ops::Range;
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
 use blaze_runtime::{
-    BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
     SoftmaxOptions, TensorData, UnaryOp,
 };
 
@@ -630,6 +630,21 @@ impl Composites for Cpu {
             CpuStorage::F32(a) => CpuStorage::F32(reduce::sum_squares(a)),
             CpuStorage::F64(a) => CpuStorage::F64(reduce::sum_squares(a)),
             other => blaze_runtime::backend::composed_sum_squares::<Self>(other),
+        }
+    }
+
+    fn adam(p: &mut CpuStorage, m: &mut CpuStorage, v: &mut CpuStorage, g: &CpuStorage, o: AdamStep) {
+        let done = match (&mut *p, &mut *m, &mut *v, g) {
+            (CpuStorage::F32(p), CpuStorage::F32(m), CpuStorage::F32(v), CpuStorage::F32(g)) => {
+                elementwise::adam_in_place(p, m, v, g, o)
+            }
+            (CpuStorage::F64(p), CpuStorage::F64(m), CpuStorage::F64(v), CpuStorage::F64(g)) => {
+                elementwise::adam_in_place(p, m, v, g, o)
+            }
+            _ => false,
+        };
+        if !done {
+            blaze_runtime::backend::composed_adam::<Self>(p, m, v, g, o);
         }
     }
 

@@ -297,6 +297,34 @@ pub fn softmax_backward(log: bool) -> String {
     s
 }
 
+/// One Adam or AdamW update (see `AdamStep`): the parameter and both
+/// moments read and written anew in one pass. Parameters: `[n, β1, β2, eps,
+/// weight_decay, keep, lr / (1 - β1^t), 1 / (1 - β2^t), coupled]`, the
+/// floats as their bits.
+pub fn adam() -> String {
+    let mut s = prelude(&[
+        ("p", "f32", false),
+        ("m", "f32", false),
+        ("v", "f32", false),
+        ("g", "f32", false),
+        ("p_out", "f32", true),
+        ("m_out", "f32", true),
+        ("v_out", "f32", true),
+    ]);
+    s += "@compute @workgroup_size(64)\n\
+        fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
+        let i = gid.x + gid.y * nwg.x * 64u;\n\
+        if (i >= pu(0u)) { return; }\n\
+        let b1 = pf(1u); let b2 = pf(2u);\n\
+        let gi = select(g[i], g[i] + pf(4u) * p[i], pu(8u) == 1u);\n\
+        let mi = b1 * m[i] + (1.0 - b1) * gi;\n\
+        let vi = b2 * v[i] + (1.0 - b2) * (gi * gi);\n\
+        m_out[i] = mi; v_out[i] = vi;\n\
+        p_out[i] = pf(5u) * p[i] - pf(6u) * (mi / (sqrt(vi * pf(7u)) + pf(3u)));\n\
+        }\n";
+    s
+}
+
 /// A workgroup's tree sum of `v` over its 64 invocations, through `sv`:
 /// every invocation gets the total.
 const TREE_SUM: &str = "

@@ -18,7 +18,7 @@ mod ops;
 use std::fmt::Debug;
 use std::ops::Range;
 
-pub use self::ops::{BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
+pub use self::ops::{AdamStep, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use crate::shape::Dims;
@@ -302,6 +302,16 @@ pub trait Composites: Primitives {
         composed_norm_backward::<Self>(g, x, stats, weight, centre)
     }
 
+    /// One Adam or AdamW update (`o` says which, and the step): the
+    /// parameter `p` and its moments `m` and `v` updated from the gradient
+    /// `g`. May assume one float dtype for all four, `g` of `p`'s shape, and
+    /// the moments flat (`[n]`) with as many values. The
+    /// default composes primitives (about eight passes); a backend may
+    /// update all three in one pass, in place.
+    fn adam(p: &mut Self::Storage, m: &mut Self::Storage, v: &mut Self::Storage, g: &Self::Storage, o: AdamStep) {
+        composed_adam::<Self>(p, m, v, g, o);
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -414,6 +424,30 @@ pub fn composed_softmax<B: Composites>(x: &B::Storage, dim: usize, o: SoftmaxOpt
     } else {
         B::binary(BinaryOp::Div, &e, &sum)
     }
+}
+
+/// [`Composites::adam`] from primitives and [`Composites::axpby`].
+pub fn composed_adam<B: Composites>(
+    p: &mut B::Storage,
+    m: &mut B::Storage,
+    v: &mut B::Storage,
+    g: &B::Storage,
+    o: AdamStep,
+) {
+    let (c1, c2) = o.corrections();
+    let flat = [B::shape(m)[0]];
+    let g = B::reshape(g, &flat);
+    let g = if !o.decoupled && o.weight_decay != 0.0 {
+        B::binary(BinaryOp::Add, &g, &B::binary_scalar(BinaryOp::Mul, &B::reshape(p, &flat), o.weight_decay))
+    } else {
+        g
+    };
+    B::axpby(m, o.beta1, &g, 1.0 - o.beta1);
+    B::axpby(v, o.beta2, &B::binary(BinaryOp::Mul, &g, &g), 1.0 - o.beta2);
+    let denom =
+        B::binary_scalar(BinaryOp::Add, &B::unary(UnaryOp::Sqrt, &B::binary_scalar(BinaryOp::Div, v, c2)), o.eps);
+    let step = B::binary(BinaryOp::Div, m, &denom);
+    B::axpby(p, o.keep(), &B::reshape(&step, B::shape(p)), -o.lr / c1);
 }
 
 /// [`Composites::attention`] from a product, the softmax and a product.

@@ -227,6 +227,42 @@ impl SoftmaxOptions {
     }
 }
 
+/// One Adam or AdamW update of a parameter at step `t` (counted from 1),
+/// as `torch.optim.Adam` and `torch.optim.AdamW` compute it: the moments
+/// `m = β1 m + (1 - β1) g` and `v = β2 v + (1 - β2) g²`, then
+/// `p = keep p - lr / (1 - β1^t) · m / (sqrt(v / (1 - β2^t)) + eps)`, where
+/// AdamW (`decoupled`) decays the weight (`keep = 1 - lr · weight_decay`)
+/// and Adam adds `weight_decay · p` to the gradient instead.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamStep {
+    /// The learning rate.
+    pub lr: f64,
+    /// `β1`, the first moment's decay.
+    pub beta1: f64,
+    /// `β2`, the second moment's decay.
+    pub beta2: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// L2 penalty (Adam) or weight decay (AdamW).
+    pub weight_decay: f64,
+    /// AdamW's decoupled weight decay.
+    pub decoupled: bool,
+    /// The step, from 1.
+    pub t: i32,
+}
+
+impl AdamStep {
+    /// `1 - β1^t` and `1 - β2^t`, the moments' bias corrections.
+    pub fn corrections(&self) -> (f64, f64) {
+        (1.0 - self.beta1.powi(self.t), 1.0 - self.beta2.powi(self.t))
+    }
+
+    /// What the parameter is multiplied by before the step.
+    pub fn keep(&self) -> f64 {
+        if self.decoupled { 1.0 - self.lr * self.weight_decay } else { 1.0 }
+    }
+}
+
 /// Options of a 2-D convolution, as in `torch.nn.functional.conv2d`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Conv2dOptions {

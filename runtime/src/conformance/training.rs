@@ -360,6 +360,41 @@ pub fn optimizers<B: Backend>(dev: &B::Device) {
     let mut o = Adam::adamw(0.01).weight_decay(0.1);
     close("adamw", run(&mut |m, g| o.step(m, g)), adam(0.01, 0.1, true));
 
+    // The Adam composite (one pass where a backend fuses it) against its
+    // composed form, in both dtypes, Adam and AdamW, from nonzero moments;
+    // a tensor sharing the parameter's buffer keeps its values.
+    for dtype in FLOATS {
+        let n = 40;
+        let (p0, m0, g0) = (noise(n, 41), noise(n, 42), noise(n, 43));
+        let v0: Vec<f64> = noise(n, 44).iter().map(|x| x * x).collect();
+        for decoupled in [false, true] {
+            let o =
+                crate::AdamStep { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.1, decoupled, t: 3 };
+            let mut p = tensor::<B, 2>(&p0, [5, 8], dtype, dev);
+            let (mut m, mut v) = (tensor::<B, 1>(&m0, [n], dtype, dev), tensor::<B, 1>(&v0, [n], dtype, dev));
+            let g = tensor::<B, 2>(&g0, [5, 8], dtype, dev);
+            p.adam_(&mut m, &mut v, &g, o);
+            // Again with the parameter's buffer shared: updated by value.
+            let mut p2 = tensor::<B, 2>(&p0, [5, 8], dtype, dev);
+            let shared = p2.clone();
+            let (mut m2, mut v2) = (tensor::<B, 1>(&m0, [n], dtype, dev), tensor::<B, 1>(&v0, [n], dtype, dev));
+            p2.adam_(&mut m2, &mut v2, &g, o);
+            let (mut cp, mut cm, mut cv) = (
+                tensor::<B, 2>(&p0, [5, 8], dtype, dev).into_storage(),
+                tensor::<B, 1>(&m0, [n], dtype, dev).into_storage(),
+                tensor::<B, 1>(&v0, [n], dtype, dev).into_storage(),
+            );
+            crate::backend::composed_adam::<B>(&mut cp, &mut cm, &mut cv, g.storage(), o);
+            let tol = tolerance(dtype, false);
+            let what = if decoupled { "adamw" } else { "adam" };
+            assert_close(&format!("{what} parameter"), &p, &values(&Tensor::<B, 2>::from_storage(cp)), &[5, 8], tol);
+            assert_close(&format!("{what} exp_avg"), &m, &values(&Tensor::<B, 1>::from_storage(cm)), &[n], tol);
+            assert_close(&format!("{what} exp_avg_sq"), &v, &values(&Tensor::<B, 1>::from_storage(cv)), &[n], tol);
+            assert_close(&format!("{what} leaves a sharing tensor alone"), &shared, &p0, &[5, 8], tol);
+            assert_close(&format!("{what} of a shared parameter"), &p2, &values(&p), &[5, 8], tol);
+        }
+    }
+
     // The in-place update leaves tensors that share the old buffer alone,
     // and updates strided views by value.
     for dtype in FLOATS {

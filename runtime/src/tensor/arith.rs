@@ -114,6 +114,33 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         B::axpby(&mut self.storage, a, &x.storage, b);
     }
 
+    /// One Adam or AdamW update of this parameter in place, with its
+    /// moments `m` and `v` (flat, as many values) and its gradient `g` (see
+    /// [`AdamStep`](crate::AdamStep)); what `optim::Adam` runs for each
+    /// parameter. Panics unless all are of one float dtype, device and
+    /// element count.
+    pub fn adam_(&mut self, m: &mut Tensor<B, 1>, v: &mut Tensor<B, 1>, g: &Self, o: crate::AdamStep) {
+        let op = "adam_";
+        let dtype = self.dtype();
+        let n = self.numel();
+        let fits = [m.dtype(), v.dtype(), g.dtype()].iter().all(|&d| d == dtype)
+            && dtype.is_float()
+            && m.numel() == n
+            && v.numel() == n
+            && g.shape() == self.shape();
+        assert!(
+            fits,
+            "{op}: parameter {} {dtype}, gradient {} {}, moments {} and {} must share one float dtype and size",
+            fmt_shape(&self.shape()),
+            fmt_shape(&g.shape()),
+            g.dtype(),
+            fmt_shape(&m.shape()),
+            fmt_shape(&v.shape())
+        );
+        check_same_device::<B>(op, &[&self.storage, &m.storage, &v.storage, &g.storage]);
+        B::adam(&mut self.storage, &mut m.storage, &mut v.storage, &g.storage, o);
+    }
+
     /// `self + s`.
     pub fn add_scalar(&self, s: f64) -> Self {
         self.binary_scalar(BinaryOp::Add, s)

@@ -24,8 +24,8 @@ use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives,
-    ReduceOp, SoftmaxOptions, TensorData, UnaryOp,
+    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions,
+    Primitives, ReduceOp, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -571,6 +571,42 @@ fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: Softm
 }
 
 impl Composites for WgpuNative {
+    fn adam(p: &mut WgpuStorage, m: &mut WgpuStorage, v: &mut WgpuStorage, g: &WgpuStorage, o: AdamStep) {
+        let (pn, mn, vn, gn) = (native("adam", p), native("adam", m), native("adam", v), native("adam", g));
+        let n = pn.numel();
+        let device = pn.device.clone();
+        let outs = [&pn.shape, &mn.shape, &vn.shape].map(|s| WgpuStorage::new(&device, s, DType::F32));
+        if n > 0 {
+            let pipeline = device.compile("adam", "adam", shaders::adam, "main");
+            let (c1, c2) = o.corrections();
+            let f = |x: f64| (x as f32).to_bits();
+            let coupled = !o.decoupled && o.weight_decay != 0.0;
+            let params = [
+                u(n),
+                f(o.beta1),
+                f(o.beta2),
+                f(o.eps),
+                f(o.weight_decay),
+                f(o.keep()),
+                f(o.lr / c1),
+                f(1.0 / c2),
+                u32::from(coupled),
+            ];
+            let bindings = [
+                pn.buffer(),
+                mn.buffer(),
+                vn.buffer(),
+                gn.buffer(),
+                outs[0].buffer(),
+                outs[1].buffer(),
+                outs[2].buffer(),
+            ];
+            device.dispatch(&pipeline, &bindings, &params, grid(&device, n, 64));
+        }
+        let [po, mo, vo] = outs;
+        (*p, *m, *v) = (po, mo, vo);
+    }
+
     fn norm(
         x: &WgpuStorage,
         weight: Option<&WgpuStorage>,
