@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, Pooled};
 use crate::reduce::sum_slice;
-use crate::simd::dispatch;
+use crate::simd::{dispatch, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
 use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
@@ -84,7 +84,7 @@ fn bias_then<T: Float>(
     // is the run `c * inner..(c + 1) * inner`.
     let block = (channels * inner).max(1);
     let run = |xs: &mut [T]| {
-        dispatch(
+        dispatch_stream(
             #[inline(always)]
             || {
                 for block in xs.chunks_exact_mut(block) {
@@ -133,7 +133,7 @@ pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: 
         return false;
     };
     let update = |ys: &mut [T], xs: &[T]| {
-        dispatch(
+        dispatch_stream(
             #[inline(always)]
             || {
                 for (y, &x) in ys.iter_mut().zip(xs) {
@@ -172,7 +172,7 @@ pub(crate) fn adam_in_place<T: Float>(
     let (step, inv_c2) = (f(o.lr / c1), f(1.0 / c2));
     let coupled = !o.decoupled && o.weight_decay != 0.0;
     let update = |ps: &mut [T], ms: &mut [T], vs: &mut [T], gs: &[T]| {
-        dispatch(
+        dispatch_stream(
             #[inline(always)]
             || {
                 for (((p, m), v), &g) in ps.iter_mut().zip(ms.iter_mut()).zip(vs.iter_mut()).zip(gs) {
@@ -279,7 +279,7 @@ impl<'a, T: Copy> Operand<'a, T> {
 
 #[inline(always)]
 fn write_row<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row<'_, T>, f: &impl Fn(T, T) -> U) {
-    dispatch(
+    dispatch_stream(
         #[inline(always)]
         || write_row_inner(out, a, b, f),
     )
