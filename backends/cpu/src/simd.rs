@@ -104,8 +104,8 @@ fn stream_isa() -> Isa {
 /// Whether the CPU's vendor string is AMD's.
 #[cfg(target_arch = "x86_64")]
 fn amd() -> bool {
-    // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
-    let id = unsafe { std::arch::x86_64::__cpuid(0) };
+    // Leaf 0: the vendor string, on every x86-64 CPU.
+    let id = std::arch::x86_64::__cpuid(0);
     let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
     vendor == b"AuthenticAMD"
 }

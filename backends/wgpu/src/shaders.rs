@@ -297,6 +297,46 @@ pub fn softmax_backward(log: bool) -> String {
     s
 }
 
+/// The widest query, key and value rows [`attention`] takes; wider ones
+/// compose.
+pub const ATTENTION_MAX_WIDTH: usize = 128;
+
+/// Attention for inference, one invocation per query row: the keys walked
+/// in order with an online softmax (a running maximum and sum, the output
+/// row held in private memory and rescaled when the maximum grows), so the
+/// `[.., T, S]` weights never exist. Parameters: `[rows, t, s, d, e,
+/// causal, scale as f32 bits]`, `rows` the batch entries times `t`.
+pub fn attention() -> String {
+    let mut s = prelude(&[("q", "f32", false), ("k", "f32", false), ("v", "f32", false), ("out", "f32", true)]);
+    s += &format!(
+        "@compute @workgroup_size(64)\n\
+         fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
+         let row = gid.x + gid.y * nwg.x * 64u;\n\
+         if (row >= pu(0u)) {{ return; }}\n\
+         let t = pu(1u); let s = pu(2u); let d = pu(3u); let e = pu(4u); let scale = pf(6u);\n\
+         let b = row / t; let i = row % t;\n\
+         let seen = select(s, min(i + 1u, s), pu(5u) == 1u);\n\
+         var acc: array<f32, {w}>;\n\
+         for (var c = 0u; c < e; c = c + 1u) {{ acc[c] = 0.0; }}\n\
+         var mx = bitcast<f32>(0xff800000u); var sum = 0.0;\n\
+         let qb = row * d; let kb = b * s * d; let vb = b * s * e;\n\
+         for (var j = 0u; j < seen; j = j + 1u) {{\n\
+             var sc = 0.0;\n\
+             for (var c = 0u; c < d; c = c + 1u) {{ sc = sc + q[qb + c] * k[kb + j * d + c]; }}\n\
+             sc = sc * scale;\n\
+             let nm = max(mx, sc);\n\
+             let fix = exp(mx - nm); let p = exp(sc - nm);\n\
+             sum = sum * fix + p;\n\
+             for (var c = 0u; c < e; c = c + 1u) {{ acc[c] = acc[c] * fix + p * v[vb + j * e + c]; }}\n\
+             mx = nm;\n\
+         }}\n\
+         for (var c = 0u; c < e; c = c + 1u) {{ out[row * e + c] = acc[c] / sum; }}\n\
+         }}\n",
+        w = ATTENTION_MAX_WIDTH
+    );
+    s
+}
+
 /// One Adam or AdamW update (see `AdamStep`): the parameter and both
 /// moments read and written anew in one pass. Parameters: `[n, β1, β2, eps,
 /// weight_decay, keep, lr / (1 - β1^t), 1 / (1 - β2^t), coupled]`, the

@@ -93,6 +93,7 @@ fn exercise(dev: &WgpuDevice) {
         let w = t([r.shape()[2]], dev);
         let (y, stats) = r.norm_with_stats(Some(&w), Some(&w), 1e-5, true);
         let _ = (y.norm_backward(&r, &stats, Some(&w), true), r.rms_norm(None, 1e-6));
+        let _ = r.scaled_dot_product_attention(&r, &r, true, None);
         let o = SoftmaxOptions::default().scale(0.5).causal();
         for o in [o, o.log()] {
             let y = r.softmax_with(-1, o);

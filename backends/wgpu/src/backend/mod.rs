@@ -571,6 +571,29 @@ fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: Softm
 }
 
 impl Composites for WgpuNative {
+    fn attention(q: &WgpuStorage, k: &WgpuStorage, v: &WgpuStorage, o: SoftmaxOptions) -> WgpuStorage {
+        let (qn, kn, vn) = (native("attention", q), native("attention", k), native("attention", v));
+        let r = qn.shape.len();
+        let (t, d, s, e) = (qn.shape[r - 2], qn.shape[r - 1], kn.shape[r - 2], vn.shape[r - 1]);
+        if d > shaders::ATTENTION_MAX_WIDTH || e > shaders::ATTENTION_MAX_WIDTH || [t, d, s, e].contains(&0) {
+            return blaze_runtime::backend::composed_attention::<Self>(q, k, v, o);
+        }
+        let mut shape = qn.shape.clone();
+        shape[r - 1] = e;
+        let device = &qn.device;
+        let out = WgpuStorage::new(device, &shape, DType::F32);
+        let rows = qn.numel() / d;
+        let pipeline = device.compile("attention", "attention", shaders::attention, "main");
+        let params = [u(rows), u(t), u(s), u(d), u(e), u32::from(o.causal), (o.scale as f32).to_bits()];
+        device.dispatch(
+            &pipeline,
+            &[qn.buffer(), kn.buffer(), vn.buffer(), out.buffer()],
+            &params,
+            grid(device, rows, 64),
+        );
+        out
+    }
+
     fn adam(p: &mut WgpuStorage, m: &mut WgpuStorage, v: &mut WgpuStorage, g: &WgpuStorage, o: AdamStep) {
         let (pn, mn, vn, gn) = (native("adam", p), native("adam", m), native("adam", v), native("adam", g));
         let n = pn.numel();
