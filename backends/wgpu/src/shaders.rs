@@ -266,35 +266,23 @@ pub fn softmax(log: bool) -> String {
 /// the log form `scale * (g - exp(y) * sum(g))`, the sums over the entries
 /// a row sees (a tree reduction), masked entries 0.
 pub fn softmax_backward(log: bool) -> String {
-    let mut s = prelude(&[("g", "f32", false), ("y", "f32", false), ("out", "f32", true)]);
     let (term, write) = if log {
         ("g[at]", "scale * (g[at] - exp(y[at]) * total)")
     } else {
         ("g[at] * y[at]", "scale * y[at] * (g[at] - total)")
     };
-    s += &format!(
-        "var<workgroup> sv: array<f32, 64>;\n\
-         @compute @workgroup_size(64)\n\
-         fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
-         let j = wid.x + wid.y * nwg.x;\n\
-         if (j >= pu(0u)) {{ return; }}\n\
-         let n = pu(1u); let inner = pu(2u);\n\
+    let body = format!(
+        "let n = pu(1u); let inner = pu(2u);\n\
          let scale = bitcast<f32>(pu(5u));\n\
          let seen = select(n, min(j % max(pu(3u), 1u) + 1u, n), pu(4u) == 1u);\n\
          let base = (j / inner) * n * inner + j % inner;\n\
          var acc = 0.0;\n\
-         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; acc = acc + {term}; }}\n\
-         sv[lid.x] = acc;\n\
-         workgroupBarrier();\n\
-         for (var st = 32u; st > 0u; st = st >> 1u) {{\n\
-             if (lid.x < st) {{ sv[lid.x] = sv[lid.x] + sv[lid.x + st]; }}\n\
-             workgroupBarrier();\n\
-         }}\n\
-         let total = sv[0];\n\
-         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n\
-         for (var k = seen + lid.x; k < n; k = k + 64u) {{ out[base + k * inner] = 0.0; }}\n}}\n"
+         for (var k = lid; k < seen; k = k + 64u) {{ let at = base + k * inner; acc = acc + {term}; }}\n\
+         let total = tree_sum(lid, acc);\n\
+         for (var k = lid; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n\
+         for (var k = seen + lid; k < n; k = k + 64u) {{ out[base + k * inner] = 0.0; }}\n"
     );
-    s
+    per_workgroup(&[("g", "f32", false), ("y", "f32", false), ("out", "f32", true)], "j", "pu(0u)", &body)
 }
 
 /// The widest query, key and value rows [`attention`] takes; wider ones
@@ -381,41 +369,52 @@ fn tree_sum(lid: u32, v: f32) -> f32 {
 }
 ";
 
+/// A shader of one 64-invocation workgroup per item (a row, a column):
+/// the bindings `storage`, the item's index as `index` (items from
+/// `limit` on return at once), the invocation's as `lid`, and `tree_sum`
+/// for the workgroup's sums; then `body`.
+fn per_workgroup(storage: &[(&str, &str, bool)], index: &str, limit: &str, body: &str) -> String {
+    let mut s = prelude(storage);
+    s += "var<workgroup> sv: array<f32, 64>;\n";
+    s += TREE_SUM;
+    s += &format!(
+        "@compute @workgroup_size(64)\n\
+         fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
+         let {index} = wid.x + wid.y * nwg.x;\n\
+         if ({index} >= {limit}) {{ return; }}\n\
+         let lid = lid3.x;\n\
+         {body}}}\n"
+    );
+    s
+}
+
 /// LayerNorm (`centre`) or RMSNorm over rows of `n`: one workgroup per
 /// row, its mean and variance as tree sums, then the output
 /// `(x - mean) rstd w + b` and the row's statistics `(mean, rstd)`.
 /// `w` and `b` are read only where the flags say they exist. Parameters:
 /// `[rows, n, centre, eps as f32 bits, has_w, has_b]`.
 pub fn norm() -> String {
-    let mut s = prelude(&[
-        ("x", "f32", false),
-        ("w", "f32", false),
-        ("b", "f32", false),
-        ("out", "f32", true),
-        ("stats", "f32", true),
-    ]);
-    s += "var<workgroup> sv: array<f32, 64>;\n";
-    s += TREE_SUM;
-    s += "@compute @workgroup_size(64)\n\
-        fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
-        let row = wid.x + wid.y * nwg.x;\n\
-        if (row >= pu(0u)) { return; }\n\
-        let lid = lid3.x; let n = pu(1u); let base = row * n;\n\
-        var acc = 0.0;\n\
-        for (var k = lid; k < n; k = k + 64u) { acc = acc + x[base + k]; }\n\
-        let mean = select(0.0, tree_sum(lid, acc) / f32(n), pu(2u) == 1u);\n\
-        acc = 0.0;\n\
-        for (var k = lid; k < n; k = k + 64u) { let d = x[base + k] - mean; acc = acc + d * d; }\n\
-        let rstd = 1.0 / sqrt(tree_sum(lid, acc) / f32(n) + pf(3u));\n\
-        for (var k = lid; k < n; k = k + 64u) {\n\
-            var y = (x[base + k] - mean) * rstd;\n\
-            if (pu(4u) == 1u) { y = y * w[k]; }\n\
-            if (pu(5u) == 1u) { y = y + b[k]; }\n\
-            out[base + k] = y;\n\
-        }\n\
-        if (lid == 0u) { stats[2u * row] = mean; stats[2u * row + 1u] = rstd; }\n\
-        }\n";
-    s
+    let storage =
+        [("x", "f32", false), ("w", "f32", false), ("b", "f32", false), ("out", "f32", true), ("stats", "f32", true)];
+    per_workgroup(
+        &storage,
+        "row",
+        "pu(0u)",
+        "let n = pu(1u); let base = row * n;\n\
+         var acc = 0.0;\n\
+         for (var k = lid; k < n; k = k + 64u) { acc = acc + x[base + k]; }\n\
+         let mean = select(0.0, tree_sum(lid, acc) / f32(n), pu(2u) == 1u);\n\
+         acc = 0.0;\n\
+         for (var k = lid; k < n; k = k + 64u) { let d = x[base + k] - mean; acc = acc + d * d; }\n\
+         let rstd = 1.0 / sqrt(tree_sum(lid, acc) / f32(n) + pf(3u));\n\
+         for (var k = lid; k < n; k = k + 64u) {\n\
+             var y = (x[base + k] - mean) * rstd;\n\
+             if (pu(4u) == 1u) { y = y * w[k]; }\n\
+             if (pu(5u) == 1u) { y = y + b[k]; }\n\
+             out[base + k] = y;\n\
+         }\n\
+         if (lid == 0u) { stats[2u * row] = mean; stats[2u * row + 1u] = rstd; }\n",
+    )
 }
 
 /// The input's gradient of [`norm`]: one workgroup per row, `mean(gx)` and
@@ -423,65 +422,46 @@ pub fn norm() -> String {
 /// `rstd (gx - mean(gx) - x̂ mean(gx x̂))` (no `mean(gx)` term without
 /// `centre`). Parameters: `[rows, n, centre, has_w]`.
 pub fn norm_backward() -> String {
-    let mut s = prelude(&[
-        ("g", "f32", false),
-        ("x", "f32", false),
-        ("stats", "f32", false),
-        ("w", "f32", false),
-        ("dx", "f32", true),
-    ]);
-    s += "var<workgroup> sv: array<f32, 64>;\n";
-    s += TREE_SUM;
-    s += "fn gx(k: u32, at: u32) -> f32 { return select(g[at], g[at] * w[k], pu(3u) == 1u); }\n\
-        @compute @workgroup_size(64)\n\
-        fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
-        let row = wid.x + wid.y * nwg.x;\n\
-        if (row >= pu(0u)) { return; }\n\
-        let lid = lid3.x; let n = pu(1u); let base = row * n;\n\
-        let mean = stats[2u * row]; let rstd = stats[2u * row + 1u];\n\
-        var s1 = 0.0; var s2 = 0.0;\n\
-        for (var k = lid; k < n; k = k + 64u) {\n\
-            let v = gx(k, base + k); s1 = s1 + v; s2 = s2 + v * (x[base + k] - mean) * rstd;\n\
-        }\n\
-        let a = select(0.0, tree_sum(lid, s1) / f32(n), pu(2u) == 1u);\n\
-        let c = tree_sum(lid, s2) / f32(n);\n\
-        for (var k = lid; k < n; k = k + 64u) {\n\
-            let at = base + k;\n\
-            dx[at] = rstd * (gx(k, at) - a - (x[at] - mean) * rstd * c);\n\
-        }\n\
-        }\n";
-    s
+    let storage =
+        [("g", "f32", false), ("x", "f32", false), ("stats", "f32", false), ("w", "f32", false), ("dx", "f32", true)];
+    let gx = "fn gx(k: u32, at: u32) -> f32 { return select(g[at], g[at] * w[k], pu(3u) == 1u); }\n";
+    let body = "let n = pu(1u); let base = row * n;\n\
+         let mean = stats[2u * row]; let rstd = stats[2u * row + 1u];\n\
+         var s1 = 0.0; var s2 = 0.0;\n\
+         for (var k = lid; k < n; k = k + 64u) {\n\
+             let v = gx(k, base + k); s1 = s1 + v; s2 = s2 + v * (x[base + k] - mean) * rstd;\n\
+         }\n\
+         let a = select(0.0, tree_sum(lid, s1) / f32(n), pu(2u) == 1u);\n\
+         let c = tree_sum(lid, s2) / f32(n);\n\
+         for (var k = lid; k < n; k = k + 64u) {\n\
+             let at = base + k;\n\
+             dx[at] = rstd * (gx(k, at) - a - (x[at] - mean) * rstd * c);\n\
+         }\n";
+    // `gx` reads bindings, so it follows them (a WGSL function may come
+    // anywhere in the module).
+    per_workgroup(&storage, "row", "pu(0u)", body) + gx
 }
 
 /// The weight's and bias's gradients of [`norm`]: one workgroup per
 /// column, `sum(g x̂)` and `sum(g)` over the rows as tree sums.
 /// Parameters: `[rows, n]`.
 pub fn norm_params() -> String {
-    let mut s = prelude(&[
-        ("g", "f32", false),
-        ("x", "f32", false),
-        ("stats", "f32", false),
-        ("dw", "f32", true),
-        ("db", "f32", true),
-    ]);
-    s += "var<workgroup> sv: array<f32, 64>;\n";
-    s += TREE_SUM;
-    s += "@compute @workgroup_size(64)\n\
-        fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
-        let col = wid.x + wid.y * nwg.x;\n\
-        let n = pu(1u);\n\
-        if (col >= n) { return; }\n\
-        let lid = lid3.x;\n\
-        var sw = 0.0; var sb = 0.0;\n\
-        for (var r = lid; r < pu(0u); r = r + 64u) {\n\
-            let at = r * n + col; let gv = g[at];\n\
-            sw = sw + gv * (x[at] - stats[2u * r]) * stats[2u * r + 1u]; sb = sb + gv;\n\
-        }\n\
-        let tw = tree_sum(lid, sw);\n\
-        let tb = tree_sum(lid, sb);\n\
-        if (lid == 0u) { dw[col] = tw; db[col] = tb; }\n\
-        }\n";
-    s
+    let storage =
+        [("g", "f32", false), ("x", "f32", false), ("stats", "f32", false), ("dw", "f32", true), ("db", "f32", true)];
+    per_workgroup(
+        &storage,
+        "col",
+        "pu(1u)",
+        "let n = pu(1u);\n\
+         var sw = 0.0; var sb = 0.0;\n\
+         for (var r = lid; r < pu(0u); r = r + 64u) {\n\
+             let at = r * n + col; let gv = g[at];\n\
+             sw = sw + gv * (x[at] - stats[2u * r]) * stats[2u * r + 1u]; sb = sb + gv;\n\
+         }\n\
+         let tw = tree_sum(lid, sw);\n\
+         let tb = tree_sum(lid, sb);\n\
+         if (lid == 0u) { dw[col] = tw; db[col] = tb; }\n",
+    )
 }
 
 /// Batched `[m, k] x [k, n]`: 64x64 output tiles per workgroup of 16x16
