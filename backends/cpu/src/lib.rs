@@ -107,6 +107,15 @@ pub fn bytes_pooled() -> usize {
     pool::bytes::<f32>(true) + pool::bytes::<f64>(true) + pool::bytes::<i64>(true) + pool::bytes::<bool>(true)
 }
 
+/// An optional operand as `T` values: `Some(None)` when absent, `None`
+/// when present with another dtype (the caller then composes).
+fn optional<T>(p: Option<&CpuStorage>, values: fn(&CpuStorage) -> Option<&Array<T>>) -> Option<Option<&Array<T>>> {
+    match p {
+        None => Some(None),
+        Some(s) => values(s).map(Some),
+    }
+}
+
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
 
@@ -590,18 +599,16 @@ impl Composites for Cpu {
         eps: f64,
         centre: bool,
     ) -> [CpuStorage; 2] {
-        let fused = match (x, weight.map(CpuStorage::f32s), bias.map(CpuStorage::f32s)) {
-            (CpuStorage::F32(a), None | Some(Some(_)), None | Some(Some(_))) => {
-                let (w, b) = (weight.and_then(CpuStorage::f32s), bias.and_then(CpuStorage::f32s));
-                norm::norm(a, w, b, eps, centre).map(|o| o.map(CpuStorage::F32))
-            }
-            _ => match (x, weight.map(CpuStorage::f64s), bias.map(CpuStorage::f64s)) {
-                (CpuStorage::F64(a), None | Some(Some(_)), None | Some(Some(_))) => {
-                    let (w, b) = (weight.and_then(CpuStorage::f64s), bias.and_then(CpuStorage::f64s));
-                    norm::norm(a, w, b, eps, centre).map(|o| o.map(CpuStorage::F64))
-                }
-                _ => None,
-            },
+        let fused = match x {
+            CpuStorage::F32(a) => optional(weight, CpuStorage::f32s)
+                .zip(optional(bias, CpuStorage::f32s))
+                .and_then(|(w, b)| norm::norm(a, w, b, eps, centre))
+                .map(|o| o.map(CpuStorage::F32)),
+            CpuStorage::F64(a) => optional(weight, CpuStorage::f64s)
+                .zip(optional(bias, CpuStorage::f64s))
+                .and_then(|(w, b)| norm::norm(a, w, b, eps, centre))
+                .map(|o| o.map(CpuStorage::F64)),
+            _ => None,
         };
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_norm::<Self>(x, weight, bias, eps, centre))
     }
@@ -613,13 +620,13 @@ impl Composites for Cpu {
         weight: Option<&CpuStorage>,
         centre: bool,
     ) -> [CpuStorage; 3] {
-        let fused = match (g, x, stats, weight.map(CpuStorage::f32s), weight.map(CpuStorage::f64s)) {
-            (CpuStorage::F32(g), CpuStorage::F32(x), CpuStorage::F32(s), None | Some(Some(_)), _) => {
-                norm::norm_backward(g, x, s, weight.and_then(CpuStorage::f32s), centre).map(|o| o.map(CpuStorage::F32))
-            }
-            (CpuStorage::F64(g), CpuStorage::F64(x), CpuStorage::F64(s), _, None | Some(Some(_))) => {
-                norm::norm_backward(g, x, s, weight.and_then(CpuStorage::f64s), centre).map(|o| o.map(CpuStorage::F64))
-            }
+        let fused = match (g, x, stats) {
+            (CpuStorage::F32(g), CpuStorage::F32(x), CpuStorage::F32(s)) => optional(weight, CpuStorage::f32s)
+                .and_then(|w| norm::norm_backward(g, x, s, w, centre))
+                .map(|o| o.map(CpuStorage::F32)),
+            (CpuStorage::F64(g), CpuStorage::F64(x), CpuStorage::F64(s)) => optional(weight, CpuStorage::f64s)
+                .and_then(|w| norm::norm_backward(g, x, s, w, centre))
+                .map(|o| o.map(CpuStorage::F64)),
             _ => None,
         };
         fused.unwrap_or_else(|| blaze_runtime::backend::composed_norm_backward::<Self>(g, x, stats, weight, centre))

@@ -61,11 +61,18 @@ impl Isa {
 /// their own `#[target_feature]` function, as the GEMM kernels have).
 #[inline(always)]
 pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
+    run_at(isa(), f)
+}
+
+/// Calls `f` inside the copy compiled for `isa`, a level `runs_here`
+/// checked.
+#[inline(always)]
+fn run_at<R>(isa: Isa, f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
-    match isa() {
-        // SAFETY: `isa` checked every feature `v4` enables.
+    match isa {
+        // SAFETY: the caller's level, every feature of which `runs_here` checked.
         Isa::V4 => return unsafe { x86::v4(f) },
-        // SAFETY: `isa` checked every feature `v3` enables.
+        // SAFETY: as above.
         Isa::V3 => return unsafe { x86::v3(f) },
         Isa::Base => {}
     }
@@ -79,19 +86,10 @@ pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
 /// over 4M floats, one core); elsewhere the widest.
 #[inline(always)]
 pub fn dispatch_stream<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    match stream_isa() {
-        // SAFETY: `stream_isa` returns a level `runs_here` checked.
-        Isa::V4 => return unsafe { x86::v4(f) },
-        // SAFETY: as above.
-        Isa::V3 => return unsafe { x86::v3(f) },
-        Isa::Base => {}
-    }
-    f()
+    run_at(stream_isa(), f)
 }
 
 /// The ISA [`dispatch_stream`] uses, decided once.
-#[cfg(target_arch = "x86_64")]
 fn stream_isa() -> Isa {
     use std::sync::OnceLock;
     static ISA: OnceLock<Isa> = OnceLock::new();
@@ -101,13 +99,17 @@ fn stream_isa() -> Isa {
     })
 }
 
-/// Whether the CPU's vendor string is AMD's.
-#[cfg(target_arch = "x86_64")]
+/// Whether the CPU's vendor string (CPUID leaf 0) is AMD's.
 fn amd() -> bool {
-    // Leaf 0: the vendor string, on every x86-64 CPU.
-    let id = std::arch::x86_64::__cpuid(0);
-    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
-    vendor == b"AuthenticAMD"
+    #[cfg(target_arch = "x86_64")]
+    {
+        let id = std::arch::x86_64::__cpuid(0);
+        [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes) == [*b"Auth", *b"enti", *b"cAMD"]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -183,6 +183,17 @@ impl Gen<'_> {
         quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*]))
     }
 
+    /// The right-hand side node `i` computes as the root of a fused group
+    /// or a folded softmax (the same in both forwards), if it is one.
+    fn fused_expr(&self, i: usize) -> Option<TokenStream> {
+        if let Some(group) = self.plan.rooted_at(i) {
+            return Some(self.fused_call(group, quote!(Kernel), false, None));
+        }
+        let fold = self.plan.softmax_at(i)?;
+        let (x, d, opts) = (value_ident(fold.input), self.rank(self.low.nodes[i].out) - 1, fold.options());
+        Some(quote!(#x.softmax_with(#d, #opts)))
+    }
+
     /// The right-hand side computing a node's output from its inputs
     /// (everything but inputs, layers and nested models).
     fn op_expr(&self, op: &Op, args: &[usize], out: usize) -> TokenStream {
@@ -410,16 +421,7 @@ impl Gen<'_> {
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if self.plan.rooted_at(i).is_some() => {
-                    let group = self.plan.rooted_at(i).expect("checked");
-                    let e = self.fused_call(group, quote!(Kernel), false, None);
-                    quote_spanned!(span=> let #o = #e;)
-                }
-                _ if self.plan.softmax_at(i).is_some() => {
-                    let fold = self.plan.softmax_at(i).expect("checked");
-                    let (x, d, opts) = (value_ident(fold.input), self.rank(n.out) - 1, fold.options());
-                    quote_spanned!(span=> let #o = #x.softmax_with(#d, #opts);)
-                }
+                _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let (j, act) = &fused[&i];
                     let (at, x, y) =
@@ -533,16 +535,7 @@ impl Gen<'_> {
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if self.plan.rooted_at(i).is_some() => {
-                    let group = self.plan.rooted_at(i).expect("checked");
-                    let e = self.fused_call(group, quote!(Kernel), false, None);
-                    quote_spanned!(span=> let #o = #e;)
-                }
-                _ if self.plan.softmax_at(i).is_some() => {
-                    let fold = self.plan.softmax_at(i).expect("checked");
-                    let (x, d, opts) = (value_ident(fold.input), self.rank(n.out) - 1, fold.options());
-                    quote_spanned!(span=> let #o = #x.softmax_with(#d, #opts);)
-                }
+                _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The activation caches its output, the layer its input.
                     let (j, act) = &fused[&i];
