@@ -24,7 +24,7 @@ const LANES: usize = 16;
 /// split by a permute) are copied to row-major first. `None` when a dim is
 /// empty (the caller then composes).
 pub(crate) fn attention<T: Float>(q: &Array<T>, k: &Array<T>, v: &Array<T>, o: SoftmaxOptions) -> Option<Array<T>> {
-    let [q, k, v] = [q, k, v].map(|a| if a.as_slice().is_some() { a.clone() } else { pool::standard(a) });
+    let [q, k, v] = [q, k, v].map(pool::standard);
     let (qs, ks, vs) = (q.as_slice()?, k.as_slice()?, v.as_slice()?);
     let r = q.ndim();
     let (t, d, s, e) = (q.shape()[r - 2], q.shape()[r - 1], k.shape()[r - 2], v.shape()[r - 1]);

@@ -84,6 +84,23 @@ fn scalar(s: &TokenStream) -> TokenStream {
     quote!(((#s) as f64))
 }
 
+/// Value `k` as a kernel call's tensor argument, read from the training
+/// forward's cache or not.
+fn tensor_arg(k: usize, from_cache: bool) -> TokenStream {
+    let id = value_ident(k);
+    if from_cache {
+        quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
+    } else {
+        quote!(::blaze::runtime::kernel::Arg::Tensor(&#id))
+    }
+}
+
+/// A scalar from the body as a kernel call's number argument.
+fn number_arg(s: &TokenStream) -> TokenStream {
+    let s = scalar(s);
+    quote!(::blaze::runtime::kernel::Arg::Number(#s))
+}
+
 pub struct Gen<'a> {
     pub model: &'a Model,
     pub options: &'a [Options],
@@ -132,18 +149,8 @@ impl Gen<'_> {
     fn kernel_args(&self, args: &[KernelArg], vals: &[usize], from_cache: bool) -> Vec<TokenStream> {
         args.iter()
             .map(|a| match a {
-                KernelArg::Tensor(i) => {
-                    let id = value_ident(vals[*i]);
-                    if from_cache {
-                        quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
-                    } else {
-                        quote!(::blaze::runtime::kernel::Arg::Tensor(&#id))
-                    }
-                }
-                KernelArg::Number(s) => {
-                    let s = scalar(s);
-                    quote!(::blaze::runtime::kernel::Arg::Number(#s))
-                }
+                KernelArg::Tensor(i) => tensor_arg(vals[*i], from_cache),
+                KernelArg::Number(s) => number_arg(s),
             })
             .collect()
     }
@@ -165,18 +172,8 @@ impl Gen<'_> {
             .inputs
             .iter()
             .map(|input| match input {
-                Input::Value(k) => {
-                    let id = value_ident(*k);
-                    if from_cache {
-                        quote!(::blaze::runtime::kernel::Arg::Tensor(&cache.#id))
-                    } else {
-                        quote!(::blaze::runtime::kernel::Arg::Tensor(&#id))
-                    }
-                }
-                Input::Number(s) => {
-                    let s = scalar(s);
-                    quote!(::blaze::runtime::kernel::Arg::Number(#s))
-                }
+                Input::Value(k) => tensor_arg(*k, from_cache),
+                Input::Number(s) => number_arg(s),
             })
             .collect();
         args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
