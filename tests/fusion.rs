@@ -61,11 +61,16 @@ fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
 }
 
-fn close(what: &str, a: &[f32], b: &[f32]) {
+/// Fused and unfused values agree to `tol` (relative and absolute).
+fn close(what: &str, a: &[f64], b: &[f64], tol: f64) {
     assert_eq!(a.len(), b.len(), "{what}: lengths");
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        assert!((x - y).abs() <= 1e-5 + 1e-5 * y.abs(), "{what}[{i}]: fused {x}, unfused {y}");
+        assert!((x - y).abs() <= tol + tol * y.abs(), "{what}[{i}]: fused {x}, unfused {y}");
     }
+}
+
+fn values<const D: usize>(t: &Tensor<Cpu, D>) -> Vec<f64> {
+    t.to_data().values.to_f64_vec()
 }
 
 #[test]
@@ -85,31 +90,35 @@ fn the_macro_plans_groups_and_reports_them() {
     assert!(summary.contains("Ops per forward") && summary.contains("Fused_fused1"), "{summary}");
 }
 
-/// A fused model and its unfused twin, from one seed, agree on `x`:
-/// inference, training output, the input's and every parameter's gradient.
+/// A fused model and its unfused twin, from one seed, agree on `x`, in
+/// f32 and in f64: inference, training output, the input's and every
+/// parameter's gradient.
 macro_rules! agree {
     ($fused:ident, $unfused:ident, $x:expr, $params:expr) => {{
-        let mut fused = $fused::new_seeded(3, &CpuDevice);
-        let mut unfused = $unfused::new_seeded(3, &CpuDevice);
-        let x = $x;
-        close("inference", &fused.forward(&x).to_vec::<f32>(), &unfused.forward(&x).to_vec::<f32>());
-        let (yf, cf) = fused.forward_train(&x, &mut Ctx::train(0));
-        let (yu, cu) = unfused.forward_train(&x, &mut Ctx::train(0));
-        close("training output", &yf.to_vec::<f32>(), &yu.to_vec::<f32>());
-        let g = normal(yf.shape(), 5);
-        let (dxf, gf) = fused.backward(&cf, &g);
-        let (dxu, gu) = unfused.backward(&cu, &g);
-        close("input gradient", &dxf.to_vec::<f32>(), &dxu.to_vec::<f32>());
-        let (gf, gu) = (grads_dict::<Cpu, $fused<Cpu>>(&gf), grads_dict::<Cpu, $unfused<Cpu>>(&gu));
-        assert_eq!(gf.len(), $params);
-        for ((name, f), (_, u)) in gf.iter().zip(&gu) {
-            let as32 = |d: &TensorData| d.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
-            close(name, &as32(f), &as32(u));
-        }
-        // The parameter-only backward agrees with the full one.
-        let only = grads_dict::<Cpu, $fused<Cpu>>(&fused.backward_params(&cf, &g));
-        for ((name, a), (_, b)) in only.iter().zip(&gf) {
-            assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{name}");
+        for (dtype, tol) in [(DType::F32, 1e-5), (DType::F64, 1e-12)] {
+            let mut fused = $fused::new_seeded(3, &CpuDevice);
+            let mut unfused = $unfused::new_seeded(3, &CpuDevice);
+            blaze::nn::to_dtype(&mut fused, dtype);
+            blaze::nn::to_dtype(&mut unfused, dtype);
+            let x = $x.to_dtype(dtype);
+            close("inference", &values(&fused.forward(&x)), &values(&unfused.forward(&x)), tol);
+            let (yf, cf) = fused.forward_train(&x, &mut Ctx::train(0));
+            let (yu, cu) = unfused.forward_train(&x, &mut Ctx::train(0));
+            close("training output", &values(&yf), &values(&yu), tol);
+            let g = normal(yf.shape(), 5).to_dtype(dtype);
+            let (dxf, gf) = fused.backward(&cf, &g);
+            let (dxu, gu) = unfused.backward(&cu, &g);
+            close("input gradient", &values(&dxf), &values(&dxu), tol);
+            let (gf, gu) = (grads_dict::<Cpu, $fused<Cpu>>(&gf), grads_dict::<Cpu, $unfused<Cpu>>(&gu));
+            assert_eq!(gf.len(), $params);
+            for ((name, f), (_, u)) in gf.iter().zip(&gu) {
+                close(name, &f.values.to_f64_vec(), &u.values.to_f64_vec(), tol);
+            }
+            // The parameter-only backward agrees with the full one.
+            let only = grads_dict::<Cpu, $fused<Cpu>>(&fused.backward_params(&cf, &g));
+            for ((name, a), (_, b)) in only.iter().zip(&gf) {
+                assert_eq!(a.values.to_f64_vec(), b.values.to_f64_vec(), "{name}");
+            }
         }
     }};
 }
