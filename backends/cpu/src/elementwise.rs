@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, Pooled};
-use crate::reduce::sum_slice;
+use crate::reduce::{LANES, Lanes, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -409,33 +409,21 @@ where
 }
 
 /// The largest element of a non-empty row, NaN if any is (as the composed
-/// softmax): 16 lanes of plain compares that vectorise, the NaN check
+/// softmax): [`LANES`] lanes of plain compares that vectorise, the NaN check
 /// folded in as `v != v`, rather than one branchy scalar pass.
 #[inline(always)]
 fn row_max<T: Float>(x: &[T]) -> T {
-    let mut lanes = [x[0]; 16];
-    let mut nan = false;
-    let chunks = x.chunks_exact(16);
+    // `v` wins when it is larger or NaN, and a NaN stays (it is larger
+    // than nothing).
+    #[allow(clippy::eq_op)]
+    let keep = |m: T, v: T| if v > m || v != v { v } else { m };
+    let mut lanes = Lanes::splat(x[0]);
+    let chunks = x.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        for i in 0..16 {
-            let v = c[i];
-            #[allow(clippy::eq_op)]
-            {
-                nan |= v != v;
-            }
-            lanes[i] = if v > lanes[i] { v } else { lanes[i] };
-        }
+        lanes.fold(c, |v| v, keep);
     }
-    let mut max = x[0];
-    for &v in lanes.iter().chain(rest) {
-        #[allow(clippy::eq_op)]
-        {
-            nan |= v != v;
-        }
-        max = if v > max { v } else { max };
-    }
-    if nan { T::from_f64(f64::NAN) } else { max }
+    rest.iter().fold(lanes.reduce(keep), |m, &v| keep(m, v))
 }
 
 /// How many leading entries of row `r` a softmax over the last dim of
@@ -472,12 +460,26 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
                     let x = &x[..seen];
                     // With a positive scale, the max of the scaled row is the scaled max.
                     let max = row_max(x);
-                    for (o, &v) in row.iter_mut().zip(x) {
-                        o.write(((v - max) * scale).fast_exp());
+                    // The exponentials, written and summed in one pass.
+                    let mut acc = Lanes::splat(T::ZERO);
+                    let (oc, xc) = (row.chunks_exact_mut(LANES), x.chunks_exact(LANES));
+                    for (o, x) in oc.zip(xc) {
+                        for i in 0..LANES {
+                            o[i].write(((x[i] - max) * scale).fast_exp());
+                        }
+                        // SAFETY: every slot of `o` was written just above.
+                        let e = unsafe { &*(std::ptr::from_ref::<[MaybeUninit<T>]>(o) as *const [T]) };
+                        acc.fold(e, |v| v, |a, b| a + b);
+                    }
+                    let mut sum = acc.reduce(|a, b| a + b);
+                    let done = seen / LANES * LANES;
+                    for (o, &v) in row[done..].iter_mut().zip(&x[done..]) {
+                        let e = ((v - max) * scale).fast_exp();
+                        o.write(e);
+                        sum += e;
                     }
                     // SAFETY: every slot of `row` was written just above.
                     let e = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(row) as *mut [T]) };
-                    let sum = sum_slice(e);
                     if o.log {
                         // (x - max) - ln(sum): subtracting the max first keeps
                         // the small differences exact when the logits are large.
@@ -528,18 +530,7 @@ pub(crate) fn softmax_last_backward<T: Float>(g: &Array<T>, y: &Array<T>, o: Sof
                             o.write(scale * (g - y.fast_exp() * total));
                         }
                     } else {
-                        let mut lanes = [T::ZERO; 16];
-                        let (gc, yc) = (g.chunks_exact(16), y.chunks_exact(16));
-                        let (gr, yr) = (gc.remainder(), yc.remainder());
-                        for (a, b) in gc.zip(yc) {
-                            for i in 0..16 {
-                                lanes[i] += a[i] * b[i];
-                            }
-                        }
-                        let mut dot = sum_slice(&lanes);
-                        for (&a, &b) in gr.iter().zip(yr) {
-                            dot += a * b;
-                        }
+                        let dot = sum_map2(g, y, |a, b| a * b);
                         for ((o, &g), &y) in row.iter_mut().zip(g).zip(y) {
                             o.write(scale * y * (g - dot));
                         }

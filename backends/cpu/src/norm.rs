@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
 use crate::pool;
-use crate::reduce::sum_slice;
+use crate::reduce::{LANES, Lanes, sum_map, sum_slice};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float};
 use blaze_runtime::shape::Dims;
@@ -24,38 +24,24 @@ fn stats_shape(shape: &[usize]) -> Dims {
     s
 }
 
-/// `sum((x - c)²)` over a row, in 16 lanes that vectorise.
+/// `sum((x - c)²)` over a row.
 #[inline(always)]
 fn sum_sq_dev<T: Float>(x: &[T], c: T) -> T {
-    let mut lanes = [T::ZERO; 16];
-    let chunks = x.chunks_exact(16);
-    let rest = chunks.remainder();
-    for ch in chunks {
-        for i in 0..16 {
-            let d = ch[i] - c;
-            lanes[i] += d * d;
-        }
-    }
-    let mut total = sum_slice(&lanes);
-    for &v in rest {
-        total += (v - c) * (v - c);
-    }
-    total
+    sum_map(x, |v| (v - c) * (v - c))
 }
 
-/// `(sum(a), sum(a * (b - c)))` over a row, in 16 lanes each.
+/// `(sum(a), sum(a * (b - c)))` over a row, in [`LANES`] accumulators each.
 #[inline(always)]
 fn sum_and_dot<T: Float>(a: &[T], b: &[T], c: T) -> (T, T) {
-    let (mut s, mut d) = ([T::ZERO; 16], [T::ZERO; 16]);
-    let (ac, bc) = (a.chunks_exact(16), b.chunks_exact(16));
+    let (mut s, mut d) = (Lanes::splat(T::ZERO), Lanes::splat(T::ZERO));
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let (ar, br) = (ac.remainder(), bc.remainder());
+    let add = |a: T, b: T| a + b;
     for (x, y) in ac.zip(bc) {
-        for i in 0..16 {
-            s[i] += x[i];
-            d[i] += x[i] * (y[i] - c);
-        }
+        s.fold(x, |v| v, add);
+        d.fold2(x, y, |x, y| x * (y - c), add);
     }
-    let (mut s, mut d) = (sum_slice(&s), sum_slice(&d));
+    let (mut s, mut d) = (s.reduce(add), d.reduce(add));
     for (&x, &y) in ar.iter().zip(br) {
         s += x;
         d += x * (y - c);

@@ -22,53 +22,120 @@ fn out_shape(shape: &[usize], dim: usize) -> Dims {
     s
 }
 
-/// Sum of a contiguous run with 16 independent accumulators, so the loop
-/// vectorises (a single running sum is a serial dependency chain).
-#[inline(always)]
-pub(crate) fn sum_slice<T: Num>(s: &[T]) -> T {
-    let mut acc = [T::ZERO; 16];
-    let chunks = s.chunks_exact(16);
-    let rest = chunks.remainder();
-    for c in chunks {
+/// Elements a row reduction takes per step: four vectors of 16 f32
+/// (AVX-512), each with its own accumulator. One vector accumulator is one
+/// chain of dependent adds, which waits on the adder's latency at every
+/// step and reads a row from L3 at two thirds of the rate four chains
+/// reach. Four separate 16-lane arrays, each updated by a loop the
+/// compiler unrolls, stay in registers (one array of 64 goes through the
+/// stack).
+pub(crate) const LANES: usize = 64;
+
+/// Four accumulators of 16 lanes (see [`LANES`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Lanes<T>([T; 16], [T; 16], [T; 16], [T; 16]);
+
+impl<T: Copy> Lanes<T> {
+    #[inline(always)]
+    pub(crate) fn splat(v: T) -> Self {
+        Lanes([v; 16], [v; 16], [v; 16], [v; 16])
+    }
+
+    /// Folds the [`LANES`] elements of `chunk` (mapped by `f`) into the
+    /// lanes with `op`.
+    #[inline(always)]
+    pub(crate) fn fold(&mut self, chunk: &[T], f: impl Fn(T) -> T, op: impl Fn(T, T) -> T) {
+        let c: &[T; LANES] = chunk.try_into().expect("a chunk of LANES");
+        let Lanes(a0, a1, a2, a3) = self;
         for i in 0..16 {
-            acc[i] += c[i];
+            a0[i] = op(a0[i], f(c[i]));
+            a1[i] = op(a1[i], f(c[i + 16]));
+            a2[i] = op(a2[i], f(c[i + 32]));
+            a3[i] = op(a3[i], f(c[i + 48]));
         }
     }
-    let mut total = T::ZERO;
-    for a in acc {
-        total += a;
+
+    /// Folds `f(a_i, b_i)` over two chunks of [`LANES`] elements.
+    #[inline(always)]
+    pub(crate) fn fold2(&mut self, a: &[T], b: &[T], f: impl Fn(T, T) -> T, op: impl Fn(T, T) -> T) {
+        let a: &[T; LANES] = a.try_into().expect("a chunk of LANES");
+        let b: &[T; LANES] = b.try_into().expect("a chunk of LANES");
+        let Lanes(a0, a1, a2, a3) = self;
+        for i in 0..16 {
+            a0[i] = op(a0[i], f(a[i], b[i]));
+            a1[i] = op(a1[i], f(a[i + 16], b[i + 16]));
+            a2[i] = op(a2[i], f(a[i + 32], b[i + 32]));
+            a3[i] = op(a3[i], f(a[i + 48], b[i + 48]));
+        }
     }
+
+    /// The lanes combined pairwise by `op` (associative and commutative):
+    /// the four vectors into one, then halves of it, as a horizontal
+    /// vector reduction does.
+    #[inline(always)]
+    pub(crate) fn reduce(self, op: impl Fn(T, T) -> T) -> T {
+        let mut v = self.0;
+        for i in 0..16 {
+            v[i] = op(op(self.0[i], self.1[i]), op(self.2[i], self.3[i]));
+        }
+        let mut eight = [v[0]; 8];
+        for i in 0..8 {
+            eight[i] = op(v[i], v[i + 8]);
+        }
+        let mut four = [v[0]; 4];
+        for i in 0..4 {
+            four[i] = op(eight[i], eight[i + 4]);
+        }
+        op(op(four[0], four[2]), op(four[1], four[3]))
+    }
+}
+
+/// `sum(f(a_i))` over a contiguous run, [`LANES`] at a time.
+#[inline(always)]
+pub(crate) fn sum_map<T: Num>(s: &[T], f: impl Fn(T) -> T) -> T {
+    let mut acc = Lanes::splat(T::ZERO);
+    let chunks = s.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        acc.fold(c, &f, |a, b| a + b);
+    }
+    let mut total = acc.reduce(|a, b| a + b);
     for &x in rest {
-        total += x;
+        total += f(x);
     }
     total
 }
 
+/// `sum(f(a_i, b_i))` over two runs of one length, as [`sum_map`].
+#[inline(always)]
+pub(crate) fn sum_map2<T: Num>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
+    let mut acc = Lanes::splat(T::ZERO);
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        acc.fold2(x, y, &f, |a, b| a + b);
+    }
+    let mut total = acc.reduce(|a, b| a + b);
+    for (&x, &y) in ar.iter().zip(br) {
+        total += f(x, y);
+    }
+    total
+}
+
+/// Sum of a contiguous run.
+#[inline(always)]
+pub(crate) fn sum_slice<T: Num>(s: &[T]) -> T {
+    sum_map(s, |x| x)
+}
+
 /// The sum of the squares of `a`'s elements as a rank-0 array: one pass,
-/// 16 independent accumulators, no temporary.
+/// no temporary.
 pub(crate) fn sum_squares<T: Num>(a: &Array<T>) -> Array<T> {
     let a = pool::standard(a);
     let s = a.as_slice().expect("standard layout is contiguous");
     let total = dispatch(
         #[inline(always)]
-        || {
-            let mut acc = [T::ZERO; 16];
-            let chunks = s.chunks_exact(16);
-            let rest = chunks.remainder();
-            for c in chunks {
-                for i in 0..16 {
-                    acc[i] += c[i] * c[i];
-                }
-            }
-            let mut total = T::ZERO;
-            for a in acc {
-                total += a;
-            }
-            for &x in rest {
-                total += x * x;
-            }
-            total
-        },
+        || sum_map(s, |x| x * x),
     );
     pool::filled(&[], total, |_| {})
 }
