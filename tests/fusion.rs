@@ -56,6 +56,21 @@ twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
     self.proj((att + lp.exp()).matmul(v).transpose(0, 1).reshape([T, 8]))
 });
 
+// A pre-norm MLP block: the backward recomputes the second layer's input
+// from the GELU's cache and the first's from the LayerNorm's, so the
+// training forward keeps neither.
+// The residual adds run in the bias pass of `fc2` and of `skip` (whose
+// output is added to a value made before it); `head`'s output is added to
+// one made after it, which its call cannot take.
+twice!(Mlp, MlpUnfused, [T, 8], {
+    ln: LayerNorm<8>, fc1: Linear<8, 32>, fc2: Linear<32, 8>, rms: RMSNorm<8>, head: Linear<8, 4>, skip: Linear<8, 4>
+}, {
+    let x = x + self.fc2(gelu(self.fc1(self.ln(x))));
+    let h = self.head(self.rms(x));
+    let r = self.skip(x);
+    h + r
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -69,12 +84,20 @@ fn close(what: &str, a: &[f64], b: &[f64], tol: f64) {
     }
 }
 
+/// Tests here measure the CPU pool's bytes in use, which the others
+/// would move: they run one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn values<const D: usize>(t: &Tensor<Cpu, D>) -> Vec<f64> {
     t.to_data().values.to_f64_vec()
 }
 
 #[test]
 fn the_macro_plans_groups_and_reports_them() {
+    let _serial = serial();
     let plan = Fused::<Cpu>::FUSION;
     assert!(plan.groups.len() >= 2, "{plan}");
     assert!(Unfused::<Cpu>::FUSION.groups.is_empty());
@@ -125,11 +148,13 @@ macro_rules! agree {
 
 #[test]
 fn fused_groups_agree_with_the_ops_they_replace() {
+    let _serial = serial();
     agree!(Fused, Unfused, normal([2, 5, 8], 4), 5);
 }
 
 #[test]
 fn folded_softmaxes_agree_with_the_ops_they_replace() {
+    let _serial = serial();
     let plan = Attn::<Cpu>::FUSION;
     assert_eq!(
         plan.softmaxes,
@@ -142,7 +167,35 @@ fn folded_softmaxes_agree_with_the_ops_they_replace() {
 }
 
 #[test]
+fn epilogues_and_recomputed_inputs_agree_and_are_not_kept() {
+    let _serial = serial();
+    assert_eq!(Mlp::<Cpu>::FUSION.recomputed, &["fc1 <- ln", "fc2 <- gelu", "head <- rms"]);
+    assert!(MlpUnfused::<Cpu>::FUSION.recomputed.is_empty());
+    assert_eq!(Mlp::<Cpu>::FUSION.epilogues, &["fc2 + add", "skip + add"]);
+    assert!(MlpUnfused::<Cpu>::FUSION.epilogues.is_empty());
+    let [fused, unfused] = Mlp::<Cpu>::FUSION.forward_ops;
+    assert_eq!(fused + 2, unfused, "{}", Mlp::<Cpu>::FUSION);
+    agree!(Mlp, MlpUnfused, normal([3, 5, 8], 11), 11);
+    // The fused training forward keeps less, by the three recomputed
+    // inputs (the pool's bytes in use; the tests here run one at a time).
+    let x = normal([4, 16, 8], 12);
+    let mut m = Mlp::new_seeded(1, &CpuDevice);
+    let before = blaze::cpu::bytes_in_use();
+    let fused = m.forward_train(&x, &mut Ctx::train(0));
+    let kept_fused = blaze::cpu::bytes_in_use() - before;
+    drop(fused);
+    let before = blaze::cpu::bytes_in_use();
+    let unfused = MlpUnfused::new_seeded(1, &CpuDevice).forward_train(&x, &mut Ctx::train(0));
+    let kept_unfused = blaze::cpu::bytes_in_use() - before;
+    drop(unfused);
+    let recomputed = 4 * 16 * (8 + 32 + 8) * std::mem::size_of::<f32>();
+    assert_eq!(kept_unfused - kept_fused, recomputed, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
+    check_model(&m, &normal([2, 3, 8], 13), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
 fn fused_backward_matches_finite_differences_in_f64() {
+    let _serial = serial();
     let m = Fused::new_seeded(6, &CpuDevice);
     let x = normal([2, 4, 8], 7);
     check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));

@@ -1040,3 +1040,24 @@ layers! {
         rank: |r| r + 1,
     }
 }
+
+impl Layer {
+    /// Whether the backward can rebuild the layer's output from its cache
+    /// in one cheap pass (the runtime's `nn::Recompute`): an activation
+    /// from its input, a normalisation from its input.
+    pub const fn recomputes_output(self) -> bool {
+        matches!(self, Layer::LayerNorm | Layer::RMSNorm | Layer::Gelu)
+    }
+
+    /// Whether a residual add of its output (`x + layer(h)`) can join its
+    /// bias pass (the runtime's `Tensor::bias_act_add`).
+    pub const fn fuses_residual(self) -> bool {
+        matches!(self, Layer::Linear)
+    }
+
+    /// Whether the layer's cache is its input alone, so the backward can
+    /// build it from a recomputed input (the runtime's `nn::CachesInput`).
+    pub const fn caches_input(self) -> bool {
+        matches!(self, Layer::Linear)
+    }
+}

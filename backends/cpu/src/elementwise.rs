@@ -41,23 +41,41 @@ where
     })
 }
 
-/// `act(x + bias)` with the bias along `dim`, in one pass over `x`'s buffer.
-/// Returns false, leaving `x` alone, for a strided or shared `x` or an
-/// activation without a fused form here.
+/// `act(x + bias) + residual` with the bias along `dim`, in one pass over
+/// `x`'s buffer. Returns false, leaving `x` alone, for a strided or shared
+/// `x`, a residual not of `x`'s shape and row-major, or an activation
+/// without a fused form here.
 pub(crate) fn bias_act_in_place<T: Float>(
     x: &mut Array<T>,
     bias: Option<&Array<T>>,
     dim: usize,
     act: Option<UnaryOp>,
+    residual: Option<&Array<T>>,
 ) -> bool {
     let zero = T::ZERO;
     let one = T::ONE;
+    let half = T::from_f64(0.5);
+    let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
+    let residual = match residual {
+        None => None,
+        Some(r) if r.shape() == x.shape() => match r.as_slice() {
+            Some(r) => Some(r),
+            None => return false,
+        },
+        Some(_) => return false,
+    };
     match act {
-        None => bias_then(x, bias, dim, CHEAP_OP_MIN, |v| v),
+        None => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, |v| v),
         // `v < 0` is false for NaN, so NaN passes through as in PyTorch.
-        Some(UnaryOp::Relu) => bias_then(x, bias, dim, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v }),
-        Some(UnaryOp::Sigmoid) => bias_then(x, bias, dim, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp())),
-        Some(UnaryOp::Tanh) => bias_then(x, bias, dim, COSTLY_OP_MIN, |v: T| v.tanh()),
+        Some(UnaryOp::Relu) => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v }),
+        Some(UnaryOp::Sigmoid) => {
+            bias_then(x, bias, dim, residual, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp()))
+        }
+        Some(UnaryOp::Tanh) => bias_then(x, bias, dim, residual, COSTLY_OP_MIN, |v: T| v.tanh()),
+        // The exact GELU, as the unary op computes it.
+        Some(UnaryOp::Gelu) => {
+            bias_then(x, bias, dim, residual, COSTLY_OP_MIN, move |v| half * v * (one + Float::erf(v * inv_sqrt2)))
+        }
         Some(_) => false,
     }
 }
@@ -67,6 +85,7 @@ fn bias_then<T: Float>(
     x: &mut Array<T>,
     bias: Option<&Array<T>>,
     dim: usize,
+    residual: Option<&[T]>,
     fork_min: usize,
     f: impl Fn(T) -> T + Sync,
 ) -> bool {
@@ -81,13 +100,21 @@ fn bias_then<T: Float>(
         Some(_) => return false,
     };
     // Work in whole blocks of `channels * inner` values, where channel `c`
-    // is the run `c * inner..(c + 1) * inner`.
+    // is the run `c * inner..(c + 1) * inner`; the residual, if any, is
+    // added after the activation.
     let block = (channels * inner).max(1);
-    let run = |xs: &mut [T]| {
+    let run = |xs: &mut [T], rs: Option<&[T]>| {
         dispatch_stream(
             #[inline(always)]
             || {
-                for block in xs.chunks_exact_mut(block) {
+                for (k, block) in xs.chunks_exact_mut(block).enumerate() {
+                    let bias_of = |v: &mut [T], c: usize| match bias {
+                        Some(b) => {
+                            let b = b[c];
+                            v.iter_mut().for_each(|v| *v = f(*v + b));
+                        }
+                        None => v.iter_mut().for_each(|v| *v = f(*v)),
+                    };
                     match bias {
                         // The bias runs along the last dim: add it as a vector.
                         Some(b) if inner == 1 => {
@@ -95,18 +122,16 @@ fn bias_then<T: Float>(
                                 *v = f(*v + b);
                             }
                         }
-                        Some(b) => {
-                            for (run, &b) in block.chunks_exact_mut(inner).zip(b) {
-                                for v in run {
-                                    *v = f(*v + b);
-                                }
+                        Some(_) => {
+                            for (c, run) in block.chunks_exact_mut(inner).enumerate() {
+                                bias_of(run, c);
                             }
                         }
-                        None => {
-                            for v in block {
-                                *v = f(*v);
-                            }
-                        }
+                        None => bias_of(block, 0),
+                    }
+                    if let Some(rs) = rs {
+                        let r = &rs[k * block.len()..][..block.len()];
+                        block.iter_mut().zip(r).for_each(|(v, &r)| *v += r);
                     }
                 }
             },
@@ -115,9 +140,12 @@ fn bias_then<T: Float>(
     pool::update_in_place(x, |xs| {
         if should_fork(xs.len(), fork_min) {
             let piece = CHUNK.div_ceil(block) * block;
-            xs.par_chunks_mut(piece).for_each(run);
+            match residual {
+                Some(r) => xs.par_chunks_mut(piece).zip(r.par_chunks(piece)).for_each(|(xs, rs)| run(xs, Some(rs))),
+                None => xs.par_chunks_mut(piece).for_each(|xs| run(xs, None)),
+            }
         } else {
-            run(xs);
+            run(xs, residual);
         }
     })
 }

@@ -164,6 +164,34 @@ fn unary_float<T: Float>(op: UnaryOp, a: &Array<T>) -> Array<T> {
     }
 }
 
+/// `act(x + bias) (+ residual)` in one pass over `x`'s buffer, or `x` back
+/// where that pass does not apply.
+fn bias_act_fused(
+    x: CpuStorage,
+    bias: Option<&CpuStorage>,
+    dim: usize,
+    act: Option<UnaryOp>,
+    residual: Option<&CpuStorage>,
+) -> Result<CpuStorage, CpuStorage> {
+    let mut x = x;
+    let done = match (&mut x, bias, residual) {
+        (CpuStorage::F32(xa), b, r) => {
+            match (optional(b, CpuStorage::f32s), optional(r, CpuStorage::f32s)) {
+                (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
+                _ => false,
+            }
+        }
+        (CpuStorage::F64(xa), b, r) => {
+            match (optional(b, CpuStorage::f64s), optional(r, CpuStorage::f64s)) {
+                (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
+                _ => false,
+            }
+        }
+        _ => false,
+    };
+    if done { Ok(x) } else { Err(x) }
+}
+
 fn binary_float<T: Float>(op: BinaryOp, a: &Array<T>, b: &Array<T>) -> Array<T> {
     match op {
         BinaryOp::Add => zip(a, b, CHEAP_OP_MIN, |x, y| x + y),
@@ -568,15 +596,23 @@ impl Composites for Cpu {
     }
 
     fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {
-        let mut x = x;
-        let done = match (&mut x, bias) {
-            (CpuStorage::F32(xa), None) => elementwise::bias_act_in_place(xa, None, dim, act),
-            (CpuStorage::F32(xa), Some(CpuStorage::F32(b))) => elementwise::bias_act_in_place(xa, Some(b), dim, act),
-            (CpuStorage::F64(xa), None) => elementwise::bias_act_in_place(xa, None, dim, act),
-            (CpuStorage::F64(xa), Some(CpuStorage::F64(b))) => elementwise::bias_act_in_place(xa, Some(b), dim, act),
-            _ => false,
-        };
-        if done { x } else { blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act) }
+        match bias_act_fused(x, bias, dim, act, None) {
+            Ok(done) => done,
+            Err(x) => blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act),
+        }
+    }
+
+    fn bias_act_add(
+        x: CpuStorage,
+        bias: Option<&CpuStorage>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: &CpuStorage,
+    ) -> CpuStorage {
+        match bias_act_fused(x, bias, dim, act, Some(residual)) {
+            Ok(done) => done,
+            Err(x) => Self::binary(BinaryOp::Add, &Self::bias_act(x, bias, dim, act), residual),
+        }
     }
 
     fn attention(q: &CpuStorage, k: &CpuStorage, v: &CpuStorage, o: SoftmaxOptions) -> CpuStorage {

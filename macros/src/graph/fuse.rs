@@ -74,17 +74,31 @@ impl SoftmaxFold {
 /// The fusion plan of a body: its groups and softmax folds, and for each
 /// node the group or fold it belongs to.
 pub struct Plan {
+    /// False under `fuse = false`: nothing fuses but what a sequential
+    /// model fuses too (an activation into its layer's bias pass).
+    pub enabled: bool,
     pub groups: Vec<Group>,
     pub group_of: Vec<Option<usize>>,
     pub softmaxes: Vec<SoftmaxFold>,
     pub softmax_of: Vec<Option<usize>>,
+    /// `(layer, producer)`: layer nodes whose cache the backward rebuilds
+    /// from their input, which it recomputes from the producer's cache
+    /// (`nn::Recompute`), so the training forward does not keep it.
+    pub recompute: Vec<(usize, usize)>,
 }
 
 impl Plan {
     /// No fusion (`#[model(.., fuse = false)]`).
     pub fn none(low: &Lowered) -> Plan {
         let n = low.nodes.len();
-        Plan { groups: Vec::new(), group_of: vec![None; n], softmaxes: Vec::new(), softmax_of: vec![None; n] }
+        Plan {
+            enabled: false,
+            groups: Vec::new(),
+            group_of: vec![None; n],
+            softmaxes: Vec::new(),
+            softmax_of: vec![None; n],
+            recompute: Vec::new(),
+        }
     }
 
     /// The group whose root node `i` is.
@@ -102,6 +116,11 @@ impl Plan {
     pub fn inside(&self, i: usize) -> bool {
         self.group_of[i].is_some_and(|g| self.groups[g].root != i)
             || self.softmax_of[i].is_some_and(|s| self.softmaxes[s].root != i)
+    }
+
+    /// The producer whose cache rebuilds layer node `i`'s input.
+    pub fn recomputed_input(&self, i: usize) -> Option<usize> {
+        self.recompute.iter().find(|(l, _)| *l == i).map(|(_, p)| *p)
     }
 
     /// The module holding group `g`'s kernels.
@@ -188,7 +207,8 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         }
         members.push(nodes);
     }
-    let mut plan = Plan { groups: Vec::new(), group_of: vec![None; n], softmaxes, softmax_of };
+    let mut plan =
+        Plan { enabled: true, groups: Vec::new(), group_of: vec![None; n], softmaxes, softmax_of, recompute: Vec::new() };
     for nodes in members.into_iter().filter(|m| m.len() > 1) {
         let g = plan.groups.len();
         let name = format!("{}_fused{g}", model);

@@ -304,9 +304,13 @@ fn generate(
     let grads_ident = format_ident!("{}Grads", ident);
     let unfused = fuse::Plan::none(low);
     let plan = if fusion {
-        let g = Gen { model, options, low, input_names: names.clone(), plan: &unfused };
+        // What runs in layers' bias passes is decided first; groups take the rest.
+        let seed = fuse::Plan { enabled: true, ..fuse::Plan::none(low) };
+        let g = Gen { model, options, low, input_names: names.clone(), plan: &seed };
         let taken: Vec<usize> = g.fused_activations();
-        fuse::plan(ident, low, &taken)
+        let mut plan = fuse::plan(ident, low, &taken);
+        plan.recompute = Gen { model, options, low, input_names: names.clone(), plan: &plan }.recomputable();
+        plan
     } else {
         fuse::Plan::none(low)
     };

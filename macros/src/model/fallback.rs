@@ -123,7 +123,14 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         (_, false) => quote! {
             /// Which elementwise ops of `forward` run fused.
             pub const FUSION: ::blaze::nn::FusionPlan =
-                ::blaze::nn::FusionPlan { groups: &[], softmaxes: &[], forward_ops: [0, 0], backward_ops: [0, 0] };
+                ::blaze::nn::FusionPlan {
+                    groups: &[],
+                    softmaxes: &[],
+                    epilogues: &[],
+                    recomputed: &[],
+                    forward_ops: [0, 0],
+                    backward_ops: [0, 0],
+                };
         },
         _ => TokenStream::new(),
     };

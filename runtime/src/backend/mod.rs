@@ -246,6 +246,20 @@ pub trait Composites: Primitives {
         composed_bias_act::<Self>(x, bias, dim, act)
     }
 
+    /// `act(x + bias) + residual`: [`Backend::bias_act`] with a residual
+    /// connection (`residual` of `x`'s shape and dtype) added after the
+    /// activation, how a block's last layer finishes. The default makes
+    /// the add a pass of its own; a backend may fold it into the bias pass.
+    fn bias_act_add(
+        x: Self::Storage,
+        bias: Option<&Self::Storage>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: &Self::Storage,
+    ) -> Self::Storage {
+        Self::binary(BinaryOp::Add, &Self::bias_act(x, bias, dim, act), residual)
+    }
+
     /// The sum of the squares of all of `x`'s elements, a rank-0 tensor of
     /// its dtype: the reduction a gradient norm makes every training step.
     /// May assume a float dtype. The default squares, then sums; a backend

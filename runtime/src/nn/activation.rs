@@ -403,6 +403,12 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Gelu {
     }
 }
 
+impl<B: Backend, const D: usize> super::Recompute<B, D> for Gelu {
+    fn recompute(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+        x.gelu()
+    }
+}
+
 impl<B: Backend, const D: usize> Layer<B, D, D> for Sigmoid {
     type Cache = Tensor<B, D>;
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {

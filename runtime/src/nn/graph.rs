@@ -164,6 +164,13 @@ pub struct FusionPlan {
     /// The softmaxes that apply a scale or causal mask in their own pass
     /// (`Tensor::softmax_with`), each with the ops it replaces.
     pub softmaxes: &'static [&'static [&'static str]],
+    /// Ops that run in a layer's bias pass, after its bias
+    /// (`Linear::forward_fused`), as `"fc2 + add"` or `"fc1 + relu"`.
+    pub epilogues: &'static [&'static str],
+    /// Layer inputs the backward recomputes from the cache of the layer
+    /// or activation that made them, rather than the training forward
+    /// keeping them (`nn::Recompute`), as `"fc2 <- gelu"`.
+    pub recomputed: &'static [&'static str],
     /// Ops the body itself runs per forward, with this plan and without
     /// fusion (a layer's or nested model's call counts as one).
     pub forward_ops: [usize; 2],
@@ -194,15 +201,23 @@ impl std::fmt::Display for FusionPlan {
         writeln!(
             f,
             "Ops per forward: {fwd} ({fwd_unfused} unfused); per backward: {bwd} ({bwd_unfused} unfused); \
-             fused groups: {}, fused softmaxes: {}",
+             fused groups: {}, fused softmaxes: {}, bias-pass epilogues: {}, inputs recomputed in the backward: {}",
             self.groups.len(),
-            self.softmaxes.len()
+            self.softmaxes.len(),
+            self.epilogues.len(),
+            self.recomputed.len()
         )?;
         for g in self.groups {
             writeln!(f, "  {}: {} -> [batch, {}]", g.name, g.ops.join(", "), g.output.trim_matches(['[', ']']))?;
         }
         for s in self.softmaxes {
             writeln!(f, "  softmax_with: {}", s.join(", "))?;
+        }
+        for e in self.epilogues {
+            writeln!(f, "  epilogue: {e}")?;
+        }
+        for r in self.recomputed {
+            writeln!(f, "  recomputed input: {r}")?;
         }
         Ok(())
     }

@@ -53,11 +53,31 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
     /// fused into the bias pass. `#[model]` calls it for a `Linear`
     /// followed by `Relu`, `Sigmoid` or `Tanh`.
     pub fn forward_act<const D: usize>(&self, x: &Tensor<B, D>, act: Option<UnaryOp>) -> Tensor<B, D> {
+        self.forward_fused(x, act, None)
+    }
+
+    /// `act(x W^T + b) + residual`, the bias, activation and residual
+    /// connection in one pass over the product where the backend fuses
+    /// them. `#[model]` calls it for a block's `x + fc(h)`.
+    pub fn forward_fused<const D: usize>(
+        &self,
+        x: &Tensor<B, D>,
+        act: Option<UnaryOp>,
+        residual: Option<&Tensor<B, D>>,
+    ) -> Tensor<B, D> {
         Self::check(x);
         let mut out = x.shape();
         out[D - 1] = O;
         let flat: Tensor<B, 2> = x.reshape([-1, I as i64]);
-        flat.matmul(&self.weight.t()).bias_act(self.bias.as_ref(), 1, act).reshape(out)
+        let y = flat.matmul(&self.weight.t());
+        match residual {
+            Some(r) => {
+                assert!(r.shape() == out, "Linear<{I}, {O}>: residual {:?} for output {:?}", r.shape(), out);
+                y.bias_act_add(self.bias.as_ref(), 1, act, &r.reshape([-1, O as i64]))
+            }
+            None => y.bias_act(self.bias.as_ref(), 1, act),
+        }
+        .reshape(out)
     }
 
     /// The training [`Linear::forward_act`]: its output and the layer's cache.
@@ -66,7 +86,17 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
         x: &Tensor<B, D>,
         act: Option<UnaryOp>,
     ) -> (Tensor<B, D>, <Self as Layer<B, D, D>>::Cache) {
-        (self.forward_act(x, act), (x.reshape([-1, I as i64]), x.shape()))
+        self.forward_train_fused(x, act, None)
+    }
+
+    /// The training [`Linear::forward_fused`]: its output and the layer's cache.
+    pub fn forward_train_fused<const D: usize>(
+        &self,
+        x: &Tensor<B, D>,
+        act: Option<UnaryOp>,
+        residual: Option<&Tensor<B, D>>,
+    ) -> (Tensor<B, D>, <Self as Layer<B, D, D>>::Cache) {
+        (self.forward_fused(x, act, residual), super::CachesInput::cache_input(self, x))
     }
 
     fn check<const D: usize>(x: &Tensor<B, D>) {
@@ -99,6 +129,12 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Layer<B, D, D> 
         let rows: Tensor<B, 2> = g.reshape([-1, O as i64]);
         let (weight, bias) = adjoint::linear_params::<B>(rows.storage(), x.storage(), self.bias.is_some());
         LinearGrads { weight: Tensor::from_storage(weight), bias: bias.map(Tensor::from_storage) }
+    }
+}
+
+impl<B: Backend, const I: usize, const O: usize, const D: usize> super::CachesInput<B, D> for Linear<B, I, O> {
+    fn cache_input(&self, x: &Tensor<B, D>) -> Self::Cache {
+        (x.reshape([-1, I as i64]), x.shape())
     }
 }
 

@@ -345,6 +345,24 @@ pub trait Layer<B: Backend, const DI: usize, const DO: usize>: Module<B> {
     }
 }
 
+/// A layer whose output the backward can rebuild from its cache in one
+/// cheap pass: an activation from its input, a normalisation from its
+/// input. `#[model]` uses it so that a [`Linear`] reading such a layer's
+/// output does not keep that output for its weight gradient: the backward
+/// recomputes it (the spec's `recomputes_output`).
+pub trait Recompute<B: Backend, const D: usize>: Layer<B, D, D> {
+    /// The output `forward_train` returned with `cache`, bit for bit.
+    fn recompute(&self, cache: &Self::Cache) -> Tensor<B, D>;
+}
+
+/// A layer whose cache is its input alone, in some form, so that the
+/// backward can build it from a recomputed input (the spec's
+/// `caches_input`).
+pub trait CachesInput<B: Backend, const D: usize>: Layer<B, D, D> {
+    /// The cache `forward_train` would keep for input `x`.
+    fn cache_input(&self, x: &Tensor<B, D>) -> Self::Cache;
+}
+
 /// Number of trainable scalars.
 pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
     struct Count(usize);

@@ -401,6 +401,13 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for RMSNorm<B, N
     }
 }
 
+impl<B: Backend, const N: usize, const D: usize> super::Recompute<B, D> for RMSNorm<B, N> {
+    /// The same pass as the forward's, so the same values.
+    fn recompute(&self, (x, _): &Self::Cache) -> Tensor<B, D> {
+        self.normalise(x).0
+    }
+}
+
 impl<B: Backend, const N: usize> super::FromSpec<B> for RMSNorm<B, N> {
     const LAYER: Spec = Spec::RMSNorm;
     fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
@@ -511,6 +518,13 @@ impl<B: Backend, const C: usize> super::FromSpec<B> for BatchNorm1d<B, C> {
     const LAYER: Spec = Spec::BatchNorm1d;
     fn from_spec(o: &Options, _: &mut Rng, device: &B::Device) -> Self {
         BatchNorm1d::new(o.into(), device)
+    }
+}
+
+impl<B: Backend, const N: usize, const D: usize> super::Recompute<B, D> for LayerNorm<B, N> {
+    /// The same pass as the forward's, so the same values.
+    fn recompute(&self, (x, _): &Self::Cache) -> Tensor<B, D> {
+        self.normalise(x).0
     }
 }
 

@@ -83,23 +83,43 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// how a layer applies its bias and the activation after it, in one
     /// pass where the backend fuses them.
     pub fn bias_act(self, bias: Option<&Tensor<B, 1>>, dim: usize, act: Option<UnaryOp>) -> Self {
+        self.check_bias("bias_act", bias, dim);
+        Self::wrap(B::bias_act(self.storage, bias.map(|b| &b.storage), dim, act))
+    }
+
+    /// `act(self + bias) + residual`: [`Tensor::bias_act`] and then a
+    /// residual connection of `self`'s shape, in the same pass where the
+    /// backend fuses them (a block's `x + fc2(h)`).
+    pub fn bias_act_add(self, bias: Option<&Tensor<B, 1>>, dim: usize, act: Option<UnaryOp>, residual: &Self) -> Self {
+        self.check_bias("bias_act_add", bias, dim);
+        assert!(
+            residual.shape() == self.shape() && residual.dtype() == self.dtype(),
+            "bias_act_add: residual {} ({}) for {} ({})",
+            fmt_shape(&residual.shape()),
+            residual.dtype(),
+            fmt_shape(&self.shape()),
+            self.dtype()
+        );
+        check_same_device::<B>("bias_act_add", &[&self.storage, &residual.storage]);
+        Self::wrap(B::bias_act_add(self.storage, bias.map(|b| &b.storage), dim, act, &residual.storage))
+    }
+
+    /// `op`'s checks of a bias for dim `dim` of `self`.
+    fn check_bias(&self, op: &str, bias: Option<&Tensor<B, 1>>, dim: usize) {
         let shape = self.shape();
-        self.assert_float("bias_act");
-        assert!(dim < D, "bias_act: dim {dim} out of range for shape {}", fmt_shape(&shape));
+        self.assert_float(op);
+        assert!(dim < D, "{op}: dim {dim} out of range for shape {}", fmt_shape(&shape));
         if let Some(b) = bias {
             assert!(
                 b.shape() == [shape[dim]] && b.dtype() == self.dtype(),
-                "bias_act: bias {} ({}) for dim {dim} of {} ({})",
+                "{op}: bias {} ({}) for dim {dim} of {} ({})",
                 fmt_shape(&b.shape()),
                 b.dtype(),
                 fmt_shape(&shape),
                 self.dtype()
             );
+            check_same_device::<B>(op, &[&self.storage, &b.storage]);
         }
-        if let Some(b) = bias {
-            check_same_device::<B>("bias_act", &[&self.storage, &b.storage]);
-        }
-        Self::wrap(B::bias_act(self.storage, bias.map(|b| &b.storage), dim, act))
     }
 
     /// `self = a * self + b * x` in place (BLAS `axpby`): how optimizers

@@ -77,15 +77,28 @@ impl Gen<'_> {
                         } else {
                             self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
                         };
+                        // The cache, rebuilt from the recomputed input where
+                        // the training forward kept none.
+                        let c = match self.plan.recomputed_input(i) {
+                            Some(p) => {
+                                let (x, r) = (self.recomputed(p), self.rank(a));
+                                let ty = field_ty(&self.fields()[callee.field].kind);
+                                pre.extend(quote_spanned!(span=>
+                                    let #ci = <#ty as ::blaze::nn::CachesInput<B, #r>>::cache_input(&#at, &#x);
+                                ));
+                                quote!(#ci)
+                            }
+                            None => quote!(cache.#ci),
+                        };
                         if wants.iter().any(|&w| w) {
                             let dx: Vec<syn::Ident> =
                                 (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
                             let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
                             let gpat = if holds { quote!(#gr) } else { quote!(_) };
                             pre.extend(if nested {
-                                quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&cache.#ci, &#gy);)
+                                quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&#c, &#gy);)
                             } else {
-                                quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);)
+                                quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &#c, &#gy);)
                             });
                             for (j, &k) in n.args.iter().enumerate() {
                                 let d = &dx[j];
@@ -93,9 +106,9 @@ impl Gen<'_> {
                             }
                         } else if holds {
                             pre.extend(if nested {
-                                quote_spanned!(span=> let #gr = #at.backward_params(&cache.#ci, &#gy);)
+                                quote_spanned!(span=> let #gr = #at.backward_params(&#c, &#gy);)
                             } else {
-                                quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);)
+                                quote_spanned!(span=> let #gr = #path::backward_params(&#at, &#c, &#gy);)
                             });
                         }
                         if holds {

@@ -75,6 +75,47 @@ fn act_ty(a: Act) -> TokenStream {
     }
 }
 
+/// What a layer node does in its bias pass besides the bias
+/// ([`Gen::fused`]): the activation node after it and its `UnaryOp`, or
+/// the residual add node after it and the value it adds.
+pub struct Epilogue {
+    act: Option<(usize, TokenStream)>,
+    residual: Option<(usize, usize)>,
+}
+
+impl Epilogue {
+    /// The node that runs inside the layer's call.
+    fn node(&self) -> usize {
+        match (&self.act, self.residual) {
+            (Some((j, _)), _) => *j,
+            (None, Some((j, _))) => j,
+            (None, None) => unreachable!("an epilogue has an activation or a residual"),
+        }
+    }
+
+    /// The value the layer's call makes: the last fused node's.
+    fn output(&self, low: &Lowered) -> syn::Ident {
+        value_ident(low.nodes[self.node()].out)
+    }
+
+    fn act(&self) -> TokenStream {
+        match &self.act {
+            Some((_, op)) => op.clone(),
+            None => quote!(::core::option::Option::None),
+        }
+    }
+
+    fn residual(&self) -> TokenStream {
+        match self.residual {
+            Some((_, r)) => {
+                let r = value_ident(r);
+                quote!(::core::option::Option::Some(&#r))
+            }
+            None => quote!(::core::option::Option::None),
+        }
+    }
+}
+
 /// A per-sample dim index as the tensor's dim (after the batch dim).
 fn tensor_dim(d: usize) -> usize {
     d + 1
@@ -308,17 +349,75 @@ impl Gen<'_> {
         out
     }
 
+    /// Layer nodes whose input the backward recomputes rather than the
+    /// training forward keeping it, with the node that makes it: a layer
+    /// whose cache is its input (`Linear`) reading, and alone, the output
+    /// of an activation or normalisation that can rebuild it from its own
+    /// cache (GELU, LayerNorm, RMSNorm) and that runs on its own.
+    pub fn recomputable(&self) -> Vec<(usize, usize)> {
+        let low = self.low;
+        let mut uses = vec![0usize; low.vals.len()];
+        for n in &low.nodes {
+            for &a in &n.args {
+                uses[a] += 1;
+            }
+        }
+        uses[low.output] += 1;
+        let taken = self.fused_activations();
+        let builtin = |op: &Op| match op {
+            Op::Layer(callee) => self.fields()[callee.field].kind.builtin().map(|(l, _)| l),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for (i, n) in low.nodes.iter().enumerate() {
+            if !builtin(&n.op).is_some_and(|l| l.caches_input()) || uses[n.args[0]] != 1 {
+                continue;
+            }
+            let Some(p) = low.nodes.iter().position(|m| m.out == n.args[0]) else { continue };
+            let producer = &low.nodes[p];
+            let rebuilds = match &producer.op {
+                Op::Act(Act::Gelu) => true,
+                op => builtin(op).is_some_and(|l| l.recomputes_output()),
+            };
+            let alone = !taken.contains(&p) && !self.plan.inside(p) && self.plan.rooted_at(p).is_none();
+            if rebuilds && alone && low.vals[n.args[0]].rank() == low.vals[producer.args[0]].rank() {
+                out.push((i, p));
+            }
+        }
+        out
+    }
+
+    /// The expression of the recomputed input of layer node `i`, from its
+    /// producer `p`'s cache.
+    fn recomputed(&self, p: usize) -> TokenStream {
+        let n = &self.low.nodes[p];
+        let (r, cp) = (self.rank(n.out), layer_cache_ident(p));
+        match &n.op {
+            Op::Act(a) => {
+                let ty = act_ty(*a);
+                quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#ty, &cache.#cp))
+            }
+            Op::Layer(callee) => {
+                let ty = field_ty(&self.fields()[callee.field].kind);
+                let at = access(*callee, self.fields());
+                quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
+            }
+            _ => unreachable!("only activations and layers rebuild their outputs"),
+        }
+    }
+
     /// The activation nodes that run inside their layer's call
     /// ([`Gen::fused`]): not for elementwise groups.
     pub fn fused_activations(&self) -> Vec<usize> {
-        self.fused().values().map(|(j, _)| *j).collect()
+        self.fused().values().map(Epilogue::node).collect()
     }
 
     /// Ops the forward runs under `plan`: every node but inputs, the
     /// activations run inside their layer, and the ops inside a group
     /// (whose root runs it).
     fn forward_ops(&self, plan: &Plan) -> usize {
-        let taken = self.fused_activations();
+        let under = Gen { model: self.model, options: self.options, low: self.low, input_names: Vec::new(), plan };
+        let taken = under.fused_activations();
         (0..self.low.nodes.len())
             .filter(|&i| !matches!(self.low.nodes[i].op, Op::Input) && !taken.contains(&i) && !plan.inside(i))
             .count()
@@ -358,21 +457,43 @@ impl Gen<'_> {
             });
             quote!(&[#(#ops),*])
         });
+        let name = |i: usize| match &self.low.nodes[i].op {
+            Op::Layer(c) => {
+                let f = &self.fields()[c.field].ident;
+                c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
+            }
+            Op::Act(a) => format!("{a:?}").to_lowercase(),
+            _ => String::new(),
+        };
+        let recomputed = self.plan.recompute.iter().map(|&(l, p)| format!("{} <- {}", name(l), name(p)));
+        let mut epilogues: Vec<(usize, String)> = self
+            .fused()
+            .into_iter()
+            .map(|(i, e)| {
+                let op = if e.act.is_some() { name(e.node()) } else { "add".into() };
+                (i, format!("{} + {op}", name(i)))
+            })
+            .collect();
+        epilogues.sort();
+        let epilogues = epilogues.into_iter().map(|(_, e)| e);
         let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
         let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
         quote!(::blaze::nn::FusionPlan {
             groups: &[#(#groups),*],
             softmaxes: &[#(#softmaxes),*],
+            epilogues: &[#(#epilogues),*],
+            recomputed: &[#(#recomputed),*],
             forward_ops: [#(#fwd),*],
             backward_ops: [#(#bwd),*],
         })
     }
 
-    /// Layer nodes fused with the activation after them: a `Linear` or
-    /// `Conv2d` whose output only a ReLU, sigmoid or tanh reads runs as
-    /// one step (`forward_act`), as in a model of fields in sequence.
-    /// Maps the layer's node to the activation's node and its op.
-    fn fused(&self) -> HashMap<usize, (usize, TokenStream)> {
+    /// Layer nodes that finish in their bias pass (`forward_fused`): a
+    /// `Linear` or `Conv2d` whose output only a ReLU, sigmoid or tanh reads
+    /// takes the activation, as in a model of fields in sequence; a
+    /// `Linear` whose output only a residual add of a value of its shape
+    /// reads (`x + fc(h)`) takes the add, unless fusion is off.
+    fn fused(&self) -> HashMap<usize, Epilogue> {
         let low = self.low;
         let mut uses = vec![0usize; low.vals.len()];
         for n in &low.nodes {
@@ -384,24 +505,33 @@ impl Gen<'_> {
         let mut out = HashMap::new();
         for (i, n) in low.nodes.iter().enumerate() {
             let Op::Layer(callee) = &n.op else { continue };
-            let fusable = self.fields()[callee.field].kind.builtin().is_some_and(|(l, _)| l.fuses_activation());
-            if !fusable || uses[n.out] != 1 {
+            let Some((layer, _)) = self.fields()[callee.field].kind.builtin() else { continue };
+            if !layer.fuses_activation() || uses[n.out] != 1 {
                 continue;
             }
-            let next = low.nodes.iter().position(|m| m.args == [n.out]);
+            let Some(j) = low.nodes.iter().position(|m| m.args.contains(&n.out)) else { continue };
             // The activations whose derivative reads the output fuse into
             // the bias pass; GELU's reads the input.
-            let fused = |a: Act| match a {
-                Act::Relu => Some(quote!(Relu)),
-                Act::Tanh => Some(quote!(Tanh)),
-                Act::Sigmoid => Some(quote!(Sigmoid)),
-                Act::Gelu => None,
+            let act = match low.nodes[j].op {
+                Op::Act(Act::Relu) => Some(quote!(Relu)),
+                Op::Act(Act::Tanh) => Some(quote!(Tanh)),
+                Op::Act(Act::Sigmoid) => Some(quote!(Sigmoid)),
+                _ => None,
             };
-            if let Some(j) = next
-                && let Op::Act(a) = low.nodes[j].op
-                && let Some(op) = fused(a)
-            {
-                out.insert(i, (j, quote!(::core::option::Option::Some(::blaze::UnaryOp::#op))));
+            if let Some(op) = act {
+                let act = quote!(::core::option::Option::Some(::blaze::UnaryOp::#op));
+                out.insert(i, Epilogue { act: Some((j, act)), residual: None });
+                continue;
+            }
+            let node = &low.nodes[j];
+            if self.plan.enabled && layer.fuses_residual() && matches!(node.op, Op::Bin(Bin::Add)) {
+                let r = if node.args[0] == n.out { node.args[1] } else { node.args[0] };
+                let (vr, vo) = (&low.vals[r], &low.vals[n.out]);
+                // The layer's call runs where the layer was: `r` must be made before.
+                let before = low.nodes[..i].iter().any(|m| m.out == r);
+                if r != n.out && before && vr.shape == vo.shape && vr.batched == vo.batched {
+                    out.insert(i, Epilogue { act: None, residual: Some((j, r)) });
+                }
             }
         }
         out
@@ -411,7 +541,7 @@ impl Gen<'_> {
     pub fn forward(&self) -> TokenStream {
         let mut out = self.bind_inputs();
         let fused = self.fused();
-        let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
+        let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
@@ -420,10 +550,10 @@ impl Gen<'_> {
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
                 _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
-                    let (j, act) = &fused[&i];
-                    let (at, x, y) =
-                        (access(*callee, self.fields()), value_ident(n.args[0]), value_ident(self.low.nodes[*j].out));
-                    quote_spanned!(span=> let #y = #at.forward_act(&#x, #act);)
+                    let e = &fused[&i];
+                    let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
+                    let (act, res) = (e.act(), e.residual());
+                    quote_spanned!(span=> let #y = #at.forward_fused(&#x, #act, #res);)
                 }
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
@@ -524,7 +654,7 @@ impl Gen<'_> {
         let mut out = self.bind_inputs();
         let mut caches = Vec::new();
         let fused = self.fused();
-        let skipped: HashSet<usize> = fused.values().map(|(j, _)| *j).collect();
+        let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
@@ -534,26 +664,35 @@ impl Gen<'_> {
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
                 _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
-                    // The activation caches its output, the layer its input.
-                    let (j, act) = &fused[&i];
-                    let (at, x, y, cj) = (
-                        access(*callee, self.fields()),
-                        value_ident(n.args[0]),
-                        value_ident(self.low.nodes[*j].out),
-                        layer_cache_ident(*j),
-                    );
-                    caches.push(ci.clone());
-                    caches.push(cj.clone());
-                    quote_spanned!(span=>
-                        let (#y, #ci) = #at.forward_train_act(&#x, #act);
-                        let #cj = ::core::clone::Clone::clone(&#y);
-                    )
+                    // The layer caches its input; a fused activation its output.
+                    let e = &fused[&i];
+                    let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
+                    let keep = if self.plan.recomputed_input(i).is_some() {
+                        quote!(_)
+                    } else {
+                        caches.push(ci.clone());
+                        quote!(#ci)
+                    };
+                    let (act, res) = (e.act(), e.residual());
+                    let mut stmt = quote_spanned!(span=> let (#y, #keep) = #at.forward_train_fused(&#x, #act, #res););
+                    if let Some((j, _)) = e.act {
+                        let cj = layer_cache_ident(j);
+                        caches.push(cj.clone());
+                        stmt.extend(quote!(let #cj = ::core::clone::Clone::clone(&#y);));
+                    }
+                    stmt
                 }
                 Op::Layer(callee) => {
-                    caches.push(ci.clone());
+                    // A layer whose input the backward recomputes keeps no cache.
+                    let keep = if self.plan.recomputed_input(i).is_some() {
+                        quote!(_)
+                    } else {
+                        caches.push(ci.clone());
+                        quote!(#ci)
+                    };
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
-                    quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #at, &#x, ctx);)
+                    quote_spanned!(span=> let (#o, #keep) = #path::forward_train(&mut #at, &#x, ctx);)
                 }
                 Op::Act(a) => {
                     caches.push(ci.clone());
@@ -613,7 +752,7 @@ impl Gen<'_> {
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
             let ci = layer_cache_ident(i);
-            if self.plan.group_of[i].is_some() {
+            if self.plan.group_of[i].is_some() || self.plan.recomputed_input(i).is_some() {
                 continue;
             }
             let ty = match &n.op {
