@@ -71,6 +71,14 @@ twice!(Mlp, MlpUnfused, [T, 8], {
     h + r
 });
 
+// A convolution takes its activation into its bias pass (GELU in inference
+// only); the Linear after it takes its residual.
+twice!(Conv, ConvUnfused, [2, 5, 5], { conv: Conv2d<2, 2, 3>, conv2: Conv2d<2, 2, 1>, fc: Linear<18, 18> }, {
+    let h = relu(self.conv(x));
+    let g = gelu(self.conv2(h)).reshape([18]);
+    g + self.fc(g)
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -191,6 +199,13 @@ fn epilogues_and_recomputed_inputs_agree_and_are_not_kept() {
     let recomputed = 4 * 16 * (8 + 32 + 8) * std::mem::size_of::<f32>();
     assert_eq!(kept_unfused - kept_fused, recomputed, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
     check_model(&m, &normal([2, 3, 8], 13), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn convolution_epilogues_agree() {
+    let _serial = serial();
+    assert_eq!(Conv::<Cpu>::FUSION.epilogues, &["conv + relu", "fc + add"]);
+    agree!(Conv, ConvUnfused, normal([3, 2, 5, 5], 14), 6);
 }
 
 #[test]

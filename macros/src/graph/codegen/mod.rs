@@ -98,20 +98,25 @@ impl Epilogue {
         value_ident(low.nodes[self.node()].out)
     }
 
-    fn act(&self) -> TokenStream {
-        match &self.act {
+    /// The layer's method call on its input `x`, for inference or training:
+    /// `forward_act` (every layer that fuses an activation has it) or,
+    /// with a residual, `Linear::forward_fused`.
+    fn call(&self, x: &syn::Ident, training: bool) -> TokenStream {
+        let act = match &self.act {
             Some((_, op)) => op.clone(),
             None => quote!(::core::option::Option::None),
-        }
-    }
-
-    fn residual(&self) -> TokenStream {
-        match self.residual {
-            Some((_, r)) => {
+        };
+        match (self.residual, training) {
+            (Some((_, r)), false) => {
                 let r = value_ident(r);
-                quote!(::core::option::Option::Some(&#r))
+                quote!(forward_fused(&#x, #act, ::core::option::Option::Some(&#r)))
             }
-            None => quote!(::core::option::Option::None),
+            (Some((_, r)), true) => {
+                let r = value_ident(r);
+                quote!(forward_train_fused(&#x, #act, ::core::option::Option::Some(&#r)))
+            }
+            (None, false) => quote!(forward_act(&#x, #act)),
+            (None, true) => quote!(forward_train_act(&#x, #act)),
         }
     }
 }
@@ -537,10 +542,39 @@ impl Gen<'_> {
         out
     }
 
+    /// [`Gen::fused`], and for inference also a GELU after a layer that
+    /// fuses activations, when the GELU runs on its own: its derivative
+    /// reads its input, which only the training forward must keep.
+    fn fused_for_inference(&self) -> HashMap<usize, Epilogue> {
+        let mut fused = self.fused();
+        if !self.plan.enabled {
+            return fused;
+        }
+        let low = self.low;
+        for (i, n) in low.nodes.iter().enumerate() {
+            let Op::Layer(callee) = &n.op else { continue };
+            let layer = self.fields()[callee.field].kind.builtin().map(|(l, _)| l);
+            if fused.contains_key(&i) || !layer.is_some_and(|l| l.fuses_activation()) {
+                continue;
+            }
+            let readers: Vec<usize> = (0..low.nodes.len()).filter(|&j| low.nodes[j].args.contains(&n.out)).collect();
+            if let [j] = readers[..]
+                && matches!(low.nodes[j].op, Op::Act(Act::Gelu))
+                && low.output != n.out
+                && self.plan.group_of[j].is_none()
+                && self.plan.softmax_of[j].is_none()
+            {
+                let gelu = quote!(::core::option::Option::Some(::blaze::UnaryOp::Gelu));
+                fused.insert(i, Epilogue { act: Some((j, gelu)), residual: None });
+            }
+        }
+        fused
+    }
+
     /// The inference forward's statements, ending with the output.
     pub fn forward(&self) -> TokenStream {
         let mut out = self.bind_inputs();
-        let fused = self.fused();
+        let fused = self.fused_for_inference();
         let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
             let o = value_ident(n.out);
@@ -552,8 +586,8 @@ impl Gen<'_> {
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let e = &fused[&i];
                     let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
-                    let (act, res) = (e.act(), e.residual());
-                    quote_spanned!(span=> let #y = #at.forward_fused(&#x, #act, #res);)
+                    let call = e.call(&x, false);
+                    quote_spanned!(span=> let #y = #at.#call;)
                 }
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
@@ -673,8 +707,8 @@ impl Gen<'_> {
                         caches.push(ci.clone());
                         quote!(#ci)
                     };
-                    let (act, res) = (e.act(), e.residual());
-                    let mut stmt = quote_spanned!(span=> let (#y, #keep) = #at.forward_train_fused(&#x, #act, #res););
+                    let call = e.call(&x, true);
+                    let mut stmt = quote_spanned!(span=> let (#y, #keep) = #at.#call;);
                     if let Some((j, _)) = e.act {
                         let cj = layer_cache_ident(j);
                         caches.push(cj.clone());
