@@ -529,6 +529,27 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
+    fn bias_act_add(
+        x: Placed<D, H>,
+        bias: Option<&Placed<D, H>>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: &Placed<D, H>,
+    ) -> Placed<D, H> {
+        match (x, bias, residual) {
+            (Placed::Device(x), None, Placed::Device(r)) => Placed::Device(D::bias_act_add(x, None, dim, act, r)),
+            (Placed::Device(x), Some(Placed::Device(b)), Placed::Device(r)) => {
+                Placed::Device(D::bias_act_add(x, Some(b), dim, act, r))
+            }
+            (Placed::Host(x, d), None, Placed::Host(r, _)) => Placed::Host(H::bias_act_add(x, None, dim, act, r), d),
+            (Placed::Host(x, d), Some(Placed::Host(b, _)), Placed::Host(r, _)) => {
+                Placed::Host(H::bias_act_add(x, Some(b), dim, act, r), d)
+            }
+            (x, Some(b), r) => mixed("bias_act_add", &[&x, b, r]),
+            (x, None, r) => mixed("bias_act_add", &[&x, r]),
+        }
+    }
+
     fn sum_squares(x: &Placed<D, H>) -> Placed<D, H> {
         Self::view(x, D::sum_squares, H::sum_squares)
     }

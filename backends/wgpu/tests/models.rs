@@ -36,6 +36,10 @@ fn on<const D: usize>(t: &Tensor<Cpu, D>, device: &WgpuDevice) -> Tensor<Wgpu, D
     Tensor::from_data(t.to_data(), device).expect("upload")
 }
 
+fn host<const D: usize>(t: &Tensor<Wgpu, D>) -> Tensor<Cpu, D> {
+    Tensor::from_data(t.to_data(), &CpuDevice).expect("download")
+}
+
 /// The layers added on the one-definition path, in one sequence model.
 #[model(input = [4, 12])]
 pub struct NewLayers {
@@ -130,6 +134,43 @@ fn fused_groups_agree_with_the_cpu_in_training() {
     let Some(device) = WgpuDevice::probe() else { return };
     let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
     agree_in_training!(Chains, &device, x, 3);
+}
+
+/// A pre-norm block: the residual add in `fc2`'s bias pass (one shader
+/// with the bias), and the backward recomputing `fc1`'s and `fc2`'s inputs
+/// from the LayerNorm's and the GELU's caches.
+#[model]
+pub struct Residual {
+    ln: LayerNorm<4>,
+    fc1: Linear<4, 8>,
+    fc2: Linear<8, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Residual {
+    fn forward(&self, x: Tensor) -> Tensor {
+        x + self.fc2(gelu(self.fc1(self.ln(x))))
+    }
+}
+
+#[test]
+fn epilogues_and_recomputed_inputs_agree_with_the_cpu_in_training() {
+    assert_eq!(Residual::<Cpu>::FUSION.epilogues, &["fc2 + add"]);
+    assert_eq!(Residual::<Cpu>::FUSION.recomputed, &["fc1 <- ln", "fc2 <- gelu"]);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    let (cpu, gpu) = agree_in_training!(Residual, &device, x, 6);
+    // Inference runs fc1's GELU in its bias pass too.
+    let x = Tensor::<Cpu, 3>::rand_normal([3, 2, 4], &CpuDevice);
+    close("inference", &gpu.forward(&on(&x, &device)).to_vec::<f32>(), &cpu.forward(&x).to_vec::<f32>());
+    // The bias pass, its activation and the residual: one dispatch.
+    let y = on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &device);
+    let (b, r) = (gpu.fc2.bias.clone().expect("a bias"), on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &device));
+    let before = device.dispatches();
+    let z = y.clone().bias_act_add(Some(&b), 1, Some(blaze::UnaryOp::Gelu), &r);
+    assert_eq!(device.dispatches() - before, 1);
+    let want = (host(&y) + host(&b).reshape([1, 4])).gelu() + host(&r);
+    close("bias_act_add", &z.to_vec::<f32>(), &want.to_vec::<f32>());
 }
 
 #[test]

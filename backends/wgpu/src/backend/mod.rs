@@ -238,28 +238,64 @@ fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
 }
 
 fn unary_expr(op: UnaryOp) -> (String, Vec<u32>) {
+    unary_of(op, "a")
+}
+
+/// `op` applied to the WGSL expression `a` (evaluated more than once),
+/// and the extra parameters it reads.
+fn unary_of(op: UnaryOp, a: &str) -> (String, Vec<u32>) {
     let e = match op {
-        UnaryOp::Neg => "-a",
-        UnaryOp::Abs => "abs(a)",
-        UnaryOp::Exp => "exp(a)",
-        UnaryOp::Log => "log(a)",
-        UnaryOp::Sqrt => "sqrt(a)",
-        UnaryOp::Recip => "1.0 / a",
-        UnaryOp::Tanh => "tanh_(a)",
-        UnaryOp::Sigmoid => "1.0 / (1.0 + exp(-a))",
+        UnaryOp::Neg => format!("-{a}"),
+        UnaryOp::Abs => format!("abs({a})"),
+        UnaryOp::Exp => format!("exp({a})"),
+        UnaryOp::Log => format!("log({a})"),
+        UnaryOp::Sqrt => format!("sqrt({a})"),
+        UnaryOp::Recip => format!("1.0 / {a}"),
+        UnaryOp::Tanh => format!("tanh_({a})"),
+        UnaryOp::Sigmoid => format!("1.0 / (1.0 + exp(-{a}))"),
         // NaN passes, tested by its bits: drivers may rewrite `!(a <= 0)` as `a > 0`.
-        UnaryOp::Relu => "select(0.0, a, a > 0.0 || isnan_(a))",
-        UnaryOp::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
-        UnaryOp::LeakyRelu(s) => return ("select(a * pf(1u), a, a > 0.0)".into(), vec![(s as f32).to_bits()]),
-        UnaryOp::Sin => "sin(a)",
-        UnaryOp::Cos => "cos(a)",
-        UnaryOp::Erf => "erf_(a)",
-        UnaryOp::Floor => "floor(a)",
-        UnaryOp::Ceil => "ceil(a)",
-        UnaryOp::Sign => "select(sign(a), a, isnan_(a))",
-        UnaryOp::Not => "1u - a",
+        UnaryOp::Relu => format!("select(0.0, {a}, {a} > 0.0 || isnan_({a}))"),
+        UnaryOp::Gelu => format!("0.5 * {a} * (1.0 + erf_({a} * 0.70710678118654752))"),
+        UnaryOp::LeakyRelu(s) => return (format!("select({a} * pf(1u), {a}, {a} > 0.0)"), vec![(s as f32).to_bits()]),
+        UnaryOp::Sin => format!("sin({a})"),
+        UnaryOp::Cos => format!("cos({a})"),
+        UnaryOp::Erf => format!("erf_({a})"),
+        UnaryOp::Floor => format!("floor({a})"),
+        UnaryOp::Ceil => format!("ceil({a})"),
+        UnaryOp::Sign => format!("select(sign({a}), {a}, isnan_({a}))"),
+        UnaryOp::Not => format!("1u - {a}"),
     };
-    (e.into(), Vec::new())
+    (e, Vec::new())
+}
+
+/// `act(x + bias) (+ residual)` as one elementwise shader: `x` read as
+/// `a`, the bias (along `dim`) and the residual as the next inputs.
+fn bias_act_add(
+    x: &WgpuStorage,
+    bias: Option<&WgpuStorage>,
+    dim: usize,
+    act: Option<UnaryOp>,
+    residual: Option<&WgpuStorage>,
+) -> WgpuStorage {
+    let x = native("bias_act", x);
+    let mut inputs: Vec<(&WgpuStorage, View)> = vec![(x, None)];
+    let mut v = "a".to_owned();
+    if let Some(b) = bias {
+        let b = native("bias_act", b);
+        let strides = (0..x.shape.len()).map(|d| usize::from(d == dim)).collect();
+        inputs.push((b, Some((0, strides))));
+        v = "(a + b)".into();
+    }
+    let (mut expr, extras) = match act {
+        Some(op) => unary_of(op, &v),
+        None => (v, Vec::new()),
+    };
+    if let Some(r) = residual {
+        let r = native("bias_act_add", r);
+        expr = format!("{expr} + {}", ["b", "c"][inputs.len() - 1]);
+        inputs.push((r, broadcast_view(r, &x.shape)));
+    }
+    ew("bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
 }
 
 /// `a op rhs` in WGSL.
@@ -571,6 +607,20 @@ fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: Softm
 }
 
 impl Composites for WgpuNative {
+    fn bias_act(x: WgpuStorage, bias: Option<&WgpuStorage>, dim: usize, act: Option<UnaryOp>) -> WgpuStorage {
+        bias_act_add(&x, bias, dim, act, None)
+    }
+
+    fn bias_act_add(
+        x: WgpuStorage,
+        bias: Option<&WgpuStorage>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: &WgpuStorage,
+    ) -> WgpuStorage {
+        bias_act_add(&x, bias, dim, act, Some(residual))
+    }
+
     fn attention(q: &WgpuStorage, k: &WgpuStorage, v: &WgpuStorage, o: SoftmaxOptions) -> WgpuStorage {
         let (qn, kn, vn) = (native("attention", q), native("attention", k), native("attention", v));
         let r = qn.shape.len();
