@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, Pooled};
-use crate::reduce::{LANES, Lanes, sum_map2, sum_slice};
+use crate::reduce::{Lanes, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -445,13 +445,7 @@ fn row_max<T: Float>(x: &[T]) -> T {
     // than nothing).
     #[allow(clippy::eq_op)]
     let keep = |m: T, v: T| if v > m || v != v { v } else { m };
-    let mut lanes = Lanes::splat(x[0]);
-    let chunks = x.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        lanes.fold(c, |v| v, keep);
-    }
-    rest.iter().fold(lanes.reduce(keep), |m, &v| keep(m, v))
+    Lanes::fold_all(x[0], x, |v| v, keep)
 }
 
 /// How many leading entries of row `r` a softmax over the last dim of
@@ -488,26 +482,12 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
                     let x = &x[..seen];
                     // With a positive scale, the max of the scaled row is the scaled max.
                     let max = row_max(x);
-                    // The exponentials, written and summed in one pass.
-                    let mut acc = Lanes::splat(T::ZERO);
-                    let (oc, xc) = (row.chunks_exact_mut(LANES), x.chunks_exact(LANES));
-                    for (o, x) in oc.zip(xc) {
-                        for i in 0..LANES {
-                            o[i].write(((x[i] - max) * scale).fast_exp());
-                        }
-                        // SAFETY: every slot of `o` was written just above.
-                        let e = unsafe { &*(std::ptr::from_ref::<[MaybeUninit<T>]>(o) as *const [T]) };
-                        acc.fold(e, |v| v, |a, b| a + b);
-                    }
-                    let mut sum = acc.reduce(|a, b| a + b);
-                    let done = seen / LANES * LANES;
-                    for (o, &v) in row[done..].iter_mut().zip(&x[done..]) {
-                        let e = ((v - max) * scale).fast_exp();
-                        o.write(e);
-                        sum += e;
+                    for (o, &v) in row.iter_mut().zip(x) {
+                        o.write(((v - max) * scale).fast_exp());
                     }
                     // SAFETY: every slot of `row` was written just above.
                     let e = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(row) as *mut [T]) };
+                    let sum = sum_slice(e);
                     if o.log {
                         // (x - max) - ln(sum): subtracting the max first keeps
                         // the small differences exact when the logits are large.

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
 use crate::pool;
-use crate::reduce::{LANES, Lanes, sum_map, sum_slice};
+use crate::reduce::{sum_map, sum_map2, sum_slice};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float};
 use blaze_runtime::shape::Dims;
@@ -30,23 +30,10 @@ fn sum_sq_dev<T: Float>(x: &[T], c: T) -> T {
     sum_map(x, |v| (v - c) * (v - c))
 }
 
-/// `(sum(a), sum(a * (b - c)))` over a row, in [`LANES`] accumulators each.
+/// `(sum(a), sum(a * (b - c)))` over a row (two passes over a row in cache).
 #[inline(always)]
 fn sum_and_dot<T: Float>(a: &[T], b: &[T], c: T) -> (T, T) {
-    let (mut s, mut d) = (Lanes::splat(T::ZERO), Lanes::splat(T::ZERO));
-    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ar, br) = (ac.remainder(), bc.remainder());
-    let add = |a: T, b: T| a + b;
-    for (x, y) in ac.zip(bc) {
-        s.fold(x, |v| v, add);
-        d.fold2(x, y, |x, y| x * (y - c), add);
-    }
-    let (mut s, mut d) = (s.reduce(add), d.reduce(add));
-    for (&x, &y) in ar.iter().zip(br) {
-        s += x;
-        d += x * (y - c);
-    }
-    (s, d)
+    (sum_slice(a), sum_map2(a, b, |x, y| x * (y - c)))
 }
 
 /// Contiguous values of an optional parameter, or `None` for "absent";

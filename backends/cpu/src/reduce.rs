@@ -69,6 +69,63 @@ impl<T: Copy> Lanes<T> {
         }
     }
 
+    /// Folds 16 elements (mapped by `f`) into the first vector.
+    #[inline(always)]
+    fn fold16(&mut self, chunk: &[T], f: impl Fn(T) -> T, op: impl Fn(T, T) -> T) {
+        let c: &[T; 16] = chunk.try_into().expect("a chunk of 16");
+        for i in 0..16 {
+            self.0[i] = op(self.0[i], f(c[i]));
+        }
+    }
+
+    /// Folds 16 pairs (mapped by `f`) into the first vector.
+    #[inline(always)]
+    fn fold16_2(&mut self, a: &[T], b: &[T], f: impl Fn(T, T) -> T, op: impl Fn(T, T) -> T) {
+        let a: &[T; 16] = a.try_into().expect("a chunk of 16");
+        let b: &[T; 16] = b.try_into().expect("a chunk of 16");
+        for i in 0..16 {
+            self.0[i] = op(self.0[i], f(a[i], b[i]));
+        }
+    }
+
+    /// `f(s_i)` folded by `op` over a whole run, starting the lanes at
+    /// `init` (an identity of `op`, or an element of `s`): [`LANES`] at a
+    /// time, then 16 at a time (short rows, a causal softmax's, are mostly
+    /// this), then one at a time.
+    #[inline(always)]
+    pub(crate) fn fold_all(init: T, s: &[T], f: impl Fn(T) -> T, op: impl Fn(T, T) -> T) -> T {
+        let mut acc = Lanes::splat(init);
+        let chunks = s.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            acc.fold(c, &f, &op);
+        }
+        let sixteens = rest.chunks_exact(16);
+        let tail = sixteens.remainder();
+        for c in sixteens {
+            acc.fold16(c, &f, &op);
+        }
+        tail.iter().fold(acc.reduce(&op), |t, &x| op(t, f(x)))
+    }
+
+    /// `f(a_i, b_i)` folded by `op` over two runs of one length, as
+    /// [`Lanes::fold_all`].
+    #[inline(always)]
+    pub(crate) fn fold_all2(init: T, a: &[T], b: &[T], f: impl Fn(T, T) -> T, op: impl Fn(T, T) -> T) -> T {
+        let mut acc = Lanes::splat(init);
+        let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+        let (ar, br) = (ac.remainder(), bc.remainder());
+        for (x, y) in ac.zip(bc) {
+            acc.fold2(x, y, &f, &op);
+        }
+        let (a16, b16) = (ar.chunks_exact(16), br.chunks_exact(16));
+        let (at, bt) = (a16.remainder(), b16.remainder());
+        for (x, y) in a16.zip(b16) {
+            acc.fold16_2(x, y, &f, &op);
+        }
+        at.iter().zip(bt).fold(acc.reduce(&op), |t, (&x, &y)| op(t, f(x, y)))
+    }
+
     /// The lanes combined pairwise by `op` (associative and commutative):
     /// the four vectors into one, then halves of it, as a horizontal
     /// vector reduction does.
@@ -90,36 +147,16 @@ impl<T: Copy> Lanes<T> {
     }
 }
 
-/// `sum(f(a_i))` over a contiguous run, [`LANES`] at a time.
+/// `sum(f(a_i))` over a contiguous run (see [`Lanes::fold_all`]).
 #[inline(always)]
 pub(crate) fn sum_map<T: Num>(s: &[T], f: impl Fn(T) -> T) -> T {
-    let mut acc = Lanes::splat(T::ZERO);
-    let chunks = s.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        acc.fold(c, &f, |a, b| a + b);
-    }
-    let mut total = acc.reduce(|a, b| a + b);
-    for &x in rest {
-        total += f(x);
-    }
-    total
+    Lanes::fold_all(T::ZERO, s, f, |a, b| a + b)
 }
 
-/// `sum(f(a_i, b_i))` over two runs of one length, as [`sum_map`].
+/// `sum(f(a_i, b_i))` over two runs of one length.
 #[inline(always)]
 pub(crate) fn sum_map2<T: Num>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
-    let mut acc = Lanes::splat(T::ZERO);
-    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ar, br) = (ac.remainder(), bc.remainder());
-    for (x, y) in ac.zip(bc) {
-        acc.fold2(x, y, &f, |a, b| a + b);
-    }
-    let mut total = acc.reduce(|a, b| a + b);
-    for (&x, &y) in ar.iter().zip(br) {
-        total += f(x, y);
-    }
-    total
+    Lanes::fold_all2(T::ZERO, a, b, f, |a, b| a + b)
 }
 
 /// Sum of a contiguous run.
