@@ -79,6 +79,15 @@ twice!(Conv, ConvUnfused, [2, 5, 5], { conv: Conv2d<2, 2, 3>, conv2: Conv2d<2, 2
     g + self.fc(g)
 });
 
+// Reductions over the last dim run in the pass of the group before them:
+// a mean after a chain, a sum after a single product.
+twice!(Reduced, ReducedUnfused, [T, 8], { fc: Linear<8, 8> }, {
+    let h = self.fc(x);
+    let energy = (h * h + 1.0).log().mean_dim(-1);
+    let dot = (h * x).sum_dim(-1);
+    h * energy + dot
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -206,6 +215,18 @@ fn convolution_epilogues_agree() {
     let _serial = serial();
     assert_eq!(Conv::<Cpu>::FUSION.epilogues, &["conv + relu", "fc + add"]);
     agree!(Conv, ConvUnfused, normal([3, 2, 5, 5], 14), 6);
+}
+
+#[test]
+fn reductions_after_groups_agree() {
+    let _serial = serial();
+    let plan = Reduced::<Cpu>::FUSION;
+    let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
+    assert!(ops.contains(&&["mul", "add_scalar", "log", "mean"][..]) && ops.contains(&&["mul", "sum"][..]), "{plan}");
+    assert!(plan.groups.iter().all(|g| g.output == "[T, 1]" || !g.ops.contains(&"sum")), "{plan}");
+    agree!(Reduced, ReducedUnfused, normal([3, 5, 8], 15), 2);
+    let m = Reduced::new_seeded(16, &CpuDevice);
+    check_model(&m, &normal([2, 4, 8], 17), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

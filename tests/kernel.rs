@@ -123,6 +123,32 @@ fn tensors_broadcast_and_scalars_splat() {
     close("swish(x^T, 2.0)", &got, &want, 1e-6);
 }
 
+#[test]
+fn a_sum_after_a_kernel_matches_the_kernel_then_the_sum() {
+    use blaze::runtime::kernel::{Arg, call, call_sum};
+    // Rows longer than a piece of the CPU loop, a broadcast row operand
+    // and a scalar; one and two threads; f32 and f64; sum and mean.
+    let mut rng = Rng::seed_from_u64(3);
+    for dtype in [DType::F32, DType::F64] {
+        let x = Tensor::<Cpu, 2>::normal_with([5, 2500], 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
+        let b = Tensor::<Cpu, 2>::normal_with([1, 2500], 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
+        let args = |row: bool| [Arg::Tensor(&x), if row { Arg::Tensor(&b) } else { Arg::Number(0.5) }, Arg::Number(2.0)];
+        for row in [true, false] {
+            let full = call::<binary_mix::Kernel, Cpu, 2>(&args(row));
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+                for mean in [false, true] {
+                    let got = pool.install(|| call_sum::<binary_mix::Kernel, Cpu, 2>(&args(row), mean));
+                    let want = if mean { full.mean_dim(1) } else { full.sum_dim(1) };
+                    assert_eq!(got.shape(), [5, 1]);
+                    let tol = if dtype == DType::F32 { 1e-4 } else { 1e-10 };
+                    close("call_sum", &got.to_dtype(DType::F64).to_vec(), &want.to_dtype(DType::F64).to_vec(), tol);
+                }
+            }
+        }
+    }
+}
+
 kernel! {
     /// A parameter whose name is a keyword, written raw.
     pub fn shifted(r#in: f32, by: f32) -> f32 {

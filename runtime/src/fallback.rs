@@ -624,12 +624,13 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
     }
 }
 
-impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
-    fn elementwise<K: Elementwise>(
-        f: KernelFn,
+impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
+    /// A kernel call on the device when it holds `dtype`, else on the host.
+    fn placed_kernel<K: Elementwise>(
         inputs: &[KernelArg<Placed<D, H>>],
-        shape: &[usize],
         dtype: DType,
+        on_device: impl FnOnce(&[KernelArg<D::Storage>]) -> D::Storage,
+        on_host: impl FnOnce(&[KernelArg<H::Storage>]) -> H::Storage,
     ) -> Placed<D, H> {
         let device = inputs.iter().find_map(|a| match a {
             KernelArg::Tensor(t) => Some(Self::device(t)),
@@ -637,7 +638,7 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
         });
         let device = device.unwrap_or_default();
         if D::holds(dtype) {
-            let on_device: Vec<KernelArg<D::Storage>> = inputs
+            let on: Vec<KernelArg<D::Storage>> = inputs
                 .iter()
                 .map(|a| match a {
                     KernelArg::Tensor(Placed::Device(t)) => KernelArg::Tensor(t.clone()),
@@ -645,9 +646,9 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
                     KernelArg::Number(v) => KernelArg::Number(*v),
                 })
                 .collect();
-            Placed::Device(D::elementwise::<K>(f, &on_device, shape, dtype))
+            Placed::Device(on_device(&on))
         } else {
-            let on_host: Vec<KernelArg<H::Storage>> = inputs
+            let on: Vec<KernelArg<H::Storage>> = inputs
                 .iter()
                 .map(|a| match a {
                     KernelArg::Tensor(Placed::Host(t, _)) => KernelArg::Tensor(t.clone()),
@@ -655,8 +656,39 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
                     KernelArg::Number(v) => KernelArg::Number(*v),
                 })
                 .collect();
-            Placed::Host(H::elementwise::<K>(f, &on_host, shape, dtype), device)
+            Placed::Host(on_host(&on), device)
         }
+    }
+}
+
+impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Placed<D, H>>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> Placed<D, H> {
+        Self::placed_kernel::<K>(
+            inputs,
+            dtype,
+            |on| D::elementwise::<K>(f, on, shape, dtype),
+            |on| H::elementwise::<K>(f, on, shape, dtype),
+        )
+    }
+
+    fn elementwise_sum<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Placed<D, H>>],
+        shape: &[usize],
+        dtype: DType,
+        scale: f64,
+    ) -> Placed<D, H> {
+        Self::placed_kernel::<K>(
+            inputs,
+            dtype,
+            |on| D::elementwise_sum::<K>(f, on, shape, dtype, scale),
+            |on| H::elementwise_sum::<K>(f, on, shape, dtype, scale),
+        )
     }
 
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Placed<D, H>>], scalars: &[ScalarArg]) {

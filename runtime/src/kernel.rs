@@ -261,7 +261,24 @@ pub fn partial<K: Elementwise, B: Backend, const D: usize>(arg: usize, args: &[A
     eval::<K, B, D>(KernelFn::Partial(arg), args)
 }
 
+/// [`call`] summed over the last dim (kept with size 1), or with `mean`
+/// averaged, in one pass where the backend fuses it: a fused group with a
+/// reduction after it never holds the group's whole output.
+pub fn call_sum<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>], mean: bool) -> Tensor<B, D> {
+    eval_with::<K, B, D>(KernelFn::Value, args, Some(mean))
+}
+
 fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
+    eval_with::<K, B, D>(f, args, None)
+}
+
+/// `f` of `K` at `args`, or with `sum = Some(mean)` its sum (mean) over
+/// the last dim.
+fn eval_with<K: Elementwise, B: Backend, const D: usize>(
+    f: KernelFn,
+    args: &[Arg<'_, B, D>],
+    sum: Option<bool>,
+) -> Tensor<B, D> {
     let name = K::NAME;
     assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
     assert!(args.len() <= MAX_ARGS, "{name}: more than {MAX_ARGS} arguments");
@@ -298,7 +315,15 @@ fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_,
         None => KernelArg::Number(0.0),
     });
     let inputs = &inputs[..args.len()];
-    Tensor::wrap(B::elementwise::<K>(f, inputs, &shape, dtype))
+    Tensor::wrap(match sum {
+        None => B::elementwise::<K>(f, inputs, &shape, dtype),
+        Some(mean) => {
+            assert!(D > 0, "{name}: a sum over the last dim needs a dim");
+            let n = shape[D - 1];
+            let scale = if mean { 1.0 / n as f64 } else { 1.0 };
+            B::elementwise_sum::<K>(f, inputs, &shape, dtype, scale)
+        }
+    })
 }
 
 /// A general kernel (`#[workgroup(N)]` in `kernel!`): workgroups of

@@ -9,7 +9,10 @@ use blaze_runtime::kernel::{
 };
 use rayon::prelude::*;
 
-use crate::parallel::{COSTLY_OP_MIN, fill, should_fork};
+use std::mem::MaybeUninit;
+
+use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
+use crate::reduce::sum_slice;
 use crate::pool;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
@@ -18,20 +21,18 @@ use crate::storage::{Array, CpuStorage, Float};
 /// splatted scalars stay in L1.
 const PIECE: usize = 1024;
 
-/// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out
-/// of a tensor input (every one has `shape`).
-pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
-    f: KernelFn,
+/// Calls `body` with kernel `K`'s inputs as contiguous slices, each with
+/// whether it is a tensor (indexed like the output) or a scalar (one piece
+/// of the repeated value): broadcast views are copied out into pooled
+/// arrays, so a kernel call does not allocate.
+fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     inputs: &[KernelArg<S>],
-    shape: &[usize],
+    n: usize,
     array: impl Fn(&S) -> &Array<T>,
-) -> Array<T> {
+    body: impl FnOnce(&[(&[T], bool)]) -> R,
+) -> R {
     assert!(inputs.len() <= MAX_ARGS, "{}: more than {MAX_ARGS} arguments", K::NAME);
-    let n: usize = shape.iter().product();
-    // Tensor inputs as contiguous slices (broadcast views are copied out),
-    // scalars as one piece of the repeated value.
     let splat_len = n.min(PIECE);
-    // Copies live in pooled arrays, so a kernel call does not allocate.
     let copies: [Option<Array<T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
         KernelArg::Tensor(s) => {
             let a = array(s);
@@ -48,26 +49,101 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
         };
         (values, tensor)
     });
-    let sources = &sources[..inputs.len()];
-    // The kernel writes every slot of each piece (the `Elementwise`
-    // contract), so the output starts uninitialised.
-    fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
-        for (i, out) in out.chunks_mut(PIECE).enumerate() {
-            let start = start + i * PIECE;
-            let len = out.len();
-            let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
-            for (arg, &(src, tensor)) in args.iter_mut().zip(sources) {
-                *arg = if tensor { &src[start..start + len] } else { &src[..len] };
+    body(&sources[..inputs.len()])
+}
+
+/// Evaluates `f` (of `K`) on the `len` elements from `start` into `out`,
+/// at most [`PIECE`] of them.
+#[inline(always)]
+fn piece<K: Elementwise, T: Float + KernelFloat>(
+    f: KernelFn,
+    sources: &[(&[T], bool)],
+    start: usize,
+    out: &mut [MaybeUninit<T>],
+) {
+    let len = out.len();
+    let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
+    for (arg, &(src, tensor)) in args.iter_mut().zip(sources) {
+        *arg = if tensor { &src[start..start + len] } else { &src[..len] };
+    }
+    let args = &args[..sources.len()];
+    match f {
+        KernelFn::Value => K::map(args, out),
+        KernelFn::Partial(i) => K::map_partial(i, args, out),
+    }
+}
+
+/// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out
+/// of a tensor input (every one has `shape`).
+pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
+    f: KernelFn,
+    inputs: &[KernelArg<S>],
+    shape: &[usize],
+    array: impl Fn(&S) -> &Array<T>,
+) -> Array<T> {
+    let n: usize = shape.iter().product();
+    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+        // The kernel writes every slot of each piece (the `Elementwise`
+        // contract), so the output starts uninitialised.
+        fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
+            for (i, out) in out.chunks_mut(PIECE).enumerate() {
+                dispatch(
+                    #[inline(always)]
+                    || piece::<K, T>(f, sources, start + i * PIECE, out),
+                );
             }
-            let args = &args[..sources.len()];
-            dispatch(
-                #[inline(always)]
-                || match f {
-                    KernelFn::Value => K::map(args, out),
-                    KernelFn::Partial(i) => K::map_partial(i, args, out),
-                },
-            );
-        }
+        })
+    })
+}
+
+/// `scale` times the sum over the last dim of `f` of kernel `K` over
+/// `shape`, that dim kept with size 1: each row evaluated a piece at a
+/// time into a buffer on the stack and summed from there, so the whole
+/// is never held.
+pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
+    f: KernelFn,
+    inputs: &[KernelArg<S>],
+    shape: &[usize],
+    array: impl Fn(&S) -> &Array<T>,
+    scale: f64,
+) -> Array<T> {
+    let n: usize = shape.iter().product();
+    let row = shape.last().copied().unwrap_or(1);
+    let mut out_shape = shape.to_vec();
+    if let Some(last) = out_shape.last_mut() {
+        *last = 1;
+    }
+    let scale = T::from_f64(scale);
+    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+        let sum_rows = |first: usize, out: &mut [MaybeUninit<T>]| {
+            let mut buf = [MaybeUninit::<T>::uninit(); PIECE];
+            for (r, o) in out.iter_mut().enumerate() {
+                let at = (first + r) * row;
+                let mut total = T::ZERO;
+                for start in (at..at + row).step_by(PIECE) {
+                    let len = PIECE.min(at + row - start);
+                    let values = &mut buf[..len];
+                    dispatch(
+                        #[inline(always)]
+                        || {
+                            piece::<K, T>(f, sources, start, values);
+                            // SAFETY: the kernel wrote every slot of `values`.
+                            let values = unsafe { &*(std::ptr::from_ref::<[MaybeUninit<T>]>(values) as *const [T]) };
+                            total += sum_slice(values);
+                        },
+                    );
+                }
+                o.write(total * scale);
+            }
+        };
+        pool::output_uninit(&out_shape, |out| {
+            if should_fork(n, COSTLY_OP_MIN) && out.len() > 1 {
+                let rows = (CHUNK / row.max(1)).max(1);
+                out.par_chunks_mut(rows).enumerate().for_each(|(i, out)| sum_rows(i * rows, out));
+            } else {
+                sum_rows(0, out);
+            }
+        })
     })
 }
 

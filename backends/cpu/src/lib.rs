@@ -723,6 +723,26 @@ impl Kernels for Cpu {
         }
     }
 
+    fn elementwise_sum<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        scale: f64,
+    ) -> CpuStorage {
+        match dtype {
+            DType::F32 => CpuStorage::F32(kernel::run_sum::<K, f32, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F32(a) => a,
+                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
+            }, scale)),
+            DType::F64 => CpuStorage::F64(kernel::run_sum::<K, f64, _>(f, inputs, shape, |s| match s {
+                CpuStorage::F64(a) => a,
+                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
+            }, scale)),
+            other => unsupported(K::NAME, other),
+        }
+    }
+
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
         kernel::launch::<K>(groups, buffers, scalars);
     }

@@ -153,6 +153,28 @@ impl Residual {
     }
 }
 
+/// Reductions in the pass of the group before them: one shader per row.
+#[model]
+pub struct Reduced {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Reduced {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        h * (h * h + 1.0).log().mean_dim(-1) + (h * x).sum_dim(-1)
+    }
+}
+
+#[test]
+fn reductions_after_groups_agree_with_the_cpu_in_training() {
+    assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Reduced, &device, x, 2);
+}
+
 #[test]
 fn epilogues_and_recomputed_inputs_agree_with_the_cpu_in_training() {
     assert_eq!(Residual::<Cpu>::FUSION.epilogues, &["fc2 + add"]);
@@ -163,12 +185,15 @@ fn epilogues_and_recomputed_inputs_agree_with_the_cpu_in_training() {
     // Inference runs fc1's GELU in its bias pass too.
     let x = Tensor::<Cpu, 3>::rand_normal([3, 2, 4], &CpuDevice);
     close("inference", &gpu.forward(&on(&x, &device)).to_vec::<f32>(), &cpu.forward(&x).to_vec::<f32>());
-    // The bias pass, its activation and the residual: one dispatch.
-    let y = on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &device);
-    let (b, r) = (gpu.fc2.bias.clone().expect("a bias"), on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &device));
-    let before = device.dispatches();
+    // The bias pass, its activation and the residual: one dispatch, counted
+    // on a device of its own (the other tests dispatch on the shared one).
+    let own = WgpuDevice::new().expect("the adapter the probe found");
+    let y = on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &own);
+    let b = on(&Tensor::<Cpu, 1>::rand_normal([4], &CpuDevice), &own);
+    let r = on(&Tensor::<Cpu, 2>::rand_normal([3, 4], &CpuDevice), &own);
+    let before = own.dispatches();
     let z = y.clone().bias_act_add(Some(&b), 1, Some(blaze::UnaryOp::Gelu), &r);
-    assert_eq!(device.dispatches() - before, 1);
+    assert_eq!(own.dispatches() - before, 1);
     let want = (host(&y) + host(&b).reshape([1, 4])).gelu() + host(&r);
     close("bias_act_add", &z.to_vec::<f32>(), &want.to_vec::<f32>());
 }

@@ -39,6 +39,12 @@ pub struct Group {
     pub kernel: Kernel,
     /// The ops, by their names in the body, for the plan.
     pub ops: Vec<&'static str>,
+    /// The value the kernel computes: the root's, or with `reduce` the
+    /// one the reduction reads.
+    pub value: usize,
+    /// A sum (`false`) or mean (`true`) over the last dim that reads the
+    /// kernel's value alone and runs in the same pass (`root` is it).
+    pub reduce: Option<bool>,
 }
 
 /// A softmax (node `root`) that takes the scale and causal mask applied
@@ -209,10 +215,26 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
     }
     let mut plan =
         Plan { enabled: true, groups: Vec::new(), group_of: vec![None; n], softmaxes, softmax_of, recompute: Vec::new() };
-    for nodes in members.into_iter().filter(|m| m.len() > 1) {
+    // A sum or mean over the last dim that alone reads a group's value
+    // joins the group (a single op with one is worth a kernel too).
+    let reduce_after = |i: usize| {
+        let v = low.nodes[i].out;
+        let r = (0..n).find(|&r| low.nodes[r].args.contains(&v))?;
+        match low.nodes[r].op {
+            Op::Reduce { dim, mean } if uses[v] == 1 && dim + 1 == low.vals[v].shape.len() => Some((r, mean)),
+            _ => None,
+        }
+    };
+    for nodes in members.into_iter().filter(|m| m.len() > 1 || m.last().is_some_and(|&i| reduce_after(i).is_some())) {
         let g = plan.groups.len();
         let name = format!("{}_fused{g}", model);
-        let group = build(low, nodes, name);
+        let mut group = build(low, nodes, name);
+        if let Some((r, mean)) = reduce_after(group.root) {
+            group.nodes.push(r);
+            group.root = r;
+            group.reduce = Some(mean);
+            group.ops.push(if mean { "mean" } else { "sum" });
+        }
         for &m in &group.nodes {
             plan.group_of[m] = Some(g);
         }
@@ -439,7 +461,8 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
     }
     let result = binding_of_value.last().map(|&(_, b)| b).expect("a group has nodes");
     k.result = Some(at(ExprKind::Var(result), span));
-    Group { nodes, root, inputs, kernel: k, ops }
+    let value = low.nodes[root].out;
+    Group { nodes, root, inputs, kernel: k, ops, value, reduce: None }
 }
 
 /// The items of every group (a module each, with the kernel and its

@@ -348,6 +348,24 @@ pub trait Kernels: Primitives {
         dtype: DType,
     ) -> Self::Storage;
 
+    /// `scale` times the sum over the last dim of kernel `K` (or a partial)
+    /// at every element of `shape`, that dim kept with size 1: a fused
+    /// group with a sum or mean after it. Same assumptions as
+    /// [`Kernels::elementwise`]. The default evaluates `K` over the whole
+    /// shape, then sums; a backend may sum each row as it evaluates it,
+    /// never holding the whole.
+    fn elementwise_sum<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Self::Storage>],
+        shape: &[usize],
+        dtype: DType,
+        scale: f64,
+    ) -> Self::Storage {
+        let full = Self::elementwise::<K>(f, inputs, shape, dtype);
+        let sum = Self::reduce(ReduceOp::Sum, &full, shape.len() - 1);
+        if scale == 1.0 { sum } else { Self::binary_scalar(BinaryOp::Mul, &sum, scale) }
+    }
+
     /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`
     /// tensors read (and, for outputs, written in place) as flat arrays in
     /// row-major order. May assume the arguments match `K`'s parameters.

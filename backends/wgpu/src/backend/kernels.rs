@@ -75,20 +75,28 @@ pub(crate) fn elementwise_program<K: Elementwise>(
     f: KernelFn,
     tensors: &[bool],
 ) -> (String, impl FnOnce() -> String + use<K>) {
+    program::<K>(f, tensors, false)
+}
+
+/// [`elementwise_program`], or with `sum` one invocation per row that
+/// sums `f` along it (parameters: rows, the row's length, the scale, then
+/// the numbers).
+fn program<K: Elementwise>(f: KernelFn, tensors: &[bool], sum: bool) -> (String, impl FnOnce() -> String + use<K>) {
     let name = match f {
         KernelFn::Value => K::NAME.to_owned(),
         KernelFn::Partial(i) => format!("{}_d_{}", K::NAME, K::ARGS[i]),
     };
     let layout: String = tensors.iter().map(|&t| if t { 't' } else { 'n' }).collect();
-    let key = format!("kernel:{name}:{layout}");
-    // Parameter 0 is the element count; numbers follow in order.
-    let mut params = 1;
+    let key = format!("kernel{}:{name}:{layout}", if sum { "_sum" } else { "" });
+    // Parameter 0 is the element (or row) count; numbers follow in order.
+    let mut params = if sum { 3 } else { 1 };
+    let at = if sum { "e" } else { "i" };
     let args: Vec<String> = tensors
         .iter()
         .enumerate()
         .map(|(k, &tensor)| {
             if tensor {
-                format!("in{k}[i]")
+                format!("in{k}[{at}]")
             } else {
                 params += 1;
                 format!("pf({}u)", params - 1)
@@ -99,10 +107,58 @@ pub(crate) fn elementwise_program<K: Elementwise>(
     let wgsl = move || {
         let decl: Vec<(&str, &str, bool)> =
             inputs.iter().map(|n| (n.as_str(), "f32", false)).chain([("out", "f32", true)]).collect();
-        let body = format!("    out[i] = {name}({});", args.join(", "));
+        let call = format!("{name}({})", args.join(", "));
+        let body = if sum {
+            format!(
+                "    let n = pu(1u);\n    var acc = 0.0;\n    for (var j = 0u; j < n; j = j + 1u) {{\n        \
+                 let e = i * n + j;\n        acc = acc + {call};\n    }}\n    out[i] = acc * pf(2u);"
+            )
+        } else {
+            format!("    out[i] = {call};")
+        };
         format!("{}\n{}", K::WGSL, shaders::per_output(&decl, &body))
     };
     (key, wgsl)
+}
+
+/// Kernel `K` (or a partial) summed over the last dim of `shape` and
+/// scaled, one invocation per row, on the device of `inputs`.
+pub(super) fn elementwise_sum<K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+    dtype: DType,
+    scale: f64,
+) -> WgpuStorage {
+    assert!(dtype == DType::F32, "wgpu {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
+    let device = inputs
+        .iter()
+        .find_map(|a| match a {
+            KernelArg::Tensor(t) => Some(t.device.clone()),
+            KernelArg::Number(_) => None,
+        })
+        .unwrap_or_default();
+    let n = *shape.last().expect("a sum over the last dim needs a dim");
+    let mut out_shape = shape.to_vec();
+    *out_shape.last_mut().expect("a dim") = 1;
+    let out = WgpuStorage::new(&device, &out_shape, DType::F32);
+    let rows = out.numel();
+    if rows == 0 {
+        return out;
+    }
+    let mut params = vec![u(rows), u(n), (scale as f32).to_bits()];
+    let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
+    for a in inputs {
+        match a {
+            KernelArg::Tensor(t) => buffers.push(t.buffer()),
+            KernelArg::Number(v) => params.push((*v as f32).to_bits()),
+        }
+    }
+    buffers.push(out.buffer());
+    let (key, wgsl) = program::<K>(f, &tensor_args(inputs), true);
+    let pipeline = device.compile(K::NAME, &key, wgsl, "main");
+    device.dispatch(&pipeline, &buffers, &params, grid(&device, rows, WG));
+    out
 }
 
 /// Elementwise kernel `K` (or a partial) over f32 `inputs` on `device`.

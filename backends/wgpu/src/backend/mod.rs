@@ -795,6 +795,16 @@ impl Kernels for WgpuNative {
         kernels::elementwise::<K>(f, inputs, shape, dtype)
     }
 
+    fn elementwise_sum<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<WgpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        scale: f64,
+    ) -> WgpuStorage {
+        kernels::elementwise_sum::<K>(f, inputs, shape, dtype, scale)
+    }
+
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
         kernels::launch::<K>(groups, buffers, scalars)
     }

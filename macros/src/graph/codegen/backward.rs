@@ -48,14 +48,25 @@ impl Gen<'_> {
             } else if let Some(group) = self.plan.rooted_at(i) {
                 // A fused group: each argument's gradient from its adjoint
                 // kernel, one pass each, summed to its shape where broadcast.
+                // After a sum over the last dim, the gradient broadcasts
+                // along it (divided by its size after a mean).
+                let g = match group.reduce {
+                    Some(true) => {
+                        let len = self.low.vals[group.value].shape.last().expect("a reduced dim").tokens();
+                        let gs = format_ident!("{}_mean", gy);
+                        pre.extend(quote_spanned!(span=> let #gs = #gy.mul_scalar(1.0 / (#len) as f64);));
+                        gs
+                    }
+                    _ => gy.clone(),
+                };
                 for (pos, input) in group.inputs.iter().enumerate() {
                     let Input::Value(k) = input else { continue };
                     if !need(*k) {
                         continue;
                     }
                     let adjoint = format_ident!("Adjoint{}", pos);
-                    let call = self.fused_call(group, quote!(#adjoint::Kernel), true, Some(quote!(#gy)));
-                    let e = if self.broadcast(*k, n.out) {
+                    let call = self.fused_call(group, quote!(#adjoint::Kernel), true, Some(quote!(#g)));
+                    let e = if self.broadcast(*k, group.value) {
                         let sk = shape_ident(*k);
                         adj(*k, "sum_to", quote!(#call.into_storage(), &cache.#sk))
                     } else {

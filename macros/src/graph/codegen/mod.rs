@@ -223,7 +223,13 @@ impl Gen<'_> {
             })
             .collect();
         args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
-        quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*]))
+        match group.reduce {
+            // The forward's kernel, with the reduction after it in its pass.
+            Some(mean) if !from_cache => {
+                quote!(::blaze::runtime::kernel::call_sum::<#module::#kernel, B, #r>(&[#(#args),*], #mean))
+            }
+            _ => quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*])),
+        }
     }
 
     /// The right-hand side node `i` computes as the root of a fused group
@@ -634,7 +640,9 @@ impl Gen<'_> {
                 for input in &group.inputs {
                     if let Input::Value(k) = input {
                         vals.insert(*k);
-                        bcast(&mut vals, &mut shapes, *k);
+                        if self.broadcast(*k, group.value) {
+                            shapes.insert(*k);
+                        }
                     }
                 }
                 continue;
