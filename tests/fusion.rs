@@ -88,6 +88,14 @@ twice!(Reduced, ReducedUnfused, [T, 8], { fc: Linear<8, 8> }, {
     h * energy + dot
 });
 
+// A causal fill that no softmax reads joins the group around it: the mask
+// is one more argument of the kernel.
+twice!(Masked, MaskedUnfused, [T, 4], { fc: Linear<4, 4> }, {
+    let s = self.fc(x).matmul(x.transpose(-2, -1));
+    let w = tanh((s * 0.5).masked_fill(causal_mask(T), 0.25)) + 1.0;
+    w.matmul(x)
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -227,6 +235,17 @@ fn reductions_after_groups_agree() {
     agree!(Reduced, ReducedUnfused, normal([3, 5, 8], 15), 2);
     let m = Reduced::new_seeded(16, &CpuDevice);
     check_model(&m, &normal([2, 4, 8], 17), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn masked_fills_in_groups_agree() {
+    let _serial = serial();
+    let plan = Masked::<Cpu>::FUSION;
+    assert_eq!(plan.groups.len(), 1, "{plan}");
+    assert_eq!(plan.groups[0].ops, ["mul_scalar", "masked_fill", "tanh", "add_scalar"]);
+    agree!(Masked, MaskedUnfused, normal([3, 5, 4], 18), 2);
+    let m = Masked::new_seeded(19, &CpuDevice);
+    check_model(&m, &normal([2, 4, 4], 20), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

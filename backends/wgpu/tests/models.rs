@@ -167,6 +167,28 @@ impl Reduced {
     }
 }
 
+/// A causal fill inside a group: the mask as one more kernel argument.
+#[model]
+pub struct Masked {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Masked {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let s = self.fc(x).matmul(x.transpose(-2, -1));
+        (tanh((s * 0.5).masked_fill(causal_mask(T), 0.25)) + 1.0).matmul(x)
+    }
+}
+
+#[test]
+fn masked_fills_in_groups_agree_with_the_cpu_in_training() {
+    assert!(Masked::<Cpu>::FUSION.groups[0].ops.contains(&"masked_fill"), "{}", Masked::<Cpu>::FUSION);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Masked, &device, x, 2);
+}
+
 #[test]
 fn reductions_after_groups_agree_with_the_cpu_in_training() {
     assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);

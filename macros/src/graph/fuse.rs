@@ -28,6 +28,10 @@ pub enum Input {
     Value(usize),
     /// A scalar operand, evaluated where the group runs.
     Number(TokenStream),
+    /// The causal mask over the last two dims (`T` of them), 1 where a
+    /// `masked_fill(causal_mask(T), ..)` fills, as a tensor of the group's
+    /// dtype made where the group runs.
+    Causal(super::lower::Dim),
 }
 
 /// One fused group: its nodes in body order (the last, `root`, produces
@@ -157,6 +161,7 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Act(Act::Tanh) => "tanh",
         Op::Act(Act::Sigmoid) => "sigmoid",
         Op::Act(Act::Gelu) => "gelu",
+        Op::CausalFill { .. } => "masked_fill",
         _ => return None,
     })
 }
@@ -356,8 +361,13 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
                 inputs.push(Input::Value(a));
             }
         }
-        if let Op::Scalar(_, s) = &node.op {
-            inputs.push(Input::Number(s.clone()));
+        match &node.op {
+            Op::Scalar(_, s) => inputs.push(Input::Number(s.clone())),
+            Op::CausalFill { t, value } => {
+                inputs.push(Input::Causal(t.clone()));
+                inputs.push(Input::Number(value.clone()));
+            }
+            _ => {}
         }
     }
     inputs
@@ -384,15 +394,18 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
     let mut k = Kernel::new(name, span, None);
     let mut param_of_value = Vec::new();
     let mut scalars = Vec::new();
+    let mut masks = Vec::new();
     for (index, input) in inputs.iter().enumerate() {
         let v = k.declare(format!("a{index}"), Ty::F32, Kind::Element { index });
         k.params.push(v);
         match input {
             Input::Value(val) => param_of_value.push((*val, v)),
             Input::Number(_) => scalars.push(v),
+            Input::Causal(_) => masks.push(v),
         }
     }
     let mut scalars = scalars.into_iter();
+    let mut masks = masks.into_iter();
     let mut binding_of_value: Vec<(usize, usize)> = Vec::new();
     let mut ops = Vec::new();
     for &i in &nodes {
@@ -443,6 +456,13 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                 let scaled = bin(ir::Bin::Mul, x.clone(), f(std::f64::consts::FRAC_1_SQRT_2), sp);
                 let cdf = bin(ir::Bin::Add, f(1.0), call(Intrinsic::Erf, vec![scaled], sp), sp);
                 bin(ir::Bin::Mul, bin(ir::Bin::Mul, f(0.5), x, sp), cdf, sp)
+            }
+            // The fill where the mask is 1, the value elsewhere.
+            Op::CausalFill { .. } => {
+                let m = at(ExprKind::Var(masks.next().expect("one mask per fill")), sp);
+                let fill = at(ExprKind::Var(scalars.next().expect("one parameter per fill value")), sp);
+                let masked = bin(ir::Bin::Gt, m, at(ExprKind::Float(0.5), sp), sp);
+                call(Intrinsic::Select, vec![masked, fill, x], sp)
             }
             Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
             // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays

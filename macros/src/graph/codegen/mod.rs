@@ -214,12 +214,26 @@ impl Gen<'_> {
         let g = self.plan.group_of[group.root].expect("a group's root belongs to it");
         let module = Plan::module(&self.model.ident, g);
         let r = self.rank(self.low.nodes[group.root].out);
+        // A mask is made on the device and in the dtype of a tensor argument.
+        let like = group.inputs.iter().find_map(|input| match input {
+            Input::Value(k) => {
+                let v = value_ident(*k);
+                Some(if from_cache { quote!(cache.#v) } else { quote!(#v) })
+            }
+            _ => None,
+        });
         let mut args: Vec<TokenStream> = group
             .inputs
             .iter()
             .map(|input| match input {
                 Input::Value(k) => tensor_arg(*k, from_cache),
                 Input::Number(s) => number_arg(s),
+                Input::Causal(t) => {
+                    let (t, like) = (t.tokens(), like.as_ref().expect("a group reads a tensor"));
+                    quote!(::blaze::runtime::kernel::Arg::Tensor(
+                        &::blaze::nn::graph::causal_mask::<B, #r>(#t, &#like.device()).to_dtype(#like.dtype())
+                    ))
+                }
             })
             .collect();
         args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
