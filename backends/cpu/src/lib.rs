@@ -116,6 +116,17 @@ fn optional<T>(p: Option<&CpuStorage>, values: fn(&CpuStorage) -> Option<&Array<
     }
 }
 
+/// The f32 array of a tensor argument of kernel `K` (its arguments share
+/// one dtype).
+fn kernel_f32<K: Elementwise>(s: &CpuStorage) -> &Array<f32> {
+    s.f32s().unwrap_or_else(|| panic!("{}: a {} tensor among f32 ones", K::NAME, s.dtype()))
+}
+
+/// The f64 array of a tensor argument of kernel `K`.
+fn kernel_f64<K: Elementwise>(s: &CpuStorage) -> &Array<f64> {
+    s.f64s().unwrap_or_else(|| panic!("{}: a {} tensor among f64 ones", K::NAME, s.dtype()))
+}
+
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
 
@@ -711,14 +722,8 @@ impl Kernels for Cpu {
         dtype: DType,
     ) -> CpuStorage {
         match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F32(a) => a,
-                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
-            })),
-            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F64(a) => a,
-                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
-            })),
+            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, kernel_f32::<K>)),
+            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, kernel_f64::<K>)),
             other => unsupported(K::NAME, other),
         }
     }
@@ -731,14 +736,8 @@ impl Kernels for Cpu {
         scale: f64,
     ) -> CpuStorage {
         match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run_sum::<K, f32, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F32(a) => a,
-                other => panic!("{}: a {} tensor among f32 ones", K::NAME, other.dtype()),
-            }, scale)),
-            DType::F64 => CpuStorage::F64(kernel::run_sum::<K, f64, _>(f, inputs, shape, |s| match s {
-                CpuStorage::F64(a) => a,
-                other => panic!("{}: a {} tensor among f64 ones", K::NAME, other.dtype()),
-            }, scale)),
+            DType::F32 => CpuStorage::F32(kernel::run_sum::<K, f32, _>(f, inputs, shape, kernel_f32::<K>, scale)),
+            DType::F64 => CpuStorage::F64(kernel::run_sum::<K, f64, _>(f, inputs, shape, kernel_f64::<K>, scale)),
             other => unsupported(K::NAME, other),
         }
     }
