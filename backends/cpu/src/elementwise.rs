@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, Pooled};
-use crate::reduce::{Lanes, sum_map2, sum_slice};
+use crate::reduce::{LANES, Lanes, reduce16, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -437,7 +437,7 @@ where
 }
 
 /// The largest element of a non-empty row, NaN if any is (as the composed
-/// softmax): [`LANES`] lanes of plain compares that vectorise, the NaN check
+/// softmax): lanes of plain compares that vectorise (as `reduce::sum_map`), the NaN check
 /// folded in as `v != v`, rather than one branchy scalar pass.
 #[inline(always)]
 fn row_max<T: Float>(x: &[T]) -> T {
@@ -445,7 +445,25 @@ fn row_max<T: Float>(x: &[T]) -> T {
     // than nothing).
     #[allow(clippy::eq_op)]
     let keep = |m: T, v: T| if v > m || v != v { v } else { m };
-    Lanes::fold_all(x[0], x, |v| v, keep)
+    let mut lanes = Lanes::splat(x[0]);
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        lanes.fold(c, |v| v, keep);
+    }
+    let mut max = lanes.reduce(keep);
+    let sixteens = rest.chunks_exact(16);
+    let tail = sixteens.remainder();
+    if sixteens.len() > 0 {
+        let mut v = [x[0]; 16];
+        for c in sixteens {
+            for i in 0..16 {
+                v[i] = keep(v[i], c[i]);
+            }
+        }
+        max = keep(max, reduce16(v, keep));
+    }
+    tail.iter().fold(max, |m, &v| keep(m, v))
 }
 
 /// How many leading entries of row `r` a softmax over the last dim of

@@ -69,63 +69,6 @@ impl<T: Copy> Lanes<T> {
         }
     }
 
-    /// Folds 16 elements (mapped by `f`) into the first vector.
-    #[inline(always)]
-    fn fold16(&mut self, chunk: &[T], f: impl Fn(T) -> T, op: impl Fn(T, T) -> T) {
-        let c: &[T; 16] = chunk.try_into().expect("a chunk of 16");
-        for i in 0..16 {
-            self.0[i] = op(self.0[i], f(c[i]));
-        }
-    }
-
-    /// Folds 16 pairs (mapped by `f`) into the first vector.
-    #[inline(always)]
-    fn fold16_2(&mut self, a: &[T], b: &[T], f: impl Fn(T, T) -> T, op: impl Fn(T, T) -> T) {
-        let a: &[T; 16] = a.try_into().expect("a chunk of 16");
-        let b: &[T; 16] = b.try_into().expect("a chunk of 16");
-        for i in 0..16 {
-            self.0[i] = op(self.0[i], f(a[i], b[i]));
-        }
-    }
-
-    /// `f(s_i)` folded by `op` over a whole run, starting the lanes at
-    /// `init` (an identity of `op`, or an element of `s`): [`LANES`] at a
-    /// time, then 16 at a time (short rows, a causal softmax's, are mostly
-    /// this), then one at a time.
-    #[inline(always)]
-    pub(crate) fn fold_all(init: T, s: &[T], f: impl Fn(T) -> T, op: impl Fn(T, T) -> T) -> T {
-        let mut acc = Lanes::splat(init);
-        let chunks = s.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            acc.fold(c, &f, &op);
-        }
-        let sixteens = rest.chunks_exact(16);
-        let tail = sixteens.remainder();
-        for c in sixteens {
-            acc.fold16(c, &f, &op);
-        }
-        tail.iter().fold(acc.reduce(&op), |t, &x| op(t, f(x)))
-    }
-
-    /// `f(a_i, b_i)` folded by `op` over two runs of one length, as
-    /// [`Lanes::fold_all`].
-    #[inline(always)]
-    pub(crate) fn fold_all2(init: T, a: &[T], b: &[T], f: impl Fn(T, T) -> T, op: impl Fn(T, T) -> T) -> T {
-        let mut acc = Lanes::splat(init);
-        let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-        let (ar, br) = (ac.remainder(), bc.remainder());
-        for (x, y) in ac.zip(bc) {
-            acc.fold2(x, y, &f, &op);
-        }
-        let (a16, b16) = (ar.chunks_exact(16), br.chunks_exact(16));
-        let (at, bt) = (a16.remainder(), b16.remainder());
-        for (x, y) in a16.zip(b16) {
-            acc.fold16_2(x, y, &f, &op);
-        }
-        at.iter().zip(bt).fold(acc.reduce(&op), |t, (&x, &y)| op(t, f(x, y)))
-    }
-
     /// The lanes combined pairwise by `op` (associative and commutative):
     /// the four vectors into one, then halves of it, as a horizontal
     /// vector reduction does.
@@ -135,28 +78,80 @@ impl<T: Copy> Lanes<T> {
         for i in 0..16 {
             v[i] = op(op(self.0[i], self.1[i]), op(self.2[i], self.3[i]));
         }
-        let mut eight = [v[0]; 8];
-        for i in 0..8 {
-            eight[i] = op(v[i], v[i + 8]);
-        }
-        let mut four = [v[0]; 4];
-        for i in 0..4 {
-            four[i] = op(eight[i], eight[i + 4]);
-        }
-        op(op(four[0], four[2]), op(four[1], four[3]))
+        reduce16(v, op)
     }
 }
 
-/// `sum(f(a_i))` over a contiguous run (see [`Lanes::fold_all`]).
+/// One vector of 16 lanes combined pairwise by `op`: halves, then halves.
+#[inline(always)]
+pub(crate) fn reduce16<T: Copy>(v: [T; 16], op: impl Fn(T, T) -> T) -> T {
+    let mut eight = [v[0]; 8];
+    for i in 0..8 {
+        eight[i] = op(v[i], v[i + 8]);
+    }
+    let mut four = [v[0]; 4];
+    for i in 0..4 {
+        four[i] = op(eight[i], eight[i + 4]);
+    }
+    op(op(four[0], four[2]), op(four[1], four[3]))
+}
+
+/// `sum(f(a_i))` over a contiguous run: [`LANES`] at a time, then 16 at a
+/// time (short rows, a causal softmax's, are mostly this), then one at a
+/// time. Each phase keeps its own accumulators, and the loops are written
+/// out here: behind one more generic helper, or with one array touched by
+/// two loops of different shapes, the accumulators went through the stack.
 #[inline(always)]
 pub(crate) fn sum_map<T: Num>(s: &[T], f: impl Fn(T) -> T) -> T {
-    Lanes::fold_all(T::ZERO, s, f, |a, b| a + b)
+    let mut acc = Lanes::splat(T::ZERO);
+    let chunks = s.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        acc.fold(c, &f, |a, b| a + b);
+    }
+    let mut total = acc.reduce(|a, b| a + b);
+    let sixteens = rest.chunks_exact(16);
+    let tail = sixteens.remainder();
+    if sixteens.len() > 0 {
+        let mut v = [T::ZERO; 16];
+        for c in sixteens {
+            for i in 0..16 {
+                v[i] += f(c[i]);
+            }
+        }
+        total += reduce16(v, |a, b| a + b);
+    }
+    for &x in tail {
+        total += f(x);
+    }
+    total
 }
 
 /// `sum(f(a_i, b_i))` over two runs of one length.
 #[inline(always)]
 pub(crate) fn sum_map2<T: Num>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
-    Lanes::fold_all2(T::ZERO, a, b, f, |a, b| a + b)
+    let mut acc = Lanes::splat(T::ZERO);
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        acc.fold2(x, y, &f, |a, b| a + b);
+    }
+    let mut total = acc.reduce(|a, b| a + b);
+    let (a16, b16) = (ar.chunks_exact(16), br.chunks_exact(16));
+    let (at, bt) = (a16.remainder(), b16.remainder());
+    if a16.len() > 0 {
+        let mut v = [T::ZERO; 16];
+        for (x, y) in a16.zip(b16) {
+            for i in 0..16 {
+                v[i] += f(x[i], y[i]);
+            }
+        }
+        total += reduce16(v, |a, b| a + b);
+    }
+    for (&x, &y) in at.iter().zip(bt) {
+        total += f(x, y);
+    }
+    total
 }
 
 /// Sum of a contiguous run.
