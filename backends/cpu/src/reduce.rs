@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use blaze_runtime::shape::Dims;
 
-use crate::parallel::{CHEAP_OP_MIN, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
 use crate::pool;
 use crate::simd::dispatch;
 use crate::storage::{Array, Num};
@@ -189,20 +189,27 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
     let greater = kind == Fold::Max;
     pool::filled(&shape, T::ZERO, |out| {
         if inner == 1 {
-            let row = |(o, x): (usize, &mut T)| {
-                let r = &s[o * n..(o + 1) * n];
-                *x = dispatch(
+            // Rows in runs of about `CHUNK` values, each run in one call
+            // of the vector code (not one call, nor one task, per row).
+            let rows = |first: usize, out: &mut [T]| {
+                dispatch(
                     #[inline(always)]
-                    || match kind {
-                        Fold::Sum => sum_slice(r),
-                        _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
+                    || {
+                        for (o, x) in out.iter_mut().enumerate() {
+                            let r = &s[(first + o) * n..][..n];
+                            *x = match kind {
+                                Fold::Sum => sum_slice(r),
+                                _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
+                            };
+                        }
                     },
-                );
+                )
             };
             if fork {
-                out.par_iter_mut().enumerate().for_each(row);
+                let per_task = (CHUNK / n.max(1)).max(1);
+                out.par_chunks_mut(per_task).enumerate().for_each(|(i, out)| rows(i * per_task, out));
             } else {
-                out.iter_mut().enumerate().for_each(row);
+                rows(0, out);
             }
         } else {
             let plane = |(o, acc): (usize, &mut [T])| {
