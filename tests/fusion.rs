@@ -96,6 +96,31 @@ twice!(Masked, MaskedUnfused, [T, 4], { fc: Linear<4, 4> }, {
     w.matmul(x)
 });
 
+// A sequential model recomputes the same inputs (`fc1`'s from `ln`, `fc2`'s
+// from `act`); its twin, a forward body with fusion off, keeps them.
+#[model(input = [8])]
+pub struct SeqMlp {
+    ln: LayerNorm<8>,
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    fc2: Linear<16, 4>,
+}
+
+#[model]
+pub struct SeqTwin {
+    ln: LayerNorm<8>,
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    fc2: Linear<16, 4>,
+}
+
+#[model(input = [8], fuse = false)]
+impl SeqTwin {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.fc2(self.act(self.fc1(self.ln(x))))
+    }
+}
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -246,6 +271,35 @@ fn masked_fills_in_groups_agree() {
     agree!(Masked, MaskedUnfused, normal([3, 5, 4], 18), 2);
     let m = Masked::new_seeded(19, &CpuDevice);
     check_model(&m, &normal([2, 4, 4], 20), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn sequential_models_recompute_inputs_too() {
+    let _serial = serial();
+    let x = normal([6, 8], 21);
+    let (mut m, mut twin) = (SeqMlp::new_seeded(22, &CpuDevice), SeqTwin::new_seeded(22, &CpuDevice));
+    let before = blaze::cpu::bytes_in_use();
+    let (y, cache) = m.forward_train(&x, &mut Ctx::train(0));
+    let kept = blaze::cpu::bytes_in_use() - before;
+    let before = blaze::cpu::bytes_in_use();
+    let (yt, cache_t) = twin.forward_train(&x, &mut Ctx::train(0));
+    let kept_twin = blaze::cpu::bytes_in_use() - before;
+    assert_eq!(kept_twin - kept, 6 * (8 + 16) * std::mem::size_of::<f32>(), "kept {kept} bytes, the twin {kept_twin}");
+    close("output", &values(&y), &values(&yt), 0.0);
+    let g = normal(y.shape(), 23);
+    let (dx, grads) = m.backward(&cache, &g);
+    let (dxt, grads_t) = twin.backward(&cache_t, &g);
+    close("input gradient", &values(&dx), &values(&dxt), 0.0);
+    let (a, b) = (grads_dict::<Cpu, SeqMlp<Cpu>>(&grads), grads_dict::<Cpu, SeqTwin<Cpu>>(&grads_t));
+    assert_eq!(a.len(), 6);
+    for ((name, f), (_, u)) in a.iter().zip(&b) {
+        close(name, &f.values.to_f64_vec(), &u.values.to_f64_vec(), 0.0);
+    }
+    let params = grads_dict::<Cpu, SeqMlp<Cpu>>(&m.backward_params(&cache, &g));
+    for ((name, p), (_, f)) in params.iter().zip(&a) {
+        assert_eq!(p.values.to_f64_vec(), f.values.to_f64_vec(), "{name}");
+    }
+    check_model(&m, &normal([3, 8], 24), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

@@ -94,24 +94,28 @@ fn fused_activation(fields: &[&Field], i: usize) -> Option<TokenStream> {
 /// order, leaving the output in `x` (and each layer's cache in a variable
 /// named after its field). A `Linear` or `Conv2d` followed by ReLU, sigmoid
 /// or tanh runs as one fused step.
-fn forward_bodies(fields: &[&Field], passes: &[TokenStream]) -> (TokenStream, TokenStream) {
+fn forward_bodies(fields: &[&Field], passes: &[TokenStream], recomputed: &[bool]) -> (TokenStream, TokenStream) {
     let (mut infer, mut train) = (TokenStream::new(), TokenStream::new());
     let mut i = 0;
     while i < fields.len() {
         let (name, pass) = (&fields[i].ident, &passes[i]);
         // The input arrives by reference; later steps borrow the local `x`.
         let arg = if i == 0 { quote!(x) } else { quote!(&x) };
+        // A field whose input the backward recomputes keeps no cache.
+        let keep = if recomputed[i] { quote!(_) } else { quote!(#name) };
+        let unit = recomputed[i].then(|| quote!(let #name = ();));
         if let Some(act) = fused_activation(fields, i) {
             let next = &fields[i + 1].ident;
             infer.extend(quote!(let x = self.#name.forward_act(#arg, #act);));
             train.extend(quote! {
-                let (x, #name) = self.#name.forward_train_act(#arg, #act);
+                let (x, #keep) = self.#name.forward_train_act(#arg, #act);
+                #unit
                 let #next = ::core::clone::Clone::clone(&x);
             });
             i += 2;
         } else {
             infer.extend(quote!(let x = #pass::forward(&self.#name, #arg);));
-            train.extend(quote!(let (x, #name) = #pass::forward_train(&mut self.#name, #arg, ctx);));
+            train.extend(quote!(let (x, #keep) = #pass::forward_train(&mut self.#name, #arg, ctx); #unit));
             i += 1;
         }
     }
@@ -121,7 +125,7 @@ fn forward_bodies(fields: &[&Field], passes: &[TokenStream]) -> (TokenStream, To
 /// The statements of `backward_params` that bind each field's gradients:
 /// full backward steps down to the first layer with parameters, its
 /// `backward_params`, and nothing for the stateless layers before it.
-fn backward_params_body(names: &[&Ident], passes: &[TokenStream], plan: &Plan) -> TokenStream {
+fn backward_params_body(names: &[&Ident], passes: &[TokenStream], caches: &[TokenStream], plan: &Plan) -> TokenStream {
     let Some(first) = plan.steps.iter().position(|s| s.params != Some(0)) else {
         return quote! {
             let _ = (cache, grad);
@@ -130,13 +134,50 @@ fn backward_params_body(names: &[&Ident], passes: &[TokenStream], plan: &Plan) -
     };
     let (before, (at, after)) = (&names[..first], (names[first], &names[first + 1..]));
     let (at_pass, after_passes) = (&passes[first], &passes[first + 1..]);
+    let (at_cache, after_caches) = (&caches[first], &caches[first + 1..]);
     let (after, after_passes): (Vec<&Ident>, Vec<&TokenStream>) = after.iter().copied().zip(after_passes).rev().unzip();
+    let after_caches: Vec<&TokenStream> = after_caches.iter().rev().collect();
     quote! {
         let g = ::core::clone::Clone::clone(grad);
-        #(let (g, #after) = #after_passes::backward(&self.#after, &cache.#after, &g);)*
-        let #at = #at_pass::backward_params(&self.#at, &cache.#at, &g);
+        #(let (g, #after) = #after_passes::backward(&self.#after, #after_caches, &g);)*
+        let #at = #at_pass::backward_params(&self.#at, #at_cache, &g);
         #(let #before = ();)*
     }
+}
+
+/// Which fields' input the backward recomputes rather than `forward_train`
+/// keeping it, as in forward bodies: a `Linear` right after a GELU,
+/// LayerNorm or RMSNorm field, which rebuilds its output from its own
+/// cache (`nn::Recompute`). Such a field's cache is `()`.
+fn recomputed(fields: &[&Field]) -> Vec<bool> {
+    let layer = |i: usize| fields[i].kind.builtin().map(|(l, _)| l);
+    (0..fields.len())
+        .map(|i| {
+            i > 0
+                && layer(i).is_some_and(|l| l.caches_input())
+                && layer(i - 1).is_some_and(|l| l.recomputes_output())
+                && !(i >= 2 && fused_activation(fields, i - 2).is_some())
+        })
+        .collect()
+}
+
+/// What each field's backward reads as its cache: `&cache.field`, or for a
+/// recomputed field its cache rebuilt from the field before.
+fn cache_refs(fields: &[&Field], plan: &Plan, recomputed: &[bool]) -> Vec<TokenStream> {
+    (0..fields.len())
+        .map(|i| {
+            let name = &fields[i].ident;
+            if !recomputed[i] {
+                return quote!(&cache.#name);
+            }
+            let (ty, prev_ty, prev) = (field_ty(&fields[i].kind), field_ty(&fields[i - 1].kind), &fields[i - 1].ident);
+            let r = plan.steps[i].input.rank_tokens();
+            quote!(&<#ty as ::blaze::nn::CachesInput<B, #r>>::cache_input(
+                &self.#name,
+                &<#prev_ty as ::blaze::nn::Recompute<B, #r>>::recompute(&self.#prev, &cache.#prev),
+            ))
+        })
+        .collect()
 }
 
 fn shape_string(s: &Shape) -> TokenStream {
@@ -293,9 +334,14 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     };
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
-    let backward_params = backward_params_body(&names, &passes, plan);
+    let recomputed = recomputed(&fields);
+    let caches = cache_refs(&fields, plan, &recomputed);
+    let rev_caches: Vec<_> = caches.iter().rev().collect();
+    let cache_tys: Vec<TokenStream> =
+        passes.iter().zip(&recomputed).map(|(p, &r)| if r { quote!(()) } else { quote!(#p::Cache) }).collect();
+    let backward_params = backward_params_body(&names, &passes, &caches, plan);
     let (_, marker_init) = backend_marker(model);
-    let (forward_body, forward_train_body) = forward_bodies(&fields, &passes);
+    let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed);
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 
     let structs = struct_and_module(model);
@@ -305,7 +351,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         #[doc = #cache_doc]
         #[allow(missing_docs)]
         #vis struct #cache_ident<B: ::blaze::Backend> {
-            #(pub #names: #passes::Cache,)*
+            #(pub #names: #cache_tys,)*
         }
 
         #(#asserts)*
@@ -337,7 +383,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
                 let g = ::core::clone::Clone::clone(grad);
-                #(let (g, #rev_names) = #rev_passes::backward(&self.#rev_names, &cache.#rev_names, &g);)*
+                #(let (g, #rev_names) = #rev_passes::backward(&self.#rev_names, #rev_caches, &g);)*
                 (g, #grads_ident { #(#names,)* })
             }
 
