@@ -121,6 +121,21 @@ impl SeqTwin {
     }
 }
 
+blaze::kernel! {
+    /// SiLU with a slope, as a user writes an activation.
+    pub fn swish(x: f32, beta: f32) -> f32 {
+        x / (1.0 + exp(-beta * x))
+    }
+}
+
+// A `kernel!` function inside a group: inlined into its loop and WGSL,
+// its partials into the adjoints.
+twice!(Kerneled, KerneledUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8> }, {
+    let h = self.fc(x);
+    let g = self.gate(x);
+    swish(h * 2.0, 1.5) * sigmoid(g) + swish(g, h) - h
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -300,6 +315,18 @@ fn sequential_models_recompute_inputs_too() {
         assert_eq!(p.values.to_f64_vec(), f.values.to_f64_vec(), "{name}");
     }
     check_model(&m, &normal([3, 8], 24), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn kernel_functions_in_groups_agree() {
+    let _serial = serial();
+    let plan = Kerneled::<Cpu>::FUSION;
+    assert_eq!(plan.groups.len(), 1, "{plan}");
+    assert_eq!(plan.groups[0].ops.iter().filter(|o| **o == "swish").count(), 2, "{plan}");
+    assert!(plan.groups[0].wgsl.contains("= swish("), "{}", plan.groups[0].wgsl);
+    agree!(Kerneled, KerneledUnfused, normal([3, 5, 8], 25), 4);
+    let m = Kerneled::new_seeded(26, &CpuDevice);
+    check_model(&m, &normal([2, 4, 8], 27), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

@@ -132,7 +132,8 @@ fn a_sum_after_a_kernel_matches_the_kernel_then_the_sum() {
     for dtype in [DType::F32, DType::F64] {
         let x = Tensor::<Cpu, 2>::normal_with([5, 2500], 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
         let b = Tensor::<Cpu, 2>::normal_with([1, 2500], 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
-        let args = |row: bool| [Arg::Tensor(&x), if row { Arg::Tensor(&b) } else { Arg::Number(0.5) }, Arg::Number(2.0)];
+        let args =
+            |row: bool| [Arg::Tensor(&x), if row { Arg::Tensor(&b) } else { Arg::Number(0.5) }, Arg::Number(2.0)];
         for row in [true, false] {
             let full = call::<binary_mix::Kernel, Cpu, 2>(&args(row));
             for threads in [1, 2] {
@@ -234,12 +235,18 @@ fn wgsl_of_the_kernel_and_its_partials() {
             let v4 = (1.0 + v3);
             return ((1.0 / v4) - ((x_0 * (v3 * (-beta_1))) / (v4 * v4)));
         }
+        fn swish_d0(a0: f32, a1: f32) -> f32 {
+            return swish_d_x(a0, a1);
+        }
 
         fn swish_d_beta(x_0: f32, beta_1: f32) -> f32 {
             let v2 = ((-beta_1) * x_0);
             let v3 = exp(v2);
             let v4 = (1.0 + v3);
             return (-((x_0 * (v3 * (-x_0))) / (v4 * v4)));
+        }
+        fn swish_d1(a0: f32, a1: f32) -> f32 {
+            return swish_d_beta(a0, a1);
         }
     "#]]
     .assert_eq(swish::WGSL);

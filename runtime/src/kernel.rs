@@ -195,6 +195,50 @@ pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
     fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]);
     /// `out[i] = ∂f/∂a_arg (args[0][i], ..)`, every slot written.
     fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]);
+    /// The WGSL of the kernels this one calls (a fused group calling a
+    /// `kernel!` function): a device compiles them before [`Self::WGSL`].
+    const DEPS: &'static [&'static str] = &[];
+
+    /// `f(args[0], ..)` at one point: how a fused group that calls this
+    /// kernel evaluates it inside its own loop.
+    #[inline(always)]
+    fn at<T: KernelFloat>(args: &[T]) -> T {
+        at_point::<T>(args, |a, o| Self::map(a, o))
+    }
+
+    /// `∂f/∂a_arg (args[0], ..)` at one point.
+    #[inline(always)]
+    fn partial_at<T: KernelFloat>(arg: usize, args: &[T]) -> T {
+        at_point::<T>(args, |a, o| Self::map_partial(arg, a, o))
+    }
+}
+
+/// Whether two names are equal, in a const context: a fused group checks
+/// while compiling that a `kernel!` function it calls goes by its own name
+/// (the name its WGSL function has).
+pub const fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// A kernel's loop `run` over one element: the arguments as slices of one.
+#[inline(always)]
+fn at_point<T: KernelFloat>(args: &[T], run: impl FnOnce(&[&[T]], &mut [MaybeUninit<T>])) -> T {
+    let slices: [&[T]; MAX_ARGS] = std::array::from_fn(|i| args.get(i).map_or(&[][..], std::slice::from_ref));
+    let mut out = [MaybeUninit::uninit()];
+    run(&slices[..args.len()], &mut out);
+    // SAFETY: the loop writes every slot of `out` (the `map` contract).
+    unsafe { out[0].assume_init() }
 }
 
 /// One argument of a kernel call: a tensor (broadcast against the others)

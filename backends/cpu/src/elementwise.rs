@@ -67,7 +67,9 @@ pub(crate) fn bias_act_in_place<T: Float>(
     match act {
         None => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, |v| v),
         // `v < 0` is false for NaN, so NaN passes through as in PyTorch.
-        Some(UnaryOp::Relu) => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v }),
+        Some(UnaryOp::Relu) => {
+            bias_then(x, bias, dim, residual, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v })
+        }
         Some(UnaryOp::Sigmoid) => {
             bias_then(x, bias, dim, residual, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp()))
         }

@@ -12,8 +12,8 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
-use crate::reduce::sum_slice;
 use crate::pool;
+use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
 

@@ -186,18 +186,14 @@ fn bias_act_fused(
 ) -> Result<CpuStorage, CpuStorage> {
     let mut x = x;
     let done = match (&mut x, bias, residual) {
-        (CpuStorage::F32(xa), b, r) => {
-            match (optional(b, CpuStorage::f32s), optional(r, CpuStorage::f32s)) {
-                (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
-                _ => false,
-            }
-        }
-        (CpuStorage::F64(xa), b, r) => {
-            match (optional(b, CpuStorage::f64s), optional(r, CpuStorage::f64s)) {
-                (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
-                _ => false,
-            }
-        }
+        (CpuStorage::F32(xa), b, r) => match (optional(b, CpuStorage::f32s), optional(r, CpuStorage::f32s)) {
+            (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
+            _ => false,
+        },
+        (CpuStorage::F64(xa), b, r) => match (optional(b, CpuStorage::f64s), optional(r, CpuStorage::f64s)) {
+            (Some(b), Some(r)) => elementwise::bias_act_in_place(xa, b, dim, act, r),
+            _ => false,
+        },
         _ => false,
     };
     if done { Ok(x) } else { Err(x) }

@@ -199,7 +199,10 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
                             let r = &s[(first + o) * n..][..n];
                             *x = match kind {
                                 Fold::Sum => sum_slice(r),
-                                _ => r.iter().copied().fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
+                                _ => r
+                                    .iter()
+                                    .copied()
+                                    .fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
                             };
                         }
                     },

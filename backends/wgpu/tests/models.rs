@@ -167,6 +167,36 @@ impl Reduced {
     }
 }
 
+blaze::kernel! {
+    /// SiLU with a slope.
+    pub fn swish(x: f32, beta: f32) -> f32 {
+        x / (1.0 + exp(-beta * x))
+    }
+}
+
+/// A `kernel!` function inside a group: its WGSL compiled before the
+/// group's, its partials in the adjoints.
+#[model]
+pub struct Kerneled {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Kerneled {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        swish(h * 2.0, 1.5) + swish(x, h) - h
+    }
+}
+
+#[test]
+fn kernel_functions_in_groups_agree_with_the_cpu_in_training() {
+    assert!(Kerneled::<Cpu>::FUSION.groups[0].ops.contains(&"swish"), "{}", Kerneled::<Cpu>::FUSION);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Kerneled, &device, x, 2);
+}
+
 /// A causal fill inside a group: the mask as one more kernel argument.
 #[model]
 pub struct Masked {

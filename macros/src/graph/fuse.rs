@@ -15,7 +15,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::lower::{Act, Bin, Lowered, Op, ScalarOp};
+use super::lower::{Act, Bin, KernelArg, Lowered, Op, ScalarOp};
 use crate::kernel::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -42,7 +42,7 @@ pub struct Group {
     pub inputs: Vec<Input>,
     pub kernel: Kernel,
     /// The ops, by their names in the body, for the plan.
-    pub ops: Vec<&'static str>,
+    pub ops: Vec<String>,
     /// The value the kernel computes: the root's, or with `reduce` the
     /// one the reduction reads.
     pub value: usize,
@@ -162,6 +162,8 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Act(Act::Sigmoid) => "sigmoid",
         Op::Act(Act::Gelu) => "gelu",
         Op::CausalFill { .. } => "masked_fill",
+        // A `kernel!` function: named by its own name in the plan.
+        Op::Kernel { .. } => "kernel",
         _ => return None,
     })
 }
@@ -218,8 +220,14 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         }
         members.push(nodes);
     }
-    let mut plan =
-        Plan { enabled: true, groups: Vec::new(), group_of: vec![None; n], softmaxes, softmax_of, recompute: Vec::new() };
+    let mut plan = Plan {
+        enabled: true,
+        groups: Vec::new(),
+        group_of: vec![None; n],
+        softmaxes,
+        softmax_of,
+        recompute: Vec::new(),
+    };
     // A sum or mean over the last dim that alone reads a group's value
     // joins the group (a single op with one is worth a kernel too).
     let reduce_after = |i: usize| {
@@ -238,7 +246,7 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
             group.nodes.push(r);
             group.root = r;
             group.reduce = Some(mean);
-            group.ops.push(if mean { "mean" } else { "sum" });
+            group.ops.push(if mean { "mean" } else { "sum" }.into());
         }
         for &m in &group.nodes {
             plan.group_of[m] = Some(g);
@@ -363,6 +371,13 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
         }
         match &node.op {
             Op::Scalar(_, s) => inputs.push(Input::Number(s.clone())),
+            Op::Kernel { args, .. } => {
+                for a in args {
+                    if let KernelArg::Number(s) = a {
+                        inputs.push(Input::Number(s.clone()));
+                    }
+                }
+            }
             Op::CausalFill { t, value } => {
                 inputs.push(Input::Causal(t.clone()));
                 inputs.push(Input::Number(value.clone()));
@@ -371,6 +386,16 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
         }
     }
     inputs
+}
+
+/// A `kernel!` function's name: the last segment of the path it is
+/// called by.
+fn kernel_name(path: &TokenStream) -> String {
+    path.clone()
+        .into_iter()
+        .filter_map(|t| if let proc_macro2::TokenTree::Ident(i) = t { Some(i.to_string()) } else { None })
+        .last()
+        .unwrap_or_default()
 }
 
 fn at(kind: ExprKind, span: Span) -> Expr {
@@ -464,6 +489,19 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                 let masked = bin(ir::Bin::Gt, m, at(ExprKind::Float(0.5), sp), sp);
                 call(Intrinsic::Select, vec![masked, fill, x], sp)
             }
+            Op::Kernel { path, args } => {
+                let args = args
+                    .iter()
+                    .map(|a| match a {
+                        KernelArg::Tensor(i) => operand(node.args[*i]),
+                        KernelArg::Number(_) => {
+                            at(ExprKind::Var(scalars.next().expect("one parameter per number")), sp)
+                        }
+                    })
+                    .collect();
+                let f = ir::Extern { path: path.clone(), name: kernel_name(path), partial: None };
+                at(ExprKind::Extern(Box::new(f), args), sp)
+            }
             Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
             // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
             // finite where exp(-x) overflows.
@@ -477,7 +515,10 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
         let b = k.declare(format!("t{i}"), Ty::F32, Kind::Local { mutable: false });
         k.body.push(Stmt::Let(b, value));
         binding_of_value.push((node.out, b));
-        ops.push(fusable(&node.op).expect("only fusable ops are grouped"));
+        ops.push(match &node.op {
+            Op::Kernel { path, .. } => kernel_name(path),
+            op => fusable(op).expect("only fusable ops are grouped").to_owned(),
+        });
     }
     let result = binding_of_value.last().map(|&(_, b)| b).expect("a group has nodes");
     k.result = Some(at(ExprKind::Var(result), span));
@@ -488,17 +529,40 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
 /// The items of every group (a module each, with the kernel and its
 /// adjoints) and each group's WGSL; a compile error at the group's first
 /// op if a kernel does not check (an internal error).
-pub fn items(model: &syn::Ident, plan: &Plan) -> (TokenStream, Vec<String>) {
+pub fn items(model: &syn::Ident, low: &Lowered, plan: &Plan) -> (TokenStream, Vec<String>) {
     let mut out = TokenStream::new();
     let mut wgsl = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
         let module = Plan::module(model, g);
         match crate::kernel::fused_items(&group.kernel, true) {
             Ok((items, w)) => {
+                // The WGSL calls each `kernel!` function by the name the
+                // body calls it by, which must be its own.
+                for &i in &group.nodes {
+                    if let Op::Kernel { path, .. } = &low.nodes[i].op {
+                        let name = kernel_name(path);
+                        let msg = format!(
+                            "`{name}` names a `kernel!` function imported under another name: a fused group \
+                             calls it by its own (import it unrenamed, or turn fusion off with `fuse = false`)"
+                        );
+                        let span = path.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span());
+                        out.extend(quote::quote_spanned! {span=>
+                            const _: () = ::core::assert!(
+                                ::blaze::runtime::kernel::same_name(
+                                    <#path::Kernel as ::blaze::runtime::kernel::Elementwise>::NAME, #name),
+                                #msg
+                            );
+                        });
+                    }
+                }
                 out.extend(quote! {
                     #[doc(hidden)]
                     #[allow(non_snake_case)]
                     mod #module {
+                        // `kernel!` functions the group calls, by the paths
+                        // the body names them with.
+                        #[allow(unused_imports)]
+                        use super::*;
                         #items
                     }
                 });

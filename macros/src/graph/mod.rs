@@ -314,7 +314,7 @@ fn generate(
     } else {
         fuse::Plan::none(low)
     };
-    let (fused_items, fused_wgsl) = fuse::items(ident, &plan);
+    let (fused_items, fused_wgsl) = fuse::items(ident, low, &plan);
     let g = Gen { model, options, low, input_names: names.clone(), plan: &plan };
     let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused);
     let cache_fields = g.cache_fields();

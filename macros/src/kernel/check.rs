@@ -107,6 +107,17 @@ impl<'a> Check<'a> {
                 let (l, r) = (self.ty(a), self.ty(b));
                 self.binary(*op, (a, l?), (b, r?), e.span)
             }
+            ExprKind::Extern(f, args) => {
+                let tys: Vec<Option<Ty>> = args.iter().map(|a| self.ty(a)).collect();
+                let tys: Vec<Ty> = tys.into_iter().collect::<Option<_>>()?;
+                match tys.iter().position(|t| *t != Ty::F32) {
+                    None => Some(Ty::F32),
+                    Some(i) => self.mismatch(
+                        args[i].span,
+                        format!("`{}` takes f32 arguments, argument {} is {}", f.name, i + 1, tys[i].name()),
+                    ),
+                }
+            }
             ExprKind::Call(f, args) => {
                 let tys: Vec<Option<Ty>> = args.iter().map(|a| self.ty(a)).collect();
                 let tys: Vec<Ty> = tys.into_iter().collect::<Option<_>>()?;
@@ -324,7 +335,7 @@ impl<'a> Check<'a> {
             ExprKind::Index(..) => false,
             ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) => self.uniform(x),
             ExprKind::Binary(_, a, b) => self.uniform(a) && self.uniform(b),
-            ExprKind::Call(_, args) => args.iter().all(|a| self.uniform(a)),
+            ExprKind::Call(_, args) | ExprKind::Extern(_, args) => args.iter().all(|a| self.uniform(a)),
         }
     }
 

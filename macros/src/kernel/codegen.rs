@@ -7,7 +7,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::ir::Kernel;
+use super::ir::{Expr, ExprKind, Extern, Kernel};
 use super::wgsl::{Wgsl, validate};
 use super::{plain, rust, wgsl};
 
@@ -33,6 +33,41 @@ fn rust_loop(k: &Kernel) -> TokenStream {
             #(#result)*
         }
     }
+}
+
+/// The `kernel!` functions (and partials) that `kernels` call, each once,
+/// with their arities.
+fn externs<'a>(kernels: impl Iterator<Item = &'a Kernel>) -> Vec<(Extern, usize)> {
+    fn walk(e: &Expr, out: &mut Vec<(Extern, usize)>) {
+        match &e.kind {
+            ExprKind::Extern(f, args) => {
+                if !out.iter().any(|(g, _)| g.wgsl_name() == f.wgsl_name()) {
+                    out.push(((**f).clone(), args.len()));
+                }
+                args.iter().for_each(|a| walk(a, out));
+            }
+            ExprKind::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
+            ExprKind::Binary(_, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => walk(x, out),
+            ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for k in kernels {
+        k.bindings().for_each(|(_, e)| walk(e, &mut out));
+        if let Some(r) = &k.result {
+            walk(r, &mut out);
+        }
+    }
+    out
+}
+
+/// Whether `k` calls a partial derivative of a `kernel!` function.
+pub(super) fn calls_partials(k: &Kernel) -> bool {
+    externs(std::iter::once(k)).iter().any(|(f, _)| f.partial.is_some())
 }
 
 /// `k` as a WGSL function named `name`.
@@ -117,12 +152,44 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
     wgsl_fn(k, &name_str, &mut w);
     for (i, p) in partials.iter().enumerate() {
         w.push('\n');
-        wgsl_fn(p, &format!("{name_str}_d_{}", plain(&k.vars[k.params[i]].name)), &mut w);
+        let named = format!("{name_str}_d_{}", plain(&k.vars[k.params[i]].name));
+        wgsl_fn(p, &named, &mut w);
+        // By position too, as a fused group calling this kernel names it.
+        let params: Vec<String> = (0..k.params.len()).map(|j| format!("a{j}")).collect();
+        let typed: Vec<String> = params.iter().map(|p| format!("{p}: f32")).collect();
+        w.push_str(&format!(
+            "fn {name_str}_d{i}({}) -> f32 {{\n    return {named}({});\n}}\n",
+            typed.join(", "),
+            params.join(", ")
+        ));
     }
     let wgsl = w.finish();
-    if let Err(e) = validate(&wgsl) {
+    // The kernels it calls are compiled before it on a device: naga checks
+    // it against their signatures.
+    let externs = externs(std::iter::once(k).chain(partials));
+    let stubs: String = externs
+        .iter()
+        .map(|(f, arity)| {
+            let typed: Vec<String> = (0..*arity).map(|j| format!("a{j}: f32")).collect();
+            format!("fn {}({}) -> f32 {{\n    return 0.0;\n}}\n", f.wgsl_name(), typed.join(", "))
+        })
+        .collect();
+    if let Err(e) = validate(&format!("{stubs}{wgsl}")) {
         return Err(format!("kernel `{name_str}` produced WGSL that naga rejects:\n{e}\n{wgsl}"));
     }
+    let mut deps: Vec<(String, &TokenStream)> = Vec::new();
+    for (f, _) in &externs {
+        if !deps.iter().any(|(n, _)| *n == f.name) {
+            deps.push((f.name.clone(), &f.path));
+        }
+    }
+    let rt = quote!(::blaze::runtime);
+    let dep_paths: Vec<&TokenStream> = deps.iter().map(|(_, p)| *p).collect();
+    let dep_items = (!deps.is_empty()).then(|| {
+        quote! {
+            const DEPS: &'static [&'static str] = &[#(<#dep_paths::Kernel as #rt::kernel::Elementwise>::WGSL),*];
+        }
+    });
     // As the WGSL names the partials: `{kernel}_d_{arg}`.
     let arg_names: Vec<&str> = k.params.iter().map(|&p| plain(&k.vars[p].name)).collect();
     let body = rust_loop(k);
@@ -130,9 +197,16 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
         let body = rust_loop(p);
         quote!(#i => { #body })
     });
+    let no_partials = (partials.len() < k.params.len()).then(|| {
+        let msg = format!(
+            "{name_str}: no partial derivatives: it calls a `kernel!` function's derivative, whose own \
+             derivative is not generated (a second derivative through a fused group)"
+        );
+        quote!(panic!(#msg);)
+    });
     let arity = k.params.len();
-    let rt = quote!(::blaze::runtime);
     Ok(quote! {
+
         /// The kernel's type, implementing `Elementwise`.
         #[derive(Clone, Copy, Debug, Default)]
         pub struct Kernel;
@@ -145,6 +219,7 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
             const NAME: &'static str = #name_str;
             const ARGS: &'static [&'static str] = &[#(#arg_names),*];
             const WGSL: &'static str = WGSL;
+            #dep_items
 
             #[inline(always)]
             #[allow(unused_parens, clippy::all)]
@@ -155,6 +230,8 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
             #[inline(always)]
             #[allow(unused_parens, unused_variables, clippy::all)]
             fn map_partial<T: #rt::kernel::KernelFloat>(arg: usize, args: &[&[T]], out: &mut [::core::mem::MaybeUninit<T>]) {
+                #no_partials
+                #[allow(unreachable_code)]
                 match arg {
                     #(#partial_arms)*
                     _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),

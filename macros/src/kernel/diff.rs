@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use proc_macro2::Span;
 
-use super::ir::{Bin, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
+use super::ir::{Bin, Expr, ExprKind, Extern, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The kernel computing `∂f/∂params[param]` of a checked elementwise
 /// kernel: the original bindings, one binding per non-zero derivative of a
@@ -128,6 +128,15 @@ fn derive(e: &Expr, p: usize, d: &[Option<Expr>]) -> Option<Expr> {
             }
         }
         ExprKind::Call(f, args) => derive_call(*f, args, e, p, d),
+        // Σ_i ∂f/∂a_i · a_i': the called kernel's own partials.
+        ExprKind::Extern(f, args) => {
+            assert!(f.partial.is_none(), "fused groups differentiate once: `{}` has no second derivative", f.name);
+            args.iter().enumerate().fold(None, |acc, (i, a)| {
+                let partial = Extern { partial: Some(i), ..(**f).clone() };
+                let term = de(a).map(|da| mul(Expr::new(ExprKind::Extern(Box::new(partial), args.clone()), span), da));
+                add_opt(acc, term)
+            })
+        }
     }
 }
 
@@ -240,6 +249,9 @@ fn key(e: &Expr) -> String {
         ExprKind::Not(x) => format!("(!{})", key(x)),
         ExprKind::Binary(op, a, b) => format!("({} {} {})", key(a), op.symbol(), key(b)),
         ExprKind::Call(f, args) => format!("{}({})", f.name(), args.iter().map(key).collect::<Vec<_>>().join(",")),
+        ExprKind::Extern(f, args) => {
+            format!("{}({})", f.wgsl_name(), args.iter().map(key).collect::<Vec<_>>().join(","))
+        }
         ExprKind::Id(id) => id.name().to_owned(),
         ExprKind::Cast(x, t) => format!("({} as {})", key(x), t.name()),
     }
@@ -250,7 +262,9 @@ fn compound(e: &Expr) -> bool {
         ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => false,
         // Negating a value is as cheap as reading a binding.
         ExprKind::Neg(x) | ExprKind::Not(x) => compound(x),
-        ExprKind::Index(..) | ExprKind::Binary(..) | ExprKind::Call(..) | ExprKind::Cast(..) => true,
+        ExprKind::Index(..) | ExprKind::Binary(..) | ExprKind::Call(..) | ExprKind::Extern(..) | ExprKind::Cast(..) => {
+            true
+        }
     }
 }
 
@@ -259,7 +273,7 @@ fn children(e: &Expr) -> Vec<&Expr> {
     match &e.kind {
         ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => vec![x],
         ExprKind::Binary(_, a, b) => vec![a, b],
-        ExprKind::Call(_, args) => args.iter().collect(),
+        ExprKind::Call(_, args) | ExprKind::Extern(_, args) => args.iter().collect(),
         ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => vec![],
     }
 }
@@ -319,6 +333,7 @@ impl Sharer {
             ExprKind::Index(v, i) => ExprKind::Index(self.renamed[v], Box::new(self.rebuild(i))),
             ExprKind::Binary(op, a, b) => ExprKind::Binary(*op, Box::new(self.rebuild(a)), Box::new(self.rebuild(b))),
             ExprKind::Call(f, args) => ExprKind::Call(*f, args.iter().map(|a| self.rebuild(a)).collect()),
+            ExprKind::Extern(f, args) => ExprKind::Extern(f.clone(), args.iter().map(|a| self.rebuild(a)).collect()),
             other @ (ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Id(_)) => other.clone(),
         };
         let rebuilt = Expr::new(kind, span);

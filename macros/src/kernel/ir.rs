@@ -298,6 +298,27 @@ pub struct Var {
     pub uniform: bool,
 }
 
+/// A `kernel!` function a fused group calls, or one of its partials.
+#[derive(Clone, Debug)]
+pub struct Extern {
+    /// The module `kernel!` made (its `Kernel` type implements `Elementwise`).
+    pub path: proc_macro2::TokenStream,
+    /// Its name, the name of its WGSL function.
+    pub name: String,
+    /// `Some(i)`: the partial derivative by argument `i`.
+    pub partial: Option<usize>,
+}
+
+impl Extern {
+    /// The WGSL function: `{name}` or, for a partial, `{name}_d{i}`.
+    pub fn wgsl_name(&self) -> String {
+        match self.partial {
+            None => self.name.clone(),
+            Some(i) => format!("{}_d{i}", self.name),
+        }
+    }
+}
+
 /// An expression.
 #[derive(Clone, Debug)]
 pub enum ExprKind {
@@ -314,6 +335,9 @@ pub enum ExprKind {
     Not(Box<Expr>),
     Binary(Bin, Box<Expr>, Box<Expr>),
     Call(Intrinsic, Vec<Expr>),
+    /// A call of a `kernel!` function (fused groups only): f32 arguments,
+    /// an f32 result.
+    Extern(Box<Extern>, Vec<Expr>),
     Id(Id),
     Cast(Box<Expr>, Ty),
 }
@@ -410,7 +434,7 @@ impl Kernel {
             ExprKind::Binary(op, a, _) if op.is_arithmetic() || op.is_bitwise() => self.ty(a),
             ExprKind::Binary(..) => Ty::Bool,
             ExprKind::Call(Intrinsic::Select, args) => self.ty(&args[1]),
-            ExprKind::Call(..) => Ty::F32,
+            ExprKind::Call(..) | ExprKind::Extern(..) => Ty::F32,
             ExprKind::Cast(_, t) => *t,
         }
     }

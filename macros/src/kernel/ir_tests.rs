@@ -99,6 +99,10 @@ fn eval(e: &Expr, vars: &[Value]) -> Value {
         ExprKind::Int(..) | ExprKind::Index(..) | ExprKind::Id(_) | ExprKind::Cast(..) => {
             panic!("not elementwise: {e:?}")
         }
+        // These kernels call no `kernel!` functions.
+        ExprKind::Extern(..) => {
+            panic!("a call of another kernel: {e:?}")
+        }
         ExprKind::Binary(op, a, b) => {
             let (x, y) = (eval(a, vars), eval(b, vars));
             let (fl, bl) = (|v: Value| v.float(), |v: Value| v.bool());

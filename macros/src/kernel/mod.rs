@@ -44,6 +44,12 @@ pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2
         return Err(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
     }
     let typed = |k: &ir::Kernel| {
+        // An adjoint that calls a `kernel!` function's partial has no
+        // partials of its own: that function's second derivative is not
+        // generated (`Elementwise::map_partial` says so if called).
+        if codegen::calls_partials(k) {
+            return codegen::kernel_type(&diff::share_common(k), &[]);
+        }
         let partials: Vec<ir::Kernel> = (0..k.params.len()).map(|p| diff::share_common(&diff::partial(k, p))).collect();
         codegen::kernel_type(&diff::share_common(k), &partials)
     };
@@ -59,6 +65,9 @@ pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2
             items.extend(quote::quote! {
                 #[doc(hidden)]
                 pub mod #module {
+                    // What the group's module sees (`kernel!` functions it calls).
+                    #[allow(unused_imports)]
+                    use super::*;
                     #body
                 }
             });

@@ -93,6 +93,15 @@ pub fn expr(k: &Kernel, e: &Expr) -> TokenStream {
             let args = args.iter().map(|a| expr(k, a));
             quote!(<#float as #kf>::#f(#(#args),*))
         }
+        // A `kernel!` function at this point, inlined into the loop.
+        ExprKind::Extern(f, args) => {
+            let (path, args) = (&f.path, args.iter().map(|a| expr(k, a)));
+            let ew = quote!(<#path::Kernel as ::blaze::runtime::kernel::Elementwise>);
+            match f.partial {
+                None => quote!(#ew::at::<#float>(&[#(#args),*])),
+                Some(i) => quote!(#ew::partial_at::<#float>(#i, &[#(#args),*])),
+            }
+        }
         ExprKind::Id(id) => match id {
             Id::Global => quote!((group * WORKGROUP + lane as u32)),
             Id::Local => quote!((lane as u32)),

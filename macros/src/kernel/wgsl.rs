@@ -326,6 +326,18 @@ pub fn expr(k: &Kernel, e: &Expr, out: &mut Wgsl) {
         }
         ExprKind::Binary(op, a, b) => binary(*op, k.ty(a), out, |out| expr(k, a, out), |out| expr(k, b, out)),
         ExprKind::Call(f, args) => out.call(*f, |i, out| expr(k, &args[i], out)),
+        // The called kernel's function, compiled before this one (its
+        // `Elementwise::DEPS`).
+        ExprKind::Extern(f, args) => {
+            out.push_str(&format!("{}(", f.wgsl_name()));
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                expr(k, a, out);
+            }
+            out.push(')');
+        }
         ExprKind::Id(id) => out.push_str(match id {
             Id::Global => "gid.x",
             Id::Local => "lid.x",

@@ -116,7 +116,7 @@ fn program<K: Elementwise>(f: KernelFn, tensors: &[bool], sum: bool) -> (String,
         } else {
             format!("    out[i] = {call};")
         };
-        format!("{}\n{}", K::WGSL, shaders::per_output(&decl, &body))
+        format!("{}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
     };
     (key, wgsl)
 }
