@@ -175,13 +175,7 @@ fn fusable(op: &Op) -> Option<&'static str> {
 /// stay unfused.
 pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
     let n = low.nodes.len();
-    let mut uses = vec![0usize; low.vals.len()];
-    for node in &low.nodes {
-        for &a in &node.args {
-            uses[a] += 1;
-        }
-    }
-    uses[low.output] += 1;
+    let uses = low.uses();
     let producer: Vec<Option<usize>> = {
         let mut p = vec![None; low.vals.len()];
         for (i, node) in low.nodes.iter().enumerate() {

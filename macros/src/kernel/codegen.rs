@@ -16,23 +16,43 @@ fn rust_loop(k: &Kernel) -> TokenStream {
     let params: Vec<TokenStream> = k.params.iter().map(|&p| rust::var(k, p)).collect();
     let inputs: Vec<syn::Ident> = (0..k.params.len()).map(|i| format_ident!("in_{}", i)).collect();
     let idx: Vec<usize> = (0..k.params.len()).collect();
-    let lets = k.bindings().map(|(v, value)| {
-        let (name, value) = (rust::var(k, v), rust::expr(k, value));
-        quote!(let #name = #value;)
-    });
-    let result = k.result.iter().map(|r| {
-        let r = rust::expr(k, r);
-        quote!(out[i] = ::core::mem::MaybeUninit::new(#r);)
-    });
+    let (lets, result) = (rust_lets(k), k.result.iter().map(|r| rust::expr(k, r)));
     quote! {
         let n = out.len();
         #(let #inputs = &args[#idx][..n];)*
         for i in 0..n {
             #(let #params = #inputs[i];)*
-            #(#lets)*
-            #(#result)*
+            #lets
+            #(out[i] = ::core::mem::MaybeUninit::new(#result);)*
         }
     }
+}
+
+/// The value of `k` at one point whose arguments are `args[0..]`: what a
+/// fused group calling `k` inlines into its own loop.
+fn rust_point(k: &Kernel) -> TokenStream {
+    let params: Vec<TokenStream> = k.params.iter().map(|&p| rust::var(k, p)).collect();
+    let idx: Vec<usize> = (0..k.params.len()).collect();
+    let lets = rust_lets(k);
+    let result = match &k.result {
+        Some(r) => rust::expr(k, r),
+        None => quote!(<T as ::blaze::runtime::kernel::KernelFloat>::lit(0.0)),
+    };
+    quote! {
+        #(let #params = args[#idx];)*
+        #lets
+        #result
+    }
+}
+
+/// `k`'s bindings as `let` statements.
+fn rust_lets(k: &Kernel) -> TokenStream {
+    k.bindings()
+        .map(|(v, value)| {
+            let (name, value) = (rust::var(k, v), rust::expr(k, value));
+            quote!(let #name = #value;)
+        })
+        .collect()
 }
 
 /// The `kernel!` functions (and partials) that `kernels` call, each once,
@@ -197,6 +217,11 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
         let body = rust_loop(p);
         quote!(#i => { #body })
     });
+    let point = rust_point(k);
+    let point_arms = partials.iter().enumerate().map(|(i, p)| {
+        let body = rust_point(p);
+        quote!(#i => { #body })
+    });
     let no_partials = (partials.len() < k.params.len()).then(|| {
         let msg = format!(
             "{name_str}: no partial derivatives: it calls a `kernel!` function's derivative, whose own \
@@ -234,6 +259,23 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
                 #[allow(unreachable_code)]
                 match arg {
                     #(#partial_arms)*
+                    _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
+                }
+            }
+
+            #[inline(always)]
+            #[allow(unused_parens, clippy::all)]
+            fn at<T: #rt::kernel::KernelFloat>(args: &[T]) -> T {
+                #point
+            }
+
+            #[inline(always)]
+            #[allow(unused_parens, unused_variables, clippy::all)]
+            fn partial_at<T: #rt::kernel::KernelFloat>(arg: usize, args: &[T]) -> T {
+                #no_partials
+                #[allow(unreachable_code)]
+                match arg {
+                    #(#point_arms)*
                     _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
                 }
             }

@@ -10,15 +10,38 @@ pub(super) fn elementwise<K: Elementwise>(
     shape: &[usize],
     dtype: DType,
 ) -> WgpuStorage {
+    let device = device_of::<K>(inputs, dtype);
+    elementwise_on::<K>(&device, f, inputs, shape)
+}
+
+/// The device kernel `K`'s f32 `inputs` live on.
+fn device_of<K: Elementwise>(inputs: &[KernelArg<WgpuStorage>], dtype: DType) -> WgpuDevice {
     assert!(dtype == DType::F32, "wgpu {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
-    let device = inputs
+    inputs
         .iter()
         .find_map(|a| match a {
             KernelArg::Tensor(t) => Some(t.device.clone()),
             KernelArg::Number(_) => None,
         })
-        .unwrap_or_default();
-    elementwise_on::<K>(&device, f, inputs, shape)
+        .unwrap_or_default()
+}
+
+/// The buffers an elementwise kernel's shader binds (the tensor inputs in
+/// order, then `out`), its numbers appended to `params`.
+fn bind<'a>(
+    inputs: &'a [KernelArg<WgpuStorage>],
+    params: &mut Vec<u32>,
+    out: &'a WgpuStorage,
+) -> Vec<&'a wgpu::Buffer> {
+    let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
+    for a in inputs {
+        match a {
+            KernelArg::Tensor(t) => buffers.push(t.buffer()),
+            KernelArg::Number(v) => params.push((*v as f32).to_bits()),
+        }
+    }
+    buffers.push(out.buffer());
+    buffers
 }
 
 pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
@@ -130,14 +153,7 @@ pub(super) fn elementwise_sum<K: Elementwise>(
     dtype: DType,
     scale: f64,
 ) -> WgpuStorage {
-    assert!(dtype == DType::F32, "wgpu {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
-    let device = inputs
-        .iter()
-        .find_map(|a| match a {
-            KernelArg::Tensor(t) => Some(t.device.clone()),
-            KernelArg::Number(_) => None,
-        })
-        .unwrap_or_default();
+    let device = device_of::<K>(inputs, dtype);
     let n = *shape.last().expect("a sum over the last dim needs a dim");
     let mut out_shape = shape.to_vec();
     *out_shape.last_mut().expect("a dim") = 1;
@@ -147,14 +163,7 @@ pub(super) fn elementwise_sum<K: Elementwise>(
         return out;
     }
     let mut params = vec![u(rows), u(n), (scale as f32).to_bits()];
-    let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
-    for a in inputs {
-        match a {
-            KernelArg::Tensor(t) => buffers.push(t.buffer()),
-            KernelArg::Number(v) => params.push((*v as f32).to_bits()),
-        }
-    }
-    buffers.push(out.buffer());
+    let buffers = bind(inputs, &mut params, &out);
     let (key, wgsl) = program::<K>(f, &tensor_args(inputs), true);
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(&device, rows, WG));
@@ -174,14 +183,7 @@ pub(crate) fn elementwise_on<K: Elementwise>(
         return out;
     }
     let mut params = vec![u(n)];
-    let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
-    for a in inputs {
-        match a {
-            KernelArg::Tensor(t) => buffers.push(t.buffer()),
-            KernelArg::Number(v) => params.push((*v as f32).to_bits()),
-        }
-    }
-    buffers.push(out.buffer());
+    let buffers = bind(inputs, &mut params, &out);
     let (key, wgsl) = elementwise_program::<K>(f, &tensor_args(inputs));
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(device, n, WG));

@@ -78,22 +78,22 @@ fn act_ty(a: Act) -> TokenStream {
 /// What a layer node does in its bias pass besides the bias
 /// ([`Gen::fused`]): the activation node after it and its `UnaryOp`, or
 /// the residual add node after it and the value it adds.
-pub struct Epilogue {
-    act: Option<(usize, TokenStream)>,
-    residual: Option<(usize, usize)>,
+pub enum Epilogue {
+    /// The activation node after the layer, and its `UnaryOp`.
+    Act(usize, TokenStream),
+    /// The residual add node after the layer, and the value it adds.
+    Residual(usize, usize),
 }
 
 impl Epilogue {
     /// The node that runs inside the layer's call.
     fn node(&self) -> usize {
-        match (&self.act, self.residual) {
-            (Some((j, _)), _) => *j,
-            (None, Some((j, _))) => j,
-            (None, None) => unreachable!("an epilogue has an activation or a residual"),
+        match self {
+            Epilogue::Act(j, _) | Epilogue::Residual(j, _) => *j,
         }
     }
 
-    /// The value the layer's call makes: the last fused node's.
+    /// The value the layer's call makes: the fused node's.
     fn output(&self, low: &Lowered) -> syn::Ident {
         value_ident(low.nodes[self.node()].out)
     }
@@ -102,21 +102,18 @@ impl Epilogue {
     /// `forward_act` (every layer that fuses an activation has it) or,
     /// with a residual, `Linear::forward_fused`.
     fn call(&self, x: &syn::Ident, training: bool) -> TokenStream {
-        let act = match &self.act {
-            Some((_, op)) => op.clone(),
-            None => quote!(::core::option::Option::None),
-        };
-        match (self.residual, training) {
-            (Some((_, r)), false) => {
-                let r = value_ident(r);
-                quote!(forward_fused(&#x, #act, ::core::option::Option::Some(&#r)))
+        let none = quote!(::core::option::Option::None);
+        match (self, training) {
+            (Epilogue::Act(_, act), false) => quote!(forward_act(&#x, #act)),
+            (Epilogue::Act(_, act), true) => quote!(forward_train_act(&#x, #act)),
+            (Epilogue::Residual(_, r), false) => {
+                let r = value_ident(*r);
+                quote!(forward_fused(&#x, #none, ::core::option::Option::Some(&#r)))
             }
-            (Some((_, r)), true) => {
-                let r = value_ident(r);
-                quote!(forward_train_fused(&#x, #act, ::core::option::Option::Some(&#r)))
+            (Epilogue::Residual(_, r), true) => {
+                let r = value_ident(*r);
+                quote!(forward_train_fused(&#x, #none, ::core::option::Option::Some(&#r)))
             }
-            (None, false) => quote!(forward_act(&#x, #act)),
-            (None, true) => quote!(forward_train_act(&#x, #act)),
         }
     }
 }
@@ -381,13 +378,7 @@ impl Gen<'_> {
     /// cache (GELU, LayerNorm, RMSNorm) and that runs on its own.
     pub fn recomputable(&self) -> Vec<(usize, usize)> {
         let low = self.low;
-        let mut uses = vec![0usize; low.vals.len()];
-        for n in &low.nodes {
-            for &a in &n.args {
-                uses[a] += 1;
-            }
-        }
-        uses[low.output] += 1;
+        let uses = low.uses();
         let taken = self.fused_activations();
         let builtin = |op: &Op| match op {
             Op::Layer(callee) => self.fields()[callee.field].kind.builtin().map(|(l, _)| l),
@@ -495,7 +486,7 @@ impl Gen<'_> {
             .fused()
             .into_iter()
             .map(|(i, e)| {
-                let op = if e.act.is_some() { name(e.node()) } else { "add".into() };
+                let op = if matches!(e, Epilogue::Act(..)) { name(e.node()) } else { "add".into() };
                 (i, format!("{} + {op}", name(i)))
             })
             .collect();
@@ -520,13 +511,7 @@ impl Gen<'_> {
     /// reads (`x + fc(h)`) takes the add, unless fusion is off.
     fn fused(&self) -> HashMap<usize, Epilogue> {
         let low = self.low;
-        let mut uses = vec![0usize; low.vals.len()];
-        for n in &low.nodes {
-            for &a in &n.args {
-                uses[a] += 1;
-            }
-        }
-        uses[low.output] += 1;
+        let uses = low.uses();
         let mut out = HashMap::new();
         for (i, n) in low.nodes.iter().enumerate() {
             let Op::Layer(callee) = &n.op else { continue };
@@ -545,7 +530,7 @@ impl Gen<'_> {
             };
             if let Some(op) = act {
                 let act = quote!(::core::option::Option::Some(::blaze::UnaryOp::#op));
-                out.insert(i, Epilogue { act: Some((j, act)), residual: None });
+                out.insert(i, Epilogue::Act(j, act));
                 continue;
             }
             let node = &low.nodes[j];
@@ -555,7 +540,7 @@ impl Gen<'_> {
                 // The layer's call runs where the layer was: `r` must be made before.
                 let before = low.nodes[..i].iter().any(|m| m.out == r);
                 if r != n.out && before && vr.shape == vo.shape && vr.batched == vo.batched {
-                    out.insert(i, Epilogue { act: None, residual: Some((j, r)) });
+                    out.insert(i, Epilogue::Residual(j, r));
                 }
             }
         }
@@ -585,7 +570,7 @@ impl Gen<'_> {
                 && self.plan.softmax_of[j].is_none()
             {
                 let gelu = quote!(::core::option::Option::Some(::blaze::UnaryOp::Gelu));
-                fused.insert(i, Epilogue { act: Some((j, gelu)), residual: None });
+                fused.insert(i, Epilogue::Act(j, gelu));
             }
         }
         fused
@@ -731,8 +716,8 @@ impl Gen<'_> {
                     };
                     let call = e.call(&x, true);
                     let mut stmt = quote_spanned!(span=> let (#y, #keep) = #at.#call;);
-                    if let Some((j, _)) = e.act {
-                        let cj = layer_cache_ident(j);
+                    if let Epilogue::Act(j, _) = e {
+                        let cj = layer_cache_ident(*j);
                         caches.push(cj.clone());
                         stmt.extend(quote!(let #cj = ::core::clone::Clone::clone(&#y);));
                     }

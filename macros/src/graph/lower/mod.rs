@@ -222,6 +222,21 @@ pub struct Lowered {
     pub first_output: Vec<Option<Vec<Dim>>>,
 }
 
+impl Lowered {
+    /// How many times each value is read: by the ops, and the output once
+    /// more (the caller reads it).
+    pub fn uses(&self) -> Vec<usize> {
+        let mut uses = vec![0usize; self.vals.len()];
+        for node in &self.nodes {
+            for &a in &node.args {
+                uses[a] += 1;
+            }
+        }
+        uses[self.output] += 1;
+        uses
+    }
+}
+
 #[derive(Clone)]
 enum Bind {
     Tensor(usize),
