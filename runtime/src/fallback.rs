@@ -632,28 +632,27 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
         on_device: impl FnOnce(&[KernelArg<D::Storage>]) -> D::Storage,
         on_host: impl FnOnce(&[KernelArg<H::Storage>]) -> H::Storage,
     ) -> Placed<D, H> {
-        let device = inputs.iter().find_map(|a| match a {
-            KernelArg::Tensor(t) => Some(Self::device(t)),
-            KernelArg::Number(_) => None,
-        });
+        let device = inputs.iter().find_map(|a| Some(Self::device(a.tensor()?)));
         let device = device.unwrap_or_default();
         if D::holds(dtype) {
             let on: Vec<KernelArg<D::Storage>> = inputs
                 .iter()
-                .map(|a| match a {
-                    KernelArg::Tensor(Placed::Device(t)) => KernelArg::Tensor(t.clone()),
-                    KernelArg::Tensor(t) => mixed(K::NAME, &[t]),
-                    KernelArg::Number(v) => KernelArg::Number(*v),
+                .map(|a| {
+                    a.map(|t| match t {
+                        Placed::Device(t) => t.clone(),
+                        t => mixed(K::NAME, &[t]),
+                    })
                 })
                 .collect();
             Placed::Device(on_device(&on))
         } else {
             let on: Vec<KernelArg<H::Storage>> = inputs
                 .iter()
-                .map(|a| match a {
-                    KernelArg::Tensor(Placed::Host(t, _)) => KernelArg::Tensor(t.clone()),
-                    KernelArg::Tensor(t) => mixed(K::NAME, &[t]),
-                    KernelArg::Number(v) => KernelArg::Number(*v),
+                .map(|a| {
+                    a.map(|t| match t {
+                        Placed::Host(t, _) => t.clone(),
+                        t => mixed(K::NAME, &[t]),
+                    })
                 })
                 .collect();
             Placed::Host(on_host(&on), device)

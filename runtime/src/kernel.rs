@@ -241,14 +241,39 @@ fn at_point<T: KernelFloat>(args: &[T], run: impl FnOnce(&[&[T]], &mut [MaybeUni
     unsafe { out[0].assume_init() }
 }
 
-/// One argument of a kernel call: a tensor (broadcast against the others)
-/// or a scalar.
+/// One argument of a kernel call: a tensor (broadcast against the others),
+/// a scalar, or noise drawn where the kernel runs.
 #[derive(Clone, Debug)]
 pub enum KernelArg<S> {
     /// A tensor, already broadcast to the output shape.
     Tensor(S),
     /// The same value at every element.
     Number(f64),
+    /// At each element, a number uniform in `[0, 1)` drawn from this seed
+    /// and the element's index by [`crate::rng::counter_uniform`]: the
+    /// backend draws it inside the kernel's pass, so it is never stored,
+    /// and the same seed draws the same values again (a dropout's backward
+    /// redraws its forward's mask).
+    Uniform(u64),
+}
+
+impl<S> KernelArg<S> {
+    /// The argument with its tensor, if it is one, mapped by `f`.
+    pub fn map<R>(&self, f: impl FnOnce(&S) -> R) -> KernelArg<R> {
+        match self {
+            KernelArg::Tensor(t) => KernelArg::Tensor(f(t)),
+            KernelArg::Number(v) => KernelArg::Number(*v),
+            KernelArg::Uniform(seed) => KernelArg::Uniform(*seed),
+        }
+    }
+
+    /// The tensor, if the argument is one.
+    pub fn tensor(&self) -> Option<&S> {
+        match self {
+            KernelArg::Tensor(t) => Some(t),
+            KernelArg::Number(_) | KernelArg::Uniform(_) => None,
+        }
+    }
 }
 
 /// Which function of a kernel to evaluate: the kernel or one partial.
@@ -260,13 +285,18 @@ pub enum KernelFn {
     Partial(usize),
 }
 
-/// An argument of a generated kernel function: `&Tensor` or a number.
+/// An argument of a generated kernel function: `&Tensor`, a number, or
+/// per-element noise.
 #[derive(Debug)]
 pub enum Arg<'a, B: Backend, const D: usize> {
     /// A tensor argument.
     Tensor(&'a Tensor<B, D>),
     /// A scalar argument.
     Number(f64),
+    /// At each element, a number uniform in `[0, 1)` drawn inside the
+    /// kernel from this seed and the element's index
+    /// ([`KernelArg::Uniform`]).
+    Uniform(u64),
 }
 
 impl<'a, B: Backend, const D: usize> From<&'a Tensor<B, D>> for Arg<'a, B, D> {
@@ -329,7 +359,7 @@ fn eval_with<K: Elementwise, B: Backend, const D: usize>(
     fn tensor<'a, B: Backend, const D: usize>(a: &Arg<'a, B, D>) -> Option<&'a Tensor<B, D>> {
         match a {
             Arg::Tensor(t) => Some(*t),
-            Arg::Number(_) => None,
+            Arg::Number(_) | Arg::Uniform(_) => None,
         }
     }
     let Some(first) = args.iter().find_map(tensor) else {
@@ -351,11 +381,17 @@ fn eval_with<K: Elementwise, B: Backend, const D: usize>(
         };
         shape.copy_from_slice(&joint);
     }
+    let n: usize = shape.iter().product();
+    assert!(
+        !args.iter().any(|a| matches!(a, Arg::Uniform(_))) || n <= 1 << 32,
+        "{name}: noise is drawn for at most 2^32 elements, not {n} ({shape:?})"
+    );
     // A fixed array rather than a Vec: a training step calls kernels and
     // must not allocate.
     let inputs: [KernelArg<B::Storage>; MAX_ARGS] = std::array::from_fn(|i| match args.get(i) {
         Some(Arg::Tensor(t)) => KernelArg::Tensor(B::expand(t.storage(), &shape)),
         Some(Arg::Number(v)) => KernelArg::Number(*v),
+        Some(Arg::Uniform(seed)) => KernelArg::Uniform(*seed),
         None => KernelArg::Number(0.0),
     });
     let inputs = &inputs[..args.len()];

@@ -84,6 +84,48 @@ impl Rng {
     }
 }
 
+/// The counter-based generator kernels draw per-element noise from: the
+/// bits at element `index` of a draw under `seed` are a function of the
+/// two alone, so a kernel computes them where it needs them (a dropout
+/// mask is drawn in the forward pass and drawn again in the backward,
+/// never stored), in any order and on any backend, with the same result.
+/// Two rounds of a 32-bit integer hash (lowbias32), keyed by the seed's
+/// halves; the WGSL twin is [`COUNTER_WGSL`].
+#[inline(always)]
+pub fn counter_bits(seed: u64, index: u32) -> u32 {
+    #[inline(always)]
+    fn mix(mut h: u32) -> u32 {
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x7feb_352d);
+        h ^= h >> 15;
+        h = h.wrapping_mul(0x846c_a68b);
+        h ^ (h >> 16)
+    }
+    mix(mix(index ^ seed as u32) ^ (seed >> 32) as u32)
+}
+
+/// Uniform in `[0, 1)` at element `index` of a draw under `seed`: 24
+/// random bits, so the value is exact in `f32` and the same on every
+/// backend.
+#[inline(always)]
+pub fn counter_uniform(seed: u64, index: u32) -> f32 {
+    (counter_bits(seed, index) >> 8) as f32 * (1.0 / 16_777_216.0)
+}
+
+/// [`counter_uniform`] in WGSL, as `blaze_uniform(seed_lo, seed_hi, index)`.
+pub const COUNTER_WGSL: &str = "
+fn blaze_mix(x: u32) -> u32 {
+    var h = x ^ (x >> 16u);
+    h = h * 0x7feb352du;
+    h = h ^ (h >> 15u);
+    h = h * 0x846ca68bu;
+    return h ^ (h >> 16u);
+}
+fn blaze_uniform(k0: u32, k1: u32, i: u32) -> f32 {
+    return f32(blaze_mix(blaze_mix(i ^ k0) ^ k1) >> 8u) / 16777216.0;
+}
+";
+
 static GLOBAL: Mutex<Option<Rng>> = Mutex::new(None);
 
 /// Seeds the global generator behind `Tensor::rand_uniform` and friends, as
@@ -102,6 +144,24 @@ pub fn with_global_rng<R>(f: impl FnOnce(&mut Rng) -> R) -> R {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counter_draws_are_uniform_and_keyed_by_the_seed() {
+        let n = 1 << 16;
+        let draw = |seed| (0..n).map(|i| counter_uniform(seed, i)).collect::<Vec<f32>>();
+        let (a, b) = (draw(1), draw(2));
+        assert!(a.iter().all(|u| (0.0..1.0).contains(u)));
+        let mean = a.iter().map(|&u| f64::from(u)).sum::<f64>() / f64::from(n);
+        assert!((mean - 0.5).abs() < 0.01, "mean {mean}");
+        // A tenth of the draws fall below 0.1, and neighbours are not alike.
+        let below = a.iter().filter(|&&u| u < 0.1).count() as f64 / f64::from(n);
+        assert!((below - 0.1).abs() < 0.01, "{below}");
+        let close = a.windows(2).filter(|w| (w[0] - w[1]).abs() < 0.01).count() as f64 / f64::from(n);
+        assert!(close < 0.03, "{close}");
+        let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
+        assert!(same < 8, "{same} equal draws under two seeds");
+        assert_eq!(a, draw(1), "a draw depends on the seed and the index only");
+    }
 
     #[test]
     fn same_seed_same_stream_other_seed_other_stream() {

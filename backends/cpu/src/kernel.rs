@@ -7,6 +7,7 @@ use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, MAX_ARGS, RawBuffer, ScalarArg, Workgroups,
     check_launch,
 };
+use blaze_runtime::rng::counter_uniform;
 use rayon::prelude::*;
 
 use std::mem::MaybeUninit;
@@ -21,15 +22,24 @@ use crate::storage::{Array, CpuStorage, Float};
 /// splatted scalars stay in L1.
 const PIECE: usize = 1024;
 
-/// Calls `body` with kernel `K`'s inputs as contiguous slices, each with
-/// whether it is a tensor (indexed like the output) or a scalar (one piece
-/// of the repeated value): broadcast views are copied out into pooled
-/// arrays, so a kernel call does not allocate.
+/// Where a kernel argument's values come from, piece by piece.
+#[derive(Clone, Copy)]
+enum Source<'a, T> {
+    /// A tensor, indexed like the output.
+    Tensor(&'a [T]),
+    /// One piece of a repeated scalar.
+    Splat(&'a [T]),
+    /// Noise drawn from this seed for each piece.
+    Uniform(u64),
+}
+
+/// Calls `body` with kernel `K`'s inputs as sources: broadcast views are
+/// copied out into pooled arrays, so a kernel call does not allocate.
 fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     inputs: &[KernelArg<S>],
     n: usize,
     array: impl Fn(&S) -> &Array<T>,
-    body: impl FnOnce(&[(&[T], bool)]) -> R,
+    body: impl FnOnce(&[Source<'_, T>]) -> R,
 ) -> R {
     assert!(inputs.len() <= MAX_ARGS, "{}: more than {MAX_ARGS} arguments", K::NAME);
     let splat_len = n.min(PIECE);
@@ -39,38 +49,61 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
             a.as_slice().is_none().then(|| pool::output(&[a.len()], |o| pool::copy_to(o, &a.view())))
         }
         KernelArg::Number(v) => Some(pool::filled(&[splat_len], <T as KernelFloat>::lit(*v), |_| {})),
+        KernelArg::Uniform(_) => None,
     });
-    let sources: [(&[T], bool); MAX_ARGS] = std::array::from_fn(|i| {
-        let tensor = matches!(inputs.get(i), Some(KernelArg::Tensor(_)));
-        let values = match (&copies[i], inputs.get(i)) {
-            (Some(copy), _) => copy.as_slice().expect("a pooled array is contiguous"),
-            (None, Some(KernelArg::Tensor(s))) => array(s).as_slice().expect("contiguous, or copied above"),
-            _ => &[],
-        };
-        (values, tensor)
+    let sources: [Source<'_, T>; MAX_ARGS] = std::array::from_fn(|i| {
+        let copy = || copies[i].as_ref().and_then(|c| c.as_slice()).expect("a pooled array is contiguous");
+        match inputs.get(i) {
+            Some(KernelArg::Tensor(s)) => Source::Tensor(array(s).as_slice().unwrap_or_else(copy)),
+            Some(KernelArg::Number(_)) => Source::Splat(copy()),
+            Some(KernelArg::Uniform(seed)) => Source::Uniform(*seed),
+            None => Source::Splat(&[]),
+        }
     });
     body(&sources[..inputs.len()])
 }
 
 /// Evaluates `f` (of `K`) on the `len` elements from `start` into `out`,
-/// at most [`PIECE`] of them.
+/// at most [`PIECE`] of them; noise is drawn into a buffer on the stack.
 #[inline(always)]
 fn piece<K: Elementwise, T: Float + KernelFloat>(
     f: KernelFn,
-    sources: &[(&[T], bool)],
+    sources: &[Source<'_, T>],
     start: usize,
     out: &mut [MaybeUninit<T>],
 ) {
     let len = out.len();
+    let mut noise = [const { MaybeUninit::<[T; PIECE]>::uninit() }; MAX_ARGS];
+    let mut noise = noise.iter_mut();
     let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
-    for (arg, &(src, tensor)) in args.iter_mut().zip(sources) {
-        *arg = if tensor { &src[start..start + len] } else { &src[..len] };
+    for (arg, src) in args.iter_mut().zip(sources) {
+        *arg = match *src {
+            Source::Tensor(values) => &values[start..start + len],
+            Source::Splat(values) => &values[..len],
+            Source::Uniform(seed) => {
+                let buf = noise.next().expect("a buffer per argument");
+                // SAFETY: `MaybeUninit<[T; N]>` has the layout of `[MaybeUninit<T>; N]`.
+                let buf = unsafe { &mut *buf.as_mut_ptr().cast::<[MaybeUninit<T>; PIECE]>() };
+                draw(seed, start, &mut buf[..len])
+            }
+        };
     }
     let args = &args[..sources.len()];
     match f {
         KernelFn::Value => K::map(args, out),
         KernelFn::Partial(i) => K::map_partial(i, args, out),
     }
+}
+
+/// `out[j]` = the noise of element `start + j` under `seed`.
+#[inline(always)]
+fn draw<T: KernelFloat>(seed: u64, start: usize, out: &mut [MaybeUninit<T>]) -> &[T] {
+    for (j, o) in out.iter_mut().enumerate() {
+        // The caller checked that indices fit in 32 bits.
+        o.write(T::lit(f64::from(counter_uniform(seed, (start + j) as u32))));
+    }
+    // SAFETY: every slot was written above.
+    unsafe { &*(std::ptr::from_mut::<[MaybeUninit<T>]>(out) as *const [T]) }
 }
 
 /// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out

@@ -200,8 +200,8 @@ pub fn map<K: Elementwise>(
     if n == 0 {
         return Ok(());
     }
-    let tensors: Vec<bool> = args.iter().map(|a| matches!(a, MapArg::Array(_))).collect();
-    let (key, wgsl) = backend::elementwise_program::<K>(f, &tensors);
+    let layout: String = args.iter().map(|a| if matches!(a, MapArg::Array(_)) { 't' } else { 'n' }).collect();
+    let (key, wgsl) = backend::elementwise_program::<K>(f, &layout);
     let lens = args.iter().filter_map(|a| if let MapArg::Array(v) = a { Some(v.len()) } else { None });
     prepare(device, K::NAME, lens.chain([n]), &key, wgsl, "main")?;
     let inputs: Vec<KernelArg<WgpuStorage>> = args

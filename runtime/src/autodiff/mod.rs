@@ -480,26 +480,14 @@ impl<B: Backend> Kernels for Autodiff<B> {
         shape: &[usize],
         dtype: DType,
     ) -> AdStorage<B> {
-        let primal: Vec<KernelArg<B::Storage>> = inputs
-            .iter()
-            .map(|a| match a {
-                KernelArg::Tensor(t) => KernelArg::Tensor(t.primal.clone()),
-                KernelArg::Number(v) => KernelArg::Number(*v),
-            })
-            .collect();
+        let primal: Vec<KernelArg<B::Storage>> = inputs.iter().map(|a| a.map(|t| t.primal.clone())).collect();
         let y = B::elementwise::<K>(f, &primal, shape, dtype);
         // A partial's own derivative is not generated: partials are
         // constants to the tape (first-order gradients only).
         if f != KernelFn::Value {
             return AdStorage::constant(y);
         }
-        let tracked: Vec<&AdStorage<B>> = inputs
-            .iter()
-            .filter_map(|a| match a {
-                KernelArg::Tensor(t) => Some(t),
-                KernelArg::Number(_) => None,
-            })
-            .collect();
+        let tracked: Vec<&AdStorage<B>> = inputs.iter().filter_map(KernelArg::tensor).collect();
         let partial: graph::KernelPartial<B> =
             |i, inputs, shape, dtype| B::elementwise::<K>(KernelFn::Partial(i), inputs, shape, dtype);
         record(y, &tracked, || Op::Kernel(partial, primal, shape.to_vec(), dtype))

@@ -159,6 +159,22 @@ pub fn layer_modes<B: Backend>(dev: &B::Device) {
     assert!((kept - 0.75).abs() < 0.02, "dropout kept {kept}");
     assert!((y.mean().item() - 1.0).abs() < 0.03, "dropout is unbiased: mean {}", y.mean().item());
     assert_eq!(values(&Layer::<B, 2, 2>::forward(&drop, &ones)), values(&ones), "eval dropout is the identity");
+    // The mask is the counter-based generator's at each index, whatever
+    // the backend and the dtype; the backward draws it again from the seed.
+    let (y, seed) = Layer::<B, 2, 2>::forward_train(&mut drop, &ones, &mut Ctx::train(1));
+    let seed = seed.expect("training dropout keeps its seed");
+    let want: Vec<f64> =
+        (0..ones.numel())
+            .map(|i| {
+                if f64::from(crate::rng::counter_uniform(seed, i as u32)) < drop.threshold() { 0.0 } else { 1.0 / 0.75 }
+            })
+            .collect();
+    assert_close("dropout mask", &y, &want, &[200, 50], (0.0, 1e-6));
+    let (g, ()) = Layer::<B, 2, 2>::backward(&drop, &Some(seed), &ones);
+    assert_eq!(values(&g), values(&y), "dropout's backward applies its forward's mask");
+    let ones64 = ones.to_dtype(DType::F64);
+    let (y64, _) = Layer::<B, 2, 2>::forward_train(&mut drop, &ones64, &mut Ctx::train(1));
+    assert_close("dropout mask in f64", &y64, &want, &[200, 50], (0.0, 1e-12));
 
     let mut bn = BatchNorm2d::<B, 2>::new(NormConfig::default(), dev);
     let x = tensor::<B, 4>(&noise(4 * 2 * 3 * 3, 71), [4, 2, 3, 3], DType::F32, dev).mul_scalar(3.0).add_scalar(1.0);

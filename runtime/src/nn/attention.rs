@@ -111,8 +111,8 @@ pub struct MultiHeadAttentionCache<B: Backend> {
     heads: [Tensor<B, 4>; 3],
     /// The attention weights `[n, H, T, S]` before dropout.
     weights: Tensor<B, 4>,
-    /// The dropout mask on them, scaled, when training dropped anything.
-    dropped: Option<Tensor<B, 4>>,
+    /// The seed of the dropout mask on them, when training dropped anything.
+    dropped: Option<u64>,
     /// `out_proj`'s cache: its input as rows, and that input's shape.
     joined: (Tensor<B, 2>, [usize; 3]),
 }
@@ -310,8 +310,9 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         let (d_joined, out_proj) = Layer::<B, 3, 3>::backward(&self.out_proj, joined, g);
         let n = g.shape()[0];
         let d_ctx = Self::split(&d_joined.reshape([-1, D as i64]), n);
+        let dropout = Dropout::new(DropoutConfig { p: self.config.dropout });
         let kept = match dropped {
-            Some(mask) => weights.mul(mask),
+            Some(seed) => dropout.apply(weights, *seed),
             None => weights.clone(),
         };
         let matmul_grads = |g: &Tensor<B, 4>, a: &Tensor<B, 4>, b: &Tensor<B, 4>| {
@@ -321,7 +322,7 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         };
         let (d_kept, d_vh) = matmul_grads(&d_ctx, &kept, vh);
         let d_weights = match dropped {
-            Some(mask) => d_kept.mul(mask),
+            Some(seed) => dropout.apply(&d_kept, *seed),
             None => d_kept,
         };
         // The scale and the mask are the softmax's: its adjoint applies both.

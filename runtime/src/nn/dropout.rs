@@ -1,7 +1,15 @@
 //! Dropout: in training, zeroes each element with probability `p` and
 //! scales the rest by `1 / (1 - p)`; in evaluation, the identity.
+//!
+//! The mask is drawn inside the pass that applies it, by the counter-based
+//! generator (`rng::counter_uniform`) from a seed and each element's
+//! index: the training forward keeps the seed, not the mask, and the
+//! backward draws the same mask again in its one pass over the gradient.
+
+use std::mem::MaybeUninit;
 
 use super::{Ctx, Layer, stateless_module};
+use crate::kernel::{self, Arg, Elementwise, KernelFloat};
 use crate::{Backend, Tensor};
 
 /// Options of [`Dropout`].
@@ -32,6 +40,81 @@ impl Dropout {
     }
 }
 
+impl Dropout {
+    /// The fraction of draws that drop: `p` rounded to a multiple of
+    /// 2^-24, the resolution of the draws, so that every backend and
+    /// every float type compares them against the same number.
+    pub fn threshold(&self) -> f64 {
+        (self.p * 16_777_216.0).round() / 16_777_216.0
+    }
+
+    /// The factor kept elements are scaled by, `1 / (1 - p)`.
+    pub fn scale(&self) -> f64 {
+        1.0 / (1.0 - self.p)
+    }
+
+    /// `x` under the mask drawn from `seed`, in one pass: zero where the
+    /// element's draw falls below [`Dropout::threshold`], scaled by
+    /// [`Dropout::scale`] elsewhere. The same seed draws the same mask on
+    /// every backend, so the backward applies it to the gradient.
+    pub fn apply<B: Backend, const D: usize>(&self, x: &Tensor<B, D>, seed: u64) -> Tensor<B, D> {
+        kernel::call::<DropoutMask, B, D>(&[
+            Arg::Tensor(x),
+            Arg::Number(self.threshold()),
+            Arg::Number(self.scale()),
+            Arg::Uniform(seed),
+        ])
+    }
+}
+
+/// `dropout(x, p, scale, u) = u < p ? 0 : x * scale`, with `u` the
+/// element's draw: [`Dropout::apply`]'s kernel.
+#[derive(Clone, Copy, Debug)]
+struct DropoutMask;
+
+impl Elementwise for DropoutMask {
+    const NAME: &'static str = "dropout";
+    const ARGS: &'static [&'static str] = &["x", "p", "scale", "u"];
+    const WGSL: &'static str = "
+fn dropout(x: f32, p: f32, scale: f32, u: f32) -> f32 {
+    return select(x * scale, 0.0, u < p);
+}
+fn dropout_d_x(x: f32, p: f32, scale: f32, u: f32) -> f32 {
+    return select(scale, 0.0, u < p);
+}
+fn dropout_d_p(x: f32, p: f32, scale: f32, u: f32) -> f32 {
+    return 0.0;
+}
+fn dropout_d_scale(x: f32, p: f32, scale: f32, u: f32) -> f32 {
+    return select(x, 0.0, u < p);
+}
+fn dropout_d_u(x: f32, p: f32, scale: f32, u: f32) -> f32 {
+    return 0.0;
+}
+";
+
+    #[inline(always)]
+    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let (p, scale) = (args[1], args[2]);
+        for (((o, &x), (&p, &s)), &u) in out.iter_mut().zip(args[0]).zip(p.iter().zip(scale)).zip(args[3]) {
+            o.write(if u < p { T::lit(0.0) } else { x * s });
+        }
+    }
+
+    #[inline(always)]
+    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+        let zero = T::lit(0.0);
+        for (j, o) in out.iter_mut().enumerate() {
+            let (x, p, s, u) = (args[0][j], args[1][j], args[2][j], args[3][j]);
+            o.write(match arg {
+                0 if u >= p => s,
+                2 if u >= p => x,
+                _ => zero,
+            });
+        }
+    }
+}
+
 impl Default for Dropout {
     fn default() -> Self {
         Self::new(DropoutConfig::default())
@@ -41,8 +124,9 @@ impl Default for Dropout {
 stateless_module!(Dropout);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Dropout {
-    /// The scaled mask, or `None` when nothing was dropped (evaluation).
-    type Cache = Option<Tensor<B, D>>;
+    /// The seed the mask was drawn from, or `None` when nothing was
+    /// dropped (evaluation).
+    type Cache = Option<u64>;
 
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
         x.clone()
@@ -52,19 +136,12 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Dropout {
         if !ctx.train || self.p == 0.0 {
             return (x.clone(), None);
         }
-        let keep = Tensor::<B, D>::uniform_with(x.shape(), 0.0, 1.0, &mut ctx.rng, &x.device()).ge_scalar(self.p);
-        let mask = keep.to_dtype(x.dtype()).mul_scalar(1.0 / (1.0 - self.p));
-        (x.mul(&mask), Some(mask))
+        let seed = ctx.rng.next_u64();
+        (self.apply(x, seed), Some(seed))
     }
 
-    fn backward(&self, mask: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (
-            mask.as_ref().map_or_else(
-                || g.clone(),
-                |m| Tensor::from_storage(crate::adjoint::times::<B>(g.storage(), m.storage())),
-            ),
-            (),
-        )
+    fn backward(&self, seed: &Self::Cache, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+        (seed.map_or_else(|| g.clone(), |seed| self.apply(g, seed)), ())
     }
 }
 

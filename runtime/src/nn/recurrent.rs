@@ -134,12 +134,12 @@ pub struct DirectionCache<B: Backend, S> {
 }
 
 /// What a recurrent stack's training forward keeps: per layer, per
-/// direction, and the dropout mask on each layer's outputs (scaled), where
-/// one was drawn.
+/// direction, and the seed of the dropout mask on each layer's outputs,
+/// where one was drawn.
 #[derive(Clone, Debug)]
 pub struct RecurrentCache<B: Backend, S> {
     layers: Vec<Vec<DirectionCache<B, S>>>,
-    masks: Vec<Option<Tensor<B, 3>>>,
+    masks: Vec<Option<u64>>,
 }
 
 impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, H> {
@@ -425,8 +425,8 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Layer<B, 3, 3> for 
         let mut grads: Vec<Option<RnnWeights<B>>> = vec![None; self.weights.len()];
         let mut d = g.clone();
         for (l, layer_cache) in cache.layers.iter().enumerate().rev() {
-            if let Some(mask) = &cache.masks[l] {
-                d = d.mul(mask);
+            if let Some(seed) = cache.masks[l] {
+                d = super::Dropout::new(super::DropoutConfig { p: self.config.dropout }).apply(&d, seed);
             }
             let mut dx: Option<Tensor<B, 2>> = None;
             for (dir, dc) in layer_cache.iter().enumerate() {

@@ -17,17 +17,12 @@ pub(super) fn elementwise<K: Elementwise>(
 /// The device kernel `K`'s f32 `inputs` live on.
 fn device_of<K: Elementwise>(inputs: &[KernelArg<WgpuStorage>], dtype: DType) -> WgpuDevice {
     assert!(dtype == DType::F32, "wgpu {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
-    inputs
-        .iter()
-        .find_map(|a| match a {
-            KernelArg::Tensor(t) => Some(t.device.clone()),
-            KernelArg::Number(_) => None,
-        })
-        .unwrap_or_default()
+    inputs.iter().find_map(|a| Some(a.tensor()?.device.clone())).unwrap_or_default()
 }
 
 /// The buffers an elementwise kernel's shader binds (the tensor inputs in
-/// order, then `out`), its numbers appended to `params`.
+/// order, then `out`), its numbers (and each noise seed, as two words)
+/// appended to `params`.
 fn bind<'a>(
     inputs: &'a [KernelArg<WgpuStorage>],
     params: &mut Vec<u32>,
@@ -38,6 +33,7 @@ fn bind<'a>(
         match a {
             KernelArg::Tensor(t) => buffers.push(t.buffer()),
             KernelArg::Number(v) => params.push((*v as f32).to_bits()),
+            KernelArg::Uniform(seed) => params.extend([*seed as u32, (*seed >> 32) as u32]),
         }
     }
     buffers.push(out.buffer());
@@ -85,48 +81,60 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
     device.dispatch_with(&pipeline, &bound, (!words.is_empty()).then_some(&words), (groups, 1, 1));
 }
 
-/// Whether argument `k` of an elementwise kernel is a tensor (bound in
-/// order) or a number (passed as a parameter): the shader differs.
-pub(super) fn tensor_args(inputs: &[KernelArg<WgpuStorage>]) -> Vec<bool> {
-    inputs.iter().map(|a| matches!(a, KernelArg::Tensor(_))).collect()
+/// How an elementwise kernel's arguments are passed, one letter each: `t`
+/// a tensor (bound in order), `n` a number, `u` noise (its seed, as
+/// parameters): the shader differs.
+pub(super) fn layout(inputs: &[KernelArg<WgpuStorage>]) -> String {
+    inputs
+        .iter()
+        .map(|a| match a {
+            KernelArg::Tensor(_) => 't',
+            KernelArg::Number(_) => 'n',
+            KernelArg::Uniform(_) => 'u',
+        })
+        .collect()
 }
 
 /// Elementwise kernel `K`'s function `f` as a per-output shader over
-/// arguments laid out as `tensors` says: the key its pipeline is cached
-/// under, and its WGSL.
+/// arguments laid out as `layout` says ([`layout`]): the key its pipeline
+/// is cached under, and its WGSL.
 pub(crate) fn elementwise_program<K: Elementwise>(
     f: KernelFn,
-    tensors: &[bool],
+    layout: &str,
 ) -> (String, impl FnOnce() -> String + use<K>) {
-    program::<K>(f, tensors, false)
+    program::<K>(f, layout, false)
 }
 
 /// [`elementwise_program`], or with `sum` one invocation per row that
 /// sums `f` along it (parameters: rows, the row's length, the scale, then
 /// the numbers).
-fn program<K: Elementwise>(f: KernelFn, tensors: &[bool], sum: bool) -> (String, impl FnOnce() -> String + use<K>) {
+fn program<K: Elementwise>(f: KernelFn, layout: &str, sum: bool) -> (String, impl FnOnce() -> String + use<K>) {
     let name = match f {
         KernelFn::Value => K::NAME.to_owned(),
         KernelFn::Partial(i) => format!("{}_d_{}", K::NAME, K::ARGS[i]),
     };
-    let layout: String = tensors.iter().map(|&t| if t { 't' } else { 'n' }).collect();
     let key = format!("kernel{}:{name}:{layout}", if sum { "_sum" } else { "" });
     // Parameter 0 is the element (or row) count; numbers follow in order.
     let mut params = if sum { 3 } else { 1 };
     let at = if sum { "e" } else { "i" };
-    let args: Vec<String> = tensors
-        .iter()
+    let args: Vec<String> = layout
+        .chars()
         .enumerate()
-        .map(|(k, &tensor)| {
-            if tensor {
-                format!("in{k}[{at}]")
-            } else {
+        .map(|(k, kind)| match kind {
+            't' => format!("in{k}[{at}]"),
+            'n' => {
                 params += 1;
                 format!("pf({}u)", params - 1)
             }
+            _ => {
+                params += 2;
+                format!("blaze_uniform(pu({}u), pu({}u), {at})", params - 2, params - 1)
+            }
         })
         .collect();
-    let inputs: Vec<String> = tensors.iter().enumerate().filter(|(_, t)| **t).map(|(k, _)| format!("in{k}")).collect();
+    let noise = if layout.contains('u') { blaze_runtime::rng::COUNTER_WGSL } else { "" };
+    let inputs: Vec<String> =
+        layout.chars().enumerate().filter(|&(_, t)| t == 't').map(|(k, _)| format!("in{k}")).collect();
     let wgsl = move || {
         let decl: Vec<(&str, &str, bool)> =
             inputs.iter().map(|n| (n.as_str(), "f32", false)).chain([("out", "f32", true)]).collect();
@@ -139,7 +147,7 @@ fn program<K: Elementwise>(f: KernelFn, tensors: &[bool], sum: bool) -> (String,
         } else {
             format!("    out[i] = {call};")
         };
-        format!("{}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
+        format!("{}{noise}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
     };
     (key, wgsl)
 }
@@ -164,7 +172,7 @@ pub(super) fn elementwise_sum<K: Elementwise>(
     }
     let mut params = vec![u(rows), u(n), (scale as f32).to_bits()];
     let buffers = bind(inputs, &mut params, &out);
-    let (key, wgsl) = program::<K>(f, &tensor_args(inputs), true);
+    let (key, wgsl) = program::<K>(f, &layout(inputs), true);
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(&device, rows, WG));
     out
@@ -184,7 +192,7 @@ pub(crate) fn elementwise_on<K: Elementwise>(
     }
     let mut params = vec![u(n)];
     let buffers = bind(inputs, &mut params, &out);
-    let (key, wgsl) = elementwise_program::<K>(f, &tensor_args(inputs));
+    let (key, wgsl) = elementwise_program::<K>(f, &layout(inputs));
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(device, n, WG));
     out
