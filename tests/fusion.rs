@@ -136,6 +136,17 @@ twice!(Kerneled, KerneledUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>
     swish(h * 2.0, 1.5) * sigmoid(g) + swish(g, h) - h
 });
 
+// Dropouts inside groups draw their masks in the group's pass, from a seed
+// each; one read twice runs as its layer. The draws keep the body's order,
+// so both twins drop the same elements.
+twice!(Dropped, DroppedUnfused, [T, 8], { fc: Linear<8, 8>, drop: Dropout, other: Dropout, drop2: Dropout }, {
+    let h = self.fc(x);
+    let a = self.drop(gelu(h) * 2.0) + x;
+    let b = self.other(h);
+    let c = self.drop2(tanh(b)) * b;
+    a * 0.5 + c
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -335,4 +346,34 @@ fn fused_backward_matches_finite_differences_in_f64() {
     let m = Fused::new_seeded(6, &CpuDevice);
     let x = normal([2, 4, 8], 7);
     check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn dropouts_in_groups_agree_and_keep_no_mask() {
+    let _serial = serial();
+    let plan = Dropped::<Cpu>::FUSION;
+    let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
+    assert!(ops.iter().any(|o| o.starts_with(&["gelu", "mul_scalar", "dropout", "add"])), "{plan}");
+    assert!(ops.iter().any(|o| o.starts_with(&["tanh", "dropout", "mul"])), "{plan}");
+    assert!(plan.groups.iter().all(|g| g.wgsl.contains("select(")), "{plan}");
+    agree!(Dropped, DroppedUnfused, normal([3, 5, 8], 23), 2);
+    // Training drops about half of what the group computes; inference
+    // drops nothing.
+    let x = normal([8, 32, 8], 24);
+    let mut m = Dropped::new_seeded(25, &CpuDevice);
+    let (y, _) = m.forward_train(&x, &mut Ctx::train(26));
+    let unchanged = values(&y).iter().zip(values(&m.forward(&x))).filter(|(a, b)| *a == b).count();
+    assert!(unchanged < y.numel() / 2, "{unchanged} of {} unchanged in training", y.numel());
+    // Neither keeps a mask (a dropout keeps its seed); the fused forward
+    // keeps less still, by the intermediates its adjoint kernels recompute.
+    let before = blaze::cpu::bytes_in_use();
+    let fused = m.forward_train(&x, &mut Ctx::train(0));
+    let kept_fused = blaze::cpu::bytes_in_use() - before;
+    drop(fused);
+    let before = blaze::cpu::bytes_in_use();
+    let unfused = DroppedUnfused::new_seeded(25, &CpuDevice).forward_train(&x, &mut Ctx::train(0));
+    let kept_unfused = blaze::cpu::bytes_in_use() - before;
+    drop(unfused);
+    assert!(kept_fused < kept_unfused, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
+    check_model(&m, &normal([2, 3, 8], 27), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }

@@ -219,6 +219,34 @@ fn masked_fills_in_groups_agree_with_the_cpu_in_training() {
     agree_in_training!(Masked, &device, x, 2);
 }
 
+/// Dropouts inside a group: the mask drawn in the shader by the same
+/// counter-based generator as on the CPU, so both drop the same elements.
+#[model]
+pub struct Dropped {
+    fc: Linear<4, 4>,
+    drop: Dropout,
+}
+
+#[model(input = [T, 4])]
+impl Dropped {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        self.drop(gelu(h) * 2.0) + x
+    }
+}
+
+#[test]
+fn dropouts_in_groups_agree_with_the_cpu_in_training() {
+    assert!(Dropped::<Cpu>::FUSION.groups[0].ops.contains(&"dropout"), "{}", Dropped::<Cpu>::FUSION);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 16, 4], &CpuDevice);
+    let (_, mut gpu) = agree_in_training!(Dropped, &device, x.clone(), 2);
+    // Where the mask drops, the output is the residual `x` alone.
+    let (y, _) = gpu.forward_train(&on(&x, &device), &mut Ctx::train(1));
+    let dropped = y.to_vec::<f32>().iter().zip(x.to_vec::<f32>()).filter(|(a, b)| **a == *b).count();
+    assert!(dropped > 16 && dropped < 112, "{dropped} of 128 dropped");
+}
+
 #[test]
 fn reductions_after_groups_agree_with_the_cpu_in_training() {
     assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);

@@ -32,6 +32,20 @@ pub enum Input {
     /// `masked_fill(causal_mask(T), ..)` fills, as a tensor of the group's
     /// dtype made where the group runs.
     Causal(super::lower::Dim),
+    /// Part of the dropout at node `node`: in training, the layer's
+    /// threshold and scale and the noise drawn from the seed the forward
+    /// drew where the node was (the backward draws it again); in
+    /// inference, numbers that make it the identity.
+    Dropout { node: usize, part: DropPart },
+}
+
+/// The three arguments a dropout adds to its group's kernel, which
+/// computes `noise < threshold ? 0 : x * scale`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum DropPart {
+    Threshold,
+    Scale,
+    Noise,
 }
 
 /// One fused group: its nodes in body order (the last, `root`, produces
@@ -162,18 +176,21 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Act(Act::Sigmoid) => "sigmoid",
         Op::Act(Act::Gelu) => "gelu",
         Op::CausalFill { .. } => "masked_fill",
+        // Only `Dropout` layers are let into groups (`plan`'s `dropouts`).
+        Op::Layer(_) => "dropout",
         // A `kernel!` function: named by its own name in the plan.
         Op::Kernel { .. } => "kernel",
         _ => return None,
     })
 }
 
-/// Groups the fusable nodes of `low`, leaving out `taken` ones (fused
-/// already, as an activation into its layer). A node joins the group of
-/// an operand made by a fusable node that only it reads, as long as the
-/// group keeps to [`MAX_INPUTS`] arguments and one rank; groups of one op
-/// stay unfused.
-pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
+/// Groups the fusable nodes of `low` (elementwise ops, and the layer
+/// nodes in `dropouts`, which call a `Dropout`), leaving out `taken` ones
+/// (fused already, as an activation into its layer). A node joins the
+/// group of an operand made by a fusable node that only it reads, as long
+/// as the group keeps to [`MAX_INPUTS`] arguments and one rank; groups of
+/// one op stay unfused.
+pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usize]) -> Plan {
     let n = low.nodes.len();
     let uses = low.uses();
     let producer: Vec<Option<usize>> = {
@@ -184,7 +201,11 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize]) -> Plan {
         p
     };
     let (softmaxes, softmax_of) = fold_softmaxes(low, &uses, &producer);
-    let ok = |i: usize| fusable(&low.nodes[i].op).is_some() && !taken.contains(&i) && softmax_of[i].is_none();
+    let elementwise = |i: usize| match low.nodes[i].op {
+        Op::Layer(_) => dropouts.contains(&i),
+        ref op => fusable(op).is_some(),
+    };
+    let ok = |i: usize| elementwise(i) && !taken.contains(&i) && softmax_of[i].is_none();
     // members[g]: the nodes of tentative group g, by its root.
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut members: Vec<Vec<usize>> = Vec::new();
@@ -376,6 +397,11 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
                 inputs.push(Input::Causal(t.clone()));
                 inputs.push(Input::Number(value.clone()));
             }
+            Op::Layer(_) => {
+                for part in [DropPart::Threshold, DropPart::Scale, DropPart::Noise] {
+                    inputs.push(Input::Dropout { node: i, part });
+                }
+            }
             _ => {}
         }
     }
@@ -414,6 +440,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
     let mut param_of_value = Vec::new();
     let mut scalars = Vec::new();
     let mut masks = Vec::new();
+    let mut drops = Vec::new();
     for (index, input) in inputs.iter().enumerate() {
         let v = k.declare(format!("a{index}"), Ty::F32, Kind::Element { index });
         k.params.push(v);
@@ -421,8 +448,13 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
             Input::Value(val) => param_of_value.push((*val, v)),
             Input::Number(_) => scalars.push(v),
             Input::Causal(_) => masks.push(v),
+            Input::Dropout { node, part } => drops.push((*node, *part, v)),
         }
     }
+    let drop_param = |i: usize, part: DropPart, sp: Span| {
+        let v = drops.iter().find(|d| d.0 == i && d.1 == part).expect("a dropout has its three parameters").2;
+        at(ExprKind::Var(v), sp)
+    };
     let mut scalars = scalars.into_iter();
     let mut masks = masks.into_iter();
     let mut binding_of_value: Vec<(usize, usize)> = Vec::new();
@@ -495,6 +527,13 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                     .collect();
                 let f = ir::Extern { path: path.clone(), name: kernel_name(path), partial: None };
                 at(ExprKind::Extern(Box::new(f), args), sp)
+            }
+            // Inverted dropout: 0 where the element's draw falls below
+            // the threshold, the input scaled elsewhere.
+            Op::Layer(_) => {
+                let dropped = bin(ir::Bin::Lt, drop_param(i, DropPart::Noise, sp), drop_param(i, DropPart::Threshold, sp), sp);
+                let kept = bin(ir::Bin::Mul, x, drop_param(i, DropPart::Scale, sp), sp);
+                call(Intrinsic::Select, vec![dropped, at(ExprKind::Float(0.0), sp), kept], sp)
             }
             Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
             // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays

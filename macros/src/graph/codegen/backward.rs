@@ -65,7 +65,7 @@ impl Gen<'_> {
                         continue;
                     }
                     let adjoint = format_ident!("Adjoint{}", pos);
-                    let call = self.fused_call(group, quote!(#adjoint::Kernel), true, Some(quote!(#g)));
+                    let call = self.fused_call(group, quote!(#adjoint::Kernel), Pass::Backward, Some(quote!(#g)));
                     let e = if self.broadcast(*k, group.value) {
                         let sk = shape_ident(*k);
                         adj(*k, "sum_to", quote!(#call.into_storage(), &cache.#sk))

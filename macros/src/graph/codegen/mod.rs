@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::fuse::{Group, Input, Plan};
+use super::fuse::{DropPart, Group, Input, Plan};
 use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
@@ -138,6 +138,24 @@ fn tensor_arg(k: usize, from_cache: bool) -> TokenStream {
     }
 }
 
+/// Which pass a fused group's kernel call is made in: what its tensors
+/// are read from and what its dropouts do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// The inference forward: dropouts are the identity.
+    Infer,
+    /// The training forward: each dropout draws with the seed in `d{node}`.
+    Train,
+    /// The backward: tensors and seeds from the cache.
+    Backward,
+}
+
+/// The variable (and cache field) holding the seed a fused dropout at
+/// node `n` drew its mask from, if it dropped anything.
+fn seed_ident(n: usize) -> syn::Ident {
+    format_ident!("d{}", n)
+}
+
 /// A scalar from the body as a kernel call's number argument.
 fn number_arg(s: &TokenStream) -> TokenStream {
     let s = scalar(s);
@@ -200,14 +218,9 @@ impl Gen<'_> {
 
     /// A call of group `group`'s kernel (`kernel` names it in the group's
     /// module: `Kernel`, or `Adjoint{i}` with the output's gradient `extra`
-    /// as the last argument), its tensors read from the cache or not.
-    fn fused_call(
-        &self,
-        group: &Group,
-        kernel: TokenStream,
-        from_cache: bool,
-        extra: Option<TokenStream>,
-    ) -> TokenStream {
+    /// as the last argument) in `pass`.
+    fn fused_call(&self, group: &Group, kernel: TokenStream, pass: Pass, extra: Option<TokenStream>) -> TokenStream {
+        let from_cache = pass == Pass::Backward;
         let g = self.plan.group_of[group.root].expect("a group's root belongs to it");
         let module = Plan::module(&self.model.ident, g);
         let r = self.rank(self.low.nodes[group.root].out);
@@ -231,6 +244,7 @@ impl Gen<'_> {
                         &::blaze::nn::graph::causal_mask::<B, #r>(#t, &#like.device()).to_dtype(#like.dtype())
                     ))
                 }
+                Input::Dropout { node, part } => self.dropout_arg(*node, *part, pass),
             })
             .collect();
         args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
@@ -243,11 +257,30 @@ impl Gen<'_> {
         }
     }
 
+    /// Argument `part` of the dropout at node `node` in a group's call:
+    /// the identity's in inference and where training dropped nothing.
+    fn dropout_arg(&self, node: usize, part: DropPart, pass: Pass) -> TokenStream {
+        let arg = quote!(::blaze::runtime::kernel::Arg);
+        let Op::Layer(callee) = &self.low.nodes[node].op else { unreachable!("a dropout is a layer call") };
+        let layer = access(*callee, self.fields());
+        let (d, none) = (seed_ident(node), quote!(::core::option::Option::None::<u64>));
+        let seed = match pass {
+            Pass::Infer => none,
+            Pass::Train => quote!(#d),
+            Pass::Backward => quote!(cache.#d),
+        };
+        match part {
+            DropPart::Threshold => quote!(#arg::Number(#seed.map_or(0.0, |_| #layer.threshold()))),
+            DropPart::Scale => quote!(#arg::Number(#seed.map_or(1.0, |_| #layer.scale()))),
+            DropPart::Noise => quote!(#seed.map_or(#arg::Number(1.0), #arg::Uniform)),
+        }
+    }
+
     /// The right-hand side node `i` computes as the root of a fused group
-    /// or a folded softmax (the same in both forwards), if it is one.
-    fn fused_expr(&self, i: usize) -> Option<TokenStream> {
+    /// or a folded softmax in the forward `pass`, if it is one.
+    fn fused_expr(&self, i: usize, pass: Pass) -> Option<TokenStream> {
         if let Some(group) = self.plan.rooted_at(i) {
-            return Some(self.fused_call(group, quote!(Kernel), false, None));
+            return Some(self.fused_call(group, quote!(Kernel), pass, None));
         }
         let fold = self.plan.softmax_at(i)?;
         let (x, d, opts) = (value_ident(fold.input), self.rank(self.low.nodes[i].out) - 1, fold.options());
@@ -401,6 +434,17 @@ impl Gen<'_> {
             }
         }
         out
+    }
+
+    /// The nodes that call a `Dropout` layer: elementwise, so a group may
+    /// take them.
+    pub fn dropouts(&self) -> Vec<usize> {
+        let dropout = |c: &Callee| {
+            self.fields()[c.field].kind.builtin().is_some_and(|(l, _)| l == blaze_spec::Layer::Dropout)
+        };
+        (0..self.low.nodes.len())
+            .filter(|&i| matches!(&self.low.nodes[i].op, Op::Layer(c) if dropout(c)))
+            .collect()
     }
 
     /// The expression of the recomputed input of layer node `i`, from its
@@ -587,7 +631,7 @@ impl Gen<'_> {
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
+                _ if let Some(e) = self.fused_expr(i, Pass::Infer) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let e = &fused[&i];
                     let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
@@ -700,10 +744,20 @@ impl Gen<'_> {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let ci = layer_cache_ident(i);
+            if let (Op::Layer(callee), Some(_)) = (&n.op, self.plan.group_of[i]) {
+                // A dropout in a group draws its seed where the layer would
+                // have (the draws keep the body's order) and keeps it, not
+                // its mask.
+                let (d, at) = (seed_ident(i), access(*callee, self.fields()));
+                caches.push(d.clone());
+                out.extend(quote_spanned! {span=>
+                    let #d: ::core::option::Option<u64> = (ctx.train && #at.p > 0.0).then(|| ctx.rng.next_u64());
+                });
+            }
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if let Some(e) = self.fused_expr(i) => quote_spanned!(span=> let #o = #e;),
+                _ if let Some(e) = self.fused_expr(i, Pass::Train) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The layer caches its input; a fused activation its output.
                     let e = &fused[&i];
@@ -793,6 +847,10 @@ impl Gen<'_> {
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
             let ci = layer_cache_ident(i);
+            if let (Op::Layer(_), Some(_)) = (&n.op, self.plan.group_of[i]) {
+                let d = seed_ident(i);
+                out.extend(quote!(#d: ::core::option::Option<u64>,));
+            }
             if self.plan.group_of[i].is_some() || self.plan.recomputed_input(i).is_some() {
                 continue;
             }
