@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use crate::matmul::{GemmFloat, gemm_raw};
 use crate::parallel::CHUNK;
 use crate::pool::{self, with_scratch};
+use crate::simd::dispatch;
 use crate::storage::{Array, Float, Num};
 
 /// The output positions `o` along one axis whose tap `o * stride + offset`
@@ -488,35 +489,67 @@ pub(crate) fn max_pool2d<T: Num>(
 }
 
 /// [`max_pool2d`] of one plane with an unpadded 2x2 window (the common
-/// `MaxPool2d<2>`): two row slices and four taps per output, no clipping.
-/// Same rule: the first NaN wins, else the first largest tap.
+/// `MaxPool2d<2>`): two row slices and four taps per output, no clipping,
+/// branch-free, in the widest vector code the CPU has (for stride 2, each
+/// row's taps are read as pairs, which vectorises). Same rule: the first
+/// NaN wins, else the first largest tap.
 fn max_pool_2x2<T: Num>(src: &[T], out: &mut [T], idx: &mut [i64], geo: &PoolGeometry, [sh, sw]: [usize; 2]) {
-    let w = geo.w;
-    for oy in 0..geo.oh {
-        let y = oy * sh;
-        let (r0, r1) = (&src[y * w..][..w], &src[(y + 1) * w..][..w]);
-        for ox in 0..geo.ow {
-            let x = ox * sw;
-            let taps = [
-                (r0[x], y * w + x),
-                (r0[x + 1], y * w + x + 1),
-                (r1[x], (y + 1) * w + x),
-                (r1[x + 1], (y + 1) * w + x + 1),
-            ];
-            let (mut best, mut at) = taps[0];
-            for &(v, i) in &taps[1..] {
-                // Non-short-circuit operators and selects: the outcome is
-                // data-dependent, and a branch on it mispredicts half the time.
-                let take = !best.is_nan() & (v.is_nan() | (v > best));
-                best = if take { v } else { best };
-                at = if take { i } else { at };
+    let (w, ow) = (geo.w, geo.ow);
+    dispatch(
+        #[inline(always)]
+        || {
+            for oy in 0..geo.oh {
+                let y = oy * sh;
+                let (r0, r1) = (&src[y * w..][..w], &src[(y + 1) * w..][..w]);
+                let o = &mut out[oy * ow..][..ow];
+                let at = (y * w) as i64;
+                match (sw, idx.is_empty()) {
+                    (2, true) => {
+                        for ((o, a), b) in o.iter_mut().zip(r0.chunks_exact(2)).zip(r1.chunks_exact(2)) {
+                            *o = best_of_4([a[0], a[1], b[0], b[1]], w as i64).0;
+                        }
+                    }
+                    (2, false) => {
+                        let i = &mut idx[oy * ow..][..ow];
+                        let pairs = r0.chunks_exact(2).zip(r1.chunks_exact(2));
+                        for (x, ((o, i), (a, b))) in o.iter_mut().zip(i.iter_mut()).zip(pairs).enumerate() {
+                            let (best, off) = best_of_4([a[0], a[1], b[0], b[1]], w as i64);
+                            *o = best;
+                            *i = at + 2 * x as i64 + off;
+                        }
+                    }
+                    _ => {
+                        for ox in 0..ow {
+                            let x = ox * sw;
+                            let (best, off) = best_of_4([r0[x], r0[x + 1], r1[x], r1[x + 1]], w as i64);
+                            o[ox] = best;
+                            if let Some(slot) = idx.get_mut(oy * ow + ox) {
+                                *slot = at + x as i64 + off;
+                            }
+                        }
+                    }
+                }
             }
-            out[oy * geo.ow + ox] = best;
-            if let Some(slot) = idx.get_mut(oy * geo.ow + ox) {
-                *slot = at as i64;
-            }
-        }
+        },
+    );
+}
+
+/// The winner of a 2x2 window's taps (top-left, top-right, bottom-left,
+/// bottom-right, rows `w` apart) and its offset from the top-left: the
+/// first NaN, else the first largest.
+#[inline(always)]
+fn best_of_4<T: Num>(taps: [T; 4], w: i64) -> (T, i64) {
+    let offsets = [0, 1, w, w + 1];
+    let (mut best, mut at) = (taps[0], 0);
+    for k in 1..4 {
+        let v = taps[k];
+        // Non-short-circuit operators and selects: the outcome is
+        // data-dependent, and a branch on it mispredicts half the time.
+        let take = !best.is_nan() & (v.is_nan() | (v > best));
+        best = if take { v } else { best };
+        at = if take { offsets[k] } else { at };
     }
+    (best, at)
 }
 
 /// Average pooling; padded zeros count in the divisor (`count_include_pad`).

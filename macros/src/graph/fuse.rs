@@ -531,7 +531,8 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
             // Inverted dropout: 0 where the element's draw falls below
             // the threshold, the input scaled elsewhere.
             Op::Layer(_) => {
-                let dropped = bin(ir::Bin::Lt, drop_param(i, DropPart::Noise, sp), drop_param(i, DropPart::Threshold, sp), sp);
+                let dropped =
+                    bin(ir::Bin::Lt, drop_param(i, DropPart::Noise, sp), drop_param(i, DropPart::Threshold, sp), sp);
                 let kept = bin(ir::Bin::Mul, x, drop_param(i, DropPart::Scale, sp), sp);
                 call(Intrinsic::Select, vec![dropped, at(ExprKind::Float(0.0), sp), kept], sp)
             }

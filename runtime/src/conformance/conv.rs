@@ -101,6 +101,7 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
         for (shape, o) in [
             ([1, 1, 4, 4], Pool2dOptions::new(2)),
             ([2, 3, 7, 5], Pool2dOptions::new(2)),
+            ([1, 2, 5, 6], Pool2dOptions::new(2).stride(1)),
             ([1, 2, 7, 7], Pool2dOptions::new(3).stride(2).padding(1)),
             ([2, 2, 6, 6], Pool2dOptions::new(3).stride(1)),
             ([1, 1, 5, 9], Pool2dOptions { kernel: [1, 3], stride: [1, 2], padding: [0, 1] }),

@@ -439,12 +439,9 @@ impl Gen<'_> {
     /// The nodes that call a `Dropout` layer: elementwise, so a group may
     /// take them.
     pub fn dropouts(&self) -> Vec<usize> {
-        let dropout = |c: &Callee| {
-            self.fields()[c.field].kind.builtin().is_some_and(|(l, _)| l == blaze_spec::Layer::Dropout)
-        };
-        (0..self.low.nodes.len())
-            .filter(|&i| matches!(&self.low.nodes[i].op, Op::Layer(c) if dropout(c)))
-            .collect()
+        let dropout =
+            |c: &Callee| self.fields()[c.field].kind.builtin().is_some_and(|(l, _)| l == blaze_spec::Layer::Dropout);
+        (0..self.low.nodes.len()).filter(|&i| matches!(&self.low.nodes[i].op, Op::Layer(c) if dropout(c))).collect()
     }
 
     /// The expression of the recomputed input of layer node `i`, from its
