@@ -147,6 +147,16 @@ twice!(Dropped, DroppedUnfused, [T, 8], { fc: Linear<8, 8>, drop: Dropout, other
     a * 0.5 + c
 });
 
+// A softmax or log-softmax over the last dim after a group runs in the
+// group's pass: each row is evaluated into the output and normalised there.
+twice!(Softmaxed, SoftmaxedUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8> }, {
+    let h = self.fc(x);
+    let g = self.gate(x);
+    let p = (h * 0.5 + g).softmax(-1);
+    let lp = (tanh(h) - g).log_softmax(-1);
+    p * h + lp
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -376,4 +386,17 @@ fn dropouts_in_groups_agree_and_keep_no_mask() {
     drop(unfused);
     assert!(kept_fused < kept_unfused, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
     check_model(&m, &normal([2, 3, 8], 27), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn softmaxes_after_groups_agree() {
+    let _serial = serial();
+    let plan = Softmaxed::<Cpu>::FUSION;
+    let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
+    assert!(ops.contains(&&["mul_scalar", "add", "softmax"][..]), "{plan}");
+    assert!(ops.contains(&&["tanh", "sub", "log_softmax"][..]), "{plan}");
+    assert!(plan.forward_ops[0] < plan.forward_ops[1], "{plan}");
+    agree!(Softmaxed, SoftmaxedUnfused, normal([3, 5, 8], 28), 4);
+    let m = Softmaxed::new_seeded(29, &CpuDevice);
+    check_model(&m, &normal([2, 4, 8], 30), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }

@@ -150,6 +150,37 @@ fn a_sum_after_a_kernel_matches_the_kernel_then_the_sum() {
     }
 }
 
+#[test]
+fn a_softmax_after_a_kernel_matches_the_kernel_then_the_softmax() {
+    use blaze::runtime::kernel::{Arg, call, call_softmax};
+    // Rows longer than a piece of the CPU loop and rows of a few; a NaN
+    // row stays NaN; one and two threads; f32 and f64; softmax and log.
+    let mut rng = Rng::seed_from_u64(4);
+    for dtype in [DType::F32, DType::F64] {
+        for width in [2500, 7] {
+            let mut v = Tensor::<Cpu, 2>::normal_with([5, width], 0.0, 3.0, &mut rng, &CpuDevice).to_vec::<f32>();
+            v[2 * width + 1] = f32::NAN;
+            let x = Tensor::<Cpu, 2>::from_vec(v, [5, width], &CpuDevice).to_dtype(dtype);
+            let b = Tensor::<Cpu, 2>::normal_with([1, width], 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
+            let args = [Arg::Tensor(&x), Arg::Tensor(&b), Arg::Number(2.0)];
+            let full = call::<binary_mix::Kernel, Cpu, 2>(&args);
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+                for log in [false, true] {
+                    let got = pool.install(|| call_softmax::<binary_mix::Kernel, Cpu, 2>(&args, log));
+                    let want = if log { full.log_softmax(1) } else { full.softmax(1) };
+                    let (got, want) =
+                        (got.to_dtype(DType::F64).to_vec::<f64>(), want.to_dtype(DType::F64).to_vec::<f64>());
+                    assert!(got[2 * width..3 * width].iter().all(|v| v.is_nan()), "the NaN row");
+                    let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+                    let rows = |v: &[f64]| [&v[..2 * width], &v[3 * width..]].concat();
+                    close("call_softmax", &rows(&got), &rows(&want), tol);
+                }
+            }
+        }
+    }
+}
+
 kernel! {
     /// A parameter whose name is a keyword, written raw.
     pub fn shifted(r#in: f32, by: f32) -> f32 {

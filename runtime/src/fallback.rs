@@ -690,6 +690,21 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
         )
     }
 
+    fn elementwise_softmax<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Placed<D, H>>],
+        shape: &[usize],
+        dtype: DType,
+        log: bool,
+    ) -> Placed<D, H> {
+        Self::placed_kernel::<K>(
+            inputs,
+            dtype,
+            |on| D::elementwise_softmax::<K>(f, on, shape, dtype, log),
+            |on| H::elementwise_softmax::<K>(f, on, shape, dtype, log),
+        )
+    }
+
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Placed<D, H>>], scalars: &[ScalarArg]) {
         // Kernel buffers are f32: on the device when it holds f32, else
         // all on the host.

@@ -339,19 +339,33 @@ pub fn partial<K: Elementwise, B: Backend, const D: usize>(arg: usize, args: &[A
 /// averaged, in one pass where the backend fuses it: a fused group with a
 /// reduction after it never holds the group's whole output.
 pub fn call_sum<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>], mean: bool) -> Tensor<B, D> {
-    eval_with::<K, B, D>(KernelFn::Value, args, Some(mean))
+    eval_with::<K, B, D>(KernelFn::Value, args, Some(Rows::Sum { mean }))
+}
+
+/// The softmax (with `log`, the log-softmax) over the last dim of
+/// [`call`], in one pass per row where the backend fuses it: a fused
+/// group with a softmax after it never holds the group's output.
+pub fn call_softmax<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, B, D>], log: bool) -> Tensor<B, D> {
+    eval_with::<K, B, D>(KernelFn::Value, args, Some(Rows::Softmax { log }))
 }
 
 fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
     eval_with::<K, B, D>(f, args, None)
 }
 
-/// `f` of `K` at `args`, or with `sum = Some(mean)` its sum (mean) over
-/// the last dim.
+/// What runs over each row of a kernel's output in its pass.
+#[derive(Clone, Copy)]
+enum Rows {
+    Sum { mean: bool },
+    Softmax { log: bool },
+}
+
+/// `f` of `K` at `args`, or with `rows` that reduction of each row of it
+/// (over the last dim).
 fn eval_with<K: Elementwise, B: Backend, const D: usize>(
     f: KernelFn,
     args: &[Arg<'_, B, D>],
-    sum: Option<bool>,
+    rows: Option<Rows>,
 ) -> Tensor<B, D> {
     let name = K::NAME;
     assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
@@ -395,14 +409,15 @@ fn eval_with<K: Elementwise, B: Backend, const D: usize>(
         None => KernelArg::Number(0.0),
     });
     let inputs = &inputs[..args.len()];
-    Tensor::wrap(match sum {
+    assert!(D > 0 || rows.is_none(), "{name}: a reduction over the last dim needs a dim");
+    Tensor::wrap(match rows {
         None => B::elementwise::<K>(f, inputs, &shape, dtype),
-        Some(mean) => {
-            assert!(D > 0, "{name}: a sum over the last dim needs a dim");
+        Some(Rows::Sum { mean }) => {
             let n = shape[D - 1];
             let scale = if mean { 1.0 / n as f64 } else { 1.0 };
             B::elementwise_sum::<K>(f, inputs, &shape, dtype, scale)
         }
+        Some(Rows::Softmax { log }) => B::elementwise_softmax::<K>(f, inputs, &shape, dtype, log),
     })
 }
 

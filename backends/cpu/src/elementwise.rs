@@ -532,6 +532,32 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
     Some(out)
 }
 
+/// The softmax (with `log`, the log-softmax) of a row in place, while it
+/// is in cache: what a fused group with a softmax after it runs on each
+/// row it has just evaluated. Call inside [`dispatch`].
+#[inline(always)]
+pub(crate) fn softmax_row_in_place<T: Float>(row: &mut [T], log: bool) {
+    if row.is_empty() {
+        return;
+    }
+    let max = row_max(row);
+    if log {
+        // (x - max) - ln(sum exp(x - max)), as `softmax_last`.
+        let ln_sum = crate::reduce::sum_map(row, |v| (v - max).fast_exp()).ln();
+        for v in row.iter_mut() {
+            *v = (*v - max) - ln_sum;
+        }
+    } else {
+        for v in row.iter_mut() {
+            *v = (*v - max).fast_exp();
+        }
+        let inv = T::ONE / sum_slice(row);
+        for v in row.iter_mut() {
+            *v = *v * inv;
+        }
+    }
+}
+
 /// The adjoint of [`softmax_last`] in one pass per row: `scale y (g -
 /// sum(g y))`, or for the log form `scale (g - exp(y) sum(g))`, masked
 /// entries 0. `None` unless both are row-major of one shape.

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use std::mem::MaybeUninit;
 
+use crate::elementwise::softmax_row_in_place;
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool;
 use crate::reduce::sum_slice;
@@ -175,6 +176,38 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
                 out.par_chunks_mut(rows).enumerate().for_each(|(i, out)| sum_rows(i * rows, out));
             } else {
                 sum_rows(0, out);
+            }
+        })
+    })
+}
+
+/// The softmax (with `log`, the log-softmax) over the last dim of `f` of
+/// kernel `K` over `shape`: each row evaluated into the output a piece at
+/// a time, then its softmax run there while it is in cache.
+pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
+    f: KernelFn,
+    inputs: &[KernelArg<S>],
+    shape: &[usize],
+    array: impl Fn(&S) -> &Array<T>,
+    log: bool,
+) -> Array<T> {
+    let n: usize = shape.iter().product();
+    let row = shape.last().copied().unwrap_or(1).max(1);
+    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+        fill(shape, row, should_fork(n, COSTLY_OP_MIN), |start, out| {
+            for (r, out) in out.chunks_mut(row).enumerate() {
+                let at = start + r * row;
+                dispatch(
+                    #[inline(always)]
+                    || {
+                        for (i, piece_out) in out.chunks_mut(PIECE).enumerate() {
+                            piece::<K, T>(f, sources, at + i * PIECE, piece_out);
+                        }
+                        // SAFETY: the kernel wrote every slot of the row.
+                        let out = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(out) as *mut [T]) };
+                        softmax_row_in_place(out, log);
+                    },
+                );
             }
         })
     })

@@ -738,6 +738,20 @@ impl Kernels for Cpu {
         }
     }
 
+    fn elementwise_softmax<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        log: bool,
+    ) -> CpuStorage {
+        match dtype {
+            DType::F32 => CpuStorage::F32(kernel::run_softmax::<K, f32, _>(f, inputs, shape, kernel_f32::<K>, log)),
+            DType::F64 => CpuStorage::F64(kernel::run_softmax::<K, f64, _>(f, inputs, shape, kernel_f64::<K>, log)),
+            other => unsupported(K::NAME, other),
+        }
+    }
+
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {
         kernel::launch::<K>(groups, buffers, scalars);
     }

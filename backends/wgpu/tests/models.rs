@@ -247,6 +247,31 @@ fn dropouts_in_groups_agree_with_the_cpu_in_training() {
     assert!(dropped > 16 && dropped < 112, "{dropped} of 128 dropped");
 }
 
+/// Softmaxes after groups: one invocation per row evaluates the group,
+/// its max, its sum of exponentials and the output.
+#[model]
+pub struct Softmaxed {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Softmaxed {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        (h * 0.5 + x).softmax(-1) * h + (tanh(h) - x).log_softmax(-1)
+    }
+}
+
+#[test]
+fn softmaxes_after_groups_agree_with_the_cpu_in_training() {
+    let plan = Softmaxed::<Cpu>::FUSION;
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["log_softmax"])), "{plan}");
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["softmax"])), "{plan}");
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Softmaxed, &device, x, 2);
+}
+
 #[test]
 fn reductions_after_groups_agree_with_the_cpu_in_training() {
     assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);

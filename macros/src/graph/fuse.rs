@@ -60,9 +60,30 @@ pub struct Group {
     /// The value the kernel computes: the root's, or with `reduce` the
     /// one the reduction reads.
     pub value: usize,
-    /// A sum (`false`) or mean (`true`) over the last dim that reads the
-    /// kernel's value alone and runs in the same pass (`root` is it).
-    pub reduce: Option<bool>,
+    /// A reduction over the last dim that reads the kernel's value alone
+    /// and runs in the same pass (`root` is it).
+    pub reduce: Option<RowOp>,
+}
+
+/// A reduction over the last dim that a group runs in its pass.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum RowOp {
+    Sum,
+    Mean,
+    Softmax,
+    LogSoftmax,
+}
+
+impl RowOp {
+    /// The op's name in the body.
+    fn name(self) -> &'static str {
+        match self {
+            RowOp::Sum => "sum",
+            RowOp::Mean => "mean",
+            RowOp::Softmax => "softmax",
+            RowOp::LogSoftmax => "log_softmax",
+        }
+    }
 }
 
 /// A softmax (node `root`) that takes the scale and causal mask applied
@@ -243,25 +264,37 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
         softmax_of,
         recompute: Vec::new(),
     };
-    // A sum or mean over the last dim that alone reads a group's value
-    // joins the group (a single op with one is worth a kernel too).
+    // A sum, mean, softmax or log-softmax over the last dim that alone
+    // reads a group's value joins the group (a single op with one is worth
+    // a kernel too); a softmax that takes its scale or mask stays folded.
+    let folded: Vec<bool> = plan.softmax_of.iter().map(Option::is_some).collect();
     let reduce_after = |i: usize| {
         let v = low.nodes[i].out;
         let r = (0..n).find(|&r| low.nodes[r].args.contains(&v))?;
-        match low.nodes[r].op {
-            Op::Reduce { dim, mean } if uses[v] == 1 && dim + 1 == low.vals[v].shape.len() => Some((r, mean)),
-            _ => None,
-        }
+        let last = |dim: usize| uses[v] == 1 && dim + 1 == low.vals[v].shape.len();
+        let op = match low.nodes[r].op {
+            Op::Reduce { dim, mean } if last(dim) => {
+                if mean {
+                    RowOp::Mean
+                } else {
+                    RowOp::Sum
+                }
+            }
+            Op::Softmax(dim) if last(dim) && !folded[r] => RowOp::Softmax,
+            Op::LogSoftmax(dim) if last(dim) && !folded[r] => RowOp::LogSoftmax,
+            _ => return None,
+        };
+        Some((r, op))
     };
     for nodes in members.into_iter().filter(|m| m.len() > 1 || m.last().is_some_and(|&i| reduce_after(i).is_some())) {
         let g = plan.groups.len();
         let name = format!("{}_fused{g}", model);
         let mut group = build(low, nodes, name);
-        if let Some((r, mean)) = reduce_after(group.root) {
+        if let Some((r, op)) = reduce_after(group.root) {
             group.nodes.push(r);
             group.root = r;
-            group.reduce = Some(mean);
-            group.ops.push(if mean { "mean" } else { "sum" }.into());
+            group.reduce = Some(op);
+            group.ops.push(op.name().into());
         }
         for &m in &group.nodes {
             plan.group_of[m] = Some(g);

@@ -337,7 +337,7 @@ pub trait Composites: Primitives {
 
 /// `kernel!` kernels: what a backend runs for `#[kernel]` functions and
 /// their generated partials.
-pub trait Kernels: Primitives {
+pub trait Kernels: Composites {
     /// Kernel `K` (or one of its partial derivatives) at every element of
     /// `shape`. May assume every tensor input has `shape` and the float
     /// `dtype`, and that there are as many inputs as `K` has arguments.
@@ -364,6 +364,24 @@ pub trait Kernels: Primitives {
         let full = Self::elementwise::<K>(f, inputs, shape, dtype);
         let sum = Self::reduce(ReduceOp::Sum, &full, shape.len() - 1);
         if scale == 1.0 { sum } else { Self::binary_scalar(BinaryOp::Mul, &sum, scale) }
+    }
+
+    /// The softmax (with `log`, the log-softmax) over the last dim of
+    /// kernel `K` (or a partial) at every element of `shape`: a fused group
+    /// with a softmax after it. Same assumptions as
+    /// [`Kernels::elementwise`]. The default evaluates `K` over the whole
+    /// shape, then the softmax; a backend may evaluate each row into the
+    /// output and run its softmax there, holding nothing else.
+    fn elementwise_softmax<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Self::Storage>],
+        shape: &[usize],
+        dtype: DType,
+        log: bool,
+    ) -> Self::Storage {
+        let full = Self::elementwise::<K>(f, inputs, shape, dtype);
+        let o = if log { SoftmaxOptions::default().log() } else { SoftmaxOptions::default() };
+        Self::softmax(&full, shape.len() - 1, o)
     }
 
     /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`

@@ -102,21 +102,39 @@ pub(crate) fn elementwise_program<K: Elementwise>(
     f: KernelFn,
     layout: &str,
 ) -> (String, impl FnOnce() -> String + use<K>) {
-    program::<K>(f, layout, false)
+    program::<K>(f, layout, Rows::Each)
 }
 
-/// [`elementwise_program`], or with `sum` one invocation per row that
-/// sums `f` along it (parameters: rows, the row's length, the scale, then
-/// the numbers).
-fn program<K: Elementwise>(f: KernelFn, layout: &str, sum: bool) -> (String, impl FnOnce() -> String + use<K>) {
+/// What a kernel's shader does with each row of its values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// Nothing: one invocation per element.
+    Each,
+    /// Sums it, scaled: one invocation per row.
+    Sum,
+    /// Its softmax (or log-softmax): one invocation per row.
+    Softmax { log: bool },
+}
+
+/// [`elementwise_program`], or one invocation per row that sums `f` along
+/// it or takes its softmax (parameters: rows, the row's length, the scale,
+/// then the numbers).
+fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, impl FnOnce() -> String + use<K>) {
     let name = match f {
         KernelFn::Value => K::NAME.to_owned(),
         KernelFn::Partial(i) => format!("{}_d_{}", K::NAME, K::ARGS[i]),
     };
-    let key = format!("kernel{}:{name}:{layout}", if sum { "_sum" } else { "" });
+    let mode = match rows {
+        Rows::Each => "",
+        Rows::Sum => "_sum",
+        Rows::Softmax { log: false } => "_softmax",
+        Rows::Softmax { log: true } => "_log_softmax",
+    };
+    let key = format!("kernel{mode}:{name}:{layout}");
     // Parameter 0 is the element (or row) count; numbers follow in order.
-    let mut params = if sum { 3 } else { 1 };
-    let at = if sum { "e" } else { "i" };
+    let each = rows == Rows::Each;
+    let mut params = if each { 1 } else { 3 };
+    let at = if each { "i" } else { "e" };
     let args: Vec<String> = layout
         .chars()
         .enumerate()
@@ -139,13 +157,29 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, sum: bool) -> (String, imp
         let decl: Vec<(&str, &str, bool)> =
             inputs.iter().map(|n| (n.as_str(), "f32", false)).chain([("out", "f32", true)]).collect();
         let call = format!("{name}({})", args.join(", "));
-        let body = if sum {
-            format!(
-                "    let n = pu(1u);\n    var acc = 0.0;\n    for (var j = 0u; j < n; j = j + 1u) {{\n        \
-                 let e = i * n + j;\n        acc = acc + {call};\n    }}\n    out[i] = acc * pf(2u);"
-            )
-        } else {
-            format!("    out[i] = {call};")
+        // A loop over row `i`'s elements `e`.
+        let over_row = |body: &str| {
+            format!("    for (var j = 0u; j < n; j = j + 1u) {{\n        let e = i * n + j;\n{body}\n    }}\n")
+        };
+        let body = match rows {
+            Rows::Each => format!("    out[i] = {call};"),
+            Rows::Sum => format!(
+                "    let n = pu(1u);\n    var acc = 0.0;\n{}    out[i] = acc * pf(2u);",
+                over_row(&format!("        acc = acc + {call};"))
+            ),
+            // The max, then the sum of exponentials, then each value; a
+            // NaN anywhere in the row makes the row NaN, as on the CPU.
+            Rows::Softmax { log } => {
+                let write = if log { "(v - m) - log(s)" } else { "exp(v - m) / s" };
+                format!(
+                    "    let n = pu(1u);\n    var m = -3.4028235e38;\n    var nan = false;\n{}    var s = 0.0;\n{}{}",
+                    over_row(&format!("        let v = {call};\n        nan = nan || v != v;\n        m = max(m, v);")),
+                    over_row(&format!("        s = s + exp({call} - m);")),
+                    over_row(&format!(
+                        "        let v = {call};\n        out[e] = select({write}, bitcast<f32>(0x7fc00000u), nan);"
+                    )),
+                )
+            }
         };
         format!("{}{noise}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
     };
@@ -161,20 +195,46 @@ pub(super) fn elementwise_sum<K: Elementwise>(
     dtype: DType,
     scale: f64,
 ) -> WgpuStorage {
-    let device = device_of::<K>(inputs, dtype);
-    let n = *shape.last().expect("a sum over the last dim needs a dim");
     let mut out_shape = shape.to_vec();
-    *out_shape.last_mut().expect("a dim") = 1;
-    let out = WgpuStorage::new(&device, &out_shape, DType::F32);
-    let rows = out.numel();
-    if rows == 0 {
+    *out_shape.last_mut().expect("a sum over the last dim needs a dim") = 1;
+    per_row::<K>(f, inputs, shape, &out_shape, dtype, scale, Rows::Sum)
+}
+
+/// The softmax (or log-softmax) over the last dim of kernel `K` (or a
+/// partial), one invocation per row, on the device of `inputs`.
+pub(super) fn elementwise_softmax<K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+    dtype: DType,
+    log: bool,
+) -> WgpuStorage {
+    per_row::<K>(f, inputs, shape, shape, dtype, 1.0, Rows::Softmax { log })
+}
+
+/// Kernel `K` with `rows` run over each row of `shape`, one invocation per
+/// row, into an output of `out_shape`.
+fn per_row<K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+    out_shape: &[usize],
+    dtype: DType,
+    scale: f64,
+    rows: Rows,
+) -> WgpuStorage {
+    let device = device_of::<K>(inputs, dtype);
+    let n = *shape.last().expect("a row needs a dim");
+    let out = WgpuStorage::new(&device, out_shape, DType::F32);
+    let count = shape[..shape.len() - 1].iter().product::<usize>();
+    if out.numel() == 0 {
         return out;
     }
-    let mut params = vec![u(rows), u(n), (scale as f32).to_bits()];
+    let mut params = vec![u(count), u(n), (scale as f32).to_bits()];
     let buffers = bind(inputs, &mut params, &out);
-    let (key, wgsl) = program::<K>(f, &layout(inputs), true);
+    let (key, wgsl) = program::<K>(f, &layout(inputs), rows);
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
-    device.dispatch(&pipeline, &buffers, &params, grid(&device, rows, WG));
+    device.dispatch(&pipeline, &buffers, &params, grid(&device, count, WG));
     out
 }
 

@@ -805,6 +805,16 @@ impl Kernels for WgpuNative {
         kernels::elementwise_sum::<K>(f, inputs, shape, dtype, scale)
     }
 
+    fn elementwise_softmax<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<WgpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        log: bool,
+    ) -> WgpuStorage {
+        kernels::elementwise_softmax::<K>(f, inputs, shape, dtype, log)
+    }
+
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
         kernels::launch::<K>(groups, buffers, scalars)
     }

@@ -51,7 +51,20 @@ impl Gen<'_> {
                 // After a sum over the last dim, the gradient broadcasts
                 // along it (divided by its size after a mean).
                 let g = match group.reduce {
-                    Some(true) => {
+                    // After a softmax, the gradient of its input, from its output.
+                    Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) => {
+                        let (d, vy) = (self.rank(n.out) - 1, value_ident(n.out));
+                        let opts = if op == RowOp::LogSoftmax {
+                            quote!(::blaze::SoftmaxOptions::default().log())
+                        } else {
+                            quote!(::blaze::SoftmaxOptions::default())
+                        };
+                        let gs = format_ident!("{}_softmax", gy);
+                        let e = adj(group.value, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #opts));
+                        pre.extend(quote_spanned!(span=> let #gs = #e;));
+                        gs
+                    }
+                    Some(RowOp::Mean) => {
                         let len = self.low.vals[group.value].shape.last().expect("a reduced dim").tokens();
                         let gs = format_ident!("{}_mean", gy);
                         pre.extend(quote_spanned!(span=> let #gs = #gy.mul_scalar(1.0 / (#len) as f64);));

@@ -11,7 +11,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::fuse::{DropPart, Group, Input, Plan};
+use super::fuse::{DropPart, Group, Input, Plan, RowOp};
 use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
@@ -248,12 +248,18 @@ impl Gen<'_> {
             })
             .collect();
         args.extend(extra.map(|e| quote!(::blaze::runtime::kernel::Arg::Tensor(&#e))));
+        let call = |f: TokenStream, extra: TokenStream| quote!(::blaze::runtime::kernel::#f::<#module::#kernel, B, #r>(&[#(#args),*] #extra));
+        // The forward's kernel runs the reduction after it in its pass.
         match group.reduce {
-            // The forward's kernel, with the reduction after it in its pass.
-            Some(mean) if !from_cache => {
-                quote!(::blaze::runtime::kernel::call_sum::<#module::#kernel, B, #r>(&[#(#args),*], #mean))
+            Some(op @ (RowOp::Sum | RowOp::Mean)) if !from_cache => {
+                let mean = op == RowOp::Mean;
+                call(quote!(call_sum), quote!(, #mean))
             }
-            _ => quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*])),
+            Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) if !from_cache => {
+                let log = op == RowOp::LogSoftmax;
+                call(quote!(call_softmax), quote!(, #log))
+            }
+            _ => call(quote!(call), TokenStream::new()),
         }
     }
 
@@ -676,7 +682,11 @@ impl Gen<'_> {
                 continue;
             }
             if let Some(group) = self.plan.rooted_at(i) {
-                // The adjoint kernels read the group's arguments only.
+                // The adjoint kernels read the group's arguments only, and
+                // a softmax's adjoint its output.
+                if matches!(group.reduce, Some(RowOp::Softmax | RowOp::LogSoftmax)) {
+                    vals.insert(n.out);
+                }
                 for input in &group.inputs {
                     if let Input::Value(k) = input {
                         vals.insert(*k);
