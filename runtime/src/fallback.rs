@@ -554,6 +554,23 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         Self::view(x, D::sum_squares, H::sum_squares)
     }
 
+    fn cross_entropy(
+        logits: &Placed<D, H>,
+        targets: &Placed<D, H>,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(Placed<D, H>, Placed<D, H>)> {
+        // Fused where both live; the loss composes ops across places.
+        match (logits, targets) {
+            (Placed::Device(z), Placed::Device(t)) => D::cross_entropy(z, t, smoothing, ignore_index, grad_scale)
+                .map(|(l, g)| (Placed::Device(l), Placed::Device(g))),
+            (Placed::Host(z, d), Placed::Host(t, _)) => H::cross_entropy(z, t, smoothing, ignore_index, grad_scale)
+                .map(|(l, g)| (Placed::Host(l, d.clone()), Placed::Host(g, d.clone()))),
+            _ => None,
+        }
+    }
+
     fn attention(q: &Placed<D, H>, k: &Placed<D, H>, v: &Placed<D, H>, o: SoftmaxOptions) -> Placed<D, H> {
         match q {
             Placed::Device(qd) => {

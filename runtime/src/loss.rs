@@ -76,22 +76,26 @@ fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B
     }
 }
 
-/// The rows that count when some targets are ignored: the targets with
-/// ignored ones replaced by class 0, a `[n, 1]` weight of 1 for rows that
-/// count and 0 for the others, and how many count. `None` when all do.
-fn kept_rows<B: Backend>(targets: &Tensor<B, 1>, classes: usize, ignore_index: i64, dtype: DType) -> Option<Kept<B>> {
-    let ignore_is_a_class = (0..classes as i64).contains(&ignore_index);
-    if targets.numel() == 0 || !ignore_is_a_class && in_range(targets, classes) {
-        return None;
-    }
+/// The rows that count when some targets are ignored (`count` of them,
+/// fewer than all): the targets with ignored ones replaced by class 0, and
+/// a `[n, 1]` weight of 1 for rows that count and 0 for the others.
+fn kept_rows<B: Backend>(targets: &Tensor<B, 1>, ignore_index: i64, dtype: DType, count: f64) -> Kept<B> {
     let keep = targets.ne_scalar(ignore_index as f64);
-    let count = keep.to_dtype(DType::I64).sum().item();
     let n = targets.numel();
-    Some(Kept {
+    Kept {
         targets: targets.masked_fill(&keep.logical_not(), 0.0),
         weights: keep.to_dtype(dtype).reshape([n, 1]),
         count,
-    })
+    }
+}
+
+/// How many rows count: those whose target is not `ignore_index`.
+fn kept_count<B: Backend>(targets: &Tensor<B, 1>, classes: usize, ignore_index: i64) -> f64 {
+    let ignore_is_a_class = (0..classes as i64).contains(&ignore_index);
+    if targets.numel() == 0 || !ignore_is_a_class && in_range(targets, classes) {
+        return targets.numel() as f64;
+    }
+    targets.ne_scalar(ignore_index as f64).to_dtype(DType::I64).sum().item()
 }
 
 struct Kept<B: Backend> {
@@ -149,11 +153,19 @@ pub fn cross_entropy_with<B: Backend>(
     );
     let [n, c] = logits.shape();
     let dtype = logits.dtype();
+    // One pass per row where the backend has it.
+    let count = kept_count(targets, c, ignore_index);
+    let fused =
+        B::cross_entropy(logits.storage(), targets.storage(), label_smoothing, ignore_index, 1.0 / count.max(1.0));
+    if let Some((rows, grad)) = fused {
+        let rows = Tensor::<B, 1>::from_storage(rows);
+        return Loss { value: rows.sum().div_scalar(count), grad: Tensor::from_storage(grad) };
+    }
     let target_dist = |t: &Tensor<B, 1>| {
         one_hot(t, c, dtype).mul_scalar(1.0 - label_smoothing).add_scalar(label_smoothing / c as f64)
     };
     let logp = logits.log_softmax(1);
-    match kept_rows(targets, c, ignore_index, dtype) {
+    match (count < n as f64).then(|| kept_rows(targets, ignore_index, dtype, count)) {
         None => {
             let q = target_dist(targets);
             let value = logp.mul(&q).sum().neg().div_scalar(n as f64);
@@ -181,9 +193,12 @@ pub fn nll_with<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_
     check_targets("nll", logp, targets, ignore_index);
     let [n, c] = logp.shape();
     let dtype = logp.dtype();
-    let (targets, weights, count) = match kept_rows(targets, c, ignore_index, dtype) {
-        None => (targets.clone(), None, n as f64),
-        Some(Kept { targets, weights, count }) => (targets, Some(weights), count),
+    let count = kept_count(targets, c, ignore_index);
+    let (targets, weights) = if count < n as f64 {
+        let Kept { targets, weights, .. } = kept_rows(targets, ignore_index, dtype, count);
+        (targets, Some(weights))
+    } else {
+        (targets.clone(), None)
     };
     let mut picked: Tensor<B, 2> = logp.gather(1, &targets.reshape([n, 1]));
     let mut grad = one_hot(&targets, c, dtype).neg();

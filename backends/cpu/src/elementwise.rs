@@ -558,6 +558,69 @@ pub(crate) fn softmax_row_in_place<T: Float>(row: &mut [T], log: bool) {
     }
 }
 
+/// [`Composites::cross_entropy`](blaze_runtime::backend::Composites::cross_entropy)
+/// in one pass per row while it is in cache: the max, the exponentials
+/// (into the gradient's row) and their sum, then the loss and the
+/// gradient. `None` unless both are row-major.
+pub(crate) fn cross_entropy_rows<T: Float>(
+    logits: &Array<T>,
+    targets: &Array<i64>,
+    smoothing: f64,
+    ignore_index: i64,
+    grad_scale: f64,
+) -> Option<(Array<T>, Array<T>)> {
+    let (zs, ts) = (logits.as_slice()?, targets.as_slice()?);
+    let &[n, c] = logits.shape() else { return None };
+    let (keep, spread, scale) =
+        (T::from_f64(1.0 - smoothing), T::from_f64(smoothing / c as f64), T::from_f64(grad_scale));
+    let row = |r: usize, grad: &mut [T]| -> T {
+        let t = ts[r];
+        if t == ignore_index {
+            grad.fill(T::ZERO);
+            return T::ZERO;
+        }
+        let t = usize::try_from(t).expect("the runtime checked the targets");
+        let z = &zs[r * c..][..c];
+        dispatch(
+            #[inline(always)]
+            || {
+                let max = row_max(z);
+                for (g, &v) in grad.iter_mut().zip(z) {
+                    *g = (v - max).fast_exp();
+                }
+                let sum = sum_slice(grad);
+                let spread_z = if smoothing > 0.0 { spread * sum_slice(z) } else { T::ZERO };
+                let (inv, off) = (scale / sum, spread * scale);
+                for g in grad.iter_mut() {
+                    *g = *g * inv - off;
+                }
+                grad[t] = grad[t] - keep * scale;
+                max + sum.ln() - keep * z[t] - spread_z
+            },
+        )
+    };
+    let mut grads = None;
+    let losses = pool::output(&[n], |losses| {
+        grads = Some(pool::output(&[n, c], |grad| {
+            if should_fork(n * c, COSTLY_OP_MIN) && c > 0 {
+                let rows = (CHUNK / c).max(1);
+                grad.par_chunks_mut(rows * c).zip(losses.par_chunks_mut(rows)).enumerate().for_each(
+                    |(k, (grad, losses))| {
+                        for (i, (g, l)) in grad.chunks_mut(c).zip(losses.iter_mut()).enumerate() {
+                            *l = row(k * rows + i, g);
+                        }
+                    },
+                );
+            } else {
+                for (r, (g, l)) in grad.chunks_mut(c.max(1)).zip(losses.iter_mut()).enumerate() {
+                    *l = row(r, g);
+                }
+            }
+        }));
+    });
+    Some((losses, grads.expect("the gradient was made")))
+}
+
 /// The adjoint of [`softmax_last`] in one pass per row: `scale y (g -
 /// sum(g y))`, or for the log form `scale (g - exp(y) sum(g))`, masked
 /// entries 0. `None` unless both are row-major of one shape.

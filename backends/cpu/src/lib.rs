@@ -683,6 +683,23 @@ impl Composites for Cpu {
         }
     }
 
+    fn cross_entropy(
+        logits: &CpuStorage,
+        targets: &CpuStorage,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(CpuStorage, CpuStorage)> {
+        let t = targets.as_i64("cross_entropy");
+        match logits {
+            CpuStorage::F32(z) => elementwise::cross_entropy_rows(z, t, smoothing, ignore_index, grad_scale)
+                .map(|(l, g)| (CpuStorage::F32(l), CpuStorage::F32(g))),
+            CpuStorage::F64(z) => elementwise::cross_entropy_rows(z, t, smoothing, ignore_index, grad_scale)
+                .map(|(l, g)| (CpuStorage::F64(l), CpuStorage::F64(g))),
+            _ => None,
+        }
+    }
+
     fn adam(p: &mut CpuStorage, m: &mut CpuStorage, v: &mut CpuStorage, g: &CpuStorage, o: AdamStep) {
         let done = match (&mut *p, &mut *m, &mut *v, g) {
             (CpuStorage::F32(p), CpuStorage::F32(m), CpuStorage::F32(v), CpuStorage::F32(g)) => {

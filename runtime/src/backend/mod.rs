@@ -268,6 +268,25 @@ pub trait Composites: Primitives {
         composed_sum_squares::<Self>(x)
     }
 
+    /// Cross-entropy in one pass per row, if the backend has one: for
+    /// `logits` `[n, c]` and i64 class `targets` `[n]` (each in `0..c`, or
+    /// `ignore_index` to leave its row out), with the target distribution
+    /// `q = (1 - smoothing) onehot + smoothing / c`, each row's loss
+    /// `logsumexp(z) - Σ q z` (`[n]`) and the gradient `(softmax(z) - q)
+    /// grad_scale` (`[n, c]`), both 0 in rows left out. May assume a float
+    /// dtype, those shapes and valid targets. The default returns `None`,
+    /// and the loss composes ops (which the tape differentiates).
+    fn cross_entropy(
+        logits: &Self::Storage,
+        targets: &Self::Storage,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(Self::Storage, Self::Storage)> {
+        let _ = (logits, targets, smoothing, ignore_index, grad_scale);
+        None
+    }
+
     /// Attention for inference: `softmax(q kᵀ · o.scale) v`, causal when
     /// `o` says, for `q [.., T, d]`, `k [.., S, d]`, `v [.., S, e]` of equal
     /// batch dims, giving `[.., T, e]`. May assume a float dtype shared by
