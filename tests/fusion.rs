@@ -121,6 +121,34 @@ impl SeqTwin {
     }
 }
 
+// A sequential model runs its GELU and dropout fields as one kernel (the
+// mask drawn inside it) and `fc2`'s tanh in its bias pass; its twin, a
+// forward body with fusion off, runs each on its own.
+#[model(input = [8])]
+pub struct SeqDrop {
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    drop: Dropout,
+    fc2: Linear<16, 4>,
+    out: Tanh,
+}
+
+#[model]
+pub struct SeqDropTwin {
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    drop: Dropout,
+    fc2: Linear<16, 4>,
+    out: Tanh,
+}
+
+#[model(input = [8], fuse = false)]
+impl SeqDropTwin {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.out(self.fc2(self.drop(self.act(self.fc1(x)))))
+    }
+}
+
 blaze::kernel! {
     /// SiLU with a slope, as a user writes an activation.
     pub fn swish(x: f32, beta: f32) -> f32 {
@@ -399,4 +427,20 @@ fn softmaxes_after_groups_agree() {
     agree!(Softmaxed, SoftmaxedUnfused, normal([3, 5, 8], 28), 4);
     let m = Softmaxed::new_seeded(29, &CpuDevice);
     check_model(&m, &normal([2, 4, 8], 30), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn sequential_models_fuse_runs_of_elementwise_fields() {
+    let _serial = serial();
+    let plan = SeqDrop::<Cpu>::FUSION;
+    assert_eq!(plan.groups.len(), 1, "{plan}");
+    assert_eq!(plan.groups[0].ops, ["gelu", "dropout"]);
+    assert!(plan.groups[0].wgsl.contains("erf"), "{}", plan.groups[0].wgsl);
+    assert_eq!(plan.epilogues, &["fc2 + out"]);
+    assert_eq!(plan.forward_ops, [3, 4]);
+    assert_eq!(plan.backward_ops, [4, 5]);
+    assert!(SeqDrop::new_seeded(0, &CpuDevice).summary().contains("SeqDrop_fused0"));
+    agree!(SeqDrop, SeqDropTwin, normal([6, 8], 31), 4);
+    let m = SeqDrop::new_seeded(32, &CpuDevice);
+    check_model(&m, &normal([3, 8], 33), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }

@@ -272,6 +272,25 @@ fn softmaxes_after_groups_agree_with_the_cpu_in_training() {
     agree_in_training!(Softmaxed, &device, x, 2);
 }
 
+/// A sequential model's run of elementwise fields: one shader forward,
+/// one adjoint shader backward, the dropout mask drawn in both.
+#[model(input = [6])]
+pub struct SeqRun {
+    fc: Linear<6, 8>,
+    act: Gelu,
+    drop: Dropout,
+    squash: Sigmoid,
+    head: Linear<8, 3>,
+}
+
+#[test]
+fn sequential_runs_agree_with_the_cpu_in_training() {
+    assert_eq!(SeqRun::<Cpu>::FUSION.groups[0].ops, ["gelu", "dropout", "sigmoid"]);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 2>::rand_normal([7, 6], &CpuDevice);
+    agree_in_training!(SeqRun, &device, x, 4);
+}
+
 #[test]
 fn reductions_after_groups_agree_with_the_cpu_in_training() {
     assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);

@@ -463,6 +463,90 @@ fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
     at(ExprKind::Call(f, args), span)
 }
 
+/// An activation of `x` in the kernel IR.
+fn act_expr(a: Act, x: Expr, sp: Span) -> Expr {
+    let f = |v| at(ExprKind::Float(v), sp);
+    match a {
+        // max(0, x) keeps NaN, as ReLU does, and its derivative follows
+        // the first argument on the tie at 0 (PyTorch's relu'(0) = 0).
+        Act::Relu => call(Intrinsic::Max, vec![f(0.0), x], sp),
+        // The exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2.
+        Act::Gelu => {
+            let scaled = bin(ir::Bin::Mul, x.clone(), f(std::f64::consts::FRAC_1_SQRT_2), sp);
+            let cdf = bin(ir::Bin::Add, f(1.0), call(Intrinsic::Erf, vec![scaled], sp), sp);
+            bin(ir::Bin::Mul, bin(ir::Bin::Mul, f(0.5), x, sp), cdf, sp)
+        }
+        Act::Tanh => call(Intrinsic::Tanh, vec![x], sp),
+        // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
+        // finite where exp(-x) overflows.
+        Act::Sigmoid => {
+            let half = |e| bin(ir::Bin::Mul, f(0.5), e, sp);
+            let t = call(Intrinsic::Tanh, vec![half(x)], sp);
+            half(bin(ir::Bin::Add, f(1.0), t, sp))
+        }
+    }
+}
+
+/// Inverted dropout of `x` in the kernel IR, given its threshold, scale
+/// and noise: 0 where the element's draw falls below the threshold, the
+/// input scaled elsewhere.
+fn dropout_expr(x: Expr, [threshold, scale, noise]: [Expr; 3], sp: Span) -> Expr {
+    let dropped = bin(ir::Bin::Lt, noise, threshold, sp);
+    let kept = bin(ir::Bin::Mul, x, scale, sp);
+    call(Intrinsic::Select, vec![dropped, at(ExprKind::Float(0.0), sp), kept], sp)
+}
+
+/// The three arguments (threshold, scale, noise) of a fused dropout whose
+/// layer `layer` names: with `seed` (an `Option<u64>` expression, `Some`
+/// where training drew one) the layer's threshold and scale and noise
+/// drawn from the seed; without, numbers that make it the identity.
+pub fn dropout_args(layer: &TokenStream, seed: Option<TokenStream>) -> [TokenStream; 3] {
+    let arg = quote!(::blaze::runtime::kernel::Arg);
+    match seed {
+        None => [quote!(#arg::Number(0.0)), quote!(#arg::Number(1.0)), quote!(#arg::Number(1.0))],
+        Some(seed) => [
+            quote!(#arg::Number(#seed.map_or(0.0, |_| #layer.threshold()))),
+            quote!(#arg::Number(#seed.map_or(1.0, |_| #layer.scale()))),
+            quote!(#seed.map_or(#arg::Number(1.0), #arg::Uniform)),
+        ],
+    }
+}
+
+/// One field of a run of elementwise fields in a sequential model.
+#[derive(Clone, Copy)]
+pub enum ChainOp {
+    Act(Act),
+    /// A `Dropout`: three more parameters (threshold, scale, noise).
+    Dropout,
+}
+
+/// The kernel of a run of elementwise fields of a sequential model, named
+/// `name`: parameter 0 the run's input, then three per dropout, in order.
+pub fn chain(name: String, ops: &[ChainOp], span: Span) -> Kernel {
+    let mut k = Kernel::new(name, span, None);
+    let param = |k: &mut Kernel| {
+        let index = k.params.len();
+        let v = k.declare(format!("a{index}"), Ty::F32, Kind::Element { index });
+        k.params.push(v);
+        at(ExprKind::Var(v), span)
+    };
+    let mut x = param(&mut k);
+    for (i, op) in ops.iter().enumerate() {
+        let value = match op {
+            ChainOp::Act(a) => act_expr(*a, x, span),
+            ChainOp::Dropout => {
+                let parts = [param(&mut k), param(&mut k), param(&mut k)];
+                dropout_expr(x, parts, span)
+            }
+        };
+        let b = k.declare(format!("t{i}"), Ty::F32, Kind::Local { mutable: false });
+        k.body.push(Stmt::Let(b, value));
+        x = at(ExprKind::Var(b), span);
+    }
+    k.result = Some(x);
+    k
+}
+
 /// The group of `nodes` with its kernel: a parameter per argument, a `let`
 /// per op, the root's value as the result.
 fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
@@ -531,16 +615,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
             Op::Exp => call(Intrinsic::Exp, vec![x], sp),
             Op::Log => call(Intrinsic::Log, vec![x], sp),
             Op::Sqrt => call(Intrinsic::Sqrt, vec![x], sp),
-            // max(0, x) keeps NaN, as ReLU does, and its derivative follows
-            // the first argument on the tie at 0 (PyTorch's relu'(0) = 0).
-            Op::Act(Act::Relu) => call(Intrinsic::Max, vec![at(ExprKind::Float(0.0), sp), x], sp),
-            // The exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2.
-            Op::Act(Act::Gelu) => {
-                let f = |v| at(ExprKind::Float(v), sp);
-                let scaled = bin(ir::Bin::Mul, x.clone(), f(std::f64::consts::FRAC_1_SQRT_2), sp);
-                let cdf = bin(ir::Bin::Add, f(1.0), call(Intrinsic::Erf, vec![scaled], sp), sp);
-                bin(ir::Bin::Mul, bin(ir::Bin::Mul, f(0.5), x, sp), cdf, sp)
-            }
+            Op::Act(a) => act_expr(*a, x, sp),
             // The fill where the mask is 1, the value elsewhere.
             Op::CausalFill { .. } => {
                 let m = at(ExprKind::Var(masks.next().expect("one mask per fill")), sp);
@@ -561,21 +636,9 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                 let f = ir::Extern { path: path.clone(), name: kernel_name(path), partial: None };
                 at(ExprKind::Extern(Box::new(f), args), sp)
             }
-            // Inverted dropout: 0 where the element's draw falls below
-            // the threshold, the input scaled elsewhere.
             Op::Layer(_) => {
-                let dropped =
-                    bin(ir::Bin::Lt, drop_param(i, DropPart::Noise, sp), drop_param(i, DropPart::Threshold, sp), sp);
-                let kept = bin(ir::Bin::Mul, x, drop_param(i, DropPart::Scale, sp), sp);
-                call(Intrinsic::Select, vec![dropped, at(ExprKind::Float(0.0), sp), kept], sp)
-            }
-            Op::Act(Act::Tanh) => call(Intrinsic::Tanh, vec![x], sp),
-            // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
-            // finite where exp(-x) overflows.
-            Op::Act(Act::Sigmoid) => {
-                let half = |e| bin(ir::Bin::Mul, at(ExprKind::Float(0.5), sp), e, sp);
-                let t = call(Intrinsic::Tanh, vec![half(x)], sp);
-                half(bin(ir::Bin::Add, at(ExprKind::Float(1.0), sp), t, sp))
+                let part = |p| drop_param(i, p, sp);
+                dropout_expr(x, [part(DropPart::Threshold), part(DropPart::Scale), part(DropPart::Noise)], sp)
             }
             _ => unreachable!("only fusable ops are grouped"),
         };

@@ -21,8 +21,8 @@
 //! reverse passes are emitted as straight-line code (`codegen.rs`).
 
 mod codegen;
-mod fuse;
-mod lower;
+pub(crate) mod fuse;
+pub(crate) mod lower;
 mod vocab;
 
 use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};

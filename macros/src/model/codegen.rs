@@ -8,6 +8,8 @@ use syn::spanned::Spanned;
 
 use super::check::{Options, Plan, Shape, Step};
 use super::ir::{Field, LayerKind, Model};
+use crate::graph::fuse::{self, ChainOp};
+use crate::graph::lower::Act;
 
 /// The field's type with the backend `B` filled in: a built-in layer's
 /// type takes the backend when it holds tensors, then its sizes.
@@ -90,11 +92,165 @@ fn fused_activation(fields: &[&Field], i: usize) -> Option<TokenStream> {
     Some(quote!(::core::option::Option::Some(::blaze::UnaryOp::#op)))
 }
 
+/// A run of elementwise fields (an activation, then activations and
+/// dropouts) that runs as one fused kernel, forward and backward: fields
+/// `start..end`, the kernel, and the module its items live in.
+struct Run {
+    start: usize,
+    end: usize,
+    ops: Vec<ChainOp>,
+    kernel: crate::kernel::ir::Kernel,
+    module: Ident,
+}
+
+impl Run {
+    /// The dropout fields of the run, in order.
+    fn dropouts<'a>(&'a self, fields: &'a [&Field]) -> impl Iterator<Item = &'a Ident> + 'a {
+        self.ops
+            .iter()
+            .zip(&fields[self.start..self.end])
+            .filter(|(op, _)| matches!(op, ChainOp::Dropout))
+            .map(|(_, f)| &f.ident)
+    }
+
+    /// The kernel's call (`kernel` names it in the run's module) on `x`
+    /// (a `&Tensor` expression), with each dropout's arguments read from
+    /// its seed (`seed` of its field's name) or, without `seed`, the
+    /// identity's; `extra` is the output gradient for an adjoint.
+    fn call(
+        &self,
+        fields: &[&Field],
+        r: &TokenStream,
+        kernel: TokenStream,
+        x: TokenStream,
+        seed: Option<&dyn Fn(&Ident) -> TokenStream>,
+        extra: Option<TokenStream>,
+    ) -> TokenStream {
+        let arg = quote!(::blaze::runtime::kernel::Arg);
+        let mut args = vec![quote!(#arg::Tensor(#x))];
+        for d in self.dropouts(fields) {
+            args.extend(fuse::dropout_args(&quote!(self.#d), seed.map(|s| s(d))));
+        }
+        args.extend(extra.map(|g| quote!(#arg::Tensor(&#g))));
+        let module = &self.module;
+        quote!(::blaze::runtime::kernel::call::<#module::#kernel, B, #r>(&[#(#args),*]))
+    }
+}
+
+/// The op a field is inside a run, if it can be in one.
+fn chain_op(f: &Field) -> Option<ChainOp> {
+    let (layer, _) = f.kind.builtin().filter(|_| f.array.is_none())?;
+    Some(match layer {
+        blaze_spec::Layer::Relu => ChainOp::Act(Act::Relu),
+        blaze_spec::Layer::Gelu => ChainOp::Act(Act::Gelu),
+        blaze_spec::Layer::Tanh => ChainOp::Act(Act::Tanh),
+        blaze_spec::Layer::Sigmoid => ChainOp::Act(Act::Sigmoid),
+        blaze_spec::Layer::Dropout => ChainOp::Dropout,
+        _ => return None,
+    })
+}
+
+/// The runs of two or more elementwise fields that start with an
+/// activation the layer before does not take into its bias pass.
+fn runs(model: &Model, fields: &[&Field]) -> Vec<Run> {
+    let taken = |i: usize| i > 0 && fused_activation(fields, i - 1).is_some();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < fields.len() {
+        if !matches!(chain_op(fields[i]), Some(ChainOp::Act(_))) || taken(i) {
+            i += 1;
+            continue;
+        }
+        let mut end = i + 1;
+        while end < fields.len() && chain_op(fields[end]).is_some() {
+            end += 1;
+        }
+        if end - i >= 2 {
+            let ops: Vec<ChainOp> = fields[i..end].iter().filter_map(|f| chain_op(f)).collect();
+            let g = out.len();
+            let kernel = fuse::chain(format!("{}_fused{g}", model.ident), &ops, fields[i].ident.span());
+            out.push(Run { start: i, end, ops, kernel, module: fuse::Plan::module(&model.ident, g) });
+        }
+        i = end;
+    }
+    out
+}
+
+/// Each run's kernel items (a module each) and the model's `FUSION`
+/// constant.
+fn fusion(
+    model: &Model,
+    fields: &[&Field],
+    plan: &Plan,
+    runs: &[Run],
+    recomputed: &[bool],
+) -> (TokenStream, TokenStream) {
+    let mut items = TokenStream::new();
+    let mut groups = Vec::new();
+    for run in runs {
+        let module = &run.module;
+        let wgsl = match crate::kernel::fused_items(&run.kernel, true) {
+            Ok((kernel_items, wgsl)) => {
+                items.extend(quote! {
+                    #[doc(hidden)]
+                    #[allow(non_snake_case)]
+                    mod #module {
+                        #kernel_items
+                    }
+                });
+                wgsl
+            }
+            Err(e) => {
+                let msg = format!("internal error: fused fields of `{}` do not check: {e}", model.ident);
+                items.extend(syn::Error::new(run.kernel.span, msg).to_compile_error());
+                String::new()
+            }
+        };
+        let name = &run.kernel.name;
+        let ops = run.ops.iter().map(|op| match op {
+            ChainOp::Act(a) => format!("{a:?}").to_lowercase(),
+            ChainOp::Dropout => "dropout".to_owned(),
+        });
+        let inputs = 1 + 3 * run.dropouts(fields).count();
+        let output = match &plan.steps[run.end - 1].output {
+            Shape::Known(d) => format!("{d:?}"),
+            Shape::Opaque(_) => "[..]".to_owned(),
+        };
+        groups.push(quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #wgsl }));
+    }
+    let epilogues: Vec<String> = (0..fields.len())
+        .filter(|&i| fused_activation(fields, i).is_some())
+        .map(|i| format!("{} + {}", fields[i].ident, fields[i + 1].ident))
+        .collect();
+    let recomputed =
+        (0..fields.len()).filter(|&i| recomputed[i]).map(|i| format!("{} <- {}", fields[i].ident, fields[i - 1].ident));
+    let merged: usize = runs.iter().map(|r| r.end - r.start - 1).sum();
+    let (fields_n, taken) = (fields.len(), epilogues.len());
+    let forward = [fields_n - taken - merged, fields_n - taken];
+    let backward = [fields_n - merged, fields_n];
+    let plan = quote!(::blaze::nn::FusionPlan {
+        groups: &[#(#groups),*],
+        softmaxes: &[],
+        epilogues: &[#(#epilogues),*],
+        recomputed: &[#(#recomputed),*],
+        forward_ops: [#(#forward),*],
+        backward_ops: [#(#backward),*],
+    });
+    (items, plan)
+}
+
 /// The statements of `forward` and `forward_train` that run the layers in
 /// order, leaving the output in `x` (and each layer's cache in a variable
 /// named after its field). A `Linear` or `Conv2d` followed by ReLU, sigmoid
-/// or tanh runs as one fused step.
-fn forward_bodies(fields: &[&Field], passes: &[TokenStream], recomputed: &[bool]) -> (TokenStream, TokenStream) {
+/// or tanh runs as one fused step; a run of elementwise fields as one
+/// kernel, whose training forward keeps its input and each dropout's seed.
+fn forward_bodies(
+    fields: &[&Field],
+    passes: &[TokenStream],
+    recomputed: &[bool],
+    runs: &[Run],
+    plan: &Plan,
+) -> (TokenStream, TokenStream) {
     let (mut infer, mut train) = (TokenStream::new(), TokenStream::new());
     let mut i = 0;
     while i < fields.len() {
@@ -104,7 +260,27 @@ fn forward_bodies(fields: &[&Field], passes: &[TokenStream], recomputed: &[bool]
         // A field whose input the backward recomputes keeps no cache.
         let keep = if recomputed[i] { quote!(_) } else { quote!(#name) };
         let unit = recomputed[i].then(|| quote!(let #name = ();));
-        if let Some(act) = fused_activation(fields, i) {
+        if let Some(run) = runs.iter().find(|r| r.start == i) {
+            let r = plan.steps[i].input.rank_tokens();
+            infer.extend({
+                let call = run.call(fields, &r, quote!(Kernel), arg.clone(), None, None);
+                quote!(let x = #call;)
+            });
+            train.extend(quote!(let #name = ::core::clone::Clone::clone(#arg);));
+            for (op, f) in run.ops.iter().zip(&fields[i..run.end]).skip(1) {
+                let field = &f.ident;
+                train.extend(match op {
+                    ChainOp::Dropout => quote! {
+                        let #field: ::core::option::Option<u64> =
+                            (ctx.train && self.#field.p > 0.0).then(|| ctx.rng.next_u64());
+                    },
+                    ChainOp::Act(_) => quote!(let #field = ();),
+                });
+            }
+            let call = run.call(fields, &r, quote!(Kernel), quote!(&#name), Some(&|d: &Ident| quote!(#d)), None);
+            train.extend(quote!(let x = #call;));
+            i = run.end;
+        } else if let Some(act) = fused_activation(fields, i) {
             let next = &fields[i + 1].ident;
             infer.extend(quote!(let x = self.#name.forward_act(#arg, #act);));
             train.extend(quote! {
@@ -122,24 +298,60 @@ fn forward_bodies(fields: &[&Field], passes: &[TokenStream], recomputed: &[bool]
     (infer, train)
 }
 
+/// Each field's statements in the backward, which runs them last field
+/// first, taking `g` from the field's output gradient to its input's and
+/// binding its gradients to a variable named after it: its own backward,
+/// or for a run of elementwise fields the kernel's adjoint (at the run's
+/// last field) and no gradients.
+fn backward_steps(
+    fields: &[&Field],
+    passes: &[TokenStream],
+    caches: &[TokenStream],
+    runs: &[Run],
+    plan: &Plan,
+) -> Vec<TokenStream> {
+    (0..fields.len())
+        .map(|i| {
+            let name = &fields[i].ident;
+            let Some(run) = runs.iter().find(|r| (r.start..r.end).contains(&i)) else {
+                let (pass, cache) = (&passes[i], &caches[i]);
+                return quote!(let (g, #name) = #pass::backward(&self.#name, #cache, &g););
+            };
+            if i + 1 != run.end {
+                return TokenStream::new();
+            }
+            let (first, r) = (&fields[run.start].ident, plan.steps[run.start].input.rank_tokens());
+            let seed = |d: &Ident| quote!(cache.#d);
+            let call =
+                run.call(fields, &r, quote!(Adjoint0::Kernel), quote!(&cache.#first), Some(&seed), Some(quote!(g)));
+            let names = fields[run.start..run.end].iter().map(|f| &f.ident);
+            quote!(let g = #call; #(let #names = ();)*)
+        })
+        .collect()
+}
+
 /// The statements of `backward_params` that bind each field's gradients:
 /// full backward steps down to the first layer with parameters, its
 /// `backward_params`, and nothing for the stateless layers before it.
-fn backward_params_body(names: &[&Ident], passes: &[TokenStream], caches: &[TokenStream], plan: &Plan) -> TokenStream {
+fn backward_params_body(
+    names: &[&Ident],
+    passes: &[TokenStream],
+    caches: &[TokenStream],
+    steps: &[TokenStream],
+    plan: &Plan,
+) -> TokenStream {
     let Some(first) = plan.steps.iter().position(|s| s.params != Some(0)) else {
         return quote! {
             let _ = (cache, grad);
             #(let #names = ();)*
         };
     };
-    let (before, (at, after)) = (&names[..first], (names[first], &names[first + 1..]));
-    let (at_pass, after_passes) = (&passes[first], &passes[first + 1..]);
-    let (at_cache, after_caches) = (&caches[first], &caches[first + 1..]);
-    let (after, after_passes): (Vec<&Ident>, Vec<&TokenStream>) = after.iter().copied().zip(after_passes).rev().unzip();
-    let after_caches: Vec<&TokenStream> = after_caches.iter().rev().collect();
+    let (before, at) = (&names[..first], names[first]);
+    let (at_pass, at_cache) = (&passes[first], &caches[first]);
+    let after = steps[first + 1..].iter().rev();
     quote! {
         let g = ::core::clone::Clone::clone(grad);
-        #(let (g, #after) = #after_passes::backward(&self.#after, #after_caches, &g);)*
+        #(#after)*
         let #at = #at_pass::backward_params(&self.#at, #at_cache, &g);
         #(let #before = ();)*
     }
@@ -149,7 +361,7 @@ fn backward_params_body(names: &[&Ident], passes: &[TokenStream], caches: &[Toke
 /// keeping it, as in forward bodies: a `Linear` right after a GELU,
 /// LayerNorm or RMSNorm field, which rebuilds its output from its own
 /// cache (`nn::Recompute`). Such a field's cache is `()`.
-fn recomputed(fields: &[&Field]) -> Vec<bool> {
+fn recomputed(fields: &[&Field], runs: &[Run]) -> Vec<bool> {
     let layer = |i: usize| fields[i].kind.builtin().map(|(l, _)| l);
     (0..fields.len())
         .map(|i| {
@@ -157,6 +369,7 @@ fn recomputed(fields: &[&Field]) -> Vec<bool> {
                 && layer(i).is_some_and(|l| l.caches_input())
                 && layer(i - 1).is_some_and(|l| l.recomputes_output())
                 && !(i >= 2 && fused_activation(fields, i - 2).is_some())
+                && !runs.iter().any(|r| (r.start..r.end).contains(&(i - 1)))
         })
         .collect()
 }
@@ -326,22 +539,37 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     }
 
     let forward_name = format!("{ident}::forward");
-    let rev_names: Vec<_> = names.iter().rev().collect();
-    let rev_passes: Vec<_> = passes.iter().rev().collect();
     // `check` rejects models without layers; this keeps the generator total.
     let (false, Some(output)) = (fields.is_empty(), plan.output()) else {
         return quote!(::core::compile_error!("a model needs at least one layer"););
     };
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
-    let recomputed = recomputed(&fields);
+    let runs = runs(model, &fields);
+    let recomputed = recomputed(&fields, &runs);
     let caches = cache_refs(&fields, plan, &recomputed);
-    let rev_caches: Vec<_> = caches.iter().rev().collect();
-    let cache_tys: Vec<TokenStream> =
-        passes.iter().zip(&recomputed).map(|(p, &r)| if r { quote!(()) } else { quote!(#p::Cache) }).collect();
-    let backward_params = backward_params_body(&names, &passes, &caches, plan);
+    // A run keeps its input (in its first field's slot) and each dropout's seed.
+    let cache_tys: Vec<TokenStream> = (0..fields.len())
+        .map(|i| match runs.iter().find(|r| (r.start..r.end).contains(&i)) {
+            Some(run) if i == run.start => {
+                let r = plan.steps[i].input.rank_tokens();
+                quote!(::blaze::Tensor<B, #r>)
+            }
+            Some(run) if matches!(run.ops[i - run.start], ChainOp::Dropout) => quote!(::core::option::Option<u64>),
+            Some(_) => quote!(()),
+            None if recomputed[i] => quote!(()),
+            None => {
+                let p = &passes[i];
+                quote!(#p::Cache)
+            }
+        })
+        .collect();
+    let steps = backward_steps(&fields, &passes, &caches, &runs, plan);
+    let rev_steps = steps.iter().rev();
+    let backward_params = backward_params_body(&names, &passes, &caches, &steps, plan);
     let (_, marker_init) = backend_marker(model);
-    let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed);
+    let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed, &runs, plan);
+    let (fused_items, fusion_plan) = fusion(model, &fields, plan, &runs, &recomputed);
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
 
     let structs = struct_and_module(model);
@@ -355,6 +583,8 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         }
 
         #(#asserts)*
+
+        #fused_items
 
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
@@ -383,7 +613,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
                 let g = ::core::clone::Clone::clone(grad);
-                #(let (g, #rev_names) = #rev_passes::backward(&self.#rev_names, #rev_caches, &g);)*
+                #(#rev_steps)*
                 (g, #grads_ident { #(#names,)* })
             }
 
@@ -415,6 +645,11 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             pub const OUTPUT_SHAPE: &'static [usize] = <Self as ::blaze::nn::Block<B>>::OUTPUT.as_slice();
             /// Number of trainable scalars.
             pub const NUM_PARAMS: usize = <Self as ::blaze::nn::Block<B>>::NUM_PARAMS;
+
+            /// Which fields run fused: activations in their layer's bias
+            /// pass, runs of elementwise fields as one kernel each, and the
+            /// layer inputs the backward recomputes.
+            pub const FUSION: ::blaze::nn::FusionPlan = #fusion_plan;
 
             /// A model initialised as PyTorch initialises these layers, from
             /// the global generator (`blaze::manual_seed`).
@@ -471,7 +706,9 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                     output: #outputs,
                     params: ::blaze::nn::num_params::<B, _>(&self.#names),
                 }),*];
-                ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows)
+                let mut out = ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows);
+                out.push_str(&::std::string::ToString::to_string(&Self::FUSION));
+                out
             }
 
             fn check_input(x: &::blaze::Tensor<B, #in_rank>) {

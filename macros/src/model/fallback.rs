@@ -112,27 +112,28 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         }
         _ => TokenStream::new(),
     };
+    // The fusion plan, as the full expansion has it (every model has one).
+    let fusion = quote! {
+        /// Which ops run fused.
+        pub const FUSION: ::blaze::nn::FusionPlan =
+            ::blaze::nn::FusionPlan {
+                groups: &[],
+                softmaxes: &[],
+                epilogues: &[],
+                recomputed: &[],
+                forward_ops: [0, 0],
+                backward_ops: [0, 0],
+            };
+    };
     let seq_consts = match (&inputs.fixed, sequential) {
         (Some(dims), true) => quote! {
             /// Per-sample input shape (the batch dim excluded).
             pub const INPUT_SHAPE: &'static [usize] = &[#(#dims),*];
             /// Per-sample output shape.
             pub const OUTPUT_SHAPE: &'static [usize] = &[];
+            #fusion
         },
-        // A graph model's fusion plan, as the full expansion has it.
-        (_, false) => quote! {
-            /// Which elementwise ops of `forward` run fused.
-            pub const FUSION: ::blaze::nn::FusionPlan =
-                ::blaze::nn::FusionPlan {
-                    groups: &[],
-                    softmaxes: &[],
-                    epilogues: &[],
-                    recomputed: &[],
-                    forward_ops: [0, 0],
-                    backward_ops: [0, 0],
-                };
-        },
-        _ => TokenStream::new(),
+        _ => fusion,
     };
     let constructors = if sequential {
         quote! {

@@ -266,19 +266,19 @@ impl Gen<'_> {
     /// Argument `part` of the dropout at node `node` in a group's call:
     /// the identity's in inference and where training dropped nothing.
     fn dropout_arg(&self, node: usize, part: DropPart, pass: Pass) -> TokenStream {
-        let arg = quote!(::blaze::runtime::kernel::Arg);
         let Op::Layer(callee) = &self.low.nodes[node].op else { unreachable!("a dropout is a layer call") };
         let layer = access(*callee, self.fields());
-        let (d, none) = (seed_ident(node), quote!(::core::option::Option::None::<u64>));
+        let d = seed_ident(node);
         let seed = match pass {
-            Pass::Infer => none,
-            Pass::Train => quote!(#d),
-            Pass::Backward => quote!(cache.#d),
+            Pass::Infer => None,
+            Pass::Train => Some(quote!(#d)),
+            Pass::Backward => Some(quote!(cache.#d)),
         };
+        let [threshold, scale, noise] = super::fuse::dropout_args(&layer, seed);
         match part {
-            DropPart::Threshold => quote!(#arg::Number(#seed.map_or(0.0, |_| #layer.threshold()))),
-            DropPart::Scale => quote!(#arg::Number(#seed.map_or(1.0, |_| #layer.scale()))),
-            DropPart::Noise => quote!(#seed.map_or(#arg::Number(1.0), #arg::Uniform)),
+            DropPart::Threshold => threshold,
+            DropPart::Scale => scale,
+            DropPart::Noise => noise,
         }
     }
 
