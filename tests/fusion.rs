@@ -79,6 +79,12 @@ twice!(Conv, ConvUnfused, [2, 5, 5], { conv: Conv2d<2, 2, 3>, conv2: Conv2d<2, 2
     g + self.fc(g)
 });
 
+// A residual block of convolutions: `conv2` adds `x` in its bias pass,
+// after `conv1`'s ReLU ran in its own.
+twice!(ResConv, ResConvUnfused, [2, 5, 5], { conv1: Conv2d<2, 3, 1>, conv2: Conv2d<3, 2, 1> }, {
+    x + self.conv2(relu(self.conv1(x)))
+});
+
 // Reductions over the last dim run in the pass of the group before them:
 // a mean after a chain, a sum after a single product.
 twice!(Reduced, ReducedUnfused, [T, 8], { fc: Linear<8, 8> }, {
@@ -312,6 +318,16 @@ fn convolution_epilogues_agree() {
     let _serial = serial();
     assert_eq!(Conv::<Cpu>::FUSION.epilogues, &["conv + relu", "fc + add"]);
     agree!(Conv, ConvUnfused, normal([3, 2, 5, 5], 14), 6);
+}
+
+#[test]
+fn convolutions_take_residuals_too() {
+    let _serial = serial();
+    assert_eq!(ResConv::<Cpu>::FUSION.epilogues, &["conv1 + relu", "conv2 + add"]);
+    assert_eq!(ResConvUnfused::<Cpu>::FUSION.epilogues, &["conv1 + relu"]);
+    agree!(ResConv, ResConvUnfused, normal([3, 2, 5, 5], 34), 4);
+    let m = ResConv::new_seeded(35, &CpuDevice);
+    check_model(&m, &normal([2, 2, 5, 5], 36), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]

@@ -1052,7 +1052,7 @@ impl Layer {
     /// Whether a residual add of its output (`x + layer(h)`) can join its
     /// bias pass (the runtime's `Tensor::bias_act_add`).
     pub const fn fuses_residual(self) -> bool {
-        matches!(self, Layer::Linear)
+        matches!(self, Layer::Linear | Layer::Conv2d)
     }
 
     /// Whether the layer's cache is its input alone, so the backward can

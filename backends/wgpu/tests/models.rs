@@ -291,6 +291,28 @@ fn sequential_runs_agree_with_the_cpu_in_training() {
     agree_in_training!(SeqRun, &device, x, 4);
 }
 
+/// A residual block of convolutions: the add in `conv2`'s bias pass.
+#[model]
+pub struct ResConv {
+    conv1: Conv2d<2, 3, 1>,
+    conv2: Conv2d<3, 2, 1>,
+}
+
+#[model(input = [2, 4, 4])]
+impl ResConv {
+    fn forward(&self, x: Tensor) -> Tensor {
+        x + self.conv2(relu(self.conv1(x)))
+    }
+}
+
+#[test]
+fn convolution_residuals_agree_with_the_cpu_in_training() {
+    assert_eq!(ResConv::<Cpu>::FUSION.epilogues, &["conv1 + relu", "conv2 + add"]);
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 4>::rand_normal([2, 2, 4, 4], &CpuDevice);
+    agree_in_training!(ResConv, &device, x, 4);
+}
+
 #[test]
 fn reductions_after_groups_agree_with_the_cpu_in_training() {
     assert!(Reduced::<Cpu>::FUSION.groups.iter().any(|g| g.ops.ends_with(&["mean"])), "{}", Reduced::<Cpu>::FUSION);

@@ -81,13 +81,47 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
     /// on the convolution's output. `#[model]` calls it for a `Conv2d`
     /// followed by `Relu`, `Sigmoid` or `Tanh`.
     pub fn forward_act(&self, x: &Tensor<B, 4>, act: Option<UnaryOp>) -> Tensor<B, 4> {
+        self.forward_fused(x, act, None)
+    }
+
+    /// `act(conv(x) + b) + residual`, the activation and the residual
+    /// connection in one pass over the convolution's output where the
+    /// backend fuses them. `#[model]` calls it for a block's `x + conv(h)`.
+    pub fn forward_fused(
+        &self,
+        x: &Tensor<B, 4>,
+        act: Option<UnaryOp>,
+        residual: Option<&Tensor<B, 4>>,
+    ) -> Tensor<B, 4> {
         let y = x.conv2d(&self.weight, self.bias.as_ref(), self.options);
-        if act.is_some() { y.bias_act(None, 1, act) } else { y }
+        match residual {
+            Some(r) => {
+                assert!(
+                    r.shape() == y.shape(),
+                    "Conv2d<{CIN}, {COUT}, {K}>: residual {:?} for output {:?}",
+                    r.shape(),
+                    y.shape()
+                );
+                y.bias_act_add(None, 1, act, r)
+            }
+            None if act.is_some() => y.bias_act(None, 1, act),
+            None => y,
+        }
     }
 
     /// The training [`Conv2d::forward_act`]: its output and the layer's cache.
     pub fn forward_train_act(&self, x: &Tensor<B, 4>, act: Option<UnaryOp>) -> (Tensor<B, 4>, Tensor<B, 4>) {
-        (self.forward_act(x, act), x.clone())
+        self.forward_train_fused(x, act, None)
+    }
+
+    /// The training [`Conv2d::forward_fused`]: its output and the layer's cache.
+    pub fn forward_train_fused(
+        &self,
+        x: &Tensor<B, 4>,
+        act: Option<UnaryOp>,
+        residual: Option<&Tensor<B, 4>>,
+    ) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        (self.forward_fused(x, act, residual), x.clone())
     }
 }
 
