@@ -155,6 +155,17 @@ impl SeqDropTwin {
     }
 }
 
+// The same fields with fusion off: each runs on its own, but for the tanh
+// in `fc2`'s bias pass.
+#[model(input = [8], fuse = false)]
+pub struct SeqDropPlain {
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    drop: Dropout,
+    fc2: Linear<16, 4>,
+    out: Tanh,
+}
+
 blaze::kernel! {
     /// SiLU with a slope, as a user writes an activation.
     pub fn swish(x: f32, beta: f32) -> f32 {
@@ -457,6 +468,10 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
     assert_eq!(plan.backward_ops, [4, 5]);
     assert!(SeqDrop::new_seeded(0, &CpuDevice).summary().contains("SeqDrop_fused0"));
     agree!(SeqDrop, SeqDropTwin, normal([6, 8], 31), 4);
+    let plain = SeqDropPlain::<Cpu>::FUSION;
+    assert!(plain.groups.is_empty() && plain.recomputed.is_empty(), "{plain}");
+    assert_eq!((plain.epilogues, plain.forward_ops), (&["fc2 + out"][..], [4, 4]));
+    agree!(SeqDrop, SeqDropPlain, normal([6, 8], 37), 4);
     let m = SeqDrop::new_seeded(32, &CpuDevice);
     check_model(&m, &normal([3, 8], 33), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }

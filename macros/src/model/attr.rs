@@ -15,6 +15,9 @@ use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
 #[derive(FromMeta)]
 struct ModelArgs {
     input: Option<Expr>,
+    /// `fuse = false`: no runs of fields as one kernel, no recomputed
+    /// inputs (what a forward body's `fuse = false` turns off too).
+    fuse: Option<Expr>,
 }
 
 /// Parses `#[model(attr)] item`. A struct comes back even with errors in
@@ -63,12 +66,12 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     // Without arguments the struct is a graph model: its `forward` body
     // (and input shapes) come with `#[model(input = ..)] impl`.
     let graph = attr.is_empty();
-    let input = if graph { Ok(Vec::new()) } else { parse_args(attr, s.ident.span()) };
-    let input = match input {
+    let input = if graph { Ok((Vec::new(), true)) } else { parse_args(attr, s.ident.span()) };
+    let (input, fuse) = match input {
         Ok(v) => v,
         Err(e) => {
             errors.push(e);
-            Vec::new()
+            (Vec::new(), true)
         }
     };
     let mut fields = Vec::new();
@@ -128,7 +131,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
         errors.push(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
     }
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
-    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph }, errors.finish().err()))
+    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph, fuse }, errors.finish().err()))
 }
 
 /// Collects errors so that one expansion reports them all.
@@ -152,7 +155,8 @@ impl Errors {
     }
 }
 
-fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, Span)>> {
+/// The input dims, and whether to fuse.
+fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<(Vec<(usize, Span)>, bool)> {
     let missing = || {
         syn::Error::new(
             struct_span,
@@ -188,7 +192,12 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<Vec<(usize, S
             _ => return Err(syn::Error::new(e.span(), "input dims must be positive integer literals")),
         }
     }
-    Ok(dims)
+    let fuse = match &args.fuse {
+        None => true,
+        Some(Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. })) => b.value,
+        Some(other) => return Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
+    };
+    Ok((dims, fuse))
 }
 
 /// The largest size a layer or an input dim may have (the spec's).

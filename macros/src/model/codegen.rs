@@ -153,6 +153,9 @@ fn chain_op(f: &Field) -> Option<ChainOp> {
 /// The runs of two or more elementwise fields that start with an
 /// activation the layer before does not take into its bias pass.
 fn runs(model: &Model, fields: &[&Field]) -> Vec<Run> {
+    if !model.fuse {
+        return Vec::new();
+    }
     let taken = |i: usize| i > 0 && fused_activation(fields, i - 1).is_some();
     let mut out = Vec::new();
     let mut i = 0;
@@ -546,7 +549,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let out_rank = output.rank_tokens();
     let out_static = output.static_tokens();
     let runs = runs(model, &fields);
-    let recomputed = recomputed(&fields, &runs);
+    let recomputed = if model.fuse { recomputed(&fields, &runs) } else { vec![false; fields.len()] };
     let caches = cache_refs(&fields, plan, &recomputed);
     // A run keeps its input (in its first field's slot) and each dropout's seed.
     let cache_tys: Vec<TokenStream> = (0..fields.len())

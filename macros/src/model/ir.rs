@@ -17,6 +17,10 @@ pub struct Model {
     /// No `input` on the struct: the model's passes come from a
     /// `#[model(input = ..)] impl` with a `forward` body (`crate::graph`).
     pub graph: bool,
+    /// False under `#[model(input = [..], fuse = false)]`: a sequential
+    /// model runs each field on its own but for an activation in its
+    /// layer's bias pass.
+    pub fuse: bool,
 }
 
 /// One field: a layer.
