@@ -561,10 +561,17 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         ignore_index: i64,
         grad_scale: f64,
     ) -> Option<(Placed<D, H>, Placed<D, H>)> {
-        // Fused where both live; the loss composes ops across places.
+        // Fused where the logits live: class indices the device cannot
+        // hold go to it as f32 (exact below 2^24 classes, a few bytes a
+        // row); otherwise the loss composes ops.
         match (logits, targets) {
             (Placed::Device(z), Placed::Device(t)) => D::cross_entropy(z, t, smoothing, ignore_index, grad_scale)
                 .map(|(l, g)| (Placed::Device(l), Placed::Device(g))),
+            (Placed::Device(z), t @ Placed::Host(..)) if D::holds(DType::F32) && D::shape(z)[1] < 1 << 24 => {
+                let Placed::Device(t) = Self::cast(t, DType::F32) else { return None };
+                D::cross_entropy(z, &t, smoothing, ignore_index, grad_scale)
+                    .map(|(l, g)| (Placed::Device(l), Placed::Device(g)))
+            }
             (Placed::Host(z, d), Placed::Host(t, _)) => H::cross_entropy(z, t, smoothing, ignore_index, grad_scale)
                 .map(|(l, g)| (Placed::Host(l, d.clone()), Placed::Host(g, d.clone()))),
             _ => None,

@@ -345,6 +345,23 @@ fn epilogues_and_recomputed_inputs_agree_with_the_cpu_in_training() {
 }
 
 #[test]
+fn cross_entropy_is_one_shader_on_the_device() {
+    let Some(_) = WgpuDevice::probe() else { return };
+    let own = WgpuDevice::new().expect("the adapter the probe found");
+    let z = Tensor::<Cpu, 2>::rand_normal([37, 11], &CpuDevice).mul_scalar(3.0);
+    let ids: Vec<i64> = (0..37).map(|i| if i % 5 == 3 { -100 } else { (i * 7) % 11 }).collect();
+    let t = Tensor::<Cpu, 1>::from_vec(ids.clone(), [37], &CpuDevice);
+    let want = blaze::loss::cross_entropy(&z, &t, 0.1);
+    let (zg, tg) = (on(&z, &own), Tensor::<Wgpu, 1>::from_vec(ids, [37], &own));
+    let before = own.dispatches();
+    let got = blaze::loss::cross_entropy(&zg, &tg, 0.1);
+    // The loss and gradient rows in one shader; the mean over rows in two.
+    assert_eq!(own.dispatches() - before, 3);
+    close("loss", &[got.item() as f32], &[want.item() as f32]);
+    close("gradient", &got.grad.to_vec::<f32>(), &want.grad.to_vec::<f32>());
+}
+
+#[test]
 fn new_layers_agree_with_the_cpu_in_training() {
     let Some(device) = WgpuDevice::probe() else { return };
     let x = Tensor::<Cpu, 3>::rand_normal([3, 4, 12], &CpuDevice);

@@ -269,8 +269,9 @@ pub trait Composites: Primitives {
     }
 
     /// Cross-entropy in one pass per row, if the backend has one: for
-    /// `logits` `[n, c]` and i64 class `targets` `[n]` (each in `0..c`, or
-    /// `ignore_index` to leave its row out), with the target distribution
+    /// `logits` `[n, c]` and class `targets` `[n]` (each in `0..c`, or
+    /// `ignore_index` to leave its row out; i64, or f32 on a device that
+    /// holds no i64, which `HostFallback` converts them to), with the target distribution
     /// `q = (1 - smoothing) onehot + smoothing / c`, each row's loss
     /// `logsumexp(z) - Σ q z` (`[n]`) and the gradient `(softmax(z) - q)
     /// grad_scale` (`[n, c]`), both 0 in rows left out. May assume a float

@@ -621,6 +621,31 @@ impl Composites for WgpuNative {
         bias_act_add(&x, bias, dim, act, Some(residual))
     }
 
+    /// One workgroup per row ([`shaders::cross_entropy`]), for targets
+    /// the device holds: f32 class indices (`HostFallback` converts the
+    /// host's i64 ones).
+    fn cross_entropy(
+        logits: &WgpuStorage,
+        targets: &WgpuStorage,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(WgpuStorage, WgpuStorage)> {
+        let (z, t) = (native("cross_entropy", logits), native("cross_entropy", targets));
+        let (&[n, c], DType::F32, DType::F32) = (z.shape.as_slice(), z.dtype, t.dtype) else { return None };
+        let ignore = i32::try_from(ignore_index).ok()?;
+        let device = &z.device;
+        let (loss, grad) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n, c], DType::F32));
+        if n > 0 && c > 0 {
+            let pipeline = device.compile("cross_entropy", "cross_entropy", shaders::cross_entropy, "main");
+            let f = |v: f64| (v as f32).to_bits();
+            let params = [u(n), u(c), f(1.0 - smoothing), f(smoothing / c as f64), f(grad_scale), ignore as u32];
+            let bindings = [z.buffer(), t.buffer(), loss.buffer(), grad.buffer()];
+            device.dispatch(&pipeline, &bindings, &params, grid(device, n, 1));
+        }
+        Some((loss, grad))
+    }
+
     fn attention(q: &WgpuStorage, k: &WgpuStorage, v: &WgpuStorage, o: SoftmaxOptions) -> WgpuStorage {
         let (qn, kn, vn) = (native("attention", q), native("attention", k), native("attention", v));
         let r = qn.shape.len();
