@@ -64,17 +64,27 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     body(&sources[..inputs.len()])
 }
 
+/// Buffers for the noise arguments of one piece: made once per task, not
+/// per piece (a piece's vector code would otherwise probe a frame this
+/// large on every call).
+type Noise<T> = [MaybeUninit<[T; PIECE]>; MAX_ARGS];
+
+/// Fresh [`Noise`] buffers.
+fn noise<T>() -> Noise<T> {
+    [const { MaybeUninit::uninit() }; MAX_ARGS]
+}
+
 /// Evaluates `f` (of `K`) on the `len` elements from `start` into `out`,
-/// at most [`PIECE`] of them; noise is drawn into a buffer on the stack.
+/// at most [`PIECE`] of them; noise is drawn into `noise`.
 #[inline(always)]
 fn piece<K: Elementwise, T: Float + KernelFloat>(
     f: KernelFn,
     sources: &[Source<'_, T>],
     start: usize,
     out: &mut [MaybeUninit<T>],
+    noise: &mut Noise<T>,
 ) {
     let len = out.len();
-    let mut noise = [const { MaybeUninit::<[T; PIECE]>::uninit() }; MAX_ARGS];
     let mut noise = noise.iter_mut();
     let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
     for (arg, src) in args.iter_mut().zip(sources) {
@@ -120,10 +130,11 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
         // The kernel writes every slot of each piece (the `Elementwise`
         // contract), so the output starts uninitialised.
         fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
+            let mut noise = noise::<T>();
             for (i, out) in out.chunks_mut(PIECE).enumerate() {
                 dispatch(
                     #[inline(always)]
-                    || piece::<K, T>(f, sources, start + i * PIECE, out),
+                    || piece::<K, T>(f, sources, start + i * PIECE, out, &mut noise),
                 );
             }
         })
@@ -151,6 +162,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
     with_sources::<K, T, S, _>(inputs, n, array, |sources| {
         let sum_rows = |first: usize, out: &mut [MaybeUninit<T>]| {
             let mut buf = [MaybeUninit::<T>::uninit(); PIECE];
+            let mut noise = noise::<T>();
             for (r, o) in out.iter_mut().enumerate() {
                 let at = (first + r) * row;
                 let mut total = T::ZERO;
@@ -160,7 +172,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
                     dispatch(
                         #[inline(always)]
                         || {
-                            piece::<K, T>(f, sources, start, values);
+                            piece::<K, T>(f, sources, start, values, &mut noise);
                             // SAFETY: the kernel wrote every slot of `values`.
                             let values = unsafe { &*(std::ptr::from_ref::<[MaybeUninit<T>]>(values) as *const [T]) };
                             total += sum_slice(values);
@@ -195,13 +207,14 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
     let row = shape.last().copied().unwrap_or(1).max(1);
     with_sources::<K, T, S, _>(inputs, n, array, |sources| {
         fill(shape, row, should_fork(n, COSTLY_OP_MIN), |start, out| {
+            let mut noise = noise::<T>();
             for (r, out) in out.chunks_mut(row).enumerate() {
                 let at = start + r * row;
                 dispatch(
                     #[inline(always)]
                     || {
                         for (i, piece_out) in out.chunks_mut(PIECE).enumerate() {
-                            piece::<K, T>(f, sources, at + i * PIECE, piece_out);
+                            piece::<K, T>(f, sources, at + i * PIECE, piece_out, &mut noise);
                         }
                         // SAFETY: the kernel wrote every slot of the row.
                         let out = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(out) as *mut [T]) };
