@@ -23,10 +23,11 @@ fn pool(n: usize) -> &'static rayon::ThreadPool {
     POOLS[n - 1].get_or_init(|| rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("thread pool"))
 }
 
-/// Times `f` on the `threads`-thread pool, dropping its result inside the
-/// timed call as PyTorch's benchmark does (divan would otherwise keep a
-/// sample's results alive and time each call writing into a fresh, cold
-/// buffer, where the caller of an op reuses the one it just freed).
+/// Times `f` on the `threads`-thread pool, its result dropped inside the
+/// timed call, as in PyTorch's benchmark (divan drops a sample's results
+/// after timing it). Each call hops onto the pool, which PyTorch's calling
+/// thread does not: `examples/memory_bench` times the memory-bound rows
+/// from inside the pool.
 fn bench_in<T>(bencher: Bencher<'_, '_>, threads: usize, items: usize, f: impl Fn() -> T + Sync) {
     bencher.counter(ItemsCount::new(items)).bench_local(|| pool(threads).install(|| drop(f())));
 }
