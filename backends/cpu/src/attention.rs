@@ -62,7 +62,7 @@ pub(crate) fn attention<T: Float>(q: &Array<T>, k: &Array<T>, v: &Array<T>, o: S
                             a.write(T::ZERO);
                         }
                         // SAFETY: every slot of `acc` was written just above.
-                        let acc = unsafe { &mut *(std::ptr::from_mut::<[std::mem::MaybeUninit<T>]>(acc) as *mut [T]) };
+                        let acc = unsafe { crate::pool::written(acc) };
                         let (mut max, mut sum) = (T::from_f64(f64::NEG_INFINITY), T::ZERO);
                         let mut scores = [T::ZERO; BLOCK];
                         for j0 in (0..seen).step_by(BLOCK) {

@@ -506,7 +506,7 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
                         o.write(((v - max) * scale).fast_exp());
                     }
                     // SAFETY: every slot of `row` was written just above.
-                    let e = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(row) as *mut [T]) };
+                    let e = unsafe { pool::written(row) };
                     let sum = sum_slice(e);
                     if o.log {
                         // (x - max) - ln(sum): subtracting the max first keeps

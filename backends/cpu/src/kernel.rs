@@ -114,7 +114,7 @@ fn draw<T: KernelFloat>(seed: u64, start: usize, out: &mut [MaybeUninit<T>]) -> 
         o.write(T::lit(f64::from(counter_uniform(seed, (start + j) as u32))));
     }
     // SAFETY: every slot was written above.
-    unsafe { &*(std::ptr::from_mut::<[MaybeUninit<T>]>(out) as *const [T]) }
+    unsafe { pool::written(out) }
 }
 
 /// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out
@@ -174,7 +174,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
                         || {
                             piece::<K, T>(f, sources, start, values, &mut noise);
                             // SAFETY: the kernel wrote every slot of `values`.
-                            let values = unsafe { &*(std::ptr::from_ref::<[MaybeUninit<T>]>(values) as *const [T]) };
+                            let values = unsafe { pool::written(values) };
                             total += sum_slice(values);
                         },
                     );
@@ -217,7 +217,7 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
                             piece::<K, T>(f, sources, at + i * PIECE, piece_out, &mut noise);
                         }
                         // SAFETY: the kernel wrote every slot of the row.
-                        let out = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(out) as *mut [T]) };
+                        let out = unsafe { pool::written(out) };
                         softmax_row_in_place(out, log);
                     },
                 );

@@ -173,7 +173,7 @@ pub(crate) fn norm_backward<T: Float>(
                         }
                     }
                     // SAFETY: every slot of `o` was written just above.
-                    let gx = unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(o) as *mut [T]) };
+                    let gx = unsafe { crate::pool::written(o) };
                     // mean(gx) and mean(gx x̂).
                     let (sum_gx, dot) = sum_and_dot(gx, x, mean);
                     let a = if centre { sum_gx / count } else { T::ZERO };

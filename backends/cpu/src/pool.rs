@@ -147,6 +147,17 @@ pub(crate) fn output<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [T])) ->
     a
 }
 
+/// `slots` as the values written into them.
+///
+/// # Safety
+/// Every slot of `slots` must be initialised.
+#[inline(always)]
+pub(crate) unsafe fn written<T>(slots: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout; the caller vouches for
+    // every slot.
+    unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(slots) as *mut [T]) }
+}
+
 /// [`output`] for a `fill` that writes through `MaybeUninit` slots (the
 /// parallel fill loops are written so).
 pub(crate) fn output_uninit<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Array<T> {
