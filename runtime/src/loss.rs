@@ -53,7 +53,11 @@ pub fn check_class_targets<B: Backend>(
     if targets.numel() == 0 || in_range(targets, classes) {
         return Ok(());
     }
-    let values = targets.to_vec::<i64>();
+    class_error(&targets.to_vec::<i64>(), classes, ignore_index)
+}
+
+/// The first of `values` neither in `0..classes` nor `ignore_index`.
+fn class_error(values: &[i64], classes: usize, ignore_index: i64) -> Result<(), TargetError> {
     match values.iter().position(|&v| v != ignore_index && !(0..classes as i64).contains(&v)) {
         Some(position) => Err(TargetError { value: values[position], position, classes, ignore_index }),
         None => Ok(()),
@@ -66,14 +70,23 @@ fn in_range<B: Backend>(targets: &Tensor<B, 1>, classes: usize) -> bool {
 }
 
 /// Checks the shapes and dtype of class `targets` for `logits`, then
-/// their values; panics naming `op` on any problem.
-fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_index: i64) {
+/// their values; panics naming `op` on any problem. Returns how many rows
+/// count (those whose target is not `ignore_index`): two reductions when
+/// every target is a class and none can be ignored, else the targets
+/// read back once.
+fn check_targets<B: Backend>(op: &str, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_index: i64) -> f64 {
     let [n, classes] = logits.shape();
     assert!(targets.dtype() == DType::I64, "{op}: targets must be i64 class indices, got {}", targets.dtype());
     assert!(targets.shape() == [n], "{op}: logits {:?} need {n} targets, got {:?}", logits.shape(), targets.shape());
-    if let Err(e) = check_class_targets(targets, classes, ignore_index) {
+    let ignore_is_a_class = (0..classes as i64).contains(&ignore_index);
+    if n == 0 || !ignore_is_a_class && in_range(targets, classes) {
+        return n as f64;
+    }
+    let values = targets.to_vec::<i64>();
+    if let Err(e) = class_error(&values, classes, ignore_index) {
         panic!("{op}: {e}");
     }
+    values.iter().filter(|&&v| v != ignore_index).count() as f64
 }
 
 /// The rows that count when some targets are ignored (`count` of them,
@@ -87,15 +100,6 @@ fn kept_rows<B: Backend>(targets: &Tensor<B, 1>, ignore_index: i64, dtype: DType
         weights: keep.to_dtype(dtype).reshape([n, 1]),
         count,
     }
-}
-
-/// How many rows count: those whose target is not `ignore_index`.
-fn kept_count<B: Backend>(targets: &Tensor<B, 1>, classes: usize, ignore_index: i64) -> f64 {
-    let ignore_is_a_class = (0..classes as i64).contains(&ignore_index);
-    if targets.numel() == 0 || !ignore_is_a_class && in_range(targets, classes) {
-        return targets.numel() as f64;
-    }
-    targets.ne_scalar(ignore_index as f64).to_dtype(DType::I64).sum().item()
 }
 
 struct Kept<B: Backend> {
@@ -146,7 +150,7 @@ pub fn cross_entropy_with<B: Backend>(
     options: CrossEntropyOptions,
 ) -> Loss<B, 2> {
     let CrossEntropyOptions { label_smoothing, ignore_index } = options;
-    check_targets("cross_entropy", logits, targets, ignore_index);
+    let count = check_targets("cross_entropy", logits, targets, ignore_index);
     assert!(
         (0.0..=1.0).contains(&label_smoothing),
         "cross_entropy: label_smoothing {label_smoothing} is outside [0, 1]"
@@ -154,7 +158,6 @@ pub fn cross_entropy_with<B: Backend>(
     let [n, c] = logits.shape();
     let dtype = logits.dtype();
     // One pass per row where the backend has it.
-    let count = kept_count(targets, c, ignore_index);
     let fused =
         B::cross_entropy(logits.storage(), targets.storage(), label_smoothing, ignore_index, 1.0 / count.max(1.0));
     if let Some((rows, grad)) = fused {
@@ -190,10 +193,9 @@ pub fn nll<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>) -> Loss<B, 2
 
 /// [`nll`] with rows whose target is `ignore_index` left out of the mean.
 pub fn nll_with<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_index: i64) -> Loss<B, 2> {
-    check_targets("nll", logp, targets, ignore_index);
+    let count = check_targets("nll", logp, targets, ignore_index);
     let [n, c] = logp.shape();
     let dtype = logp.dtype();
-    let count = kept_count(targets, c, ignore_index);
     let (targets, weights) = if count < n as f64 {
         let Kept { targets, weights, .. } = kept_rows(targets, ignore_index, dtype, count);
         (targets, Some(weights))
