@@ -3,6 +3,7 @@
 
 use blaze_runtime::{DType, DataVec, TensorData};
 use ndarray::{ArcArray, IxDyn};
+use crate::pool;
 
 /// A shared, possibly strided n-d array.
 pub type Array<T> = ArcArray<T, IxDyn>;
@@ -72,18 +73,27 @@ impl CpuStorage {
         }
     }
 
-    /// Wraps host data without copying it.
+    /// Wraps host data: without copying it when its values start on a
+    /// cache line (or are too few for vector code to care), else copied
+    /// once into an aligned pool buffer, so no op over it loads vectors
+    /// that straddle two lines (see [`pool::ALIGN`]).
     pub fn from_data(data: TensorData) -> Self {
-        let shape = IxDyn(&data.shape);
-        // `TensorData` guarantees that the values fill the shape.
-        fn bad<T>(e: ndarray::ShapeError) -> Array<T> {
-            panic!("CpuStorage::from_data: inconsistent tensor data: {e}")
+        fn wrap<T: pool::Pooled>(shape: &[usize], v: Vec<T>) -> Array<T> {
+            if v.len() * size_of::<T>() < pool::ALIGN || (v.as_ptr() as usize).is_multiple_of(pool::ALIGN) {
+                // `TensorData` guarantees that the values fill the shape.
+                Array::from_shape_vec(IxDyn(shape), v)
+                    .unwrap_or_else(|e| panic!("CpuStorage::from_data: inconsistent tensor data: {e}"))
+            } else {
+                assert_eq!(v.len(), shape.iter().product::<usize>(), "CpuStorage::from_data: inconsistent tensor data");
+                pool::output(shape, |out| out.copy_from_slice(&v))
+            }
         }
+        let shape = &data.shape;
         match data.values {
-            DataVec::F32(v) => CpuStorage::F32(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
-            DataVec::F64(v) => CpuStorage::F64(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
-            DataVec::I64(v) => CpuStorage::I64(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
-            DataVec::Bool(v) => CpuStorage::Bool(Array::from_shape_vec(shape, v).unwrap_or_else(bad)),
+            DataVec::F32(v) => CpuStorage::F32(wrap(shape, v)),
+            DataVec::F64(v) => CpuStorage::F64(wrap(shape, v)),
+            DataVec::I64(v) => CpuStorage::I64(wrap(shape, v)),
+            DataVec::Bool(v) => CpuStorage::Bool(wrap(shape, v)),
         }
     }
 
