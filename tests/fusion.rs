@@ -202,6 +202,17 @@ twice!(Softmaxed, SoftmaxedUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 
     p * h + lp
 });
 
+// A LayerNorm after a residual add and an RMSNorm after a chain run in the
+// pass of the group before them: each row is evaluated, its statistics
+// taken and its output written while it is in cache; in training the
+// group's values and statistics are the layer's cache.
+twice!(Normed, NormedUnfused, [T, 8], { fc: Linear<8, 8>, ln: LayerNorm<8>, rms: RMSNorm<8>, out: Linear<8, 8>, head: Linear<8, 8> }, {
+    let h = self.fc(x);
+    let a = self.ln(x * 0.5 + tanh(h));
+    let b = self.rms(gelu(h) * 2.0 - a);
+    self.out(a) * self.head(b)
+});
+
 fn normal<const D: usize>(shape: [usize; D], seed: u64) -> Tensor<Cpu, D> {
     let mut rng = blaze::Rng::seed_from_u64(seed);
     Tensor::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice)
@@ -474,4 +485,47 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
     agree!(SeqDrop, SeqDropPlain, normal([6, 8], 37), 4);
     let m = SeqDrop::new_seeded(32, &CpuDevice);
     check_model(&m, &normal([3, 8], 33), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn norms_after_groups_agree() {
+    let _serial = serial();
+    let plan = Normed::<Cpu>::FUSION;
+    let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
+    assert!(ops.contains(&&["mul_scalar", "tanh", "add", "layer_norm"][..]), "{plan}");
+    assert!(ops.contains(&&["gelu", "mul_scalar", "sub", "rms_norm"][..]), "{plan}");
+    assert!(plan.forward_ops[0] < plan.forward_ops[1], "{plan}");
+    agree!(Normed, NormedUnfused, normal([3, 5, 8], 40), 9);
+    let m = Normed::new_seeded(41, &CpuDevice);
+    check_model(&m, &normal([2, 4, 8], 42), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+    // Rows longer than one piece of the CPU loop, and a batch big enough
+    // to split over threads, against the layer run on the group's values.
+    let (ln, x) = (LayerNorm::<Cpu, 1500>::new(Default::default(), &CpuDevice), normal([300, 1500], 43));
+    let y = normal([1, 1500], 44);
+    let group = |x: &Tensor<Cpu, 2>| x * 0.5 + (&y * 2.0).tanh();
+    let (w, b) = (normal([1500], 45), normal([1500], 46));
+    let ln = LayerNorm::<Cpu, 1500> { weight: w, bias: b, ..ln };
+    let (want, want_stats) = group(&x).norm_with_stats(Some(&ln.weight), Some(&ln.bias), 1e-5, true);
+    for keep in [false, true] {
+        let (got, stats, kept) = blaze::runtime::kernel::call_norm::<norm_test::half_tanh::Kernel, Cpu, 2>(
+            &[(&x).into(), (&y).into()],
+            blaze::nn::RowNormLayer::row_norm(&ln),
+            keep,
+        );
+        close("fused norm", &values(&got), &values(&want), 1e-5);
+        close("fused norm statistics", &values(&stats), &values(&want_stats), 1e-5);
+        assert_eq!(kept.is_some(), keep);
+        if let Some(kept) = kept {
+            close("kept values", &values(&kept), &values(&group(&x)), 1e-6);
+        }
+    }
+}
+
+mod norm_test {
+    blaze::kernel! {
+        /// `x / 2 + tanh(2 y)`.
+        pub fn half_tanh(x: f32, y: f32) -> f32 {
+            x * 0.5 + tanh(y * 2.0)
+        }
+    }
 }

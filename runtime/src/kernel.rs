@@ -349,6 +349,59 @@ pub fn call_softmax<K: Elementwise, B: Backend, const D: usize>(args: &[Arg<'_, 
     eval_with::<K, B, D>(KernelFn::Value, args, Some(Rows::Softmax { log }))
 }
 
+/// A LayerNorm's or RMSNorm's parameters, for [`call_norm`]: the optional
+/// weight and bias (`[n]`, the last dim's size), `eps`, and whether it
+/// centres (LayerNorm) or only scales by the root mean square (RMSNorm).
+#[derive(Debug)]
+pub struct Norm<'a, B: Backend> {
+    /// The per-feature scale, if any.
+    pub weight: Option<&'a Tensor<B, 1>>,
+    /// The per-feature shift, if any.
+    pub bias: Option<&'a Tensor<B, 1>>,
+    /// Added to the variance (or mean square).
+    pub eps: f64,
+    /// LayerNorm (subtract the mean) rather than RMSNorm.
+    pub centre: bool,
+}
+
+/// The normalisation over the last dim of [`call`] (as
+/// [`Tensor::norm_with_stats`] makes it), in one pass per row where the
+/// backend fuses it: a fused group with a LayerNorm or RMSNorm after it.
+/// Returns the output, each row's statistics (`[.., 2]`) and, with `keep`,
+/// the kernel's values, which the norm's backward reads; without, they are
+/// never written. Panics, naming the kernel, as [`call`] does, and when a
+/// weight or bias is not `[n]` of the kernel's dtype.
+pub fn call_norm<K: Elementwise, B: Backend, const D: usize>(
+    args: &[Arg<'_, B, D>],
+    norm: Norm<'_, B>,
+    keep: bool,
+) -> (Tensor<B, D>, Tensor<B, D>, Option<Tensor<B, D>>) {
+    with_inputs::<K, B, D, _>(args, |inputs, shape, dtype| {
+        let name = K::NAME;
+        assert!(D > 0, "{name}: a normalisation over the last dim needs a dim");
+        let n = shape[D - 1];
+        assert!(n > 0, "{name}: a normalisation over an empty last dim ({shape:?})");
+        for (what, p) in [("weight", norm.weight), ("bias", norm.bias)] {
+            if let Some(p) = p {
+                assert!(
+                    p.shape() == [n] && p.dtype() == dtype,
+                    "{name}: the norm's {what} is {:?} {}, but the rows are {n} values of {dtype}",
+                    p.shape(),
+                    p.dtype()
+                );
+            }
+        }
+        let row = crate::backend::RowNorm {
+            weight: norm.weight.map(Tensor::storage),
+            bias: norm.bias.map(Tensor::storage),
+            eps: norm.eps,
+            centre: norm.centre,
+        };
+        let (y, stats, x) = B::elementwise_norm::<K>(KernelFn::Value, inputs, &shape, dtype, row, keep);
+        (Tensor::wrap(y), Tensor::wrap(stats), x.map(Tensor::wrap))
+    })
+}
+
 fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
     eval_with::<K, B, D>(f, args, None)
 }
@@ -367,6 +420,27 @@ fn eval_with<K: Elementwise, B: Backend, const D: usize>(
     args: &[Arg<'_, B, D>],
     rows: Option<Rows>,
 ) -> Tensor<B, D> {
+    with_inputs::<K, B, D, _>(args, |inputs, shape, dtype| {
+        assert!(D > 0 || rows.is_none(), "{}: a reduction over the last dim needs a dim", K::NAME);
+        Tensor::wrap(match rows {
+            None => B::elementwise::<K>(f, inputs, &shape, dtype),
+            Some(Rows::Sum { mean }) => {
+                let n = shape[D - 1];
+                let scale = if mean { 1.0 / n as f64 } else { 1.0 };
+                B::elementwise_sum::<K>(f, inputs, &shape, dtype, scale)
+            }
+            Some(Rows::Softmax { log }) => B::elementwise_softmax::<K>(f, inputs, &shape, dtype, log),
+        })
+    })
+}
+
+/// Checks `args` against `K` and runs `body` on them as backend arguments,
+/// the tensors broadcast to the output's shape, with that shape and the
+/// dtype.
+fn with_inputs<K: Elementwise, B: Backend, const D: usize, R>(
+    args: &[Arg<'_, B, D>],
+    body: impl FnOnce(&[KernelArg<B::Storage>], [usize; D], DType) -> R,
+) -> R {
     let name = K::NAME;
     assert_eq!(args.len(), K::ARGS.len(), "{name}: {} arguments for {} parameters", args.len(), K::ARGS.len());
     assert!(args.len() <= MAX_ARGS, "{name}: more than {MAX_ARGS} arguments");
@@ -408,17 +482,7 @@ fn eval_with<K: Elementwise, B: Backend, const D: usize>(
         Some(Arg::Uniform(seed)) => KernelArg::Uniform(*seed),
         None => KernelArg::Number(0.0),
     });
-    let inputs = &inputs[..args.len()];
-    assert!(D > 0 || rows.is_none(), "{name}: a reduction over the last dim needs a dim");
-    Tensor::wrap(match rows {
-        None => B::elementwise::<K>(f, inputs, &shape, dtype),
-        Some(Rows::Sum { mean }) => {
-            let n = shape[D - 1];
-            let scale = if mean { 1.0 / n as f64 } else { 1.0 };
-            B::elementwise_sum::<K>(f, inputs, &shape, dtype, scale)
-        }
-        Some(Rows::Softmax { log }) => B::elementwise_softmax::<K>(f, inputs, &shape, dtype, log),
-    })
+    body(&inputs[..args.len()], shape, dtype)
 }
 
 /// A general kernel (`#[workgroup(N)]` in `kernel!`): workgroups of

@@ -30,7 +30,7 @@ pub mod train;
 
 pub use backend::{
     AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Primitives,
-    ReduceOp, SoftmaxOptions, UnaryOp,
+    ReduceOp, RowNorm, SoftmaxOptions, UnaryOp,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};

@@ -13,8 +13,9 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 use crate::elementwise::softmax_row_in_place;
+use crate::norm::{Affine, norm_row, stats_shape};
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
-use crate::pool;
+use crate::pool::{self, with_scratch};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
@@ -223,6 +224,81 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
                 );
             }
         })
+    })
+}
+
+/// A normalisation's output, statistics and kept input.
+pub(crate) type Normed<T> = (Array<T>, Array<T>, Option<Array<T>>);
+
+/// The normalisation over the last dim of `f` of kernel `K` over `shape`
+/// (`affine`'s parameters): each row evaluated a piece at a time, then its
+/// statistics and output computed while it is in cache. Returns the
+/// output, the `[.., 2]` statistics and, with `keep`, the kernel's values;
+/// without, a row goes through this thread's scratch space and is never
+/// written out.
+pub(crate) fn run_norm<K: Elementwise, T: Float + KernelFloat, S>(
+    f: KernelFn,
+    inputs: &[KernelArg<S>],
+    shape: &[usize],
+    array: impl Fn(&S) -> &Array<T>,
+    affine: Affine<'_, T>,
+    keep: bool,
+) -> Normed<T> {
+    let n: usize = shape.iter().product();
+    let row = shape.last().copied().unwrap_or(1).max(1);
+    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+        type Slots<'a, T> = &'a mut [MaybeUninit<T>];
+        let rows = |first: usize, out: Slots<'_, T>, stats: Slots<'_, T>, mut kept: Option<Slots<'_, T>>| {
+            let mut noise = noise::<T>();
+            with_scratch(if kept.is_some() { 0 } else { row }, |scratch: &mut [T]| {
+                for (r, (o, pair)) in out.chunks_mut(row).zip(stats.chunks_mut(2)).enumerate() {
+                    let at = (first + r) * row;
+                    let values: Slots<'_, T> = match kept.as_deref_mut() {
+                        Some(kept) => &mut kept[r * row..][..row],
+                        // SAFETY: `MaybeUninit<T>` has `T`'s layout, and
+                        // only initialised values are written through it.
+                        None => unsafe { &mut *(std::ptr::from_mut::<[T]>(scratch) as *mut [MaybeUninit<T>]) },
+                    };
+                    dispatch(
+                        #[inline(always)]
+                        || {
+                            for (i, p) in values.chunks_mut(PIECE).enumerate() {
+                                piece::<K, T>(f, sources, at + i * PIECE, p, &mut noise);
+                            }
+                            // SAFETY: the kernel wrote every slot of the row.
+                            let x = unsafe { pool::written(values) };
+                            norm_row(x, o, pair, affine);
+                        },
+                    );
+                }
+            })
+        };
+        let all = |out: Slots<'_, T>, stats: Slots<'_, T>, kept: Option<Slots<'_, T>>| {
+            if should_fork(n, COSTLY_OP_MIN) && out.len() > row {
+                let per = (CHUNK / row).max(1);
+                let pairs = out.par_chunks_mut(per * row).zip(stats.par_chunks_mut(per * 2));
+                match kept {
+                    Some(kept) => pairs
+                        .zip(kept.par_chunks_mut(per * row))
+                        .enumerate()
+                        .for_each(|(i, ((o, s), k))| rows(i * per, o, s, Some(k))),
+                    None => pairs.enumerate().for_each(|(i, (o, s))| rows(i * per, o, s, None)),
+                }
+            } else {
+                rows(0, out, stats, kept);
+            }
+        };
+        let (mut stats, mut kept) = (None, None);
+        let y = pool::output_uninit(shape, |out| {
+            stats = Some(pool::output_uninit(&stats_shape(shape), |st| {
+                if keep {
+                    kept = Some(pool::output_uninit(shape, |k| all(out, st, Some(k))));
+                } else {
+                    all(out, st, None);
+                }
+            }));
+        });
+        (y, stats.expect("written above"), kept)
     })
 }
 

@@ -30,11 +30,11 @@ mod storage;
 
 use std::ops::Range;
 
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
 use blaze_runtime::{
     AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    SoftmaxOptions, TensorData, UnaryOp,
+    RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 use crate::elementwise::{map, select, zip};
@@ -767,6 +767,42 @@ impl Kernels for Cpu {
             DType::F64 => CpuStorage::F64(kernel::run_softmax::<K, f64, _>(f, inputs, shape, kernel_f64::<K>, log)),
             other => unsupported(K::NAME, other),
         }
+    }
+
+    fn elementwise_norm<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        norm: RowNorm<'_, CpuStorage>,
+        keep: bool,
+    ) -> (CpuStorage, CpuStorage, Option<CpuStorage>) {
+        /// The fused pass, when the parameters are contiguous `T` arrays.
+        fn fused<K: Elementwise, T: Float + KernelFloat>(
+            f: KernelFn,
+            inputs: &[KernelArg<CpuStorage>],
+            shape: &[usize],
+            norm: &RowNorm<'_, CpuStorage>,
+            keep: bool,
+            values: fn(&CpuStorage) -> Option<&Array<T>>,
+            array: impl Fn(&CpuStorage) -> &Array<T>,
+        ) -> Option<kernel::Normed<T>> {
+            let (w, b) = (optional(norm.weight, values)?, optional(norm.bias, values)?);
+            let (w, b) = (norm::param(w).ok()?, norm::param(b).ok()?);
+            let affine = norm::Affine { w, b, eps: T::from_f64(norm.eps), centre: norm.centre };
+            Some(kernel::run_norm::<K, T, CpuStorage>(f, inputs, shape, array, affine, keep))
+        }
+        let out = match dtype {
+            DType::F32 => fused::<K, f32>(f, inputs, shape, &norm, keep, CpuStorage::f32s, kernel_f32::<K>)
+                .map(|(y, s, x)| (CpuStorage::F32(y), CpuStorage::F32(s), x.map(CpuStorage::F32))),
+            DType::F64 => fused::<K, f64>(f, inputs, shape, &norm, keep, CpuStorage::f64s, kernel_f64::<K>)
+                .map(|(y, s, x)| (CpuStorage::F64(y), CpuStorage::F64(s), x.map(CpuStorage::F64))),
+            other => unsupported(K::NAME, other),
+        };
+        // Strided parameters: the kernel's values, then the norm.
+        out.unwrap_or_else(|| {
+            blaze_runtime::backend::composed_elementwise_norm::<Self, K>(f, inputs, shape, dtype, norm, keep)
+        })
     }
 
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CpuStorage>], scalars: &[ScalarArg]) {

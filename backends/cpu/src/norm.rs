@@ -16,7 +16,7 @@ use crate::storage::{Array, Float};
 use blaze_runtime::shape::Dims;
 
 /// The shape of the statistics of `shape`: the last dim becomes 2.
-fn stats_shape(shape: &[usize]) -> Dims {
+pub(crate) fn stats_shape(shape: &[usize]) -> Dims {
     let mut s = Dims::from(shape);
     if let Some(last) = s.last_mut() {
         *last = 2;
@@ -38,7 +38,7 @@ fn sum_and_dot<T: Float>(a: &[T], b: &[T], c: T) -> (T, T) {
 
 /// Contiguous values of an optional parameter, or `None` for "absent";
 /// `Err` when present but strided (the caller then composes).
-fn param<T: Float>(p: Option<&Array<T>>) -> Result<Option<&[T]>, ()> {
+pub(crate) fn param<T: Float>(p: Option<&Array<T>>) -> Result<Option<&[T]>, ()> {
     match p {
         None => Ok(None),
         Some(a) => a.as_slice().map(Some).ok_or(()),
@@ -61,7 +61,7 @@ pub(crate) fn norm<T: Float>(
     if n == 0 {
         return None;
     }
-    let (eps, count) = (T::from_f64(eps), T::from_f64(n as f64));
+    let affine = Affine { w, b, eps: T::from_f64(eps), centre };
     // Each row once from memory: its statistics, then its output while it
     // is in cache; pieces of whole rows of both outputs in parallel.
     let rows = |first: usize, out: &mut [MaybeUninit<T>], stats: &mut [MaybeUninit<T>]| {
@@ -69,13 +69,7 @@ pub(crate) fn norm<T: Float>(
             let x = &xs[(first + r) * n..][..n];
             dispatch(
                 #[inline(always)]
-                || {
-                    let mean = if centre { sum_slice(x) / count } else { T::ZERO };
-                    let rstd = T::ONE / (sum_sq_dev(x, mean) / count + eps).sqrt();
-                    pair[0].write(mean);
-                    pair[1].write(rstd);
-                    write_row(o, x, mean, rstd, w, b);
-                },
+                || norm_row(x, o, pair, affine),
             );
         }
     };
@@ -94,6 +88,28 @@ pub(crate) fn norm<T: Float>(
         }));
     });
     Some([y, stats.expect("written above")])
+}
+
+/// A normalisation's parameters as one row reads them.
+#[derive(Clone, Copy)]
+pub(crate) struct Affine<'a, T> {
+    pub w: Option<&'a [T]>,
+    pub b: Option<&'a [T]>,
+    pub eps: T,
+    pub centre: bool,
+}
+
+/// Row `x`'s statistics (mean, or 0 without centring, and
+/// `1 / sqrt(var + eps)`) into `pair`, and its output into `o`: two
+/// passes over a row in cache.
+#[inline(always)]
+pub(crate) fn norm_row<T: Float>(x: &[T], o: &mut [MaybeUninit<T>], pair: &mut [MaybeUninit<T>], a: Affine<'_, T>) {
+    let count = T::from_f64(x.len() as f64);
+    let mean = if a.centre { sum_slice(x) / count } else { T::ZERO };
+    let rstd = T::ONE / (sum_sq_dev(x, mean) / count + a.eps).sqrt();
+    pair[0].write(mean);
+    pair[1].write(rstd);
+    write_row(o, x, mean, rstd, a.w, a.b);
 }
 
 /// One output row: `(x - mean) rstd weight + bias`.

@@ -1,9 +1,9 @@
 //! `CpuStorage`: one ndarray per dtype, and the element traits the kernels
 //! are generic over.
 
+use crate::pool;
 use blaze_runtime::{DType, DataVec, TensorData};
 use ndarray::{ArcArray, IxDyn};
-use crate::pool;
 
 /// A shared, possibly strided n-d array.
 pub type Array<T> = ArcArray<T, IxDyn>;

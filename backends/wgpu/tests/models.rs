@@ -272,6 +272,34 @@ fn softmaxes_after_groups_agree_with_the_cpu_in_training() {
     agree_in_training!(Softmaxed, &device, x, 2);
 }
 
+/// Norms after groups: a LayerNorm after a residual chain, an RMSNorm
+/// after an activation, their caches made by the group's call.
+#[model]
+pub struct Normed {
+    fc: Linear<4, 4>,
+    ln: LayerNorm<4>,
+    rms: RMSNorm<4>,
+}
+
+#[model(input = [T, 4])]
+impl Normed {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        let a = self.ln(x * 0.5 + tanh(h));
+        self.rms(gelu(h) - a) * h
+    }
+}
+
+#[test]
+fn norms_after_groups_agree_with_the_cpu_in_training() {
+    let plan = Normed::<Cpu>::FUSION;
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["layer_norm"])), "{plan}");
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["rms_norm"])), "{plan}");
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    agree_in_training!(Normed, &device, x, 5);
+}
+
 /// A sequential model's run of elementwise fields: one shader forward,
 /// one adjoint shader backward, the dropout mask drawn in both.
 #[model(input = [6])]

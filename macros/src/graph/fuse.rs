@@ -72,6 +72,12 @@ pub enum RowOp {
     Mean,
     Softmax,
     LogSoftmax,
+    /// A `LayerNorm` or `RMSNorm` field (`centre` for LayerNorm): the
+    /// kernel computes each row's statistics and output in its pass, and
+    /// the layer's cache is its usual `(input, stats)`.
+    Norm {
+        centre: bool,
+    },
 }
 
 impl RowOp {
@@ -82,6 +88,8 @@ impl RowOp {
             RowOp::Mean => "mean",
             RowOp::Softmax => "softmax",
             RowOp::LogSoftmax => "log_softmax",
+            RowOp::Norm { centre: true } => "layer_norm",
+            RowOp::Norm { centre: false } => "rms_norm",
         }
     }
 }
@@ -151,6 +159,19 @@ impl Plan {
         self.group_of[i].map(|g| &self.groups[g]).filter(|g| g.root == i)
     }
 
+    /// Whether node `i` is a LayerNorm or RMSNorm layer that a group runs
+    /// in its pass (the group's root, caching what the layer would).
+    pub fn norm_root(&self, i: usize) -> bool {
+        self.rooted_at(i).is_some_and(|g| matches!(g.reduce, Some(RowOp::Norm { .. })))
+    }
+
+    /// Whether node `i` belongs to a group and keeps no cache of its own:
+    /// every member but a LayerNorm or RMSNorm ending one (a `Dropout`
+    /// member keeps its seed).
+    pub fn fused_away(&self, i: usize) -> bool {
+        self.group_of[i].is_some() && !self.norm_root(i)
+    }
+
     /// The softmax fold whose softmax node `i` is.
     pub fn softmax_at(&self, i: usize) -> Option<&SoftmaxFold> {
         self.softmax_of[i].map(|s| &self.softmaxes[s]).filter(|s| s.root == i)
@@ -210,8 +231,9 @@ fn fusable(op: &Op) -> Option<&'static str> {
 /// (fused already, as an activation into its layer). A node joins the
 /// group of an operand made by a fusable node that only it reads, as long
 /// as the group keeps to [`MAX_INPUTS`] arguments and one rank; groups of
-/// one op stay unfused.
-pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usize]) -> Plan {
+/// one op stay unfused. `norms` are the layer nodes calling a LayerNorm
+/// (`true`) or RMSNorm (`false`), which may end a group.
+pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usize], norms: &[(usize, bool)]) -> Plan {
     let n = low.nodes.len();
     let uses = low.uses();
     let producer: Vec<Option<usize>> = {
@@ -264,9 +286,10 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
         softmax_of,
         recompute: Vec::new(),
     };
-    // A sum, mean, softmax or log-softmax over the last dim that alone
-    // reads a group's value joins the group (a single op with one is worth
-    // a kernel too); a softmax that takes its scale or mask stays folded.
+    // A sum, mean, softmax, log-softmax, LayerNorm or RMSNorm over the
+    // last dim that alone reads a group's value joins the group (a single
+    // op with one is worth a kernel too); a softmax that takes its scale
+    // or mask stays folded.
     let folded: Vec<bool> = plan.softmax_of.iter().map(Option::is_some).collect();
     let reduce_after = |i: usize| {
         let v = low.nodes[i].out;
@@ -282,6 +305,10 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             }
             Op::Softmax(dim) if last(dim) && !folded[r] => RowOp::Softmax,
             Op::LogSoftmax(dim) if last(dim) && !folded[r] => RowOp::LogSoftmax,
+            Op::Layer(_) if uses[v] == 1 && low.vals[v].rank() > 0 => {
+                let &(_, centre) = norms.iter().find(|(n, _)| *n == r)?;
+                RowOp::Norm { centre }
+            }
             _ => return None,
         };
         Some((r, op))

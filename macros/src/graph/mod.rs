@@ -308,7 +308,7 @@ fn generate(
         let seed = fuse::Plan { enabled: true, ..fuse::Plan::none(low) };
         let g = Gen { model, options, low, input_names: names.clone(), plan: &seed };
         let taken: Vec<usize> = g.fused_activations();
-        let mut plan = fuse::plan(ident, low, &taken, &g.dropouts());
+        let mut plan = fuse::plan(ident, low, &taken, &g.dropouts(), &g.norms());
         plan.recompute = Gen { model, options, low, input_names: names.clone(), plan: &plan }.recomputable();
         plan
     } else {

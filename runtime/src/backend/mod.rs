@@ -404,10 +404,59 @@ pub trait Kernels: Composites {
         Self::softmax(&full, shape.len() - 1, o)
     }
 
+    /// The normalisation over the last dim ([`Composites::norm`]) of
+    /// kernel `K` (or a partial) at every element of `shape`: a fused group
+    /// with a LayerNorm or RMSNorm after it. Returns the output, the
+    /// statistics and, with `keep`, the kernel's values (what the norm's
+    /// backward reads). Same assumptions as [`Kernels::elementwise`] and
+    /// [`Composites::norm`]. The default evaluates `K` over the whole
+    /// shape, then normalises; a backend may normalise each row as it
+    /// evaluates it, writing the values only when they are kept.
+    fn elementwise_norm<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Self::Storage>],
+        shape: &[usize],
+        dtype: DType,
+        norm: RowNorm<'_, Self::Storage>,
+        keep: bool,
+    ) -> (Self::Storage, Self::Storage, Option<Self::Storage>) {
+        composed_elementwise_norm::<Self, K>(f, inputs, shape, dtype, norm, keep)
+    }
+
     /// Runs general kernel `K` over `groups` workgroups. Buffers are `f32`
     /// tensors read (and, for outputs, written in place) as flat arrays in
     /// row-major order. May assume the arguments match `K`'s parameters.
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, Self::Storage>], scalars: &[ScalarArg]);
+}
+
+/// A LayerNorm's or RMSNorm's parameters as [`Composites::norm`] takes
+/// them: the optional `[n]` weight and bias, `eps`, and whether it
+/// centres (LayerNorm) or not (RMSNorm).
+#[derive(Debug)]
+pub struct RowNorm<'a, S> {
+    /// The per-feature scale, if any.
+    pub weight: Option<&'a S>,
+    /// The per-feature shift, if any.
+    pub bias: Option<&'a S>,
+    /// Added to the variance (or mean square).
+    pub eps: f64,
+    /// LayerNorm (subtract the mean) rather than RMSNorm.
+    pub centre: bool,
+}
+
+/// [`Kernels::elementwise_norm`] in two passes: the kernel's values, then
+/// [`Composites::norm`] over them.
+pub fn composed_elementwise_norm<B: Kernels, K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<B::Storage>],
+    shape: &[usize],
+    dtype: DType,
+    norm: RowNorm<'_, B::Storage>,
+    keep: bool,
+) -> (B::Storage, B::Storage, Option<B::Storage>) {
+    let x = B::elementwise::<K>(f, inputs, shape, dtype);
+    let [y, stats] = B::norm(&x, norm.weight, norm.bias, norm.eps, norm.centre);
+    (y, stats, keep.then_some(x))
 }
 
 /// [`Composites::axpby`] from primitives: two scalings and an add.

@@ -288,6 +288,28 @@ impl<B: Backend, const N: usize, const D: usize> Layer<B, D, D> for LayerNorm<B,
     }
 }
 
+/// A normalisation over the last dim whose statistics a fused group
+/// before it computes in its own pass ([`call_norm`](crate::kernel::call_norm)):
+/// what `#[model]` calls for a LayerNorm or RMSNorm field that alone reads
+/// a group's value. Its cache is then the layer's own (`(input, stats)`),
+/// so the layer's backward runs unchanged.
+pub trait RowNormLayer<B: Backend> {
+    /// The layer's parameters as `call_norm` takes them.
+    fn row_norm(&self) -> crate::kernel::Norm<'_, B>;
+}
+
+impl<B: Backend, const N: usize> RowNormLayer<B> for LayerNorm<B, N> {
+    fn row_norm(&self) -> crate::kernel::Norm<'_, B> {
+        crate::kernel::Norm { weight: Some(&self.weight), bias: Some(&self.bias), eps: self.config.eps, centre: true }
+    }
+}
+
+impl<B: Backend, const N: usize> RowNormLayer<B> for RMSNorm<B, N> {
+    fn row_norm(&self) -> crate::kernel::Norm<'_, B> {
+        crate::kernel::Norm { weight: self.weight.as_ref(), bias: None, eps: self.config.eps, centre: false }
+    }
+}
+
 /// Root-mean-square normalisation over the last dim of size `N`, as
 /// `torch.nn.RMSNorm(N)`: `x / sqrt(mean(x²) + eps)`, times a learnable
 /// per-feature `weight` unless `elementwise_affine` is off.

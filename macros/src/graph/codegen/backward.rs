@@ -64,6 +64,23 @@ impl Gen<'_> {
                         pre.extend(quote_spanned!(span=> let #gs = #e;));
                         gs
                     }
+                    // After a LayerNorm or RMSNorm, the gradient of its
+                    // input from the layer's own backward and cache.
+                    Some(RowOp::Norm { .. }) => {
+                        let Op::Layer(callee) = &n.op else { unreachable!("a norm is a layer call") };
+                        let kind = &self.fields()[callee.field].kind;
+                        let (at, gr) = (access(*callee, self.fields()), grads_ident(*callee, self.fields()));
+                        let path = self.layer_path(field_ty(kind), a, n.out);
+                        let gs = format_ident!("{}_norm", gy);
+                        let gpat = if kind.has_params() {
+                            grads_done.insert((callee.field, callee.index));
+                            quote!(#gr)
+                        } else {
+                            quote!(_)
+                        };
+                        pre.extend(quote_spanned!(span=> let (#gs, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);));
+                        gs
+                    }
                     Some(RowOp::Mean) => {
                         let len = self.low.vals[group.value].shape.last().expect("a reduced dim").tokens();
                         let gs = format_ident!("{}_mean", gy);

@@ -251,6 +251,15 @@ impl Gen<'_> {
         let call = |f: TokenStream, extra: TokenStream| quote!(::blaze::runtime::kernel::#f::<#module::#kernel, B, #r>(&[#(#args),*] #extra));
         // The forward's kernel runs the reduction after it in its pass.
         match group.reduce {
+            Some(RowOp::Norm { .. }) if !from_cache => {
+                let Op::Layer(callee) = &self.low.nodes[group.root].op else { unreachable!("a norm is a layer call") };
+                let (at, ty) = (access(*callee, self.fields()), field_ty(&self.fields()[callee.field].kind));
+                let norm = quote!(<#ty as ::blaze::nn::RowNormLayer<B>>::row_norm(&#at));
+                // Training keeps the kernel's values for the norm's cache.
+                let keep = pass == Pass::Train;
+                let e = call(quote!(call_norm), quote!(, #norm, #keep));
+                if keep { e } else { quote!(#e.0) }
+            }
             Some(op @ (RowOp::Sum | RowOp::Mean)) if !from_cache => {
                 let mean = op == RowOp::Mean;
                 call(quote!(call_sum), quote!(, #mean))
@@ -434,12 +443,32 @@ impl Gen<'_> {
                 Op::Act(Act::Gelu) => true,
                 op => builtin(op).is_some_and(|l| l.recomputes_output()),
             };
-            let alone = !taken.contains(&p) && !self.plan.inside(p) && self.plan.rooted_at(p).is_none();
+            // A norm that ends a group keeps the layer's cache, which
+            // rebuilds its output as well.
+            let alone = !taken.contains(&p)
+                && !self.plan.inside(p)
+                && (self.plan.rooted_at(p).is_none() || self.plan.norm_root(p));
             if rebuilds && alone && low.vals[n.args[0]].rank() == low.vals[producer.args[0]].rank() {
                 out.push((i, p));
             }
         }
         out
+    }
+
+    /// The nodes that call a `LayerNorm` (`true`) or `RMSNorm` layer: a
+    /// group may end with one.
+    pub fn norms(&self) -> Vec<(usize, bool)> {
+        let norm = |c: &Callee| match self.fields()[c.field].kind.builtin() {
+            Some((blaze_spec::Layer::LayerNorm, _)) => Some(true),
+            Some((blaze_spec::Layer::RMSNorm, _)) => Some(false),
+            _ => None,
+        };
+        (0..self.low.nodes.len())
+            .filter_map(|i| match &self.low.nodes[i].op {
+                Op::Layer(c) => Some((i, norm(c)?)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The nodes that call a `Dropout` layer: elementwise, so a group may
@@ -751,7 +780,7 @@ impl Gen<'_> {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let ci = layer_cache_ident(i);
-            if let (Op::Layer(callee), Some(_)) = (&n.op, self.plan.group_of[i]) {
+            if let (Op::Layer(callee), true) = (&n.op, self.plan.fused_away(i)) {
                 // A dropout in a group draws its seed where the layer would
                 // have (the draws keep the body's order) and keeps it, not
                 // its mask.
@@ -764,6 +793,15 @@ impl Gen<'_> {
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
+                _ if self.plan.norm_root(i) => {
+                    // The group's values and statistics are the layer's cache.
+                    caches.push(ci.clone());
+                    let e = self.fused_expr(i, Pass::Train).expect("a group's root");
+                    quote_spanned!(span=>
+                        let (#o, __stats, __kept) = #e;
+                        let #ci = (__kept.expect("kept in training"), __stats);
+                    )
+                }
                 _ if let Some(e) = self.fused_expr(i, Pass::Train) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The layer caches its input; a fused activation its output.
@@ -854,11 +892,11 @@ impl Gen<'_> {
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
             let ci = layer_cache_ident(i);
-            if let (Op::Layer(_), Some(_)) = (&n.op, self.plan.group_of[i]) {
+            if let (Op::Layer(_), true) = (&n.op, self.plan.fused_away(i)) {
                 let d = seed_ident(i);
                 out.extend(quote!(#d: ::core::option::Option<u64>,));
             }
-            if self.plan.group_of[i].is_some() || self.plan.recomputed_input(i).is_some() {
+            if self.plan.fused_away(i) || self.plan.recomputed_input(i).is_some() {
                 continue;
             }
             let ty = match &n.op {
