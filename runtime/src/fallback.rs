@@ -25,7 +25,7 @@ use std::ops::Range;
 
 use crate::backend::{
     AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    SoftmaxOptions, UnaryOp,
+    RowNorm, SoftmaxOptions, UnaryOp,
 };
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -649,13 +649,14 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
 }
 
 impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
-    /// A kernel call on the device when it holds `dtype`, else on the host.
-    fn placed_kernel<K: Elementwise>(
+    /// A kernel call on the device when it holds `dtype`, else on the host
+    /// (`on_host` gets the device the result belongs to).
+    fn placed_kernel<K: Elementwise, R>(
         inputs: &[KernelArg<Placed<D, H>>],
         dtype: DType,
-        on_device: impl FnOnce(&[KernelArg<D::Storage>]) -> D::Storage,
-        on_host: impl FnOnce(&[KernelArg<H::Storage>]) -> H::Storage,
-    ) -> Placed<D, H> {
+        on_device: impl FnOnce(&[KernelArg<D::Storage>]) -> R,
+        on_host: impl FnOnce(&[KernelArg<H::Storage>], D::Device) -> R,
+    ) -> R {
         let device = inputs.iter().find_map(|a| Some(Self::device(a.tensor()?)));
         let device = device.unwrap_or_default();
         if D::holds(dtype) {
@@ -668,7 +669,7 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
                     })
                 })
                 .collect();
-            Placed::Device(on_device(&on))
+            on_device(&on)
         } else {
             let on: Vec<KernelArg<H::Storage>> = inputs
                 .iter()
@@ -679,7 +680,7 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
                     })
                 })
                 .collect();
-            Placed::Host(on_host(&on), device)
+            on_host(&on, device)
         }
     }
 }
@@ -691,11 +692,11 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
         shape: &[usize],
         dtype: DType,
     ) -> Placed<D, H> {
-        Self::placed_kernel::<K>(
+        Self::placed_kernel::<K, _>(
             inputs,
             dtype,
-            |on| D::elementwise::<K>(f, on, shape, dtype),
-            |on| H::elementwise::<K>(f, on, shape, dtype),
+            |on| Placed::Device(D::elementwise::<K>(f, on, shape, dtype)),
+            |on, d| Placed::Host(H::elementwise::<K>(f, on, shape, dtype), d),
         )
     }
 
@@ -706,11 +707,11 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
         dtype: DType,
         scale: f64,
     ) -> Placed<D, H> {
-        Self::placed_kernel::<K>(
+        Self::placed_kernel::<K, _>(
             inputs,
             dtype,
-            |on| D::elementwise_sum::<K>(f, on, shape, dtype, scale),
-            |on| H::elementwise_sum::<K>(f, on, shape, dtype, scale),
+            |on| Placed::Device(D::elementwise_sum::<K>(f, on, shape, dtype, scale)),
+            |on, d| Placed::Host(H::elementwise_sum::<K>(f, on, shape, dtype, scale), d),
         )
     }
 
@@ -721,11 +722,40 @@ impl<D: DeviceDtypes, H: Backend> Kernels for HostFallback<D, H> {
         dtype: DType,
         log: bool,
     ) -> Placed<D, H> {
-        Self::placed_kernel::<K>(
+        Self::placed_kernel::<K, _>(
             inputs,
             dtype,
-            |on| D::elementwise_softmax::<K>(f, on, shape, dtype, log),
-            |on| H::elementwise_softmax::<K>(f, on, shape, dtype, log),
+            |on| Placed::Device(D::elementwise_softmax::<K>(f, on, shape, dtype, log)),
+            |on, d| Placed::Host(H::elementwise_softmax::<K>(f, on, shape, dtype, log), d),
+        )
+    }
+
+    fn elementwise_norm<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<Placed<D, H>>],
+        shape: &[usize],
+        dtype: DType,
+        norm: RowNorm<'_, Placed<D, H>>,
+        keep: bool,
+    ) -> (Placed<D, H>, Placed<D, H>, Option<Placed<D, H>>) {
+        // The parameters live where the rows do.
+        let first = inputs.iter().find_map(KernelArg::tensor).expect("a kernel call reads a tensor");
+        Self::placed_kernel::<K, _>(
+            inputs,
+            dtype,
+            |on| {
+                let [weight, bias] = [norm.weight, norm.bias].map(|p| p.map(|p| on_device(K::NAME, first, p)));
+                let row = RowNorm { weight, bias, eps: norm.eps, centre: norm.centre };
+                let (y, stats, x) = D::elementwise_norm::<K>(f, on, shape, dtype, row, keep);
+                (Placed::Device(y), Placed::Device(stats), x.map(Placed::Device))
+            },
+            |on, d| {
+                let [weight, bias] = [norm.weight, norm.bias].map(|p| p.map(|p| on_host(K::NAME, first, p)));
+                let row = RowNorm { weight, bias, eps: norm.eps, centre: norm.centre };
+                let (y, stats, x) = H::elementwise_norm::<K>(f, on, shape, dtype, row, keep);
+                let host = |s| Placed::Host(s, d.clone());
+                (host(y), host(stats), x.map(host))
+            },
         )
     }
 

@@ -297,7 +297,43 @@ fn norms_after_groups_agree_with_the_cpu_in_training() {
     assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["rms_norm"])), "{plan}");
     let Some(device) = WgpuDevice::probe() else { return };
     let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
-    agree_in_training!(Normed, &device, x, 5);
+    let (cpu, gpu) = agree_in_training!(Normed, &device, x.clone(), 5);
+    close("inference", &gpu.forward(&on(&x, &device)).to_vec::<f32>(), &cpu.forward(&x).to_vec::<f32>());
+    // Long rows, with and without the parameters and the kept values.
+    let (x, y) =
+        (Tensor::<Cpu, 2>::rand_normal([37, 300], &CpuDevice), Tensor::<Cpu, 2>::rand_normal([1, 300], &CpuDevice));
+    let (w, b) = (Tensor::<Cpu, 1>::rand_normal([300], &CpuDevice), Tensor::<Cpu, 1>::rand_normal([300], &CpuDevice));
+    let (wg, bg) = (on(&w, &device), on(&b, &device));
+    let (xg, yg) = (on(&x, &device), on(&y, &device));
+    for (centre, params) in [(true, true), (false, true), (true, false), (false, false)] {
+        for keep in [false, true] {
+            use blaze::runtime::kernel::{Norm, call_norm};
+            let c = call_norm::<shifted::Kernel, Cpu, 2>(
+                &[(&x).into(), (&y).into()],
+                Norm { weight: params.then_some(&w), bias: params.then_some(&b), eps: 1e-5, centre },
+                keep,
+            );
+            let g = call_norm::<shifted::Kernel, Wgpu, 2>(
+                &[(&xg).into(), (&yg).into()],
+                Norm { weight: params.then_some(&wg), bias: params.then_some(&bg), eps: 1e-5, centre },
+                keep,
+            );
+            let what = format!("norm (centre {centre}, parameters {params}, keep {keep})");
+            close(&what, &g.0.to_vec::<f32>(), &c.0.to_vec::<f32>());
+            close(&format!("{what} statistics"), &g.1.to_vec::<f32>(), &c.1.to_vec::<f32>());
+            assert_eq!(g.2.is_some(), keep, "{what}");
+            if let (Some(gk), Some(ck)) = (g.2, c.2) {
+                close(&format!("{what} kept values"), &gk.to_vec::<f32>(), &ck.to_vec::<f32>());
+            }
+        }
+    }
+}
+
+blaze::kernel! {
+    /// `x * 2 + tanh(y) - 1`, rows to normalise.
+    pub fn shifted(x: f32, y: f32) -> f32 {
+        x * 2.0 + tanh(y) - 1.0
+    }
 }
 
 /// A sequential model's run of elementwise fields: one shader forward,

@@ -21,12 +21,12 @@ fn device_of<K: Elementwise>(inputs: &[KernelArg<WgpuStorage>], dtype: DType) ->
 }
 
 /// The buffers an elementwise kernel's shader binds (the tensor inputs in
-/// order, then `out`), its numbers (and each noise seed, as two words)
+/// order, then `outputs`), its numbers (and each noise seed, as two words)
 /// appended to `params`.
 fn bind<'a>(
     inputs: &'a [KernelArg<WgpuStorage>],
     params: &mut Vec<u32>,
-    out: &'a WgpuStorage,
+    outputs: &[&'a WgpuStorage],
 ) -> Vec<&'a wgpu::Buffer> {
     let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
     for a in inputs {
@@ -36,7 +36,7 @@ fn bind<'a>(
             KernelArg::Uniform(seed) => params.extend([*seed as u32, (*seed >> 32) as u32]),
         }
     }
-    buffers.push(out.buffer());
+    buffers.extend(outputs.iter().map(|o| o.buffer()));
     buffers
 }
 
@@ -114,6 +114,10 @@ enum Rows {
     Sum,
     /// Its softmax (or log-softmax): one invocation per row.
     Softmax { log: bool },
+    /// Its LayerNorm (`centre`) or RMSNorm, with the parameters it has:
+    /// one invocation per row, writing the output, the statistics and,
+    /// with `keep`, the values.
+    Norm { centre: bool, weight: bool, bias: bool, keep: bool },
 }
 
 /// [`elementwise_program`], or one invocation per row that sums `f` along
@@ -129,8 +133,17 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, im
         Rows::Sum => "_sum",
         Rows::Softmax { log: false } => "_softmax",
         Rows::Softmax { log: true } => "_log_softmax",
+        Rows::Norm { .. } => "_norm",
     };
-    let key = format!("kernel{mode}:{name}:{layout}");
+    let key = match rows {
+        Rows::Norm { centre, weight, bias, keep } => {
+            let flag = |on: bool, c: char| if on { c } else { '-' };
+            let flags: String =
+                [flag(centre, 'c'), flag(weight, 'w'), flag(bias, 'b'), flag(keep, 'k')].into_iter().collect();
+            format!("kernel{mode}:{name}:{layout}:{flags}")
+        }
+        _ => format!("kernel{mode}:{name}:{layout}"),
+    };
     // Parameter 0 is the element (or row) count; numbers follow in order.
     let each = rows == Rows::Each;
     let mut params = if each { 1 } else { 3 };
@@ -154,8 +167,16 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, im
     let inputs: Vec<String> =
         layout.chars().enumerate().filter(|&(_, t)| t == 't').map(|(k, _)| format!("in{k}")).collect();
     let wgsl = move || {
-        let decl: Vec<(&str, &str, bool)> =
-            inputs.iter().map(|n| (n.as_str(), "f32", false)).chain([("out", "f32", true)]).collect();
+        let mut decl: Vec<(&str, &str, bool)> = inputs.iter().map(|n| (n.as_str(), "f32", false)).collect();
+        match rows {
+            Rows::Norm { weight, bias, keep, .. } => {
+                decl.extend(weight.then_some(("wt", "f32", false)));
+                decl.extend(bias.then_some(("bs", "f32", false)));
+                decl.extend([("out", "f32", true), ("st", "f32", true)]);
+                decl.extend(keep.then_some(("kx", "f32", true)));
+            }
+            _ => decl.push(("out", "f32", true)),
+        }
         let call = format!("{name}({})", args.join(", "));
         // A loop over row `i`'s elements `e`.
         let over_row = |body: &str| {
@@ -179,6 +200,34 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, im
                         "        let v = {call};\n        out[e] = select({write}, bitcast<f32>(0x7fc00000u), nan);"
                     )),
                 )
+            }
+            // The mean (LayerNorm; 0 for RMSNorm), then the mean square of
+            // the deviations, then each output, as the CPU computes them;
+            // kept values are written in the first pass and read back,
+            // else the kernel is evaluated again.
+            Rows::Norm { centre, weight, bias, keep } => {
+                let read = if keep { "kx[e]".to_owned() } else { call.clone() };
+                let mut first = format!("        let v = {call};\n");
+                if keep {
+                    first += "        kx[e] = v;\n";
+                }
+                first += "        mean = mean + v;";
+                let mut body = "    let n = pu(1u);\n    var mean = 0.0;\n".to_owned();
+                if centre || keep {
+                    body += &over_row(&first);
+                }
+                body += if centre { "    mean = mean / f32(n);\n" } else { "    mean = 0.0;\n" };
+                body += "    var ss = 0.0;\n";
+                body += &over_row(&format!("        let d = {read} - mean;\n        ss = ss + d * d;"));
+                body += "    let rstd = 1.0 / sqrt(ss / f32(n) + pf(2u));\n    st[2u * i] = mean;\n    st[2u * i + 1u] = rstd;\n";
+                let mut y = format!("({read} - mean) * rstd");
+                if weight {
+                    y = format!("{y} * wt[j]");
+                }
+                if bias {
+                    y = format!("{y} + bs[j]");
+                }
+                body + &over_row(&format!("        out[e] = {y};"))
             }
         };
         format!("{}{noise}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
@@ -212,6 +261,40 @@ pub(super) fn elementwise_softmax<K: Elementwise>(
     per_row::<K>(f, inputs, shape, shape, dtype, 1.0, Rows::Softmax { log })
 }
 
+/// The LayerNorm or RMSNorm over the last dim of kernel `K` (or a
+/// partial), one invocation per row, on the device of `inputs`: the
+/// output, the statistics and, with `keep`, the kernel's values.
+pub(super) fn elementwise_norm<K: Elementwise>(
+    f: KernelFn,
+    inputs: &[KernelArg<WgpuStorage>],
+    shape: &[usize],
+    dtype: DType,
+    norm: RowNorm<'_, WgpuStorage>,
+    keep: bool,
+) -> (WgpuStorage, WgpuStorage, Option<WgpuStorage>) {
+    let device = device_of::<K>(inputs, dtype);
+    let n = *shape.last().expect("a norm over the last dim needs a dim");
+    let mut stats_shape = shape.to_vec();
+    *stats_shape.last_mut().expect("a dim") = 2;
+    let out = WgpuStorage::new(&device, shape, DType::F32);
+    let stats = WgpuStorage::new(&device, &stats_shape, DType::F32);
+    let kept = keep.then(|| WgpuStorage::new(&device, shape, DType::F32));
+    let count = shape[..shape.len() - 1].iter().product::<usize>();
+    if out.numel() == 0 {
+        return (out, stats, kept);
+    }
+    let [weight, bias] = [norm.weight, norm.bias].map(|p| p.map(|p| native(K::NAME, p)));
+    let outputs: Vec<&WgpuStorage> =
+        weight.into_iter().chain(bias).chain([&out, &stats]).chain(kept.as_ref()).collect();
+    let mut params = vec![u(count), u(n), (norm.eps as f32).to_bits()];
+    let buffers = bind(inputs, &mut params, &outputs);
+    let rows = Rows::Norm { centre: norm.centre, weight: weight.is_some(), bias: bias.is_some(), keep };
+    let (key, wgsl) = program::<K>(f, &layout(inputs), rows);
+    let pipeline = device.compile(K::NAME, &key, wgsl, "main");
+    device.dispatch(&pipeline, &buffers, &params, grid(&device, count, WG));
+    (out, stats, kept)
+}
+
 /// Kernel `K` with `rows` run over each row of `shape`, one invocation per
 /// row, into an output of `out_shape`.
 fn per_row<K: Elementwise>(
@@ -231,7 +314,7 @@ fn per_row<K: Elementwise>(
         return out;
     }
     let mut params = vec![u(count), u(n), (scale as f32).to_bits()];
-    let buffers = bind(inputs, &mut params, &out);
+    let buffers = bind(inputs, &mut params, &[&out]);
     let (key, wgsl) = program::<K>(f, &layout(inputs), rows);
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(&device, count, WG));
@@ -251,7 +334,7 @@ pub(crate) fn elementwise_on<K: Elementwise>(
         return out;
     }
     let mut params = vec![u(n)];
-    let buffers = bind(inputs, &mut params, &out);
+    let buffers = bind(inputs, &mut params, &[&out]);
     let (key, wgsl) = elementwise_program::<K>(f, &layout(inputs));
     let pipeline = device.compile(K::NAME, &key, wgsl, "main");
     device.dispatch(&pipeline, &buffers, &params, grid(device, n, WG));

@@ -25,7 +25,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, Scal
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{
     AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions,
-    Primitives, ReduceOp, SoftmaxOptions, TensorData, UnaryOp,
+    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -838,6 +838,17 @@ impl Kernels for WgpuNative {
         log: bool,
     ) -> WgpuStorage {
         kernels::elementwise_softmax::<K>(f, inputs, shape, dtype, log)
+    }
+
+    fn elementwise_norm<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<WgpuStorage>],
+        shape: &[usize],
+        dtype: DType,
+        norm: RowNorm<'_, WgpuStorage>,
+        keep: bool,
+    ) -> (WgpuStorage, WgpuStorage, Option<WgpuStorage>) {
+        kernels::elementwise_norm::<K>(f, inputs, shape, dtype, norm, keep)
     }
 
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
