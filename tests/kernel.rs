@@ -124,6 +124,40 @@ fn tensors_broadcast_and_scalars_splat() {
 }
 
 #[test]
+fn broadcast_operands_read_in_place_match_materialised_ones() {
+    // A block repeated along the leading dims (shorter and longer than a
+    // piece of the CPU loop, so windows wrap and do not), values spread
+    // along the trailing dims, and a broadcast in the middle (copied);
+    // f32 and f64; one and two threads.
+    let mut rng = Rng::seed_from_u64(6);
+    let cases: [([usize; 3], [usize; 3]); 6] = [
+        ([300, 1, 7], [1, 1, 7]),
+        ([3, 1, 2500], [1, 1, 2500]),
+        ([4, 5, 6], [1, 5, 6]),
+        ([40, 50, 6], [40, 50, 1]),
+        ([40, 5, 60], [40, 1, 1]),
+        ([4, 50, 6], [4, 1, 6]),
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        for (shape, small) in cases {
+            let x = Tensor::<Cpu, 3>::normal_with(shape, 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
+            let b = Tensor::<Cpu, 3>::normal_with(small, 0.0, 1.0, &mut rng, &CpuDevice).to_dtype(dtype);
+            let values = b.expand(shape).to_dtype(DType::F64).to_vec::<f64>();
+            let full = Tensor::<Cpu, 3>::from_vec(values, shape, &CpuDevice).to_dtype(dtype);
+            for threads in [1, 2] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+                let (got, want) = pool.install(|| (swish(&x, &b), swish(&x, &full)));
+                let (got2, want2) = pool.install(|| (swish(&b, &x), swish(&full, &x)));
+                let what = format!("{shape:?} with {small:?}, {dtype}, {threads} threads");
+                let v = |t: Tensor<Cpu, 3>| t.to_dtype(DType::F64).to_vec::<f64>();
+                assert_eq!(v(got), v(want), "{what}");
+                assert_eq!(v(got2), v(want2), "{what}, operand first");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_sum_after_a_kernel_matches_the_kernel_then_the_sum() {
     use blaze::runtime::kernel::{Arg, call, call_sum};
     // Rows longer than a piece of the CPU loop, a broadcast row operand

@@ -477,7 +477,7 @@ fn with_inputs<K: Elementwise, B: Backend, const D: usize, R>(
     // A fixed array rather than a Vec: a training step calls kernels and
     // must not allocate.
     let inputs: [KernelArg<B::Storage>; MAX_ARGS] = std::array::from_fn(|i| match args.get(i) {
-        Some(Arg::Tensor(t)) => KernelArg::Tensor(B::expand(t.storage(), &shape)),
+        Some(Arg::Tensor(t)) => KernelArg::Tensor(B::kernel_operand(t.storage(), &shape)),
         Some(Arg::Number(v)) => KernelArg::Number(*v),
         Some(Arg::Uniform(seed)) => KernelArg::Uniform(*seed),
         None => KernelArg::Number(0.0),

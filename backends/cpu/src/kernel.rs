@@ -8,6 +8,7 @@ use blaze_runtime::kernel::{
     check_launch,
 };
 use blaze_runtime::rng::counter_uniform;
+use ndarray::{ArrayView, Axis, IxDyn};
 use rayon::prelude::*;
 
 use std::mem::MaybeUninit;
@@ -31,24 +32,74 @@ enum Source<'a, T> {
     Tensor(&'a [T]),
     /// One piece of a repeated scalar.
     Splat(&'a [T]),
+    /// A block repeated along the leading dims: element `e` is
+    /// `values[e % values.len()]` (a bias, an affine, a position table
+    /// broadcast over the batch).
+    Tiled(&'a [T]),
+    /// Values each repeated `inner` times in a row: element `e` is
+    /// `values[e / inner]` (per-row statistics broadcast along the last
+    /// dims).
+    Spread(&'a [T], usize),
     /// Noise drawn from this seed for each piece.
     Uniform(u64),
 }
 
-/// Calls `body` with kernel `K`'s inputs as sources: broadcast views are
-/// copied out into pooled arrays, so a kernel call does not allocate.
+/// `a` (a broadcast view of the output's shape) as a [`Source::Tiled`] or
+/// [`Source::Spread`] over its own values, when it repeats one contiguous
+/// block along its leading dims or each value along its trailing ones.
+fn broadcast_source<'a, T>(a: &ArrayView<'a, T, IxDyn>) -> Option<Source<'a, T>> {
+    let (shape, strides) = (a.shape(), a.strides());
+    let repeated = |d: usize| strides[d] == 0 || shape[d] == 1;
+    let lead = (0..shape.len()).take_while(|&d| repeated(d)).count();
+    if lead > 0 {
+        let mut v = a.clone();
+        for _ in 0..lead {
+            v = v.index_axis_move(Axis(0), 0);
+        }
+        if let Some(values) = v.to_slice() {
+            return Some(Source::Tiled(values));
+        }
+    }
+    let trail = (0..shape.len()).rev().take_while(|&d| repeated(d)).count();
+    if trail > 0 {
+        let mut v = a.clone();
+        for d in (shape.len() - trail..shape.len()).rev() {
+            v = v.index_axis_move(Axis(d), 0);
+        }
+        let inner = shape[shape.len() - trail..].iter().product();
+        if let Some(values) = v.to_slice() {
+            return Some(Source::Spread(values, inner));
+        }
+    }
+    None
+}
+
+/// Calls `body` with kernel `K`'s inputs as sources over an output of
+/// `shape`: tensors that have the shape are read in place, and so are
+/// operands that broadcast to it by repeating a block or spreading values
+/// (the CPU's `kernel_operand` leaves them unexpanded; each piece lays out
+/// its window in a task's scratch); other views are copied out into
+/// pooled arrays, so a kernel call does not allocate.
 fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     inputs: &[KernelArg<S>],
-    n: usize,
+    shape: &[usize],
     array: impl Fn(&S) -> &Array<T>,
     body: impl FnOnce(&[Source<'_, T>]) -> R,
 ) -> R {
     assert!(inputs.len() <= MAX_ARGS, "{}: more than {MAX_ARGS} arguments", K::NAME);
+    let n: usize = shape.iter().product();
     let splat_len = n.min(PIECE);
+    let view = |s| {
+        let a: &Array<T> = array(s);
+        a.broadcast(IxDyn(shape)).unwrap_or_else(|| {
+            panic!("{}: an argument of shape {:?} does not broadcast to {shape:?}", K::NAME, a.shape())
+        })
+    };
     let copies: [Option<Array<T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
         KernelArg::Tensor(s) => {
-            let a = array(s);
-            a.as_slice().is_none().then(|| pool::output(&[a.len()], |o| pool::copy_to(o, &a.view())))
+            let v = view(s);
+            (v.as_slice().is_none() && broadcast_source(&v).is_none())
+                .then(|| pool::output(shape, |o| pool::copy_to(o, &v)))
         }
         KernelArg::Number(v) => Some(pool::filled(&[splat_len], <T as KernelFloat>::lit(*v), |_| {})),
         KernelArg::Uniform(_) => None,
@@ -56,7 +107,13 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     let sources: [Source<'_, T>; MAX_ARGS] = std::array::from_fn(|i| {
         let copy = || copies[i].as_ref().and_then(|c| c.as_slice()).expect("a pooled array is contiguous");
         match inputs.get(i) {
-            Some(KernelArg::Tensor(s)) => Source::Tensor(array(s).as_slice().unwrap_or_else(copy)),
+            Some(KernelArg::Tensor(s)) => {
+                let v = view(s);
+                match v.to_slice() {
+                    Some(values) => Source::Tensor(values),
+                    None => broadcast_source(&v).unwrap_or_else(|| Source::Tensor(copy())),
+                }
+            }
             Some(KernelArg::Number(_)) => Source::Splat(copy()),
             Some(KernelArg::Uniform(seed)) => Source::Uniform(*seed),
             None => Source::Splat(&[]),
@@ -65,9 +122,10 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     body(&sources[..inputs.len()])
 }
 
-/// Buffers for the noise arguments of one piece: made once per task, not
-/// per piece (a piece's vector code would otherwise probe a frame this
-/// large on every call).
+/// Buffers for the arguments of one piece that are laid out for it (noise
+/// drawn, a broadcast operand's window): made once per task, not per
+/// piece (a piece's vector code would otherwise probe a frame this large
+/// on every call).
 type Noise<T> = [MaybeUninit<[T; PIECE]>; MAX_ARGS];
 
 /// Fresh [`Noise`] buffers.
@@ -87,17 +145,23 @@ fn piece<K: Elementwise, T: Float + KernelFloat>(
 ) {
     let len = out.len();
     let mut noise = noise.iter_mut();
+    let mut buffer = || {
+        let buf = noise.next().expect("a buffer per argument");
+        // SAFETY: `MaybeUninit<[T; N]>` has the layout of `[MaybeUninit<T>; N]`.
+        let buf = unsafe { &mut *buf.as_mut_ptr().cast::<[MaybeUninit<T>; PIECE]>() };
+        &mut buf[..len]
+    };
     let mut args: [&[T]; MAX_ARGS] = [&[]; MAX_ARGS];
     for (arg, src) in args.iter_mut().zip(sources) {
         *arg = match *src {
             Source::Tensor(values) => &values[start..start + len],
             Source::Splat(values) => &values[..len],
-            Source::Uniform(seed) => {
-                let buf = noise.next().expect("a buffer per argument");
-                // SAFETY: `MaybeUninit<[T; N]>` has the layout of `[MaybeUninit<T>; N]`.
-                let buf = unsafe { &mut *buf.as_mut_ptr().cast::<[MaybeUninit<T>; PIECE]>() };
-                draw(seed, start, &mut buf[..len])
+            Source::Tiled(values) => {
+                let at = start % values.len();
+                if at + len <= values.len() { &values[at..at + len] } else { tile(values, at, buffer()) }
             }
+            Source::Spread(values, inner) => spread(values, inner, start, buffer()),
+            Source::Uniform(seed) => draw(seed, start, buffer()),
         };
     }
     let args = &args[..sources.len()];
@@ -105,6 +169,38 @@ fn piece<K: Elementwise, T: Float + KernelFloat>(
         KernelFn::Value => K::map(args, out),
         KernelFn::Partial(i) => K::map_partial(i, args, out),
     }
+}
+
+/// `out[j]` = `values[(at + j) % values.len()]`: a window of a repeated
+/// block, wrapping around its end.
+#[inline(always)]
+fn tile<'a, T: Copy>(values: &[T], mut at: usize, out: &'a mut [MaybeUninit<T>]) -> &'a [T] {
+    let mut done = 0;
+    while done < out.len() {
+        let take = (values.len() - at).min(out.len() - done);
+        for (o, &v) in out[done..done + take].iter_mut().zip(&values[at..at + take]) {
+            o.write(v);
+        }
+        (done, at) = (done + take, 0);
+    }
+    // SAFETY: the loop wrote every slot.
+    unsafe { pool::written(out) }
+}
+
+/// `out[j]` = `values[(start + j) / inner]`: runs of each value.
+#[inline(always)]
+fn spread<'a, T: Copy>(values: &[T], inner: usize, start: usize, out: &'a mut [MaybeUninit<T>]) -> &'a [T] {
+    let (mut k, mut left) = (start / inner, inner - start % inner);
+    let mut done = 0;
+    while done < out.len() {
+        let take = left.min(out.len() - done);
+        for o in &mut out[done..done + take] {
+            o.write(values[k]);
+        }
+        (done, k, left) = (done + take, k + 1, inner);
+    }
+    // SAFETY: the loop wrote every slot.
+    unsafe { pool::written(out) }
 }
 
 /// `out[j]` = the noise of element `start + j` under `seed`.
@@ -127,7 +223,7 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
     array: impl Fn(&S) -> &Array<T>,
 ) -> Array<T> {
     let n: usize = shape.iter().product();
-    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
         // The kernel writes every slot of each piece (the `Elementwise`
         // contract), so the output starts uninitialised.
         fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
@@ -160,7 +256,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
         *last = 1;
     }
     let scale = T::from_f64(scale);
-    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
         let sum_rows = |first: usize, out: &mut [MaybeUninit<T>]| {
             let mut buf = [MaybeUninit::<T>::uninit(); PIECE];
             let mut noise = noise::<T>();
@@ -206,7 +302,7 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
 ) -> Array<T> {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1).max(1);
-    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
         fill(shape, row, should_fork(n, COSTLY_OP_MIN), |start, out| {
             let mut noise = noise::<T>();
             for (r, out) in out.chunks_mut(row).enumerate() {
@@ -246,7 +342,7 @@ pub(crate) fn run_norm<K: Elementwise, T: Float + KernelFloat, S>(
 ) -> Normed<T> {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1).max(1);
-    with_sources::<K, T, S, _>(inputs, n, array, |sources| {
+    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
         type Slots<'a, T> = &'a mut [MaybeUninit<T>];
         let rows = |first: usize, out: Slots<'_, T>, stats: Slots<'_, T>, mut kept: Option<Slots<'_, T>>| {
             let mut noise = noise::<T>();

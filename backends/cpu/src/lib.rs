@@ -728,6 +728,12 @@ impl Composites for Cpu {
 }
 
 impl Kernels for Cpu {
+    /// Unexpanded: the kernel loops read a repeated block or spread values
+    /// in place, and copy only other broadcasts (`kernel.rs`).
+    fn kernel_operand(x: &CpuStorage, _shape: &[usize]) -> CpuStorage {
+        x.clone()
+    }
+
     fn elementwise<K: Elementwise>(
         f: KernelFn,
         inputs: &[KernelArg<CpuStorage>],

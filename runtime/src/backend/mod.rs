@@ -358,9 +358,21 @@ pub trait Composites: Primitives {
 /// `kernel!` kernels: what a backend runs for `#[kernel]` functions and
 /// their generated partials.
 pub trait Kernels: Composites {
+    /// A tensor argument of a kernel call whose output has `shape`, as the
+    /// kernel entry points below receive it. The default broadcasts it to
+    /// `shape` ([`Primitives::expand`], a copy where it repeats values); a
+    /// backend whose kernels read broadcast operands in place may return
+    /// it unchanged, and then its entry points get tensors whose shapes
+    /// broadcast to theirs.
+    fn kernel_operand(x: &Self::Storage, shape: &[usize]) -> Self::Storage {
+        Self::expand(x, shape)
+    }
+
     /// Kernel `K` (or one of its partial derivatives) at every element of
-    /// `shape`. May assume every tensor input has `shape` and the float
-    /// `dtype`, and that there are as many inputs as `K` has arguments.
+    /// `shape`. May assume every tensor input is what
+    /// [`Kernels::kernel_operand`] made of it (by default, of `shape`) and
+    /// has the float `dtype`, and that there are as many inputs as `K` has
+    /// arguments.
     fn elementwise<K: Elementwise>(
         f: KernelFn,
         inputs: &[KernelArg<Self::Storage>],
