@@ -524,7 +524,11 @@ impl Gen<'_> {
         (0..low.nodes.len())
             .filter(|&i| !plan.inside(i) && need(low.nodes[i].out))
             .map(|i| match (&low.nodes[i].op, plan.rooted_at(i)) {
-                (_, Some(g)) => g.inputs.iter().filter(|x| matches!(x, Input::Value(k) if need(*k))).count(),
+                // A norm that ends a group runs its layer's backward first.
+                (_, Some(g)) => {
+                    let norm = usize::from(matches!(g.reduce, Some(RowOp::Norm { .. })));
+                    norm + g.inputs.iter().filter(|x| matches!(x, Input::Value(k) if need(*k))).count()
+                }
                 (Op::Layer(_) | Op::Nested(_) | Op::Attend(_), _) => 1,
                 (_, None) => low.nodes[i].args.iter().filter(|&&k| need(k)).count(),
             })
