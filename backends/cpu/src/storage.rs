@@ -74,9 +74,9 @@ impl CpuStorage {
     }
 
     /// Wraps host data: without copying it when its values start on a
-    /// cache line (or are too few for vector code to care), else copied
-    /// once into an aligned pool buffer, so no op over it loads vectors
-    /// that straddle two lines (see [`pool::ALIGN`]).
+    /// 64-byte cache line (or are too few for vector code to care), else
+    /// copied once into an aligned pool buffer, so no op over it loads
+    /// vectors that straddle two lines.
     pub fn from_data(data: TensorData) -> Self {
         fn wrap<T: pool::Pooled>(shape: &[usize], v: Vec<T>) -> Array<T> {
             if v.len() * size_of::<T>() < pool::ALIGN || (v.as_ptr() as usize).is_multiple_of(pool::ALIGN) {

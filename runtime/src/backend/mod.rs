@@ -246,7 +246,7 @@ pub trait Composites: Primitives {
         composed_bias_act::<Self>(x, bias, dim, act)
     }
 
-    /// `act(x + bias) + residual`: [`Backend::bias_act`] with a residual
+    /// `act(x + bias) + residual`: [`Composites::bias_act`] with a residual
     /// connection (`residual` of `x`'s shape and dtype) added after the
     /// activation, how a block's last layer finishes. The default makes
     /// the add a pass of its own; a backend may fold it into the bias pass.

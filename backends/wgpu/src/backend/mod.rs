@@ -621,7 +621,7 @@ impl Composites for WgpuNative {
         bias_act_add(&x, bias, dim, act, Some(residual))
     }
 
-    /// One workgroup per row ([`shaders::cross_entropy`]), for targets
+    /// One workgroup per row (`shaders::cross_entropy`), for targets
     /// the device holds: f32 class indices (`HostFallback` converts the
     /// host's i64 ones).
     fn cross_entropy(
