@@ -95,28 +95,28 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
             panic!("{}: an argument of shape {:?} does not broadcast to {shape:?}", K::NAME, a.shape())
         })
     };
-    let copies: [Option<Array<T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
+    // Each argument read where it is, if it can be: a tensor of the shape,
+    // a repeated block or spread values, or noise.
+    let direct: [Option<Source<'_, T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
         KernelArg::Tensor(s) => {
             let v = view(s);
-            (v.as_slice().is_none() && broadcast_source(&v).is_none())
-                .then(|| pool::output(shape, |o| pool::copy_to(o, &v)))
+            v.to_slice().map(Source::Tensor).or_else(|| broadcast_source(&v))
         }
+        KernelArg::Number(_) => None,
+        KernelArg::Uniform(seed) => Some(Source::Uniform(*seed)),
+    });
+    let copies: [Option<Array<T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
+        KernelArg::Tensor(s) if direct[i].is_none() => Some(pool::output(shape, |o| pool::copy_to(o, &view(s)))),
         KernelArg::Number(v) => Some(pool::filled(&[splat_len], <T as KernelFloat>::lit(*v), |_| {})),
-        KernelArg::Uniform(_) => None,
+        KernelArg::Tensor(_) | KernelArg::Uniform(_) => None,
     });
     let sources: [Source<'_, T>; MAX_ARGS] = std::array::from_fn(|i| {
         let copy = || copies[i].as_ref().and_then(|c| c.as_slice()).expect("a pooled array is contiguous");
-        match inputs.get(i) {
-            Some(KernelArg::Tensor(s)) => {
-                let v = view(s);
-                match v.to_slice() {
-                    Some(values) => Source::Tensor(values),
-                    None => broadcast_source(&v).unwrap_or_else(|| Source::Tensor(copy())),
-                }
-            }
-            Some(KernelArg::Number(_)) => Source::Splat(copy()),
-            Some(KernelArg::Uniform(seed)) => Source::Uniform(*seed),
-            None => Source::Splat(&[]),
+        match (direct[i], inputs.get(i)) {
+            (Some(source), _) => source,
+            (None, Some(KernelArg::Tensor(_))) => Source::Tensor(copy()),
+            (None, Some(KernelArg::Number(_))) => Source::Splat(copy()),
+            (None, _) => Source::Splat(&[]),
         }
     });
     body(&sources[..inputs.len()])
@@ -169,6 +169,23 @@ fn piece<K: Elementwise, T: Float + KernelFloat>(
         KernelFn::Value => K::map(args, out),
         KernelFn::Partial(i) => K::map_partial(i, args, out),
     }
+}
+
+/// Evaluates `f` (of `K`) on the row of `out.len()` elements from `at`
+/// into `out`, a piece at a time, and returns its values.
+#[inline(always)]
+fn row_values<'a, K: Elementwise, T: Float + KernelFloat>(
+    f: KernelFn,
+    sources: &[Source<'_, T>],
+    at: usize,
+    out: &'a mut [MaybeUninit<T>],
+    noise: &mut Noise<T>,
+) -> &'a mut [T] {
+    for (i, p) in out.chunks_mut(PIECE).enumerate() {
+        piece::<K, T>(f, sources, at + i * PIECE, p, noise);
+    }
+    // SAFETY: the kernel wrote every slot of the row.
+    unsafe { pool::written(out) }
 }
 
 /// `out[j]` = `values[(at + j) % values.len()]`: a window of a repeated
@@ -309,14 +326,7 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
                 let at = start + r * row;
                 dispatch(
                     #[inline(always)]
-                    || {
-                        for (i, piece_out) in out.chunks_mut(PIECE).enumerate() {
-                            piece::<K, T>(f, sources, at + i * PIECE, piece_out, &mut noise);
-                        }
-                        // SAFETY: the kernel wrote every slot of the row.
-                        let out = unsafe { pool::written(out) };
-                        softmax_row_in_place(out, log);
-                    },
+                    || softmax_row_in_place(row_values::<K, T>(f, sources, at, out, &mut noise), log),
                 );
             }
         })
@@ -351,20 +361,13 @@ pub(crate) fn run_norm<K: Elementwise, T: Float + KernelFloat, S>(
                     let at = (first + r) * row;
                     let values: Slots<'_, T> = match kept.as_deref_mut() {
                         Some(kept) => &mut kept[r * row..][..row],
-                        // SAFETY: `MaybeUninit<T>` has `T`'s layout, and
-                        // only initialised values are written through it.
-                        None => unsafe { &mut *(std::ptr::from_mut::<[T]>(scratch) as *mut [MaybeUninit<T>]) },
+                        // SAFETY: only the kernel's values are written
+                        // through it.
+                        None => unsafe { pool::slots(scratch) },
                     };
                     dispatch(
                         #[inline(always)]
-                        || {
-                            for (i, p) in values.chunks_mut(PIECE).enumerate() {
-                                piece::<K, T>(f, sources, at + i * PIECE, p, &mut noise);
-                            }
-                            // SAFETY: the kernel wrote every slot of the row.
-                            let x = unsafe { pool::written(values) };
-                            norm_row(x, o, pair, affine);
-                        },
+                        || norm_row(row_values::<K, T>(f, sources, at, values, &mut noise), o, pair, affine),
                     );
                 }
             })

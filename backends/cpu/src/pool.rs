@@ -176,15 +176,25 @@ pub(crate) unsafe fn written<T>(slots: &mut [MaybeUninit<T>]) -> &mut [T] {
     unsafe { &mut *(std::ptr::from_mut::<[MaybeUninit<T>]>(slots) as *mut [T]) }
 }
 
+/// `values` as slots to write: what a fill loop written over `MaybeUninit`
+/// takes.
+///
+/// # Safety
+/// Only initialised values may be written through the slots (the
+/// `MaybeUninit` API would let one write an uninitialised one).
+#[inline(always)]
+pub(crate) unsafe fn slots<T>(values: &mut [T]) -> &mut [MaybeUninit<T>] {
+    // SAFETY: `MaybeUninit<T>` has `T`'s layout; the caller keeps every
+    // value initialised.
+    unsafe { &mut *(std::ptr::from_mut::<[T]>(values) as *mut [MaybeUninit<T>]) }
+}
+
 /// [`output`] for a `fill` that writes through `MaybeUninit` slots (the
 /// parallel fill loops are written so).
 pub(crate) fn output_uninit<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Array<T> {
-    output(shape, |out| {
-        // SAFETY: `MaybeUninit<T>` has `T`'s layout, and `fill` writes only
-        // initialised values (every slot, by its contract).
-        let slots = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
-        fill(slots);
-    })
+    // SAFETY: `fill` writes only initialised values (every slot, by its
+    // contract).
+    output(shape, |out| fill(unsafe { slots(out) }))
 }
 
 /// An array of `shape` set to `value`, then passed to `fill` (for kernels

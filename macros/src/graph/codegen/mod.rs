@@ -797,10 +797,11 @@ impl Gen<'_> {
             let stmt = match &n.op {
                 Op::Input => continue,
                 _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if self.plan.norm_root(i) => {
+                _ if self.plan.norm_root(i)
+                    && let Some(e) = self.fused_expr(i, Pass::Train) =>
+                {
                     // The group's values and statistics are the layer's cache.
                     caches.push(ci.clone());
-                    let e = self.fused_expr(i, Pass::Train).expect("a group's root");
                     quote_spanned!(span=>
                         let (#o, __stats, __kept) = #e;
                         let #ci = (__kept.expect("kept in training"), __stats);
