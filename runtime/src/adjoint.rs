@@ -436,11 +436,8 @@ pub fn conv_transpose2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 
 /// `max_pool2d` of an input of shape `from` whose maxima sat at `idx`
 /// (per plane): `g` scattered back there.
 pub fn max_pool2d<B: Backend>(g: &S<B>, from: &[usize], idx: &S<B>) -> S<B> {
-    let gs = B::shape(g);
-    let flat = [gs[0], gs[1], gs[2] * gs[3]];
-    let plane = [from[0], from[1], from[2] * from[3]];
-    let dx = B::scatter_add(&zeros::<B>(g, &plane), 2, &B::reshape(idx, &flat), &B::reshape(g, &flat));
-    B::reshape(&dx, from)
+    let from: [usize; 4] = from.try_into().unwrap_or_else(|_| panic!("max_pool2d: input of rank {}", from.len()));
+    B::max_pool2d_input_grad(g, idx, from)
 }
 
 /// `avg_pool2d` of an input of shape `from`.

@@ -550,6 +550,15 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
+    fn max_pool2d_input_grad(g: &Placed<D, H>, indices: &Placed<D, H>, from: [usize; 4]) -> Placed<D, H> {
+        match (g, indices) {
+            (Placed::Device(g), Placed::Device(i)) => Placed::Device(D::max_pool2d_input_grad(g, i, from)),
+            (Placed::Host(g, d), Placed::Host(i, _)) => Placed::Host(H::max_pool2d_input_grad(g, i, from), d.clone()),
+            // Indices the device cannot hold stay on the host: scatter there.
+            (g, i) => crate::backend::composed_max_pool2d_input_grad::<Self>(g, i, from),
+        }
+    }
+
     fn sum_squares(x: &Placed<D, H>) -> Placed<D, H> {
         Self::view(x, D::sum_squares, H::sum_squares)
     }

@@ -494,6 +494,9 @@ pub(crate) fn max_pool2d<T: Num>(
 /// row's taps are read as pairs, which vectorises). Same rule: the first
 /// NaN wins, else the first largest tap.
 fn max_pool_2x2<T: Num>(src: &[T], out: &mut [T], idx: &mut [i64], geo: &PoolGeometry, [sh, sw]: [usize; 2]) {
+    if sw == 2 && crate::maxpool::plane_2x2(src, out, idx, [geo.h, geo.w, geo.oh, geo.ow], sh) {
+        return;
+    }
     let (w, ow) = (geo.w, geo.ow);
     dispatch(
         #[inline(always)]
@@ -532,6 +535,33 @@ fn max_pool_2x2<T: Num>(src: &[T], out: &mut [T], idx: &mut [i64], geo: &PoolGeo
             }
         },
     );
+}
+
+/// The input gradient of [`max_pool2d`]: plane by plane, zeros with each
+/// output's gradient added at its maximum, written once while the plane
+/// is in cache (windows may overlap, so gradients add).
+pub(crate) fn max_pool2d_input_grad<T: Num>(grad: &Array<T>, indices: &Array<i64>, from: [usize; 4]) -> Array<T> {
+    let (grad, indices) = (pool::standard(grad), pool::standard(indices));
+    let gs = grad.as_slice().expect("standard layout");
+    let is = indices.as_slice().expect("standard layout");
+    let (ins, outs) = (from[2] * from[3], grad.shape()[2] * grad.shape()[3]);
+    pool::output(&from, |dx| {
+        let plane = |p: usize, dx: &mut [T]| {
+            dx.fill(T::ZERO);
+            let range = p * outs..(p + 1) * outs;
+            for (&i, &g) in is[range.clone()].iter().zip(&gs[range]) {
+                dx[i as usize] += g;
+            }
+        };
+        if ins == 0 {
+            return;
+        }
+        if rayon::current_num_threads() > 1 && dx.len() >= 1 << 16 {
+            dx.par_chunks_mut(ins).with_min_len((CHUNK / ins).max(1)).enumerate().for_each(|(p, d)| plane(p, d));
+        } else {
+            dx.chunks_mut(ins).enumerate().for_each(|(p, d)| plane(p, d));
+        }
+    })
 }
 
 /// The winner of a 2x2 window's taps (top-left, top-right, bottom-left,

@@ -20,6 +20,7 @@ mod elementwise;
 mod gemm;
 mod kernel;
 mod matmul;
+mod maxpool;
 mod movement;
 mod norm;
 mod parallel;
@@ -563,6 +564,15 @@ impl Primitives for Cpu {
 }
 
 impl Composites for Cpu {
+    fn max_pool2d_input_grad(g: &CpuStorage, indices: &CpuStorage, from: [usize; 4]) -> CpuStorage {
+        let CpuStorage::I64(i) = indices else { unsupported("max_pool2d_input_grad indices", indices.dtype()) };
+        match g {
+            CpuStorage::F32(g) => CpuStorage::F32(conv::max_pool2d_input_grad(g, i, from)),
+            CpuStorage::F64(g) => CpuStorage::F64(conv::max_pool2d_input_grad(g, i, from)),
+            other => unsupported("max_pool2d_input_grad", other.dtype()),
+        }
+    }
+
     fn arange(range: Range<i64>, _device: &CpuDevice) -> CpuStorage {
         let n = (range.end - range.start) as usize;
         CpuStorage::I64(pool::output(&[n], |out| out.iter_mut().zip(range).for_each(|(o, i)| *o = i)))

@@ -260,6 +260,16 @@ pub trait Composites: Primitives {
         Self::binary(BinaryOp::Add, &Self::bias_act(x, bias, dim, act), residual)
     }
 
+    /// The gradient of [`Primitives::max_pool2d`]'s input of shape `from`
+    /// (`[n, c, h, w]`) from its output's gradient `g` (`[n, c, oh, ow]`)
+    /// and the indices the forward returned: each gradient added at its
+    /// maximum's place in its plane, zeros elsewhere. May assume a float
+    /// `g`, i64 `indices` of `g`'s shape, each within its plane. The default
+    /// scatters into a tensor of zeros; a backend may write each plane once.
+    fn max_pool2d_input_grad(g: &Self::Storage, indices: &Self::Storage, from: [usize; 4]) -> Self::Storage {
+        composed_max_pool2d_input_grad::<Self>(g, indices, from)
+    }
+
     /// The sum of the squares of all of `x`'s elements, a rank-0 tensor of
     /// its dtype: the reduction a gradient norm makes every training step.
     /// May assume a float dtype. The default squares, then sums; a backend
@@ -475,6 +485,20 @@ pub fn composed_elementwise_norm<B: Kernels, K: Elementwise>(
 pub fn composed_axpby<B: Primitives>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
     let ay = if a == 1.0 { y.clone() } else { B::binary_scalar(BinaryOp::Mul, y, a) };
     *y = B::binary(BinaryOp::Add, &ay, &B::binary_scalar(BinaryOp::Mul, x, b));
+}
+
+/// [`Composites::max_pool2d_input_grad`] from primitives: the gradients
+/// scattered into zeros, with each plane flattened.
+pub fn composed_max_pool2d_input_grad<B: Primitives>(
+    g: &B::Storage,
+    indices: &B::Storage,
+    from: [usize; 4],
+) -> B::Storage {
+    let gs = B::shape(g);
+    let flat = [gs[0], gs[1], gs[2] * gs[3]];
+    let planes = B::full(&[from[0], from[1], from[2] * from[3]], 0.0, B::dtype(g), &B::device(g));
+    let dx = B::scatter_add(&planes, 2, &B::reshape(indices, &flat), &B::reshape(g, &flat));
+    B::reshape(&dx, &from)
 }
 
 /// [`Composites::sum_squares`] from primitives: a square, then a sum.
