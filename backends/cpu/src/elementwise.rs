@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, Pooled};
 use crate::reduce::{LANES, Lanes, reduce16, sum_map2, sum_slice};
-use crate::simd::{dispatch, dispatch_stream};
+use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
 use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
@@ -25,7 +25,9 @@ where
     if let Some(s) = a.as_slice() {
         return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
             let src = &s[start..start + out.len()];
-            dispatch(
+            // A cheap op streams memory; a costly one computes.
+            dispatch_bound(
+                fork_min >= CHEAP_OP_MIN,
                 #[inline(always)]
                 || {
                     for (o, &x) in out.iter_mut().zip(src) {

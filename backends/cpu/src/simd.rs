@@ -89,6 +89,12 @@ pub fn dispatch_stream<R>(f: impl FnOnce() -> R) -> R {
     run_at(stream_isa(), f)
 }
 
+/// [`dispatch_stream`] for a loop bound by memory, else [`dispatch`].
+#[inline(always)]
+pub fn dispatch_bound<R>(memory_bound: bool, f: impl FnOnce() -> R) -> R {
+    run_at(if memory_bound { stream_isa() } else { isa() }, f)
+}
+
 /// The ISA [`dispatch_stream`] uses, decided once.
 fn stream_isa() -> Isa {
     use std::sync::OnceLock;
