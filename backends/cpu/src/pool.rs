@@ -71,6 +71,9 @@ impl<T> Default for Bucket<T> {
 /// not make every output cost a scan of all of them.
 const PROBES: usize = 64;
 
+/// The most recently handed-out buffers a search looks at first.
+const RECENT: usize = 4;
+
 impl<T: Pooled> Pool<T> {
     const fn new() -> Self {
         Pool { buckets: BTreeMap::new(), takes: 0, swept_at: 0 }
@@ -84,9 +87,15 @@ impl<T: Pooled> Pool<T> {
         }
         let bucket = self.buckets.get_mut(&len)?;
         let n = bucket.entries.len();
-        let free = (0..n.min(PROBES)).map(|i| (bucket.cursor + i) % n).find(|&i| bucket.entries[i].0.is_unique())?;
+        // The buffers handed out last come first: one freed since is
+        // likely still in cache (and its pages in the TLB). Then next fit.
+        let recent = (n.saturating_sub(RECENT)..n).rev();
+        let free = recent
+            .chain((0..n.min(PROBES)).map(|i| (bucket.cursor + i) % n))
+            .find(|&i| bucket.entries[i].0.is_unique())?;
         bucket.cursor = free;
-        Some(bucket.entries.swap_remove(free).0)
+        let (a, _) = bucket.entries.remove(free);
+        Some(a)
     }
 
     /// Keeps a clone of `a`, whose buffer holds `a.len()` values.
