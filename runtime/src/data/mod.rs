@@ -178,6 +178,46 @@ pub struct DataLoader<D: Dataset> {
     seed: u64,
     epoch: u64,
     prefetch: usize,
+    shard: Option<Shard>,
+}
+
+/// What a sharded loader does with an epoch whose length the number of
+/// ranks does not divide (PyTorch's `DistributedSampler(drop_last=...)`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardTail {
+    /// Repeat samples from the start of the epoch's order until every rank
+    /// has as many: each sample is seen at least once an epoch.
+    #[default]
+    Pad,
+    /// Leave out the last samples of the epoch's order: each sample is seen
+    /// at most once an epoch.
+    Drop,
+}
+
+/// Rank `rank`'s share of every epoch among `ranks` processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Shard {
+    rank: usize,
+    ranks: usize,
+    tail: ShardTail,
+}
+
+impl Shard {
+    /// Samples per rank and epoch out of `n`.
+    fn len(&self, n: usize) -> usize {
+        match self.tail {
+            ShardTail::Pad => n.div_ceil(self.ranks),
+            ShardTail::Drop => n / self.ranks,
+        }
+    }
+
+    /// This rank's positions of the epoch's `order`: every `ranks`-th from
+    /// `rank` on, after the tail is padded or dropped.
+    fn select(&self, order: Vec<usize>) -> Vec<usize> {
+        let total = self.len(order.len()) * self.ranks;
+        let padded = order.iter().copied().cycle().take(if order.is_empty() { 0 } else { total });
+        padded.skip(self.rank).step_by(self.ranks).collect()
+    }
 }
 
 impl<D: Dataset> DataLoader<D> {
@@ -192,7 +232,22 @@ impl<D: Dataset> DataLoader<D> {
             seed: 0,
             epoch: 0,
             prefetch: 2,
+            shard: None,
         }
+    }
+
+    /// Gives this loader rank `rank`'s share of every epoch among `ranks`
+    /// processes, as PyTorch's `DistributedSampler`: the epoch's order is
+    /// drawn from the seed and the epoch as before, so it is the same on
+    /// every rank that shares them, made a multiple of `ranks` as `tail`
+    /// says, and rank `r` takes positions `r, r + ranks, r + 2 ranks, ..`.
+    /// The shares of one epoch are disjoint (with [`ShardTail::Drop`]) and
+    /// together hold every sample; every rank gets as many batches.
+    /// Panics unless `rank < ranks`.
+    pub fn shard(mut self, rank: usize, ranks: usize, tail: ShardTail) -> Self {
+        assert!(rank < ranks, "DataLoader::shard: rank {rank} of {ranks} ranks");
+        self.shard = Some(Shard { rank, ranks, tail });
+        self
     }
 
     /// Shuffles every epoch; epoch `e` uses the order drawn from `(seed, e)`.
@@ -245,9 +300,15 @@ impl<D: Dataset> DataLoader<D> {
         &self.dataset
     }
 
+    /// Samples per epoch: the dataset's, or this rank's share of them.
+    pub fn samples(&self) -> usize {
+        let n = self.dataset.len();
+        self.shard.map_or(n, |s| s.len(n))
+    }
+
     /// Number of batches per epoch.
     pub fn len(&self) -> usize {
-        let n = self.dataset.len();
+        let n = self.samples();
         if self.drop_last { n / self.batch_size } else { n.div_ceil(self.batch_size) }
     }
 
@@ -256,14 +317,18 @@ impl<D: Dataset> DataLoader<D> {
         self.len() == 0
     }
 
-    /// The sample order of epoch `epoch`.
+    /// The sample order of epoch `epoch` (this rank's share of it, when
+    /// sharded).
     pub fn order(&self, epoch: u64) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.dataset.len()).collect();
         if self.shuffle {
             let mut rng = Rng::seed_from_u64(self.seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             rng.shuffle(&mut order);
         }
-        order
+        match &self.shard {
+            Some(s) => s.select(order),
+            None => order,
+        }
     }
 
     /// The batches of the next epoch.
@@ -391,6 +456,65 @@ mod tests {
         let mut c = DataLoader::new(toy(50), 50).shuffle(7);
         c.set_epoch(1);
         assert_eq!(ids(&c.epoch().next().expect("batch")), a2);
+    }
+
+    /// Every rank's share of one epoch, as sample ids.
+    fn shares(n: usize, ranks: usize, tail: ShardTail, epoch: u64) -> Vec<Vec<i64>> {
+        (0..ranks)
+            .map(|r| {
+                let mut dl = DataLoader::new(toy(n), 3).shuffle(11).shard(r, ranks, tail);
+                dl.set_epoch(epoch);
+                assert_eq!(dl.len(), dl.samples().div_ceil(3), "rank {r}: batches for its share");
+                dl.epoch().flat_map(|b| ids(&b)).collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_are_disjoint_cover_the_data_and_share_each_epochs_order() {
+        for (n, ranks) in [(10, 2), (10, 3), (7, 4), (2, 3), (12, 1)] {
+            for epoch in [0, 1] {
+                let unsharded: Vec<i64> = {
+                    let mut dl = DataLoader::new(toy(n), 3).shuffle(11);
+                    dl.set_epoch(epoch);
+                    dl.epoch().flat_map(|b| ids(&b)).collect()
+                };
+                for tail in [ShardTail::Pad, ShardTail::Drop] {
+                    let shares = shares(n, ranks, tail, epoch);
+                    let per = shares[0].len();
+                    assert!(shares.iter().all(|s| s.len() == per), "{n} over {ranks} ({tail:?}): equal shares");
+                    // Position i of rank r is position i * ranks + r of the
+                    // shared order: the ranks agree on the epoch's shuffle.
+                    for (r, share) in shares.iter().enumerate() {
+                        for (i, &id) in share.iter().enumerate() {
+                            assert_eq!(id, unsharded[(i * ranks + r) % n], "{n} over {ranks} ({tail:?}), rank {r}");
+                        }
+                    }
+                    let mut all: Vec<i64> = shares.concat();
+                    all.sort();
+                    match tail {
+                        ShardTail::Drop => {
+                            assert_eq!(per, n / ranks);
+                            all.dedup();
+                            assert_eq!(all.len(), per * ranks, "{n} over {ranks}: disjoint");
+                        }
+                        ShardTail::Pad => {
+                            assert_eq!(per, n.div_ceil(ranks));
+                            all.dedup();
+                            assert_eq!(all, (0..n as i64).collect::<Vec<_>>(), "{n} over {ranks}: every sample");
+                        }
+                    }
+                }
+            }
+        }
+        let (e0, e1) = (shares(10, 2, ShardTail::Pad, 0), shares(10, 2, ShardTail::Pad, 1));
+        assert_ne!(e0, e1, "each epoch reshuffles");
+    }
+
+    #[test]
+    #[should_panic(expected = "rank 2 of 2 ranks")]
+    fn a_rank_outside_the_world_is_refused() {
+        let _ = DataLoader::new(toy(4), 2).shard(2, 2, ShardTail::Pad);
     }
 
     #[test]
