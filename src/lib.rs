@@ -10,6 +10,8 @@
 
 pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
+#[cfg(feature = "mpi")]
+pub use blaze_runtime::distributed;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;

@@ -14,6 +14,8 @@ pub mod backend;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod data;
+#[cfg(feature = "mpi")]
+pub mod distributed;
 pub mod dtype;
 pub mod error;
 pub mod fallback;
