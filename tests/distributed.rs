@@ -26,6 +26,8 @@ const GLOBAL: usize = 8;
 const STEPS: usize = 5;
 /// Where a rank writes its results; set by the launching test.
 const OUT: &str = "BLAZE_DIST_TEST_OUT";
+/// The epochs `rank_fits` trains to; set by the launching test.
+const EPOCHS: &str = "BLAZE_DIST_TEST_EPOCHS";
 
 fn batch(rows: std::ops::Range<usize>) -> (Tensor<Cpu, 2>, Tensor<Cpu, 1>) {
     let x: Vec<f32> =
@@ -64,8 +66,8 @@ fn train(model: &mut Net<Cpu>, world: &World, rows: std::ops::Range<usize>) {
 }
 
 /// Runs `rank_fn` in two ranks under `mpirun`, with `out` as the results
-/// folder, killing the job after `limit`.
-fn launch(rank_fn: &str, out: &Path, limit: Duration) -> (Output, Duration) {
+/// folder and `epochs` in the environment, killing the job after `limit`.
+fn launch(rank_fn: &str, out: &Path, epochs: usize, limit: Duration) -> (Output, Duration) {
     let exe = std::env::current_exe().expect("the test binary's path");
     let start = Instant::now();
     let mut child = Command::new("mpirun")
@@ -73,6 +75,7 @@ fn launch(rank_fn: &str, out: &Path, limit: Duration) -> (Output, Duration) {
         .arg(exe)
         .args(["--exact", rank_fn, "--ignored", "--nocapture", "--test-threads", "1"])
         .env(OUT, out)
+        .env(EPOCHS, epochs.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -126,7 +129,7 @@ fn rank_trains_its_half() {
 #[test]
 fn two_ranks_train_as_one_process_with_the_global_batch() {
     let out = folder("train");
-    let (run, _) = launch("rank_trains_its_half", &out, Duration::from_secs(120));
+    let (run, _) = launch("rank_trains_its_half", &out, 0, Duration::from_secs(120));
     assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
     let before = weights(&alone);
@@ -159,7 +162,7 @@ fn rank_one_panics() {
 #[test]
 fn a_panicking_rank_ends_the_job_promptly() {
     let out = folder("panic");
-    let (run, took) = launch("rank_one_panics", &out, Duration::from_secs(60));
+    let (run, took) = launch("rank_one_panics", &out, 0, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(!run.status.success(), "the job succeeded:\n{stderr}");
     assert!(took < Duration::from_secs(30), "the job took {took:?} to end");
@@ -184,7 +187,7 @@ fn rank_one_is_killed() {
 #[test]
 fn a_killed_rank_ends_the_job_promptly() {
     let out = folder("kill");
-    let (run, took) = launch("rank_one_is_killed", &out, Duration::from_secs(60));
+    let (run, took) = launch("rank_one_is_killed", &out, 0, Duration::from_secs(60));
     assert!(!run.status.success(), "the job succeeded:\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(took < Duration::from_secs(30), "the job took {took:?} to end");
     std::fs::remove_dir_all(&out).ok();
@@ -199,4 +202,73 @@ fn a_world_of_one_without_mpirun() {
     let mut v = [2.0, 3.0];
     world.all_reduce_sum(&mut v);
     assert_eq!(v, [2.0, 3.0]);
+}
+
+/// The toy classification data `fit` trains on: 32 samples, 6 features, 4 classes.
+fn toy() -> blaze::data::InMemoryDataset {
+    let x: Vec<f32> = (0..32 * 6).map(|i| ((i * 7 % 13) as f32 / 6.0) - 1.0).collect();
+    let y: Vec<i64> = (0..32).map(|i| (i * 5 % 4) as i64).collect();
+    blaze::data::InMemoryDataset::new(x, &[6], y).expect("consistent toy data")
+}
+
+/// `epochs` of `fit` with `batch` samples a batch (per rank when
+/// data-parallel), checkpoints in `dir`.
+fn fit_toy(
+    model: &mut Net<Cpu>,
+    batch: usize,
+    epochs: usize,
+    dir: Option<PathBuf>,
+    data_parallel: Option<blaze::distributed::DataParallel>,
+) -> blaze::train::History {
+    use blaze::data::DataLoader;
+    use blaze::train::{FitConfig, fit};
+    let mut train = DataLoader::new(toy(), batch).shuffle(5);
+    let mut val = DataLoader::new(toy(), 8);
+    let resume = dir.is_some();
+    let config = FitConfig { epochs, out_dir: dir, resume, data_parallel, ..FitConfig::default() };
+    let mut opt = Sgd::new(0.1);
+    fit(model, &mut opt, &mut train, &mut val, &config, &CpuDevice).expect("fit trains")
+}
+
+#[test]
+#[ignore = "a rank of `fit_on_two_ranks_trains_as_one_process_and_resumes`"]
+fn rank_fits() {
+    let Some(out) = launched() else { return };
+    let epochs: usize = std::env::var(EPOCHS).expect("epochs").parse().expect("a number");
+    let world = std::sync::Arc::new(World::init().expect("MPI starts"));
+    let rank = world.rank();
+    let mut model = Net::<Cpu>::new_seeded(rank as u64, &CpuDevice);
+    let dp = blaze::distributed::DataParallel::new(world);
+    let history = fit_toy(&mut model, 4, epochs, Some(out.join("run")), Some(dp));
+    assert_eq!(history.epochs.len(), epochs);
+    let bytes: Vec<u8> = weights(&model).iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(out.join(format!("fit{rank}.bin")), bytes).expect("writing the weights");
+}
+
+#[test]
+fn fit_on_two_ranks_trains_as_one_process_and_resumes() {
+    let out = folder("fit");
+    for epochs in [2, 3] {
+        let (run, _) = launch("rank_fits", &out, epochs, Duration::from_secs(120));
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "the job failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+        // Rank 0 alone prints: one line for the last epoch; the second run
+        // resumed after epoch 2.
+        let last = format!("epoch {epochs:>3}:");
+        assert_eq!(stdout.matches(&last).count(), 1, "stdout:\n{stdout}");
+        assert_eq!(stdout.contains("resumed from"), epochs == 3, "stdout:\n{stdout}");
+        assert!(out.join("run/last.safetensors").exists() && out.join("run/best.safetensors").exists());
+        // One process with the global batch (twice the per-rank one).
+        let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
+        fit_toy(&mut alone, 8, epochs, None, None);
+        let want = weights(&alone);
+        for rank in 0..2 {
+            let got = read(&out.join(format!("fit{rank}.bin")));
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let close = (g - w).abs() <= 1e-5 * w.abs().max(1e-2);
+                assert!(close, "{epochs} epochs, rank {rank}, weight {i}: {g} against {w} alone");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&out).ok();
 }

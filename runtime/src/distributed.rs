@@ -9,7 +9,7 @@
 //! sets; launched without them it is a world of one that never touches
 //! MPI, so the same program runs alone or under `mpirun -np N`.
 
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 use mpi::collective::SystemOperation;
 use mpi::environment::{Threading, Universe};
@@ -116,6 +116,18 @@ impl World {
         self.universe.as_ref().filter(|_| self.size > 1).map(Universe::world)
     }
 
+    /// Ends every rank of the job: prints `message` with this rank, then
+    /// aborts through MPI (a world of one exits with status 1). For an
+    /// error one rank meets alone, which would otherwise leave the others
+    /// waiting in a collective.
+    pub fn abort(&self, message: &str) -> ! {
+        eprintln!("blaze: rank {} of {}: {message}; aborting the job", self.rank, self.size);
+        match self.comm() {
+            Some(comm) => comm.abort(1),
+            None => std::process::exit(1),
+        }
+    }
+
     /// Waits until every rank has called it.
     pub fn barrier(&self) {
         if let Some(comm) = self.comm() {
@@ -190,6 +202,26 @@ impl World {
                 t
             }),
         );
+    }
+}
+
+/// How [`fit`](crate::train::fit) trains data-parallel: the ranks of
+/// `world`, each on its shard of every epoch (the training loader's batch
+/// size is per rank: the global batch is `ranks` times it), gradients
+/// averaged in messages of at most `bucket_bytes`.
+#[derive(Clone, Debug)]
+pub struct DataParallel {
+    /// The job's processes.
+    pub world: Arc<World>,
+    /// The largest all-reduce message; PyTorch's `bucket_cap_mb` default
+    /// is 25 MB.
+    pub bucket_bytes: usize,
+}
+
+impl DataParallel {
+    /// Data parallelism over `world`, in 25 MB buckets.
+    pub fn new(world: Arc<World>) -> Self {
+        DataParallel { world, bucket_bytes: 25 << 20 }
     }
 }
 

@@ -245,9 +245,19 @@ impl<D: Dataset> DataLoader<D> {
     /// together hold every sample; every rank gets as many batches.
     /// Panics unless `rank < ranks`.
     pub fn shard(mut self, rank: usize, ranks: usize, tail: ShardTail) -> Self {
+        self.set_shard(rank, ranks, tail);
+        self
+    }
+
+    /// [`DataLoader::shard`] in place.
+    pub fn set_shard(&mut self, rank: usize, ranks: usize, tail: ShardTail) {
         assert!(rank < ranks, "DataLoader::shard: rank {rank} of {ranks} ranks");
         self.shard = Some(Shard { rank, ranks, tail });
-        self
+    }
+
+    /// The rank and the number of ranks this loader's share is for, if sharded.
+    pub fn shard_of(&self) -> Option<(usize, usize)> {
+        self.shard.map(|s| (s.rank, s.ranks))
     }
 
     /// Shuffles every epoch; epoch `e` uses the order drawn from `(seed, e)`.

@@ -34,10 +34,15 @@ impl<B: Backend> Step<B> {
         config: &FitConfig,
         update: impl FnOnce(&M::Grads),
     ) -> Result<Self, StepError> {
+        config.average_grads::<B, M>(&mut grads);
         let sq_sum = grad_sq_sum::<B, M>(&grads);
         logits.device().synchronize()?;
         let (loss, grad_norm) = (loss.item(), sq_sum.map_or(0.0, |s| s.item().sqrt()));
-        let applied = loss.is_finite() && grad_norm.is_finite();
+        // A non-finite loss on any rank makes every rank skip the step, so
+        // the replicas stay equal (their gradient norms already agree).
+        let mut non_finite = [f64::from(u8::from(!loss.is_finite()))];
+        config.sum_over_ranks(&mut non_finite);
+        let applied = non_finite[0] == 0.0 && grad_norm.is_finite();
         if applied {
             if let Some(max) = config.clip_grad_norm {
                 clip_to::<B, M>(&mut grads, grad_norm, max);

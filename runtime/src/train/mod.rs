@@ -18,7 +18,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::Device;
-use crate::data::{Batch, DataLoader, Dataset};
+use crate::data::{Batch, DataLoader, Dataset, ShardTail};
 use crate::loss::{CrossEntropyOptions, IGNORE_INDEX, TargetError, check_class_targets, cross_entropy_with};
 use crate::nn::{Ctx, Module, ParamVisitor};
 use crate::optim::{LrSchedule, Optimizer};
@@ -48,8 +48,18 @@ pub struct FitConfig {
     pub on_non_finite: NonFinite,
     /// Seed of the dropout masks.
     pub seed: u64,
-    /// Show a progress bar (on a terminal) and print a line per epoch.
+    /// Show a progress bar (on a terminal) and print a line per epoch
+    /// (on rank 0 alone when data-parallel).
     pub verbose: bool,
+    /// Train data-parallel over the ranks of an MPI job (feature `mpi`):
+    /// parameters start as rank 0's, the training loader gives each rank
+    /// its shard of every epoch (unless it was sharded already), gradients
+    /// are averaged every step, the epoch's metrics are summed over the
+    /// ranks, and rank 0 alone prints and writes to `out_dir` (which every
+    /// rank reads to resume, so it must be on a file system they share).
+    /// An error on any rank ends the whole job with that rank's message.
+    #[cfg(feature = "mpi")]
+    pub data_parallel: Option<crate::distributed::DataParallel>,
 }
 
 impl Default for FitConfig {
@@ -65,6 +75,8 @@ impl Default for FitConfig {
             on_non_finite: NonFinite::Stop,
             seed: 0,
             verbose: true,
+            #[cfg(feature = "mpi")]
+            data_parallel: None,
         }
     }
 }
@@ -87,6 +99,58 @@ pub enum NonFinite {
 impl FitConfig {
     fn loss_options(&self) -> CrossEntropyOptions {
         CrossEntropyOptions { label_smoothing: self.label_smoothing, ignore_index: self.ignore_index }
+    }
+
+    /// This process's rank and the number of ranks: `(0, 1)` unless
+    /// data-parallel.
+    fn ranks(&self) -> (usize, usize) {
+        #[cfg(feature = "mpi")]
+        if let Some(dp) = &self.data_parallel {
+            return (dp.world.rank(), dp.world.size());
+        }
+        (0, 1)
+    }
+
+    /// Whether this process prints and writes files.
+    fn is_main(&self) -> bool {
+        self.ranks().0 == 0
+    }
+
+    /// Sums `values` over the ranks, in place.
+    pub(crate) fn sum_over_ranks(&self, values: &mut [f64]) {
+        #[cfg(feature = "mpi")]
+        if let Some(dp) = &self.data_parallel {
+            dp.world.all_reduce_sum(values);
+        }
+        let _ = values;
+    }
+
+    /// Gives every rank rank 0's parameters and buffers.
+    fn broadcast_model<B: Backend, M: Module<B>>(&self, model: &mut M) {
+        #[cfg(feature = "mpi")]
+        if let Some(dp) = &self.data_parallel {
+            dp.world.broadcast_module::<B, M>(model);
+        }
+        let _ = model;
+    }
+
+    /// Replaces each gradient by its mean over the ranks.
+    pub(crate) fn average_grads<B: Backend, M: Module<B>>(&self, grads: &mut M::Grads) {
+        #[cfg(feature = "mpi")]
+        if let Some(dp) = &self.data_parallel {
+            dp.world.average_grads::<B, M>(grads, dp.bucket_bytes);
+        }
+        let _ = grads;
+    }
+
+    /// In a job of several ranks, ends every rank with this one's error;
+    /// alone, hands the error back.
+    fn end_job_on(&self, error: TrainError) -> TrainError {
+        #[cfg(feature = "mpi")]
+        if let Some(dp) = self.data_parallel.as_ref().filter(|dp| dp.world.size() > 1) {
+            dp.world.abort(&format!("fit: {error}"));
+        }
+        error
     }
 }
 
@@ -272,6 +336,29 @@ where
     D: Dataset,
     V: Dataset,
 {
+    fit_ranks::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device).map_err(|e| config.end_job_on(e))
+}
+
+/// [`fit`] on this rank.
+fn fit_ranks<B, M, O, D, V, const DI: usize>(
+    model: &mut M,
+    optimizer: &mut O,
+    train: &mut DataLoader<D>,
+    val: &mut DataLoader<V>,
+    config: &FitConfig,
+    device: &B::Device,
+) -> Result<History, TrainError>
+where
+    B: Backend,
+    M: Classifier<B, DI>,
+    O: Optimizer<B>,
+    D: Dataset,
+    V: Dataset,
+{
+    let (rank, ranks) = config.ranks();
+    if ranks > 1 && train.shard_of().is_none() {
+        train.set_shard(rank, ranks, ShardTail::Pad);
+    }
     if train.is_empty() {
         return Err(empty("training", train));
     }
@@ -289,10 +376,11 @@ where
             path: last.clone(),
             message: "no readable `history` in the metadata".into(),
         })?;
-        if config.verbose {
+        if config.verbose && config.is_main() {
             println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
         }
     }
+    config.broadcast_model::<B, M>(model);
     device.run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
 }
 
@@ -326,7 +414,8 @@ where
             last_good_epoch: history.epochs.last().filter(|_| last.is_some()).map(|e| e.epoch),
         };
         train.set_epoch(epoch as u64 - 1);
-        let bar = if config.verbose { ProgressBar::new(train.len() as u64) } else { ProgressBar::hidden() };
+        let shown = config.verbose && config.is_main();
+        let bar = if shown { ProgressBar::new(train.len() as u64) } else { ProgressBar::hidden() };
         bar.set_style(
             ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
@@ -372,8 +461,13 @@ where
             ));
             bar.inc(1);
         }
-        let seconds = start.elapsed().as_secs_f64();
         bar.finish_and_clear();
+        // The whole job's epoch: every rank's sums.
+        let mut sums = [loss_sum, right as f64, seen as f64, skipped as f64, steps as f64];
+        config.sum_over_ranks(&mut sums);
+        let [loss_sum, right, seen, skipped, steps] = sums;
+        let [right, seen, skipped, steps] = [right, seen, skipped, steps].map(|count| count as usize);
+        let seconds = start.elapsed().as_secs_f64();
         if skipped == steps {
             return Err(non_finite(
                 0,
@@ -399,7 +493,7 @@ where
             samples_per_second: seen as f64 / seconds.max(1e-9),
             skipped_steps: skipped,
         };
-        if config.verbose {
+        if shown {
             let skips = if skipped > 0 { format!(" | {skipped} steps skipped") } else { String::new() };
             println!(
                 "epoch {epoch:>3}: train loss {:.4} acc {:.4} | val loss {:.4} acc {:.4} | {:.2} s, {:.0} samples/s{skips}",
@@ -408,7 +502,9 @@ where
         }
         let improved = history.best().is_none_or(|b| m.val_accuracy > b.val_accuracy);
         history.epochs.push(m);
-        if let (Some(dir), Some(last)) = (&config.out_dir, &last) {
+        if let (Some(dir), Some(last)) = (&config.out_dir, &last)
+            && config.is_main()
+        {
             if improved {
                 record::save_model(model, &dir.join("best.safetensors"))?;
             }
