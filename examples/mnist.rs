@@ -13,6 +13,12 @@
 //! `--resume`, `--backend cpu|wgpu` (wgpu needs the `wgpu` feature:
 //! `cargo run --release --features wgpu --example mnist -- --backend wgpu`).
 //!
+//! Built with the `mpi` feature and launched by `mpirun -np N`, N processes
+//! train data-parallel, each on its shard of every epoch with
+//! `--batch-size` samples a step (rank 0 prints and writes `--out`):
+//! `cargo build --release --features mpi --example mnist`, then
+//! `mpirun -np 2 target/release/examples/mnist`.
+//!
 //! Models are statically shaped, so each image size has its own structs:
 //! 8x8 digits and 28x28 MNIST.
 
@@ -86,6 +92,10 @@ struct Args {
     out: PathBuf,
     resume: bool,
     backend: String,
+    /// Whether this process prints: rank 0, or a process on its own.
+    main: bool,
+    #[cfg(feature = "mpi")]
+    data_parallel: Option<blaze::distributed::DataParallel>,
 }
 
 fn parse_args() -> Result<Args> {
@@ -99,7 +109,14 @@ fn parse_args() -> Result<Args> {
         out: PathBuf::from("out/mnist"),
         resume: false,
         backend: "cpu".into(),
+        main: true,
+        #[cfg(feature = "mpi")]
+        data_parallel: data_parallel()?,
     };
+    #[cfg(feature = "mpi")]
+    {
+        a.main = a.data_parallel.as_ref().is_none_or(|dp| dp.world.is_main());
+    }
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -137,7 +154,9 @@ where
     let device = device.clone();
     let mut rng = blaze::Rng::seed_from_u64(args.seed);
     let mut model = M::init(&mut rng, &device);
-    println!("{} parameters", M::NUM_PARAMS);
+    if args.main {
+        println!("{} parameters", M::NUM_PARAMS);
+    }
     let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
     let mut train_loader = DataLoader::new(train, args.batch_size).shuffle(args.seed);
     let mut test_loader = DataLoader::new(test, 256);
@@ -147,9 +166,14 @@ where
         out_dir: Some(args.out.clone()),
         resume: args.resume,
         seed: args.seed,
+        #[cfg(feature = "mpi")]
+        data_parallel: args.data_parallel.clone(),
         ..FitConfig::default()
     };
     let history = fit::<B, M, _, _, _, 4>(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config, &device)?;
+    if !args.main {
+        return Ok(());
+    }
     let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
     let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
     println!(
@@ -190,31 +214,47 @@ where
     Ok(())
 }
 
+/// Data parallelism over the MPI job this process is a rank of, when
+/// there are several ranks.
+#[cfg(feature = "mpi")]
+fn data_parallel() -> Result<Option<blaze::distributed::DataParallel>> {
+    let world = blaze::distributed::World::init()?;
+    Ok((world.size() > 1).then(|| blaze::distributed::DataParallel::new(std::sync::Arc::new(world))))
+}
+
 fn main() -> Result<()> {
-    let args = parse_args()?;
+    pick_backend(&parse_args()?)
+}
+
+/// Reads the data and trains on `--backend`; rank 0 alone (or a process on
+/// its own) prints.
+fn pick_backend(args: &Args) -> Result<()> {
     blaze::cpu::tune_allocator_for_training();
     let data = read_mnist(&args.data)?;
     let (rows, cols) = (data.train.rows, data.train.cols);
-    let _ = (rows, cols);
-    println!(
-        "{}: {} train / {} test images of {rows}x{cols}; model {}",
-        args.data.display(),
-        data.train.len(),
-        data.test.len(),
-        args.model
-    );
+    if args.main {
+        println!(
+            "{}: {} train / {} test images of {rows}x{cols}; model {}",
+            args.data.display(),
+            data.train.len(),
+            data.test.len(),
+            args.model
+        );
+    }
     let mut train = data.train.into_dataset();
     let mut test = data.test.into_dataset();
     let stats = train.stats();
     train.normalize(stats);
     test.normalize(stats);
     match args.backend.as_str() {
-        "cpu" => pick::<Cpu>(&args, train, test, &CpuDevice),
+        "cpu" => pick::<Cpu>(args, train, test, &CpuDevice),
         #[cfg(feature = "wgpu")]
         "wgpu" => {
             let device = blaze::wgpu::WgpuDevice::new()?;
-            println!("wgpu adapter: {}", device.adapter_name());
-            pick::<blaze::wgpu::Wgpu>(&args, train, test, &device)
+            if args.main {
+                println!("wgpu adapter: {}", device.adapter_name());
+            }
+            pick::<blaze::wgpu::Wgpu>(args, train, test, &device)
         }
         #[cfg(not(feature = "wgpu"))]
         "wgpu" => bail!(
