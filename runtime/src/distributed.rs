@@ -11,13 +11,16 @@
 
 use std::sync::{Arc, Once};
 
+/// The MPI bindings this module is built on, for what it does not wrap.
+pub use mpi;
+
 use mpi::collective::SystemOperation;
 use mpi::environment::{Threading, Universe};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Equivalence, Root};
 
 use crate::nn::{Module, ParamMapper, ParamVisitor};
-use crate::{Backend, DataVec, Tensor, TensorData};
+use crate::{Backend, DType, DataVec, Tensor, TensorData};
 
 /// What can go wrong starting a [`World`].
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +115,7 @@ impl World {
     }
 
     /// The communicator of every rank, when MPI is up and there are several.
-    fn comm(&self) -> Option<SimpleCommunicator> {
+    pub fn comm(&self) -> Option<SimpleCommunicator> {
         self.universe.as_ref().filter(|_| self.size > 1).map(Universe::world)
     }
 
@@ -173,33 +176,32 @@ impl World {
     /// gradients is the gradient of the mean loss over the global batch.
     pub fn average_grads<B: Backend, M: Module<B>>(&self, grads: &mut M::Grads, bucket_bytes: usize) {
         let Some(comm) = self.comm() else { return };
-        // Every gradient flattened, f32 and f64 apart, in visiting order.
+        // Every gradient flattened, f32 and f64 apart, in visiting order,
+        // summed into a second buffer, then scaled on the way back.
         let mut flat = Flat::default();
         M::visit_grad_tensors(grads, "", &mut flat);
-        all_reduce_in_chunks(&comm, &mut flat.f32, bucket_bytes);
-        all_reduce_in_chunks(&comm, &mut flat.f64, bucket_bytes);
+        let sum32 = all_reduce_in_chunks(&comm, &flat.f32, bucket_bytes);
+        let sum64 = all_reduce_in_chunks(&comm, &flat.f64, bucket_bytes);
         let scale = 1.0 / self.size as f64;
-        flat.f32.iter_mut().for_each(|x| *x = (f64::from(*x) * scale) as f32);
-        flat.f64.iter_mut().for_each(|x| *x *= scale);
         let (mut at32, mut at64) = (0, 0);
         M::map_grad_tensors(
             grads,
             "",
-            &mut Mapped(|mut t: TensorData| {
-                match &mut t.values {
-                    DataVec::F32(v) => {
-                        let n = v.len();
-                        v.copy_from_slice(&flat.f32[at32..at32 + n]);
+            &mut Rebuilt(|name: &str, shape: &[usize], dtype: DType| {
+                let n: usize = shape.iter().product();
+                let values = match dtype {
+                    DType::F32 => {
+                        let s = scale as f32;
                         at32 += n;
+                        DataVec::F32(sum32[at32 - n..at32].iter().map(|&x| x * s).collect())
                     }
-                    DataVec::F64(v) => {
-                        let n = v.len();
-                        v.copy_from_slice(&flat.f64[at64..at64 + n]);
+                    DType::F64 => {
                         at64 += n;
+                        DataVec::F64(sum64[at64 - n..at64].iter().map(|&x| x * scale).collect())
                     }
-                    other => panic!("average_grads: a gradient of dtype {:?}", other.dtype()),
-                }
-                t
+                    other => panic!("average_grads: gradient `{name}` has dtype {other:?}"),
+                };
+                TensorData { shape: shape.to_vec(), values }
             }),
         );
     }
@@ -225,12 +227,19 @@ impl DataParallel {
     }
 }
 
-/// Sums `values` over all ranks in place, in messages of at most `bytes`.
-fn all_reduce_in_chunks<T: Equivalence + Copy>(comm: &SimpleCommunicator, values: &mut [T], bytes: usize) {
-    for chunk in values.chunks_mut((bytes / size_of::<T>()).max(1)) {
-        let mine = chunk.to_vec();
-        comm.all_reduce_into(&mine[..], chunk, SystemOperation::sum());
+/// The sums of `values` over all ranks, reduced in messages of at most
+/// `bytes`.
+fn all_reduce_in_chunks<T: Equivalence + Copy + Default>(
+    comm: &SimpleCommunicator,
+    values: &[T],
+    bytes: usize,
+) -> Vec<T> {
+    let mut sums = vec![T::default(); values.len()];
+    let per = (bytes / size_of::<T>()).max(1);
+    for (mine, sum) in values.chunks(per).zip(sums.chunks_mut(per)) {
+        comm.all_reduce_into(mine, sum, SystemOperation::sum());
     }
+    sums
 }
 
 /// Installs (once) a panic hook that prints the panic as usual, says which
@@ -261,6 +270,18 @@ impl<B: Backend> ParamVisitor<B> for Flat {
             DataVec::F64(v) => self.f64.extend_from_slice(&v),
             other => panic!("average_grads: gradient `{name}` has dtype {:?}", other.dtype()),
         }
+    }
+}
+
+/// Replaces every tensor by one built on the host from its name, shape
+/// and dtype, on the tensor's device.
+struct Rebuilt<F>(F);
+
+impl<B: Backend, F: FnMut(&str, &[usize], DType) -> TensorData> ParamMapper<B> for Rebuilt<F> {
+    fn map<const D: usize>(&mut self, name: &str, tensor: Tensor<B, D>) -> Tensor<B, D> {
+        let data = (self.0)(name, &tensor.shape(), tensor.dtype());
+        Tensor::from_data(data, &tensor.device())
+            .unwrap_or_else(|e| panic!("distributed: `{name}` does not go back to its device: {e}"))
     }
 }
 
