@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use blaze::autodiff::Autodiff;
 use blaze::distributed::World;
 use blaze::loss::cross_entropy;
-use blaze::nn::{Ctx, ParamVisitor};
+use blaze::nn::{Ctx, ParamMapper, ParamVisitor};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
 
@@ -38,16 +39,34 @@ fn batch(rows: std::ops::Range<usize>) -> (Tensor<Cpu, 2>, Tensor<Cpu, 1>) {
 }
 
 /// Every parameter's values, in visiting order.
-fn weights(model: &Net<Cpu>) -> Vec<f32> {
+fn weights<B: blaze::Backend, M: Module<B>>(model: &M) -> Vec<f32> {
     struct All(Vec<f32>);
-    impl ParamVisitor<Cpu> for All {
-        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<Cpu, D>) {
+    impl<B: blaze::Backend> ParamVisitor<B> for All {
+        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
             self.0.extend(t.to_vec::<f32>());
         }
     }
     let mut all = All(Vec::new());
     model.visit_params("", &mut all);
     all.0
+}
+
+/// Writes `values` where the launching test reads them.
+fn write(path: PathBuf, values: &[f32]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(path, bytes).expect("writing the weights");
+}
+
+/// Asserts that every rank's weights in `out/{stem}{rank}.bin` are `want`'s.
+fn assert_ranks_have(out: &Path, stem: &str, want: &[f32], what: &str) {
+    for rank in 0..2 {
+        let got = read(&out.join(format!("{stem}{rank}.bin")));
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let close = (g - w).abs() <= 1e-5 * w.abs().max(1e-2);
+            assert!(close, "{what}, rank {rank}, weight {i}: {g} against {w} alone");
+        }
+    }
 }
 
 /// `STEPS` SGD steps on rows `rows` of every global batch, gradients
@@ -122,8 +141,7 @@ fn rank_trains_its_half() {
     world.broadcast_module::<Cpu, _>(&mut model);
     let half = GLOBAL / world.size();
     train(&mut model, &world, world.rank() * half..(world.rank() + 1) * half);
-    let bytes: Vec<u8> = weights(&model).iter().flat_map(|v| v.to_le_bytes()).collect();
-    std::fs::write(out.join(format!("rank{}.bin", world.rank())), bytes).expect("writing the weights");
+    write(out.join(format!("rank{}.bin", world.rank())), &weights(&model));
 }
 
 #[test]
@@ -136,13 +154,7 @@ fn two_ranks_train_as_one_process_with_the_global_batch() {
     train(&mut alone, &World::single(), 0..GLOBAL);
     let want = weights(&alone);
     assert!(want.iter().zip(&before).any(|(a, b)| a != b), "the steps changed the weights");
-    for rank in 0..2 {
-        let got = read(&out.join(format!("rank{rank}.bin")));
-        assert_eq!(got.len(), want.len());
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-2), "rank {rank}, weight {i}: {g} against {w} alone");
-        }
-    }
+    assert_ranks_have(&out, "rank", &want, "MLP steps");
     std::fs::remove_dir_all(&out).ok();
 }
 
@@ -213,13 +225,17 @@ fn toy() -> blaze::data::InMemoryDataset {
 
 /// `epochs` of `fit` with `batch` samples a batch (per rank when
 /// data-parallel), checkpoints in `dir`.
-fn fit_toy(
-    model: &mut Net<Cpu>,
+fn fit_toy<B, M>(
+    model: &mut M,
     batch: usize,
     epochs: usize,
     dir: Option<PathBuf>,
     data_parallel: Option<blaze::distributed::DataParallel>,
-) -> blaze::train::History {
+) -> blaze::train::History
+where
+    B: blaze::Backend<Device = CpuDevice>,
+    M: blaze::train::Classifier<B, 2>,
+{
     use blaze::data::DataLoader;
     use blaze::train::{FitConfig, fit};
     let mut train = DataLoader::new(toy(), batch).shuffle(5);
@@ -227,7 +243,7 @@ fn fit_toy(
     let resume = dir.is_some();
     let config = FitConfig { epochs, out_dir: dir, resume, data_parallel, ..FitConfig::default() };
     let mut opt = Sgd::new(0.1);
-    fit(model, &mut opt, &mut train, &mut val, &config, &CpuDevice).expect("fit trains")
+    fit::<B, M, _, _, _, 2>(model, &mut opt, &mut train, &mut val, &config, &CpuDevice).expect("fit trains")
 }
 
 #[test]
@@ -241,8 +257,7 @@ fn rank_fits() {
     let dp = blaze::distributed::DataParallel::new(world);
     let history = fit_toy(&mut model, 4, epochs, Some(out.join("run")), Some(dp));
     assert_eq!(history.epochs.len(), epochs);
-    let bytes: Vec<u8> = weights(&model).iter().flat_map(|v| v.to_le_bytes()).collect();
-    std::fs::write(out.join(format!("fit{rank}.bin")), bytes).expect("writing the weights");
+    write(out.join(format!("fit{rank}.bin")), &weights(&model));
 }
 
 #[test]
@@ -261,14 +276,145 @@ fn fit_on_two_ranks_trains_as_one_process_and_resumes() {
         // One process with the global batch (twice the per-rank one).
         let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
         fit_toy(&mut alone, 8, epochs, None, None);
-        let want = weights(&alone);
-        for rank in 0..2 {
-            let got = read(&out.join(format!("fit{rank}.bin")));
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                let close = (g - w).abs() <= 1e-5 * w.abs().max(1e-2);
-                assert!(close, "{epochs} epochs, rank {rank}, weight {i}: {g} against {w} alone");
-            }
-        }
+        assert_ranks_have(&out, "fit", &weights(&alone), &format!("fit, {epochs} epochs"));
+    }
+    // The two ranks' checkpoint resumes in one process at the global batch.
+    let mut resumed = Net::<Cpu>::new_seeded(7, &CpuDevice);
+    fit_toy(&mut resumed, 8, 4, Some(out.join("run")), None);
+    let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
+    fit_toy(&mut alone, 8, 4, None, None);
+    let (got, want) = (weights(&resumed), weights(&alone));
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-2), "resumed alone, weight {i}: {g} against {w}");
     }
     std::fs::remove_dir_all(&out).ok();
+}
+
+/// A hand-written model, trained through the tape.
+#[derive(blaze::Module, Clone, Debug)]
+pub struct Hand<B: blaze::Backend> {
+    fc1: blaze::nn::Linear<B, 6, 16>,
+    fc2: blaze::nn::Linear<B, 16, 4>,
+}
+
+impl<B: blaze::Backend> blaze::train::TapedForward<B, 2> for Hand<Autodiff<B>> {
+    fn forward(&self, x: &Tensor<Autodiff<B>, 2>, _train: bool) -> Tensor<Autodiff<B>, 2> {
+        self.fc2.forward(&self.fc1.forward(x).tanh())
+    }
+}
+
+fn hand(seed: u64) -> blaze::train::Taped<Hand<Autodiff<Cpu>>> {
+    let (c, rng) = (blaze::nn::LinearConfig::default(), &mut blaze::Rng::seed_from_u64(seed));
+    blaze::train::Taped(Hand {
+        fc1: blaze::nn::Linear::new(c, rng, &CpuDevice),
+        fc2: blaze::nn::Linear::new(c, rng, &CpuDevice),
+    })
+}
+
+#[test]
+#[ignore = "a rank of `a_tape_trained_model_on_two_ranks_trains_as_one_process`"]
+fn rank_fits_by_tape() {
+    let Some(out) = launched() else { return };
+    let world = std::sync::Arc::new(World::init().expect("MPI starts"));
+    let rank = world.rank();
+    let mut model = hand(rank as u64);
+    fit_toy(&mut model, 4, 2, None, Some(blaze::distributed::DataParallel::new(world)));
+    write(out.join(format!("tape{rank}.bin")), &weights(&model.0));
+}
+
+#[test]
+fn a_tape_trained_model_on_two_ranks_trains_as_one_process() {
+    let out = folder("tape");
+    let (run, _) = launch("rank_fits_by_tape", &out, 0, Duration::from_secs(120));
+    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    let mut alone = hand(0);
+    fit_toy(&mut alone, 8, 2, None, None);
+    assert_ranks_have(&out, "tape", &weights(&alone.0), "tape-trained");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// A CNN with batch normalisation: each rank normalises with its own
+/// batch's statistics and keeps its own running statistics, as PyTorch's
+/// DistributedDataParallel does without SyncBatchNorm; the parameters
+/// stay equal because the gradients are averaged.
+#[model(input = [1, 6, 6])]
+pub struct BnNet {
+    conv: Conv2d<1, 4, 3>,
+    bn: BatchNorm2d<4>,
+    act: Relu,
+    flat: Flatten,
+    fc: Linear<64, 4>,
+}
+
+fn images(rows: std::ops::Range<usize>) -> (Tensor<Cpu, 4>, Tensor<Cpu, 1>) {
+    let x: Vec<f32> =
+        rows.clone().flat_map(|r| (0..36).map(move |c| ((r * 5 + c * 7) % 13) as f32 / 6.0 - 1.0)).collect();
+    let y: Vec<i64> = rows.clone().map(|r| (r % 4) as i64).collect();
+    let n = rows.len();
+    (Tensor::from_vec(x, [n, 1, 6, 6], &CpuDevice), Tensor::from_vec(y, [n], &CpuDevice))
+}
+
+/// The gradients of `model` on rows `rows` of the global image batch.
+fn bn_grads(model: &mut BnNet<Cpu>, rows: std::ops::Range<usize>) -> <BnNet<Cpu> as blaze::nn::Module<Cpu>>::Grads {
+    let (x, y) = images(rows);
+    let (logits, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    model.backward_params(&cache, &cross_entropy(&logits, &y, 0.0).grad)
+}
+
+#[test]
+#[ignore = "a rank of `a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients`"]
+fn rank_trains_a_batchnorm_cnn() {
+    let Some(out) = launched() else { return };
+    let world = World::init().expect("MPI starts");
+    let rank = world.rank();
+    let mut model = BnNet::<Cpu>::new_seeded(rank as u64, &CpuDevice);
+    world.broadcast_module::<Cpu, _>(&mut model);
+    let mut opt = Sgd::new(0.1);
+    let half = GLOBAL / 2;
+    for _ in 0..STEPS {
+        let mut grads = bn_grads(&mut model, rank * half..(rank + 1) * half);
+        world.average_grads::<Cpu, BnNet<Cpu>>(&mut grads, 256);
+        opt.step(&mut model, &grads);
+    }
+    write(out.join(format!("bn{rank}.bin")), &weights(&model));
+}
+
+#[test]
+fn a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients() {
+    let out = folder("bn");
+    let (run, _) = launch("rank_trains_a_batchnorm_cnn", &out, 0, Duration::from_secs(120));
+    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    // One process: each half's gradients (with that half's statistics),
+    // averaged.
+    let mut alone = BnNet::<Cpu>::new_seeded(0, &CpuDevice);
+    let mut opt = Sgd::new(0.1);
+    let half = GLOBAL / 2;
+    for _ in 0..STEPS {
+        let (a, b) = (bn_grads(&mut alone, 0..half), bn_grads(&mut alone, half..GLOBAL));
+        opt.step(&mut alone, &mean_of::<BnNet<Cpu>>(a, &b));
+    }
+    assert_ranks_have(&out, "bn", &weights(&alone), "BatchNorm CNN");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+/// The elementwise mean of two models' gradients.
+fn mean_of<M: blaze::nn::Module<Cpu>>(mut a: M::Grads, b: &M::Grads) -> M::Grads {
+    struct Flat(Vec<Vec<f32>>);
+    impl ParamVisitor<Cpu> for Flat {
+        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<Cpu, D>) {
+            self.0.push(t.to_vec::<f32>());
+        }
+    }
+    struct Mean(std::vec::IntoIter<Vec<f32>>);
+    impl ParamMapper<Cpu> for Mean {
+        fn map<const D: usize>(&mut self, _: &str, t: Tensor<Cpu, D>) -> Tensor<Cpu, D> {
+            let other = self.0.next().expect("as many gradients");
+            let mean = t.to_vec::<f32>().iter().zip(&other).map(|(x, y)| (x + y) / 2.0).collect();
+            Tensor::from_vec(mean, t.shape(), &CpuDevice)
+        }
+    }
+    let mut flat = Flat(Vec::new());
+    M::visit_grad_tensors(b, "", &mut flat);
+    M::map_grad_tensors(&mut a, "", &mut Mean(flat.0.into_iter()));
+    a
 }
