@@ -418,3 +418,51 @@ fn mean_of<M: blaze::nn::Module<Cpu>>(mut a: M::Grads, b: &M::Grads) -> M::Grads
     M::map_grad_tensors(&mut a, "", &mut Mean(flat.0.into_iter()));
     a
 }
+
+#[cfg(feature = "wgpu")]
+#[test]
+#[ignore = "a rank of `two_ranks_on_wgpu_train_as_one_process_on_the_cpu`"]
+fn rank_trains_its_half_on_wgpu() {
+    use blaze::wgpu::{Wgpu, WgpuDevice};
+    let Some(out) = launched() else { return };
+    let world = World::init().expect("MPI starts");
+    let dev = WgpuDevice::new().expect("a wgpu adapter (Mesa's lavapipe under CI)");
+    let mut model = Net::<Wgpu>::new_seeded(world.rank() as u64, &dev);
+    world.broadcast_module::<Wgpu, _>(&mut model);
+    let half = GLOBAL / 2;
+    let (x, y) = batch(world.rank() * half..(world.rank() + 1) * half);
+    let x = Tensor::<Wgpu, 2>::from_data(x.to_data(), &dev).expect("inputs on the device");
+    let y = Tensor::<Wgpu, 1>::from_data(y.to_data(), &dev).expect("targets on the device");
+    let (mut opt, mut ctx) = (Sgd::new(0.1), Ctx::train(0));
+    for _ in 0..STEPS {
+        let (logits, cache) = model.forward_train(&x, &mut ctx);
+        let loss = cross_entropy(&logits, &y, 0.0);
+        let mut grads = model.backward_params(&cache, &loss.grad);
+        world.average_grads::<Wgpu, Net<Wgpu>>(&mut grads, 256);
+        opt.step(&mut model, &grads);
+    }
+    write(out.join(format!("wgpu{}.bin", world.rank())), &weights(&model));
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
+    if blaze::wgpu::WgpuDevice::new().is_err() && std::env::var_os("BLAZE_REQUIRE_WGPU").is_none() {
+        eprintln!("no wgpu adapter: skipped (BLAZE_REQUIRE_WGPU=1 makes this a failure)");
+        return;
+    }
+    let out = folder("wgpu");
+    let (run, _) = launch("rank_trains_its_half_on_wgpu", &out, 0, Duration::from_secs(180));
+    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
+    train(&mut alone, &World::single(), 0..GLOBAL);
+    let want = weights(&alone);
+    for rank in 0..2 {
+        let got = read(&out.join(format!("wgpu{rank}.bin")));
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= 1e-4 * w.abs().max(1e-1), "rank {rank} on wgpu, weight {i}: {g} against {w}");
+        }
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
