@@ -69,17 +69,15 @@ fn assert_ranks_have(out: &Path, stem: &str, want: &[f32], what: &str) {
     }
 }
 
-/// `STEPS` SGD steps on rows `rows` of every global batch, gradients
-/// averaged over `world`.
-fn train(model: &mut Net<Cpu>, world: &World, rows: std::ops::Range<usize>) {
+/// `STEPS` SGD steps on `(x, y)`, gradients averaged over `world`.
+fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B, 2>, Tensor<B, 1>)) {
     let mut opt = Sgd::new(0.1);
     let mut ctx = Ctx::train(0);
-    let (x, y) = batch(rows);
     for _ in 0..STEPS {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
         let loss = cross_entropy(&logits, &y, 0.0);
         let mut grads = model.backward_params(&cache, &loss.grad);
-        world.average_grads::<Cpu, Net<Cpu>>(&mut grads, 256);
+        world.average_grads::<B, Net<B>>(&mut grads, 256);
         opt.step(model, &grads);
     }
 }
@@ -140,7 +138,7 @@ fn rank_trains_its_half() {
     let mut model = Net::<Cpu>::new_seeded(world.rank() as u64, &CpuDevice);
     world.broadcast_module::<Cpu, _>(&mut model);
     let half = GLOBAL / world.size();
-    train(&mut model, &world, world.rank() * half..(world.rank() + 1) * half);
+    train(&mut model, &world, batch(world.rank() * half..(world.rank() + 1) * half));
     write(out.join(format!("rank{}.bin", world.rank())), &weights(&model));
 }
 
@@ -151,7 +149,7 @@ fn two_ranks_train_as_one_process_with_the_global_batch() {
     assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
     let before = weights(&alone);
-    train(&mut alone, &World::single(), 0..GLOBAL);
+    train(&mut alone, &World::single(), batch(0..GLOBAL));
     let want = weights(&alone);
     assert!(want.iter().zip(&before).any(|(a, b)| a != b), "the steps changed the weights");
     assert_ranks_have(&out, "rank", &want, "MLP steps");
@@ -433,14 +431,7 @@ fn rank_trains_its_half_on_wgpu() {
     let (x, y) = batch(world.rank() * half..(world.rank() + 1) * half);
     let x = Tensor::<Wgpu, 2>::from_data(x.to_data(), &dev).expect("inputs on the device");
     let y = Tensor::<Wgpu, 1>::from_data(y.to_data(), &dev).expect("targets on the device");
-    let (mut opt, mut ctx) = (Sgd::new(0.1), Ctx::train(0));
-    for _ in 0..STEPS {
-        let (logits, cache) = model.forward_train(&x, &mut ctx);
-        let loss = cross_entropy(&logits, &y, 0.0);
-        let mut grads = model.backward_params(&cache, &loss.grad);
-        world.average_grads::<Wgpu, Net<Wgpu>>(&mut grads, 256);
-        opt.step(&mut model, &grads);
-    }
+    train(&mut model, &world, (x, y));
     write(out.join(format!("wgpu{}.bin", world.rank())), &weights(&model));
 }
 
@@ -455,7 +446,7 @@ fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
     let (run, _) = launch("rank_trains_its_half_on_wgpu", &out, 0, Duration::from_secs(180));
     assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
-    train(&mut alone, &World::single(), 0..GLOBAL);
+    train(&mut alone, &World::single(), batch(0..GLOBAL));
     let want = weights(&alone);
     for rank in 0..2 {
         let got = read(&out.join(format!("wgpu{rank}.bin")));
