@@ -238,7 +238,7 @@ pub(crate) fn adam_in_place<T: Float>(
 
 /// How a broadcast operand lays over the output, seen as rows of `inner`.
 #[derive(Clone, Copy)]
-enum Operand<'a, T> {
+pub(crate) enum Operand<'a, T> {
     /// Row `r` is `s[r * inner..][..inner]`: a contiguous operand.
     Rows(&'a [T]),
     /// Every row is `s` (`s.len() == inner`): a broadcast trailing block.
@@ -248,7 +248,7 @@ enum Operand<'a, T> {
 }
 
 /// Recognises a broadcast view as `Same` or `PerRow`, returning the row length.
-fn classify<'a, T>(v: &ArrayView<'a, T, IxDyn>) -> Option<(Operand<'a, T>, usize)> {
+pub(crate) fn classify<'a, T>(v: &ArrayView<'a, T, IxDyn>) -> Option<(Operand<'a, T>, usize)> {
     let shape = v.shape();
     let strides = v.strides();
     let n = shape.len();

@@ -8,12 +8,12 @@ use blaze_runtime::kernel::{
     check_launch,
 };
 use blaze_runtime::rng::counter_uniform;
-use ndarray::{ArrayView, Axis, IxDyn};
+use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
 
 use std::mem::MaybeUninit;
 
-use crate::elementwise::softmax_row_in_place;
+use crate::elementwise::{Operand, classify, softmax_row_in_place};
 use crate::norm::{Affine, norm_row, stats_shape};
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
 use crate::pool::{self, with_scratch};
@@ -46,32 +46,14 @@ enum Source<'a, T> {
 
 /// `a` (a broadcast view of the output's shape) as a [`Source::Tiled`] or
 /// [`Source::Spread`] over its own values, when it repeats one contiguous
-/// block along its leading dims or each value along its trailing ones.
+/// block along its leading dims or each value along its trailing ones
+/// (the layouts the binary ops' [`classify`] recognises).
 fn broadcast_source<'a, T>(a: &ArrayView<'a, T, IxDyn>) -> Option<Source<'a, T>> {
-    let (shape, strides) = (a.shape(), a.strides());
-    let repeated = |d: usize| strides[d] == 0 || shape[d] == 1;
-    let lead = (0..shape.len()).take_while(|&d| repeated(d)).count();
-    if lead > 0 {
-        let mut v = a.clone();
-        for _ in 0..lead {
-            v = v.index_axis_move(Axis(0), 0);
-        }
-        if let Some(values) = v.to_slice() {
-            return Some(Source::Tiled(values));
-        }
-    }
-    let trail = (0..shape.len()).rev().take_while(|&d| repeated(d)).count();
-    if trail > 0 {
-        let mut v = a.clone();
-        for d in (shape.len() - trail..shape.len()).rev() {
-            v = v.index_axis_move(Axis(d), 0);
-        }
-        let inner = shape[shape.len() - trail..].iter().product();
-        if let Some(values) = v.to_slice() {
-            return Some(Source::Spread(values, inner));
-        }
-    }
-    None
+    classify(a).map(|(operand, inner)| match operand {
+        Operand::Rows(values) => Source::Tensor(values),
+        Operand::Same(values) => Source::Tiled(values),
+        Operand::PerRow(values) => Source::Spread(values, inner),
+    })
 }
 
 /// Calls `body` with kernel `K`'s inputs as sources over an output of
