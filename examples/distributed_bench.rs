@@ -9,6 +9,8 @@
 //! mpirun -np 2 --bind-to none target/release/examples/distributed_bench
 //! ```
 
+#[path = "common/cnn.rs"]
+mod cnn;
 #[path = "common/mlp.rs"]
 mod mlp;
 #[path = "common/timing.rs"]
@@ -23,20 +25,9 @@ use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx, Module};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
+use cnn::Cnn;
 use mlp::Mlp;
 use timing::median;
-
-#[model(input = [1, 28, 28])]
-pub struct Cnn {
-    conv1: Conv2d<1, 16, 3>,
-    act1: Relu,
-    pool1: MaxPool2d<2>,
-    conv2: Conv2d<16, 32, 3>,
-    act2: Relu,
-    pool2: MaxPool2d<2>,
-    flat: Flatten,
-    fc: Linear<800, 10>,
-}
 
 /// Samples per second over all ranks, and the share of a step spent in
 /// the gradient average, for SGD steps of `model` at `batch` per rank.

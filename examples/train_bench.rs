@@ -6,6 +6,8 @@
 //! cargo run --release --example train_bench
 //! ```
 
+#[path = "common/cnn.rs"]
+mod cnn;
 #[path = "common/mlp.rs"]
 mod mlp;
 #[path = "common/timing.rs"]
@@ -15,20 +17,9 @@ use blaze::loss::cross_entropy;
 use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
+use cnn::Cnn;
 use mlp::Mlp;
 use timing::median;
-
-#[model(input = [1, 28, 28])]
-pub struct Cnn {
-    conv1: Conv2d<1, 16, 3>,
-    act1: Relu,
-    pool1: MaxPool2d<2>,
-    conv2: Conv2d<16, 32, 3>,
-    act2: Relu,
-    pool2: MaxPool2d<2>,
-    flat: Flatten,
-    fc: Linear<800, 10>,
-}
 
 /// Samples per second of SGD steps of `model` on one random batch.
 fn train_speed<M, const DI: usize>(mut model: M, x: Tensor<Cpu, DI>, steps: usize) -> f64
