@@ -336,52 +336,37 @@ where
     D: Dataset,
     V: Dataset,
 {
-    fit_ranks::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device).map_err(|e| config.end_job_on(e))
-}
-
-/// [`fit`] on this rank.
-fn fit_ranks<B, M, O, D, V, const DI: usize>(
-    model: &mut M,
-    optimizer: &mut O,
-    train: &mut DataLoader<D>,
-    val: &mut DataLoader<V>,
-    config: &FitConfig,
-    device: &B::Device,
-) -> Result<History, TrainError>
-where
-    B: Backend,
-    M: Classifier<B, DI>,
-    O: Optimizer<B>,
-    D: Dataset,
-    V: Dataset,
-{
-    let (rank, ranks) = config.ranks();
-    if ranks > 1 && train.shard_of().is_none() {
-        train.set_shard(rank, ranks, ShardTail::Pad);
-    }
-    if train.is_empty() {
-        return Err(empty("training", train));
-    }
-    if val.is_empty() {
-        return Err(empty("validation", val));
-    }
-    let mut history = History::default();
-    let last = config.out_dir.as_ref().map(|d| d.join("last.safetensors"));
-    if let Some(dir) = &config.out_dir {
-        std::fs::create_dir_all(dir).map_err(|source| TrainError::Io { path: dir.clone(), source })?;
-    }
-    if let Some(last) = last.as_ref().filter(|p| config.resume && p.exists()) {
-        let meta = record::load_checkpoint(last, model, optimizer, device)?;
-        history = meta.get("history").and_then(|h| History::decode(h)).ok_or_else(|| TrainError::Checkpoint {
-            path: last.clone(),
-            message: "no readable `history` in the metadata".into(),
-        })?;
-        if config.verbose && config.is_main() {
-            println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
+    // In a job of several ranks, an error on this one ends them all.
+    let mut on_this_rank = || -> Result<History, TrainError> {
+        let (rank, ranks) = config.ranks();
+        if ranks > 1 && train.shard_of().is_none() {
+            train.set_shard(rank, ranks, ShardTail::Pad);
         }
-    }
-    config.broadcast_model::<B, M>(model);
-    device.run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
+        if train.is_empty() {
+            return Err(empty("training", train));
+        }
+        if val.is_empty() {
+            return Err(empty("validation", val));
+        }
+        let mut history = History::default();
+        let last = config.out_dir.as_ref().map(|d| d.join("last.safetensors"));
+        if let Some(dir) = &config.out_dir {
+            std::fs::create_dir_all(dir).map_err(|source| TrainError::Io { path: dir.clone(), source })?;
+        }
+        if let Some(last) = last.as_ref().filter(|p| config.resume && p.exists()) {
+            let meta = record::load_checkpoint(last, model, optimizer, device)?;
+            history = meta.get("history").and_then(|h| History::decode(h)).ok_or_else(|| TrainError::Checkpoint {
+                path: last.clone(),
+                message: "no readable `history` in the metadata".into(),
+            })?;
+            if config.verbose && config.is_main() {
+                println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
+            }
+        }
+        config.broadcast_model::<B, M>(model);
+        device.run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
+    };
+    on_this_rank().map_err(|e| config.end_job_on(e))
 }
 
 /// The epochs of [`fit`] after it has resumed: `history` holds those done.
