@@ -112,6 +112,14 @@ fn launch(rank_fn: &str, out: &Path, epochs: usize, limit: Duration) -> (Output,
     (child.wait_with_output().expect("mpirun's output"), start.elapsed())
 }
 
+/// [`launch`] for a job that must succeed within `secs` seconds; its stdout.
+fn launch_ok(rank_fn: &str, out: &Path, epochs: usize, secs: u64) -> String {
+    let (run, _) = launch(rank_fn, out, epochs, Duration::from_secs(secs));
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "{rank_fn}: the job failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    stdout
+}
+
 fn folder(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("blaze-dist-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary folder");
@@ -145,8 +153,7 @@ fn rank_trains_its_half() {
 #[test]
 fn two_ranks_train_as_one_process_with_the_global_batch() {
     let out = folder("train");
-    let (run, _) = launch("rank_trains_its_half", &out, 0, Duration::from_secs(120));
-    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    launch_ok("rank_trains_its_half", &out, 0, 120);
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
     let before = weights(&alone);
     train(&mut alone, &World::single(), batch(0..GLOBAL));
@@ -262,9 +269,7 @@ fn rank_fits() {
 fn fit_on_two_ranks_trains_as_one_process_and_resumes() {
     let out = folder("fit");
     for epochs in [2, 3] {
-        let (run, _) = launch("rank_fits", &out, epochs, Duration::from_secs(120));
-        let stdout = String::from_utf8_lossy(&run.stdout);
-        assert!(run.status.success(), "the job failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+        let stdout = launch_ok("rank_fits", &out, epochs, 120);
         // Rank 0 alone prints: one line for the last epoch; the second run
         // resumed after epoch 2.
         let last = format!("epoch {epochs:>3}:");
@@ -323,8 +328,7 @@ fn rank_fits_by_tape() {
 #[test]
 fn a_tape_trained_model_on_two_ranks_trains_as_one_process() {
     let out = folder("tape");
-    let (run, _) = launch("rank_fits_by_tape", &out, 0, Duration::from_secs(120));
-    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    launch_ok("rank_fits_by_tape", &out, 0, 120);
     let mut alone = hand(0);
     fit_toy(&mut alone, 8, 2, None, None);
     assert_ranks_have(&out, "tape", &weights(&alone.0), "tape-trained");
@@ -380,8 +384,7 @@ fn rank_trains_a_batchnorm_cnn() {
 #[test]
 fn a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients() {
     let out = folder("bn");
-    let (run, _) = launch("rank_trains_a_batchnorm_cnn", &out, 0, Duration::from_secs(120));
-    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    launch_ok("rank_trains_a_batchnorm_cnn", &out, 0, 120);
     // One process: each half's gradients (with that half's statistics),
     // averaged.
     let mut alone = BnNet::<Cpu>::new_seeded(0, &CpuDevice);
@@ -443,8 +446,7 @@ fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
         return;
     }
     let out = folder("wgpu");
-    let (run, _) = launch("rank_trains_its_half_on_wgpu", &out, 0, Duration::from_secs(180));
-    assert!(run.status.success(), "the job failed:\n{}", String::from_utf8_lossy(&run.stderr));
+    launch_ok("rank_trains_its_half_on_wgpu", &out, 0, 180);
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
     train(&mut alone, &World::single(), batch(0..GLOBAL));
     let want = weights(&alone);
