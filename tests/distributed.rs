@@ -1,8 +1,9 @@
 //! Data-parallel training over MPI: two ranks under `mpirun` against one
-//! process. Each test launches this test binary under `mpirun -np 2`,
-//! running one of the `rank_*` functions (ignored in a plain run) in every
-//! rank, and checks what they wrote or how the job ended.
-#![cfg(feature = "mpi")]
+//! process. Each test launches this binary under `mpirun -np 2`, which
+//! runs one of the `rank_*` functions in every rank (the environment names
+//! it), and checks what they wrote or how the job ended. A binary of its
+//! own (`harness = false`, feature `mpi`): a launched rank runs its
+//! function and nothing else.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -27,6 +28,8 @@ const GLOBAL: usize = 8;
 const STEPS: usize = 5;
 /// Where a rank writes its results; set by the launching test.
 const OUT: &str = "BLAZE_DIST_TEST_OUT";
+/// The rank function a launched process runs; set by the launching test.
+const RANK: &str = "BLAZE_DIST_TEST_RANK";
 /// The epochs `rank_fits` trains to; set by the launching test.
 const EPOCHS: &str = "BLAZE_DIST_TEST_EPOCHS";
 
@@ -90,7 +93,7 @@ fn launch(rank_fn: &str, out: &Path, epochs: usize, limit: Duration) -> (Output,
     let mut child = Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(exe)
-        .args(["--exact", rank_fn, "--ignored", "--nocapture", "--test-threads", "1"])
+        .env(RANK, rank_fn)
         .env(OUT, out)
         .env(EPOCHS, epochs.to_string())
         .stdout(Stdio::piped())
@@ -131,15 +134,8 @@ fn read(path: &Path) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes"))).collect()
 }
 
-/// The results folder when this process is a rank a test launched.
-fn launched() -> Option<PathBuf> {
-    std::env::var_os(OUT).map(PathBuf::from)
-}
-
-#[test]
-#[ignore = "a rank of `two_ranks_train_as_one_process_with_the_global_batch`"]
-fn rank_trains_its_half() {
-    let Some(out) = launched() else { return };
+/// A rank of `two_ranks_train_as_one_process_with_the_global_batch`.
+fn rank_trains_its_half(out: &Path) {
     let world = World::init().expect("MPI starts");
     assert_eq!(world.size(), 2, "launched with two ranks");
     // Different starting weights per rank: the broadcast makes them rank 0's.
@@ -150,7 +146,6 @@ fn rank_trains_its_half() {
     write(out.join(format!("rank{}.bin", world.rank())), &weights(&model));
 }
 
-#[test]
 fn two_ranks_train_as_one_process_with_the_global_batch() {
     let out = folder("train");
     launch_ok("rank_trains_its_half", &out, 0, 120);
@@ -163,10 +158,8 @@ fn two_ranks_train_as_one_process_with_the_global_batch() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-#[test]
-#[ignore = "a rank of `a_panicking_rank_ends_the_job_promptly`"]
-fn rank_one_panics() {
-    let Some(_) = launched() else { return };
+/// A rank of `a_panicking_rank_ends_the_job_promptly`.
+fn rank_one_panics(_out: &Path) {
     let world = World::init().expect("MPI starts");
     if world.rank() == 1 {
         panic!("rank 1 gives up");
@@ -176,7 +169,6 @@ fn rank_one_panics() {
     world.all_reduce_sum(&mut v);
 }
 
-#[test]
 fn a_panicking_rank_ends_the_job_promptly() {
     let out = folder("panic");
     let (run, took) = launch("rank_one_panics", &out, 0, Duration::from_secs(60));
@@ -187,10 +179,8 @@ fn a_panicking_rank_ends_the_job_promptly() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-#[test]
-#[ignore = "a rank of `a_killed_rank_ends_the_job_promptly`"]
-fn rank_one_is_killed() {
-    let Some(_) = launched() else { return };
+/// A rank of `a_killed_rank_ends_the_job_promptly`.
+fn rank_one_is_killed(_out: &Path) {
     let world = World::init().expect("MPI starts");
     if world.rank() == 1 {
         let pid = std::process::id().to_string();
@@ -201,7 +191,6 @@ fn rank_one_is_killed() {
     world.all_reduce_sum(&mut v);
 }
 
-#[test]
 fn a_killed_rank_ends_the_job_promptly() {
     let out = folder("kill");
     let (run, took) = launch("rank_one_is_killed", &out, 0, Duration::from_secs(60));
@@ -210,7 +199,6 @@ fn a_killed_rank_ends_the_job_promptly() {
     std::fs::remove_dir_all(&out).ok();
 }
 
-#[test]
 fn a_world_of_one_without_mpirun() {
     // This test process was not launched by mpirun (unless a launcher's
     // variables leaked into the test environment, which the check names).
@@ -246,15 +234,15 @@ where
     let mut train = DataLoader::new(toy(), batch).shuffle(5);
     let mut val = DataLoader::new(toy(), 8);
     let resume = dir.is_some();
-    let config = FitConfig { epochs, out_dir: dir, resume, data_parallel, ..FitConfig::default() };
+    // The ranks print (the test reads rank 0's lines); a reference run does not.
+    let verbose = data_parallel.is_some();
+    let config = FitConfig { epochs, out_dir: dir, resume, verbose, data_parallel, ..FitConfig::default() };
     let mut opt = Sgd::new(0.1);
     fit::<B, M, _, _, _, 2>(model, &mut opt, &mut train, &mut val, &config, &CpuDevice).expect("fit trains")
 }
 
-#[test]
-#[ignore = "a rank of `fit_on_two_ranks_trains_as_one_process_and_resumes`"]
-fn rank_fits() {
-    let Some(out) = launched() else { return };
+/// A rank of `fit_on_two_ranks_trains_as_one_process_and_resumes`.
+fn rank_fits(out: &Path) {
     let epochs: usize = std::env::var(EPOCHS).expect("epochs").parse().expect("a number");
     let world = std::sync::Arc::new(World::init().expect("MPI starts"));
     let rank = world.rank();
@@ -265,7 +253,6 @@ fn rank_fits() {
     write(out.join(format!("fit{rank}.bin")), &weights(&model));
 }
 
-#[test]
 fn fit_on_two_ranks_trains_as_one_process_and_resumes() {
     let out = folder("fit");
     for epochs in [2, 3] {
@@ -314,10 +301,8 @@ fn hand(seed: u64) -> blaze::train::Taped<Hand<Autodiff<Cpu>>> {
     })
 }
 
-#[test]
-#[ignore = "a rank of `a_tape_trained_model_on_two_ranks_trains_as_one_process`"]
-fn rank_fits_by_tape() {
-    let Some(out) = launched() else { return };
+/// A rank of `a_tape_trained_model_on_two_ranks_trains_as_one_process`.
+fn rank_fits_by_tape(out: &Path) {
     let world = std::sync::Arc::new(World::init().expect("MPI starts"));
     let rank = world.rank();
     let mut model = hand(rank as u64);
@@ -325,7 +310,6 @@ fn rank_fits_by_tape() {
     write(out.join(format!("tape{rank}.bin")), &weights(&model.0));
 }
 
-#[test]
 fn a_tape_trained_model_on_two_ranks_trains_as_one_process() {
     let out = folder("tape");
     launch_ok("rank_fits_by_tape", &out, 0, 120);
@@ -363,10 +347,8 @@ fn bn_grads(model: &mut BnNet<Cpu>, rows: std::ops::Range<usize>) -> <BnNet<Cpu>
     model.backward_params(&cache, &cross_entropy(&logits, &y, 0.0).grad)
 }
 
-#[test]
-#[ignore = "a rank of `a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients`"]
-fn rank_trains_a_batchnorm_cnn() {
-    let Some(out) = launched() else { return };
+/// A rank of `a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients`.
+fn rank_trains_a_batchnorm_cnn(out: &Path) {
     let world = World::init().expect("MPI starts");
     let rank = world.rank();
     let mut model = BnNet::<Cpu>::new_seeded(rank as u64, &CpuDevice);
@@ -381,7 +363,6 @@ fn rank_trains_a_batchnorm_cnn() {
     write(out.join(format!("bn{rank}.bin")), &weights(&model));
 }
 
-#[test]
 fn a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients() {
     let out = folder("bn");
     launch_ok("rank_trains_a_batchnorm_cnn", &out, 0, 120);
@@ -420,12 +401,10 @@ fn mean_of<M: blaze::nn::Module<Cpu>>(mut a: M::Grads, b: &M::Grads) -> M::Grads
     a
 }
 
+/// A rank of `two_ranks_on_wgpu_train_as_one_process_on_the_cpu`.
 #[cfg(feature = "wgpu")]
-#[test]
-#[ignore = "a rank of `two_ranks_on_wgpu_train_as_one_process_on_the_cpu`"]
-fn rank_trains_its_half_on_wgpu() {
+fn rank_trains_its_half_on_wgpu(out: &Path) {
     use blaze::wgpu::{Wgpu, WgpuDevice};
-    let Some(out) = launched() else { return };
     let world = World::init().expect("MPI starts");
     let dev = WgpuDevice::new().expect("a wgpu adapter (Mesa's lavapipe under CI)");
     let mut model = Net::<Wgpu>::new_seeded(world.rank() as u64, &dev);
@@ -439,7 +418,6 @@ fn rank_trains_its_half_on_wgpu() {
 }
 
 #[cfg(feature = "wgpu")]
-#[test]
 fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
     if blaze::wgpu::WgpuDevice::new().is_err() && std::env::var_os("BLAZE_REQUIRE_WGPU").is_none() {
         eprintln!("no wgpu adapter: skipped (BLAZE_REQUIRE_WGPU=1 makes this a failure)");
@@ -458,4 +436,74 @@ fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
         }
     }
     std::fs::remove_dir_all(&out).ok();
+}
+
+type Case = (&'static str, fn());
+type Rank = (&'static str, fn(&Path));
+
+/// The tests, and the rank functions they launch.
+fn cases() -> (Vec<Case>, Vec<Rank>) {
+    #[cfg_attr(not(feature = "wgpu"), allow(unused_mut, reason = "the wgpu case joins with feature wgpu"))]
+    let mut tests: Vec<Case> = vec![
+        ("two_ranks_train_as_one_process_with_the_global_batch", two_ranks_train_as_one_process_with_the_global_batch),
+        ("a_panicking_rank_ends_the_job_promptly", a_panicking_rank_ends_the_job_promptly),
+        ("a_killed_rank_ends_the_job_promptly", a_killed_rank_ends_the_job_promptly),
+        ("a_world_of_one_without_mpirun", a_world_of_one_without_mpirun),
+        ("fit_on_two_ranks_trains_as_one_process_and_resumes", fit_on_two_ranks_trains_as_one_process_and_resumes),
+        (
+            "a_tape_trained_model_on_two_ranks_trains_as_one_process",
+            a_tape_trained_model_on_two_ranks_trains_as_one_process,
+        ),
+        (
+            "a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients",
+            a_batchnorm_cnn_on_two_ranks_averages_per_rank_gradients,
+        ),
+    ];
+    #[cfg_attr(not(feature = "wgpu"), allow(unused_mut, reason = "the wgpu rank joins with feature wgpu"))]
+    let mut ranks: Vec<Rank> = vec![
+        ("rank_trains_its_half", rank_trains_its_half),
+        ("rank_one_panics", rank_one_panics),
+        ("rank_one_is_killed", rank_one_is_killed),
+        ("rank_fits", rank_fits),
+        ("rank_fits_by_tape", rank_fits_by_tape),
+        ("rank_trains_a_batchnorm_cnn", rank_trains_a_batchnorm_cnn),
+    ];
+    #[cfg(feature = "wgpu")]
+    {
+        tests.push((
+            "two_ranks_on_wgpu_train_as_one_process_on_the_cpu",
+            two_ranks_on_wgpu_train_as_one_process_on_the_cpu,
+        ));
+        ranks.push(("rank_trains_its_half_on_wgpu", rank_trains_its_half_on_wgpu));
+    }
+    (tests, ranks)
+}
+
+/// A launched rank runs its function; otherwise every test whose name
+/// contains the first argument that is not a flag runs, one after another,
+/// with a summary in libtest's words.
+fn main() {
+    let (tests, ranks) = cases();
+    if let (Some(out), Ok(name)) = (std::env::var_os(OUT), std::env::var(RANK)) {
+        let (_, rank) = ranks.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("no rank function `{name}`"));
+        rank(Path::new(&out));
+        return;
+    }
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-')).unwrap_or_default();
+    let chosen: Vec<&Case> = tests.iter().filter(|(name, _)| name.contains(&filter)).collect();
+    println!("\nrunning {} tests", chosen.len());
+    let mut failed = Vec::new();
+    for (name, test) in chosen.iter().copied() {
+        let passed = std::panic::catch_unwind(test).is_ok();
+        println!("test {name} ... {}", if passed { "ok" } else { "FAILED" });
+        if !passed {
+            failed.push(*name);
+        }
+    }
+    let verdict = if failed.is_empty() { "ok" } else { "FAILED" };
+    println!("\ntest result: {verdict}. {} passed; {} failed\n", chosen.len() - failed.len(), failed.len());
+    if !failed.is_empty() {
+        println!("failures: {}", failed.join(", "));
+        std::process::exit(1);
+    }
 }
