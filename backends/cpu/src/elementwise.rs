@@ -11,6 +11,7 @@ use crate::reduce::{LANES, Lanes, reduce16, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
+use crate::stream::Streamer;
 use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::{ArrayView, IxDyn};
@@ -23,16 +24,21 @@ where
     U: Pooled,
 {
     if let Some(s) = a.as_slice() {
+        let bytes = size_of_val(s) / size_of::<T>().max(1) * size_of::<U>();
         return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
             let src = &s[start..start + out.len()];
+            let writer = Streamer::for_output(bytes);
             // A cheap op streams memory; a costly one computes.
             dispatch_bound(
                 fork_min >= CHEAP_OP_MIN,
                 #[inline(always)]
                 || {
-                    for (o, &x) in out.iter_mut().zip(src) {
-                        o.write(f(x));
-                    }
+                    writer.write_lines(out, |at, out| {
+                        let n = out.len();
+                        for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
+                            o.write(f(x));
+                        }
+                    })
                 },
             )
         });
@@ -299,6 +305,17 @@ enum Row<'a, T> {
     Scalar(T),
 }
 
+impl<T: Copy> Row<'_, T> {
+    /// Values `at..at + n` of the row.
+    #[inline(always)]
+    fn part(&self, at: usize, n: usize) -> Row<'_, T> {
+        match *self {
+            Row::Slice(s) => Row::Slice(&s[at..at + n]),
+            Row::Scalar(v) => Row::Scalar(v),
+        }
+    }
+}
+
 impl<'a, T: Copy> Operand<'a, T> {
     fn row(self, r: usize, inner: usize) -> Row<'a, T> {
         match self {
@@ -310,10 +327,16 @@ impl<'a, T: Copy> Operand<'a, T> {
 }
 
 #[inline(always)]
-fn write_row<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row<'_, T>, f: &impl Fn(T, T) -> U) {
+fn write_row<T: Copy, U: Copy>(
+    writer: &Streamer,
+    out: &mut [MaybeUninit<U>],
+    a: Row<'_, T>,
+    b: Row<'_, T>,
+    f: &impl Fn(T, T) -> U,
+) {
     dispatch_stream(
         #[inline(always)]
-        || write_row_inner(out, a, b, f),
+        || writer.write_lines(out, |at, out| write_row_inner(out, a.part(at, out.len()), b.part(at, out.len()), f)),
     )
 }
 
@@ -354,10 +377,11 @@ where
     let fork = should_fork(n, fork_min);
     let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
+    let bytes = n * size_of::<U>();
     if let (Some(x), Some(y)) = (av.as_slice(), bv.as_slice()) {
         return fill(&shape, 1, fork, |start, out| {
             let end = start + out.len();
-            write_row(out, Row::Slice(&x[start..end]), Row::Slice(&y[start..end]), &f);
+            write_row(&Streamer::for_output(bytes), out, Row::Slice(&x[start..end]), Row::Slice(&y[start..end]), &f);
         });
     }
     // A one-element operand is a scalar: map the other one.
@@ -384,8 +408,9 @@ where
     {
         return fill(&shape, inner, fork, |start, out| {
             let first = start / inner;
+            let writer = Streamer::for_output(bytes);
             for (i, row) in out.chunks_mut(inner).enumerate() {
-                write_row(row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
+                write_row(&writer, row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
             }
         });
     }

@@ -28,6 +28,7 @@ mod pool;
 mod reduce;
 mod simd;
 mod storage;
+mod stream;
 
 use std::ops::Range;
 
