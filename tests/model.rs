@@ -212,6 +212,28 @@ fn backward_params_equals_the_full_backward() {
         let full = nn::grads_dict::<Cpu, M>(&model.backward(&cache, &g).1);
         let params = nn::grads_dict::<Cpu, M>(&model.backward_params(&cache, &g));
         assert_eq!(full, params);
+        // Handed over layer by layer: the same gradients, fields last first.
+        struct Seen(Vec<(String, Vec<f32>)>);
+        impl nn::ParamVisitor<Cpu> for Seen {
+            fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<Cpu, D>) {
+                self.0.push((name.to_owned(), t.to_vec::<f32>()));
+            }
+        }
+        let mut handed = Seen(Vec::new());
+        let each = model.backward_params_each(&cache, &g, &mut handed);
+        assert_eq!(nn::grads_dict::<Cpu, M>(&each), params);
+        let mut in_order = Seen(Vec::new());
+        M::visit_grad_tensors(&each, "", &mut in_order);
+        let field = |name: &str| name.split('.').next().unwrap_or_default().to_owned();
+        let mut fields: Vec<String> = in_order.0.iter().map(|(n, _)| field(n)).collect();
+        fields.dedup();
+        let want: Vec<(String, Vec<f32>)> = fields
+            .iter()
+            .rev()
+            .flat_map(|f| in_order.0.iter().filter(|(n, _)| field(n) == *f).cloned().collect::<Vec<_>>())
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(handed.0, want);
     }
     let rng = |seed| Rng::seed_from_u64(seed);
     check(LeNet::new_seeded(0, &CpuDevice), images(2, 1));

@@ -336,12 +336,15 @@ fn backward_steps(
 /// The statements of `backward_params` that bind each field's gradients:
 /// full backward steps down to the first layer with parameters, its
 /// `backward_params`, and nothing for the stateless layers before it.
+/// `hand_over(i)` follows the step of each field `i` with parameters
+/// (`backward_params_each` hands its gradients over there).
 fn backward_params_body(
     names: &[&Ident],
     passes: &[TokenStream],
     caches: &[TokenStream],
     steps: &[TokenStream],
     plan: &Plan,
+    hand_over: impl Fn(usize) -> TokenStream,
 ) -> TokenStream {
     let Some(first) = plan.steps.iter().position(|s| s.params != Some(0)) else {
         return quote! {
@@ -351,11 +354,16 @@ fn backward_params_body(
     };
     let (before, at) = (&names[..first], names[first]);
     let (at_pass, at_cache) = (&passes[first], &caches[first]);
-    let after = steps[first + 1..].iter().rev();
+    let after = (first + 1..steps.len()).rev().map(|i| {
+        let (step, hand) = (&steps[i], (plan.steps[i].params != Some(0)).then(|| hand_over(i)));
+        quote!(#step #hand)
+    });
+    let hand_first = hand_over(first);
     quote! {
         let g = ::core::clone::Clone::clone(grad);
         #(#after)*
         let #at = #at_pass::backward_params(&self.#at, #at_cache, &g);
+        #hand_first
         #(let #before = ();)*
     }
 }
@@ -569,7 +577,11 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         .collect();
     let steps = backward_steps(&fields, &passes, &caches, &runs, plan);
     let rev_steps = steps.iter().rev();
-    let backward_params = backward_params_body(&names, &passes, &caches, &steps, plan);
+    let backward_params = backward_params_body(&names, &passes, &caches, &steps, plan, |_| TokenStream::new());
+    let backward_params_each = backward_params_body(&names, &passes, &caches, &steps, plan, |i| {
+        let (name, ty, name_str) = (names[i], full_ty(fields[i]), names[i].to_string());
+        quote!(<#ty as ::blaze::nn::Module<B>>::visit_grad_tensors(&#name, &::blaze::nn::join("", #name_str), ready);)
+    });
     let (_, marker_init) = backend_marker(model);
     let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed, &runs, plan);
     let (fused_items, fusion_plan) = fusion(model, &fields, plan, &runs, &recomputed);
@@ -622,6 +634,16 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
                 #backward_params
+                #grads_ident { #(#names,)* }
+            }
+
+            fn backward_params_each<V: ::blaze::nn::ParamVisitor<B>>(
+                &self,
+                cache: &Self::Cache,
+                grad: &Self::Output,
+                ready: &mut V,
+            ) -> Self::Grads {
+                #backward_params_each
                 #grads_ident { #(#names,)* }
             }
         }

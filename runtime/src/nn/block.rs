@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use super::{Ctx, Module};
+use super::{Ctx, Module, ParamVisitor};
 use crate::rng::Rng;
 use crate::{Backend, Primitives};
 
@@ -43,6 +43,22 @@ pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
     /// done only for the input gradient (that of its first layers).
     fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
         self.backward(cache, grad).1
+    }
+    /// [`Block::backward_params`] that hands each layer's gradients to
+    /// `ready` as soon as the backward has made them, last layer first,
+    /// under the names [`Module::visit_grad_tensors`] gives them: a
+    /// data-parallel step starts reducing the last layers' gradients while
+    /// the backward still works on the first ones. `#[model]` generates it
+    /// layer by layer; this default hands over every gradient at the end.
+    fn backward_params_each<V: ParamVisitor<B>>(
+        &self,
+        cache: &Self::Cache,
+        grad: &Self::Output,
+        ready: &mut V,
+    ) -> Self::Grads {
+        let grads = self.backward_params(cache, grad);
+        Self::visit_grad_tensors(&grads, "", ready);
+        grads
     }
 }
 
