@@ -1,7 +1,8 @@
 //! Data-parallel costs under MPI: the gradient all-reduce against the raw
 //! MPI call at 4 MB and 40 MB, and MLP/CNN training throughput with the
-//! share of each step spent averaging gradients. Run it alone and under
-//! `mpirun` with one thread per rank:
+//! share of each step spent averaging gradients after the backward, and
+//! with the reduction started during the backward, in 25 MB and 256 KB
+//! buckets. Run it alone and under `mpirun` with one thread per rank:
 //!
 //! ```text
 //! cargo build --release --features mpi --example distributed_bench
@@ -29,9 +30,25 @@ use cnn::Cnn;
 use mlp::Mlp;
 use timing::median;
 
+/// When a step averages its gradients.
+#[derive(Clone, Copy)]
+enum Reduce {
+    /// After the backward, in buckets of this many bytes.
+    After(usize),
+    /// During the backward, layer by layer, in buckets of this many bytes.
+    During(usize),
+}
+
 /// Samples per second over all ranks, and the share of a step spent in
-/// the gradient average, for SGD steps of `model` at `batch` per rank.
-fn train<M, const DI: usize>(world: &World, mut model: M, x: Tensor<Cpu, DI>, steps: usize) -> (f64, f64)
+/// the gradient average (after the backward; with the reduction during
+/// it, the whole backward), for SGD steps of `model` at `batch` per rank.
+fn train<M, const DI: usize>(
+    world: &World,
+    mut model: M,
+    x: Tensor<Cpu, DI>,
+    steps: usize,
+    reduce: Reduce,
+) -> (f64, f64)
 where
     M: Block<Cpu, Input = Tensor<Cpu, DI>, Output = Tensor<Cpu, 2>> + Module<Cpu>,
 {
@@ -43,10 +60,23 @@ where
     let mut step = |comm: &mut f64| {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
         let loss = cross_entropy(&logits, &y, 0.0);
-        let mut grads = model.backward_params(&cache, &loss.grad);
         let t = Instant::now();
-        world.average_grads::<Cpu, M>(&mut grads, 25 << 20);
-        *comm += t.elapsed().as_secs_f64();
+        let grads = match reduce {
+            Reduce::After(bytes) => {
+                let mut grads = model.backward_params(&cache, &loss.grad);
+                let t = Instant::now();
+                world.average_grads::<Cpu, M>(&mut grads, bytes);
+                *comm += t.elapsed().as_secs_f64();
+                grads
+            }
+            Reduce::During(bytes) => {
+                let grads = world.average_grads_during::<Cpu, M>(&model, bytes, |ready| {
+                    model.backward_params_each(&cache, &loss.grad, ready)
+                });
+                *comm += t.elapsed().as_secs_f64();
+                grads
+            }
+        };
         opt.step(&mut model, &grads);
     };
     CpuDevice.run(|| {
@@ -87,18 +117,32 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let dev = CpuDevice;
-    let (mlp, mlp_comm) = train(&world, Mlp::new_seeded(0, &dev), Tensor::<Cpu, 2>::rand_normal([128, 784], &dev), 200);
-    let (cnn, cnn_comm) =
-        train(&world, Cnn::new_seeded(0, &dev), Tensor::<Cpu, 4>::rand_normal([64, 1, 28, 28], &dev), 60);
-    if main {
-        println!(
-            "mlp 784-256-128-10, batch 128 a rank: {mlp:>8.0} samples/s, {:.0}% of a step averaging",
-            mlp_comm * 100.0
-        );
-        println!(
-            "cnn, batch 64 a rank:                  {cnn:>8.0} samples/s, {:.0}% of a step averaging",
-            cnn_comm * 100.0
-        );
+    let modes = [
+        ("after the backward, 25 MB buckets", Reduce::After(25 << 20)),
+        ("after the backward, 256 KB buckets", Reduce::After(256 << 10)),
+        ("during the backward, 25 MB buckets", Reduce::During(25 << 20)),
+        ("during the backward, 256 KB buckets", Reduce::During(256 << 10)),
+    ];
+    for (what, reduce) in modes {
+        let (mlp, mlp_comm) =
+            train(&world, Mlp::new_seeded(0, &dev), Tensor::<Cpu, 2>::rand_normal([128, 784], &dev), 200, reduce);
+        let (cnn, cnn_comm) =
+            train(&world, Cnn::new_seeded(0, &dev), Tensor::<Cpu, 4>::rand_normal([64, 1, 28, 28], &dev), 60, reduce);
+        if main {
+            let share = match reduce {
+                Reduce::After(_) => "averaging",
+                Reduce::During(_) => "in the backward and its reduction",
+            };
+            println!("{what}:");
+            println!(
+                "  mlp 784-256-128-10, batch 128 a rank: {mlp:>8.0} samples/s, {:.0}% of a step {share}",
+                mlp_comm * 100.0
+            );
+            println!(
+                "  cnn, batch 64 a rank:                  {cnn:>8.0} samples/s, {:.0}% of a step {share}",
+                cnn_comm * 100.0
+            );
+        }
     }
     Ok(())
 }

@@ -85,6 +85,44 @@ fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B
     }
 }
 
+/// [`train`] with each layer's gradients reduced while the backward goes
+/// on, in buckets of ten values (so buckets straddle layers).
+fn train_overlapped(model: &mut Net<Cpu>, world: &World, (x, y): (Tensor<Cpu, 2>, Tensor<Cpu, 1>)) {
+    let mut opt = Sgd::new(0.1);
+    let mut ctx = Ctx::train(0);
+    for _ in 0..STEPS {
+        let (logits, cache) = model.forward_train(&x, &mut ctx);
+        let loss = cross_entropy(&logits, &y, 0.0);
+        let grads = world.average_grads_during::<Cpu, Net<Cpu>>(model, 40, |ready| {
+            model.backward_params_each(&cache, &loss.grad, ready)
+        });
+        opt.step(model, &grads);
+    }
+}
+
+/// A rank of `overlapped_buckets_train_as_one_process`.
+fn rank_overlaps_its_half(out: &Path) {
+    let world = World::init().expect("MPI starts");
+    let mut model = Net::<Cpu>::new_seeded(world.rank() as u64, &CpuDevice);
+    world.broadcast_module::<Cpu, _>(&mut model);
+    let half = GLOBAL / world.size();
+    train_overlapped(&mut model, &world, batch(world.rank() * half..(world.rank() + 1) * half));
+    write(out.join(format!("overlap{}.bin", world.rank())), &weights(&model));
+}
+
+fn overlapped_buckets_train_as_one_process() {
+    let out = folder("overlap");
+    launch_ok("rank_overlaps_its_half", &out, 0, 120);
+    let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
+    train(&mut alone, &World::single(), batch(0..GLOBAL));
+    assert_ranks_have(&out, "overlap", &weights(&alone), "MLP steps, reduced during the backward");
+    // A world of one runs the backward and leaves the gradients alone.
+    let mut single = Net::<Cpu>::new_seeded(0, &CpuDevice);
+    train_overlapped(&mut single, &World::single(), batch(0..GLOBAL));
+    assert_eq!(weights(&single), weights(&alone));
+    std::fs::remove_dir_all(&out).ok();
+}
+
 /// Runs `rank_fn` in two ranks under `mpirun`, with `out` as the results
 /// folder and `epochs` in the environment, killing the job after `limit`.
 fn launch(rank_fn: &str, out: &Path, epochs: usize, limit: Duration) -> (Output, Duration) {
@@ -446,6 +484,7 @@ fn cases() -> (Vec<Case>, Vec<Rank>) {
     #[cfg_attr(not(feature = "wgpu"), allow(unused_mut, reason = "the wgpu case joins with feature wgpu"))]
     let mut tests: Vec<Case> = vec![
         ("two_ranks_train_as_one_process_with_the_global_batch", two_ranks_train_as_one_process_with_the_global_batch),
+        ("overlapped_buckets_train_as_one_process", overlapped_buckets_train_as_one_process),
         ("a_panicking_rank_ends_the_job_promptly", a_panicking_rank_ends_the_job_promptly),
         ("a_killed_rank_ends_the_job_promptly", a_killed_rank_ends_the_job_promptly),
         ("a_world_of_one_without_mpirun", a_world_of_one_without_mpirun),
@@ -462,6 +501,7 @@ fn cases() -> (Vec<Case>, Vec<Rank>) {
     #[cfg_attr(not(feature = "wgpu"), allow(unused_mut, reason = "the wgpu rank joins with feature wgpu"))]
     let mut ranks: Vec<Rank> = vec![
         ("rank_trains_its_half", rank_trains_its_half),
+        ("rank_overlaps_its_half", rank_overlaps_its_half),
         ("rank_one_panics", rank_one_panics),
         ("rank_one_is_killed", rank_one_is_killed),
         ("rank_fits", rank_fits),

@@ -9,6 +9,7 @@
 //! sets; launched without them it is a world of one that never touches
 //! MPI, so the same program runs alone or under `mpirun -np N`.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Once};
 
 /// The MPI bindings this module is built on, for what it does not wrap.
@@ -16,6 +17,7 @@ pub use mpi;
 
 use mpi::collective::SystemOperation;
 use mpi::environment::{Threading, Universe};
+use mpi::request::{LocalScope, Request};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives, Equivalence, Root};
 
@@ -207,6 +209,207 @@ impl World {
     }
 }
 
+impl World {
+    /// Runs `backward`, which hands each gradient to the [`Overlap`] it is
+    /// given as soon as it exists (as [`Block::backward_params_each`]
+    /// does, last layer first), and returns its gradients averaged over
+    /// all ranks, as [`World::average_grads`] would. The all-reduce of
+    /// each bucket of `bucket_bytes` starts once the bucket is full, while
+    /// the backward goes on; since MPI moves a reduction on only inside
+    /// its calls, each handed-over layer also tests the oldest pending
+    /// bucket. `model`'s parameters size the buckets (a gradient has its
+    /// parameter's shape).
+    ///
+    /// [`Block::backward_params_each`]: crate::nn::Block::backward_params_each
+    pub fn average_grads_during<B: Backend, M: Module<B>>(
+        &self,
+        model: &M,
+        bucket_bytes: usize,
+        backward: impl FnOnce(&mut Overlap<'_, '_>) -> M::Grads,
+    ) -> M::Grads {
+        let Some(comm) = self.comm() else {
+            return backward(&mut Overlap { buckets: None });
+        };
+        let mut count = Count::default();
+        model.visit_params("", &mut count);
+        let (mut send32, mut sum32) = (vec![0f32; count.f32], vec![0f32; count.f32]);
+        let (mut send64, mut sum64) = (vec![0f64; count.f64], vec![0f64; count.f64]);
+        let (mut grads, placed) = mpi::request::scope(|scope| {
+            let mut overlap = Overlap {
+                buckets: Some(Buckets {
+                    comm: &comm,
+                    scope,
+                    f32: Lane::new(&mut send32, &mut sum32, bucket_bytes),
+                    f64: Lane::new(&mut send64, &mut sum64, bucket_bytes),
+                    placed: HashMap::new(),
+                }),
+            };
+            let grads = backward(&mut overlap);
+            let mut buckets = overlap.buckets.take().expect("set above");
+            buckets.f32.finish(&comm, scope);
+            buckets.f64.finish(&comm, scope);
+            (grads, buckets.placed)
+        });
+        let scale = 1.0 / self.size as f64;
+        M::map_grad_tensors(
+            &mut grads,
+            "",
+            &mut Rebuilt(|name: &str, shape: &[usize], dtype: DType| {
+                let n: usize = shape.iter().product();
+                let &(at_dtype, at) = placed.get(name).unwrap_or_else(|| {
+                    panic!("average_grads_during: the backward did not hand over gradient `{name}`")
+                });
+                assert_eq!(at_dtype, dtype, "average_grads_during: gradient `{name}` changed dtype");
+                let values = match dtype {
+                    DType::F32 => DataVec::F32(sum32[at..at + n].iter().map(|&x| x * scale as f32).collect()),
+                    DType::F64 => DataVec::F64(sum64[at..at + n].iter().map(|&x| x * scale).collect()),
+                    other => panic!("average_grads_during: gradient `{name}` has dtype {other:?}"),
+                };
+                TensorData { shape: shape.to_vec(), values }
+            }),
+        );
+        grads
+    }
+}
+
+/// What a backward hands its gradients to, layer by layer, in
+/// [`World::average_grads_during`]: it copies each into the current bucket
+/// and starts the bucket's all-reduce once it is full.
+pub struct Overlap<'a, 's> {
+    /// `None` in a world of one: nothing to reduce.
+    buckets: Option<Buckets<'a, 's>>,
+}
+
+impl std::fmt::Debug for Overlap<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Overlap");
+        match &self.buckets {
+            None => d.field("reducing", &false),
+            Some(b) => d
+                .field("reducing", &true)
+                .field("gradients", &b.placed.len())
+                .field("pending", &(b.f32.pending.len() + b.f64.pending.len())),
+        }
+        .finish()
+    }
+}
+
+/// The buckets of one step's reduction, f32 and f64 apart.
+struct Buckets<'a, 's> {
+    comm: &'a SimpleCommunicator,
+    scope: &'s LocalScope<'a>,
+    f32: Lane<'a, 's, f32>,
+    f64: Lane<'a, 's, f64>,
+    /// Each handed-over gradient's dtype and offset in its lane.
+    placed: HashMap<String, (DType, usize)>,
+}
+
+/// The values of one dtype: the part not yet sent, the bucket being
+/// filled at its front, and the reductions under way, oldest first.
+struct Lane<'a, 's, T> {
+    /// Values per bucket.
+    per: usize,
+    /// Offset of `send[0]` in the whole lane.
+    at: usize,
+    /// Values in the bucket being filled (`send[..filled]`).
+    filled: usize,
+    send: &'a mut [T],
+    sum: &'a mut [T],
+    pending: VecDeque<Request<'a, [T], &'s LocalScope<'a>>>,
+}
+
+impl<'a, 's, T: Equivalence + Copy> Lane<'a, 's, T> {
+    fn new(send: &'a mut [T], sum: &'a mut [T], bucket_bytes: usize) -> Self {
+        let per = (bucket_bytes / size_of::<T>()).max(1);
+        Lane { per, at: 0, filled: 0, send, sum, pending: VecDeque::new() }
+    }
+
+    /// Appends `values`, starting each bucket that fills; returns their
+    /// offset in the lane.
+    fn push(&mut self, comm: &'a SimpleCommunicator, scope: &'s LocalScope<'a>, name: &str, mut values: &[T]) -> usize {
+        let offset = self.at + self.filled;
+        assert!(
+            self.filled + values.len() <= self.send.len(),
+            "average_grads_during: gradient `{name}` goes past the model's parameters"
+        );
+        while !values.is_empty() {
+            let n = (self.per - self.filled).min(values.len());
+            self.send[self.filled..self.filled + n].copy_from_slice(&values[..n]);
+            self.filled += n;
+            values = &values[n..];
+            if self.filled == self.per {
+                self.start(comm, scope);
+            }
+        }
+        offset
+    }
+
+    /// Starts the all-reduce of the bucket being filled.
+    fn start(&mut self, comm: &'a SimpleCommunicator, scope: &'s LocalScope<'a>) {
+        if self.filled == 0 {
+            return;
+        }
+        let (send, rest) = std::mem::take(&mut self.send).split_at_mut(self.filled);
+        self.send = rest;
+        let (sum, rest) = std::mem::take(&mut self.sum).split_at_mut(self.filled);
+        self.sum = rest;
+        let send: &'a [T] = send;
+        self.pending.push_back(comm.immediate_all_reduce_into(scope, send, sum, SystemOperation::sum()));
+        self.at += self.filled;
+        self.filled = 0;
+    }
+
+    /// Lets MPI move the oldest pending reduction on.
+    fn progress(&mut self) {
+        if let Some(request) = self.pending.pop_front()
+            && let Err(request) = request.test()
+        {
+            self.pending.push_front(request);
+        }
+    }
+
+    /// Starts the last, partial bucket and waits for every reduction.
+    fn finish(&mut self, comm: &'a SimpleCommunicator, scope: &'s LocalScope<'a>) {
+        self.start(comm, scope);
+        while let Some(request) = self.pending.pop_front() {
+            request.wait();
+        }
+    }
+}
+
+impl<B: Backend> ParamVisitor<B> for Overlap<'_, '_> {
+    fn visit<const D: usize>(&mut self, name: &str, tensor: &Tensor<B, D>) {
+        let Some(b) = &mut self.buckets else { return };
+        let (comm, scope) = (b.comm, b.scope);
+        let (dtype, at) = match tensor.to_data().values {
+            DataVec::F32(v) => (DType::F32, b.f32.push(comm, scope, name, &v)),
+            DataVec::F64(v) => (DType::F64, b.f64.push(comm, scope, name, &v)),
+            other => panic!("average_grads_during: gradient `{name}` has dtype {:?}", other.dtype()),
+        };
+        b.placed.insert(name.to_owned(), (dtype, at));
+        b.f32.progress();
+        b.f64.progress();
+    }
+}
+
+/// The number of parameter values of each float dtype.
+#[derive(Default)]
+struct Count {
+    f32: usize,
+    f64: usize,
+}
+
+impl<B: Backend> ParamVisitor<B> for Count {
+    fn visit<const D: usize>(&mut self, _: &str, tensor: &Tensor<B, D>) {
+        let n = tensor.shape().iter().product::<usize>();
+        match tensor.dtype() {
+            DType::F32 => self.f32 += n,
+            DType::F64 => self.f64 += n,
+            _ => {}
+        }
+    }
+}
+
 /// How [`fit`](crate::train::fit) trains data-parallel: the ranks of
 /// `world`, each on its shard of every epoch (the training loader's batch
 /// size is per rank: the global batch is `ranks` times it), gradients
@@ -218,12 +421,16 @@ pub struct DataParallel {
     /// The largest all-reduce message; PyTorch's `bucket_cap_mb` default
     /// is 25 MB.
     pub bucket_bytes: usize,
+    /// Whether a `#[model]`'s buckets start reducing while its backward
+    /// goes on ([`World::average_grads_during`]); otherwise, and for
+    /// tape-trained models, gradients are averaged after the backward.
+    pub overlap: bool,
 }
 
 impl DataParallel {
-    /// Data parallelism over `world`, in 25 MB buckets.
+    /// Data parallelism over `world`, in 25 MB buckets, overlapped.
     pub fn new(world: Arc<World>) -> Self {
-        DataParallel { world, bucket_bytes: 25 << 20 }
+        DataParallel { world, bucket_bytes: 25 << 20, overlap: true }
     }
 }
 
