@@ -87,13 +87,13 @@ fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B
 
 /// [`train`] with each layer's gradients reduced while the backward goes
 /// on, in buckets of ten values (so buckets straddle layers).
-fn train_overlapped(model: &mut Net<Cpu>, world: &World, (x, y): (Tensor<Cpu, 2>, Tensor<Cpu, 1>)) {
+fn train_overlapped<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B, 2>, Tensor<B, 1>)) {
     let mut opt = Sgd::new(0.1);
     let mut ctx = Ctx::train(0);
     for _ in 0..STEPS {
         let (logits, cache) = model.forward_train(&x, &mut ctx);
         let loss = cross_entropy(&logits, &y, 0.0);
-        let grads = world.average_grads_during::<Cpu, Net<Cpu>>(model, 40, |ready| {
+        let grads = world.average_grads_during::<B, Net<B>>(model, 40, |ready| {
             model.backward_params_each(&cache, &loss.grad, ready)
         });
         opt.step(model, &grads);
@@ -451,8 +451,12 @@ fn rank_trains_its_half_on_wgpu(out: &Path) {
     let (x, y) = batch(world.rank() * half..(world.rank() + 1) * half);
     let x = Tensor::<Wgpu, 2>::from_data(x.to_data(), &dev).expect("inputs on the device");
     let y = Tensor::<Wgpu, 1>::from_data(y.to_data(), &dev).expect("targets on the device");
-    train(&mut model, &world, (x, y));
+    // Averaged after the backward, and during it.
+    let mut during = model.clone();
+    train(&mut model, &world, (x.clone(), y.clone()));
     write(out.join(format!("wgpu{}.bin", world.rank())), &weights(&model));
+    train_overlapped(&mut during, &world, (x, y));
+    write(out.join(format!("wgpu-during{}.bin", world.rank())), &weights(&during));
 }
 
 #[cfg(feature = "wgpu")]
@@ -466,11 +470,11 @@ fn two_ranks_on_wgpu_train_as_one_process_on_the_cpu() {
     let mut alone = Net::<Cpu>::new_seeded(0, &CpuDevice);
     train(&mut alone, &World::single(), batch(0..GLOBAL));
     let want = weights(&alone);
-    for rank in 0..2 {
-        let got = read(&out.join(format!("wgpu{rank}.bin")));
+    for (rank, stem) in [(0, "wgpu"), (1, "wgpu"), (0, "wgpu-during"), (1, "wgpu-during")] {
+        let got = read(&out.join(format!("{stem}{rank}.bin")));
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-4 * w.abs().max(1e-1), "rank {rank} on wgpu, weight {i}: {g} against {w}");
+            assert!((g - w).abs() <= 1e-4 * w.abs().max(1e-1), "{stem}, rank {rank}, weight {i}: {g} against {w}");
         }
     }
     std::fs::remove_dir_all(&out).ok();
