@@ -10,7 +10,7 @@
 //! MPI, so the same program runs alone or under `mpirun -np N`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
 
 /// The MPI bindings this module is built on, for what it does not wrap.
 pub use mpi;
@@ -48,6 +48,19 @@ pub struct World {
     rank: usize,
     size: usize,
     local_rank: usize,
+    /// Host buffers the gradient averages reuse from step to step.
+    scratch: Mutex<Scratch>,
+}
+
+/// The flattened gradients and their sums over the ranks, kept between
+/// steps: fresh buffers of a model's size would fault in their pages on
+/// every step (a 41 MB model's average took 3x the raw all-reduce so).
+#[derive(Default)]
+struct Scratch {
+    send32: Vec<f32>,
+    sum32: Vec<f32>,
+    send64: Vec<f64>,
+    sum64: Vec<f64>,
 }
 
 impl std::fmt::Debug for World {
@@ -88,12 +101,12 @@ impl World {
         if size > 1 {
             abort_job_on_panic(rank);
         }
-        Ok(World { universe: Some(universe), rank, size, local_rank })
+        Ok(World { universe: Some(universe), rank, size, local_rank, scratch: Mutex::default() })
     }
 
     /// A world of one process, without MPI.
     pub fn single() -> World {
-        World { universe: None, rank: 0, size: 1, local_rank: 0 }
+        World { universe: None, rank: 0, size: 1, local_rank: 0, scratch: Mutex::default() }
     }
 
     /// This process's rank, `0..size`.
@@ -180,32 +193,45 @@ impl World {
         let Some(comm) = self.comm() else { return };
         // Every gradient flattened, f32 and f64 apart, in visiting order,
         // summed into a second buffer, then scaled on the way back.
-        let mut flat = Flat::default();
-        M::visit_grad_tensors(grads, "", &mut flat);
-        let sum32 = all_reduce_in_chunks(&comm, &flat.f32, bucket_bytes);
-        let sum64 = all_reduce_in_chunks(&comm, &flat.f64, bucket_bytes);
-        let scale = 1.0 / self.size as f64;
+        let mut scratch = self.scratch();
+        let Scratch { send32, sum32, send64, sum64 } = &mut *scratch;
+        send32.clear();
+        send64.clear();
+        M::visit_grad_tensors(grads, "", &mut Flat { f32: &mut *send32, f64: &mut *send64 });
+        all_reduce_in_chunks(&comm, send32, sum32, bucket_bytes);
+        all_reduce_in_chunks(&comm, send64, sum64, bucket_bytes);
         let (mut at32, mut at64) = (0, 0);
         M::map_grad_tensors(
             grads,
             "",
             &mut Rebuilt(|name: &str, shape: &[usize], dtype: DType| {
                 let n: usize = shape.iter().product();
-                let values = match dtype {
-                    DType::F32 => {
-                        let s = scale as f32;
-                        at32 += n;
-                        DataVec::F32(sum32[at32 - n..at32].iter().map(|&x| x * s).collect())
-                    }
-                    DType::F64 => {
-                        at64 += n;
-                        DataVec::F64(sum64[at64 - n..at64].iter().map(|&x| x * scale).collect())
-                    }
-                    other => panic!("average_grads: gradient `{name}` has dtype {other:?}"),
+                let at = match dtype {
+                    DType::F64 => &mut at64,
+                    _ => &mut at32,
                 };
-                TensorData { shape: shape.to_vec(), values }
+                *at += n;
+                self.mean(name, shape, dtype, *at - n, sum32, sum64)
             }),
         );
+    }
+
+    /// The mean over the ranks of gradient `name` (of `shape` and
+    /// `dtype`), whose sums start at `at` in its dtype's buffer.
+    fn mean(&self, name: &str, shape: &[usize], dtype: DType, at: usize, sum32: &[f32], sum64: &[f64]) -> TensorData {
+        let n: usize = shape.iter().product();
+        let scale = 1.0 / self.size as f64;
+        let values = match dtype {
+            DType::F32 => DataVec::F32(sum32[at..at + n].iter().map(|&x| x * scale as f32).collect()),
+            DType::F64 => DataVec::F64(sum64[at..at + n].iter().map(|&x| x * scale).collect()),
+            other => panic!("average_grads: gradient `{name}` has dtype {other:?}"),
+        };
+        TensorData { shape: shape.to_vec(), values }
+    }
+
+    /// The host buffers, whoever held them last (a panic aborts the job).
+    fn scratch(&self) -> MutexGuard<'_, Scratch> {
+        self.scratch.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -232,15 +258,19 @@ impl World {
         };
         let mut count = Count::default();
         model.visit_params("", &mut count);
-        let (mut send32, mut sum32) = (vec![0f32; count.f32], vec![0f32; count.f32]);
-        let (mut send64, mut sum64) = (vec![0f64; count.f64], vec![0f64; count.f64]);
+        let mut scratch = self.scratch();
+        let Scratch { send32, sum32, send64, sum64 } = &mut *scratch;
+        send32.resize(count.f32, 0.0);
+        sum32.resize(count.f32, 0.0);
+        send64.resize(count.f64, 0.0);
+        sum64.resize(count.f64, 0.0);
         let (mut grads, placed) = mpi::request::scope(|scope| {
             let mut overlap = Overlap {
                 buckets: Some(Buckets {
                     comm: &comm,
                     scope,
-                    f32: Lane::new(&mut send32, &mut sum32, bucket_bytes),
-                    f64: Lane::new(&mut send64, &mut sum64, bucket_bytes),
+                    f32: Lane::new(send32, sum32, bucket_bytes),
+                    f64: Lane::new(send64, sum64, bucket_bytes),
                     placed: HashMap::new(),
                 }),
             };
@@ -250,22 +280,15 @@ impl World {
             buckets.f64.finish(&comm, scope);
             (grads, buckets.placed)
         });
-        let scale = 1.0 / self.size as f64;
         M::map_grad_tensors(
             &mut grads,
             "",
             &mut Rebuilt(|name: &str, shape: &[usize], dtype: DType| {
-                let n: usize = shape.iter().product();
                 let &(at_dtype, at) = placed.get(name).unwrap_or_else(|| {
                     panic!("average_grads_during: the backward did not hand over gradient `{name}`")
                 });
                 assert_eq!(at_dtype, dtype, "average_grads_during: gradient `{name}` changed dtype");
-                let values = match dtype {
-                    DType::F32 => DataVec::F32(sum32[at..at + n].iter().map(|&x| x * scale as f32).collect()),
-                    DType::F64 => DataVec::F64(sum64[at..at + n].iter().map(|&x| x * scale).collect()),
-                    other => panic!("average_grads_during: gradient `{name}` has dtype {other:?}"),
-                };
-                TensorData { shape: shape.to_vec(), values }
+                self.mean(name, shape, dtype, at, sum32, sum64)
             }),
         );
         grads
@@ -434,19 +457,19 @@ impl DataParallel {
     }
 }
 
-/// The sums of `values` over all ranks, reduced in messages of at most
-/// `bytes`.
+/// The sums of `values` over all ranks into `sums`, reduced in messages
+/// of at most `bytes`.
 fn all_reduce_in_chunks<T: Equivalence + Copy + Default>(
     comm: &SimpleCommunicator,
     values: &[T],
+    sums: &mut Vec<T>,
     bytes: usize,
-) -> Vec<T> {
-    let mut sums = vec![T::default(); values.len()];
+) {
+    sums.resize(values.len(), T::default());
     let per = (bytes / size_of::<T>()).max(1);
     for (mine, sum) in values.chunks(per).zip(sums.chunks_mut(per)) {
         comm.all_reduce_into(mine, sum, SystemOperation::sum());
     }
-    sums
 }
 
 /// Installs (once) a panic hook that prints the panic as usual, says which
@@ -464,13 +487,12 @@ fn abort_job_on_panic(rank: usize) {
 }
 
 /// Each gradient's values appended to one vector per float dtype.
-#[derive(Default)]
-struct Flat {
-    f32: Vec<f32>,
-    f64: Vec<f64>,
+struct Flat<'a> {
+    f32: &'a mut Vec<f32>,
+    f64: &'a mut Vec<f64>,
 }
 
-impl<B: Backend> ParamVisitor<B> for Flat {
+impl<B: Backend> ParamVisitor<B> for Flat<'_> {
     fn visit<const D: usize>(&mut self, name: &str, tensor: &Tensor<B, D>) {
         match tensor.to_data().values {
             DataVec::F32(v) => self.f32.extend_from_slice(&v),
