@@ -179,34 +179,64 @@ fn add_4k(bencher: Bencher<'_, '_>) {
     bencher.counter(ItemsCount::new(4096usize)).bench_local(|| &a + &b);
 }
 
-/// The cores' FMA peak: independent chains of 512-bit (or 256-bit) fused
-/// multiply-adds and nothing else, the ceiling that `sgemm_*` is measured
-/// against. One item is one FLOP.
+/// Fused multiply-adds per call and thread: about 4 ms of work at 100
+/// GFLOP/s, so that waking the pool's threads (tens of microseconds) is
+/// lost in it. With 2^16 (0.3 ms) the one-thread peak read 79 GFLOP/s on
+/// a core where the same loop alone ran at 110.
+const PEAK_ITERS: usize = 1 << 20;
+
+/// Independent FMA chains per loop: a chain waits 4 cycles for its last
+/// result, and a core issues up to two FMAs a cycle, so 8 keep it busy; 12
+/// leave room and still fit the 16 registers of AVX2 with the two
+/// operands.
+const PEAK_CHAINS: usize = 12;
+
+/// The cores' FMA peak with 512-bit registers: independent chains of
+/// fused multiply-adds and nothing else, the ceiling that `sgemm_*` is
+/// measured against. One item is one FLOP.
 #[divan::bench(args = [1, 2], sample_count = 20)]
-fn fma_peak(bencher: Bencher<'_, '_>, threads: usize) {
-    const ITERS: usize = 1 << 16;
-    let per_thread = fma_flops_per_iter() * ITERS;
+fn fma_peak_512(bencher: Bencher<'_, '_>, threads: usize) {
+    fma_peak(bencher, threads, Width::Zmm);
+}
+
+/// [`fma_peak_512`] with 256-bit registers: some cores split a 512-bit FMA
+/// into two halves, and there both reach the same peak.
+#[divan::bench(args = [1, 2], sample_count = 20)]
+fn fma_peak_256(bencher: Bencher<'_, '_>, threads: usize) {
+    fma_peak(bencher, threads, Width::Ymm);
+}
+
+#[derive(Clone, Copy)]
+enum Width {
+    Zmm,
+    Ymm,
+}
+
+fn fma_peak(bencher: Bencher<'_, '_>, threads: usize, width: Width) {
+    let lanes = match width {
+        Width::Zmm if std::arch::is_x86_feature_detected!("avx512f") => 16,
+        Width::Zmm => {
+            eprintln!("fma_peak_512: this CPU has no AVX-512");
+            return;
+        }
+        Width::Ymm => 8,
+    };
+    let per_thread = PEAK_CHAINS * lanes * 2 * PEAK_ITERS;
     bencher.counter(ItemsCount::new(per_thread * threads)).bench_local(|| {
-        pool(threads).broadcast(|_| fma_loop(ITERS));
+        pool(threads).broadcast(|_| fma_loop(width, PEAK_ITERS));
     });
 }
 
 #[cfg(target_arch = "x86_64")]
-fn fma_flops_per_iter() -> usize {
-    // 12 accumulators x lanes x 2 FLOPs per FMA.
-    let lanes = if std::arch::is_x86_feature_detected!("avx512f") { 16 } else { 8 };
-    12 * lanes * 2
-}
-
-#[cfg(target_arch = "x86_64")]
-fn fma_loop(iters: usize) -> f32 {
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F.
-        unsafe { fma_loop_avx512(iters) }
-    } else {
-        assert!(std::arch::is_x86_feature_detected!("fma"), "fma_peak needs AVX2 and FMA");
-        // SAFETY: checked just above.
-        unsafe { fma_loop_avx2(iters) }
+fn fma_loop(width: Width, iters: usize) -> f32 {
+    match width {
+        // SAFETY: `fma_peak` checked AVX-512F.
+        Width::Zmm => unsafe { fma_loop_avx512(iters) },
+        Width::Ymm => {
+            assert!(std::arch::is_x86_feature_detected!("fma"), "fma_peak_256 needs AVX2 and FMA");
+            // SAFETY: checked just above.
+            unsafe { fma_loop_avx2(iters) }
+        }
     }
 }
 
@@ -216,7 +246,7 @@ unsafe fn fma_loop_avx512(iters: usize) -> f32 {
     use std::arch::x86_64::*;
     let a = _mm512_set1_ps(0.999_999);
     let b = _mm512_set1_ps(1e-7);
-    let mut acc = [_mm512_set1_ps(1.0); 12];
+    let mut acc = [_mm512_set1_ps(1.0); PEAK_CHAINS];
     for _ in 0..iters {
         for v in acc.iter_mut() {
             *v = _mm512_fmadd_ps(*v, a, b);
@@ -235,7 +265,7 @@ unsafe fn fma_loop_avx2(iters: usize) -> f32 {
     use std::arch::x86_64::*;
     let a = _mm256_set1_ps(0.999_999);
     let b = _mm256_set1_ps(1e-7);
-    let mut acc = [_mm256_set1_ps(1.0); 12];
+    let mut acc = [_mm256_set1_ps(1.0); PEAK_CHAINS];
     for _ in 0..iters {
         for v in acc.iter_mut() {
             *v = _mm256_fmadd_ps(*v, a, b);
