@@ -1,8 +1,12 @@
 //! Datasets and batching: the [`Dataset`] trait, an in-memory dataset, a
 //! [`DataLoader`] with seeded shuffling, drop-last and background
-//! prefetching, normalisation, and the MNIST IDX reader.
+//! prefetching, normalisation, splits and per-feature scaling fitted on
+//! the training split ([`prepare`]), and the MNIST IDX reader.
 
 pub mod mnist;
+pub mod prepare;
+
+pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
@@ -96,7 +100,10 @@ impl InMemoryDataset {
         n.apply_slice(&mut self.inputs);
     }
 
-    /// The mean and standard deviation of all input values, for [`Normalize`].
+    /// The mean and standard deviation of all input values, for
+    /// [`Normalize`]: one pair for the whole dataset, as for grey images.
+    /// Features of different units (a table's columns, an image's
+    /// channels) each need their own: see [`Scaler`].
     pub fn stats(&self) -> Normalize {
         let n = self.inputs.len().max(1) as f64;
         let mean = self.inputs.iter().map(|&x| x as f64).sum::<f64>() / n;
