@@ -29,15 +29,30 @@ pub fn two_panel_svg(x_label: &str, left: (&str, &[Series<'_>]), right: (&str, &
     svg
 }
 
-fn nice_range(lo: f64, hi: f64) -> (f64, f64) {
+/// The y axis over values `lo..=hi`: its bottom, top and tick step, the
+/// step 1, 2 or 5 times a power of ten giving about five intervals, the
+/// ends on multiples of it. Values that never go below zero (a loss, an
+/// accuracy) get an axis that starts at zero or above.
+fn nice_axis(lo: f64, hi: f64) -> (f64, f64, f64) {
     if !(lo.is_finite() && hi.is_finite()) {
-        return (0.0, 1.0);
+        return (0.0, 1.0, 0.25);
     }
-    if (hi - lo).abs() < 1e-12 {
-        return (lo - 0.5, hi + 0.5);
-    }
-    let pad = (hi - lo) * 0.05;
-    (lo - pad, hi + pad)
+    let (lo, hi) = if hi - lo > 1e-12 * hi.abs().max(1.0) {
+        (lo, hi)
+    } else {
+        // One value: a band around it, clear of zero when it is.
+        let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        (if lo >= 0.0 { (lo - d).max(0.0) } else { lo - d }, hi + d)
+    };
+    let raw = (hi - lo) / 5.0;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|&s| s >= raw * (1.0 - 1e-9)).unwrap_or(raw);
+    ((lo / step + 1e-9).floor() * step, (hi / step - 1e-9).ceil() * step, step)
+}
+
+/// Decimals that print every multiple of `step` exactly.
+fn decimals(step: f64) -> usize {
+    (-step.log10().floor()).max(0.0) as usize
 }
 
 fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, series: &[Series<'_>]) {
@@ -53,24 +68,27 @@ fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, 
             ymax = ymax.max(y);
         }
     }
-    // The x axis spans the data exactly (epochs); y gets a little margin.
-    let (xmin, xmax) = if xmax > xmin { (xmin, xmax) } else { nice_range(xmin, xmax) };
-    let (ymin, ymax) = nice_range(ymin, ymax);
+    // The x axis spans the data exactly (epochs); y ends on round ticks.
+    let (xmin, xmax) = if xmax > xmin { (xmin, xmax) } else { (xmin - 0.5, xmin + 0.5) };
+    let (ymin, ymax, ystep) = nice_axis(ymin, ymax);
+    let (yticks, ydigits) = (((ymax - ymin) / ystep).round() as usize, decimals(ystep));
     let px = |x: f64| x0 + ml + (x - xmin) / (xmax - xmin) * pw;
     let py = |y: f64| mt + ph - (y - ymin) / (ymax - ymin) * ph;
     let _ = write!(svg, r#"<text x="{}" y="18" font-size="14">{title}</text>"#, x0 + ml);
     let _ = write!(svg, r##"<rect x="{}" y="{mt}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>"##, x0 + ml);
-    for i in 0..=4 {
-        let y = ymin + (ymax - ymin) * i as f64 / 4.0;
+    for i in 0..=yticks {
+        let y = ymin + ystep * i as f64;
         let _ = write!(
             svg,
-            r##"<line x1="{a}" x2="{b}" y1="{c}" y2="{c}" stroke="#eee"/><text x="{d}" y="{e}" text-anchor="end">{y:.3}</text>"##,
+            r##"<line x1="{a}" x2="{b}" y1="{c}" y2="{c}" stroke="#eee"/><text x="{d}" y="{e}" text-anchor="end">{y:.ydigits$}</text>"##,
             a = x0 + ml,
             b = x0 + ml + pw,
             c = py(y),
             d = x0 + ml - 6.0,
             e = py(y) + 4.0
         );
+    }
+    for i in 0..=4 {
         let x = xmin + (xmax - xmin) * i as f64 / 4.0;
         let digits = if xmax - xmin >= 8.0 { 0 } else { 1 };
         let _ = write!(svg, r#"<text x="{}" y="{}" text-anchor="middle">{x:.digits$}</text>"#, px(x), mt + ph + 16.0);
@@ -92,5 +110,31 @@ fn panel(svg: &mut String, x0: f64, w: f64, h: f64, x_label: &str, title: &str, 
             d = lx + 25.0,
             n = s.name
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_end_on_round_ticks_and_stay_above_zero_for_positive_values() {
+        assert_eq!(nice_axis(0.013, 2.31), (0.0, 2.5, 0.5));
+        let (lo, hi, step) = nice_axis(0.9, 0.99);
+        assert!((lo - 0.9).abs() < 1e-12 && (hi - 1.0).abs() < 1e-12 && (step - 0.02).abs() < 1e-12);
+        assert_eq!(nice_axis(0.0, 0.0), (0.0, 1.0, 0.2));
+        assert_eq!(nice_axis(-3.0, 5.0), (-4.0, 6.0, 2.0));
+        assert_eq!(nice_axis(f64::INFINITY, f64::NEG_INFINITY), (0.0, 1.0, 0.25));
+        assert_eq!((decimals(0.5), decimals(0.02), decimals(2.0)), (1, 2, 0));
+    }
+
+    #[test]
+    fn a_loss_curve_has_no_negative_ticks() {
+        let loss = Series { name: "train", color: "red", points: vec![(1.0, 2.3), (2.0, 0.4), (3.0, 0.02)] };
+        let acc = Series { name: "val", color: "blue", points: vec![(1.0, 0.61), (2.0, 0.93), (3.0, 0.985)] };
+        let svg = two_panel_svg("epoch", ("loss", &[loss]), ("accuracy", &[acc]));
+        assert!(!svg.contains(">-"), "a negative tick label: {svg}");
+        assert!(svg.contains(">0.0<") && svg.contains(">2.5<"), "the loss axis runs from 0 to 2.5: {svg}");
+        assert!(svg.contains(">1.0<"), "the accuracy axis ends at 1: {svg}");
     }
 }
