@@ -24,21 +24,16 @@ pub struct Step<B: Backend> {
 }
 
 impl<B: Backend> Step<B> {
-    /// Finishes a step once the loss and gradients are known: averages the
-    /// gradients over the ranks unless `averaged`, waits for the device,
-    /// reads loss and norm, and, when both are finite, clips and calls
-    /// `update`.
+    /// Finishes a step once the loss and the gradients (averaged over the
+    /// ranks) are known: waits for the device, reads loss and norm, and,
+    /// when both are finite, clips and calls `update`.
     fn finish<M: Module<B>>(
         logits: Tensor<B, 2>,
         loss: &Tensor<B, 0>,
         mut grads: M::Grads,
-        averaged: bool,
         config: &FitConfig,
         update: impl FnOnce(&M::Grads),
     ) -> Result<Self, StepError> {
-        if !averaged {
-            config.average_grads::<B, M>(&mut grads);
-        }
         let sq_sum = grad_sq_sum::<B, M>(&grads);
         logits.device().synchronize()?;
         let (loss, grad_norm) = (loss.item(), sq_sum.map_or(0.0, |s| s.item().sqrt()));
@@ -102,10 +97,11 @@ where
             let grads = dp.world.average_grads_during::<B, M>(self, dp.bucket_bytes, |ready| {
                 self.backward_params_each(&cache, &loss.grad, ready)
             });
-            return Step::finish::<M>(logits, &loss.value, grads, true, config, |g| optimizer.step(self, g));
+            return Step::finish::<M>(logits, &loss.value, grads, config, |g| optimizer.step(self, g));
         }
-        let grads = self.backward_params(&cache, &loss.grad);
-        Step::finish::<M>(logits, &loss.value, grads, false, config, |g| optimizer.step(self, g))
+        let mut grads = self.backward_params(&cache, &loss.grad);
+        config.average_grads::<B, M>(&mut grads);
+        Step::finish::<M>(logits, &loss.value, grads, config, |g| optimizer.step(self, g))
     }
 }
 
@@ -170,8 +166,9 @@ impl<B: Backend, M: TapedForward<B, DI>, const DI: usize> Classifier<Autodiff<B>
         let logits = self.0.forward(x, true);
         check_class_targets(y, logits.size(1), config.ignore_index)?;
         let loss = cross_entropy_with(&logits, y, config.loss_options()).value;
-        let grads = loss.backward().for_module(&self.0);
+        let mut grads = loss.backward().for_module(&self.0);
+        config.average_grads::<Autodiff<B>, M>(&mut grads);
         let model = &mut self.0;
-        Step::finish::<M>(logits.detach(), &loss, grads, false, config, |g| no_grad(|| optimizer.step(model, g)))
+        Step::finish::<M>(logits.detach(), &loss, grads, config, |g| no_grad(|| optimizer.step(model, g)))
     }
 }
