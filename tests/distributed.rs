@@ -33,7 +33,10 @@ const RANK: &str = "BLAZE_DIST_TEST_RANK";
 /// The epochs `rank_fits` trains to; set by the launching test.
 const EPOCHS: &str = "BLAZE_DIST_TEST_EPOCHS";
 
-fn batch(rows: std::ops::Range<usize>) -> (Tensor<Cpu, 2>, Tensor<Cpu, 1>) {
+/// Inputs and class targets.
+type Samples<B> = (Tensor<B, 2>, Tensor<B, 1>);
+
+fn batch(rows: std::ops::Range<usize>) -> Samples<Cpu> {
     let x: Vec<f32> =
         rows.clone().flat_map(|r| (0..6).map(move |c| ((r * 7 + c * 3) % 11) as f32 / 5.0 - 1.0)).collect();
     let y: Vec<i64> = rows.clone().map(|r| (r % 4) as i64).collect();
@@ -73,7 +76,7 @@ fn assert_ranks_have(out: &Path, stem: &str, want: &[f32], what: &str) {
 }
 
 /// `STEPS` SGD steps on `(x, y)`, gradients averaged over `world`.
-fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B, 2>, Tensor<B, 1>)) {
+fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): Samples<B>) {
     let mut opt = Sgd::new(0.1);
     let mut ctx = Ctx::train(0);
     for _ in 0..STEPS {
@@ -87,7 +90,7 @@ fn train<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B
 
 /// [`train`] with each layer's gradients reduced while the backward goes
 /// on, in buckets of ten values (so buckets straddle layers).
-fn train_overlapped<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): (Tensor<B, 2>, Tensor<B, 1>)) {
+fn train_overlapped<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y): Samples<B>) {
     let mut opt = Sgd::new(0.1);
     let mut ctx = Ctx::train(0);
     for _ in 0..STEPS {
@@ -102,12 +105,7 @@ fn train_overlapped<B: blaze::Backend>(model: &mut Net<B>, world: &World, (x, y)
 
 /// A rank of `overlapped_buckets_train_as_one_process`.
 fn rank_overlaps_its_half(out: &Path) {
-    let world = World::init().expect("MPI starts");
-    let mut model = Net::<Cpu>::new_seeded(world.rank() as u64, &CpuDevice);
-    world.broadcast_module::<Cpu, _>(&mut model);
-    let half = GLOBAL / world.size();
-    train_overlapped(&mut model, &world, batch(world.rank() * half..(world.rank() + 1) * half));
-    write(out.join(format!("overlap{}.bin", world.rank())), &weights(&model));
+    train_half(out, "overlap", train_overlapped::<Cpu>);
 }
 
 fn overlapped_buckets_train_as_one_process() {
@@ -174,14 +172,21 @@ fn read(path: &Path) -> Vec<f32> {
 
 /// A rank of `two_ranks_train_as_one_process_with_the_global_batch`.
 fn rank_trains_its_half(out: &Path) {
+    train_half(out, "rank", train::<Cpu>);
+}
+
+/// A rank's part of a two-rank job: rank 0's weights trained by `steps`
+/// on this rank's half of the global batch, written to
+/// `out/{stem}{rank}.bin`.
+fn train_half(out: &Path, stem: &str, steps: fn(&mut Net<Cpu>, &World, Samples<Cpu>)) {
     let world = World::init().expect("MPI starts");
     assert_eq!(world.size(), 2, "launched with two ranks");
     // Different starting weights per rank: the broadcast makes them rank 0's.
     let mut model = Net::<Cpu>::new_seeded(world.rank() as u64, &CpuDevice);
     world.broadcast_module::<Cpu, _>(&mut model);
     let half = GLOBAL / world.size();
-    train(&mut model, &world, batch(world.rank() * half..(world.rank() + 1) * half));
-    write(out.join(format!("rank{}.bin", world.rank())), &weights(&model));
+    steps(&mut model, &world, batch(world.rank() * half..(world.rank() + 1) * half));
+    write(out.join(format!("{stem}{}.bin", world.rank())), &weights(&model));
 }
 
 fn two_ranks_train_as_one_process_with_the_global_batch() {

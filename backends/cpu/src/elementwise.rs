@@ -24,7 +24,7 @@ where
     U: Pooled,
 {
     if let Some(s) = a.as_slice() {
-        let bytes = size_of_val(s) / size_of::<T>().max(1) * size_of::<U>();
+        let bytes = s.len() * size_of::<U>();
         return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
             let src = &s[start..start + out.len()];
             let writer = Streamer::for_output(bytes);
