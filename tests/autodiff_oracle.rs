@@ -9,7 +9,7 @@ mod common;
 mod transformer;
 
 use blaze::autodiff::{Autodiff, Gradients};
-use blaze::nn::{self, Block, Ctx, Graph, ParamMapper, ParamVisitor};
+use blaze::nn::{self, Block, Ctx, Differentiable, Graph, ParamMapper, ParamVisitor};
 use blaze::prelude::*;
 use blaze::{Rng, TensorData};
 use common::LeNet;
@@ -131,9 +131,9 @@ where
     check_with::<M, MA, _, DI, 2>(
         seed,
         x,
-        |m, x| Block::forward_train(m, x, &mut ctx()),
-        |m, c, g| Block::backward(m, c, g).1,
-        |m, x| Block::forward_train(&mut m.clone(), x, &mut ctx()).0,
+        |m, x| Differentiable::forward_train(m, x, &mut ctx()),
+        |m, c, g| Differentiable::backward(m, c, g).1,
+        |m, x| Differentiable::forward_train(&mut m.clone(), x, &mut ctx()).0,
     );
 }
 

@@ -237,7 +237,7 @@ impl World {
 
 impl World {
     /// Runs `backward`, which hands each gradient to the [`Overlap`] it is
-    /// given as soon as it exists (as [`Block::backward_params_each`]
+    /// given as soon as it exists (as [`Differentiable::backward_params_each`]
     /// does, last layer first), and returns its gradients averaged over
     /// all ranks, as [`World::average_grads`] would. The all-reduce of
     /// each bucket of `bucket_bytes` starts once the bucket is full, while
@@ -246,7 +246,7 @@ impl World {
     /// bucket. `model`'s parameters size the buckets (a gradient has its
     /// parameter's shape).
     ///
-    /// [`Block::backward_params_each`]: crate::nn::Block::backward_params_each
+    /// [`Differentiable::backward_params_each`]: crate::nn::Differentiable::backward_params_each
     pub fn average_grads_during<B: Backend, M: Module<B>>(
         &self,
         model: &M,

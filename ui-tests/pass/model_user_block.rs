@@ -1,6 +1,7 @@
-// A hand-written layer implementing `Block` is a field of a #[model], and
+// A hand-written layer implementing `Differentiable` and `Block` is a field
+// of a #[model], and
 // models nest; Embedding-first models take token ids.
-use blaze::nn::{Block, Ctx, GradSource, GradVisitor, Module, ParamMapper, ParamVisitor, StaticShape};
+use blaze::nn::{Block, Ctx, Differentiable, GradSource, GradVisitor, Module, ParamMapper, ParamVisitor, StaticShape};
 use blaze::prelude::*;
 use blaze::{Backend, Rng};
 
@@ -22,12 +23,15 @@ impl<B: Backend> Block<B> for Double<B> {
     const INPUT: StaticShape = StaticShape::new(&[8]);
     const OUTPUT: StaticShape = StaticShape::new(&[8]);
     const NUM_PARAMS: usize = 0;
-    type Input = Tensor<B, 2>;
-    type Output = Tensor<B, 2>;
-    type Cache = ();
     fn init(_: &mut Rng, _: &B::Device) -> Self {
         Double(std::marker::PhantomData)
     }
+}
+
+impl<B: Backend> Differentiable<B> for Double<B> {
+    type Input = Tensor<B, 2>;
+    type Output = Tensor<B, 2>;
+    type Cache = ();
     fn forward(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
         x.mul_scalar(2.0)
     }

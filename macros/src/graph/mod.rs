@@ -345,42 +345,52 @@ fn generate(
     let cache_doc =
         format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`]: only what its adjoint code reads.");
 
-    // A model of one input with fixed dims is also a `Block`: a field of a
-    // sequential model, and trainable by `fit`.
+    // A model of one input is `Differentiable`, which `fit` trains; with
+    // fixed dims it is also a `Block`: a field of a sequential model.
     let fixed =
         |shape: &[Dim]| shape.iter().map(|d| d.syms.is_empty().then_some(d.coef)).collect::<Option<Vec<usize>>>();
-    let block = match (names.len(), fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {
-        (1, Some(i), Some(o)) => {
-            let (ri, x) = (in_ranks[0], &names[0]);
-            quote! {
+    let block = if names.len() == 1 {
+        let (ri, x) = (in_ranks[0], &names[0]);
+        let differentiable = quote! {
+            #[automatically_derived]
+            impl<B: ::blaze::Backend> ::blaze::nn::Differentiable<B> for #ident<B> {
+                type Input = ::blaze::Tensor<B, #ri>;
+                type Output = ::blaze::Tensor<B, #out_rank>;
+                type Cache = #cache_ident<B>;
+
+                fn forward(&self, #x: &Self::Input) -> Self::Output {
+                    #ident::forward(self, #x)
+                }
+                fn forward_train(&mut self, #x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
+                    #ident::forward_train(self, #x, ctx)
+                }
+                fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
+                    #ident::backward(self, cache, grad)
+                }
+                fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
+                    #ident::backward_params(self, cache, grad)
+                }
+            }
+        };
+        match (fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {
+            (Some(i), Some(o)) => quote! {
+                #differentiable
+
                 #[automatically_derived]
                 impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
                     const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#i),*]);
                     const OUTPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#o),*]);
                     const NUM_PARAMS: usize = #num_params;
-                    type Input = ::blaze::Tensor<B, #ri>;
-                    type Output = ::blaze::Tensor<B, #out_rank>;
-                    type Cache = #cache_ident<B>;
 
                     fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
                         <Self as ::blaze::nn::Graph<B>>::init(rng, device)
                     }
-                    fn forward(&self, #x: &Self::Input) -> Self::Output {
-                        #ident::forward(self, #x)
-                    }
-                    fn forward_train(&mut self, #x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
-                        #ident::forward_train(self, #x, ctx)
-                    }
-                    fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
-                        #ident::backward(self, cache, grad)
-                    }
-                    fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
-                        #ident::backward_params(self, cache, grad)
-                    }
                 }
-            }
+            },
+            _ => differentiable,
         }
-        _ => TokenStream::new(),
+    } else {
+        TokenStream::new()
     };
 
     quote! {

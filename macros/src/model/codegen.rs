@@ -70,11 +70,11 @@ fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
     }
 }
 
-/// The trait path through which a field's passes are called.
+/// The trait path through which a field's passes and cache are named.
 fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
     let ty = field_ty(kind);
     match kind {
-        LayerKind::Opaque { .. } => quote!(<#ty as ::blaze::nn::Block<B>>),
+        LayerKind::Opaque { .. } => quote!(<#ty as ::blaze::nn::Differentiable<B>>),
         _ => {
             let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
             quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
@@ -602,17 +602,10 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         #fused_items
 
         #[automatically_derived]
-        impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
-            const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#input_dims),*]);
-            const OUTPUT: ::blaze::nn::StaticShape = #out_static;
-            const NUM_PARAMS: usize = 0 #(+ #num_params)*;
+        impl<B: ::blaze::Backend> ::blaze::nn::Differentiable<B> for #ident<B> {
             type Input = ::blaze::Tensor<B, #in_rank>;
             type Output = ::blaze::Tensor<B, #out_rank>;
             type Cache = #cache_ident<B>;
-
-            fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
-                #ident { #(#names: #inits,)* #marker_init }
-            }
 
             fn forward(&self, x: &Self::Input) -> Self::Output {
                 Self::check_input(x);
@@ -645,6 +638,17 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             ) -> Self::Grads {
                 #backward_params_each
                 #grads_ident { #(#names,)* }
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
+            const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#input_dims),*]);
+            const OUTPUT: ::blaze::nn::StaticShape = #out_static;
+            const NUM_PARAMS: usize = 0 #(+ #num_params)*;
+
+            fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                #ident { #(#names: #inits,)* #marker_init }
             }
         }
 
@@ -693,7 +697,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             /// Inference: dropout off, normalisation on running statistics.
             /// Panics if the per-sample input shape is not `INPUT_SHAPE`.
             pub fn forward(&self, x: &::blaze::Tensor<B, #in_rank>) -> ::blaze::Tensor<B, #out_rank> {
-                <Self as ::blaze::nn::Block<B>>::forward(self, x)
+                <Self as ::blaze::nn::Differentiable<B>>::forward(self, x)
             }
 
             /// The training forward: the output, and what `backward` needs.
@@ -702,7 +706,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 x: &::blaze::Tensor<B, #in_rank>,
                 ctx: &mut ::blaze::nn::Ctx,
             ) -> (::blaze::Tensor<B, #out_rank>, #cache_ident<B>) {
-                <Self as ::blaze::nn::Block<B>>::forward_train(self, x, ctx)
+                <Self as ::blaze::nn::Differentiable<B>>::forward_train(self, x, ctx)
             }
 
             /// The gradient of the input and of every parameter, given the
@@ -712,14 +716,14 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 cache: &#cache_ident<B>,
                 grad: &::blaze::Tensor<B, #out_rank>,
             ) -> (::blaze::Tensor<B, #in_rank>, #grads_ident<B>) {
-                <Self as ::blaze::nn::Block<B>>::backward(self, cache, grad)
+                <Self as ::blaze::nn::Differentiable<B>>::backward(self, cache, grad)
             }
 
             /// The parameter gradients alone, given the gradient of the
             /// output: what training needs. The work done only for the input
             /// gradient (the first layers' input gradients) is skipped.
             pub fn backward_params(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> #grads_ident<B> {
-                <Self as ::blaze::nn::Block<B>>::backward_params(self, cache, grad)
+                <Self as ::blaze::nn::Differentiable<B>>::backward_params(self, cache, grad)
             }
 
             /// A Keras-style table of the layers, their output shapes and

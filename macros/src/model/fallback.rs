@@ -89,25 +89,36 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))
     });
     let structs = if sequential { struct_and_module(model) } else { TokenStream::new() };
-    let block = match (&inputs.fixed, names.as_slice()) {
-        (Some(dims), [x]) => {
+    let block = match names.as_slice() {
+        [x] => {
             let ri = &in_ranks[0];
-            quote! {
+            let differentiable = quote! {
                 #[automatically_derived]
                 #[allow(unused_variables)]
-                impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
-                    const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#dims),*]);
-                    const OUTPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape { dims: [0; 8], rank: #out_rank };
-                    const NUM_PARAMS: usize = 0;
+                impl<B: ::blaze::Backend> ::blaze::nn::Differentiable<B> for #ident<B> {
                     type Input = ::blaze::Tensor<B, #ri>;
                     type Output = ::blaze::Tensor<B, #out>;
                     type Cache = #cache_ident<B>;
-                    fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self { #body }
                     fn forward(&self, #x: &Self::Input) -> Self::Output { #body }
                     fn forward_train(&mut self, #x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) { #body }
                     fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) { #body }
                     fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads { #body }
                 }
+            };
+            match &inputs.fixed {
+                Some(dims) => quote! {
+                    #differentiable
+
+                    #[automatically_derived]
+                    #[allow(unused_variables)]
+                    impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
+                        const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#dims),*]);
+                        const OUTPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape { dims: [0; 8], rank: #out_rank };
+                        const NUM_PARAMS: usize = 0;
+                        fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self { #body }
+                    }
+                },
+                None => differentiable,
             }
         }
         _ => TokenStream::new(),

@@ -12,26 +12,18 @@ use crate::{Backend, Primitives};
 /// A per-sample shape usable in const evaluation (the spec's).
 pub use blaze_spec::StaticShape;
 
-/// A statically shaped model or layer: its per-sample shapes are consts,
-/// its passes are straight-line code. `#[model]` implements it for every
-/// model; implement it for a hand-written layer to use it as a field of a
-/// `#[model]` (the macro then checks its shapes with const assertions).
-pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
-    /// Per-sample input shape (the batch dim excluded).
-    const INPUT: StaticShape;
-    /// Per-sample output shape.
-    const OUTPUT: StaticShape;
-    /// Number of trainable scalars.
-    const NUM_PARAMS: usize;
-    /// The input batch, `Tensor<B, INPUT.rank + 1>`.
+/// A model of one input whose backward `#[model]` generates: what
+/// training needs from it. Every [`Block`] is one; so are graph models
+/// whose dims are symbolic (`input = [T]`), which are no `Block` because
+/// their shapes are not fixed. `fit` trains any of them.
+pub trait Differentiable<B: Backend>: Module<B> {
+    /// The input batch.
     type Input: Clone;
-    /// The output batch, `Tensor<B, OUTPUT.rank + 1>`.
+    /// The output batch.
     type Output: Clone;
     /// What the training forward keeps for the backward pass.
     type Cache;
 
-    /// A freshly initialised block drawing from `rng`.
-    fn init(rng: &mut Rng, device: &B::Device) -> Self;
     /// Inference.
     fn forward(&self, x: &Self::Input) -> Self::Output;
     /// The training forward.
@@ -44,12 +36,13 @@ pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
     fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
         self.backward(cache, grad).1
     }
-    /// [`Block::backward_params`] that hands each layer's gradients to
-    /// `ready` as soon as the backward has made them, last layer first,
-    /// under the names [`Module::visit_grad_tensors`] gives them: a
-    /// data-parallel step starts reducing the last layers' gradients while
-    /// the backward still works on the first ones. `#[model]` generates it
-    /// layer by layer; this default hands over every gradient at the end.
+    /// [`Differentiable::backward_params`] that hands each layer's
+    /// gradients to `ready` as soon as the backward has made them, last
+    /// layer first, under the names [`Module::visit_grad_tensors`] gives
+    /// them: a data-parallel step starts reducing the last layers'
+    /// gradients while the backward still works on the first ones.
+    /// `#[model]` generates it layer by layer for sequential models; this
+    /// default hands over every gradient at the end.
     fn backward_params_each<V: ParamVisitor<B>>(
         &self,
         cache: &Self::Cache,
@@ -60,6 +53,25 @@ pub trait Block<B: Backend>: Module<B> + Clone + fmt::Debug + Sized {
         Self::visit_grad_tensors(&grads, "", ready);
         grads
     }
+}
+
+/// A statically shaped model or layer: its per-sample shapes are consts,
+/// its passes ([`Differentiable`]'s) are straight-line code. `#[model]` implements both traits for every model
+/// of one input with fixed dims; implement them for a hand-written layer
+/// to use it as a field of a `#[model]` (the macro then checks its shapes
+/// with const assertions).
+pub trait Block<B: Backend>: Differentiable<B> + Clone + fmt::Debug + Sized {
+    /// Per-sample input shape (the batch dim excluded); the input batch is
+    /// `Tensor<B, INPUT.rank + 1>`.
+    const INPUT: StaticShape;
+    /// Per-sample output shape; the output batch is
+    /// `Tensor<B, OUTPUT.rank + 1>`.
+    const OUTPUT: StaticShape;
+    /// Number of trainable scalars.
+    const NUM_PARAMS: usize;
+
+    /// A freshly initialised block drawing from `rng`.
+    fn init(rng: &mut Rng, device: &B::Device) -> Self;
 }
 
 /// A device of backend `B`. A device with one backend (`CpuDevice`) lets
