@@ -8,25 +8,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 /// What can go wrong reading an IDX file or a dataset folder.
-#[derive(Debug, thiserror::Error)]
-pub enum IdxError {
-    /// The file could not be opened or read (or is not valid gzip).
-    #[error("{path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
-    },
-    /// The contents do not form a valid IDX file.
-    #[error("{path}: {problem}")]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        problem: String,
-    },
-}
+pub use super::DataError as IdxError;
 
 /// The values and dims of one IDX file.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,9 +5,12 @@
 
 pub mod mnist;
 pub mod prepare;
+pub mod text;
 
 pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
+pub use text::{TextDataset, Vocab, read_text};
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
@@ -15,6 +18,40 @@ use std::thread::JoinHandle;
 use crate::error::Error;
 use crate::rng::Rng;
 use crate::{DataVec, TensorData};
+
+/// What can go wrong reading a dataset: the file and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// The file could not be opened or read (or is not valid gzip).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The contents are not what the reader takes (with the row, column,
+    /// array or image where it can tell).
+    #[error("{path}: {problem}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl DataError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        DataError::Io { path: path.to_owned(), source }
+    }
+
+    /// A format problem in `path`.
+    pub fn format(path: &Path, problem: impl Into<String>) -> Self {
+        DataError::Format { path: path.to_owned(), problem: problem.into() }
+    }
+}
 
 /// A batch on the host: inputs `[n, ...sample shape]` and targets `[n]`
 /// (class indices, i64) or `[n, ...]` (f32).
