@@ -127,9 +127,9 @@ fn main() -> Result<()> {
     let mut test = DataLoader::new(test, 256);
     let config = FitConfig { epochs: 10, ..FitConfig::default() };
     let mut sgd = Sgd::new(0.05).momentum(0.9);
-    let history = fit::<Cpu, _, _, _, _, 4>(&mut model, &mut sgd, &mut train, &mut test, &config, &CpuDevice)?;
+    let history = fit(&mut model, &mut sgd, &mut train, &mut test, &config)?;
     if let Some(best) = history.best() {
-        println!("test accuracy with the swish kernel: {:.4} (epoch {})", best.val_accuracy, best.epoch);
+        println!("test accuracy with the swish kernel: {:.4} (epoch {})", best.val["accuracy"], best.epoch);
     }
 
     println!("\nthe WGSL of the kernel and its derivative (checked by naga at compile time):\n{}", swish::WGSL);

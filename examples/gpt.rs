@@ -17,16 +17,15 @@
 //! Flags: `--data FILE` (text, or `.gz`), `--steps N`, `--batch-size N`,
 //! `--lr X`, `--seed N`, `--sample N` (characters to generate).
 
-use std::io::Read;
-use std::path::PathBuf;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use blaze::loss::cross_entropy;
+use blaze::data::{DataLoader, Dataset, TextDataset, Vocab};
 use blaze::nn::Ctx;
-use blaze::optim::{Adam, CosineWithWarmup, LrSchedule, Optimizer, clip_grad_norm};
+use blaze::optim::{Adam, CosineWithWarmup};
 use blaze::prelude::*;
 use blaze::rng::Rng;
+use blaze::train::{FitConfig, fit};
 
 #[path = "common/gpt_model.rs"]
 mod gpt_model;
@@ -71,54 +70,16 @@ fn parse_args() -> Result<Args> {
     Ok(a)
 }
 
-/// The text as ids, and the characters in id order.
-fn load(path: &PathBuf) -> Result<(Vec<i64>, Vec<char>)> {
-    let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bytes = if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .with_context(|| format!("{}: not a valid gzip file", path.display()))?;
-        out
-    } else {
-        raw
-    };
-    let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-    let mut chars: Vec<char> = text.chars().collect();
-    chars.sort_unstable();
-    chars.dedup();
-    if chars.len() > VOCAB {
-        bail!("{}: {} distinct characters, but the model tells {VOCAB} apart", path.display(), chars.len());
+/// The text's windows of `CONTEXT` characters, and its characters.
+fn load(path: &Path) -> Result<(TextDataset, Vocab)> {
+    let (data, vocab) = TextDataset::from_file(path, CONTEXT)?;
+    if vocab.len() > VOCAB {
+        bail!("{}: {} distinct characters, but the model tells {VOCAB} apart", path.display(), vocab.len());
     }
-    if text.chars().count() < 10 * CONTEXT {
-        bail!("{}: too short to train on ({} characters)", path.display(), text.chars().count());
+    if data.ids().len() < 10 * CONTEXT {
+        bail!("{}: too short to train on ({} characters)", path.display(), data.ids().len());
     }
-    let ids = text.chars().map(|c| chars.binary_search(&c).map_or(0, |i| i as i64)).collect();
-    Ok((ids, chars))
-}
-
-/// `n` random windows of `CONTEXT + 1` characters: inputs and next characters.
-fn batch(ids: &[i64], n: usize, rng: &mut Rng, device: &CpuDevice) -> (Tensor<Cpu, 2>, Tensor<Cpu, 1>) {
-    let (mut x, mut y) = (Vec::with_capacity(n * CONTEXT), Vec::with_capacity(n * CONTEXT));
-    for _ in 0..n {
-        let start = rng.below((ids.len() - CONTEXT - 1) as u64) as usize;
-        x.extend_from_slice(&ids[start..start + CONTEXT]);
-        y.extend_from_slice(&ids[start + 1..start + CONTEXT + 1]);
-    }
-    (Tensor::from_vec(x, [n, CONTEXT], device), Tensor::from_vec(y, [n * CONTEXT], device))
-}
-
-/// Mean cross-entropy (nats per character) over fixed held-out windows.
-fn held_out_loss(model: &Gpt, val: &[i64], device: &CpuDevice) -> f64 {
-    let mut rng = Rng::seed_from_u64(1234);
-    let batches: Vec<f64> = (0..8)
-        .map(|_| {
-            let (x, y) = batch(val, 32, &mut rng, device);
-            let logits: Tensor<Cpu, 2> = model.forward(&x).reshape([-1, VOCAB as i64]);
-            cross_entropy(&logits, &y, 0.0).item()
-        })
-        .collect();
-    batches.iter().sum::<f64>() / batches.len() as f64
+    Ok((data, vocab))
 }
 
 /// Continues `prompt` by sampling one character at a time.
@@ -148,67 +109,61 @@ fn main() -> Result<()> {
     let args = parse_args()?;
     blaze::cpu::tune_allocator_for_training();
     let device = CpuDevice;
-    let (ids, chars) = load(&args.data)?;
-    let split = ids.len() * 9 / 10;
-    let (train, val) = (&ids[..split], &ids[split..]);
+    let (text, vocab) = load(&args.data)?;
+    let (train, held) = text.split(0.9);
     println!(
         "{}: {} characters ({} distinct), {} for training, {} held out",
         args.data.display(),
-        ids.len(),
-        chars.len(),
-        train.len(),
-        val.len()
+        text.ids().len(),
+        vocab.len(),
+        train.ids().len(),
+        held.ids().len()
     );
 
     let mut model = Gpt::new_seeded(args.seed, &device);
     print!("{}", model.summary());
-    let schedule = CosineWithWarmup { base: args.lr, min: args.lr / 10.0, warmup: 100, total: args.steps as u64 };
+    let mut train = DataLoader::new(train, args.batch_size).shuffle(args.seed);
+    let mut held = DataLoader::new(held, args.batch_size);
+    println!("the training forward keeps {:.1} MB for the backward (logits included)", kept_mb(&mut model, &train));
+    let config = FitConfig {
+        // Whole epochs up to the step count; the last one ends at it.
+        epochs: args.steps.div_ceil(train.len()),
+        max_steps: Some(args.steps as u64),
+        schedule: Some(Box::new(CosineWithWarmup {
+            base: args.lr,
+            min: args.lr / 10.0,
+            warmup: 100,
+            total: args.steps as u64,
+        })),
+        clip_grad_norm: Some(1.0),
+        seed: args.seed,
+        ..FitConfig::default()
+    };
     let mut opt = Adam::adamw(args.lr).weight_decay(0.01);
-    let mut rng = Rng::seed_from_u64(args.seed);
-    let start = Instant::now();
-    let (b, v) = (args.batch_size, VOCAB as i64);
-    let mut running = None;
-    let mut step_secs = Vec::with_capacity(args.steps);
-    CpuDevice.run(|| {
-        for step in 0..args.steps {
-            let began = Instant::now();
-            opt.set_lr(schedule.lr_at(step as u64));
-            let (x, y) = batch(train, b, &mut rng, &device);
-            let mut ctx = Ctx::train(step as u64);
-            let before = blaze::cpu::bytes_in_use();
-            let (logits, cache) = model.forward_train(&x, &mut ctx);
-            if step == 0 {
-                let kept = blaze::cpu::bytes_in_use() - before;
-                println!("the training forward keeps {:.1} MB for the backward (logits included)", kept as f64 / 1e6);
-            }
-            let loss = cross_entropy(&logits.reshape([-1, v]), &y, 0.0);
-            let mut grads = model.backward_params(&cache, &loss.grad.reshape(logits.shape()));
-            clip_grad_norm::<Cpu, Gpt>(&mut grads, 1.0);
-            opt.step(&mut model, &grads);
-            let l = loss.item();
-            step_secs.push(began.elapsed().as_secs_f64());
-            let avg = running.map_or(l, |r: f64| 0.98 * r + 0.02 * l);
-            running = Some(avg);
-            if (step + 1) % 100 == 0 || step + 1 == args.steps {
-                let secs = start.elapsed().as_secs_f64();
-                println!(
-                    "step {:>5}  train loss {avg:.3}  held-out loss {:.3} nats/char  ({:.0} ms/step, {secs:.0} s)",
-                    step + 1,
-                    held_out_loss(&model, val, &device),
-                    1000.0 * secs / (step + 1) as f64
-                );
-            }
-        }
-    });
-
-    step_secs.sort_by(f64::total_cmp);
-    if let Some(median) = step_secs.get(step_secs.len() / 2) {
-        println!("median training step: {:.1} ms (bench/torch_gpt.py times PyTorch on the same model)", 1e3 * median);
+    let history = fit(&mut model, &mut opt, &mut train, &mut held, &config)?;
+    if let Some(last) = history.epochs.last() {
+        println!(
+            "held-out loss {:.3} nats/char, perplexity {:.2}; median training step: {:.1} ms (bench/torch_gpt.py times PyTorch on the same model)",
+            last.val.loss(),
+            last.val["perplexity"],
+            1e3 * last.step_seconds
+        );
     }
 
-    let prompt: Vec<i64> = "And God said".chars().map(|c| chars.binary_search(&c).map_or(0, |i| i as i64)).collect();
-    let text: String =
-        generate(&model, &prompt, args.sample, &mut rng, &device).iter().map(|&i| chars[i as usize]).collect();
+    let mut rng = Rng::seed_from_u64(args.seed);
+    let prompt = vocab.encode("And God said").unwrap_or_default();
+    let text = vocab.decode(&generate(&model, &prompt, args.sample, &mut rng, &device));
     println!("\nsample:\n{text}");
     Ok(())
+}
+
+/// Megabytes the training forward keeps for the backward on one batch.
+fn kept_mb(model: &mut Gpt, train: &DataLoader<TextDataset>) -> f64 {
+    let batch = train.dataset().batch(&(0..train.batch_size().min(train.samples())).collect::<Vec<_>>());
+    let x = Tensor::<Cpu, 2>::from_data(batch.inputs, &CpuDevice).expect("token ids [n, CONTEXT]");
+    let before = blaze::cpu::bytes_in_use();
+    let kept = model.forward_train(&x, &mut Ctx::train(0));
+    let bytes = blaze::cpu::bytes_in_use() - before;
+    drop(kept);
+    bytes as f64 / 1e6
 }

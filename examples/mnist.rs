@@ -32,7 +32,7 @@ use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
-use blaze::train::{FitConfig, fit, to_device};
+use blaze::train::{FitConfig, Targets, fit, to_device};
 
 /// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
 #[model(input = [1, 8, 8])]
@@ -170,7 +170,7 @@ where
         data_parallel: args.data_parallel.clone(),
         ..FitConfig::default()
     };
-    let history = fit::<B, M, _, _, _, 4>(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config, &device)?;
+    let history = fit(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config)?;
     if !args.main {
         return Ok(());
     }
@@ -178,9 +178,9 @@ where
     let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
     println!(
         "test accuracy: {:.4} (best, epoch {}); final {:.4}; {:.3} s per epoch",
-        best.val_accuracy,
+        best.val["accuracy"],
         best.epoch,
-        history.epochs.last().map_or(0.0, |e| e.val_accuracy),
+        history.epochs.last().map_or(0.0, |e| e.val["accuracy"]),
         per_epoch
     );
     println!("saved {} and {}", args.out.join("best.safetensors").display(), args.out.join("curve.svg").display());
@@ -189,7 +189,7 @@ where
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), &device);
     record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
     let pixels = shown.inputs.to_vec::<f32>()?;
-    let (x, y) = to_device::<B, 4>(shown, &device)?;
+    let (x, y): (Tensor<B, 4>, Tensor<B, 1>) = to_device(shown, &device, Targets::Classes)?;
     let pred: Tensor<B, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
     let (pred, truth) = (pred.to_vec::<i64>(), y.to_vec::<i64>());
     let side = (pixels.len() / truth.len()).isqrt();

@@ -270,7 +270,7 @@ fn fit_toy<B, M>(
 ) -> blaze::train::History
 where
     B: blaze::Backend<Device = CpuDevice>,
-    M: blaze::train::Classifier<B, 2>,
+    M: blaze::train::Trainable<B, 2, 2>,
 {
     use blaze::data::DataLoader;
     use blaze::train::{FitConfig, fit};
@@ -281,7 +281,7 @@ where
     let verbose = data_parallel.is_some();
     let config = FitConfig { epochs, out_dir: dir, resume, verbose, data_parallel, ..FitConfig::default() };
     let mut opt = Sgd::new(0.1);
-    fit::<B, M, _, _, _, 2>(model, &mut opt, &mut train, &mut val, &config, &CpuDevice).expect("fit trains")
+    fit(model, &mut opt, &mut train, &mut val, &config).expect("fit trains")
 }
 
 /// A rank of `fit_on_two_ranks_trains_as_one_process_and_resumes`.
@@ -330,7 +330,7 @@ pub struct Hand<B: blaze::Backend> {
     fc2: blaze::nn::Linear<B, 16, 4>,
 }
 
-impl<B: blaze::Backend> blaze::train::TapedForward<B, 2> for Hand<Autodiff<B>> {
+impl<B: blaze::Backend> blaze::train::TapedForward<B, 2, 2> for Hand<Autodiff<B>> {
     fn forward(&self, x: &Tensor<Autodiff<B>, 2>, _train: bool) -> Tensor<Autodiff<B>, 2> {
         self.fc2.forward(&self.fc1.forward(x).tanh())
     }

@@ -322,8 +322,7 @@ fn main() {
     let mut model = Small::<Cpu>::new_seeded(0, &CpuDevice);
     let config = FitConfig { epochs: 2, out_dir: Some(train_dir.clone()), verbose: false, ..FitConfig::default() };
     let (mut tl, mut vl) = (DataLoader::new(dataset(32, 1), 8), DataLoader::new(dataset(8, 2), 8));
-    fit::<Cpu, Small<Cpu>, _, _, _, 2>(&mut model, &mut Adam::new(1e-2), &mut tl, &mut vl, &config, &CpuDevice)
-        .expect("trains");
+    fit(&mut model, &mut Adam::new(1e-2), &mut tl, &mut vl, &config).expect("trains");
     let weights = dir.join("seed-weights.safetensors");
     save_model(&model, &weights).expect("saves");
     let checkpoint = train_dir.join("last.safetensors");
@@ -368,9 +367,7 @@ fn main() {
         let config = FitConfig { epochs: 2, out_dir: Some(out), resume: true, verbose: false, ..FitConfig::default() };
         let (mut tl, mut vl) = (DataLoader::new(dataset(16, 1), 8), DataLoader::new(dataset(8, 2), 8));
         let mut m = model.clone();
-        fit::<Cpu, Small<Cpu>, _, _, _, 2>(&mut m, &mut Adam::new(1e-2), &mut tl, &mut vl, &config, &CpuDevice)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        fit(&mut m, &mut Adam::new(1e-2), &mut tl, &mut vl, &config).map(drop).map_err(|e| e.to_string())
     };
     let read = |p: &Path| read_idx(p).map(drop).map_err(|e| e.to_string());
 

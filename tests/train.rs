@@ -51,8 +51,7 @@ fn run(epochs: usize, dir: &Path, resume: bool) -> (Tiny, History) {
         verbose: false,
         ..FitConfig::default()
     };
-    let history = fit::<Cpu, Tiny, _, _, _, 2>(&mut model, &mut opt, &mut train, &mut val, &config, &CpuDevice)
-        .expect("training runs");
+    let history = fit(&mut model, &mut opt, &mut train, &mut val, &config).expect("training runs");
     (model, history)
 }
 
@@ -63,8 +62,8 @@ fn fit_learns_and_writes_its_files() {
     assert_eq!(history.epochs.len(), 8);
     let first = &history.epochs[0];
     let last = &history.epochs[7];
-    assert!(last.train_loss < 0.5 * first.train_loss, "{first:?} -> {last:?}");
-    assert!(history.best().expect("epochs").val_accuracy > 0.9, "{history:?}");
+    assert!(last.train.loss() < 0.5 * first.train.loss(), "{first:?} -> {last:?}");
+    assert!(history.best().expect("epochs").val["accuracy"] > 0.9, "{history:?}");
     for f in ["best.safetensors", "last.safetensors", "curve.svg"] {
         assert!(dir.join(f).is_file(), "{f} was not written");
     }
@@ -84,7 +83,7 @@ fn a_resumed_run_matches_an_uninterrupted_one() {
     let (resumed, h2) = run(6, &b, true);
     assert_eq!(h2.epochs.len(), 6, "the resumed history includes the first run's epochs");
     assert_eq!(nn::state_dict::<Cpu, _>(&straight), nn::state_dict::<Cpu, _>(&resumed));
-    let losses = |h: &History| h.epochs.iter().map(|e| e.train_loss).collect::<Vec<_>>();
+    let losses = |h: &History| h.epochs.iter().map(|e| e.train.loss()).collect::<Vec<_>>();
     assert_eq!(losses(&h1), losses(&h2));
     std::fs::remove_dir_all(&a).ok();
     std::fs::remove_dir_all(&b).ok();
@@ -98,7 +97,7 @@ pub struct HandMlp<B: blaze::Backend> {
     fc2: blaze::nn::Linear<B, 16, 3>,
 }
 
-impl<B: blaze::Backend> blaze::train::TapedForward<B, 2> for HandMlp<blaze::autodiff::Autodiff<B>> {
+impl<B: blaze::Backend> blaze::train::TapedForward<B, 2, 2> for HandMlp<blaze::autodiff::Autodiff<B>> {
     fn forward(
         &self,
         x: &Tensor<blaze::autodiff::Autodiff<B>, 2>,
@@ -124,10 +123,9 @@ fn fit_trains_a_hand_written_model_through_the_tape() {
     let mut train = DataLoader::new(blobs(256, 1), 32).shuffle(3);
     let mut val = DataLoader::new(blobs(128, 2), 64);
     let config = FitConfig { epochs: 8, out_dir: Some(dir.clone()), verbose: false, ..FitConfig::default() };
-    let history = fit::<Autodiff<Cpu>, _, _, _, _, 2>(&mut model, &mut opt, &mut train, &mut val, &config, &CpuDevice)
-        .expect("training runs");
-    assert!(history.epochs[7].train_loss < 0.5 * history.epochs[0].train_loss, "{history:?}");
-    assert!(history.best().expect("epochs").val_accuracy > 0.9, "{history:?}");
+    let history = fit(&mut model, &mut opt, &mut train, &mut val, &config).expect("training runs");
+    assert!(history.epochs[7].train.loss() < 0.5 * history.epochs[0].train.loss(), "{history:?}");
+    assert!(history.best().expect("epochs").val["accuracy"] > 0.9, "{history:?}");
     // Its checkpoint loads into the same struct on the plain CPU backend.
     let mut plain =
         HandMlp::<Cpu> { fc1: Linear::new(c, &mut rng, &CpuDevice), fc2: Linear::new(c, &mut rng, &CpuDevice) };

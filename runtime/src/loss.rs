@@ -214,15 +214,43 @@ pub fn nll_with<B: Backend>(logp: &Tensor<B, 2>, targets: &Tensor<B, 1>, ignore_
 
 /// Mean squared error, as `torch.nn.functional.mse_loss`.
 pub fn mse<B: Backend, const D: usize>(pred: &Tensor<B, D>, target: &Tensor<B, D>) -> Loss<B, D> {
-    assert!(
-        pred.shape() == target.shape(),
-        "mse: prediction {:?} and target {:?} differ in shape",
-        pred.shape(),
-        target.shape()
-    );
+    same_shape("mse", pred, target);
     let n = pred.numel() as f64;
     let diff = pred.sub(target);
     Loss { value: diff.square().sum().div_scalar(n), grad: diff.mul_scalar(2.0 / n) }
+}
+
+/// Panics naming `op` unless prediction and target have one shape.
+fn same_shape<B: Backend, const D: usize>(op: &str, pred: &Tensor<B, D>, target: &Tensor<B, D>) {
+    assert!(
+        pred.shape() == target.shape(),
+        "{op}: prediction {:?} and target {:?} differ in shape",
+        pred.shape(),
+        target.shape()
+    );
+}
+
+/// Mean absolute error, as `torch.nn.functional.l1_loss`; its gradient at
+/// a zero difference is 0, as PyTorch's.
+pub fn l1<B: Backend, const D: usize>(pred: &Tensor<B, D>, target: &Tensor<B, D>) -> Loss<B, D> {
+    same_shape("l1", pred, target);
+    let n = pred.numel() as f64;
+    let diff = pred.sub(target);
+    Loss { value: diff.abs().sum().div_scalar(n), grad: diff.sign().div_scalar(n) }
+}
+
+/// Huber loss, as `torch.nn.functional.huber_loss`: `d²/2` where
+/// `|d| <= delta`, `delta (|d| - delta/2)` beyond, averaged.
+pub fn huber<B: Backend, const D: usize>(pred: &Tensor<B, D>, target: &Tensor<B, D>, delta: f64) -> Loss<B, D> {
+    same_shape("huber", pred, target);
+    assert!(delta > 0.0, "huber: delta must be positive, got {delta}");
+    let n = pred.numel() as f64;
+    let diff = pred.sub(target);
+    // Inside the band the loss is d²/2 and its slope d; outside, the slope
+    // is delta·sign(d), which is d clamped to [-delta, delta] either way.
+    let clipped = diff.clamp(-delta, delta);
+    let value = clipped.mul(&diff.sub(&clipped.mul_scalar(0.5))).sum().div_scalar(n);
+    Loss { value, grad: clipped.div_scalar(n) }
 }
 
 /// Binary cross-entropy of logits against targets in `[0, 1]`, as

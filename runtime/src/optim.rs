@@ -338,6 +338,27 @@ pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) 
     M::map_grad_tensors(grads, "", &mut Scale(factor));
 }
 
+/// Adds `more` to `grads`, gradient by gradient (accumulation over
+/// several batches).
+pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads) {
+    struct Collect<B: Backend>(Vec<Tensor<B, 1>>);
+    impl<B: Backend> ParamVisitor<B> for Collect<B> {
+        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
+            self.0.push(g.reshape([-1]));
+        }
+    }
+    struct Add<B: Backend>(std::vec::IntoIter<Tensor<B, 1>>);
+    impl<B: Backend> ParamMapper<B> for Add<B> {
+        fn map<const D: usize>(&mut self, name: &str, g: Tensor<B, D>) -> Tensor<B, D> {
+            let more = self.0.next().unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}"));
+            g.add(&more.reshape(g.shape()))
+        }
+    }
+    let mut c = Collect(Vec::new());
+    M::visit_grad_tensors(more, "", &mut c);
+    M::map_grad_tensors(grads, "", &mut Add(c.0.into_iter()));
+}
+
 /// Scales all gradients so their global L2 norm is at most `max_norm`, as
 /// `torch.nn.utils.clip_grad_norm_`; returns the norm before clipping.
 pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: f64) -> f64 {

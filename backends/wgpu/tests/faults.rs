@@ -50,12 +50,13 @@ fn dataset(n: usize, features: usize) -> InMemoryDataset {
     InMemoryDataset::new(x, &[features], (0..n as i64).map(|i| i % 4).collect()).expect("consistent")
 }
 
-/// Two epochs of `fit` on `n` samples in batches of `batch`.
-fn train(model: &mut Narrow<Wgpu>, n: usize, batch: usize, dev: &WgpuDevice) -> Result<(), TrainError> {
+/// Two epochs of `fit` on `n` samples in batches of `batch`, on the
+/// model's device.
+fn train(model: &mut Narrow<Wgpu>, n: usize, batch: usize) -> Result<(), TrainError> {
     let mut train = DataLoader::new(dataset(n, 1024), batch);
     let mut val = DataLoader::new(dataset(8, 1024), 8);
     let config = FitConfig { epochs: 2, verbose: false, ..FitConfig::default() };
-    fit::<Wgpu, Narrow<Wgpu>, _, _, _, 2>(model, &mut Sgd::new(0.1), &mut train, &mut val, &config, dev).map(drop)
+    fit(model, &mut Sgd::new(0.1), &mut train, &mut val, &config).map(drop)
 }
 
 #[test]
@@ -83,7 +84,7 @@ fn fit_returns_the_fault_of_a_batch_beyond_the_limits() {
     let mut model = Narrow::<Wgpu>::new_seeded(0, &small);
     assert!(small.synchronize().is_ok(), "the model fits");
     // Batches of 512 x 1024 f32: 2 MiB each.
-    let err = train(&mut model, 1024, 512, &small).expect_err("the batch does not fit");
+    let err = train(&mut model, 1024, 512).expect_err("the batch does not fit");
     let TrainError::Device(e) = &err else { panic!("{err}") };
     assert!(e.message.contains("2097152 bytes exceeds"), "{err}");
 }
@@ -122,7 +123,7 @@ fn a_lost_device_is_an_error_not_a_panic() {
     })
     .expect("reading a value back panics");
     assert!(read.contains("destroyed") && read.contains("synchronize"), "{read}");
-    let err = train(&mut model, 16, 8, &dev).expect_err("lost");
+    let err = train(&mut model, 16, 8).expect_err("lost");
     assert!(matches!(err, TrainError::Device(_)), "{err}");
     let out = &mut [0.0f32];
     let err = launch::<row_sum::Kernel>(

@@ -25,7 +25,7 @@ mod spec;
 // Each layer file exports its layers (and their configs and gradients).
 pub use activation::*;
 pub use attention::*;
-pub use block::{BackendDevice, Block, StaticShape, SummaryRow, shape_rules, summary_table};
+pub use block::{BackendDevice, Block, Differentiable, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::*;
 pub use dropout::*;
 pub use graph::{FusedGroup, FusionPlan, Graph, SigShape, Signature};
@@ -297,6 +297,23 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
     fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
         self.as_ref().map(|m| m.make_grads(prefix, f))
     }
+}
+
+/// The device of the module's first parameter (or buffer); `None` for a
+/// module that holds no tensor.
+pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
+    struct First<B: Backend>(Option<B::Device>);
+    impl<B: Backend> ParamVisitor<B> for First<B> {
+        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
+            if self.0.is_none() {
+                self.0 = Some(t.device());
+            }
+        }
+    }
+    let mut first = First::<B>(None);
+    m.visit_params("", &mut first);
+    m.visit_buffers("", &mut first);
+    first.0
 }
 
 /// Moves every parameter and buffer to `device`, or returns the device's

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use super::task::LossError;
 use crate::DeviceError;
-use crate::loss::TargetError;
 use crate::record::RecordError;
 
 /// What stops training.
@@ -21,13 +21,18 @@ pub enum TrainError {
         source: std::io::Error,
     },
     /// A batch does not fit the model.
-    #[error("batch inputs of shape {shape:?} do not fit a model whose input is rank {rank} (with the batch dim)")]
+    #[error("batch {what} of shape {shape:?} do not fit a model whose {what} are rank {rank} (with the batch dim)")]
     Batch {
-        /// The batch's input shape.
+        /// `inputs` or `targets`.
+        what: &'static str,
+        /// The batch's shape.
         shape: Vec<usize>,
-        /// The model's input rank.
+        /// The rank the model needs.
         rank: usize,
     },
+    /// `FitConfig` asks for something `fit` cannot do.
+    #[error("FitConfig: {0}")]
+    Config(String),
     /// The checkpoint's metadata is unreadable.
     #[error("{path}: {message}")]
     Checkpoint {
@@ -51,9 +56,13 @@ pub enum TrainError {
         /// Whether the loader drops a last partial batch.
         drop_last: bool,
     },
-    /// A target that is not a class of the model.
-    #[error("epoch {epoch}, {split} batch {batch}: {}sample {}: {source}",
-        sample.map_or(String::new(), |s| format!("dataset index {s}, ")), source.position)]
+    /// Targets the loss cannot compare with the model's output: a class
+    /// the model does not have, a shape or a value the loss does not take.
+    #[error("epoch {epoch}, {split} batch {batch}: {}{source}", match (source, sample) {
+        (LossError::Class(t), Some(s)) => format!("dataset index {s}, sample {}: ", t.position),
+        (LossError::Class(t), None) => format!("sample {}: ", t.position),
+        _ => String::new(),
+    })]
     Target {
         /// 1-based epoch.
         epoch: usize,
@@ -61,10 +70,11 @@ pub enum TrainError {
         split: &'static str,
         /// 0-based batch within the epoch.
         batch: usize,
-        /// The sample's index in the dataset, when the loader can tell.
+        /// The sample's index in the dataset, when the loader can tell
+        /// (for a class outside the model's).
         sample: Option<usize>,
-        /// The value, its position in the batch and the class count.
-        source: TargetError,
+        /// What is wrong.
+        source: LossError,
     },
     /// Targets that are not class indices (fractional, or not finite).
     #[error("epoch {epoch}, {split} batch {batch}: target {value} at position {position} is not a class index")]
@@ -111,15 +121,15 @@ pub enum TrainError {
 /// Why a training step did not run.
 #[derive(Debug)]
 pub enum StepError {
-    /// A target is not a class of the model.
-    Target(TargetError),
+    /// The loss cannot compare the targets with the output.
+    Loss(LossError),
     /// The device failed.
     Device(DeviceError),
 }
 
-impl From<TargetError> for StepError {
-    fn from(e: TargetError) -> Self {
-        StepError::Target(e)
+impl From<LossError> for StepError {
+    fn from(e: LossError) -> Self {
+        StepError::Loss(e)
     }
 }
 

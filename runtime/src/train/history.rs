@@ -1,27 +1,60 @@
 //! Every epoch's metrics, the best epoch, and the history as it is kept
 //! in a checkpoint's metadata and drawn as curves.
 
+use super::metrics::{Confusion, Scores};
 use super::plot;
+use super::task::higher_is_better;
 
 /// Metrics of one epoch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EpochMetrics {
     /// 1-based epoch number.
     pub epoch: usize,
-    /// Mean training loss.
-    pub train_loss: f64,
-    /// Training accuracy (with dropout active, as measured while training).
-    pub train_accuracy: f64,
-    /// Validation loss.
-    pub val_loss: f64,
-    /// Validation accuracy.
-    pub val_accuracy: f64,
+    /// The training split's metrics, as measured while training (dropout
+    /// active, weights changing).
+    pub train: Scores,
+    /// The validation split's metrics after the epoch.
+    pub val: Scores,
     /// Wall time of the training part of the epoch.
     pub seconds: f64,
     /// Training samples per second.
     pub samples_per_second: f64,
+    /// Optimizer steps taken.
+    pub steps: usize,
+    /// The median wall time of this process's optimizer steps (their
+    /// batches' forward and backward passes and the update).
+    pub step_seconds: f64,
     /// Steps skipped for a non-finite loss or gradient ([`NonFinite::SkipStep`](super::NonFinite::SkipStep)).
     pub skipped_steps: usize,
+}
+
+/// The validation metric that picks the best epoch and drives early
+/// stopping.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Monitor {
+    /// The metric's name (`accuracy`, `loss`, `f1`, `r2`, ...).
+    pub metric: String,
+    /// Whether a larger value is better.
+    pub higher_is_better: bool,
+}
+
+impl Monitor {
+    /// Watches `metric`, in the direction its name implies (`None` for a
+    /// name `fit` does not report).
+    pub fn new(metric: &str) -> Option<Self> {
+        Some(Monitor { metric: metric.to_owned(), higher_is_better: higher_is_better(metric)? })
+    }
+
+    /// Whether `a` is better than `b` by more than `min_delta`.
+    pub fn improves(&self, a: f64, b: f64, min_delta: f64) -> bool {
+        if self.higher_is_better { a > b + min_delta } else { a < b - min_delta }
+    }
+}
+
+impl Default for Monitor {
+    fn default() -> Self {
+        Monitor { metric: "accuracy".into(), higher_is_better: true }
+    }
 }
 
 /// Every epoch's metrics so far.
@@ -29,77 +62,135 @@ pub struct EpochMetrics {
 pub struct History {
     /// One entry per epoch, in order.
     pub epochs: Vec<EpochMetrics>,
+    /// The metric that picks [`History::best`].
+    pub monitor: Monitor,
+    /// A classifier's confusion matrix on the validation split after the
+    /// last epoch this run trained.
+    pub confusion: Option<Confusion>,
+    /// Why training ended before `FitConfig::epochs`, if it did (early
+    /// stopping).
+    pub stopped_early: Option<String>,
 }
 
 impl History {
-    /// The epoch with the best validation accuracy among those whose
-    /// losses are finite.
+    /// The monitored validation metric of `e` (NaN if it was not recorded).
+    pub fn monitored(&self, e: &EpochMetrics) -> f64 {
+        e.val.get(&self.monitor.metric).unwrap_or(f64::NAN)
+    }
+
+    /// The epoch with the best monitored validation metric among those
+    /// whose losses and metric are finite (the first of equals).
     pub fn best(&self) -> Option<&EpochMetrics> {
-        self.epochs
+        let mut best: Option<&EpochMetrics> = None;
+        for e in self
+            .epochs
             .iter()
-            .filter(|e| e.train_loss.is_finite() && e.val_loss.is_finite())
-            .max_by(|a, b| a.val_accuracy.total_cmp(&b.val_accuracy))
+            .filter(|e| e.train.loss().is_finite() && e.val.loss().is_finite() && self.monitored(e).is_finite())
+        {
+            if best.is_none_or(|b| self.monitor.improves(self.monitored(e), self.monitored(b), 0.0)) {
+                best = Some(e);
+            }
+        }
+        best
     }
 
     pub(super) fn encode(&self) -> String {
+        let split = |prefix: &str, s: &Scores| s.iter().map(|(n, v)| format!(" {prefix}.{n}={v}")).collect::<String>();
         self.epochs
             .iter()
             .map(|e| {
                 format!(
-                    "{} {} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {}{}{}",
                     e.epoch,
-                    e.train_loss,
-                    e.train_accuracy,
-                    e.val_loss,
-                    e.val_accuracy,
                     e.seconds,
                     e.samples_per_second,
-                    e.skipped_steps
+                    e.steps,
+                    e.step_seconds,
+                    e.skipped_steps,
+                    split("train", &e.train),
+                    split("val", &e.val)
                 )
             })
             .collect::<Vec<_>>()
             .join(";")
     }
 
-    /// Reads what [`History::encode`] wrote (7 fields per epoch in
-    /// checkpoints from before `skipped_steps`); `None` for anything else,
-    /// epochs out of order or counts that are not counts included.
+    /// Reads what [`History::encode`] wrote, and the fixed columns of
+    /// checkpoints from before named metrics (epoch, train loss and
+    /// accuracy, validation loss and accuracy, seconds, samples/s and,
+    /// later, skipped steps); `None` for anything else, epochs out of
+    /// order or counts that are not counts included.
     pub(super) fn decode(s: &str) -> Option<History> {
         let mut epochs: Vec<EpochMetrics> = Vec::new();
+        let count = |x: f64| (x >= 0.0 && x.fract() == 0.0 && x < 1e15).then_some(x as usize);
         for row in s.split(';').filter(|r| !r.is_empty()) {
-            let v: Vec<f64> = row.split(' ').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-            if v.len() != 7 && v.len() != 8 {
-                return None;
-            }
-            let count = |x: f64| (x >= 0.0 && x.fract() == 0.0 && x < 1e15).then_some(x as usize);
-            let epoch = count(v[0]).filter(|&e| e == epochs.len() + 1)?;
-            epochs.push(EpochMetrics {
-                epoch,
-                train_loss: v[1],
-                train_accuracy: v[2],
-                val_loss: v[3],
-                val_accuracy: v[4],
-                seconds: v[5],
-                samples_per_second: v[6],
-                skipped_steps: v.get(7).map_or(Some(0), |&x| count(x))?,
-            });
+            let fields: Vec<&str> = row.split(' ').collect();
+            let named = fields.iter().position(|f| f.contains('=')).unwrap_or(fields.len());
+            let v: Vec<f64> = fields[..named].iter().map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            let epoch = count(*v.first()?).filter(|&e| e == epochs.len() + 1)?;
+            let e = if named < fields.len() || v.len() == 6 {
+                if v.len() != 6 {
+                    return None;
+                }
+                let (mut train, mut val) = (Scores::default(), Scores::default());
+                for f in &fields[named..] {
+                    let (key, value) = f.split_once('=')?;
+                    let value: f64 = value.parse().ok()?;
+                    match key.split_once('.')? {
+                        ("train", name) if !name.is_empty() => train.set(name, value),
+                        ("val", name) if !name.is_empty() => val.set(name, value),
+                        _ => return None,
+                    }
+                }
+                EpochMetrics {
+                    epoch,
+                    train,
+                    val,
+                    seconds: v[1],
+                    samples_per_second: v[2],
+                    steps: count(v[3])?,
+                    step_seconds: v[4],
+                    skipped_steps: count(v[5])?,
+                }
+            } else {
+                if v.len() != 7 && v.len() != 8 {
+                    return None;
+                }
+                let scores = |loss: f64, accuracy: f64| {
+                    let mut s = Scores::default();
+                    s.set("loss", loss);
+                    s.set("accuracy", accuracy);
+                    s
+                };
+                EpochMetrics {
+                    epoch,
+                    train: scores(v[1], v[2]),
+                    val: scores(v[3], v[4]),
+                    seconds: v[5],
+                    samples_per_second: v[6],
+                    steps: 0,
+                    step_seconds: f64::NAN,
+                    skipped_steps: v.get(7).map_or(Some(0), |&x| count(x))?,
+                }
+            };
+            epochs.push(e);
         }
-        Some(History { epochs })
+        Some(History { epochs, ..History::default() })
     }
 
-    /// The curves as an SVG: loss on the left, accuracy on the right.
-    pub fn svg(&self) -> String {
+    /// The curves as an SVG: the loss on the left, `metric` on the right.
+    pub fn svg(&self, metric: &str) -> String {
         use plot::Series;
-        let pts = |f: fn(&EpochMetrics) -> f64| self.epochs.iter().map(|e| (e.epoch as f64, f(e))).collect();
-        let loss = [
-            Series { name: "train", color: "#1f77b4", points: pts(|e| e.train_loss) },
-            Series { name: "validation", color: "#d62728", points: pts(|e| e.val_loss) },
-        ];
-        let acc = [
-            Series { name: "train", color: "#1f77b4", points: pts(|e| e.train_accuracy) },
-            Series { name: "validation", color: "#d62728", points: pts(|e| e.val_accuracy) },
-        ];
-        plot::two_panel_svg("epoch", ("loss", &loss), ("accuracy", &acc))
+        let pts = |f: &dyn Fn(&EpochMetrics) -> Option<f64>| {
+            self.epochs.iter().filter_map(|e| Some((e.epoch as f64, f(e)?))).collect()
+        };
+        let pair = |name: &str| {
+            [
+                Series { name: "train", color: "#1f77b4", points: pts(&|e| e.train.get(name)) },
+                Series { name: "validation", color: "#d62728", points: pts(&|e| e.val.get(name)) },
+            ]
+        };
+        plot::two_panel_svg("epoch", ("loss", &pair("loss")), (metric, &pair(metric)))
     }
 }
 
@@ -107,33 +198,51 @@ impl History {
 mod tests {
     use super::*;
 
+    fn scores(loss: f64, accuracy: f64) -> Scores {
+        let mut s = Scores::default();
+        s.set("loss", loss);
+        s.set("accuracy", accuracy);
+        s
+    }
+
     fn epoch(epoch: usize, val_loss: f64, val_accuracy: f64) -> EpochMetrics {
         EpochMetrics {
             epoch,
-            train_loss: 0.5,
-            train_accuracy: 0.5,
-            val_loss,
-            val_accuracy,
+            train: scores(0.5, 0.5),
+            val: scores(val_loss, val_accuracy),
             seconds: 1.0,
             samples_per_second: 10.0,
+            steps: 4,
+            step_seconds: 0.25,
             skipped_steps: 0,
         }
     }
 
     #[test]
-    fn the_best_epoch_is_a_finite_one() {
-        let h = History { epochs: vec![epoch(1, 1.0, 0.6), epoch(2, f64::NAN, 0.9), epoch(3, 0.8, 0.7)] };
-        assert_eq!(h.best().map(|e| e.epoch), Some(3));
-        let none = History { epochs: vec![epoch(1, f64::INFINITY, 0.9)] };
+    fn the_best_epoch_is_a_finite_one_by_the_monitored_metric() {
+        let mut h = History {
+            epochs: vec![epoch(1, 1.0, 0.6), epoch(2, f64::NAN, 0.9), epoch(3, 0.8, 0.7), epoch(4, 0.7, 0.7)],
+            ..History::default()
+        };
+        assert_eq!(h.best().map(|e| e.epoch), Some(3), "the first of equals");
+        h.monitor = Monitor::new("loss").expect("a metric");
+        assert_eq!(h.best().map(|e| e.epoch), Some(4));
+        let none = History { epochs: vec![epoch(1, f64::INFINITY, 0.9)], ..History::default() };
         assert!(none.best().is_none());
+        assert!(Monitor::new("speed").is_none());
+        let loss = Monitor::new("loss").expect("a metric");
+        assert!(loss.improves(0.5, 0.6, 0.05) && !loss.improves(0.58, 0.6, 0.05));
     }
 
     #[test]
     fn history_round_trips_and_rejects_what_it_did_not_write() {
-        let h = History { epochs: vec![epoch(1, 1.0, 0.6), epoch(2, 0.9, 0.7)] };
+        let mut h = History { epochs: vec![epoch(1, 1.0, 0.6), epoch(2, 0.9, 0.7)], ..History::default() };
+        h.epochs[1].val.set("f1", 0.25);
         assert_eq!(History::decode(&h.encode()), Some(h));
-        // Older checkpoints wrote seven fields.
-        assert_eq!(History::decode("1 0.5 0.5 1 0.6 1 10").map(|h| h.epochs[0].skipped_steps), Some(0));
+        // Older checkpoints wrote seven, then eight, fixed columns.
+        let old = History::decode("1 0.5 0.5 1 0.6 1 10").expect("seven columns");
+        assert_eq!((old.epochs[0].skipped_steps, old.epochs[0].val["accuracy"]), (0, 0.6));
+        assert_eq!(History::decode("1 0.5 0.5 1 0.6 1 10 2").map(|h| h.epochs[0].skipped_steps), Some(2));
         for bad in [
             "1 2",
             "2 0.5 0.5 1 0.6 1 10",
@@ -141,6 +250,11 @@ mod tests {
             "1.5 0.5 0.5 1 0.6 1 10",
             "x",
             "1e300 1 1 1 1 1 1",
+            "1 1 1 1 1 0 train.loss",
+            "1 1 1 1 1 0 test.loss=1",
+            "1 1 1 1 1 0 train.=1",
+            "1 1 1 1 1 train.loss=1",
+            "1 1 1 1 1 0 train.loss=x",
         ] {
             assert_eq!(History::decode(bad), None, "{bad}");
         }

@@ -1,16 +1,25 @@
-//! `fit`: the training loop for classifiers. Epochs over a [`DataLoader`],
-//! a progress bar with loss, accuracy and samples/s, validation after each
-//! epoch, the best weights and a resumable checkpoint on disk, and the
-//! loss/accuracy curves as an SVG next to them.
+//! `fit`: the training loop. Epochs over a [`DataLoader`] with any loss
+//! ([`Criterion`]: cross-entropy, MSE, L1, Huber, BCE with logits, or your
+//! own), the metrics of the task (accuracy, top-k, precision/recall/F1 and
+//! a confusion matrix for classifiers; MAE, RMSE and R² for regression;
+//! perplexity for language models), a progress bar, validation after each
+//! epoch, early stopping, gradient accumulation, the best weights and a
+//! resumable checkpoint on disk, and the curves as an SVG next to them.
 
-mod classifier;
 mod error;
 mod history;
+mod metrics;
 mod plot;
+mod task;
+mod trainable;
 
-pub use classifier::{Classifier, Step, Taped, TapedForward};
 pub use error::{StepError, TrainError};
-pub use history::{EpochMetrics, History};
+pub use history::{EpochMetrics, History, Monitor};
+pub use metrics::{Confusion, Scores};
+pub use task::{
+    BceWithLogits, Criterion, CrossEntropy, Huber, L1, LossError, LossFn, Mse, Targets, Task, higher_is_better,
+};
+pub use trainable::{Computed, Taped, TapedForward, Trainable};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,15 +28,20 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::Device;
 use crate::data::{Batch, DataLoader, Dataset, ShardTail};
-use crate::loss::{CrossEntropyOptions, IGNORE_INDEX, TargetError, check_class_targets, cross_entropy_with};
-use crate::nn::{Ctx, Module, ParamVisitor};
-use crate::optim::{LrSchedule, Optimizer};
+use crate::nn::{Ctx, Module, ParamVisitor, device_of};
+use crate::optim::{LrSchedule, Optimizer, add_grads, clip_to, grad_sq_sum};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
+use metrics::Tally;
 
-/// How to train.
+/// How to train: the loss `L` and everything else. `FitConfig::default()`
+/// trains a classifier with cross-entropy; another loss goes in with
+/// [`FitConfig::new`] (`FitConfig { epochs: 30, ..FitConfig::new(Mse) }`)
+/// or [`FitConfig::with_loss`].
 #[derive(Debug)]
-pub struct FitConfig {
+pub struct FitConfig<L = CrossEntropy> {
+    /// The loss, which also decides the task and its metrics.
+    pub loss: L,
     /// Number of epochs to reach (a resumed run continues to this count).
     pub epochs: usize,
     /// Folder for `best.safetensors`, `last.safetensors` and `curve.svg`;
@@ -39,17 +53,30 @@ pub struct FitConfig {
     pub clip_grad_norm: Option<f64>,
     /// Learning rate per optimizer step; `None` keeps the optimizer's.
     pub schedule: Option<Box<dyn LrSchedule>>,
-    /// Label smoothing of the cross-entropy.
-    pub label_smoothing: f64,
-    /// Samples whose target is this value are left out of the loss and
-    /// the accuracy (PyTorch's `ignore_index`, -100 by default).
-    pub ignore_index: i64,
+    /// The validation metric that picks the best weights and drives early
+    /// stopping (`accuracy`, `loss`, `f1`, `r2`, `top5_accuracy`, ...);
+    /// `None` takes the task's ([`Task::default_monitor`]).
+    pub monitor: Option<String>,
+    /// Stop when the monitored metric has not improved for a while.
+    pub early_stopping: Option<EarlyStopping>,
+    /// Stop after this many optimizer steps in all (Lightning's
+    /// `max_steps`), validating the epoch they end in; `None` runs every
+    /// epoch to its end.
+    pub max_steps: Option<u64>,
+    /// Batches whose gradients are summed before each optimizer step
+    /// (Lightning's `accumulate_grad_batches`): a step sees the mean
+    /// gradient of all of them, as one batch that many times larger would
+    /// give. 1 steps after every batch.
+    pub accumulate_grad_batches: usize,
+    /// The k of classifiers' top-k validation accuracy.
+    pub top_k: usize,
     /// What a step whose loss or gradient norm is NaN or infinite does.
     pub on_non_finite: NonFinite,
     /// Seed of the dropout masks.
     pub seed: u64,
     /// Show a progress bar (on a terminal) and print a line per epoch
-    /// (on rank 0 alone when data-parallel).
+    /// and a classifier's confusion matrix at the end (on rank 0 alone
+    /// when data-parallel).
     pub verbose: bool,
     /// Train data-parallel over the ranks of an MPI job (feature `mpi`):
     /// parameters start as rank 0's, the training loader gives each rank
@@ -62,21 +89,74 @@ pub struct FitConfig {
     pub data_parallel: Option<crate::distributed::DataParallel>,
 }
 
-impl Default for FitConfig {
+/// When to stop before `FitConfig::epochs` (Keras's and Lightning's
+/// `EarlyStopping`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EarlyStopping {
+    /// Epochs without improvement of the monitored metric after which
+    /// training stops.
+    pub patience: usize,
+    /// The least change that counts as an improvement.
+    pub min_delta: f64,
+}
+
+impl EarlyStopping {
+    /// Stops after `patience` epochs without any improvement.
+    pub fn patience(patience: usize) -> Self {
+        EarlyStopping { patience, min_delta: 0.0 }
+    }
+}
+
+impl Default for FitConfig<CrossEntropy> {
     fn default() -> Self {
+        FitConfig::new(CrossEntropy::default())
+    }
+}
+
+impl<L> FitConfig<L> {
+    /// Trains with `loss`, and the defaults for everything else: 10 epochs,
+    /// nothing on disk, no clipping, no schedule, the task's monitor, no
+    /// early stopping or accumulation, top-5, stop on non-finite values.
+    pub fn new(loss: L) -> Self {
         FitConfig {
+            loss,
             epochs: 10,
             out_dir: None,
             resume: false,
             clip_grad_norm: None,
             schedule: None,
-            label_smoothing: 0.0,
-            ignore_index: IGNORE_INDEX,
+            monitor: None,
+            early_stopping: None,
+            max_steps: None,
+            accumulate_grad_batches: 1,
+            top_k: 5,
             on_non_finite: NonFinite::Stop,
             seed: 0,
             verbose: true,
             #[cfg(feature = "mpi")]
             data_parallel: None,
+        }
+    }
+
+    /// This configuration with another loss.
+    pub fn with_loss<L2>(self, loss: L2) -> FitConfig<L2> {
+        FitConfig {
+            loss,
+            epochs: self.epochs,
+            out_dir: self.out_dir,
+            resume: self.resume,
+            clip_grad_norm: self.clip_grad_norm,
+            schedule: self.schedule,
+            monitor: self.monitor,
+            early_stopping: self.early_stopping,
+            max_steps: self.max_steps,
+            accumulate_grad_batches: self.accumulate_grad_batches,
+            top_k: self.top_k,
+            on_non_finite: self.on_non_finite,
+            seed: self.seed,
+            verbose: self.verbose,
+            #[cfg(feature = "mpi")]
+            data_parallel: self.data_parallel,
         }
     }
 }
@@ -96,11 +176,7 @@ pub enum NonFinite {
     SkipStep,
 }
 
-impl FitConfig {
-    fn loss_options(&self) -> CrossEntropyOptions {
-        CrossEntropyOptions { label_smoothing: self.label_smoothing, ignore_index: self.ignore_index }
-    }
-
+impl<L> FitConfig<L> {
     /// This process's rank and the number of ranks: `(0, 1)` unless
     /// data-parallel.
     fn ranks(&self) -> (usize, usize) {
@@ -152,39 +228,60 @@ impl FitConfig {
         }
         error
     }
-}
 
-/// Moves a host batch to the device as model input and class targets.
-/// Float targets must hold whole numbers (`TrainError::Label` otherwise,
-/// with epoch 0 and batch 0 for the caller to fill in).
-pub fn to_device<B: Backend, const DI: usize>(
-    batch: Batch,
-    device: &B::Device,
-) -> Result<(Tensor<B, DI>, Tensor<B, 1>), TrainError> {
-    let shape = batch.inputs.shape.clone();
-    let x = Tensor::<B, DI>::from_data(batch.inputs, device).map_err(|_| TrainError::Batch { shape, rank: DI })?;
-    let n = batch.targets.numel();
-    if batch.targets.values.dtype() != DType::I64 {
-        let values = batch.targets.values.to_f64_vec();
-        if let Some(position) = values.iter().position(|v| !(v.is_finite() && v.fract() == 0.0)) {
-            return Err(TrainError::Label { epoch: 0, split: "training", batch: 0, position, value: values[position] });
+    /// The validation metric that picks the best epoch, checked against
+    /// what `task` reports.
+    fn monitor(&self, task: Task) -> Result<Monitor, TrainError> {
+        let name = self.monitor.as_deref().unwrap_or(task.default_monitor());
+        let names = task.metric_names(self.top_k);
+        match Monitor::new(name).filter(|_| names.iter().any(|n| n == name)) {
+            Some(m) => Ok(m),
+            None => Err(TrainError::Config(format!(
+                "monitor `{name}` is not a metric of {task:?} (there are: {})",
+                names.join(", ")
+            ))),
         }
     }
-    let t = crate::TensorData { shape: vec![n], values: batch.targets.values.convert(DType::I64) };
-    let y = Tensor::<B, 1>::from_data(t, device).map_err(|_| TrainError::Batch { shape: vec![n], rank: 1 })?;
+}
+
+/// Moves a host batch to the device as model input and targets: class
+/// indices (i64; float targets must hold whole numbers, else
+/// `TrainError::Label` with epoch 0 and batch 0 for the caller to fill in)
+/// or real values.
+pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
+    batch: Batch,
+    device: &B::Device,
+    targets: Targets,
+) -> Result<(Tensor<B, DI>, Tensor<B, DT>), TrainError> {
+    let shape = batch.inputs.shape.clone();
+    let x = Tensor::<B, DI>::from_data(batch.inputs, device).map_err(|_| TrainError::Batch {
+        what: "inputs",
+        shape,
+        rank: DI,
+    })?;
+    let mut t = batch.targets;
+    let dtype = t.values.dtype();
+    match targets {
+        Targets::Classes if dtype != DType::I64 => {
+            let values = t.values.to_f64_vec();
+            if let Some(position) = values.iter().position(|v| !(v.is_finite() && v.fract() == 0.0)) {
+                return Err(TrainError::Label {
+                    epoch: 0,
+                    split: "training",
+                    batch: 0,
+                    position,
+                    value: values[position],
+                });
+            }
+            t.values = t.values.convert(DType::I64);
+        }
+        Targets::Real if !dtype.is_float() => t.values = t.values.convert(DType::F32),
+        _ => {}
+    }
+    let shape = t.shape.clone();
+    let y =
+        Tensor::<B, DT>::from_data(t, device).map_err(|_| TrainError::Batch { what: "targets", shape, rank: DT })?;
     Ok((x, y))
-}
-
-/// Number of rows whose largest logit is at the target (rows whose target
-/// is [`IGNORE_INDEX`] never count).
-pub fn correct<B: Backend>(logits: &Tensor<B, 2>, targets: &Tensor<B, 1>) -> usize {
-    let pred: Tensor<B, 1> = logits.argmax(1).squeeze(1);
-    pred.eq(targets).to_dtype(DType::I64).sum().item() as usize
-}
-
-/// Rows whose target is not `ignore_index`.
-fn counted<B: Backend>(targets: &Tensor<B, 1>, ignore_index: i64) -> usize {
-    targets.ne_scalar(ignore_index as f64).to_dtype(DType::I64).sum().item() as usize
 }
 
 /// Where a batch sits, for errors.
@@ -199,14 +296,17 @@ struct At<'a, D: Dataset> {
 }
 
 impl<D: Dataset> At<'_, D> {
-    fn target(&self, source: TargetError) -> TrainError {
-        let sample = self.loader.sample_index(self.order, self.batch, source.position);
+    fn target(&self, source: LossError) -> TrainError {
+        let sample = match &source {
+            LossError::Class(t) => self.loader.sample_index(self.order, self.batch, t.position),
+            _ => None,
+        };
         TrainError::Target { epoch: self.epoch, split: self.split, batch: self.batch, sample, source }
     }
 
     fn step(&self, e: StepError) -> TrainError {
         match e {
-            StepError::Target(t) => self.target(t),
+            StepError::Loss(t) => self.target(t),
             StepError::Device(d) => TrainError::Device(d),
         }
     }
@@ -232,55 +332,57 @@ fn empty<D: Dataset>(split: &'static str, loader: &DataLoader<D>) -> TrainError 
     }
 }
 
-/// Mean loss and accuracy of `model` (evaluation mode) over `data`, with
-/// the default cross-entropy (rows whose target is -100 left out).
-pub fn evaluate<B, M, D, const DI: usize>(
-    model: &M,
-    data: &mut DataLoader<D>,
-    device: &B::Device,
-) -> Result<(f64, f64), TrainError>
-where
-    B: Backend,
-    M: Classifier<B, DI>,
-    D: Dataset,
-{
-    evaluate_with::<B, M, D, DI>(model, data, device, &FitConfig::default(), 1)
+/// The device a model's parameters are on.
+fn model_device<B: Backend, M: Module<B>>(model: &M) -> Result<B::Device, TrainError> {
+    device_of::<B, M>(model).ok_or_else(|| TrainError::Config("the model has no parameters to train".into()))
 }
 
-/// [`evaluate`] with `config`'s loss options, reporting errors in `epoch`.
-fn evaluate_with<B, M, D, const DI: usize>(
+/// The metrics of `model` (evaluation mode) on `data`, with `config`'s
+/// loss: its task's validation metrics, in the order `fit` reports them.
+pub fn evaluate<B, M, D, L, const DI: usize, const DO: usize, const DT: usize>(
     model: &M,
     data: &mut DataLoader<D>,
-    device: &B::Device,
-    config: &FitConfig,
-    epoch: usize,
-) -> Result<(f64, f64), TrainError>
+    config: &FitConfig<L>,
+) -> Result<Scores, TrainError>
 where
     B: Backend,
-    M: Classifier<B, DI>,
+    M: Trainable<B, DI, DO>,
     D: Dataset,
+    L: Criterion<B, DO, DT>,
+{
+    let device = model_device::<B, M>(model)?;
+    Ok(validate::<B, M, D, L, DI, DO, DT>(model, data, config, 1, &device)?.scores())
+}
+
+/// [`evaluate`] after `epoch`, keeping the running sums.
+fn validate<B, M, D, L, const DI: usize, const DO: usize, const DT: usize>(
+    model: &M,
+    data: &mut DataLoader<D>,
+    config: &FitConfig<L>,
+    epoch: usize,
+    device: &B::Device,
+) -> Result<Tally, TrainError>
+where
+    B: Backend,
+    M: Trainable<B, DI, DO>,
+    D: Dataset,
+    L: Criterion<B, DO, DT>,
 {
     if data.is_empty() {
         return Err(empty("validation", data));
     }
+    let task = config.loss.task();
+    let mut tally = Tally::new(task, Some(config.top_k));
     let order = data.next_epoch();
-    let (mut loss, mut right, mut n) = (0.0, 0, 0);
     for (batch, b) in data.epoch().enumerate() {
         let at = At { epoch, split: "validation", batch, loader: data, order };
-        let (x, y) = to_device::<B, DI>(b, device).map_err(|e| at.place(e))?;
-        let logits = model.logits(&x);
-        check_class_targets(&y, logits.size(1), config.ignore_index).map_err(|e| at.target(e))?;
-        let l = cross_entropy_with(&logits, &y, CrossEntropyOptions { label_smoothing: 0.0, ..config.loss_options() });
+        let (x, y) = to_device::<B, DI, DT>(b, device, task.targets()).map_err(|e| at.place(e))?;
+        let output = model.predict(&x);
+        let loss = config.loss.loss(&output, &y).map_err(|e| at.target(e))?;
         device.synchronize()?;
-        let rows = counted(&y, config.ignore_index);
-        if rows > 0 {
-            loss += l.item() * rows as f64;
-        }
-        right += correct(&logits, &y);
-        n += rows;
+        tally.add(&output, &y, loss.item(), config.loss.ignore_index());
     }
-    let n = n.max(1) as f64;
-    Ok((loss / n, right as f64 / n))
+    Ok(tally)
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), TrainError> {
@@ -312,32 +414,46 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     p.0.is_none_or(|z| z.item() == 0.0)
 }
 
-/// Trains a classifier with cross-entropy: `model` maps a batch to logits
-/// `[n, classes]`, targets are class indices. A `#[model]` is a classifier
-/// as it is; a hand-written model trains through the tape as [`Taped`].
-/// Returns the history of every epoch (those of a resumed run included).
+/// Trains `model` with `config.loss` on `train`, validating on `val`
+/// after every epoch; returns the history of every epoch (those of a
+/// resumed run included). The backend, the device and the ranks of inputs,
+/// outputs and targets come from the model's and the loss's types, so a
+/// call reads `fit(&mut model, &mut optimizer, &mut train, &mut val,
+/// &config)` (the README trains a regressor this way).
 ///
-/// Nothing goes wrong silently: an empty split, a target that is not a
-/// class, a non-finite loss, gradient or weight, and a device fault each
-/// stop training with a [`TrainError`] that says where; no checkpoint is
-/// written with non-finite weights.
-pub fn fit<B, M, O, D, V, const DI: usize>(
+/// A `#[model]` trains with its generated backward; a hand-written model
+/// through the tape as [`Taped`].
+///
+/// Nothing goes wrong silently: an empty split, a target the loss does not
+/// take (a class the model lacks, a wrong shape or range), a non-finite
+/// loss, gradient or weight, and a device fault each stop training with a
+/// [`TrainError`] that says where; no checkpoint is written with
+/// non-finite weights.
+pub fn fit<B, M, O, D, V, L, const DI: usize, const DO: usize, const DT: usize>(
     model: &mut M,
     optimizer: &mut O,
     train: &mut DataLoader<D>,
     val: &mut DataLoader<V>,
-    config: &FitConfig,
-    device: &B::Device,
+    config: &FitConfig<L>,
 ) -> Result<History, TrainError>
 where
     B: Backend,
-    M: Classifier<B, DI>,
+    M: Trainable<B, DI, DO>,
     O: Optimizer<B>,
     D: Dataset,
     V: Dataset,
+    L: Criterion<B, DO, DT> + Sync,
 {
     // In a job of several ranks, an error on this one ends them all.
     let mut on_this_rank = || -> Result<History, TrainError> {
+        let device = model_device::<B, M>(model)?;
+        if config.accumulate_grad_batches == 0 {
+            return Err(TrainError::Config("accumulate_grad_batches must be at least 1".into()));
+        }
+        if config.top_k == 0 {
+            return Err(TrainError::Config("top_k must be at least 1".into()));
+        }
+        let monitor = config.monitor(config.loss.task())?;
         let (rank, ranks) = config.ranks();
         if ranks > 1 && train.shard_of().is_none() {
             train.set_shard(rank, ranks, ShardTail::Pad);
@@ -354,7 +470,7 @@ where
             std::fs::create_dir_all(dir).map_err(|source| TrainError::Io { path: dir.clone(), source })?;
         }
         if let Some(last) = last.as_ref().filter(|p| config.resume && p.exists()) {
-            let meta = record::load_checkpoint(last, model, optimizer, device)?;
+            let meta = record::load_checkpoint(last, model, optimizer, &device)?;
             history = meta.get("history").and_then(|h| History::decode(h)).ok_or_else(|| TrainError::Checkpoint {
                 path: last.clone(),
                 message: "no readable `history` in the metadata".into(),
@@ -363,140 +479,277 @@ where
                 println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
             }
         }
+        history.monitor = monitor;
         config.broadcast_model::<B, M>(model);
-        device.run(|| train_epochs::<B, M, O, D, V, DI>(model, optimizer, train, val, config, device, history, last))
+        let run = Run { model, optimizer, config, device: device.clone(), last };
+        device.run(|| run.epochs::<D, V, DI, DO, DT>(train, val, history))
     };
     on_this_rank().map_err(|e| config.end_job_on(e))
 }
 
-/// The epochs of [`fit`] after it has resumed: `history` holds those done.
-#[allow(clippy::too_many_arguments, reason = "fit's arguments, handed over whole")]
-fn train_epochs<B, M, O, D, V, const DI: usize>(
-    model: &mut M,
-    optimizer: &mut O,
-    train: &mut DataLoader<D>,
-    val: &mut DataLoader<V>,
-    config: &FitConfig,
-    device: &B::Device,
-    mut history: History,
+/// What every epoch of [`fit`] works with.
+struct Run<'a, B: Backend, M, O, L> {
+    model: &'a mut M,
+    optimizer: &'a mut O,
+    config: &'a FitConfig<L>,
+    device: B::Device,
+    /// `out_dir/last.safetensors`, when files are kept.
     last: Option<PathBuf>,
-) -> Result<History, TrainError>
+}
+
+/// A batch's output and targets whose step has not been taken yet.
+type Pending<B, const DO: usize, const DT: usize> = Vec<(Tensor<B, DO>, Tensor<B, DT>, Tensor<B, 0>)>;
+
+impl<B, M, O, L> Run<'_, B, M, O, L>
 where
     B: Backend,
-    M: Classifier<B, DI>,
+    M: Module<B>,
     O: Optimizer<B>,
-    D: Dataset,
-    V: Dataset,
 {
-    let mut step = history.epochs.len() as u64 * train.len() as u64;
-    let mut ctx = Ctx::train(config.seed);
-    for epoch in history.epochs.len() + 1..=config.epochs {
-        let non_finite = |step: usize, what: String| TrainError::NonFinite {
-            epoch,
-            step,
-            what,
-            checkpoint: last.clone(),
-            last_good_epoch: history.epochs.last().filter(|_| last.is_some()).map(|e| e.epoch),
-        };
-        train.set_epoch(epoch as u64 - 1);
+    /// The epochs after resuming: `history` holds those done.
+    fn epochs<D, V, const DI: usize, const DO: usize, const DT: usize>(
+        mut self,
+        train: &mut DataLoader<D>,
+        val: &mut DataLoader<V>,
+        mut history: History,
+    ) -> Result<History, TrainError>
+    where
+        M: Trainable<B, DI, DO>,
+        D: Dataset,
+        V: Dataset,
+        L: Criterion<B, DO, DT>,
+    {
+        let config = self.config;
+        let last = self.last.clone();
+        let task = config.loss.task();
+        let per_step = config.accumulate_grad_batches;
+        // Checkpoints from before step counts held an epoch of steps each.
+        let mut step =
+            history.epochs.iter().map(|e| if e.steps > 0 { e.steps } else { train.len() } as u64).sum::<u64>();
+        let mut ctx = Ctx::train(config.seed);
         let shown = config.verbose && config.is_main();
-        let bar = if shown { ProgressBar::new(train.len() as u64) } else { ProgressBar::hidden() };
-        bar.set_style(
-            ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        bar.set_prefix(format!("{epoch}/{}", config.epochs));
-        let start = Instant::now();
-        let (mut loss_sum, mut right, mut seen, mut skipped, mut steps) = (0.0, 0usize, 0usize, 0usize, 0usize);
-        for (batch, b) in train.epoch().enumerate() {
-            let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
-            if let Some(s) = &config.schedule {
-                optimizer.set_lr(s.lr_at(step));
+        let mut confusion = None;
+        for epoch in history.epochs.len() + 1..=config.epochs {
+            if let Some(reason) = stop_early(&history, config.early_stopping) {
+                history.stopped_early = Some(reason);
+                break;
             }
-            let (x, y) = to_device::<B, DI>(b, device).map_err(|e| at.place(e))?;
-            let out = model.train_step(&x, &y, optimizer, &mut ctx, config).map_err(|e| at.step(e))?;
-            step += 1;
-            steps += 1;
-            if !out.applied {
-                let what = if out.loss.is_finite() {
-                    format!("the gradient norm is {}", out.grad_norm)
-                } else {
-                    format!("the loss is {}", out.loss)
-                };
-                match config.on_non_finite {
-                    NonFinite::Stop => return Err(non_finite(batch + 1, what)),
-                    NonFinite::SkipStep => {
-                        skipped += 1;
-                        bar.inc(1);
-                        continue;
+            if config.max_steps.is_some_and(|max| step >= max) {
+                break;
+            }
+            let non_finite = |step: usize, what: String| TrainError::NonFinite {
+                epoch,
+                step,
+                what,
+                checkpoint: last.clone(),
+                last_good_epoch: history.epochs.last().filter(|_| last.is_some()).map(|e| e.epoch),
+            };
+            train.set_epoch(epoch as u64 - 1);
+            let bar = if shown { ProgressBar::new(train.len() as u64) } else { ProgressBar::hidden() };
+            bar.set_style(
+                ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(format!("{epoch}/{}", config.epochs));
+            let start = Instant::now();
+            let mut tally = Tally::new(task, None);
+            let (mut skipped, mut steps) = (0usize, 0usize);
+            let batches = train.len();
+            let mut acc: Option<M::Grads> = None;
+            let mut pending: Pending<B, DO, DT> = Vec::new();
+            let mut step_seconds = Vec::with_capacity(batches.div_ceil(per_step));
+            let mut step_began = Instant::now();
+            for (batch, b) in train.epoch().enumerate() {
+                if batch % per_step == 0 {
+                    step_began = Instant::now();
+                }
+                let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
+                // The optimizer step this batch belongs to, and its batches.
+                let first = batch / per_step * per_step;
+                let window = per_step.min(batches - first);
+                if batch == first
+                    && let Some(s) = &config.schedule
+                {
+                    self.optimizer.set_lr(s.lr_at(step));
+                }
+                let (x, y) = to_device::<B, DI, DT>(b, &self.device, task.targets()).map_err(|e| at.place(e))?;
+                let c = self
+                    .model
+                    .compute(&x, &y, config, &mut ctx, 1.0 / window as f64, window == 1)
+                    .map_err(|e| at.step(e))?;
+                pending.push((c.output, y, c.loss));
+                match &mut acc {
+                    Some(sum) => add_grads::<B, M>(sum, &c.grads),
+                    None => acc = Some(c.grads),
+                }
+                if batch + 1 < first + window {
+                    bar.inc(1);
+                    continue;
+                }
+                let mut grads = acc.take().expect("the step's batches gave gradients");
+                if window > 1 {
+                    config.average_grads::<B, M>(&mut grads);
+                }
+                let applied = self.finish::<DI, DO, DT>(&mut grads, &pending)?;
+                step += 1;
+                steps += 1;
+                step_seconds.push(step_began.elapsed().as_secs_f64());
+                let observed = std::mem::take(&mut pending);
+                match applied {
+                    Ok(losses) => {
+                        for ((output, y, _), loss) in observed.iter().zip(losses) {
+                            tally.add(output, y, loss, config.loss.ignore_index());
+                        }
                     }
+                    Err(what) => match config.on_non_finite {
+                        NonFinite::Stop => return Err(non_finite(batch + 1, what)),
+                        NonFinite::SkipStep => skipped += 1,
+                    },
+                }
+                let secs = start.elapsed().as_secs_f64().max(1e-9);
+                bar.set_message(format!("{} {:.0} samples/s", tally.brief(), tally.samples() / secs));
+                bar.inc(1);
+                if config.max_steps.is_some_and(|max| step >= max) {
+                    break;
                 }
             }
-            let b = counted(&y, config.ignore_index);
-            loss_sum += out.loss * b as f64;
-            right += correct(&out.logits, &y);
-            seen += b;
-            let secs = start.elapsed().as_secs_f64().max(1e-9);
-            bar.set_message(format!(
-                "loss {:.4} acc {:.4} {:.0} samples/s",
-                loss_sum / seen.max(1) as f64,
-                right as f64 / seen.max(1) as f64,
-                seen as f64 / secs
-            ));
-            bar.inc(1);
-        }
-        bar.finish_and_clear();
-        // The whole job's epoch: every rank's sums.
-        let mut sums = [loss_sum, right as f64, seen as f64, skipped as f64, steps as f64];
-        config.sum_over_ranks(&mut sums);
-        let [loss_sum, right, seen, skipped, steps] = sums;
-        let [right, seen, skipped, steps] = [right, seen, skipped, steps].map(|count| count as usize);
-        let seconds = start.elapsed().as_secs_f64();
-        if skipped == steps {
-            return Err(non_finite(
-                0,
-                format!("every one of the epoch's {steps} steps had a non-finite loss or gradient"),
-            ));
-        }
-        // An update can overflow the weights while its gradient was finite.
-        device.synchronize()?;
-        if !all_finite(model) {
-            return Err(non_finite(0, "the weights are no longer finite".into()));
-        }
-        let (val_loss, val_accuracy) = evaluate_with::<B, M, V, DI>(model, val, device, config, epoch)?;
-        if !val_loss.is_finite() {
-            return Err(non_finite(0, format!("the validation loss is {val_loss} with finite weights")));
-        }
-        let m = EpochMetrics {
-            epoch,
-            train_loss: loss_sum / seen.max(1) as f64,
-            train_accuracy: right as f64 / seen.max(1) as f64,
-            val_loss,
-            val_accuracy,
-            seconds,
-            samples_per_second: seen as f64 / seconds.max(1e-9),
-            skipped_steps: skipped,
-        };
-        if shown {
-            let skips = if skipped > 0 { format!(" | {skipped} steps skipped") } else { String::new() };
-            println!(
-                "epoch {epoch:>3}: train loss {:.4} acc {:.4} | val loss {:.4} acc {:.4} | {:.2} s, {:.0} samples/s{skips}",
-                m.train_loss, m.train_accuracy, m.val_loss, m.val_accuracy, m.seconds, m.samples_per_second
-            );
-        }
-        let improved = history.best().is_none_or(|b| m.val_accuracy > b.val_accuracy);
-        history.epochs.push(m);
-        if let (Some(dir), Some(last)) = (&config.out_dir, &last)
-            && config.is_main()
-        {
-            if improved {
-                record::save_model(model, &dir.join("best.safetensors"))?;
+            bar.finish_and_clear();
+            // The whole job's epoch: every rank's sums.
+            let mut sums = tally.to_sums();
+            sums.extend([skipped as f64, steps as f64]);
+            config.sum_over_ranks(&mut sums);
+            let [skipped, steps] = [sums[sums.len() - 2], sums[sums.len() - 1]].map(|c| c as usize);
+            tally.load_sums(&sums[..sums.len() - 2]);
+            let seconds = start.elapsed().as_secs_f64();
+            if skipped == steps {
+                return Err(non_finite(
+                    0,
+                    format!("every one of the epoch's {steps} steps had a non-finite loss or gradient"),
+                ));
             }
-            let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
-            record::save_checkpoint(last, model, optimizer, &meta)?;
-            write_file(&dir.join("curve.svg"), &history.svg())?;
+            // An update can overflow the weights while its gradient was finite.
+            self.device.synchronize()?;
+            if !all_finite(self.model) {
+                return Err(non_finite(0, "the weights are no longer finite".into()));
+            }
+            let checked = validate::<B, M, V, L, DI, DO, DT>(self.model, val, config, epoch, &self.device)?;
+            let val_scores = checked.scores();
+            if !val_scores.loss().is_finite() {
+                return Err(non_finite(0, format!("the validation loss is {} with finite weights", val_scores.loss())));
+            }
+            confusion = checked.confusion().cloned();
+            let m = EpochMetrics {
+                epoch,
+                train: tally.scores(),
+                val: val_scores,
+                seconds,
+                samples_per_second: tally.samples() / seconds.max(1e-9),
+                steps,
+                step_seconds: median(&mut step_seconds),
+                skipped_steps: skipped,
+            };
+            if shown {
+                let skips = if skipped > 0 { format!(" | {skipped} steps skipped") } else { String::new() };
+                let headline = task.headline();
+                println!(
+                    "epoch {epoch:>3}: train loss {:.4} {headline} {:.4} | val {} | {:.2} s, {:.0} samples/s{skips}",
+                    m.train.loss(),
+                    m.train.get(headline).unwrap_or(f64::NAN),
+                    m.val,
+                    m.seconds,
+                    m.samples_per_second
+                );
+            }
+            history.epochs.push(m);
+            let improved = history.best().is_some_and(|b| b.epoch == epoch);
+            if let (Some(dir), Some(last)) = (&config.out_dir, &last)
+                && config.is_main()
+            {
+                if improved {
+                    record::save_model(&*self.model, &dir.join("best.safetensors"))?;
+                }
+                let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
+                record::save_checkpoint(last, &*self.model, &*self.optimizer, &meta)?;
+                write_file(&dir.join("curve.svg"), &history.svg(task.headline()))?;
+            }
+        }
+        history.confusion = confusion;
+        if shown {
+            if let Some(reason) = &history.stopped_early {
+                println!("stopped early: {reason}");
+            }
+            if let Some(m) = history.confusion.as_ref().filter(|m| m.classes() <= 32) {
+                println!("validation after the last epoch:\n{m}");
+            }
+        }
+        Ok(history)
+    }
+
+    /// Takes the optimizer step with `grads` (of the batches in
+    /// `pending`, averaged over the ranks) once their losses and norm are
+    /// read: clipped, unless a loss or the norm is not finite on any rank,
+    /// which leaves the model as it was. Gives the batches' losses, or
+    /// what was not finite.
+    fn finish<const DI: usize, const DO: usize, const DT: usize>(
+        &mut self,
+        grads: &mut M::Grads,
+        pending: &Pending<B, DO, DT>,
+    ) -> Result<Result<Vec<f64>, String>, TrainError>
+    where
+        M: Trainable<B, DI, DO>,
+    {
+        let sq_sum = grad_sq_sum::<B, M>(grads);
+        self.device.synchronize()?;
+        let losses: Vec<f64> = pending.iter().map(|p| p.2.item()).collect();
+        let norm = sq_sum.map_or(0.0, |s| s.item().sqrt());
+        let bad = losses.iter().copied().find(|l| !l.is_finite());
+        // A non-finite loss on any rank makes every rank skip the step, so
+        // the replicas stay equal (their gradient norms already agree).
+        let mut non_finite = [f64::from(u8::from(bad.is_some()))];
+        self.config.sum_over_ranks(&mut non_finite);
+        if non_finite[0] == 0.0 && norm.is_finite() {
+            if let Some(max) = self.config.clip_grad_norm {
+                clip_to::<B, M>(grads, norm, max);
+            }
+            self.model.apply(self.optimizer, grads);
+            return Ok(Ok(losses));
+        }
+        Ok(Err(match bad {
+            Some(loss) => format!("the loss is {loss}"),
+            None if non_finite[0] > 0.0 => "the loss is not finite on another rank".into(),
+            None => format!("the gradient norm is {norm}"),
+        }))
+    }
+}
+
+/// The median of `values` (NaN for none).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Why training should stop now, if it should: the monitored metric has
+/// gone `patience` epochs in a row without beating the best value before
+/// it by more than `min_delta` (Keras's and Lightning's rule).
+fn stop_early(history: &History, rule: Option<EarlyStopping>) -> Option<String> {
+    let rule = rule?;
+    let (mut reference, mut wait) = (None, 0);
+    for e in &history.epochs {
+        let v = history.monitored(e);
+        if v.is_finite() && reference.is_none_or(|r| history.monitor.improves(v, r, rule.min_delta)) {
+            (reference, wait) = (Some(v), 0);
+        } else {
+            wait += 1;
         }
     }
-    Ok(history)
+    (wait > 0 && wait >= rule.patience).then(|| {
+        let best = history
+            .best()
+            .map_or(String::new(), |b| format!(" (best {:.4} at epoch {})", history.monitored(b), b.epoch));
+        format!(
+            "validation {} has not improved by more than {} for {wait} epochs{best}",
+            history.monitor.metric, rule.min_delta
+        )
+    })
 }

@@ -1,114 +1,98 @@
-//! What `fit` trains: a model that gives logits and takes an optimizer
-//! step, as a `#[model]` (its generated backward) or a hand-written model
-//! through the tape.
+//! What `fit` trains: a model whose output a [`Criterion`] compares with
+//! the targets, as a `#[model]` (its generated backward) or a hand-written
+//! model through the tape ([`Taped`]).
 
+use super::task::Criterion;
 use super::{FitConfig, StepError};
 use crate::autodiff::{Autodiff, no_grad, track};
-use crate::backend::Device;
-use crate::loss::{check_class_targets, cross_entropy_with};
-use crate::nn::{Block, Ctx, Module};
-use crate::optim::{Optimizer, clip_to, grad_sq_sum};
+use crate::nn::{Ctx, Differentiable, Module};
+use crate::optim::Optimizer;
 use crate::{Backend, Tensor};
 
-/// What one training step did.
+/// What one forward and backward pass gave.
 #[derive(Debug)]
-pub struct Step<B: Backend> {
-    /// The training-mode logits, for metrics.
-    pub logits: Tensor<B, 2>,
-    /// The loss.
-    pub loss: f64,
-    /// The global gradient norm before clipping.
-    pub grad_norm: f64,
-    /// False when the loss or the norm was not finite: nothing changed.
-    pub applied: bool,
+pub struct Computed<B: Backend, const DO: usize, G> {
+    /// The training-mode output, for metrics.
+    pub output: Tensor<B, DO>,
+    /// The mean loss of the batch (unscaled).
+    pub loss: Tensor<B, 0>,
+    /// The parameter gradients of the loss times the step's scale.
+    pub grads: G,
 }
 
-impl<B: Backend> Step<B> {
-    /// Finishes a step once the loss and the gradients (averaged over the
-    /// ranks) are known: waits for the device, reads loss and norm, and,
-    /// when both are finite, clips and calls `update`.
-    fn finish<M: Module<B>>(
-        logits: Tensor<B, 2>,
-        loss: &Tensor<B, 0>,
-        mut grads: M::Grads,
-        config: &FitConfig,
-        update: impl FnOnce(&M::Grads),
-    ) -> Result<Self, StepError> {
-        let sq_sum = grad_sq_sum::<B, M>(&grads);
-        logits.device().synchronize()?;
-        let (loss, grad_norm) = (loss.item(), sq_sum.map_or(0.0, |s| s.item().sqrt()));
-        // A non-finite loss on any rank makes every rank skip the step, so
-        // the replicas stay equal (their gradient norms already agree).
-        let mut non_finite = [f64::from(u8::from(!loss.is_finite()))];
-        config.sum_over_ranks(&mut non_finite);
-        let applied = non_finite[0] == 0.0 && grad_norm.is_finite();
-        if applied {
-            if let Some(max) = config.clip_grad_norm {
-                clip_to::<B, M>(&mut grads, grad_norm, max);
-            }
-            update(&grads);
-        }
-        Ok(Step { logits, loss, grad_norm, applied })
-    }
-}
+/// What [`fit`](super::fit) trains: an output `[n, ...]` (rank `DO`) for
+/// inputs `[n, ...]` (rank `DI`), gradients of a loss, and an optimizer
+/// update. Every `#[model]` of one input tensor (any [`Differentiable`]:
+/// sequential models and forward bodies, fixed or symbolic dims) is
+/// trainable as it is; a hand-written model trains through the tape as
+/// [`Taped`].
+pub trait Trainable<B: Backend, const DI: usize, const DO: usize>: Module<B> {
+    /// The output in evaluation mode.
+    fn predict(&self, x: &Tensor<B, DI>) -> Tensor<B, DO>;
 
-/// What [`fit`](super::fit) trains: logits for a batch, and one optimizer step with
-/// cross-entropy.
-pub trait Classifier<B: Backend, const DI: usize>: Module<B> {
-    /// Logits `[n, classes]` in evaluation mode.
-    fn logits(&self, x: &Tensor<B, DI>) -> Tensor<B, 2>;
-    /// One training step on `(x, y)`: checks the targets against the
-    /// logits' classes, computes loss and gradients, and updates the
-    /// parameters unless the loss or the gradient norm is not finite.
-    fn train_step<O: Optimizer<B>>(
+    /// The training forward, the loss against `y`, and the gradients of
+    /// `scale` times the loss (a share of an accumulated step). With
+    /// `average` the gradients are averaged over the ranks of a
+    /// data-parallel run (while the backward runs, where it can).
+    fn compute<L: Criterion<B, DO, DT>, const DT: usize>(
         &mut self,
         x: &Tensor<B, DI>,
-        y: &Tensor<B, 1>,
-        optimizer: &mut O,
+        y: &Tensor<B, DT>,
+        config: &FitConfig<L>,
         ctx: &mut Ctx,
-        config: &FitConfig,
-    ) -> Result<Step<B>, StepError>;
+        scale: f64,
+        average: bool,
+    ) -> Result<Computed<B, DO, Self::Grads>, StepError>;
+
+    /// Updates the parameters with `grads`.
+    fn apply<O: Optimizer<B>>(&mut self, optimizer: &mut O, grads: &Self::Grads);
 }
 
-/// A `#[model]` (any [`Block`] from a batch to logits) trains with its
-/// generated backward.
-impl<B, M, const DI: usize> Classifier<B, DI> for M
+/// A `#[model]` trains with its generated backward.
+impl<B, M, const DI: usize, const DO: usize> Trainable<B, DI, DO> for M
 where
     B: Backend,
-    M: Block<B, Input = Tensor<B, DI>, Output = Tensor<B, 2>>,
+    M: Differentiable<B, Input = Tensor<B, DI>, Output = Tensor<B, DO>>,
 {
-    fn logits(&self, x: &Tensor<B, DI>) -> Tensor<B, 2> {
+    fn predict(&self, x: &Tensor<B, DI>) -> Tensor<B, DO> {
         self.forward(x)
     }
 
-    fn train_step<O: Optimizer<B>>(
+    fn compute<L: Criterion<B, DO, DT>, const DT: usize>(
         &mut self,
         x: &Tensor<B, DI>,
-        y: &Tensor<B, 1>,
-        optimizer: &mut O,
+        y: &Tensor<B, DT>,
+        config: &FitConfig<L>,
         ctx: &mut Ctx,
-        config: &FitConfig,
-    ) -> Result<Step<B>, StepError> {
-        let (logits, cache) = self.forward_train(x, ctx);
-        check_class_targets(y, logits.size(1), config.ignore_index)?;
-        let loss = cross_entropy_with(&logits, y, config.loss_options());
+        scale: f64,
+        average: bool,
+    ) -> Result<Computed<B, DO, M::Grads>, StepError> {
+        let (output, cache) = self.forward_train(x, ctx);
+        let loss = config.loss.loss(&output, y)?;
+        let grad = if scale == 1.0 { loss.grad } else { loss.grad.mul_scalar(scale) };
         #[cfg(feature = "mpi")]
-        if let Some(dp) = config.data_parallel.as_ref().filter(|dp| dp.overlap && dp.world.size() > 1) {
+        if let Some(dp) = config.data_parallel.as_ref().filter(|dp| average && dp.overlap && dp.world.size() > 1) {
             let grads = dp.world.average_grads_during::<B, M>(self, dp.bucket_bytes, |ready| {
-                self.backward_params_each(&cache, &loss.grad, ready)
+                self.backward_params_each(&cache, &grad, ready)
             });
-            return Step::finish::<M>(logits, &loss.value, grads, config, |g| optimizer.step(self, g));
+            return Ok(Computed { output, loss: loss.value, grads });
         }
-        let mut grads = self.backward_params(&cache, &loss.grad);
-        config.average_grads::<B, M>(&mut grads);
-        Step::finish::<M>(logits, &loss.value, grads, config, |g| optimizer.step(self, g))
+        let mut grads = self.backward_params(&cache, &grad);
+        if average {
+            config.average_grads::<B, M>(&mut grads);
+        }
+        Ok(Computed { output, loss: loss.value, grads })
+    }
+
+    fn apply<O: Optimizer<B>>(&mut self, optimizer: &mut O, grads: &M::Grads) {
+        optimizer.step(self, grads);
     }
 }
 
 /// A hand-written model's forward, for training through the tape.
-pub trait TapedForward<B: Backend, const DI: usize>: Module<Autodiff<B>> {
-    /// Logits `[n, classes]`; `train` is true during training steps.
-    fn forward(&self, x: &Tensor<Autodiff<B>, DI>, train: bool) -> Tensor<Autodiff<B>, 2>;
+pub trait TapedForward<B: Backend, const DI: usize, const DO: usize>: Module<Autodiff<B>> {
+    /// The output; `train` is true during training steps.
+    fn forward(&self, x: &Tensor<Autodiff<B>, DI>, train: bool) -> Tensor<Autodiff<B>, DO>;
 }
 
 /// Trains a hand-written model (`#[derive(Module)]` plus a
@@ -148,27 +132,38 @@ impl<B: Backend, M: Module<Autodiff<B>>> Module<Autodiff<B>> for Taped<M> {
     }
 }
 
-impl<B: Backend, M: TapedForward<B, DI>, const DI: usize> Classifier<Autodiff<B>, DI> for Taped<M> {
-    fn logits(&self, x: &Tensor<Autodiff<B>, DI>) -> Tensor<Autodiff<B>, 2> {
+impl<B, M, const DI: usize, const DO: usize> Trainable<Autodiff<B>, DI, DO> for Taped<M>
+where
+    B: Backend,
+    M: TapedForward<B, DI, DO>,
+{
+    fn predict(&self, x: &Tensor<Autodiff<B>, DI>) -> Tensor<Autodiff<B>, DO> {
         no_grad(|| self.0.forward(x, false))
     }
 
-    fn train_step<O: Optimizer<Autodiff<B>>>(
+    fn compute<L: Criterion<Autodiff<B>, DO, DT>, const DT: usize>(
         &mut self,
         x: &Tensor<Autodiff<B>, DI>,
-        y: &Tensor<Autodiff<B>, 1>,
-        optimizer: &mut O,
+        y: &Tensor<Autodiff<B>, DT>,
+        config: &FitConfig<L>,
         _ctx: &mut Ctx,
-        config: &FitConfig,
-    ) -> Result<Step<Autodiff<B>>, StepError> {
+        scale: f64,
+        average: bool,
+    ) -> Result<Computed<Autodiff<B>, DO, M::Grads>, StepError> {
         // Parameters replaced by a load or an update are leaves again.
         track(&mut self.0);
-        let logits = self.0.forward(x, true);
-        check_class_targets(y, logits.size(1), config.ignore_index)?;
-        let loss = cross_entropy_with(&logits, y, config.loss_options()).value;
-        let mut grads = loss.backward().for_module(&self.0);
-        config.average_grads::<Autodiff<B>, M>(&mut grads);
+        let output = self.0.forward(x, true);
+        let loss = config.loss.loss(&output, y)?.value;
+        let scaled = if scale == 1.0 { loss.clone() } else { loss.mul_scalar(scale) };
+        let mut grads = scaled.backward().for_module(&self.0);
+        if average {
+            config.average_grads::<Autodiff<B>, M>(&mut grads);
+        }
+        Ok(Computed { output: output.detach(), loss: loss.detach(), grads })
+    }
+
+    fn apply<O: Optimizer<Autodiff<B>>>(&mut self, optimizer: &mut O, grads: &M::Grads) {
         let model = &mut self.0;
-        Step::finish::<M>(logits.detach(), &loss, grads, config, |g| no_grad(|| optimizer.step(model, g)))
+        no_grad(|| optimizer.step(model, grads));
     }
 }
