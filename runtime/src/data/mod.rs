@@ -4,10 +4,12 @@
 //! the training split ([`prepare`]), and the MNIST IDX reader.
 
 pub mod mnist;
+pub mod csv;
 pub mod prepare;
 pub mod text;
 
 pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
+pub use csv::{Column, CsvOptions, CsvTable, Schema, read_csv};
 pub use text::{TextDataset, Vocab, read_text};
 
 use std::path::{Path, PathBuf};
@@ -51,6 +53,16 @@ impl DataError {
     pub fn format(path: &Path, problem: impl Into<String>) -> Self {
         DataError::Format { path: path.to_owned(), problem: problem.into() }
     }
+}
+
+/// What a dataset's targets hold, as a model's loss reads them (see
+/// `train::Task`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Targets {
+    /// Class indices (i64); float targets must hold whole numbers.
+    Classes,
+    /// Real values, in the model's output dtype.
+    Real,
 }
 
 /// A batch on the host: inputs `[n, ...sample shape]` and targets `[n]`

@@ -146,12 +146,13 @@ impl fmt::Display for Confusion {
             }
             writeln!(f)?;
         }
-        writeln!(f, "{:>width$}  precision recall     f1", "class")?;
+        let label = width.max(5);
+        writeln!(f, "{:>label$}  precision recall     f1", "class")?;
         for (k, [p, r, f1]) in self.per_class() {
-            writeln!(f, "{k:>width$}  {p:>9.4} {r:>6.4} {f1:>6.4}")?;
+            writeln!(f, "{k:>label$}  {p:>9.4} {r:>6.4} {f1:>6.4}")?;
         }
         let [p, r, f1] = self.macro_average();
-        write!(f, "{:>width$}  {p:>9.4} {r:>6.4} {f1:>6.4}", "macro")
+        write!(f, "{:>label$}  {p:>9.4} {r:>6.4} {f1:>6.4}", "macro")
     }
 }
 
@@ -168,6 +169,8 @@ pub(crate) struct Tally {
     samples: f64,
     correct: f64,
     top_k_correct: f64,
+    /// Whether a batch had more classes than k (else top-k is left out).
+    top_k_seen: bool,
     confusion: Option<Confusion>,
     /// Binary: true positives, predicted positives, actual positives.
     positives: [f64; 3],
@@ -185,6 +188,7 @@ impl Tally {
             samples: 0.0,
             correct: 0.0,
             top_k_correct: 0.0,
+            top_k_seen: false,
             confusion: None,
             positives: [0.0; 3],
             columns: Vec::new(),
@@ -256,7 +260,9 @@ impl Tally {
                 }
             }
         }
-        if let Some(k) = self.top_k.filter(|_| self.task == Task::Classification && n > 0) {
+        // Top-k says something only when there are more than k classes.
+        if let Some(k) = self.top_k.filter(|&k| self.task == Task::Classification && n > 0 && classes > k) {
+            self.top_k_seen = true;
             // A row is right within k when fewer than k logits beat the
             // target's (ignored rows look at class 0 and are not counted).
             let safe = targets.masked_fill(&targets.lt_scalar(0.0), 0.0);
@@ -316,7 +322,7 @@ impl Tally {
         match self.task {
             Task::Classification => {
                 s.set("accuracy", self.correct / n);
-                if let Some(k) = self.top_k {
+                if let Some(k) = self.top_k.filter(|_| self.top_k_seen) {
                     s.set(&top_k_name(k), self.top_k_correct / n);
                 }
                 let [p, r, f1] = self.confusion.as_ref().map_or([0.0; 3], Confusion::macro_average);

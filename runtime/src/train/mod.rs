@@ -635,6 +635,13 @@ where
             }
             let checked = validate::<B, M, V, L, DI, DO, DT>(self.model, val, config, epoch, &self.device)?;
             let val_scores = checked.scores();
+            if val_scores.get(&history.monitor.metric).is_none() {
+                return Err(TrainError::Config(format!(
+                    "monitor `{}` was not recorded (the validation metrics are: {}); top-k accuracy needs more than k classes",
+                    history.monitor.metric,
+                    val_scores.names().join(", ")
+                )));
+            }
             if !val_scores.loss().is_finite() {
                 return Err(non_finite(0, format!("the validation loss is {} with finite weights", val_scores.loss())));
             }

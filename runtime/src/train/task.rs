@@ -6,6 +6,7 @@ use crate::loss::{
     CrossEntropyOptions, IGNORE_INDEX, Loss, TargetError, binary_cross_entropy_with_logits, check_class_targets,
     cross_entropy_with, huber, l1, mse,
 };
+pub use crate::data::Targets;
 use crate::{Backend, Tensor};
 
 /// What a model learns. It decides whether targets are class indices or
@@ -30,15 +31,6 @@ pub enum Task {
     LanguageModel,
 }
 
-/// What the targets of a [`Task`] hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Targets {
-    /// Class indices (i64); float targets must hold whole numbers.
-    Classes,
-    /// Real values, in the model's output dtype.
-    Real,
-}
-
 impl Task {
     /// What the targets hold.
     pub fn targets(self) -> Targets {
@@ -49,7 +41,8 @@ impl Task {
     }
 
     /// The validation metrics `fit` reports for this task, `loss` first;
-    /// `top_k` names the top-k accuracy of classifiers.
+    /// `top_k` names the top-k accuracy of classifiers (reported for
+    /// models of more than k classes).
     pub fn metric_names(self, top_k: usize) -> Vec<String> {
         let names: &[&str] = match self {
             Task::Classification => &["loss", "accuracy", "", "precision", "recall", "f1"],
