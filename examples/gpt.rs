@@ -14,12 +14,11 @@
 //! cargo run --release --example gpt
 //! cargo run --release --example gpt -- --steps 3000 --data ../shared/data/text/kjv-1mb.txt
 //! ```
-//! Flags: `--data FILE` (text, or `.gz`), `--steps N`, `--batch-size N`,
-//! `--lr X`, `--seed N`, `--sample N` (characters to generate).
+//! `--help` lists the flags and their defaults.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use blaze::data::{DataLoader, Dataset, TextDataset, Vocab};
 use blaze::nn::Ctx;
 use blaze::optim::{Adam, CosineWithWarmup};
@@ -32,42 +31,31 @@ mod gpt_model;
 
 use gpt_model::{CONTEXT, Gpt, VOCAB};
 
+/// Trains a small character-level GPT on a text, then writes a sample.
+#[derive(clap::Parser)]
 struct Args {
+    /// The text (UTF-8, or gzipped with a .gz name).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
-    steps: usize,
-    batch_size: usize,
+    /// Optimizer steps in all.
+    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1..))]
+    steps: u32,
+    /// Windows of 64 characters per step.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_size: u32,
+    /// AdamW's peak learning rate (cosine schedule after 100 warm-up steps).
+    #[arg(long, default_value_t = 3e-3)]
     lr: f64,
+    /// Seed of the weights, the shuffling and the sampling.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Characters to generate at the end.
+    #[arg(long, default_value_t = 400)]
     sample: usize,
 }
 
 fn parse_args() -> Result<Args> {
-    let mut a = Args {
-        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
-        steps: 1500,
-        batch_size: 32,
-        lr: 3e-3,
-        seed: 0,
-        sample: 400,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--data" => a.data = PathBuf::from(value()?),
-            "--steps" => a.steps = value()?.parse().context("--steps takes a whole number")?,
-            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size takes a whole number")?,
-            "--lr" => a.lr = value()?.parse().context("--lr takes a number")?,
-            "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
-            "--sample" => a.sample = value()?.parse().context("--sample takes a whole number")?,
-            "-h" | "--help" => {
-                println!("flags: --data FILE --steps N --batch-size N --lr X --seed N --sample N");
-                std::process::exit(0);
-            }
-            other => bail!("unknown flag {other} (try --help)"),
-        }
-    }
-    Ok(a)
+    Ok(clap::Parser::parse())
 }
 
 /// The text's windows of `CONTEXT` characters, and its characters.
@@ -122,12 +110,12 @@ fn main() -> Result<()> {
 
     let mut model = Gpt::new_seeded(args.seed, &device);
     print!("{}", model.summary());
-    let mut train = DataLoader::new(train, args.batch_size).shuffle(args.seed);
-    let mut held = DataLoader::new(held, args.batch_size);
+    let mut train = DataLoader::new(train, args.batch_size as usize).shuffle(args.seed);
+    let mut held = DataLoader::new(held, args.batch_size as usize);
     println!("the training forward keeps {:.1} MB for the backward (logits included)", kept_mb(&mut model, &train));
     let config = FitConfig {
         // Whole epochs up to the step count; the last one ends at it.
-        epochs: args.steps.div_ceil(train.len()),
+        epochs: (args.steps as usize).div_ceil(train.len()),
         max_steps: Some(args.steps as u64),
         schedule: Some(Box::new(CosineWithWarmup {
             base: args.lr,

@@ -14,6 +14,7 @@
 #[path = "common/timing.rs"]
 mod timing;
 
+use clap::Parser;
 use blaze::prelude::*;
 use blaze::runtime::adjoint;
 
@@ -37,25 +38,20 @@ fn time<R>(mut f: impl FnMut() -> R) -> f64 {
     times[times.len() / 2]
 }
 
+/// Times memory-bound ops (elementwise, reductions, softmax, LayerNorm)
+/// for bench/torch_memory.py to compare.
+#[derive(clap::Parser)]
+struct Args {
+    /// Threads of the pool (all cores by default).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    threads: Option<u32>,
+}
+
 fn main() {
-    let mut threads = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        match flag.as_str() {
-            "--threads" => threads = args.next().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0),
-            "-h" | "--help" => {
-                println!("flags: --threads N");
-                return;
-            }
-            other => {
-                eprintln!("unknown flag {other} (try --help)");
-                std::process::exit(2);
-            }
-        }
-    }
+    let threads = Args::parse().threads;
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
-        pool = pool.num_threads(n);
+        pool = pool.num_threads(n as usize);
     }
     pool.build_global().expect("the global pool is built first");
     let dev = CpuDevice;

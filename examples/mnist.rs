@@ -8,10 +8,9 @@
 //! cargo run --release --example mnist -- --data ../shared/data/mnist-5k
 //! cargo run --release --example mnist -- --model mlp --epochs 30 --out out/mlp
 //! ```
-//! Flags: `--data DIR` (any MNIST IDX folder), `--model cnn|mlp`,
-//! `--epochs N`, `--batch-size N`, `--lr X`, `--seed N`, `--out DIR`,
-//! `--resume`, `--backend cpu|wgpu` (wgpu needs the `wgpu` feature:
-//! `cargo run --release --features wgpu --example mnist -- --backend wgpu`).
+//! `--help` lists the flags and their defaults; `--backend wgpu` needs the
+//! `wgpu` feature:
+//! `cargo run --release --features wgpu --example mnist -- --backend wgpu`.
 //!
 //! Built with the `mpi` feature and launched by `mpirun -np N`, N processes
 //! train data-parallel, each on its shard of every epoch with
@@ -24,7 +23,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use clap::{Parser, ValueEnum};
 use blaze::Backend;
 use blaze::data::mnist::read_mnist;
 use blaze::data::{DataLoader, Dataset, InMemoryDataset};
@@ -82,65 +82,68 @@ pub struct MnistMlp {
     fc3: Linear<128, 10>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum ModelKind {
+    /// Convolutions and pooling, then a linear head.
+    Cnn,
+    /// Fully connected layers.
+    Mlp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BackendKind {
+    /// The CPU backend.
+    Cpu,
+    /// A GPU through wgpu (needs the `wgpu` feature).
+    Wgpu,
+}
+
+/// Trains a CNN or an MLP on handwritten digits, keeps the best weights and
+/// the curves, then classifies a few test images with the saved weights.
+#[derive(Parser)]
 struct Args {
+    /// A folder of MNIST IDX files (8x8 or 28x28 images).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))]
     data: PathBuf,
-    model: String,
+    /// The model.
+    #[arg(long, value_enum, default_value_t = ModelKind::Cnn)]
+    model: ModelKind,
+    /// Epochs to train (a resumed run continues to this count).
+    #[arg(long, default_value_t = 15)]
     epochs: usize,
-    batch_size: usize,
+    /// Samples per step (per process when data-parallel).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_size: u32,
+    /// SGD's learning rate (momentum 0.9).
+    #[arg(long, default_value_t = 0.05)]
     lr: f64,
+    /// Seed of the weights, the shuffling and dropout.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Folder for the best weights, the checkpoint and the curves.
+    #[arg(long, default_value = "out/mnist")]
     out: PathBuf,
+    /// Continue from the checkpoint in --out.
+    #[arg(long)]
     resume: bool,
-    backend: String,
+    /// Where to train.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
+    backend: BackendKind,
     /// Whether this process prints: rank 0, or a process on its own.
+    #[arg(skip = true)]
     main: bool,
     #[cfg(feature = "mpi")]
+    #[arg(skip)]
     data_parallel: Option<blaze::distributed::DataParallel>,
 }
 
 fn parse_args() -> Result<Args> {
-    let mut a = Args {
-        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"),
-        model: "cnn".into(),
-        epochs: 15,
-        batch_size: 64,
-        lr: 0.05,
-        seed: 0,
-        out: PathBuf::from("out/mnist"),
-        resume: false,
-        backend: "cpu".into(),
-        main: true,
-        #[cfg(feature = "mpi")]
-        data_parallel: data_parallel()?,
-    };
+    #[allow(unused_mut, reason = "set only when data-parallel")]
+    let mut a = Args::parse();
     #[cfg(feature = "mpi")]
     {
+        a.data_parallel = data_parallel()?;
         a.main = a.data_parallel.as_ref().is_none_or(|dp| dp.world.is_main());
-    }
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--data" => a.data = PathBuf::from(value()?),
-            "--model" => a.model = value()?,
-            "--epochs" => a.epochs = value()?.parse().context("--epochs takes a whole number")?,
-            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size takes a whole number")?,
-            "--lr" => a.lr = value()?.parse().context("--lr takes a number")?,
-            "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
-            "--out" => a.out = PathBuf::from(value()?),
-            "--resume" => a.resume = true,
-            "--backend" => a.backend = value()?,
-            "-h" | "--help" => {
-                println!(
-                    "flags: --data DIR --model cnn|mlp --epochs N --batch-size N --lr X --seed N --out DIR --resume --backend cpu|wgpu"
-                );
-                std::process::exit(0);
-            }
-            other => bail!("unknown flag {other} (try --help)"),
-        }
-    }
-    if a.batch_size == 0 {
-        bail!("--batch-size must be positive");
     }
     Ok(a)
 }
@@ -158,7 +161,7 @@ where
         println!("{} parameters", M::NUM_PARAMS);
     }
     let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
-    let mut train_loader = DataLoader::new(train, args.batch_size).shuffle(args.seed);
+    let mut train_loader = DataLoader::new(train, args.batch_size as usize).shuffle(args.seed);
     let mut test_loader = DataLoader::new(test, 256);
     let mut sgd = Sgd::new(args.lr).momentum(0.9);
     let config = FitConfig {
@@ -238,7 +241,7 @@ fn pick_backend(args: &Args) -> Result<()> {
             args.data.display(),
             data.train.len(),
             data.test.len(),
-            args.model
+            format!("{:?}", args.model).to_lowercase()
         );
     }
     let mut train = data.train.into_dataset();
@@ -246,10 +249,10 @@ fn pick_backend(args: &Args) -> Result<()> {
     let stats = train.stats();
     train.normalize(stats);
     test.normalize(stats);
-    match args.backend.as_str() {
-        "cpu" => pick::<Cpu>(args, train, test, &CpuDevice),
+    match args.backend {
+        BackendKind::Cpu => pick::<Cpu>(args, train, test, &CpuDevice),
         #[cfg(feature = "wgpu")]
-        "wgpu" => {
+        BackendKind::Wgpu => {
             let device = blaze::wgpu::WgpuDevice::new()?;
             if args.main {
                 println!("wgpu adapter: {}", device.adapter_name());
@@ -257,11 +260,10 @@ fn pick_backend(args: &Args) -> Result<()> {
             pick::<blaze::wgpu::Wgpu>(args, train, test, &device)
         }
         #[cfg(not(feature = "wgpu"))]
-        "wgpu" => bail!(
+        BackendKind::Wgpu => bail!(
             "--backend wgpu: this build has no wgpu backend; run \
              `cargo run --release --features wgpu --example mnist -- --backend wgpu`"
         ),
-        other => bail!("--backend {other}: expected cpu or wgpu"),
     }
 }
 
@@ -271,12 +273,11 @@ fn pick<B: Backend>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, 
         [_, r, c] => (*r, *c),
         other => bail!("expected images [1, rows, cols], got samples of shape {other:?}"),
     };
-    match ((rows, cols), args.model.as_str()) {
-        ((8, 8), "cnn") => run::<B, DigitsCnn<B>>(args, train, test, device),
-        ((8, 8), "mlp") => run::<B, DigitsMlp<B>>(args, train, test, device),
-        ((28, 28), "cnn") => run::<B, MnistCnn<B>>(args, train, test, device),
-        ((28, 28), "mlp") => run::<B, MnistMlp<B>>(args, train, test, device),
-        (_, "cnn" | "mlp") => bail!("{rows}x{cols} images: this example has models for 8x8 and 28x28 images"),
-        (_, other) => bail!("--model {other}: expected cnn or mlp"),
+    match ((rows, cols), args.model) {
+        ((8, 8), ModelKind::Cnn) => run::<B, DigitsCnn<B>>(args, train, test, device),
+        ((8, 8), ModelKind::Mlp) => run::<B, DigitsMlp<B>>(args, train, test, device),
+        ((28, 28), ModelKind::Cnn) => run::<B, MnistCnn<B>>(args, train, test, device),
+        ((28, 28), ModelKind::Mlp) => run::<B, MnistMlp<B>>(args, train, test, device),
+        _ => bail!("{rows}x{cols} images: this example has models for 8x8 and 28x28 images"),
     }
 }

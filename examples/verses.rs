@@ -17,8 +17,7 @@
 //! cargo run --release --example verses
 //! cargo run --release --example verses -- --epochs 8 --cell lstm
 //! ```
-//! Flags: `--data FILE` (text, or `.gz`), `--epochs N`, `--batch-size N`,
-//! `--max-len N`, `--lr X`, `--seed N`, `--cell lstm|gru`.
+//! `--help` lists the flags and their defaults.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -79,54 +78,42 @@ impl GruReader {
     }
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Cell {
+    /// Gated recurrent units.
+    Gru,
+    /// Long short-term memory.
+    Lstm,
+}
+
+/// Trains a recurrent classifier of which book a verse comes from.
+#[derive(clap::Parser)]
 struct Args {
+    /// The text, one verse a line (UTF-8, or gzipped with a .gz name).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
+    /// Epochs to train.
+    #[arg(long, default_value_t = 6)]
     epochs: usize,
-    batch_size: usize,
-    max_len: usize,
+    /// Verses per step.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    batch_size: u32,
+    /// Characters read of each verse at most.
+    #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u32).range(1..))]
+    max_len: u32,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 3e-3)]
     lr: f64,
+    /// Seed of the weights and the batching.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
-    gru: bool,
+    /// The recurrent cell.
+    #[arg(long, value_enum, default_value_t = Cell::Gru)]
+    cell: Cell,
 }
 
 fn parse_args() -> Result<Args> {
-    let mut a = Args {
-        data: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
-        epochs: 6,
-        batch_size: 32,
-        max_len: 48,
-        lr: 3e-3,
-        seed: 0,
-        gru: true,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--data" => a.data = PathBuf::from(value()?),
-            "--epochs" => a.epochs = value()?.parse().context("--epochs takes a whole number")?,
-            "--batch-size" => a.batch_size = value()?.parse().context("--batch-size takes a whole number")?,
-            "--max-len" => a.max_len = value()?.parse().context("--max-len takes a whole number")?,
-            "--lr" => a.lr = value()?.parse().context("--lr takes a number")?,
-            "--seed" => a.seed = value()?.parse().context("--seed takes a whole number")?,
-            "--cell" => {
-                a.gru = match value()?.as_str() {
-                    "lstm" => false,
-                    "gru" => true,
-                    other => bail!("--cell takes lstm or gru, not {other}"),
-                }
-            }
-            "-h" | "--help" => {
-                println!("flags: --data FILE --epochs N --batch-size N --max-len N --lr X --seed N --cell lstm|gru");
-                std::process::exit(0);
-            }
-            other => bail!("unknown flag {other} (try --help)"),
-        }
-    }
-    if a.batch_size == 0 || a.max_len == 0 {
-        bail!("--batch-size and --max-len must be positive");
-    }
-    Ok(a)
+    Ok(clap::Parser::parse())
 }
 
 /// Each verse's characters as ids, and its book.
@@ -253,13 +240,13 @@ fn train<R: Reader>(args: &Args, verses: &[(Vec<i64>, i64)]) {
             Tensor::<Cpu, 1>::from_vec(books.clone(), [n], &CpuDevice),
         )
     };
-    let held_batches = batches(&held, 256, args.max_len, &mut Rng::seed_from_u64(1));
+    let held_batches = batches(&held, 256, args.max_len as usize, &mut Rng::seed_from_u64(1));
     let start = Instant::now();
     let mut step = 0u64;
     for epoch in 1..=args.epochs {
         let (mut total, mut count) = (0.0, 0usize);
         let mut lengths = std::collections::BTreeSet::new();
-        for batch in batches(&train, args.batch_size, args.max_len, &mut rng) {
+        for batch in batches(&train, args.batch_size as usize, args.max_len as usize, &mut rng) {
             lengths.insert(batch.2);
             let (ids, books) = tensors(&batch);
             total += model.train_step(&mut opt, &ids, &books, step);
@@ -298,7 +285,10 @@ fn main() -> Result<()> {
     );
     println!("guessing the largest book scores {majority:.3}");
     CpuDevice.run(|| {
-        if args.gru { train::<GruReader<Cpu>>(&args, &verses) } else { train::<LstmReader<Cpu>>(&args, &verses) }
+        match args.cell {
+            Cell::Gru => train::<GruReader<Cpu>>(&args, &verses),
+            Cell::Lstm => train::<LstmReader<Cpu>>(&args, &verses),
+        }
     });
     Ok(())
 }
