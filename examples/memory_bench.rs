@@ -14,9 +14,9 @@
 #[path = "common/timing.rs"]
 mod timing;
 
-use clap::Parser;
 use blaze::prelude::*;
 use blaze::runtime::adjoint;
+use clap::Parser;
 
 const BIG: usize = 1 << 22;
 

@@ -24,7 +24,6 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use clap::{Parser, ValueEnum};
 use blaze::Backend;
 use blaze::data::mnist::read_mnist;
 use blaze::data::{DataLoader, Dataset, InMemoryDataset};
@@ -33,6 +32,7 @@ use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
 use blaze::train::{FitConfig, Targets, fit, to_device};
+use clap::{Parser, ValueEnum};
 
 /// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
 #[model(input = [1, 8, 8])]

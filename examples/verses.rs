@@ -284,11 +284,9 @@ fn main() -> Result<()> {
         BOOKS.iter().zip(counts).map(|((name, _), n)| format!("{name} {n}")).collect::<Vec<_>>().join(", ")
     );
     println!("guessing the largest book scores {majority:.3}");
-    CpuDevice.run(|| {
-        match args.cell {
-            Cell::Gru => train::<GruReader<Cpu>>(&args, &verses),
-            Cell::Lstm => train::<LstmReader<Cpu>>(&args, &verses),
-        }
+    CpuDevice.run(|| match args.cell {
+        Cell::Gru => train::<GruReader<Cpu>>(&args, &verses),
+        Cell::Lstm => train::<LstmReader<Cpu>>(&args, &verses),
     });
     Ok(())
 }

@@ -292,8 +292,14 @@ fn settings_fit_cannot_honour_are_errors_before_training() {
     let mut three = ThreeWay::new_seeded(0, &CpuDevice);
     let data = InMemoryDataset::new(vec![0.5; 16], &[2], vec![0, 1, 2, 0, 1, 2, 0, 1]).expect("consistent");
     let top5 = FitConfig { monitor: Some("top5_accuracy".into()), ..quiet(CrossEntropy::default(), 1) };
-    let err = fit(&mut three, &mut Sgd::new(0.1), &mut DataLoader::new(data.clone(), 4), &mut DataLoader::new(data, 4), &top5)
-        .expect_err("no top-5 of three classes");
+    let err = fit(
+        &mut three,
+        &mut Sgd::new(0.1),
+        &mut DataLoader::new(data.clone(), 4),
+        &mut DataLoader::new(data, 4),
+        &top5,
+    )
+    .expect_err("no top-5 of three classes");
     assert!(err.to_string().contains("monitor `top5_accuracy` was not recorded"), "{err}");
 }
 

@@ -146,9 +146,10 @@ pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError
         .map_err(|e| csv_error(path, e))?;
     let header: Vec<String> = reader.headers().map_err(|e| csv_error(path, e))?.iter().map(str::to_owned).collect();
     let find = |name: &str| {
-        header.iter().position(|h| h == name).ok_or_else(|| {
-            bad(format!("no column named `{name}` (the header has: {})", header.join(", ")))
-        })
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| bad(format!("no column named `{name}` (the header has: {})", header.join(", "))))
     };
     let target = find(&options.target)?;
     let feature_names: Vec<String> = match (&options.schema, &options.features) {
@@ -204,7 +205,10 @@ pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError
             .enumerate()
             .map(|(j, name)| {
                 if options.categorical.contains(name) {
-                    Column::Categorical { name: name.clone(), levels: sorted_levels(rows.iter().map(|r| r.1[j].as_str())) }
+                    Column::Categorical {
+                        name: name.clone(),
+                        levels: sorted_levels(rows.iter().map(|r| r.1[j].as_str())),
+                    }
                 } else {
                     Column::Numeric(name.clone())
                 }
@@ -217,15 +221,18 @@ pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError
         (None, Targets::Real) => Vec::new(),
     };
 
-    let width: usize = columns.iter().map(|c| if let Column::Categorical { levels, .. } = c { levels.len() } else { 1 }).sum();
+    let width: usize =
+        columns.iter().map(|c| if let Column::Categorical { levels, .. } = c { levels.len() } else { 1 }).sum();
     let mut inputs = Vec::with_capacity(rows.len() * width);
     let (mut class_ids, mut reals) = (Vec::new(), Vec::new());
     for (row, cells, label) in &rows {
         for (column, value) in columns.iter().zip(cells) {
             match column {
-                Column::Numeric(name) => inputs.push(number(value).ok_or_else(|| {
-                    bad(format!("row {row}, column `{name}`: `{value}` is not a number"))
-                })? as f32),
+                Column::Numeric(name) => inputs.push(
+                    number(value)
+                        .ok_or_else(|| bad(format!("row {row}, column `{name}`: `{value}` is not a number")))?
+                        as f32,
+                ),
                 Column::Categorical { name, levels } => {
                     let at = levels.iter().position(|l| l == value).ok_or_else(|| {
                         bad(format!("row {row}, column `{name}`: level `{value}` is not one of {}", levels.join(", ")))
@@ -236,11 +243,17 @@ pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError
         }
         match options.targets {
             Targets::Classes => class_ids.push(classes.iter().position(|c| c == label).ok_or_else(|| {
-                bad(format!("row {row}, column `{}`: class `{label}` is not one of {}", options.target, classes.join(", ")))
+                bad(format!(
+                    "row {row}, column `{}`: class `{label}` is not one of {}",
+                    options.target,
+                    classes.join(", ")
+                ))
             })? as i64),
-            Targets::Real => reals.push(number(label).ok_or_else(|| {
-                bad(format!("row {row}, column `{}`: `{label}` is not a number", options.target))
-            })? as f32),
+            Targets::Real => reals.push(
+                number(label)
+                    .ok_or_else(|| bad(format!("row {row}, column `{}`: `{label}` is not a number", options.target)))?
+                    as f32,
+            ),
         }
     }
     let dataset = match options.targets {
@@ -298,7 +311,10 @@ mod tests {
 
     #[test]
     fn columns_by_name_categories_one_hot_and_classes_in_order() {
-        let path = file("cars.csv", "name,mpg,origin,weight,kind\na,18,USA,3504,big\nb,26,Japan,2130,small\nc,24,Europe,2372,small\n");
+        let path = file(
+            "cars.csv",
+            "name,mpg,origin,weight,kind\na,18,USA,3504,big\nb,26,Japan,2130,small\nc,24,Europe,2372,small\n",
+        );
         let options = CsvOptions::classes("kind").features(&["weight", "origin", "mpg"]).categorical(&["origin"]);
         let t = read_csv(&path, &options).expect("reads");
         assert_eq!(t.schema.input_names(), ["weight", "origin=Europe", "origin=Japan", "origin=USA", "mpg"]);
@@ -312,7 +328,10 @@ mod tests {
         assert_eq!(t2.dataset.batch(&[0]).inputs.to_vec::<f32>().expect("f32"), [2000., 0., 1., 0., 30.]);
         let unseen = file("unseen.csv", "name,mpg,origin,weight,kind\nd,30,Mars,2000,small\n");
         let err = read_csv(&unseen, &options.with_schema(&t.schema)).expect_err("no Mars").to_string();
-        assert!(err.contains("unseen.csv: row 2, column `origin`: level `Mars` is not one of Europe, Japan, USA"), "{err}");
+        assert!(
+            err.contains("unseen.csv: row 2, column `origin`: level `Mars` is not one of Europe, Japan, USA"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -335,7 +354,12 @@ mod tests {
             ("empty.csv", "a,b,y\n1,,0\n", CsvOptions::classes("y"), "row 2, column `b`: the cell is empty"),
             ("target.csv", "a,b,y\n1,2,0\n", CsvOptions::classes("z"), "no column named `z` (the header has: a, b, y)"),
             ("label.csv", "a,b,y\n1,2,high\n", CsvOptions::real("y"), "row 2, column `y`: `high` is not a number"),
-            ("cat.csv", "a,b,y\n1,2,0\n", CsvOptions::classes("y").categorical(&["c"]), "categorical column `c` is not among"),
+            (
+                "cat.csv",
+                "a,b,y\n1,2,0\n",
+                CsvOptions::classes("y").categorical(&["c"]),
+                "categorical column `c` is not among",
+            ),
         ];
         for (name, text, options, want) in cases {
             let err = read_csv(&file(name, text), &options).expect_err(name).to_string();

@@ -3,13 +3,15 @@
 //! prefetching, normalisation, splits and per-feature scaling fitted on
 //! the training split ([`prepare`]), and the MNIST IDX reader.
 
-pub mod mnist;
 pub mod csv;
+pub mod mnist;
+pub mod npy;
 pub mod prepare;
 pub mod text;
 
-pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
 pub use csv::{Column, CsvOptions, CsvTable, Schema, read_csv};
+pub use npy::{read_npy, read_npz};
+pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
 pub use text::{TextDataset, Vocab, read_text};
 
 use std::path::{Path, PathBuf};

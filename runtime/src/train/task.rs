@@ -2,11 +2,11 @@
 //! output with the targets, and the [`Task`] that decides what the targets
 //! are and which metrics `fit` reports.
 
+pub use crate::data::Targets;
 use crate::loss::{
     CrossEntropyOptions, IGNORE_INDEX, Loss, TargetError, binary_cross_entropy_with_logits, check_class_targets,
     cross_entropy_with, huber, l1, mse,
 };
-pub use crate::data::Targets;
 use crate::{Backend, Tensor};
 
 /// What a model learns. It decides whether targets are class indices or
