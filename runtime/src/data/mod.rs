@@ -1,15 +1,19 @@
 //! Datasets and batching: the [`Dataset`] trait, an in-memory dataset, a
 //! [`DataLoader`] with seeded shuffling, drop-last and background
 //! prefetching, normalisation, splits and per-feature scaling fitted on
-//! the training split ([`prepare`]), and the MNIST IDX reader.
+//! the training split ([`prepare`]), and readers: CSV tables ([`csv`]),
+//! NumPy arrays ([`npy`]), image folders ([`images`]), text for language
+//! models ([`text`]) and MNIST IDX files ([`mnist`]).
 
 pub mod csv;
+pub mod images;
 pub mod mnist;
 pub mod npy;
 pub mod prepare;
 pub mod text;
 
 pub use csv::{Column, CsvOptions, CsvTable, Schema, read_csv};
+pub use images::{Augment, ColorMode, ImageFolder};
 pub use npy::{read_npy, read_npz};
 pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
 pub use text::{TextDataset, Vocab, read_text};

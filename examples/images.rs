@@ -1,0 +1,162 @@
+//! A small CNN trained on a folder of images in the class-per-subfolder
+//! layout (`root/<class>/<image>.png`, as torchvision's `ImageFolder`
+//! reads): decoded and resized once, normalised per channel with the
+//! training split's statistics, augmented while training by random crops
+//! with padding.
+//!
+//! Without `--images`, it first writes the handwritten digits shipped in
+//! `data/digits-8x8` (UCI, CC BY 4.0) as PNG files, one folder per digit,
+//! under `--out`, and trains on those. Give it your own folder (with
+//! `train/` and `test/` inside, each holding one folder per class) to train
+//! on your images; `--rgb` reads colour.
+//!
+//! ```text
+//! cargo run --release --example images
+//! cargo run --release --example images -- --images my-photos --rgb --flip
+//! cargo run --release --example images -- --help
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use blaze::data::mnist::read_mnist;
+use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder};
+use blaze::optim::Sgd;
+use blaze::prelude::*;
+use blaze::train::{FitConfig, fit};
+use clap::Parser;
+
+/// For 16x16 grey images of 10 classes.
+#[model(input = [1, 16, 16])]
+pub struct GrayCnn {
+    #[layer(padding = 1)]
+    conv1: Conv2d<1, 16, 3>, // -> [16, 16, 16]
+    act1: Relu,
+    pool1: MaxPool2d<2>, // -> [16, 8, 8]
+    #[layer(padding = 1)]
+    conv2: Conv2d<16, 32, 3>, // -> [32, 8, 8]
+    act2: Relu,
+    pool2: MaxPool2d<2>, // -> [32, 4, 4]
+    flat: Flatten,
+    fc: Linear<512, 10>,
+}
+
+/// For 16x16 colour images of 10 classes.
+#[model(input = [3, 16, 16])]
+pub struct RgbCnn {
+    #[layer(padding = 1)]
+    conv1: Conv2d<3, 16, 3>,
+    act1: Relu,
+    pool1: MaxPool2d<2>,
+    #[layer(padding = 1)]
+    conv2: Conv2d<16, 32, 3>,
+    act2: Relu,
+    pool2: MaxPool2d<2>,
+    flat: Flatten,
+    fc: Linear<512, 10>,
+}
+
+/// Trains a small CNN on a folder of images, one subfolder per class.
+#[derive(Parser)]
+struct Args {
+    /// A folder with `train/` and `test/`, each holding one folder of
+    /// images per class (at most 10 classes); by default the shipped digits,
+    /// written out as PNG files first.
+    #[arg(long)]
+    images: Option<PathBuf>,
+    /// Read colour images (three channels) instead of grey ones.
+    #[arg(long)]
+    rgb: bool,
+    /// Pixels of zero padding around each image before the random crop.
+    #[arg(long, default_value_t = 2)]
+    crop_padding: usize,
+    /// Mirror images left-right at random (not for digits or text).
+    #[arg(long)]
+    flip: bool,
+    /// Epochs to train.
+    #[arg(long, default_value_t = 15)]
+    epochs: usize,
+    /// SGD's learning rate (momentum 0.9).
+    #[arg(long, default_value_t = 0.05)]
+    lr: f64,
+    /// Seed of the weights, the shuffling and the augmentation.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Folder for the generated images, the weights and the curves.
+    #[arg(long, default_value = "out/images")]
+    out: PathBuf,
+}
+
+/// Writes the shipped digits as `root/{train,test}/<digit>/<n>.png`,
+/// unless they are there already.
+fn write_digits(root: &Path) -> Result<()> {
+    if root.join("test/9").is_dir() {
+        return Ok(());
+    }
+    let data = read_mnist(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))?;
+    for (split, set) in [("train", &data.train), ("test", &data.test)] {
+        let (rows, cols) = (set.rows as u32, set.cols as u32);
+        for (n, (pixels, &label)) in set.images.chunks_exact(set.rows * set.cols).zip(&set.labels).enumerate() {
+            let dir = root.join(split).join(label.to_string());
+            std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+            let bytes = pixels.iter().map(|&p| (p * 255.0).round().clamp(0.0, 255.0) as u8).collect();
+            let image = image::GrayImage::from_raw(cols, rows, bytes).context("an image of its size")?;
+            let file = dir.join(format!("{n:04}.png"));
+            image.save(&file).with_context(|| format!("cannot write {}", file.display()))?;
+        }
+    }
+    println!("wrote the shipped digits as PNG files under {}", root.display());
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let root = match &args.images {
+        Some(root) => root.clone(),
+        None => {
+            let root = args.out.join("digits");
+            write_digits(&root)?;
+            root
+        }
+    };
+    let mode = if args.rgb { ColorMode::Rgb } else { ColorMode::Gray };
+    let train = ImageFolder::open(&root.join("train"), mode, 16, 16)?;
+    let test = ImageFolder::open(&root.join("test"), mode, 16, 16)?;
+    if train.classes() != test.classes() || train.classes().len() > 10 {
+        bail!(
+            "train/ has classes {:?} and test/ {:?}: they must agree, and this model tells at most 10 apart",
+            train.classes(),
+            test.classes()
+        );
+    }
+    println!(
+        "{}: {} training and {} test images, classes {}",
+        root.display(),
+        train.len(),
+        test.len(),
+        train.classes().join(" ")
+    );
+    let (mean, std) = train.channel_stats();
+    println!("per-channel mean {mean:.3?}, std {std:.3?} (from the training images)");
+    let augment = Augment { crop_padding: args.crop_padding, horizontal_flip: args.flip };
+    let train = train.normalize(&mean, &std).augment(augment, args.seed);
+    let test = test.normalize(&mean, &std);
+    let mut train = DataLoader::new(train, 64).shuffle(args.seed);
+    let mut test = DataLoader::new(test, 256);
+    let config = FitConfig {
+        epochs: args.epochs,
+        out_dir: Some(args.out.join("model")),
+        seed: args.seed,
+        ..FitConfig::default()
+    };
+    let mut sgd = Sgd::new(args.lr).momentum(0.9);
+    let history = if args.rgb {
+        fit(&mut RgbCnn::new_seeded(args.seed, &CpuDevice), &mut sgd, &mut train, &mut test, &config)?
+    } else {
+        fit(&mut GrayCnn::new_seeded(args.seed, &CpuDevice), &mut sgd, &mut train, &mut test, &config)?
+    };
+    if let Some(best) = history.best() {
+        println!("best test accuracy {:.4} at epoch {}", best.val["accuracy"], best.epoch);
+    }
+    Ok(())
+}
