@@ -126,6 +126,10 @@ struct Args {
     /// Continue from the checkpoint in --out.
     #[arg(long)]
     resume: bool,
+    /// Also log the run for TensorBoard in this folder
+    /// (`tensorboard --logdir DIR`).
+    #[arg(long)]
+    tensorboard: Option<PathBuf>,
     /// Where to train.
     #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     backend: BackendKind,
@@ -168,6 +172,7 @@ where
         epochs: args.epochs,
         out_dir: Some(args.out.clone()),
         resume: args.resume,
+        tensorboard: args.tensorboard.clone(),
         seed: args.seed,
         #[cfg(feature = "mpi")]
         data_parallel: args.data_parallel.clone(),

@@ -132,3 +132,36 @@ fn fit_trains_a_hand_written_model_through_the_tape() {
     blaze::record::load_model(&mut plain, &dir.join("best.safetensors")).expect("loads");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn fit_writes_tensorboard_events_of_every_step_and_epoch() {
+    use blaze::train::tensorboard::{EventValue, read_events};
+    let dir = out_dir("board");
+    let mut model = Tiny::new_seeded(0, &CpuDevice);
+    let mut train = DataLoader::new(blobs(64, 1), 16);
+    let mut val = DataLoader::new(blobs(32, 2), 32);
+    let config = FitConfig { epochs: 2, tensorboard: Some(dir.clone()), verbose: false, ..FitConfig::default() };
+    fit(&mut model, &mut Sgd::new(0.1), &mut train, &mut val, &config).expect("trains");
+    let files: Vec<_> = std::fs::read_dir(&dir).expect("the log folder").map(|e| e.expect("entry").path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let events = read_events(&files[0]).expect("every record checks out");
+    let scalars = |tag: &str| {
+        events
+            .iter()
+            .filter_map(|e| match &e.value {
+                EventValue::Scalar { tag: t, value } if t == tag => Some((e.step, *value)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(scalars("step/loss").iter().map(|s| s.0).collect::<Vec<_>>(), (1..=8).collect::<Vec<u64>>());
+    assert!(scalars("step/lr").iter().all(|&(_, lr)| lr == 0.1));
+    assert_eq!(scalars("val/accuracy").iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(scalars("train/loss").len(), 2);
+    let summary = events.iter().find_map(|e| match &e.value {
+        EventValue::Text { tag, text } if tag == "model/summary" => Some(text.clone()),
+        _ => None,
+    });
+    assert!(summary.is_some_and(|t| t.contains("fc1") && t.contains("Linear<4, 16>")), "{events:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

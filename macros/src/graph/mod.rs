@@ -370,6 +370,9 @@ fn generate(
                 fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
                     #ident::backward_params(self, cache, grad)
                 }
+                fn summary(&self) -> ::std::string::String {
+                    #ident::summary(self)
+                }
             }
         };
         match (fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {

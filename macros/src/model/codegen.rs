@@ -639,6 +639,10 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 #backward_params_each
                 #grads_ident { #(#names,)* }
             }
+
+            fn summary(&self) -> ::std::string::String {
+                #ident::summary(self)
+            }
         }
 
         #[automatically_derived]

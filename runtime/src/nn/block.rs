@@ -36,6 +36,12 @@ pub trait Differentiable<B: Backend>: Module<B> {
     fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
         self.backward(cache, grad).1
     }
+    /// A table of the layers, their output shapes and parameter counts
+    /// (what `#[model]`'s `summary()` prints); empty for a model that has
+    /// none.
+    fn summary(&self) -> String {
+        String::new()
+    }
     /// [`Differentiable::backward_params`] that hands each layer's
     /// gradients to `ready` as soon as the backward has made them, last
     /// layer first, under the names [`Module::visit_grad_tensors`] gives

@@ -11,6 +11,7 @@ mod history;
 mod metrics;
 mod plot;
 mod task;
+pub mod tensorboard;
 mod trainable;
 
 pub use error::{StepError, TrainError};
@@ -19,6 +20,7 @@ pub use metrics::{Confusion, Scores};
 pub use task::{
     BceWithLogits, Criterion, CrossEntropy, Huber, L1, LossError, LossFn, Mse, Targets, Task, higher_is_better,
 };
+pub use tensorboard::SummaryWriter;
 pub use trainable::{Computed, Taped, TapedForward, Trainable};
 
 use std::path::{Path, PathBuf};
@@ -49,6 +51,11 @@ pub struct FitConfig<L = CrossEntropy> {
     pub out_dir: Option<PathBuf>,
     /// Continue from `out_dir/last.safetensors` when it exists.
     pub resume: bool,
+    /// A TensorBoard log folder: each run adds an event file there with
+    /// the loss and learning rate of every step (`step/loss`, `step/lr`),
+    /// every epoch's metrics (`train/...`, `val/...`) and the model's
+    /// summary, so `tensorboard --logdir DIR` follows the run.
+    pub tensorboard: Option<PathBuf>,
     /// Clip gradients to this global norm.
     pub clip_grad_norm: Option<f64>,
     /// Learning rate per optimizer step; `None` keeps the optimizer's.
@@ -123,6 +130,7 @@ impl<L> FitConfig<L> {
             epochs: 10,
             out_dir: None,
             resume: false,
+            tensorboard: None,
             clip_grad_norm: None,
             schedule: None,
             monitor: None,
@@ -145,6 +153,7 @@ impl<L> FitConfig<L> {
             epochs: self.epochs,
             out_dir: self.out_dir,
             resume: self.resume,
+            tensorboard: self.tensorboard,
             clip_grad_norm: self.clip_grad_norm,
             schedule: self.schedule,
             monitor: self.monitor,
@@ -529,6 +538,10 @@ where
         let mut ctx = Ctx::train(config.seed);
         let shown = config.verbose && config.is_main();
         let mut confusion = None;
+        let mut board = match config.tensorboard.as_ref().filter(|_| config.is_main()) {
+            Some(dir) => Some(Board::open(dir, &self.model.summary())?),
+            None => None,
+        };
         for epoch in history.epochs.len() + 1..=config.epochs {
             if let Some(reason) = stop_early(&history, config.early_stopping) {
                 history.stopped_early = Some(reason);
@@ -598,6 +611,10 @@ where
                 let observed = std::mem::take(&mut pending);
                 match applied {
                     Ok(losses) => {
+                        if let Some(b) = &mut board {
+                            let mean = losses.iter().sum::<f64>() / losses.len() as f64;
+                            b.scalars(step, &[("step/loss", mean), ("step/lr", self.optimizer.lr())])?;
+                        }
                         for ((output, y, _), loss) in observed.iter().zip(losses) {
                             tally.add(output, y, loss, config.loss.ignore_index());
                         }
@@ -668,6 +685,9 @@ where
                     m.samples_per_second
                 );
             }
+            if let Some(b) = &mut board {
+                b.epoch(&m)?;
+            }
             history.epochs.push(m);
             let improved = history.best().is_some_and(|b| b.epoch == epoch);
             if let (Some(dir), Some(last)) = (&config.out_dir, &last)
@@ -727,6 +747,46 @@ where
             None if non_finite[0] > 0.0 => "the loss is not finite on another rank".into(),
             None => format!("the gradient norm is {norm}"),
         }))
+    }
+}
+
+/// A run's TensorBoard events, with errors as [`TrainError`]s naming the
+/// file.
+struct Board(SummaryWriter);
+
+impl Board {
+    /// A new event file in `dir`, starting with the model's summary.
+    fn open(dir: &Path, summary: &str) -> Result<Self, TrainError> {
+        let mut w = SummaryWriter::create(dir).map_err(|source| TrainError::Io { path: dir.to_owned(), source })?;
+        if !summary.is_empty() {
+            // Indented four spaces: Markdown shows it as it is.
+            let text: String = summary.lines().map(|l| format!("    {l}\n")).collect();
+            w.add_text("model/summary", &text, 0).map_err(|e| Board::error(&w, e))?;
+        }
+        Ok(Board(w))
+    }
+
+    fn error(w: &SummaryWriter, source: std::io::Error) -> TrainError {
+        TrainError::Io { path: w.path().to_owned(), source }
+    }
+
+    fn scalars(&mut self, step: u64, values: &[(&str, f64)]) -> Result<(), TrainError> {
+        for &(tag, v) in values {
+            self.0.add_scalar(tag, v, step).map_err(|e| Board::error(&self.0, e))?;
+        }
+        Ok(())
+    }
+
+    /// An epoch's metrics of both splits, then a flush so the board
+    /// shows them.
+    fn epoch(&mut self, m: &EpochMetrics) -> Result<(), TrainError> {
+        let step = m.epoch as u64;
+        for (split, scores) in [("train", &m.train), ("val", &m.val)] {
+            for (name, v) in scores.iter() {
+                self.0.add_scalar(&format!("{split}/{name}"), v, step).map_err(|e| Board::error(&self.0, e))?;
+            }
+        }
+        self.0.flush().map_err(|e| Board::error(&self.0, e))
     }
 }
 

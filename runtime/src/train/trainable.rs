@@ -46,6 +46,11 @@ pub trait Trainable<B: Backend, const DI: usize, const DO: usize>: Module<B> {
 
     /// Updates the parameters with `grads`.
     fn apply<O: Optimizer<B>>(&mut self, optimizer: &mut O, grads: &Self::Grads);
+
+    /// The model's summary table, for logs (empty if it has none).
+    fn summary(&self) -> String {
+        String::new()
+    }
 }
 
 /// A `#[model]` trains with its generated backward.
@@ -86,6 +91,10 @@ where
 
     fn apply<O: Optimizer<B>>(&mut self, optimizer: &mut O, grads: &M::Grads) {
         optimizer.step(self, grads);
+    }
+
+    fn summary(&self) -> String {
+        Differentiable::summary(self)
     }
 }
 
