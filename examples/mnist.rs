@@ -191,7 +191,12 @@ where
         history.epochs.last().map_or(0.0, |e| e.val["accuracy"]),
         per_epoch
     );
-    println!("saved {} and {}", args.out.join("best.safetensors").display(), args.out.join("curve.svg").display());
+    println!(
+        "saved {} and the curves, {} and {}",
+        args.out.join("best.safetensors").display(),
+        args.out.join("curve.svg").display(),
+        args.out.join("curve.png").display()
+    );
 
     // Classify a few test images with the best weights, read back from disk.
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), &device);

@@ -64,11 +64,13 @@ fn fit_learns_and_writes_its_files() {
     let last = &history.epochs[7];
     assert!(last.train.loss() < 0.5 * first.train.loss(), "{first:?} -> {last:?}");
     assert!(history.best().expect("epochs").val["accuracy"] > 0.9, "{history:?}");
-    for f in ["best.safetensors", "last.safetensors", "curve.svg"] {
+    for f in ["best.safetensors", "last.safetensors", "curve.svg", "curve.png"] {
         assert!(dir.join(f).is_file(), "{f} was not written");
     }
     let svg = std::fs::read_to_string(dir.join("curve.svg")).expect("svg");
     assert!(svg.starts_with("<svg") && svg.matches("<polyline").count() == 4, "{svg}");
+    let png = std::fs::read(dir.join("curve.png")).expect("png");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
     // best.safetensors holds the weights of the best epoch, loadable as is.
     let mut m = Tiny::new_seeded(9, &CpuDevice);
     blaze::record::load_model(&mut m, &dir.join("best.safetensors")).expect("loads");

@@ -180,17 +180,24 @@ impl History {
 
     /// The curves as an SVG: the loss on the left, `metric` on the right.
     pub fn svg(&self, metric: &str) -> String {
-        use plot::Series;
+        let ((loss, left), (name, right)) = (self.series("loss"), self.series(metric));
+        plot::two_panel_svg("epoch", (loss, &left), (name, &right))
+    }
+
+    /// The same curves as a PNG file's bytes.
+    pub fn png(&self, metric: &str) -> Vec<u8> {
+        let ((loss, left), (name, right)) = (self.series("loss"), self.series(metric));
+        plot::two_panel_png("epoch", (loss, &left), (name, &right))
+    }
+
+    /// The training and validation curves of metric `name`.
+    fn series<'a>(&self, name: &'a str) -> (&'a str, [plot::Series<'static>; 2]) {
         let pts = |f: &dyn Fn(&EpochMetrics) -> Option<f64>| {
             self.epochs.iter().filter_map(|e| Some((e.epoch as f64, f(e)?))).collect()
         };
-        let pair = |name: &str| {
-            [
-                Series { name: "train", color: "#1f77b4", points: pts(&|e| e.train.get(name)) },
-                Series { name: "validation", color: "#d62728", points: pts(&|e| e.val.get(name)) },
-            ]
-        };
-        plot::two_panel_svg("epoch", ("loss", &pair("loss")), (metric, &pair(metric)))
+        let train = plot::Series { name: "train", color: "#1f77b4", points: pts(&|e| e.train.get(name)) };
+        let val = plot::Series { name: "validation", color: "#d62728", points: pts(&|e| e.val.get(name)) };
+        (name, [train, val])
     }
 }
 

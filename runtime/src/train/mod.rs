@@ -4,7 +4,8 @@
 //! a confusion matrix for classifiers; MAE, RMSE and R² for regression;
 //! perplexity for language models), a progress bar, validation after each
 //! epoch, early stopping, gradient accumulation, the best weights and a
-//! resumable checkpoint on disk, and the curves as an SVG next to them.
+//! resumable checkpoint on disk, and the curves as SVG and PNG next to
+//! them, and TensorBoard event files.
 
 mod error;
 mod history;
@@ -46,8 +47,9 @@ pub struct FitConfig<L = CrossEntropy> {
     pub loss: L,
     /// Number of epochs to reach (a resumed run continues to this count).
     pub epochs: usize,
-    /// Folder for `best.safetensors`, `last.safetensors` and `curve.svg`;
-    /// `None` keeps nothing on disk.
+    /// Folder for `best.safetensors`, `last.safetensors` and the curves
+    /// (`curve.svg` after every epoch, `curve.png` at the end); `None`
+    /// keeps nothing on disk.
     pub out_dir: Option<PathBuf>,
     /// Continue from `out_dir/last.safetensors` when it exists.
     pub resume: bool,
@@ -394,8 +396,8 @@ where
     Ok(tally)
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), TrainError> {
-    record::write_atomic(path, text.as_bytes()).map_err(|e| match e {
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
+    record::write_atomic(path, bytes).map_err(|e| match e {
         RecordError::Io { path, source } => TrainError::Io { path, source },
         other => TrainError::Record(other),
     })
@@ -698,10 +700,14 @@ where
                 }
                 let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
                 record::save_checkpoint(last, &*self.model, &*self.optimizer, &meta)?;
-                write_file(&dir.join("curve.svg"), &history.svg(task.headline()))?;
+                write_file(&dir.join("curve.svg"), history.svg(task.headline()).as_bytes())?;
             }
         }
         history.confusion = confusion;
+        // The PNG once, at the end (the SVG follows every epoch).
+        if let Some(dir) = config.out_dir.as_ref().filter(|_| config.is_main() && !history.epochs.is_empty()) {
+            write_file(&dir.join("curve.png"), &history.png(task.headline()))?;
+        }
         if shown {
             if let Some(reason) = &history.stopped_early {
                 println!("stopped early: {reason}");
