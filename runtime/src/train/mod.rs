@@ -634,12 +634,11 @@ where
                 }
             }
             bar.finish_and_clear();
-            // The whole job's epoch: every rank's sums.
+            // The whole job's metrics: every rank's sums. (Every rank takes
+            // and skips the same steps.)
             let mut sums = tally.to_sums();
-            sums.extend([skipped as f64, steps as f64]);
             config.sum_over_ranks(&mut sums);
-            let [skipped, steps] = [sums[sums.len() - 2], sums[sums.len() - 1]].map(|c| c as usize);
-            tally.load_sums(&sums[..sums.len() - 2]);
+            tally.load_sums(&sums);
             let seconds = start.elapsed().as_secs_f64();
             if skipped == steps {
                 return Err(non_finite(
