@@ -756,8 +756,8 @@ where
 }
 
 /// A run's TensorBoard events, with errors as [`TrainError`]s naming the
-/// file.
-struct Board(SummaryWriter);
+/// file, flushed at least every few seconds so the board follows the run.
+struct Board(SummaryWriter, Instant);
 
 impl Board {
     /// A new event file in `dir`, starting with the model's summary.
@@ -768,18 +768,28 @@ impl Board {
             let text: String = summary.lines().map(|l| format!("    {l}\n")).collect();
             w.add_text("model/summary", &text, 0).map_err(|e| Board::error(&w, e))?;
         }
-        Ok(Board(w))
+        Ok(Board(w, Instant::now()))
     }
 
     fn error(w: &SummaryWriter, source: std::io::Error) -> TrainError {
         TrainError::Io { path: w.path().to_owned(), source }
     }
 
+    /// A step's scalars; written out when the last flush is five seconds
+    /// old.
     fn scalars(&mut self, step: u64, values: &[(&str, f64)]) -> Result<(), TrainError> {
         for &(tag, v) in values {
             self.0.add_scalar(tag, v, step).map_err(|e| Board::error(&self.0, e))?;
         }
+        if self.1.elapsed().as_secs() >= 5 {
+            self.flush()?;
+        }
         Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), TrainError> {
+        self.1 = Instant::now();
+        self.0.flush().map_err(|e| Board::error(&self.0, e))
     }
 
     /// An epoch's metrics of both splits, then a flush so the board
@@ -791,7 +801,7 @@ impl Board {
                 self.0.add_scalar(&format!("{split}/{name}"), v, step).map_err(|e| Board::error(&self.0, e))?;
             }
         }
-        self.0.flush().map_err(|e| Board::error(&self.0, e))
+        self.flush()
     }
 }
 
