@@ -61,6 +61,12 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
             "#[model] makes the model generic over the backend itself; remove these generic parameters",
         ));
     }
+    if s.ident == "B" {
+        return Err(syn::Error::new(
+            s.ident.span(),
+            "a #[model] cannot be named `B`: the code it generates names the backend parameter `B`; rename the model",
+        ));
+    }
 
     let mut errors = Errors::default();
     // Without arguments the struct is a graph model: its `forward` body
