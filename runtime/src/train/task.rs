@@ -4,8 +4,8 @@
 
 pub use crate::data::Targets;
 use crate::loss::{
-    CrossEntropyOptions, IGNORE_INDEX, Loss, TargetError, binary_cross_entropy_with_logits, check_class_targets,
-    cross_entropy_with, huber, l1, mse,
+    CrossEntropyOptions, Loss, TargetError, binary_cross_entropy_with_logits, check_class_targets, cross_entropy_with,
+    huber, l1, mse,
 };
 use crate::{Backend, Tensor};
 
@@ -138,31 +138,19 @@ pub trait Criterion<B: Backend, const DO: usize, const DT: usize> {
 /// Cross-entropy of logits against class indices, as
 /// `torch.nn.CrossEntropyLoss`: `[n, classes]` against `[n]` (a
 /// classifier) or `[n, steps, vocabulary]` against `[n, steps]` (a
-/// language model, averaged over the positions).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CrossEntropy {
-    /// The target distribution is `(1 - ε) onehot + ε / classes`; 0 for none.
-    pub label_smoothing: f64,
-    /// Targets equal to this do not count (-100, as PyTorch's default).
-    pub ignore_index: i64,
-}
+/// language model, averaged over the positions). Its options are
+/// [`cross_entropy_with`]'s: label smoothing and the ignored target.
+pub type CrossEntropy = CrossEntropyOptions;
 
-impl Default for CrossEntropy {
-    fn default() -> Self {
-        CrossEntropy { label_smoothing: 0.0, ignore_index: IGNORE_INDEX }
-    }
-}
-
-impl CrossEntropy {
-    fn options(&self) -> CrossEntropyOptions {
-        CrossEntropyOptions { label_smoothing: self.label_smoothing, ignore_index: self.ignore_index }
-    }
-
-    /// The loss of logits `[rows, classes]` against `[rows]` targets.
-    fn rows<B: Backend>(&self, logits: &Tensor<B, 2>, targets: &Tensor<B, 1>) -> Result<Loss<B, 2>, LossError> {
-        check_class_targets(targets, logits.size(1), self.ignore_index)?;
-        Ok(cross_entropy_with(logits, targets, self.options()))
-    }
+/// The loss of logits `[rows, classes]` against `[rows]` targets, each a
+/// class or ignored.
+fn class_rows<B: Backend>(
+    options: CrossEntropyOptions,
+    logits: &Tensor<B, 2>,
+    targets: &Tensor<B, 1>,
+) -> Result<Loss<B, 2>, LossError> {
+    check_class_targets(targets, logits.size(1), options.ignore_index)?;
+    Ok(cross_entropy_with(logits, targets, options))
 }
 
 /// The error for targets that do not match `expected`.
@@ -179,7 +167,7 @@ impl<B: Backend> Criterion<B, 2, 1> for CrossEntropy {
         if target.shape()[0] != output.shape()[0] {
             return Err(shape_error("cross_entropy", &output.shape(), &target.shape(), &output.shape()[..1]));
         }
-        self.rows(output, target)
+        class_rows(*self, output, target)
     }
 
     fn ignore_index(&self) -> Option<i64> {
@@ -197,7 +185,7 @@ impl<B: Backend> Criterion<B, 3, 2> for CrossEntropy {
         if target.shape() != [n, steps] {
             return Err(shape_error("cross_entropy", &output.shape(), &target.shape(), &[n, steps]));
         }
-        let rows = self.rows(&output.reshape([-1, vocabulary as i64]), &target.reshape([-1]))?;
+        let rows = class_rows(*self, &output.reshape([-1, vocabulary as i64]), &target.reshape([-1]))?;
         Ok(Loss { value: rows.value, grad: rows.grad.reshape([n, steps, vocabulary]) })
     }
 
