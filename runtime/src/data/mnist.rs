@@ -7,6 +7,8 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use super::MAX_DEFLATE_RATIO;
+
 /// What can go wrong reading an IDX file or a dataset folder.
 pub use super::DataError as IdxError;
 
@@ -18,9 +20,6 @@ pub struct Idx {
     /// The values, row-major.
     pub data: Vec<u8>,
 }
-
-/// The most a deflate stream expands (about 1032:1 at best compression).
-const MAX_GZIP_RATIO: u64 = 1032;
 
 /// Reads an IDX file of unsigned bytes (type code `0x08`); a path ending in
 /// `.gz` is decompressed. Memory stays proportional to the file: a
@@ -41,7 +40,7 @@ pub fn read_idx(path: &Path) -> Result<Idx, IdxError> {
         let rank = if bytes.len() == 4 { u64::from(bytes[3]) } else { 0 };
         (&mut gz).take(4 * rank).read_to_end(&mut bytes).map_err(io)?;
         let claimed = header_data_len(&bytes).unwrap_or(0);
-        if claimed > compressed.saturating_mul(MAX_GZIP_RATIO) {
+        if claimed > compressed.saturating_mul(MAX_DEFLATE_RATIO) {
             return Err(format(format!(
                 "the header announces {claimed} bytes of data, more than a gzip file of {compressed} bytes can hold"
             )));

@@ -27,6 +27,10 @@ use crate::error::Error;
 use crate::rng::Rng;
 use crate::{DataVec, TensorData};
 
+/// The most a deflate stream expands (about 1032:1 at best compression):
+/// what a compressed file can claim to hold before the claim is refused.
+pub(crate) const MAX_DEFLATE_RATIO: u64 = 1032;
+
 /// What can go wrong reading a dataset: the file and the problem.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {

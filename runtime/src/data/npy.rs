@@ -10,11 +10,8 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{DataError, InMemoryDataset};
+use super::{DataError, InMemoryDataset, MAX_DEFLATE_RATIO};
 use crate::{DataVec, TensorData};
-
-/// The most a deflate stream expands (about 1032:1 at best compression).
-const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// Reads one `.npy` file: little-endian (or byte-sized) floats, integers
 /// and booleans in C order. f32 and f64 stay as they are, integers become

@@ -6,18 +6,15 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{Batch, DataError, Dataset};
+use super::{Batch, DataError, Dataset, MAX_DEFLATE_RATIO};
 use crate::{DataVec, TensorData};
-
-/// The most a deflate stream expands (about 1032:1 at best compression).
-const MAX_GZIP_RATIO: u64 = 1032;
 
 /// Reads a UTF-8 text file; a path ending in `.gz` is decompressed.
 pub fn read_text(path: &Path) -> Result<String, DataError> {
     let raw = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     let bytes = if path.extension().is_some_and(|e| e == "gz") {
         let mut out = Vec::new();
-        let limit = (raw.len() as u64).saturating_mul(MAX_GZIP_RATIO);
+        let limit = (raw.len() as u64).saturating_mul(MAX_DEFLATE_RATIO);
         flate2::read::GzDecoder::new(&raw[..])
             .take(limit)
             .read_to_end(&mut out)
