@@ -18,29 +18,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use blaze::data::{CsvOptions, DataLoader, Dataset, InMemoryDataset, Scaler, read_csv, train_val_split};
+use blaze::data::{CsvOptions, DataLoader, Dataset, read_csv};
 use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::train::{EarlyStopping, FitConfig, History, Mse, fit};
 use clap::{Parser, ValueEnum};
 
-/// 13 measurements to one of 3 cultivars.
-#[model(input = [13])]
-pub struct WineMlp {
-    fc1: Linear<13, 32>,
-    act: Relu,
-    fc2: Linear<32, 3>,
-}
+#[path = "common/tabular.rs"]
+mod tabular;
 
-/// 6 numbers and a one-hot origin of 3 levels to miles per gallon.
-#[model(input = [9])]
-pub struct MpgMlp {
-    fc1: Linear<9, 64>,
-    act1: Relu,
-    fc2: Linear<64, 32>,
-    act2: Relu,
-    fc3: Linear<32, 1>,
-}
+use tabular::{MpgMlp, WineMlp, mpg_options, standardized_split};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Which {
@@ -81,17 +68,6 @@ struct Args {
     out: PathBuf,
 }
 
-/// `data` cut into a standardised training and validation part, the
-/// scaler fitted on the training part only.
-fn split(data: &InMemoryDataset, args: &Args) -> (InMemoryDataset, InMemoryDataset, Scaler) {
-    let (train, val) = train_val_split(data.len(), args.val_fraction, args.seed);
-    let (mut train, mut val) = (data.subset(&train), data.subset(&val));
-    let scaler = Scaler::standardize(&train);
-    scaler.apply(&mut train);
-    scaler.apply(&mut val);
-    (train, val, scaler)
-}
-
 fn config<L>(loss: L, args: &Args, out: &Path) -> FitConfig<L> {
     FitConfig {
         epochs: args.epochs,
@@ -120,7 +96,7 @@ fn classify(args: &Args) -> Result<()> {
         table.schema.input_names().len(),
         table.schema.classes.join(", ")
     );
-    let (train, val, scaler) = split(&table.dataset, args);
+    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed);
     let out = args.out.join("wine");
     let mut model = WineMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);
@@ -136,18 +112,14 @@ fn classify(args: &Args) -> Result<()> {
 }
 
 fn regress(args: &Args) -> Result<()> {
-    let options = CsvOptions::real("mpg")
-        .features(&["cylinders", "displacement", "horsepower", "weight", "acceleration", "model_year", "origin"])
-        .categorical(&["origin"])
-        .skip_missing(true);
-    let table = read_csv(&args.data.join("auto-mpg.csv"), &options)?;
+    let table = read_csv(&args.data.join("auto-mpg.csv"), &mpg_options())?;
     println!(
         "auto-mpg.csv: {} rows ({} skipped for a missing value), inputs {}",
         table.dataset.len(),
         table.skipped_rows,
         table.schema.input_names().join(", ")
     );
-    let (train, val, scaler) = split(&table.dataset, args);
+    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed);
     let out = args.out.join("mpg");
     let mut model = MpgMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);

@@ -5,26 +5,15 @@
 
 use std::path::PathBuf;
 
-use blaze::data::{CsvOptions, DataLoader, Dataset, InMemoryDataset, Scaler, read_csv, train_val_split};
+use blaze::data::{CsvOptions, DataLoader, Dataset, InMemoryDataset, read_csv};
 use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::train::{CrossEntropy, EarlyStopping, FitConfig, Mse, fit};
 
-#[model(input = [13])]
-pub struct WineMlp {
-    fc1: Linear<13, 32>,
-    act: Relu,
-    fc2: Linear<32, 3>,
-}
+#[path = "../examples/common/tabular.rs"]
+mod tabular;
 
-#[model(input = [9])]
-pub struct MpgMlp {
-    fc1: Linear<9, 64>,
-    act1: Relu,
-    fc2: Linear<64, 32>,
-    act2: Relu,
-    fc3: Linear<32, 1>,
-}
+use tabular::{MpgMlp, WineMlp, mpg_options, standardized_split};
 
 fn table(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/tabular").join(name)
@@ -32,11 +21,7 @@ fn table(name: &str) -> PathBuf {
 
 /// Training and validation loaders, standardised on the training split.
 fn loaders(data: &InMemoryDataset) -> (DataLoader<InMemoryDataset>, DataLoader<InMemoryDataset>) {
-    let (train, val) = train_val_split(data.len(), 0.2, 0);
-    let (mut train, mut val) = (data.subset(&train), data.subset(&val));
-    let scaler = Scaler::standardize(&train);
-    scaler.apply(&mut train);
-    scaler.apply(&mut val);
+    let (train, val, _) = standardized_split(data, 0.2, 0);
     (DataLoader::new(train, 16).shuffle(0), DataLoader::new(val, 128))
 }
 
@@ -59,11 +44,7 @@ fn the_wine_classifier_reaches_its_accuracy() {
 
 #[test]
 fn the_fuel_use_regressor_reaches_its_r2() {
-    let options = CsvOptions::real("mpg")
-        .features(&["cylinders", "displacement", "horsepower", "weight", "acceleration", "model_year", "origin"])
-        .categorical(&["origin"])
-        .skip_missing(true);
-    let table = read_csv(&table("auto-mpg.csv"), &options).expect("the shipped table reads");
+    let table = read_csv(&table("auto-mpg.csv"), &mpg_options()).expect("the shipped table reads");
     assert_eq!((table.dataset.len(), table.skipped_rows), (392, 14));
     let (mut train, mut val) = loaders(&table.dataset);
     let mut model = MpgMlp::new_seeded(0, &CpuDevice);

@@ -1,0 +1,47 @@
+//! What `examples/tabular.rs` trains, shared with `tests/tabular.rs`: the
+//! two models, how the fuel-use table is read, and the standardised split.
+
+use blaze::data::{CsvOptions, Dataset, InMemoryDataset, Scaler, train_val_split};
+use blaze::prelude::*;
+
+/// 13 measurements to one of 3 cultivars.
+#[model(input = [13])]
+pub struct WineMlp {
+    fc1: Linear<13, 32>,
+    act: Relu,
+    fc2: Linear<32, 3>,
+}
+
+/// 6 numbers and a one-hot origin of 3 levels to miles per gallon.
+#[model(input = [9])]
+pub struct MpgMlp {
+    fc1: Linear<9, 64>,
+    act1: Relu,
+    fc2: Linear<64, 32>,
+    act2: Relu,
+    fc3: Linear<32, 1>,
+}
+
+/// `auto-mpg.csv` as `MpgMlp` reads it: six numeric columns and the
+/// origin one-hot, miles per gallon to predict, rows with a gap skipped.
+pub fn mpg_options() -> CsvOptions {
+    CsvOptions::real("mpg")
+        .features(&["cylinders", "displacement", "horsepower", "weight", "acceleration", "model_year", "origin"])
+        .categorical(&["origin"])
+        .skip_missing(true)
+}
+
+/// `data` cut into a standardised training and validation part, the
+/// scaler fitted on the training part only.
+pub fn standardized_split(
+    data: &InMemoryDataset,
+    val_fraction: f64,
+    seed: u64,
+) -> (InMemoryDataset, InMemoryDataset, Scaler) {
+    let (train, val) = train_val_split(data.len(), val_fraction, seed);
+    let (mut train, mut val) = (data.subset(&train), data.subset(&val));
+    let scaler = Scaler::standardize(&train);
+    scaler.apply(&mut train);
+    scaler.apply(&mut val);
+    (train, val, scaler)
+}
