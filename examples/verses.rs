@@ -19,11 +19,11 @@
 //! ```
 //! `--help` lists the flags and their defaults.
 
-use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use blaze::data::{Vocab, read_text};
 use blaze::loss::cross_entropy;
 use blaze::nn::Ctx;
 use blaze::optim::{Adam, Optimizer, clip_grad_norm};
@@ -117,23 +117,12 @@ fn parse_args() -> Result<Args> {
 }
 
 /// Each verse's characters as ids, and its book.
-fn load(path: &PathBuf) -> Result<Vec<(Vec<i64>, i64)>> {
-    let raw = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let bytes = if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .with_context(|| format!("{}: not a valid gzip file", path.display()))?;
-        out
-    } else {
-        raw
-    };
-    let text = String::from_utf8(bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-    let mut chars: Vec<char> = text.chars().filter(|c| *c != '\n').collect();
-    chars.sort_unstable();
-    chars.dedup();
-    if chars.len() > VOCAB {
-        bail!("{}: {} distinct characters, the model takes {VOCAB}", path.display(), chars.len());
+fn load(path: &Path) -> Result<Vec<(Vec<i64>, i64)>> {
+    let text = read_text(path)?;
+    // The vocabulary of the verses: every character but the line breaks.
+    let vocab = Vocab::chars(&text.replace('\n', ""));
+    if vocab.len() > VOCAB {
+        bail!("{}: {} distinct characters, the model takes {VOCAB}", path.display(), vocab.len());
     }
     let mut verses = Vec::new();
     let mut book: Option<usize> = None;
@@ -144,7 +133,7 @@ fn load(path: &PathBuf) -> Result<Vec<(Vec<i64>, i64)>> {
         let Some(book) = book else {
             bail!("{}: the text does not start with Genesis 1:1", path.display());
         };
-        let ids = line.chars().map(|c| chars.binary_search(&c).unwrap_or(0) as i64).collect();
+        let ids = vocab.encode(line).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         verses.push((ids, book as i64));
     }
     let found: Vec<i64> = (0..BOOKS.len() as i64).filter(|b| verses.iter().any(|(_, v)| v == b)).collect();
