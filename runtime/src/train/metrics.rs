@@ -205,10 +205,7 @@ impl Tally {
         let n = self.count.max(1.0);
         let (name, value) = match self.task {
             Task::Classification | Task::Binary => ("acc", self.correct / n),
-            Task::Regression => {
-                let values = (self.columns.len() as f64 * n).max(1.0);
-                ("mae", self.columns.iter().map(|c| c[0]).sum::<f64>() / values)
-            }
+            Task::Regression => ("mae", self.error_mean(0)),
             Task::LanguageModel => ("ppl", self.loss().exp()),
         };
         format!("loss {:.4} {name} {value:.4}", self.loss())
@@ -339,11 +336,8 @@ impl Tally {
                 s.set("f1", if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 });
             }
             Task::Regression => {
-                let values = (self.columns.len() as f64 * n).max(1.0);
-                let abs: f64 = self.columns.iter().map(|c| c[0]).sum();
-                let sq: f64 = self.columns.iter().map(|c| c[1]).sum();
-                s.set("mae", abs / values);
-                s.set("rmse", (sq / values).sqrt());
+                s.set("mae", self.error_mean(0));
+                s.set("rmse", self.error_mean(1).sqrt());
                 s.set("r2", self.r2());
             }
             Task::LanguageModel => {
@@ -352,6 +346,13 @@ impl Tally {
             }
         }
         s
+    }
+
+    /// The mean over every output value of running sum `k` of the
+    /// regression columns (0: |e|, 1: e²).
+    fn error_mean(&self, k: usize) -> f64 {
+        let values = (self.columns.len() as f64 * self.count).max(1.0);
+        self.columns.iter().map(|c| c[k]).sum::<f64>() / values
     }
 
     /// R² per column, averaged: `1 - SSE / SST`, scikit-learn's values
