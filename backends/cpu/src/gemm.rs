@@ -14,18 +14,200 @@
 //! scalar kernel serves other CPUs.
 
 use std::cell::RefCell;
+use std::fmt;
+use std::sync::OnceLock;
 
+use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
 use crate::pool::grow;
-use crate::simd::{Isa, isa};
+use crate::simd::Isa;
 use crate::storage::{Float, Num};
 
-/// Depth of one packed block: a `KC x NR` panel of `B` stays in L1.
-const KC: usize = 256;
-/// Rows of one packed block of `A` (a multiple of every `MR` below), sized
-/// to stay in L2 with its `B` panel.
-const MC: usize = 96;
-/// Columns of one packed block of `B`.
-const NC: usize = 2048;
+/// A register kernel: an ISA and the tile of `C` it keeps in registers
+/// (rows by columns of f32; f64 tiles have half the columns). Products of
+/// at most one vector of columns (`n` up to 16 f32 under AVX-512) run a
+/// narrow companion of the same ISA, one vector wide and taller, instead
+/// of leaving half of each tile empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GemmKernel {
+    /// AVX-512, 12 rows by two vectors: 24 accumulators, for cores that
+    /// start two 512-bit FMAs a cycle and need the longer independent
+    /// chains (Intel servers with two FMA ports, AMD Zen 5).
+    Avx512x12,
+    /// AVX-512, 8 rows by two vectors: 16 accumulators, for cores that
+    /// start one 512-bit FMA a cycle (AMD Zen 4, Intel cores with one FMA
+    /// port). Narrow companion: 16 rows by one vector.
+    Avx512x8,
+    /// AVX2 and FMA, 6 rows by two 256-bit vectors: 12 of the 16
+    /// registers. Narrow companion: 12 rows by one vector.
+    Avx2x6,
+    /// Portable scalar code, 4 by 4, for CPUs without AVX2.
+    Scalar,
+}
+
+impl GemmKernel {
+    /// Every kernel, fastest ISA first.
+    pub const ALL: [GemmKernel; 4] =
+        [GemmKernel::Avx512x12, GemmKernel::Avx512x8, GemmKernel::Avx2x6, GemmKernel::Scalar];
+
+    /// The name `BLAZE_GEMM_KERNEL` takes (tile in f32).
+    pub fn name(self) -> &'static str {
+        match self {
+            GemmKernel::Avx512x12 => "avx512-12x32",
+            GemmKernel::Avx512x8 => "avx512-8x32",
+            GemmKernel::Avx2x6 => "avx2-6x16",
+            GemmKernel::Scalar => "scalar-4x4",
+        }
+    }
+
+    /// The ISA the kernel is compiled for.
+    pub fn isa(self) -> Isa {
+        match self {
+            GemmKernel::Avx512x12 | GemmKernel::Avx512x8 => Isa::V4,
+            GemmKernel::Avx2x6 => Isa::V3,
+            GemmKernel::Scalar => Isa::Base,
+        }
+    }
+
+    /// Whether this CPU runs the kernel.
+    pub fn runs_here(self) -> bool {
+        self.isa().runs_here()
+    }
+
+    /// Rows of the wide tile and of the narrow one: a block of rows of `A`
+    /// (`MC`) is a multiple of both.
+    fn rows(self) -> (usize, usize) {
+        match self {
+            GemmKernel::Avx512x12 => (12, 16),
+            GemmKernel::Avx512x8 => (8, 16),
+            GemmKernel::Avx2x6 => (6, 12),
+            GemmKernel::Scalar => (4, 4),
+        }
+    }
+
+    /// Bytes of one row of the wide tile (f32 and f64 alike).
+    fn row_bytes(self) -> usize {
+        match self {
+            GemmKernel::Avx512x12 | GemmKernel::Avx512x8 => 128,
+            GemmKernel::Avx2x6 => 64,
+            GemmKernel::Scalar => 16,
+        }
+    }
+}
+
+impl std::str::FromStr for GemmKernel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        GemmKernel::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = GemmKernel::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown GEMM kernel `{s}`: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// How the GEMM runs on this CPU: the register kernel and the blocking,
+/// derived once from the CPU's model and cache sizes ([`gemm_plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// The register kernel.
+    pub kernel: GemmKernel,
+    /// Depth of a packed block: `KC` steps of one tile-row panel of `B`
+    /// fill the level-1 data cache.
+    pub kc: usize,
+    /// Rows of a block of `A`: `MC x KC` f32 of it take a quarter of the
+    /// level-2 cache. A multiple of both tiles' rows.
+    pub mc: usize,
+    /// Columns of a packed block of `B`: `KC x NC` f32 of it take a 16th
+    /// of the last-level cache, which every core's block shares.
+    pub nc: usize,
+    /// Why this kernel: the rule that chose it.
+    pub reason: &'static str,
+}
+
+impl GemmPlan {
+    /// The plan for `kernel` on a CPU with these caches.
+    pub fn for_kernel(kernel: GemmKernel, info: &CpuInfo, reason: &'static str) -> GemmPlan {
+        let (wide, narrow) = kernel.rows();
+        let step = lcm(wide, narrow);
+        let kc = (info.l1d / kernel.row_bytes() / 16 * 16).clamp(128, 512);
+        let mc = ((info.l2 / 4 / (kc * 4)).clamp(48, 512) / step * step).max(step);
+        let nc = (info.l3 / 16 / (kc * 4) / MAX_NR * MAX_NR).clamp(512, 4096);
+        GemmPlan { kernel, kc, mc, nc, reason }
+    }
+}
+
+impl fmt::Display for GemmPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let GemmPlan { kernel, kc, mc, nc, reason } = self;
+        write!(f, "{} kernel ({reason}), KC {kc}, MC {mc}, NC {nc}", kernel.name())
+    }
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
+}
+
+/// The plan every product on this CPU runs with, chosen once:
+/// `BLAZE_GEMM_KERNEL` (a [`GemmKernel::name`]) when set, else by the
+/// CPU's ISA, maker and FMA ports.
+///
+/// # Panics
+/// If `BLAZE_GEMM_KERNEL` names no kernel or one this CPU cannot run.
+pub fn gemm_plan() -> &'static GemmPlan {
+    static PLAN: OnceLock<GemmPlan> = OnceLock::new();
+    PLAN.get_or_init(|| {
+        let info = cpu_info();
+        if let Ok(name) = std::env::var("BLAZE_GEMM_KERNEL") {
+            let kernel: GemmKernel = name.parse().unwrap_or_else(|e| panic!("BLAZE_GEMM_KERNEL: {e}"));
+            assert!(
+                kernel.runs_here(),
+                "BLAZE_GEMM_KERNEL={name}: this CPU lacks its instructions ({:?})",
+                kernel.isa()
+            );
+            return GemmPlan::for_kernel(kernel, info, "set by BLAZE_GEMM_KERNEL");
+        }
+        let (kernel, reason) = choose_kernel(info);
+        GemmPlan::for_kernel(kernel, info, reason)
+    })
+}
+
+/// The kernel for a CPU, and why.
+fn choose_kernel(info: &CpuInfo) -> (GemmKernel, &'static str) {
+    if !Isa::V3.runs_here() {
+        return (GemmKernel::Scalar, "no AVX2");
+    }
+    if !Isa::V4.runs_here() {
+        return (GemmKernel::Avx2x6, "AVX2 without AVX-512");
+    }
+    match info.vendor {
+        // Zen 4 (family 0x19) splits a 512-bit FMA into two 256-bit halves;
+        // Zen 5 (0x1A) has full-width units, two of them.
+        Vendor::Amd if info.family >= 0x1A => (GemmKernel::Avx512x12, "AMD Zen 5 or later: two 512-bit FMA units"),
+        Vendor::Amd => (GemmKernel::Avx512x8, "AMD Zen 4: one 512-bit FMA a cycle"),
+        _ => match cpuinfo_ports() {
+            2 => (GemmKernel::Avx512x12, "two 512-bit FMA ports, measured"),
+            _ => (GemmKernel::Avx512x8, "one 512-bit FMA port, measured"),
+        },
+    }
+}
+
+/// The measured 512-bit FMA ports (x86 only).
+fn cpuinfo_ports() -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::cpuinfo::fma_ports_512()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        1
+    }
+}
 
 thread_local! {
     /// Packed `A` and `B` blocks, in `u64` words so both f32 and f64 fit aligned.
@@ -80,7 +262,8 @@ impl<T> Strided<T> {
 /// Element types with a packed GEMM: f32 and f64, each with its kernel
 /// shapes per ISA.
 pub(crate) trait GemmFloat: Float {
-    /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread.
+    /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread, with the
+    /// CPU's [`gemm_plan`].
     ///
     /// # Safety
     /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
@@ -96,16 +279,17 @@ pub(crate) trait GemmFloat: Float {
         rhs: Strided<Self>,
         accumulate: bool,
     ) {
-        // SAFETY: forwarded from the caller; `isa()` runs here.
-        unsafe { Self::gemm_serial_on(isa(), m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
+        // SAFETY: forwarded from the caller; the plan's kernel runs here.
+        unsafe { Self::gemm_serial_with(gemm_plan(), m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
     }
 
-    /// [`GemmFloat::gemm_serial`] with the kernel of `isa`.
+    /// [`GemmFloat::gemm_serial`] with the kernel and blocking of `plan`.
     ///
     /// # Safety
-    /// As for `gemm_serial`, and the CPU runs `isa` ([`Isa::runs_here`]).
-    unsafe fn gemm_serial_on(
-        isa: Isa,
+    /// As for `gemm_serial`, and the CPU runs the plan's kernel
+    /// ([`GemmKernel::runs_here`]).
+    unsafe fn gemm_serial_with(
+        plan: &GemmPlan,
         m: usize,
         n: usize,
         k: usize,
@@ -117,13 +301,13 @@ pub(crate) trait GemmFloat: Float {
     );
 }
 
-/// Implements [`GemmFloat`] with kernels of two vectors by 8 rows (AVX-512,
-/// 16 accumulator registers) and by 6 rows (AVX2, 12 of them).
+/// Implements [`GemmFloat`] with the kernels of [`GemmKernel`] for a float
+/// type and its 512- and 256-bit registers.
 macro_rules! gemm_float {
     ($t:ty, $v512:ty, $v256:ty) => {
         impl GemmFloat for $t {
-            unsafe fn gemm_serial_on(
-                isa: Isa,
+            unsafe fn gemm_serial_with(
+                plan: &GemmPlan,
                 m: usize,
                 n: usize,
                 k: usize,
@@ -133,37 +317,53 @@ macro_rules! gemm_float {
                 rhs: Strided<$t>,
                 accumulate: bool,
             ) {
-                /// The product compiled for AVX-512. The kernel is called
-                /// straight from here, not through a closure: the
-                /// intrinsics only inline into a function with their ISA.
+                // The products compiled for each ISA. Kernels are called
+                // straight from these, not through a closure: the
+                // intrinsics only inline into a function with their ISA.
+                // A product of at most one vector of columns takes the
+                // narrow tile.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                unsafe fn v4(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
+                unsafe fn v4<const MR: usize>(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
                     // SAFETY: forwarded from the caller.
-                    unsafe { run::<$t, Simd<$v512, 8>>(g, pa, pb) }
+                    unsafe {
+                        if g.n <= <$v512 as Lanes>::W {
+                            run::<$t, Simd<$v512, 16, 1>>(g, pa, pb)
+                        } else {
+                            run::<$t, Simd<$v512, MR, 2>>(g, pa, pb)
+                        }
+                    }
                 }
-                /// The product compiled for AVX2 and FMA.
                 #[cfg(target_arch = "x86_64")]
                 #[target_feature(enable = "avx2,fma")]
                 unsafe fn v3(g: &Gemm<$t>, pa: *mut $t, pb: *mut $t) {
                     // SAFETY: forwarded from the caller.
-                    unsafe { run::<$t, Simd<$v256, 6>>(g, pa, pb) }
+                    unsafe {
+                        if g.n <= <$v256 as Lanes>::W {
+                            run::<$t, Simd<$v256, 12, 1>>(g, pa, pb)
+                        } else {
+                            run::<$t, Simd<$v256, 6, 2>>(g, pa, pb)
+                        }
+                    }
                 }
 
-                let g = Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate };
+                let GemmPlan { kernel, kc, mc, nc, .. } = *plan;
+                let g = Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate, kc, mc, nc };
                 PACKED.with(|cell| {
                     let mut bufs = cell.borrow_mut();
                     let (a_words, b_words) = &mut *bufs;
-                    let pa: *mut $t = grow(a_words, MC * KC.min(k));
-                    let pb: *mut $t = grow(b_words, KC.min(k) * n.min(NC).next_multiple_of(MAX_NR));
+                    let pa: *mut $t = grow(a_words, mc * kc.min(k));
+                    let pb: *mut $t = grow(b_words, kc.min(k) * n.min(nc).next_multiple_of(MAX_NR));
                     // SAFETY: forwarded from the caller, who vouches that
-                    // the CPU runs `isa`.
+                    // the CPU runs the kernel.
                     unsafe {
-                        match isa {
+                        match kernel {
                             #[cfg(target_arch = "x86_64")]
-                            Isa::V4 => v4(&g, pa, pb),
+                            GemmKernel::Avx512x12 => v4::<12>(&g, pa, pb),
                             #[cfg(target_arch = "x86_64")]
-                            Isa::V3 => v3(&g, pa, pb),
+                            GemmKernel::Avx512x8 => v4::<8>(&g, pa, pb),
+                            #[cfg(target_arch = "x86_64")]
+                            GemmKernel::Avx2x6 => v3(&g, pa, pb),
                             _ => run::<$t, Scalar<$t>>(&g, pa, pb),
                         }
                     }
@@ -189,19 +389,25 @@ struct Gemm<T> {
     lhs: Strided<T>,
     rhs: Strided<T>,
     accumulate: bool,
+    /// The plan's blocking.
+    kc: usize,
+    mc: usize,
+    nc: usize,
 }
 
 /// The blocked product with `MR x NR` kernels (`FMA`: fused multiply-add).
 ///
 /// # Safety
 /// As for [`GemmFloat::gemm_serial`]; the CPU runs the ISA the caller
-/// compiled this for, `pa` holds `MC x KC` values and `pb` `KC x NC`, both
-/// cut down to `k` and `n` rounded up to `NR`.
+/// compiled this for, `pa` holds `mc x kc` values and `pb` `kc x nc`, both
+/// cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a multiple of
+/// `MR`, `nc` of `NR`.
 #[inline(always)]
 unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
-    const { assert!(MC.is_multiple_of(K::MR) && NC.is_multiple_of(K::NR) && K::NR <= MAX_NR) };
+    const { assert!(K::NR <= MAX_NR) };
     let (mr, nr) = (K::MR, K::NR);
-    let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = *g;
+    let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate, kc: block_k, mc: block_m, nc: block_n } = *g;
+    debug_assert!(block_m.is_multiple_of(mr) && block_n.is_multiple_of(nr));
     if m == 0 || n == 0 {
         return;
     }
@@ -229,19 +435,19 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     // missing rows must read as zeros) is packed. Any other layout is
     // packed whole.
     let in_place_a = lhs.cs == 1 || lhs.rs == 1;
-    for jc in (0..n).step_by(NC) {
-        let nc = NC.min(n - jc);
-        for pc in (0..k).step_by(KC) {
-            let kc = KC.min(k - pc);
+    for jc in (0..n).step_by(block_n) {
+        let nc = block_n.min(n - jc);
+        for pc in (0..k).step_by(block_k) {
+            let kc = block_k.min(k - pc);
             if !in_place_b {
                 // SAFETY: the block lies in `rhs`; `pb` holds kc x nc rounded up to NR.
-                unsafe { pack(nr, nc, kc, rhs.at(pc, jc).t(), pb) };
+                unsafe { K::pack(nr, nc, kc, rhs.at(pc, jc).t(), pb) };
             }
             let add = accumulate || pc > 0;
-            for ic in (0..m).step_by(MC) {
-                let mc = MC.min(m - ic);
+            for ic in (0..m).step_by(block_m) {
+                let mc = block_m.min(m - ic);
                 let whole = mc / mr * mr;
-                // SAFETY: the block lies in `lhs`; `pa` holds MC x kc.
+                // SAFETY: the block lies in `lhs`; `pa` holds block_m x kc.
                 unsafe {
                     if !in_place_a {
                         pack(mr, mc, kc, lhs.at(ic, pc), pa);
@@ -262,7 +468,7 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                         // The last, partial panel is packed: reading NR
                         // values from its rows would run past them.
                         // SAFETY: the block lies in `rhs`; `pb` holds kc x NR.
-                        unsafe { pack(nr, cols, kc, rhs.at(pc, jc + jr).t(), pb) };
+                        unsafe { K::pack(nr, cols, kc, rhs.at(pc, jc + jr).t(), pb) };
                         (pb.cast_const(), nr)
                     };
                     for ir in (0..mc).step_by(mr) {
@@ -325,6 +531,19 @@ trait Micro<T: Float> {
     /// # Safety
     /// All hold `n` values, and the CPU runs the kernel's ISA.
     unsafe fn dot4(n: usize, x: *const T, ys: [*const T; 4]) -> [T; 4];
+
+    /// [`pack`] with this kernel's ISA: vector kernels transpose blocks
+    /// of f32 whose rows run along the depth (`B` stored transposed, as
+    /// `x W^T` reads a weight) eight by eight in registers, where the
+    /// portable packing gathers them one value at a time.
+    ///
+    /// # Safety
+    /// As for [`pack`], and the CPU runs the kernel's ISA.
+    #[inline(always)]
+    unsafe fn pack(width: usize, rows: usize, depth: usize, a: Strided<T>, out: *mut T) {
+        // SAFETY: forwarded from the caller.
+        unsafe { pack(width, rows, depth, a, out) }
+    }
 }
 
 /// Writes an `MR x NR` block of sums to `tile` (its `rows x cols` corner).
@@ -342,14 +561,14 @@ fn store<T: Float, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
     }
 }
 
-/// Explicit vector registers of `V` lanes: two of them per row, `MR` rows.
-/// (Plain arrays leave the choice of what to vectorise to LLVM, which
-/// vectorises the depth loop with gathers instead.)
-struct Simd<V, const MR: usize>(std::marker::PhantomData<V>);
+/// Explicit vector registers of `V` lanes: `NV` of them per row (one or
+/// two), `MR` rows. (Plain arrays leave the choice of what to vectorise to
+/// LLVM, which vectorises the depth loop with gathers instead.)
+struct Simd<V, const MR: usize, const NV: usize>(std::marker::PhantomData<V>);
 
-impl<V: Lanes, const MR: usize> Micro<V::T> for Simd<V, MR> {
+impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV> {
     const MR: usize = MR;
-    const NR: usize = 2 * V::W;
+    const NR: usize = NV * V::W;
     const FMA: bool = true;
 
     #[inline(always)]
@@ -357,46 +576,65 @@ impl<V: Lanes, const MR: usize> Micro<V::T> for Simd<V, MR> {
         // SAFETY (whole body): the panels hold kc steps of MR and NR values
         // and the CPU runs `V`'s ISA, as the caller vouches.
         unsafe {
-            // Two vectors per row, in two arrays: plain indexing, no
-            // closures (`array::from_fn` and iterator adapters need not
-            // inline into the ISA's function, and the intrinsics in them
-            // then become calls).
-            let (mut c0, mut c1) = ([V::zero(); MR], [V::zero(); MR]);
+            // Plain indexing with constant bounds, no closures
+            // (`array::from_fn` and iterator adapters need not inline into
+            // the ISA's function, and the intrinsics in them then become
+            // calls).
+            let mut c = [[V::zero(); NV]; MR];
             let mut bp = b;
             let mut ap = a.ptr;
             for _ in 0..kc {
-                let (b0, b1) = (V::load(bp), V::load(bp.add(V::W)));
-                for i in 0..MR {
+                let mut bv = [V::zero(); NV];
+                for (v, r) in bv.iter_mut().enumerate() {
+                    *r = V::load(bp.add(v * V::W));
+                }
+                for (i, ci) in c.iter_mut().enumerate() {
                     let ai = V::splat(*ap.offset(i as isize * a.rs));
-                    c0[i] = V::fma(ai, b0, c0[i]);
-                    c1[i] = V::fma(ai, b1, c1[i]);
+                    for v in 0..NV {
+                        ci[v] = V::fma(ai, bv[v], ci[v]);
+                    }
                 }
                 bp = bp.add(b_rs);
                 ap = ap.offset(a.cs);
             }
             let Tile { dst, dst_rs, rows, cols, add } = tile;
-            if rows == MR && cols == 2 * V::W {
+            if rows == MR && cols == NV * V::W {
                 // A whole tile goes straight from the registers.
-                for i in 0..MR {
+                for (i, ci) in c.iter().enumerate() {
                     let d = dst.offset(i as isize * dst_rs);
-                    let e = d.add(V::W);
-                    if add {
-                        V::add(V::load(d), c0[i]).store(d);
-                        V::add(V::load(e), c1[i]).store(e);
-                    } else {
-                        c0[i].store(d);
-                        c1[i].store(e);
+                    for (v, &cv) in ci.iter().enumerate() {
+                        let e = d.add(v * V::W);
+                        if add {
+                            V::add(V::load(e), cv).store(e);
+                        } else {
+                            cv.store(e);
+                        }
                     }
                 }
                 return;
             }
             // A partial one is spilled to memory first.
             let mut out = [[V::T::ZERO; MAX_NR]; MR];
-            for i in 0..MR {
-                c0[i].store(out[i].as_mut_ptr());
-                c1[i].store(out[i].as_mut_ptr().add(V::W));
+            for (o, ci) in out.iter_mut().zip(&c) {
+                for (v, &cv) in ci.iter().enumerate() {
+                    cv.store(o.as_mut_ptr().add(v * V::W));
+                }
             }
             store(&out, Tile { dst, dst_rs, rows, cols, add });
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn pack(width: usize, rows: usize, depth: usize, a: Strided<V::T>, out: *mut V::T) {
+        // SAFETY (whole body): forwarded from the caller; `V::F32` says
+        // that `V::T` is f32 and that the ISA has AVX2.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            if V::F32 && a.cs == 1 && a.rs != 1 {
+                let a = Strided { ptr: a.ptr.cast::<f32>(), rs: a.rs, cs: 1 };
+                return pack_transposing_f32(width, rows, depth, a, out.cast::<f32>());
+            }
+            pack(width, rows, depth, a, out)
         }
     }
 
@@ -464,6 +702,9 @@ trait Lanes: Copy {
     type T: Float;
     /// Lanes per register.
     const W: usize;
+    /// Whether the lanes are f32 (then the ISA has AVX2, and with it
+    /// [`x86::transpose8`]).
+    const F32: bool;
     /// All lanes zero.
     unsafe fn zero() -> Self;
     /// All lanes `x`.
@@ -498,6 +739,7 @@ mod x86 {
             impl Lanes for $name {
                 type T = $t;
                 const W: usize = $w;
+                const F32: bool = size_of::<$t>() == 4;
                 #[inline(always)]
                 unsafe fn zero() -> Self {
                     $name(unsafe { $zero() })
@@ -584,6 +826,47 @@ mod x86 {
         _mm256_add_pd,
         _mm256_storeu_pd
     );
+
+    /// Writes the transpose of the 8 x 8 f32 block at `src` (rows `src_rs`
+    /// apart) to `dst` (rows `dst_rs` apart): row `q` of the output is
+    /// column `q` of the input.
+    ///
+    /// # Safety
+    /// Both blocks are valid, and the CPU has AVX2; callers inline this
+    /// into a function compiled for it.
+    #[inline(always)]
+    pub unsafe fn transpose8(src: *const f32, src_rs: isize, dst: *mut f32, dst_rs: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.offset(i as isize * src_rs)));
+            // Pairs of rows interleaved, then pairs of pairs, then halves
+            // swapped across the two 128-bit lanes.
+            let t = [
+                _mm256_unpacklo_ps(r[0], r[1]),
+                _mm256_unpackhi_ps(r[0], r[1]),
+                _mm256_unpacklo_ps(r[2], r[3]),
+                _mm256_unpackhi_ps(r[2], r[3]),
+                _mm256_unpacklo_ps(r[4], r[5]),
+                _mm256_unpackhi_ps(r[4], r[5]),
+                _mm256_unpacklo_ps(r[6], r[7]),
+                _mm256_unpackhi_ps(r[6], r[7]),
+            ];
+            let u = [
+                _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+                _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+                _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+                _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+                _mm256_shuffle_ps::<0x44>(t[4], t[6]),
+                _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+                _mm256_shuffle_ps::<0x44>(t[5], t[7]),
+                _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+            ];
+            for q in 0..4 {
+                _mm256_storeu_ps(dst.add(q * dst_rs), _mm256_permute2f128_ps::<0x20>(u[q], u[q + 4]));
+                _mm256_storeu_ps(dst.add((q + 4) * dst_rs), _mm256_permute2f128_ps::<0x31>(u[q], u[q + 4]));
+            }
+        }
+    }
 }
 
 /// Packs the `rows x depth` block at `a` into panels of `width` rows, each
@@ -608,6 +891,37 @@ unsafe fn pack<T: Float>(width: usize, rows: usize, depth: usize, a: Strided<T>,
             for (i, v) in step.iter_mut().enumerate() {
                 // SAFETY: (i0 + i, p) lies in the block for i < live.
                 *v = if i < live { unsafe { a.get(i0 + i, p) } } else { T::ZERO };
+            }
+        }
+    }
+}
+
+/// [`pack`] for f32 rows that run along the depth (`a.cs == 1`): whole
+/// 8 x 8 blocks are transposed in registers, the edges copied one value at
+/// a time.
+///
+/// # Safety
+/// As for [`pack`], and the CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn pack_transposing_f32(width: usize, rows: usize, depth: usize, a: Strided<f32>, out: *mut f32) {
+    let deep = depth / 8 * 8;
+    for (panel, i0) in (0..rows).step_by(width).enumerate() {
+        let live = width.min(rows - i0);
+        let full = live / 8 * 8;
+        // SAFETY (whole loop): panel `panel` of `out` holds depth x width
+        // values; (i0 + i, p) lies in the block for i < live, p < depth.
+        unsafe {
+            let o = out.add(panel * depth * width);
+            for p in (0..deep).step_by(8) {
+                for i in (0..full).step_by(8) {
+                    x86::transpose8(a.at(i0 + i, p).ptr, a.rs, o.add(p * width + i), width);
+                }
+            }
+            for p in 0..depth {
+                for i in if p < deep { full } else { 0 }..width {
+                    *o.add(p * width + i) = if i < live { a.get(i0 + i, p) } else { 0.0 };
+                }
             }
         }
     }
@@ -695,31 +1009,95 @@ mod tests {
             (Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 }, Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 }),
             (Strided { ptr: at.as_ptr(), rs: 1, cs: m as isize }, Strided { ptr: bt.as_ptr(), rs: 1, cs: k as isize }),
         ] {
-            for (accumulate, isa) in [false, true].into_iter().flat_map(|a| Isa::all_here().map(move |i| (a, i))) {
+            for (accumulate, plan) in [false, true].into_iter().flat_map(|a| plans().into_iter().map(move |p| (a, p))) {
                 let mut dst = vec![T::from_f64(0.5); m * n];
                 // SAFETY: the operands are m x k and k x n, `dst` m x n,
-                // and `all_here` yields only ISAs this CPU runs.
-                unsafe { T::gemm_serial_on(isa, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                // and `plans` holds only kernels this CPU runs.
+                unsafe { T::gemm_serial_with(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
                 for (x, (&got, &w)) in dst.iter().zip(&want).enumerate() {
                     let w = if accumulate { w + 0.5 } else { w };
                     let got: f64 = num_traits::cast(got).unwrap();
-                    assert!((got - w).abs() <= tol * (1.0 + w.abs()), "{isa:?} {m}x{k}x{n} at {x}: {got} vs {w}");
+                    assert!((got - w).abs() <= tol * (1.0 + w.abs()), "{plan} {m}x{k}x{n} at {x}: {got} vs {w}");
                 }
             }
         }
     }
 
+    /// Every kernel this CPU runs, each with the blocking of this CPU and
+    /// with the smallest blocking, whose block edges small products cross.
+    fn plans() -> Vec<GemmPlan> {
+        let tiny = CpuInfo { l1d: 1, l2: 1, l3: 1, ..*cpu_info() };
+        GemmKernel::ALL
+            .into_iter()
+            .filter(|k| k.runs_here())
+            .flat_map(|k| [GemmPlan::for_kernel(k, cpu_info(), "test"), GemmPlan::for_kernel(k, &tiny, "test")])
+            .collect()
+    }
+
     #[test]
-    fn every_isa_this_cpu_runs_is_checked() {
-        let levels: Vec<Isa> = Isa::all_here().collect();
-        assert_eq!(levels.first(), Some(&isa()), "the widest level is the one in use");
-        assert_eq!(levels.last(), Some(&Isa::Base), "the portable kernel runs everywhere");
+    fn every_kernel_this_cpu_runs_is_checked() {
+        let kernels: Vec<GemmKernel> = GemmKernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
+        assert!(kernels.contains(&gemm_plan().kernel), "the kernel in use is among them");
+        assert_eq!(kernels.last(), Some(&GemmKernel::Scalar), "the portable kernel runs everywhere");
+        if Isa::V4.runs_here() {
+            assert_eq!(kernels.len(), 4, "an AVX-512 CPU runs every kernel");
+        }
+    }
+
+    #[test]
+    fn every_plan_fits_its_kernels() {
+        let zen4 = CpuInfo {
+            vendor: Vendor::Amd,
+            family: 0x19,
+            model: 0x11,
+            l1d: 32 << 10,
+            l2: 1 << 20,
+            l3: 32 << 20,
+            caches_reported: true,
+        };
+        let tiny = CpuInfo { l1d: 1, l2: 1, l3: 1, ..zen4 };
+        let huge = CpuInfo { l1d: 1 << 20, l2: 1 << 30, l3: 1 << 34, ..zen4 };
+        for kernel in GemmKernel::ALL {
+            for info in [*cpu_info(), zen4, tiny, huge] {
+                let plan = GemmPlan::for_kernel(kernel, &info, "test");
+                let (wide, narrow) = kernel.rows();
+                assert!(plan.mc.is_multiple_of(wide) && plan.mc.is_multiple_of(narrow), "{plan}");
+                assert!(plan.nc.is_multiple_of(MAX_NR) && (128..=512).contains(&plan.kc), "{plan}");
+            }
+        }
+        // Zen 4's caches give the blocking measured best there.
+        let plan = GemmPlan::for_kernel(GemmKernel::Avx512x8, &zen4, "test");
+        assert_eq!((plan.kc, plan.nc), (256, 2048), "{plan}");
+        if Isa::V4.runs_here() {
+            assert_eq!(choose_kernel(&zen4).0, GemmKernel::Avx512x8);
+            let zen5 = CpuInfo { family: 0x1A, ..zen4 };
+            assert_eq!(choose_kernel(&zen5).0, GemmKernel::Avx512x12);
+        }
+    }
+
+    #[test]
+    fn kernels_are_named_for_blaze_gemm_kernel() {
+        for kernel in GemmKernel::ALL {
+            assert_eq!(kernel.name().parse::<GemmKernel>(), Ok(kernel));
+        }
+        let err = "avx1024".parse::<GemmKernel>().unwrap_err();
+        assert!(err.contains("avx1024") && err.contains("avx512-8x32"), "{err}");
     }
 
     #[test]
     fn matches_the_naive_product_across_block_edges() {
-        for (m, n, k) in [(1, 1, 1), (1, 37, 300), (2, 3, 0), (7, 33, 5), (97, 70, 257), (200, 2100, 30), (13, 17, 600)]
-        {
+        for (m, n, k) in [
+            (1, 1, 1),
+            (1, 37, 300),
+            (2, 3, 0),
+            (7, 33, 5),
+            (97, 70, 257),
+            (200, 2100, 30),
+            (13, 17, 600),
+            (50, 10, 130),
+            (64, 16, 64),
+            (33, 8, 9),
+        ] {
             check::<f32>(m, n, k, 1e-4);
             check::<f64>(m, n, k, 1e-12);
         }

@@ -16,6 +16,7 @@
 
 mod attention;
 mod conv;
+mod cpuinfo;
 mod elementwise;
 mod gemm;
 mod kernel;
@@ -39,7 +40,9 @@ use blaze_runtime::{
     RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
+pub use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
 use crate::elementwise::{map, select, zip};
+pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use crate::reduce::Fold;
 pub use crate::storage::CpuStorage;

@@ -46,12 +46,6 @@ impl Isa {
             self == Isa::Base
         }
     }
-
-    /// Every level this CPU runs, widest first (the tests check each).
-    #[cfg(test)]
-    pub fn all_here() -> impl Iterator<Item = Isa> {
-        [Isa::V4, Isa::V3, Isa::Base].into_iter().filter(|i| i.runs_here())
-    }
 }
 
 /// Calls `f` inside a function compiled for the best available ISA.
@@ -100,22 +94,9 @@ fn stream_isa() -> Isa {
     use std::sync::OnceLock;
     static ISA: OnceLock<Isa> = OnceLock::new();
     *ISA.get_or_init(|| match isa() {
-        Isa::V4 if amd() => Isa::V3,
+        Isa::V4 if crate::cpuinfo::cpu_info().vendor == crate::cpuinfo::Vendor::Amd => Isa::V3,
         other => other,
     })
-}
-
-/// Whether the CPU's vendor string (CPUID leaf 0) is AMD's.
-fn amd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let id = std::arch::x86_64::__cpuid(0);
-        [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes) == [*b"Auth", *b"enti", *b"cAMD"]
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 #[cfg(target_arch = "x86_64")]

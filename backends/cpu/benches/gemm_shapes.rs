@@ -1,0 +1,112 @@
+//! The products of training steps, and square ones, timed through
+//! `Tensor::matmul` at 1 and 2 threads. `bench/torch_gemm.py` times the same
+//! list in PyTorch and prints the same lines; `bench/gemm_rounds.sh`
+//! alternates the two and reports the median ratio of each row.
+//!
+//! Run with `cargo bench -p blaze-cpu --bench gemm_shapes [-- FILTER]` (the
+//! rows whose name contains `FILTER`). Each sample runs
+//! on the thread pool it measures (the timing loop is inside `install`), as
+//! PyTorch's calling thread runs its own products: a hop onto the pool per
+//! call would cost more than a batch-1 product takes.
+
+use std::time::Instant;
+
+use blaze_cpu::{Cpu, CpuDevice};
+use blaze_runtime::{Rng, Tensor};
+
+/// One product: `[batch,] m x k` times `k x n`, each operand stored
+/// row-major or as the transpose of a row-major matrix (`t`), as the
+/// forward and backward passes of a layer read them.
+struct Shape {
+    name: &'static str,
+    batch: usize,
+    m: usize,
+    k: usize,
+    n: usize,
+    lhs_t: bool,
+    rhs_t: bool,
+}
+
+const fn shape(name: &'static str, batch: usize, m: usize, k: usize, n: usize, layout: &str) -> Shape {
+    let l = layout.as_bytes();
+    Shape { name, batch, m, k, n, lhs_t: l[0] == b't', rhs_t: l[1] == b't' }
+}
+
+/// The list `bench/torch_gemm.py` repeats.
+const SHAPES: [Shape; 17] = [
+    shape("square 256", 1, 256, 256, 256, "nn"),
+    shape("square 512", 1, 512, 512, 512, "nn"),
+    shape("square 1024", 1, 1024, 1024, 1024, "nn"),
+    shape("square 2048", 1, 2048, 2048, 2048, "nn"),
+    shape("mlp x.W^T", 1, 128, 784, 256, "nt"),
+    shape("mlp g^T.x", 1, 256, 128, 784, "tn"),
+    shape("mlp g.W", 1, 128, 256, 784, "nn"),
+    shape("cnn fc x.W^T", 1, 64, 800, 10, "nt"),
+    shape("batch-1 x.W^T", 1, 1, 784, 256, "nt"),
+    shape("batch-1 g^T.x", 1, 256, 1, 784, "tn"),
+    shape("gpt qkv x.W^T", 1, 2048, 64, 192, "nt"),
+    shape("gpt qkv g^T.x", 1, 192, 2048, 64, "tn"),
+    shape("gpt qkv g.W", 1, 2048, 192, 64, "nn"),
+    shape("gpt fc1 x.W^T", 1, 2048, 64, 256, "nt"),
+    shape("gpt fc2 x.W^T", 1, 2048, 256, 64, "nt"),
+    shape("gpt q.k^T", 128, 64, 16, 64, "nt"),
+    shape("gpt p.v", 128, 64, 64, 16, "nn"),
+];
+
+fn randn(shape: [usize; 3], seed: u64) -> Tensor<Cpu, 3> {
+    Tensor::normal_with(shape, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
+}
+
+/// An operand of `rows x cols` per batch entry, stored transposed when `t`.
+fn operand(batch: usize, rows: usize, cols: usize, t: bool, seed: u64) -> Tensor<Cpu, 3> {
+    if t { randn([batch, cols, rows], seed).transpose(1, 2) } else { randn([batch, rows, cols], seed) }
+}
+
+/// GFLOP/s of `f` (`flops` a call): the median of 11 samples of about 20 ms.
+fn gflops<T>(flops: f64, f: impl Fn() -> T) -> f64 {
+    let once = Instant::now();
+    drop(f());
+    let reps = (0.02 / once.elapsed().as_secs_f64().max(1e-7)).clamp(1.0, 20_000.0) as usize;
+    let mut rates: Vec<f64> = (0..11)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..reps {
+                drop(f());
+            }
+            flops * reps as f64 / t.elapsed().as_secs_f64() / 1e9
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
+fn main() {
+    let info = blaze_cpu::cpu_info();
+    println!(
+        "CPU: {:?} family {:#x} model {:#x}, L1d {} KiB, L2 {} KiB, L3 {} MiB",
+        info.vendor,
+        info.family,
+        info.model,
+        info.l1d >> 10,
+        info.l2 >> 10,
+        info.l3 >> 20
+    );
+    println!("GEMM: {}", blaze_cpu::gemm_plan());
+    println!("{:<16} {:>5} {:>5} {:>5} {:>5} {:>6}  {:>8}", "product", "batch", "m", "k", "n", "layout", "GFLOP/s");
+    // `cargo bench` passes `--bench`; any other argument filters by name.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_default();
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
+        for s in SHAPES.iter().filter(|s| s.name.contains(&filter)) {
+            let a = operand(s.batch, s.m, s.k, s.lhs_t, 1);
+            let b = operand(s.batch, s.k, s.n, s.rhs_t, 2);
+            let flops = 2.0 * (s.batch * s.m * s.k * s.n) as f64;
+            let rate = pool.install(|| gflops(flops, || a.matmul(&b)));
+            let layout = format!("{}{}", if s.lhs_t { 't' } else { 'n' }, if s.rhs_t { 't' } else { 'n' });
+            println!(
+                "{:<16} {:>5} {:>5} {:>5} {:>5} {:>6}  {rate:8.1}  {threads}t",
+                s.name, s.batch, s.m, s.k, s.n, layout
+            );
+        }
+    }
+}
