@@ -10,8 +10,10 @@
 //! zero-allocation training step depends on it (a general-purpose GEMM
 //! crate allocates its packing buffers on every call). The kernel holds its
 //! tile in vector registers through explicit AVX-512 or AVX2 intrinsics, in
-//! a `#[target_feature]` function per ISA chosen at run time; a portable
-//! scalar kernel serves other CPUs.
+//! a `#[target_feature]` function per ISA; a portable scalar kernel serves
+//! other CPUs. Which kernel, and the block sizes, are chosen once per
+//! process for the CPU at hand ([`gemm_plan`]): its ISA, maker, measured
+//! FMA ports and cache sizes.
 
 use std::cell::RefCell;
 use std::fmt;
