@@ -2,10 +2,12 @@
 //! [`DataLoader`] with seeded shuffling, drop-last and background
 //! prefetching, normalisation, splits and per-feature scaling fitted on
 //! the training split ([`prepare`]), and readers: CSV tables ([`csv`]),
-//! NumPy arrays ([`npy`]), image folders ([`images`]), text for language
-//! models ([`text`]) and MNIST IDX files ([`mnist`]).
+//! NumPy arrays ([`npy`]), image folders (`images`, with the `images`
+//! feature), text for language models ([`text`]) and MNIST IDX files
+//! ([`mnist`]).
 
 pub mod csv;
+#[cfg(feature = "images")]
 pub mod images;
 pub mod mnist;
 pub mod npy;
@@ -13,6 +15,7 @@ pub mod prepare;
 pub mod text;
 
 pub use csv::{Column, CsvOptions, CsvTable, Schema, read_csv};
+#[cfg(feature = "images")]
 pub use images::{Augment, ColorMode, ImageFolder};
 pub use npy::{read_npy, read_npz};
 pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};

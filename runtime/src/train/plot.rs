@@ -104,9 +104,11 @@ impl Canvas for Svg {
     }
 }
 
-/// Pixels on white, `scale` of them per SVG pixel.
+/// Pixels on white, `scale` of them per SVG pixel: RGB rows, top first.
 struct Raster {
-    image: image::RgbImage,
+    pixels: Vec<[u8; 3]>,
+    width: u32,
+    height: u32,
     scale: f64,
 }
 
@@ -125,18 +127,18 @@ fn rgb(color: &str) -> [u8; 3] {
 impl Raster {
     fn new(w: f64, h: f64, scale: f64) -> Self {
         let (pw, ph) = ((w * scale) as u32, (h * scale) as u32);
-        Raster { image: image::RgbImage::from_pixel(pw, ph, image::Rgb([255, 255, 255])), scale }
+        Raster { pixels: vec![[255; 3]; pw as usize * ph as usize], width: pw, height: ph, scale }
     }
 
     /// Mixes `color` into pixel `(x, y)` by `coverage` in `[0, 1]`.
     fn blend(&mut self, x: i64, y: i64, color: [u8; 3], coverage: f64) {
-        let (w, h) = (i64::from(self.image.width()), i64::from(self.image.height()));
+        let (w, h) = (i64::from(self.width), i64::from(self.height));
         if coverage <= 0.0 || !(0..w).contains(&x) || !(0..h).contains(&y) {
             return;
         }
         let a = coverage.min(1.0);
-        let p = self.image.get_pixel_mut(x as u32, y as u32);
-        for (c, &t) in p.0.iter_mut().zip(&color) {
+        let p = &mut self.pixels[(y * w + x) as usize];
+        for (c, &t) in p.iter_mut().zip(&color) {
             *c = (f64::from(*c) * (1.0 - a) + f64::from(t) * a).round() as u8;
         }
     }
@@ -162,9 +164,14 @@ impl Raster {
     }
 
     fn png(&self) -> Vec<u8> {
-        let mut out = std::io::Cursor::new(Vec::new());
-        self.image.write_to(&mut out, image::ImageFormat::Png).expect("encoding to memory does not fail");
-        out.into_inner()
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, self.width, self.height);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        let mut writer = encoder.write_header().expect("encoding to memory does not fail");
+        writer.write_image_data(self.pixels.as_flattened()).expect("the buffer holds width x height pixels");
+        writer.finish().expect("encoding to memory does not fail");
+        out
     }
 }
 
@@ -384,9 +391,12 @@ mod tests {
     fn the_png_draws_the_same_chart_in_pixels() {
         let loss = Series { name: "train", color: "#d62728", points: vec![(1.0, 2.3), (2.0, 0.4), (3.0, 0.02)] };
         let png = two_panel_png("epoch", ("loss", &[loss]), ("accuracy", &[]));
-        let image = image::load_from_memory(&png).expect("a PNG").to_rgb8();
-        assert_eq!(image.dimensions(), (1920, 800));
-        let count = |want: [u8; 3]| image.pixels().filter(|p| p.0 == want).count();
+        let mut reader = png::Decoder::new(std::io::Cursor::new(png)).read_info().expect("a PNG");
+        let mut data = vec![0; reader.output_buffer_size().expect("a size")];
+        let frame = reader.next_frame(&mut data).expect("one frame");
+        assert_eq!((frame.width, frame.height, frame.color_type), (1920, 800, png::ColorType::Rgb));
+        let pixels = data[..frame.buffer_size()].chunks_exact(3);
+        let count = |want: [u8; 3]| pixels.clone().filter(|p| *p == want).count();
         // The red curve, black text, and mostly white.
         assert!(count([0xd6, 0x27, 0x28]) > 500, "the curve is drawn");
         assert!(count([0, 0, 0]) > 500, "the labels are drawn");
