@@ -185,97 +185,29 @@ fn add_4k(bencher: Bencher<'_, '_>) {
 /// a core where the same loop alone ran at 110.
 const PEAK_ITERS: usize = 1 << 20;
 
-/// Independent FMA chains per loop: a chain waits 4 cycles for its last
-/// result, and a core issues up to two FMAs a cycle, so 8 keep it busy; 12
-/// leave room and still fit the 16 registers of AVX2 with the two
-/// operands.
-const PEAK_CHAINS: usize = 12;
-
 /// The cores' FMA peak with 512-bit registers: independent chains of
 /// fused multiply-adds and nothing else, the ceiling that `sgemm_*` is
 /// measured against. One item is one FLOP.
 #[divan::bench(args = [1, 2], sample_count = 20)]
 fn fma_peak_512(bencher: Bencher<'_, '_>, threads: usize) {
-    fma_peak(bencher, threads, Width::Zmm);
+    fma_peak(bencher, threads, true);
 }
 
 /// [`fma_peak_512`] with 256-bit registers: some cores split a 512-bit FMA
 /// into two halves, and there both reach the same peak.
 #[divan::bench(args = [1, 2], sample_count = 20)]
 fn fma_peak_256(bencher: Bencher<'_, '_>, threads: usize) {
-    fma_peak(bencher, threads, Width::Ymm);
+    fma_peak(bencher, threads, false);
 }
 
-#[derive(Clone, Copy)]
-enum Width {
-    Zmm,
-    Ymm,
-}
-
-fn fma_peak(bencher: Bencher<'_, '_>, threads: usize, width: Width) {
-    let lanes = match width {
-        Width::Zmm if std::arch::is_x86_feature_detected!("avx512f") => 16,
-        Width::Zmm => {
-            eprintln!("fma_peak_512: this CPU has no AVX-512");
-            return;
-        }
-        Width::Ymm => 8,
-    };
-    let per_thread = PEAK_CHAINS * lanes * 2 * PEAK_ITERS;
+fn fma_peak(bencher: Bencher<'_, '_>, threads: usize, wide: bool) {
+    if blaze_cpu::fma_chains(wide, 0).is_none() {
+        eprintln!("fma_peak_{}: this CPU lacks the instructions", if wide { 512 } else { 256 });
+        return;
+    }
+    let lanes = if wide { 16 } else { 8 };
+    let per_thread = blaze_cpu::FMA_CHAINS * lanes * 2 * PEAK_ITERS;
     bencher.counter(ItemsCount::new(per_thread * threads)).bench_local(|| {
-        pool(threads).broadcast(|_| fma_loop(width, PEAK_ITERS));
+        pool(threads).broadcast(|_| blaze_cpu::fma_chains(wide, PEAK_ITERS));
     });
-}
-
-#[cfg(target_arch = "x86_64")]
-fn fma_loop(width: Width, iters: usize) -> f32 {
-    match width {
-        // SAFETY: `fma_peak` checked AVX-512F.
-        Width::Zmm => unsafe { fma_loop_avx512(iters) },
-        Width::Ymm => {
-            assert!(std::arch::is_x86_feature_detected!("fma"), "fma_peak_256 needs AVX2 and FMA");
-            // SAFETY: checked just above.
-            unsafe { fma_loop_avx2(iters) }
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn fma_loop_avx512(iters: usize) -> f32 {
-    use std::arch::x86_64::*;
-    let a = _mm512_set1_ps(0.999_999);
-    let b = _mm512_set1_ps(1e-7);
-    let mut acc = [_mm512_set1_ps(1.0); PEAK_CHAINS];
-    for _ in 0..iters {
-        for v in acc.iter_mut() {
-            *v = _mm512_fmadd_ps(*v, a, b);
-        }
-    }
-    let mut s = _mm512_setzero_ps();
-    for v in acc {
-        s = _mm512_add_ps(s, v);
-    }
-    _mm512_reduce_add_ps(divan::black_box(s))
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn fma_loop_avx2(iters: usize) -> f32 {
-    use std::arch::x86_64::*;
-    let a = _mm256_set1_ps(0.999_999);
-    let b = _mm256_set1_ps(1e-7);
-    let mut acc = [_mm256_set1_ps(1.0); PEAK_CHAINS];
-    for _ in 0..iters {
-        for v in acc.iter_mut() {
-            *v = _mm256_fmadd_ps(*v, a, b);
-        }
-    }
-    let mut s = _mm256_setzero_ps();
-    for v in acc {
-        s = _mm256_add_ps(s, v);
-    }
-    // SAFETY: __m256 is eight f32 lanes.
-    let out: [f32; 8] = unsafe { std::mem::transmute(divan::black_box(s)) };
-    out.iter().sum()
 }

@@ -115,29 +115,26 @@ fn read() -> CpuInfo {
     CpuInfo { vendor: Vendor::Other, family: 0, model: 0, l1d, l2, l3, caches_reported: false }
 }
 
-/// 512-bit FMAs the core starts per cycle, 1 or 2, measured: independent
-/// FMA chains run once in 512-bit and once in 256-bit registers. Cores
-/// with two 512-bit ports (Intel Xeon Gold 6000 and Platinum, Ice Lake and
-/// later servers) finish both in the same time; cores with one (client
-/// Intel cores, Xeon Silver and Bronze) or that split a 512-bit FMA into
-/// two 256-bit halves (AMD Zen 4) take twice as long for the 512-bit form.
-/// About 0.2 ms, run once, on CPUs with AVX-512 only.
-#[cfg(target_arch = "x86_64")]
+/// 512-bit FMAs the core starts per cycle, 1 or 2, measured: [`fma_chains`]
+/// run once in 512-bit and once in 256-bit registers. Cores with two
+/// 512-bit ports (Intel Xeon Gold 6000 and Platinum, Ice Lake and later
+/// servers) finish both in the same time; cores with one (client Intel
+/// cores, Xeon Silver and Bronze) or that split a 512-bit FMA into two
+/// 256-bit halves (AMD Zen 4) take twice as long for the 512-bit form.
+/// About 0.2 ms, run once; 0 on CPUs without AVX-512.
 pub fn fma_ports_512() -> u32 {
     static PORTS: OnceLock<u32> = OnceLock::new();
     *PORTS.get_or_init(|| {
-        if !crate::simd::Isa::V4.runs_here() {
-            return 0;
-        }
-        /// Loop trips per timed call: 12 chains of 2048 FMAs.
+        /// Loop trips per timed call.
         const ITERS: usize = 2048;
         let time = |wide: bool| {
             let start = std::time::Instant::now();
-            // SAFETY: `Isa::V4` runs here, and with it AVX2 and FMA.
-            let sum = unsafe { if wide { fma_chains_512(ITERS) } else { fma_chains_256(ITERS) } };
-            std::hint::black_box(sum);
+            std::hint::black_box(fma_chains(wide, ITERS));
             start.elapsed()
         };
+        if fma_chains(true, 0).is_none() {
+            return 0;
+        }
         // The first 512-bit instructions may run slowly while the core
         // powers its upper lanes: warm up, then keep each form's fastest
         // of several alternating runs.
@@ -151,13 +148,38 @@ pub fn fma_ports_512() -> u32 {
     })
 }
 
-/// Twelve independent chains of 512-bit FMAs, `iters` steps each.
+/// Independent chains in [`fma_chains`]: a chain waits 4 cycles for its
+/// last result, and a core issues up to two FMAs a cycle, so 8 keep it
+/// busy; 12 leave room and still fit the 16 registers of AVX2 with the two
+/// operands.
+pub const FMA_CHAINS: usize = 12;
+
+/// [`FMA_CHAINS`] independent chains of `iters` fused multiply-adds each,
+/// in 512-bit registers (`wide`) or 256-bit ones, and nothing else: the
+/// loop the port probe times, and the `fma_peak` benchmarks' ceiling.
+/// Returns the chains' sum, or `None` when the CPU lacks that form.
+pub fn fma_chains(wide: bool, iters: usize) -> Option<f32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use crate::simd::Isa;
+        // SAFETY (both): the CPU runs the level, and with it the features.
+        if wide && Isa::V4.runs_here() {
+            return Some(unsafe { fma_chains_512(iters) });
+        }
+        if !wide && Isa::V3.runs_here() {
+            return Some(unsafe { fma_chains_256(iters) });
+        }
+    }
+    let _ = (wide, iters);
+    None
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn fma_chains_512(iters: usize) -> f32 {
     use std::arch::x86_64::*;
     let (a, b) = (_mm512_set1_ps(0.999_999), _mm512_set1_ps(1e-7));
-    let mut acc = [_mm512_set1_ps(1.0); 12];
+    let mut acc = [_mm512_set1_ps(1.0); FMA_CHAINS];
     for _ in 0..iters {
         for v in acc.iter_mut() {
             *v = _mm512_fmadd_ps(*v, a, b);
@@ -166,13 +188,12 @@ unsafe fn fma_chains_512(iters: usize) -> f32 {
     acc.iter().fold(0.0, |s, &v| s + _mm512_reduce_add_ps(v))
 }
 
-/// Twelve independent chains of 256-bit FMAs, `iters` steps each.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn fma_chains_256(iters: usize) -> f32 {
     use std::arch::x86_64::*;
     let (a, b) = (_mm256_set1_ps(0.999_999), _mm256_set1_ps(1e-7));
-    let mut acc = [_mm256_set1_ps(1.0); 12];
+    let mut acc = [_mm256_set1_ps(1.0); FMA_CHAINS];
     for _ in 0..iters {
         for v in acc.iter_mut() {
             *v = _mm256_fmadd_ps(*v, a, b);
@@ -195,7 +216,6 @@ mod tests {
         assert!(info.l2 > info.l1d && info.l3 >= info.l2 / 4, "{info:?}");
     }
 
-    #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_fma_probe_says_one_or_two_ports_where_there_is_avx512() {
         let ports = fma_ports_512();

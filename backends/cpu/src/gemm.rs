@@ -79,9 +79,9 @@ impl GemmKernel {
     /// (`MC`) is a multiple of both.
     fn rows(self) -> (usize, usize) {
         match self {
-            GemmKernel::Avx512x12 => (12, 16),
-            GemmKernel::Avx512x8 => (8, 16),
-            GemmKernel::Avx2x6 => (6, 12),
+            GemmKernel::Avx512x12 => (12, NARROW_ROWS_512),
+            GemmKernel::Avx512x8 => (8, NARROW_ROWS_512),
+            GemmKernel::Avx2x6 => (ROWS_256, NARROW_ROWS_256),
             GemmKernel::Scalar => (4, 4),
         }
     }
@@ -95,6 +95,12 @@ impl GemmKernel {
         }
     }
 }
+
+/// Rows of the AVX-512 narrow tile (16 accumulators), of the AVX2 wide
+/// tile and of the AVX2 narrow one (12 accumulators each).
+const NARROW_ROWS_512: usize = 16;
+const ROWS_256: usize = 6;
+const NARROW_ROWS_256: usize = 12;
 
 impl std::str::FromStr for GemmKernel {
     type Err = String;
@@ -192,22 +198,10 @@ fn choose_kernel(info: &CpuInfo) -> (GemmKernel, &'static str) {
         // Zen 5 (0x1A) has full-width units, two of them.
         Vendor::Amd if info.family >= 0x1A => (GemmKernel::Avx512x12, "AMD Zen 5 or later: two 512-bit FMA units"),
         Vendor::Amd => (GemmKernel::Avx512x8, "AMD Zen 4: one 512-bit FMA a cycle"),
-        _ => match cpuinfo_ports() {
+        _ => match crate::cpuinfo::fma_ports_512() {
             2 => (GemmKernel::Avx512x12, "two 512-bit FMA ports, measured"),
             _ => (GemmKernel::Avx512x8, "one 512-bit FMA port, measured"),
         },
-    }
-}
-
-/// The measured 512-bit FMA ports (x86 only).
-fn cpuinfo_ports() -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        crate::cpuinfo::fma_ports_512()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        1
     }
 }
 
@@ -330,7 +324,7 @@ macro_rules! gemm_float {
                     // SAFETY: forwarded from the caller.
                     unsafe {
                         if g.n <= <$v512 as Lanes>::W {
-                            run::<$t, Simd<$v512, 16, 1>>(g, pa, pb)
+                            run::<$t, Simd<$v512, NARROW_ROWS_512, 1>>(g, pa, pb)
                         } else {
                             run::<$t, Simd<$v512, MR, 2>>(g, pa, pb)
                         }
@@ -342,9 +336,9 @@ macro_rules! gemm_float {
                     // SAFETY: forwarded from the caller.
                     unsafe {
                         if g.n <= <$v256 as Lanes>::W {
-                            run::<$t, Simd<$v256, 12, 1>>(g, pa, pb)
+                            run::<$t, Simd<$v256, NARROW_ROWS_256, 1>>(g, pa, pb)
                         } else {
-                            run::<$t, Simd<$v256, 6, 2>>(g, pa, pb)
+                            run::<$t, Simd<$v256, ROWS_256, 2>>(g, pa, pb)
                         }
                     }
                 }

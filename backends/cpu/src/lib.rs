@@ -40,7 +40,7 @@ use blaze_runtime::{
     RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
-pub use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
+pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
 use crate::elementwise::{map, select, zip};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
