@@ -1,0 +1,214 @@
+//! ONNX models exported by PyTorch (tests/fixtures/make_onnx_fixtures.py),
+//! converted: the generated source is the committed one, it compiles (it is
+//! a module of this test), its outputs match PyTorch's, and it fine-tunes
+//! through the backward pass `#[model]` generates. Broken and unsupported
+//! files are refused with errors that say why.
+//!
+//! After a change to the converter, `BLAZE_BLESS=1 cargo test -p blaze-onnx`
+//! rewrites tests/generated/.
+
+use std::path::{Path, PathBuf};
+
+use blaze::nn::{Ctx, sgd_step};
+use blaze::prelude::*;
+use blaze::record::{load_model, load_tensors};
+use blaze_onnx::{Error, Problem, import_bytes, import_file};
+
+#[path = "generated/gpt.rs"]
+mod gpt;
+#[path = "generated/lenet.rs"]
+mod lenet;
+#[path = "generated/mlp.rs"]
+mod mlp;
+#[path = "generated/resnet_block.rs"]
+mod resnet_block;
+
+const MODELS: [&str; 4] = ["mlp", "lenet", "resnet_block", "gpt"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn generated(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generated").join(name)
+}
+
+#[test]
+fn conversion_reproduces_the_committed_source_and_weights() {
+    let bless = std::env::var_os("BLAZE_BLESS").is_some();
+    for name in MODELS {
+        let import = import_file(&fixture(&format!("{name}.onnx")), None).unwrap();
+        let (rs, st) = (generated(&format!("{name}.rs")), generated(&format!("{name}.safetensors")));
+        if bless {
+            import.write(&rs, &st).unwrap();
+            continue;
+        }
+        let hint = "the converter's output changed; review it and rerun with BLAZE_BLESS=1 to accept it";
+        assert_eq!(std::fs::read_to_string(&rs).unwrap(), import.source, "{name}.rs: {hint}");
+        assert!(std::fs::read(&st).unwrap() == import.weights_bytes(), "{name}.safetensors: {hint}");
+    }
+}
+
+/// The fixture's input and PyTorch's output.
+fn io<const D: usize, const O: usize>(name: &str) -> (Tensor<Cpu, D>, Tensor<Cpu, O>) {
+    let (tensors, _) = load_tensors(&fixture(&format!("{name}_io.safetensors"))).unwrap();
+    let get = |k: &str| tensors.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    (Tensor::from_data(get("input"), &CpuDevice).unwrap(), Tensor::from_data(get("output"), &CpuDevice).unwrap())
+}
+
+fn weights(name: &str) -> PathBuf {
+    generated(&format!("{name}.safetensors"))
+}
+
+fn assert_close<const D: usize>(name: &str, got: &Tensor<Cpu, D>, want: &Tensor<Cpu, D>) {
+    assert_eq!(got.shape(), want.shape(), "{name}: output shape");
+    let (g, w) = (got.to_vec::<f32>(), want.to_vec::<f32>());
+    let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst <= 1e-4, "{name}: outputs differ from PyTorch's by up to {worst}");
+}
+
+/// Mean cross-entropy of `logits` `[n, classes]` against `labels`, and
+/// its gradient.
+fn cross_entropy(logits: &Tensor<Cpu, 2>, labels: &Tensor<Cpu, 1>) -> (f64, Tensor<Cpu, 2>) {
+    let [n, classes] = logits.shape();
+    let target: Tensor<Cpu, 2> = labels.reshape([-1, 1]);
+    let all = Tensor::<Cpu, 1>::arange(0..classes as i64, &CpuDevice).reshape([1, classes as isize]);
+    let onehot = target.eq(&all.expand([n, classes])).to_dtype(DType::F32);
+    let logp = logits.log_softmax(1);
+    let loss = -logp.gather(1, &target).mean().item();
+    (loss, (logp.exp() - &onehot) / n as f64)
+}
+
+/// Fixed labels, one per row.
+fn labels(n: usize, classes: usize) -> Tensor<Cpu, 1> {
+    Tensor::from_vec((0..n).map(|i| ((i * 7 + 3) % classes) as i64).collect::<Vec<_>>(), [n], &CpuDevice)
+}
+
+/// Steps of plain SGD on the cross-entropy of the model's outputs (the
+/// last dim the classes) through the generated backward: the loss must
+/// fall by half.
+macro_rules! fine_tunes {
+    ($model:expr, $x:expr, $lr:expr, $steps:expr) => {{
+        let mut model = $model;
+        let mut ctx = Ctx::train(0);
+        let mut losses = Vec::new();
+        for _ in 0..$steps {
+            let (y, cache) = model.forward_train(&$x, &mut ctx);
+            let shape = y.shape();
+            let classes = shape[shape.len() - 1];
+            let flat: Tensor<Cpu, 2> = y.reshape([-1, classes as isize]);
+            let rows = flat.shape()[0];
+            let (loss, grad) = cross_entropy(&flat, &labels(rows, classes));
+            assert!(loss.is_finite(), "loss {loss}");
+            losses.push(loss);
+            let (_, grads) = model.backward(&cache, &grad.reshape(shape.map(|d| d as isize)));
+            sgd_step(&mut model, &grads, $lr);
+        }
+        let last = losses[losses.len() - 1];
+        assert!(last < 0.5 * losses[0], "loss {:.4} -> {last:.4}: {losses:?}", losses[0]);
+    }};
+}
+
+#[test]
+fn mlp_matches_pytorch_and_fine_tunes() {
+    let mut model = mlp::Mlp::new(&CpuDevice);
+    load_model(&mut model, &weights("mlp")).unwrap();
+    let (x, want) = io::<2, 2>("mlp");
+    assert_close("mlp", &model.forward(&x), &want);
+    fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn lenet_matches_pytorch_and_fine_tunes() {
+    let mut model = lenet::Lenet::new(&CpuDevice);
+    load_model(&mut model, &weights("lenet")).unwrap();
+    let (x, want) = io::<4, 2>("lenet");
+    assert_close("lenet", &model.forward(&x), &want);
+    fine_tunes!(model, x, 0.1, 30);
+}
+
+#[test]
+fn residual_block_with_batch_norm_matches_pytorch_and_fine_tunes() {
+    let mut model = resnet_block::ResnetBlock::new(&CpuDevice);
+    load_model(&mut model, &weights("resnet_block")).unwrap();
+    let (x, want) = io::<4, 2>("resnet_block");
+    assert_close("resnet_block", &model.forward(&x), &want);
+    fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn transformer_with_causal_attention_matches_pytorch_and_fine_tunes() {
+    let mut model = gpt::Gpt::new(&CpuDevice);
+    load_model(&mut model, &weights("gpt")).unwrap();
+    let (ids, want) = io::<2, 3>("gpt");
+    assert_close("gpt", &model.forward(&ids), &want);
+    // Causal: the first five positions' outputs do not depend on the rest.
+    let first = ids.narrow(1, 0, 5);
+    assert_close("gpt, a prefix", &model.forward(&first), &want.narrow(1, 0, 5));
+    fine_tunes!(model, ids, 0.5, 30);
+}
+
+fn refusal(path: &Path) -> String {
+    match import_file(path, None) {
+        Ok(_) => panic!("{} converted", path.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unsupported_operators_are_listed_with_their_nodes() {
+    let msg = refusal(&fixture("unknown_ops.onnx"));
+    assert!(msg.starts_with("unknown_ops.onnx: 2 operator(s) without a conversion to Blaze:"), "{msg}");
+    assert!(msg.contains("\n  Hardmax: pick, pick_again\n  Det: det\n"), "{msg}");
+    assert!(!msg.contains("relu"), "{msg}");
+}
+
+#[test]
+fn a_shape_computed_from_the_data_is_refused_at_its_node() {
+    let msg = refusal(&fixture("data_dependent.onnx"));
+    assert!(msg.contains("node `reshape_by_data` (Reshape)"), "{msg}");
+    assert!(msg.contains("a data-dependent shape"), "{msg}");
+    assert!(msg.contains("`to_ints` casts a tensor computed from the data"), "{msg}");
+}
+
+#[test]
+fn broken_files_are_refused_and_nothing_is_written() {
+    let bytes = std::fs::read(fixture("lenet.onnx")).unwrap();
+    for cut in [10, 1000, bytes.len() / 2, bytes.len() - 1] {
+        match import_bytes(&bytes[..cut], "cut.onnx", "Cut") {
+            Err(Error::Model { file, problem: Problem::Malformed(_) }) => assert_eq!(file, "cut.onnx"),
+            other => panic!("{cut} bytes: {other:?}"),
+        }
+    }
+    let msg = import_bytes(b"not a model at all", "text.onnx", "Text").unwrap_err().to_string();
+    assert!(msg.starts_with("text.onnx: not a valid ONNX model"), "{msg}");
+    let msg = refusal(Path::new("/nonexistent/model.onnx"));
+    assert!(msg.starts_with("/nonexistent/model.onnx: "), "{msg}");
+    let msg = import_bytes(&bytes, "lenet.onnx", "lenet").unwrap_err().to_string();
+    assert!(msg.contains("`lenet` is not a Rust type name"), "{msg}");
+}
+
+#[test]
+fn the_command_line_writes_source_and_weights() {
+    let dir = std::env::temp_dir().join(format!("blaze-onnx-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("model.rs");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
+        .arg(fixture("lenet.onnx"))
+        .args(["--out".as_ref(), out.as_os_str(), "--name".as_ref(), "LeNet".as_ref()])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let source = std::fs::read_to_string(&out).unwrap();
+    assert!(source.contains("pub struct LeNet {"), "{source}");
+    assert!(dir.join("model.safetensors").exists());
+    let failed = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
+        .arg(fixture("unknown_ops.onnx"))
+        .args(["--out".as_ref(), dir.join("bad.rs").as_os_str()])
+        .output()
+        .unwrap();
+    assert!(!failed.status.success());
+    assert!(String::from_utf8_lossy(&failed.stderr).contains("Hardmax: pick, pick_again"));
+    assert!(!dir.join("bad.rs").exists(), "a refused model writes nothing");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
