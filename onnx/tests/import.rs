@@ -40,16 +40,31 @@ fn generated(name: &str) -> PathBuf {
 #[test]
 fn conversion_reproduces_the_committed_source_and_weights() {
     let bless = std::env::var_os("BLAZE_BLESS").is_some();
-    for name in MODELS {
-        let import = import_file(&fixture(&format!("{name}.onnx")), None).unwrap();
-        let (rs, st) = (generated(&format!("{name}.rs")), generated(&format!("{name}.safetensors")));
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut cases: Vec<(PathBuf, Option<&str>, PathBuf, PathBuf)> = MODELS
+        .iter()
+        .map(|name| {
+            let onnx = fixture(&format!("{name}.onnx"));
+            (onnx, None, generated(&format!("{name}.rs")), generated(&format!("{name}.safetensors")))
+        })
+        .collect();
+    // The example's model, as the command in its header writes it.
+    cases.push((
+        example.join("lenet_digits.onnx"),
+        Some("LeNet"),
+        example.join("lenet_digits/model.rs"),
+        example.join("lenet_digits/model.safetensors"),
+    ));
+    for (onnx, struct_name, rs, st) in cases {
+        let name = onnx.display();
+        let import = import_file(&onnx, struct_name).unwrap();
         if bless {
             import.write(&rs, &st).unwrap();
             continue;
         }
         let hint = "the converter's output changed; review it and rerun with BLAZE_BLESS=1 to accept it";
-        assert_eq!(std::fs::read_to_string(&rs).unwrap(), import.source, "{name}.rs: {hint}");
-        assert!(std::fs::read(&st).unwrap() == import.weights_bytes(), "{name}.safetensors: {hint}");
+        assert_eq!(std::fs::read_to_string(&rs).unwrap(), import.source, "{name}: {hint}");
+        assert!(std::fs::read(&st).unwrap() == import.weights_bytes(), "{name}: {hint}");
     }
 }
 
