@@ -19,11 +19,13 @@ pub struct Origin<'a> {
 /// The source, and the fields in the order the weights name them.
 pub fn source(p: &Program, name: &str, origin: &Origin<'_>) -> Result<(String, Vec<Field>), String> {
     let mut out = String::new();
-    let _ = writeln!(out, "//! `{name}`, converted by blaze-onnx from `{}` (ONNX opset {}).", origin.file, origin.opset);
-    let _ = writeln!(out, "//!");
-    let _ = writeln!(out, "//! Plain `#[model]` source: edit it, retrain it. Its weights went to a");
-    let _ = writeln!(out, "//! safetensors file under the fields' names; load them with");
-    let _ = writeln!(out, "//! `blaze::record::load_model(&mut model, path)`.");
+    // Plain comments, not `//!`: the file may be `include!`d (from a build
+    // script's output), where inner doc comments are refused.
+    let _ = writeln!(out, "// `{name}`, converted by blaze-onnx from `{}` (ONNX opset {}).", origin.file, origin.opset);
+    let _ = writeln!(out, "//");
+    let _ = writeln!(out, "// Plain `#[model]` source: edit it, retrain it. Its weights went to a");
+    let _ = writeln!(out, "// safetensors file under the fields' names; load them with");
+    let _ = writeln!(out, "// `blaze::record::load_model(&mut model, path)`.");
     let _ = writeln!(out);
     let _ = writeln!(out, "use blaze::prelude::*;");
     let _ = writeln!(out);

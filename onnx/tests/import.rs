@@ -27,6 +27,11 @@ mod resnet_block;
 #[path = "generated/zoo.rs"]
 mod zoo;
 
+/// The form a build script's output takes: `include!` of the written file.
+mod included {
+    include!("generated/mlp.rs");
+}
+
 const MODELS: [&str; 6] = ["mlp", "lenet", "resnet_block", "gpt", "zoo", "ops"];
 
 fn fixture(name: &str) -> PathBuf {
@@ -138,6 +143,9 @@ fn mlp_matches_pytorch_and_fine_tunes() {
     load_model(&mut model, &weights("mlp")).unwrap();
     let (x, want) = io::<2, 2>("mlp");
     assert_close("mlp", &model.forward(&x), &want);
+    let mut included = included::Mlp::new(&CpuDevice);
+    load_model(&mut included, &weights("mlp")).unwrap();
+    assert_close("mlp, included", &included.forward(&x), &want);
     fine_tunes!(model, x, 0.5, 30);
 }
 

@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // What the converter makes of the file: the struct in model.rs.
     let import = blaze_onnx::import_file(&here.join("examples/lenet_digits.onnx"), Some("LeNet"))?;
-    let start = import.source.find("\n#[model").map_or(0, |i| i + 1);
+    let start = import.source.find("#[model(").unwrap_or(0);
     println!("{}", &import.source[start..]);
 
     // Inference with the imported weights.

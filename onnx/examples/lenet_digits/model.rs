@@ -1,8 +1,8 @@
-//! `LeNet`, converted by blaze-onnx from `lenet_digits.onnx` (ONNX opset 18).
-//!
-//! Plain `#[model]` source: edit it, retrain it. Its weights went to a
-//! safetensors file under the fields' names; load them with
-//! `blaze::record::load_model(&mut model, path)`.
+// `LeNet`, converted by blaze-onnx from `lenet_digits.onnx` (ONNX opset 18).
+//
+// Plain `#[model]` source: edit it, retrain it. Its weights went to a
+// safetensors file under the fields' names; load them with
+// `blaze::record::load_model(&mut model, path)`.
 
 use blaze::prelude::*;
 

@@ -1,8 +1,8 @@
-//! `Lenet`, converted by blaze-onnx from `lenet.onnx` (ONNX opset 18).
-//!
-//! Plain `#[model]` source: edit it, retrain it. Its weights went to a
-//! safetensors file under the fields' names; load them with
-//! `blaze::record::load_model(&mut model, path)`.
+// `Lenet`, converted by blaze-onnx from `lenet.onnx` (ONNX opset 18).
+//
+// Plain `#[model]` source: edit it, retrain it. Its weights went to a
+// safetensors file under the fields' names; load them with
+// `blaze::record::load_model(&mut model, path)`.
 
 use blaze::prelude::*;
 

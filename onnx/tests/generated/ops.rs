@@ -1,8 +1,8 @@
-//! `Ops`, converted by blaze-onnx from `ops.onnx` (ONNX opset 20).
-//!
-//! Plain `#[model]` source: edit it, retrain it. Its weights went to a
-//! safetensors file under the fields' names; load them with
-//! `blaze::record::load_model(&mut model, path)`.
+// `Ops`, converted by blaze-onnx from `ops.onnx` (ONNX opset 20).
+//
+// Plain `#[model]` source: edit it, retrain it. Its weights went to a
+// safetensors file under the fields' names; load them with
+// `blaze::record::load_model(&mut model, path)`.
 
 use blaze::prelude::*;
 
