@@ -48,8 +48,8 @@ pub mod prelude {
     pub use blaze_runtime::nn::{
         AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Block, Conv1d, Conv2d, ConvTranspose2d, Ctx,
         Differentiable, Dropout, Elu, Embedding, Flatten, Gelu, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm,
-        LeakyRelu, Linear, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu, Softmax,
-        Softplus, Tanh, Upsample,
+        LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu,
+        Softmax, Softplus, Tanh, Upsample,
     };
     pub use blaze_runtime::{
         Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed,

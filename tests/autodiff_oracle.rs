@@ -300,7 +300,8 @@ pub struct Recurrence {
     fc: Linear<30, 2>,
 }
 
-/// Token ids through an embedding, a normalisation and a flatten.
+/// Token ids through an embedding, a normalisation and a flatten, to
+/// log-probabilities.
 #[model(input = [5])]
 pub struct Tokens {
     emb: Embedding<20, 8>,
@@ -310,6 +311,7 @@ pub struct Tokens {
     silu: Silu,
     flat: Flatten,
     fc: Linear<40, 3>,
+    logp: LogSoftmax,
 }
 
 #[test]

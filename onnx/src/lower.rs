@@ -1058,13 +1058,11 @@ impl<'g> Lower<'g> {
                     return Err("flattens before normalising (opset < 13) over more than the last dim".into());
                 }
                 let d = sample_axis(axis, rank);
-                if n.op == "Softmax" {
-                    let keys = if d == -1 { vec![] } else { vec![("dim", Value::Int(d.into()))] };
-                    let body = format!("{{x}}.softmax({d})");
-                    self.act(n, Layer::Softmax, vec![], keys, Some(&body), &t, "softmax")
-                } else {
-                    self.emit(n, 0, format!("{}.log_softmax({d})", t.name), t.under.clone(), 0, t.dtype)
-                }
+                let keys = if d == -1 { vec![] } else { vec![("dim", Value::Int(d.into()))] };
+                let (layer, method) =
+                    if n.op == "Softmax" { (Layer::Softmax, "softmax") } else { (Layer::LogSoftmax, "log_softmax") };
+                let body = format!("{{x}}.{method}({d})");
+                self.act(n, layer, vec![], keys, Some(&body), &t, method)
             }
             "Flatten" => {
                 let t = self.plain(n, 0)?;

@@ -314,6 +314,13 @@ const fn recurrent(input: usize, h: usize, o: &Options, s: StaticShape) -> Resul
 }
 
 /// The rule of a pooling window of `k` over `[C, H, W]`.
+/// A softmax's rule: `dim` counts as PyTorch counts it, the batch at 0
+/// (so 1 to the per-sample rank, or from the last with a negative).
+const fn along_dim(o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
+    let rank = s.rank as i64;
+    if (o.dim >= 1 && o.dim <= rank) || (o.dim < 0 && o.dim >= -rank) { Ok(s) } else { Err(ShapeError::Dim { dim: o.dim }) }
+}
+
 const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
     let [c, h, w] = match image(&s) {
         Ok(d) => d,
@@ -770,14 +777,23 @@ layers! {
         default_stride: |_| 1,
         expects: |_| "takes a dim of its input".to_owned(),
         params: |_, _| Vec::new(),
-        output: |_, o, s| {
-            let rank = s.rank as i64;
-            if (o.dim >= 1 && o.dim <= rank) || (o.dim < 0 && o.dim >= -rank) {
-                Ok(s)
-            } else {
-                Err(ShapeError::Dim { dim: o.dim })
-            }
-        },
+        output: |_, o, s| { along_dim(o, s) },
+        rank: |r| r,
+    }
+
+    /// `LogSoftmax`: the log of `Softmax`, along `dim` counted the same way.
+    LogSoftmax {
+        generics: [],
+        keys: [Dim],
+        holds_tensors: false,
+        elementwise: false,
+        takes_ids: false,
+        fuses_activation: false,
+        fusable_activation: None,
+        default_stride: |_| 1,
+        expects: |_| "takes a dim of its input".to_owned(),
+        params: |_, _| Vec::new(),
+        output: |_, o, s| { along_dim(o, s) },
         rank: |r| r,
     }
 

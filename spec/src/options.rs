@@ -32,7 +32,7 @@ pub struct Options {
     pub beta: f64,
     /// `Softplus` is the identity where `beta x` exceeds this.
     pub threshold: f64,
-    /// `Softmax`'s dimension of the per-sample shape; negative counts from
+    /// `Softmax`'s and `LogSoftmax`'s dimension of the per-sample shape; negative counts from
     /// the last (-1).
     pub dim: i64,
     /// Whether `RMSNorm` has a learnable per-feature weight.

@@ -12,7 +12,7 @@ use std::mem::MaybeUninit;
 use super::{Ctx, Layer, stateless_module};
 use crate::adjoint;
 use crate::kernel::{self, Arg, Elementwise, KernelFloat};
-use crate::{Backend, Tensor};
+use crate::{Backend, SoftmaxOptions, Tensor};
 
 /// `max(x, 0)`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -145,30 +145,50 @@ impl Elu {
     }
 }
 
+/// Log-softmax along `dim` (PyTorch's `nn.LogSoftmax(dim)`), the dims
+/// counted as [`Softmax`] counts them.
+#[derive(Clone, Copy, Debug)]
+pub struct LogSoftmax {
+    /// The dimension whose exponentiated outputs sum to 1.
+    pub dim: i64,
+}
+
 impl Softmax {
     /// Softmax along `dim` (`-1`: the last).
     pub fn new(dim: i64) -> Self {
         Softmax { dim }
     }
+}
 
-    /// The tensor dim of a rank-`d` batch, checked.
-    fn axis(&self, d: usize) -> usize {
-        let rank = d as i64;
-        let axis = if self.dim < 0 { rank + self.dim } else { self.dim };
-        assert!(
-            (1..rank).contains(&axis),
-            "Softmax: dim {} is not a dimension of a sample of a rank-{d} batch (1 to {} or -{} to -1; 0 is the batch)",
-            self.dim,
-            d - 1,
-            d - 1
-        );
-        axis as usize
+impl LogSoftmax {
+    /// Log-softmax along `dim` (`-1`: the last).
+    pub fn new(dim: i64) -> Self {
+        LogSoftmax { dim }
     }
+}
+
+/// The tensor dim of a rank-`d` batch that `layer`'s `dim` names, checked.
+fn softmax_axis(layer: &str, dim: i64, d: usize) -> usize {
+    let rank = d as i64;
+    let axis = if dim < 0 { rank + dim } else { dim };
+    assert!(
+        (1..rank).contains(&axis),
+        "{layer}: dim {dim} is not a dimension of a sample of a rank-{d} batch (1 to {} or -{} to -1; 0 is the batch)",
+        d - 1,
+        d - 1
+    );
+    axis as usize
 }
 
 impl Default for Softmax {
     fn default() -> Self {
         Softmax::new(blaze_spec::Layer::Softmax.defaults().dim)
+    }
+}
+
+impl Default for LogSoftmax {
+    fn default() -> Self {
+        LogSoftmax::new(blaze_spec::Layer::LogSoftmax.defaults().dim)
     }
 }
 
@@ -343,7 +363,7 @@ impl<K: Elementwise> fmt::Debug for Map<K> {
     }
 }
 
-stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu, Identity, Softplus, Elu, Softmax);
+stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu, Identity, Softplus, Elu, Softmax, LogSoftmax);
 stateless_module!(generics [K: Elementwise] Map<K>);
 
 impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
@@ -503,20 +523,35 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Elu {
     }
 }
 
-impl<B: Backend, const D: usize> Layer<B, D, D> for Softmax {
-    /// The output, which the adjoint takes.
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.softmax(self.axis(D))
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        let y = Layer::<B, D, D>::forward(self, x);
-        (y.clone(), y)
-    }
-    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::softmax::<B>(g.storage(), y.storage(), self.axis(D), Default::default())), ())
-    }
+/// `Softmax` and `LogSoftmax`: the output is the cache, which the adjoint
+/// takes.
+macro_rules! softmax_layer {
+    ($($layer:ident => $method:ident, $options:expr);*) => {$(
+        impl<B: Backend, const D: usize> Layer<B, D, D> for $layer {
+            type Cache = Tensor<B, D>;
+            fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+                x.$method(softmax_axis(stringify!($layer), self.dim, D))
+            }
+            fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+                let y = Layer::<B, D, D>::forward(self, x);
+                (y.clone(), y)
+            }
+            fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+                let axis = softmax_axis(stringify!($layer), self.dim, D);
+                (Tensor::from_storage(adjoint::softmax::<B>(g.storage(), y.storage(), axis, $options)), ())
+            }
+        }
+
+        impl<B: Backend> super::FromSpec<B> for $layer {
+            const LAYER: blaze_spec::Layer = blaze_spec::Layer::$layer;
+            fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+                $layer::new(o.dim)
+            }
+        }
+    )*};
 }
+
+softmax_layer!(Softmax => softmax, SoftmaxOptions::default(); LogSoftmax => log_softmax, SoftmaxOptions::default().log());
 
 impl From<&blaze_spec::Options> for SoftplusConfig {
     fn from(o: &blaze_spec::Options) -> Self {
@@ -544,12 +579,6 @@ impl<B: Backend> super::FromSpec<B> for Elu {
     }
 }
 
-impl<B: Backend> super::FromSpec<B> for Softmax {
-    const LAYER: blaze_spec::Layer = blaze_spec::Layer::Softmax;
-    fn from_spec(o: &blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
-        Softmax::new(o.dim)
-    }
-}
 
 impl From<&blaze_spec::Options> for LeakyReluConfig {
     fn from(o: &blaze_spec::Options) -> Self {
