@@ -1166,11 +1166,8 @@ impl<'g> Lower<'g> {
         }
         let mut dims: Vec<Dim> = dims.into_iter().map(|d| d.expect("filled")).collect();
         // An export at a fixed batch size writes that size where the batch goes.
-        if dims[0] != shape[0] && t.folded == 0 && dims[0].value().is_some() && Dim::product(&dims).div(&numel).is_some() {
-            let per: Dim = Dim::product(&dims[1..]);
-            if numel.div(&per).is_some_and(|b| b.name() == Some(BATCH)) {
-                dims[0] = Dim::named(BATCH);
-            }
+        if t.folded == 0 && dims[0].value().is_some() && numel.div(&Dim::product(&dims[1..])).is_some_and(|b| b.name() == Some(BATCH)) {
+            dims[0] = Dim::named(BATCH);
         }
         if t.folded > 0 {
             // Back from a folded view to the tensor underneath.

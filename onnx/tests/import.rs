@@ -198,6 +198,25 @@ fn operators_exporters_fold_away_match_onnx_and_fine_tune() {
     fine_tunes!(model, x, 2.0, 30, 0.95);
 }
 
+#[test]
+fn an_export_at_a_fixed_batch_size_gets_a_free_batch_dim() {
+    // The reshapes of this export say 3 where the batch goes; the source is
+    // the dynamic export's, and the model runs at any batch size.
+    let fixed = import_file(&fixture("zoo_fixed_batch.onnx"), Some("Zoo")).unwrap();
+    let dynamic = std::fs::read_to_string(generated("zoo.rs")).unwrap();
+    let body = |s: &str| s.lines().skip_while(|l| l.starts_with("//")).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&fixed.source), body(&dynamic));
+    let path = std::env::temp_dir().join(format!("blaze-onnx-fixed-{}.safetensors", std::process::id()));
+    std::fs::write(&path, fixed.weights_bytes()).unwrap();
+    let mut model = zoo::Zoo::new(&CpuDevice);
+    load_model(&mut model, &path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let (x, want) = io::<4, 2>("zoo_fixed_batch");
+    assert_close("zoo_fixed_batch", &model.forward(&x), &want);
+    let five = Tensor::<Cpu, 4>::cat(&[x.clone(), x.narrow(0, 0, 2)], 0);
+    assert_close("zoo_fixed_batch at batch 5", &model.forward(&five).narrow(0, 0, 3), &want);
+}
+
 fn refusal(path: &Path) -> String {
     match import_file(path, None) {
         Ok(_) => panic!("{} converted", path.display()),
