@@ -454,7 +454,9 @@ impl<'g> Lower<'g> {
                 let s = match self.input_val(n, 0)? {
                     Val::Tensor(t) => t.shape(),
                     Val::Const(d) => d.dims.iter().map(|&x| Dim::known(x as i64)).collect(),
-                    _ => return Err("reads the shape of a value known only while converting".into()),
+                    Val::Filled(_, s) => s.clone(),
+                    Val::Triangle { n, .. } => vec![n.clone(), n.clone()],
+                    other => return Err(format!("reads the shape of {}, which the importer cannot follow", kind(other))),
                 };
                 let r = s.len() as i64;
                 let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
