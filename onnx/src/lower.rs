@@ -101,14 +101,87 @@ enum Val {
     Scalar(Dim),
     /// One value over a shape computed from shapes (`Expand`).
     Filled(Fill, Vec<Dim>),
-    /// `[n, n]`: `on` where `j - i <= diagonal` (lower) or `>= diagonal`
-    /// (upper), `off` elsewhere.
-    Triangle { n: Dim, lower: bool, diagonal: i64, on: Fill, off: Fill },
+    /// A table of two values split along a diagonal: masks.
+    Triangle(Tri),
     /// `arange(0, n)`.
     Positions(Dim),
     /// Computed from the data in a way a forward body cannot write; the
     /// words say how.
     Opaque(String),
+}
+
+/// `[rows, cols]`: `on` where `j - i <= diagonal` (lower) or
+/// `j - i >= diagonal` (upper), `off` elsewhere; `i` the row, `j` the column.
+#[derive(Clone, Debug, PartialEq)]
+struct Tri {
+    /// Unit dims in front (a registered `[1, 1, n, n]` mask).
+    lead: usize,
+    rows: Dim,
+    cols: Dim,
+    lower: bool,
+    diagonal: i64,
+    on: Fill,
+    off: Fill,
+}
+
+/// A set of positions `(i, j)` of a triangle, by `j - i`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Region {
+    Everywhere,
+    Nowhere,
+    AtLeast(i64),
+    AtMost(i64),
+}
+
+impl Tri {
+    fn map(&self, f: impl Fn(&Fill) -> Fill) -> Tri {
+        Tri { on: f(&self.on), off: f(&self.off), ..self.clone() }
+    }
+
+    /// Where the value satisfies `pred`.
+    fn region(&self, pred: impl Fn(&Fill) -> bool) -> Region {
+        match (pred(&self.on), pred(&self.off), self.lower) {
+            (true, true, _) => Region::Everywhere,
+            (false, false, _) => Region::Nowhere,
+            (true, false, true) => Region::AtMost(self.diagonal),
+            (true, false, false) => Region::AtLeast(self.diagonal),
+            (false, true, true) => Region::AtLeast(self.diagonal + 1),
+            (false, true, false) => Region::AtMost(self.diagonal - 1),
+        }
+    }
+
+    /// The size of a causal mask whose masked positions (each query's
+    /// later keys, `j > i`) are exactly those where `pred` holds.
+    fn causal(&self, pred: impl Fn(&Fill) -> bool) -> Option<&Dim> {
+        (self.rows == self.cols && self.region(pred) == Region::AtLeast(1)).then_some(&self.rows)
+    }
+
+    /// The table a constant holds, if it is `tril(ones(n, n))` (of floats
+    /// or bools) behind unit dims, as a model registers its causal mask.
+    fn of_constant(d: &Data) -> Option<Tri> {
+        let r = d.dims.len();
+        if r < 2 || d.dims[..r - 2].iter().any(|&x| x != 1) || d.dims[r - 1] != d.dims[r - 2] {
+            return None;
+        }
+        let n = d.dims[r - 1];
+        let v = d.as_f64();
+        let tril = (0..n).all(|i| (0..n).all(|j| v[i * n + j] == f64::from(u8::from(j <= i))));
+        let (on, off) = match d.values {
+            Values::Bool(_) => (Fill::Bool(true), Fill::Bool(false)),
+            _ => (Fill::Num(1.0), Fill::Num(0.0)),
+        };
+        let n = Dim::known(n as i64);
+        tril.then(|| Tri { lead: r - 2, rows: n.clone(), cols: n, lower: true, diagonal: 0, on, off })
+    }
+}
+
+/// A number, from a one-element constant or one value expanded.
+fn number(v: &Val) -> Option<f64> {
+    match v {
+        Val::Const(d) => d.scalar(),
+        Val::Filled(Fill::Num(x), _) => Some(*x),
+        _ => None,
+    }
 }
 
 const BATCH: &str = "batch";
@@ -455,7 +528,11 @@ impl<'g> Lower<'g> {
                     Val::Tensor(t) => t.shape(),
                     Val::Const(d) => d.dims.iter().map(|&x| Dim::known(x as i64)).collect(),
                     Val::Filled(_, s) => s.clone(),
-                    Val::Triangle { n, .. } => vec![n.clone(), n.clone()],
+                    Val::Triangle(t) => {
+                        let mut s = vec![Dim::known(1); t.lead];
+                        s.extend([t.rows.clone(), t.cols.clone()]);
+                        s
+                    }
                     other => return Err(format!("reads the shape of {}, which the importer cannot follow", kind(other))),
                 };
                 let r = s.len() as i64;
@@ -499,12 +576,13 @@ impl<'g> Lower<'g> {
                     None => 0,
                 };
                 match self.input_val(n, 0)? {
-                    Val::Filled(f, s) if s.len() == 2 && s[0] == s[1] => {
+                    Val::Filled(f, s) if s.len() == 2 => {
                         let off = match f {
                             Fill::Num(_) => Fill::Num(0.0),
                             Fill::Bool(_) => Fill::Bool(false),
                         };
-                        let v = Val::Triangle { n: s[0].clone(), lower, diagonal, on: f.clone(), off };
+                        let (rows, cols) = (s[0].clone(), s[1].clone());
+                        let v = Val::Triangle(Tri { lead: 0, rows, cols, lower, diagonal, on: f.clone(), off });
                         self.set(n, 0, v);
                     }
                     _ => return Err("keeps a triangle of something other than a square of one value".into()),
@@ -514,30 +592,17 @@ impl<'g> Lower<'g> {
                 let tri = self.input_val(n, 0)?.clone();
                 let c = self.konst(n, 1)?.scalar().ok_or("compares with more than one value")?;
                 match tri {
-                    Val::Triangle { n: size, lower, diagonal, on, off } => {
-                        let eq = |f: &Fill| match f {
+                    Val::Triangle(t) => {
+                        let v = Val::Triangle(t.map(|f| match f {
                             Fill::Num(x) => Fill::Bool(*x == c),
                             Fill::Bool(b) => Fill::Bool(f64::from(u8::from(*b)) == c),
-                        };
-                        let v = Val::Triangle { n: size, lower, diagonal, on: eq(&on), off: eq(&off) };
+                        }));
                         self.set(n, 0, v);
                     }
                     _ => return Err("compares values computed from the data; only a mask's triangle is read".into()),
                 }
             }
-            "Where" => {
-                let cond = self.input_val(n, 0)?.clone();
-                let a = self.konst(n, 1)?.scalar().ok_or("selects between tensors, not scalars")?;
-                let b = self.konst(n, 2)?.scalar().ok_or("selects between tensors, not scalars")?;
-                match cond {
-                    Val::Triangle { n: size, lower, diagonal, on: Fill::Bool(on), off: Fill::Bool(off) } => {
-                        let pick = |c: bool| Fill::Num(if c { a } else { b });
-                        let v = Val::Triangle { n: size, lower, diagonal, on: pick(on), off: pick(off) };
-                        self.set(n, 0, v);
-                    }
-                    _ => return Err("selects by a condition computed from the data; only a causal mask is read".into()),
-                }
-            }
+            "Where" => self.select(n)?,
             "Add" | "Sub" | "Mul" | "Div" => self.arith(n)?,
             "MatMul" => self.matmul(n)?,
             "Gemm" => self.gemm(n)?,
@@ -651,6 +716,33 @@ impl<'g> Lower<'g> {
 
     fn slice(&mut self, n: &Node) -> R<()> {
         let starts = self.known_ints(n, 1)?;
+        let input = self.input_val(n, 0)?.clone();
+        let table = match &input {
+            Val::Triangle(t) => Some(t.clone()),
+            Val::Const(d) => Tri::of_constant(d),
+            _ => None,
+        };
+        if let Some(mut tri) = table {
+            let rank = tri.lead + 2;
+            // A causal mask cut to the sequence: `bias[:, :, :T, :T]`.
+            let ends = self.ints(n, 2)?;
+            let axes = match n.input(3) {
+                Some(_) => self.known_ints(n, 3)?,
+                None => (0..starts.len() as i64).collect(),
+            };
+            for ((&s, e), &a) in starts.iter().zip(&ends).zip(&axes) {
+                let axis = norm_axis(a, rank)?;
+                let full = e.value().is_some_and(|v| v >= i64::from(i32::MAX));
+                if s != 0 || (axis + 2 < rank && !full) || e.value().is_some_and(|v| v < 0) {
+                    return Err(format!("cuts a mask other than from its top-left corner (axis {a}, {s}..{e})"));
+                }
+                if !full {
+                    if axis + 2 == rank { tri.rows = e.clone() } else if axis + 1 == rank { tri.cols = e.clone() }
+                }
+            }
+            self.set(n, 0, Val::Triangle(tri));
+            return Ok(());
+        }
         let ends = self.known_ints(n, 2)?;
         let axes = match n.input(3) {
             Some(_) => self.known_ints(n, 3)?,
@@ -663,7 +755,7 @@ impl<'g> Lower<'g> {
         if steps.iter().any(|&s| s != 1) {
             return Err("slices with a step other than 1".into());
         }
-        match self.input_val(n, 0)?.clone() {
+        match input {
             Val::Shape(s) => {
                 let r = s.len() as i64;
                 let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
@@ -692,6 +784,48 @@ impl<'g> Lower<'g> {
             _ => return Err("slices a value the importer cannot follow".into()),
         }
         Ok(())
+    }
+
+    /// `x.masked_fill(causal_mask(T), v)` for the tensor input `ti`.
+    fn mask(&mut self, n: &Node, ti: usize, tri: &Tri, v: f64) -> R<()> {
+        let t = self.plain(n, ti)?;
+        let r = t.under.len();
+        if r < 3 || t.under[r - 1] != tri.cols || t.under[r - 2] != tri.rows {
+            return Err(format!(
+                "masks scores of shape {} with a causal mask of {} positions",
+                show(&t.shape()),
+                tri.rows
+            ));
+        }
+        let expr = format!("{}.masked_fill(causal_mask({}), {})", t.name, dim_code(&tri.rows)?, float_lit(v));
+        self.emit(n, 0, expr, t.under.clone(), 0, t.dtype)
+    }
+
+    /// `Where(cond, a, b)`: between numbers, a new table; between a tensor
+    /// and a number, by a causal mask, `masked_fill`.
+    fn select(&mut self, n: &Node) -> R<()> {
+        let Val::Triangle(cond) = self.input_val(n, 0)?.clone() else {
+            return Err("selects by a condition computed from the data; only a causal mask is converted".into());
+        };
+        let (a, b) = (self.input_val(n, 1)?.clone(), self.input_val(n, 2)?.clone());
+        let is_true = |f: &Fill| *f == Fill::Bool(true);
+        let is_false = |f: &Fill| *f == Fill::Bool(false);
+        match (number(&a), number(&b), &a, &b) {
+            (Some(x), Some(y), _, _) => {
+                let v = Val::Triangle(cond.map(|f| Fill::Num(if is_true(f) { x } else { y })));
+                self.set(n, 0, v);
+                Ok(())
+            }
+            // `scores.masked_fill(mask, v)`: v where the mask holds.
+            (Some(x), None, _, Val::Tensor(_)) if cond.causal(is_true).is_some() => self.mask(n, 2, &cond, x),
+            (None, Some(y), Val::Tensor(_), _) if cond.causal(is_false).is_some() => self.mask(n, 1, &cond, y),
+            _ => Err(format!(
+                "selects by {} between {} and {}; a causal mask over scores is converted",
+                kind(&Val::Triangle(cond.clone())),
+                kind(&a),
+                kind(&b)
+            )),
+        }
     }
 
     fn arith(&mut self, n: &'g Node) -> R<()> {
@@ -728,18 +862,20 @@ impl<'g> Lower<'g> {
                 let under = broadcast(&x.under, &y.under)?;
                 self.emit(n, 0, format!("{} {sym} {}", x.name, y.name), under, 0, x.dtype)
             }
-            (Val::Tensor(_), Val::Triangle { n: size, lower: true, diagonal: 0, on: Fill::Num(on), off: Fill::Num(off) })
-                if op == "Add" && *on == 0.0 && *off <= -1e9 =>
-            {
-                // The causal mask an exporter adds to attention scores.
-                let t = self.plain(n, 0)?;
-                let r = t.under.len();
-                if r < 3 || t.under[r - 1] != *size || t.under[r - 2] != *size {
-                    return Err(format!("adds a causal mask of {size} positions to scores of shape {}", show(&t.shape())));
+            (Val::Tensor(_), Val::Triangle(tri)) | (Val::Triangle(tri), Val::Tensor(_)) if op == "Add" => {
+                // The causal mask an exporter adds to attention scores:
+                // adding a huge negative and filling with it agree after the
+                // softmax.
+                let huge = |f: &Fill| matches!(f, Fill::Num(x) if *x <= -1e9);
+                let zero = |f: &Fill| matches!(f, Fill::Num(x) if *x == 0.0);
+                let fill = [&tri.on, &tri.off].into_iter().find(|f| huge(f)).cloned();
+                match (tri.causal(huge), tri.region(zero), fill) {
+                    (Some(_), Region::AtMost(0), Some(Fill::Num(v))) => {
+                        let ti = if matches!(a, Val::Tensor(_)) { 0 } else { 1 };
+                        self.mask(n, ti, tri, v)
+                    }
+                    _ => Err(format!("adds {} to scores; only a causal mask is converted", kind(&Val::Triangle(tri.clone())))),
                 }
-                // Adding a huge negative and filling with it agree after the softmax.
-                let expr = format!("{}.masked_fill(causal_mask({}), {})", t.name, dim_code(size)?, float_lit(*off));
-                self.emit(n, 0, expr, t.under.clone(), 0, t.dtype)
             }
             (Val::Scalar(x), Val::Scalar(y)) if op == "Mul" => {
                 let v = Val::Scalar(x.mul(y));
@@ -1426,9 +1562,18 @@ fn kind(v: &Val) -> String {
         Val::Shape(s) => format!("the shape {}", show(s)),
         Val::Scalar(d) => format!("the size {d}"),
         Val::Filled(f, s) => format!("{f:?} over {}", show(s)),
-        Val::Triangle { n, lower, diagonal, on, off } => {
-            format!("a {n} x {n} triangle (lower {lower}, diagonal {diagonal}, {on:?} inside, {off:?} outside)")
-        }
+        Val::Triangle(t) => format!(
+            "a {} x {} triangle ({} on and {} the diagonal {}, {:?} elsewhere)",
+            t.rows,
+            t.cols,
+            match t.on {
+                Fill::Num(x) => float_lit(x),
+                Fill::Bool(b) => b.to_string(),
+            },
+            if t.lower { "below" } else { "above" },
+            t.diagonal,
+            t.off
+        ),
         Val::Positions(n) => format!("the positions 0..{n}"),
         Val::Opaque(why) => format!("a value computed from the data ({why})"),
     }
@@ -1611,5 +1756,43 @@ impl Dim {
             (None, Some(0)) => Some(self.clone()),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tri(lower: bool, diagonal: i64, on: bool) -> Tri {
+        let t = Dim::named("T");
+        Tri { lead: 0, rows: t.clone(), cols: t, lower, diagonal, on: Fill::Bool(on), off: Fill::Bool(!on) }
+    }
+
+    #[test]
+    fn triangles_name_the_positions_a_causal_mask_hides() {
+        let masked = |t: &Tri| t.causal(|f| *f == Fill::Bool(true)).is_some();
+        // triu(ones, 1): true above the diagonal, the positions to hide.
+        assert!(masked(&tri(false, 1, true)));
+        // tril(ones) == 0: false on and below, true above.
+        assert!(masked(&tri(true, 0, false)));
+        // tril(ones) itself marks the positions to keep, triu(ones) hides the diagonal too.
+        assert!(!masked(&tri(true, 0, true)));
+        assert!(!masked(&tri(false, 0, true)));
+        assert_eq!(tri(true, -1, true).region(|f| *f == Fill::Bool(false)), Region::AtLeast(0));
+        let mut cut = tri(false, 1, true);
+        cut.cols = Dim::known(8);
+        assert!(!masked(&cut), "a mask that is not square is not causal_mask(T)");
+    }
+
+    #[test]
+    fn a_registered_tril_buffer_is_read_as_a_triangle() {
+        let n = 3;
+        let ones: Vec<f32> = (0..n * n).map(|k| f32::from(u8::from(k % n <= k / n))).collect();
+        let d = Data { dims: vec![1, 1, n, n], values: Values::F32(ones.clone()) };
+        let t = Tri::of_constant(&d).expect("tril");
+        assert_eq!((t.lead, t.lower, t.diagonal), (2, true, 0));
+        let mut upper = ones;
+        upper[1] = 1.0;
+        assert!(Tri::of_constant(&Data { dims: vec![3, 3], values: Values::F32(upper) }).is_none());
     }
 }

@@ -14,6 +14,10 @@ use blaze::prelude::*;
 use blaze::record::{load_model, load_tensors};
 use blaze_onnx::{Error, Problem, import_bytes, import_file};
 
+#[path = "generated/attention_buffer.rs"]
+mod attention_buffer;
+#[path = "generated/attention_triu.rs"]
+mod attention_triu;
 #[path = "generated/gpt.rs"]
 mod gpt;
 #[path = "generated/lenet.rs"]
@@ -32,7 +36,7 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 6] = ["mlp", "lenet", "resnet_block", "gpt", "zoo", "ops"];
+const MODELS: [&str; 8] = ["mlp", "lenet", "resnet_block", "gpt", "attention_buffer", "attention_triu", "zoo", "ops"];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -177,6 +181,24 @@ fn transformer_with_causal_attention_matches_pytorch_and_fine_tunes() {
     let first = ids.narrow(1, 0, 5);
     assert_close("gpt, a prefix", &model.forward(&first), &want.narrow(1, 0, 5));
     fine_tunes!(model, ids, 0.5, 30);
+}
+
+#[test]
+fn hand_written_causal_masks_match_pytorch_and_fine_tune() {
+    // nanoGPT's registered tril buffer, cut to the sequence and compared with 0.
+    let mut model = attention_buffer::AttentionBuffer::new(&CpuDevice);
+    load_model(&mut model, &weights("attention_buffer")).unwrap();
+    let (x, want) = io::<3, 3>("attention_buffer");
+    assert_close("attention_buffer", &model.forward(&x), &want);
+    assert_close("attention_buffer, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 0.5, 30);
+    // A mask built with torch.triu in forward.
+    let mut model = attention_triu::AttentionTriu::new(&CpuDevice);
+    load_model(&mut model, &weights("attention_triu")).unwrap();
+    let (x, want) = io::<3, 3>("attention_triu");
+    assert_close("attention_triu", &model.forward(&x), &want);
+    assert_close("attention_triu, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 0.5, 30);
 }
 
 #[test]
