@@ -107,6 +107,18 @@ fn cross_entropy(logits: &Tensor<Cpu, 2>, labels: &Tensor<Cpu, 1>) -> (f64, Tens
     (loss, (logp.exp() - &onehot) / n as f64)
 }
 
+/// The generated model `$ty` with the weights converted from fixture
+/// `$name`, its input and PyTorch's output, checked to agree.
+macro_rules! imported {
+    ($ty:ty, $name:literal, $di:literal, $do:literal) => {{
+        let mut model = <$ty>::new(&CpuDevice);
+        load_model(&mut model, &weights($name)).unwrap();
+        let (x, want) = io::<$di, $do>($name);
+        assert_close($name, &model.forward(&x), &want);
+        (model, x, want)
+    }};
+}
+
 /// Fixed labels, one per row.
 fn labels(n: usize, classes: usize) -> Tensor<Cpu, 1> {
     Tensor::from_vec((0..n).map(|i| ((i * 7 + 3) % classes) as i64).collect::<Vec<_>>(), [n], &CpuDevice)
@@ -143,10 +155,7 @@ macro_rules! fine_tunes {
 
 #[test]
 fn mlp_matches_pytorch_and_fine_tunes() {
-    let mut model = mlp::Mlp::new(&CpuDevice);
-    load_model(&mut model, &weights("mlp")).unwrap();
-    let (x, want) = io::<2, 2>("mlp");
-    assert_close("mlp", &model.forward(&x), &want);
+    let (model, x, want) = imported!(mlp::Mlp, "mlp", 2, 2);
     let mut included = included::Mlp::new(&CpuDevice);
     load_model(&mut included, &weights("mlp")).unwrap();
     assert_close("mlp, included", &included.forward(&x), &want);
@@ -155,28 +164,19 @@ fn mlp_matches_pytorch_and_fine_tunes() {
 
 #[test]
 fn lenet_matches_pytorch_and_fine_tunes() {
-    let mut model = lenet::Lenet::new(&CpuDevice);
-    load_model(&mut model, &weights("lenet")).unwrap();
-    let (x, want) = io::<4, 2>("lenet");
-    assert_close("lenet", &model.forward(&x), &want);
+    let (model, x, _) = imported!(lenet::Lenet, "lenet", 4, 2);
     fine_tunes!(model, x, 0.1, 30);
 }
 
 #[test]
 fn residual_block_with_batch_norm_matches_pytorch_and_fine_tunes() {
-    let mut model = resnet_block::ResnetBlock::new(&CpuDevice);
-    load_model(&mut model, &weights("resnet_block")).unwrap();
-    let (x, want) = io::<4, 2>("resnet_block");
-    assert_close("resnet_block", &model.forward(&x), &want);
+    let (model, x, _) = imported!(resnet_block::ResnetBlock, "resnet_block", 4, 2);
     fine_tunes!(model, x, 0.5, 30);
 }
 
 #[test]
 fn transformer_with_causal_attention_matches_pytorch_and_fine_tunes() {
-    let mut model = gpt::Gpt::new(&CpuDevice);
-    load_model(&mut model, &weights("gpt")).unwrap();
-    let (ids, want) = io::<2, 3>("gpt");
-    assert_close("gpt", &model.forward(&ids), &want);
+    let (model, ids, want) = imported!(gpt::Gpt, "gpt", 2, 3);
     // Causal: the first five positions' outputs do not depend on the rest.
     let first = ids.narrow(1, 0, 5);
     assert_close("gpt, a prefix", &model.forward(&first), &want.narrow(1, 0, 5));
@@ -186,37 +186,25 @@ fn transformer_with_causal_attention_matches_pytorch_and_fine_tunes() {
 #[test]
 fn hand_written_causal_masks_match_pytorch_and_fine_tune() {
     // nanoGPT's registered tril buffer, cut to the sequence and compared with 0.
-    let mut model = attention_buffer::AttentionBuffer::new(&CpuDevice);
-    load_model(&mut model, &weights("attention_buffer")).unwrap();
-    let (x, want) = io::<3, 3>("attention_buffer");
-    assert_close("attention_buffer", &model.forward(&x), &want);
+    let (model, x, want) = imported!(attention_buffer::AttentionBuffer, "attention_buffer", 3, 3);
     assert_close("attention_buffer, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
     fine_tunes!(model, x, 0.5, 30);
     // A mask built with torch.triu in forward.
-    let mut model = attention_triu::AttentionTriu::new(&CpuDevice);
-    load_model(&mut model, &weights("attention_triu")).unwrap();
-    let (x, want) = io::<3, 3>("attention_triu");
-    assert_close("attention_triu", &model.forward(&x), &want);
+    let (model, x, want) = imported!(attention_triu::AttentionTriu, "attention_triu", 3, 3);
     assert_close("attention_triu, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
     fine_tunes!(model, x, 0.5, 30);
 }
 
 #[test]
 fn the_remaining_operators_match_pytorch_and_fine_tune() {
-    let mut model = zoo::Zoo::new(&CpuDevice);
-    load_model(&mut model, &weights("zoo")).unwrap();
-    let (x, want) = io::<4, 2>("zoo");
-    assert_close("zoo", &model.forward(&x), &want);
+    let (model, x, _) = imported!(zoo::Zoo, "zoo", 4, 2);
     fine_tunes!(model, x, 2.0, 30, 0.95);
 }
 
 #[test]
 fn operators_exporters_fold_away_match_onnx_and_fine_tune() {
-    let mut model = ops::Ops::new(&CpuDevice);
-    load_model(&mut model, &weights("ops")).unwrap();
-    let (x, want) = io::<4, 2>("ops");
     // Dropout is the identity in inference.
-    assert_close("ops", &model.forward(&x), &want);
+    let (model, x, _) = imported!(ops::Ops, "ops", 4, 2);
     fine_tunes!(model, x, 2.0, 30, 0.95);
 }
 
