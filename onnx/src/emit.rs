@@ -82,8 +82,7 @@ fn body(p: &Program, name: &str, mut out: String) -> Result<(String, Vec<Field>)
             Step::Layer { field, input, output, shape } => {
                 lines.push(format!("let {output} = self.{}({input}); // {}", p.fields[*field].name, dims(shape)?));
             }
-            Step::Act { field, body: Some(b), input, output, shape } => {
-                let _ = field;
+            Step::Act { body: Some(b), input, output, shape, .. } => {
                 lines.push(format!("let {output} = {}; // {}", b.replace("{x}", input), dims(shape)?));
             }
             Step::Act { field, body: None, input, output, shape } => {

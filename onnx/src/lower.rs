@@ -696,7 +696,7 @@ impl<'g> Lower<'g> {
                 };
                 let [v, d] = [table.dims[0], table.dims[1]];
                 let base = self.field_base(n, &[n.input(0).unwrap_or("")]);
-                let f = self.field(n, &base, Layer::Embedding, vec![v, d], vec![], vec![table])?;
+                let f = self.field(&base, Layer::Embedding, vec![v, d], vec![], vec![table])?;
                 let out = self.layer_out(f, &input)?;
                 match call {
                     None => self.layer_step(n, f, &input, out),
@@ -987,7 +987,7 @@ impl<'g> Lower<'g> {
                 let bias = tensors.len() == 2;
                 let base = self.field_base(n, &names);
                 let keys = if bias { vec![] } else { vec![("bias", Value::Bool(false))] };
-                let f = self.field(n, &base, Layer::Linear, vec![i, o], keys, tensors)?;
+                let f = self.field(&base, Layer::Linear, vec![i, o], keys, tensors)?;
                 let out = self.layer_out(f, &x)?;
                 self.layer_step(out_node, f, &x, out);
                 Ok(())
@@ -1040,7 +1040,7 @@ impl<'g> Lower<'g> {
             None => keys.push(("bias", Value::Bool(false))),
         }
         let base = self.field_base(n, &names);
-        let f = self.field(n, &base, Layer::Linear, vec![i, o], keys, tensors)?;
+        let f = self.field(&base, Layer::Linear, vec![i, o], keys, tensors)?;
         let out = self.layer_out(f, &x)?;
         self.layer_step(n, f, &x, out);
         Ok(())
@@ -1103,7 +1103,7 @@ impl<'g> Lower<'g> {
             None => keys.push(("bias", Value::Bool(false))),
         }
         let base = self.field_base(n, &names);
-        let f = self.field(n, &base, layer, vec![cin, cout, k], keys, tensors)?;
+        let f = self.field(&base, layer, vec![cin, cout, k], keys, tensors)?;
         let out = self.layer_out(f, &x)?;
         self.layer_step(n, f, &x, out);
         Ok(())
@@ -1132,7 +1132,7 @@ impl<'g> Lower<'g> {
         }
         let names: Vec<&str> = (1..5).filter_map(|k| n.input(k)).collect();
         let base = self.field_base(n, &names);
-        let f = self.field(n, &base, layer, vec![c], keys, tensors)?;
+        let f = self.field(&base, layer, vec![c], keys, tensors)?;
         let out = self.layer_out(f, &x)?;
         self.layer_step(n, f, &x, out);
         Ok(())
@@ -1154,7 +1154,7 @@ impl<'g> Lower<'g> {
         let keys = if (eps - 1e-5).abs() > 1e-12 { vec![("eps", Value::Float(eps))] } else { vec![] };
         let names: Vec<&str> = (1..3).filter_map(|k| n.input(k)).collect();
         let base = self.field_base(n, &names);
-        let f = self.field(n, &base, Layer::LayerNorm, vec![c], keys, vec![scale, bias])?;
+        let f = self.field(&base, Layer::LayerNorm, vec![c], keys, vec![scale, bias])?;
         let out = self.layer_out(f, &x)?;
         self.layer_step(n, f, &x, out);
         Ok(())
@@ -1453,7 +1453,6 @@ impl<'g> Lower<'g> {
     /// Adds a field, checking its options and tensors against the spec.
     fn field(
         &mut self,
-        n: &Node,
         base: &str,
         layer: Layer,
         generics: Vec<usize>,
@@ -1486,7 +1485,6 @@ impl<'g> Lower<'g> {
             }
             named.push((p.name, d));
         }
-        let _ = n;
         let name = self.binding(base);
         self.fields.push(Field { name, layer, generics, keys: render(&keys), tensors: named });
         Ok(self.fields.len() - 1)
