@@ -11,9 +11,13 @@
 //!
 //! Patterns that an exporter spreads over several nodes are recognised
 //! where they start: `MatMul` by a weight and `Add` of a bias is a
-//! `Linear`; the erf form of GELU is `gelu`; a reshape that folds the
-//! batch dim into the heads for a transpose and back is the transpose
-//! alone.
+//! `Linear`; the erf form of GELU is `gelu`.
+//!
+//! Reshapes and transposes that move the batch (sequence-first attention,
+//! the batch merged with the heads) only change how the graph sees a
+//! tensor's data ([`Tensor`]'s view); when an op computes, the data is
+//! permuted once so that the batch is first again, so the body stays per
+//! sample.
 
 use std::collections::{HashMap, HashSet};
 
@@ -60,27 +64,47 @@ pub struct Program {
     pub symbols: Vec<String>,
 }
 
-/// A tensor computed from the input. Its data has the full shape `under`
-/// (dim 0 the batch); the graph sees the first `folded + 1` dims merged
-/// into one, as a reshape left them.
+/// A tensor computed from the input. Its binding holds data of the full
+/// shape `under`, the batch first, as a forward body computes per sample.
+/// The graph may see it differently (`view`): its dims in another order,
+/// some merged, the batch among them (sequence-first attention, heads
+/// folded into the batch); each of the graph's dims is a group of `under`'s
+/// axes, multiplied, an empty group a dim of 1. Reshapes and transposes
+/// only change the view; an op that computes reads the data once the
+/// batch is first again, permuted by one `permute` (see `Lower::canonical`).
 #[derive(Clone, Debug)]
 struct Tensor {
     name: String,
     under: Vec<Dim>,
-    folded: usize,
+    /// `None`: the graph sees `under` itself.
+    view: Option<Vec<Vec<usize>>>,
     dtype: DType,
 }
 
 impl Tensor {
+    fn plain(name: String, under: Vec<Dim>, dtype: DType) -> Tensor {
+        Tensor { name, under, view: None, dtype }
+    }
+
+    /// The graph's dims as groups of `under`'s axes.
+    fn groups(&self) -> Vec<Vec<usize>> {
+        self.view.clone().unwrap_or_else(|| (0..self.under.len()).map(|k| vec![k]).collect())
+    }
+
     /// The shape the graph sees.
     fn shape(&self) -> Vec<Dim> {
-        let mut s = vec![Dim::product(&self.under[..=self.folded])];
-        s.extend_from_slice(&self.under[self.folded + 1..]);
-        s
+        self.groups().iter().map(|g| Dim::product(g.iter().map(|&k| &self.under[k]))).collect()
     }
 
     fn per_sample(&self) -> &[Dim] {
         &self.under[1..]
+    }
+
+    /// The same data seen through `groups`; no view if that is `under`.
+    fn seen(mut self, groups: Vec<Vec<usize>>) -> Tensor {
+        let identity = groups.len() == self.under.len() && groups.iter().enumerate().all(|(k, g)| *g == [k]);
+        self.view = (!identity).then_some(groups);
+        self
     }
 }
 
@@ -343,19 +367,23 @@ impl<'g> Lower<'g> {
         }
         let name = low.binding(&input.name);
         low.input = (name.clone(), under[1..].to_vec(), input.dtype);
-        low.vals.insert(input.name.clone(), Val::Tensor(Tensor { name, under, folded: 0, dtype: input.dtype }));
+        low.vals.insert(input.name.clone(), Val::Tensor(Tensor::plain(name, under, input.dtype)));
         for (k, v) in &g.tensors {
             low.vals.insert(k.clone(), Val::Const(v.clone()));
         }
         Ok(low)
     }
 
-    fn finish(self) -> Result<Program, Problem> {
-        let out = &self.g.outputs[0];
-        let t = match self.vals.get(out) {
-            Some(Val::Tensor(t)) if t.folded == 0 => t.clone(),
+    fn finish(mut self) -> Result<Program, Problem> {
+        let out = self.g.outputs[0].clone();
+        let t = match self.vals.get(&out) {
+            Some(Val::Tensor(t)) => t.clone(),
             _ => return Err(Problem::Malformed(format!("output `{out}` is not computed from the input"))),
         };
+        let t = self.canonical(&out, &t).map_err(Problem::Malformed)?;
+        if t.view.is_some() {
+            return Err(Problem::Malformed(format!("output `{out}` of shape {} does not have the batch first", show(&t.shape()))));
+        }
         Ok(Program {
             fields: self.fields,
             steps: self.steps,
@@ -409,13 +437,80 @@ impl<'g> Lower<'g> {
         }
     }
 
-    /// A tensor that the graph sees unfolded.
-    fn plain(&self, n: &Node, i: usize) -> R<Tensor> {
+    /// Input `i` as data the graph sees as it is, batch first: a viewed
+    /// tensor is permuted and reshaped into its view.
+    fn plain(&mut self, n: &Node, i: usize) -> R<Tensor> {
         let t = self.tensor(n, i)?;
-        if t.folded > 0 {
-            return Err(format!("reads `{}`, which merges the batch dim with {} more; only a transpose may read it", n.inputs[i], t.folded));
+        let c = self.canonical(&n.inputs[i], &t)?;
+        if c.view.is_some() {
+            return Err(format!(
+                "reads `{}` of shape {}, where the batch is not the first dim on its own; Blaze computes per sample",
+                n.inputs[i],
+                show(&t.shape())
+            ));
         }
-        Ok(t)
+        Ok(c)
+    }
+
+    /// `t`'s data rearranged so that each of the view's groups but the
+    /// batch's is one axis, in the view's order, after the batch: one
+    /// `permute` and one `reshape` at most. The view that remains only
+    /// places the batch (alone, or merged with the dims it was merged with).
+    fn canonical(&mut self, onnx: &str, t: &Tensor) -> R<Tensor> {
+        let Some(groups) = &t.view else { return Ok(t.clone()) };
+        let batch = groups.iter().position(|g| g.contains(&0)).ok_or("a view without the batch dim")?;
+        // The axes in the view's order, the batch first.
+        let mut order = vec![0];
+        order.extend(groups.iter().flatten().copied().filter(|&k| k != 0));
+        let mut expr = t.name.clone();
+        let moved: Vec<usize> = (1..order.len()).filter(|&k| order[k] != k).collect();
+        let rank = order.len();
+        expr = match moved.as_slice() {
+            [] => expr,
+            [a, b] if order[*a] == *b && order[*b] == *a => {
+                format!("{expr}.transpose({}, {})", sample_axis(*a, rank), sample_axis(*b, rank))
+            }
+            _ => {
+                let axes: Vec<String> = order[1..].iter().map(|&k| (k - 1).to_string()).collect();
+                format!("{expr}.permute([{}])", axes.join(", "))
+            }
+        };
+        let permuted: Vec<Dim> = order.iter().map(|&k| t.under[k].clone()).collect();
+        // One axis per group; the batch's group keeps its axes apart.
+        let mut under = vec![Dim::named(BATCH)];
+        let mut view = Vec::new();
+        for (g, members) in groups.iter().enumerate() {
+            if g == batch {
+                let mut v = Vec::new();
+                for &k in members {
+                    if k == 0 {
+                        v.push(0);
+                    } else {
+                        v.push(under.len());
+                        under.push(t.under[k].clone());
+                    }
+                }
+                view.push(v);
+            } else {
+                view.push(vec![under.len()]);
+                under.push(Dim::product(members.iter().map(|&k| &t.under[k])));
+            }
+        }
+        if under != permuted {
+            check_dims(&under[1..])?;
+            let dims: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+            expr = format!("{expr}.reshape([{}])", dims.join(", "));
+        }
+        let out = Tensor::plain(String::new(), under, t.dtype).seen(view);
+        if expr == t.name {
+            return Ok(Tensor { name: t.name.clone(), ..out });
+        }
+        let name = self.binding(&format!("{onnx}_data"));
+        check_dims(&out.under[1..])?;
+        self.steps.push(Step::Expr { outputs: vec![name.clone()], expr, shapes: vec![out.under[1..].to_vec()] });
+        let out = Tensor { name, ..out };
+        self.vals.insert(onnx.to_owned(), Val::Tensor(out.clone()));
+        Ok(out)
     }
 
     /// Integers known while converting: a shape or an integer constant.
@@ -471,12 +566,13 @@ impl<'g> Lower<'g> {
         }
     }
 
-    /// Emits `let out = expr;` for a tensor of per-sample shape `ps`.
-    fn emit(&mut self, n: &Node, k: usize, expr: String, under: Vec<Dim>, folded: usize, dtype: DType) -> R<()> {
+    /// Emits `let out = expr;` for data of full shape `under`, which the
+    /// graph sees through `view`.
+    fn emit(&mut self, n: &Node, k: usize, expr: String, under: Vec<Dim>, view: Option<Vec<Vec<usize>>>, dtype: DType) -> R<()> {
         check_dims(&under[1..])?;
         let name = self.binding(&n.outputs[k]);
         self.steps.push(Step::Expr { outputs: vec![name.clone()], expr, shapes: vec![under[1..].to_vec()] });
-        self.set(n, k, Val::Tensor(Tensor { name, under, folded, dtype }));
+        self.set(n, k, Val::Tensor(Tensor { name, under, view, dtype }));
         Ok(())
     }
 
@@ -636,8 +732,34 @@ impl<'g> Lower<'g> {
             ("Unsqueeze", Val::Const(d)) if d.dims.is_empty() && axes.as_deref().is_some_and(|a| a == [0]) => {
                 Val::Const(Data { dims: vec![1], values: d.values })
             }
-            (_, Val::Tensor(_)) => {
-                return Err("adds or removes dims of a computed tensor; write the reshape in the generated body".into());
+            (op, Val::Tensor(t)) => {
+                // A reshape by another name.
+                let shape = t.shape();
+                let rank = shape.len();
+                let target: Vec<Dim> = if op == "Squeeze" {
+                    let axes: Vec<usize> = match &axes {
+                        Some(a) => a.iter().map(|&x| norm_axis(x, rank)).collect::<R<_>>()?,
+                        None => (0..rank).filter(|&k| shape[k] == Dim::known(1)).collect(),
+                    };
+                    if axes.iter().any(|&k| shape[k] != Dim::known(1)) {
+                        return Err(format!("squeezes axes {axes:?} of {}, not all of size 1", show(&shape)));
+                    }
+                    shape.iter().enumerate().filter(|(k, _)| !axes.contains(k)).map(|(_, d)| d.clone()).collect()
+                } else {
+                    let axes = axes.ok_or("has no axes")?;
+                    let out = rank + axes.len();
+                    let mut axes: Vec<usize> = axes.iter().map(|&x| norm_axis(x, out)).collect::<R<_>>()?;
+                    axes.sort_unstable();
+                    let mut dims = shape.into_iter();
+                    (0..out).map(|k| if axes.contains(&k) { Dim::known(1) } else { dims.next().expect("rank") }).collect()
+                };
+                let v = self.regroup(n, &t, &target)?;
+                Val::Tensor(v)
+            }
+            ("Unsqueeze", Val::Triangle(mut tri)) if axes.as_deref().is_some_and(|a| a.iter().all(|&x| x >= 0 && (x as usize) < a.len())) => {
+                // `[T, T]` to `[1, 1, T, T]`: unit dims in front.
+                tri.lead += axes.as_deref().map_or(0, <[i64]>::len);
+                Val::Triangle(tri)
             }
             _ => return Err("is applied to a value the importer cannot follow".into()),
         };
@@ -663,7 +785,7 @@ impl<'g> Lower<'g> {
             }
             let parts: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
             let expr = format!("cat([{}], {})", parts.join(", "), sample_axis(axis, rank));
-            return self.emit(n, 0, expr, under, 0, ts[0].dtype);
+            return self.emit(n, 0, expr, under, None, ts[0].dtype);
         }
         let mut out = Vec::new();
         for k in 0..vals.len() {
@@ -677,6 +799,41 @@ impl<'g> Lower<'g> {
         let axis = n.int("axis").unwrap_or(0);
         let indices = self.input_val(n, 1)?.clone();
         match (self.input_val(n, 0)?.clone(), indices) {
+            (Val::Tensor(t), Val::Const(ix)) if ix.dims.is_empty() => {
+                // One index along a dim: `qkv[0]`. In the data, a narrow
+                // along that axis and a reshape without it.
+                let shape = t.shape();
+                let rank = shape.len();
+                let axis = norm_axis(axis, rank)?;
+                let mut groups = t.groups();
+                let [u] = groups[axis][..] else {
+                    return Err(format!("picks one index of dim {axis} of {}, which is several dims merged", show(&shape)));
+                };
+                if u == 0 {
+                    return Err("picks one sample of the batch".into());
+                }
+                let size = t.under[u].value().ok_or("picks one index of a dim that is named, not known")?;
+                let k = ix.as_i64().ok_or("gathers with float indices")?[0];
+                let k = if k < 0 { k + size } else { k };
+                if !(0..size).contains(&k) {
+                    return Err(format!("picks index {k} of a dim of {size}"));
+                }
+                let mut under = t.under.clone();
+                under.remove(u);
+                check_dims(&under[1..])?;
+                let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+                let expr = format!("{}.narrow({}, {k}, 1).reshape([{}])", t.name, sample_axis(u, t.under.len()), code.join(", "));
+                groups.remove(axis);
+                for g in &mut groups {
+                    for a in g.iter_mut() {
+                        if *a > u {
+                            *a -= 1;
+                        }
+                    }
+                }
+                let view = Tensor::plain(String::new(), under.clone(), t.dtype).seen(groups).view;
+                self.emit(n, 0, expr, under, view, t.dtype)?;
+            }
             (Val::Shape(s), Val::Const(ix)) => {
                 let r = s.len() as i64;
                 let pick = |k: i64| s.get(if k < 0 { k + r } else { k } as usize).cloned();
@@ -687,9 +844,9 @@ impl<'g> Lower<'g> {
             }
             (Val::Const(table), ids) if axis == 0 && table.dims.len() == 2 => {
                 let (input, call) = match ids {
-                    Val::Tensor(t) if t.dtype == DType::I64 && t.folded == 0 => (t.clone(), None),
+                    Val::Tensor(t) if t.dtype == DType::I64 && t.view.is_none() => (t.clone(), None),
                     Val::Positions(len) => (
-                        Tensor { name: String::new(), under: vec![Dim::named(BATCH), len.clone()], folded: 0, dtype: DType::I64 },
+                        Tensor::plain(String::new(), vec![Dim::named(BATCH), len.clone()], DType::I64),
                         Some(format!("positions({})", dim_code(&len)?)),
                     ),
                     _ => return Err("looks up rows of a table by something other than token ids or positions".into()),
@@ -705,7 +862,7 @@ impl<'g> Lower<'g> {
                         let expr = format!("self.{}({call})", self.fields[f].name);
                         let mut under = vec![Dim::named(BATCH)];
                         under.extend(out);
-                        self.emit(n, 0, expr, under, 0, DType::F32)?;
+                        self.emit(n, 0, expr, under, None, DType::F32)?;
                     }
                 }
             }
@@ -779,11 +936,24 @@ impl<'g> Lower<'g> {
                     expr = format!("{expr}.narrow({}, {a0}, {len})", sample_axis(axis, rank));
                     under[axis] = Dim::known(len);
                 }
-                self.emit(n, 0, expr, under, 0, t.dtype)?;
+                self.emit(n, 0, expr, under, None, t.dtype)?;
             }
             _ => return Err("slices a value the importer cannot follow".into()),
         }
         Ok(())
+    }
+
+    /// Input `i` of a `Linear`, which acts on the last dim: it may stay a
+    /// view when that dim is the data's last axis.
+    fn linear_input(&mut self, n: &Node, i: usize) -> R<Tensor> {
+        let t = self.tensor(n, i)?;
+        let c = self.canonical(&n.inputs[i], &t)?;
+        let last = c.under.len() - 1;
+        match &c.view {
+            None => Ok(c),
+            Some(g) if last > 0 && g.last().is_some_and(|l| *l == [last]) => Ok(c),
+            Some(_) => Err(format!("applies a weight to {}, whose last dim holds the batch", show(&t.shape()))),
+        }
     }
 
     /// `x.masked_fill(causal_mask(T), v)` for the tensor input `ti`.
@@ -798,7 +968,7 @@ impl<'g> Lower<'g> {
             ));
         }
         let expr = format!("{}.masked_fill(causal_mask({}), {})", t.name, dim_code(&tri.rows)?, float_lit(v));
-        self.emit(n, 0, expr, t.under.clone(), 0, t.dtype)
+        self.emit(n, 0, expr, t.under.clone(), None, t.dtype)
     }
 
     /// `Where(cond, a, b)`: between numbers, a new table; between a tensor
@@ -855,12 +1025,12 @@ impl<'g> Lower<'g> {
                 }
                 let lit = float_lit(x);
                 let expr = if first { format!("{} {sym} {lit}", t.name) } else { format!("{lit} {sym} {}", t.name) };
-                self.emit(n, 0, expr, t.under.clone(), t.folded, t.dtype)
+                self.emit(n, 0, expr, t.under.clone(), t.view.clone(), t.dtype)
             }
             (Val::Tensor(_), Val::Tensor(_)) => {
                 let (x, y) = (self.plain(n, 0)?, self.plain(n, 1)?);
                 let under = broadcast(&x.under, &y.under)?;
-                self.emit(n, 0, format!("{} {sym} {}", x.name, y.name), under, 0, x.dtype)
+                self.emit(n, 0, format!("{} {sym} {}", x.name, y.name), under, None, x.dtype)
             }
             (Val::Tensor(_), Val::Triangle(tri)) | (Val::Triangle(tri), Val::Tensor(_)) if op == "Add" => {
                 // The causal mask an exporter adds to attention scores:
@@ -879,6 +1049,14 @@ impl<'g> Lower<'g> {
             }
             (Val::Scalar(x), Val::Scalar(y)) if op == "Mul" => {
                 let v = Val::Scalar(x.mul(y));
+                self.set(n, 0, v);
+                Ok(())
+            }
+            (Val::Scalar(x), Val::Const(c)) | (Val::Const(c), Val::Scalar(x))
+                if op == "Mul" && c.len() == 1 && c.as_i64().is_some() =>
+            {
+                let k = c.as_i64().expect("integers")[0];
+                let v = Val::Scalar(x.mul(&Dim::known(k)));
                 self.set(n, 0, v);
                 Ok(())
             }
@@ -956,7 +1134,7 @@ impl<'g> Lower<'g> {
             output: name.clone(),
             shape: shape[1..].to_vec(),
         });
-        self.vals.insert(last.outputs[0].clone(), Val::Tensor(Tensor { name, under: shape, folded: x.folded, dtype: x.dtype }));
+        self.vals.insert(last.outputs[0].clone(), Val::Tensor(Tensor { name, under: shape, view: x.view.clone(), dtype: x.dtype }));
         Ok(true)
     }
 
@@ -964,7 +1142,7 @@ impl<'g> Lower<'g> {
         match self.input_val(n, 1)?.clone() {
             Val::Const(w) if w.dims.len() == 2 => {
                 // x @ W (+ b): a Linear with weight W^T.
-                let x = self.plain(n, 0)?;
+                let x = self.linear_input(n, 0)?;
                 let [i, o] = [w.dims[0], w.dims[1]];
                 let weight = transpose2(&w)?;
                 let mut tensors = vec![weight];
@@ -1004,14 +1182,14 @@ impl<'g> Lower<'g> {
                 let mut under = broadcast(&a.under[..ra - 2], &b.under[..rb - 2])?;
                 under.push(a.under[ra - 2].clone());
                 under.push(b.under[rb - 1].clone());
-                self.emit(n, 0, format!("{}.matmul({})", a.name, b.name), under, 0, a.dtype)
+                self.emit(n, 0, format!("{}.matmul({})", a.name, b.name), under, None, a.dtype)
             }
             _ => Err("multiplies by a value the importer cannot follow".into()),
         }
     }
 
     fn gemm(&mut self, n: &Node) -> R<()> {
-        let x = self.plain(n, 0)?;
+        let x = self.linear_input(n, 0)?;
         if n.int("transA").unwrap_or(0) != 0 {
             return Err("transposes its input (transA = 1)".into());
         }
@@ -1168,7 +1346,7 @@ impl<'g> Lower<'g> {
             "Relu" => self.act(n, Layer::Relu, vec![], vec![], Some("relu({x})"), &t, &base),
             "Sigmoid" => self.act(n, Layer::Sigmoid, vec![], vec![], Some("sigmoid({x})"), &t, &base),
             "Tanh" => self.act(n, Layer::Tanh, vec![], vec![], Some("tanh({x})"), &t, &base),
-            "Sqrt" => self.emit(n, 0, format!("sqrt({})", t.name), t.under.clone(), t.folded, t.dtype),
+            "Sqrt" => self.emit(n, 0, format!("sqrt({})", t.name), t.under.clone(), t.view.clone(), t.dtype),
             "Gelu" => match n.string("approximate").unwrap_or("none") {
                 "none" => self.act(n, Layer::Gelu, vec![], vec![], Some("gelu({x})"), &t, &base),
                 a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
@@ -1269,7 +1447,7 @@ impl<'g> Lower<'g> {
             let mut under = t.under.clone();
             under[rank - 1] = Dim::known(1);
             let m = if mean { "mean_dim" } else { "sum_dim" };
-            return self.emit(n, 0, format!("{}.{m}(-1)", t.name), under, 0, t.dtype);
+            return self.emit(n, 0, format!("{}.{m}(-1)", t.name), under, None, t.dtype);
         }
         Err(format!(
             "reduces over axes {axes:?} of a rank-{rank} tensor (keepdims {keep}); the last dim with keepdims, or the spatial dims of an image, are converted"
@@ -1277,6 +1455,18 @@ impl<'g> Lower<'g> {
     }
 
     fn reshape(&mut self, n: &Node) -> R<()> {
+        // A size computed from shapes, as a list of one (or back).
+        match self.input_val(n, 0)?.clone() {
+            Val::Scalar(d) => {
+                self.set(n, 0, Val::Shape(vec![d]));
+                return Ok(());
+            }
+            Val::Shape(s) if s.len() == 1 && self.ints(n, 1)?.is_empty() => {
+                self.set(n, 0, Val::Scalar(s[0].clone()));
+                return Ok(());
+            }
+            _ => {}
+        }
         let t = self.tensor(n, 0)?;
         let target = self.ints(n, 1)?;
         let allowzero = n.int("allowzero").unwrap_or(0) == 1;
@@ -1304,18 +1494,13 @@ impl<'g> Lower<'g> {
         }
         let mut dims: Vec<Dim> = dims.into_iter().map(|d| d.expect("filled")).collect();
         // An export at a fixed batch size writes that size where the batch goes.
-        if t.folded == 0 && dims[0].value().is_some() && numel.div(&Dim::product(&dims[1..])).is_some_and(|b| b.name() == Some(BATCH)) {
+        if t.view.is_none()
+            && dims[0].value().is_some()
+            && numel.div(&Dim::product(&dims[1..])).is_some_and(|b| b.name() == Some(BATCH))
+        {
             dims[0] = Dim::named(BATCH);
         }
-        if t.folded > 0 {
-            // Back from a folded view to the tensor underneath.
-            if dims == t.under {
-                self.alias(n, 0, Tensor { folded: 0, ..t });
-                return Ok(());
-            }
-            return Err(format!("reshapes {} (the batch merged with other dims) to {}", show(&shape), show(&dims)));
-        }
-        if dims[0].name() == Some(BATCH) {
+        if t.view.is_none() && dims[0].name() == Some(BATCH) {
             let rest = dims[1..].to_vec();
             if rest.len() == 1 && t.under.len() > 2 {
                 return self.act(n, Layer::Flatten, vec![], vec![], Some("{x}.flatten()"), &t, "flatten");
@@ -1324,22 +1509,73 @@ impl<'g> Lower<'g> {
             let code: Vec<String> = rest.iter().map(dim_code).collect::<R<_>>()?;
             let mut under = vec![Dim::named(BATCH)];
             under.extend(rest);
-            return self.emit(n, 0, format!("{}.reshape([{}])", t.name, code.join(", ")), under, 0, t.dtype);
+            return self.emit(n, 0, format!("{}.reshape([{}])", t.name, code.join(", ")), under, None, t.dtype);
         }
-        // The batch merged into the leading dims: `[batch * H, T, d]`.
-        let mut acc = Dim::known(1);
-        for (k, d) in t.under.iter().enumerate() {
-            acc = acc.mul(d);
-            if acc == dims[0] && t.under[k + 1..] == dims[1..] && k > 0 {
-                self.alias(n, 0, Tensor { folded: k, ..t });
-                return Ok(());
+        let v = self.regroup(n, &t, &dims)?;
+        self.alias(n, 0, v);
+        Ok(())
+    }
+
+    /// `t` seen with shape `target`: the view's axes, in its order, grouped
+    /// into the new dims. An axis that a new dim cuts is split in the data
+    /// (a per-sample reshape: the batch is never split), and axes of size 1
+    /// left over are dropped.
+    fn regroup(&mut self, n: &Node, t: &Tensor, target: &[Dim]) -> R<Tensor> {
+        let cannot = |why: String| format!("reshapes {} to {}: {why}", show(&t.shape()), show(target));
+        // The data's axes as (id, size); a split replaces one by two new ids.
+        let mut axes: Vec<(usize, Dim)> = t.under.iter().cloned().enumerate().collect();
+        let mut next = axes.len();
+        let size = |axes: &[(usize, Dim)], id: usize| axes.iter().find(|(i, _)| *i == id).map(|(_, d)| d.clone());
+        let mut atoms: std::collections::VecDeque<usize> = t.groups().into_iter().flatten().collect();
+        let one = Dim::known(1);
+        let mut groups = Vec::new();
+        for d in target {
+            let mut group = Vec::new();
+            let mut rest = d.clone();
+            while rest != one {
+                let a = *atoms.front().ok_or_else(|| cannot("the sizes do not match".into()))?;
+                let s = size(&axes, a).expect("a live axis");
+                if let Some(r) = rest.div(&s) {
+                    group.push(a);
+                    atoms.pop_front();
+                    rest = r;
+                    continue;
+                }
+                let q = s.div(&rest).ok_or_else(|| cannot(format!("dim {s} does not split into {rest}")))?;
+                if a == 0 {
+                    return Err(cannot("it splits the batch dim".into()));
+                }
+                let pos = axes.iter().position(|(i, _)| *i == a).expect("a live axis");
+                axes.splice(pos..=pos, [(next, rest.clone()), (next + 1, q)]);
+                group.push(next);
+                atoms[0] = next + 1;
+                next += 2;
+                rest = one.clone();
             }
+            groups.push(group);
         }
-        Err(format!(
-            "reshapes {} to {}, which moves data across samples; Blaze reshapes each sample",
-            show(&shape),
-            show(&dims)
-        ))
+        for a in atoms {
+            if size(&axes, a) != Some(one.clone()) {
+                return Err(cannot("the sizes do not match".into()));
+            }
+            axes.retain(|(i, _)| *i != a);
+        }
+        let under: Vec<Dim> = axes.iter().map(|(_, d)| d.clone()).collect();
+        let at = |id: usize| axes.iter().position(|(i, _)| *i == id).expect("a live axis");
+        let groups: Vec<Vec<usize>> = groups.iter().map(|g| g.iter().map(|&id| at(id)).collect()).collect();
+        if under == t.under {
+            return Ok(Tensor { view: None, ..t.clone() }.seen(groups));
+        }
+        // Split or dropped axes: the data is reshaped per sample first.
+        check_dims(&under[1..])?;
+        let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+        let name = self.binding(&n.outputs[0]);
+        self.steps.push(Step::Expr {
+            outputs: vec![name.clone()],
+            expr: format!("{}.reshape([{}])", t.name, code.join(", ")),
+            shapes: vec![under[1..].to_vec()],
+        });
+        Ok(Tensor::plain(name, under, t.dtype).seen(groups))
     }
 
     fn transpose(&mut self, n: &Node) -> R<()> {
@@ -1349,30 +1585,29 @@ impl<'g> Lower<'g> {
             Some(p) => p.iter().map(|&x| norm_axis(x, rank)).collect::<R<_>>()?,
             None => (0..rank).rev().collect(),
         };
-        if perm.first() != Some(&0) {
-            return Err(format!("permutes {perm:?}, moving the batch dim"));
+        if t.view.is_some() || perm.first() != Some(&0) {
+            // Only the view changes; the data moves when an op computes.
+            let groups = t.groups();
+            let seen: Vec<Vec<usize>> = perm.iter().map(|&p| groups[p].clone()).collect();
+            self.alias(n, 0, t.seen(seen));
+            return Ok(());
         }
-        // On the data underneath, the folded dims stay in front.
-        let f = t.folded;
-        let mut full: Vec<usize> = (0..=f).collect();
-        full.extend(perm[1..].iter().map(|&p| p + f));
-        let under: Vec<Dim> = full.iter().map(|&k| t.under[k].clone()).collect();
-        let moved: Vec<usize> = (1..full.len()).filter(|&k| full[k] != k).collect();
+        let under: Vec<Dim> = perm.iter().map(|&k| t.under[k].clone()).collect();
+        let moved: Vec<usize> = (1..perm.len()).filter(|&k| perm[k] != k).collect();
         let expr = match moved.as_slice() {
             [] => {
                 self.alias(n, 0, t);
                 return Ok(());
             }
-            [a, b] if full[*a] == *b && full[*b] == *a => {
-                let r = full.len();
-                format!("{}.transpose({}, {})", t.name, sample_axis(*a, r), sample_axis(*b, r))
+            [a, b] if perm[*a] == *b && perm[*b] == *a => {
+                format!("{}.transpose({}, {})", t.name, sample_axis(*a, rank), sample_axis(*b, rank))
             }
             _ => {
-                let axes: Vec<String> = full[1..].iter().map(|&k| (k - 1).to_string()).collect();
+                let axes: Vec<String> = perm[1..].iter().map(|&k| (k - 1).to_string()).collect();
                 format!("{}.permute([{}])", t.name, axes.join(", "))
             }
         };
-        self.emit(n, 0, expr, under, f, t.dtype)
+        self.emit(n, 0, expr, under, None, t.dtype)
     }
 
     fn split(&mut self, n: &Node) -> R<()> {
@@ -1423,7 +1658,7 @@ impl<'g> Lower<'g> {
             }
         }
         for (k, (name, under)) in names.into_iter().zip(shapes).enumerate() {
-            self.set(n, k, Val::Tensor(Tensor { name, under, folded: 0, dtype: t.dtype }));
+            self.set(n, k, Val::Tensor(Tensor::plain(name, under, t.dtype)));
         }
         Ok(())
     }
@@ -1506,7 +1741,8 @@ impl<'g> Lower<'g> {
         self.steps.push(Step::Layer { field: f, input: x.name.clone(), output: name.clone(), shape: shape.clone() });
         let mut under = vec![Dim::named(BATCH)];
         under.extend(shape);
-        self.vals.insert(out.clone(), Val::Tensor(Tensor { name, under, folded: 0, dtype: DType::F32 }));
+        // A Linear keeps its input's view: it acts on the data's last axis.
+        self.vals.insert(out.clone(), Val::Tensor(Tensor { name, under, view: x.view.clone(), dtype: DType::F32 }));
     }
 
     /// A layer without tensors.
@@ -1520,8 +1756,8 @@ impl<'g> Lower<'g> {
         x: &Tensor,
         base: &str,
     ) -> R<()> {
-        if x.folded > 0 && !layer.is_elementwise() {
-            return Err("reads a tensor whose batch dim is merged with others".into());
+        if x.view.is_some() && !layer.is_elementwise() {
+            return Err("reads a tensor whose batch dim is not first on its own".into());
         }
         let mut options = layer.defaults();
         for (k, v) in &keys {
@@ -1541,13 +1777,14 @@ impl<'g> Lower<'g> {
             output: name.clone(),
             shape: shape.clone(),
         });
-        let mut under = x.under[..=x.folded].to_vec();
-        if layer.is_elementwise() {
-            under = x.under.clone();
+        let (under, view) = if layer.is_elementwise() {
+            (x.under.clone(), x.view.clone())
         } else {
+            let mut under = vec![Dim::named(BATCH)];
             under.extend(shape);
-        }
-        self.set(n, 0, Val::Tensor(Tensor { name, under, folded: x.folded, dtype: x.dtype }));
+            (under, None)
+        };
+        self.set(n, 0, Val::Tensor(Tensor { name, under, view, dtype: x.dtype }));
         Ok(())
     }
 }

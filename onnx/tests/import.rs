@@ -18,12 +18,16 @@ use blaze_onnx::{Error, Problem, import_bytes, import_file};
 mod attention_buffer;
 #[path = "generated/attention_triu.rs"]
 mod attention_triu;
+#[path = "generated/encoder_layer.rs"]
+mod encoder_layer;
 #[path = "generated/gpt.rs"]
 mod gpt;
 #[path = "generated/lenet.rs"]
 mod lenet;
 #[path = "generated/mlp.rs"]
 mod mlp;
+#[path = "generated/multihead.rs"]
+mod multihead;
 #[path = "generated/ops.rs"]
 mod ops;
 #[path = "generated/resnet_block.rs"]
@@ -36,7 +40,18 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 8] = ["mlp", "lenet", "resnet_block", "gpt", "attention_buffer", "attention_triu", "zoo", "ops"];
+const MODELS: [&str; 10] = [
+    "mlp",
+    "lenet",
+    "resnet_block",
+    "gpt",
+    "attention_buffer",
+    "attention_triu",
+    "multihead",
+    "encoder_layer",
+    "zoo",
+    "ops",
+];
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -192,6 +207,19 @@ fn hand_written_causal_masks_match_pytorch_and_fine_tune() {
     // A mask built with torch.triu in forward.
     let (model, x, want) = imported!(attention_triu::AttentionTriu, "attention_triu", 3, 3);
     assert_close("attention_triu, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn torch_attention_modules_match_pytorch_and_fine_tune() {
+    // Their exports run sequence-first inside (the batch moved to dim 1,
+    // then merged with the heads); the converter follows the data through
+    // those views and writes a batch-first body.
+    let (model, x, want) = imported!(multihead::Multihead, "multihead", 3, 3);
+    assert_close("multihead, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 0.5, 30);
+    let (model, x, want) = imported!(encoder_layer::EncoderLayer, "encoder_layer", 3, 3);
+    assert_close("encoder_layer, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
     fine_tunes!(model, x, 0.5, 30);
 }
 
