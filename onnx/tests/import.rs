@@ -107,6 +107,7 @@ fn assert_close<const D: usize>(name: &str, got: &Tensor<Cpu, D>, want: &Tensor<
     assert_eq!(got.shape(), want.shape(), "{name}: output shape");
     let (g, w) = (got.to_vec::<f32>(), want.to_vec::<f32>());
     let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    println!("{name}: worst difference from the reference output {worst:.1e}");
     assert!(worst <= 1e-4, "{name}: outputs differ from PyTorch's by up to {worst}");
 }
 
