@@ -199,16 +199,23 @@ fn transformer_with_causal_attention_matches_pytorch_and_fine_tunes() {
     fine_tunes!(model, ids, 0.5, 30);
 }
 
+/// A converted causal attention over `[batch, T, 16]`: it matches PyTorch,
+/// its first four positions do not see the rest, and it fine-tunes.
+macro_rules! causal_attention {
+    ($ty:ty, $name:literal) => {{
+        let (model, x, want) = imported!($ty, $name, 3, 3);
+        let prefix = concat!($name, ", a prefix");
+        assert_close(prefix, &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+        fine_tunes!(model, x, 0.5, 30);
+    }};
+}
+
 #[test]
 fn hand_written_causal_masks_match_pytorch_and_fine_tune() {
     // nanoGPT's registered tril buffer, cut to the sequence and compared with 0.
-    let (model, x, want) = imported!(attention_buffer::AttentionBuffer, "attention_buffer", 3, 3);
-    assert_close("attention_buffer, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
-    fine_tunes!(model, x, 0.5, 30);
+    causal_attention!(attention_buffer::AttentionBuffer, "attention_buffer");
     // A mask built with torch.triu in forward.
-    let (model, x, want) = imported!(attention_triu::AttentionTriu, "attention_triu", 3, 3);
-    assert_close("attention_triu, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
-    fine_tunes!(model, x, 0.5, 30);
+    causal_attention!(attention_triu::AttentionTriu, "attention_triu");
 }
 
 #[test]
@@ -216,12 +223,8 @@ fn torch_attention_modules_match_pytorch_and_fine_tune() {
     // Their exports run sequence-first inside (the batch moved to dim 1,
     // then merged with the heads); the converter follows the data through
     // those views and writes a batch-first body.
-    let (model, x, want) = imported!(multihead::Multihead, "multihead", 3, 3);
-    assert_close("multihead, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
-    fine_tunes!(model, x, 0.5, 30);
-    let (model, x, want) = imported!(encoder_layer::EncoderLayer, "encoder_layer", 3, 3);
-    assert_close("encoder_layer, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
-    fine_tunes!(model, x, 0.5, 30);
+    causal_attention!(multihead::Multihead, "multihead");
+    causal_attention!(encoder_layer::EncoderLayer, "encoder_layer");
 }
 
 #[test]
