@@ -28,6 +28,8 @@ mod lenet;
 mod mlp;
 #[path = "generated/multihead.rs"]
 mod multihead;
+#[path = "generated/opset13.rs"]
+mod opset13;
 #[path = "generated/ops.rs"]
 mod ops;
 #[path = "generated/resnet_block.rs"]
@@ -40,7 +42,7 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 10] = [
+const MODELS: [&str; 11] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -51,6 +53,7 @@ const MODELS: [&str; 10] = [
     "encoder_layer",
     "zoo",
     "ops",
+    "opset13",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -240,14 +243,33 @@ fn operators_exporters_fold_away_match_onnx_and_fine_tune() {
     fine_tunes!(model, x, 2.0, 30, 0.95);
 }
 
+/// Generated source after its header comment (which names the file).
+fn without_header(source: &str) -> String {
+    source.lines().skip_while(|l| l.starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn the_ends_of_the_opset_range_convert() {
+    // Opset 13: axes and split sizes as that opset writes them.
+    let (model, x, _) = imported!(opset13::Opset13, "opset13", 3, 3);
+    fine_tunes!(model, x, 2.0, 30, 0.95);
+    // Opset 21 (ONNX's version converter from 18): the same source and weights.
+    for (name, ty) in [("resnet_block", "ResnetBlock"), ("attention_buffer", "AttentionBuffer")] {
+        let up = import_file(&fixture(&format!("{name}_opset21.onnx")), Some(ty)).unwrap();
+        assert!(up.source.contains("(ONNX opset 21)"), "{}", up.source);
+        let committed = std::fs::read_to_string(generated(&format!("{name}.rs"))).unwrap();
+        assert_eq!(without_header(&up.source), without_header(&committed), "{name} at opset 21");
+        assert!(up.weights_bytes() == std::fs::read(weights(name)).unwrap(), "{name} at opset 21: weights");
+    }
+}
+
 #[test]
 fn an_export_at_a_fixed_batch_size_gets_a_free_batch_dim() {
     // The reshapes of this export say 3 where the batch goes; the source is
     // the dynamic export's, and the model runs at any batch size.
     let fixed = import_file(&fixture("zoo_fixed_batch.onnx"), Some("Zoo")).unwrap();
     let dynamic = std::fs::read_to_string(generated("zoo.rs")).unwrap();
-    let body = |s: &str| s.lines().skip_while(|l| l.starts_with("//")).collect::<Vec<_>>().join("\n");
-    assert_eq!(body(&fixed.source), body(&dynamic));
+    assert_eq!(without_header(&fixed.source), without_header(&dynamic));
     let path = std::env::temp_dir().join(format!("blaze-onnx-fixed-{}.safetensors", std::process::id()));
     std::fs::write(&path, fixed.weights_bytes()).unwrap();
     let mut model = zoo::Zoo::new(&CpuDevice);
