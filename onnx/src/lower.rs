@@ -1443,15 +1443,25 @@ impl<'g> Lower<'g> {
                 self.act(n, Layer::GlobalAvgPool, vec![], vec![], None, &t, "global_avg_pool")
             };
         }
-        if axes == [rank - 1] && keep && rank >= 2 {
-            let mut under = t.under.clone();
-            under[rank - 1] = Dim::known(1);
-            let m = if mean { "mean_dim" } else { "sum_dim" };
-            return self.emit(n, 0, format!("{}.{m}(-1)", t.name), under, None, t.dtype);
+        if axes.contains(&0) {
+            return Err(format!("reduces over the batch dim (axes {axes:?})"));
         }
-        Err(format!(
-            "reduces over axes {axes:?} of a rank-{rank} tensor (keepdims {keep}); the last dim with keepdims, or the spatial dims of an image, are converted"
-        ))
+        // One `mean_dim`/`sum_dim` per axis (each keeps its dim), then a
+        // reshape without them unless ONNX keeps them.
+        let m = if mean { "mean_dim" } else { "sum_dim" };
+        let mut expr = t.name.clone();
+        let mut under = t.under.clone();
+        for &a in &axes {
+            expr = format!("{expr}.{m}({})", sample_axis(a, rank));
+            under[a] = Dim::known(1);
+        }
+        if !keep {
+            under = under.into_iter().enumerate().filter(|(k, _)| !axes.contains(k)).map(|(_, d)| d).collect();
+            check_dims(&under[1..])?;
+            let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+            expr = format!("{expr}.reshape([{}])", code.join(", "));
+        }
+        self.emit(n, 0, expr, under, None, t.dtype)
     }
 
     fn reshape(&mut self, n: &Node) -> R<()> {

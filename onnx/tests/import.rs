@@ -34,6 +34,8 @@ mod opset13;
 mod ops;
 #[path = "generated/resnet_block.rs"]
 mod resnet_block;
+#[path = "generated/text_classifier.rs"]
+mod text_classifier;
 #[path = "generated/zoo.rs"]
 mod zoo;
 
@@ -42,7 +44,7 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 11] = [
+const MODELS: [&str; 12] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -51,6 +53,7 @@ const MODELS: [&str; 11] = [
     "attention_triu",
     "multihead",
     "encoder_layer",
+    "text_classifier",
     "zoo",
     "ops",
     "opset13",
@@ -228,6 +231,15 @@ fn torch_attention_modules_match_pytorch_and_fine_tune() {
     // those views and writes a batch-first body.
     causal_attention!(multihead::Multihead, "multihead");
     causal_attention!(encoder_layer::EncoderLayer, "encoder_layer");
+}
+
+#[test]
+fn a_mean_over_the_sequence_matches_pytorch_and_fine_tunes() {
+    let (model, ids, want) = imported!(text_classifier::TextClassifier, "text_classifier", 2, 2);
+    // Any length: the mean is over the sequence the model is given.
+    let first: Tensor<Cpu, 2> = ids.narrow(1, 0, 3);
+    assert_eq!(model.forward(&first).shape(), want.shape());
+    fine_tunes!(model, ids, 0.5, 30);
 }
 
 #[test]
