@@ -272,6 +272,7 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSum",
     "Relu",
     "Reshape",
+    "Resize",
     "Shape",
     "Sigmoid",
     "Slice",
@@ -708,6 +709,7 @@ impl<'g> Lower<'g> {
             "Relu" | "Sigmoid" | "Tanh" | "LeakyRelu" | "Gelu" | "Dropout" | "Softmax" | "LogSoftmax" | "Flatten"
             | "Erf" | "Sqrt" => self.unary(n)?,
             "MaxPool" | "AveragePool" => self.pool(n)?,
+            "Resize" => self.resize(n)?,
             "GlobalAveragePool" => {
                 let t = self.plain(n, 0)?;
                 self.act(n, Layer::AdaptiveAvgPool2d, vec![1, 1], vec![], None, &t, "global_avg_pool")?;
@@ -1424,6 +1426,61 @@ impl<'g> Lower<'g> {
         }
         let (layer, base) = if avg { (Layer::AvgPool2d, "avg_pool") } else { (Layer::MaxPool2d, "max_pool") };
         self.act(n, layer, vec![k[0] as usize], keys, None, &t, base)
+    }
+
+    /// `Resize` of an image's height and width by one factor: `Upsample`.
+    fn resize(&mut self, n: &Node) -> R<()> {
+        let t = self.plain(n, 0)?;
+        let shape = t.shape();
+        if shape.len() != 4 {
+            return Err(format!("resizes a tensor of shape {}; Upsample takes images", show(&shape)));
+        }
+        let factors: Vec<f64> = match (n.input(2), n.input(3)) {
+            (Some(_), _) => self.konst(n, 2)?.as_f64(),
+            (None, Some(_)) => {
+                let sizes = self.known_ints(n, 3)?;
+                let mut f = Vec::new();
+                for (d, &to) in shape.iter().zip(&sizes) {
+                    let from = d.value().ok_or("resizes to fixed sizes from a named dim")?;
+                    f.push(to as f64 / from as f64);
+                }
+                f
+            }
+            _ => return Err("gives neither scales nor sizes".into()),
+        };
+        let [1.0, 1.0, fh, fw] = factors[..] else {
+            return Err(format!("scales by {factors:?}; Upsample scales height and width only"));
+        };
+        if fh != fw {
+            return Err(format!("scales height by {fh} and width by {fw}; Upsample takes one factor"));
+        }
+        if n.int("antialias").unwrap_or(0) != 0 {
+            return Err("antialiases; Upsample does not".into());
+        }
+        let transform = n.string("coordinate_transformation_mode").unwrap_or("half_pixel");
+        let (mode, align) = match (n.string("mode").unwrap_or("nearest"), transform) {
+            ("nearest", "asymmetric") if n.string("nearest_mode").unwrap_or("round_prefer_floor") == "floor" => {
+                ("nearest", false)
+            }
+            ("linear", "half_pixel" | "pytorch_half_pixel") => ("bilinear", false),
+            ("linear", "align_corners") => ("bilinear", true),
+            (mode, transform) => {
+                return Err(format!(
+                    "resizes in mode `{mode}` with coordinates `{transform}`; Upsample's nearest (asymmetric, floor) and bilinear (half_pixel or align_corners) are converted"
+                ));
+            }
+        };
+        let mut keys = vec![];
+        if fh != 2.0 {
+            keys.push(("scale_factor", Value::Float(fh)));
+        }
+        if mode != "nearest" {
+            keys.push(("mode", Value::Str(mode)));
+        }
+        if align {
+            keys.push(("align_corners", Value::Bool(true)));
+        }
+        self.act(n, Layer::Upsample, vec![], keys, None, &t, "upsample")
     }
 
     fn reduce(&mut self, n: &Node) -> R<()> {

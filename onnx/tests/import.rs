@@ -18,6 +18,8 @@ use blaze_onnx::{Error, Problem, import_bytes, import_file};
 mod attention_buffer;
 #[path = "generated/attention_triu.rs"]
 mod attention_triu;
+#[path = "generated/decoder.rs"]
+mod decoder;
 #[path = "generated/encoder_layer.rs"]
 mod encoder_layer;
 #[path = "generated/gpt.rs"]
@@ -44,7 +46,7 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 12] = [
+const MODELS: [&str; 13] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -54,6 +56,7 @@ const MODELS: [&str; 12] = [
     "multihead",
     "encoder_layer",
     "text_classifier",
+    "decoder",
     "zoo",
     "ops",
     "opset13",
@@ -240,6 +243,14 @@ fn a_mean_over_the_sequence_matches_pytorch_and_fine_tunes() {
     let first: Tensor<Cpu, 2> = ids.narrow(1, 0, 3);
     assert_eq!(model.forward(&first).shape(), want.shape());
     fine_tunes!(model, ids, 0.5, 30);
+}
+
+#[test]
+fn upsampling_of_each_kind_matches_pytorch_and_fine_tunes() {
+    // Resize as nn.Upsample exports it: nearest, bilinear, and bilinear
+    // with align_corners.
+    let (model, x, _) = imported!(decoder::Decoder, "decoder", 4, 2);
+    fine_tunes!(model, x, 0.02, 30);
 }
 
 #[test]
