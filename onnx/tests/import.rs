@@ -36,6 +36,8 @@ mod opset13;
 mod ops;
 #[path = "generated/resnet_block.rs"]
 mod resnet_block;
+#[path = "generated/tabular.rs"]
+mod tabular;
 #[path = "generated/text_classifier.rs"]
 mod text_classifier;
 #[path = "generated/zoo.rs"]
@@ -46,10 +48,11 @@ mod included {
     include!("generated/mlp.rs");
 }
 
-const MODELS: [&str; 13] = [
+const MODELS: [&str; 14] = [
     "mlp",
     "lenet",
     "resnet_block",
+    "tabular",
     "gpt",
     "attention_buffer",
     "attention_triu",
@@ -196,6 +199,12 @@ fn lenet_matches_pytorch_and_fine_tunes() {
 #[test]
 fn residual_block_with_batch_norm_matches_pytorch_and_fine_tunes() {
     let (model, x, _) = imported!(resnet_block::ResnetBlock, "resnet_block", 4, 2);
+    fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn mlp_with_batch_norm_1d_matches_pytorch_and_fine_tunes() {
+    let (model, x, _) = imported!(tabular::Tabular, "tabular", 2, 2);
     fine_tunes!(model, x, 0.5, 30);
 }
 
