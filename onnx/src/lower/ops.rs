@@ -1,0 +1,756 @@
+//! The operators that compute: each becomes a layer field or an expression
+//! of the forward body.
+
+use super::*;
+
+impl<'g> Lower<'g> {
+    pub(super) fn concat(&mut self, n: &Node) -> R<()> {
+        let vals: Vec<Val> = (0..n.inputs.len()).map(|k| self.input_val(n, k).cloned()).collect::<R<_>>()?;
+        if vals.iter().all(|v| matches!(v, Val::Tensor(_))) {
+            let ts: Vec<Tensor> = (0..vals.len()).map(|k| self.plain(n, k)).collect::<R<_>>()?;
+            let rank = ts[0].under.len();
+            let axis = norm_axis(n.int("axis").ok_or("has no axis")?, rank)?;
+            if axis == 0 {
+                return Err("concatenates along the batch dim".into());
+            }
+            let mut under = ts[0].under.clone();
+            for t in &ts[1..] {
+                if t.under.len() != rank {
+                    return Err("concatenates tensors of different ranks".into());
+                }
+                under[axis] = under[axis].add(&t.under[axis]).ok_or("concatenates dims that do not add up to one named dim")?;
+            }
+            let parts: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
+            let expr = format!("cat([{}], {})", parts.join(", "), sample_axis(axis, rank));
+            return self.emit(n, 0, expr, under, None, ts[0].dtype);
+        }
+        let mut out = Vec::new();
+        for k in 0..vals.len() {
+            out.extend(self.ints(n, k)?);
+        }
+        self.set(n, 0, Val::Shape(out));
+        Ok(())
+    }
+
+    pub(super) fn gather(&mut self, n: &Node) -> R<()> {
+        let axis = n.int("axis").unwrap_or(0);
+        let indices = self.input_val(n, 1)?.clone();
+        match (self.input_val(n, 0)?.clone(), indices) {
+            (Val::Tensor(t), Val::Const(ix)) if ix.dims.is_empty() => {
+                // One index along a dim: `qkv[0]`. In the data, a narrow
+                // along that axis and a reshape without it.
+                let shape = t.shape();
+                let rank = shape.len();
+                let axis = norm_axis(axis, rank)?;
+                let mut groups = t.groups();
+                let [u] = groups[axis][..] else {
+                    return Err(format!("picks one index of dim {axis} of {}, which is several dims merged", show(&shape)));
+                };
+                if u == 0 {
+                    return Err("picks one sample of the batch".into());
+                }
+                let size = t.under[u].value().ok_or("picks one index of a dim that is named, not known")?;
+                let k = ix.as_i64().ok_or("gathers with float indices")?[0];
+                let k = if k < 0 { k + size } else { k };
+                if !(0..size).contains(&k) {
+                    return Err(format!("picks index {k} of a dim of {size}"));
+                }
+                let mut under = t.under.clone();
+                under.remove(u);
+                check_dims(&under[1..])?;
+                let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+                let expr = format!("{}.narrow({}, {k}, 1).reshape([{}])", t.name, sample_axis(u, t.under.len()), code.join(", "));
+                groups.remove(axis);
+                for g in &mut groups {
+                    for a in g.iter_mut() {
+                        if *a > u {
+                            *a -= 1;
+                        }
+                    }
+                }
+                let view = Tensor::plain(String::new(), under.clone(), t.dtype).seen(groups).view;
+                self.emit(n, 0, expr, under, view, t.dtype)?;
+            }
+            (Val::Shape(s), Val::Const(ix)) => {
+                let r = s.len() as i64;
+                let pick = |k: i64| s.get(if k < 0 { k + r } else { k } as usize).cloned();
+                let ix = ix.as_i64().ok_or("gathers with float indices")?;
+                let picked: Vec<Dim> = ix.iter().map(|&k| pick(k).ok_or_else(|| "gathers past the shape".to_string())).collect::<R<_>>()?;
+                let d = self.konst(n, 1)?;
+                self.set(n, 0, if d.dims.is_empty() { Val::Scalar(picked[0].clone()) } else { Val::Shape(picked) });
+            }
+            (Val::Const(table), ids) if axis == 0 && table.dims.len() == 2 => {
+                let (input, call) = match ids {
+                    Val::Tensor(t) if t.dtype == DType::I64 && t.view.is_none() => (t.clone(), None),
+                    Val::Positions(len) => (
+                        Tensor::plain(String::new(), vec![Dim::named(BATCH), len.clone()], DType::I64),
+                        Some(format!("positions({})", dim_code(&len)?)),
+                    ),
+                    _ => return Err("looks up rows of a table by something other than token ids or positions".into()),
+                };
+                let [v, d] = [table.dims[0], table.dims[1]];
+                let base = self.field_base(n, &[n.input(0).unwrap_or("")]);
+                let f = self.field(&base, Layer::Embedding, vec![v, d], vec![], vec![table])?;
+                let out = self.layer_out(f, &input)?;
+                match call {
+                    None => self.layer_step(n, f, &input, out),
+                    Some(call) => {
+                        // `self.pos(positions(T))`: per-sample [T, D], the same for each sample.
+                        let expr = format!("self.{}({call})", self.fields[f].name);
+                        let mut under = vec![Dim::named(BATCH)];
+                        under.extend(out);
+                        self.emit(n, 0, expr, under, None, DType::F32)?;
+                    }
+                }
+            }
+            _ => return Err("gathers something other than rows of a weight table or dims of a shape".into()),
+        }
+        Ok(())
+    }
+
+    pub(super) fn slice(&mut self, n: &Node) -> R<()> {
+        let starts = self.known_ints(n, 1)?;
+        let input = self.input_val(n, 0)?.clone();
+        let table = match &input {
+            Val::Triangle(t) => Some(t.clone()),
+            Val::Const(d) => Tri::of_constant(d),
+            _ => None,
+        };
+        if let Some(mut tri) = table {
+            let rank = tri.lead + 2;
+            // A causal mask cut to the sequence: `bias[:, :, :T, :T]`.
+            let ends = self.ints(n, 2)?;
+            let axes = match n.input(3) {
+                Some(_) => self.known_ints(n, 3)?,
+                None => (0..starts.len() as i64).collect(),
+            };
+            for ((&s, e), &a) in starts.iter().zip(&ends).zip(&axes) {
+                let axis = norm_axis(a, rank)?;
+                let full = e.value().is_some_and(|v| v >= i64::from(i32::MAX));
+                if s != 0 || (axis + 2 < rank && !full) || e.value().is_some_and(|v| v < 0) {
+                    return Err(format!("cuts a mask other than from its top-left corner (axis {a}, {s}..{e})"));
+                }
+                if !full {
+                    if axis + 2 == rank { tri.rows = e.clone() } else if axis + 1 == rank { tri.cols = e.clone() }
+                }
+            }
+            self.set(n, 0, Val::Triangle(tri));
+            return Ok(());
+        }
+        let ends = self.known_ints(n, 2)?;
+        let axes = match n.input(3) {
+            Some(_) => self.known_ints(n, 3)?,
+            None => (0..starts.len() as i64).collect(),
+        };
+        let steps = match n.input(4) {
+            Some(_) => self.known_ints(n, 4)?,
+            None => vec![1; starts.len()],
+        };
+        if steps.iter().any(|&s| s != 1) {
+            return Err("slices with a step other than 1".into());
+        }
+        match input {
+            Val::Shape(s) => {
+                let r = s.len() as i64;
+                let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
+                let (a, b) = (clamp(starts[0]), clamp(ends[0]));
+                self.set(n, 0, Val::Shape(s[a..b.max(a)].to_vec()));
+            }
+            Val::Tensor(_) => {
+                let t = self.plain(n, 0)?;
+                let rank = t.under.len();
+                let mut expr = t.name.clone();
+                let mut under = t.under.clone();
+                for ((&s, &e), &a) in starts.iter().zip(&ends).zip(&axes) {
+                    let axis = norm_axis(a, rank)?;
+                    if axis == 0 {
+                        return Err("slices the batch dim".into());
+                    }
+                    let size = under[axis].value().ok_or_else(|| format!("slices dim {axis}, which is named, not known"))?;
+                    let clamp = |x: i64| (if x < 0 { x + size } else { x }).clamp(0, size);
+                    let (a0, b0) = (clamp(s), clamp(e));
+                    let len = (b0 - a0).max(0);
+                    expr = format!("{expr}.narrow({}, {a0}, {len})", sample_axis(axis, rank));
+                    under[axis] = Dim::known(len);
+                }
+                self.emit(n, 0, expr, under, None, t.dtype)?;
+            }
+            _ => return Err("slices a value the importer cannot follow".into()),
+        }
+        Ok(())
+    }
+
+    pub(super) fn arith(&mut self, n: &'g Node) -> R<()> {
+        let op = n.op.as_str();
+        let a = self.input_val(n, 0)?.clone();
+        let b = self.input_val(n, 1)?.clone();
+        let sym = match op {
+            "Add" => "+",
+            "Sub" => "-",
+            "Mul" => "*",
+            _ => "/",
+        };
+        match (&a, &b) {
+            (Val::Tensor(_), Val::Const(c)) | (Val::Const(c), Val::Tensor(_)) if c.len() == 1 => {
+                let first = matches!(a, Val::Tensor(_));
+                let ti = if first { 0 } else { 1 };
+                let t = self.tensor(n, ti)?;
+                let x = c.scalar().expect("one value");
+                let xname = n.inputs[ti].clone();
+                let gelu = match op {
+                    "Div" if first => (x - std::f64::consts::SQRT_2).abs() < 1e-5,
+                    "Mul" => (x - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-5,
+                    _ => false,
+                };
+                if gelu && self.gelu(n, &xname, &t)? {
+                    return Ok(());
+                }
+                let lit = float_lit(x);
+                let expr = if first { format!("{} {sym} {lit}", t.name) } else { format!("{lit} {sym} {}", t.name) };
+                self.emit(n, 0, expr, t.under.clone(), t.view.clone(), t.dtype)
+            }
+            (Val::Tensor(_), Val::Tensor(_)) => {
+                let (x, y) = (self.plain(n, 0)?, self.plain(n, 1)?);
+                let under = broadcast(&x.under, &y.under)?;
+                self.emit(n, 0, format!("{} {sym} {}", x.name, y.name), under, None, x.dtype)
+            }
+            (Val::Tensor(_), Val::Triangle(tri)) | (Val::Triangle(tri), Val::Tensor(_)) if op == "Add" => {
+                // The causal mask an exporter adds to attention scores:
+                // adding a huge negative and filling with it agree after the
+                // softmax.
+                let huge = |f: &Fill| matches!(f, Fill::Num(x) if *x <= -1e9);
+                let zero = |f: &Fill| matches!(f, Fill::Num(x) if *x == 0.0);
+                let fill = [&tri.on, &tri.off].into_iter().find(|f| huge(f)).cloned();
+                match (tri.causal(huge), tri.region(zero), fill) {
+                    (Some(_), Region::AtMost(0), Some(Fill::Num(v))) => {
+                        let ti = if matches!(a, Val::Tensor(_)) { 0 } else { 1 };
+                        self.mask(n, ti, tri, v)
+                    }
+                    _ => Err(format!("adds {} to scores; only a causal mask is converted", kind(&Val::Triangle(tri.clone())))),
+                }
+            }
+            (Val::Scalar(x), Val::Scalar(y)) if op == "Mul" => {
+                let v = Val::Scalar(x.mul(y));
+                self.set(n, 0, v);
+                Ok(())
+            }
+            (Val::Scalar(x), Val::Const(c)) | (Val::Const(c), Val::Scalar(x))
+                if op == "Mul" && c.len() == 1 && c.as_i64().is_some() =>
+            {
+                let k = c.as_i64().expect("integers")[0];
+                let v = Val::Scalar(x.mul(&Dim::known(k)));
+                self.set(n, 0, v);
+                Ok(())
+            }
+            (Val::Tensor(_), Val::Const(c)) | (Val::Const(c), Val::Tensor(_)) => Err(format!(
+                "{} a constant tensor of shape {:?}; a forward body holds numbers and layers, not constant tensors",
+                match op {
+                    "Add" => "adds",
+                    "Sub" => "subtracts",
+                    "Mul" => "multiplies by",
+                    _ => "divides by",
+                },
+                c.dims
+            )),
+            _ => Err(format!("combines {} with {}; the importer follows tensors, numbers and causal masks", kind(&a), kind(&b))),
+        }
+    }
+
+    /// `x * 0.5 * (1 + erf(x / sqrt(2)))` from its division (or its
+    /// product by `1 / sqrt(2)`): emits `gelu(x)` for the last product and
+    /// skips the rest.
+    pub(super) fn gelu(&mut self, n: &'g Node, xname: &str, x: &Tensor) -> R<bool> {
+        let Some((ei, erf)) = self.only_reader(&n.outputs[0]) else { return Ok(false) };
+        if erf.op != "Erf" {
+            return Ok(false);
+        }
+        let Some((ai, add)) = self.only_reader(&erf.outputs[0]) else { return Ok(false) };
+        let one = add.inputs.iter().find(|s| **s != erf.outputs[0]).and_then(|s| match self.vals.get(s) {
+            Some(Val::Const(c)) => c.scalar(),
+            _ => None,
+        });
+        if add.op != "Add" || one != Some(1.0) {
+            return Ok(false);
+        }
+        // Up to two products by `x` and 0.5, in either order.
+        let mut cur = add.outputs[0].clone();
+        let mut taken = vec![ei, ai];
+        let (mut seen_x, mut seen_half) = (false, false);
+        while !(seen_x && seen_half) {
+            let Some((mi, mul)) = self.only_reader(&cur) else { return Ok(false) };
+            if mul.op != "Mul" {
+                return Ok(false);
+            }
+            let other = mul.inputs.iter().find(|s| **s != cur).cloned().unwrap_or_else(|| cur.clone());
+            if other == xname && !seen_x {
+                seen_x = true;
+            } else if matches!(self.vals.get(&other), Some(Val::Const(c)) if c.scalar() == Some(0.5)) && !seen_half {
+                seen_half = true;
+            } else if let Some(&pi) = self.producer.get(&other) {
+                // `(x * 0.5) * (1 + erf)`: the other factor is itself `x * 0.5`.
+                let p = &self.g.nodes[pi];
+                let half_x = p.op == "Mul"
+                    && p.inputs.iter().any(|s| s == xname)
+                    && p.inputs.iter().any(|s| matches!(self.vals.get(s), Some(Val::Const(c)) if c.scalar() == Some(0.5)))
+                    && self.only_reader(&p.outputs[0]).is_some_and(|(r, _)| r == mi);
+                if !half_x || seen_x || seen_half {
+                    return Ok(false);
+                }
+                taken.push(pi);
+                seen_x = true;
+                seen_half = true;
+            } else {
+                return Ok(false);
+            }
+            taken.push(mi);
+            cur = mul.outputs[0].clone();
+        }
+        let last = &self.g.nodes[*taken.last().expect("a product")];
+        self.skip.extend(taken);
+        let shape = x.under.clone();
+        let name = self.binding(&last.outputs[0]);
+        self.steps.push(Step::Act {
+            field: tensorless(Layer::Gelu, vec![], vec![], &last.outputs[0]),
+            body: Some("gelu({x})".into()),
+            input: x.name.clone(),
+            output: name.clone(),
+            shape: shape[1..].to_vec(),
+        });
+        self.vals.insert(last.outputs[0].clone(), Val::Tensor(Tensor { name, under: shape, view: x.view.clone(), dtype: x.dtype }));
+        Ok(true)
+    }
+
+    pub(super) fn matmul(&mut self, n: &'g Node) -> R<()> {
+        match self.input_val(n, 1)?.clone() {
+            Val::Const(w) if w.dims.len() == 2 => {
+                // x @ W (+ b): a Linear with weight W^T.
+                let x = self.linear_input(n, 0)?;
+                let [i, o] = [w.dims[0], w.dims[1]];
+                let weight = transpose2(&w)?;
+                let mut tensors = vec![weight];
+                let mut names = vec![n.input(1).unwrap_or("")];
+                let mut out_node = n;
+                if let Some((ai, add)) = self.only_reader(&n.outputs[0])
+                    && add.op == "Add"
+                {
+                    let other = add.inputs.iter().find(|s| **s != n.outputs[0]);
+                    if let Some(other) = other
+                        && let Some(Val::Const(b)) = self.vals.get(other)
+                        && b.dims == [o]
+                    {
+                        tensors.push(b.clone());
+                        names.insert(0, other);
+                        self.skip.insert(ai);
+                        out_node = add;
+                    }
+                }
+                let bias = tensors.len() == 2;
+                let base = self.field_base(n, &names);
+                let keys = if bias { vec![] } else { vec![("bias", Value::Bool(false))] };
+                let f = self.field(&base, Layer::Linear, vec![i, o], keys, tensors)?;
+                let out = self.layer_out(f, &x)?;
+                self.layer_step(out_node, f, &x, out);
+                Ok(())
+            }
+            Val::Tensor(_) => {
+                let (a, b) = (self.plain(n, 0)?, self.plain(n, 1)?);
+                let (ra, rb) = (a.under.len(), b.under.len());
+                if ra != rb || ra < 3 {
+                    return Err(format!("multiplies {} by {}; per-sample matrices of the same rank are converted", show(&a.shape()), show(&b.shape())));
+                }
+                if a.under[ra - 1] != b.under[rb - 2] {
+                    return Err(format!("multiplies {} by {}: inner dims differ", show(&a.shape()), show(&b.shape())));
+                }
+                let mut under = broadcast(&a.under[..ra - 2], &b.under[..rb - 2])?;
+                under.push(a.under[ra - 2].clone());
+                under.push(b.under[rb - 1].clone());
+                self.emit(n, 0, format!("{}.matmul({})", a.name, b.name), under, None, a.dtype)
+            }
+            _ => Err("multiplies by a value the importer cannot follow".into()),
+        }
+    }
+
+    pub(super) fn gemm(&mut self, n: &Node) -> R<()> {
+        let x = self.linear_input(n, 0)?;
+        if n.int("transA").unwrap_or(0) != 0 {
+            return Err("transposes its input (transA = 1)".into());
+        }
+        let (alpha, beta) = (n.float("alpha").unwrap_or(1.0), n.float("beta").unwrap_or(1.0));
+        if alpha != 1.0 || (beta != 1.0 && n.input(2).is_some()) {
+            return Err(format!("scales by alpha = {alpha}, beta = {beta}; a Linear computes x W^T + b"));
+        }
+        let w = self.konst(n, 1)?;
+        if w.dims.len() != 2 {
+            return Err(format!("has a weight of shape {:?}", w.dims));
+        }
+        let weight = if n.int("transB").unwrap_or(0) == 1 { w } else { transpose2(&w)? };
+        let [o, i] = [weight.dims[0], weight.dims[1]];
+        let mut tensors = vec![weight];
+        let mut keys = vec![];
+        let mut names = vec![n.input(1).unwrap_or("")];
+        match n.input(2) {
+            Some(b) => {
+                let bias = self.konst(n, 2)?;
+                if bias.len() != o {
+                    return Err(format!("has a bias of shape {:?} for {o} outputs; a Linear's bias has one per output", bias.dims));
+                }
+                tensors.push(Data { dims: vec![o], values: bias.values });
+                names.insert(0, b);
+            }
+            None => keys.push(("bias", Value::Bool(false))),
+        }
+        let base = self.field_base(n, &names);
+        let f = self.field(&base, Layer::Linear, vec![i, o], keys, tensors)?;
+        let out = self.layer_out(f, &x)?;
+        self.layer_step(n, f, &x, out);
+        Ok(())
+    }
+
+    pub(super) fn conv(&mut self, n: &Node) -> R<()> {
+        let x = self.plain(n, 0)?;
+        let w = self.konst(n, 1)?;
+        let spatial = w.dims.len().saturating_sub(2);
+        let groups = n.int("group").unwrap_or(1) as usize;
+        let transposed = n.op == "ConvTranspose";
+        let layer = match (spatial, transposed) {
+            (1, false) => Layer::Conv1d,
+            (2, false) => Layer::Conv2d,
+            (2, true) => Layer::ConvTranspose2d,
+            _ => return Err(format!("has a weight of shape {:?}; 1-D and 2-D convolutions (2-D transposed) are converted", w.dims)),
+        };
+        let k = w.dims[2];
+        if w.dims[2..].iter().any(|&d| d != k) {
+            return Err(format!("has a {:?} kernel; Blaze's convolutions are square", &w.dims[2..]));
+        }
+        let one = |name: &str, default: i64| -> R<i64> {
+            match n.ints(name) {
+                None => Ok(default),
+                Some(v) if v.iter().all(|&x| x == v[0]) && !v.is_empty() => Ok(v[0]),
+                Some(v) => Err(format!("has {name} {v:?}; Blaze takes one value for every side and dim")),
+            }
+        };
+        if n.string("auto_pad").is_some_and(|a| a != "NOTSET" && a != "VALID") {
+            return Err("pads automatically (auto_pad SAME); export with explicit pads".into());
+        }
+        let (stride, padding, dilation) = (one("strides", 1)?, one("pads", 0)?, one("dilations", 1)?);
+        let (cin, cout) = if transposed { (w.dims[0], w.dims[1] * groups) } else { (w.dims[1] * groups, w.dims[0]) };
+        let mut keys = vec![];
+        if stride != 1 {
+            keys.push(("stride", Value::Int(stride.into())));
+        }
+        if padding != 0 {
+            keys.push(("padding", Value::Int(padding.into())));
+        }
+        if transposed {
+            let op = one("output_padding", 0)?;
+            if op != 0 {
+                keys.push(("output_padding", Value::Int(op.into())));
+            }
+        }
+        if dilation != 1 {
+            keys.push(("dilation", Value::Int(dilation.into())));
+        }
+        if groups != 1 {
+            keys.push(("groups", Value::Int(groups as i128)));
+        }
+        let mut tensors = vec![w];
+        let mut names = vec![n.input(1).unwrap_or("")];
+        match n.input(2) {
+            Some(b) => {
+                tensors.push(self.konst(n, 2)?);
+                names.push(b);
+            }
+            None => keys.push(("bias", Value::Bool(false))),
+        }
+        let base = self.field_base(n, &names);
+        let f = self.field(&base, layer, vec![cin, cout, k], keys, tensors)?;
+        let out = self.layer_out(f, &x)?;
+        self.layer_step(n, f, &x, out);
+        Ok(())
+    }
+
+    pub(super) fn batch_norm(&mut self, n: &Node) -> R<()> {
+        let x = self.plain(n, 0)?;
+        if n.int("training_mode").unwrap_or(0) != 0 {
+            return Err("is exported in training mode; export the model in eval mode".into());
+        }
+        let layer = match x.under.len() {
+            4 => Layer::BatchNorm2d,
+            2 | 3 => Layer::BatchNorm1d,
+            r => return Err(format!("normalises a rank-{r} tensor; BatchNorm1d and BatchNorm2d take rank 2 to 4")),
+        };
+        let tensors: Vec<Data> = (1..5).map(|k| self.konst(n, k)).collect::<R<_>>()?;
+        let c = tensors[0].len();
+        let eps = f64::from(n.float("epsilon").unwrap_or(1e-5));
+        let momentum = 1.0 - f64::from(n.float("momentum").unwrap_or(0.9));
+        let mut keys = vec![];
+        if (eps - 1e-5).abs() > 1e-12 {
+            keys.push(("eps", Value::Float(eps)));
+        }
+        if (momentum - 0.1).abs() > 1e-6 {
+            keys.push(("momentum", Value::Float(momentum)));
+        }
+        let names: Vec<&str> = (1..5).filter_map(|k| n.input(k)).collect();
+        let base = self.field_base(n, &names);
+        let f = self.field(&base, layer, vec![c], keys, tensors)?;
+        let out = self.layer_out(f, &x)?;
+        self.layer_step(n, f, &x, out);
+        Ok(())
+    }
+
+    pub(super) fn layer_norm(&mut self, n: &Node) -> R<()> {
+        let x = self.plain(n, 0)?;
+        let rank = x.under.len();
+        if norm_axis(n.int("axis").unwrap_or(-1), rank)? != rank - 1 {
+            return Err("normalises over more than the last dim; LayerNorm<N> normalises the last".into());
+        }
+        let scale = self.konst(n, 1)?;
+        let c = scale.len();
+        let bias = match n.input(2) {
+            Some(_) => self.konst(n, 2)?,
+            None => Data { dims: vec![c], values: Values::F32(vec![0.0; c]) },
+        };
+        let eps = f64::from(n.float("epsilon").unwrap_or(1e-5));
+        let keys = if (eps - 1e-5).abs() > 1e-12 { vec![("eps", Value::Float(eps))] } else { vec![] };
+        let names: Vec<&str> = (1..3).filter_map(|k| n.input(k)).collect();
+        let base = self.field_base(n, &names);
+        let f = self.field(&base, Layer::LayerNorm, vec![c], keys, vec![scale, bias])?;
+        let out = self.layer_out(f, &x)?;
+        self.layer_step(n, f, &x, out);
+        Ok(())
+    }
+
+    pub(super) fn unary(&mut self, n: &Node) -> R<()> {
+        let t = self.tensor(n, 0)?;
+        let rank = t.under.len();
+        let base = n.op.to_lowercase();
+        match n.op.as_str() {
+            "Relu" => self.act(n, Layer::Relu, vec![], vec![], Some("relu({x})"), &t, &base),
+            "Sigmoid" => self.act(n, Layer::Sigmoid, vec![], vec![], Some("sigmoid({x})"), &t, &base),
+            "Tanh" => self.act(n, Layer::Tanh, vec![], vec![], Some("tanh({x})"), &t, &base),
+            "Sqrt" => self.emit(n, 0, format!("sqrt({})", t.name), t.under.clone(), t.view.clone(), t.dtype),
+            "Gelu" => match n.string("approximate").unwrap_or("none") {
+                "none" => self.act(n, Layer::Gelu, vec![], vec![], Some("gelu({x})"), &t, &base),
+                a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
+            },
+            "LeakyRelu" => {
+                let slope = f64::from(n.float("alpha").unwrap_or(0.01));
+                let keys = if (slope - 0.01).abs() > 1e-9 { vec![("negative_slope", Value::Float(slope))] } else { vec![] };
+                self.act(n, Layer::LeakyRelu, vec![], keys, None, &t, "leaky_relu")
+            }
+            "Dropout" => {
+                let p = match n.input(1) {
+                    Some(_) => self.konst(n, 1)?.scalar().ok_or("has a ratio of more than one value")?,
+                    None => f64::from(n.float("ratio").unwrap_or(0.5)),
+                };
+                let keys = if (p - 0.5).abs() > 1e-9 { vec![("p", Value::Float(p))] } else { vec![] };
+                self.act(n, Layer::Dropout, vec![], keys, None, &t, "dropout")
+            }
+            "Softmax" | "LogSoftmax" => {
+                let t = self.plain(n, 0)?;
+                let axis = norm_axis(n.int("axis").unwrap_or(-1), rank)?;
+                if axis == 0 {
+                    return Err("normalises over the batch dim".into());
+                }
+                if self.g.opset < 13 && axis != rank - 1 {
+                    return Err("flattens before normalising (opset < 13) over more than the last dim".into());
+                }
+                let d = sample_axis(axis, rank);
+                let keys = if d == -1 { vec![] } else { vec![("dim", Value::Int(d.into()))] };
+                let (layer, method) =
+                    if n.op == "Softmax" { (Layer::Softmax, "softmax") } else { (Layer::LogSoftmax, "log_softmax") };
+                let body = format!("{{x}}.{method}({d})");
+                self.act(n, layer, vec![], keys, Some(&body), &t, method)
+            }
+            "Flatten" => {
+                let t = self.plain(n, 0)?;
+                if norm_axis(n.int("axis").unwrap_or(1), rank)? != 1 {
+                    return Err("flattens from a dim other than 1; Flatten keeps the batch dim and flattens the rest".into());
+                }
+                self.act(n, Layer::Flatten, vec![], vec![], Some("{x}.flatten()"), &t, "flatten")
+            }
+            _ => Err(format!("`{}` on its own; erf is converted as part of GELU", n.op)),
+        }
+    }
+
+    pub(super) fn pool(&mut self, n: &Node) -> R<()> {
+        let t = self.plain(n, 0)?;
+        let k = n.ints("kernel_shape").ok_or("has no kernel_shape")?;
+        if k.len() != 2 || k[0] != k[1] {
+            return Err(format!("pools over a {k:?} window; Blaze pools 2-D square windows"));
+        }
+        let one = |name: &str, default: i64| -> R<i64> {
+            match n.ints(name) {
+                None => Ok(default),
+                Some(v) if !v.is_empty() && v.iter().all(|&x| x == v[0]) => Ok(v[0]),
+                Some(v) => Err(format!("has {name} {v:?}; Blaze takes one value for every side and dim")),
+            }
+        };
+        let (stride, pad) = (one("strides", 1)?, one("pads", 0)?);
+        if one("dilations", 1)? != 1 || n.int("ceil_mode").unwrap_or(0) != 0 {
+            return Err("dilates its window or rounds its output size up; neither is converted".into());
+        }
+        if n.string("auto_pad").is_some_and(|a| a != "NOTSET" && a != "VALID") {
+            return Err("pads automatically (auto_pad SAME); export with explicit pads".into());
+        }
+        let avg = n.op == "AveragePool";
+        if avg && pad > 0 && n.int("count_include_pad").unwrap_or(0) == 0 {
+            return Err("averages without counting the padding; Blaze's AvgPool2d counts it (PyTorch's default)".into());
+        }
+        let mut keys = vec![];
+        if stride != k[0] {
+            keys.push(("stride", Value::Int(stride.into())));
+        }
+        if pad != 0 {
+            keys.push(("padding", Value::Int(pad.into())));
+        }
+        let (layer, base) = if avg { (Layer::AvgPool2d, "avg_pool") } else { (Layer::MaxPool2d, "max_pool") };
+        self.act(n, layer, vec![k[0] as usize], keys, None, &t, base)
+    }
+
+    /// `Resize` of an image's height and width by one factor: `Upsample`.
+    pub(super) fn resize(&mut self, n: &Node) -> R<()> {
+        let t = self.plain(n, 0)?;
+        let shape = t.shape();
+        if shape.len() != 4 {
+            return Err(format!("resizes a tensor of shape {}; Upsample takes images", show(&shape)));
+        }
+        let factors: Vec<f64> = match (n.input(2), n.input(3)) {
+            (Some(_), _) => self.konst(n, 2)?.as_f64(),
+            (None, Some(_)) => {
+                let sizes = self.known_ints(n, 3)?;
+                let mut f = Vec::new();
+                for (d, &to) in shape.iter().zip(&sizes) {
+                    let from = d.value().ok_or("resizes to fixed sizes from a named dim")?;
+                    f.push(to as f64 / from as f64);
+                }
+                f
+            }
+            _ => return Err("gives neither scales nor sizes".into()),
+        };
+        let [1.0, 1.0, fh, fw] = factors[..] else {
+            return Err(format!("scales by {factors:?}; Upsample scales height and width only"));
+        };
+        if fh != fw {
+            return Err(format!("scales height by {fh} and width by {fw}; Upsample takes one factor"));
+        }
+        if n.int("antialias").unwrap_or(0) != 0 {
+            return Err("antialiases; Upsample does not".into());
+        }
+        let transform = n.string("coordinate_transformation_mode").unwrap_or("half_pixel");
+        let (mode, align) = match (n.string("mode").unwrap_or("nearest"), transform) {
+            ("nearest", "asymmetric") if n.string("nearest_mode").unwrap_or("round_prefer_floor") == "floor" => {
+                ("nearest", false)
+            }
+            ("linear", "half_pixel" | "pytorch_half_pixel") => ("bilinear", false),
+            ("linear", "align_corners") => ("bilinear", true),
+            (mode, transform) => {
+                return Err(format!(
+                    "resizes in mode `{mode}` with coordinates `{transform}`; Upsample's nearest (asymmetric, floor) and bilinear (half_pixel or align_corners) are converted"
+                ));
+            }
+        };
+        let mut keys = vec![];
+        if fh != 2.0 {
+            keys.push(("scale_factor", Value::Float(fh)));
+        }
+        if mode != "nearest" {
+            keys.push(("mode", Value::Str(mode)));
+        }
+        if align {
+            keys.push(("align_corners", Value::Bool(true)));
+        }
+        self.act(n, Layer::Upsample, vec![], keys, None, &t, "upsample")
+    }
+
+    pub(super) fn reduce(&mut self, n: &Node) -> R<()> {
+        let t = self.plain(n, 0)?;
+        let rank = t.under.len();
+        let keep = n.int("keepdims").unwrap_or(1) == 1;
+        let mut axes: Vec<usize> = match self.axes(n, 1)? {
+            Some(a) => a.iter().map(|&x| norm_axis(x, rank)).collect::<R<_>>()?,
+            None => (0..rank).collect(),
+        };
+        axes.sort_unstable();
+        let mean = n.op == "ReduceMean";
+        if mean && rank == 4 && axes == [2, 3] {
+            return if keep {
+                self.act(n, Layer::AdaptiveAvgPool2d, vec![1, 1], vec![], None, &t, "avg_pool")
+            } else {
+                self.act(n, Layer::GlobalAvgPool, vec![], vec![], None, &t, "global_avg_pool")
+            };
+        }
+        if axes.contains(&0) {
+            return Err(format!("reduces over the batch dim (axes {axes:?})"));
+        }
+        // One `mean_dim`/`sum_dim` per axis (each keeps its dim), then a
+        // reshape without them unless ONNX keeps them.
+        let m = if mean { "mean_dim" } else { "sum_dim" };
+        let mut expr = t.name.clone();
+        let mut under = t.under.clone();
+        for &a in &axes {
+            expr = format!("{expr}.{m}({})", sample_axis(a, rank));
+            under[a] = Dim::known(1);
+        }
+        if !keep {
+            under = under.into_iter().enumerate().filter(|(k, _)| !axes.contains(k)).map(|(_, d)| d).collect();
+            check_dims(&under[1..])?;
+            let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+            expr = format!("{expr}.reshape([{}])", code.join(", "));
+        }
+        self.emit(n, 0, expr, under, None, t.dtype)
+    }
+
+    pub(super) fn split(&mut self, n: &Node) -> R<()> {
+        let t = self.plain(n, 0)?;
+        let rank = t.under.len();
+        let axis = norm_axis(n.int("axis").unwrap_or(0), rank)?;
+        if axis == 0 {
+            return Err("splits the batch dim".into());
+        }
+        let size = t.under[axis].value().ok_or("splits a dim that is named, not known")?;
+        let parts = n.outputs.len() as i64;
+        let sizes: Vec<i64> = if let Some(s) = n.ints("split") {
+            s.to_vec()
+        } else if n.input(1).is_some() {
+            self.known_ints(n, 1)?
+        } else {
+            let chunk = (size + parts - 1) / parts;
+            (0..parts).map(|k| chunk.min(size - k * chunk)).collect()
+        };
+        if sizes.iter().sum::<i64>() != size || sizes.len() != n.outputs.len() {
+            return Err(format!("splits {size} into {sizes:?}"));
+        }
+        let d = sample_axis(axis, rank);
+        let names: Vec<String> = n.outputs.iter().map(|o| self.binding(o)).collect();
+        let shapes: Vec<Vec<Dim>> = sizes
+            .iter()
+            .map(|&s| {
+                let mut u = t.under.clone();
+                u[axis] = Dim::known(s);
+                u
+            })
+            .collect();
+        if sizes.iter().all(|&s| s == sizes[0]) {
+            self.steps.push(Step::Expr {
+                outputs: names.clone(),
+                expr: format!("{}.split({}, {d})", t.name, sizes[0]),
+                shapes: shapes.iter().map(|u| u[1..].to_vec()).collect(),
+            });
+        } else {
+            let mut start = 0;
+            for (k, name) in names.iter().enumerate() {
+                self.steps.push(Step::Expr {
+                    outputs: vec![name.clone()],
+                    expr: format!("{}.narrow({d}, {start}, {})", t.name, sizes[k]),
+                    shapes: vec![shapes[k][1..].to_vec()],
+                });
+                start += sizes[k];
+            }
+        }
+        for (k, (name, under)) in names.into_iter().zip(shapes).enumerate() {
+            self.set(n, k, Val::Tensor(Tensor::plain(name, under, t.dtype)));
+        }
+        Ok(())
+    }
+}
