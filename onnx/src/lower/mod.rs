@@ -114,6 +114,9 @@ pub fn lower(g: &Graph) -> Result<Program, Problem> {
     if !unsupported.is_empty() {
         return Err(Problem::Unsupported(unsupported));
     }
+    if let Some(n) = g.nodes.iter().find(|n| n.outputs.first().is_none_or(String::is_empty)) {
+        return Err(Problem::Malformed(format!("node `{}` ({}) has no output", n.name, n.op)));
+    }
     for (i, n) in g.nodes.iter().enumerate() {
         if low.skip.contains(&i) {
             continue;
