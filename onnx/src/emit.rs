@@ -64,7 +64,7 @@ fn sequential(p: &Program) -> Option<Vec<(&Field, &Vec<Dim>)>> {
                 prev = output;
             }
             Step::Act { field, input, output, shape, .. } if input == prev => {
-                chain.push((field, shape));
+                chain.push((&**field, shape));
                 prev = output;
             }
             _ => return None,
@@ -86,7 +86,7 @@ fn body(p: &Program, name: &str, mut out: String) -> Result<(String, Vec<Field>)
                 lines.push(format!("let {output} = {}; // {}", b.replace("{x}", input), dims(shape)?));
             }
             Step::Act { field, body: None, input, output, shape } => {
-                let mut f = field.clone();
+                let mut f = Field::clone(field);
                 f.name = unique(&f.name, &mut taken);
                 lines.push(format!("let {output} = self.{}({input}); // {}", f.name, dims(shape)?));
                 extra.push(f);

@@ -28,7 +28,7 @@ use view::Tensor;
 
 use std::collections::{HashMap, HashSet};
 
-use blaze_spec::{Layer, MAX_SIZE, Options, StaticShape, Value};
+use blaze_spec::{Layer, Options, StaticShape, Value, symbol, symbol_index};
 
 use crate::Problem;
 use crate::dim::{Dim, show};
@@ -42,6 +42,8 @@ pub struct Field {
     pub generics: Vec<usize>,
     /// `#[layer(..)]` keys that differ from the layer's defaults, as written.
     pub keys: Vec<(&'static str, String)>,
+    /// The options those keys give, checked by the spec.
+    pub options: Options,
     /// Its tensors under the layer's parameter names, in the spec's order.
     pub tensors: Vec<(&'static str, Data)>,
 }
@@ -54,7 +56,7 @@ pub enum Step {
     /// A layer without tensors (an activation, a pool, a flatten): a field
     /// in a model of fields in sequence, the expression `body` (with `{x}`
     /// for the input) in a forward body where one exists.
-    Act { field: Field, body: Option<String>, input: String, output: String, shape: Vec<Dim> },
+    Act { field: Box<Field>, body: Option<String>, input: String, output: String, shape: Vec<Dim> },
     /// `let outputs = expr;` in a forward body.
     Expr { outputs: Vec<String>, expr: String, shapes: Vec<Vec<Dim>> },
 }
@@ -564,10 +566,7 @@ impl<'g> Lower<'g> {
         keys: Vec<(&'static str, Value<'static>)>,
         tensors: Vec<Data>,
     ) -> R<usize> {
-        let mut options: Options = layer.defaults();
-        for (k, v) in &keys {
-            options.set(layer, k, *v).map_err(|e| format!("{}: {e}", layer.display(&generics, "")))?;
-        }
+        let options = options(layer, &generics, &keys)?;
         let params = layer.params(&generics, &options);
         if params.len() != tensors.len() {
             return Err(format!("gives {} tensors for `{}`, which holds {}", tensors.len(), layer.display(&generics, ""), params.len()));
@@ -591,18 +590,14 @@ impl<'g> Lower<'g> {
             named.push((p.name, d));
         }
         let name = self.binding(base);
-        self.fields.push(Field { name, layer, generics, keys: render(&keys), tensors: named });
+        self.fields.push(Field { name, layer, generics, keys: render(&keys), options, tensors: named });
         Ok(self.fields.len() - 1)
     }
 
     /// A layer's per-sample output shape, by the spec's rule.
     fn layer_out(&self, f: usize, x: &Tensor) -> R<Vec<Dim>> {
         let field = &self.fields[f];
-        let mut options = field.layer.defaults();
-        for (k, v) in &field.keys {
-            options.set(field.layer, k, parse_value(v)).map_err(|e| e.0)?;
-        }
-        spec_output(field.layer, &field.generics, &options, x, &self.symbols)
+        spec_output(field.layer, &field.generics, &field.options, x, &self.symbols)
     }
 
     fn layer_step(&mut self, n: &Node, f: usize, x: &Tensor, shape: Vec<Dim>) {
@@ -629,19 +624,15 @@ impl<'g> Lower<'g> {
         if x.view.is_some() && !layer.is_elementwise() {
             return Err("reads a tensor whose batch dim is not first on its own".into());
         }
-        let mut options = layer.defaults();
-        for (k, v) in &keys {
-            options.set(layer, k, *v).map_err(|e| e.0)?;
-        }
+        let field = tensorless(layer, generics, &keys, base)?;
         let shape = if layer.is_elementwise() {
             x.per_sample().to_vec()
         } else {
-            spec_output(layer, &generics, &options, x, &self.symbols)?
+            spec_output(layer, &field.generics, &field.options, x, &self.symbols)?
         };
-        let field = tensorless(layer, generics, keys, base);
         let name = self.binding(&n.outputs[0]);
         self.steps.push(Step::Act {
-            field,
+            field: Box::new(field),
             body: body.map(str::to_owned),
             input: x.name.clone(),
             output: name.clone(),
@@ -685,8 +676,18 @@ fn kind(v: &Val) -> String {
 }
 
 /// A field for a layer without tensors.
-fn tensorless(layer: Layer, generics: Vec<usize>, keys: Vec<(&'static str, Value<'static>)>, base: &str) -> Field {
-    Field { name: ident(base), layer, generics, keys: render(&keys), tensors: vec![] }
+fn tensorless(layer: Layer, generics: Vec<usize>, keys: &[(&'static str, Value<'static>)], base: &str) -> R<Field> {
+    let options = options(layer, &generics, keys)?;
+    Ok(Field { name: ident(base), layer, generics, keys: render(keys), options, tensors: vec![] })
+}
+
+/// `layer`'s options: its defaults with `keys` set, each checked by the spec.
+fn options(layer: Layer, generics: &[usize], keys: &[(&'static str, Value<'static>)]) -> R<Options> {
+    let mut options = layer.defaults();
+    for (k, v) in keys {
+        options.set(layer, k, *v).map_err(|e| format!("{}: {e}", layer.display(generics, "")))?;
+    }
+    Ok(options)
 }
 
 /// Renders option values as `#[layer(..)]` writes them.
@@ -704,18 +705,6 @@ fn render(keys: &[(&'static str, Value<'static>)]) -> Vec<(&'static str, String)
         .collect()
 }
 
-fn parse_value(s: &str) -> Value<'_> {
-    if let Ok(i) = s.parse::<i128>() {
-        Value::Int(i)
-    } else if let Ok(b) = s.parse::<bool>() {
-        Value::Bool(b)
-    } else if let Ok(f) = s.parse::<f64>() {
-        Value::Float(f)
-    } else {
-        Value::Str(s.trim_matches('"'))
-    }
-}
-
 /// The spec's output rule on a per-sample shape with named dims.
 fn spec_output(layer: Layer, generics: &[usize], options: &Options, x: &Tensor, symbols: &[(String, String)]) -> R<Vec<Dim>> {
     let code = |d: &Dim| -> R<usize> {
@@ -724,7 +713,7 @@ fn spec_output(layer: Layer, generics: &[usize], options: &Options, x: &Tensor, 
         }
         let name = d.name().ok_or_else(|| format!("dim `{d}` is a product of named dims"))?;
         let k = symbols.iter().position(|(_, b)| b == name).ok_or_else(|| format!("dim `{d}` is not an input dim"))?;
-        Ok(MAX_SIZE + 1 + k)
+        Ok(symbol(k))
     };
     let dims: Vec<usize> = x.per_sample().iter().map(code).collect::<R<_>>()?;
     if dims.len() > 8 {
@@ -736,7 +725,7 @@ fn spec_output(layer: Layer, generics: &[usize], options: &Options, x: &Tensor, 
     Ok(out
         .as_slice()
         .iter()
-        .map(|&d| match d.checked_sub(MAX_SIZE + 1) {
+        .map(|&d| match symbol_index(d) {
             Some(k) => Dim::named(&symbols[k].1),
             None => Dim::known(d as i64),
         })

@@ -307,16 +307,7 @@ impl<'g> Lower<'g> {
         }
         let last = &self.g.nodes[*taken.last().expect("a product")];
         self.skip.extend(taken);
-        let shape = x.under.clone();
-        let name = self.binding(&last.outputs[0]);
-        self.steps.push(Step::Act {
-            field: tensorless(Layer::Gelu, vec![], vec![], &last.outputs[0]),
-            body: Some("gelu({x})".into()),
-            input: x.name.clone(),
-            output: name.clone(),
-            shape: shape[1..].to_vec(),
-        });
-        self.vals.insert(last.outputs[0].clone(), Val::Tensor(Tensor { name, under: shape, view: x.view.clone(), dtype: x.dtype }));
+        self.act(last, Layer::Gelu, vec![], vec![], Some("gelu({x})"), x, "gelu")?;
         Ok(true)
     }
 
