@@ -17,6 +17,18 @@ pub const fn is_symbolic(dim: usize) -> bool {
     dim > MAX_SIZE
 }
 
+/// The number that stands for the `k`th dim known only by name when a
+/// shape goes through a rule: above every size, so a rule passes it
+/// through or refuses it.
+pub const fn symbol(k: usize) -> usize {
+    MAX_SIZE + 1 + k
+}
+
+/// Which named dim `dim` stands for ([`symbol`]'s `k`), if it is one.
+pub const fn symbol_index(dim: usize) -> Option<usize> {
+    dim.checked_sub(MAX_SIZE + 1)
+}
+
 /// A per-sample shape usable in const evaluation: up to 8 dims.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct StaticShape {
@@ -373,7 +385,7 @@ mod tests {
         output(layer, g, &o, StaticShape::new(dims)).map(|s| s.as_slice().to_vec())
     }
 
-    const T: usize = MAX_SIZE + 1;
+    const T: usize = symbol(0);
 
     #[test]
     fn rules_give_pytorchs_shapes() {

@@ -182,7 +182,7 @@ impl Lower<'_> {
         let symbolic: Vec<&Dim> = dims.iter().filter(|d| d.fixed().is_none()).collect();
         let code = |d: &Dim| match d.fixed() {
             Some(n) => n.min(blaze_spec::MAX_SIZE),
-            None => blaze_spec::MAX_SIZE + 1 + symbolic.iter().position(|s| *s == d).unwrap_or(0),
+            None => blaze_spec::symbol(symbolic.iter().position(|s| *s == d).unwrap_or(0)),
         };
         if dims.len() > 8 {
             return err(span, format!("{me}: its input {} has more than 8 dims", self.show(x)));
@@ -192,7 +192,7 @@ impl Lower<'_> {
             Ok(o) => o
                 .as_slice()
                 .iter()
-                .map(|&d| match d.checked_sub(blaze_spec::MAX_SIZE + 1) {
+                .map(|&d| match blaze_spec::symbol_index(d) {
                     Some(k) => symbolic[k].clone(),
                     None => Dim::size(d),
                 })
@@ -228,7 +228,7 @@ impl Lower<'_> {
         let qs = self.shape(q).to_vec();
         let input = StaticShape::new(
             &qs.iter()
-                .map(|x| x.fixed().map_or(blaze_spec::MAX_SIZE + 1, |n| n.min(blaze_spec::MAX_SIZE)))
+                .map(|x| x.fixed().map_or(blaze_spec::symbol(0), |n| n.min(blaze_spec::MAX_SIZE)))
                 .collect::<Vec<_>>(),
         );
         if let Err(e) = blaze_spec::output(*layer, sizes, &self.options[callee.field].spec, input) {
