@@ -31,6 +31,11 @@ use blaze::prelude::*;
 use blaze::record::{load_checkpoint, load_model, save_model};
 use blaze::train::{FitConfig, fit};
 
+#[path = "common/mutate.rs"]
+mod mutate;
+
+use mutate::{Pick, mutate};
+
 /// The system allocator, keeping the bytes live now and the most since
 /// the last reset.
 struct Tracking;
@@ -93,40 +98,12 @@ pub struct Small {
 
 // ---- mutations ---------------------------------------------------------
 
-const SPECIAL: [u8; 6] = [0x00, 0xff, 0x7f, 0x80, b'9', b'"'];
-
-fn mutate(seed: &[u8], rng: &mut Rng, kind: Format) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    for _ in 0..1 + rng.pick(3) {
-        let n = b.len().max(1);
-        match rng.pick(9) {
-            0 => {
-                let i = rng.pick(n * 8);
-                if let Some(x) = b.get_mut(i / 8) {
-                    *x ^= 1 << (i % 8);
-                }
-            }
-            1 => {
-                let i = rng.pick(n);
-                if let Some(x) = b.get_mut(i) {
-                    *x = SPECIAL[rng.pick(SPECIAL.len())];
-                }
-            }
-            2 => b.truncate(rng.pick(n)),
-            3 => {
-                let (from, len) = (rng.pick(n), 1 + rng.pick(64));
-                let chunk: Vec<u8> = b.iter().skip(from).take(len).copied().collect();
-                let at = rng.pick(n);
-                b.splice(at..at, chunk);
-            }
-            4 => b.extend((0..1 + rng.pick(32)).map(|_| rng.pick(256) as u8)),
-            _ => match kind {
-                Format::Safetensors => safetensors_header(&mut b, rng),
-                Format::Idx => idx_header(&mut b, rng),
-            },
-        }
-    }
-    b
+fn mutate_as(seed: &[u8], rng: &mut Rng, kind: Format) -> Vec<u8> {
+    let mut edit = |b: &mut Vec<u8>, rng: &mut Rng| match kind {
+        Format::Safetensors => safetensors_header(b, rng),
+        Format::Idx => idx_header(b, rng),
+    };
+    mutate(seed, rng, Some(&mut edit))
 }
 
 /// Edits inside the JSON header, then makes the length prefix match, so
@@ -206,15 +183,6 @@ enum Format {
     Idx,
 }
 
-trait Pick {
-    fn pick(&mut self, n: usize) -> usize;
-}
-
-impl Pick for Rng {
-    fn pick(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
 
 // ---- the targets --------------------------------------------------------
 
@@ -245,7 +213,7 @@ fn run(t: &Target<'_>, dir: &Path, cases: usize, seed: u64, failures: &mut Vec<S
         if start.elapsed() > Duration::from_secs(60) {
             break;
         }
-        let bytes = if case == 0 { original.clone() } else { mutate(&original, &mut rng, t.format) };
+        let bytes = if case == 0 { original.clone() } else { mutate_as(&original, &mut rng, t.format) };
         std::fs::write(&path, &bytes).expect("temp file");
         let (outcome, peak): (Outcome, usize) = peak_during(|| {
             std::panic::catch_unwind(AssertUnwindSafe(|| (t.load)(&path))).map_err(|e| {
