@@ -222,14 +222,15 @@ fn value_info(v: &ValueInfoProto) -> Result<ValueInfo, Problem> {
         .enumerate()
         .map(|(i, d)| {
             if d.has_dim_value() && d.dim_value() > 0 {
-                Ok(Dim::known(d.dim_value()))
+                Dim::known(d.dim_value())
             } else if d.has_dim_param() && !d.dim_param().is_empty() {
-                Ok(Dim::named(d.dim_param()))
+                Dim::named(d.dim_param())
             } else {
-                Ok(Dim::named(&format!("{}_dim{i}", v.name)))
+                // An unnamed dynamic dim gets a name of its own.
+                Dim::named(&format!("{}_dim{i}", v.name))
             }
         })
-        .collect::<Result<Vec<_>, Problem>>()?;
+        .collect();
     Ok(ValueInfo { name: v.name.clone(), dtype, dims })
 }
 
