@@ -4,13 +4,22 @@
 # clean, then rebuilt after editing one model (a hidden width toggled
 # between 32 and 48), three times. Prints the seconds of each build.
 #
-#   scripts/edit_loop.sh [WORKDIR]      (default: a fresh temporary folder)
+#   scripts/edit_loop.sh [--warm] [WORKDIR]   (default: a fresh temporary folder)
+#
+# --warm keeps WORKDIR's target folder from an earlier run: the first
+# build then recompiles only what changed in Blaze (for iterating on
+# Blaze itself), and the rebuilds are measured as before.
 #
 # The crate depends on this checkout by path and has its own target
 # folder, so the clean build compiles Blaze and its dependencies too
 # (downloaded already: run any cargo build here first when offline).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+warm=false
+if [[ ${1:-} == --warm ]]; then
+    warm=true
+    shift
+fi
 work=${1:-$(mktemp -d)}
 mkdir -p "$work/src"
 cat >"$work/Cargo.toml" <<TOML
@@ -94,8 +103,12 @@ build() { # prints the seconds of a release build
 }
 
 write_models 32
-rm -rf "$work/target"
-echo "clean release build: $(build) s"
+if $warm; then
+    echo "release build of the changed tree: $(build) s"
+else
+    rm -rf "$work/target"
+    echo "clean release build: $(build) s"
+fi
 (cd "$work" && CARGO_TARGET_DIR="$work/target" cargo run --release --quiet >/dev/null)
 for width in 48 32 48; do
     write_models "$width"
