@@ -495,6 +495,8 @@ impl<D: DeviceDtypes, H: Backend> Primitives for HostFallback<D, H> {
     }
 }
 
+impl<D: DeviceDtypes, H: Backend> crate::Precompiled for HostFallback<D, H> {}
+
 impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
     fn arange(range: Range<i64>, device: &D::Device) -> Placed<D, H> {
         Self::from_host(H::arange(range, &host::<H>()), device)

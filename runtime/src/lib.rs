@@ -31,7 +31,7 @@ mod tensor;
 pub mod train;
 
 pub use backend::{
-    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Primitives,
+    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Precompiled, Primitives,
     ReduceOp, RowNorm, SoftmaxOptions, UnaryOp,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};

@@ -69,6 +69,7 @@ fn for_each_param<B: Backend, M: Module<B>>(
 ) {
     struct Apply<F>(F);
     impl<B: Backend, F: FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>> GradVisitor<B> for Apply<F> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
             assert!(
                 p.shape() == g.shape(),
@@ -279,6 +280,7 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         // backends that fuse it); the moments start at zero.
         struct Apply<'a, B: Backend>(&'a mut BTreeMap<String, State<B>>, AdamStep);
         impl<B: Backend> GradVisitor<B> for Apply<'_, B> {
+            #[inline(never)]
             fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
                 let slots = &mut slot_state(self.0, name).slots;
                 for moment in ["exp_avg", "exp_avg_sq"] {
@@ -314,6 +316,7 @@ pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
 pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
     struct SumSq<B: Backend>(Option<Tensor<B, 0>>);
     impl<B: Backend> ParamVisitor<B> for SumSq<B> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
             let s = Tensor::<B, 0>::wrap(B::sum_squares(g.storage()));
             self.0 = Some(match self.0.take() {
@@ -331,6 +334,7 @@ pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<
 pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
     struct Scale(f64);
     impl<B: Backend> ParamMapper<B> for Scale {
+        #[inline(never)]
         fn map<const D: usize>(&mut self, _: &str, g: Tensor<B, D>) -> Tensor<B, D> {
             g.mul_scalar(self.0)
         }
@@ -343,12 +347,14 @@ pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) 
 pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads) {
     struct Collect<B: Backend>(Vec<Tensor<B, 1>>);
     impl<B: Backend> ParamVisitor<B> for Collect<B> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
             self.0.push(g.reshape([-1]));
         }
     }
     struct Add<B: Backend>(std::vec::IntoIter<Tensor<B, 1>>);
     impl<B: Backend> ParamMapper<B> for Add<B> {
+        #[inline(never)]
         fn map<const D: usize>(&mut self, name: &str, g: Tensor<B, D>) -> Tensor<B, D> {
             let more = self.0.next().unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}"));
             g.add(&more.reshape(g.shape()))

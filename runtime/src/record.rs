@@ -182,6 +182,7 @@ pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String
 fn expected<B: Backend, M: Module<B>>(model: &M) -> Vec<(String, Vec<usize>, DType)> {
     struct Shapes(Vec<(String, Vec<usize>, DType)>);
     impl<B: Backend> ParamVisitor<B> for Shapes {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
             self.0.push((name.to_owned(), t.shape().to_vec(), t.dtype()));
         }
@@ -206,14 +207,40 @@ pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Resul
     load_named(model, path, tensors.into_iter().collect())
 }
 
+/// The names, shapes and dtypes of a module's tensors.
+type Expected = [(String, Vec<usize>, DType)];
+
 fn load_named<B: Backend, M: Module<B>>(
     model: &mut M,
     path: &Path,
-    mut file: BTreeMap<String, TensorData>,
+    file: BTreeMap<String, TensorData>,
 ) -> Result<(), RecordError> {
+    let file = check_named(path, &expected(model), file)?;
+    struct Load(BTreeMap<String, TensorData>);
+    impl<B: Backend> ParamMapper<B> for Load {
+        #[inline(never)]
+        fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
+            match self.0.remove(name) {
+                // Names and shapes were checked before.
+                Some(d) => Tensor::from_data(d.convert(t.dtype()), &t.device()).unwrap_or(t),
+                None => t,
+            }
+        }
+    }
+    model.map_tensors("", &mut Load(file));
+    Ok(())
+}
+
+/// `file`'s tensors once each of `want` is there with its shape and
+/// nothing else is (PyTorch's `num_batches_tracked` counters are left
+/// out). Independent of the model's type, so compiled once.
+fn check_named(
+    path: &Path,
+    want: &Expected,
+    mut file: BTreeMap<String, TensorData>,
+) -> Result<BTreeMap<String, TensorData>, RecordError> {
     file.retain(|k, _| !k.ends_with(".num_batches_tracked") && k != "num_batches_tracked");
-    let want = expected(model);
-    for (name, shape, _) in &want {
+    for (name, shape, _) in want {
         match file.get(name) {
             None => {
                 return Err(RecordError::Missing {
@@ -236,18 +263,7 @@ fn load_named<B: Backend, M: Module<B>>(
     if let Some(extra) = file.keys().find(|k| !want.iter().any(|(n, _, _)| n == *k)) {
         return Err(RecordError::Unexpected { path: path.to_owned(), name: extra.clone() });
     }
-    struct Load(BTreeMap<String, TensorData>);
-    impl<B: Backend> ParamMapper<B> for Load {
-        fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
-            match self.0.remove(name) {
-                // Names and shapes were checked above.
-                Some(d) => Tensor::from_data(d.convert(t.dtype()), &t.device()).unwrap_or(t),
-                None => t,
-            }
-        }
-    }
-    model.map_tensors("", &mut Load(file));
-    Ok(())
+    Ok(file)
 }
 
 /// Prefix of optimizer tensors inside a checkpoint.
@@ -278,28 +294,39 @@ pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
     optimizer: &mut O,
     device: &B::Device,
 ) -> Result<HashMap<String, String>, RecordError> {
-    let (tensors, meta) = load_tensors(path)?;
+    let c = read_checkpoint(path, &expected(model))?;
+    load_named(model, path, c.weights)?;
+    optimizer.load_state(c.optimizer, c.steps, device);
+    Ok(c.metadata)
+}
+
+/// A checkpoint's parts, checked against a model.
+struct Checkpoint {
+    weights: BTreeMap<String, TensorData>,
+    /// Named `<parameter>.<slot>`.
+    optimizer: NamedTensors,
+    steps: u64,
+    metadata: HashMap<String, String>,
+}
+
+/// Reads a checkpoint and checks its optimizer state against the model's
+/// tensors `want` (its weights are checked as they load).
+fn read_checkpoint(path: &Path, want: &Expected) -> Result<Checkpoint, RecordError> {
+    let (tensors, metadata) = load_tensors(path)?;
     let (opt, weights): (Vec<_>, Vec<_>) = tensors.into_iter().partition(|(n, _)| n.starts_with(OPTIM));
-    let steps = meta
+    let steps = metadata
         .get("optimizer_steps")
         .map(|s| s.parse::<u64>().map_err(|e| format(path, format!("optimizer_steps: {e}"))))
         .transpose()?
         .unwrap_or(0);
-    let opt = optimizer_state(model, path, opt)?;
-    load_named(model, path, weights.into_iter().collect())?;
-    optimizer.load_state(opt, steps, device);
-    Ok(meta)
+    let optimizer = optimizer_state(want, path, opt)?;
+    Ok(Checkpoint { weights: weights.into_iter().collect(), optimizer, steps, metadata })
 }
 
 /// The optimizer's tensors of a checkpoint, checked before anything
 /// changes: each is `optimizer.<parameter>.<slot>` for a parameter of the
 /// model, with its number of values; values take the parameter's dtype.
-fn optimizer_state<B: Backend, M: Module<B>>(
-    model: &M,
-    path: &Path,
-    tensors: NamedTensors,
-) -> Result<NamedTensors, RecordError> {
-    let params = expected(model);
+fn optimizer_state(params: &Expected, path: &Path, tensors: NamedTensors) -> Result<NamedTensors, RecordError> {
     tensors
         .into_iter()
         .map(|(name, t)| {

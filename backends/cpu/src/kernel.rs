@@ -2,11 +2,19 @@
 //! runs over pieces of the output, in parallel for large outputs, compiled
 //! for the widest vector ISA the CPU has; a general kernel's workgroups run
 //! in parallel, each on one thread.
+//!
+//! Of an elementwise kernel, only its loop over one piece ([`eval`]) is
+//! compiled per kernel; everything around it (reading the arguments,
+//! splitting the output, the row sums, softmaxes and norms) is compiled
+//! once per dtype, here, through [`KernelLoops`]. A release build compiles
+//! generic code in the crate that uses it, so this keeps what each model's
+//! crate compiles to the kernels' own loops.
 
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, MAX_ARGS, RawBuffer, ScalarArg, Workgroups,
     check_launch,
 };
+use blaze_runtime::DType;
 use blaze_runtime::rng::counter_uniform;
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
@@ -20,6 +28,35 @@ use crate::pool::{self, with_scratch};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
+
+/// Kernel `K`'s loop over one piece (`K::map`, or the partial `f` names),
+/// compiled for the widest ISA the CPU has.
+pub(crate) fn eval<K: Elementwise, T: KernelFloat>(f: KernelFn, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
+    dispatch(
+        #[inline(always)]
+        || match f {
+            KernelFn::Value => K::map(args, out),
+            KernelFn::Partial(i) => K::map_partial(i, args, out),
+        },
+    );
+}
+
+/// An elementwise kernel as the loops of this module see it: its name for
+/// messages, the function of it to evaluate, and its loop over a piece of
+/// `T`s ([`eval`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Kernel<T> {
+    name: &'static str,
+    f: KernelFn,
+    eval: fn(KernelFn, &[&[T]], &mut [MaybeUninit<T>]),
+}
+
+impl<T: KernelFloat> Kernel<T> {
+    /// `f` of kernel `K`.
+    pub(crate) fn new<K: Elementwise>(f: KernelFn) -> Self {
+        Kernel { name: K::NAME, f, eval: eval::<K, T> }
+    }
+}
 
 /// Elements per call of the kernel's loop: its inputs' pieces and the
 /// splatted scalars stay in L1.
@@ -62,21 +99,16 @@ fn broadcast_source<'a, T>(a: &ArrayView<'a, T, IxDyn>) -> Option<Source<'a, T>>
 /// (the CPU's `kernel_operand` leaves them unexpanded; each piece lays out
 /// its window in a task's scratch); other views are copied out into
 /// pooled arrays, so a kernel call does not allocate.
-fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
-    inputs: &[KernelArg<S>],
+fn with_sources<T: KernelLoops, R>(
+    name: &str,
+    inputs: &[KernelArg<CpuStorage>],
     shape: &[usize],
-    array: impl Fn(&S) -> &Array<T>,
     body: impl FnOnce(&[Source<'_, T>]) -> R,
 ) -> R {
-    assert!(inputs.len() <= MAX_ARGS, "{}: more than {MAX_ARGS} arguments", K::NAME);
+    assert!(inputs.len() <= MAX_ARGS, "{name}: more than {MAX_ARGS} arguments");
     let n: usize = shape.iter().product();
     let splat_len = n.min(PIECE);
-    let view = |s| {
-        let a: &Array<T> = array(s);
-        a.broadcast(IxDyn(shape)).unwrap_or_else(|| {
-            panic!("{}: an argument of shape {:?} does not broadcast to {shape:?}", K::NAME, a.shape())
-        })
-    };
+    let view = |s| argument_view::<T>(name, s, shape);
     // Each argument read where it is, if it can be: a tensor of the shape,
     // a repeated block or spread values, or noise.
     let direct: [Option<Source<'_, T>>; MAX_ARGS] = std::array::from_fn(|i| match inputs.get(i)? {
@@ -104,6 +136,15 @@ fn with_sources<K: Elementwise, T: Float + KernelFloat, S, R>(
     body(&sources[..inputs.len()])
 }
 
+/// A tensor argument of kernel `name` as a view of the output's `shape`.
+fn argument_view<'a, T: KernelLoops>(name: &str, s: &'a CpuStorage, shape: &[usize]) -> ArrayView<'a, T, IxDyn> {
+    let Some(a) = T::values(s) else {
+        panic!("{name}: a {} tensor among {} ones", s.dtype(), T::DTYPE);
+    };
+    a.broadcast(IxDyn(shape))
+        .unwrap_or_else(|| panic!("{name}: an argument of shape {:?} does not broadcast to {shape:?}", a.shape()))
+}
+
 /// Buffers for the arguments of one piece that are laid out for it (noise
 /// drawn, a broadcast operand's window): made once per task, not per
 /// piece (a piece's vector code would otherwise probe a frame this large
@@ -115,11 +156,11 @@ fn noise<T>() -> Noise<T> {
     [const { MaybeUninit::uninit() }; MAX_ARGS]
 }
 
-/// Evaluates `f` (of `K`) on the `len` elements from `start` into `out`,
-/// at most [`PIECE`] of them; noise is drawn into `noise`.
+/// Evaluates kernel `k` on the `len` elements from `start` into `out`, at
+/// most [`PIECE`] of them; noise is drawn into `noise`.
 #[inline(always)]
-fn piece<K: Elementwise, T: Float + KernelFloat>(
-    f: KernelFn,
+fn piece<T: Float + KernelFloat>(
+    k: Kernel<T>,
     sources: &[Source<'_, T>],
     start: usize,
     out: &mut [MaybeUninit<T>],
@@ -146,25 +187,21 @@ fn piece<K: Elementwise, T: Float + KernelFloat>(
             Source::Uniform(seed) => draw(seed, start, buffer()),
         };
     }
-    let args = &args[..sources.len()];
-    match f {
-        KernelFn::Value => K::map(args, out),
-        KernelFn::Partial(i) => K::map_partial(i, args, out),
-    }
+    (k.eval)(k.f, &args[..sources.len()], out);
 }
 
-/// Evaluates `f` (of `K`) on the row of `out.len()` elements from `at`
+/// Evaluates kernel `k` on the row of `out.len()` elements from `at`
 /// into `out`, a piece at a time, and returns its values.
 #[inline(always)]
-fn row_values<'a, K: Elementwise, T: Float + KernelFloat>(
-    f: KernelFn,
+fn row_values<'a, T: Float + KernelFloat>(
+    k: Kernel<T>,
     sources: &[Source<'_, T>],
     at: usize,
     out: &'a mut [MaybeUninit<T>],
     noise: &mut Noise<T>,
 ) -> &'a mut [T] {
     for (i, p) in out.chunks_mut(PIECE).enumerate() {
-        piece::<K, T>(f, sources, at + i * PIECE, p, noise);
+        piece::<T>(k, sources, at + i * PIECE, p, noise);
     }
     // SAFETY: the kernel wrote every slot of the row.
     unsafe { pool::written(out) }
@@ -213,16 +250,10 @@ fn draw<T: KernelFloat>(seed: u64, start: usize, out: &mut [MaybeUninit<T>]) -> 
     unsafe { pool::written(out) }
 }
 
-/// Evaluates `f` of kernel `K` over `shape`; `array` picks the `T` array out
-/// of a tensor input (every one has `shape`).
-pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
-    f: KernelFn,
-    inputs: &[KernelArg<S>],
-    shape: &[usize],
-    array: impl Fn(&S) -> &Array<T>,
-) -> Array<T> {
+/// Evaluates kernel `k` over `shape` (every tensor input broadcasts to it).
+fn run<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], shape: &[usize]) -> Array<T> {
     let n: usize = shape.iter().product();
-    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
+    with_sources::<T, _>(k.name, inputs, shape, |sources| {
         // The kernel writes every slot of each piece (the `Elementwise`
         // contract), so the output starts uninitialised.
         fill(shape, 1, should_fork(n, COSTLY_OP_MIN), |start, out| {
@@ -230,24 +261,17 @@ pub(crate) fn run<K: Elementwise, T: Float + KernelFloat, S>(
             for (i, out) in out.chunks_mut(PIECE).enumerate() {
                 dispatch(
                     #[inline(always)]
-                    || piece::<K, T>(f, sources, start + i * PIECE, out, &mut noise),
+                    || piece::<T>(k, sources, start + i * PIECE, out, &mut noise),
                 );
             }
         })
     })
 }
 
-/// `scale` times the sum over the last dim of `f` of kernel `K` over
-/// `shape`, that dim kept with size 1: each row evaluated a piece at a
-/// time into a buffer on the stack and summed from there, so the whole
-/// is never held.
-pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
-    f: KernelFn,
-    inputs: &[KernelArg<S>],
-    shape: &[usize],
-    array: impl Fn(&S) -> &Array<T>,
-    scale: f64,
-) -> Array<T> {
+/// `scale` times the sum over the last dim of kernel `k` over `shape`,
+/// that dim kept with size 1: each row evaluated a piece at a time into a
+/// buffer on the stack and summed from there, so the whole is never held.
+fn run_sum<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], scale: f64) -> Array<T> {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1);
     let mut out_shape = shape.to_vec();
@@ -255,7 +279,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
         *last = 1;
     }
     let scale = T::from_f64(scale);
-    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
+    with_sources::<T, _>(k.name, inputs, shape, |sources| {
         let sum_rows = |first: usize, out: &mut [MaybeUninit<T>]| {
             let mut buf = [MaybeUninit::<T>::uninit(); PIECE];
             let mut noise = noise::<T>();
@@ -268,7 +292,7 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
                     dispatch(
                         #[inline(always)]
                         || {
-                            piece::<K, T>(f, sources, start, values, &mut noise);
+                            piece::<T>(k, sources, start, values, &mut noise);
                             // SAFETY: the kernel wrote every slot of `values`.
                             let values = unsafe { pool::written(values) };
                             total += sum_slice(values);
@@ -289,26 +313,20 @@ pub(crate) fn run_sum<K: Elementwise, T: Float + KernelFloat, S>(
     })
 }
 
-/// The softmax (with `log`, the log-softmax) over the last dim of `f` of
-/// kernel `K` over `shape`: each row evaluated into the output a piece at
-/// a time, then its softmax run there while it is in cache.
-pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
-    f: KernelFn,
-    inputs: &[KernelArg<S>],
-    shape: &[usize],
-    array: impl Fn(&S) -> &Array<T>,
-    log: bool,
-) -> Array<T> {
+/// The softmax (with `log`, the log-softmax) over the last dim of kernel
+/// `k` over `shape`: each row evaluated into the output a piece at a time,
+/// then its softmax run there while it is in cache.
+fn run_softmax<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], log: bool) -> Array<T> {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1).max(1);
-    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
+    with_sources::<T, _>(k.name, inputs, shape, |sources| {
         fill(shape, row, should_fork(n, COSTLY_OP_MIN), |start, out| {
             let mut noise = noise::<T>();
             for (r, out) in out.chunks_mut(row).enumerate() {
                 let at = start + r * row;
                 dispatch(
                     #[inline(always)]
-                    || softmax_row_in_place(row_values::<K, T>(f, sources, at, out, &mut noise), log),
+                    || softmax_row_in_place(row_values::<T>(k, sources, at, out, &mut noise), log),
                 );
             }
         })
@@ -318,23 +336,76 @@ pub(crate) fn run_softmax<K: Elementwise, T: Float + KernelFloat, S>(
 /// A normalisation's output, statistics and kept input.
 pub(crate) type Normed<T> = (Array<T>, Array<T>, Option<Array<T>>);
 
-/// The normalisation over the last dim of `f` of kernel `K` over `shape`
+/// The loops around elementwise kernels for one dtype, compiled here once
+/// (each impl's methods are not generic) whichever kernel they run.
+pub(crate) trait KernelLoops: Float + KernelFloat {
+    /// The dtype, for messages.
+    const DTYPE: DType;
+    /// The values of a tensor of this dtype.
+    fn values(s: &CpuStorage) -> Option<&Array<Self>>;
+    /// Kernel `k` over `shape`.
+    fn run(k: Kernel<Self>, inputs: &[KernelArg<CpuStorage>], shape: &[usize]) -> Array<Self>;
+    /// `scale` times the row sums of kernel `k` over `shape`.
+    fn run_sum(k: Kernel<Self>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], scale: f64) -> Array<Self>;
+    /// The row softmax (or log-softmax) of kernel `k` over `shape`.
+    fn run_softmax(k: Kernel<Self>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], log: bool) -> Array<Self>;
+    /// The row normalisation of kernel `k` over `shape`.
+    fn run_norm(
+        k: Kernel<Self>,
+        inputs: &[KernelArg<CpuStorage>],
+        shape: &[usize],
+        affine: Affine<'_, Self>,
+        keep: bool,
+    ) -> Normed<Self>;
+}
+
+macro_rules! kernel_loops {
+    ($t:ty, $dtype:expr, $values:path) => {
+        impl KernelLoops for $t {
+            const DTYPE: DType = $dtype;
+            fn values(s: &CpuStorage) -> Option<&Array<$t>> {
+                $values(s)
+            }
+            fn run(k: Kernel<$t>, inputs: &[KernelArg<CpuStorage>], shape: &[usize]) -> Array<$t> {
+                run(k, inputs, shape)
+            }
+            fn run_sum(k: Kernel<$t>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], scale: f64) -> Array<$t> {
+                run_sum(k, inputs, shape, scale)
+            }
+            fn run_softmax(k: Kernel<$t>, inputs: &[KernelArg<CpuStorage>], shape: &[usize], log: bool) -> Array<$t> {
+                run_softmax(k, inputs, shape, log)
+            }
+            fn run_norm(
+                k: Kernel<$t>,
+                inputs: &[KernelArg<CpuStorage>],
+                shape: &[usize],
+                affine: Affine<'_, $t>,
+                keep: bool,
+            ) -> Normed<$t> {
+                run_norm(k, inputs, shape, affine, keep)
+            }
+        }
+    };
+}
+kernel_loops!(f32, DType::F32, CpuStorage::f32s);
+kernel_loops!(f64, DType::F64, CpuStorage::f64s);
+
+/// The normalisation over the last dim of kernel `k` over `shape`
 /// (`affine`'s parameters): each row evaluated a piece at a time, then its
 /// statistics and output computed while it is in cache. Returns the
 /// output, the `[.., 2]` statistics and, with `keep`, the kernel's values;
 /// without, a row goes through this thread's scratch space and is never
 /// written out.
-pub(crate) fn run_norm<K: Elementwise, T: Float + KernelFloat, S>(
-    f: KernelFn,
-    inputs: &[KernelArg<S>],
+fn run_norm<T: KernelLoops>(
+    k: Kernel<T>,
+    inputs: &[KernelArg<CpuStorage>],
     shape: &[usize],
-    array: impl Fn(&S) -> &Array<T>,
     affine: Affine<'_, T>,
     keep: bool,
 ) -> Normed<T> {
     let n: usize = shape.iter().product();
     let row = shape.last().copied().unwrap_or(1).max(1);
-    with_sources::<K, T, S, _>(inputs, shape, array, |sources| {
+    with_sources::<T, _>(k.name, inputs, shape, |sources| {
         type Slots<'a, T> = &'a mut [MaybeUninit<T>];
         let rows = |first: usize, out: Slots<'_, T>, stats: Slots<'_, T>, mut kept: Option<Slots<'_, T>>| {
             let mut noise = noise::<T>();
@@ -349,7 +420,7 @@ pub(crate) fn run_norm<K: Elementwise, T: Float + KernelFloat, S>(
                     };
                     dispatch(
                         #[inline(always)]
-                        || norm_row(row_values::<K, T>(f, sources, at, values, &mut noise), o, pair, affine),
+                        || norm_row(row_values::<T>(k, sources, at, values, &mut noise), o, pair, affine),
                     );
                 }
             })
@@ -402,7 +473,7 @@ pub(crate) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
     // SAFETY: an empty buffer is never dereferenced (every access checks
     // the index against the length 0 first).
     let unused = unsafe { RawBuffer::new(std::ptr::null_mut(), 0, false) };
-    bind::<K>(buffers, 0, &mut [unused; MAX_BUFFERS], &mut |raw| {
+    bind(K::NAME, buffers, 0, &mut [unused; MAX_BUFFERS], &mut |raw| {
         let run = |g: u32| K::run_workgroup(g, groups, raw, scalars);
         if groups > 1 && rayon::current_num_threads() > 1 {
             (0..groups).into_par_iter().for_each(run);
@@ -415,7 +486,8 @@ pub(crate) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
 /// Views `buffers` as `raw[at..]`, then calls `run` with every view. Each
 /// view lives only for the call: an output is borrowed by the pool's
 /// in-place update, which hands it back afterwards.
-fn bind<K: Workgroups>(
+fn bind(
+    name: &str,
     buffers: &mut [LaunchBuffer<'_, CpuStorage>],
     at: usize,
     raw: &mut [RawBuffer; MAX_BUFFERS],
@@ -424,7 +496,7 @@ fn bind<K: Workgroups>(
     let Some((first, rest)) = buffers.split_first_mut() else {
         return run(&raw[..at]);
     };
-    let what = |s: &CpuStorage| format!("{}: buffer {at} is {}, kernels take f32 tensors", K::NAME, s.dtype());
+    let what = |s: &CpuStorage| format!("{name}: buffer {at} is {}, kernels take f32 tensors", s.dtype());
     match first {
         LaunchBuffer::Input(CpuStorage::F32(a)) => {
             let copy: Vec<f32>;
@@ -437,7 +509,7 @@ fn bind<K: Workgroups>(
             };
             // SAFETY: `a` (or its copy) outlives the call below and is only read.
             raw[at] = unsafe { RawBuffer::new(values.as_ptr().cast_mut(), values.len(), false) };
-            bind::<K>(rest, at + 1, raw, run);
+            bind(name, rest, at + 1, raw, run);
         }
         LaunchBuffer::Output(CpuStorage::F32(a)) => {
             // SAFETY (both views): the slice outlives the call that uses
@@ -445,16 +517,16 @@ fn bind<K: Workgroups>(
             // reads or writes it meanwhile.
             let in_place = pool::update_in_place(a, |s| {
                 raw[at] = unsafe { RawBuffer::new(s.as_mut_ptr(), s.len(), true) };
-                bind::<K>(rest, at + 1, raw, run);
+                bind(name, rest, at + 1, raw, run);
             });
             if !in_place {
                 // Shared with another tensor: copied on write, so it does
                 // not see the kernel's writes.
                 let Some(s) = a.as_slice_mut() else {
-                    panic!("{}: output buffer {at} must be contiguous (make it with .contiguous())", K::NAME)
+                    panic!("{name}: output buffer {at} must be contiguous (make it with .contiguous())")
                 };
                 raw[at] = unsafe { RawBuffer::new(s.as_mut_ptr(), s.len(), true) };
-                bind::<K>(rest, at + 1, raw, run);
+                bind(name, rest, at + 1, raw, run);
             }
         }
         LaunchBuffer::Input(s) => panic!("{}", what(s)),

@@ -33,15 +33,17 @@ mod stream;
 
 use std::ops::Range;
 
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
+use blaze_runtime::train::{FitRun, History, TrainError};
 use blaze_runtime::{
-    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
-    RowNorm, SoftmaxOptions, TensorData, UnaryOp,
+    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
+    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
 use crate::elementwise::{map, select, zip};
+use crate::kernel::{Kernel, KernelLoops};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use crate::reduce::Fold;
@@ -119,17 +121,6 @@ fn optional<T>(p: Option<&CpuStorage>, values: fn(&CpuStorage) -> Option<&Array<
         None => Some(None),
         Some(s) => values(s).map(Some),
     }
-}
-
-/// The f32 array of a tensor argument of kernel `K` (its arguments share
-/// one dtype).
-fn kernel_f32<K: Elementwise>(s: &CpuStorage) -> &Array<f32> {
-    s.f32s().unwrap_or_else(|| panic!("{}: a {} tensor among f32 ones", K::NAME, s.dtype()))
-}
-
-/// The f64 array of a tensor argument of kernel `K`.
-fn kernel_f64<K: Elementwise>(s: &CpuStorage) -> &Array<f64> {
-    s.f64s().unwrap_or_else(|| panic!("{}: a {} tensor among f64 ones", K::NAME, s.dtype()))
 }
 
 /// A CPU tensor of rank `D`.
@@ -567,6 +558,13 @@ impl Primitives for Cpu {
     }
 }
 
+/// `fit`'s loop, compiled here once instead of in every user crate.
+impl Precompiled for Cpu {
+    fn fit_loop(run: FitRun<'_, Self>) -> Result<History, TrainError> {
+        blaze_runtime::train::run_fit(run)
+    }
+}
+
 impl Composites for Cpu {
     fn max_pool2d_input_grad(g: &CpuStorage, indices: &CpuStorage, from: [usize; 4]) -> CpuStorage {
         let CpuStorage::I64(i) = indices else { unsupported("max_pool2d_input_grad indices", indices.dtype()) };
@@ -755,8 +753,8 @@ impl Kernels for Cpu {
         dtype: DType,
     ) -> CpuStorage {
         match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run::<K, f32, _>(f, inputs, shape, kernel_f32::<K>)),
-            DType::F64 => CpuStorage::F64(kernel::run::<K, f64, _>(f, inputs, shape, kernel_f64::<K>)),
+            DType::F32 => CpuStorage::F32(f32::run(Kernel::new::<K>(f), inputs, shape)),
+            DType::F64 => CpuStorage::F64(f64::run(Kernel::new::<K>(f), inputs, shape)),
             other => unsupported(K::NAME, other),
         }
     }
@@ -769,8 +767,8 @@ impl Kernels for Cpu {
         scale: f64,
     ) -> CpuStorage {
         match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run_sum::<K, f32, _>(f, inputs, shape, kernel_f32::<K>, scale)),
-            DType::F64 => CpuStorage::F64(kernel::run_sum::<K, f64, _>(f, inputs, shape, kernel_f64::<K>, scale)),
+            DType::F32 => CpuStorage::F32(f32::run_sum(Kernel::new::<K>(f), inputs, shape, scale)),
+            DType::F64 => CpuStorage::F64(f64::run_sum(Kernel::new::<K>(f), inputs, shape, scale)),
             other => unsupported(K::NAME, other),
         }
     }
@@ -783,8 +781,8 @@ impl Kernels for Cpu {
         log: bool,
     ) -> CpuStorage {
         match dtype {
-            DType::F32 => CpuStorage::F32(kernel::run_softmax::<K, f32, _>(f, inputs, shape, kernel_f32::<K>, log)),
-            DType::F64 => CpuStorage::F64(kernel::run_softmax::<K, f64, _>(f, inputs, shape, kernel_f64::<K>, log)),
+            DType::F32 => CpuStorage::F32(f32::run_softmax(Kernel::new::<K>(f), inputs, shape, log)),
+            DType::F64 => CpuStorage::F64(f64::run_softmax(Kernel::new::<K>(f), inputs, shape, log)),
             other => unsupported(K::NAME, other),
         }
     }
@@ -798,24 +796,22 @@ impl Kernels for Cpu {
         keep: bool,
     ) -> (CpuStorage, CpuStorage, Option<CpuStorage>) {
         /// The fused pass, when the parameters are contiguous `T` arrays.
-        fn fused<K: Elementwise, T: Float + KernelFloat>(
-            f: KernelFn,
+        fn fused<T: KernelLoops>(
+            k: Kernel<T>,
             inputs: &[KernelArg<CpuStorage>],
             shape: &[usize],
             norm: &RowNorm<'_, CpuStorage>,
             keep: bool,
-            values: fn(&CpuStorage) -> Option<&Array<T>>,
-            array: impl Fn(&CpuStorage) -> &Array<T>,
         ) -> Option<kernel::Normed<T>> {
-            let (w, b) = (optional(norm.weight, values)?, optional(norm.bias, values)?);
+            let (w, b) = (optional(norm.weight, T::values)?, optional(norm.bias, T::values)?);
             let (w, b) = (norm::param(w).ok()?, norm::param(b).ok()?);
             let affine = norm::Affine { w, b, eps: T::from_f64(norm.eps), centre: norm.centre };
-            Some(kernel::run_norm::<K, T, CpuStorage>(f, inputs, shape, array, affine, keep))
+            Some(T::run_norm(k, inputs, shape, affine, keep))
         }
         let out = match dtype {
-            DType::F32 => fused::<K, f32>(f, inputs, shape, &norm, keep, CpuStorage::f32s, kernel_f32::<K>)
+            DType::F32 => fused::<f32>(Kernel::new::<K>(f), inputs, shape, &norm, keep)
                 .map(|(y, s, x)| (CpuStorage::F32(y), CpuStorage::F32(s), x.map(CpuStorage::F32))),
-            DType::F64 => fused::<K, f64>(f, inputs, shape, &norm, keep, CpuStorage::f64s, kernel_f64::<K>)
+            DType::F64 => fused::<f64>(Kernel::new::<K>(f), inputs, shape, &norm, keep)
                 .map(|(y, s, x)| (CpuStorage::F64(y), CpuStorage::F64(s), x.map(CpuStorage::F64))),
             other => unsupported(K::NAME, other),
         };

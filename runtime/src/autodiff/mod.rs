@@ -420,6 +420,8 @@ impl<B: Backend> Primitives for Autodiff<B> {
     }
 }
 
+impl<B: Backend> crate::Precompiled for Autodiff<B> {}
+
 impl<B: Backend> Composites for Autodiff<B> {
     fn bias_act(x: AdStorage<B>, bias: Option<&AdStorage<B>>, dim: usize, act: Option<UnaryOp>) -> AdStorage<B> {
         // One recorded op (and the inner backend's fused pass) for the

@@ -6,8 +6,10 @@
 //! - [`Composites`]: ops with a default body made of primitives, which a
 //!   backend may override with one fused pass that must agree with it.
 //! - [`Kernels`]: `kernel!` kernels, elementwise and general.
+//! - [`Precompiled`]: the runtime's large generic loops (`fit`), which a
+//!   backend's crate compiles once for its type.
 //!
-//! [`Backend`] is all three; code generic over a backend bounds on it.
+//! [`Backend`] is all four; code generic over a backend bounds on it.
 //! Where work runs and how a device reports faults belong to the device
 //! ([`Device`]), not to the backend. The runtime checks shapes and dtypes
 //! before it calls a primitive, so backends may assume valid arguments;
@@ -46,11 +48,34 @@ pub trait Device: Clone + Debug + Default + PartialEq + Send + Sync + 'static {
     }
 }
 
-/// A backend: its [`Primitives`], [`Composites`] and [`Kernels`]. Every
-/// type that implements the three is one.
-pub trait Backend: Primitives + Composites + Kernels {}
+/// A backend: its [`Primitives`], [`Composites`], [`Kernels`] and
+/// [`Precompiled`] loops. Every type that implements the four is one.
+pub trait Backend: Primitives + Composites + Kernels + Precompiled {}
 
-impl<B: Primitives + Composites + Kernels> Backend for B {}
+impl<B: Primitives + Composites + Kernels + Precompiled> Backend for B {}
+
+/// The runtime's large loops that do not depend on the model: `fit`'s
+/// epochs, validation, metrics, logging and checkpoints, which reach the
+/// model, the loss, the optimizer and the data only through trait objects.
+///
+/// A release build does not share generic code between crates: what a
+/// user's crate calls generically is compiled, and optimised, in that
+/// crate, again after every edit. A backend crate therefore overrides each
+/// method with a call to the same default function
+/// (`fn fit_loop(run: FitRun<'_, Self>) -> .. { blaze_runtime::train::run_fit(run) }`),
+/// which compiles the loop once, there, and a user's crate links that
+/// copy. Backends that keep the defaults (`impl Precompiled for MyBackend {}`)
+/// work the same, compiled where they are used.
+pub trait Precompiled: Sized {
+    /// [`fit`](crate::train::fit) after it has bound the model, optimizer
+    /// and loss: [`run_fit`](crate::train::run_fit).
+    fn fit_loop(run: crate::train::FitRun<'_, Self>) -> Result<crate::train::History, crate::train::TrainError>
+    where
+        Self: Backend,
+    {
+        crate::train::run_fit(run)
+    }
+}
 
 /// The primitive ops: what every backend implements.
 ///

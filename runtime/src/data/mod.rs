@@ -436,6 +436,69 @@ impl<D: Dataset> DataLoader<D> {
     }
 }
 
+/// A [`DataLoader`] whatever its dataset: what `fit`'s loop reads, as a
+/// trait object, so the loop is compiled once and not once per dataset
+/// type (see [`Precompiled`](crate::Precompiled)).
+pub trait Loader: Send {
+    /// [`DataLoader::epoch`].
+    fn epoch(&mut self) -> Batches;
+    /// [`DataLoader::len`].
+    fn len(&self) -> usize;
+    /// [`DataLoader::is_empty`].
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// [`DataLoader::next_epoch`].
+    fn next_epoch(&self) -> u64;
+    /// [`DataLoader::set_epoch`].
+    fn set_epoch(&mut self, epoch: u64);
+    /// [`DataLoader::sample_index`].
+    fn sample_index(&self, epoch: u64, batch: usize, row: usize) -> Option<usize>;
+    /// The number of samples in the dataset.
+    fn dataset_len(&self) -> usize;
+    /// [`DataLoader::batch_size`].
+    fn batch_size(&self) -> usize;
+    /// [`DataLoader::drops_last`].
+    fn drops_last(&self) -> bool;
+    /// [`DataLoader::shard_of`].
+    fn shard_of(&self) -> Option<(usize, usize)>;
+    /// [`DataLoader::set_shard`].
+    fn set_shard(&mut self, rank: usize, ranks: usize, tail: ShardTail);
+}
+
+impl<D: Dataset> Loader for DataLoader<D> {
+    fn epoch(&mut self) -> Batches {
+        DataLoader::epoch(self)
+    }
+    fn len(&self) -> usize {
+        DataLoader::len(self)
+    }
+    fn next_epoch(&self) -> u64 {
+        DataLoader::next_epoch(self)
+    }
+    fn set_epoch(&mut self, epoch: u64) {
+        DataLoader::set_epoch(self, epoch);
+    }
+    fn sample_index(&self, epoch: u64, batch: usize, row: usize) -> Option<usize> {
+        DataLoader::sample_index(self, epoch, batch, row)
+    }
+    fn dataset_len(&self) -> usize {
+        self.dataset.len()
+    }
+    fn batch_size(&self) -> usize {
+        DataLoader::batch_size(self)
+    }
+    fn drops_last(&self) -> bool {
+        DataLoader::drops_last(self)
+    }
+    fn shard_of(&self) -> Option<(usize, usize)> {
+        DataLoader::shard_of(self)
+    }
+    fn set_shard(&mut self, rank: usize, ranks: usize, tail: ShardTail) {
+        DataLoader::set_shard(self, rank, ranks, tail);
+    }
+}
+
 /// The batches of one epoch.
 pub enum Batches {
     /// Built on the calling thread.

@@ -66,6 +66,11 @@ impl Ctx {
 }
 
 /// Sees each parameter (or buffer) with its full name.
+///
+/// The runtime's visitors mark `visit` (and `map`) `#[inline(never)]`:
+/// compiled once per rank, called from each model's visiting code instead
+/// of copied into it, which keeps what every model adds to a build small
+/// (one call per tensor costs nothing next to the tensor's work).
 pub trait ParamVisitor<B: Backend> {
     /// Called once per tensor.
     fn visit<const D: usize>(&mut self, name: &str, tensor: &Tensor<B, D>);
@@ -156,7 +161,7 @@ impl std::fmt::Display for Name {
 )]
 pub trait Module<B: Backend>: Send {
     /// The gradients of every parameter, shaped like the parameters.
-    type Grads: Clone + std::fmt::Debug;
+    type Grads: Clone + std::fmt::Debug + Send;
 
     /// Visits every trainable parameter.
     fn visit_params<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V);
@@ -304,6 +309,7 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
 pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
     struct First<B: Backend>(Option<B::Device>);
     impl<B: Backend> ParamVisitor<B> for First<B> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
             if self.0.is_none() {
                 self.0 = Some(t.device());
@@ -323,6 +329,7 @@ pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) -> Res
     // Copies first, swapped in only once the device has taken them all.
     struct Copy<'a, B: Backend>(&'a B::Device, std::collections::HashMap<String, B::Storage>);
     impl<B: Backend> ParamVisitor<B> for Copy<'_, B> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
             self.1.insert(name.to_owned(), t.to_device(self.0).storage().clone());
         }
@@ -333,6 +340,7 @@ pub fn to_device<B: Backend, M: Module<B>>(m: &mut M, device: &B::Device) -> Res
     device.synchronize()?;
     struct Swap<B: Backend>(std::collections::HashMap<String, B::Storage>);
     impl<B: Backend> ParamMapper<B> for Swap<B> {
+        #[inline(never)]
         fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
             self.0.remove(name).map_or(t, Tensor::wrap)
         }
@@ -384,6 +392,7 @@ pub trait CachesInput<B: Backend, const D: usize>: Layer<B, D, D> {
 pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
     struct Count(usize);
     impl<B: Backend> ParamVisitor<B> for Count {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
             self.0 += t.numel();
         }
@@ -397,6 +406,7 @@ pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
 pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> {
     struct Collect(Vec<(String, TensorData)>);
     impl<B: Backend> ParamVisitor<B> for Collect {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
             self.0.push((name.to_owned(), t.to_data()));
         }
@@ -411,6 +421,7 @@ pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> 
 pub fn grads_dict<B: Backend, M: Module<B>>(grads: &M::Grads) -> Vec<(String, TensorData)> {
     struct Collect(Vec<(String, TensorData)>);
     impl<B: Backend> ParamVisitor<B> for Collect {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
             self.0.push((name.to_owned(), t.to_data()));
         }
@@ -424,6 +435,7 @@ pub fn grads_dict<B: Backend, M: Module<B>>(grads: &M::Grads) -> Vec<(String, Te
 pub fn to_dtype<B: Backend, M: Module<B>>(m: &mut M, dtype: DType) {
     struct Cast(DType);
     impl<B: Backend> ParamMapper<B> for Cast {
+        #[inline(never)]
         fn map<const D: usize>(&mut self, _: &str, t: Tensor<B, D>) -> Tensor<B, D> {
             t.to_dtype(self.0)
         }
@@ -436,6 +448,7 @@ pub fn to_dtype<B: Backend, M: Module<B>>(m: &mut M, dtype: DType) {
 pub fn sgd_step<B: Backend, M: Module<B>>(m: &mut M, grads: &M::Grads, lr: f64) {
     struct Step(f64);
     impl<B: Backend> GradVisitor<B> for Step {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
             *p = p.sub(&g.mul_scalar(self.0));
         }

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::task::{Task, top_k_name};
+use super::trainable::Observed;
 use crate::{Backend, DType, Tensor};
 
 /// Named metrics of one split, in the order `fit` reports them (`loss`
@@ -213,26 +214,14 @@ impl Tally {
 
     /// Adds a batch: its output, targets and mean loss. Class targets
     /// equal to `ignore` are left out.
-    pub(crate) fn add<B: Backend, const DO: usize, const DT: usize>(
-        &mut self,
-        output: &Tensor<B, DO>,
-        target: &Tensor<B, DT>,
-        loss: f64,
-        ignore: Option<i64>,
-    ) {
+    pub(crate) fn add<B: Backend>(&mut self, batch: &Observed<B>, loss: f64, ignore: Option<i64>) {
+        let (output, target) = (&batch.output, &batch.target);
         let counted = match self.task {
-            Task::Classification | Task::LanguageModel => {
-                let classes = output.shape()[DO - 1];
-                let logits: Tensor<B, 2> = output.reshape([-1, classes as i64]);
-                self.classes(&logits, &target.reshape([-1]), ignore)
-            }
-            Task::Binary => self.binary(output, &target.to_dtype(output.dtype()).reshape(output.shape())),
-            Task::Regression => {
-                let n = output.shape()[0] as i64;
-                self.regression(&output.reshape([n, -1]), &target.to_dtype(output.dtype()).reshape([n, -1]))
-            }
+            Task::Classification | Task::LanguageModel => self.classes(output, &target.reshape([-1]), ignore),
+            Task::Binary => self.binary(output, target),
+            Task::Regression => self.regression(output, target),
         };
-        self.samples += output.shape().first().copied().unwrap_or(1) as f64;
+        self.samples += batch.samples as f64;
         if counted > 0.0 {
             self.loss_sum += loss * counted;
             self.count += counted;
@@ -273,10 +262,10 @@ impl Tally {
     }
 
     /// Counts of positives (logit above 0, target at least one half).
-    fn binary<B: Backend, const D: usize>(&mut self, logits: &Tensor<B, D>, targets: &Tensor<B, D>) -> f64 {
+    fn binary<B: Backend>(&mut self, logits: &Tensor<B, 2>, targets: &Tensor<B, 2>) -> f64 {
         let predicted = logits.gt_scalar(0.0);
         let actual = targets.ge_scalar(0.5);
-        let count = |t: &Tensor<B, D>| t.to_dtype(DType::I64).sum().item();
+        let count = |t: &Tensor<B, 2>| t.to_dtype(DType::I64).sum().item();
         let tp = count(&predicted.logical_and(&actual));
         let (pp, ap) = (count(&predicted), count(&actual));
         let n = logits.numel() as f64;

@@ -22,7 +22,7 @@ pub use task::{
     BceWithLogits, Criterion, CrossEntropy, Huber, L1, LossError, LossFn, Mse, Targets, Task, higher_is_better,
 };
 pub use tensorboard::SummaryWriter;
-pub use trainable::{Computed, Taped, TapedForward, Trainable};
+pub use trainable::{BatchError, Computed, Evaluator, Observed, Session, Taped, TapedForward, Trainable};
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -30,21 +30,23 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::Device;
-use crate::data::{Batch, DataLoader, Dataset, ShardTail};
+use crate::data::{Batch, DataLoader, Dataset, Loader, ShardTail};
 use crate::nn::{Ctx, Module, ParamVisitor, device_of};
-use crate::optim::{LrSchedule, Optimizer, add_grads, clip_to, grad_sq_sum};
+use crate::optim::{LrSchedule, Optimizer};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
 use metrics::Tally;
+use trainable::{Bound, Eval};
 
 /// How to train: the loss `L` and everything else. `FitConfig::default()`
 /// trains a classifier with cross-entropy; another loss goes in with
 /// [`FitConfig::new`] (`FitConfig { epochs: 30, ..FitConfig::new(Mse) }`)
 /// or [`FitConfig::with_loss`].
+///
+/// The loss is the last field so that `fit`'s loop, compiled once, reads
+/// any configuration as a `&FitConfig<dyn Sync>`.
 #[derive(Debug)]
-pub struct FitConfig<L = CrossEntropy> {
-    /// The loss, which also decides the task and its metrics.
-    pub loss: L,
+pub struct FitConfig<L: ?Sized = CrossEntropy> {
     /// Number of epochs to reach (a resumed run continues to this count).
     pub epochs: usize,
     /// Folder for `best.safetensors`, `last.safetensors` and the curves
@@ -96,6 +98,8 @@ pub struct FitConfig<L = CrossEntropy> {
     /// An error on any rank ends the whole job with that rank's message.
     #[cfg(feature = "mpi")]
     pub data_parallel: Option<crate::distributed::DataParallel>,
+    /// The loss, which also decides the task and its metrics.
+    pub loss: L,
 }
 
 /// When to stop before `FitConfig::epochs` (Keras's and Lightning's
@@ -187,7 +191,7 @@ pub enum NonFinite {
     SkipStep,
 }
 
-impl<L> FitConfig<L> {
+impl<L: ?Sized> FitConfig<L> {
     /// This process's rank and the number of ranks: `(0, 1)` unless
     /// data-parallel.
     fn ranks(&self) -> (usize, usize) {
@@ -259,6 +263,7 @@ impl<L> FitConfig<L> {
 /// indices (i64; float targets must hold whole numbers, else
 /// `TrainError::Label` with epoch 0 and batch 0 for the caller to fill in)
 /// or real values.
+#[inline(never)]
 pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
     batch: Batch,
     device: &B::Device,
@@ -296,17 +301,17 @@ pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
 }
 
 /// Where a batch sits, for errors.
-struct At<'a, D: Dataset> {
+struct At<'a> {
     /// `fit`'s 1-based epoch.
     epoch: usize,
     split: &'static str,
     batch: usize,
-    loader: &'a DataLoader<D>,
+    loader: &'a dyn Loader,
     /// The loader's epoch, which fixed the sample order.
     order: u64,
 }
 
-impl<D: Dataset> At<'_, D> {
+impl At<'_> {
     fn target(&self, source: LossError) -> TrainError {
         let sample = match &source {
             LossError::Class(t) => self.loader.sample_index(self.order, self.batch, t.position),
@@ -315,29 +320,24 @@ impl<D: Dataset> At<'_, D> {
         TrainError::Target { epoch: self.epoch, split: self.split, batch: self.batch, sample, source }
     }
 
-    fn step(&self, e: StepError) -> TrainError {
+    /// Fills in where a batch that failed sits.
+    fn batch(&self, e: BatchError) -> TrainError {
         match e {
-            StepError::Loss(t) => self.target(t),
-            StepError::Device(d) => TrainError::Device(d),
-        }
-    }
-
-    /// Fills in where a batch that failed [`to_device`] sits.
-    fn place(&self, e: TrainError) -> TrainError {
-        match e {
-            TrainError::Label { position, value, .. } => {
+            BatchError::Data(TrainError::Label { position, value, .. }) => {
                 TrainError::Label { epoch: self.epoch, split: self.split, batch: self.batch, position, value }
             }
-            other => other,
+            BatchError::Data(other) => other,
+            BatchError::Step(StepError::Loss(t)) => self.target(t),
+            BatchError::Step(StepError::Device(d)) => TrainError::Device(d),
         }
     }
 }
 
 /// The error for a loader that yields no batch.
-fn empty<D: Dataset>(split: &'static str, loader: &DataLoader<D>) -> TrainError {
+fn empty(split: &'static str, loader: &dyn Loader) -> TrainError {
     TrainError::EmptyData {
         split,
-        samples: loader.dataset().len(),
+        samples: loader.dataset_len(),
         batch_size: loader.batch_size(),
         drop_last: loader.drops_last(),
     }
@@ -362,36 +362,29 @@ where
     L: Criterion<B, DO, DT>,
 {
     let device = model_device::<B, M>(model)?;
-    Ok(validate::<B, M, D, L, DI, DO, DT>(model, data, config, 1, &device)?.scores())
+    let mut eval = Eval::<M, L, DI, DO, DT> { model, config };
+    Ok(validate::<B>(&mut eval, data, config.top_k, 1, &device)?.scores())
 }
 
 /// [`evaluate`] after `epoch`, keeping the running sums.
-fn validate<B, M, D, L, const DI: usize, const DO: usize, const DT: usize>(
-    model: &M,
-    data: &mut DataLoader<D>,
-    config: &FitConfig<L>,
+fn validate<B: Backend>(
+    model: &mut dyn Evaluator<B>,
+    data: &mut dyn Loader,
+    top_k: usize,
     epoch: usize,
     device: &B::Device,
-) -> Result<Tally, TrainError>
-where
-    B: Backend,
-    M: Trainable<B, DI, DO>,
-    D: Dataset,
-    L: Criterion<B, DO, DT>,
-{
+) -> Result<Tally, TrainError> {
     if data.is_empty() {
         return Err(empty("validation", data));
     }
-    let task = config.loss.task();
-    let mut tally = Tally::new(task, Some(config.top_k));
+    let mut tally = Tally::new(model.task(), Some(top_k));
     let order = data.next_epoch();
     for (batch, b) in data.epoch().enumerate() {
+        let observed = model.eval_batch(b, device);
         let at = At { epoch, split: "validation", batch, loader: data, order };
-        let (x, y) = to_device::<B, DI, DT>(b, device, task.targets()).map_err(|e| at.place(e))?;
-        let output = model.predict(&x);
-        let loss = config.loss.loss(&output, &y).map_err(|e| at.target(e))?;
+        let observed = observed.map_err(|e| at.batch(e))?;
         device.synchronize()?;
-        tally.add(&output, &y, loss.item(), config.loss.ignore_index());
+        tally.add(&observed, observed.loss.item(), model.ignore_index());
     }
     Ok(tally)
 }
@@ -408,6 +401,7 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     // x * 0 is 0 for finite x and NaN for NaN or ±inf.
     struct Probe<B: Backend>(Option<Tensor<B, 0>>);
     impl<B: Backend> ParamVisitor<B> for Probe<B> {
+        #[inline(never)]
         fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
             if !t.dtype().is_float() {
                 return;
@@ -425,6 +419,7 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     p.0.is_none_or(|z| z.item() == 0.0)
 }
 
+
 /// Trains `model` with `config.loss` on `train`, validating on `val`
 /// after every epoch; returns the history of every epoch (those of a
 /// resumed run included). The backend, the device and the ranks of inputs,
@@ -440,6 +435,10 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
 /// loss, gradient or weight, and a device fault each stop training with a
 /// [`TrainError`] that says where; no checkpoint is written with
 /// non-finite weights.
+///
+/// `fit` itself only binds the model, the optimizer and the loss as a
+/// [`Session`]; the loop is [`run_fit`], which the backend's crate compiles
+/// once ([`Precompiled`](crate::Precompiled)).
 pub fn fit<B, M, O, D, V, L, const DI: usize, const DO: usize, const DT: usize>(
     model: &mut M,
     optimizer: &mut O,
@@ -455,16 +454,51 @@ where
     V: Dataset,
     L: Criterion<B, DO, DT> + Sync,
 {
+    let mut session = Bound::<B, M, O, L, DI, DO, DT> {
+        model,
+        optimizer,
+        config,
+        summed: None,
+        step: None,
+        _backend: std::marker::PhantomData,
+    };
+    B::fit_loop(FitRun { session: &mut session, train, val, config })
+}
+
+/// What [`fit`] hands its loop ([`run_fit`]): everything behind trait
+/// objects, so the loop does not depend on the model, the loss, the
+/// optimizer or the data.
+pub struct FitRun<'a, B: Backend> {
+    /// The model, optimizer and loss.
+    pub session: &'a mut (dyn Session<B> + Send),
+    /// The training split.
+    pub train: &'a mut dyn Loader,
+    /// The validation split.
+    pub val: &'a mut dyn Loader,
+    /// Everything else `fit` is told.
+    pub config: &'a FitConfig<dyn Sync + 'a>,
+}
+
+impl<B: Backend> std::fmt::Debug for FitRun<'_, B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FitRun").field("epochs", &self.config.epochs).finish_non_exhaustive()
+    }
+}
+
+/// [`fit`]'s loop, for any model: what [`Precompiled::fit_loop`]
+/// (crate::Precompiled::fit_loop) runs.
+pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
+    let FitRun { session, train, val, config } = run;
     // In a job of several ranks, an error on this one ends them all.
     let mut on_this_rank = || -> Result<History, TrainError> {
-        let device = model_device::<B, M>(model)?;
+        let device = session.device()?;
         if config.accumulate_grad_batches == 0 {
             return Err(TrainError::Config("accumulate_grad_batches must be at least 1".into()));
         }
         if config.top_k == 0 {
             return Err(TrainError::Config("top_k must be at least 1".into()));
         }
-        let monitor = config.monitor(config.loss.task())?;
+        let monitor = config.monitor(session.task())?;
         let (rank, ranks) = config.ranks();
         if ranks > 1 && train.shard_of().is_none() {
             train.set_shard(rank, ranks, ShardTail::Pad);
@@ -481,7 +515,7 @@ where
             std::fs::create_dir_all(dir).map_err(|source| TrainError::Io { path: dir.clone(), source })?;
         }
         if let Some(last) = last.as_ref().filter(|p| config.resume && p.exists()) {
-            let meta = record::load_checkpoint(last, model, optimizer, &device)?;
+            let meta = session.load_checkpoint(last, &device)?;
             history = meta.get("history").and_then(|h| History::decode(h)).ok_or_else(|| TrainError::Checkpoint {
                 path: last.clone(),
                 message: "no readable `history` in the metadata".into(),
@@ -491,48 +525,27 @@ where
             }
         }
         history.monitor = monitor;
-        config.broadcast_model::<B, M>(model);
-        let run = Run { model, optimizer, config, device: device.clone(), last };
-        device.run(|| run.epochs::<D, V, DI, DO, DT>(train, val, history))
+        session.broadcast();
+        let run = Run { session, config, device: device.clone(), last };
+        device.run(|| run.epochs(train, val, history))
     };
     on_this_rank().map_err(|e| config.end_job_on(e))
 }
 
 /// What every epoch of [`fit`] works with.
-struct Run<'a, B: Backend, M, O, L> {
-    model: &'a mut M,
-    optimizer: &'a mut O,
-    config: &'a FitConfig<L>,
+struct Run<'a, B: Backend> {
+    session: &'a mut (dyn Session<B> + Send),
+    config: &'a FitConfig<dyn Sync + 'a>,
     device: B::Device,
     /// `out_dir/last.safetensors`, when files are kept.
     last: Option<PathBuf>,
 }
 
-/// A batch's output and targets whose step has not been taken yet.
-type Pending<B, const DO: usize, const DT: usize> = Vec<(Tensor<B, DO>, Tensor<B, DT>, Tensor<B, 0>)>;
-
-impl<B, M, O, L> Run<'_, B, M, O, L>
-where
-    B: Backend,
-    M: Module<B>,
-    O: Optimizer<B>,
-{
+impl<B: Backend> Run<'_, B> {
     /// The epochs after resuming: `history` holds those done.
-    fn epochs<D, V, const DI: usize, const DO: usize, const DT: usize>(
-        mut self,
-        train: &mut DataLoader<D>,
-        val: &mut DataLoader<V>,
-        mut history: History,
-    ) -> Result<History, TrainError>
-    where
-        M: Trainable<B, DI, DO>,
-        D: Dataset,
-        V: Dataset,
-        L: Criterion<B, DO, DT>,
-    {
-        let config = self.config;
-        let last = self.last.clone();
-        let task = config.loss.task();
+    fn epochs(self, train: &mut dyn Loader, val: &mut dyn Loader, mut history: History) -> Result<History, TrainError> {
+        let Run { session, config, device, last } = self;
+        let task = session.task();
         let per_step = config.accumulate_grad_batches;
         // Checkpoints from before step counts held an epoch of steps each.
         let mut step =
@@ -541,7 +554,7 @@ where
         let shown = config.verbose && config.is_main();
         let mut confusion = None;
         let mut board = match config.tensorboard.as_ref().filter(|_| config.is_main()) {
-            Some(dir) => Some(Board::open(dir, &self.model.summary())?),
+            Some(dir) => Some(Board::open(dir, &session.summary())?),
             None => None,
         };
         for epoch in history.epochs.len() + 1..=config.epochs {
@@ -571,42 +584,29 @@ where
             let mut tally = Tally::new(task, None);
             let (mut skipped, mut steps) = (0usize, 0usize);
             let batches = train.len();
-            let mut acc: Option<M::Grads> = None;
-            let mut pending: Pending<B, DO, DT> = Vec::new();
+            let mut pending: Vec<Observed<B>> = Vec::new();
             let mut step_seconds = Vec::with_capacity(batches.div_ceil(per_step));
             let mut step_began = Instant::now();
             for (batch, b) in train.epoch().enumerate() {
                 if batch % per_step == 0 {
                     step_began = Instant::now();
                 }
-                let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
                 // The optimizer step this batch belongs to, and its batches.
                 let first = batch / per_step * per_step;
                 let window = per_step.min(batches - first);
                 if batch == first
                     && let Some(s) = &config.schedule
                 {
-                    self.optimizer.set_lr(s.lr_at(step));
+                    session.set_lr(s.lr_at(step));
                 }
-                let (x, y) = to_device::<B, DI, DT>(b, &self.device, task.targets()).map_err(|e| at.place(e))?;
-                let c = self
-                    .model
-                    .compute(&x, &y, config, &mut ctx, 1.0 / window as f64, window == 1)
-                    .map_err(|e| at.step(e))?;
-                pending.push((c.output, y, c.loss));
-                match &mut acc {
-                    Some(sum) => add_grads::<B, M>(sum, &c.grads),
-                    None => acc = Some(c.grads),
-                }
+                let observed = session.train_batch(b, &device, &mut ctx, 1.0 / window as f64, window == 1);
+                let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
+                pending.push(observed.map_err(|e| at.batch(e))?);
                 if batch + 1 < first + window {
                     bar.inc(1);
                     continue;
                 }
-                let mut grads = acc.take().expect("the step's batches gave gradients");
-                if window > 1 {
-                    config.average_grads::<B, M>(&mut grads);
-                }
-                let applied = self.finish::<DI, DO, DT>(&mut grads, &pending)?;
+                let applied = finish(session, config, &device, window > 1, &pending)?;
                 step += 1;
                 steps += 1;
                 step_seconds.push(step_began.elapsed().as_secs_f64());
@@ -615,10 +615,10 @@ where
                     Ok(losses) => {
                         if let Some(b) = &mut board {
                             let mean = losses.iter().sum::<f64>() / losses.len() as f64;
-                            b.scalars(step, &[("step/loss", mean), ("step/lr", self.optimizer.lr())])?;
+                            b.scalars(step, &[("step/loss", mean), ("step/lr", session.lr())])?;
                         }
-                        for ((output, y, _), loss) in observed.iter().zip(losses) {
-                            tally.add(output, y, loss, config.loss.ignore_index());
+                        for (o, loss) in observed.iter().zip(losses) {
+                            tally.add(o, loss, session.ignore_index());
                         }
                     }
                     Err(what) => match config.on_non_finite {
@@ -647,11 +647,11 @@ where
                 ));
             }
             // An update can overflow the weights while its gradient was finite.
-            self.device.synchronize()?;
-            if !all_finite(self.model) {
+            device.synchronize()?;
+            if !session.all_finite() {
                 return Err(non_finite(0, "the weights are no longer finite".into()));
             }
-            let checked = validate::<B, M, V, L, DI, DO, DT>(self.model, val, config, epoch, &self.device)?;
+            let checked = validate::<B>(session, val, config.top_k, epoch, &device)?;
             let val_scores = checked.scores();
             if val_scores.get(&history.monitor.metric).is_none() {
                 return Err(TrainError::Config(format!(
@@ -695,10 +695,10 @@ where
                 && config.is_main()
             {
                 if improved {
-                    record::save_model(&*self.model, &dir.join("best.safetensors"))?;
+                    session.save_model(&dir.join("best.safetensors"))?;
                 }
                 let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
-                record::save_checkpoint(last, &*self.model, &*self.optimizer, &meta)?;
+                session.save_checkpoint(last, &meta)?;
                 write_file(&dir.join("curve.svg"), history.svg(task.headline()).as_bytes())?;
             }
         }
@@ -717,42 +717,39 @@ where
         }
         Ok(history)
     }
+}
 
-    /// Takes the optimizer step with `grads` (of the batches in
-    /// `pending`, averaged over the ranks) once their losses and norm are
-    /// read: clipped, unless a loss or the norm is not finite on any rank,
-    /// which leaves the model as it was. Gives the batches' losses, or
-    /// what was not finite.
-    fn finish<const DI: usize, const DO: usize, const DT: usize>(
-        &mut self,
-        grads: &mut M::Grads,
-        pending: &Pending<B, DO, DT>,
-    ) -> Result<Result<Vec<f64>, String>, TrainError>
-    where
-        M: Trainable<B, DI, DO>,
-    {
-        let sq_sum = grad_sq_sum::<B, M>(grads);
-        self.device.synchronize()?;
-        let losses: Vec<f64> = pending.iter().map(|p| p.2.item()).collect();
-        let norm = sq_sum.map_or(0.0, |s| s.item().sqrt());
-        let bad = losses.iter().copied().find(|l| !l.is_finite());
-        // A non-finite loss on any rank makes every rank skip the step, so
-        // the replicas stay equal (their gradient norms already agree).
-        let mut non_finite = [f64::from(u8::from(bad.is_some()))];
-        self.config.sum_over_ranks(&mut non_finite);
-        if non_finite[0] == 0.0 && norm.is_finite() {
-            if let Some(max) = self.config.clip_grad_norm {
-                clip_to::<B, M>(grads, norm, max);
-            }
-            self.model.apply(self.optimizer, grads);
-            return Ok(Ok(losses));
-        }
-        Ok(Err(match bad {
-            Some(loss) => format!("the loss is {loss}"),
-            None if non_finite[0] > 0.0 => "the loss is not finite on another rank".into(),
-            None => format!("the gradient norm is {norm}"),
-        }))
+/// Takes the optimizer step with the gradients of the batches in
+/// `pending` (averaged over the ranks with `average`) once their losses
+/// and norm are read: clipped, unless a loss or the norm is not finite on
+/// any rank, which leaves the model as it was. Gives the batches' losses,
+/// or what was not finite.
+fn finish<B: Backend>(
+    session: &mut (dyn Session<B> + Send),
+    config: &FitConfig<dyn Sync + '_>,
+    device: &B::Device,
+    average: bool,
+    pending: &[Observed<B>],
+) -> Result<Result<Vec<f64>, String>, TrainError> {
+    let sq_sum = session.close_step(average);
+    device.synchronize()?;
+    let losses: Vec<f64> = pending.iter().map(|p| p.loss.item()).collect();
+    let norm = sq_sum.map_or(0.0, |s| s.item().sqrt());
+    let bad = losses.iter().copied().find(|l| !l.is_finite());
+    // A non-finite loss on any rank makes every rank skip the step, so
+    // the replicas stay equal (their gradient norms already agree).
+    let mut non_finite = [f64::from(u8::from(bad.is_some()))];
+    config.sum_over_ranks(&mut non_finite);
+    if non_finite[0] == 0.0 && norm.is_finite() {
+        session.apply(config.clip_grad_norm.map(|max| (norm, max)));
+        return Ok(Ok(losses));
     }
+    session.discard();
+    Ok(Err(match bad {
+        Some(loss) => format!("the loss is {loss}"),
+        None if non_finite[0] > 0.0 => "the loss is not finite on another rank".into(),
+        None => format!("the gradient norm is {norm}"),
+    }))
 }
 
 /// A run's TensorBoard events, with errors as [`TrainError`]s naming the

@@ -2,11 +2,16 @@
 //! the targets, as a `#[model]` (its generated backward) or a hand-written
 //! model through the tape ([`Taped`]).
 
-use super::task::Criterion;
-use super::{FitConfig, StepError};
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::task::{Criterion, Task};
+use super::{FitConfig, StepError, TrainError, model_device, to_device};
 use crate::autodiff::{Autodiff, no_grad, track};
+use crate::data::Batch;
 use crate::nn::{Ctx, Differentiable, Module};
-use crate::optim::Optimizer;
+use crate::optim::{Optimizer, add_grads, clip_to, grad_sq_sum};
+use crate::record::{self, RecordError};
 use crate::{Backend, Tensor};
 
 /// What one forward and backward pass gave.
@@ -174,5 +179,251 @@ where
     fn apply<O: Optimizer<Autodiff<B>>>(&mut self, optimizer: &mut O, grads: &M::Grads) {
         let model = &mut self.0;
         no_grad(|| optimizer.step(model, grads));
+    }
+}
+
+/// A batch's output and targets as the metrics read them, whatever the
+/// model's ranks: rows of `[rows, k]` (a classifier's logits against
+/// `[rows, 1]` class indices; a binary classifier's or a regressor's
+/// outputs against targets of the same shape), with the batch's mean loss.
+#[derive(Debug)]
+pub struct Observed<B: Backend> {
+    pub(crate) output: Tensor<B, 2>,
+    pub(crate) target: Tensor<B, 2>,
+    /// The batch's samples (the output's first dim).
+    pub(crate) samples: usize,
+    pub(crate) loss: Tensor<B, 0>,
+}
+
+impl<B: Backend> Observed<B> {
+    /// `output` and `target` of a batch, as `task`'s metrics read them.
+    #[inline(never)]
+    fn new<const DO: usize, const DT: usize>(
+        task: Task,
+        output: &Tensor<B, DO>,
+        target: &Tensor<B, DT>,
+        loss: Tensor<B, 0>,
+    ) -> Self {
+        let shape = output.shape();
+        let samples = shape.first().copied().unwrap_or(1);
+        let (output, target) = match task {
+            Task::Classification | Task::LanguageModel => {
+                let classes = shape[DO - 1] as i64;
+                (output.reshape([-1, classes]), target.reshape([-1, 1]))
+            }
+            Task::Binary | Task::Regression => {
+                let n = samples as i64;
+                let target = target.to_dtype(output.dtype()).reshape(shape);
+                (output.reshape([n, -1]), target.reshape([n, -1]))
+            }
+        };
+        Observed { output, target, samples, loss }
+    }
+}
+
+/// Why a batch gave no step: its data does not fit the model (a
+/// [`TrainError`] that does not know where the batch sits yet), or the
+/// step failed.
+#[derive(Debug)]
+pub enum BatchError {
+    /// From [`to_device`].
+    Data(TrainError),
+    /// From the forward, the loss or the device.
+    Step(StepError),
+}
+
+/// A model and a loss as validation drives them, behind a trait object.
+pub trait Evaluator<B: Backend> {
+    /// The loss's task.
+    fn task(&self) -> Task;
+    /// The loss's ignored class, if any.
+    fn ignore_index(&self) -> Option<i64>;
+    /// The evaluation-mode output of `batch` on `device`, and its loss.
+    fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError>;
+}
+
+/// A model, its optimizer and its loss as `fit`'s loop drives them,
+/// behind a trait object: the loop ([`run_fit`](super::run_fit)) is
+/// compiled once per backend, and each model adds only these methods.
+pub trait Session<B: Backend>: Evaluator<B> {
+    /// The device of the model's parameters.
+    fn device(&self) -> Result<B::Device, TrainError>;
+    /// The model's summary table (empty if it has none).
+    fn summary(&self) -> String;
+    /// The training forward and backward of `batch`, its gradients times
+    /// `scale` added to the step's; `average` averages them over the ranks
+    /// (a step of one batch).
+    fn train_batch(
+        &mut self,
+        batch: Batch,
+        device: &B::Device,
+        ctx: &mut Ctx,
+        scale: f64,
+        average: bool,
+    ) -> Result<Observed<B>, BatchError>;
+    /// Ends the step's batches: their summed gradients (averaged over the
+    /// ranks with `average`) become the step's; returns their squared norm.
+    fn close_step(&mut self, average: bool) -> Option<Tensor<B, 0>>;
+    /// Takes the optimizer step with the step's gradients, scaled to
+    /// `clip.1` first when their norm `clip.0` is above it.
+    fn apply(&mut self, clip: Option<(f64, f64)>);
+    /// Drops the step's gradients, leaving the model as it was.
+    fn discard(&mut self);
+    /// The optimizer's learning rate.
+    fn lr(&self) -> f64;
+    /// Sets the optimizer's learning rate.
+    fn set_lr(&mut self, lr: f64);
+    /// Whether every parameter and buffer is finite.
+    fn all_finite(&self) -> bool;
+    /// [`record::save_model`].
+    fn save_model(&self, path: &Path) -> Result<(), RecordError>;
+    /// [`record::save_checkpoint`].
+    fn save_checkpoint(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError>;
+    /// [`record::load_checkpoint`].
+    fn load_checkpoint(&mut self, path: &Path, device: &B::Device) -> Result<HashMap<String, String>, RecordError>;
+    /// Gives every rank rank 0's parameters and buffers.
+    fn broadcast(&mut self);
+}
+
+/// What [`fit`](super::fit) binds: a model, its optimizer and the
+/// configuration with the loss; the gradients of the step being summed
+/// and of the step being taken.
+pub(crate) struct Bound<'a, B: Backend, M: Module<B>, O, L, const DI: usize, const DO: usize, const DT: usize> {
+    pub(crate) model: &'a mut M,
+    pub(crate) optimizer: &'a mut O,
+    pub(crate) config: &'a FitConfig<L>,
+    pub(crate) summed: Option<M::Grads>,
+    pub(crate) step: Option<M::Grads>,
+    pub(crate) _backend: std::marker::PhantomData<B>,
+}
+
+/// [`evaluate`](super::evaluate)'s model and loss.
+pub(crate) struct Eval<'a, M, L, const DI: usize, const DO: usize, const DT: usize> {
+    pub(crate) model: &'a M,
+    pub(crate) config: &'a FitConfig<L>,
+}
+
+/// Validation of `model` with `config`'s loss.
+fn eval_batch<B, M, L, const DI: usize, const DO: usize, const DT: usize>(
+    model: &M,
+    config: &FitConfig<L>,
+    batch: Batch,
+    device: &B::Device,
+) -> Result<Observed<B>, BatchError>
+where
+    B: Backend,
+    M: Trainable<B, DI, DO>,
+    L: Criterion<B, DO, DT>,
+{
+    let task = config.loss.task();
+    let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
+    let output = model.predict(&x);
+    let loss = config.loss.loss(&output, &y).map_err(|e| BatchError::Step(e.into()))?;
+    Ok(Observed::new(task, &output, &y, loss.value))
+}
+
+impl<B, M, L, const DI: usize, const DO: usize, const DT: usize> Evaluator<B> for Eval<'_, M, L, DI, DO, DT>
+where
+    B: Backend,
+    M: Trainable<B, DI, DO>,
+    L: Criterion<B, DO, DT>,
+{
+    fn task(&self) -> Task {
+        self.config.loss.task()
+    }
+    fn ignore_index(&self) -> Option<i64> {
+        self.config.loss.ignore_index()
+    }
+    fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError> {
+        eval_batch::<B, M, L, DI, DO, DT>(self.model, self.config, batch, device)
+    }
+}
+
+impl<B, M, O, L, const DI: usize, const DO: usize, const DT: usize> Evaluator<B> for Bound<'_, B, M, O, L, DI, DO, DT>
+where
+    B: Backend,
+    M: Trainable<B, DI, DO>,
+    L: Criterion<B, DO, DT>,
+{
+    fn task(&self) -> Task {
+        self.config.loss.task()
+    }
+    fn ignore_index(&self) -> Option<i64> {
+        self.config.loss.ignore_index()
+    }
+    fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError> {
+        eval_batch::<B, M, L, DI, DO, DT>(self.model, self.config, batch, device)
+    }
+}
+
+impl<B, M, O, L, const DI: usize, const DO: usize, const DT: usize> Session<B> for Bound<'_, B, M, O, L, DI, DO, DT>
+where
+    B: Backend,
+    M: Trainable<B, DI, DO>,
+    O: Optimizer<B>,
+    L: Criterion<B, DO, DT>,
+{
+    fn device(&self) -> Result<B::Device, TrainError> {
+        model_device::<B, M>(self.model)
+    }
+    fn summary(&self) -> String {
+        self.model.summary()
+    }
+    fn train_batch(
+        &mut self,
+        batch: Batch,
+        device: &B::Device,
+        ctx: &mut Ctx,
+        scale: f64,
+        average: bool,
+    ) -> Result<Observed<B>, BatchError> {
+        let task = self.config.loss.task();
+        let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
+        let c = self.model.compute(&x, &y, self.config, ctx, scale, average).map_err(BatchError::Step)?;
+        match &mut self.summed {
+            Some(sum) => add_grads::<B, M>(sum, &c.grads),
+            None => self.summed = Some(c.grads),
+        }
+        Ok(Observed::new(task, &c.output, &y, c.loss))
+    }
+    fn close_step(&mut self, average: bool) -> Option<Tensor<B, 0>> {
+        let mut grads = self.summed.take().expect("the step's batches gave gradients");
+        if average {
+            self.config.average_grads::<B, M>(&mut grads);
+        }
+        let sq_sum = grad_sq_sum::<B, M>(&grads);
+        self.step = Some(grads);
+        sq_sum
+    }
+    fn apply(&mut self, clip: Option<(f64, f64)>) {
+        let mut grads = self.step.take().expect("close_step came first");
+        if let Some((norm, max)) = clip {
+            clip_to::<B, M>(&mut grads, norm, max);
+        }
+        self.model.apply(self.optimizer, &grads);
+    }
+    fn discard(&mut self) {
+        self.step = None;
+    }
+    fn lr(&self) -> f64 {
+        self.optimizer.lr()
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.optimizer.set_lr(lr);
+    }
+    fn all_finite(&self) -> bool {
+        super::all_finite::<B, M>(self.model)
+    }
+    fn save_model(&self, path: &Path) -> Result<(), RecordError> {
+        record::save_model(&*self.model, path)
+    }
+    fn save_checkpoint(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError> {
+        record::save_checkpoint(path, &*self.model, &*self.optimizer, metadata)
+    }
+    fn load_checkpoint(&mut self, path: &Path, device: &B::Device) -> Result<HashMap<String, String>, RecordError> {
+        record::load_checkpoint(path, self.model, self.optimizer, device)
+    }
+    fn broadcast(&mut self) {
+        self.config.broadcast_model::<B, M>(self.model);
     }
 }
