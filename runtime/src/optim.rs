@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::nn::{GradVisitor, Module, ParamMapper, ParamVisitor};
+use crate::nn::{Module, map_grad_storages, update_storages, visit_grad_storages};
+use crate::tensor::{adam_storage, axpby_storage};
 use crate::{AdamStep, Backend, Tensor, TensorData};
 
 /// Updates parameters from their gradients.
@@ -25,33 +26,96 @@ pub trait Optimizer<B: Backend>: Send {
     fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device);
 }
 
-/// Per-parameter state: named flat tensors (`momentum_buffer`, `exp_avg`, ...).
+/// One parameter's state: named flat tensors (`momentum_buffer`,
+/// `exp_avg`, ...).
+type Slots<B> = Vec<(String, Tensor<B, 1>)>;
+
+/// Every parameter's [`Slots`], by parameter name. The names live in an
+/// index that does not depend on the backend, handled by functions
+/// compiled once; only the tensors are per backend.
 #[derive(Clone, Debug)]
-struct State<B: Backend> {
-    slots: BTreeMap<String, Tensor<B, 1>>,
+struct States<B: Backend> {
+    /// Parameter name to its place in `slots`.
+    index: BTreeMap<String, usize>,
+    slots: Vec<Slots<B>>,
 }
 
-impl<B: Backend> Default for State<B> {
-    fn default() -> Self {
-        State { slots: BTreeMap::new() }
+impl<B: Backend> States<B> {
+    fn new() -> Self {
+        States { index: BTreeMap::new(), slots: Vec::new() }
     }
-}
 
-impl<B: Backend> State<B> {
+    /// The slots of parameter `name`, empty on its first step (looked up
+    /// by `&str`, so later steps allocate no key).
+    fn of(&mut self, name: &str) -> &mut Slots<B> {
+        let at = place_of(&mut self.index, name, self.slots.len());
+        if at == self.slots.len() {
+            self.slots.push(Vec::new());
+        }
+        &mut self.slots[at]
+    }
+
+    /// Every slot as `parameter.slot`, copied to the host.
     fn export(&self) -> Vec<(String, TensorData)> {
-        self.slots.iter().map(|(k, v)| (k.clone(), v.to_data())).collect()
-    }
-
-    fn import(&mut self, tensors: Vec<(String, TensorData)>, device: &B::Device) {
-        self.slots.clear();
-        for (k, d) in tensors {
-            let n = d.numel();
-            let flat = TensorData { shape: vec![n], values: d.values };
-            if let Ok(t) = Tensor::<B, 1>::from_data(flat, device) {
-                self.slots.insert(k, t);
+        let mut out = Vec::new();
+        for (param, at) in ordered(&self.index) {
+            for (slot, t) in &self.slots[at] {
+                out.push((format!("{param}.{slot}"), t.to_data()));
             }
         }
+        out
     }
+
+    /// Slots saved by [`States::export`], moved to `device`.
+    fn import(tensors: Vec<(String, TensorData)>, device: &B::Device) -> Self {
+        let (index, grouped) = group_slots(tensors);
+        let slots = grouped
+            .into_iter()
+            .map(|slots| {
+                slots
+                    .into_iter()
+                    .filter_map(|(k, d)| Some((k, Tensor::<B, 1>::from_data(d, device).ok()?)))
+                    .collect()
+            })
+            .collect();
+        States { index, slots }
+    }
+}
+
+/// Where parameter `name` sits in an index of `len` entries, added at
+/// `len` when it is new.
+fn place_of(index: &mut BTreeMap<String, usize>, name: &str, len: usize) -> usize {
+    match index.get(name) {
+        Some(&at) => at,
+        None => {
+            index.insert(name.to_owned(), len);
+            len
+        }
+    }
+}
+
+/// The index's names with their places, in name order.
+fn ordered(index: &BTreeMap<String, usize>) -> Vec<(&str, usize)> {
+    index.iter().map(|(k, &at)| (k.as_str(), at)).collect()
+}
+
+/// `parameter.slot` tensors grouped by parameter: an index of the
+/// parameters and each one's slots, flattened.
+type Grouped = (BTreeMap<String, usize>, Vec<Vec<(String, TensorData)>>);
+
+fn group_slots(tensors: Vec<(String, TensorData)>) -> Grouped {
+    let (mut index, mut grouped) = (BTreeMap::new(), Vec::<Vec<(String, TensorData)>>::new());
+    for (name, d) in tensors {
+        if let Some((param, slot)) = name.rsplit_once('.') {
+            let at = place_of(&mut index, param, grouped.len());
+            if at == grouped.len() {
+                grouped.push(Vec::new());
+            }
+            let flat = TensorData { shape: vec![d.numel()], values: d.values };
+            grouped[at].push((slot.to_owned(), flat));
+        }
+    }
+    (index, grouped)
 }
 
 /// One parameter's update: `p = keep * p - lr * step`, made in place.
@@ -65,35 +129,21 @@ struct Update<B: Backend> {
 fn for_each_param<B: Backend, M: Module<B>>(
     model: &mut M,
     grads: &M::Grads,
-    update: impl FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>,
+    update: &mut dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>,
 ) {
-    struct Apply<F>(F);
-    impl<B: Backend, F: FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>> GradVisitor<B> for Apply<F> {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
-            assert!(
-                p.shape() == g.shape(),
-                "optimizer: {name}: gradient {:?} for parameter {:?}",
-                g.shape(),
-                p.shape()
-            );
-            let shape = p.shape();
-            // The flat view of `p` is gone before the update, so `p`'s
-            // buffer is not shared and is updated in place.
-            let Update { keep, lr, step } = (self.0)(name, &p.reshape([-1]), &g.reshape([-1]));
-            p.axpby_(keep, &step.reshape(shape), -lr);
-        }
-    }
-    model.visit_grads(grads, "", &mut Apply(update));
-}
-
-/// The state of parameter `name`, created empty on its first step (looked
-/// up by `&str` so that later steps allocate no key).
-fn slot_state<'a, B: Backend>(state: &'a mut BTreeMap<String, State<B>>, name: &str) -> &'a mut State<B> {
-    if !state.contains_key(name) {
-        state.insert(name.to_owned(), State::default());
-    }
-    state.get_mut(name).expect("inserted above")
+    update_storages::<B, M>(model, grads, &mut |name, p, g| {
+        assert!(
+            B::shape(p) == B::shape(g),
+            "optimizer: {name}: gradient {:?} for parameter {:?}",
+            B::shape(g),
+            B::shape(p)
+        );
+        // The flat view of `p` is gone before the update, so `p`'s
+        // buffer is not shared and is updated in place.
+        let Update { keep, lr, step } = update(name, &Tensor::flat(p), &Tensor::flat(g));
+        let step = B::reshape(step.storage(), B::shape(p));
+        axpby_storage::<B>(p, keep, &step, -lr);
+    });
 }
 
 /// The [`Optimizer`] methods every optimizer here shares: its `lr` field,
@@ -109,11 +159,11 @@ macro_rules! bookkeeping {
         }
 
         fn state(&self) -> (Vec<(String, TensorData)>, u64) {
-            (export_state(&self.state), self.steps)
+            (self.state.export(), self.steps)
         }
 
         fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
-            self.state = import_state(tensors, device);
+            self.state = States::import(tensors, device);
             self.steps = steps;
         }
     };
@@ -132,14 +182,14 @@ pub struct Sgd<B: Backend> {
     pub nesterov: bool,
     /// L2 penalty added to the gradient.
     pub weight_decay: f64,
-    state: BTreeMap<String, State<B>>,
+    state: States<B>,
     steps: u64,
 }
 
 impl<B: Backend> Sgd<B> {
     /// Plain SGD with learning rate `lr`.
     pub fn new(lr: f64) -> Self {
-        Sgd { lr, momentum: 0.0, dampening: 0.0, nesterov: false, weight_decay: 0.0, state: BTreeMap::new(), steps: 0 }
+        Sgd { lr, momentum: 0.0, dampening: 0.0, nesterov: false, weight_decay: 0.0, state: States::new(), steps: 0 }
     }
 
     /// Sets the momentum factor.
@@ -169,18 +219,16 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
         );
         let (lr, mu, damp, wd, nesterov) = (self.lr, self.momentum, self.dampening, self.weight_decay, self.nesterov);
         let state = &mut self.state;
-        for_each_param(model, grads, |name, p, g| {
+        for_each_param(model, grads, &mut |name, p, g| {
             let mut d = if wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
             if mu != 0.0 {
-                let slots = &mut slot_state(state, name).slots;
+                let slots = state.of(name);
                 // PyTorch starts the buffer at the first gradient, undamped.
-                match slots.get_mut("momentum_buffer") {
-                    Some(buf) => buf.axpby_(mu, &d, 1.0 - damp),
-                    None => {
-                        slots.insert("momentum_buffer".into(), d.clone());
-                    }
+                match slots.iter_mut().find(|(k, _)| k == "momentum_buffer") {
+                    Some((_, buf)) => buf.axpby_(mu, &d, 1.0 - damp),
+                    None => slots.push(("momentum_buffer".into(), d.clone())),
                 }
-                let buf = &slots["momentum_buffer"];
+                let (_, buf) = slots.iter().find(|(k, _)| k == "momentum_buffer").expect("set above");
                 d = if nesterov { d.add(&buf.mul_scalar(mu)) } else { buf.clone() };
             }
             Update { keep: 1.0, lr, step: d }
@@ -189,27 +237,6 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
     }
 
     bookkeeping!();
-}
-
-fn export_state<B: Backend>(state: &BTreeMap<String, State<B>>) -> Vec<(String, TensorData)> {
-    state.iter().flat_map(|(p, s)| s.export().into_iter().map(move |(k, v)| (format!("{p}.{k}"), v))).collect()
-}
-
-fn import_state<B: Backend>(tensors: Vec<(String, TensorData)>, device: &B::Device) -> BTreeMap<String, State<B>> {
-    let mut grouped: BTreeMap<String, Vec<(String, TensorData)>> = BTreeMap::new();
-    for (name, d) in tensors {
-        if let Some((param, slot)) = name.rsplit_once('.') {
-            grouped.entry(param.to_owned()).or_default().push((slot.to_owned(), d));
-        }
-    }
-    grouped
-        .into_iter()
-        .map(|(p, slots)| {
-            let mut s = State::default();
-            s.import(slots, device);
-            (p, s)
-        })
-        .collect()
 }
 
 /// Adam, as `torch.optim.Adam` (L2 weight decay added to the gradient), or
@@ -226,7 +253,7 @@ pub struct Adam<B: Backend> {
     pub weight_decay: f64,
     /// Decoupled weight decay (AdamW) instead of an L2 term.
     pub decoupled: bool,
-    state: BTreeMap<String, State<B>>,
+    state: States<B>,
     steps: u64,
 }
 
@@ -239,7 +266,7 @@ impl<B: Backend> Adam<B> {
             eps: 1e-8,
             weight_decay: 0.0,
             decoupled: false,
-            state: BTreeMap::new(),
+            state: States::new(),
             steps: 0,
         }
     }
@@ -278,28 +305,23 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let state = &mut self.state;
         // The parameter and both moments in one update (one pass on
         // backends that fuse it); the moments start at zero.
-        struct Apply<'a, B: Backend>(&'a mut BTreeMap<String, State<B>>, AdamStep);
-        impl<B: Backend> GradVisitor<B> for Apply<'_, B> {
-            #[inline(never)]
-            fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
-                let slots = &mut slot_state(self.0, name).slots;
-                for moment in ["exp_avg", "exp_avg_sq"] {
-                    if !slots.contains_key(moment) {
-                        slots.insert(moment.to_owned(), g.reshape([-1]).zeros_like());
-                    }
+        update_storages::<B, M>(model, grads, &mut |name, p, g| {
+            let slots = state.of(name);
+            for moment in ["exp_avg", "exp_avg_sq"] {
+                if !slots.iter().any(|(k, _)| k == moment) {
+                    slots.push((moment.to_owned(), Tensor::flat(g).zeros_like()));
                 }
-                let (mut m, mut v) = (None, None);
-                for (key, slot) in slots.iter_mut() {
-                    match key.as_str() {
-                        "exp_avg" => m = Some(slot),
-                        "exp_avg_sq" => v = Some(slot),
-                        _ => {}
-                    }
-                }
-                p.adam_(m.expect("inserted above"), v.expect("inserted above"), g, self.1);
             }
-        }
-        model.visit_grads(grads, "", &mut Apply(state, o));
+            let (mut m, mut v) = (None, None);
+            for (key, slot) in slots.iter_mut() {
+                match key.as_str() {
+                    "exp_avg" => m = Some(slot),
+                    "exp_avg_sq" => v = Some(slot),
+                    _ => {}
+                }
+            }
+            adam_storage::<B>(p, m.expect("inserted above"), v.expect("inserted above"), g, o);
+        });
     }
 
     bookkeeping!();
@@ -314,55 +336,36 @@ pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
 /// The sum of every gradient's squares, on the device (`None` without
 /// gradients).
 pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
-    struct SumSq<B: Backend>(Option<Tensor<B, 0>>);
-    impl<B: Backend> ParamVisitor<B> for SumSq<B> {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
-            let s = Tensor::<B, 0>::wrap(B::sum_squares(g.storage()));
-            self.0 = Some(match self.0.take() {
-                Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
-                None => s,
-            });
-        }
-    }
-    let mut s = SumSq(None);
-    M::visit_grad_tensors(grads, "", &mut s);
-    s.0
+    let mut sum: Option<Tensor<B, 0>> = None;
+    visit_grad_storages::<B, M>(grads, &mut |_, g| {
+        let s = Tensor::<B, 0>::wrap(B::sum_squares(g));
+        sum = Some(match sum.take() {
+            Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
+            None => s,
+        });
+    });
+    sum
 }
 
 /// Multiplies every gradient by `factor`.
 pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
-    struct Scale(f64);
-    impl<B: Backend> ParamMapper<B> for Scale {
-        #[inline(never)]
-        fn map<const D: usize>(&mut self, _: &str, g: Tensor<B, D>) -> Tensor<B, D> {
-            g.mul_scalar(self.0)
-        }
-    }
-    M::map_grad_tensors(grads, "", &mut Scale(factor));
+    map_grad_storages::<B, M>(grads, &mut |_, g| {
+        B::reshape(Tensor::<B, 1>::flat(&g).mul_scalar(factor).storage(), B::shape(&g))
+    });
 }
 
 /// Adds `more` to `grads`, gradient by gradient (accumulation over
 /// several batches).
 pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads) {
-    struct Collect<B: Backend>(Vec<Tensor<B, 1>>);
-    impl<B: Backend> ParamVisitor<B> for Collect<B> {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, _: &str, g: &Tensor<B, D>) {
-            self.0.push(g.reshape([-1]));
-        }
-    }
-    struct Add<B: Backend>(std::vec::IntoIter<Tensor<B, 1>>);
-    impl<B: Backend> ParamMapper<B> for Add<B> {
-        #[inline(never)]
-        fn map<const D: usize>(&mut self, name: &str, g: Tensor<B, D>) -> Tensor<B, D> {
-            let more = self.0.next().unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}"));
-            g.add(&more.reshape(g.shape()))
-        }
-    }
-    let mut c = Collect(Vec::new());
-    M::visit_grad_tensors(more, "", &mut c);
-    M::map_grad_tensors(grads, "", &mut Add(c.0.into_iter()));
+    let mut flat = Vec::new();
+    visit_grad_storages::<B, M>(more, &mut |_, g| flat.push(Tensor::<B, 1>::flat(g)));
+    let mut more = flat.into_iter();
+    map_grad_storages::<B, M>(grads, &mut |name, g| {
+        let m = more.next().unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}"));
+        let (gn, mn) = (B::shape(&g).iter().product::<usize>(), m.numel());
+        assert_eq!(gn, mn, "add_grads: {name}: {mn} values to add to {gn}");
+        B::reshape(Tensor::<B, 1>::flat(&g).add(&m).storage(), B::shape(&g))
+    });
 }
 
 /// Scales all gradients so their global L2 norm is at most `max_norm`, as

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 
-use crate::nn::{Module, ParamMapper, ParamVisitor};
+use crate::nn::{Module, map_storages, visit_storages};
 use crate::optim::Optimizer;
-use crate::{Backend, DType, DataVec, Tensor, TensorData};
+use crate::{Backend, DType, DataVec, TensorData};
 
 /// What can go wrong reading or writing weights. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -180,17 +180,9 @@ pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String
 
 /// The names and shapes of a module's parameters and buffers, in order.
 fn expected<B: Backend, M: Module<B>>(model: &M) -> Vec<(String, Vec<usize>, DType)> {
-    struct Shapes(Vec<(String, Vec<usize>, DType)>);
-    impl<B: Backend> ParamVisitor<B> for Shapes {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
-            self.0.push((name.to_owned(), t.shape().to_vec(), t.dtype()));
-        }
-    }
-    let mut s = Shapes(Vec::new());
-    model.visit_params("", &mut s);
-    model.visit_buffers("", &mut s);
-    s.0
+    let mut all = Vec::new();
+    visit_storages::<B, M>(model, true, &mut |name, t| all.push((name.to_owned(), B::shape(t).to_vec(), B::dtype(t))));
+    all
 }
 
 /// Saves a module's parameters and buffers under their PyTorch names.
@@ -215,20 +207,19 @@ fn load_named<B: Backend, M: Module<B>>(
     path: &Path,
     file: BTreeMap<String, TensorData>,
 ) -> Result<(), RecordError> {
-    let file = check_named(path, &expected(model), file)?;
-    struct Load(BTreeMap<String, TensorData>);
-    impl<B: Backend> ParamMapper<B> for Load {
-        #[inline(never)]
-        fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
-            match self.0.remove(name) {
-                // Names and shapes were checked before.
-                Some(d) => Tensor::from_data(d.convert(t.dtype()), &t.device()).unwrap_or(t),
-                None => t,
-            }
-        }
-    }
-    model.map_tensors("", &mut Load(file));
+    let mut file = check_named(path, &expected(model), file)?;
+    map_storages::<B, M>(model, &mut |name, t| match take(&mut file, name) {
+        // Names and shapes were checked before.
+        Some(d) => B::from_data(d.convert(B::dtype(&t)), &B::device(&t)),
+        None => t,
+    });
     Ok(())
+}
+
+/// Takes tensor `name` out of `file` (a function of its own, compiled
+/// once, not in every model's loading code).
+fn take(file: &mut BTreeMap<String, TensorData>, name: &str) -> Option<TensorData> {
+    file.remove(name)
 }
 
 /// `file`'s tensors once each of `want` is there with its shape and

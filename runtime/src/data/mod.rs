@@ -263,6 +263,20 @@ pub enum ShardTail {
     Drop,
 }
 
+/// The order of `n` samples in `epoch`: shuffled from `(seed, epoch)`
+/// when there is a seed, then `shard`'s share of it.
+fn sample_order(n: usize, seed: Option<u64>, epoch: u64, shard: Option<Shard>) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if let Some(seed) = seed {
+        let mut rng = Rng::seed_from_u64(seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        rng.shuffle(&mut order);
+    }
+    match shard {
+        Some(s) => s.select(order),
+        None => order,
+    }
+}
+
 /// Rank `rank`'s share of every epoch among `ranks` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Shard {
@@ -399,35 +413,36 @@ impl<D: Dataset> DataLoader<D> {
     /// The sample order of epoch `epoch` (this rank's share of it, when
     /// sharded).
     pub fn order(&self, epoch: u64) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.dataset.len()).collect();
-        if self.shuffle {
-            let mut rng = Rng::seed_from_u64(self.seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            rng.shuffle(&mut order);
-        }
-        match &self.shard {
-            Some(s) => s.select(order),
-            None => order,
-        }
+        sample_order(self.dataset.len(), self.shuffle.then_some(self.seed), epoch, self.shard)
     }
 
     /// The batches of the next epoch.
     pub fn epoch(&mut self) -> Batches {
         let order = self.order(self.epoch);
         self.epoch += 1;
-        let mut chunks: Vec<Vec<usize>> = order.chunks(self.batch_size).map(<[usize]>::to_vec).collect();
-        if self.drop_last && chunks.last().is_some_and(|c| c.len() < self.batch_size) {
+        // The dataset's type ends here: what follows is compiled once.
+        let dataset: Arc<dyn Dataset> = self.dataset.clone();
+        Batches::new(dataset, &order, self.batch_size, self.drop_last, self.prefetch)
+    }
+}
+
+impl Batches {
+    /// The batches of `dataset` in `order`, `batch_size` at a time (the
+    /// last one left out with `drop_last` when smaller), built ahead by
+    /// `prefetch` on a worker thread, or on the calling thread for 0.
+    fn new(dataset: Arc<dyn Dataset>, order: &[usize], batch_size: usize, drop_last: bool, prefetch: usize) -> Self {
+        let mut chunks: Vec<Vec<usize>> = order.chunks(batch_size).map(<[usize]>::to_vec).collect();
+        if drop_last && chunks.last().is_some_and(|c| c.len() < batch_size) {
             chunks.pop();
         }
-        if self.prefetch == 0 {
-            let ds = Arc::clone(&self.dataset);
-            return Batches::Inline(Box::new(chunks.into_iter().map(move |c| ds.batch(&c))));
+        if prefetch == 0 {
+            return Batches::Inline(Box::new(chunks.into_iter().map(move |c| dataset.batch(&c))));
         }
-        let (tx, rx) = sync_channel(self.prefetch);
-        let ds = Arc::clone(&self.dataset);
+        let (tx, rx) = sync_channel(prefetch);
         let worker = std::thread::spawn(move || {
             for c in chunks {
                 // The receiver hung up: the epoch was abandoned.
-                if tx.send(ds.batch(&c)).is_err() {
+                if tx.send(dataset.batch(&c)).is_err() {
                     break;
                 }
             }

@@ -88,6 +88,74 @@ pub trait GradVisitor<B: Backend> {
     fn visit<const D: usize>(&mut self, name: &str, param: &mut Tensor<B, D>, grad: &Tensor<B, D>);
 }
 
+/// The runtime's passes over a model's tensors (finding its device,
+/// saving and loading, gradient sums, optimizer steps) see each tensor as
+/// its storage, whatever its rank, through one of these functions: a
+/// model then compiles one traversal of each kind, which every pass
+/// shares, instead of one per pass and rank (release builds compile
+/// generic code in the user's crate, again after every edit).
+struct Storages<F>(F);
+
+impl<B: Backend> ParamVisitor<B> for Storages<&mut (dyn FnMut(&str, &B::Storage) + '_)> {
+    fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
+        (self.0)(name, t.storage());
+    }
+}
+
+impl<B: Backend> ParamMapper<B> for Storages<&mut (dyn FnMut(&str, B::Storage) -> B::Storage + '_)> {
+    fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
+        Tensor::from_storage((self.0)(name, t.into_storage()))
+    }
+}
+
+impl<B: Backend> GradVisitor<B> for Storages<&mut (dyn FnMut(&str, &mut B::Storage, &B::Storage) + '_)> {
+    fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
+        (self.0)(name, p.storage_mut(), g.storage());
+    }
+}
+
+/// Calls `f` with every parameter of `m` and, with `buffers`, then every
+/// buffer.
+pub(crate) fn visit_storages<B: Backend, M: Module<B>>(
+    m: &M,
+    buffers: bool,
+    f: &mut dyn FnMut(&str, &B::Storage),
+) {
+    m.visit_params("", &mut Storages(&mut *f));
+    if buffers {
+        m.visit_buffers("", &mut Storages(f));
+    }
+}
+
+/// Replaces every parameter and buffer of `m` by what `f` returns (of the
+/// same rank).
+pub(crate) fn map_storages<B: Backend, M: Module<B>>(m: &mut M, f: &mut dyn FnMut(&str, B::Storage) -> B::Storage) {
+    m.map_tensors("", &mut Storages(f));
+}
+
+/// Calls `f` with every gradient of `grads`, named like its parameter.
+pub(crate) fn visit_grad_storages<B: Backend, M: Module<B>>(grads: &M::Grads, f: &mut dyn FnMut(&str, &B::Storage)) {
+    M::visit_grad_tensors(grads, "", &mut Storages(f));
+}
+
+/// Replaces every gradient of `grads` by what `f` returns.
+pub(crate) fn map_grad_storages<B: Backend, M: Module<B>>(
+    grads: &mut M::Grads,
+    f: &mut dyn FnMut(&str, B::Storage) -> B::Storage,
+) {
+    M::map_grad_tensors(grads, "", &mut Storages(f));
+}
+
+/// Calls `f` with every parameter of `m`, to update in place, and its
+/// gradient.
+pub(crate) fn update_storages<B: Backend, M: Module<B>>(
+    m: &mut M,
+    grads: &M::Grads,
+    f: &mut dyn FnMut(&str, &mut B::Storage, &B::Storage),
+) {
+    m.visit_grads(grads, "", &mut Storages(f));
+}
+
 /// `prefix.name`, or `name` at the top level. Held inline up to
 /// [`Name::INLINE`] bytes, so visiting a model's parameters (every
 /// optimizer step does) allocates nothing.
@@ -307,19 +375,13 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
 /// The device of the module's first parameter (or buffer); `None` for a
 /// module that holds no tensor.
 pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
-    struct First<B: Backend>(Option<B::Device>);
-    impl<B: Backend> ParamVisitor<B> for First<B> {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
-            if self.0.is_none() {
-                self.0 = Some(t.device());
-            }
+    let mut first = None;
+    visit_storages::<B, M>(m, true, &mut |_, t| {
+        if first.is_none() {
+            first = Some(B::device(t));
         }
-    }
-    let mut first = First::<B>(None);
-    m.visit_params("", &mut first);
-    m.visit_buffers("", &mut first);
-    first.0
+    });
+    first
 }
 
 /// Moves every parameter and buffer to `device`, or returns the device's
@@ -390,45 +452,23 @@ pub trait CachesInput<B: Backend, const D: usize>: Layer<B, D, D> {
 
 /// Number of trainable scalars.
 pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
-    struct Count(usize);
-    impl<B: Backend> ParamVisitor<B> for Count {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
-            self.0 += t.numel();
-        }
-    }
-    let mut c = Count(0);
-    m.visit_params("", &mut c);
-    c.0
+    let mut n = 0;
+    visit_storages::<B, M>(m, false, &mut |_, t| n += B::shape(t).iter().product::<usize>());
+    n
 }
 
 /// Every parameter and buffer by name, copied to the host, in visiting order.
 pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> {
-    struct Collect(Vec<(String, TensorData)>);
-    impl<B: Backend> ParamVisitor<B> for Collect {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
-            self.0.push((name.to_owned(), t.to_data()));
-        }
-    }
-    let mut c = Collect(Vec::new());
-    m.visit_params("", &mut c);
-    m.visit_buffers("", &mut c);
-    c.0
+    let mut all = Vec::new();
+    visit_storages::<B, M>(m, true, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));
+    all
 }
 
 /// Every gradient by name, copied to the host.
 pub fn grads_dict<B: Backend, M: Module<B>>(grads: &M::Grads) -> Vec<(String, TensorData)> {
-    struct Collect(Vec<(String, TensorData)>);
-    impl<B: Backend> ParamVisitor<B> for Collect {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
-            self.0.push((name.to_owned(), t.to_data()));
-        }
-    }
-    let mut c = Collect(Vec::new());
-    M::visit_grad_tensors(grads, "", &mut c);
-    c.0
+    let mut all = Vec::new();
+    visit_grad_storages::<B, M>(grads, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));
+    all
 }
 
 /// Converts every parameter and buffer to `dtype` (f64 for gradient checks).

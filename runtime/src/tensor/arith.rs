@@ -126,12 +126,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// update parameters. The buffer is reused when no other tensor shares
     /// it (PyTorch's `p.mul_(a).add_(x, alpha=b)`).
     pub fn axpby_(&mut self, a: f64, x: &Self, b: f64) {
-        let (sd, xd) = (self.dtype(), x.dtype());
-        assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
-        let (ss, xs) = (B::shape(&self.storage), B::shape(&x.storage));
-        assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(ss), fmt_shape(xs));
-        check_same_device::<B>("axpby_", &[&self.storage, &x.storage]);
-        B::axpby(&mut self.storage, a, &x.storage, b);
+        axpby_storage::<B>(&mut self.storage, a, &x.storage, b);
     }
 
     /// One Adam or AdamW update of this parameter in place, with its
@@ -140,25 +135,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// parameter. Panics unless all are of one float dtype, device and
     /// element count.
     pub fn adam_(&mut self, m: &mut Tensor<B, 1>, v: &mut Tensor<B, 1>, g: &Self, o: crate::AdamStep) {
-        let op = "adam_";
-        let dtype = self.dtype();
-        let n = self.numel();
-        let fits = [m.dtype(), v.dtype(), g.dtype()].iter().all(|&d| d == dtype)
-            && dtype.is_float()
-            && m.numel() == n
-            && v.numel() == n
-            && g.shape() == self.shape();
-        assert!(
-            fits,
-            "{op}: parameter {} {dtype}, gradient {} {}, moments {} and {} must share one float dtype and size",
-            fmt_shape(&self.shape()),
-            fmt_shape(&g.shape()),
-            g.dtype(),
-            fmt_shape(&m.shape()),
-            fmt_shape(&v.shape())
-        );
-        check_same_device::<B>(op, &[&self.storage, &m.storage, &v.storage, &g.storage]);
-        B::adam(&mut self.storage, &mut m.storage, &mut v.storage, &g.storage, o);
+        adam_storage::<B>(&mut self.storage, m, v, &g.storage, o);
     }
 
     /// `self + s`.
@@ -502,4 +479,43 @@ impl<B: Backend, const D: usize> Neg for Tensor<B, D> {
     fn neg(self) -> Tensor<B, D> {
         Tensor::neg(&self)
     }
+}
+
+/// [`Tensor::axpby_`] of a tensor of any rank.
+pub(crate) fn axpby_storage<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
+    let (sd, xd) = (B::dtype(y), B::dtype(x));
+    assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
+    let (ss, xs) = (B::shape(y), B::shape(x));
+    assert!(ss == xs, "axpby_: shapes {} and {} differ", fmt_shape(ss), fmt_shape(xs));
+    check_same_device::<B>("axpby_", &[y, x]);
+    B::axpby(y, a, x, b);
+}
+
+/// [`Tensor::adam_`] of a parameter of any rank.
+pub(crate) fn adam_storage<B: Backend>(
+    p: &mut B::Storage,
+    m: &mut Tensor<B, 1>,
+    v: &mut Tensor<B, 1>,
+    g: &B::Storage,
+    o: crate::AdamStep,
+) {
+    let op = "adam_";
+    let dtype = B::dtype(p);
+    let n: usize = B::shape(p).iter().product();
+    let fits = [m.dtype(), v.dtype(), B::dtype(g)].iter().all(|&d| d == dtype)
+        && dtype.is_float()
+        && m.numel() == n
+        && v.numel() == n
+        && B::shape(g) == B::shape(p);
+    assert!(
+        fits,
+        "{op}: parameter {} {dtype}, gradient {} {}, moments {} and {} must share one float dtype and size",
+        fmt_shape(B::shape(p)),
+        fmt_shape(B::shape(g)),
+        B::dtype(g),
+        fmt_shape(&m.shape()),
+        fmt_shape(&v.shape())
+    );
+    check_same_device::<B>(op, &[p, m.storage(), v.storage(), g]);
+    B::adam(p, &mut m.storage, &mut v.storage, g, o);
 }

@@ -19,6 +19,7 @@ use crate::rng::{Rng, with_global_rng};
 use crate::shape::Dim;
 
 pub use arith::Scalar;
+pub(crate) use arith::{adam_storage, axpby_storage};
 pub use movement::ShapeArg;
 
 /// A tensor of rank `D` on backend `B`.
@@ -51,6 +52,15 @@ pub(crate) fn check_same_device<B: Backend>(op: &str, storages: &[&B::Storage]) 
 
 pub(crate) fn fmt_shape(shape: &[usize]) -> String {
     format!("{shape:?}")
+}
+
+impl<B: Backend> Tensor<B, 1> {
+    /// The values of a storage of any rank as a flat tensor (a reshape,
+    /// which views the values where the backend can).
+    pub(crate) fn flat(s: &B::Storage) -> Self {
+        let n = B::shape(s).iter().product();
+        Tensor::wrap(B::reshape(s, &[n]))
+    }
 }
 
 impl<B: Backend, const D: usize> Tensor<B, D> {

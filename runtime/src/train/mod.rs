@@ -31,7 +31,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::Device;
 use crate::data::{Batch, DataLoader, Dataset, Loader, ShardTail};
-use crate::nn::{Ctx, Module, ParamVisitor, device_of};
+use crate::nn::{Ctx, Module, device_of, visit_storages};
 use crate::optim::{LrSchedule, Optimizer};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
@@ -399,24 +399,18 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
 /// Whether every parameter and buffer of `model` is finite (one read-back).
 pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     // x * 0 is 0 for finite x and NaN for NaN or ±inf.
-    struct Probe<B: Backend>(Option<Tensor<B, 0>>);
-    impl<B: Backend> ParamVisitor<B> for Probe<B> {
-        #[inline(never)]
-        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
-            if !t.dtype().is_float() {
-                return;
-            }
-            let z = t.mul_scalar(0.0).sum();
-            self.0 = Some(match self.0.take() {
-                Some(acc) => acc.add(&z.to_dtype(acc.dtype())),
-                None => z,
-            });
+    let mut probe: Option<Tensor<B, 0>> = None;
+    visit_storages::<B, M>(model, true, &mut |_, t| {
+        if !B::dtype(t).is_float() {
+            return;
         }
-    }
-    let mut p = Probe(None);
-    model.visit_params("", &mut p);
-    model.visit_buffers("", &mut p);
-    p.0.is_none_or(|z| z.item() == 0.0)
+        let z = Tensor::flat(t).mul_scalar(0.0).sum();
+        probe = Some(match probe.take() {
+            Some(acc) => acc.add(&z.to_dtype(acc.dtype())),
+            None => z,
+        });
+    });
+    probe.is_none_or(|z| z.item() == 0.0)
 }
 
 
