@@ -125,11 +125,15 @@ struct Update<B: Backend> {
     step: Tensor<B, 1>,
 }
 
+/// An optimizer's rule for one parameter: its update from its name, its
+/// flat values and its flat gradient.
+type UpdateRule<'a, B> = dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B> + 'a;
+
 /// Updates every parameter by `update(name, flat_param, flat_grad)`.
 fn for_each_param<B: Backend, M: Module<B>>(
     model: &mut M,
     grads: &M::Grads,
-    update: &mut dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>,
+    update: &mut UpdateRule<'_, B>,
 ) {
     update_storages::<B, M>(model, grads, &mut |name, p, g| {
         assert!(

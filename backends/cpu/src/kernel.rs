@@ -48,8 +48,11 @@ pub(crate) fn eval<K: Elementwise, T: KernelFloat>(f: KernelFn, args: &[&[T]], o
 pub(crate) struct Kernel<T> {
     name: &'static str,
     f: KernelFn,
-    eval: fn(KernelFn, &[&[T]], &mut [MaybeUninit<T>]),
+    eval: Eval<T>,
 }
+
+/// [`eval`] of one kernel.
+type Eval<T> = fn(KernelFn, &[&[T]], &mut [MaybeUninit<T>]);
 
 impl<T: KernelFloat> Kernel<T> {
     /// `f` of kernel `K`.

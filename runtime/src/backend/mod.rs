@@ -1,4 +1,4 @@
-//! What a device implements, in three tiers, and what a device is.
+//! What a device implements, in four tiers, and what a device is.
 //!
 //! - [`Primitives`]: the small set of ops every backend writes, and its
 //!   storage. Everything else (softmax, losses, layers, optimizers) is

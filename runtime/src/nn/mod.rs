@@ -96,19 +96,28 @@ pub trait GradVisitor<B: Backend> {
 /// generic code in the user's crate, again after every edit).
 struct Storages<F>(F);
 
-impl<B: Backend> ParamVisitor<B> for Storages<&mut (dyn FnMut(&str, &B::Storage) + '_)> {
+/// What [`visit_storages`] calls with each tensor.
+pub(crate) type VisitFn<'a, B> = dyn FnMut(&str, &<B as crate::Primitives>::Storage) + 'a;
+/// What [`map_storages`] replaces each tensor with.
+pub(crate) type MapFn<'a, B> =
+    dyn FnMut(&str, <B as crate::Primitives>::Storage) -> <B as crate::Primitives>::Storage + 'a;
+/// What [`update_storages`] calls with each parameter and its gradient.
+pub(crate) type UpdateFn<'a, B> =
+    dyn FnMut(&str, &mut <B as crate::Primitives>::Storage, &<B as crate::Primitives>::Storage) + 'a;
+
+impl<B: Backend> ParamVisitor<B> for Storages<&mut VisitFn<'_, B>> {
     fn visit<const D: usize>(&mut self, name: &str, t: &Tensor<B, D>) {
         (self.0)(name, t.storage());
     }
 }
 
-impl<B: Backend> ParamMapper<B> for Storages<&mut (dyn FnMut(&str, B::Storage) -> B::Storage + '_)> {
+impl<B: Backend> ParamMapper<B> for Storages<&mut MapFn<'_, B>> {
     fn map<const D: usize>(&mut self, name: &str, t: Tensor<B, D>) -> Tensor<B, D> {
         Tensor::from_storage((self.0)(name, t.into_storage()))
     }
 }
 
-impl<B: Backend> GradVisitor<B> for Storages<&mut (dyn FnMut(&str, &mut B::Storage, &B::Storage) + '_)> {
+impl<B: Backend> GradVisitor<B> for Storages<&mut UpdateFn<'_, B>> {
     fn visit<const D: usize>(&mut self, name: &str, p: &mut Tensor<B, D>, g: &Tensor<B, D>) {
         (self.0)(name, p.storage_mut(), g.storage());
     }
@@ -119,7 +128,7 @@ impl<B: Backend> GradVisitor<B> for Storages<&mut (dyn FnMut(&str, &mut B::Stora
 pub(crate) fn visit_storages<B: Backend, M: Module<B>>(
     m: &M,
     buffers: bool,
-    f: &mut dyn FnMut(&str, &B::Storage),
+    f: &mut VisitFn<'_, B>,
 ) {
     m.visit_params("", &mut Storages(&mut *f));
     if buffers {
@@ -129,19 +138,19 @@ pub(crate) fn visit_storages<B: Backend, M: Module<B>>(
 
 /// Replaces every parameter and buffer of `m` by what `f` returns (of the
 /// same rank).
-pub(crate) fn map_storages<B: Backend, M: Module<B>>(m: &mut M, f: &mut dyn FnMut(&str, B::Storage) -> B::Storage) {
+pub(crate) fn map_storages<B: Backend, M: Module<B>>(m: &mut M, f: &mut MapFn<'_, B>) {
     m.map_tensors("", &mut Storages(f));
 }
 
 /// Calls `f` with every gradient of `grads`, named like its parameter.
-pub(crate) fn visit_grad_storages<B: Backend, M: Module<B>>(grads: &M::Grads, f: &mut dyn FnMut(&str, &B::Storage)) {
+pub(crate) fn visit_grad_storages<B: Backend, M: Module<B>>(grads: &M::Grads, f: &mut VisitFn<'_, B>) {
     M::visit_grad_tensors(grads, "", &mut Storages(f));
 }
 
 /// Replaces every gradient of `grads` by what `f` returns.
 pub(crate) fn map_grad_storages<B: Backend, M: Module<B>>(
     grads: &mut M::Grads,
-    f: &mut dyn FnMut(&str, B::Storage) -> B::Storage,
+    f: &mut MapFn<'_, B>,
 ) {
     M::map_grad_tensors(grads, "", &mut Storages(f));
 }
@@ -151,7 +160,7 @@ pub(crate) fn map_grad_storages<B: Backend, M: Module<B>>(
 pub(crate) fn update_storages<B: Backend, M: Module<B>>(
     m: &mut M,
     grads: &M::Grads,
-    f: &mut dyn FnMut(&str, &mut B::Storage, &B::Storage),
+    f: &mut UpdateFn<'_, B>,
 ) {
     m.visit_grads(grads, "", &mut Storages(f));
 }

@@ -362,7 +362,7 @@ where
     L: Criterion<B, DO, DT>,
 {
     let device = model_device::<B, M>(model)?;
-    let mut eval = Eval::<M, L, DI, DO, DT> { model, config };
+    let mut eval = Eval::<&M, &FitConfig<L>, DI, DO, DT> { model, config };
     Ok(validate::<B>(&mut eval, data, config.top_k, 1, &device)?.scores())
 }
 
@@ -449,9 +449,8 @@ where
     L: Criterion<B, DO, DT> + Sync,
 {
     let mut session = Bound::<B, M, O, L, DI, DO, DT> {
-        model,
+        eval: Eval { model, config },
         optimizer,
-        config,
         summed: None,
         step: None,
         _backend: std::marker::PhantomData,
@@ -479,8 +478,8 @@ impl<B: Backend> std::fmt::Debug for FitRun<'_, B> {
     }
 }
 
-/// [`fit`]'s loop, for any model: what [`Precompiled::fit_loop`]
-/// (crate::Precompiled::fit_loop) runs.
+/// [`fit`]'s loop, for any model: what
+/// [`Precompiled::fit_loop`](crate::Precompiled::fit_loop) runs.
 pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
     let FitRun { session, train, val, config } = run;
     // In a job of several ranks, an error on this one ends them all.
@@ -492,7 +491,7 @@ pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
         if config.top_k == 0 {
             return Err(TrainError::Config("top_k must be at least 1".into()));
         }
-        let monitor = config.monitor(session.task())?;
+        let monitor = config.monitor(session.evaluator().task())?;
         let (rank, ranks) = config.ranks();
         if ranks > 1 && train.shard_of().is_none() {
             train.set_shard(rank, ranks, ShardTail::Pad);
@@ -539,7 +538,7 @@ impl<B: Backend> Run<'_, B> {
     /// The epochs after resuming: `history` holds those done.
     fn epochs(self, train: &mut dyn Loader, val: &mut dyn Loader, mut history: History) -> Result<History, TrainError> {
         let Run { session, config, device, last } = self;
-        let task = session.task();
+        let task = session.evaluator().task();
         let per_step = config.accumulate_grad_batches;
         // Checkpoints from before step counts held an epoch of steps each.
         let mut step =
@@ -612,7 +611,7 @@ impl<B: Backend> Run<'_, B> {
                             b.scalars(step, &[("step/loss", mean), ("step/lr", session.lr())])?;
                         }
                         for (o, loss) in observed.iter().zip(losses) {
-                            tally.add(o, loss, session.ignore_index());
+                            tally.add(o, loss, session.evaluator().ignore_index());
                         }
                     }
                     Err(what) => match config.on_non_finite {
@@ -645,7 +644,7 @@ impl<B: Backend> Run<'_, B> {
             if !session.all_finite() {
                 return Err(non_finite(0, "the weights are no longer finite".into()));
             }
-            let checked = validate::<B>(session, val, config.top_k, epoch, &device)?;
+            let checked = validate::<B>(session.evaluator(), val, config.top_k, epoch, &device)?;
             let val_scores = checked.scores();
             if val_scores.get(&history.monitor.metric).is_none() {
                 return Err(TrainError::Config(format!(

@@ -245,7 +245,9 @@ pub trait Evaluator<B: Backend> {
 /// A model, its optimizer and its loss as `fit`'s loop drives them,
 /// behind a trait object: the loop ([`run_fit`](super::run_fit)) is
 /// compiled once per backend, and each model adds only these methods.
-pub trait Session<B: Backend>: Evaluator<B> {
+pub trait Session<B: Backend> {
+    /// The model and loss as validation reads them.
+    fn evaluator(&mut self) -> &mut dyn Evaluator<B>;
     /// The device of the model's parameters.
     fn device(&self) -> Result<B::Device, TrainError>;
     /// The model's summary table (empty if it has none).
@@ -289,43 +291,26 @@ pub trait Session<B: Backend>: Evaluator<B> {
 /// configuration with the loss; the gradients of the step being summed
 /// and of the step being taken.
 pub(crate) struct Bound<'a, B: Backend, M: Module<B>, O, L, const DI: usize, const DO: usize, const DT: usize> {
-    pub(crate) model: &'a mut M,
+    pub(crate) eval: Eval<&'a mut M, &'a FitConfig<L>, DI, DO, DT>,
     pub(crate) optimizer: &'a mut O,
-    pub(crate) config: &'a FitConfig<L>,
     pub(crate) summed: Option<M::Grads>,
     pub(crate) step: Option<M::Grads>,
     pub(crate) _backend: std::marker::PhantomData<B>,
 }
 
-/// [`evaluate`](super::evaluate)'s model and loss.
-pub(crate) struct Eval<'a, M, L, const DI: usize, const DO: usize, const DT: usize> {
-    pub(crate) model: &'a M,
-    pub(crate) config: &'a FitConfig<L>,
+/// A model (`&M` for [`evaluate`](super::evaluate), `&mut M` for `fit`)
+/// and the configuration with the loss, as validation reads them.
+pub(crate) struct Eval<P, C, const DI: usize, const DO: usize, const DT: usize> {
+    pub(crate) model: P,
+    pub(crate) config: C,
 }
 
-/// Validation of `model` with `config`'s loss.
-fn eval_batch<B, M, L, const DI: usize, const DO: usize, const DT: usize>(
-    model: &M,
-    config: &FitConfig<L>,
-    batch: Batch,
-    device: &B::Device,
-) -> Result<Observed<B>, BatchError>
+impl<B, P, M, C, L, const DI: usize, const DO: usize, const DT: usize> Evaluator<B> for Eval<P, C, DI, DO, DT>
 where
     B: Backend,
+    P: std::ops::Deref<Target = M>,
     M: Trainable<B, DI, DO>,
-    L: Criterion<B, DO, DT>,
-{
-    let task = config.loss.task();
-    let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
-    let output = model.predict(&x);
-    let loss = config.loss.loss(&output, &y).map_err(|e| BatchError::Step(e.into()))?;
-    Ok(Observed::new(task, &output, &y, loss.value))
-}
-
-impl<B, M, L, const DI: usize, const DO: usize, const DT: usize> Evaluator<B> for Eval<'_, M, L, DI, DO, DT>
-where
-    B: Backend,
-    M: Trainable<B, DI, DO>,
+    C: std::ops::Deref<Target = FitConfig<L>>,
     L: Criterion<B, DO, DT>,
 {
     fn task(&self) -> Task {
@@ -335,24 +320,11 @@ where
         self.config.loss.ignore_index()
     }
     fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError> {
-        eval_batch::<B, M, L, DI, DO, DT>(self.model, self.config, batch, device)
-    }
-}
-
-impl<B, M, O, L, const DI: usize, const DO: usize, const DT: usize> Evaluator<B> for Bound<'_, B, M, O, L, DI, DO, DT>
-where
-    B: Backend,
-    M: Trainable<B, DI, DO>,
-    L: Criterion<B, DO, DT>,
-{
-    fn task(&self) -> Task {
-        self.config.loss.task()
-    }
-    fn ignore_index(&self) -> Option<i64> {
-        self.config.loss.ignore_index()
-    }
-    fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError> {
-        eval_batch::<B, M, L, DI, DO, DT>(self.model, self.config, batch, device)
+        let task = self.task();
+        let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
+        let output = self.model.predict(&x);
+        let loss = self.config.loss.loss(&output, &y).map_err(|e| BatchError::Step(e.into()))?;
+        Ok(Observed::new(task, &output, &y, loss.value))
     }
 }
 
@@ -363,11 +335,14 @@ where
     O: Optimizer<B>,
     L: Criterion<B, DO, DT>,
 {
+    fn evaluator(&mut self) -> &mut dyn Evaluator<B> {
+        &mut self.eval
+    }
     fn device(&self) -> Result<B::Device, TrainError> {
-        model_device::<B, M>(self.model)
+        model_device::<B, M>(self.eval.model)
     }
     fn summary(&self) -> String {
-        self.model.summary()
+        self.eval.model.summary()
     }
     fn train_batch(
         &mut self,
@@ -377,9 +352,9 @@ where
         scale: f64,
         average: bool,
     ) -> Result<Observed<B>, BatchError> {
-        let task = self.config.loss.task();
+        let task = self.eval.config.loss.task();
         let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
-        let c = self.model.compute(&x, &y, self.config, ctx, scale, average).map_err(BatchError::Step)?;
+        let c = self.eval.model.compute(&x, &y, self.eval.config, ctx, scale, average).map_err(BatchError::Step)?;
         match &mut self.summed {
             Some(sum) => add_grads::<B, M>(sum, &c.grads),
             None => self.summed = Some(c.grads),
@@ -389,7 +364,7 @@ where
     fn close_step(&mut self, average: bool) -> Option<Tensor<B, 0>> {
         let mut grads = self.summed.take().expect("the step's batches gave gradients");
         if average {
-            self.config.average_grads::<B, M>(&mut grads);
+            self.eval.config.average_grads::<B, M>(&mut grads);
         }
         let sq_sum = grad_sq_sum::<B, M>(&grads);
         self.step = Some(grads);
@@ -400,7 +375,7 @@ where
         if let Some((norm, max)) = clip {
             clip_to::<B, M>(&mut grads, norm, max);
         }
-        self.model.apply(self.optimizer, &grads);
+        self.eval.model.apply(self.optimizer, &grads);
     }
     fn discard(&mut self) {
         self.step = None;
@@ -412,18 +387,18 @@ where
         self.optimizer.set_lr(lr);
     }
     fn all_finite(&self) -> bool {
-        super::all_finite::<B, M>(self.model)
+        super::all_finite::<B, M>(self.eval.model)
     }
     fn save_model(&self, path: &Path) -> Result<(), RecordError> {
-        record::save_model(&*self.model, path)
+        record::save_model(&*self.eval.model, path)
     }
     fn save_checkpoint(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError> {
-        record::save_checkpoint(path, &*self.model, &*self.optimizer, metadata)
+        record::save_checkpoint(path, &*self.eval.model, &*self.optimizer, metadata)
     }
     fn load_checkpoint(&mut self, path: &Path, device: &B::Device) -> Result<HashMap<String, String>, RecordError> {
-        record::load_checkpoint(path, self.model, self.optimizer, device)
+        record::load_checkpoint(path, self.eval.model, self.optimizer, device)
     }
     fn broadcast(&mut self) {
-        self.config.broadcast_model::<B, M>(self.model);
+        self.eval.config.broadcast_model::<B, M>(self.eval.model);
     }
 }
