@@ -11,9 +11,9 @@
 //! on your images; `--rgb` reads colour.
 //!
 //! ```text
-//! cargo run --release --example images
-//! cargo run --release --example images -- --images my-photos --rgb --flip
-//! cargo run --release --example images -- --help
+//! cargo run --release --features images --example images
+//! cargo run --release --features images --example images -- --images my-photos --rgb --flip
+//! cargo run --release --features images --example images -- --help
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -99,13 +99,21 @@ fn write_digits(root: &Path) -> Result<()> {
         for (n, (pixels, &label)) in set.images.chunks_exact(set.rows * set.cols).zip(&set.labels).enumerate() {
             let dir = root.join(split).join(label.to_string());
             std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-            let bytes = pixels.iter().map(|&p| (p * 255.0).round().clamp(0.0, 255.0) as u8).collect();
-            let image = image::GrayImage::from_raw(cols, rows, bytes).context("an image of its size")?;
+            let bytes: Vec<u8> = pixels.iter().map(|&p| (p * 255.0).round().clamp(0.0, 255.0) as u8).collect();
             let file = dir.join(format!("{n:04}.png"));
-            image.save(&file).with_context(|| format!("cannot write {}", file.display()))?;
+            write_gray_png(&file, cols, rows, &bytes).with_context(|| format!("cannot write {}", file.display()))?;
         }
     }
     println!("wrote the shipped digits as PNG files under {}", root.display());
+    Ok(())
+}
+
+/// Writes 8-bit grey pixels, row-major, as a PNG file.
+fn write_gray_png(path: &Path, cols: u32, rows: u32, pixels: &[u8]) -> Result<()> {
+    let mut encoder = png::Encoder::new(std::io::BufWriter::new(std::fs::File::create(path)?), cols, rows);
+    encoder.set_color(png::ColorType::Grayscale);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.write_header()?.write_image_data(pixels)?;
     Ok(())
 }
 
