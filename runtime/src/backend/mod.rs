@@ -65,7 +65,9 @@ impl<B: Primitives + Composites + Kernels + Precompiled> Backend for B {}
 /// (`fn fit_loop(run: FitRun<'_, Self>) -> .. { blaze_runtime::train::run_fit(run) }`),
 /// which compiles the loop once, there, and a user's crate links that
 /// copy. Backends that keep the defaults (`impl Precompiled for MyBackend {}`)
-/// work the same, compiled where they are used.
+/// work the same, compiled where they are used; so do generic backends
+/// (`Autodiff<B>`, `HostFallback<D, H>`, and with it wgpu), which no crate
+/// can compile ahead for every type they take.
 pub trait Precompiled: Sized {
     /// [`fit`](crate::train::fit) after it has bound the model, optimizer
     /// and loss: [`run_fit`](crate::train::run_fit).

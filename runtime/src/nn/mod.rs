@@ -67,10 +67,12 @@ impl Ctx {
 
 /// Sees each parameter (or buffer) with its full name.
 ///
-/// The runtime's visitors mark `visit` (and `map`) `#[inline(never)]`:
+/// The runtime's passes over a model go through the storage traversals
+/// (`visit_storages` and its siblings, one traversal per kind and
+/// model); its other visitors mark `visit` (and `map`) `#[inline(never)]`:
 /// compiled once per rank, called from each model's visiting code instead
-/// of copied into it, which keeps what every model adds to a build small
-/// (one call per tensor costs nothing next to the tensor's work).
+/// of copied into it (one call per tensor costs nothing next to the
+/// tensor's work).
 pub trait ParamVisitor<B: Backend> {
     /// Called once per tensor.
     fn visit<const D: usize>(&mut self, name: &str, tensor: &Tensor<B, D>);

@@ -606,14 +606,9 @@ fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: Softm
     [u(rows), u(n), u(inner), u(queries), u32::from(o.causal), (o.scale as f32).to_bits()]
 }
 
-/// `fit`'s loop, compiled here once instead of in every user crate.
-impl blaze_runtime::Precompiled for WgpuNative {
-    fn fit_loop(
-        run: blaze_runtime::train::FitRun<'_, Self>,
-    ) -> Result<blaze_runtime::train::History, blaze_runtime::train::TrainError> {
-        blaze_runtime::train::run_fit(run)
-    }
-}
+/// The defaults: models train on `HostFallback<WgpuNative, _>`, a generic
+/// type whose loop is compiled where it is used, not on this type alone.
+impl blaze_runtime::Precompiled for WgpuNative {}
 
 impl Composites for WgpuNative {
     fn bias_act(x: WgpuStorage, bias: Option<&WgpuStorage>, dim: usize, act: Option<UnaryOp>) -> WgpuStorage {
