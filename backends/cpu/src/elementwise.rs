@@ -18,7 +18,41 @@ use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
 
 /// `f` applied to every element; parallel above `fork_min` elements.
+#[inline]
 pub(crate) fn map<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
+where
+    T: Copy + Send + Sync,
+    U: Pooled,
+{
+    // A cheap op streams memory; a costly one computes.
+    let memory_bound = fork_min >= CHEAP_OP_MIN;
+    let run = |out: &mut [MaybeUninit<U>], src: &[T], writer: &Streamer| {
+        dispatch_bound(
+            memory_bound,
+            #[inline(always)]
+            || {
+                writer.write_lines(out, |at, out| {
+                    let n = out.len();
+                    for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
+                        o.write(f(x));
+                    }
+                })
+            },
+        )
+    };
+    map_with(a, fork_min, &run, &f)
+}
+
+/// [`map`] with the op behind references, so that what does not depend
+/// on it is compiled once per pair of types: `run` writes the op of a
+/// contiguous piece (`out.len()` values of `src`), `each` of one value of
+/// a strided array.
+fn map_with<T, U>(
+    a: &Array<T>,
+    fork_min: usize,
+    run: &(dyn Fn(&mut [MaybeUninit<U>], &[T], &Streamer) + Sync),
+    each: &(dyn Fn(T) -> U + Sync),
+) -> Array<U>
 where
     T: Copy + Send + Sync,
     U: Pooled,
@@ -26,26 +60,12 @@ where
     if let Some(s) = a.as_slice() {
         let bytes = s.len() * size_of::<U>();
         return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
-            let src = &s[start..start + out.len()];
-            let writer = Streamer::for_output(bytes);
-            // A cheap op streams memory; a costly one computes.
-            dispatch_bound(
-                fork_min >= CHEAP_OP_MIN,
-                #[inline(always)]
-                || {
-                    writer.write_lines(out, |at, out| {
-                        let n = out.len();
-                        for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
-                            o.write(f(x));
-                        }
-                    })
-                },
-            )
+            run(out, &s[start..start + out.len()], &Streamer::for_output(bytes));
         });
     }
     pool::output(a.shape(), |out| {
         let out = ndarray::ArrayViewMut::from_shape(a.raw_dim(), out).expect("the output fills the shape");
-        ndarray::Zip::from(out).and(a).for_each(|o, &x| *o = f(x));
+        ndarray::Zip::from(out).and(a).for_each(|o, &x| *o = each(x));
     })
 }
 
@@ -367,7 +387,31 @@ fn write_row_inner<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row
 }
 
 /// `f(a, b)` elementwise with NumPy broadcasting (equal ranks).
+#[inline]
 pub(crate) fn zip<T, U>(a: &Array<T>, b: &Array<T>, fork_min: usize, f: impl Fn(T, T) -> U + Sync + Send) -> Array<U>
+where
+    T: Copy + Send + Sync,
+    U: Pooled,
+{
+    let rows = |out: &mut [MaybeUninit<U>], x: Row<'_, T>, y: Row<'_, T>, writer: &Streamer| {
+        write_row(writer, out, x, y, &f);
+    };
+    zip_with(a, b, fork_min, &rows, &f)
+}
+
+/// The loops one binary op compiles: `out` as the op of two operand rows.
+type RowsFn<'a, T, U> = dyn Fn(&mut [MaybeUninit<U>], Row<'_, T>, Row<'_, T>, &Streamer) + Sync + 'a;
+
+/// [`zip`] with the op behind references, so that broadcasting, the pool
+/// and the parallel split are compiled once per pair of types: `rows`
+/// writes an output row, `each` the op of two values of strided operands.
+fn zip_with<T, U>(
+    a: &Array<T>,
+    b: &Array<T>,
+    fork_min: usize,
+    rows: &RowsFn<'_, T, U>,
+    each: &(dyn Fn(T, T) -> U + Sync),
+) -> Array<U>
 where
     T: Copy + Send + Sync,
     U: Pooled,
@@ -378,21 +422,21 @@ where
     let av = a.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bv = b.broadcast(IxDyn(&shape)).expect("broadcastable");
     let bytes = n * size_of::<U>();
-    if let (Some(x), Some(y)) = (av.as_slice(), bv.as_slice()) {
+    // Operands that are contiguous or a single value: the output is one
+    // row, split into pieces. (A contiguous broadcast view has the
+    // output's shape.)
+    let one = |t: &Array<T>| (t.len() == 1).then(|| Row::Scalar(*t.iter().next().expect("one element")));
+    let flat = match (av.as_slice(), bv.as_slice()) {
+        (Some(x), Some(y)) => Some((Row::Slice(x), Row::Slice(y))),
+        (Some(x), None) => one(b).map(|y| (Row::Slice(x), y)),
+        (None, Some(y)) => one(a).map(|x| (x, Row::Slice(y))),
+        (None, None) => None,
+    };
+    if let Some((x, y)) = flat {
         return fill(&shape, 1, fork, |start, out| {
-            let end = start + out.len();
-            write_row(&Streamer::for_output(bytes), out, Row::Slice(&x[start..end]), Row::Slice(&y[start..end]), &f);
+            let n = out.len();
+            rows(out, x.part(start, n), y.part(start, n), &Streamer::for_output(bytes));
         });
-    }
-    // A one-element operand is a scalar: map the other one.
-    if b.len() == 1 && av.as_slice().is_some() {
-        let y = *b.iter().next().expect("one element");
-        // `av` is row-major without broadcast dims, so `a` has the output shape.
-        return map(a, fork_min, |x| f(x, y));
-    }
-    if a.len() == 1 && bv.as_slice().is_some() {
-        let x = *a.iter().next().expect("one element");
-        return map(b, fork_min, |y| f(x, y));
     }
     let ops = match (av.as_slice(), bv.as_slice()) {
         (Some(x), None) => classify(&bv).map(|(o, inner)| (Operand::Rows(x), o, inner)),
@@ -410,13 +454,13 @@ where
             let first = start / inner;
             let writer = Streamer::for_output(bytes);
             for (i, row) in out.chunks_mut(inner).enumerate() {
-                write_row(&writer, row, oa.row(first + i, inner), ob.row(first + i, inner), &f);
+                rows(row, oa.row(first + i, inner), ob.row(first + i, inner), &writer);
             }
         });
     }
     pool::output(&shape, |out| {
         let out = ndarray::ArrayViewMut::from_shape(av.raw_dim(), out).expect("the output fills the shape");
-        ndarray::Zip::from(out).and(&av).and(&bv).for_each(|o, &x, &y| *o = f(x, y));
+        ndarray::Zip::from(out).and(&av).and(&bv).for_each(|o, &x, &y| *o = each(x, y));
     })
 }
 

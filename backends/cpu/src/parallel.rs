@@ -29,11 +29,24 @@ pub fn should_fork(n: usize, threshold: usize) -> bool {
 /// order). Work is split into pieces whose lengths are multiples of `row`
 /// (which must divide the length), in parallel when `fork`. The buffer
 /// comes from the pool and is not zeroed first.
+#[inline]
 pub(crate) fn fill<U: Pooled>(
     shape: &[usize],
     row: usize,
     fork: bool,
     f: impl Fn(usize, &mut [MaybeUninit<U>]) + Sync,
+) -> Array<U> {
+    fill_with(shape, row, fork, &f)
+}
+
+/// [`fill`] with the pieces' work behind a reference: the pool and
+/// rayon's splitting are compiled once per element type instead of once
+/// per loop (a call per piece of [`CHUNK`] values costs nothing).
+fn fill_with<U: Pooled>(
+    shape: &[usize],
+    row: usize,
+    fork: bool,
+    f: &(dyn Fn(usize, &mut [MaybeUninit<U>]) + Sync),
 ) -> Array<U> {
     pool::output_uninit(shape, |spare| {
         if fork && !spare.is_empty() {

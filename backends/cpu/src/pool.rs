@@ -142,7 +142,16 @@ pub(crate) fn bytes<T: Pooled>(all: bool) -> usize {
 
 /// An array of `shape` whose values `fill` writes. `fill` sees stale values
 /// (or defaults) and must write every element.
+#[inline]
 pub(crate) fn output<T: Pooled>(shape: &[usize], fill: impl FnOnce(&mut [T])) -> Array<T> {
+    let mut fill = Some(fill);
+    output_with(shape, &mut |out| (fill.take().expect("an output is filled once"))(out))
+}
+
+/// [`output`] with the filling behind a reference: taking, shaping and
+/// keeping the buffer are compiled once per element type instead of once
+/// per kernel.
+fn output_with<T: Pooled>(shape: &[usize], fill: &mut dyn FnMut(&mut [T])) -> Array<T> {
     let len = shape.iter().product();
     let taken = lock::<T>().take(len);
     let mut a = match taken {
