@@ -11,9 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use safetensors::{Dtype, SafeTensors, tensor::TensorView};
-
 use crate::nn::{Module, map_storages, visit_storages};
+use crate::safetensors::{self, Entry};
 use crate::optim::Optimizer;
 use crate::{Backend, DType, DataVec, TensorData};
 
@@ -86,35 +85,28 @@ fn format(path: &Path, message: impl ToString) -> RecordError {
     RecordError::Format { path: path.to_owned(), message: message.to_string() }
 }
 
-fn to_bytes(values: &DataVec) -> (Dtype, Vec<u8>) {
+/// The safetensors dtype and little-endian bytes of `values`.
+fn to_bytes(values: &DataVec) -> (&'static str, Vec<u8>) {
     match values {
-        DataVec::F32(v) => (Dtype::F32, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        DataVec::F64(v) => (Dtype::F64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        DataVec::I64(v) => (Dtype::I64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        DataVec::Bool(v) => (Dtype::BOOL, v.iter().map(|&b| u8::from(b)).collect()),
+        DataVec::F32(v) => ("F32", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::F64(v) => ("F64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::I64(v) => ("I64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::Bool(v) => ("BOOL", v.iter().map(|&b| u8::from(b)).collect()),
     }
 }
 
-fn from_view(path: &Path, name: &str, view: &TensorView<'_>) -> Result<TensorData, RecordError> {
-    let d = view.data();
-    let values = match view.dtype() {
-        Dtype::F32 => DataVec::F32(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
-        Dtype::F64 => {
-            DataVec::F64(d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
-        }
-        Dtype::I64 => {
-            DataVec::I64(d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect())
-        }
-        Dtype::BOOL => DataVec::Bool(d.iter().map(|&b| b != 0).collect()),
+fn from_entry(path: &Path, name: &str, entry: &Entry<'_>) -> Result<TensorData, RecordError> {
+    let d = entry.data;
+    let values = match entry.dtype.as_str() {
+        "F32" => DataVec::F32(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+        "F64" => DataVec::F64(d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()),
+        "I64" => DataVec::I64(d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()),
+        "BOOL" => DataVec::Bool(d.iter().map(|&b| b != 0).collect()),
         other => {
-            return Err(RecordError::DType {
-                path: path.to_owned(),
-                name: name.to_owned(),
-                found: format!("{other:?}"),
-            });
+            return Err(RecordError::DType { path: path.to_owned(), name: name.to_owned(), found: other.to_owned() });
         }
     };
-    TensorData::from_values(values, view.shape().to_vec()).map_err(|e| format(path, format!("tensor `{name}`: {e}")))
+    TensorData::from_values(values, entry.shape.clone()).map_err(|e| format(path, format!("tensor `{name}`: {e}")))
 }
 
 /// Writes named tensors (and string metadata) to `path`, atomically.
@@ -123,21 +115,16 @@ pub fn save_tensors(
     tensors: &[(String, TensorData)],
     metadata: &[(&str, String)],
 ) -> Result<(), RecordError> {
-    let bytes: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = tensors
-        .iter()
-        .map(|(n, t)| {
-            let (dtype, b) = to_bytes(&t.values);
-            (n.clone(), dtype, t.shape.clone(), b)
-        })
-        .collect();
-    let views = bytes
-        .iter()
-        .map(|(n, dtype, shape, b)| {
-            TensorView::new(*dtype, shape.clone(), b).map(|v| (n.as_str(), v)).map_err(|e| format(path, e))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let info: HashMap<String, String> = metadata.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
-    let buf = safetensors::serialize(views, (!info.is_empty()).then_some(info)).map_err(|e| format(path, e))?;
+    let mut names: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format(path, format!("tensor `{}` is given twice", w[0])));
+    }
+    let bytes: Vec<(&str, Vec<u8>)> = tensors.iter().map(|(_, t)| to_bytes(&t.values)).collect();
+    let views: Vec<(&str, &str, &[usize], &[u8])> =
+        tensors.iter().zip(&bytes).map(|((n, t), (dtype, b))| (n.as_str(), *dtype, t.shape.as_slice(), b.as_slice())).collect();
+    let meta: Vec<(&str, &str)> = metadata.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let buf = safetensors::serialize(&views, &meta);
     write_atomic(path, &buf)
 }
 
@@ -167,12 +154,10 @@ pub type NamedTensors = Vec<(String, TensorData)>;
 /// Reads every tensor and the metadata of a safetensors file.
 pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String>), RecordError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| format(path, e))?;
-    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(|e| format(path, e))?;
-    let metadata = meta.metadata().clone().unwrap_or_default();
-    let mut out = Vec::new();
-    for (name, view) in st.tensors() {
-        out.push((name.clone(), from_view(path, &name, &view)?));
+    let (tensors, metadata) = safetensors::parse(&bytes).map_err(|e| format(path, e))?;
+    let mut out = Vec::with_capacity(tensors.len());
+    for (name, entry) in &tensors {
+        out.push((name.clone(), from_entry(path, name, entry)?));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok((out, metadata))
