@@ -11,6 +11,7 @@ mod error;
 mod history;
 mod metrics;
 mod plot;
+mod progress;
 mod task;
 pub mod tensorboard;
 mod trainable;
@@ -27,7 +28,6 @@ pub use trainable::{BatchError, Computed, Evaluator, Observed, Session, Taped, T
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::backend::Device;
 use crate::data::{Batch, DataLoader, Dataset, Loader, ShardTail};
@@ -566,13 +566,7 @@ impl<B: Backend> Run<'_, B> {
                 last_good_epoch: history.epochs.last().filter(|_| last.is_some()).map(|e| e.epoch),
             };
             train.set_epoch(epoch as u64 - 1);
-            let bar = if shown { ProgressBar::new(train.len() as u64) } else { ProgressBar::hidden() };
-            bar.set_style(
-                ProgressStyle::with_template("epoch {prefix} [{bar:30}] {pos}/{len} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar())
-                    .progress_chars("=> "),
-            );
-            bar.set_prefix(format!("{epoch}/{}", config.epochs));
+            let mut bar = progress::Progress::new(shown, format!("{epoch}/{}", config.epochs), train.len());
             let start = Instant::now();
             let mut tally = Tally::new(task, None);
             let (mut skipped, mut steps) = (0usize, 0usize);
@@ -596,7 +590,7 @@ impl<B: Backend> Run<'_, B> {
                 let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
                 pending.push(observed.map_err(|e| at.batch(e))?);
                 if batch + 1 < first + window {
-                    bar.inc(1);
+                    bar.inc();
                     continue;
                 }
                 let applied = finish(session, config, &device, window > 1, &pending)?;
@@ -621,7 +615,7 @@ impl<B: Backend> Run<'_, B> {
                 }
                 let secs = start.elapsed().as_secs_f64().max(1e-9);
                 bar.set_message(format!("{} {:.0} samples/s", tally.brief(), tally.samples() / secs));
-                bar.inc(1);
+                bar.inc();
                 if config.max_steps.is_some_and(|max| step >= max) {
                     break;
                 }
