@@ -168,16 +168,26 @@ fn bias_then<T: Float>(
         )
     };
     pool::update_in_place(x, |xs| {
-        if should_fork(xs.len(), fork_min) {
-            let piece = CHUNK.div_ceil(block) * block;
-            match residual {
-                Some(r) => xs.par_chunks_mut(piece).zip(r.par_chunks(piece)).for_each(|(xs, rs)| run(xs, Some(rs))),
-                None => xs.par_chunks_mut(piece).for_each(|xs| run(xs, None)),
-            }
-        } else {
-            run(xs, residual);
-        }
+        let fork = should_fork(xs.len(), fork_min);
+        in_pieces(xs, residual, CHUNK.div_ceil(block) * block, fork, &run);
     })
+}
+
+/// `run` over `xs` in pieces of `piece` values, each with the same piece
+/// of `residual`, in parallel when `fork`: rayon's splitting compiled
+/// once per type rather than once per activation.
+fn in_pieces<T: Float>(
+    xs: &mut [T],
+    residual: Option<&[T]>,
+    piece: usize,
+    fork: bool,
+    run: &(dyn Fn(&mut [T], Option<&[T]>) + Sync),
+) {
+    match residual {
+        _ if !fork => run(xs, residual),
+        Some(r) => xs.par_chunks_mut(piece).zip(r.par_chunks(piece)).for_each(|(xs, rs)| run(xs, Some(rs))),
+        None => xs.par_chunks_mut(piece).for_each(|xs| run(xs, None)),
+    }
 }
 
 /// `y = a * y + b * x` in one pass over `y`'s buffer. Returns false (and
