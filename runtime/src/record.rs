@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::nn::{Module, map_storages, visit_storages};
-use crate::safetensors::{self, Entry};
+use crate::nn::{Module, ModuleTensors, host_tensors};
 use crate::optim::Optimizer;
+use crate::safetensors::{self, Entry};
 use crate::{Backend, DType, DataVec, TensorData};
 
 /// What can go wrong reading or writing weights. Every variant names the file.
@@ -121,8 +121,11 @@ pub fn save_tensors(
         return Err(format(path, format!("tensor `{}` is given twice", w[0])));
     }
     let bytes: Vec<(&str, Vec<u8>)> = tensors.iter().map(|(_, t)| to_bytes(&t.values)).collect();
-    let views: Vec<(&str, &str, &[usize], &[u8])> =
-        tensors.iter().zip(&bytes).map(|((n, t), (dtype, b))| (n.as_str(), *dtype, t.shape.as_slice(), b.as_slice())).collect();
+    let views: Vec<(&str, &str, &[usize], &[u8])> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((n, t), (dtype, b))| (n.as_str(), *dtype, t.shape.as_slice(), b.as_slice()))
+        .collect();
     let meta: Vec<(&str, &str)> = metadata.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let buf = safetensors::serialize(&views, &meta);
     write_atomic(path, &buf)
@@ -164,15 +167,19 @@ pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String
 }
 
 /// The names and shapes of a module's parameters and buffers, in order.
-fn expected<B: Backend, M: Module<B>>(model: &M) -> Vec<(String, Vec<usize>, DType)> {
+fn expected<B: Backend>(model: &dyn ModuleTensors<B>) -> Vec<(String, Vec<usize>, DType)> {
     let mut all = Vec::new();
-    visit_storages::<B, M>(model, true, &mut |name, t| all.push((name.to_owned(), B::shape(t).to_vec(), B::dtype(t))));
+    model.visit(true, &mut |name, t| all.push((name.to_owned(), B::shape(t).to_vec(), B::dtype(t))));
     all
 }
 
 /// Saves a module's parameters and buffers under their PyTorch names.
 pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<(), RecordError> {
-    save_tensors(path, &crate::nn::state_dict(model), &[("format", "pt".to_owned())])
+    save_module::<B>(model, path)
+}
+
+fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
+    save_tensors(path, &host_tensors(model), &[("format", "pt".to_owned())])
 }
 
 /// Loads a module's parameters and buffers from `path`, which must hold
@@ -180,6 +187,10 @@ pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<()
 /// `num_batches_tracked` counters are accepted and ignored). Values are
 /// converted to each parameter's dtype. On error the module is unchanged.
 pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Result<(), RecordError> {
+    load_module::<B>(model, path)
+}
+
+fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
     let (tensors, _) = load_tensors(path)?;
     load_named(model, path, tensors.into_iter().collect())
 }
@@ -187,13 +198,13 @@ pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Resul
 /// The names, shapes and dtypes of a module's tensors.
 type Expected = [(String, Vec<usize>, DType)];
 
-fn load_named<B: Backend, M: Module<B>>(
-    model: &mut M,
+fn load_named<B: Backend>(
+    model: &mut dyn ModuleTensors<B>,
     path: &Path,
     file: BTreeMap<String, TensorData>,
 ) -> Result<(), RecordError> {
     let mut file = check_named(path, &expected(model), file)?;
-    map_storages::<B, M>(model, &mut |name, t| match take(&mut file, name) {
+    model.map(&mut |name, t| match take(&mut file, name) {
         // Names and shapes were checked before.
         Some(d) => B::from_data(d.convert(B::dtype(&t)), &B::device(&t)),
         None => t,
@@ -254,8 +265,17 @@ pub fn save_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
     optimizer: &O,
     metadata: &[(&str, String)],
 ) -> Result<(), RecordError> {
-    let mut tensors = crate::nn::state_dict(model);
-    let (state, steps) = optimizer.state();
+    write_checkpoint(path, host_tensors::<B>(model), optimizer.state(), metadata)
+}
+
+/// [`save_checkpoint`] once the tensors are on the host: compiled once,
+/// not for every model and optimizer.
+fn write_checkpoint(
+    path: &Path,
+    mut tensors: NamedTensors,
+    (state, steps): (NamedTensors, u64),
+    metadata: &[(&str, String)],
+) -> Result<(), RecordError> {
     tensors.extend(state.into_iter().map(|(n, t)| (format!("{OPTIM}{n}"), t)));
     let mut meta: Vec<(&str, String)> = metadata.to_vec();
     meta.push(("optimizer_steps", steps.to_string()));
@@ -270,10 +290,17 @@ pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
     optimizer: &mut O,
     device: &B::Device,
 ) -> Result<HashMap<String, String>, RecordError> {
-    let c = read_checkpoint(path, &expected(model))?;
-    load_named(model, path, c.weights)?;
+    let c = restore::<B>(model, path)?;
     optimizer.load_state(c.optimizer, c.steps, device);
     Ok(c.metadata)
+}
+
+/// Reads the checkpoint at `path`, checks it against `model` and loads
+/// its weights; returns the rest.
+fn restore<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<Checkpoint, RecordError> {
+    let mut c = read_checkpoint(path, &expected(model))?;
+    load_named(model, path, std::mem::take(&mut c.weights))?;
+    Ok(c)
 }
 
 /// A checkpoint's parts, checked against a model.

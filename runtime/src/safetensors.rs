@@ -157,7 +157,10 @@ pub(crate) fn serialize(tensors: &[(&str, &str, &[usize], &[u8])], metadata: &[(
     for (name, dtype, shape, bytes) in tensors {
         let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
         let end = offset + bytes.len();
-        field(name, &format!("{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}", dims.join(",")));
+        field(
+            name,
+            &format!("{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}", dims.join(",")),
+        );
         offset = end;
     }
     header.push('}');
@@ -478,7 +481,10 @@ mod tests {
                 ),
                 "starts at byte 2",
             ),
-            (&file(r#"{"a":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,8]}}"#, &data), "overflows"),
+            (
+                &file(r#"{"a":{"dtype":"F32","shape":[4611686018427387904,8],"data_offsets":[0,8]}}"#, &data),
+                "overflows",
+            ),
             (&file(r#"{"k":"\ud800"}"#, &[]), "surrogate"),
             (&file(&format!("{}{}", "[".repeat(100), "]".repeat(100)), &[]), "start with"),
             (&file(&format!("{{\"a\":{}{}}}", "[".repeat(100), "]".repeat(100)), &[]), "too deep"),

@@ -471,10 +471,13 @@ fn generate(
             /// A Keras-style table of the fields, the output shape of each
             /// one's (first) call and their parameter counts.
             pub fn summary(&self) -> ::std::string::String {
-                let rows = ::std::vec![#(#rows),*];
-                let mut out = ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows);
-                out.push_str(&::std::string::ToString::to_string(&Self::FUSION));
-                out
+                ::blaze::nn::model_summary::<B, _>(
+                    self,
+                    ::core::stringify!(#ident),
+                    #input_text,
+                    &[#(#rows),*],
+                    &Self::FUSION,
+                )
             }
         }
     }

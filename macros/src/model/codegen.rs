@@ -404,13 +404,14 @@ fn cache_refs(fields: &[&Field], plan: &Plan, recomputed: &[bool]) -> Vec<TokenS
         .collect()
 }
 
+/// A `&str` expression of a per-sample shape, for the summary.
 fn shape_string(s: &Shape) -> TokenStream {
     match s {
         Shape::Known(d) => {
             let text = format!("{d:?}");
-            quote!(::std::string::String::from(#text))
+            quote!(#text)
         }
-        Shape::Opaque(e) => quote!(::std::format!("{:?}", #e)),
+        Shape::Opaque(e) => quote!(&*::std::format!("{:?}", #e)),
     }
 }
 
@@ -733,15 +734,13 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             /// A Keras-style table of the layers, their output shapes and
             /// parameter counts.
             pub fn summary(&self) -> ::std::string::String {
-                let rows = ::std::vec![#(::blaze::nn::SummaryRow {
-                    name: ::std::string::String::from(#name_strs),
-                    kind: ::std::string::String::from(#kinds),
-                    output: #outputs,
-                    params: ::blaze::nn::num_params::<B, _>(&self.#names),
-                }),*];
-                let mut out = ::blaze::nn::summary_table(::core::stringify!(#ident), #input_text, &rows);
-                out.push_str(&::std::string::ToString::to_string(&Self::FUSION));
-                out
+                ::blaze::nn::model_summary::<B, _>(
+                    self,
+                    ::core::stringify!(#ident),
+                    #input_text,
+                    &[#((#name_strs, #kinds, #outputs)),*],
+                    &Self::FUSION,
+                )
             }
 
             fn check_input(x: &::blaze::Tensor<B, #in_rank>) {

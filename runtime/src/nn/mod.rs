@@ -127,11 +127,7 @@ impl<B: Backend> GradVisitor<B> for Storages<&mut UpdateFn<'_, B>> {
 
 /// Calls `f` with every parameter of `m` and, with `buffers`, then every
 /// buffer.
-pub(crate) fn visit_storages<B: Backend, M: Module<B>>(
-    m: &M,
-    buffers: bool,
-    f: &mut VisitFn<'_, B>,
-) {
+pub(crate) fn visit_storages<B: Backend, M: Module<B>>(m: &M, buffers: bool, f: &mut VisitFn<'_, B>) {
     m.visit_params("", &mut Storages(&mut *f));
     if buffers {
         m.visit_buffers("", &mut Storages(f));
@@ -150,21 +146,35 @@ pub(crate) fn visit_grad_storages<B: Backend, M: Module<B>>(grads: &M::Grads, f:
 }
 
 /// Replaces every gradient of `grads` by what `f` returns.
-pub(crate) fn map_grad_storages<B: Backend, M: Module<B>>(
-    grads: &mut M::Grads,
-    f: &mut MapFn<'_, B>,
-) {
+pub(crate) fn map_grad_storages<B: Backend, M: Module<B>>(grads: &mut M::Grads, f: &mut MapFn<'_, B>) {
     M::map_grad_tensors(grads, "", &mut Storages(f));
 }
 
 /// Calls `f` with every parameter of `m`, to update in place, and its
 /// gradient.
-pub(crate) fn update_storages<B: Backend, M: Module<B>>(
-    m: &mut M,
-    grads: &M::Grads,
-    f: &mut UpdateFn<'_, B>,
-) {
+pub(crate) fn update_storages<B: Backend, M: Module<B>>(m: &mut M, grads: &M::Grads, f: &mut UpdateFn<'_, B>) {
     m.visit_grads(grads, "", &mut Storages(f));
+}
+
+/// A module seen through its tensors' storages alone, as a trait object.
+/// The runtime's cold passes over a model (its device, parameter counts,
+/// saving, loading, checks) take one: they are compiled once per backend
+/// rather than once per model, and each model brings only the two
+/// traversals behind this trait, which its other passes share.
+pub(crate) trait ModuleTensors<B: Backend> {
+    /// [`visit_storages`].
+    fn visit(&self, buffers: bool, f: &mut VisitFn<'_, B>);
+    /// [`map_storages`].
+    fn map(&mut self, f: &mut MapFn<'_, B>);
+}
+
+impl<B: Backend, M: Module<B>> ModuleTensors<B> for M {
+    fn visit(&self, buffers: bool, f: &mut VisitFn<'_, B>) {
+        visit_storages::<B, M>(self, buffers, f);
+    }
+    fn map(&mut self, f: &mut MapFn<'_, B>) {
+        map_storages::<B, M>(self, f);
+    }
 }
 
 /// `prefix.name`, or `name` at the top level. Held inline up to
@@ -386,8 +396,12 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
 /// The device of the module's first parameter (or buffer); `None` for a
 /// module that holds no tensor.
 pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
+    first_device::<B>(m)
+}
+
+fn first_device<B: Backend>(m: &dyn ModuleTensors<B>) -> Option<B::Device> {
     let mut first = None;
-    visit_storages::<B, M>(m, true, &mut |_, t| {
+    m.visit(true, &mut |_, t| {
         if first.is_none() {
             first = Some(B::device(t));
         }
@@ -463,15 +477,66 @@ pub trait CachesInput<B: Backend, const D: usize>: Layer<B, D, D> {
 
 /// Number of trainable scalars.
 pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
-    let mut n = 0;
-    visit_storages::<B, M>(m, false, &mut |_, t| n += B::shape(t).iter().product::<usize>());
-    n
+    count_params::<B>(m, &[""])[0]
+}
+
+/// The table a `#[model]`'s `summary()` returns: a row per field of
+/// `layers` (name, type as written, per-sample output shape) with its
+/// parameters counted from `model`, then the model's fusion plan.
+pub fn model_summary<B: Backend, M: Module<B>>(
+    model: &M,
+    name: &str,
+    input: &str,
+    layers: &[(&str, &str, &str)],
+    fusion: &FusionPlan,
+) -> String {
+    summarize::<B>(model, name, input, layers, fusion)
+}
+
+fn summarize<B: Backend>(
+    model: &dyn ModuleTensors<B>,
+    name: &str,
+    input: &str,
+    layers: &[(&str, &str, &str)],
+    fusion: &FusionPlan,
+) -> String {
+    let fields: Vec<&str> = layers.iter().map(|l| l.0).collect();
+    let rows: Vec<SummaryRow> = layers
+        .iter()
+        .zip(count_params(model, &fields))
+        .map(|(&(name, kind, output), params)| SummaryRow {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            output: output.to_owned(),
+            params,
+        })
+        .collect();
+    let mut out = summary_table(name, input, &rows);
+    out.push_str(&fusion.to_string());
+    out
+}
+
+/// Trainable scalars under each of `fields` (top-level names; `""` counts
+/// them all), from one traversal of the module.
+fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]) -> Vec<usize> {
+    let mut counts = vec![0; fields.len()];
+    m.visit(false, &mut |name, t| {
+        let field = name.split('.').next().unwrap_or(name);
+        if let Some(i) = fields.iter().position(|f| f.is_empty() || *f == field) {
+            counts[i] += B::shape(t).iter().product::<usize>();
+        }
+    });
+    counts
 }
 
 /// Every parameter and buffer by name, copied to the host, in visiting order.
 pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> {
+    host_tensors::<B>(m)
+}
+
+pub(crate) fn host_tensors<B: Backend>(m: &dyn ModuleTensors<B>) -> Vec<(String, TensorData)> {
     let mut all = Vec::new();
-    visit_storages::<B, M>(m, true, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));
+    m.visit(true, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));
     all
 }
 

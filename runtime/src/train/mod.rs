@@ -28,10 +28,9 @@ pub use trainable::{BatchError, Computed, Evaluator, Observed, Session, Taped, T
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-
 use crate::backend::Device;
 use crate::data::{Batch, DataLoader, Dataset, Loader, ShardTail};
-use crate::nn::{Ctx, Module, device_of, visit_storages};
+use crate::nn::{Ctx, Module, ModuleTensors, device_of};
 use crate::optim::{LrSchedule, Optimizer};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
@@ -398,9 +397,13 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
 
 /// Whether every parameter and buffer of `model` is finite (one read-back).
 pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
+    finite::<B>(model)
+}
+
+fn finite<B: Backend>(model: &dyn ModuleTensors<B>) -> bool {
     // x * 0 is 0 for finite x and NaN for NaN or ±inf.
     let mut probe: Option<Tensor<B, 0>> = None;
-    visit_storages::<B, M>(model, true, &mut |_, t| {
+    model.visit(true, &mut |_, t| {
         if !B::dtype(t).is_float() {
             return;
         }
@@ -412,7 +415,6 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     });
     probe.is_none_or(|z| z.item() == 0.0)
 }
-
 
 /// Trains `model` with `config.loss` on `train`, validating on `val`
 /// after every epoch; returns the history of every epoch (those of a

@@ -98,7 +98,10 @@ mod tests {
     #[test]
     fn renders_the_bar_counts_and_message() {
         let line = render("3/10", 41, 90, "loss 0.3127 5400 samples/s", 200);
-        assert_eq!(line, format!("epoch 3/10 [{}>{}] 41/90 loss 0.3127 5400 samples/s", "=".repeat(13), " ".repeat(16)));
+        assert_eq!(
+            line,
+            format!("epoch 3/10 [{}>{}] 41/90 loss 0.3127 5400 samples/s", "=".repeat(13), " ".repeat(16))
+        );
         assert_eq!(render("1/1", 0, 4, "", 200), format!("epoch 1/1 [>{}] 0/4", " ".repeat(29)));
         assert_eq!(render("1/1", 4, 4, "", 200), format!("epoch 1/1 [{}] 4/4", "=".repeat(30)));
         // An empty epoch counts as done; a narrow terminal cuts the line.

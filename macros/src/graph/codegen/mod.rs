@@ -1017,6 +1017,7 @@ impl Gen<'_> {
         quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))
     }
 
+    /// The summary's rows: each field's name, type and first output shape.
     pub fn summary_rows(&self) -> Vec<TokenStream> {
         self.fields()
             .iter()
@@ -1029,13 +1030,7 @@ impl Gen<'_> {
                 };
                 let output =
                     self.low.first_output[fi].as_ref().map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
-                let id = &f.ident;
-                quote!(::blaze::nn::SummaryRow {
-                    name: ::std::string::String::from(#name),
-                    kind: ::std::string::String::from(#kind),
-                    output: ::std::string::String::from(#output),
-                    params: ::blaze::nn::num_params::<B, _>(&self.#id),
-                })
+                quote!((#name, #kind, #output))
             })
             .collect()
     }
