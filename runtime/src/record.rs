@@ -167,6 +167,7 @@ pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String
 }
 
 /// The names and shapes of a module's parameters and buffers, in order.
+#[inline(never)]
 fn expected<B: Backend>(model: &dyn ModuleTensors<B>) -> Vec<(String, Vec<usize>, DType)> {
     let mut all = Vec::new();
     model.visit(true, &mut |name, t| all.push((name.to_owned(), B::shape(t).to_vec(), B::dtype(t))));
@@ -178,6 +179,7 @@ pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<()
     save_module::<B>(model, path)
 }
 
+#[inline(never)]
 fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
     save_tensors(path, &host_tensors(model), &[("format", "pt".to_owned())])
 }
@@ -190,6 +192,7 @@ pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Resul
     load_module::<B>(model, path)
 }
 
+#[inline(never)]
 fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
     let (tensors, _) = load_tensors(path)?;
     load_named(model, path, tensors.into_iter().collect())
@@ -297,6 +300,7 @@ pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
 
 /// Reads the checkpoint at `path`, checks it against `model` and loads
 /// its weights; returns the rest.
+#[inline(never)]
 fn restore<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<Checkpoint, RecordError> {
     let mut c = read_checkpoint(path, &expected(model))?;
     load_named(model, path, std::mem::take(&mut c.weights))?;

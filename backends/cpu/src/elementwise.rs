@@ -21,7 +21,7 @@ use rayon::prelude::*;
 #[inline]
 pub(crate) fn map<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
 where
-    T: Copy + Send + Sync,
+    T: Pooled,
     U: Pooled,
 {
     // A cheap op streams memory; a costly one computes.
@@ -40,32 +40,43 @@ where
             },
         )
     };
-    map_with(a, fork_min, &run, &f)
+    map_with(a, fork_min, &run)
 }
 
-/// [`map`] with the op behind references, so that what does not depend
-/// on it is compiled once per pair of types: `run` writes the op of a
-/// contiguous piece (`out.len()` values of `src`), `each` of one value of
-/// a strided array.
-fn map_with<T, U>(
-    a: &Array<T>,
-    fork_min: usize,
-    run: &(dyn Fn(&mut [MaybeUninit<U>], &[T], &Streamer) + Sync),
-    each: &(dyn Fn(T) -> U + Sync),
-) -> Array<U>
+/// [`map`] compiled for the baseline ISA alone, without the AVX copies
+/// every op of [`map`] has: for integer and boolean ops and casts from
+/// them, which no training step runs over large tensors.
+pub(crate) fn map_baseline<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
 where
-    T: Copy + Send + Sync,
+    T: Pooled,
     U: Pooled,
 {
-    if let Some(s) = a.as_slice() {
-        let bytes = s.len() * size_of::<U>();
-        return fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
-            run(out, &s[start..start + out.len()], &Streamer::for_output(bytes));
-        });
-    }
-    pool::output(a.shape(), |out| {
-        let out = ndarray::ArrayViewMut::from_shape(a.raw_dim(), out).expect("the output fills the shape");
-        ndarray::Zip::from(out).and(a).for_each(|o, &x| *o = each(x));
+    let run = |out: &mut [MaybeUninit<U>], src: &[T], writer: &Streamer| {
+        writer.write_lines(out, |at, out| {
+            let n = out.len();
+            for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
+                o.write(f(x));
+            }
+        })
+    };
+    map_with(a, fork_min, &run)
+}
+
+/// [`map`] with the op behind a reference, so that what does not depend
+/// on it is compiled once per pair of types: `run` writes the op of a
+/// contiguous piece (`out.len()` values of `src`). A strided array is
+/// made row-major first.
+fn map_with<T, U>(a: &Array<T>, fork_min: usize, run: &(dyn Fn(&mut [MaybeUninit<U>], &[T], &Streamer) + Sync)) -> Array<U>
+where
+    T: Pooled,
+    U: Pooled,
+{
+    let Some(s) = a.as_slice() else {
+        return map_with(&pool::standard(a), fork_min, run);
+    };
+    let bytes = s.len() * size_of::<U>();
+    fill(a.shape(), 1, should_fork(s.len(), fork_min), |start, out| {
+        run(out, &s[start..start + out.len()], &Streamer::for_output(bytes));
     })
 }
 
@@ -400,30 +411,73 @@ fn write_row_inner<T: Copy, U>(out: &mut [MaybeUninit<U>], a: Row<'_, T>, b: Row
 #[inline]
 pub(crate) fn zip<T, U>(a: &Array<T>, b: &Array<T>, fork_min: usize, f: impl Fn(T, T) -> U + Sync + Send) -> Array<U>
 where
-    T: Copy + Send + Sync,
+    T: Pooled,
     U: Pooled,
 {
     let rows = |out: &mut [MaybeUninit<U>], x: Row<'_, T>, y: Row<'_, T>, writer: &Streamer| {
         write_row(writer, out, x, y, &f);
     };
-    zip_with(a, b, fork_min, &rows, &f)
+    zip_with(a, b, fork_min, &rows)
 }
+
+/// [`zip`] compiled for the baseline ISA alone, as [`map_baseline`]: for
+/// integer and boolean ops and integer comparisons.
+pub(crate) fn zip_baseline<T, U>(
+    a: &Array<T>,
+    b: &Array<T>,
+    fork_min: usize,
+    f: impl Fn(T, T) -> U + Sync + Send,
+) -> Array<U>
+where
+    T: Pooled,
+    U: Pooled,
+{
+    let rows = |out: &mut [MaybeUninit<U>], x: Row<'_, T>, y: Row<'_, T>, writer: &Streamer| {
+        writer.write_lines(out, |at, out| write_row_inner(out, x.part(at, out.len()), y.part(at, out.len()), &f));
+    };
+    zip_with(a, b, fork_min, &rows)
+}
+
+/// How an element type's maps and zips are compiled, by its kind: floats
+/// vectorised for the CPU's ISA (a ReLU's backward compares every
+/// activation), integers and booleans in baseline code.
+pub(crate) trait Loops: Copy + Send + Sync + Sized {
+    /// [`map`] or [`map_baseline`].
+    fn map<U: Pooled>(a: &Array<Self>, fork_min: usize, f: impl Fn(Self) -> U + Sync + Send) -> Array<U>;
+    /// [`zip`] or [`zip_baseline`].
+    fn zip<U: Pooled>(
+        a: &Array<Self>,
+        b: &Array<Self>,
+        fork_min: usize,
+        f: impl Fn(Self, Self) -> U + Sync + Send,
+    ) -> Array<U>;
+}
+
+macro_rules! loops {
+    ($map:ident, $zip:ident: $($t:ty),*) => {$(
+        impl Loops for $t {
+            fn map<U: Pooled>(a: &Array<$t>, fork_min: usize, f: impl Fn($t) -> U + Sync + Send) -> Array<U> {
+                $map(a, fork_min, f)
+            }
+            fn zip<U: Pooled>(a: &Array<$t>, b: &Array<$t>, fork_min: usize, f: impl Fn($t, $t) -> U + Sync + Send) -> Array<U> {
+                $zip(a, b, fork_min, f)
+            }
+        }
+    )*};
+}
+loops!(map, zip: f32, f64);
+loops!(map_baseline, zip_baseline: i64, bool);
 
 /// The loops one binary op compiles: `out` as the op of two operand rows.
 type RowsFn<'a, T, U> = dyn Fn(&mut [MaybeUninit<U>], Row<'_, T>, Row<'_, T>, &Streamer) + Sync + 'a;
 
-/// [`zip`] with the op behind references, so that broadcasting, the pool
+/// [`zip`] with the op behind a reference, so that broadcasting, the pool
 /// and the parallel split are compiled once per pair of types: `rows`
-/// writes an output row, `each` the op of two values of strided operands.
-fn zip_with<T, U>(
-    a: &Array<T>,
-    b: &Array<T>,
-    fork_min: usize,
-    rows: &RowsFn<'_, T, U>,
-    each: &(dyn Fn(T, T) -> U + Sync),
-) -> Array<U>
+/// writes an output row. Operands laid out otherwise than the row loops
+/// take are first copied row-major at the output's shape.
+fn zip_with<T, U>(a: &Array<T>, b: &Array<T>, fork_min: usize, rows: &RowsFn<'_, T, U>) -> Array<U>
 where
-    T: Copy + Send + Sync,
+    T: Pooled,
     U: Pooled,
 {
     let shape = broadcast_shapes(a.shape(), b.shape()).expect("the runtime checked that the shapes broadcast");
@@ -468,10 +522,8 @@ where
             }
         });
     }
-    pool::output(&shape, |out| {
-        let out = ndarray::ArrayViewMut::from_shape(av.raw_dim(), out).expect("the output fills the shape");
-        ndarray::Zip::from(out).and(&av).and(&bv).for_each(|o, &x, &y| *o = each(x, y));
-    })
+    let dense = |v: &ArrayView<'_, T, IxDyn>| pool::output(&shape, |out| pool::copy_to(out, v));
+    zip_with(&dense(&av), &dense(&bv), fork_min, rows)
 }
 
 /// `cond ? a : b` with broadcasting over all three.

@@ -42,9 +42,9 @@ use blaze_runtime::{
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
-use crate::elementwise::{map, select, zip};
-use crate::kernel::{Kernel, KernelLoops};
+use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
+use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use crate::reduce::Fold;
 pub use crate::storage::CpuStorage;
@@ -210,35 +210,35 @@ fn binary_float<T: Float>(op: BinaryOp, a: &Array<T>, b: &Array<T>) -> Array<T> 
 
 fn binary_i64(op: BinaryOp, a: &Array<i64>, b: &Array<i64>) -> Array<i64> {
     match op {
-        BinaryOp::Add => zip(a, b, CHEAP_OP_MIN, i64::wrapping_add),
-        BinaryOp::Sub => zip(a, b, CHEAP_OP_MIN, i64::wrapping_sub),
-        BinaryOp::Mul => zip(a, b, CHEAP_OP_MIN, i64::wrapping_mul),
-        BinaryOp::Div => zip(a, b, CHEAP_OP_MIN, |x, y| {
+        BinaryOp::Add => zip_baseline(a, b, CHEAP_OP_MIN, i64::wrapping_add),
+        BinaryOp::Sub => zip_baseline(a, b, CHEAP_OP_MIN, i64::wrapping_sub),
+        BinaryOp::Mul => zip_baseline(a, b, CHEAP_OP_MIN, i64::wrapping_mul),
+        BinaryOp::Div => zip_baseline(a, b, CHEAP_OP_MIN, |x, y| {
             assert!(y != 0, "div: integer division by zero");
             x.wrapping_div(y)
         }),
-        BinaryOp::Maximum => zip(a, b, CHEAP_OP_MIN, i64::max),
-        BinaryOp::Minimum => zip(a, b, CHEAP_OP_MIN, i64::min),
+        BinaryOp::Maximum => zip_baseline(a, b, CHEAP_OP_MIN, i64::max),
+        BinaryOp::Minimum => zip_baseline(a, b, CHEAP_OP_MIN, i64::min),
         BinaryOp::Pow | BinaryOp::And | BinaryOp::Or => unsupported(op.name(), DType::I64),
     }
 }
 
 fn binary_bool(op: BinaryOp, a: &Array<bool>, b: &Array<bool>) -> Array<bool> {
     match op {
-        BinaryOp::And => zip(a, b, CHEAP_OP_MIN, |x, y| x & y),
-        BinaryOp::Or => zip(a, b, CHEAP_OP_MIN, |x, y| x | y),
+        BinaryOp::And => zip_baseline(a, b, CHEAP_OP_MIN, |x, y| x & y),
+        BinaryOp::Or => zip_baseline(a, b, CHEAP_OP_MIN, |x, y| x | y),
         _ => unsupported(op.name(), DType::Bool),
     }
 }
 
-fn compare<T: Copy + PartialOrd + Send + Sync>(op: CmpOp, a: &Array<T>, b: &Array<T>) -> Array<bool> {
+fn compare<T: Loops + PartialOrd>(op: CmpOp, a: &Array<T>, b: &Array<T>) -> Array<bool> {
     match op {
-        CmpOp::Eq => zip(a, b, CHEAP_OP_MIN, |x, y| x == y),
-        CmpOp::Ne => zip(a, b, CHEAP_OP_MIN, |x, y| x != y),
-        CmpOp::Lt => zip(a, b, CHEAP_OP_MIN, |x, y| x < y),
-        CmpOp::Le => zip(a, b, CHEAP_OP_MIN, |x, y| x <= y),
-        CmpOp::Gt => zip(a, b, CHEAP_OP_MIN, |x, y| x > y),
-        CmpOp::Ge => zip(a, b, CHEAP_OP_MIN, |x, y| x >= y),
+        CmpOp::Eq => T::zip(a, b, CHEAP_OP_MIN, |x, y| x == y),
+        CmpOp::Ne => T::zip(a, b, CHEAP_OP_MIN, |x, y| x != y),
+        CmpOp::Lt => T::zip(a, b, CHEAP_OP_MIN, |x, y| x < y),
+        CmpOp::Le => T::zip(a, b, CHEAP_OP_MIN, |x, y| x <= y),
+        CmpOp::Gt => T::zip(a, b, CHEAP_OP_MIN, |x, y| x > y),
+        CmpOp::Ge => T::zip(a, b, CHEAP_OP_MIN, |x, y| x >= y),
     }
 }
 
@@ -283,12 +283,12 @@ impl IntoStorage for Array<i64> {
 }
 
 /// Converts every element of `a` to `dtype`.
-fn cast_from<T: Copy + Send + Sync + blaze_runtime::Element>(a: &Array<T>, dtype: DType) -> CpuStorage {
+fn cast_from<T: Loops + blaze_runtime::Element>(a: &Array<T>, dtype: DType) -> CpuStorage {
     match dtype {
-        DType::F32 => CpuStorage::F32(map(a, CHEAP_OP_MIN, |x| x.to_f64() as f32)),
-        DType::F64 => CpuStorage::F64(map(a, CHEAP_OP_MIN, |x| x.to_f64())),
-        DType::I64 => CpuStorage::I64(map(a, CHEAP_OP_MIN, |x| x.to_f64() as i64)),
-        DType::Bool => CpuStorage::Bool(map(a, CHEAP_OP_MIN, |x| x.to_f64() != 0.0)),
+        DType::F32 => CpuStorage::F32(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as f32)),
+        DType::F64 => CpuStorage::F64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64())),
+        DType::I64 => CpuStorage::I64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as i64)),
+        DType::Bool => CpuStorage::Bool(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() != 0.0)),
     }
 }
 
@@ -367,13 +367,13 @@ impl Primitives for Cpu {
             CpuStorage::F32(a) => CpuStorage::F32(unary_float(op, a)),
             CpuStorage::F64(a) => CpuStorage::F64(unary_float(op, a)),
             CpuStorage::I64(a) => CpuStorage::I64(match op {
-                UnaryOp::Neg => map(a, CHEAP_OP_MIN, i64::wrapping_neg),
-                UnaryOp::Abs => map(a, CHEAP_OP_MIN, i64::wrapping_abs),
-                UnaryOp::Sign => map(a, CHEAP_OP_MIN, i64::signum),
+                UnaryOp::Neg => map_baseline(a, CHEAP_OP_MIN, i64::wrapping_neg),
+                UnaryOp::Abs => map_baseline(a, CHEAP_OP_MIN, i64::wrapping_abs),
+                UnaryOp::Sign => map_baseline(a, CHEAP_OP_MIN, i64::signum),
                 _ => unsupported(op.name(), DType::I64),
             }),
             CpuStorage::Bool(a) => match op {
-                UnaryOp::Not => CpuStorage::Bool(map(a, CHEAP_OP_MIN, |x| !x)),
+                UnaryOp::Not => CpuStorage::Bool(map_baseline(a, CHEAP_OP_MIN, |x| !x)),
                 _ => unsupported(op.name(), DType::Bool),
             },
         }

@@ -160,7 +160,8 @@ pub(crate) fn update_storages<B: Backend, M: Module<B>>(m: &mut M, grads: &M::Gr
 /// The runtime's cold passes over a model (its device, parameter counts,
 /// saving, loading, checks) take one: they are compiled once per backend
 /// rather than once per model, and each model brings only the two
-/// traversals behind this trait, which its other passes share.
+/// traversals behind this trait, which its other passes share. (They are
+/// `#[inline(never)]`: inlined, each model would carry a copy again.)
 pub(crate) trait ModuleTensors<B: Backend> {
     /// [`visit_storages`].
     fn visit(&self, buffers: bool, f: &mut VisitFn<'_, B>);
@@ -399,6 +400,7 @@ pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
     first_device::<B>(m)
 }
 
+#[inline(never)]
 fn first_device<B: Backend>(m: &dyn ModuleTensors<B>) -> Option<B::Device> {
     let mut first = None;
     m.visit(true, &mut |_, t| {
@@ -493,6 +495,7 @@ pub fn model_summary<B: Backend, M: Module<B>>(
     summarize::<B>(model, name, input, layers, fusion)
 }
 
+#[inline(never)]
 fn summarize<B: Backend>(
     model: &dyn ModuleTensors<B>,
     name: &str,
@@ -518,6 +521,7 @@ fn summarize<B: Backend>(
 
 /// Trainable scalars under each of `fields` (top-level names; `""` counts
 /// them all), from one traversal of the module.
+#[inline(never)]
 fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]) -> Vec<usize> {
     let mut counts = vec![0; fields.len()];
     m.visit(false, &mut |name, t| {
@@ -534,6 +538,7 @@ pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> 
     host_tensors::<B>(m)
 }
 
+#[inline(never)]
 pub(crate) fn host_tensors<B: Backend>(m: &dyn ModuleTensors<B>) -> Vec<(String, TensorData)> {
     let mut all = Vec::new();
     m.visit(true, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));

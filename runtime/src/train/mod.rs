@@ -400,6 +400,7 @@ pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     finite::<B>(model)
 }
 
+#[inline(never)]
 fn finite<B: Backend>(model: &dyn ModuleTensors<B>) -> bool {
     // x * 0 is 0 for finite x and NaN for NaN or ±inf.
     let mut probe: Option<Tensor<B, 0>> = None;
