@@ -62,11 +62,14 @@ where
     map_with(a, fork_min, &run)
 }
 
+/// The loops one map compiles: `out` as the op of a contiguous piece.
+type PieceFn<'a, T, U> = dyn Fn(&mut [MaybeUninit<U>], &[T], &Streamer) + Sync + 'a;
+
 /// [`map`] with the op behind a reference, so that what does not depend
 /// on it is compiled once per pair of types: `run` writes the op of a
 /// contiguous piece (`out.len()` values of `src`). A strided array is
 /// made row-major first.
-fn map_with<T, U>(a: &Array<T>, fork_min: usize, run: &(dyn Fn(&mut [MaybeUninit<U>], &[T], &Streamer) + Sync)) -> Array<U>
+fn map_with<T, U>(a: &Array<T>, fork_min: usize, run: &PieceFn<'_, T, U>) -> Array<U>
 where
     T: Pooled,
     U: Pooled,
@@ -184,16 +187,13 @@ fn bias_then<T: Float>(
     })
 }
 
+/// A piece's work, given the same piece of the residual, if any.
+type ResidualFn<'a, T> = dyn Fn(&mut [T], Option<&[T]>) + Sync + 'a;
+
 /// `run` over `xs` in pieces of `piece` values, each with the same piece
 /// of `residual`, in parallel when `fork`: rayon's splitting compiled
 /// once per type rather than once per activation.
-fn in_pieces<T: Float>(
-    xs: &mut [T],
-    residual: Option<&[T]>,
-    piece: usize,
-    fork: bool,
-    run: &(dyn Fn(&mut [T], Option<&[T]>) + Sync),
-) {
+fn in_pieces<T: Float>(xs: &mut [T], residual: Option<&[T]>, piece: usize, fork: bool, run: &ResidualFn<'_, T>) {
     match residual {
         _ if !fork => run(xs, residual),
         Some(r) => xs.par_chunks_mut(piece).zip(r.par_chunks(piece)).for_each(|(xs, rs)| run(xs, Some(rs))),
