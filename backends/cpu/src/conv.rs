@@ -5,10 +5,9 @@ use std::ops::Range;
 
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{Conv2dOptions, Pool2dOptions};
-use rayon::prelude::*;
 
 use crate::matmul::{GemmFloat, gemm_raw};
-use crate::parallel::CHUNK;
+use crate::parallel::{CHUNK, chunks_mut, chunks_mut2};
 use crate::pool::{self, with_scratch};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float, Num};
@@ -251,7 +250,7 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
         // One partial sum per thread, added at the end, so samples run in parallel.
         let per = geo.n.div_ceil(threads);
         let partials = pool::filled(&[threads, wlen], T::ZERO, |parts| {
-            parts.par_chunks_mut(wlen.max(1)).enumerate().for_each(|(t, dw)| {
+            chunks_mut(parts, wlen, 1, &|t, dw| {
                 with_scratch(scratch, |cols| accumulate(dw, t * per..((t + 1) * per).min(geo.n), false, cols));
             });
         });
@@ -280,9 +279,7 @@ fn for_each_sample<T: Float>(
 ) {
     let n = out.len() / per_sample.max(1);
     if n > 1 && rayon::current_num_threads() > 1 && flops >= 1 << 18 {
-        out.par_chunks_mut(per_sample.max(1))
-            .enumerate()
-            .for_each(|job| with_scratch(scratch, |cols| sample(cols, job, false)));
+        chunks_mut(out, per_sample, 1, &|i, o| with_scratch(scratch, |cols| sample(cols, (i, o), false)));
     } else {
         with_scratch(scratch, |cols| {
             for job in out.chunks_mut(per_sample.max(1)).enumerate() {
@@ -409,19 +406,12 @@ fn for_each_plane<T: Num>(
     let per_task = (CHUNK / ins.max(1)).max(1);
     if idx.is_empty() {
         if fork {
-            out.par_chunks_mut(outs.max(1))
-                .with_min_len(per_task)
-                .enumerate()
-                .for_each(|(p, o)| plane(src(p), o, &mut []));
+            chunks_mut(out, outs, per_task, &|p, o| plane(src(p), o, &mut []));
         } else {
             out.chunks_mut(outs.max(1)).enumerate().for_each(|(p, o)| plane(src(p), o, &mut []));
         }
     } else if fork {
-        out.par_chunks_mut(outs.max(1))
-            .zip(idx.par_chunks_mut(outs.max(1)))
-            .with_min_len(per_task)
-            .enumerate()
-            .for_each(|(p, (o, i))| plane(src(p), o, i));
+        chunks_mut2(out, outs, idx, outs, per_task, &|p, o, i| plane(src(p), o, i));
     } else {
         for (p, (o, i)) in out.chunks_mut(outs.max(1)).zip(idx.chunks_mut(outs.max(1))).enumerate() {
             plane(src(p), o, i);
@@ -557,7 +547,7 @@ pub(crate) fn max_pool2d_input_grad<T: Num>(grad: &Array<T>, indices: &Array<i64
             return;
         }
         if rayon::current_num_threads() > 1 && dx.len() >= 1 << 16 {
-            dx.par_chunks_mut(ins).with_min_len((CHUNK / ins).max(1)).enumerate().for_each(|(p, d)| plane(p, d));
+            chunks_mut(dx, ins, (CHUNK / ins).max(1), &|p, d| plane(p, d));
         } else {
             dx.chunks_mut(ins).enumerate().for_each(|(p, d)| plane(p, d));
         }

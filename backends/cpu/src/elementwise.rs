@@ -5,7 +5,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, fill, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, should_fork};
 use crate::pool::{self, Pooled};
 use crate::reduce::{LANES, Lanes, reduce16, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
@@ -196,8 +196,8 @@ type ResidualFn<'a, T> = dyn Fn(&mut [T], Option<&[T]>) + Sync + 'a;
 fn in_pieces<T: Float>(xs: &mut [T], residual: Option<&[T]>, piece: usize, fork: bool, run: &ResidualFn<'_, T>) {
     match residual {
         _ if !fork => run(xs, residual),
-        Some(r) => xs.par_chunks_mut(piece).zip(r.par_chunks(piece)).for_each(|(xs, rs)| run(xs, Some(rs))),
-        None => xs.par_chunks_mut(piece).for_each(|xs| run(xs, None)),
+        Some(r) => chunks_mut(xs, piece, 1, &|i, xs| run(xs, Some(&r[i * piece..][..xs.len()]))),
+        None => chunks_mut(xs, piece, 1, &|_, xs| run(xs, None)),
     }
 }
 
@@ -223,7 +223,7 @@ pub(crate) fn axpby_in_place<T: Float>(y: &mut Array<T>, a: T, x: &Array<T>, b: 
     };
     pool::update_in_place(y, |ys| {
         if should_fork(ys.len(), CHEAP_OP_MIN) {
-            ys.par_chunks_mut(CHUNK).zip(xs.par_chunks(CHUNK)).for_each(|(ys, xs)| update(ys, xs));
+            chunks_mut(ys, CHUNK, 1, &|i, ys| update(ys, &xs[i * CHUNK..][..ys.len()]));
         } else {
             update(ys, xs);
         }
@@ -737,13 +737,11 @@ pub(crate) fn cross_entropy_rows<T: Float>(
         grads = Some(pool::output(&[n, c], |grad| {
             if should_fork(n * c, COSTLY_OP_MIN) && c > 0 {
                 let rows = (CHUNK / c).max(1);
-                grad.par_chunks_mut(rows * c).zip(losses.par_chunks_mut(rows)).enumerate().for_each(
-                    |(k, (grad, losses))| {
-                        for (i, (g, l)) in grad.chunks_mut(c).zip(losses.iter_mut()).enumerate() {
-                            *l = row(k * rows + i, g);
-                        }
-                    },
-                );
+                chunks_mut2(grad, rows * c, losses, rows, 1, &|k, grad, losses| {
+                    for (i, (g, l)) in grad.chunks_mut(c).zip(losses.iter_mut()).enumerate() {
+                        *l = row(k * rows + i, g);
+                    }
+                });
             } else {
                 for (r, (g, l)) in grad.chunks_mut(c.max(1)).zip(losses.iter_mut()).enumerate() {
                     *l = row(r, g);

@@ -10,11 +10,11 @@
 //! generic code in the crate that uses it, so this keeps what each model's
 //! crate compiles to the kernels' own loops.
 
+use blaze_runtime::DType;
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, MAX_ARGS, RawBuffer, ScalarArg, Workgroups,
     check_launch,
 };
-use blaze_runtime::DType;
 use blaze_runtime::rng::counter_uniform;
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
@@ -23,7 +23,7 @@ use std::mem::MaybeUninit;
 
 use crate::elementwise::{Operand, classify, softmax_row_in_place};
 use crate::norm::{Affine, norm_row, stats_shape};
-use crate::parallel::{CHUNK, COSTLY_OP_MIN, fill, should_fork};
+use crate::parallel::{CHUNK, COSTLY_OP_MIN, chunks_mut, fill, for_each_index, should_fork};
 use crate::pool::{self, with_scratch};
 use crate::reduce::sum_slice;
 use crate::simd::dispatch;
@@ -308,7 +308,7 @@ fn run_sum<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], shape
         pool::output_uninit(&out_shape, |out| {
             if should_fork(n, COSTLY_OP_MIN) && out.len() > 1 {
                 let rows = (CHUNK / row.max(1)).max(1);
-                out.par_chunks_mut(rows).enumerate().for_each(|(i, out)| sum_rows(i * rows, out));
+                chunks_mut(out, rows, 1, &|i, out| sum_rows(i * rows, out));
             } else {
                 sum_rows(0, out);
             }
@@ -479,7 +479,7 @@ pub(crate) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
     bind(K::NAME, buffers, 0, &mut [unused; MAX_BUFFERS], &mut |raw| {
         let run = |g: u32| K::run_workgroup(g, groups, raw, scalars);
         if groups > 1 && rayon::current_num_threads() > 1 {
-            (0..groups).into_par_iter().for_each(run);
+            for_each_index(groups as usize, 1, &|g| run(g as u32));
         } else {
             (0..groups).for_each(run);
         }

@@ -4,10 +4,10 @@
 
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::IxDyn;
-use rayon::prelude::*;
 
 pub(crate) use crate::gemm::GemmFloat;
 use crate::gemm::Strided;
+use crate::parallel::for_each_index;
 use crate::pool;
 use crate::storage::Array;
 
@@ -83,7 +83,7 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
     let block = len.div_ceil(threads).next_multiple_of(BLOCK_ALIGN).min(len);
     let blocks = len.div_ceil(block);
     let dst = SendPtr(dst);
-    (0..blocks).into_par_iter().for_each(|b| {
+    for_each_index(blocks, 1, &|b| {
         let start = b * block;
         let size = block.min(len - start);
         // SAFETY: block `b` covers rows (or columns) start..start + size of
@@ -165,7 +165,7 @@ pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {
         };
         let small = m * n * k < PARALLEL_FLOPS;
         if small && count > 1 && count * m * n * k >= PARALLEL_FLOPS && rayon::current_num_threads() > 1 {
-            (0..count).into_par_iter().for_each(|bi| one(bi, false));
+            for_each_index(count, 1, &|bi| one(bi, false));
         } else {
             (0..count).for_each(|bi| one(bi, true));
         }

@@ -6,9 +6,7 @@
 
 use std::mem::MaybeUninit;
 
-use rayon::prelude::*;
-
-use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, chunks_mut2, should_fork};
 use crate::pool;
 use crate::reduce::{sum_map, sum_map2, sum_slice};
 use crate::simd::dispatch;
@@ -78,10 +76,7 @@ pub(crate) fn norm<T: Float>(
         stats = Some(pool::output_uninit(&stats_shape(shape), |st| {
             if should_fork(xs.len(), CHEAP_OP_MIN) {
                 let per = (CHUNK / n).max(1);
-                out.par_chunks_mut(per * n)
-                    .zip(st.par_chunks_mut(per * 2))
-                    .enumerate()
-                    .for_each(|(i, (out, st))| rows(i * per, out, st));
+                chunks_mut2(out, per * n, st, per * 2, 1, &|i, out, st| rows(i * per, out, st));
             } else {
                 rows(0, out, st);
             }
@@ -209,10 +204,7 @@ pub(crate) fn norm_backward<T: Float>(
     let dx = pool::output_uninit(shape, |out| {
         partials = Some(pool::filled(&[blocks, 2 * n], T::ZERO, |partial| {
             if blocks > 1 {
-                out.par_chunks_mut(per * n)
-                    .zip(partial.par_chunks_mut(2 * n))
-                    .enumerate()
-                    .for_each(|(i, (out, partial))| block(i * per, out, partial));
+                chunks_mut2(out, per * n, partial, 2 * n, 1, &|i, out, partial| block(i * per, out, partial));
             } else {
                 block(0, out, partial);
             }

@@ -1,11 +1,9 @@
 //! Reductions over one dim, kept with size 1. The input is viewed as
 //! `[outer, n, inner]` (copied to row-major first if it is strided).
 
-use rayon::prelude::*;
-
 use blaze_runtime::shape::Dims;
 
-use crate::parallel::{CHEAP_OP_MIN, CHUNK, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, chunks_mut, should_fork};
 use crate::pool;
 use crate::simd::dispatch;
 use crate::storage::{Array, Num};
@@ -210,7 +208,7 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
             };
             if fork {
                 let per_task = (CHUNK / n.max(1)).max(1);
-                out.par_chunks_mut(per_task).enumerate().for_each(|(i, out)| rows(i * per_task, out));
+                chunks_mut(out, per_task, 1, &|i, out| rows(i * per_task, out));
             } else {
                 rows(0, out);
             }
@@ -239,7 +237,7 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
                 // Only a sum reaches here with an empty dim (the runtime checks
                 // the others); the zeros are the answer.
             } else if fork && outer > 1 {
-                out.par_chunks_mut(inner).enumerate().for_each(plane);
+                chunks_mut(out, inner, 1, &|o, acc| plane((o, acc)));
             } else {
                 out.chunks_mut(inner).enumerate().for_each(plane);
             }
