@@ -82,6 +82,9 @@ pub(crate) fn chunks_mut<T: Send>(xs: &mut [T], len: usize, min_len: usize, f: &
     for_each_index(xs.count(), min_len, &|i| f(i, unsafe { xs.get(i) }));
 }
 
+/// What [`chunks_mut2`] calls with chunk `i` of each slice.
+type ChunkPairFn<'a, T, U> = dyn Fn(usize, &mut [T], &mut [U]) + Sync + 'a;
+
 /// [`chunks_mut`] over two slices at once, chunk `i` of each together, for
 /// as many chunks as the shorter has (as rayon's `zip`).
 pub(crate) fn chunks_mut2<T: Send, U: Send>(
@@ -90,7 +93,7 @@ pub(crate) fn chunks_mut2<T: Send, U: Send>(
     ys: &mut [U],
     y_len: usize,
     min_len: usize,
-    f: &(dyn Fn(usize, &mut [T], &mut [U]) + Sync),
+    f: &ChunkPairFn<'_, T, U>,
 ) {
     let (xs, ys) = (Chunks::new(xs, x_len), Chunks::new(ys, y_len));
     // SAFETY: as in `chunks_mut`, for both slices.
