@@ -30,14 +30,7 @@ where
         dispatch_bound(
             memory_bound,
             #[inline(always)]
-            || {
-                writer.write_lines(out, |at, out| {
-                    let n = out.len();
-                    for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
-                        o.write(f(x));
-                    }
-                })
-            },
+            || write_mapped(writer, out, src, &f),
         )
     };
     map_with(a, fork_min, &run)
@@ -51,15 +44,19 @@ where
     T: Pooled,
     U: Pooled,
 {
-    let run = |out: &mut [MaybeUninit<U>], src: &[T], writer: &Streamer| {
-        writer.write_lines(out, |at, out| {
-            let n = out.len();
-            for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
-                o.write(f(x));
-            }
-        })
-    };
+    let run = |out: &mut [MaybeUninit<U>], src: &[T], writer: &Streamer| write_mapped(writer, out, src, &f);
     map_with(a, fork_min, &run)
+}
+
+/// `out` as `f` of `src`'s values (as many), written through `writer`.
+#[inline(always)]
+fn write_mapped<T: Copy, U: Copy>(writer: &Streamer, out: &mut [MaybeUninit<U>], src: &[T], f: &impl Fn(T) -> U) {
+    writer.write_lines(out, |at, out| {
+        let n = out.len();
+        for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
+            o.write(f(x));
+        }
+    })
 }
 
 /// The loops one map compiles: `out` as the op of a contiguous piece.
@@ -377,8 +374,20 @@ fn write_row<T: Copy, U: Copy>(
 ) {
     dispatch_stream(
         #[inline(always)]
-        || writer.write_lines(out, |at, out| write_row_inner(out, a.part(at, out.len()), b.part(at, out.len()), f)),
+        || write_rows(writer, out, a, b, f),
     )
+}
+
+/// [`write_row`] in the caller's ISA.
+#[inline(always)]
+fn write_rows<T: Copy, U: Copy>(
+    writer: &Streamer,
+    out: &mut [MaybeUninit<U>],
+    a: Row<'_, T>,
+    b: Row<'_, T>,
+    f: &impl Fn(T, T) -> U,
+) {
+    writer.write_lines(out, |at, out| write_row_inner(out, a.part(at, out.len()), b.part(at, out.len()), f))
 }
 
 #[inline(always)]
@@ -433,7 +442,7 @@ where
     U: Pooled,
 {
     let rows = |out: &mut [MaybeUninit<U>], x: Row<'_, T>, y: Row<'_, T>, writer: &Streamer| {
-        writer.write_lines(out, |at, out| write_row_inner(out, x.part(at, out.len()), y.part(at, out.len()), &f));
+        write_rows(writer, out, x, y, &f);
     };
     zip_with(a, b, fork_min, &rows)
 }
