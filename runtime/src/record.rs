@@ -158,11 +158,11 @@ pub type NamedTensors = Vec<(String, TensorData)>;
 pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String>), RecordError> {
     let bytes = std::fs::read(path).map_err(io(path))?;
     let (tensors, metadata) = safetensors::parse(&bytes).map_err(|e| format(path, e))?;
+    // `parse` keys them by name: they come out sorted.
     let mut out = Vec::with_capacity(tensors.len());
     for (name, entry) in &tensors {
         out.push((name.clone(), from_entry(path, name, entry)?));
     }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok((out, metadata))
 }
 
