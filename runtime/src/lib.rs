@@ -32,8 +32,8 @@ mod tensor;
 pub mod train;
 
 pub use backend::{
-    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions, Precompiled, Primitives,
-    ReduceOp, RowNorm, SoftmaxOptions, UnaryOp,
+    AdamStep, Backend, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions,
+    Precompiled, Primitives, ReduceOp, RowNorm, SoftmaxOptions, UnaryOp,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};

@@ -34,7 +34,7 @@ type Slots<B> = Vec<(String, Tensor<B, 1>)>;
 /// index that does not depend on the backend, handled by functions
 /// compiled once; only the tensors are per backend.
 #[derive(Clone, Debug)]
-struct States<B: Backend> {
+pub(crate) struct States<B: Backend> {
     /// Parameter name to its place in `slots`.
     index: BTreeMap<String, usize>,
     slots: Vec<Slots<B>>,
@@ -56,7 +56,7 @@ impl<B: Backend> States<B> {
     }
 
     /// Every slot as `parameter.slot`, copied to the host.
-    fn export(&self) -> Vec<(String, TensorData)> {
+    pub(crate) fn export(&self) -> Vec<(String, TensorData)> {
         let mut out = Vec::new();
         for (param, at) in ordered(&self.index) {
             for (slot, t) in &self.slots[at] {
@@ -67,7 +67,7 @@ impl<B: Backend> States<B> {
     }
 
     /// Slots saved by [`States::export`], moved to `device`.
-    fn import(tensors: Vec<(String, TensorData)>, device: &B::Device) -> Self {
+    pub(crate) fn import(tensors: Vec<(String, TensorData)>, device: &B::Device) -> Self {
         let (index, grouped) = group_slots(tensors);
         let slots = grouped
             .into_iter()
@@ -163,11 +163,11 @@ macro_rules! bookkeeping {
         }
 
         fn state(&self) -> (Vec<(String, TensorData)>, u64) {
-            (self.state.export(), self.steps)
+            ((B::compiled().export_states)(&self.state), self.steps)
         }
 
         fn load_state(&mut self, tensors: Vec<(String, TensorData)>, steps: u64, device: &B::Device) {
-            self.state = States::import(tensors, device);
+            self.state = (B::compiled().import_states)(tensors, device);
             self.steps = steps;
         }
     };

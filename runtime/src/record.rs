@@ -167,7 +167,6 @@ pub fn load_tensors(path: &Path) -> Result<(NamedTensors, HashMap<String, String
 }
 
 /// The names and shapes of a module's parameters and buffers, in order.
-#[inline(never)]
 fn expected<B: Backend>(model: &dyn ModuleTensors<B>) -> Vec<(String, Vec<usize>, DType)> {
     let mut all = Vec::new();
     model.visit(true, &mut |name, t| all.push((name.to_owned(), B::shape(t).to_vec(), B::dtype(t))));
@@ -176,11 +175,10 @@ fn expected<B: Backend>(model: &dyn ModuleTensors<B>) -> Vec<(String, Vec<usize>
 
 /// Saves a module's parameters and buffers under their PyTorch names.
 pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<(), RecordError> {
-    save_module::<B>(model, path)
+    (B::compiled().save_module)(model, path)
 }
 
-#[inline(never)]
-fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
+pub(crate) fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
     save_tensors(path, &host_tensors(model), &[("format", "pt".to_owned())])
 }
 
@@ -189,11 +187,10 @@ fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<
 /// `num_batches_tracked` counters are accepted and ignored). Values are
 /// converted to each parameter's dtype. On error the module is unchanged.
 pub fn load_model<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Result<(), RecordError> {
-    load_module::<B>(model, path)
+    (B::compiled().load_module)(model, path)
 }
 
-#[inline(never)]
-fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
+pub(crate) fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
     let (tensors, _) = load_tensors(path)?;
     load_named(model, path, tensors.into_iter().collect())
 }
@@ -268,7 +265,7 @@ pub fn save_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
     optimizer: &O,
     metadata: &[(&str, String)],
 ) -> Result<(), RecordError> {
-    write_checkpoint(path, host_tensors::<B>(model), optimizer.state(), metadata)
+    write_checkpoint(path, (B::compiled().host_tensors)(model), optimizer.state(), metadata)
 }
 
 /// [`save_checkpoint`] once the tensors are on the host: compiled once,
@@ -293,22 +290,21 @@ pub fn load_checkpoint<B: Backend, M: Module<B>, O: Optimizer<B>>(
     optimizer: &mut O,
     device: &B::Device,
 ) -> Result<HashMap<String, String>, RecordError> {
-    let c = restore::<B>(model, path)?;
+    let c = (B::compiled().restore)(model, path)?;
     optimizer.load_state(c.optimizer, c.steps, device);
     Ok(c.metadata)
 }
 
 /// Reads the checkpoint at `path`, checks it against `model` and loads
 /// its weights; returns the rest.
-#[inline(never)]
-fn restore<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<Checkpoint, RecordError> {
+pub(crate) fn restore<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &Path) -> Result<Checkpoint, RecordError> {
     let mut c = read_checkpoint(path, &expected(model))?;
     load_named(model, path, std::mem::take(&mut c.weights))?;
     Ok(c)
 }
 
 /// A checkpoint's parts, checked against a model.
-struct Checkpoint {
+pub(crate) struct Checkpoint {
     weights: BTreeMap<String, TensorData>,
     /// Named `<parameter>.<slot>`.
     optimizer: NamedTensors,

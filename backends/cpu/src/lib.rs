@@ -35,9 +35,8 @@ use std::ops::Range;
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
-use blaze_runtime::train::{FitRun, History, TrainError};
 use blaze_runtime::{
-    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
+    AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
@@ -558,10 +557,13 @@ impl Primitives for Cpu {
     }
 }
 
-/// `fit`'s loop, compiled here once instead of in every user crate.
+/// The runtime's code for this backend (`fit`'s loop, saving and loading,
+/// ...), compiled here once instead of in every user crate.
+static COMPILED: Compiled<Cpu> = Compiled::new();
+
 impl Precompiled for Cpu {
-    fn fit_loop(run: FitRun<'_, Self>) -> Result<History, TrainError> {
-        blaze_runtime::train::run_fit(run)
+    fn compiled() -> &'static Compiled<Self> {
+        &COMPILED
     }
 }
 

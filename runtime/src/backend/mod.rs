@@ -6,8 +6,9 @@
 //! - [`Composites`]: ops with a default body made of primitives, which a
 //!   backend may override with one fused pass that must agree with it.
 //! - [`Kernels`]: `kernel!` kernels, elementwise and general.
-//! - [`Precompiled`]: the runtime's large generic loops (`fit`), which a
-//!   backend's crate compiles once for its type.
+//! - [`Precompiled`]: the runtime's code that depends on the backend alone
+//!   (`fit`'s loop, saving and loading, ...), which a backend's crate
+//!   compiles once for its type ([`Compiled`]).
 //!
 //! [`Backend`] is all four; code generic over a backend bounds on it.
 //! Where work runs and how a device reports faults belong to the device
@@ -15,11 +16,13 @@
 //! before it calls a primitive, so backends may assume valid arguments;
 //! each method says what it may assume.
 
+mod compiled;
 mod ops;
 
 use std::fmt::Debug;
 use std::ops::Range;
 
+pub use self::compiled::Compiled;
 pub use self::ops::{AdamStep, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::{DType, TensorData};
 use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
@@ -54,28 +57,37 @@ pub trait Backend: Primitives + Composites + Kernels + Precompiled {}
 
 impl<B: Primitives + Composites + Kernels + Precompiled> Backend for B {}
 
-/// The runtime's large loops that do not depend on the model: `fit`'s
-/// epochs, validation, metrics, logging and checkpoints, which reach the
+/// Where the runtime's code that depends on the backend alone is
+/// compiled: `fit`'s epochs, validation, metrics, logging and checkpoints,
+/// saving and loading, summaries (the [`Compiled`] table). They reach the
 /// model, the loss, the optimizer and the data only through trait objects.
 ///
 /// A release build does not share generic code between crates: what a
 /// user's crate calls generically is compiled, and optimised, in that
-/// crate, again after every edit. A backend crate therefore overrides each
-/// method with a call to the same default function
-/// (`fn fit_loop(run: FitRun<'_, Self>) -> .. { blaze_runtime::train::run_fit(run) }`),
-/// which compiles the loop once, there, and a user's crate links that
-/// copy. Backends that keep the defaults (`impl Precompiled for MyBackend {}`)
-/// work the same, compiled where they are used; so do generic backends
-/// (`Autodiff<B>`, `HostFallback<D, H>`, and with it wgpu), which no crate
-/// can compile ahead for every type they take.
+/// crate, again after every edit. A backend crate therefore keeps its
+/// table in a `static`:
+///
+/// ```ignore
+/// static COMPILED: Compiled<MyBackend> = Compiled::new();
+/// impl Precompiled for MyBackend {
+///     fn compiled() -> &'static Compiled<Self> {
+///         &COMPILED
+///     }
+/// }
+/// ```
+///
+/// which compiles the functions once, there, and a user's crate calls that
+/// copy. Backends that keep the default (`impl Precompiled for MyBackend
+/// {}`) work the same, compiled where they are used; so do generic
+/// backends (`Autodiff<B>`, `HostFallback<D, H>`, and with it wgpu), which
+/// no crate can compile ahead for every type they take.
 pub trait Precompiled: Sized {
-    /// [`fit`](crate::train::fit) after it has bound the model, optimizer
-    /// and loss: [`run_fit`](crate::train::run_fit).
-    fn fit_loop(run: crate::train::FitRun<'_, Self>) -> Result<crate::train::History, crate::train::TrainError>
+    /// The runtime's functions for this backend.
+    fn compiled() -> &'static Compiled<Self>
     where
         Self: Backend,
     {
-        crate::train::run_fit(run)
+        &Compiled::<Self>::TABLE
     }
 }
 

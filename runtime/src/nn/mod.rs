@@ -159,9 +159,9 @@ pub(crate) fn update_storages<B: Backend, M: Module<B>>(m: &mut M, grads: &M::Gr
 /// A module seen through its tensors' storages alone, as a trait object.
 /// The runtime's cold passes over a model (its device, parameter counts,
 /// saving, loading, checks) take one: they are compiled once per backend
-/// rather than once per model, and each model brings only the two
-/// traversals behind this trait, which its other passes share. (They are
-/// `#[inline(never)]`: inlined, each model would carry a copy again.)
+/// (in its [`Compiled`](crate::Compiled) table) rather than once per
+/// model, and each model brings only the two traversals behind this
+/// trait, which its other passes share.
 pub(crate) trait ModuleTensors<B: Backend> {
     /// [`visit_storages`].
     fn visit(&self, buffers: bool, f: &mut VisitFn<'_, B>);
@@ -397,11 +397,10 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
 /// The device of the module's first parameter (or buffer); `None` for a
 /// module that holds no tensor.
 pub fn device_of<B: Backend, M: Module<B>>(m: &M) -> Option<B::Device> {
-    first_device::<B>(m)
+    (B::compiled().first_device)(m)
 }
 
-#[inline(never)]
-fn first_device<B: Backend>(m: &dyn ModuleTensors<B>) -> Option<B::Device> {
+pub(crate) fn first_device<B: Backend>(m: &dyn ModuleTensors<B>) -> Option<B::Device> {
     let mut first = None;
     m.visit(true, &mut |_, t| {
         if first.is_none() {
@@ -479,7 +478,7 @@ pub trait CachesInput<B: Backend, const D: usize>: Layer<B, D, D> {
 
 /// Number of trainable scalars.
 pub fn num_params<B: Backend, M: Module<B>>(m: &M) -> usize {
-    count_params::<B>(m, &[""])[0]
+    (B::compiled().count_params)(m, &[""])[0]
 }
 
 /// The table a `#[model]`'s `summary()` returns: a row per field of
@@ -492,11 +491,10 @@ pub fn model_summary<B: Backend, M: Module<B>>(
     layers: &[(&str, &str, &str)],
     fusion: &FusionPlan,
 ) -> String {
-    summarize::<B>(model, name, input, layers, fusion)
+    (B::compiled().summarize)(model, name, input, layers, fusion)
 }
 
-#[inline(never)]
-fn summarize<B: Backend>(
+pub(crate) fn summarize<B: Backend>(
     model: &dyn ModuleTensors<B>,
     name: &str,
     input: &str,
@@ -521,8 +519,7 @@ fn summarize<B: Backend>(
 
 /// Trainable scalars under each of `fields` (top-level names; `""` counts
 /// them all), from one traversal of the module.
-#[inline(never)]
-fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]) -> Vec<usize> {
+pub(crate) fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]) -> Vec<usize> {
     let mut counts = vec![0; fields.len()];
     m.visit(false, &mut |name, t| {
         let field = name.split('.').next().unwrap_or(name);
@@ -535,10 +532,9 @@ fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]) -> Vec<us
 
 /// Every parameter and buffer by name, copied to the host, in visiting order.
 pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> {
-    host_tensors::<B>(m)
+    (B::compiled().host_tensors)(m)
 }
 
-#[inline(never)]
 pub(crate) fn host_tensors<B: Backend>(m: &dyn ModuleTensors<B>) -> Vec<(String, TensorData)> {
     let mut all = Vec::new();
     m.visit(true, &mut |name, t| all.push((name.to_owned(), B::to_data(t))));

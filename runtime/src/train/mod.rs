@@ -12,7 +12,7 @@ mod history;
 mod metrics;
 mod plot;
 mod progress;
-mod task;
+pub(crate) mod task;
 pub mod tensorboard;
 mod trainable;
 
@@ -262,18 +262,26 @@ impl<L: ?Sized> FitConfig<L> {
 /// indices (i64; float targets must hold whole numbers, else
 /// `TrainError::Label` with epoch 0 and batch 0 for the caller to fill in)
 /// or real values.
-#[inline(never)]
 pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
     batch: Batch,
     device: &B::Device,
     targets: Targets,
 ) -> Result<(Tensor<B, DI>, Tensor<B, DT>), TrainError> {
-    let shape = batch.inputs.shape.clone();
-    let x = Tensor::<B, DI>::from_data(batch.inputs, device).map_err(|_| TrainError::Batch {
-        what: "inputs",
-        shape,
-        rank: DI,
-    })?;
+    for (what, data, rank) in [("inputs", &batch.inputs, DI), ("targets", &batch.targets, DT)] {
+        if data.shape.len() != rank {
+            return Err(TrainError::Batch { what, shape: data.shape.clone(), rank });
+        }
+    }
+    let (x, y) = (B::compiled().batch_to_device)(batch, device, targets)?;
+    Ok((Tensor::wrap(x), Tensor::wrap(y)))
+}
+
+/// [`to_device`] once the ranks are checked.
+pub(crate) fn batch_to_device<B: Backend>(
+    batch: Batch,
+    device: &B::Device,
+    targets: Targets,
+) -> Result<(B::Storage, B::Storage), TrainError> {
     let mut t = batch.targets;
     let dtype = t.values.dtype();
     match targets {
@@ -293,10 +301,7 @@ pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
         Targets::Real if !dtype.is_float() => t.values = t.values.convert(DType::F32),
         _ => {}
     }
-    let shape = t.shape.clone();
-    let y =
-        Tensor::<B, DT>::from_data(t, device).map_err(|_| TrainError::Batch { what: "targets", shape, rank: DT })?;
-    Ok((x, y))
+    Ok((B::from_data(batch.inputs, device), B::from_data(t, device)))
 }
 
 /// Where a batch sits, for errors.
@@ -397,11 +402,10 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
 
 /// Whether every parameter and buffer of `model` is finite (one read-back).
 pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
-    finite::<B>(model)
+    (B::compiled().finite)(model)
 }
 
-#[inline(never)]
-fn finite<B: Backend>(model: &dyn ModuleTensors<B>) -> bool {
+pub(crate) fn finite<B: Backend>(model: &dyn ModuleTensors<B>) -> bool {
     // x * 0 is 0 for finite x and NaN for NaN or ±inf.
     let mut probe: Option<Tensor<B, 0>> = None;
     model.visit(true, &mut |_, t| {
@@ -458,7 +462,7 @@ where
         step: None,
         _backend: std::marker::PhantomData,
     };
-    B::fit_loop(FitRun { session: &mut session, train, val, config })
+    (B::compiled().fit_loop)(FitRun { session: &mut session, train, val, config })
 }
 
 /// What [`fit`] hands its loop ([`run_fit`]): everything behind trait
@@ -481,8 +485,8 @@ impl<B: Backend> std::fmt::Debug for FitRun<'_, B> {
     }
 }
 
-/// [`fit`]'s loop, for any model: what
-/// [`Precompiled::fit_loop`](crate::Precompiled::fit_loop) runs.
+/// [`fit`]'s loop, for any model: what a backend's
+/// [`Compiled`](crate::Compiled) table calls.
 pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
     let FitRun { session, train, val, config } = run;
     // In a job of several ranks, an error on this one ends them all.

@@ -144,7 +144,7 @@ pub type CrossEntropy = CrossEntropyOptions;
 
 /// The loss of logits `[rows, classes]` against `[rows]` targets, each a
 /// class or ignored.
-fn class_rows<B: Backend>(
+pub(crate) fn class_rows<B: Backend>(
     options: CrossEntropyOptions,
     logits: &Tensor<B, 2>,
     targets: &Tensor<B, 1>,
@@ -167,7 +167,7 @@ impl<B: Backend> Criterion<B, 2, 1> for CrossEntropy {
         if target.shape()[0] != output.shape()[0] {
             return Err(shape_error("cross_entropy", &output.shape(), &target.shape(), &output.shape()[..1]));
         }
-        class_rows(*self, output, target)
+        (B::compiled().class_rows)(*self, output, target)
     }
 
     fn ignore_index(&self) -> Option<i64> {
@@ -185,7 +185,7 @@ impl<B: Backend> Criterion<B, 3, 2> for CrossEntropy {
         if target.shape() != [n, steps] {
             return Err(shape_error("cross_entropy", &output.shape(), &target.shape(), &[n, steps]));
         }
-        let rows = class_rows(*self, &output.reshape([-1, vocabulary as i64]), &target.reshape([-1]))?;
+        let rows = (B::compiled().class_rows)(*self, &output.reshape([-1, vocabulary as i64]), &target.reshape([-1]))?;
         Ok(Loss { value: rows.value, grad: rows.grad.reshape([n, steps, vocabulary]) })
     }
 
