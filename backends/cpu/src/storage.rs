@@ -10,7 +10,7 @@ pub type Array<T> = ArcArray<T, IxDyn>;
 
 /// A tensor on the CPU: an ndarray of the tensor's dtype. Views (permute,
 /// slice) share the values and only change the strides.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum CpuStorage {
     /// 32-bit floats.
     F32(Array<f32>),
@@ -20,6 +20,20 @@ pub enum CpuStorage {
     I64(Array<i64>),
     /// Booleans.
     Bool(Array<bool>),
+}
+
+/// Shares the values. Written out rather than derived: the derive is
+/// `#[inline]`, which compiled a copy of this (its four variants' shapes
+/// and strides) into every crate that clones a tensor.
+impl Clone for CpuStorage {
+    fn clone(&self) -> Self {
+        match self {
+            CpuStorage::F32(a) => CpuStorage::F32(a.clone()),
+            CpuStorage::F64(a) => CpuStorage::F64(a.clone()),
+            CpuStorage::I64(a) => CpuStorage::I64(a.clone()),
+            CpuStorage::Bool(a) => CpuStorage::Bool(a.clone()),
+        }
+    }
 }
 
 /// Applies `$body` to the array inside any variant and rewraps the result in
