@@ -25,37 +25,38 @@ use blaze::optim::{Adam, CosineWithWarmup};
 use blaze::prelude::*;
 use blaze::rng::Rng;
 use blaze::train::{FitConfig, fit};
+use blaze_example_cli::Cli;
 
 #[path = "common/gpt_model.rs"]
 mod gpt_model;
 
 use gpt_model::{CONTEXT, Gpt, VOCAB};
 
-/// Trains a small character-level GPT on a text, then writes a sample.
-#[derive(clap::Parser)]
 struct Args {
-    /// The text (UTF-8, or gzipped with a .gz name).
-    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
-    /// Optimizer steps in all.
-    #[arg(long, default_value_t = 1500, value_parser = clap::value_parser!(u32).range(1..))]
-    steps: u32,
-    /// Windows of 64 characters per step.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
-    batch_size: u32,
-    /// AdamW's peak learning rate (cosine schedule after 100 warm-up steps).
-    #[arg(long, default_value_t = 3e-3)]
+    steps: usize,
+    batch_size: usize,
     lr: f64,
-    /// Seed of the weights, the shuffling and the sampling.
-    #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Characters to generate at the end.
-    #[arg(long, default_value_t = 400)]
     sample: usize,
 }
 
 fn parse_args() -> Result<Args> {
-    Ok(clap::Parser::parse())
+    let mut cli = Cli::new("Trains a small character-level GPT on a text, then writes a sample.");
+    let args = Args {
+        data: cli.path(
+            "data",
+            "The text (UTF-8, or gzipped with a .gz name).",
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
+        ),
+        steps: cli.count("steps", "Optimizer steps in all.", 1500),
+        batch_size: cli.count("batch-size", "Windows of 64 characters per step.", 32),
+        lr: cli.value("lr", "AdamW's peak learning rate (cosine schedule after 100 warm-up steps).", 3e-3),
+        seed: cli.value("seed", "Seed of the weights, the shuffling and the sampling.", 0),
+        sample: cli.value("sample", "Characters to generate at the end.", 400),
+    };
+    cli.finish();
+    Ok(args)
 }
 
 /// The text's windows of `CONTEXT` characters, and its characters.
@@ -110,12 +111,12 @@ fn main() -> Result<()> {
 
     let mut model = Gpt::new_seeded(args.seed, &device);
     print!("{}", model.summary());
-    let mut train = DataLoader::new(train, args.batch_size as usize).shuffle(args.seed);
-    let mut held = DataLoader::new(held, args.batch_size as usize);
+    let mut train = DataLoader::new(train, args.batch_size).shuffle(args.seed);
+    let mut held = DataLoader::new(held, args.batch_size);
     println!("the training forward keeps {:.1} MB for the backward (logits included)", kept_mb(&mut model, &train));
     let config = FitConfig {
         // Whole epochs up to the step count; the last one ends at it.
-        epochs: (args.steps as usize).div_ceil(train.len()),
+        epochs: args.steps.div_ceil(train.len()),
         max_steps: Some(args.steps as u64),
         schedule: Some(Box::new(CosineWithWarmup {
             base: args.lr,

@@ -24,7 +24,7 @@ use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder};
 use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::train::{FitConfig, fit};
-use clap::Parser;
+use blaze_example_cli::Cli;
 
 /// For 16x16 grey images of 10 classes.
 #[model(input = [1, 16, 16])]
@@ -56,35 +56,35 @@ pub struct RgbCnn {
     fc: Linear<512, 10>,
 }
 
-/// Trains a small CNN on a folder of images, one subfolder per class.
-#[derive(Parser)]
 struct Args {
-    /// A folder with `train/` and `test/`, each holding one folder of
-    /// images per class (at most 10 classes); by default the shipped digits,
-    /// written out as PNG files first.
-    #[arg(long)]
     images: Option<PathBuf>,
-    /// Read colour images (three channels) instead of grey ones.
-    #[arg(long)]
     rgb: bool,
-    /// Pixels of zero padding around each image before the random crop.
-    #[arg(long, default_value_t = 2)]
     crop_padding: usize,
-    /// Mirror images left-right at random (not for digits or text).
-    #[arg(long)]
     flip: bool,
-    /// Epochs to train.
-    #[arg(long, default_value_t = 15)]
     epochs: usize,
-    /// SGD's learning rate (momentum 0.9).
-    #[arg(long, default_value_t = 0.05)]
     lr: f64,
-    /// Seed of the weights, the shuffling and the augmentation.
-    #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Folder for the generated images, the weights and the curves.
-    #[arg(long, default_value = "out/images")]
     out: PathBuf,
+}
+
+fn parse_args() -> Args {
+    let mut cli = Cli::new("Trains a small CNN on a folder of images, one subfolder per class.");
+    let args = Args {
+        images: cli.optional(
+            "images",
+            "A folder with `train/` and `test/`, each holding one folder of images per class (at most 10 \
+             classes);\nby default the shipped digits, written out as PNG files first.",
+        ),
+        rgb: cli.flag("rgb", "Read colour images (three channels) instead of grey ones."),
+        crop_padding: cli.value("crop-padding", "Pixels of zero padding around each image before the random crop.", 2),
+        flip: cli.flag("flip", "Mirror images left-right at random (not for digits or text)."),
+        epochs: cli.value("epochs", "Epochs to train.", 15),
+        lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
+        seed: cli.value("seed", "Seed of the weights, the shuffling and the augmentation.", 0),
+        out: cli.path("out", "Folder for the generated images, the weights and the curves.", "out/images"),
+    };
+    cli.finish();
+    args
 }
 
 /// Writes the shipped digits as `root/{train,test}/<digit>/<n>.png`,
@@ -118,7 +118,7 @@ fn write_gray_png(path: &Path, cols: u32, rows: u32, pixels: &[u8]) -> Result<()
 }
 
 fn main() -> Result<()> {
-    let args = Args::parse();
+    let args = parse_args();
     let root = match &args.images {
         Some(root) => root.clone(),
         None => {

@@ -16,7 +16,7 @@ mod timing;
 
 use blaze::prelude::*;
 use blaze::runtime::adjoint;
-use clap::Parser;
+use blaze_example_cli::Cli;
 
 const BIG: usize = 1 << 22;
 
@@ -38,20 +38,16 @@ fn time<R>(mut f: impl FnMut() -> R) -> f64 {
     times[times.len() / 2]
 }
 
-/// Times memory-bound ops (elementwise, reductions, softmax, LayerNorm)
-/// for bench/torch_memory.py to compare.
-#[derive(clap::Parser)]
-struct Args {
-    /// Threads of the pool (all cores by default).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    threads: Option<u32>,
-}
-
 fn main() {
-    let threads = Args::parse().threads;
+    let mut cli = Cli::new(
+        "Times memory-bound ops (elementwise, reductions, softmax, LayerNorm) for bench/torch_memory.py to compare.",
+    );
+    let threads: Option<std::num::NonZeroUsize> =
+        cli.optional("threads", "Threads of the pool (all cores by default).");
+    cli.finish();
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
-        pool = pool.num_threads(n as usize);
+        pool = pool.num_threads(n.get());
     }
     pool.build_global().expect("the global pool is built first");
     let dev = CpuDevice;

@@ -31,8 +31,8 @@ use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
-use blaze::train::{FitConfig, Targets, fit, to_device};
-use clap::{Parser, ValueEnum};
+use blaze::train::{FitConfig, History, Targets, fit, to_device};
+use blaze_example_cli::Cli;
 
 /// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
 #[model(input = [1, 8, 8])]
@@ -82,92 +82,120 @@ pub struct MnistMlp {
     fc3: Linear<128, 10>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ModelKind {
-    /// Convolutions and pooling, then a linear head.
     Cnn,
-    /// Fully connected layers.
     Mlp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum BackendKind {
-    /// The CPU backend.
     Cpu,
-    /// A GPU through wgpu (needs the `wgpu` feature).
     Wgpu,
 }
 
-/// Trains a CNN or an MLP on handwritten digits, keeps the best weights and
-/// the curves, then classifies a few test images with the saved weights.
-#[derive(Parser)]
 struct Args {
-    /// A folder of MNIST IDX files (8x8 or 28x28 images).
-    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))]
     data: PathBuf,
-    /// The model.
-    #[arg(long, value_enum, default_value_t = ModelKind::Cnn)]
     model: ModelKind,
-    /// Epochs to train (a resumed run continues to this count).
-    #[arg(long, default_value_t = 15)]
     epochs: usize,
-    /// Samples per step (per process when data-parallel).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
-    batch_size: u32,
-    /// SGD's learning rate (momentum 0.9).
-    #[arg(long, default_value_t = 0.05)]
+    batch_size: usize,
     lr: f64,
-    /// Seed of the weights, the shuffling and dropout.
-    #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Folder for the best weights, the checkpoint and the curves.
-    #[arg(long, default_value = "out/mnist")]
     out: PathBuf,
-    /// Continue from the checkpoint in --out.
-    #[arg(long)]
     resume: bool,
-    /// Also log the run for TensorBoard in this folder
-    /// (`tensorboard --logdir DIR`).
-    #[arg(long)]
     tensorboard: Option<PathBuf>,
-    /// Where to train.
-    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     backend: BackendKind,
     /// Whether this process prints: rank 0, or a process on its own.
-    #[arg(skip = true)]
     main: bool,
     #[cfg(feature = "mpi")]
-    #[arg(skip)]
     data_parallel: Option<blaze::distributed::DataParallel>,
 }
 
 fn parse_args() -> Result<Args> {
+    let mut cli = Cli::new(
+        "Trains a CNN or an MLP on handwritten digits, keeps the best weights and \
+         the curves, then classifies a few test images with the saved weights.",
+    );
     #[allow(unused_mut, reason = "set only when data-parallel")]
-    let mut a = Args::parse();
+    let mut args = Args {
+        data: cli.path(
+            "data",
+            "A folder of MNIST IDX files (8x8 or 28x28 images).",
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"),
+        ),
+        model: cli.choice(
+            "model",
+            "The model.",
+            &[
+                ("cnn", "convolutions and pooling, then a linear head", ModelKind::Cnn),
+                ("mlp", "fully connected layers", ModelKind::Mlp),
+            ],
+        ),
+        epochs: cli.value("epochs", "Epochs to train (a resumed run continues to this count).", 15),
+        batch_size: cli.count("batch-size", "Samples per step (per process when data-parallel).", 64),
+        lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
+        seed: cli.value("seed", "Seed of the weights, the shuffling and dropout.", 0),
+        out: cli.path("out", "Folder for the best weights, the checkpoint and the curves.", "out/mnist"),
+        resume: cli.flag("resume", "Continue from the checkpoint in --out."),
+        tensorboard: cli
+            .optional("tensorboard", "Also log the run for TensorBoard in this folder (`tensorboard --logdir DIR`)."),
+        backend: cli.choice(
+            "backend",
+            "Where to train.",
+            &[
+                ("cpu", "the CPU backend", BackendKind::Cpu),
+                ("wgpu", "a GPU through wgpu (needs the `wgpu` feature)", BackendKind::Wgpu),
+            ],
+        ),
+        main: true,
+        #[cfg(feature = "mpi")]
+        data_parallel: None,
+    };
+    cli.finish();
     #[cfg(feature = "mpi")]
     {
-        a.data_parallel = data_parallel()?;
-        a.main = a.data_parallel.as_ref().is_none_or(|dp| dp.world.is_main());
+        args.data_parallel = data_parallel()?;
+        args.main = args.data_parallel.as_ref().is_none_or(|dp| dp.world.is_main());
     }
-    Ok(a)
+    Ok(args)
 }
 
 /// Trains `M`, reports, and classifies a few test images with the weights
-/// reloaded from disk.
+/// reloaded from disk. What does not depend on the model lives in the
+/// functions it calls, so that each model compiles only its own part.
 fn run<B: Backend, M>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, device: &B::Device) -> Result<()>
 where
     M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>>,
 {
-    let device = device.clone();
-    let mut rng = blaze::Rng::seed_from_u64(args.seed);
-    let mut model = M::init(&mut rng, &device);
+    let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.seed), device);
     if args.main {
         println!("{} parameters", M::NUM_PARAMS);
     }
     let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
-    let mut train_loader = DataLoader::new(train, args.batch_size as usize).shuffle(args.seed);
-    let mut test_loader = DataLoader::new(test, 256);
+    let (mut train_loader, mut test_loader, config) = setup(args, train, test);
     let mut sgd = Sgd::new(args.lr).momentum(0.9);
+    let history = fit(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config)?;
+    if !args.main {
+        return Ok(());
+    }
+    report(args, &history)?;
+
+    // Classify a few test images with the best weights, read back from disk.
+    let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), device);
+    record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
+    let pixels = shown.inputs.to_vec::<f32>()?;
+    let (x, y): (Tensor<B, 4>, Tensor<B, 1>) = to_device(shown, device, Targets::Classes)?;
+    let pred: Tensor<B, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
+    show(&pixels, &pred.to_vec::<i64>(), &y.to_vec::<i64>());
+    Ok(())
+}
+
+/// The loaders and the run's settings.
+fn setup(
+    args: &Args,
+    train: InMemoryDataset,
+    test: InMemoryDataset,
+) -> (DataLoader<InMemoryDataset>, DataLoader<InMemoryDataset>, FitConfig) {
     let config = FitConfig {
         epochs: args.epochs,
         out_dir: Some(args.out.clone()),
@@ -178,10 +206,11 @@ where
         data_parallel: args.data_parallel.clone(),
         ..FitConfig::default()
     };
-    let history = fit(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config)?;
-    if !args.main {
-        return Ok(());
-    }
+    (DataLoader::new(train, args.batch_size).shuffle(args.seed), DataLoader::new(test, 256), config)
+}
+
+/// The best and final accuracy, and where the weights and curves went.
+fn report(args: &Args, history: &History) -> Result<()> {
     let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
     let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
     println!(
@@ -197,14 +226,11 @@ where
         args.out.join("curve.svg").display(),
         args.out.join("curve.png").display()
     );
+    Ok(())
+}
 
-    // Classify a few test images with the best weights, read back from disk.
-    let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), &device);
-    record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
-    let pixels = shown.inputs.to_vec::<f32>()?;
-    let (x, y): (Tensor<B, 4>, Tensor<B, 1>) = to_device(shown, &device, Targets::Classes)?;
-    let pred: Tensor<B, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
-    let (pred, truth) = (pred.to_vec::<i64>(), y.to_vec::<i64>());
+/// Draws the images side by side in characters, with the predictions.
+fn show(pixels: &[f32], pred: &[i64], truth: &[i64]) {
     let side = (pixels.len() / truth.len()).isqrt();
     let shades = [' ', '.', ':', '+', '#'];
     let (lo, hi) = pixels.iter().fold((f32::MAX, f32::MIN), |(l, h), &p| (l.min(p), h.max(p)));
@@ -220,11 +246,10 @@ where
         }
         println!("{line}");
     }
-    for (p, t) in pred.iter().zip(&truth) {
+    for (p, t) in pred.iter().zip(truth) {
         print!("pred {p} ({})  ", if p == t { "right" } else { "wrong" });
     }
     println!();
-    Ok(())
 }
 
 /// Data parallelism over the MPI job this process is a rank of, when

@@ -29,6 +29,7 @@ use blaze::nn::Ctx;
 use blaze::optim::{Adam, Optimizer, clip_grad_norm};
 use blaze::prelude::*;
 use blaze::rng::Rng;
+use blaze_example_cli::Cli;
 
 /// Characters the model tells apart (the text has 63).
 const VOCAB: usize = 64;
@@ -78,42 +79,43 @@ impl GruReader {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Cell {
-    /// Gated recurrent units.
     Gru,
-    /// Long short-term memory.
     Lstm,
 }
 
-/// Trains a recurrent classifier of which book a verse comes from.
-#[derive(clap::Parser)]
 struct Args {
-    /// The text, one verse a line (UTF-8, or gzipped with a .gz name).
-    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
-    /// Epochs to train.
-    #[arg(long, default_value_t = 6)]
     epochs: usize,
-    /// Verses per step.
-    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
-    batch_size: u32,
-    /// Characters read of each verse at most.
-    #[arg(long, default_value_t = 48, value_parser = clap::value_parser!(u32).range(1..))]
-    max_len: u32,
-    /// Adam's learning rate.
-    #[arg(long, default_value_t = 3e-3)]
+    batch_size: usize,
+    max_len: usize,
     lr: f64,
-    /// Seed of the weights and the batching.
-    #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The recurrent cell.
-    #[arg(long, value_enum, default_value_t = Cell::Gru)]
     cell: Cell,
 }
 
 fn parse_args() -> Result<Args> {
-    Ok(clap::Parser::parse())
+    let mut cli = Cli::new("Trains a recurrent classifier of which book a verse comes from.");
+    let args = Args {
+        data: cli.path(
+            "data",
+            "The text, one verse a line (UTF-8, or gzipped with a .gz name).",
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
+        ),
+        epochs: cli.value("epochs", "Epochs to train.", 6),
+        batch_size: cli.count("batch-size", "Verses per step.", 32),
+        max_len: cli.count("max-len", "Characters read of each verse at most.", 48),
+        lr: cli.value("lr", "Adam's learning rate.", 3e-3),
+        seed: cli.value("seed", "Seed of the weights and the batching.", 0),
+        cell: cli.choice(
+            "cell",
+            "The recurrent cell.",
+            &[("gru", "gated recurrent units", Cell::Gru), ("lstm", "long short-term memory", Cell::Lstm)],
+        ),
+    };
+    cli.finish();
+    Ok(args)
 }
 
 /// Each verse's characters as ids, and its book.
@@ -229,13 +231,13 @@ fn train<R: Reader>(args: &Args, verses: &[(Vec<i64>, i64)]) {
             Tensor::<Cpu, 1>::from_vec(books.clone(), [n], &CpuDevice),
         )
     };
-    let held_batches = batches(&held, 256, args.max_len as usize, &mut Rng::seed_from_u64(1));
+    let held_batches = batches(&held, 256, args.max_len, &mut Rng::seed_from_u64(1));
     let start = Instant::now();
     let mut step = 0u64;
     for epoch in 1..=args.epochs {
         let (mut total, mut count) = (0.0, 0usize);
         let mut lengths = std::collections::BTreeSet::new();
-        for batch in batches(&train, args.batch_size as usize, args.max_len as usize, &mut rng) {
+        for batch in batches(&train, args.batch_size, args.max_len, &mut rng) {
             lengths.insert(batch.2);
             let (ids, books) = tensors(&batch);
             total += model.train_step(&mut opt, &ids, &books, step);
