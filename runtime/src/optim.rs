@@ -130,24 +130,29 @@ struct Update<B: Backend> {
 type UpdateRule<'a, B> = dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B> + 'a;
 
 /// Updates every parameter by `update(name, flat_param, flat_grad)`.
-fn for_each_param<B: Backend, M: Module<B>>(
-    model: &mut M,
-    grads: &M::Grads,
-    update: &mut UpdateRule<'_, B>,
-) {
-    update_storages::<B, M>(model, grads, &mut |name, p, g| {
-        assert!(
-            B::shape(p) == B::shape(g),
-            "optimizer: {name}: gradient {:?} for parameter {:?}",
-            B::shape(g),
-            B::shape(p)
-        );
-        // The flat view of `p` is gone before the update, so `p`'s
-        // buffer is not shared and is updated in place.
-        let Update { keep, lr, step } = update(name, &Tensor::flat(p), &Tensor::flat(g));
-        let step = B::reshape(step.storage(), B::shape(p));
-        axpby_storage::<B>(p, keep, &step, -lr);
-    });
+///
+/// Here and in the steps and gradient passes below, the work on one
+/// parameter is a function of the backend alone, kept out of line: in a
+/// closure's body, or inlined into one, it would be compiled again for
+/// every model.
+fn for_each_param<B: Backend, M: Module<B>>(model: &mut M, grads: &M::Grads, update: &mut UpdateRule<'_, B>) {
+    update_storages::<B, M>(model, grads, &mut |name, p, g| update_param::<B>(update, name, p, g));
+}
+
+/// Updates parameter `p` in place by `update` and its gradient `g`.
+#[inline(never)]
+fn update_param<B: Backend>(update: &mut UpdateRule<'_, B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
+    assert!(
+        B::shape(p) == B::shape(g),
+        "optimizer: {name}: gradient {:?} for parameter {:?}",
+        B::shape(g),
+        B::shape(p)
+    );
+    // The flat view of `p` is gone before the update, so `p`'s
+    // buffer is not shared and is updated in place.
+    let Update { keep, lr, step } = update(name, &Tensor::flat(p), &Tensor::flat(g));
+    let step = B::reshape(step.storage(), B::shape(p));
+    axpby_storage::<B>(p, keep, &step, -lr);
 }
 
 /// The [`Optimizer`] methods every optimizer here shares: its `lr` field,
@@ -221,26 +226,46 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
             !(self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0)),
             "Sgd: Nesterov needs momentum and no dampening"
         );
-        let (lr, mu, damp, wd, nesterov) = (self.lr, self.momentum, self.dampening, self.weight_decay, self.nesterov);
+        let Sgd { lr, momentum, dampening, nesterov, weight_decay, .. } = *self;
+        let rule = SgdRule { lr, momentum, dampening, nesterov, weight_decay };
         let state = &mut self.state;
-        for_each_param(model, grads, &mut |name, p, g| {
-            let mut d = if wd != 0.0 { g.add(&p.mul_scalar(wd)) } else { g.clone() };
-            if mu != 0.0 {
-                let slots = state.of(name);
-                // PyTorch starts the buffer at the first gradient, undamped.
-                match slots.iter_mut().find(|(k, _)| k == "momentum_buffer") {
-                    Some((_, buf)) => buf.axpby_(mu, &d, 1.0 - damp),
-                    None => slots.push(("momentum_buffer".into(), d.clone())),
-                }
-                let (_, buf) = slots.iter().find(|(k, _)| k == "momentum_buffer").expect("set above");
-                d = if nesterov { d.add(&buf.mul_scalar(mu)) } else { buf.clone() };
-            }
-            Update { keep: 1.0, lr, step: d }
-        });
+        for_each_param(model, grads, &mut |name, p, g| sgd_update(&rule, state, name, p, g));
         self.steps = self.steps.saturating_add(1);
     }
 
     bookkeeping!();
+}
+
+/// [`Sgd`]'s settings for one step.
+struct SgdRule {
+    lr: f64,
+    momentum: f64,
+    dampening: f64,
+    nesterov: bool,
+    weight_decay: f64,
+}
+
+/// [`Sgd`]'s update of parameter `name`, from its flat values and gradient.
+#[inline(never)]
+fn sgd_update<B: Backend>(
+    o: &SgdRule,
+    state: &mut States<B>,
+    name: &str,
+    p: &Tensor<B, 1>,
+    g: &Tensor<B, 1>,
+) -> Update<B> {
+    let mut d = if o.weight_decay != 0.0 { g.add(&p.mul_scalar(o.weight_decay)) } else { g.clone() };
+    if o.momentum != 0.0 {
+        let slots = state.of(name);
+        // PyTorch starts the buffer at the first gradient, undamped.
+        match slots.iter_mut().find(|(k, _)| k == "momentum_buffer") {
+            Some((_, buf)) => buf.axpby_(o.momentum, &d, 1.0 - o.dampening),
+            None => slots.push(("momentum_buffer".into(), d.clone())),
+        }
+        let (_, buf) = slots.iter().find(|(k, _)| k == "momentum_buffer").expect("set above");
+        d = if o.nesterov { d.add(&buf.mul_scalar(o.momentum)) } else { buf.clone() };
+    }
+    Update { keep: 1.0, lr: o.lr, step: d }
 }
 
 /// Adam, as `torch.optim.Adam` (L2 weight decay added to the gradient), or
@@ -309,26 +334,30 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let state = &mut self.state;
         // The parameter and both moments in one update (one pass on
         // backends that fuse it); the moments start at zero.
-        update_storages::<B, M>(model, grads, &mut |name, p, g| {
-            let slots = state.of(name);
-            for moment in ["exp_avg", "exp_avg_sq"] {
-                if !slots.iter().any(|(k, _)| k == moment) {
-                    slots.push((moment.to_owned(), Tensor::flat(g).zeros_like()));
-                }
-            }
-            let (mut m, mut v) = (None, None);
-            for (key, slot) in slots.iter_mut() {
-                match key.as_str() {
-                    "exp_avg" => m = Some(slot),
-                    "exp_avg_sq" => v = Some(slot),
-                    _ => {}
-                }
-            }
-            adam_storage::<B>(p, m.expect("inserted above"), v.expect("inserted above"), g, o);
-        });
+        update_storages::<B, M>(model, grads, &mut |name, p, g| adam_update(o, state, name, p, g));
     }
 
     bookkeeping!();
+}
+
+/// [`Adam`]'s update of parameter `name`, in place.
+#[inline(never)]
+fn adam_update<B: Backend>(o: AdamStep, state: &mut States<B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
+    let slots = state.of(name);
+    for moment in ["exp_avg", "exp_avg_sq"] {
+        if !slots.iter().any(|(k, _)| k == moment) {
+            slots.push((moment.to_owned(), Tensor::flat(g).zeros_like()));
+        }
+    }
+    let (mut m, mut v) = (None, None);
+    for (key, slot) in slots.iter_mut() {
+        match key.as_str() {
+            "exp_avg" => m = Some(slot),
+            "exp_avg_sq" => v = Some(slot),
+            _ => {}
+        }
+    }
+    adam_storage::<B>(p, m.expect("inserted above"), v.expect("inserted above"), g, o);
 }
 
 /// The global L2 norm of all gradients, summed on the device and read
@@ -341,35 +370,48 @@ pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
 /// gradients).
 pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
     let mut sum: Option<Tensor<B, 0>> = None;
-    visit_grad_storages::<B, M>(grads, &mut |_, g| {
-        let s = Tensor::<B, 0>::wrap(B::sum_squares(g));
-        sum = Some(match sum.take() {
-            Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
-            None => s,
-        });
-    });
+    visit_grad_storages::<B, M>(grads, &mut |_, g| add_sum_squares::<B>(&mut sum, g));
     sum
+}
+
+/// Adds the sum of `g`'s squares to `sum`.
+#[inline(never)]
+fn add_sum_squares<B: Backend>(sum: &mut Option<Tensor<B, 0>>, g: &B::Storage) {
+    let s = Tensor::<B, 0>::wrap(B::sum_squares(g));
+    *sum = Some(match sum.take() {
+        Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
+        None => s,
+    });
 }
 
 /// Multiplies every gradient by `factor`.
 pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
-    map_grad_storages::<B, M>(grads, &mut |_, g| {
-        B::reshape(Tensor::<B, 1>::flat(&g).mul_scalar(factor).storage(), B::shape(&g))
-    });
+    map_grad_storages::<B, M>(grads, &mut |_, g| scaled::<B>(&g, factor));
+}
+
+/// `g * factor`.
+#[inline(never)]
+fn scaled<B: Backend>(g: &B::Storage, factor: f64) -> B::Storage {
+    B::reshape(Tensor::<B, 1>::flat(g).mul_scalar(factor).storage(), B::shape(g))
 }
 
 /// Adds `more` to `grads`, gradient by gradient (accumulation over
 /// several batches).
 pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads) {
     let mut flat = Vec::new();
-    visit_grad_storages::<B, M>(more, &mut |_, g| flat.push(Tensor::<B, 1>::flat(g)));
+    visit_grad_storages::<B, M>(more, &mut |_, g| flat.push(g.clone()));
     let mut more = flat.into_iter();
-    map_grad_storages::<B, M>(grads, &mut |name, g| {
-        let m = more.next().unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}"));
-        let (gn, mn) = (B::shape(&g).iter().product::<usize>(), m.numel());
-        assert_eq!(gn, mn, "add_grads: {name}: {mn} values to add to {gn}");
-        B::reshape(Tensor::<B, 1>::flat(&g).add(&m).storage(), B::shape(&g))
-    });
+    map_grad_storages::<B, M>(grads, &mut |name, g| added::<B>(name, &g, more.next()));
+}
+
+/// `g + more`, the gradient to add to `name`'s (of any shape with as many
+/// values).
+#[inline(never)]
+fn added<B: Backend>(name: &str, g: &B::Storage, more: Option<B::Storage>) -> B::Storage {
+    let m = Tensor::<B, 1>::flat(&more.unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}")));
+    let (gn, mn) = (B::shape(g).iter().product::<usize>(), m.numel());
+    assert_eq!(gn, mn, "add_grads: {name}: {mn} values to add to {gn}");
+    B::reshape(Tensor::<B, 1>::flat(g).add(&m).storage(), B::shape(g))
 }
 
 /// Scales all gradients so their global L2 norm is at most `max_norm`, as
