@@ -550,7 +550,12 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         }
     }
 
-    let forward_name = format!("{ident}::forward");
+    // The panic message of a wrong input shape, as a format string with the
+    // shape left to fill in.
+    let input_mismatch = format!(
+        "{ident}::forward: expects input [batch, {}], got {{:?}}",
+        input_text.trim_matches(|c| c == '[' || c == ']')
+    );
     // `check` rejects models without layers; this keeps the generator total.
     let (false, Some(output)) = (fields.is_empty(), plan.output()) else {
         return quote!(::core::compile_error!("a model needs at least one layer"););
@@ -745,13 +750,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
 
             fn check_input(x: &::blaze::Tensor<B, #in_rank>) {
                 let shape = x.shape();
-                ::core::assert!(
-                    shape[1..] == *Self::INPUT_SHAPE,
-                    "{}: expects input [batch, {}], got {:?}",
-                    #forward_name,
-                    #input_text.trim_matches(|c| c == '[' || c == ']'),
-                    shape
-                );
+                ::core::assert!(shape[1..] == *Self::INPUT_SHAPE, #input_mismatch, shape);
             }
         }
     }
