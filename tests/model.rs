@@ -117,6 +117,13 @@ fn forward_checks_the_input_shape() {
 }
 
 #[test]
+#[should_panic(expected = "Linear<4, 2>: expects input [.., 4], got [3, 5]")]
+fn a_linear_layer_names_its_sizes_and_the_input_it_got() {
+    let fc = Linear::<Cpu, 4, 2>::new(Default::default(), &mut Rng::seed_from_u64(0), &CpuDevice);
+    let _ = fc.forward(&Tensor::<Cpu, 2>::zeros([3, 5], &CpuDevice));
+}
+
+#[test]
 fn mlp_gradients_match_finite_differences() {
     let model = Mlp::new_seeded(1, &CpuDevice);
     let x = Tensor::<Cpu, 2>::normal_with([4, 8], 0.0, 1.0, &mut Rng::seed_from_u64(2), &CpuDevice);

@@ -5,7 +5,7 @@
 //! gradient.
 
 use super::params::weight_bias_module;
-use super::spec::init_param;
+use super::spec::init_weight_bias;
 use super::{Ctx, Layer, WeightGrads};
 use crate::adjoint;
 use crate::rng::Rng;
@@ -69,9 +69,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
             "Conv2d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
         );
         let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
-        let params = Spec::Conv2d.params(&[CIN, COUT, K], &options);
-        let weight = init_param(&params[0], rng, device);
-        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let (weight, bias) = init_weight_bias(Spec::Conv2d, &[CIN, COUT, K], &options, rng, device);
         Conv2d { weight, bias, options: config.options() }
     }
 }
@@ -180,9 +178,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv1d<B, 
             "Conv1d<{CIN}, {COUT}, {K}>: {g} groups must divide both channel counts"
         );
         let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
-        let params = Spec::Conv1d.params(&[CIN, COUT, K], &options);
-        let weight = init_param(&params[0], rng, device);
-        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let (weight, bias) = init_weight_bias(Spec::Conv1d, &[CIN, COUT, K], &options, rng, device);
         let options = Conv2dOptions {
             stride: [1, config.stride],
             padding: [0, config.padding],
@@ -344,9 +340,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> ConvTransp
             config.dilation
         );
         let options = Options { groups: g, bias: config.bias, ..Options::DEFAULT };
-        let params = Spec::ConvTranspose2d.params(&[CIN, COUT, K], &options);
-        let weight = init_param(&params[0], rng, device);
-        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let (weight, bias) = init_weight_bias(Spec::ConvTranspose2d, &[CIN, COUT, K], &options, rng, device);
         let options = Conv2dOptions::default()
             .stride(config.stride)
             .padding(config.padding)

@@ -1,7 +1,7 @@
 //! `Linear<B, I, O>`: `y = x W^T + b` over the last dim, as `torch.nn.Linear`.
 
 use super::params::weight_bias_module;
-use super::spec::init_param;
+use super::spec::init_weight_bias;
 use super::{Ctx, Layer, WeightGrads};
 use crate::adjoint;
 use crate::rng::Rng;
@@ -37,9 +37,8 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
     /// Initialised as PyTorch does (the spec's parameter list): weight and
     /// bias uniform in `±1/sqrt(I)`.
     pub fn new(config: LinearConfig, rng: &mut Rng, device: &B::Device) -> Self {
-        let params = Spec::Linear.params(&[I, O], &Options { bias: config.bias, ..Options::DEFAULT });
-        let weight = init_param(&params[0], rng, device);
-        let bias = params.get(1).map(|p| init_param(p, rng, device));
+        let options = Options { bias: config.bias, ..Options::DEFAULT };
+        let (weight, bias) = init_weight_bias(Spec::Linear, &[I, O], &options, rng, device);
         Linear { weight, bias }
     }
 
@@ -65,19 +64,7 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
         act: Option<UnaryOp>,
         residual: Option<&Tensor<B, D>>,
     ) -> Tensor<B, D> {
-        Self::check(x);
-        let mut out = x.shape();
-        out[D - 1] = O;
-        let flat: Tensor<B, 2> = x.reshape([-1, I as i64]);
-        let y = flat.matmul(&self.weight.t());
-        match residual {
-            Some(r) => {
-                assert!(r.shape() == out, "Linear<{I}, {O}>: residual {:?} for output {:?}", r.shape(), out);
-                y.bias_act_add(self.bias.as_ref(), 1, act, &r.reshape([-1, O as i64]))
-            }
-            None => y.bias_act(self.bias.as_ref(), 1, act),
-        }
-        .reshape(out)
+        linear_fused(&self.weight, self.bias.as_ref(), x, act, residual)
     }
 
     /// The training [`Linear::forward_act`]: its output and the layer's cache.
@@ -98,11 +85,31 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
     ) -> (Tensor<B, D>, <Self as Layer<B, D, D>>::Cache) {
         (self.forward_fused(x, act, residual), super::CachesInput::cache_input(self, x))
     }
+}
 
-    fn check<const D: usize>(x: &Tensor<B, D>) {
-        let s = x.shape();
-        assert!(D >= 2 && s[D - 1] == I, "Linear<{I}, {O}>: expects input [.., {I}], got {:?}", s);
+/// [`Linear::forward_fused`] for a weight `[O, I]`: one copy for every
+/// `Linear<I, O>`, as the sizes come from the weight.
+fn linear_fused<B: Backend, const D: usize>(
+    weight: &Tensor<B, 2>,
+    bias: Option<&Tensor<B, 1>>,
+    x: &Tensor<B, D>,
+    act: Option<UnaryOp>,
+    residual: Option<&Tensor<B, D>>,
+) -> Tensor<B, D> {
+    let [o, i] = weight.shape();
+    let mut out = x.shape();
+    assert!(D >= 2 && out[D - 1] == i, "Linear<{i}, {o}>: expects input [.., {i}], got {out:?}");
+    out[D - 1] = o;
+    let flat: Tensor<B, 2> = x.reshape([-1, i as i64]);
+    let y = flat.matmul(&weight.t());
+    match residual {
+        Some(r) => {
+            assert!(r.shape() == out, "Linear<{i}, {o}>: residual {:?} for output {:?}", r.shape(), out);
+            y.bias_act_add(bias, 1, act, &r.reshape([-1, o as i64]))
+        }
+        None => y.bias_act(bias, 1, act),
     }
+    .reshape(out)
 }
 
 weight_bias_module!([const I: usize, const O: usize] Linear<B, I, O>, 2);

@@ -2,6 +2,7 @@
 //! (Linear, Conv2d, BatchNorm2d, LayerNorm): their gradient type and one
 //! `Module` implementation for all of them.
 
+use super::{GradSource, GradVisitor, ParamMapper, ParamVisitor, join};
 use crate::{Backend, Tensor};
 
 /// Gradients of a layer with a weight of rank `D` and a bias.
@@ -38,7 +39,10 @@ impl<B: Backend> BiasSlot<B> for Tensor<B, 1> {
 }
 
 /// Implements [`super::Module`] for a layer with fields `weight` (rank
-/// `$d`) and `bias`, and optionally buffers, visited under their field names.
+/// `$d`) and `bias`, and optionally buffers, visited under their field
+/// names. Each method is one call of a function below, generic over the
+/// backend, the weight's rank and the visitor but not over the layer's
+/// sizes: every `Linear<I, O>` of a model shares one copy.
 macro_rules! weight_bias_module {
     ($g:tt $t:ty, $d:literal $(, buffers: [$($buf:ident),*])?) => {
         weight_bias_module!(@impl $g $t, $d, [$($($buf),*)?]);
@@ -48,10 +52,8 @@ macro_rules! weight_bias_module {
             type Grads = $crate::nn::WeightGrads<B, $d>;
 
             fn visit_params<V: $crate::nn::ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
-                v.visit(&$crate::nn::join(prefix, "weight"), &self.weight);
-                if let Some(b) = $crate::nn::params::BiasSlot::get(&self.bias) {
-                    v.visit(&$crate::nn::join(prefix, "bias"), b);
-                }
+                let bias = $crate::nn::params::BiasSlot::get(&self.bias);
+                $crate::nn::params::visit_weight_bias(&self.weight, bias, prefix, v);
             }
 
             fn visit_buffers<V: $crate::nn::ParamVisitor<B>>(&self, _prefix: &str, _v: &mut V) {
@@ -59,41 +61,79 @@ macro_rules! weight_bias_module {
             }
 
             fn map_tensors<M: $crate::nn::ParamMapper<B>>(&mut self, prefix: &str, m: &mut M) {
-                self.weight = m.map(&$crate::nn::join(prefix, "weight"), self.weight.clone());
-                if let Some(b) = $crate::nn::params::BiasSlot::get_mut(&mut self.bias) {
-                    *b = m.map(&$crate::nn::join(prefix, "bias"), b.clone());
-                }
+                let bias = $crate::nn::params::BiasSlot::get_mut(&mut self.bias);
+                $crate::nn::params::map_weight_bias(&mut self.weight, bias, prefix, m);
                 $(self.$buf = m.map(&$crate::nn::join(prefix, stringify!($buf)), self.$buf.clone());)*
             }
 
             fn visit_grads<V: $crate::nn::GradVisitor<B>>(&mut self, g: &Self::Grads, prefix: &str, v: &mut V) {
-                v.visit(&$crate::nn::join(prefix, "weight"), &mut self.weight, &g.weight);
-                if let (Some(b), Some(gb)) = ($crate::nn::params::BiasSlot::get_mut(&mut self.bias), &g.bias) {
-                    v.visit(&$crate::nn::join(prefix, "bias"), b, gb);
-                }
+                let bias = $crate::nn::params::BiasSlot::get_mut(&mut self.bias);
+                $crate::nn::params::visit_weight_bias_grads(&mut self.weight, bias, g, prefix, v);
             }
 
             fn visit_grad_tensors<V: $crate::nn::ParamVisitor<B>>(g: &Self::Grads, prefix: &str, v: &mut V) {
-                v.visit(&$crate::nn::join(prefix, "weight"), &g.weight);
-                if let Some(b) = &g.bias {
-                    v.visit(&$crate::nn::join(prefix, "bias"), b);
-                }
+                $crate::nn::params::visit_weight_bias(&g.weight, g.bias.as_ref(), prefix, v);
             }
 
             fn make_grads<F: $crate::nn::GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
-                $crate::nn::WeightGrads {
-                    weight: f.grad(&$crate::nn::join(prefix, "weight"), &self.weight),
-                    bias: $crate::nn::params::BiasSlot::get(&self.bias).map(|b| f.grad(&$crate::nn::join(prefix, "bias"), b)),
-                }
+                let bias = $crate::nn::params::BiasSlot::get(&self.bias);
+                $crate::nn::params::make_weight_bias_grads(&self.weight, bias, prefix, f)
             }
 
             fn map_grad_tensors<M: $crate::nn::ParamMapper<B>>(g: &mut Self::Grads, prefix: &str, m: &mut M) {
-                g.weight = m.map(&$crate::nn::join(prefix, "weight"), g.weight.clone());
-                if let Some(b) = g.bias.take() {
-                    g.bias = Some(m.map(&$crate::nn::join(prefix, "bias"), b));
-                }
+                $crate::nn::params::map_weight_bias(&mut g.weight, g.bias.as_mut(), prefix, m);
             }
         }
     };
 }
 pub(crate) use weight_bias_module;
+
+/// Visits `prefix.weight` and `prefix.bias`.
+pub(crate) fn visit_weight_bias<B: Backend, const D: usize, V: ParamVisitor<B>>(
+    weight: &Tensor<B, D>,
+    bias: Option<&Tensor<B, 1>>,
+    prefix: &str,
+    v: &mut V,
+) {
+    v.visit(&join(prefix, "weight"), weight);
+    if let Some(b) = bias {
+        v.visit(&join(prefix, "bias"), b);
+    }
+}
+
+/// Replaces `prefix.weight` and `prefix.bias` by what `m` returns.
+pub(crate) fn map_weight_bias<B: Backend, const D: usize, M: ParamMapper<B>>(
+    weight: &mut Tensor<B, D>,
+    bias: Option<&mut Tensor<B, 1>>,
+    prefix: &str,
+    m: &mut M,
+) {
+    *weight = m.map(&join(prefix, "weight"), weight.clone());
+    if let Some(b) = bias {
+        *b = m.map(&join(prefix, "bias"), b.clone());
+    }
+}
+
+/// Visits the weight and the bias with their gradients in `g`.
+pub(crate) fn visit_weight_bias_grads<B: Backend, const D: usize, V: GradVisitor<B>>(
+    weight: &mut Tensor<B, D>,
+    bias: Option<&mut Tensor<B, 1>>,
+    g: &WeightGrads<B, D>,
+    prefix: &str,
+    v: &mut V,
+) {
+    v.visit(&join(prefix, "weight"), weight, &g.weight);
+    if let (Some(b), Some(gb)) = (bias, &g.bias) {
+        v.visit(&join(prefix, "bias"), b, gb);
+    }
+}
+
+/// The weight's and the bias's gradients from `f`.
+pub(crate) fn make_weight_bias_grads<B: Backend, const D: usize, F: GradSource<B>>(
+    weight: &Tensor<B, D>,
+    bias: Option<&Tensor<B, 1>>,
+    prefix: &str,
+    f: &mut F,
+) -> WeightGrads<B, D> {
+    WeightGrads { weight: f.grad(&join(prefix, "weight"), weight), bias: bias.map(|b| f.grad(&join(prefix, "bias"), b)) }
+}

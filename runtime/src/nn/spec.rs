@@ -40,6 +40,21 @@ pub(crate) fn init_param<B: Backend, const D: usize>(param: &Param, rng: &mut Rn
     }
 }
 
+/// The weight (rank `D`) and the optional bias of `layer` with `sizes` and
+/// `options`, as the spec lists them: one copy for every size of the
+/// layers that hold these two (`Linear`, the convolutions).
+pub(crate) fn init_weight_bias<B: Backend, const D: usize>(
+    layer: Layer,
+    sizes: &[usize],
+    options: &Options,
+    rng: &mut Rng,
+    device: &B::Device,
+) -> (Tensor<B, D>, Option<Tensor<B, 1>>) {
+    let params = layer.params(sizes, options);
+    let weight = init_param(&params[0], rng, device);
+    (weight, params.get(1).map(|p| init_param(p, rng, device)))
+}
+
 /// `FromSpec` for layers without options or parameters.
 macro_rules! plain_from_spec {
     ($($t:ident),*) => {
