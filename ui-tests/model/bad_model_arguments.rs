@@ -10,4 +10,20 @@ pub struct UnknownArgument {
     fc: Linear<4, 2>,
 }
 
+#[model(input = [4], fusee = false)]
+pub struct MisspeltArgument {
+    fc: Linear<4, 2>,
+}
+
+#[model(input = [4], input = [5])]
+pub struct InputTwice {
+    fc: Linear<4, 2>,
+}
+
+#[model(input = [1, 8, 8])]
+pub struct BareLayerOption {
+    #[layer(1)]
+    conv: Conv2d<1, 4, 3>,
+}
+
 fn main() {}

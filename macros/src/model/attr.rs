@@ -3,21 +3,53 @@
 //! rules live in `check.rs`.
 
 use blaze_spec::Layer;
-use darling::FromMeta;
-use darling::ast::NestedMeta;
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, GenericArgument, Lit, PathArguments, Type};
+use syn::{Expr, GenericArgument, Lit, MetaNameValue, PathArguments, Token, Type};
 
 use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
 
-#[derive(FromMeta)]
+/// `#[model(...)]`'s arguments.
+#[derive(Default)]
 struct ModelArgs {
     input: Option<Expr>,
     /// `fuse = false`: no runs of fields as one kernel, no recomputed
     /// inputs (what a forward body's `fuse = false` turns off too).
     fuse: Option<Expr>,
+}
+
+impl ModelArgs {
+    const KEYS: [&str; 2] = ["input", "fuse"];
+
+    /// `key = value` pairs, each key known and given once.
+    fn parse(attr: TokenStream) -> syn::Result<Self> {
+        let mut args = ModelArgs::default();
+        for MetaNameValue { path, value, .. } in
+            Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(attr)?
+        {
+            let key = path.get_ident().map(ToString::to_string).unwrap_or_default();
+            let slot = match key.as_str() {
+                "input" => &mut args.input,
+                "fuse" => &mut args.fuse,
+                _ => {
+                    let hint =
+                        super::closest(&key, Self::KEYS).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
+                    let message = format!(
+                        "unknown argument `{}`{hint} (#[model] takes `input` and `fuse`)",
+                        path.to_token_stream()
+                    );
+                    return Err(syn::Error::new(path.span(), message));
+                }
+            };
+            if slot.replace(value).is_some() {
+                return Err(syn::Error::new(path.span(), format!("`{key}` is given twice")));
+            }
+        }
+        Ok(args)
+    }
 }
 
 /// Parses `#[model(attr)] item`. A struct comes back even with errors in
@@ -169,8 +201,7 @@ fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<(Vec<(usize, 
             "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
         )
     };
-    let metas = NestedMeta::parse_meta_list(attr)?;
-    let args = ModelArgs::from_list(&metas).map_err(syn::Error::from)?;
+    let args = ModelArgs::parse(attr)?;
     let Some(expr) = args.input else { return Err(missing()) };
     let span = expr.span();
     let Expr::Array(arr) = &expr else {
@@ -378,12 +409,12 @@ fn const_args(args: &PathArguments) -> ConstArgs {
 
 fn parse_options(attr: &syn::Attribute) -> syn::Result<Vec<LayerOption>> {
     let list = attr.meta.require_list()?;
-    let metas = NestedMeta::parse_meta_list(list.tokens.clone())?;
+    let expected = |span| syn::Error::new(span, "expected `key = value`, e.g. #[layer(padding = 2)]");
+    let metas =
+        list.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated).map_err(|e| expected(e.span()))?;
     let mut out = Vec::new();
     for m in metas {
-        let NestedMeta::Meta(syn::Meta::NameValue(nv)) = &m else {
-            return Err(syn::Error::new(m.span(), "expected `key = value`, e.g. #[layer(padding = 2)]"));
-        };
+        let syn::Meta::NameValue(nv) = &m else { return Err(expected(m.span())) };
         let Some(key) = nv.path.get_ident().cloned() else {
             return Err(syn::Error::new(nv.path.span(), "expected a plain option name"));
         };
