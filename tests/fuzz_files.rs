@@ -1,7 +1,7 @@
 //! Seeded mutation fuzzing of everything Blaze reads from disk: model
 //! weights and training checkpoints (safetensors, with their optimizer
-//! state and `history` metadata, also through `fit`'s resume) and MNIST
-//! IDX files, raw and gzipped.
+//! state and `history` metadata, also through `fit`'s resume), MNIST
+//! IDX files, raw and gzipped, and CSV tables.
 //!
 //! Each case mutates a valid file (bit flips, special bytes, truncation,
 //! splices, a rewritten header length, numbers and dtypes edited inside
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use blaze::Rng;
 use blaze::data::mnist::read_idx;
-use blaze::data::{DataLoader, InMemoryDataset};
+use blaze::data::{CsvOptions, DataLoader, InMemoryDataset, read_csv};
 use blaze::loss::cross_entropy;
 use blaze::nn::{Ctx, state_dict};
 use blaze::optim::{Adam, Optimizer};
@@ -102,6 +102,7 @@ fn mutate_as(seed: &[u8], rng: &mut Rng, kind: Format) -> Vec<u8> {
     let mut edit = |b: &mut Vec<u8>, rng: &mut Rng| match kind {
         Format::Safetensors => safetensors_header(b, rng),
         Format::Idx => idx_header(b, rng),
+        Format::Csv => {}
     };
     mutate(seed, rng, Some(&mut edit))
 }
@@ -181,8 +182,9 @@ fn idx_header(b: &mut [u8], rng: &mut Rng) {
 enum Format {
     Safetensors,
     Idx,
+    /// Text: the generic mutations alone.
+    Csv,
 }
-
 
 // ---- the targets --------------------------------------------------------
 
@@ -338,6 +340,19 @@ fn main() {
         fit(&mut m, &mut Adam::new(1e-2), &mut tl, &mut vl, &config).map(drop).map_err(|e| e.to_string())
     };
     let read = |p: &Path| read_idx(p).map(drop).map_err(|e| e.to_string());
+    // A table in the shipped wine file's columns, the classes quoted, with
+    // a categorical column.
+    let table = dir.join("seed-table.csv");
+    let wine = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/tabular/wine.csv"))
+        .expect("the shipped wine table");
+    let rows: Vec<&str> = wine.lines().take(12).collect();
+    let quoted: Vec<String> = rows
+        .iter()
+        .map(|r| r.rsplit_once(',').map_or_else(|| r.to_string(), |(head, class)| format!("{head},\"{class}\"")))
+        .collect();
+    std::fs::write(&table, quoted.join("\r\n")).expect("write");
+    let table_options = CsvOptions::classes("cultivar").categorical(&["magnesium"]);
+    let read_table = |p: &Path| read_csv(p, &table_options).map(drop).map_err(|e| e.to_string());
 
     let targets = [
         Target {
@@ -381,6 +396,15 @@ fn main() {
             // Decompressed data is bounded by the deflate ratio.
             budget: |n| 2 * 1032 * n + MIB,
             load: &read,
+        },
+        Target {
+            name: "csv",
+            format: Format::Csv,
+            seed_file: &table,
+            file: "t.csv",
+            // Every cell is held as a string until the columns are known.
+            budget: |n| 64 * n + MIB,
+            load: &read_table,
         },
     ];
     let mut failures = Vec::new();

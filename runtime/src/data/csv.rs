@@ -138,13 +138,13 @@ pub struct CsvTable {
 /// or class the schema does not know, an empty cell.
 pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError> {
     let bad = |problem: String| DataError::format(path, problem);
-    let mut reader = ::csv::ReaderBuilder::new()
-        .delimiter(options.delimiter)
-        .has_headers(true)
-        .flexible(false)
-        .from_path(path)
-        .map_err(|e| csv_error(path, e))?;
-    let header: Vec<String> = reader.headers().map_err(|e| csv_error(path, e))?.iter().map(str::to_owned).collect();
+    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let before = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        bad(format!("row {}: not UTF-8 text", 1 + line_breaks(before)))
+    })?;
+    let mut records = parse_records(&text, options.delimiter).map_err(bad)?.into_iter();
+    let Some((_, header)) = records.next() else { return Err(bad("the file is empty: no header row".into())) };
     let find = |name: &str| {
         header
             .iter()
@@ -177,10 +177,11 @@ pub fn read_csv(path: &Path, options: &CsvOptions) -> Result<CsvTable, DataError
     // skipped or refused.
     let mut rows: Vec<(usize, Vec<String>, String)> = Vec::new();
     let mut skipped_rows = 0;
-    for (i, record) in reader.records().enumerate() {
-        let row = i + 2;
-        let record = record.map_err(|e| csv_error(path, e))?;
-        let cell = |c: usize| record.get(c).unwrap_or("").trim().to_owned();
+    for (row, record) in records {
+        if record.len() != header.len() {
+            return Err(bad(format!("row {row}: {} fields, but the header has {}", record.len(), header.len())));
+        }
+        let cell = |c: usize| record[c].trim().to_owned();
         let cells: Vec<String> = used.iter().map(|&c| cell(c)).collect();
         let label = cell(target);
         let empty = used.iter().zip(&cells).map(|(&c, v)| (c, v)).chain([(target, &label)]).find(|(_, v)| v.is_empty());
@@ -280,20 +281,82 @@ fn sorted_levels<'a>(values: impl Iterator<Item = &'a str>) -> Vec<String> {
     levels
 }
 
-/// A `csv` crate error as the file and the problem, with the row where the
-/// crate knows it.
-fn csv_error(path: &Path, e: ::csv::Error) -> DataError {
-    let row = e.position().map(|p| format!("row {}: ", p.line())).unwrap_or_default();
-    match e.into_kind() {
-        ::csv::ErrorKind::Io(source) => DataError::io(path, source),
-        ::csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
-            DataError::format(path, format!("{row}{len} fields, but the header has {expected_len}"))
-        }
-        ::csv::ErrorKind::Utf8 { err, .. } => {
-            DataError::format(path, format!("{row}not UTF-8 text (field {})", err.field() + 1))
-        }
-        other => DataError::format(path, format!("{row}{other:?}")),
+/// A CSV record: the line it starts on (1-based), and its fields.
+type Record = (usize, Vec<String>);
+
+/// The records of CSV `text` as RFC 4180 writes them: fields split by
+/// `delimiter`; a field in double quotes may hold the delimiter, line
+/// breaks and quotes (doubled); records end at `\n`, `\r\n` or `\r`.
+/// Blank lines are skipped and a leading byte-order mark is dropped. An
+/// unclosed quote, or text after a closing one, is an error naming its row.
+fn parse_records(text: &str, delimiter: u8) -> Result<Vec<Record>, String> {
+    if !delimiter.is_ascii() || matches!(delimiter, b'"' | b'\n' | b'\r') {
+        return Err(format!(
+            "the delimiter {:?} is not an ASCII character other than a quote or a line break",
+            delimiter as char
+        ));
     }
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Every byte the parser stops at is ASCII, so each slice below falls
+    // on a char boundary.
+    let bytes = text.as_bytes();
+    let (mut at, mut line, mut out) = (0, 1, Vec::new());
+    while at < bytes.len() {
+        let (start_line, mut fields, mut quoted) = (line, Vec::new(), false);
+        loop {
+            let mut field = String::new();
+            if bytes.get(at) == Some(&b'"') {
+                quoted = true;
+                at += 1;
+                loop {
+                    let Some(end) = bytes[at..].iter().position(|&b| b == b'"').map(|p| at + p) else {
+                        return Err(format!("row {start_line}: a quoted field is not closed"));
+                    };
+                    field.push_str(&text[at..end]);
+                    line += line_breaks(&bytes[at..end]);
+                    if bytes.get(end + 1) == Some(&b'"') {
+                        field.push('"');
+                        at = end + 2;
+                    } else {
+                        at = end + 1;
+                        break;
+                    }
+                }
+            } else {
+                let end = bytes[at..]
+                    .iter()
+                    .position(|&b| b == delimiter || b == b'\n' || b == b'\r')
+                    .map_or(bytes.len(), |p| at + p);
+                field.push_str(&text[at..end]);
+                at = end;
+            }
+            fields.push(field);
+            match bytes.get(at) {
+                Some(&b) if b == delimiter => at += 1,
+                Some(b'\r') if bytes.get(at + 1) == Some(&b'\n') => {
+                    at += 2;
+                    line += 1;
+                    break;
+                }
+                Some(b'\r' | b'\n') => {
+                    at += 1;
+                    line += 1;
+                    break;
+                }
+                None => break,
+                Some(_) => return Err(format!("row {line}: text after a closing quote")),
+            }
+        }
+        if quoted || fields.len() > 1 || !fields[0].is_empty() {
+            out.push((start_line, fields));
+        }
+    }
+    Ok(out)
+}
+
+/// The line breaks in `bytes` (`\n`, `\r\n` and a lone `\r` count one each).
+fn line_breaks(bytes: &[u8]) -> usize {
+    bytes.iter().enumerate().filter(|&(i, &b)| b == b'\n' || (b == b'\r' && bytes.get(i + 1) != Some(&b'\n'))).count()
 }
 
 #[cfg(test)]
@@ -370,5 +433,65 @@ mod tests {
         assert_eq!((skipped.dataset.len(), skipped.skipped_rows), (1, 1));
         let err = read_csv(Path::new("/nonexistent/table.csv"), &CsvOptions::classes("y")).expect_err("no file");
         assert!(err.to_string().contains("/nonexistent/table.csv"), "{err}");
+    }
+
+    #[test]
+    fn records_as_rfc_4180_writes_them() {
+        let parse = |text: &str| parse_records(text, b',').expect(text);
+        let fields = |rows: Vec<Record>| rows.into_iter().map(|r| r.1).collect::<Vec<_>>();
+        assert_eq!(
+            parse("a,b\r\n\"x, \"\"y\"\"\",2\n\n\"two\nlines\",3\rlast,\n"),
+            [
+                (1, vec!["a".into(), "b".into()]),
+                (2, vec!["x, \"y\"".into(), "2".into()]),
+                (4, vec!["two\nlines".into(), "3".into()]),
+                (6, vec!["last".into(), String::new()]),
+            ]
+        );
+        assert_eq!(
+            fields(parse("\u{feff}h\n\"\"\n")),
+            [vec!["h".to_owned()], vec![String::new()]],
+            "BOM; a quoted empty field"
+        );
+        assert_eq!(fields(parse_records("a;b\t\n1;2\n", b';').expect("semicolons")), [["a", "b\t"], ["1", "2"]]);
+        assert_eq!(fields(parse("a,b,")), [["a", "b", ""]], "a delimiter at the end of the file");
+        assert_eq!(parse_records("a,b\n\"1,2\n", b','), Err("row 2: a quoted field is not closed".into()));
+        assert_eq!(parse_records("a\n\"1\"x\n", b','), Err("row 2: text after a closing quote".into()));
+        assert!(parse_records("a", b'"').expect_err("quote").contains("not an ASCII character other than"));
+    }
+
+    #[test]
+    fn records_agree_with_the_csv_crate() {
+        let texts = [
+            "a,b,c\n1,2,3\n",
+            "a,b\r\n1,2\r\n",
+            "\"q\"\"uote\",\"de,lim\"\n\"multi\nline\",x\n",
+            "a,b\n\n\n1,2\n",
+            "a,\n,b\n,\n",
+            "x\ry\rz",
+            "héllo,wörld\n€,ü\n",
+        ];
+        for text in texts {
+            let mine: Vec<Vec<String>> = parse_records(text, b',').expect(text).into_iter().map(|r| r.1).collect();
+            let mut reader = ::csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
+            let theirs: Vec<Vec<String>> = reader
+                .records()
+                .map(|r| r.expect("the csv crate reads it").iter().map(str::to_owned).collect())
+                .collect();
+            assert_eq!(mine, theirs, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn rows_count_lines_and_bad_bytes_name_theirs() {
+        let path = file("quoted.csv", "a,y\n\"one\ntwo\",0\n1,2,3\n");
+        let err = read_csv(&path, &CsvOptions::classes("y")).expect_err("ragged").to_string();
+        assert!(err.contains("quoted.csv") && err.contains("row 4: 3 fields, but the header has 2"), "{err}");
+        let path = file("latin1.csv", "");
+        std::fs::write(&path, b"a,y\n1,0\n2,\xe9\n").expect("written");
+        let err = read_csv(&path, &CsvOptions::classes("y")).expect_err("not UTF-8").to_string();
+        assert!(err.contains("latin1.csv") && err.contains("row 3: not UTF-8 text"), "{err}");
+        let err = read_csv(&file("blank.csv", "\n\n"), &CsvOptions::classes("y")).expect_err("empty").to_string();
+        assert!(err.contains("blank.csv") && err.contains("the file is empty: no header row"), "{err}");
     }
 }
