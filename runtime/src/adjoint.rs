@@ -183,6 +183,11 @@ pub fn leaky_relu<B: Backend>(g: &S<B>, x: &S<B>, slope: f64) -> S<B> {
 
 /// The exact GELU: `g (Φ(x) + x φ(x))`, one fused elementwise pass.
 pub fn gelu<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
+    (B::compiled().gelu_grad)(g, x)
+}
+
+/// [`gelu`], compiled once per backend in its [`Compiled`](crate::Compiled) table.
+pub(crate) fn gelu_grad<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
     let shape = Dims::from(B::shape(x));
     B::elementwise::<GeluGrad>(
         KernelFn::Value,

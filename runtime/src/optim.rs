@@ -119,7 +119,7 @@ fn group_slots(tensors: Vec<(String, TensorData)>) -> Grouped {
 }
 
 /// One parameter's update: `p = keep * p - lr * step`, made in place.
-struct Update<B: Backend> {
+pub(crate) struct Update<B: Backend> {
     keep: f64,
     lr: f64,
     step: Tensor<B, 1>,
@@ -127,21 +127,22 @@ struct Update<B: Backend> {
 
 /// An optimizer's rule for one parameter: its update from its name, its
 /// flat values and its flat gradient.
-type UpdateRule<'a, B> = dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B> + 'a;
+pub(crate) type UpdateRule<'a, B> = dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B> + 'a;
 
 /// Updates every parameter by `update(name, flat_param, flat_grad)`.
 ///
 /// Here and in the steps and gradient passes below, the work on one
-/// parameter is a function of the backend alone, kept out of line: in a
+/// parameter is a function of the backend alone, called through the
+/// backend's [`Compiled`](crate::Compiled) table and kept out of line: in a
 /// closure's body, or inlined into one, it would be compiled again for
 /// every model.
 fn for_each_param<B: Backend, M: Module<B>>(model: &mut M, grads: &M::Grads, update: &mut UpdateRule<'_, B>) {
-    update_storages::<B, M>(model, grads, &mut |name, p, g| update_param::<B>(update, name, p, g));
+    update_storages::<B, M>(model, grads, &mut |name, p, g| (B::compiled().update_param)(update, name, p, g));
 }
 
 /// Updates parameter `p` in place by `update` and its gradient `g`.
 #[inline(never)]
-fn update_param<B: Backend>(update: &mut UpdateRule<'_, B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
+pub(crate) fn update_param<B: Backend>(update: &mut UpdateRule<'_, B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
     assert!(
         B::shape(p) == B::shape(g),
         "optimizer: {name}: gradient {:?} for parameter {:?}",
@@ -229,7 +230,7 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
         let Sgd { lr, momentum, dampening, nesterov, weight_decay, .. } = *self;
         let rule = SgdRule { lr, momentum, dampening, nesterov, weight_decay };
         let state = &mut self.state;
-        for_each_param(model, grads, &mut |name, p, g| sgd_update(&rule, state, name, p, g));
+        for_each_param(model, grads, &mut |name, p, g| (B::compiled().sgd_update)(&rule, state, name, p, g));
         self.steps = self.steps.saturating_add(1);
     }
 
@@ -237,7 +238,7 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
 }
 
 /// [`Sgd`]'s settings for one step.
-struct SgdRule {
+pub(crate) struct SgdRule {
     lr: f64,
     momentum: f64,
     dampening: f64,
@@ -247,7 +248,7 @@ struct SgdRule {
 
 /// [`Sgd`]'s update of parameter `name`, from its flat values and gradient.
 #[inline(never)]
-fn sgd_update<B: Backend>(
+pub(crate) fn sgd_update<B: Backend>(
     o: &SgdRule,
     state: &mut States<B>,
     name: &str,
@@ -334,7 +335,7 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let state = &mut self.state;
         // The parameter and both moments in one update (one pass on
         // backends that fuse it); the moments start at zero.
-        update_storages::<B, M>(model, grads, &mut |name, p, g| adam_update(o, state, name, p, g));
+        update_storages::<B, M>(model, grads, &mut |name, p, g| (B::compiled().adam_update)(o, state, name, p, g));
     }
 
     bookkeeping!();
@@ -342,7 +343,7 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
 
 /// [`Adam`]'s update of parameter `name`, in place.
 #[inline(never)]
-fn adam_update<B: Backend>(o: AdamStep, state: &mut States<B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
+pub(crate) fn adam_update<B: Backend>(o: AdamStep, state: &mut States<B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
     let slots = state.of(name);
     for moment in ["exp_avg", "exp_avg_sq"] {
         if !slots.iter().any(|(k, _)| k == moment) {
@@ -370,13 +371,13 @@ pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
 /// gradients).
 pub(crate) fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
     let mut sum: Option<Tensor<B, 0>> = None;
-    visit_grad_storages::<B, M>(grads, &mut |_, g| add_sum_squares::<B>(&mut sum, g));
+    visit_grad_storages::<B, M>(grads, &mut |_, g| (B::compiled().add_sum_squares)(&mut sum, g));
     sum
 }
 
 /// Adds the sum of `g`'s squares to `sum`.
 #[inline(never)]
-fn add_sum_squares<B: Backend>(sum: &mut Option<Tensor<B, 0>>, g: &B::Storage) {
+pub(crate) fn add_sum_squares<B: Backend>(sum: &mut Option<Tensor<B, 0>>, g: &B::Storage) {
     let s = Tensor::<B, 0>::wrap(B::sum_squares(g));
     *sum = Some(match sum.take() {
         Some(acc) => acc.add(&s.to_dtype(acc.dtype())),
@@ -386,12 +387,12 @@ fn add_sum_squares<B: Backend>(sum: &mut Option<Tensor<B, 0>>, g: &B::Storage) {
 
 /// Multiplies every gradient by `factor`.
 pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
-    map_grad_storages::<B, M>(grads, &mut |_, g| scaled::<B>(&g, factor));
+    map_grad_storages::<B, M>(grads, &mut |_, g| (B::compiled().scaled)(&g, factor));
 }
 
 /// `g * factor`.
 #[inline(never)]
-fn scaled<B: Backend>(g: &B::Storage, factor: f64) -> B::Storage {
+pub(crate) fn scaled<B: Backend>(g: &B::Storage, factor: f64) -> B::Storage {
     B::reshape(Tensor::<B, 1>::flat(g).mul_scalar(factor).storage(), B::shape(g))
 }
 
@@ -401,13 +402,13 @@ pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads
     let mut flat = Vec::new();
     visit_grad_storages::<B, M>(more, &mut |_, g| flat.push(g.clone()));
     let mut more = flat.into_iter();
-    map_grad_storages::<B, M>(grads, &mut |name, g| added::<B>(name, &g, more.next()));
+    map_grad_storages::<B, M>(grads, &mut |name, g| (B::compiled().added)(name, &g, more.next()));
 }
 
 /// `g + more`, the gradient to add to `name`'s (of any shape with as many
 /// values).
 #[inline(never)]
-fn added<B: Backend>(name: &str, g: &B::Storage, more: Option<B::Storage>) -> B::Storage {
+pub(crate) fn added<B: Backend>(name: &str, g: &B::Storage, more: Option<B::Storage>) -> B::Storage {
     let m = Tensor::<B, 1>::flat(&more.unwrap_or_else(|| panic!("add_grads: no gradient to add for {name}")));
     let (gn, mn) = (B::shape(g).iter().product::<usize>(), m.numel());
     assert_eq!(gn, mn, "add_grads: {name}: {mn} values to add to {gn}");

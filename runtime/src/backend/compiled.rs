@@ -4,12 +4,15 @@
 use std::path::Path;
 
 use crate::Tensor;
+use crate::backend::AdamStep;
 use crate::backend::{Backend, Primitives};
 use crate::data::Batch;
 use crate::dtype::TensorData;
+use crate::kernel::KernelFn;
 use crate::loss::{CrossEntropyOptions, Loss};
+use crate::nn::own_kernels::OwnKernel;
 use crate::nn::{FusionPlan, ModuleTensors};
-use crate::optim::States;
+use crate::optim::{SgdRule, States, Update, UpdateRule};
 use crate::record::{Checkpoint, RecordError};
 use crate::train::{FitRun, History, LossError, Targets, TrainError};
 
@@ -22,6 +25,12 @@ type Summarize<B> = fn(&dyn ModuleTensors<B>, &str, &str, &[(&str, &str, &str)],
 type BatchToDevice<B> = fn(Batch, &<B as Primitives>::Device, Targets) -> Result<(Storage<B>, Storage<B>), TrainError>;
 /// Cross-entropy of logits `[rows, classes]` against class rows `[rows]`.
 type ClassRows<B> = fn(CrossEntropyOptions, &Tensor<B, 2>, &Tensor<B, 1>) -> Result<Loss<B, 2>, LossError>;
+/// An optimizer's update of one parameter in place, by its rule.
+type UpdateParam<B> = for<'a> fn(&mut UpdateRule<'a, B>, &str, &mut Storage<B>, &Storage<B>);
+/// A gradient plus `more`, the values to add to parameter `name`'s.
+type Added<B> = fn(&str, &Storage<B>, Option<Storage<B>>) -> Storage<B>;
+/// SGD's update of one parameter from its flat values and gradient.
+type SgdUpdate<B> = fn(&SgdRule, &mut States<B>, &str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>;
 /// Tensors on the host, by name.
 type NamedTensors = Vec<(String, TensorData)>;
 type Storage<B> = <B as Primitives>::Storage;
@@ -29,7 +38,9 @@ type Storage<B> = <B as Primitives>::Storage;
 /// The runtime's functions that depend on the backend and on nothing the
 /// user writes: `fit`'s loop, saving and loading, checkpoints, summaries,
 /// the finiteness check, moving batches to the device, cross-entropy over
-/// class rows, optimizer state. The generic entry points (`fit`,
+/// class rows, the layers' own kernels (GELU's gradient, dropout, softplus,
+/// ELU), the optimizers' update of one parameter and the gradient passes'
+/// work on one gradient, optimizer state. The generic entry points (`fit`,
 /// `save_model`, ...) call through [`Precompiled::compiled`](crate::Precompiled::compiled).
 ///
 /// Why a table: a release build shares no generic code between crates, so
@@ -51,6 +62,14 @@ pub struct Compiled<B: Backend> {
     pub(crate) finite: fn(&dyn ModuleTensors<B>) -> bool,
     pub(crate) batch_to_device: BatchToDevice<B>,
     pub(crate) class_rows: ClassRows<B>,
+    pub(crate) own_kernel: fn(OwnKernel, KernelFn, &Storage<B>) -> Storage<B>,
+    pub(crate) gelu_grad: fn(&Storage<B>, &Storage<B>) -> Storage<B>,
+    pub(crate) update_param: UpdateParam<B>,
+    pub(crate) sgd_update: SgdUpdate<B>,
+    pub(crate) adam_update: fn(AdamStep, &mut States<B>, &str, &mut Storage<B>, &Storage<B>),
+    pub(crate) add_sum_squares: fn(&mut Option<Tensor<B, 0>>, &Storage<B>),
+    pub(crate) scaled: fn(&Storage<B>, f64) -> Storage<B>,
+    pub(crate) added: Added<B>,
     pub(crate) export_states: fn(&States<B>) -> NamedTensors,
     pub(crate) import_states: fn(NamedTensors, &B::Device) -> States<B>,
 }
@@ -70,6 +89,14 @@ impl<B: Backend> Compiled<B> {
             finite: crate::train::finite::<B>,
             batch_to_device: crate::train::batch_to_device::<B>,
             class_rows: crate::train::task::class_rows::<B>,
+            own_kernel: crate::nn::own_kernels::own_kernel::<B>,
+            gelu_grad: crate::adjoint::gelu_grad::<B>,
+            update_param: crate::optim::update_param::<B>,
+            sgd_update: crate::optim::sgd_update::<B>,
+            adam_update: crate::optim::adam_update::<B>,
+            add_sum_squares: crate::optim::add_sum_squares::<B>,
+            scaled: crate::optim::scaled::<B>,
+            added: crate::optim::added::<B>,
             export_states: States::<B>::export,
             import_states: States::<B>::import,
         }

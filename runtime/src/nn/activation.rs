@@ -9,9 +9,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
+use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
 use crate::adjoint;
-use crate::kernel::{self, Arg, Elementwise, KernelFloat};
+use crate::kernel::{self, Arg, Elementwise, KernelFloat, KernelFn};
 use crate::{Backend, SoftmaxOptions, Tensor};
 
 /// `max(x, 0)`.
@@ -218,7 +219,7 @@ fn expm1<T: KernelFloat>(x: T) -> T {
 
 /// The fused softplus: `softplus(x, beta, threshold)`.
 #[derive(Clone, Copy, Debug)]
-struct SoftplusKernel;
+pub(crate) struct SoftplusKernel;
 
 impl SoftplusKernel {
     /// The value and `d/dx` and `d/dbeta`.
@@ -287,7 +288,7 @@ fn softplus_layer_d_threshold(x: f32, beta: f32, threshold: f32) -> f32 {
 
 /// The fused ELU: `elu(x, alpha)`.
 #[derive(Clone, Copy, Debug)]
-struct EluKernel;
+pub(crate) struct EluKernel;
 
 impl Elementwise for EluKernel {
     const NAME: &'static str = "elu_layer";
@@ -488,8 +489,8 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Identity {
 }
 
 impl Softplus {
-    fn args<'a, B: Backend, const D: usize>(&self, x: &'a Tensor<B, D>) -> [Arg<'a, B, D>; 3] {
-        [Arg::Tensor(x), Arg::Number(self.beta), Arg::Number(self.threshold)]
+    fn kernel(&self) -> OwnKernel {
+        OwnKernel::Softplus { beta: self.beta, threshold: self.threshold }
     }
 }
 
@@ -497,13 +498,13 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Softplus {
     /// The input: the derivative, `sigmoid(beta x)`, is taken there.
     type Cache = Tensor<B, D>;
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        kernel::call::<SoftplusKernel, B, D>(&self.args(x))
+        self.kernel().run(KernelFn::Value, x)
     }
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
         (Layer::<B, D, D>::forward(self, x), x.clone())
     }
     fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        let slope = kernel::partial::<SoftplusKernel, B, D>(0, &self.args(x));
+        let slope = self.kernel().run(KernelFn::Partial(0), x);
         (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
     }
 }
@@ -512,13 +513,13 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Elu {
     /// The input: the derivative, `alpha exp(x)` below zero, is taken there.
     type Cache = Tensor<B, D>;
     fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        kernel::call::<EluKernel, B, D>(&[Arg::Tensor(x), Arg::Number(self.alpha)])
+        OwnKernel::Elu { alpha: self.alpha }.run(KernelFn::Value, x)
     }
     fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
         (Layer::<B, D, D>::forward(self, x), x.clone())
     }
     fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        let slope = kernel::partial::<EluKernel, B, D>(0, &[Arg::Tensor(x), Arg::Number(self.alpha)]);
+        let slope = OwnKernel::Elu { alpha: self.alpha }.run(KernelFn::Partial(0), x);
         (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
     }
 }

@@ -8,8 +8,9 @@
 
 use std::mem::MaybeUninit;
 
+use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
-use crate::kernel::{self, Arg, Elementwise, KernelFloat};
+use crate::kernel::{Elementwise, KernelFloat, KernelFn};
 use crate::{Backend, Tensor};
 
 /// Options of [`Dropout`].
@@ -58,19 +59,14 @@ impl Dropout {
     /// [`Dropout::scale`] elsewhere. The same seed draws the same mask on
     /// every backend, so the backward applies it to the gradient.
     pub fn apply<B: Backend, const D: usize>(&self, x: &Tensor<B, D>, seed: u64) -> Tensor<B, D> {
-        kernel::call::<DropoutMask, B, D>(&[
-            Arg::Tensor(x),
-            Arg::Number(self.threshold()),
-            Arg::Number(self.scale()),
-            Arg::Uniform(seed),
-        ])
+        OwnKernel::Dropout { threshold: self.threshold(), scale: self.scale(), seed }.run(KernelFn::Value, x)
     }
 }
 
 /// `dropout(x, p, scale, u) = u < p ? 0 : x * scale`, with `u` the
 /// element's draw: [`Dropout::apply`]'s kernel.
 #[derive(Clone, Copy, Debug)]
-struct DropoutMask;
+pub(crate) struct DropoutMask;
 
 impl Elementwise for DropoutMask {
     const NAME: &'static str = "dropout";

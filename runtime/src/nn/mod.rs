@@ -16,6 +16,7 @@ pub mod gradcheck;
 pub mod graph;
 mod linear;
 mod norm;
+pub(crate) mod own_kernels;
 pub(crate) mod params;
 mod pool;
 mod recurrent;

@@ -1,0 +1,54 @@
+//! The layers' own elementwise kernels (dropout's mask, softplus, ELU)
+//! on one tensor of any rank, as one function of the backend: it sits in
+//! the backend's [`Compiled`](crate::Compiled) table, so a backend crate
+//! compiles these kernels' loops once instead of every user crate that
+//! uses the layers.
+
+use super::activation::{EluKernel, SoftplusKernel};
+use super::dropout::DropoutMask;
+use crate::kernel::{self, Arg, KernelFn};
+use crate::{Backend, Tensor};
+
+/// One of the layers' kernels with its numbers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OwnKernel {
+    /// Zero where the element's draw from `seed` is below `threshold`,
+    /// else times `scale`.
+    Dropout { threshold: f64, scale: f64, seed: u64 },
+    /// `log(1 + exp(beta x)) / beta`, the identity above `threshold`.
+    Softplus { beta: f64, threshold: f64 },
+    /// `x`, or `alpha (exp(x) - 1)` below zero.
+    Elu { alpha: f64 },
+}
+
+impl OwnKernel {
+    /// `f` of the kernel at `x` (a partial names the argument, `x` being
+    /// 0), with `x`'s shape.
+    pub(crate) fn run<B: Backend, const D: usize>(self, f: KernelFn, x: &Tensor<B, D>) -> Tensor<B, D> {
+        Tensor::wrap((B::compiled().own_kernel)(self, f, x.storage()))
+    }
+}
+
+/// [`OwnKernel::run`] on storages: the kernel over `x`'s values in order,
+/// reshaped back (an elementwise kernel, and the draws index the
+/// elements in that order).
+pub(crate) fn own_kernel<B: Backend>(kernel: OwnKernel, f: KernelFn, x: &B::Storage) -> B::Storage {
+    fn run<K: crate::kernel::Elementwise, B: Backend>(f: KernelFn, args: &[Arg<'_, B, 1>]) -> Tensor<B, 1> {
+        match f {
+            KernelFn::Value => kernel::call::<K, B, 1>(args),
+            KernelFn::Partial(i) => kernel::partial::<K, B, 1>(i, args),
+        }
+    }
+    let flat = Tensor::<B, 1>::flat(x);
+    let x1 = Arg::Tensor(&flat);
+    let out = match kernel {
+        OwnKernel::Dropout { threshold, scale, seed } => {
+            run::<DropoutMask, B>(f, &[x1, Arg::Number(threshold), Arg::Number(scale), Arg::Uniform(seed)])
+        }
+        OwnKernel::Softplus { beta, threshold } => {
+            run::<SoftplusKernel, B>(f, &[x1, Arg::Number(beta), Arg::Number(threshold)])
+        }
+        OwnKernel::Elu { alpha } => run::<EluKernel, B>(f, &[x1, Arg::Number(alpha)]),
+    };
+    B::reshape(out.storage(), B::shape(x))
+}
