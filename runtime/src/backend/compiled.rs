@@ -4,8 +4,7 @@
 use std::path::Path;
 
 use crate::Tensor;
-use crate::backend::AdamStep;
-use crate::backend::{Backend, Primitives};
+use crate::backend::{AdamStep, Backend, Primitives};
 use crate::data::Batch;
 use crate::dtype::TensorData;
 use crate::kernel::KernelFn;
@@ -33,6 +32,7 @@ type Added<B> = fn(&str, &Storage<B>, Option<Storage<B>>) -> Storage<B>;
 type SgdUpdate<B> = fn(&SgdRule, &mut States<B>, &str, &Tensor<B, 1>, &Tensor<B, 1>) -> Update<B>;
 /// Tensors on the host, by name.
 type NamedTensors = Vec<(String, TensorData)>;
+/// A tensor of backend `B`.
 type Storage<B> = <B as Primitives>::Storage;
 
 /// The runtime's functions that depend on the backend and on nothing the
