@@ -402,7 +402,8 @@ pub fn call_norm<K: Elementwise, B: Backend, const D: usize>(
     })
 }
 
-fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
+/// `f` of `K` at `args`: what [`call`] and [`partial`] run.
+pub(crate) fn eval<K: Elementwise, B: Backend, const D: usize>(f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
     eval_with::<K, B, D>(f, args, None)
 }
 

@@ -33,22 +33,16 @@ impl OwnKernel {
 /// reshaped back (an elementwise kernel, and the draws index the
 /// elements in that order).
 pub(crate) fn own_kernel<B: Backend>(kernel: OwnKernel, f: KernelFn, x: &B::Storage) -> B::Storage {
-    fn run<K: crate::kernel::Elementwise, B: Backend>(f: KernelFn, args: &[Arg<'_, B, 1>]) -> Tensor<B, 1> {
-        match f {
-            KernelFn::Value => kernel::call::<K, B, 1>(args),
-            KernelFn::Partial(i) => kernel::partial::<K, B, 1>(i, args),
-        }
-    }
     let flat = Tensor::<B, 1>::flat(x);
     let x1 = Arg::Tensor(&flat);
     let out = match kernel {
         OwnKernel::Dropout { threshold, scale, seed } => {
-            run::<DropoutMask, B>(f, &[x1, Arg::Number(threshold), Arg::Number(scale), Arg::Uniform(seed)])
+            kernel::eval::<DropoutMask, B, 1>(f, &[x1, Arg::Number(threshold), Arg::Number(scale), Arg::Uniform(seed)])
         }
         OwnKernel::Softplus { beta, threshold } => {
-            run::<SoftplusKernel, B>(f, &[x1, Arg::Number(beta), Arg::Number(threshold)])
+            kernel::eval::<SoftplusKernel, B, 1>(f, &[x1, Arg::Number(beta), Arg::Number(threshold)])
         }
-        OwnKernel::Elu { alpha } => run::<EluKernel, B>(f, &[x1, Arg::Number(alpha)]),
+        OwnKernel::Elu { alpha } => kernel::eval::<EluKernel, B, 1>(f, &[x1, Arg::Number(alpha)]),
     };
     B::reshape(out.storage(), B::shape(x))
 }
