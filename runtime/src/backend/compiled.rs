@@ -20,8 +20,10 @@ type FitLoop<B> = for<'a> fn(FitRun<'a, B>) -> Result<History, TrainError>;
 /// A summary's table from the model, its name and input, its layers'
 /// `(name, type, output)` rows and the fusion plan.
 type Summarize<B> = fn(&dyn ModuleTensors<B>, &str, &str, &[(&str, &str, &str)], &FusionPlan) -> String;
-/// A batch's inputs and targets uploaded, the targets as the task wants them.
-type BatchToDevice<B> = fn(Batch, &<B as Primitives>::Device, Targets) -> Result<(Storage<B>, Storage<B>), TrainError>;
+/// A batch's inputs and targets uploaded, the targets as the task wants
+/// them, after checking their ranks.
+type BatchToDevice<B> =
+    fn(Batch, &<B as Primitives>::Device, Targets, [usize; 2]) -> Result<(Storage<B>, Storage<B>), TrainError>;
 /// Cross-entropy of logits `[rows, classes]` against class rows `[rows]`.
 type ClassRows<B> = fn(CrossEntropyOptions, &Tensor<B, 2>, &Tensor<B, 1>) -> Result<Loss<B, 2>, LossError>;
 /// An optimizer's update of one parameter in place, by its rule.

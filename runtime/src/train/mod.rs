@@ -267,21 +267,20 @@ pub fn to_device<B: Backend, const DI: usize, const DT: usize>(
     device: &B::Device,
     targets: Targets,
 ) -> Result<(Tensor<B, DI>, Tensor<B, DT>), TrainError> {
-    for (what, data, rank) in [("inputs", &batch.inputs, DI), ("targets", &batch.targets, DT)] {
-        if data.shape.len() != rank {
-            return Err(TrainError::Batch { what, shape: data.shape.clone(), rank });
-        }
-    }
-    let (x, y) = (B::compiled().batch_to_device)(batch, device, targets)?;
+    let (x, y) = (B::compiled().batch_to_device)(batch, device, targets, [DI, DT])?;
     Ok((Tensor::wrap(x), Tensor::wrap(y)))
 }
 
-/// [`to_device`] once the ranks are checked.
+/// [`to_device`] with the ranks of the inputs and the targets as numbers.
 pub(crate) fn batch_to_device<B: Backend>(
     batch: Batch,
     device: &B::Device,
     targets: Targets,
+    [input_rank, target_rank]: [usize; 2],
 ) -> Result<(B::Storage, B::Storage), TrainError> {
+    if batch.inputs.shape.len() != input_rank {
+        return Err(TrainError::Batch { what: "inputs", shape: batch.inputs.shape, rank: input_rank });
+    }
     let mut t = batch.targets;
     let dtype = t.values.dtype();
     match targets {
@@ -300,6 +299,9 @@ pub(crate) fn batch_to_device<B: Backend>(
         }
         Targets::Real if !dtype.is_float() => t.values = t.values.convert(DType::F32),
         _ => {}
+    }
+    if t.shape.len() != target_rank {
+        return Err(TrainError::Batch { what: "targets", shape: t.shape, rank: target_rank });
     }
     Ok((B::from_data(batch.inputs, device), B::from_data(t, device)))
 }
