@@ -10,7 +10,9 @@
 //! ```
 //! `--help` lists the flags and their defaults; `--backend wgpu` needs the
 //! `wgpu` feature:
-//! `cargo run --release --features wgpu --example mnist -- --backend wgpu`.
+//! `cargo run --release --features wgpu --example mnist -- --backend wgpu`,
+//! and `--backend cubecl` the `cubecl` feature:
+//! `cargo run --release --features cubecl --example mnist -- --backend cubecl`.
 //!
 //! Built with the `mpi` feature and launched by `mpirun -np N`, N processes
 //! train data-parallel, each on its shard of every epoch with
@@ -92,6 +94,7 @@ enum ModelKind {
 enum BackendKind {
     Cpu,
     Wgpu,
+    Cubecl,
 }
 
 struct Args {
@@ -145,6 +148,7 @@ fn parse_args() -> Result<Args> {
             &[
                 ("cpu", "the CPU backend", BackendKind::Cpu),
                 ("wgpu", "a GPU through wgpu (needs the `wgpu` feature)", BackendKind::Wgpu),
+                ("cubecl", "a GPU through CubeCL (needs the `cubecl` feature)", BackendKind::Cubecl),
             ],
         ),
         main: true,
@@ -298,6 +302,19 @@ fn pick_backend(args: &Args) -> Result<()> {
         BackendKind::Wgpu => bail!(
             "--backend wgpu: this build has no wgpu backend; run \
              `cargo run --release --features wgpu --example mnist -- --backend wgpu`"
+        ),
+        #[cfg(feature = "cubecl")]
+        BackendKind::Cubecl => {
+            let device = blaze::cubecl::CubeDevice::new()?;
+            if args.main {
+                println!("cubecl adapter: {}", device.adapter_name());
+            }
+            pick::<blaze::cubecl::CubeCl>(args, train, test, &device)
+        }
+        #[cfg(not(feature = "cubecl"))]
+        BackendKind::Cubecl => bail!(
+            "--backend cubecl: this build has no CubeCL backend; run \
+             `cargo run --release --features cubecl --example mnist -- --backend cubecl`"
         ),
     }
 }

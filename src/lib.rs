@@ -26,6 +26,57 @@ pub mod wgpu {
     pub type Wgpu = blaze_runtime::fallback::HostFallback<WgpuNative, blaze_cpu::Cpu>;
 }
 
+/// GPU devices through CubeCL's wgpu runtime (feature `cubecl`): cubek's
+/// tuned matmul and sums, `#[cube]` kernels for the other ops, and the
+/// `#[cube]` code `kernel!` writes for its kernels.
+#[cfg(feature = "cubecl")]
+pub mod cubecl {
+    pub use blaze_cubecl::*;
+
+    /// The CubeCL backend: f32 and bool tensors on the GPU through
+    /// CubeCL's wgpu runtime, f64 and i64 ones on the CPU ([`CubeNative`]
+    /// completed by [`crate::Cpu`]).
+    pub type CubeCl = blaze_runtime::fallback::HostFallback<CubeNative, blaze_cpu::Cpu>;
+}
+
+/// `kernel!`'s `#[cube]` items: kept with the `cubecl` feature, dropped
+/// without it, so a crate using `kernel!` needs CubeCL only when Blaze
+/// runs on it.
+#[cfg(feature = "cubecl")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cube {
+    ($($items:tt)*) => { $($items)* };
+}
+
+/// `kernel!`'s `#[cube]` items, dropped: this build has no CubeCL backend.
+#[cfg(not(feature = "cubecl"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cube {
+    ($($items:tt)*) => {};
+}
+
+/// A kernel's `DEVICE` table for the CubeCL backend, when there is one.
+#[cfg(feature = "cubecl")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cube_device {
+    ($table:path) => {
+        ::core::option::Option::Some(&$table)
+    };
+}
+
+/// No CubeCL backend in this build: no table.
+#[cfg(not(feature = "cubecl"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cube_device {
+    ($table:path) => {
+        ::core::option::Option::None
+    };
+}
+
 #[doc(hidden)]
 pub use blaze_macros::__model_graph;
 pub use blaze_macros::{Module, kernel, model};

@@ -199,6 +199,12 @@ pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
     /// `kernel!` function): a device compiles them before [`Self::WGSL`].
     const DEPS: &'static [&'static str] = &[];
 
+    /// The kernel for a backend whose kernels are compiled Rust rather
+    /// than WGSL: a table of that backend's own type, which it downcasts.
+    /// `kernel!` fills it with the CubeCL backend's `#[cube]` launcher
+    /// when the `blaze` facade's `cubecl` feature is on; `None` otherwise.
+    const DEVICE: Option<&'static (dyn std::any::Any + Send + Sync)> = None;
+
     /// `f(args[0], ..)` at one point: how a fused group that calls this
     /// kernel evaluates it inside its own loop.
     #[inline(always)]
@@ -502,6 +508,9 @@ pub trait Workgroups: Copy + fmt::Debug + Send + Sync + 'static {
     const PARAMS: &'static [ParamKind];
     /// Runs every invocation of workgroup `group` of `groups`.
     fn run_workgroup(group: u32, groups: u32, buffers: &[RawBuffer], scalars: &[ScalarArg]);
+    /// The kernel for a backend whose kernels are compiled Rust, as for
+    /// [`Elementwise::DEVICE`].
+    const DEVICE: Option<&'static (dyn std::any::Any + Send + Sync)> = None;
 }
 
 /// A parameter of a general kernel.

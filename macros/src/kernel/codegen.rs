@@ -230,7 +230,9 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
         quote!(panic!(#msg);)
     });
     let arity = k.params.len();
+    let (cube_items, cube_device) = super::cube::elementwise(k, partials);
     Ok(quote! {
+        #cube_items
 
         /// The kernel's type, implementing `Elementwise`.
         #[derive(Clone, Copy, Debug, Default)]
@@ -245,6 +247,7 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
             const ARGS: &'static [&'static str] = &[#(#arg_names),*];
             const WGSL: &'static str = WGSL;
             #dep_items
+            const DEVICE: ::core::option::Option<&'static (dyn ::core::any::Any + Send + Sync)> = #cube_device;
 
             #[inline(always)]
             #[allow(unused_parens, clippy::all)]

@@ -13,6 +13,7 @@
 
 mod check;
 mod codegen;
+mod cube;
 mod diff;
 mod general;
 pub(crate) mod ir;

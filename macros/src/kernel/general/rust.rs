@@ -173,10 +173,13 @@ pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
         "Runs `{name_str}` over `groups` workgroups of {workgroup} invocations, on the backend of the tensors. \
          Buffers are f32 tensors of any rank, read and written as flat arrays."
     );
+    let (cube_items, cube_device) = crate::kernel::cube::general(k, workgroup as usize);
     quote! {
         #(#docs)*
         #[allow(non_snake_case)]
         #vis mod #name {
+            #cube_items
+
             /// The kernel's type, implementing `Workgroups`.
             #[derive(Clone, Copy, Debug, Default)]
             pub struct Kernel;
@@ -193,6 +196,7 @@ pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
                 const WGSL: &'static str = WGSL;
                 const WORKGROUP: u32 = #workgroup;
                 const PARAMS: &'static [#rt::kernel::ParamKind] = &[#(#param_kinds),*];
+                const DEVICE: ::core::option::Option<&'static (dyn ::core::any::Any + Send + Sync)> = #cube_device;
 
                 #[allow(unused_variables, unused_mut, unused_parens, clippy::all)]
                 fn run_workgroup(group: u32, groups: u32, buffers: &[#rt::kernel::RawBuffer], scalars: &[#rt::kernel::ScalarArg]) {

@@ -1,0 +1,503 @@
+//! The `#[cube]` kernels of the elementwise, movement and indexing ops.
+//!
+//! Every kernel runs one unit per output element (`ABSOLUTE_POS`) and
+//! stops past the output's end. Inputs that are not read at the output's
+//! index carry their own strides, 0 where they broadcast, and are read
+//! through [`offset_in`]. Ops are picked by a `#[comptime]` code, so each
+//! op compiles to its own shader without branches.
+//!
+//! The device holds f32 as `f32` and bool as `u32` 0 or 1; NaN is decided
+//! by the value's bits, as the wgpu backend does, since a shader compiler
+//! may assume floats are never NaN.
+
+// `#[cube]` writes an undocumented module and struct beside each function;
+// the helpers `kernel!`'s code calls are public through `__private`.
+#![allow(missing_docs)]
+
+use cubecl::prelude::*;
+
+// Unary float ops.
+pub const NEG: u32 = 0;
+pub const ABS: u32 = 1;
+pub const EXP: u32 = 2;
+pub const LOG: u32 = 3;
+pub const SQRT: u32 = 4;
+pub const RECIP: u32 = 5;
+pub const TANH: u32 = 6;
+pub const SIGMOID: u32 = 7;
+pub const RELU: u32 = 8;
+pub const GELU: u32 = 9;
+pub const LEAKY_RELU: u32 = 10;
+pub const SIN: u32 = 11;
+pub const COS: u32 = 12;
+pub const ERF: u32 = 13;
+pub const FLOOR: u32 = 14;
+pub const CEIL: u32 = 15;
+pub const SIGN: u32 = 16;
+/// No op: the value itself (a bias add with no activation).
+pub const IDENTITY: u32 = 17;
+
+// Binary ops.
+pub const ADD: u32 = 0;
+pub const SUB: u32 = 1;
+pub const MUL: u32 = 2;
+pub const DIV: u32 = 3;
+pub const POW: u32 = 4;
+pub const MAXIMUM: u32 = 5;
+pub const MINIMUM: u32 = 6;
+pub const AND: u32 = 7;
+pub const OR: u32 = 8;
+
+// Comparisons.
+pub const EQ: u32 = 0;
+pub const NE: u32 = 1;
+pub const LT: u32 = 2;
+pub const LE: u32 = 3;
+pub const GT: u32 = 4;
+pub const GE: u32 = 5;
+
+/// The offset in the view `x` of its element at row-major position `pos`
+/// of its shape, through its strides.
+#[cube]
+pub fn offset_in<E: CubePrimitive>(pos: usize, x: &Tensor<E>) -> usize {
+    let rank = x.rank();
+    let mut rem = pos;
+    let mut offset = 0usize;
+    for i in 0..rank {
+        let d = rank - 1 - i;
+        let size = x.shape(d);
+        offset += (rem % size) * x.stride(d);
+        rem /= size;
+    }
+    offset
+}
+
+/// [`offset_in`] for a view that is written.
+#[cube]
+pub fn offset_to<E: CubePrimitive>(pos: usize, x: &mut Tensor<E>) -> usize {
+    let rank = x.rank();
+    let mut rem = pos;
+    let mut offset = 0usize;
+    for i in 0..rank {
+        let d = rank - 1 - i;
+        let size = x.shape(d);
+        offset += (rem % size) * x.stride(d);
+        rem /= size;
+    }
+    offset
+}
+
+/// Whether `x` is NaN, by its bits.
+#[cube]
+pub fn is_nan(x: f32) -> bool {
+    let b = u32::reinterpret(x);
+    (b & 0x7f80_0000u32) == 0x7f80_0000u32 && (b & 0x007f_ffffu32) != 0u32
+}
+
+#[cube]
+fn nan() -> f32 {
+    f32::reinterpret(0x7fc0_0000u32)
+}
+
+/// Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7), as the
+/// wgpu backend computes it.
+#[cube]
+pub fn erf(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * f32::abs(x));
+    let poly = ((((1.061_405_4 * t - 1.453_152) * t + 1.421_413_8) * t - 0.284_496_74) * t + 0.254_829_6) * t;
+    let y = 1.0 - poly * f32::exp(-x * x);
+    select(x >= 0.0, y, -y)
+}
+
+/// `tanh` from one exponential of a non-positive number, which cannot overflow.
+#[cube]
+pub fn tanh(x: f32) -> f32 {
+    let e = f32::exp(f32::abs(x) * -2.0f32);
+    let t = (1.0 - e) / (1.0 + e);
+    select(x >= 0.0, t, -t)
+}
+
+/// `a^b` as the CPU computes it: negative bases with integer exponents
+/// included, `x^0 = 1` even for NaN.
+#[cube]
+pub fn pow(a: f32, b: f32) -> f32 {
+    let mut r = f32::powf(f32::abs(a), b);
+    if b == 0.0 {
+        r = 1.0;
+    } else if a < 0.0 {
+        if b != f32::floor(b) {
+            r = nan();
+        } else {
+            let odd = f32::abs(b - 2.0 * f32::floor(b * 0.5)) == 1.0;
+            r = select(odd, -r, r);
+        }
+    } else if a == 0.0 {
+        r = select(b > 0.0, 0.0, f32::reinterpret(0x7f80_0000u32));
+    } else if is_nan(a) || is_nan(b) {
+        r = nan();
+    }
+    r
+}
+
+/// `op` applied to `a` (`alpha`: the leaky ReLU's slope).
+#[cube]
+pub fn unary_op(a: f32, alpha: f32, #[comptime] op: u32) -> f32 {
+    let mut y = a;
+    if comptime!(op == NEG) {
+        y = -a;
+    }
+    if comptime!(op == ABS) {
+        y = f32::abs(a);
+    }
+    if comptime!(op == EXP) {
+        y = f32::exp(a);
+    }
+    if comptime!(op == LOG) {
+        y = f32::ln(a);
+    }
+    if comptime!(op == SQRT) {
+        y = f32::sqrt(a);
+    }
+    if comptime!(op == RECIP) {
+        y = 1.0 / a;
+    }
+    if comptime!(op == TANH) {
+        y = tanh(a);
+    }
+    if comptime!(op == SIGMOID) {
+        y = 1.0 / (1.0 + f32::exp(-a));
+    }
+    if comptime!(op == RELU) {
+        y = select(a > 0.0 || is_nan(a), a, 0.0);
+    }
+    if comptime!(op == GELU) {
+        y = 0.5 * a * (1.0 + erf(a * 0.707_106_77));
+    }
+    if comptime!(op == LEAKY_RELU) {
+        y = select(a > 0.0, a, a * alpha);
+    }
+    if comptime!(op == SIN) {
+        y = f32::sin(a);
+    }
+    if comptime!(op == COS) {
+        y = f32::cos(a);
+    }
+    if comptime!(op == ERF) {
+        y = erf(a);
+    }
+    if comptime!(op == FLOOR) {
+        y = f32::floor(a);
+    }
+    if comptime!(op == CEIL) {
+        y = f32::ceil(a);
+    }
+    if comptime!(op == SIGN) {
+        y = select(a > 0.0, 1.0, select(a < 0.0, -1.0, select(is_nan(a), a, 0.0)));
+    }
+    y
+}
+
+/// `a op b` on floats.
+#[cube]
+pub fn binary_f32(a: f32, b: f32, #[comptime] op: u32) -> f32 {
+    let mut y = a;
+    if comptime!(op == ADD) {
+        y = a + b;
+    }
+    if comptime!(op == SUB) {
+        y = a - b;
+    }
+    if comptime!(op == MUL) {
+        y = a * b;
+    }
+    if comptime!(op == DIV) {
+        y = a / b;
+    }
+    if comptime!(op == POW) {
+        y = pow(a, b);
+    }
+    if comptime!(op == MAXIMUM) {
+        y = select(is_nan(a) || is_nan(b), nan(), f32::max(a, b));
+    }
+    if comptime!(op == MINIMUM) {
+        y = select(is_nan(a) || is_nan(b), nan(), f32::min(a, b));
+    }
+    y
+}
+
+/// `a op b` on bools (0 or 1): `and` and `or`, the ops bools have.
+#[cube]
+pub fn binary_bool(a: u32, b: u32, #[comptime] op: u32) -> u32 {
+    let mut y = a | b;
+    if comptime!(op == AND) {
+        y = a & b;
+    }
+    y
+}
+
+/// `a op b` as 0 or 1; with NaN every comparison is false but `!=`.
+#[cube]
+pub fn compare_f32(a: f32, b: f32, #[comptime] op: u32) -> u32 {
+    let nan = is_nan(a) || is_nan(b);
+    let mut r = false;
+    if comptime!(op == EQ) {
+        r = a == b && !nan;
+    }
+    if comptime!(op == NE) {
+        r = a != b || nan;
+    }
+    if comptime!(op == LT) {
+        r = a < b && !nan;
+    }
+    if comptime!(op == LE) {
+        r = a <= b && !nan;
+    }
+    if comptime!(op == GT) {
+        r = a > b && !nan;
+    }
+    if comptime!(op == GE) {
+        r = a >= b && !nan;
+    }
+    u32::cast_from(r)
+}
+
+#[cube]
+pub fn compare_u32(a: u32, b: u32, #[comptime] op: u32) -> u32 {
+    let mut r = false;
+    if comptime!(op == EQ) {
+        r = a == b;
+    }
+    if comptime!(op == NE) {
+        r = a != b;
+    }
+    if comptime!(op == LT) {
+        r = a < b;
+    }
+    if comptime!(op == LE) {
+        r = a <= b;
+    }
+    if comptime!(op == GT) {
+        r = a > b;
+    }
+    if comptime!(op == GE) {
+        r = a >= b;
+    }
+    u32::cast_from(r)
+}
+
+/// Reads the view `x` (of the output's shape) at the output position
+/// `pos`: directly, or through its strides.
+#[cube]
+fn read<E: CubePrimitive>(x: &Tensor<E>, pos: usize, #[comptime] direct: bool) -> E {
+    let mut at = pos;
+    if comptime!(!direct) {
+        at = offset_in(pos, x);
+    }
+    x[at]
+}
+
+#[cube(launch)]
+pub fn unary_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, alpha: f32, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = unary_op(x[ABSOLUTE_POS], alpha, op);
+}
+
+/// `1 - x` on bools.
+#[cube(launch)]
+pub fn not_kernel(x: &Tensor<u32>, out: &mut Tensor<u32>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = 1u32 - x[ABSOLUTE_POS];
+}
+
+#[cube(launch)]
+pub fn binary_f32_kernel(
+    a: &Tensor<f32>,
+    b: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    #[comptime] op: u32,
+    #[comptime] a_direct: bool,
+    #[comptime] b_direct: bool,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = read(a, ABSOLUTE_POS, a_direct);
+    let y = read(b, ABSOLUTE_POS, b_direct);
+    out[ABSOLUTE_POS] = binary_f32(x, y, op);
+}
+
+#[cube(launch)]
+pub fn binary_bool_kernel(
+    a: &Tensor<u32>,
+    b: &Tensor<u32>,
+    out: &mut Tensor<u32>,
+    #[comptime] op: u32,
+    #[comptime] a_direct: bool,
+    #[comptime] b_direct: bool,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = read(a, ABSOLUTE_POS, a_direct);
+    let y = read(b, ABSOLUTE_POS, b_direct);
+    out[ABSOLUTE_POS] = binary_bool(x, y, op);
+}
+
+#[cube(launch)]
+pub fn binary_scalar_f32_kernel(a: &Tensor<f32>, s: f32, out: &mut Tensor<f32>, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = binary_f32(a[ABSOLUTE_POS], s, op);
+}
+
+#[cube(launch)]
+pub fn binary_scalar_bool_kernel(a: &Tensor<u32>, s: u32, out: &mut Tensor<u32>, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = binary_bool(a[ABSOLUTE_POS], s, op);
+}
+
+#[cube(launch)]
+pub fn compare_f32_kernel(
+    a: &Tensor<f32>,
+    b: &Tensor<f32>,
+    out: &mut Tensor<u32>,
+    #[comptime] op: u32,
+    #[comptime] a_direct: bool,
+    #[comptime] b_direct: bool,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = read(a, ABSOLUTE_POS, a_direct);
+    let y = read(b, ABSOLUTE_POS, b_direct);
+    out[ABSOLUTE_POS] = compare_f32(x, y, op);
+}
+
+#[cube(launch)]
+pub fn compare_u32_kernel(
+    a: &Tensor<u32>,
+    b: &Tensor<u32>,
+    out: &mut Tensor<u32>,
+    #[comptime] op: u32,
+    #[comptime] a_direct: bool,
+    #[comptime] b_direct: bool,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = read(a, ABSOLUTE_POS, a_direct);
+    let y = read(b, ABSOLUTE_POS, b_direct);
+    out[ABSOLUTE_POS] = compare_u32(x, y, op);
+}
+
+#[cube(launch)]
+pub fn compare_scalar_f32_kernel(a: &Tensor<f32>, s: f32, out: &mut Tensor<u32>, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = compare_f32(a[ABSOLUTE_POS], s, op);
+}
+
+#[cube(launch)]
+pub fn compare_scalar_u32_kernel(a: &Tensor<u32>, s: u32, out: &mut Tensor<u32>, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = compare_u32(a[ABSOLUTE_POS], s, op);
+}
+
+/// `cond ? a : b`, every operand through its strides.
+#[cube(launch)]
+pub fn where_kernel<E: Numeric>(cond: &Tensor<u32>, a: &Tensor<E>, b: &Tensor<E>, out: &mut Tensor<E>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let c = cond[offset_in(ABSOLUTE_POS, cond)];
+    let x = a[offset_in(ABSOLUTE_POS, a)];
+    let y = b[offset_in(ABSOLUTE_POS, b)];
+    out[ABSOLUTE_POS] = select(c != 0u32, x, y);
+}
+
+/// f32 to bool: non-zero (NaN included) is true.
+#[cube(launch)]
+pub fn to_bool_kernel(x: &Tensor<f32>, out: &mut Tensor<u32>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let v = x[ABSOLUTE_POS];
+    out[ABSOLUTE_POS] = u32::cast_from(v != 0.0 || is_nan(v));
+}
+
+/// bool to f32.
+#[cube(launch)]
+pub fn to_f32_kernel(x: &Tensor<u32>, out: &mut Tensor<f32>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = f32::cast_from(x[ABSOLUTE_POS]);
+}
+
+#[cube(launch)]
+pub fn fill_f32_kernel(out: &mut Tensor<f32>, value: f32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = value;
+}
+
+#[cube(launch)]
+pub fn fill_u32_kernel(out: &mut Tensor<u32>, value: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = value;
+}
+
+/// The strided copy every movement op is made of: the element at
+/// position `pos` of `x`'s (view) shape, read at `x_start` plus `x`'s
+/// strides, written at `out_start` plus `out`'s strides. `out` is a view
+/// of `x`'s shape into a buffer it may only partly cover (a slot of
+/// `cat`, the inside of `pad`).
+#[cube(launch)]
+pub fn copy_kernel<E: Numeric>(x: &Tensor<E>, out: &mut Tensor<E>, x_start: usize, out_start: usize, n: usize) {
+    if ABSOLUTE_POS >= n {
+        terminate!();
+    }
+    let from = x_start + offset_in(ABSOLUTE_POS, x);
+    let to = out_start + offset_to(ABSOLUTE_POS, out);
+    out[to] = x[from];
+}
+
+/// `act(x + bias) (+ residual)`: the bias along the dim whose stride it
+/// carries (1 there, 0 elsewhere), the residual through its strides.
+#[cube(launch)]
+pub fn bias_act_kernel(
+    x: &Tensor<f32>,
+    bias: &Tensor<f32>,
+    residual: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    alpha: f32,
+    #[comptime] act: u32,
+    #[comptime] has_bias: bool,
+    #[comptime] has_residual: bool,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let mut v = x[ABSOLUTE_POS];
+    if comptime!(has_bias) {
+        v += bias[offset_in(ABSOLUTE_POS, bias)];
+    }
+    let mut y = unary_op(v, alpha, act);
+    if comptime!(has_residual) {
+        y += residual[offset_in(ABSOLUTE_POS, residual)];
+    }
+    out[ABSOLUTE_POS] = y;
+}

@@ -1,0 +1,139 @@
+//! The batched matmul through cubek, its strategy autotuned per shape
+//! class and device (`tune.rs`), with a one-unit-per-output kernel of its
+//! own among the candidates.
+
+use blaze_runtime::DType;
+use cubecl::prelude::*;
+use cubek_matmul::definition::MatmulElems;
+use cubek_matmul::launch::launch_ref;
+use cubek_matmul::multi_level;
+use cubek_matmul::multi_level::routines::batch::double_unit::DoubleUnitSelectionArgs;
+use cubek_matmul::multi_level::routines::batch::simple_unit::SimpleUnitSelectionArgs;
+use cubek_matmul::multi_level::routines::TileSizeSelection;
+use cubek_matmul::routine::BlueprintStrategy;
+use cubek_matmul::strategy::Strategy;
+use cubek_std::InputBinding;
+
+use super::{CubeStorage, strides};
+use crate::tune::{Candidate, class};
+
+/// The strategies tuned among: cubek's unit matmuls, each with its
+/// smallest and its largest tiles. They need no tensor cores (WGSL has
+/// none) and no 64-bit integers, so they run on every adapter; cubek's
+/// `gemm` and `naive` routines copy their operands with 64-bit indices,
+/// which an adapter without `SHADER_INT64` refuses, and a refused launch
+/// leaves CubeCL's memory marked failed.
+fn strategies() -> [(&'static str, Strategy); 4] {
+    let simple = |tile_size| {
+        Strategy::MultiLevel(multi_level::Strategy::SimpleUnit(BlueprintStrategy::Inferred(SimpleUnitSelectionArgs {
+            tile_size,
+        })))
+    };
+    let double = |tile_size| {
+        Strategy::MultiLevel(multi_level::Strategy::DoubleUnit(BlueprintStrategy::Inferred(DoubleUnitSelectionArgs {
+            tile_size,
+        })))
+    };
+    [
+        ("simple_unit_max", simple(TileSizeSelection::MaxTileSize)),
+        ("simple_unit_min", simple(TileSizeSelection::MinTileSize)),
+        ("double_unit_max", double(TileSizeSelection::MaxTileSize)),
+        ("double_unit_min", double(TileSizeSelection::MinTileSize)),
+    ]
+}
+
+/// One unit per output element, the batch dims broadcast through strides
+/// of 0: compiled once for every shape, and for small products faster
+/// than a tiled kernel's setup.
+#[cube(launch)]
+fn unit_kernel(a: &Tensor<f32>, b: &Tensor<f32>, out: &mut Tensor<f32>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let rank = out.rank();
+    let n = out.shape(rank - 1);
+    let m = out.shape(rank - 2);
+    let k = a.shape(rank - 1);
+    let j = ABSOLUTE_POS % n;
+    let i = (ABSOLUTE_POS / n) % m;
+    let mut rem = ABSOLUTE_POS / (n * m);
+    let mut oa = i * a.stride(rank - 2);
+    let mut ob = j * b.stride(rank - 1);
+    for t in 0..rank - 2 {
+        let d = rank - 3 - t;
+        let c = rem % out.shape(d);
+        rem /= out.shape(d);
+        oa += c * a.stride(d);
+        ob += c * b.stride(d);
+    }
+    let (sa, sb) = (a.stride(rank - 1), b.stride(rank - 2));
+    let mut acc = 0.0f32;
+    for p in 0..k {
+        acc += a[oa + p * sa] * b[ob + p * sb];
+    }
+    out[ABSOLUTE_POS] = acc;
+}
+
+/// `t` seen with the output's batch dims: stride 0 where it broadcasts.
+fn batch_view(t: &CubeStorage, out_shape: &[usize]) -> TensorArg {
+    let r = t.shape.len();
+    let st = strides(&t.shape);
+    let st = (0..r).map(|d| if d < r - 2 && t.shape[d] == 1 && out_shape[d] != 1 { 0 } else { st[d] }).collect();
+    let mut shape = out_shape.to_vec();
+    shape[r - 2..].copy_from_slice(&t.shape[r - 2..]);
+    t.view(st, shape)
+}
+
+/// Products up to this many multiply-adds stay on the unit kernel when
+/// not measuring.
+const SMALL: usize = 1 << 18;
+
+fn binding(t: &CubeStorage) -> TensorBinding {
+    // SAFETY: the tensor's own contiguous strides and shape.
+    unsafe { TensorBinding::from_raw_parts(t.handle.clone(), strides(&t.shape).into(), t.shape.clone().into()) }
+}
+
+/// `[..., m, k] x [..., k, n]`, the batch dims broadcast.
+pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+    let r = a.shape.len();
+    let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
+    let mut shape: Vec<usize> =
+        a.shape[..r - 2].iter().zip(&b.shape[..r - 2]).map(|(&x, &y)| if x == 1 { y } else { x }).collect();
+    let batch: usize = shape.iter().product();
+    shape.extend([m, n]);
+    let device = &a.device;
+    let out = CubeStorage::empty(device, &shape, DType::F32);
+    if out.numel() == 0 {
+        return out;
+    }
+    if k == 0 {
+        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, device);
+    }
+    let dt = f32::elem_type_native();
+    let client = device.client();
+    let run = |strategy: &Strategy, out: &CubeStorage| -> Result<(), String> {
+        let (lhs, rhs) = (InputBinding::new(binding(a), dt), InputBinding::new(binding(b), dt));
+        launch_ref(strategy, client, lhs, rhs, binding(out), &mut MatmulElems::from_single_dtype(dt))
+            .map_err(|e| format!("{e:?}").lines().next().unwrap_or_default().to_owned())
+    };
+    let unit = |out: &CubeStorage| -> Result<(), String> {
+        let (count, cube) = super::grid(out.numel());
+        unit_kernel::launch(client, count, cube, batch_view(a, &out.shape), batch_view(b, &out.shape), out.arg());
+        Ok(())
+    };
+    let strategies = strategies();
+    let launches: Vec<Box<dyn Fn(&CubeStorage) -> Result<(), String> + '_>> = strategies
+        .iter()
+        .map(|(_, s)| Box::new(move |out: &CubeStorage| run(s, out)) as Box<dyn Fn(&CubeStorage) -> Result<(), String>>)
+        .collect();
+    let mut candidates: Vec<Candidate<'_>> =
+        strategies.iter().zip(&launches).map(|((name, _), l)| (*name, &**l)).collect();
+    // The unit kernel is the reference the others must agree with; without
+    // measuring, small products stay on it (it compiles once for every
+    // shape) and larger ones take cubek's first.
+    candidates.insert(0, ("blaze_unit", &unit));
+    let preferred = usize::from(batch * m * n * k > SMALL);
+    let key = format!("matmul:b{}:m{}:k{}:n{}", class(batch), class(m), class(k), class(n));
+    device.inner.tuner.run(device, "matmul", &key, &out, &candidates, preferred);
+    out
+}

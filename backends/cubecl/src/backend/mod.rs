@@ -1,0 +1,684 @@
+//! `impl Backend for CubeNative`: every primitive as CubeCL kernels on
+//! the device's client, matmul and reductions through cubek.
+//!
+//! The device holds f32 and bool tensors (bools as `u32` 0 or 1), as the
+//! wgpu backend does: f64 and i64 tensors are the host's, through
+//! `HostFallback<CubeNative, H>` (`blaze::cubecl::CubeCl`), which hands
+//! this backend i64 index tensors (uploaded as `u32`; the runtime checked
+//! they are in bounds) and takes back its i64 results (argmax, pooling
+//! indices). Tensors are contiguous: reshape is free, permute, expand,
+//! slice, pad and cat are strided copies (`kernels::copy_kernel`).
+//!
+//! Beside this file: `kernels.rs` (the elementwise and movement kernels),
+//! `index.rs` (gather, scatter), `conv.rs` (convolution, pooling, their
+//! gradients), `matmul.rs` and `reduce.rs` (cubek, tuned), `softmax.rs`
+//! (fused, one cube per row) and `ew.rs` (`kernel!` kernels).
+
+use std::fmt;
+use std::ops::Range;
+
+use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::{
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives,
+    ReduceOp, TensorData, UnaryOp,
+};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+use crate::CubeDevice;
+
+mod conv;
+pub mod dsl;
+pub(crate) mod ew;
+mod index;
+pub(crate) mod kernels;
+mod matmul;
+mod reduce;
+mod softmax;
+
+/// The CubeCL backend for the dtypes the device holds (f32, bool): a
+/// [`DeviceDtypes`] backend. Tensors use it as `HostFallback<CubeNative,
+/// Cpu>`, which the `blaze` facade names `blaze::cubecl::CubeCl`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CubeNative;
+
+/// A tensor on a [`CubeDevice`]: a CubeCL buffer, row-major, of 4-byte
+/// words (`f32`, `u32` 0 or 1 for bools, `u32` indices for i64).
+#[derive(Clone)]
+pub struct CubeStorage {
+    #[allow(missing_docs)]
+    pub handle: Handle,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) dtype: DType,
+    pub(crate) device: CubeDevice,
+}
+
+impl fmt::Debug for CubeStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CubeStorage({} {:?} on {:?})", self.dtype, self.shape, self.device)
+    }
+}
+
+impl DeviceDtypes for CubeNative {
+    fn holds(dtype: DType) -> bool {
+        on_device(dtype)
+    }
+
+    fn read_back(x: &CubeStorage) -> TensorData {
+        match x.device.client().read_one(x.handle.clone()) {
+            Ok(bytes) => x.data(&bytes),
+            Err(e) => {
+                x.device.record_fault(crate::first_line(&e.to_string()));
+                x.data(&vec![0; 4 * x.numel()])
+            }
+        }
+    }
+}
+
+impl Device for CubeDevice {
+    fn synchronize(&self) -> Result<(), blaze_runtime::DeviceError> {
+        CubeDevice::synchronize(self)
+    }
+}
+
+impl<H: Backend> blaze_runtime::nn::BackendDevice<HostFallback<CubeNative, H>> for CubeDevice {
+    fn as_device(&self) -> &CubeDevice {
+        self
+    }
+}
+
+pub(crate) fn on_device(d: DType) -> bool {
+    matches!(d, DType::F32 | DType::Bool)
+}
+
+pub(crate) fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Row-major strides of `shape`, in elements.
+pub(crate) fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// Units per cube of the one-unit-per-element kernels.
+const BLOCK: u32 = 256;
+/// The most cubes along one axis of a launch.
+const MAX_CUBES: u32 = 65_535;
+
+/// Cubes of [`BLOCK`] units covering `n` units (`ABSOLUTE_POS` runs over
+/// all of them, row by row of the grid).
+pub(crate) fn grid(n: usize) -> (CubeCount, CubeDim) {
+    let cubes = u32::try_from(n.div_ceil(BLOCK as usize))
+        .unwrap_or_else(|_| panic!("cubecl: {n} elements exceed what one launch addresses"));
+    let count = if cubes <= MAX_CUBES {
+        CubeCount::Static(cubes, 1, 1)
+    } else {
+        CubeCount::Static(MAX_CUBES, cubes.div_ceil(MAX_CUBES), 1)
+    };
+    (count, CubeDim::new_1d(BLOCK))
+}
+
+impl CubeStorage {
+    /// A new tensor whose values the caller writes.
+    pub(crate) fn empty(device: &CubeDevice, shape: &[usize], dtype: DType) -> Self {
+        // A zero-size buffer is not a buffer: empty tensors hold one word.
+        let handle = device.client().empty(4 * numel(shape).max(1));
+        CubeStorage { handle, shape: shape.to_vec(), dtype, device: device.clone() }
+    }
+
+    pub(crate) fn numel(&self) -> usize {
+        numel(&self.shape)
+    }
+
+    /// The tensor as a contiguous kernel argument.
+    pub(crate) fn arg(&self) -> TensorArg {
+        self.view(strides(&self.shape), self.shape.clone())
+    }
+
+    /// The tensor's buffer seen through `strides` with `shape`: a
+    /// broadcast (stride 0), a permutation, a window. The caller keeps
+    /// every offset the kernel computes from them inside the buffer.
+    pub(crate) fn view(&self, strides: Vec<usize>, shape: Vec<usize>) -> TensorArg {
+        // A rank-0 tensor goes as `[1]`: CubeCL 0.11 sizes a launch's
+        // metadata one word short for a rank-0 argument, which wgpu rejects.
+        let (strides, shape) = if shape.is_empty() { (vec![1], vec![1]) } else { (strides, shape) };
+        // SAFETY: the views the backend builds address elements of this
+        // buffer only: strides of its own shape, permuted, zeroed where a
+        // dim broadcasts, or of a larger tensor with a window inside it.
+        unsafe { TensorArg::from_raw_parts(self.handle.clone(), strides.into(), shape.into()) }
+    }
+
+    /// The tensor read as broadcast to `shape` (equal rank), and whether
+    /// it has that shape already (else a view with stride 0 where it repeats).
+    fn broadcast_to(&self, shape: &[usize]) -> (TensorArg, bool) {
+        if self.shape == shape {
+            return (self.arg(), true);
+        }
+        let st = strides(&self.shape);
+        let st = self.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect();
+        (self.view(st, shape.to_vec()), false)
+    }
+
+    /// The tensor's values from the bytes of its buffer.
+    fn data(&self, bytes: &[u8]) -> TensorData {
+        let n = self.numel();
+        let words = bytes.chunks_exact(4).take(n).map(|c| [c[0], c[1], c[2], c[3]]);
+        let values = match self.dtype {
+            DType::F32 => DataVec::F32(words.map(f32::from_le_bytes).collect()),
+            DType::Bool => DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect()),
+            _ => DataVec::I64(words.map(|w| i64::from(u32::from_le_bytes(w))).collect()),
+        };
+        TensorData { shape: self.shape.clone(), values }
+    }
+
+    fn client(&self) -> &Client {
+        self.device.client()
+    }
+}
+
+/// `x`, which op `op` reads as device data: f32 or bool, never an i64
+/// (the device holds i64 only as indices for the index ops).
+pub(crate) fn native<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
+    assert!(
+        on_device(x.dtype),
+        "cubecl {op}: a {} tensor; CubeNative computes on f32 and bool, and holds i64 only as indices: \
+         use it as HostFallback<CubeNative, _> (blaze::cubecl::CubeCl)",
+        x.dtype
+    );
+    x
+}
+
+/// `x`, which op `op` reads as f32.
+pub(crate) fn float<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
+    assert!(x.dtype == DType::F32, "cubecl {op}: a {} tensor where the op takes f32", x.dtype);
+    x
+}
+
+pub(crate) fn u32_of(x: usize) -> u32 {
+    u32::try_from(x).unwrap_or_else(|_| panic!("cubecl: index {x} does not fit the device's 32-bit indices"))
+}
+
+/// The shape `shapes` (of equal rank) broadcast to.
+fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
+    let rank = shapes[0].len();
+    (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
+}
+
+fn unary_code(op: UnaryOp) -> (u32, f32) {
+    use kernels as k;
+    let code = match op {
+        UnaryOp::Neg => k::NEG,
+        UnaryOp::Abs => k::ABS,
+        UnaryOp::Exp => k::EXP,
+        UnaryOp::Log => k::LOG,
+        UnaryOp::Sqrt => k::SQRT,
+        UnaryOp::Recip => k::RECIP,
+        UnaryOp::Tanh => k::TANH,
+        UnaryOp::Sigmoid => k::SIGMOID,
+        UnaryOp::Relu => k::RELU,
+        UnaryOp::Gelu => k::GELU,
+        UnaryOp::LeakyRelu(s) => return (k::LEAKY_RELU, s as f32),
+        UnaryOp::Sin => k::SIN,
+        UnaryOp::Cos => k::COS,
+        UnaryOp::Erf => k::ERF,
+        UnaryOp::Floor => k::FLOOR,
+        UnaryOp::Ceil => k::CEIL,
+        UnaryOp::Sign => k::SIGN,
+        UnaryOp::Not => unreachable!("`not` runs on bools"),
+    };
+    (code, 0.0)
+}
+
+fn binary_code(op: BinaryOp) -> u32 {
+    use kernels as k;
+    match op {
+        BinaryOp::Add => k::ADD,
+        BinaryOp::Sub => k::SUB,
+        BinaryOp::Mul => k::MUL,
+        BinaryOp::Div => k::DIV,
+        BinaryOp::Pow => k::POW,
+        BinaryOp::Maximum => k::MAXIMUM,
+        BinaryOp::Minimum => k::MINIMUM,
+        BinaryOp::And => k::AND,
+        BinaryOp::Or => k::OR,
+    }
+}
+
+fn cmp_code(op: CmpOp) -> u32 {
+    use kernels as k;
+    match op {
+        CmpOp::Eq => k::EQ,
+        CmpOp::Ne => k::NE,
+        CmpOp::Lt => k::LT,
+        CmpOp::Le => k::LE,
+        CmpOp::Gt => k::GT,
+        CmpOp::Ge => k::GE,
+    }
+}
+
+impl CubeNative {
+    /// A copy of the view of `x` with `strides` (from element `start`)
+    /// and `shape`, contiguous.
+    pub(crate) fn copy_view(x: &CubeStorage, start: usize, strides: Vec<usize>, shape: &[usize]) -> CubeStorage {
+        let out = CubeStorage::empty(&x.device, shape, x.dtype);
+        Self::copy_into(x.view(strides, shape.to_vec()), start, &out, 0, shape);
+        out
+    }
+
+    /// Copies the view `from` (of `shape`, from element `start`) into the
+    /// window of `out` of that shape beginning at element `at`.
+    pub(crate) fn copy_into(from: TensorArg, start: usize, out: &CubeStorage, at: usize, shape: &[usize]) {
+        let n = numel(shape);
+        if n == 0 {
+            return;
+        }
+        let to = out.view(strides(&out.shape), shape.to_vec());
+        let (count, dim) = grid(n);
+        if out.dtype == DType::F32 {
+            kernels::copy_kernel::launch::<f32>(out.client(), count, dim, from, to, start, at, n);
+        } else {
+            kernels::copy_kernel::launch::<u32>(out.client(), count, dim, from, to, start, at, n);
+        }
+    }
+
+    fn reshaped(t: &CubeStorage, shape: &[usize]) -> CubeStorage {
+        CubeStorage { shape: shape.to_vec(), ..t.clone() }
+    }
+
+    /// `act(x + bias) (+ residual)` in one pass.
+    fn fused_bias_act(
+        x: &CubeStorage,
+        bias: Option<&CubeStorage>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: Option<&CubeStorage>,
+    ) -> CubeStorage {
+        let x = float("bias_act", x);
+        let out = CubeStorage::empty(&x.device, &x.shape, DType::F32);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let (code, alpha) = act.map_or((kernels::IDENTITY, 0.0), unary_code);
+        // An absent operand binds `x` in its place; the flags say not to read it.
+        let bias_arg = match bias {
+            Some(b) => {
+                let st = (0..x.shape.len()).map(|d| usize::from(d == dim)).collect();
+                float("bias_act", b).view(st, x.shape.clone())
+            }
+            None => x.arg(),
+        };
+        let residual_arg = match residual {
+            Some(r) => float("bias_act_add", r).broadcast_to(&x.shape).0,
+            None => x.arg(),
+        };
+        let (count, cube) = grid(n);
+        kernels::bias_act_kernel::launch(
+            x.client(),
+            count,
+            cube,
+            x.arg(),
+            bias_arg,
+            residual_arg,
+            out.arg(),
+            alpha,
+            code,
+            bias.is_some(),
+            residual.is_some(),
+        );
+        out
+    }
+}
+
+/// An i64 tensor of device words (argmax, pooling indices), which
+/// `HostFallback` reads back.
+pub(crate) fn indices(t: CubeStorage) -> CubeStorage {
+    CubeStorage { dtype: DType::I64, ..t }
+}
+
+impl Primitives for CubeNative {
+    type Device = CubeDevice;
+    type Storage = CubeStorage;
+
+    fn name() -> &'static str {
+        "cubecl"
+    }
+
+    fn from_data(data: TensorData, device: &CubeDevice) -> CubeStorage {
+        let shape = data.shape.clone();
+        let (bytes, dtype): (Vec<u8>, DType) = match data.values {
+            DataVec::F32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F32),
+            DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
+            // Index tensors for the index ops, in bounds of what they index.
+            DataVec::I64(v) => (v.iter().flat_map(|&x| u32_of(x as usize).to_le_bytes()).collect(), DType::I64),
+            DataVec::F64(_) => panic!(
+                "cubecl from_data: f64 tensors live on the host: use CubeNative as HostFallback<CubeNative, _> \
+                 (blaze::cubecl::CubeCl)"
+            ),
+        };
+        if bytes.is_empty() {
+            return CubeStorage::empty(device, &shape, dtype);
+        }
+        let handle = device.client().create_from_slice(&bytes);
+        CubeStorage { handle, shape, dtype, device: device.clone() }
+    }
+
+    fn to_data(x: &CubeStorage) -> TensorData {
+        <Self as DeviceDtypes>::read_back(x)
+    }
+
+    fn full(shape: &[usize], value: f64, dtype: DType, device: &CubeDevice) -> CubeStorage {
+        assert!(on_device(dtype), "cubecl full: {dtype} tensors live on the host");
+        let out = CubeStorage::empty(device, shape, dtype);
+        let n = out.numel();
+        if n > 0 {
+            let (count, cube) = grid(n);
+            if dtype == DType::F32 {
+                kernels::fill_f32_kernel::launch(device.client(), count, cube, out.arg(), value as f32);
+            } else {
+                kernels::fill_u32_kernel::launch(device.client(), count, cube, out.arg(), u32::from(value != 0.0));
+            }
+        }
+        out
+    }
+
+    fn shape(x: &CubeStorage) -> &[usize] {
+        &x.shape
+    }
+
+    fn dtype(x: &CubeStorage) -> DType {
+        x.dtype
+    }
+
+    fn device(x: &CubeStorage) -> CubeDevice {
+        x.device.clone()
+    }
+
+    fn cast(x: &CubeStorage, dtype: DType) -> CubeStorage {
+        let t = native("cast", x);
+        if t.dtype == dtype {
+            return t.clone();
+        }
+        assert!(on_device(dtype), "cubecl cast: {dtype} tensors live on the host");
+        let out = CubeStorage::empty(&t.device, &t.shape, dtype);
+        let n = out.numel();
+        if n > 0 {
+            let (count, cube) = grid(n);
+            if dtype == DType::Bool {
+                kernels::to_bool_kernel::launch(t.client(), count, cube, t.arg(), out.arg());
+            } else {
+                kernels::to_f32_kernel::launch(t.client(), count, cube, t.arg(), out.arg());
+            }
+        }
+        out
+    }
+
+    fn unary(op: UnaryOp, x: &CubeStorage) -> CubeStorage {
+        let t = native(op.name(), x);
+        let out = CubeStorage::empty(&t.device, &t.shape, t.dtype);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let (count, cube) = grid(n);
+        if t.dtype == DType::Bool {
+            // Bools have `not` alone; `abs` and `neg` are refused by the runtime.
+            kernels::not_kernel::launch(t.client(), count, cube, t.arg(), out.arg());
+        } else {
+            let (code, alpha) = unary_code(op);
+            kernels::unary_kernel::launch(t.client(), count, cube, t.arg(), out.arg(), alpha, code);
+        }
+        out
+    }
+
+    fn binary(op: BinaryOp, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        let (x, y) = (native(op.name(), a), native(op.name(), b));
+        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let out = CubeStorage::empty(&x.device, &shape, x.dtype);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let ((xa, xd), (ya, yd)) = (x.broadcast_to(&shape), y.broadcast_to(&shape));
+        let (count, cube) = grid(n);
+        let code = binary_code(op);
+        if x.dtype == DType::F32 {
+            kernels::binary_f32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+        } else {
+            kernels::binary_bool_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+        }
+        out
+    }
+
+    fn binary_scalar(op: BinaryOp, x: &CubeStorage, scalar: f64) -> CubeStorage {
+        let t = native(op.name(), x);
+        let out = CubeStorage::empty(&t.device, &t.shape, t.dtype);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let (count, cube) = grid(n);
+        let code = binary_code(op);
+        if t.dtype == DType::F32 {
+            kernels::binary_scalar_f32_kernel::launch(t.client(), count, cube, t.arg(), scalar as f32, out.arg(), code);
+        } else {
+            let s = u32::from(scalar != 0.0);
+            kernels::binary_scalar_bool_kernel::launch(t.client(), count, cube, t.arg(), s, out.arg(), code);
+        }
+        out
+    }
+
+    fn compare(op: CmpOp, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        let (x, y) = (native(op.name(), a), native(op.name(), b));
+        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let out = CubeStorage::empty(&x.device, &shape, DType::Bool);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let ((xa, xd), (ya, yd)) = (x.broadcast_to(&shape), y.broadcast_to(&shape));
+        let (count, cube) = grid(n);
+        let code = cmp_code(op);
+        if x.dtype == DType::F32 {
+            kernels::compare_f32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+        } else {
+            kernels::compare_u32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+        }
+        out
+    }
+
+    fn compare_scalar(op: CmpOp, x: &CubeStorage, scalar: f64) -> CubeStorage {
+        let t = native(op.name(), x);
+        let out = CubeStorage::empty(&t.device, &t.shape, DType::Bool);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let (count, cube) = grid(n);
+        let code = cmp_code(op);
+        if t.dtype == DType::F32 {
+            kernels::compare_scalar_f32_kernel::launch(t.client(), count, cube, t.arg(), scalar as f32, out.arg(), code);
+        } else {
+            // A bool compared with a number: as 0 or 1 against the number's truth.
+            let s = u32::from(scalar != 0.0);
+            kernels::compare_scalar_u32_kernel::launch(t.client(), count, cube, t.arg(), s, out.arg(), code);
+        }
+        out
+    }
+
+    fn where_cond(cond: &CubeStorage, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        let (c, x, y) = (native("where_cond", cond), native("where_cond", a), native("where_cond", b));
+        let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
+        let out = CubeStorage::empty(&x.device, &shape, x.dtype);
+        let n = out.numel();
+        if n == 0 {
+            return out;
+        }
+        let (ca, xa, ya) = (c.broadcast_to(&shape).0, x.broadcast_to(&shape).0, y.broadcast_to(&shape).0);
+        let (count, cube) = grid(n);
+        if x.dtype == DType::F32 {
+            kernels::where_kernel::launch::<f32>(x.client(), count, cube, ca, xa, ya, out.arg());
+        } else {
+            kernels::where_kernel::launch::<u32>(x.client(), count, cube, ca, xa, ya, out.arg());
+        }
+        out
+    }
+
+    fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
+        reduce::reduce(op, native("reduce", x), dim)
+    }
+
+    fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        matmul::matmul(float("matmul", a), float("matmul", b))
+    }
+
+    fn reshape(x: &CubeStorage, shape: &[usize]) -> CubeStorage {
+        Self::reshaped(x, shape)
+    }
+
+    fn permute(x: &CubeStorage, axes: &[usize]) -> CubeStorage {
+        let t = native("permute", x);
+        let st = strides(&t.shape);
+        let shape: Vec<usize> = axes.iter().map(|&a| t.shape[a]).collect();
+        Self::copy_view(t, 0, axes.iter().map(|&a| st[a]).collect(), &shape)
+    }
+
+    fn expand(x: &CubeStorage, shape: &[usize]) -> CubeStorage {
+        let t = native("expand", x);
+        if t.shape == shape {
+            return t.clone();
+        }
+        let st = strides(&t.shape);
+        let st = t.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect();
+        Self::copy_view(t, 0, st, shape)
+    }
+
+    fn slice(x: &CubeStorage, ranges: &[Range<usize>]) -> CubeStorage {
+        let t = native("slice", x);
+        let st = strides(&t.shape);
+        let start = ranges.iter().zip(&st).map(|(r, s)| r.start * s).sum();
+        let shape: Vec<usize> = ranges.iter().map(|r| r.end - r.start).collect();
+        Self::copy_view(t, start, st, &shape)
+    }
+
+    fn pad(x: &CubeStorage, pads: &[(usize, usize)], value: f64) -> CubeStorage {
+        let t = native("pad", x);
+        let shape: Vec<usize> = t.shape.iter().zip(pads).map(|(&d, &(b, a))| d + b + a).collect();
+        let out = Self::full(&shape, value, t.dtype, &t.device);
+        let at = pads.iter().zip(strides(&shape)).map(|(&(b, _), s)| b * s).sum();
+        Self::copy_into(t.arg(), 0, &out, at, &t.shape);
+        out
+    }
+
+    fn cat(xs: &[CubeStorage], dim: usize) -> CubeStorage {
+        let parts: Vec<&CubeStorage> = xs.iter().map(|x| native("cat", x)).collect();
+        let mut shape = parts[0].shape.clone();
+        shape[dim] = parts.iter().map(|p| p.shape[dim]).sum();
+        let out = CubeStorage::empty(&parts[0].device, &shape, parts[0].dtype);
+        let step = strides(&shape)[dim];
+        let mut at = 0;
+        for part in parts {
+            Self::copy_into(part.arg(), 0, &out, at * step, &part.shape);
+            at += part.shape[dim];
+        }
+        out
+    }
+
+    fn gather(x: &CubeStorage, dim: usize, index: &CubeStorage) -> CubeStorage {
+        index::gather(native("gather", x), dim, index)
+    }
+
+    fn scatter_add(x: &CubeStorage, dim: usize, index: &CubeStorage, src: &CubeStorage) -> CubeStorage {
+        index::scatter_add(float("scatter_add", x), dim, index, float("scatter_add", src))
+    }
+
+    fn index_select(x: &CubeStorage, dim: usize, index: &CubeStorage) -> CubeStorage {
+        index::index_select(native("index_select", x), dim, index)
+    }
+
+    fn index_add(x: &CubeStorage, dim: usize, index: &CubeStorage, src: &CubeStorage) -> CubeStorage {
+        index::index_add(float("index_add", x), dim, index, float("index_add", src))
+    }
+
+    fn conv2d(x: &CubeStorage, weight: &CubeStorage, bias: Option<&CubeStorage>, o: &Conv2dOptions) -> CubeStorage {
+        conv::conv2d(float("conv2d", x), float("conv2d", weight), bias, o)
+    }
+
+    fn max_pool2d(x: &CubeStorage, o: &Pool2dOptions, with_indices: bool) -> (CubeStorage, Option<CubeStorage>) {
+        conv::max_pool2d(float("max_pool2d", x), o, with_indices)
+    }
+
+    fn avg_pool2d(x: &CubeStorage, o: &Pool2dOptions) -> CubeStorage {
+        conv::avg_pool2d(float("avg_pool2d", x), o)
+    }
+
+    fn conv2d_input_grad(
+        grad_out: &CubeStorage,
+        weight: &CubeStorage,
+        input_shape: [usize; 4],
+        o: &Conv2dOptions,
+    ) -> CubeStorage {
+        conv::conv2d_input_grad(float("conv2d_input_grad", grad_out), float("conv2d_input_grad", weight), input_shape, o)
+    }
+
+    fn conv2d_weight_grad(
+        x: &CubeStorage,
+        grad_out: &CubeStorage,
+        weight_shape: [usize; 4],
+        o: &Conv2dOptions,
+    ) -> CubeStorage {
+        conv::conv2d_weight_grad(float("conv2d_weight_grad", x), float("conv2d_weight_grad", grad_out), weight_shape, o)
+    }
+
+    fn avg_pool2d_input_grad(grad_out: &CubeStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> CubeStorage {
+        conv::avg_pool2d_input_grad(float("avg_pool2d_input_grad", grad_out), input_shape, o)
+    }
+}
+
+/// The defaults: models train on `HostFallback<CubeNative, _>`, a generic
+/// type whose loop is compiled where it is used.
+impl blaze_runtime::Precompiled for CubeNative {}
+
+impl Composites for CubeNative {
+    fn bias_act(x: CubeStorage, bias: Option<&CubeStorage>, dim: usize, act: Option<UnaryOp>) -> CubeStorage {
+        Self::fused_bias_act(&x, bias, dim, act, None)
+    }
+
+    fn bias_act_add(
+        x: CubeStorage,
+        bias: Option<&CubeStorage>,
+        dim: usize,
+        act: Option<UnaryOp>,
+        residual: &CubeStorage,
+    ) -> CubeStorage {
+        Self::fused_bias_act(&x, bias, dim, act, Some(residual))
+    }
+
+    fn softmax(x: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
+        softmax::softmax(float("softmax", x), dim, o)
+    }
+
+    fn softmax_backward(g: &CubeStorage, y: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
+        softmax::softmax_backward(float("softmax_backward", g), float("softmax_backward", y), dim, o)
+    }
+}
+
+impl Kernels for CubeNative {
+    fn elementwise<K: Elementwise>(
+        f: KernelFn,
+        inputs: &[KernelArg<CubeStorage>],
+        shape: &[usize],
+        dtype: DType,
+    ) -> CubeStorage {
+        ew::elementwise::<K>(f, inputs, shape, dtype)
+    }
+
+    fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CubeStorage>], scalars: &[ScalarArg]) {
+        ew::launch::<K>(groups, buffers, scalars)
+    }
+}

@@ -1,0 +1,218 @@
+//! Reductions over one dim. Sums go through cubek's reduce, its routine
+//! (a unit, a plane or a cube per row) autotuned per shape class with
+//! this file's own kernels among the candidates. Max, min, argmax and
+//! argmin run this file's kernels: they propagate NaN (argmax and argmin
+//! pick the first NaN, ties take the first index), as the CPU does and
+//! cubek's do not.
+
+use blaze_runtime::{DType, ReduceOp};
+use cubecl::config::autotune::AutotuneLevel;
+use cubecl::prelude::*;
+use cubek_reduce::components::instructions::ReduceOperationConfig;
+use cubek_reduce::launch::{ReduceDtypes, ReduceStrategy, RoutineStrategy, VectorizationStrategy};
+use cubek_reduce::routines::{BlueprintStrategy, cube::CubeStrategy, plane::PlaneStrategy, unit::UnitStrategy};
+
+use super::kernels::is_nan;
+use super::{CubeNative, CubeStorage, grid, indices, strides};
+use crate::tune::{Candidate, class};
+
+const SUM: u32 = 0;
+const MAX: u32 = 1;
+const MIN: u32 = 2;
+
+/// Units of the cube that reduces one long row. Shared-memory sizes and
+/// steps in `#[cube]` code are written as literals (256): an expression
+/// of this constant there fails CubeCL's IR check.
+const TREE: u32 = 256;
+
+/// Whether `(b, j)` beats `(a, i)` under max (`op == MAX`) or min: NaN
+/// beats numbers, and among equals the first index wins.
+#[cube]
+fn beats(b: f32, j: u32, a: f32, i: u32, #[comptime] op: u32) -> bool {
+    let (a_nan, b_nan) = (is_nan(a), is_nan(b));
+    let mut better = b > a;
+    if comptime!(op == MIN) {
+        better = b < a;
+    }
+    select(a_nan, b_nan && j < i, b_nan || better || (b == a && j < i))
+}
+
+/// One unit per output: the row `x[o / inner, .., o % inner]` of `n`
+/// values, stride `inner`.
+#[cube(launch)]
+fn rows_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, at: &mut Tensor<u32>, n: usize, inner: usize, #[comptime] op: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let base = (ABSOLUTE_POS / inner) * n * inner + ABSOLUTE_POS % inner;
+    let mut acc = 0.0f32;
+    let mut best = 0u32;
+    if comptime!(op != SUM) {
+        acc = x[base];
+    }
+    for j in 0..n {
+        let v = x[base + j * inner];
+        if comptime!(op == SUM) {
+            acc += v;
+        } else if beats(v, j as u32, acc, best, op) {
+            acc = v;
+            best = j as u32;
+        }
+    }
+    out[ABSOLUTE_POS] = acc;
+    if comptime!(op != SUM) {
+        at[ABSOLUTE_POS] = best;
+    }
+}
+
+/// One cube per output: each unit folds a strided share of the row, then
+/// a tree in shared memory folds the units' results.
+#[cube(launch)]
+fn tree_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, at: &mut Tensor<u32>, n: usize, inner: usize, #[comptime] op: u32) {
+    let o = CUBE_POS;
+    if o >= out.len() {
+        terminate!();
+    }
+    let unit = UNIT_POS as usize;
+    let base = (o / inner) * n * inner + o % inner;
+    let mut vals = Shared::<[f32]>::new_slice(256usize);
+    let mut idxs = Shared::<[u32]>::new_slice(256usize);
+    let mut acc = 0.0f32;
+    let mut best = 0xffff_ffffu32;
+    if comptime!(op != SUM) {
+        acc = x[base];
+        best = 0u32;
+    }
+    let mut j = unit;
+    while j < n {
+        let v = x[base + j * inner];
+        if comptime!(op == SUM) {
+            acc += v;
+        } else if beats(v, j as u32, acc, best, op) {
+            acc = v;
+            best = j as u32;
+        }
+        j += 256usize;
+    }
+    vals[unit] = acc;
+    idxs[unit] = best;
+    sync_cube();
+    let mut half = 128usize;
+    while half > 0 {
+        if unit < half {
+            let other = unit + half;
+            let b = vals[other];
+            let k = idxs[other];
+            let a = vals[unit];
+            let i = idxs[unit];
+            let mut v = a;
+            let mut w = i;
+            if comptime!(op == SUM) {
+                v = a + b;
+            } else if beats(b, k, a, i, op) {
+                v = b;
+                w = k;
+            }
+            vals[unit] = v;
+            idxs[unit] = w;
+        }
+        sync_cube();
+        half /= 2;
+    }
+    if unit == 0 {
+        out[o] = vals[0];
+        if comptime!(op != SUM) {
+            at[o] = idxs[0];
+        }
+    }
+}
+
+/// The reductions' own kernel over `[outer, n, inner]`, into `out` (and
+/// the indices into `at`).
+fn own(x: &CubeStorage, out: &CubeStorage, at: &CubeStorage, n: usize, inner: usize, op: u32) {
+    let outputs = out.numel();
+    let client = x.client();
+    if n <= TREE as usize {
+        let (count, cube) = grid(outputs);
+        rows_kernel::launch(client, count, cube, x.arg(), out.arg(), at.arg(), n, inner, op);
+    } else {
+        let cubes = u32::try_from(outputs).expect("outputs fit a launch");
+        let count = if cubes <= 65_535 {
+            CubeCount::Static(cubes, 1, 1)
+        } else {
+            CubeCount::Static(65_535, cubes.div_ceil(65_535), 1)
+        };
+        tree_kernel::launch(client, count, CubeDim::new_1d(TREE), x.arg(), out.arg(), at.arg(), n, inner, op);
+    }
+}
+
+fn cubek_strategy(routine: RoutineStrategy) -> ReduceStrategy {
+    ReduceStrategy {
+        routine,
+        vectorization: VectorizationStrategy { parallel_output_vectorization: false },
+        autotune_level: AutotuneLevel::Balanced,
+    }
+}
+
+pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
+    assert!(x.dtype == DType::F32, "cubecl reduce: a {} tensor; the device reduces f32", x.dtype);
+    let n = x.shape[dim];
+    let inner: usize = x.shape[dim + 1..].iter().product();
+    let mut shape = x.shape.clone();
+    shape[dim] = 1;
+    let device = &x.device;
+    let out = CubeStorage::empty(device, &shape, DType::F32);
+    let outputs = out.numel();
+    let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+    let code = match op {
+        ReduceOp::Sum => SUM,
+        ReduceOp::Max | ReduceOp::ArgMax => MAX,
+        ReduceOp::Min | ReduceOp::ArgMin => MIN,
+    };
+    // The index output; a sum binds one word it never writes.
+    let at = CubeStorage::empty(device, if code == SUM { &[1] } else { &shape }, DType::Bool);
+    if outputs == 0 {
+        return if arg { indices(at) } else { out };
+    }
+    if n == 0 {
+        // Only a sum reaches here (the runtime refuses empty max and min).
+        return <CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, device);
+    }
+    if code != SUM {
+        own(x, &out, &at, n, inner, code);
+        return if arg { indices(at) } else { out };
+    }
+    let dt = f32::elem_type_native();
+    let dtypes = ReduceDtypes { input: dt, output: dt, accumulation: dt };
+    let client = device.client();
+    let shape_ref = &shape;
+    let cubek = |routine: RoutineStrategy| {
+        move |out: &CubeStorage| -> Result<(), String> {
+            let shape = shape_ref;
+            // SAFETY: the tensors' own contiguous strides and shapes.
+            let (input, output) = unsafe {
+                (
+                    TensorBinding::from_raw_parts(x.handle.clone(), strides(&x.shape).into(), x.shape.clone().into()),
+                    TensorBinding::from_raw_parts(out.handle.clone(), strides(shape).into(), shape.clone().into()),
+                )
+            };
+            let strategy = cubek_strategy(routine.clone());
+            cubek_reduce::reduce(client, input, output, dim, strategy, ReduceOperationConfig::Sum, dtypes)
+                .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())
+        }
+    };
+    let unit = cubek(RoutineStrategy::Unit(BlueprintStrategy::Inferred(UnitStrategy)));
+    let cube = cubek(RoutineStrategy::Cube(BlueprintStrategy::Inferred(CubeStrategy { use_planes: false })));
+    let plane = cubek(RoutineStrategy::Plane(BlueprintStrategy::Inferred(PlaneStrategy { independent: true })));
+    let mine = |out: &CubeStorage| {
+        own(x, out, &at, n, inner, SUM);
+        Ok(())
+    };
+    // This file's kernel is the reference; cubek's routines run when
+    // measured faster and in agreement with it.
+    let candidates: [Candidate<'_>; 4] =
+        [("blaze_rows", &mine), ("cubek_unit", &unit), ("cubek_cube", &cube), ("cubek_plane", &plane)];
+    let key = format!("sum:o{}:n{}:i{}", class(outputs / inner), class(n), class(inner));
+    device.inner.tuner.run(device, "sum", &key, &out, &candidates, 0);
+    out
+}

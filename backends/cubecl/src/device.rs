@@ -1,0 +1,236 @@
+//! `CubeDevice`: one CubeCL client on the wgpu runtime, on an adapter
+//! Blaze picks itself (hardware before software, `BLAZE_CUBECL_ADAPTER`),
+//! with its first fault kept for `synchronize`.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use blaze_runtime::DeviceError;
+use cubecl::prelude::Client;
+use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
+
+use crate::CubeError;
+use crate::tune::Tuner;
+
+/// A CubeCL device: the wgpu runtime's client on one adapter. Cloning
+/// shares it; `CubeDevice::default()` is one device shared by the process
+/// (it panics, saying how to get one, when there is no adapter).
+#[derive(Clone)]
+pub struct CubeDevice {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    ordinal: u64,
+    pub(crate) client: Client,
+    info: wgpu::AdapterInfo,
+    /// The first fault, as `synchronize` reports it.
+    fault: Mutex<Option<String>>,
+    /// Measured choices among kernels, per shape class (`tune.rs`).
+    pub(crate) tuner: Tuner,
+}
+
+/// `CubeDevice(#0 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`.
+impl std::fmt::Debug for CubeDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CubeDevice(#{} {})", self.inner.ordinal, self.adapter_name())
+    }
+}
+
+impl PartialEq for CubeDevice {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+fn shared() -> &'static Result<CubeDevice, String> {
+    static SHARED: OnceLock<Result<CubeDevice, String>> = OnceLock::new();
+    SHARED.get_or_init(|| CubeDevice::new().map_err(|e| e.to_string()))
+}
+
+impl Default for CubeDevice {
+    fn default() -> Self {
+        match shared() {
+            Ok(d) => d.clone(),
+            Err(e) => panic!("CubeDevice::default(): {e}"),
+        }
+    }
+}
+
+/// How [`CubeDevice::open`] picks and sets up a device.
+#[derive(Clone, Debug, Default)]
+pub struct CubeOptions {
+    /// The first adapter whose name contains this (case-insensitively);
+    /// `None` reads `BLAZE_CUBECL_ADAPTER`, and without it takes the best
+    /// adapter (hardware before software).
+    pub adapter: Option<String>,
+    /// Whether the matmul and the sums measure their kernels on the first
+    /// call for each shape class (`Some(false)`: each takes its first
+    /// kernel that runs the shape); `None` reads `BLAZE_CUBECL_AUTOTUNE`
+    /// (`0` or `off` turns it off), on by default.
+    pub autotune: Option<bool>,
+    /// The file that keeps the tuning choices between processes; `None`
+    /// takes [`crate::autotune_cache_path`].
+    pub autotune_cache: Option<std::path::PathBuf>,
+    /// Opens a device that fails the self-check, computing some operation
+    /// differently from the CPU. `BLAZE_CUBECL_ALLOW_DIVERGENT=1` does the
+    /// same.
+    pub allow_divergent: bool,
+}
+
+/// Hardware first: discrete, integrated, virtual, then software (CPU).
+fn rank(kind: wgpu::DeviceType) -> u8 {
+    match kind {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Other => 3,
+        wgpu::DeviceType::Cpu => 4,
+    }
+}
+
+impl CubeDevice {
+    /// The best adapter present (hardware before software), or the first
+    /// whose name contains `BLAZE_CUBECL_ADAPTER` (case-insensitively);
+    /// `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs searched. The
+    /// device must pass a self-check against the CPU's results unless
+    /// `BLAZE_CUBECL_ALLOW_DIVERGENT=1`.
+    pub fn new() -> Result<Self, CubeError> {
+        Self::open(CubeOptions::default())
+    }
+
+    /// A device as `options` say.
+    pub fn open(options: CubeOptions) -> Result<Self, CubeError> {
+        let wanted = options.adapter.clone().or_else(|| std::env::var("BLAZE_CUBECL_ADAPTER").ok());
+        let wanted = wanted.as_deref();
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = cubecl::future::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        if adapters.is_empty() {
+            return Err(CubeError::NoAdapter);
+        }
+        adapters.sort_by_key(|a| rank(a.get_info().device_type));
+        let adapter = match wanted.filter(|w| !w.is_empty()) {
+            Some(wanted) => {
+                let low = wanted.to_lowercase();
+                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
+                    return Err(CubeError::NoMatch { wanted: wanted.to_owned(), found: found.join(", ") });
+                };
+                adapters.swap_remove(i)
+            }
+            None => adapters.swap_remove(0),
+        };
+        let info = adapter.get_info();
+        let fail = |message: String| CubeError::Device { adapter: info.name.clone(), message };
+        let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("blaze-cubecl"),
+            required_features: adapter.features() & wgpu::Features::SHADER_F16,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        }))
+        .map_err(|e| fail(e.to_string()))?;
+        let setup = WgpuSetup { instance, adapter, device, queue, backend: info.backend };
+        let mut runtime = RuntimeOptions::try_default().map_err(|e| fail(e.to_string()))?;
+        // One page per buffer in power-of-two buckets, as the wgpu
+        // backend pools: CubeCL's default slices pages and searches them
+        // on every allocation, which grew with the buffers alive (a
+        // recorded graph of 20k small tensors: 3.4 s, against 1.2 s here).
+        runtime.memory_config = cubecl::MemoryConfiguration::ExclusivePages;
+        let id = cubecl::wgpu::try_init_device(setup, runtime).map_err(|e| fail(e.to_string()))?;
+        let client = cubecl::Device::Wgpu(id).client();
+        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let inner = Inner {
+            ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            client,
+            info,
+            fault: Mutex::new(None),
+            tuner: Tuner::new(
+                options.autotune.unwrap_or_else(crate::tune::tuning_on),
+                options.autotune_cache.clone().or_else(crate::tune::cache_path),
+            ),
+        };
+        let dev = CubeDevice { inner: Arc::new(inner) };
+        let allow = options.allow_divergent || std::env::var("BLAZE_CUBECL_ALLOW_DIVERGENT").is_ok_and(|v| v == "1");
+        match crate::self_check::run(&dev) {
+            Err(e) if !allow => Err(e),
+            _ => Ok(dev),
+        }
+    }
+
+    /// The shared default device for tests and examples that can do
+    /// without one: `None` (after printing why) when there is no adapter,
+    /// unless `BLAZE_REQUIRE_CUBECL=1`, where a missing adapter panics.
+    pub fn probe() -> Option<CubeDevice> {
+        match shared() {
+            Ok(d) => Some(d.clone()),
+            Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
+                panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
+            }
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        }
+    }
+
+    /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+    pub fn adapter_name(&self) -> String {
+        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+    }
+
+    /// Whether the adapter is a software one (a CPU rasteriser).
+    pub fn is_software(&self) -> bool {
+        self.inner.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// What names this device in the autotune cache: the adapter, its
+    /// API and its driver.
+    pub(crate) fn identity(&self) -> String {
+        let i = &self.inner.info;
+        format!("{} ({:?}; {} {})", i.name, i.backend, i.driver, i.driver_info).replace(['\t', '\n'], " ")
+    }
+
+    /// Forgets the kernels autotuning chose on this device, in this
+    /// process and in the cache file ([`crate::autotune_cache_path`]):
+    /// the next call of each tuned op measures its candidates again.
+    pub fn clear_autotune_cache(&self) -> std::io::Result<()> {
+        self.inner.tuner.clear(self)
+    }
+
+    /// The kernels this device runs for each shape class it has met (or
+    /// loaded from the cache file): `("matmul:b1:m64:k64:n64",
+    /// "simple_unit_max")` and so on, sorted.
+    pub fn autotune_choices(&self) -> Vec<(String, String)> {
+        self.inner.tuner.choices(self)
+    }
+
+    /// The CubeCL client, for launching CubeCL kernels of one's own on
+    /// this device.
+    pub fn client(&self) -> &Client {
+        &self.inner.client
+    }
+
+    /// The first fault this device has had, if any.
+    pub fn fault(&self) -> Option<String> {
+        self.inner.fault.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Records `message` as the device's fault unless it already has one.
+    pub(crate) fn record_fault(&self, message: String) {
+        let mut slot = self.inner.fault.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(message);
+    }
+
+    /// Waits for the work queued so far and reports the first fault the
+    /// device has had; see [`blaze_runtime::Device::synchronize`].
+    pub fn synchronize(&self) -> Result<(), DeviceError> {
+        if self.fault().is_none()
+            && let Err(e) = cubecl::future::block_on(self.inner.client.sync())
+        {
+            self.record_fault(crate::first_line(&e.to_string()));
+        }
+        match self.fault() {
+            Some(message) => Err(DeviceError { device: self.adapter_name(), message }),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! Blaze on CubeCL: tensors on CubeCL's wgpu runtime ([`CubeNative`],
+//! which tensors use as `HostFallback<CubeNative, Cpu>`,
+//! `blaze::cubecl::CubeCl`), the matmul and the sums through cubek's
+//! kernels, autotuned per shape class and device ([`autotune_cache_path`]),
+//! the other ops as `#[cube]` kernels, and `kernel!` kernels through the
+//! `#[cube]` code `kernel!` writes for them.
+//!
+//! `BLAZE_CUBECL_ADAPTER=name` picks the first adapter whose name contains
+//! `name` (case-insensitively), `WGPU_BACKEND=vulkan|gl|metal|dx12` the
+//! APIs searched. Every device checks on opening that it computes as the
+//! CPU does (see [`CubeDevice::new`]).
+//!
+//! CubeCL's CUDA and HIP runtimes are not built: their compilers download
+//! LLVM while they build (ARCHITECTURE.md says what a CUDA build takes).
+#![deny(missing_docs)]
+
+pub(crate) mod backend;
+mod device;
+mod self_check;
+mod tune;
+
+pub use backend::ew::{CubeElementwise, CubeWorkgroups};
+pub use backend::{CubeNative, CubeStorage};
+pub use device::{CubeDevice, CubeOptions};
+pub use tune::cache_path as autotune_cache_path;
+
+/// The kernels' building blocks that `kernel!`'s `#[cube]` code calls.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::backend::dsl;
+    pub use cubecl;
+}
+
+/// What can go wrong finding a device.
+#[derive(Debug, thiserror::Error)]
+pub enum CubeError {
+    /// No adapter at all.
+    #[error(
+        "no wgpu adapter for CubeCL: install a GPU driver, or Mesa's software Vulkan \
+         (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)"
+    )]
+    NoAdapter,
+    /// `BLAZE_CUBECL_ADAPTER` matched none of the adapters.
+    #[error("BLAZE_CUBECL_ADAPTER={wanted}: no adapter's name contains it (found: {found})")]
+    NoMatch {
+        /// The requested name.
+        wanted: String,
+        /// The adapters present.
+        found: String,
+    },
+    /// The adapter would not give a device, or CubeCL would not run on it.
+    #[error("adapter {adapter}: {message}")]
+    Device {
+        /// The adapter's name.
+        adapter: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The device computes some operation differently from the CPU.
+    #[error(
+        "adapter {adapter} computes {check} as {got}, the CPU as {want}: Blaze refuses devices whose results \
+         differ from the CPU's; set BLAZE_CUBECL_ALLOW_DIVERGENT=1 to use it anyway"
+    )]
+    Divergent {
+        /// The adapter.
+        adapter: String,
+        /// The operation and its operands.
+        check: String,
+        /// What the device computed.
+        got: String,
+        /// What the CPU computes.
+        want: String,
+    },
+}
+
+/// The first line of a CubeCL error (its later lines hold a backtrace).
+pub(crate) fn first_line(message: &str) -> String {
+    message.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("unknown error").to_owned()
+}

@@ -1,0 +1,241 @@
+//! Autotuning, as Burn's tuner does it: an op with several kernels (the
+//! cubek matmul strategies, the reductions) runs each candidate on its
+//! first call for a shape class, timed on the device, and keeps the
+//! fastest for that class on that device. Shape classes round every size
+//! up to a power of two, so one tuning serves the shapes around it.
+//!
+//! Choices are cached in memory and in a file, one line per device and
+//! shape class, so a later process starts tuned:
+//! `$BLAZE_CUBECL_TUNE_CACHE`, else `$XDG_CACHE_HOME/blaze/cubecl-autotune.tsv`,
+//! else `$HOME/.cache/blaze/cubecl-autotune.tsv` ([`cache_path`]). Delete
+//! the file, or call [`CubeDevice::clear_autotune_cache`](crate::CubeDevice::clear_autotune_cache),
+//! to tune again. `BLAZE_CUBECL_AUTOTUNE=0` (or `CubeOptions::autotune`)
+//! turns tuning off: each op then takes its first candidate that runs the
+//! shape, a fixed rule.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use crate::CubeDevice;
+use crate::backend::CubeStorage;
+
+/// One way to compute an op: a name for the cache, and the launch into
+/// the output it is given, which reports a shape or device it cannot
+/// take as `Err` without running.
+pub(crate) type Candidate<'a> = (&'static str, &'a dyn Fn(&CubeStorage) -> Result<(), String>);
+
+/// The choices made on one device, by shape class.
+pub(crate) struct Tuner {
+    /// Whether new shape classes are measured, or take the first
+    /// candidate that runs.
+    measure: bool,
+    /// The cache file, if any.
+    path: Option<PathBuf>,
+    /// Shape class to the chosen candidate's name; `None` until the cache
+    /// file has been read for this device.
+    choices: Mutex<Option<HashMap<String, String>>>,
+}
+
+/// Where the tuning choices of every device are kept.
+pub fn cache_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("BLAZE_CUBECL_TUNE_CACHE").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|p| !p.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("blaze").join("cubecl-autotune.tsv"))
+}
+
+/// `n` rounded up to a power of two: the shape class of a size.
+pub(crate) fn class(n: usize) -> usize {
+    n.max(1).next_power_of_two()
+}
+
+pub(crate) fn tuning_on() -> bool {
+    !std::env::var("BLAZE_CUBECL_AUTOTUNE").is_ok_and(|v| v == "0" || v.eq_ignore_ascii_case("off"))
+}
+
+/// Samples timed per candidate, after one run that compiles it.
+const SAMPLES: usize = 3;
+
+impl Tuner {
+    pub(crate) fn new(measure: bool, path: Option<PathBuf>) -> Self {
+        Tuner { measure, path, choices: Mutex::new(None) }
+    }
+
+    /// The choices this device has made or loaded, by shape class.
+    pub(crate) fn choices(&self, device: &CubeDevice) -> Vec<(String, String)> {
+        let mut slot = self.choices.lock().unwrap_or_else(|p| p.into_inner());
+        let map = slot.get_or_insert_with(|| load(self.path.as_deref(), &device.identity()));
+        let mut all: Vec<(String, String)> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        all.sort();
+        all
+    }
+
+    /// Runs the candidate chosen for `key` on `device` into `out`,
+    /// choosing it first if `key` is new ([`choose`]; `candidates[0]` is
+    /// the reference, `preferred` the choice when not measuring).
+    pub(crate) fn run(
+        &self,
+        device: &CubeDevice,
+        op: &str,
+        key: &str,
+        out: &CubeStorage,
+        candidates: &[Candidate<'_>],
+        preferred: usize,
+    ) {
+        if let Some(name) = self.choice(device, key)
+            && let Some((_, launch)) = candidates.iter().find(|(n, _)| *n == name)
+            && launch(out).is_ok()
+        {
+            return;
+        }
+        let (name, timed) = choose(device, op, key, out, candidates, self.measure, preferred);
+        let (_, launch) = candidates.iter().find(|(n, _)| *n == name).expect("the chosen candidate is listed");
+        launch(out).unwrap_or_else(|e| panic!("cubecl {op} ({key}): {name} took the shape, then refused it: {e}"));
+        self.remember(device, key, name, timed);
+    }
+
+    fn choice(&self, device: &CubeDevice, key: &str) -> Option<String> {
+        let mut slot = self.choices.lock().unwrap_or_else(|p| p.into_inner());
+        let map = slot.get_or_insert_with(|| load(self.path.as_deref(), &device.identity()));
+        map.get(key).cloned()
+    }
+
+    /// Keeps `name` for `key`, and in the cache file when it was measured.
+    fn remember(&self, device: &CubeDevice, key: &str, name: &str, measured: bool) {
+        let mut slot = self.choices.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert_with(HashMap::new).insert(key.to_owned(), name.to_owned());
+        drop(slot);
+        if measured && let Some(path) = &self.path {
+            store(path, &device.identity(), key, name);
+        }
+    }
+
+    /// Forgets every choice made on this device, in memory and in the
+    /// cache file.
+    pub(crate) fn clear(&self, device: &CubeDevice) -> std::io::Result<()> {
+        *self.choices.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
+        match &self.path {
+            Some(path) => forget(path, &device.identity()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Picks a candidate for a new shape class. The first candidate is the
+/// reference (a kernel of this crate, simple enough to trust): it runs
+/// into a scratch tensor of `out`'s shape, and every other candidate's
+/// result must agree with it, so a kernel that computes wrongly on this
+/// adapter or shape is refused, not chosen. With `measure`, each that
+/// agrees is timed over [`SAMPLES`] runs after one that compiles it, and
+/// the fastest wins (`true`: worth caching); without, `preferred` wins if
+/// it agrees, else the reference. A candidate also drops out when it
+/// refuses the shape, or when CubeCL reports its launch failed (which it
+/// does on the buffer the launch was to write, not at the launch).
+fn choose(
+    device: &CubeDevice,
+    op: &str,
+    key: &str,
+    out: &CubeStorage,
+    candidates: &[Candidate<'_>],
+    measure: bool,
+    preferred: usize,
+) -> (&'static str, bool) {
+    let client = device.client();
+    let run = |launch: &dyn Fn(&CubeStorage) -> Result<(), String>| -> Result<Vec<f32>, String> {
+        let scratch = CubeStorage::empty(device, &out.shape, out.dtype);
+        launch(&scratch)?;
+        let bytes = client.read_one(scratch.handle.clone()).map_err(|e| crate::first_line(&e.to_string()))?;
+        Ok(bytes.chunks_exact(4).take(scratch.numel()).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    };
+    let (reference_name, reference) = candidates[0];
+    let want = run(reference).unwrap_or_else(|e| panic!("cubecl {op} ({key}): {reference_name} failed: {e}"));
+    let mut best: Option<(f64, &'static str)> = None;
+    for (i, (name, launch)) in candidates.iter().enumerate() {
+        if i > 0 {
+            match run(*launch) {
+                Ok(got) if agrees(&got, &want) => {}
+                Ok(_) => continue,
+                Err(_) => continue,
+            }
+        }
+        if !measure {
+            if i == preferred {
+                return (name, false);
+            }
+            continue;
+        }
+        let scratch = CubeStorage::empty(device, &out.shape, out.dtype);
+        let mut times = Vec::with_capacity(SAMPLES);
+        for _ in 0..SAMPLES {
+            let start = Instant::now();
+            let _ = launch(&scratch);
+            let _ = cubecl::future::block_on(client.sync_buffers([&scratch.handle]));
+            times.push(start.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[SAMPLES / 2];
+        if best.is_none_or(|(t, _)| median < t) {
+            best = Some((median, name));
+        }
+    }
+    match best {
+        Some((_, name)) => (name, true),
+        None => (reference_name, false),
+    }
+}
+
+/// Whether a candidate's result matches the reference's: NaN where it
+/// has NaN, else within a relative 1e-3 (the orders of summation differ).
+fn agrees(got: &[f32], want: &[f32]) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(&g, &w)| (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-3 * (1.0 + w.abs()))
+}
+
+/// This device's choices from the cache file (none if there is no file).
+fn load(path: Option<&std::path::Path>, device: &str) -> HashMap<String, String> {
+    let Some(path) = path else { return HashMap::new() };
+    let Ok(text) = std::fs::read_to_string(path) else { return HashMap::new() };
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split('\t');
+            let (d, k, n) = (parts.next()?, parts.next()?, parts.next()?);
+            (d == device).then(|| (k.to_owned(), n.to_owned()))
+        })
+        .collect()
+}
+
+/// Appends one choice to the cache file. A cache that cannot be written
+/// costs a tuning in the next process, nothing more: it is said once on
+/// standard error.
+fn store(path: &std::path::Path, device: &str, key: &str, name: &str) {
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        writeln!(f, "{device}\t{key}\t{name}")
+    };
+    if let Err(e) = write() {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| eprintln!("blaze-cubecl: cannot write the autotune cache {}: {e}", path.display()));
+    }
+}
+
+/// Removes this device's lines from the cache file.
+fn forget(path: &std::path::Path, device: &str) -> std::io::Result<()> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let kept: String =
+        text.lines().filter(|l| l.split('\t').next() != Some(device)).map(|l| format!("{l}\n")).collect();
+    std::fs::write(path, kept)
+}

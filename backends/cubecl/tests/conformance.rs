@@ -1,0 +1,33 @@
+//! The runtime's conformance suite on the CubeCL backend. Without an
+//! adapter each test prints a notice and passes, unless
+//! `BLAZE_REQUIRE_CUBECL=1`.
+//!
+//! The device measures no kernels (autotuning off): each op takes its
+//! first kernel that runs the shape, so the suite's many shapes compile
+//! one kernel each; `tests/autotune.rs` covers the tuner.
+
+use std::sync::OnceLock;
+
+use blaze_cubecl::{CubeDevice, CubeOptions};
+
+/// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
+/// the CPU.
+type CubeCl = blaze_runtime::fallback::HostFallback<blaze_cubecl::CubeNative, blaze_cpu::Cpu>;
+
+fn device() -> Option<CubeDevice> {
+    static DEVICE: OnceLock<Option<CubeDevice>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| match CubeDevice::open(CubeOptions { autotune: Some(false), ..CubeOptions::default() }) {
+            Ok(d) => Some(d),
+            Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
+                panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
+            }
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        })
+        .clone()
+}
+
+blaze_runtime::conformance_suite!(CubeCl, device().expect("checked"), if device().is_some());

@@ -1,0 +1,84 @@
+//! The CubeCL backend next to the wgpu backend on the same adapter: the
+//! tensor matmul at 1024, 2048 and 4096 in GFLOP/s (with the device's
+//! peak in `BLAZE_PEAK_GFLOPS`, also the share of it), the training steps
+//! of the MLP, the CNN and the GPT example's model, and what autotuning
+//! costs the first call of a shape class.
+//!
+//! ```text
+//! cargo run --release --example cubecl_bench --features "cubecl wgpu"
+//! ```
+
+#[path = "common/cnn.rs"]
+mod cnn;
+#[path = "common/gpt_model.rs"]
+mod gpt_model;
+#[path = "common/gpu_bench.rs"]
+mod gpu_bench;
+#[path = "common/mlp.rs"]
+mod mlp;
+#[path = "common/timing.rs"]
+mod timing;
+
+use std::time::Instant;
+
+use blaze::cubecl::{CubeCl, CubeDevice, CubeOptions};
+use blaze::prelude::*;
+use blaze::wgpu::{Wgpu, WgpuDevice};
+use gpu_bench::{cnn_step, gpt_step, matmul_gflops, mlp_step};
+
+/// Seconds of one `[n, n]` product on a fresh device whose tuner starts
+/// from `cache`, read back.
+fn first_matmul(n: usize, cache: &std::path::Path) -> f64 {
+    let dev = CubeDevice::open(CubeOptions { autotune_cache: Some(cache.to_owned()), ..CubeOptions::default() })
+        .expect("the device opened once already");
+    let a = Tensor::<CubeCl, 2>::ones([n, n], &dev);
+    let start = Instant::now();
+    std::hint::black_box(a.matmul(&a).narrow(0, 0, 1).narrow(1, 0, 1).sum().item());
+    start.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let cube = match CubeDevice::new() {
+        Ok(d) => d,
+        Err(e) => return println!("no CubeCL device, nothing to measure: {e}"),
+    };
+    let wgpu = match WgpuDevice::new() {
+        Ok(d) => d,
+        Err(e) => return println!("no wgpu device to compare with: {e}"),
+    };
+    println!("cubecl adapter: {}\nwgpu adapter:   {}", cube.adapter_name(), wgpu.adapter_name());
+    let peak: Option<f64> = std::env::var("BLAZE_PEAK_GFLOPS").ok().and_then(|v| v.parse().ok());
+
+    println!("\ntensor matmul, operands on the device (autotuned on the first call, then timed)");
+    println!("{:>6} {:>15} {:>15} {:>14}{}", "n", "cubecl GFLOP/s", "wgpu GFLOP/s", "cubecl/wgpu", if peak.is_some() { "   cubecl, wgpu % of peak" } else { "" });
+    for n in [1024usize, 2048, 4096] {
+        let reps = if n >= 2048 { 2 } else { 8 };
+        let c = matmul_gflops::<CubeCl>(n, reps, &cube);
+        let w = matmul_gflops::<Wgpu>(n, reps, &wgpu);
+        let share = peak.map(|p| format!("   {:>5.1}%, {:>5.1}%", 100.0 * c / p, 100.0 * w / p)).unwrap_or_default();
+        println!("{n:>6} {c:>15.1} {w:>15.1} {:>14.2}{share}", c / w);
+    }
+
+    println!("\ntraining steps, median ms (lower is better)");
+    println!("{:>22} {:>10} {:>10} {:>14}", "", "cubecl", "wgpu", "wgpu/cubecl");
+    let rows = [
+        ("MLP, batch 128", mlp_step::<CubeCl>(&cube), mlp_step::<Wgpu>(&wgpu)),
+        ("CNN, batch 64", cnn_step::<CubeCl>(&cube), cnn_step::<Wgpu>(&wgpu)),
+        ("GPT, batch 8 (AdamW)", gpt_step::<CubeCl>(&cube, || 0).0, gpt_step::<Wgpu>(&wgpu, || 0).0),
+    ];
+    for (what, c, w) in rows {
+        println!("{what:>22} {:>10.2} {:>10.2} {:>14.2}", 1e3 * c, 1e3 * w, w / c);
+    }
+
+    // A shape class no run above met, on devices whose tuners start from
+    // an empty cache file, then from the one the first run wrote.
+    let dir = std::env::temp_dir().join(format!("blaze-cubecl-bench-{}", std::process::id()));
+    let cache = dir.join("autotune.tsv");
+    let n = 768;
+    let cold = first_matmul(n, &cache);
+    let warm = first_matmul(n, &cache);
+    println!("\nautotune cold start, first [{n}, {n}] product on a new device:");
+    println!("  no cached choice (measures every candidate): {:>8.2} s", cold);
+    println!("  the choice cached by that run:               {:>8.2} s", warm);
+    let _ = std::fs::remove_dir_all(&dir);
+}
