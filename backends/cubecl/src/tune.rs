@@ -27,6 +27,9 @@ use crate::backend::CubeStorage;
 /// take as `Err` without running.
 pub(crate) type Candidate<'a> = (&'static str, &'a dyn Fn(&CubeStorage) -> Result<(), String>);
 
+/// A candidate's launch, boxed.
+pub(crate) type Launch<'a> = Box<dyn Fn(&CubeStorage) -> Result<(), String> + 'a>;
+
 /// The choices made on one device, by shape class.
 pub(crate) struct Tuner {
     /// Whether new shape classes are measured, or take the first

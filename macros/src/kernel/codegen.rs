@@ -57,7 +57,7 @@ fn rust_lets(k: &Kernel) -> TokenStream {
 
 /// The `kernel!` functions (and partials) that `kernels` call, each once,
 /// with their arities.
-fn externs<'a>(kernels: impl Iterator<Item = &'a Kernel>) -> Vec<(Extern, usize)> {
+pub(super) fn externs<'a>(kernels: impl Iterator<Item = &'a Kernel>) -> Vec<(Extern, usize)> {
     fn walk(e: &Expr, out: &mut Vec<(Extern, usize)>) {
         match &e.kind {
             ExprKind::Extern(f, args) => {

@@ -27,34 +27,58 @@ fn ty(t: Ty) -> TokenStream {
     t.rust()
 }
 
+/// A float literal. `#[cube]` keeps a bare literal a device value, but
+/// folds a negated one to a host constant that a later assignment cannot
+/// replace: a negative one is written as a difference.
+fn float_lit(v: f32) -> TokenStream {
+    if v.is_sign_negative() && v != 0.0 {
+        let m = -v;
+        quote!((0.0f32 - #m))
+    } else {
+        quote!(#v)
+    }
+}
+
+/// An integer literal of type `t`, negative ones as for [`float_lit`].
+fn int_lit(v: i64, t: Ty) -> TokenStream {
+    match t {
+        Ty::I32 => {
+            let v = v as i32;
+            if v < 0 {
+                // Two steps, so that `i32::MIN`'s magnitude is never a literal.
+                let m = (v + 1).unsigned_abs() as i32;
+                quote!((0i32 - #m - 1i32))
+            } else {
+                quote!(#v)
+            }
+        }
+        _ => {
+            let v = v as u32;
+            quote!(#v)
+        }
+    }
+}
+
 /// `e` as a `#[cube]` expression.
 fn expr(k: &Kernel, e: &Expr) -> TokenStream {
     let dsl = quote!(__dsl);
     match &e.kind {
-        ExprKind::Float(v) => {
-            let v = *v as f32;
-            quote!((#v))
-        }
-        ExprKind::Int(v, t, _) => match t.get() {
-            Ty::I32 => {
-                let v = *v as i32;
-                quote!((#v))
-            }
-            _ => {
-                let v = *v as u32;
-                quote!((#v))
-            }
-        },
+        ExprKind::Float(v) => float_lit(*v as f32),
+        ExprKind::Int(v, t, _) => int_lit(*v, t.get()),
         ExprKind::Bool(b) => quote!(#b),
         ExprKind::Var(v) => var(*v),
         ExprKind::Index(v, i) => {
             let (id, i) = (var(*v), expr(k, i));
             quote!(#id[(#i) as usize])
         }
-        ExprKind::Neg(x) => {
-            let x = expr(k, x);
-            quote!((-#x))
-        }
+        ExprKind::Neg(x) => match &x.kind {
+            ExprKind::Float(v) => float_lit(-(*v as f32)),
+            ExprKind::Int(v, t, _) if t.get() == Ty::I32 => int_lit(-*v, Ty::I32),
+            _ => {
+                let x = expr(k, x);
+                quote!((-#x))
+            }
+        },
         ExprKind::Not(x) => {
             let x = expr(k, x);
             quote!((!#x))
@@ -91,13 +115,12 @@ fn expr(k: &Kernel, e: &Expr) -> TokenStream {
                 Intrinsic::Erf => quote!(#dsl::erf(#(#a)*)),
             }
         }
+        // Through the alias `elementwise` imports: `#[cube]` gives the
+        // call a scope argument spanned like the path, which from a
+        // user's macro would not see the function's own.
         ExprKind::Extern(f, args) => {
-            let (path, args) = (&f.path, args.iter().map(|a| expr(k, a)));
-            let func = match f.partial {
-                None => format_ident!("value"),
-                Some(i) => format_ident!("d{}", i),
-            };
-            quote!(#path::__cube::#func(#(#args),*))
+            let (alias, args) = (extern_alias(f), args.iter().map(|a| expr(k, a)));
+            quote!(#alias(#(#args),*))
         }
         ExprKind::Id(id) => match id {
             Id::Global => quote!((ABSOLUTE_POS as u32)),
@@ -159,7 +182,12 @@ fn stmt(k: &Kernel, s: &Stmt) -> TokenStream {
             // (which `#[cube]` would read as the host type).
             let (id, e) = (var(*v), expr(k, e));
             if matches!(k.vars[*v].kind, Kind::Local { mutable: true }) {
-                quote!(let mut #id = #e;)
+                // Declared from a bare literal, then assigned: `#[cube]`
+                // makes a variable whose first value is a constant
+                // expression (`-3e38`) a host constant, which later
+                // assignments of device values cannot replace.
+                let zero = k.vars[*v].ty.zero();
+                quote!(let mut #id = #zero; #id = #e;)
             } else {
                 quote!(let #id = #e;)
             }
@@ -224,7 +252,19 @@ fn prelude() -> TokenStream {
         use ::blaze::cubecl::__private::{cubecl, dsl as __dsl};
         #[allow(unused_imports)]
         use ::blaze::cubecl::__private::cubecl::prelude::*;
+        // By name, so that they win over the user's names of the same
+        // spelling (`Tensor`) that `super::*` brings.
+        #[allow(unused_imports)]
+        use ::blaze::cubecl::__private::cubecl::prelude::{
+            ABSOLUTE_POS, BufferArg, CUBE_COUNT, CUBE_POS, Cast, Client, CubeCount, CubeDim, Shared, Tensor,
+            TensorArg, UNIT_POS, comptime, cube, select, sync_cube, terminate,
+        };
     }
+}
+
+/// The local name of a `kernel!` function (or partial) a fused group calls.
+fn extern_alias(f: &super::ir::Extern) -> syn::Ident {
+    format_ident!("__ext_{}", super::plain(&f.wgsl_name()))
 }
 
 /// The `#[cube]` items of elementwise kernel `k` and its `partials`, and
@@ -241,11 +281,20 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
     });
     let expects = (0..n).map(|_| quote!(args.next().expect("one tensor per argument")));
     let prelude = prelude();
+    let externs = super::codegen::externs(std::iter::once(k).chain(partials)).into_iter().map(|(f, _)| {
+        let (path, alias) = (&f.path, extern_alias(&f));
+        let func = match f.partial {
+            None => format_ident!("value"),
+            Some(i) => format_ident!("d{}", i),
+        };
+        quote!(#[allow(unused_imports)] use #path::__cube::#func as #alias;)
+    });
     let items = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, unused_parens, unused_mut, unused_variables, missing_docs, clippy::all)]
         pub mod __cube {
             #prelude
+            #(#externs)*
 
             #value
             #(#ds)*

@@ -59,6 +59,8 @@ fn im2col_kernel(x: &Tensor<f32>, cols: &mut Tensor<f32>, win: Window, groups: u
 
 /// The gradient of the input: each element sums, over the output
 /// channels of its group and the taps that read it, gradient times weight.
+// `#[cube]` translates `%`; it has no `is_multiple_of`.
+#[allow(clippy::manual_is_multiple_of)]
 #[cube(launch)]
 fn conv_input_grad_kernel(g: &Tensor<f32>, weight: &Tensor<f32>, dx: &mut Tensor<f32>, win: Window, groups: usize) {
     if ABSOLUTE_POS >= dx.len() {
@@ -158,6 +160,8 @@ fn avg_pool_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, win: Window) {
 
 /// The gradient of average pooling: each input element sums the
 /// gradients of the windows that cover it, over the window's size.
+// `#[cube]` translates `%`; it has no `is_multiple_of`.
+#[allow(clippy::manual_is_multiple_of)]
 #[cube(launch)]
 fn avg_pool_grad_kernel(g: &Tensor<f32>, dx: &mut Tensor<f32>, win: Window) {
     if ABSOLUTE_POS >= dx.len() {

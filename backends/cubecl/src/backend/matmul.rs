@@ -15,7 +15,7 @@ use cubek_matmul::strategy::Strategy;
 use cubek_std::InputBinding;
 
 use super::{CubeStorage, strides};
-use crate::tune::{Candidate, class};
+use crate::tune::{Candidate, Launch, class};
 
 /// The strategies tuned among: cubek's unit matmuls, each with its
 /// smallest and its largest tiles. They need no tensor cores (WGSL has
@@ -122,9 +122,9 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
         Ok(())
     };
     let strategies = strategies();
-    let launches: Vec<Box<dyn Fn(&CubeStorage) -> Result<(), String> + '_>> = strategies
+    let launches: Vec<Launch<'_>> = strategies
         .iter()
-        .map(|(_, s)| Box::new(move |out: &CubeStorage| run(s, out)) as Box<dyn Fn(&CubeStorage) -> Result<(), String>>)
+        .map(|(_, s)| Box::new(move |out: &CubeStorage| run(s, out)) as Launch<'_>)
         .collect();
     let mut candidates: Vec<Candidate<'_>> =
         strategies.iter().zip(&launches).map(|((name, _), l)| (*name, &**l)).collect();
