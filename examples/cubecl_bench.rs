@@ -6,7 +6,11 @@
 //!
 //! ```text
 //! cargo run --release --example cubecl_bench --features "cubecl wgpu"
+//! cargo run --release --example cubecl_bench --features "cubecl wgpu" -- --sizes 512,1024
 //! ```
+//!
+//! `--sizes` picks the matmuls (a software adapter takes about a minute per
+//! 4096 product).
 
 #[path = "common/cnn.rs"]
 mod cnn;
@@ -24,6 +28,7 @@ use std::time::Instant;
 use blaze::cubecl::{CubeCl, CubeDevice, CubeOptions};
 use blaze::prelude::*;
 use blaze::wgpu::{Wgpu, WgpuDevice};
+use blaze_example_cli::Cli;
 use gpu_bench::{cnn_step, gpt_step, matmul_gflops, mlp_step};
 
 /// Seconds of one `[n, n]` product on a fresh device whose tuner starts
@@ -38,6 +43,16 @@ fn first_matmul(n: usize, cache: &std::path::Path) -> f64 {
 }
 
 fn main() {
+    let mut cli = Cli::new("The CubeCL backend beside the wgpu backend: matmuls, training steps, autotune cold start.");
+    let sizes: String = cli.value("sizes", "The matmuls' sizes, comma-separated.", "1024,2048,4096".to_owned());
+    cli.finish();
+    let sizes: Vec<usize> = match sizes.split(',').map(|s| s.trim().parse()).collect() {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("--sizes {sizes}: {e}");
+            std::process::exit(2);
+        }
+    };
     let cube = match CubeDevice::new() {
         Ok(d) => d,
         Err(e) => return println!("no CubeCL device, nothing to measure: {e}"),
@@ -51,8 +66,8 @@ fn main() {
 
     println!("\ntensor matmul, operands on the device (autotuned on the first call, then timed)");
     println!("{:>6} {:>15} {:>15} {:>14}{}", "n", "cubecl GFLOP/s", "wgpu GFLOP/s", "cubecl/wgpu", if peak.is_some() { "   cubecl, wgpu % of peak" } else { "" });
-    for n in [1024usize, 2048, 4096] {
-        let reps = if n >= 2048 { 2 } else { 8 };
+    for n in sizes {
+        let reps = if n >= 2048 { 1 } else { 8 };
         let c = matmul_gflops::<CubeCl>(n, reps, &cube);
         let w = matmul_gflops::<Wgpu>(n, reps, &wgpu);
         let share = peak.map(|p| format!("   {:>5.1}%, {:>5.1}%", 100.0 * c / p, 100.0 * w / p)).unwrap_or_default();
