@@ -65,7 +65,14 @@ fn main() {
     let peak: Option<f64> = std::env::var("BLAZE_PEAK_GFLOPS").ok().and_then(|v| v.parse().ok());
 
     println!("\ntensor matmul, operands on the device (autotuned on the first call, then timed)");
-    println!("{:>6} {:>15} {:>15} {:>14}{}", "n", "cubecl GFLOP/s", "wgpu GFLOP/s", "cubecl/wgpu", if peak.is_some() { "   cubecl, wgpu % of peak" } else { "" });
+    println!(
+        "{:>6} {:>15} {:>15} {:>14}{}",
+        "n",
+        "cubecl GFLOP/s",
+        "wgpu GFLOP/s",
+        "cubecl/wgpu",
+        if peak.is_some() { "   cubecl, wgpu % of peak" } else { "" }
+    );
     for n in sizes {
         let reps = if n >= 2048 { 1 } else { 8 };
         let c = matmul_gflops::<CubeCl>(n, reps, &cube);

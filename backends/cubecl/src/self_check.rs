@@ -29,9 +29,15 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
     let x = B::from_data(TensorData { shape: vec![8], values: DataVec::F32(X.to_vec()) }, dev);
     let rows = B::reshape(&x, &[2, 4]);
     let b = |v: bool| f32::from(u8::from(v));
-    let max_row = |r: &[f32]| r.iter().copied().fold(f32::NEG_INFINITY, |a, v| if a.is_nan() || v.is_nan() { f32::NAN } else { a.max(v) });
+    let max_row = |r: &[f32]| {
+        r.iter().copied().fold(f32::NEG_INFINITY, |a, v| if a.is_nan() || v.is_nan() { f32::NAN } else { a.max(v) })
+    };
     let cases: Vec<(&str, blaze_runtime::TensorData, Vec<f32>)> = vec![
-        ("relu (NaN passes)", B::to_data(&B::unary(UnaryOp::Relu, &x)), X.map(|v| if v > 0.0 || v.is_nan() { v } else { 0.0 }).to_vec()),
+        (
+            "relu (NaN passes)",
+            B::to_data(&B::unary(UnaryOp::Relu, &x)),
+            X.map(|v| if v > 0.0 || v.is_nan() { v } else { 0.0 }).to_vec(),
+        ),
         ("x < 0.5 (NaN is false)", B::to_data(&B::compare_scalar(CmpOp::Lt, &x, 0.5)), X.map(|v| b(v < 0.5)).to_vec()),
         ("x != x (NaN is true)", B::to_data(&B::compare(CmpOp::Ne, &x, &x)), X.map(|v| b(v.is_nan())).to_vec()),
         ("x as bool (NaN is true)", B::to_data(&B::cast(&x, DType::Bool)), X.map(|v| b(v != 0.0)).to_vec()),
@@ -42,9 +48,17 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
         ),
         ("pow(x, 3)", B::to_data(&B::binary_scalar(BinaryOp::Pow, &x, 3.0)), X.map(|v| v.powi(3)).to_vec()),
         ("floor", B::to_data(&B::unary(UnaryOp::Floor, &x)), X.map(f32::floor).to_vec()),
-        ("max of each row (NaN wins)", B::to_data(&B::reduce(ReduceOp::Max, &rows, 1)), vec![max_row(&X[..4]), max_row(&X[4..])]),
+        (
+            "max of each row (NaN wins)",
+            B::to_data(&B::reduce(ReduceOp::Max, &rows, 1)),
+            vec![max_row(&X[..4]), max_row(&X[4..])],
+        ),
         ("argmax of each row (NaN wins)", B::to_data(&B::reduce(ReduceOp::ArgMax, &rows, 1)), vec![1.0, 1.0]),
-        ("sum of each column", B::to_data(&B::reduce(ReduceOp::Sum, &rows, 0)), (0..4).map(|c| X[c] + X[c + 4]).collect()),
+        (
+            "sum of each column",
+            B::to_data(&B::reduce(ReduceOp::Sum, &rows, 0)),
+            (0..4).map(|c| X[c] + X[c + 4]).collect(),
+        ),
     ];
     dev.synchronize().map_err(|e| CubeError::Device { adapter: dev.adapter_name(), message: e.message })?;
     for (check, got, want) in cases {
@@ -64,8 +78,7 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
     let at = B::from_data(TensorData { shape: vec![3, 4], values: DataVec::F32(a.clone()) }, dev);
     let wt = B::from_data(TensorData { shape: vec![4, 3], values: DataVec::F32(w.clone()) }, dev);
     let got = floats(B::to_data(&B::matmul(&at, &wt)));
-    let want: Vec<f32> =
-        (0..9).map(|ij| (0..4).map(|k| a[ij / 3 * 4 + k] * w[k * 3 + ij % 3]).sum()).collect();
+    let want: Vec<f32> = (0..9).map(|ij| (0..4).map(|k| a[ij / 3 * 4 + k] * w[k * 3 + ij % 3]).sum()).collect();
     if !got.iter().zip(&want).all(|(&g, &w)| same(g, w)) || got.len() != want.len() {
         return Err(CubeError::Divergent {
             adapter: dev.adapter_name(),

@@ -7,10 +7,13 @@ use blaze::cubecl::{CubeCl, CubeDevice, CubeOptions};
 use blaze::prelude::*;
 
 fn open(cache: &std::path::Path) -> Option<CubeDevice> {
-    let options = CubeOptions { autotune: Some(true), autotune_cache: Some(cache.to_owned()), ..CubeOptions::default() };
+    let options =
+        CubeOptions { autotune: Some(true), autotune_cache: Some(cache.to_owned()), ..CubeOptions::default() };
     match CubeDevice::open(options) {
         Ok(d) => Some(d),
-        Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => panic!("BLAZE_REQUIRE_CUBECL=1 but {e}"),
+        Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
+            panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
+        }
         Err(e) => {
             println!("skipping: {e}");
             None

@@ -121,7 +121,12 @@ fn division_shifts_casts_and_nan_agree_with_the_cpu() {
     let mut cpu = Tensor::<Cpu, 1>::zeros([n * SEMANTICS_OUT], &CpuDevice);
     semantics::launch(groups, &xt, &yt, &mut cpu, n as u32);
     // Output 25 of each case is the float remainder.
-    agree("semantics", &gpu.to_vec::<f32>(), &cpu.to_vec::<f32>(), |i| if i % SEMANTICS_OUT == 25 { 1e-6 } else { 0.0 });
+    agree(
+        "semantics",
+        &gpu.to_vec::<f32>(),
+        &cpu.to_vec::<f32>(),
+        |i| if i % SEMANTICS_OUT == 25 { 1e-6 } else { 0.0 },
+    );
 }
 
 #[test]
@@ -143,7 +148,9 @@ fn elementwise_kernels_and_their_partials_agree_with_the_cpu() {
     let row = bg.reshape([10, 100]).slice(&[0..1, 0..100]);
     let cpu_rows = xt.reshape([10, 100]);
     let cpu_row = bt.reshape([10, 100]).slice(&[0..1, 0..100]);
-    agree("swish broadcast", &swish(&rows, &row).to_vec::<f32>(), &swish(&cpu_rows, &cpu_row).to_vec::<f32>(), |_| 1e-5);
+    agree("swish broadcast", &swish(&rows, &row).to_vec::<f32>(), &swish(&cpu_rows, &cpu_row).to_vec::<f32>(), |_| {
+        1e-5
+    });
     agree("lacking", &lacking(&xg, &bg).to_vec::<f32>(), &lacking(&xt, &bt).to_vec::<f32>(), |_| 1e-5);
 }
 

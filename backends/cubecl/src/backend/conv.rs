@@ -219,7 +219,12 @@ fn im2col(x: &CubeStorage, [kh, kw]: [usize; 2], [oh, ow]: [usize; 2], o: &Conv2
     cols
 }
 
-pub(super) fn conv2d(x: &CubeStorage, weight: &CubeStorage, bias: Option<&CubeStorage>, o: &Conv2dOptions) -> CubeStorage {
+pub(super) fn conv2d(
+    x: &CubeStorage,
+    weight: &CubeStorage,
+    bias: Option<&CubeStorage>,
+    o: &Conv2dOptions,
+) -> CubeStorage {
     let [n, _, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
     let g = o.groups;

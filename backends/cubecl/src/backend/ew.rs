@@ -5,9 +5,7 @@
 //! elementwise kernel written by hand, without one, runs on the host.
 
 use blaze_runtime::DType;
-use blaze_runtime::kernel::{
-    Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch,
-};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use cubecl::prelude::*;
 
 use super::{CubeStorage, grid, strides};
@@ -73,9 +71,7 @@ fn on_host<K: Elementwise>(
                 }
             }
             KernelArg::Number(v) => vec![*v as f32; n],
-            KernelArg::Uniform(seed) => {
-                (0..n).map(|i| blaze_runtime::rng::counter_uniform(*seed, i as u32)).collect()
-            }
+            KernelArg::Uniform(seed) => (0..n).map(|i| blaze_runtime::rng::counter_uniform(*seed, i as u32)).collect(),
         })
         .collect();
     let slices: Vec<&[f32]> = args.iter().map(Vec::as_slice).collect();

@@ -7,9 +7,9 @@ use cubecl::prelude::*;
 use cubek_matmul::definition::MatmulElems;
 use cubek_matmul::launch::launch_ref;
 use cubek_matmul::multi_level;
+use cubek_matmul::multi_level::routines::TileSizeSelection;
 use cubek_matmul::multi_level::routines::batch::double_unit::DoubleUnitSelectionArgs;
 use cubek_matmul::multi_level::routines::batch::simple_unit::SimpleUnitSelectionArgs;
-use cubek_matmul::multi_level::routines::TileSizeSelection;
 use cubek_matmul::routine::BlueprintStrategy;
 use cubek_matmul::strategy::Strategy;
 use cubek_std::InputBinding;
@@ -122,10 +122,8 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
         Ok(())
     };
     let strategies = strategies();
-    let launches: Vec<Launch<'_>> = strategies
-        .iter()
-        .map(|(_, s)| Box::new(move |out: &CubeStorage| run(s, out)) as Launch<'_>)
-        .collect();
+    let launches: Vec<Launch<'_>> =
+        strategies.iter().map(|(_, s)| Box::new(move |out: &CubeStorage| run(s, out)) as Launch<'_>).collect();
     let mut candidates: Vec<Candidate<'_>> =
         strategies.iter().zip(&launches).map(|((name, _), l)| (*name, &**l)).collect();
     // The unit kernel is the reference the others must agree with; without

@@ -502,7 +502,15 @@ impl Primitives for CubeNative {
         let (count, cube) = grid(n);
         let code = cmp_code(op);
         if t.dtype == DType::F32 {
-            kernels::compare_scalar_f32_kernel::launch(t.client(), count, cube, t.arg(), scalar as f32, out.arg(), code);
+            kernels::compare_scalar_f32_kernel::launch(
+                t.client(),
+                count,
+                cube,
+                t.arg(),
+                scalar as f32,
+                out.arg(),
+                code,
+            );
         } else {
             // A bool compared with a number: as 0 or 1 against the number's truth.
             let s = u32::from(scalar != 0.0);
@@ -623,7 +631,12 @@ impl Primitives for CubeNative {
         input_shape: [usize; 4],
         o: &Conv2dOptions,
     ) -> CubeStorage {
-        conv::conv2d_input_grad(float("conv2d_input_grad", grad_out), float("conv2d_input_grad", weight), input_shape, o)
+        conv::conv2d_input_grad(
+            float("conv2d_input_grad", grad_out),
+            float("conv2d_input_grad", weight),
+            input_shape,
+            o,
+        )
     }
 
     fn conv2d_weight_grad(

@@ -40,7 +40,14 @@ fn beats(b: f32, j: u32, a: f32, i: u32, #[comptime] op: u32) -> bool {
 /// One unit per output: the row `x[o / inner, .., o % inner]` of `n`
 /// values, stride `inner`.
 #[cube(launch)]
-fn rows_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, at: &mut Tensor<u32>, n: usize, inner: usize, #[comptime] op: u32) {
+fn rows_kernel(
+    x: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    at: &mut Tensor<u32>,
+    n: usize,
+    inner: usize,
+    #[comptime] op: u32,
+) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
@@ -68,7 +75,14 @@ fn rows_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, at: &mut Tensor<u32>, n: 
 /// One cube per output: each unit folds a strided share of the row, then
 /// a tree in shared memory folds the units' results.
 #[cube(launch)]
-fn tree_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, at: &mut Tensor<u32>, n: usize, inner: usize, #[comptime] op: u32) {
+fn tree_kernel(
+    x: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    at: &mut Tensor<u32>,
+    n: usize,
+    inner: usize,
+    #[comptime] op: u32,
+) {
     let o = CUBE_POS;
     if o >= out.len() {
         terminate!();
