@@ -12,7 +12,8 @@
 //! Beside this file: `kernels.rs` (the elementwise and movement kernels),
 //! `index.rs` (gather, scatter), `conv.rs` (convolution, pooling, their
 //! gradients), `matmul.rs` and `reduce.rs` (cubek, tuned), `softmax.rs`
-//! (fused, one cube per row) and `ew.rs` (`kernel!` kernels).
+//! (fused, one cube per row), `optim.rs` (the optimizers' updates, in
+//! place where the buffer allows) and `ew.rs` (`kernel!` kernels).
 
 use std::fmt;
 use std::ops::Range;
@@ -34,6 +35,7 @@ pub(crate) mod ew;
 mod index;
 pub(crate) mod kernels;
 mod matmul;
+mod optim;
 mod reduce;
 mod softmax;
 
@@ -670,6 +672,25 @@ impl Composites for CubeNative {
         residual: &CubeStorage,
     ) -> CubeStorage {
         Self::fused_bias_act(&x, bias, dim, act, Some(residual))
+    }
+
+    fn axpby(y: &mut CubeStorage, a: f64, x: &CubeStorage, b: f64) {
+        let (yn, xn) = (float("axpby", y), float("axpby", x));
+        assert!(yn.shape == xn.shape, "cubecl axpby: y {:?} and x {:?}", yn.shape, xn.shape);
+        optim::axpby(y, a, x, b);
+    }
+
+    fn adam(
+        p: &mut CubeStorage,
+        m: &mut CubeStorage,
+        v: &mut CubeStorage,
+        g: &CubeStorage,
+        o: blaze_runtime::AdamStep,
+    ) {
+        for t in [&*p, &*m, &*v, g] {
+            float("adam", t);
+        }
+        optim::adam(p, m, v, g, o);
     }
 
     fn softmax(x: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
