@@ -84,8 +84,8 @@ pub use blaze_macros::{Module, kernel, model};
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, DeviceError, Dim, Element, Error,
-    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp,
-    manual_seed,
+    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp, bf16,
+    f16, manual_seed,
 };
 
 /// The names most programs use. The backend traits are left out on

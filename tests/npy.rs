@@ -71,3 +71,10 @@ fn what_cannot_be_read_names_the_file_and_the_array() {
     assert!(err.contains("bad.npz: array `x`: not a .npy file"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn float16_arrays_read_as_f16() {
+    let h = read_npy(&fixture("float16.npy")).expect("f16");
+    let want = [1.5, -0.1, 65504.0, f32::INFINITY].map(blaze::f16::from_f32).to_vec();
+    assert_eq!((h.shape, h.values), (vec![4], DataVec::F16(want)));
+}

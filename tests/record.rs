@@ -147,3 +147,23 @@ fn checkpoints_resume_model_and_optimizer() {
     assert_eq!(nn::state_dict::<Cpu, _>(&m1), nn::state_dict::<Cpu, _>(&m2), "resumed training matches");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn half_precision_tensors_are_stored_as_they_are() {
+    let dir = temp_dir("half");
+    let path = dir.join("half.safetensors");
+    let h = blaze::TensorData::new(vec![blaze::f16::from_f32(1.5), blaze::f16::NEG_INFINITY], [2]).expect("data");
+    let b =
+        blaze::TensorData::new(vec![blaze::bf16::from_f32(1.5), blaze::bf16::from_f32(-3.0e38)], [1, 2]).expect("data");
+    record::save_tensors(&path, &[("h".into(), h.clone()), ("b".into(), b.clone())], &[]).expect("writes");
+    let bytes = std::fs::read(&path).expect("reads");
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains(r#""dtype":"F16""#) && text.contains(r#""dtype":"BF16""#), "{text}");
+    // Little-endian halves: 1.5 is 0x3e00 in f16 and 0x3fc0 in bf16.
+    let words: Vec<&[u8]> = bytes[bytes.len() - 8..].chunks(2).collect();
+    assert!(words.contains(&&[0x00, 0x3e][..]) && words.contains(&&[0xc0, 0x3f][..]), "{words:?}");
+    let (back, _) = record::load_tensors(&path).expect("loads");
+    let get = |n: &str| back.iter().find(|(k, _)| k == n).map(|(_, t)| t.clone()).expect("tensor");
+    assert_eq!((get("h"), get("b")), (h, b));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -173,6 +173,8 @@ impl World {
                 match &mut t.values {
                     DataVec::F32(v) => root.broadcast_into(&mut v[..]),
                     DataVec::F64(v) => root.broadcast_into(&mut v[..]),
+                    DataVec::F16(v) => broadcast_bits(&root, v, half::f16::to_bits, half::f16::from_bits),
+                    DataVec::BF16(v) => broadcast_bits(&root, v, half::bf16::to_bits, half::bf16::from_bits),
                     DataVec::I64(v) => root.broadcast_into(&mut v[..]),
                     DataVec::Bool(v) => {
                         let mut bytes: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
@@ -224,6 +226,10 @@ impl World {
         let values = match dtype {
             DType::F32 => DataVec::F32(sum32[at..at + n].iter().map(|&x| x * scale as f32).collect()),
             DType::F64 => DataVec::F64(sum64[at..at + n].iter().map(|&x| x * scale).collect()),
+            // Half-precision gradients were summed in f32: one rounding, at the end.
+            DType::F16 | DType::BF16 => {
+                DataVec::F32(sum32[at..at + n].iter().map(|&x| x * scale as f32).collect()).convert(dtype)
+            }
             other => panic!("average_grads: gradient `{name}` has dtype {other:?}"),
         };
         TensorData { shape: shape.to_vec(), values }
@@ -407,6 +413,10 @@ impl<B: Backend> ParamVisitor<B> for Overlap<'_, '_> {
         let (dtype, at) = match tensor.to_data().values {
             DataVec::F32(v) => (DType::F32, b.f32.push(comm, scope, name, &v)),
             DataVec::F64(v) => (DType::F64, b.f64.push(comm, scope, name, &v)),
+            v @ (DataVec::F16(_) | DataVec::BF16(_)) => {
+                let DataVec::F32(wide) = v.convert(DType::F32) else { unreachable!("converted to f32") };
+                (v.dtype(), b.f32.push(comm, scope, name, &wide))
+            }
             other => panic!("average_grads_during: gradient `{name}` has dtype {:?}", other.dtype()),
         };
         b.placed.insert(name.to_owned(), (dtype, at));
@@ -426,7 +436,7 @@ impl<B: Backend> ParamVisitor<B> for Count {
     fn visit<const D: usize>(&mut self, _: &str, tensor: &Tensor<B, D>) {
         let n = tensor.shape().iter().product::<usize>();
         match tensor.dtype() {
-            DType::F32 => self.f32 += n,
+            DType::F32 | DType::F16 | DType::BF16 => self.f32 += n,
             DType::F64 => self.f64 += n,
             _ => {}
         }
@@ -486,7 +496,15 @@ fn abort_job_on_panic(rank: usize) {
     });
 }
 
-/// Each gradient's values appended to one vector per float dtype.
+/// Broadcasts 16-bit floats from `root` as their bits.
+fn broadcast_bits<T: Copy>(root: &impl Root, values: &mut Vec<T>, to_bits: fn(T) -> u16, from_bits: fn(u16) -> T) {
+    let mut bits: Vec<u16> = values.iter().map(|&x| to_bits(x)).collect();
+    root.broadcast_into(&mut bits[..]);
+    *values = bits.into_iter().map(from_bits).collect();
+}
+
+/// Each gradient's values appended to one vector per float dtype (half
+/// precision widened to f32).
 struct Flat<'a> {
     f32: &'a mut Vec<f32>,
     f64: &'a mut Vec<f64>,
@@ -497,6 +515,8 @@ impl<B: Backend> ParamVisitor<B> for Flat<'_> {
         match tensor.to_data().values {
             DataVec::F32(v) => self.f32.extend_from_slice(&v),
             DataVec::F64(v) => self.f64.extend_from_slice(&v),
+            DataVec::F16(v) => self.f32.extend(v.iter().map(|x| x.to_f32())),
+            DataVec::BF16(v) => self.f32.extend(v.iter().map(|x| x.to_f32())),
             other => panic!("average_grads: gradient `{name}` has dtype {:?}", other.dtype()),
         }
     }

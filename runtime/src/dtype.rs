@@ -2,18 +2,30 @@
 
 use std::fmt;
 
+use half::{bf16, f16};
+
 use crate::error::Error;
 
 /// The element type of a tensor, known at run time.
 ///
-/// `F32` is what models train in; `F64` exists for gradient checks; `I64`
-/// holds indices and class labels; `Bool` holds masks.
+/// `F32` is what models train in; `F64` exists for gradient checks; `F16`
+/// and `BF16` halve the memory and bandwidth of a tensor; `I64` holds
+/// indices and class labels; `Bool` holds masks.
+///
+/// The half-precision dtypes are storage types, as in PyTorch: an op on
+/// them computes in f32 (sums and products accumulate in f32) and rounds
+/// its result once, to nearest even. A backend without 16-bit floats on
+/// its device keeps them on the host (`HostFallback`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     /// 32-bit float.
     F32,
     /// 64-bit float.
     F64,
+    /// 16-bit IEEE float (`half::f16`: 10 mantissa bits, largest 65504).
+    F16,
+    /// 16-bit brain float (`half::bf16`: f32's range, 7 mantissa bits).
+    BF16,
     /// 64-bit signed integer.
     I64,
     /// Boolean.
@@ -21,14 +33,20 @@ pub enum DType {
 }
 
 impl DType {
-    /// True for `F32` and `F64`.
+    /// True for the float dtypes: `F32`, `F64`, `F16` and `BF16`.
     pub fn is_float(self) -> bool {
-        matches!(self, DType::F32 | DType::F64)
+        matches!(self, DType::F32 | DType::F64 | DType::F16 | DType::BF16)
+    }
+
+    /// True for the 16-bit floats, which compute in f32.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
     }
 
     /// Bytes per element.
     pub fn size_in_bytes(self) -> usize {
         match self {
+            DType::F16 | DType::BF16 => 2,
             DType::F32 => 4,
             DType::F64 | DType::I64 => 8,
             DType::Bool => 1,
@@ -40,6 +58,8 @@ impl DType {
         match self {
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
             DType::I64 => "i64",
             DType::Bool => "bool",
         }
@@ -56,11 +76,14 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
     impl Sealed for i64 {}
     impl Sealed for bool {}
 }
 
-/// A Rust type that can be a tensor element: `f32`, `f64`, `i64` or `bool`.
+/// A Rust type that can be a tensor element: `f32`, `f64`, `f16`, `bf16`,
+/// `i64` or `bool`.
 pub trait Element: Copy + Send + Sync + fmt::Debug + PartialEq + 'static + sealed::Sealed {
     /// The matching run-time dtype.
     const DTYPE: DType;
@@ -100,6 +123,9 @@ macro_rules! impl_element {
 
 impl_element!(f32, F32, |v| v as f64, |f| f as f32);
 impl_element!(f64, F64, |v| v, |f| f);
+// From f64 directly: one rounding, never f64 -> f32 -> f16.
+impl_element!(f16, F16, |v| v.to_f64(), |f| f16::from_f64(f));
+impl_element!(bf16, BF16, |v| v.to_f64(), |f| bf16::from_f64(f));
 impl_element!(i64, I64, |v| v as f64, |f| f as i64);
 impl_element!(bool, Bool, |v| if v { 1.0 } else { 0.0 }, |f| f != 0.0);
 
@@ -110,6 +136,10 @@ pub enum DataVec {
     F32(Vec<f32>),
     /// 64-bit floats.
     F64(Vec<f64>),
+    /// 16-bit IEEE floats.
+    F16(Vec<f16>),
+    /// 16-bit brain floats.
+    BF16(Vec<bf16>),
     /// 64-bit integers.
     I64(Vec<i64>),
     /// Booleans.
@@ -122,6 +152,8 @@ impl DataVec {
         match self {
             DataVec::F32(_) => DType::F32,
             DataVec::F64(_) => DType::F64,
+            DataVec::F16(_) => DType::F16,
+            DataVec::BF16(_) => DType::BF16,
             DataVec::I64(_) => DType::I64,
             DataVec::Bool(_) => DType::Bool,
         }
@@ -132,6 +164,8 @@ impl DataVec {
         match self {
             DataVec::F32(v) => v.len(),
             DataVec::F64(v) => v.len(),
+            DataVec::F16(v) => v.len(),
+            DataVec::BF16(v) => v.len(),
             DataVec::I64(v) => v.len(),
             DataVec::Bool(v) => v.len(),
         }
@@ -147,6 +181,8 @@ impl DataVec {
         match self {
             DataVec::F32(v) => v.iter().map(|&x| x as f64).collect(),
             DataVec::F64(v) => v.clone(),
+            DataVec::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            DataVec::BF16(v) => v.iter().map(|&x| x.to_f64()).collect(),
             DataVec::I64(v) => v.iter().map(|&x| x as f64).collect(),
             DataVec::Bool(v) => v.iter().map(|&x| x.to_f64()).collect(),
         }
@@ -162,11 +198,18 @@ impl DataVec {
             (DataVec::F32(v), DType::I64) => DataVec::I64(v.iter().map(|&x| x as i64).collect()),
             (DataVec::I64(v), DType::F64) => DataVec::F64(v.iter().map(|&x| x as f64).collect()),
             (DataVec::F64(v), DType::I64) => DataVec::I64(v.iter().map(|&x| x as i64).collect()),
+            // f32 <-> half without the detour through f64 (exact either way).
+            (DataVec::F32(v), DType::F16) => DataVec::F16(v.iter().map(|&x| f16::from_f32(x)).collect()),
+            (DataVec::F32(v), DType::BF16) => DataVec::BF16(v.iter().map(|&x| bf16::from_f32(x)).collect()),
+            (DataVec::F16(v), DType::F32) => DataVec::F32(v.iter().map(|&x| x.to_f32()).collect()),
+            (DataVec::BF16(v), DType::F32) => DataVec::F32(v.iter().map(|&x| x.to_f32()).collect()),
             _ => {
                 let f = self.to_f64_vec();
                 match dtype {
                     DType::F32 => DataVec::F32(f.into_iter().map(|x| x as f32).collect()),
                     DType::F64 => DataVec::F64(f),
+                    DType::F16 => DataVec::F16(f.into_iter().map(f16::from_f64).collect()),
+                    DType::BF16 => DataVec::BF16(f.into_iter().map(bf16::from_f64).collect()),
                     DType::I64 => DataVec::I64(f.into_iter().map(|x| x as i64).collect()),
                     DType::Bool => DataVec::Bool(f.into_iter().map(|x| x != 0.0).collect()),
                 }

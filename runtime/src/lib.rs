@@ -37,6 +37,7 @@ pub use backend::{
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};
+pub use half::{bf16, f16};
 pub use rng::{Rng, manual_seed};
 pub use shape::Dim;
 pub use tensor::{Scalar, ShapeArg, Tensor};

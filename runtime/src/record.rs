@@ -90,6 +90,8 @@ fn to_bytes(values: &DataVec) -> (&'static str, Vec<u8>) {
     match values {
         DataVec::F32(v) => ("F32", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         DataVec::F64(v) => ("F64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::F16(v) => ("F16", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        DataVec::BF16(v) => ("BF16", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         DataVec::I64(v) => ("I64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         DataVec::Bool(v) => ("BOOL", v.iter().map(|&b| u8::from(b)).collect()),
     }
@@ -100,6 +102,8 @@ fn from_entry(path: &Path, name: &str, entry: &Entry<'_>) -> Result<TensorData, 
     let values = match entry.dtype.as_str() {
         "F32" => DataVec::F32(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
         "F64" => DataVec::F64(d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()),
+        "F16" => DataVec::F16(d.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect()),
+        "BF16" => DataVec::BF16(d.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]])).collect()),
         "I64" => DataVec::I64(d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()),
         "BOOL" => DataVec::Bool(d.iter().map(|&b| b != 0).collect()),
         other => {

@@ -475,7 +475,7 @@ macro_rules! loops {
     )*};
 }
 loops!(map, zip: f32, f64);
-loops!(map_baseline, zip_baseline: i64, bool);
+loops!(map_baseline, zip_baseline: i64, bool, blaze_runtime::f16, blaze_runtime::bf16);
 
 /// The loops one binary op compiles: `out` as the op of two operand rows.
 type RowsFn<'a, T, U> = dyn Fn(&mut [MaybeUninit<U>], Row<'_, T>, Row<'_, T>, &Streamer) + Sync + 'a;

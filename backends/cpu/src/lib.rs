@@ -37,7 +37,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, Scal
 use blaze_runtime::shape::Dims;
 use blaze_runtime::{
     AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
-    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
+    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp, bf16, f16,
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
@@ -124,6 +124,22 @@ fn optional<T>(p: Option<&CpuStorage>, values: fn(&CpuStorage) -> Option<&Array<
 
 /// A CPU tensor of rank `D`.
 pub type CpuTensor<const D: usize> = blaze_runtime::Tensor<Cpu, D>;
+
+/// The dtype an op on `x` rounds its results to when `x` is f16 or bf16:
+/// such ops run on f32 copies ([`CpuStorage::widen`]) and round once.
+fn half(x: &CpuStorage) -> Option<DType> {
+    x.is_half().then(|| x.dtype())
+}
+
+/// `x` widened to f32 when it is half precision (borrowed otherwise).
+fn wide(x: Option<&CpuStorage>) -> Option<CpuStorage> {
+    x.map(CpuStorage::widen)
+}
+
+/// The kernel operands with half-precision tensors widened to f32.
+fn wide_args(inputs: &[KernelArg<CpuStorage>]) -> Vec<KernelArg<CpuStorage>> {
+    inputs.iter().map(|a| a.map(CpuStorage::widen)).collect()
+}
 
 fn unsupported(op: &str, dtype: DType) -> ! {
     panic!("{op}: not defined for dtype {dtype}")
@@ -286,6 +302,9 @@ fn cast_from<T: Loops + blaze_runtime::Element>(a: &Array<T>, dtype: DType) -> C
     match dtype {
         DType::F32 => CpuStorage::F32(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as f32)),
         DType::F64 => CpuStorage::F64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64())),
+        // From f64 (exact for every source dtype): one rounding.
+        DType::F16 => CpuStorage::F16(T::map(a, CHEAP_OP_MIN, |x| f16::from_f64(x.to_f64()))),
+        DType::BF16 => CpuStorage::BF16(T::map(a, CHEAP_OP_MIN, |x| bf16::from_f64(x.to_f64()))),
         DType::I64 => CpuStorage::I64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as i64)),
         DType::Bool => CpuStorage::Bool(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() != 0.0)),
     }
@@ -335,6 +354,8 @@ impl Primitives for Cpu {
         match dtype {
             DType::F32 => CpuStorage::F32(pool::filled(shape, value as f32, |_| {})),
             DType::F64 => CpuStorage::F64(pool::filled(shape, value, |_| {})),
+            DType::F16 => CpuStorage::F16(pool::filled(shape, f16::from_f64(value), |_| {})),
+            DType::BF16 => CpuStorage::BF16(pool::filled(shape, bf16::from_f64(value), |_| {})),
             DType::I64 => CpuStorage::I64(pool::filled(shape, value as i64, |_| {})),
             DType::Bool => CpuStorage::Bool(pool::filled(shape, value != 0.0, |_| {})),
         }
@@ -356,12 +377,17 @@ impl Primitives for Cpu {
         match x {
             CpuStorage::F32(a) => cast_from(a, dtype),
             CpuStorage::F64(a) => cast_from(a, dtype),
+            CpuStorage::F16(a) => cast_from(a, dtype),
+            CpuStorage::BF16(a) => cast_from(a, dtype),
             CpuStorage::I64(a) => cast_from(a, dtype),
             CpuStorage::Bool(a) => cast_from(a, dtype),
         }
     }
 
     fn unary(op: UnaryOp, x: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::unary(op, &x.widen()).narrow(h);
+        }
         match x {
             CpuStorage::F32(a) => CpuStorage::F32(unary_float(op, a)),
             CpuStorage::F64(a) => CpuStorage::F64(unary_float(op, a)),
@@ -375,10 +401,14 @@ impl Primitives for Cpu {
                 UnaryOp::Not => CpuStorage::Bool(map_baseline(a, CHEAP_OP_MIN, |x| !x)),
                 _ => unsupported(op.name(), DType::Bool),
             },
+            other => unsupported(op.name(), other.dtype()),
         }
     }
 
     fn binary(op: BinaryOp, a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(a) {
+            return Self::binary(op, &a.widen(), &b.widen()).narrow(h);
+        }
         match (a, b) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(binary_float(op, a, b)),
             (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(binary_float(op, a, b)),
@@ -389,11 +419,18 @@ impl Primitives for Cpu {
     }
 
     fn binary_scalar(op: BinaryOp, x: &CpuStorage, scalar: f64) -> CpuStorage {
+        // The scalar stays f32, as PyTorch keeps a Python number for a half tensor.
+        if let Some(h) = half(x) {
+            return Self::binary_scalar(op, &x.widen(), scalar).narrow(h);
+        }
         let s = map_storage!(x, a => scalar_like(a, blaze_runtime::Element::from_f64(scalar)));
         Self::binary(op, x, &s)
     }
 
     fn compare(op: CmpOp, a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        if a.is_half() {
+            return Self::compare(op, &a.widen(), &b.widen());
+        }
         CpuStorage::Bool(match (a, b) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => compare(op, a, b),
             (CpuStorage::F64(a), CpuStorage::F64(b)) => compare(op, a, b),
@@ -404,6 +441,9 @@ impl Primitives for Cpu {
     }
 
     fn compare_scalar(op: CmpOp, x: &CpuStorage, scalar: f64) -> CpuStorage {
+        if x.is_half() {
+            return Self::compare_scalar(op, &x.widen(), scalar);
+        }
         let s = map_storage!(x, a => scalar_like(a, blaze_runtime::Element::from_f64(scalar)));
         Self::compare(op, x, &s)
     }
@@ -413,6 +453,8 @@ impl Primitives for Cpu {
         match (a, b) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(select(c, a, b)),
             (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(select(c, a, b)),
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(select(c, a, b)),
+            (CpuStorage::BF16(a), CpuStorage::BF16(b)) => CpuStorage::BF16(select(c, a, b)),
             (CpuStorage::I64(a), CpuStorage::I64(b)) => CpuStorage::I64(select(c, a, b)),
             (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(select(c, a, b)),
             (a, b) => panic!("where_cond: dtypes {} and {} differ", a.dtype(), b.dtype()),
@@ -420,15 +462,21 @@ impl Primitives for Cpu {
     }
 
     fn reduce(op: ReduceOp, x: &CpuStorage, dim: usize) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::reduce(op, &x.widen(), dim).narrow(h);
+        }
         match x {
             CpuStorage::F32(a) => reduce_num(op, a, dim),
             CpuStorage::F64(a) => reduce_num(op, a, dim),
             CpuStorage::I64(a) => reduce_num(op, a, dim),
-            CpuStorage::Bool(_) => unsupported(op.name(), DType::Bool),
+            other => unsupported(op.name(), other.dtype()),
         }
     }
 
     fn matmul(a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(a) {
+            return Self::matmul(&a.widen(), &b.widen()).narrow(h);
+        }
         float_pair!("matmul", a, b, |a, b| matmul::matmul(a, b))
     }
 
@@ -468,6 +516,8 @@ impl Primitives for Cpu {
         match &xs[0] {
             CpuStorage::F32(_) => cat_as!(F32),
             CpuStorage::F64(_) => cat_as!(F64),
+            CpuStorage::F16(_) => cat_as!(F16),
+            CpuStorage::BF16(_) => cat_as!(BF16),
             CpuStorage::I64(_) => cat_as!(I64),
             CpuStorage::Bool(_) => cat_as!(Bool),
         }
@@ -479,6 +529,9 @@ impl Primitives for Cpu {
     }
 
     fn scatter_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::scatter_add(&x.widen(), dim, index, &src.widen()).narrow(h);
+        }
         let idx = index.as_i64("scatter_add");
         numeric_pair!("scatter_add", x, src, |a, s| movement::scatter_add(a, dim, idx, s))
     }
@@ -489,11 +542,17 @@ impl Primitives for Cpu {
     }
 
     fn index_add(x: &CpuStorage, dim: usize, index: &CpuStorage, src: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::index_add(&x.widen(), dim, index, &src.widen()).narrow(h);
+        }
         let idx = index.as_i64("index_add");
         numeric_pair!("index_add", x, src, |a, s| movement::index_add(a, dim, idx, s))
     }
 
     fn conv2d(x: &CpuStorage, weight: &CpuStorage, bias: Option<&CpuStorage>, options: &Conv2dOptions) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::conv2d(&x.widen(), &weight.widen(), wide(bias).as_ref(), options).narrow(h);
+        }
         match (x, weight, bias) {
             (CpuStorage::F32(x), CpuStorage::F32(w), None) => CpuStorage::F32(conv::conv2d(x, w, None, options)),
             (CpuStorage::F32(x), CpuStorage::F32(w), Some(CpuStorage::F32(b))) => {
@@ -508,6 +567,10 @@ impl Primitives for Cpu {
     }
 
     fn max_pool2d(x: &CpuStorage, options: &Pool2dOptions, with_indices: bool) -> (CpuStorage, Option<CpuStorage>) {
+        if let Some(h) = half(x) {
+            let (out, idx) = Self::max_pool2d(&x.widen(), options, with_indices);
+            return (out.narrow(h), idx);
+        }
         let (out, idx) = match x {
             CpuStorage::F32(a) => {
                 let (o, i) = conv::max_pool2d(a, options, with_indices);
@@ -523,6 +586,9 @@ impl Primitives for Cpu {
     }
 
     fn avg_pool2d(x: &CpuStorage, options: &Pool2dOptions) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::avg_pool2d(&x.widen(), options).narrow(h);
+        }
         match x {
             CpuStorage::F32(a) => CpuStorage::F32(conv::avg_pool2d(a, options)),
             CpuStorage::F64(a) => CpuStorage::F64(conv::avg_pool2d(a, options)),
@@ -536,6 +602,9 @@ impl Primitives for Cpu {
         input_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> CpuStorage {
+        if let Some(h) = half(grad) {
+            return Self::conv2d_input_grad(&grad.widen(), &weight.widen(), input_shape, options).narrow(h);
+        }
         float_pair!("conv2d_input_grad", grad, weight, |g, w| conv::conv2d_input_grad(g, w, input_shape, options))
     }
 
@@ -545,10 +614,16 @@ impl Primitives for Cpu {
         weight_shape: [usize; 4],
         options: &Conv2dOptions,
     ) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::conv2d_weight_grad(&x.widen(), &grad.widen(), weight_shape, options).narrow(h);
+        }
         float_pair!("conv2d_weight_grad", x, grad, |x, g| conv::conv2d_weight_grad(x, g, weight_shape, options))
     }
 
     fn avg_pool2d_input_grad(grad: &CpuStorage, input_shape: [usize; 4], options: &Pool2dOptions) -> CpuStorage {
+        if let Some(h) = half(grad) {
+            return Self::avg_pool2d_input_grad(&grad.widen(), input_shape, options).narrow(h);
+        }
         match grad {
             CpuStorage::F32(g) => CpuStorage::F32(conv::avg_pool2d_input_grad(g, input_shape, options)),
             CpuStorage::F64(g) => CpuStorage::F64(conv::avg_pool2d_input_grad(g, input_shape, options)),
@@ -569,6 +644,9 @@ impl Precompiled for Cpu {
 
 impl Composites for Cpu {
     fn max_pool2d_input_grad(g: &CpuStorage, indices: &CpuStorage, from: [usize; 4]) -> CpuStorage {
+        if let Some(h) = half(g) {
+            return Self::max_pool2d_input_grad(&g.widen(), indices, from).narrow(h);
+        }
         let CpuStorage::I64(i) = indices else { unsupported("max_pool2d_input_grad indices", indices.dtype()) };
         match g {
             CpuStorage::F32(g) => CpuStorage::F32(conv::max_pool2d_input_grad(g, i, from)),
@@ -587,12 +665,17 @@ impl Composites for Cpu {
         match x {
             CpuStorage::F32(a) => f64::from(*a.first().expect(first)),
             CpuStorage::F64(a) => *a.first().expect(first),
+            CpuStorage::F16(a) => a.first().expect(first).to_f64(),
+            CpuStorage::BF16(a) => a.first().expect(first).to_f64(),
             CpuStorage::I64(a) => *a.first().expect(first) as f64,
             CpuStorage::Bool(a) => f64::from(u8::from(*a.first().expect(first))),
         }
     }
 
     fn softmax(x: &CpuStorage, dim: usize, o: SoftmaxOptions) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::softmax(&x.widen(), dim, o).narrow(h);
+        }
         let last = dim + 1 == x.shape().len();
         let fused = match x {
             CpuStorage::F32(a) if last => elementwise::softmax_last(a, o).map(CpuStorage::F32),
@@ -603,6 +686,9 @@ impl Composites for Cpu {
     }
 
     fn softmax_backward(g: &CpuStorage, y: &CpuStorage, dim: usize, o: SoftmaxOptions) -> CpuStorage {
+        if let Some(h) = half(g) {
+            return Self::softmax_backward(&g.widen(), &y.widen(), dim, o).narrow(h);
+        }
         let last = dim + 1 == g.shape().len();
         let fused = match (g, y) {
             (CpuStorage::F32(g), CpuStorage::F32(y)) if last => {
@@ -617,6 +703,9 @@ impl Composites for Cpu {
     }
 
     fn bias_act(x: CpuStorage, bias: Option<&CpuStorage>, dim: usize, act: Option<UnaryOp>) -> CpuStorage {
+        if let Some(h) = half(&x) {
+            return Self::bias_act(x.widen(), wide(bias).as_ref(), dim, act).narrow(h);
+        }
         match bias_act_fused(x, bias, dim, act, None) {
             Ok(done) => done,
             Err(x) => blaze_runtime::backend::composed_bias_act::<Self>(x, bias, dim, act),
@@ -630,6 +719,9 @@ impl Composites for Cpu {
         act: Option<UnaryOp>,
         residual: &CpuStorage,
     ) -> CpuStorage {
+        if let Some(h) = half(&x) {
+            return Self::bias_act_add(x.widen(), wide(bias).as_ref(), dim, act, &residual.widen()).narrow(h);
+        }
         match bias_act_fused(x, bias, dim, act, Some(residual)) {
             Ok(done) => done,
             Err(x) => Self::binary(BinaryOp::Add, &Self::bias_act(x, bias, dim, act), residual),
@@ -637,6 +729,9 @@ impl Composites for Cpu {
     }
 
     fn attention(q: &CpuStorage, k: &CpuStorage, v: &CpuStorage, o: SoftmaxOptions) -> CpuStorage {
+        if let Some(h) = half(q) {
+            return Self::attention(&q.widen(), &k.widen(), &v.widen(), o).narrow(h);
+        }
         let tiled = match (q, k, v) {
             (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
                 attention::attention(q, k, v, o).map(CpuStorage::F32)
@@ -656,6 +751,10 @@ impl Composites for Cpu {
         eps: f64,
         centre: bool,
     ) -> [CpuStorage; 2] {
+        if let Some(h) = half(x) {
+            let wide = Self::norm(&x.widen(), wide(weight).as_ref(), wide(bias).as_ref(), eps, centre);
+            return wide.map(|t| t.narrow(h));
+        }
         let fused = match x {
             CpuStorage::F32(a) => optional(weight, CpuStorage::f32s)
                 .zip(optional(bias, CpuStorage::f32s))
@@ -677,6 +776,10 @@ impl Composites for Cpu {
         weight: Option<&CpuStorage>,
         centre: bool,
     ) -> [CpuStorage; 3] {
+        if let Some(h) = half(g) {
+            let wide = Self::norm_backward(&g.widen(), &x.widen(), &stats.widen(), wide(weight).as_ref(), centre);
+            return wide.map(|t| t.narrow(h));
+        }
         let fused = match (g, x, stats) {
             (CpuStorage::F32(g), CpuStorage::F32(x), CpuStorage::F32(s)) => optional(weight, CpuStorage::f32s)
                 .and_then(|w| norm::norm_backward(g, x, s, w, centre))
@@ -690,6 +793,9 @@ impl Composites for Cpu {
     }
 
     fn sum_squares(x: &CpuStorage) -> CpuStorage {
+        if let Some(h) = half(x) {
+            return Self::sum_squares(&x.widen()).narrow(h);
+        }
         match x {
             CpuStorage::F32(a) => CpuStorage::F32(reduce::sum_squares(a)),
             CpuStorage::F64(a) => CpuStorage::F64(reduce::sum_squares(a)),
@@ -704,6 +810,10 @@ impl Composites for Cpu {
         ignore_index: i64,
         grad_scale: f64,
     ) -> Option<(CpuStorage, CpuStorage)> {
+        if let Some(h) = half(logits) {
+            let wide = Self::cross_entropy(&logits.widen(), targets, smoothing, ignore_index, grad_scale);
+            return wide.map(|(l, g)| (l.narrow(h), g.narrow(h)));
+        }
         let t = targets.as_i64("cross_entropy");
         match logits {
             CpuStorage::F32(z) => elementwise::cross_entropy_rows(z, t, smoothing, ignore_index, grad_scale)
@@ -715,6 +825,12 @@ impl Composites for Cpu {
     }
 
     fn adam(p: &mut CpuStorage, m: &mut CpuStorage, v: &mut CpuStorage, g: &CpuStorage, o: AdamStep) {
+        if let Some(h) = half(p) {
+            let (mut pw, mut mw, mut vw) = (p.widen(), m.widen(), v.widen());
+            Self::adam(&mut pw, &mut mw, &mut vw, &g.widen(), o);
+            (*p, *m, *v) = (pw.narrow(h), mw.narrow(h), vw.narrow(h));
+            return;
+        }
         let done = match (&mut *p, &mut *m, &mut *v, g) {
             (CpuStorage::F32(p), CpuStorage::F32(m), CpuStorage::F32(v), CpuStorage::F32(g)) => {
                 elementwise::adam_in_place(p, m, v, g, o)
@@ -730,6 +846,12 @@ impl Composites for Cpu {
     }
 
     fn axpby(y: &mut CpuStorage, a: f64, x: &CpuStorage, b: f64) {
+        if let Some(h) = half(y) {
+            let mut yw = y.widen();
+            Self::axpby(&mut yw, a, &x.widen(), b);
+            *y = yw.narrow(h);
+            return;
+        }
         let done = match (&mut *y, x) {
             (CpuStorage::F32(ya), CpuStorage::F32(xa)) => elementwise::axpby_in_place(ya, a as f32, xa, b as f32),
             (CpuStorage::F64(ya), CpuStorage::F64(xa)) => elementwise::axpby_in_place(ya, a, xa, b),
@@ -754,6 +876,9 @@ impl Kernels for Cpu {
         shape: &[usize],
         dtype: DType,
     ) -> CpuStorage {
+        if dtype.is_half() {
+            return Self::elementwise::<K>(f, &wide_args(inputs), shape, DType::F32).narrow(dtype);
+        }
         match dtype {
             DType::F32 => CpuStorage::F32(f32::run(Kernel::new::<K>(f), inputs, shape)),
             DType::F64 => CpuStorage::F64(f64::run(Kernel::new::<K>(f), inputs, shape)),
@@ -768,6 +893,9 @@ impl Kernels for Cpu {
         dtype: DType,
         scale: f64,
     ) -> CpuStorage {
+        if dtype.is_half() {
+            return Self::elementwise_sum::<K>(f, &wide_args(inputs), shape, DType::F32, scale).narrow(dtype);
+        }
         match dtype {
             DType::F32 => CpuStorage::F32(f32::run_sum(Kernel::new::<K>(f), inputs, shape, scale)),
             DType::F64 => CpuStorage::F64(f64::run_sum(Kernel::new::<K>(f), inputs, shape, scale)),
@@ -782,6 +910,9 @@ impl Kernels for Cpu {
         dtype: DType,
         log: bool,
     ) -> CpuStorage {
+        if dtype.is_half() {
+            return Self::elementwise_softmax::<K>(f, &wide_args(inputs), shape, DType::F32, log).narrow(dtype);
+        }
         match dtype {
             DType::F32 => CpuStorage::F32(f32::run_softmax(Kernel::new::<K>(f), inputs, shape, log)),
             DType::F64 => CpuStorage::F64(f64::run_softmax(Kernel::new::<K>(f), inputs, shape, log)),
@@ -797,6 +928,12 @@ impl Kernels for Cpu {
         norm: RowNorm<'_, CpuStorage>,
         keep: bool,
     ) -> (CpuStorage, CpuStorage, Option<CpuStorage>) {
+        if dtype.is_half() {
+            let (weight, bias) = (wide(norm.weight), wide(norm.bias));
+            let norm = RowNorm { weight: weight.as_ref(), bias: bias.as_ref(), ..norm };
+            let (y, s, x) = Self::elementwise_norm::<K>(f, &wide_args(inputs), shape, DType::F32, norm, keep);
+            return (y.narrow(dtype), s.narrow(dtype), x.map(|x| x.narrow(dtype)));
+        }
         /// The fused pass, when the parameters are contiguous `T` arrays.
         fn fused<T: KernelLoops>(
             k: Kernel<T>,

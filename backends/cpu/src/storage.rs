@@ -2,7 +2,7 @@
 //! are generic over.
 
 use crate::pool;
-use blaze_runtime::{DType, DataVec, TensorData};
+use blaze_runtime::{DType, DataVec, TensorData, bf16, f16};
 use ndarray::{ArcArray, IxDyn};
 
 /// A shared, possibly strided n-d array.
@@ -16,6 +16,10 @@ pub enum CpuStorage {
     F32(Array<f32>),
     /// 64-bit floats.
     F64(Array<f64>),
+    /// 16-bit IEEE floats, computed in f32 ([`CpuStorage::widen`]).
+    F16(Array<f16>),
+    /// 16-bit brain floats, computed in f32.
+    BF16(Array<bf16>),
     /// 64-bit integers.
     I64(Array<i64>),
     /// Booleans.
@@ -30,6 +34,8 @@ impl Clone for CpuStorage {
         match self {
             CpuStorage::F32(a) => CpuStorage::F32(a.clone()),
             CpuStorage::F64(a) => CpuStorage::F64(a.clone()),
+            CpuStorage::F16(a) => CpuStorage::F16(a.clone()),
+            CpuStorage::BF16(a) => CpuStorage::BF16(a.clone()),
             CpuStorage::I64(a) => CpuStorage::I64(a.clone()),
             CpuStorage::Bool(a) => CpuStorage::Bool(a.clone()),
         }
@@ -43,6 +49,8 @@ macro_rules! map_storage {
         match $s {
             $crate::storage::CpuStorage::F32($a) => $crate::storage::CpuStorage::F32($body),
             $crate::storage::CpuStorage::F64($a) => $crate::storage::CpuStorage::F64($body),
+            $crate::storage::CpuStorage::F16($a) => $crate::storage::CpuStorage::F16($body),
+            $crate::storage::CpuStorage::BF16($a) => $crate::storage::CpuStorage::BF16($body),
             $crate::storage::CpuStorage::I64($a) => $crate::storage::CpuStorage::I64($body),
             $crate::storage::CpuStorage::Bool($a) => $crate::storage::CpuStorage::Bool($body),
         }
@@ -72,6 +80,8 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(_) => DType::F32,
             CpuStorage::F64(_) => DType::F64,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
             CpuStorage::I64(_) => DType::I64,
             CpuStorage::Bool(_) => DType::Bool,
         }
@@ -82,6 +92,8 @@ impl CpuStorage {
         match self {
             CpuStorage::F32(a) => a.shape(),
             CpuStorage::F64(a) => a.shape(),
+            CpuStorage::F16(a) => a.shape(),
+            CpuStorage::BF16(a) => a.shape(),
             CpuStorage::I64(a) => a.shape(),
             CpuStorage::Bool(a) => a.shape(),
         }
@@ -106,6 +118,8 @@ impl CpuStorage {
         match data.values {
             DataVec::F32(v) => CpuStorage::F32(wrap(shape, v)),
             DataVec::F64(v) => CpuStorage::F64(wrap(shape, v)),
+            DataVec::F16(v) => CpuStorage::F16(wrap(shape, v)),
+            DataVec::BF16(v) => CpuStorage::BF16(wrap(shape, v)),
             DataVec::I64(v) => CpuStorage::I64(wrap(shape, v)),
             DataVec::Bool(v) => CpuStorage::Bool(wrap(shape, v)),
         }
@@ -122,10 +136,41 @@ impl CpuStorage {
         let values = match self {
             CpuStorage::F32(a) => DataVec::F32(values(a)),
             CpuStorage::F64(a) => DataVec::F64(values(a)),
+            CpuStorage::F16(a) => DataVec::F16(values(a)),
+            CpuStorage::BF16(a) => DataVec::BF16(values(a)),
             CpuStorage::I64(a) => DataVec::I64(values(a)),
             CpuStorage::Bool(a) => DataVec::Bool(values(a)),
         };
         TensorData { shape: self.shape().to_vec(), values }
+    }
+
+    /// Whether the values are 16-bit floats.
+    pub(crate) fn is_half(&self) -> bool {
+        self.dtype().is_half()
+    }
+
+    /// A half-precision tensor as f32, exactly: the CPU computes f16 and
+    /// bf16 in f32, as PyTorch's CPU kernels do, rounding each result once
+    /// ([`CpuStorage::narrow`]). Other dtypes are returned as they are.
+    pub(crate) fn widen(&self) -> CpuStorage {
+        use crate::{elementwise::map_baseline, parallel::CHEAP_OP_MIN};
+        match self {
+            CpuStorage::F16(a) => CpuStorage::F32(map_baseline(a, CHEAP_OP_MIN, f16::to_f32)),
+            CpuStorage::BF16(a) => CpuStorage::F32(map_baseline(a, CHEAP_OP_MIN, bf16::to_f32)),
+            other => other.clone(),
+        }
+    }
+
+    /// An f32 result of a widened op rounded to `dtype` (f16 or bf16, to
+    /// nearest even); results of other dtypes (bool comparisons, i64
+    /// indices) and other targets are returned as they are.
+    pub(crate) fn narrow(self, dtype: DType) -> CpuStorage {
+        use crate::{elementwise::map, parallel::CHEAP_OP_MIN};
+        match (self, dtype) {
+            (CpuStorage::F32(a), DType::F16) => CpuStorage::F16(map(&a, CHEAP_OP_MIN, f16::from_f32)),
+            (CpuStorage::F32(a), DType::BF16) => CpuStorage::BF16(map(&a, CHEAP_OP_MIN, bf16::from_f32)),
+            (other, _) => other,
+        }
     }
 
     /// The i64 array inside; the runtime has checked the dtype.

@@ -13,6 +13,7 @@
 
 pub mod autodiff;
 mod conv;
+mod precision;
 pub mod props;
 pub mod reference;
 mod tests;
@@ -20,6 +21,7 @@ mod training;
 
 pub use autodiff::*;
 pub use conv::*;
+pub use precision::*;
 pub use tests::*;
 pub use training::*;
 
@@ -47,7 +49,7 @@ macro_rules! conformance_suite {
             softmax_family, normalisation, bias_and_activation, conv2d, conv_and_pool_gradients, layer_gradients, layer_modes, losses, optimizers, pooling, nan_propagation, casts, misuse_messages,
             prop_binary_broadcast, prop_reductions, prop_matmul, prop_conv2d,
             prop_movement_roundtrip, autodiff_elementwise, autodiff_reductions,
-            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, kernels);
+            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, kernels, half_precision);
     };
     (@each $backend:ty, $device:expr, $available:expr; $($name:ident),*) => {
         $(

@@ -196,6 +196,12 @@ impl Dataset for InMemoryDataset {
             DataVec::F64(t) => {
                 DataVec::F64(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
             }
+            DataVec::F16(t) => {
+                DataVec::F16(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
+            DataVec::BF16(t) => {
+                DataVec::BF16(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
+            }
             DataVec::Bool(t) => {
                 DataVec::Bool(indices.iter().flat_map(|&i| t[i * per_t..(i + 1) * per_t].to_vec()).collect())
             }

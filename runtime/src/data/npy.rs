@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{DataError, InMemoryDataset, MAX_DEFLATE_RATIO};
-use crate::{DataVec, TensorData};
+use crate::{DType, DataVec, TensorData};
 
 /// Reads one `.npy` file: little-endian (or byte-sized) floats, integers
 /// and booleans in C order. f32 and f64 stay as they are, integers become
@@ -61,16 +61,18 @@ impl InMemoryDataset {
             )));
         }
         let values = match x.values {
-            DataVec::F32(v) => v,
-            DataVec::F64(v) => v.into_iter().map(|x| x as f32).collect(),
-            DataVec::I64(v) => v.into_iter().map(|x| x as f32).collect(),
             DataVec::Bool(_) => return Err(bad(format!("array `{inputs}` holds booleans, not numbers"))),
+            DataVec::F32(v) => v,
+            other => match other.convert(DType::F32) {
+                DataVec::F32(v) => v,
+                _ => unreachable!("converted to f32"),
+            },
         };
         let targets = match y.values {
             DataVec::Bool(_) => {
                 return Err(bad(format!("array `{targets}` holds booleans: store 0/1 as integers or floats")));
             }
-            DataVec::F64(v) => DataVec::F32(v.into_iter().map(|x| x as f32).collect()),
+            v @ (DataVec::F64(_) | DataVec::F16(_) | DataVec::BF16(_)) => v.convert(DType::F32),
             other => other,
         };
         InMemoryDataset::with_targets(values, &x.shape[1..], targets, &y.shape[1..]).map_err(|e| bad(e.to_string()))
@@ -99,9 +101,9 @@ fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
     let data = &bytes[start + header_len..];
     let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or("the shape overflows")?;
     let (order, kind, size) = split_descr(descr)?;
-    if !matches!((kind, size), ('f', 4 | 8) | ('i', 1 | 2 | 4 | 8) | ('u', 1 | 2 | 4) | ('b', 1)) {
+    if !matches!((kind, size), ('f', 2 | 4 | 8) | ('i', 1 | 2 | 4 | 8) | ('u', 1 | 2 | 4) | ('b', 1)) {
         return Err(format!(
-            "dtype `{descr}` is not one Blaze reads (float32/64, signed integers, unsigned up to 32 bits, bool)"
+            "dtype `{descr}` is not one Blaze reads (float16/32/64, signed integers, unsigned up to 32 bits, bool)"
         ));
     }
     if order == '>' && size > 1 {
@@ -123,6 +125,7 @@ fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
         }
     };
     let values = match (kind, size) {
+        ('f', 2) => DataVec::F16(chunks.map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect()),
         ('f', 4) => DataVec::F32(chunks.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
         ('f', 8) => DataVec::F64(chunks.map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()),
         ('i', 1 | 2 | 4 | 8) => DataVec::I64(chunks.map(|c| int(c, true)).collect()),

@@ -303,6 +303,8 @@ impl<B: Backend, const D: usize> fmt::Display for Tensor<B, D> {
         let strings: Vec<String> = match &data.values {
             crate::dtype::DataVec::F32(v) => v.iter().map(|x| format!("{x:.4}")).collect(),
             crate::dtype::DataVec::F64(v) => v.iter().map(|x| format!("{x:.4}")).collect(),
+            crate::dtype::DataVec::F16(v) => v.iter().map(|x| format!("{:.4}", x.to_f32())).collect(),
+            crate::dtype::DataVec::BF16(v) => v.iter().map(|x| format!("{:.4}", x.to_f32())).collect(),
             crate::dtype::DataVec::I64(v) => v.iter().map(|x| x.to_string()).collect(),
             crate::dtype::DataVec::Bool(v) => v.iter().map(|x| x.to_string()).collect(),
         };

@@ -1,0 +1,156 @@
+//! f16 and bf16: storage dtypes whose values round to nearest even on the
+//! way in, and whose ops compute in f32 and round their result once.
+
+use super::{noise, tensor, values};
+use crate::autodiff::Autodiff;
+use crate::{AdamStep, Backend, Conv2dOptions, DType, Tensor, bf16, f16};
+
+/// The 16-bit float dtypes.
+const HALVES: [DType; 2] = [DType::F16, DType::BF16];
+
+/// `x` rounded to `dtype` (to nearest, ties to even), as f64.
+fn rounded(x: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => f16::from_f64(x).to_f64(),
+        DType::BF16 => bf16::from_f64(x).to_f64(),
+        other => panic!("rounded: {other} is not a 16-bit float"),
+    }
+}
+
+/// The gap between `dtype`'s values just above 1.
+fn step(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-10),
+        _ => 2f64.powi(-7),
+    }
+}
+
+/// Equal as values of a 16-bit float: NaN matches NaN, and zeros match
+/// only with the same sign.
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || (a == b && a.is_sign_negative() == b.is_sign_negative())
+}
+
+/// Asserts that `half`, an op's result in `dtype`, is the same op's f32
+/// result `wide` rounded to `dtype`, within `steps` of the dtype's
+/// relative step (kernels that sum in another order round another f32).
+#[track_caller]
+fn assert_rounded<B: Backend, const D: usize>(
+    what: &str,
+    dtype: DType,
+    half: &Tensor<B, D>,
+    wide: &Tensor<B, D>,
+    steps: f64,
+) {
+    assert_eq!(half.dtype(), dtype, "{what}: the result's dtype");
+    assert_eq!(half.shape(), wide.shape(), "{what}: the result's shape");
+    for (i, (&h, &w)) in values(half).iter().zip(&values(wide)).enumerate() {
+        let want = rounded(w, dtype);
+        let close = (h - want).abs() <= steps * step(dtype) * want.abs();
+        assert!(same(h, want) || close, "{what} in {dtype}: [{i}] is {h}, the f32 result {w} rounds to {want}");
+    }
+}
+
+/// f16 and bf16 tensors: conversion (nearest even, overflow to infinity,
+/// subnormals, NaN, signed zero), every kind of op against the f32 op on
+/// the same values, gradients and an Adam step.
+pub fn half_precision<B: Backend>(dev: &B::Device) {
+    let special = [1.0 / 3.0, -2049.0, 65504.0, 65520.0, 1e-6, -0.0, f64::NAN, f64::INFINITY, 3.0e38, -1.0e-40];
+    for dtype in HALVES {
+        // From the host (f64, one rounding) and from f32 on the device.
+        let host = tensor::<B, 1>(&special, [special.len()], dtype, dev);
+        let f32s = tensor::<B, 1>(&special, [special.len()], DType::F32, dev);
+        let cast = f32s.to_dtype(dtype);
+        assert_eq!((host.dtype(), cast.dtype()), (dtype, dtype));
+        for (i, (&h, &c)) in values(&host).iter().zip(&values(&cast)).enumerate() {
+            let (from_f64, from_f32) = (rounded(special[i], dtype), rounded(special[i] as f32 as f64, dtype));
+            assert!(same(h, from_f64), "{} as {dtype}: {h}, want {from_f64}", special[i]);
+            assert!(same(c, from_f32), "{} as f32 then {dtype}: {c}, want {from_f32}", special[i]);
+        }
+        // Back to f32 and f64 exactly; to bool and i64 as from f32.
+        for wide in [DType::F32, DType::F64] {
+            let back = values(&cast.to_dtype(wide));
+            assert!(back.iter().zip(&values(&cast)).all(|(&x, &y)| same(x, y)), "{dtype} as {wide}: {back:?}");
+        }
+        let finite = tensor::<B, 1>(&[2.75, -0.5, 0.0, 7.0], [4], dtype, dev);
+        assert_eq!(finite.to_dtype(DType::I64).to_vec::<i64>(), vec![2, 0, 0, 7]);
+        assert_eq!(finite.to_dtype(DType::Bool).to_vec::<bool>(), vec![true, true, false, true]);
+        assert_eq!(finite.to_dtype(DType::F16).dtype(), DType::F16);
+        assert_eq!(
+            Tensor::<B, 1>::full_dtype([3], 0.1, dtype, dev).to_data().values.to_f64_vec(),
+            vec![rounded(0.1, dtype); 3]
+        );
+
+        // Ops: the same op on the values widened to f32, then rounded.
+        let a = tensor::<B, 2>(&noise(24, 1).iter().map(|x| 3.0 * x).collect::<Vec<_>>(), [4, 6], dtype, dev);
+        let b = tensor::<B, 2>(&noise(6, 2), [1, 6], dtype, dev);
+        let c = tensor::<B, 2>(&noise(30, 3), [6, 5], dtype, dev);
+        let w = |t: &Tensor<B, 2>| t.to_dtype(DType::F32);
+        let (aw, bw, cw) = (w(&a), w(&b), w(&c));
+        type Unary<B> = fn(&Tensor<B, 2>) -> Tensor<B, 2>;
+        let unary: [(&str, Unary<B>); 8] = [
+            ("exp", |t| t.exp()),
+            ("tanh", |t| t.tanh()),
+            ("sigmoid", |t| t.sigmoid()),
+            ("gelu", |t| t.gelu()),
+            ("relu", |t| t.relu()),
+            ("sqrt of abs", |t| t.abs().sqrt()),
+            ("x * 0.1 (an f32 scalar)", |t| t.mul_scalar(0.1)),
+            ("softmax", |t| t.softmax(1)),
+        ];
+        for (what, f) in unary {
+            assert_rounded(what, dtype, &f(&a), &f(&aw), 0.0);
+        }
+        assert_rounded("a + b (broadcast)", dtype, &a.add(&b), &aw.add(&bw), 0.0);
+        assert_rounded("a / b (broadcast)", dtype, &a.div(&b), &aw.div(&bw), 0.0);
+        assert_rounded("maximum", dtype, &a.maximum(&b), &aw.maximum(&bw), 0.0);
+        assert_rounded("sum over rows", dtype, &a.sum_dim(1), &aw.sum_dim(1), 1.0);
+        assert_rounded("max over rows", dtype, &a.max_dim(1), &aw.max_dim(1), 0.0);
+        assert_eq!(a.argmax(1).to_vec::<i64>(), aw.argmax(1).to_vec::<i64>(), "argmax in {dtype}");
+        assert_eq!(a.gt(&b).to_vec::<bool>(), aw.gt(&bw).to_vec::<bool>(), "a > b in {dtype}");
+        assert_rounded("matmul", dtype, &a.matmul(&c), &aw.matmul(&cw), 1.0);
+        let picked = Tensor::<B, 2>::where_cond(&a.gt(&b), &a, &b.expand([4, 6]));
+        assert_rounded("where", dtype, &picked, &Tensor::where_cond(&aw.gt(&bw), &aw, &bw.expand([4, 6])), 0.0);
+        // Movement is exact.
+        let moved = Tensor::cat(&[a.permute([1, 0]).slice(&[1..4, 0..4]), c.slice(&[0..2, 1..5])], 0);
+        let moved_w = Tensor::cat(&[aw.permute([1, 0]).slice(&[1..4, 0..4]), cw.slice(&[0..2, 1..5])], 0);
+        assert_rounded("permute, slice, cat", dtype, &moved, &moved_w, 0.0);
+        let idx = Tensor::<B, 2>::from_vec(vec![5i64, 0, 2, 2, 1, 4, 3, 0], [4, 2], dev);
+        assert_rounded("gather", dtype, &a.gather(1, &idx), &aw.gather(1, &idx), 0.0);
+        // Convolution, summed in f32.
+        let x4 = tensor::<B, 4>(&noise(50, 4), [1, 2, 5, 5], dtype, dev);
+        let k4 = tensor::<B, 4>(&noise(54, 5), [3, 2, 3, 3], dtype, dev);
+        let bias = tensor::<B, 1>(&noise(3, 6), [3], dtype, dev);
+        let o = Conv2dOptions { padding: [1, 1], ..Conv2dOptions::default() };
+        let (x4w, k4w, biasw) = (x4.to_dtype(DType::F32), k4.to_dtype(DType::F32), bias.to_dtype(DType::F32));
+        let y = x4.conv2d(&k4, Some(&bias), o);
+        assert_rounded("conv2d", dtype, &y, &x4w.conv2d(&k4w, Some(&biasw), o), 1.0);
+
+        // Gradients come back in the dtype: of sum(x * x) (2x, exactly)
+        // and of sum(x c) (summed in f32).
+        type Loss<B> = fn(&Tensor<Autodiff<B>, 2>, &Tensor<Autodiff<B>, 2>) -> Tensor<Autodiff<B>, 0>;
+        let losses: [(&str, Loss<B>); 2] =
+            [("sum(x * x)", |x, _| x.mul(x).sum()), ("sum(x c)", |x, c| x.matmul(c).sum())];
+        for (what, loss) in losses {
+            let grad = |x: &Tensor<B, 2>, c: &Tensor<B, 2>| {
+                let leaf = Tensor::<Autodiff<B>, 2>::from_inner(x.clone()).require_grad();
+                let g = loss(&leaf, &Tensor::from_inner(c.clone())).backward().get(&leaf);
+                g.unwrap_or_else(|| panic!("{what}: no gradient in {}", x.dtype()))
+            };
+            assert_rounded(&format!("the gradient of {what}"), dtype, &grad(&a, &c), &grad(&aw, &cw), 1.0);
+        }
+
+        // An Adam step updates the parameter and both moments in the dtype.
+        let o = AdamStep { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.1, decoupled: true, t: 3 };
+        let g = c.slice(&[0..4, 0..5]).pad([(0, 0), (0, 1)], 0.0);
+        let (mut p, mut m, mut v) = (a.clone(), a.reshape([24]).mul_scalar(0.1), a.mul(&a).reshape([24]));
+        let (mut pw, mut mw, mut vw) = (w(&p), m.to_dtype(DType::F32), v.to_dtype(DType::F32));
+        p.adam_(&mut m, &mut v, &g, o);
+        pw.adam_(&mut mw, &mut vw, &w(&g), o);
+        // A backend may fuse the update or compose it (when a buffer is
+        // shared), which round in f32 differently: a step of the dtype.
+        assert_rounded("adam: the parameter", dtype, &p, &pw, 1.0);
+        assert_rounded("adam: the first moment", dtype, &m, &mw, 1.0);
+        assert_rounded("adam: the second moment", dtype, &v, &vw, 1.0);
+    }
+}
