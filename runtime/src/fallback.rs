@@ -38,8 +38,10 @@ use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, W
 /// `reduce` (argmax, argmin), `max_pool2d` (indices) and `to_data` of
 /// those; `HostFallback` moves both across.
 pub trait DeviceDtypes: Backend {
-    /// Whether tensors of `dtype` live on the device.
-    fn holds(dtype: DType) -> bool;
+    /// Whether tensors of `dtype` live on `device`: a dtype may depend on
+    /// the adapter (16-bit floats need `SHADER_F16`), and is then held by
+    /// every device the program opens on such an adapter.
+    fn holds(dtype: DType, device: &Self::Device) -> bool;
 
     /// Reads `x` back inside an op (an i64 result going to the host, an
     /// operand of a cast across): ops cannot fail, so a device that has
@@ -148,7 +150,7 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
     /// A device result where its dtype lives: an i64 result (argmax,
     /// pooling indices) is read back to the host.
     fn from_device(y: D::Storage) -> Placed<D, H> {
-        if D::holds(D::dtype(&y)) {
+        if D::holds(D::dtype(&y), &D::device(&y)) {
             Placed::Device(y)
         } else {
             let device = D::device(&y);
@@ -159,7 +161,7 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
     /// A host result where its dtype lives: bools of a comparison, or a
     /// cast to a device dtype, go to `device`.
     fn from_host(y: H::Storage, device: &D::Device) -> Placed<D, H> {
-        if D::holds(H::dtype(&y)) {
+        if D::holds(H::dtype(&y), device) {
             Placed::Device(D::from_data(H::to_data(&y), device))
         } else {
             Placed::Host(y, device.clone())
@@ -236,7 +238,7 @@ impl<D: DeviceDtypes, H: Backend> Primitives for HostFallback<D, H> {
     }
 
     fn from_data(data: TensorData, device: &D::Device) -> Placed<D, H> {
-        if D::holds(data.values.dtype()) {
+        if D::holds(data.values.dtype(), device) {
             Placed::Device(D::from_data(data, device))
         } else {
             Placed::Host(H::from_data(data, &host::<H>()), device.clone())
@@ -251,7 +253,7 @@ impl<D: DeviceDtypes, H: Backend> Primitives for HostFallback<D, H> {
     }
 
     fn full(shape: &[usize], value: f64, dtype: DType, device: &D::Device) -> Placed<D, H> {
-        if D::holds(dtype) {
+        if D::holds(dtype, device) {
             Placed::Device(D::full(shape, value, dtype, device))
         } else {
             Placed::Host(H::full(shape, value, dtype, &host::<H>()), device.clone())
@@ -282,7 +284,7 @@ impl<D: DeviceDtypes, H: Backend> Primitives for HostFallback<D, H> {
 
     fn cast(x: &Placed<D, H>, dtype: DType) -> Placed<D, H> {
         match x {
-            Placed::Device(v) if D::holds(dtype) => Placed::Device(D::cast(v, dtype)),
+            Placed::Device(v) if D::holds(dtype, &D::device(v)) => Placed::Device(D::cast(v, dtype)),
             // Across placements the host casts, and the result goes where
             // its dtype lives.
             _ => Self::from_host(H::cast(&Self::to_host(x), dtype), &Self::device(x)),
@@ -578,7 +580,9 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         match (logits, targets) {
             (Placed::Device(z), Placed::Device(t)) => D::cross_entropy(z, t, smoothing, ignore_index, grad_scale)
                 .map(|(l, g)| (Placed::Device(l), Placed::Device(g))),
-            (Placed::Device(z), t @ Placed::Host(..)) if D::holds(DType::F32) && D::shape(z)[1] < 1 << 24 => {
+            (Placed::Device(z), t @ Placed::Host(..))
+                if D::holds(DType::F32, &D::device(z)) && D::shape(z)[1] < 1 << 24 =>
+            {
                 let Placed::Device(t) = Self::cast(t, DType::F32) else { return None };
                 D::cross_entropy(z, &t, smoothing, ignore_index, grad_scale)
                     .map(|(l, g)| (Placed::Device(l), Placed::Device(g)))
@@ -670,7 +674,7 @@ impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
     ) -> R {
         let device = inputs.iter().find_map(|a| Some(Self::device(a.tensor()?)));
         let device = device.unwrap_or_default();
-        if D::holds(dtype) {
+        if D::holds(dtype, &device) {
             let on: Vec<KernelArg<D::Storage>> = inputs
                 .iter()
                 .map(|a| {

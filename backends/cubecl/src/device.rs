@@ -4,8 +4,8 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use blaze_runtime::DeviceError;
-use cubecl::prelude::Client;
+use blaze_runtime::{DType, DeviceError};
+use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
 
 use crate::CubeError;
@@ -23,6 +23,8 @@ pub(crate) struct Inner {
     ordinal: u64,
     pub(crate) client: Client,
     info: wgpu::AdapterInfo,
+    /// Whether the adapter computes in f16 (`SHADER_F16`).
+    f16: bool,
     /// The first fault, as `synchronize` reports it.
     fault: Mutex<Option<String>>,
     /// Measured choices among kernels, per shape class (`tune.rs`).
@@ -137,11 +139,13 @@ impl CubeDevice {
         runtime.memory_config = cubecl::MemoryConfiguration::ExclusivePages;
         let id = cubecl::wgpu::try_init_device(setup, runtime).map_err(|e| fail(e.to_string()))?;
         let client = cubecl::Device::Wgpu(id).client();
+        let f16 = client.properties().supports_type(blaze_runtime::f16::elem_type_native());
         static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
             ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             client,
             info,
+            f16,
             fault: Mutex::new(None),
             tuner: Tuner::new(
                 options.autotune.unwrap_or_else(crate::tune::tuning_on),
@@ -175,6 +179,18 @@ impl CubeDevice {
     /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
     pub fn adapter_name(&self) -> String {
         format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+    }
+
+    /// Whether tensors of `dtype` live on this device: f32 and bool
+    /// always, f16 where the adapter has 16-bit floats (`SHADER_F16`).
+    /// The rest (f64, bf16, which WGSL lacks, and i64) live on the host
+    /// in `blaze::cubecl::CubeCl`.
+    pub fn holds(&self, dtype: DType) -> bool {
+        match dtype {
+            DType::F32 | DType::Bool => true,
+            DType::F16 => self.inner.f16,
+            DType::F64 | DType::BF16 | DType::I64 => false,
+        }
     }
 
     /// Whether the adapter is a software one (a CPU rasteriser).

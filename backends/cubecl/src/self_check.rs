@@ -20,7 +20,7 @@ fn floats(d: TensorData) -> Vec<f32> {
         DataVec::F32(v) => v,
         DataVec::Bool(v) => v.into_iter().map(|b| f32::from(u8::from(b))).collect(),
         DataVec::I64(v) => v.into_iter().map(|i| i as f32).collect(),
-        DataVec::F64(v) => v.into_iter().map(|x| x as f32).collect(),
+        other => other.to_f64_vec().into_iter().map(|x| x as f32).collect(),
     }
 }
 

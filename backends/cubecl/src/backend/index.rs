@@ -132,6 +132,8 @@ pub(super) fn gather(x: &CubeStorage, dim: usize, index: &CubeStorage) -> CubeSt
         let client = x.client();
         if x.dtype == DType::F32 {
             gather_kernel::launch::<f32>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
+        } else if x.dtype == DType::F16 {
+            gather_kernel::launch::<blaze_runtime::f16>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
         } else {
             gather_kernel::launch::<u32>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
         }
@@ -150,6 +152,8 @@ pub(super) fn index_select(x: &CubeStorage, dim: usize, index: &CubeStorage) -> 
         let client = x.client();
         if x.dtype == DType::F32 {
             index_select_kernel::launch::<f32>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
+        } else if x.dtype == DType::F16 {
+            index_select_kernel::launch::<blaze_runtime::f16>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
         } else {
             index_select_kernel::launch::<u32>(client, count, cube, x.arg(), idx.arg(), out.arg(), dim);
         }

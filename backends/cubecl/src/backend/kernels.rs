@@ -435,6 +435,16 @@ pub fn to_bool_kernel(x: &Tensor<f32>, out: &mut Tensor<u32>) {
     out[ABSOLUTE_POS] = u32::cast_from(v != 0.0 || is_nan(v));
 }
 
+/// One float type to another: f16 to f32 exactly, f32 to f16 rounded to
+/// the nearest.
+#[cube(launch)]
+pub fn convert_kernel<A: Float, B: Float>(x: &Tensor<A>, out: &mut Tensor<B>) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    out[ABSOLUTE_POS] = B::cast_from(x[ABSOLUTE_POS]);
+}
+
 /// bool to f32.
 #[cube(launch)]
 pub fn to_f32_kernel(x: &Tensor<u32>, out: &mut Tensor<f32>) {

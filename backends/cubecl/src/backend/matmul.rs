@@ -1,10 +1,11 @@
 //! The batched matmul through cubek, its strategy autotuned per shape
-//! class and device (`tune.rs`), with a one-unit-per-output kernel of its
-//! own among the candidates.
+//! class, dtype and device (`tune.rs`), with a one-unit-per-output kernel
+//! of its own among the candidates. f16 operands multiply as f16 and
+//! accumulate in f32.
 
 use blaze_runtime::DType;
 use cubecl::prelude::*;
-use cubek_matmul::definition::MatmulElems;
+use cubek_matmul::definition::{MatmulElems, MatmulGlobalElems};
 use cubek_matmul::launch::launch_ref;
 use cubek_matmul::multi_level;
 use cubek_matmul::multi_level::routines::TileSizeSelection;
@@ -44,9 +45,9 @@ fn strategies() -> [(&'static str, Strategy); 4] {
 
 /// One unit per output element, the batch dims broadcast through strides
 /// of 0: compiled once for every shape, and for small products faster
-/// than a tiled kernel's setup.
+/// than a tiled kernel's setup. Sums in f32 whatever `F` is.
 #[cube(launch)]
-fn unit_kernel(a: &Tensor<f32>, b: &Tensor<f32>, out: &mut Tensor<f32>) {
+fn unit_kernel<F: Float>(a: &Tensor<F>, b: &Tensor<F>, out: &mut Tensor<F>) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
@@ -69,9 +70,9 @@ fn unit_kernel(a: &Tensor<f32>, b: &Tensor<f32>, out: &mut Tensor<f32>) {
     let (sa, sb) = (a.stride(rank - 1), b.stride(rank - 2));
     let mut acc = 0.0f32;
     for p in 0..k {
-        acc += a[oa + p * sa] * b[ob + p * sb];
+        acc += f32::cast_from(a[oa + p * sa]) * f32::cast_from(b[ob + p * sb]);
     }
-    out[ABSOLUTE_POS] = acc;
+    out[ABSOLUTE_POS] = F::cast_from(acc);
 }
 
 /// `t` seen with the output's batch dims: stride 0 where it broadcasts.
@@ -102,23 +103,32 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
     let batch: usize = shape.iter().product();
     shape.extend([m, n]);
     let device = &a.device;
-    let out = CubeStorage::empty(device, &shape, DType::F32);
+    let dtype = a.dtype;
+    let out = CubeStorage::empty(device, &shape, dtype);
     if out.numel() == 0 {
         return out;
     }
     if k == 0 {
-        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, device);
+        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, dtype, device);
     }
-    let dt = f32::elem_type_native();
+    let half = dtype == DType::F16;
+    let dt = if half { blaze_runtime::f16::elem_type_native() } else { f32::elem_type_native() };
+    // Accumulates in f32 for f16 operands.
+    let elems = MatmulElems::from_globals(&MatmulGlobalElems { lhs: dt, rhs: dt, out: dt });
     let client = device.client();
     let run = |strategy: &Strategy, out: &CubeStorage| -> Result<(), String> {
         let (lhs, rhs) = (InputBinding::new(binding(a), dt), InputBinding::new(binding(b), dt));
-        launch_ref(strategy, client, lhs, rhs, binding(out), &mut MatmulElems::from_single_dtype(dt))
+        launch_ref(strategy, client, lhs, rhs, binding(out), &mut elems.clone())
             .map_err(|e| format!("{e:?}").lines().next().unwrap_or_default().to_owned())
     };
     let unit = |out: &CubeStorage| -> Result<(), String> {
         let (count, cube) = super::grid(out.numel());
-        unit_kernel::launch(client, count, cube, batch_view(a, &out.shape), batch_view(b, &out.shape), out.arg());
+        let (va, vb) = (batch_view(a, &out.shape), batch_view(b, &out.shape));
+        if half {
+            unit_kernel::launch::<blaze_runtime::f16>(client, count, cube, va, vb, out.arg());
+        } else {
+            unit_kernel::launch::<f32>(client, count, cube, va, vb, out.arg());
+        }
         Ok(())
     };
     let strategies = strategies();
@@ -131,7 +141,8 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
     // shape) and larger ones take cubek's first.
     candidates.insert(0, ("blaze_unit", &unit));
     let preferred = usize::from(batch * m * n * k > SMALL);
-    let key = format!("matmul:b{}:m{}:k{}:n{}", class(batch), class(m), class(k), class(n));
+    let key =
+        format!("matmul:{}b{}:m{}:k{}:n{}", if half { "f16:" } else { "" }, class(batch), class(m), class(k), class(n));
     device.inner.tuner.run(device, "matmul", &key, &out, &candidates, preferred);
     out
 }

@@ -2,7 +2,11 @@
 //! the device's client, matmul and reductions through cubek.
 //!
 //! The device holds f32 and bool tensors (bools as `u32` 0 or 1), as the
-//! wgpu backend does: f64 and i64 tensors are the host's, through
+//! wgpu backend does, and f16 where the adapter has it (`SHADER_F16`):
+//! f16 tensors are stored, moved, selected and multiplied (cubek, f32
+//! accumulation) as f16, and every other op runs its f32 kernel on a
+//! widened copy and rounds its result once ([`CubeStorage::widen`]).
+//! f64, bf16 (which WGSL lacks) and i64 tensors are the host's, through
 //! `HostFallback<CubeNative, H>` (`blaze::cubecl::CubeCl`), which hands
 //! this backend i64 index tensors (uploaded as `u32`; the runtime checked
 //! they are in bounds) and takes back its i64 results (argmax, pooling
@@ -18,6 +22,7 @@
 use std::fmt;
 use std::ops::Range;
 
+use blaze_runtime::backend as composed;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::{
@@ -46,7 +51,8 @@ mod softmax;
 pub struct CubeNative;
 
 /// A tensor on a [`CubeDevice`]: a CubeCL buffer, row-major, of 4-byte
-/// words (`f32`, `u32` 0 or 1 for bools, `u32` indices for i64).
+/// words (`f32`, `u32` 0 or 1 for bools, `u32` indices for i64) or of
+/// 2-byte `f16`.
 #[derive(Clone)]
 pub struct CubeStorage {
     #[allow(missing_docs)]
@@ -63,8 +69,8 @@ impl fmt::Debug for CubeStorage {
 }
 
 impl DeviceDtypes for CubeNative {
-    fn holds(dtype: DType) -> bool {
-        on_device(dtype)
+    fn holds(dtype: DType, device: &CubeDevice) -> bool {
+        device.holds(dtype)
     }
 
     fn read_back(x: &CubeStorage) -> TensorData {
@@ -72,7 +78,7 @@ impl DeviceDtypes for CubeNative {
             Ok(bytes) => x.data(&bytes),
             Err(e) => {
                 x.device.record_fault(crate::first_line(&e.to_string()));
-                x.data(&vec![0; 4 * x.numel()])
+                x.data(&vec![0; x.bytes()])
             }
         }
     }
@@ -90,8 +96,21 @@ impl<H: Backend> blaze_runtime::nn::BackendDevice<HostFallback<CubeNative, H>> f
     }
 }
 
+/// The dtypes this backend's ops take (the device decides whether it
+/// holds f16: [`CubeDevice::holds`]).
 pub(crate) fn on_device(d: DType) -> bool {
-    matches!(d, DType::F32 | DType::Bool)
+    matches!(d, DType::F32 | DType::Bool | DType::F16)
+}
+
+/// The dtype an op on `x` rounds its result to when `x` is f16: the op
+/// runs on an f32 copy ([`CubeStorage::widen`]).
+fn half(x: &CubeStorage) -> Option<DType> {
+    (x.dtype == DType::F16).then_some(DType::F16)
+}
+
+/// An optional operand widened to f32.
+fn wide(x: Option<&CubeStorage>) -> Option<CubeStorage> {
+    x.map(CubeStorage::widen)
 }
 
 pub(crate) fn numel(shape: &[usize]) -> usize {
@@ -129,12 +148,58 @@ impl CubeStorage {
     /// A new tensor whose values the caller writes.
     pub(crate) fn empty(device: &CubeDevice, shape: &[usize], dtype: DType) -> Self {
         // A zero-size buffer is not a buffer: empty tensors hold one word.
-        let handle = device.client().empty(4 * numel(shape).max(1));
+        let bytes = elem_bytes(dtype) * numel(shape);
+        let handle = device.client().empty(bytes.next_multiple_of(4).max(4));
         CubeStorage { handle, shape: shape.to_vec(), dtype, device: device.clone() }
     }
 
     pub(crate) fn numel(&self) -> usize {
         numel(&self.shape)
+    }
+
+    /// The bytes of the values.
+    pub(crate) fn bytes(&self) -> usize {
+        elem_bytes(self.dtype) * self.numel()
+    }
+
+    /// An f16 tensor as f32 (exactly), for an op that computes in f32;
+    /// other tensors as they are.
+    pub(crate) fn widen(&self) -> CubeStorage {
+        if self.dtype != DType::F16 {
+            return self.clone();
+        }
+        let out = CubeStorage::empty(&self.device, &self.shape, DType::F32);
+        if out.numel() > 0 {
+            let (count, cube) = grid(out.numel());
+            kernels::convert_kernel::launch::<blaze_runtime::f16, f32>(
+                self.client(),
+                count,
+                cube,
+                self.arg(),
+                out.arg(),
+            );
+        }
+        out
+    }
+
+    /// An f32 result rounded to `dtype` when that is f16 (to the nearest);
+    /// any other result as it is.
+    pub(crate) fn narrow(self, dtype: DType) -> CubeStorage {
+        if self.dtype != DType::F32 || dtype != DType::F16 {
+            return self;
+        }
+        let out = CubeStorage::empty(&self.device, &self.shape, DType::F16);
+        if out.numel() > 0 {
+            let (count, cube) = grid(out.numel());
+            kernels::convert_kernel::launch::<f32, blaze_runtime::f16>(
+                self.client(),
+                count,
+                cube,
+                self.arg(),
+                out.arg(),
+            );
+        }
+        out
     }
 
     /// The tensor as a contiguous kernel argument.
@@ -167,8 +232,12 @@ impl CubeStorage {
     }
 
     /// The tensor's values from the bytes of its buffer.
-    fn data(&self, bytes: &[u8]) -> TensorData {
+    pub(crate) fn data(&self, bytes: &[u8]) -> TensorData {
         let n = self.numel();
+        if self.dtype == DType::F16 {
+            let halves = bytes.chunks_exact(2).take(n).map(|c| blaze_runtime::f16::from_le_bytes([c[0], c[1]]));
+            return TensorData { shape: self.shape.clone(), values: DataVec::F16(halves.collect()) };
+        }
         let words = bytes.chunks_exact(4).take(n).map(|c| [c[0], c[1], c[2], c[3]]);
         let values = match self.dtype {
             DType::F32 => DataVec::F32(words.map(f32::from_le_bytes).collect()),
@@ -183,12 +252,17 @@ impl CubeStorage {
     }
 }
 
-/// `x`, which op `op` reads as device data: f32 or bool, never an i64
+/// Bytes per element on the device.
+fn elem_bytes(dtype: DType) -> usize {
+    if dtype == DType::F16 { 2 } else { 4 }
+}
+
+/// `x`, which op `op` reads as device data: f32, f16 or bool, never an i64
 /// (the device holds i64 only as indices for the index ops).
 pub(crate) fn native<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
     assert!(
         on_device(x.dtype),
-        "cubecl {op}: a {} tensor; CubeNative computes on f32 and bool, and holds i64 only as indices: \
+        "cubecl {op}: a {} tensor; CubeNative computes on f32, f16 and bool, and holds i64 only as indices: \
          use it as HostFallback<CubeNative, _> (blaze::cubecl::CubeCl)",
         x.dtype
     );
@@ -198,6 +272,12 @@ pub(crate) fn native<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
 /// `x`, which op `op` reads as f32.
 pub(crate) fn float<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
     assert!(x.dtype == DType::F32, "cubecl {op}: a {} tensor where the op takes f32", x.dtype);
+    x
+}
+
+/// `x`, which op `op` reads as f32 or f16.
+pub(crate) fn floats<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
+    assert!(matches!(x.dtype, DType::F32 | DType::F16), "cubecl {op}: a {} tensor where the op takes a float", x.dtype);
     x
 }
 
@@ -283,6 +363,8 @@ impl CubeNative {
         let (count, dim) = grid(n);
         if out.dtype == DType::F32 {
             kernels::copy_kernel::launch::<f32>(out.client(), count, dim, from, to, start, at, n);
+        } else if out.dtype == DType::F16 {
+            kernels::copy_kernel::launch::<blaze_runtime::f16>(out.client(), count, dim, from, to, start, at, n);
         } else {
             kernels::copy_kernel::launch::<u32>(out.client(), count, dim, from, to, start, at, n);
         }
@@ -358,9 +440,11 @@ impl Primitives for CubeNative {
             DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
             // Index tensors for the index ops, in bounds of what they index.
             DataVec::I64(v) => (v.iter().flat_map(|&x| u32_of(x as usize).to_le_bytes()).collect(), DType::I64),
-            DataVec::F64(_) => panic!(
-                "cubecl from_data: f64 tensors live on the host: use CubeNative as HostFallback<CubeNative, _> \
-                 (blaze::cubecl::CubeCl)"
+            DataVec::F16(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F16),
+            other => panic!(
+                "cubecl from_data: {} tensors live on the host: use CubeNative as HostFallback<CubeNative, _> \
+                 (blaze::cubecl::CubeCl)",
+                other.dtype()
             ),
         };
         if bytes.is_empty() {
@@ -376,6 +460,9 @@ impl Primitives for CubeNative {
 
     fn full(shape: &[usize], value: f64, dtype: DType, device: &CubeDevice) -> CubeStorage {
         assert!(on_device(dtype), "cubecl full: {dtype} tensors live on the host");
+        if dtype == DType::F16 {
+            return Self::full(shape, value, DType::F32, device).narrow(dtype);
+        }
         let out = CubeStorage::empty(device, shape, dtype);
         let n = out.numel();
         if n > 0 {
@@ -407,6 +494,11 @@ impl Primitives for CubeNative {
             return t.clone();
         }
         assert!(on_device(dtype), "cubecl cast: {dtype} tensors live on the host");
+        if t.dtype == DType::F16 || dtype == DType::F16 {
+            // Through f32, which holds every f16 and every bool exactly.
+            let wide = Self::cast(&t.widen(), DType::F32);
+            return if dtype == DType::F16 { wide.narrow(dtype) } else { Self::cast(&wide, dtype) };
+        }
         let out = CubeStorage::empty(&t.device, &t.shape, dtype);
         let n = out.numel();
         if n > 0 {
@@ -421,6 +513,9 @@ impl Primitives for CubeNative {
     }
 
     fn unary(op: UnaryOp, x: &CubeStorage) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::unary(op, &x.widen()).narrow(h);
+        }
         let t = native(op.name(), x);
         let out = CubeStorage::empty(&t.device, &t.shape, t.dtype);
         let n = out.numel();
@@ -439,6 +534,9 @@ impl Primitives for CubeNative {
     }
 
     fn binary(op: BinaryOp, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        if let Some(h) = half(a) {
+            return Self::binary(op, &a.widen(), &b.widen()).narrow(h);
+        }
         let (x, y) = (native(op.name(), a), native(op.name(), b));
         let shape = broadcast_shape(&[&x.shape, &y.shape]);
         let out = CubeStorage::empty(&x.device, &shape, x.dtype);
@@ -458,6 +556,9 @@ impl Primitives for CubeNative {
     }
 
     fn binary_scalar(op: BinaryOp, x: &CubeStorage, scalar: f64) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::binary_scalar(op, &x.widen(), scalar).narrow(h);
+        }
         let t = native(op.name(), x);
         let out = CubeStorage::empty(&t.device, &t.shape, t.dtype);
         let n = out.numel();
@@ -476,6 +577,9 @@ impl Primitives for CubeNative {
     }
 
     fn compare(op: CmpOp, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        if half(a).is_some() {
+            return Self::compare(op, &a.widen(), &b.widen());
+        }
         let (x, y) = (native(op.name(), a), native(op.name(), b));
         let shape = broadcast_shape(&[&x.shape, &y.shape]);
         let out = CubeStorage::empty(&x.device, &shape, DType::Bool);
@@ -495,6 +599,9 @@ impl Primitives for CubeNative {
     }
 
     fn compare_scalar(op: CmpOp, x: &CubeStorage, scalar: f64) -> CubeStorage {
+        if half(x).is_some() {
+            return Self::compare_scalar(op, &x.widen(), scalar);
+        }
         let t = native(op.name(), x);
         let out = CubeStorage::empty(&t.device, &t.shape, DType::Bool);
         let n = out.numel();
@@ -533,6 +640,8 @@ impl Primitives for CubeNative {
         let (count, cube) = grid(n);
         if x.dtype == DType::F32 {
             kernels::where_kernel::launch::<f32>(x.client(), count, cube, ca, xa, ya, out.arg());
+        } else if x.dtype == DType::F16 {
+            kernels::where_kernel::launch::<blaze_runtime::f16>(x.client(), count, cube, ca, xa, ya, out.arg());
         } else {
             kernels::where_kernel::launch::<u32>(x.client(), count, cube, ca, xa, ya, out.arg());
         }
@@ -540,11 +649,14 @@ impl Primitives for CubeNative {
     }
 
     fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::reduce(op, &x.widen(), dim).narrow(h);
+        }
         reduce::reduce(op, native("reduce", x), dim)
     }
 
     fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
-        matmul::matmul(float("matmul", a), float("matmul", b))
+        matmul::matmul(floats("matmul", a), floats("matmul", b))
     }
 
     fn reshape(x: &CubeStorage, shape: &[usize]) -> CubeStorage {
@@ -604,6 +716,9 @@ impl Primitives for CubeNative {
     }
 
     fn scatter_add(x: &CubeStorage, dim: usize, index: &CubeStorage, src: &CubeStorage) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::scatter_add(&x.widen(), dim, index, &src.widen()).narrow(h);
+        }
         index::scatter_add(float("scatter_add", x), dim, index, float("scatter_add", src))
     }
 
@@ -612,18 +727,31 @@ impl Primitives for CubeNative {
     }
 
     fn index_add(x: &CubeStorage, dim: usize, index: &CubeStorage, src: &CubeStorage) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::index_add(&x.widen(), dim, index, &src.widen()).narrow(h);
+        }
         index::index_add(float("index_add", x), dim, index, float("index_add", src))
     }
 
     fn conv2d(x: &CubeStorage, weight: &CubeStorage, bias: Option<&CubeStorage>, o: &Conv2dOptions) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::conv2d(&x.widen(), &weight.widen(), wide(bias).as_ref(), o).narrow(h);
+        }
         conv::conv2d(float("conv2d", x), float("conv2d", weight), bias, o)
     }
 
     fn max_pool2d(x: &CubeStorage, o: &Pool2dOptions, with_indices: bool) -> (CubeStorage, Option<CubeStorage>) {
+        if let Some(h) = half(x) {
+            let (y, i) = Self::max_pool2d(&x.widen(), o, with_indices);
+            return (y.narrow(h), i);
+        }
         conv::max_pool2d(float("max_pool2d", x), o, with_indices)
     }
 
     fn avg_pool2d(x: &CubeStorage, o: &Pool2dOptions) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::avg_pool2d(&x.widen(), o).narrow(h);
+        }
         conv::avg_pool2d(float("avg_pool2d", x), o)
     }
 
@@ -633,6 +761,9 @@ impl Primitives for CubeNative {
         input_shape: [usize; 4],
         o: &Conv2dOptions,
     ) -> CubeStorage {
+        if let Some(h) = half(grad_out) {
+            return Self::conv2d_input_grad(&grad_out.widen(), &weight.widen(), input_shape, o).narrow(h);
+        }
         conv::conv2d_input_grad(
             float("conv2d_input_grad", grad_out),
             float("conv2d_input_grad", weight),
@@ -647,10 +778,16 @@ impl Primitives for CubeNative {
         weight_shape: [usize; 4],
         o: &Conv2dOptions,
     ) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::conv2d_weight_grad(&x.widen(), &grad_out.widen(), weight_shape, o).narrow(h);
+        }
         conv::conv2d_weight_grad(float("conv2d_weight_grad", x), float("conv2d_weight_grad", grad_out), weight_shape, o)
     }
 
     fn avg_pool2d_input_grad(grad_out: &CubeStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> CubeStorage {
+        if let Some(h) = half(grad_out) {
+            return Self::avg_pool2d_input_grad(&grad_out.widen(), input_shape, o).narrow(h);
+        }
         conv::avg_pool2d_input_grad(float("avg_pool2d_input_grad", grad_out), input_shape, o)
     }
 }
@@ -661,6 +798,9 @@ impl blaze_runtime::Precompiled for CubeNative {}
 
 impl Composites for CubeNative {
     fn bias_act(x: CubeStorage, bias: Option<&CubeStorage>, dim: usize, act: Option<UnaryOp>) -> CubeStorage {
+        if let Some(h) = half(&x) {
+            return Self::fused_bias_act(&x.widen(), wide(bias).as_ref(), dim, act, None).narrow(h);
+        }
         Self::fused_bias_act(&x, bias, dim, act, None)
     }
 
@@ -671,10 +811,20 @@ impl Composites for CubeNative {
         act: Option<UnaryOp>,
         residual: &CubeStorage,
     ) -> CubeStorage {
+        if let Some(h) = half(&x) {
+            let r = residual.widen();
+            return Self::fused_bias_act(&x.widen(), wide(bias).as_ref(), dim, act, Some(&r)).narrow(h);
+        }
         Self::fused_bias_act(&x, bias, dim, act, Some(residual))
     }
 
     fn axpby(y: &mut CubeStorage, a: f64, x: &CubeStorage, b: f64) {
+        if let Some(h) = half(y) {
+            let mut yw = y.widen();
+            Self::axpby(&mut yw, a, &x.widen(), b);
+            *y = yw.narrow(h);
+            return;
+        }
         let (yn, xn) = (float("axpby", y), float("axpby", x));
         assert!(yn.shape == xn.shape, "cubecl axpby: y {:?} and x {:?}", yn.shape, xn.shape);
         optim::axpby(y, a, x, b);
@@ -687,17 +837,65 @@ impl Composites for CubeNative {
         g: &CubeStorage,
         o: blaze_runtime::AdamStep,
     ) {
+        if let Some(h) = half(p) {
+            let (mut pw, mut mw, mut vw) = (p.widen(), m.widen(), v.widen());
+            Self::adam(&mut pw, &mut mw, &mut vw, &g.widen(), o);
+            (*p, *m, *v) = (pw.narrow(h), mw.narrow(h), vw.narrow(h));
+            return;
+        }
         for t in [&*p, &*m, &*v, g] {
             float("adam", t);
         }
         optim::adam(p, m, v, g, o);
     }
 
+    // The composed defaults, on f32 copies of f16 operands: one rounding
+    // at the end, and no f16 overflow in between (a sum of squares).
+    fn sum_squares(x: &CubeStorage) -> CubeStorage {
+        let h = x.dtype;
+        composed::composed_sum_squares::<Self>(&x.widen()).narrow(h)
+    }
+
+    fn attention(q: &CubeStorage, k: &CubeStorage, v: &CubeStorage, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
+        let h = q.dtype;
+        composed::composed_attention::<Self>(&q.widen(), &k.widen(), &v.widen(), o).narrow(h)
+    }
+
+    fn norm(
+        x: &CubeStorage,
+        weight: Option<&CubeStorage>,
+        bias: Option<&CubeStorage>,
+        eps: f64,
+        centre: bool,
+    ) -> [CubeStorage; 2] {
+        let (w, b) = (wide(weight), wide(bias));
+        let h = x.dtype;
+        composed::composed_norm::<Self>(&x.widen(), w.as_ref(), b.as_ref(), eps, centre).map(|t| t.narrow(h))
+    }
+
+    fn norm_backward(
+        g: &CubeStorage,
+        x: &CubeStorage,
+        stats: &CubeStorage,
+        weight: Option<&CubeStorage>,
+        centre: bool,
+    ) -> [CubeStorage; 3] {
+        let (w, h) = (wide(weight), g.dtype);
+        composed::composed_norm_backward::<Self>(&g.widen(), &x.widen(), &stats.widen(), w.as_ref(), centre)
+            .map(|t| t.narrow(h))
+    }
+
     fn softmax(x: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
+        if let Some(h) = half(x) {
+            return Self::softmax(&x.widen(), dim, o).narrow(h);
+        }
         softmax::softmax(float("softmax", x), dim, o)
     }
 
     fn softmax_backward(g: &CubeStorage, y: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
+        if let Some(h) = half(g) {
+            return Self::softmax_backward(&g.widen(), &y.widen(), dim, o).narrow(h);
+        }
         softmax::softmax_backward(float("softmax_backward", g), float("softmax_backward", y), dim, o)
     }
 }
@@ -709,6 +907,10 @@ impl Kernels for CubeNative {
         shape: &[usize],
         dtype: DType,
     ) -> CubeStorage {
+        if dtype == DType::F16 {
+            let wide: Vec<KernelArg<CubeStorage>> = inputs.iter().map(|a| a.map(CubeStorage::widen)).collect();
+            return ew::elementwise::<K>(f, &wide, shape, DType::F32).narrow(dtype);
+        }
         ew::elementwise::<K>(f, inputs, shape, dtype)
     }
 

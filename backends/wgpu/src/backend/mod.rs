@@ -64,7 +64,7 @@ impl fmt::Debug for WgpuStorage {
 }
 
 impl DeviceDtypes for WgpuNative {
-    fn holds(dtype: DType) -> bool {
+    fn holds(dtype: DType, _device: &WgpuDevice) -> bool {
         on_device(dtype)
     }
 
@@ -391,9 +391,10 @@ impl Primitives for WgpuNative {
             DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
             // Index tensors for the index ops, in bounds of what they index.
             DataVec::I64(v) => (v.iter().flat_map(|&x| u(x as usize).to_le_bytes()).collect(), DType::I64),
-            DataVec::F64(_) => panic!(
-                "wgpu from_data: f64 tensors live on the host: use WgpuNative as HostFallback<WgpuNative, _> \
-                 (blaze::wgpu::Wgpu)"
+            other => panic!(
+                "wgpu from_data: {} tensors live on the host: use WgpuNative as HostFallback<WgpuNative, _> \
+                 (blaze::wgpu::Wgpu)",
+                other.dtype()
             ),
         };
         WgpuStorage { buf: device.upload(&bytes), shape, dtype, device: device.clone() }
