@@ -121,6 +121,54 @@ fn overlapped_buckets_train_as_one_process() {
     std::fs::remove_dir_all(&out).ok();
 }
 
+/// A rank of `half_precision_parameters_and_gradients_cross_ranks`: an f16
+/// weight and a bf16 bias, different on each rank, broadcast from rank 0,
+/// and per-rank gradients averaged (summed in f32, rounded once).
+fn rank_averages_half_gradients(out: &Path) {
+    use blaze::nn::{Linear, LinearConfig, LinearGrads};
+    let world = World::init().expect("MPI starts");
+    let r = world.rank() as f64;
+    let mut layer =
+        Linear::<Cpu, 2, 3>::new(LinearConfig { bias: true }, &mut blaze::Rng::seed_from_u64(7), &CpuDevice);
+    let f16s = |v: Vec<f64>| Tensor::<Cpu, 2>::from_vec(v, [3, 2], &CpuDevice).to_dtype(DType::F16);
+    let bf16s = |v: Vec<f64>| Tensor::<Cpu, 1>::from_vec(v, [3], &CpuDevice).to_dtype(DType::BF16);
+    layer.weight = f16s((0..6).map(|i| r * 10.0 + i as f64 / 3.0).collect());
+    layer.bias = Some(bf16s((0..3).map(|i| -r - i as f64 / 7.0).collect()));
+    world.broadcast_module::<Cpu, _>(&mut layer);
+    let mut grads = LinearGrads::<Cpu> {
+        weight: f16s((0..6).map(|i| (r + 1.0) * 0.1 * i as f64).collect()),
+        bias: Some(bf16s((0..3).map(|i| (r + 1.0) / 3.0 + i as f64).collect())),
+    };
+    world.average_grads::<Cpu, Linear<Cpu, 2, 3>>(&mut grads, 256);
+    let bias = layer.bias.as_ref().expect("a bias");
+    let grad_bias = grads.bias.as_ref().expect("a bias gradient");
+    for (what, t) in [("weight", &layer.weight), ("gradient", &grads.weight)] {
+        assert_eq!(t.dtype(), DType::F16, "the {what} stays f16");
+    }
+    assert_eq!((bias.dtype(), grad_bias.dtype()), (DType::BF16, DType::BF16), "the bias stays bf16");
+    let mut all = Vec::new();
+    for t in [layer.weight.reshape([6]), bias.clone(), grads.weight.reshape([6]), grad_bias.clone()] {
+        all.extend(t.to_dtype(DType::F32).to_vec::<f32>());
+    }
+    write(out.join(format!("half{}.bin", world.rank())), &all);
+}
+
+fn half_precision_parameters_and_gradients_cross_ranks() {
+    let out = folder("half");
+    launch_ok("rank_averages_half_gradients", &out, 0, 60);
+    let f16 = |x: f64| blaze::f16::from_f64(x).to_f32();
+    let bf16 = |x: f64| blaze::bf16::from_f64(x).to_f32();
+    let mut want: Vec<f32> = (0..6).map(|i| f16(i as f64 / 3.0)).collect();
+    want.extend((0..3).map(|i| bf16(-(i as f64) / 7.0)));
+    // The mean of the two ranks' rounded gradients, rounded once.
+    want.extend((0..6).map(|i| f16((f16(0.1 * i as f64) as f64 + f16(0.2 * i as f64) as f64) / 2.0)));
+    want.extend((0..3).map(|i| bf16((bf16(1.0 / 3.0 + i as f64) as f64 + bf16(2.0 / 3.0 + i as f64) as f64) / 2.0)));
+    for rank in 0..2 {
+        assert_eq!(read(&out.join(format!("half{rank}.bin"))), want, "rank {rank}");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}
+
 /// Runs `rank_fn` in two ranks under `mpirun`, with `out` as the results
 /// folder and `epochs` in the environment, killing the job after `limit`.
 fn launch(rank_fn: &str, out: &Path, epochs: usize, limit: Duration) -> (Output, Duration) {
@@ -497,6 +545,7 @@ fn cases() -> (Vec<Case>, Vec<Rank>) {
         ("a_panicking_rank_ends_the_job_promptly", a_panicking_rank_ends_the_job_promptly),
         ("a_killed_rank_ends_the_job_promptly", a_killed_rank_ends_the_job_promptly),
         ("a_world_of_one_without_mpirun", a_world_of_one_without_mpirun),
+        ("half_precision_parameters_and_gradients_cross_ranks", half_precision_parameters_and_gradients_cross_ranks),
         ("fit_on_two_ranks_trains_as_one_process_and_resumes", fit_on_two_ranks_trains_as_one_process_and_resumes),
         (
             "a_tape_trained_model_on_two_ranks_trains_as_one_process",
@@ -514,6 +563,7 @@ fn cases() -> (Vec<Case>, Vec<Rank>) {
         ("rank_one_panics", rank_one_panics),
         ("rank_one_is_killed", rank_one_is_killed),
         ("rank_fits", rank_fits),
+        ("rank_averages_half_gradients", rank_averages_half_gradients),
         ("rank_fits_by_tape", rank_fits_by_tape),
         ("rank_trains_a_batchnorm_cnn", rank_trains_a_batchnorm_cnn),
     ];
