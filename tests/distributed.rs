@@ -156,8 +156,8 @@ fn rank_averages_half_gradients(out: &Path) {
 fn half_precision_parameters_and_gradients_cross_ranks() {
     let out = folder("half");
     launch_ok("rank_averages_half_gradients", &out, 0, 60);
-    let f16 = |x: f64| blaze::f16::from_f64(x).to_f32();
-    let bf16 = |x: f64| blaze::bf16::from_f64(x).to_f32();
+    let f16 = |x: f64| <blaze::f16 as blaze::Element>::from_f64(x).to_f32();
+    let bf16 = |x: f64| <blaze::bf16 as blaze::Element>::from_f64(x).to_f32();
     let mut want: Vec<f32> = (0..6).map(|i| f16(i as f64 / 3.0)).collect();
     want.extend((0..3).map(|i| bf16(-(i as f64) / 7.0)));
     // The mean of the two ranks' rounded gradients, rounded once.

@@ -123,9 +123,23 @@ macro_rules! impl_element {
 
 impl_element!(f32, F32, |v| v as f64, |f| f as f32);
 impl_element!(f64, F64, |v| v, |f| f);
-// From f64 directly: one rounding, never f64 -> f32 -> f16.
-impl_element!(f16, F16, |v| v.to_f64(), |f| f16::from_f64(f));
-impl_element!(bf16, BF16, |v| v.to_f64(), |f| bf16::from_f64(f));
+impl_element!(f16, F16, |v| v.to_f64(), |f| f16::from_f32(odd_f32(f)));
+impl_element!(bf16, BF16, |v| v.to_f64(), |f| bf16::from_f32(odd_f32(f)));
+
+/// `x` as f32 rounded to odd: toward zero, then the lowest bit set when
+/// that dropped anything. f32 keeps 13 more bits than f16 and 16 more
+/// than bf16, so rounding this to either (nearest, ties to even) rounds
+/// `x` once, as converting it directly would. (`half`'s own
+/// `bf16::from_f64` rounds some values just above a tie down: it misses
+/// the low bits that break the tie.)
+pub(crate) fn odd_f32(x: f64) -> f32 {
+    let f = x as f32;
+    if !f.is_finite() || f as f64 == x {
+        return f;
+    }
+    let toward_zero = if (f as f64).abs() > x.abs() { f32::from_bits(f.to_bits() - 1) } else { f };
+    f32::from_bits(toward_zero.to_bits() | 1)
+}
 impl_element!(i64, I64, |v| v as f64, |f| f as i64);
 impl_element!(bool, Bool, |v| if v { 1.0 } else { 0.0 }, |f| f != 0.0);
 
@@ -208,8 +222,8 @@ impl DataVec {
                 match dtype {
                     DType::F32 => DataVec::F32(f.into_iter().map(|x| x as f32).collect()),
                     DType::F64 => DataVec::F64(f),
-                    DType::F16 => DataVec::F16(f.into_iter().map(f16::from_f64).collect()),
-                    DType::BF16 => DataVec::BF16(f.into_iter().map(bf16::from_f64).collect()),
+                    DType::F16 => DataVec::F16(f.into_iter().map(Element::from_f64).collect()),
+                    DType::BF16 => DataVec::BF16(f.into_iter().map(Element::from_f64).collect()),
                     DType::I64 => DataVec::I64(f.into_iter().map(|x| x as i64).collect()),
                     DType::Bool => DataVec::Bool(f.into_iter().map(|x| x != 0.0).collect()),
                 }
@@ -266,5 +280,34 @@ impl TensorData {
     /// The same data converted to `dtype`.
     pub fn convert(&self, dtype: DType) -> TensorData {
         TensorData { shape: self.shape.clone(), values: self.values.convert(dtype) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rounding to 16 bits happens once: a value just above a tie
+    /// between two bf16 or f16 values goes up, a tie goes to even.
+    #[test]
+    fn half_floats_round_once_to_nearest_even() {
+        // 0x3d008006: bf16's round bit and two sticky bits set.
+        let above_tie = f64::from(f32::from_bits(0x3d00_8006));
+        assert_eq!(<bf16 as Element>::from_f64(above_tie).to_bits(), 0x3d01);
+        assert_eq!(<bf16 as Element>::from_f64(f64::from(f32::from_bits(0x3d00_8000))).to_bits(), 0x3d00);
+        assert_eq!(<bf16 as Element>::from_f64(f64::from(f32::from_bits(0x3d01_8000))).to_bits(), 0x3d02);
+        // Just above a tie only in f64's low bits: f32 would round it to the tie.
+        let f16_tie = 1.0 + 2f64.powi(-11);
+        assert_eq!(<f16 as Element>::from_f64(f16_tie).to_f64(), 1.0);
+        assert_eq!(<f16 as Element>::from_f64(f16_tie + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-10));
+        assert_eq!(<bf16 as Element>::from_f64(1.0 + 2f64.powi(-8) + 2f64.powi(-40)).to_f64(), 1.0 + 2f64.powi(-7));
+        // Every f32 converts as `from_f32` does, through f64 or not.
+        for bits in (0x0000_0001u32..0x7f80_0000).step_by(4093) {
+            let x = f32::from_bits(bits);
+            assert_eq!(<bf16 as Element>::from_f64(f64::from(x)), bf16::from_f32(x), "{x:e}");
+            assert_eq!(<f16 as Element>::from_f64(f64::from(x)), f16::from_f32(x), "{x:e}");
+        }
+        assert!(<f16 as Element>::from_f64(65520.0).is_infinite());
+        assert_eq!(<f16 as Element>::from_f64(65519.0).to_f64(), 65504.0);
     }
 }

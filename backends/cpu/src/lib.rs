@@ -37,7 +37,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, Scal
 use blaze_runtime::shape::Dims;
 use blaze_runtime::{
     AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
-    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp, bf16, f16,
+    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
@@ -303,8 +303,8 @@ fn cast_from<T: Loops + blaze_runtime::Element>(a: &Array<T>, dtype: DType) -> C
         DType::F32 => CpuStorage::F32(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as f32)),
         DType::F64 => CpuStorage::F64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64())),
         // From f64 (exact for every source dtype): one rounding.
-        DType::F16 => CpuStorage::F16(T::map(a, CHEAP_OP_MIN, |x| f16::from_f64(x.to_f64()))),
-        DType::BF16 => CpuStorage::BF16(T::map(a, CHEAP_OP_MIN, |x| bf16::from_f64(x.to_f64()))),
+        DType::F16 => CpuStorage::F16(T::map(a, CHEAP_OP_MIN, |x| blaze_runtime::Element::from_f64(x.to_f64()))),
+        DType::BF16 => CpuStorage::BF16(T::map(a, CHEAP_OP_MIN, |x| blaze_runtime::Element::from_f64(x.to_f64()))),
         DType::I64 => CpuStorage::I64(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() as i64)),
         DType::Bool => CpuStorage::Bool(T::map(a, CHEAP_OP_MIN, |x| x.to_f64() != 0.0)),
     }
@@ -354,8 +354,8 @@ impl Primitives for Cpu {
         match dtype {
             DType::F32 => CpuStorage::F32(pool::filled(shape, value as f32, |_| {})),
             DType::F64 => CpuStorage::F64(pool::filled(shape, value, |_| {})),
-            DType::F16 => CpuStorage::F16(pool::filled(shape, f16::from_f64(value), |_| {})),
-            DType::BF16 => CpuStorage::BF16(pool::filled(shape, bf16::from_f64(value), |_| {})),
+            DType::F16 => CpuStorage::F16(pool::filled(shape, blaze_runtime::Element::from_f64(value), |_| {})),
+            DType::BF16 => CpuStorage::BF16(pool::filled(shape, blaze_runtime::Element::from_f64(value), |_| {})),
             DType::I64 => CpuStorage::I64(pool::filled(shape, value as i64, |_| {})),
             DType::Bool => CpuStorage::Bool(pool::filled(shape, value != 0.0, |_| {})),
         }
