@@ -16,7 +16,7 @@ pub enum CpuStorage {
     F32(Array<f32>),
     /// 64-bit floats.
     F64(Array<f64>),
-    /// 16-bit IEEE floats, computed in f32 ([`CpuStorage::widen`]).
+    /// 16-bit IEEE floats; ops on them compute in f32 and round once.
     F16(Array<f16>),
     /// 16-bit brain floats, computed in f32.
     BF16(Array<bf16>),
