@@ -168,18 +168,7 @@ impl CubeStorage {
         if self.dtype != DType::F16 {
             return self.clone();
         }
-        let out = CubeStorage::empty(&self.device, &self.shape, DType::F32);
-        if out.numel() > 0 {
-            let (count, cube) = grid(out.numel());
-            kernels::convert_kernel::launch::<blaze_runtime::f16, f32>(
-                self.client(),
-                count,
-                cube,
-                self.arg(),
-                out.arg(),
-            );
-        }
-        out
+        self.converted::<blaze_runtime::f16, f32>(DType::F32)
     }
 
     /// An f32 result rounded to `dtype` when that is f16 (to the nearest);
@@ -188,16 +177,15 @@ impl CubeStorage {
         if self.dtype != DType::F32 || dtype != DType::F16 {
             return self;
         }
-        let out = CubeStorage::empty(&self.device, &self.shape, DType::F16);
+        self.converted::<f32, blaze_runtime::f16>(DType::F16)
+    }
+
+    /// The values converted from float type `A` to `B` (of `dtype`).
+    fn converted<A: Float, B: Float>(&self, dtype: DType) -> CubeStorage {
+        let out = CubeStorage::empty(&self.device, &self.shape, dtype);
         if out.numel() > 0 {
             let (count, cube) = grid(out.numel());
-            kernels::convert_kernel::launch::<f32, blaze_runtime::f16>(
-                self.client(),
-                count,
-                cube,
-                self.arg(),
-                out.arg(),
-            );
+            kernels::convert_kernel::launch::<A, B>(self.client(), count, cube, self.arg(), out.arg());
         }
         out
     }
