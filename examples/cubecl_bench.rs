@@ -2,7 +2,8 @@
 //! tensor matmul at 1024, 2048 and 4096 in GFLOP/s (with the device's
 //! peak in `BLAZE_PEAK_GFLOPS`, also the share of it), the training steps
 //! of the MLP, the CNN and the GPT example's model, and what autotuning
-//! costs the first call of a shape class.
+//! costs the first call of a shape class (a matmul) and the CNN's first
+//! step (its convolutions, pooling and matmuls).
 //!
 //! ```text
 //! cargo run --release --example cubecl_bench --features "cubecl wgpu"
@@ -26,6 +27,9 @@ mod timing;
 use std::time::Instant;
 
 use blaze::cubecl::{CubeCl, CubeDevice, CubeOptions};
+use blaze::loss::cross_entropy;
+use blaze::nn::{Block, Ctx};
+use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
 use blaze::wgpu::{Wgpu, WgpuDevice};
 use blaze_example_cli::Cli;
@@ -39,6 +43,23 @@ fn first_matmul(n: usize, cache: &std::path::Path) -> f64 {
     let a = Tensor::<CubeCl, 2>::ones([n, n], &dev);
     let start = Instant::now();
     std::hint::black_box(a.matmul(&a).narrow(0, 0, 1).narrow(1, 0, 1).sum().item());
+    start.elapsed().as_secs_f64()
+}
+
+/// Seconds of the CNN's first training step (batch 64) on a fresh device
+/// whose tuner starts from `cache`, read back.
+fn first_cnn_step(cache: &std::path::Path) -> f64 {
+    let dev = CubeDevice::open(CubeOptions { autotune_cache: Some(cache.to_owned()), ..CubeOptions::default() })
+        .expect("the device opened once already");
+    let mut model = <cnn::Cnn<CubeCl> as Block<CubeCl>>::init(&mut blaze::Rng::seed_from_u64(0), &dev);
+    let x = Tensor::<CubeCl, 4>::ones([64, 1, 28, 28], &dev);
+    let y = Tensor::<CubeCl, 1>::from_vec((0..64).map(|i| i % 10).collect::<Vec<i64>>(), [64], &dev);
+    let start = Instant::now();
+    let (out, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    let loss = cross_entropy(&out, &y, 0.0);
+    let grads = model.backward_params(&cache, &loss.grad);
+    Sgd::new(0.01).step(&mut model, &grads);
+    std::hint::black_box(loss.item());
     start.elapsed().as_secs_f64()
 }
 
@@ -102,5 +123,11 @@ fn main() {
     println!("\nautotune cold start, first [{n}, {n}] product on a new device:");
     println!("  no cached choice (measures every candidate): {:>8.2} s", cold);
     println!("  the choice cached by that run:               {:>8.2} s", warm);
+    let _ = std::fs::remove_file(&cache);
+    let cold = first_cnn_step(&cache);
+    let warm = first_cnn_step(&cache);
+    println!("first CNN training step (batch 64) on a new device:");
+    println!("  no cached choices (measures every candidate): {:>7.2} s", cold);
+    println!("  the choices cached by that run:               {:>7.2} s", warm);
     let _ = std::fs::remove_dir_all(&dir);
 }

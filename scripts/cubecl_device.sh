@@ -6,7 +6,8 @@
 #   scripts/cubecl_device.sh run [PEAK]   # there: runs what `build` left
 #
 # `run` prints the adapters wgpu sees, runs the CubeCL backend's
-# conformance suite, its kernel! tests and its tuner test on the best
+# conformance suite, its kernel! tests, its tuner test and its unit tests
+# (every convolution and pooling candidate against the CPU) on the best
 # adapter (BLAZE_REQUIRE_CUBECL=1: a missing adapter fails), then
 # examples/cubecl_bench: the matmul at 1024/2048/4096 in GFLOP/s on the
 # CubeCL and the wgpu backends (with PEAK, the device's f32 peak in
@@ -26,7 +27,7 @@ build)
         python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         print(m["target"]["name"], m["executable"])' |
         while read -r name exe; do cp "$exe" "$out/test-$name"; done
     cargo build --release --example cubecl_bench --features "cubecl wgpu"

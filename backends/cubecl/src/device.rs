@@ -25,6 +25,9 @@ pub(crate) struct Inner {
     info: wgpu::AdapterInfo,
     /// Whether the adapter computes in f16 (`SHADER_F16`).
     f16: bool,
+    /// Whether shaders have 64-bit integers (`SHADER_INT64`), which
+    /// cubek's convolution and pooling kernels index with.
+    pub(crate) int64: bool,
     /// The first fault, as `synchronize` reports it.
     fault: Mutex<Option<String>>,
     /// Measured choices among kernels, per shape class (`tune.rs`).
@@ -125,7 +128,7 @@ impl CubeDevice {
         let fail = |message: String| CubeError::Device { adapter: info.name.clone(), message };
         let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("blaze-cubecl"),
-            required_features: adapter.features() & wgpu::Features::SHADER_F16,
+            required_features: adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64),
             required_limits: adapter.limits(),
             ..Default::default()
         }))
@@ -140,12 +143,14 @@ impl CubeDevice {
         let id = cubecl::wgpu::try_init_device(setup, runtime).map_err(|e| fail(e.to_string()))?;
         let client = cubecl::Device::Wgpu(id).client();
         let f16 = client.properties().supports_type(blaze_runtime::f16::elem_type_native());
+        let int64 = client.properties().supports_type(u64::elem_type_native());
         static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
             ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             client,
             info,
             f16,
+            int64,
             fault: Mutex::new(None),
             tuner: Tuner::new(
                 options.autotune.unwrap_or_else(crate::tune::tuning_on),

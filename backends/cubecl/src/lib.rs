@@ -1,8 +1,9 @@
 //! Blaze on CubeCL: tensors on CubeCL's wgpu runtime ([`CubeNative`],
 //! which tensors use as `HostFallback<CubeNative, Cpu>`,
-//! `blaze::cubecl::CubeCl`), the matmul and the sums through cubek's
-//! kernels, autotuned per shape class and device ([`autotune_cache_path`]),
-//! the other ops as `#[cube]` kernels, and `kernel!` kernels through the
+//! `blaze::cubecl::CubeCl`), the matmul, the sums, the convolution and
+//! average pooling autotuned per shape class and device among cubek's
+//! kernels and this crate's ([`autotune_cache_path`]), the other ops as
+//! `#[cube]` kernels, and `kernel!` kernels through the
 //! `#[cube]` code `kernel!` writes for them.
 //!
 //! `BLAZE_CUBECL_ADAPTER=name` picks the first adapter whose name contains

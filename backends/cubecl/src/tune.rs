@@ -1,5 +1,6 @@
 //! Autotuning, as Burn's tuner does it: an op with several kernels (the
-//! cubek matmul strategies, the reductions) runs each candidate on its
+//! cubek matmul strategies, the reductions, the convolution and its
+//! gradients, average pooling) runs each candidate on its
 //! first call for a shape class, timed on the device, and keeps the
 //! fastest for that class on that device. Shape classes round every size
 //! up to a power of two, so one tuning serves the shapes around it.
@@ -10,8 +11,8 @@
 //! else `$HOME/.cache/blaze/cubecl-autotune.tsv` ([`cache_path`]). Delete
 //! the file, or call [`CubeDevice::clear_autotune_cache`](crate::CubeDevice::clear_autotune_cache),
 //! to tune again. `BLAZE_CUBECL_AUTOTUNE=0` (or `CubeOptions::autotune`)
-//! turns tuning off: each op then takes its first candidate that runs the
-//! shape, a fixed rule.
+//! turns tuning off: each op then takes its fixed choice (checked against
+//! its reference kernel), a rule per op.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -82,7 +83,8 @@ impl Tuner {
 
     /// Runs the candidate chosen for `key` on `device` into `out`,
     /// choosing it first if `key` is new ([`choose`]; `candidates[0]` is
-    /// the reference, `preferred` the choice when not measuring).
+    /// the reference, `preferred` the choice when not measuring). An
+    /// empty `out` has nothing to compute.
     pub(crate) fn run(
         &self,
         device: &CubeDevice,
@@ -92,6 +94,15 @@ impl Tuner {
         candidates: &[Candidate<'_>],
         preferred: usize,
     ) {
+        if out.numel() == 0 {
+            return;
+        }
+        #[cfg(test)]
+        if let Some(name) = forced(op)
+            && let Some((_, launch)) = candidates.iter().find(|(n, _)| *n == name)
+        {
+            return launch(out).unwrap_or_else(|e| panic!("cubecl {op} ({key}): {name}, forced, refused: {e}"));
+        }
         if let Some(name) = self.choice(device, key)
             && let Some((_, launch)) = candidates.iter().find(|(n, _)| *n == name)
             && launch(out).is_ok()
@@ -129,6 +140,26 @@ impl Tuner {
             None => Ok(()),
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The candidate this thread's tests run for an op, in place of the tuner's choice.
+    static FORCED: std::cell::Cell<Option<(&'static str, &'static str)>> = const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+fn forced(op: &str) -> Option<&'static str> {
+    FORCED.get().filter(|(o, _)| *o == op).map(|(_, name)| name)
+}
+
+/// Runs `f` with `op` on this thread running candidate `name`, untuned.
+#[cfg(test)]
+pub(crate) fn forcing<T>(op: &'static str, name: &'static str, f: impl FnOnce() -> T) -> T {
+    FORCED.set(Some((op, name)));
+    let out = f();
+    FORCED.set(None);
+    out
 }
 
 /// Picks a candidate for a new shape class. The first candidate is the

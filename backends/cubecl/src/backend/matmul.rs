@@ -89,36 +89,41 @@ fn batch_view(t: &CubeStorage, out_shape: &[usize]) -> TensorArg {
 /// not measuring.
 const SMALL: usize = 1 << 18;
 
-fn binding(t: &CubeStorage) -> TensorBinding {
-    // SAFETY: the tensor's own contiguous strides and shape.
-    unsafe { TensorBinding::from_raw_parts(t.handle.clone(), strides(&t.shape).into(), t.shape.clone().into()) }
-}
-
 /// `[..., m, k] x [..., k, n]`, the batch dims broadcast.
 pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
     let r = a.shape.len();
     let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
     let mut shape: Vec<usize> =
         a.shape[..r - 2].iter().zip(&b.shape[..r - 2]).map(|(&x, &y)| if x == 1 { y } else { x }).collect();
-    let batch: usize = shape.iter().product();
     shape.extend([m, n]);
+    if k == 0 && m * n > 0 {
+        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, a.dtype, &a.device);
+    }
+    let out = CubeStorage::empty(&a.device, &shape, a.dtype);
+    matmul_into(a, b, &out);
+    out
+}
+
+/// `[..., m, k] x [..., k, n]` written into `out`, whose shape is the
+/// product's (the batch dims broadcast) and `k > 0` unless `out` is empty.
+pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
+    let r = a.shape.len();
+    let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
+    if out.numel() == 0 {
+        return;
+    }
+    debug_assert!(k > 0, "matmul_into: an empty sum");
+    let batch = out.numel() / (m * n);
     let device = &a.device;
     let dtype = a.dtype;
-    let out = CubeStorage::empty(device, &shape, dtype);
-    if out.numel() == 0 {
-        return out;
-    }
-    if k == 0 {
-        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, dtype, device);
-    }
     let half = dtype == DType::F16;
     let dt = if half { blaze_runtime::f16::elem_type_native() } else { f32::elem_type_native() };
     // Accumulates in f32 for f16 operands.
     let elems = MatmulElems::from_globals(&MatmulGlobalElems { lhs: dt, rhs: dt, out: dt });
     let client = device.client();
     let run = |strategy: &Strategy, out: &CubeStorage| -> Result<(), String> {
-        let (lhs, rhs) = (InputBinding::new(binding(a), dt), InputBinding::new(binding(b), dt));
-        launch_ref(strategy, client, lhs, rhs, binding(out), &mut elems.clone())
+        let (lhs, rhs) = (InputBinding::new(a.binding(), dt), InputBinding::new(b.binding(), dt));
+        launch_ref(strategy, client, lhs, rhs, out.binding(), &mut elems.clone())
             .map_err(|e| format!("{e:?}").lines().next().unwrap_or_default().to_owned())
     };
     let unit = |out: &CubeStorage| -> Result<(), String> {
@@ -143,6 +148,5 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
     let preferred = usize::from(batch * m * n * k > SMALL);
     let key =
         format!("matmul:{}b{}:m{}:k{}:n{}", if half { "f16:" } else { "" }, class(batch), class(m), class(k), class(n));
-    device.inner.tuner.run(device, "matmul", &key, &out, &candidates, preferred);
-    out
+    device.inner.tuner.run(device, "matmul", &key, out, &candidates, preferred);
 }

@@ -1,5 +1,6 @@
 //! `impl Backend for CubeNative`: every primitive as CubeCL kernels on
-//! the device's client, matmul and reductions through cubek.
+//! the device's client, matmul, reductions, convolution and average
+//! pooling tuned among cubek's kernels and this crate's.
 //!
 //! The device holds f32 and bool tensors (bools as `u32` 0 or 1), as the
 //! wgpu backend does, and f16 where the adapter has it (`SHADER_F16`):
@@ -15,7 +16,7 @@
 //!
 //! Beside this file: `kernels.rs` (the elementwise and movement kernels),
 //! `index.rs` (gather, scatter), `conv.rs` (convolution, pooling, their
-//! gradients), `matmul.rs` and `reduce.rs` (cubek, tuned), `softmax.rs`
+//! gradients, tuned), `matmul.rs` and `reduce.rs` (cubek, tuned), `softmax.rs`
 //! (fused, one cube per row), `optim.rs` (the optimizers' updates, in
 //! place where the buffer allows) and `ew.rs` (`kernel!` kernels).
 
@@ -193,6 +194,14 @@ impl CubeStorage {
     /// The tensor as a contiguous kernel argument.
     pub(crate) fn arg(&self) -> TensorArg {
         self.view(strides(&self.shape), self.shape.clone())
+    }
+
+    /// The tensor, contiguous, as cubek's launches take it.
+    pub(crate) fn binding(&self) -> TensorBinding {
+        // SAFETY: the tensor's own contiguous strides and shape.
+        unsafe {
+            TensorBinding::from_raw_parts(self.handle.clone(), strides(&self.shape).into(), self.shape.clone().into())
+        }
     }
 
     /// The tensor's buffer seen through `strides` with `shape`: a

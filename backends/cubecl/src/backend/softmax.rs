@@ -2,7 +2,10 @@
 //! units sharing the row's max and sum through a tree in shared memory,
 //! the scale, the causal mask and the log form applied as the row is
 //! read and written (the composed form takes six passes and, for a
-//! causal mask, an index tensor the device does not hold).
+//! causal mask, an index tensor the device does not hold). cubek has no
+//! softmax kernel outside its attention: Burn composes softmax from
+//! cubek's reductions and elementwise kernels, the six passes this
+//! kernel fuses.
 
 use blaze_runtime::{DType, SoftmaxOptions};
 use cubecl::prelude::*;
