@@ -101,7 +101,10 @@ impl Tuner {
         if let Some(name) = forced(op)
             && let Some((_, launch)) = candidates.iter().find(|(n, _)| *n == name)
         {
-            return launch(out).unwrap_or_else(|e| panic!("cubecl {op} ({key}): {name}, forced, refused: {e}"));
+            match launch(out) {
+                Ok(()) => return,
+                Err(e) => REFUSED.set(Some(e)),
+            }
         }
         if let Some(name) = self.choice(device, key)
             && let Some((_, launch)) = candidates.iter().find(|(n, _)| *n == name)
@@ -146,6 +149,8 @@ impl Tuner {
 thread_local! {
     /// The candidate this thread's tests run for an op, in place of the tuner's choice.
     static FORCED: std::cell::Cell<Option<(&'static str, &'static str)>> = const { std::cell::Cell::new(None) };
+    /// Why the forced candidate refused, if it did (the tuner's choice ran instead).
+    static REFUSED: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
 }
 
 #[cfg(test)]
@@ -153,13 +158,18 @@ fn forced(op: &str) -> Option<&'static str> {
     FORCED.get().filter(|(o, _)| *o == op).map(|(_, name)| name)
 }
 
-/// Runs `f` with `op` on this thread running candidate `name`, untuned.
+/// `f`'s result with `op` on this thread running candidate `name`,
+/// untuned, or why the candidate refused.
 #[cfg(test)]
-pub(crate) fn forcing<T>(op: &'static str, name: &'static str, f: impl FnOnce() -> T) -> T {
+pub(crate) fn forcing<T>(op: &'static str, name: &'static str, f: impl FnOnce() -> T) -> Result<T, String> {
     FORCED.set(Some((op, name)));
+    REFUSED.set(None);
     let out = f();
     FORCED.set(None);
-    out
+    match REFUSED.take() {
+        None => Ok(out),
+        Some(why) => Err(why),
+    }
 }
 
 /// Picks a candidate for a new shape class. The first candidate is the

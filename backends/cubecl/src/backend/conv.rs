@@ -594,7 +594,7 @@ pub(super) fn avg_pool2d_input_grad(g: &CubeStorage, input_shape: [usize; 4], o:
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! Every candidate of every tuned convolution and pooling op, run on
     //! its own and compared with the CPU backend, over windows with
     //! stride, padding, dilation and groups.
@@ -605,7 +605,8 @@ mod tests {
     use crate::tune::forcing;
     use crate::{CubeDevice, CubeNative, CubeOptions};
 
-    fn device() -> Option<CubeDevice> {
+    /// A device measuring nothing, or `None` (after saying why) without an adapter.
+    pub(in crate::backend) fn device() -> Option<CubeDevice> {
         match CubeDevice::open(CubeOptions { autotune: Some(false), ..CubeOptions::default() }) {
             Ok(d) => Some(d),
             Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
@@ -619,7 +620,7 @@ mod tests {
     }
 
     /// Values in `[-1, 1)` from a fixed sequence.
-    fn data(shape: &[usize], seed: u64) -> TensorData {
+    pub(in crate::backend) fn data(shape: &[usize], seed: u64) -> TensorData {
         let n = shape.iter().product();
         let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let values = (0..n)
@@ -631,17 +632,30 @@ mod tests {
         TensorData::new(values, shape).expect("values fill the shape")
     }
 
-    /// The candidates of an op that run on `dev`: cubek's where shaders
-    /// have 64-bit integers (elsewhere they refuse, and the tuner passes
-    /// them by).
-    fn runnable(dev: &CubeDevice, names: &[&'static str]) -> Vec<&'static str> {
-        let skip = |n: &&str| n.starts_with("cubek") && !dev.inner.int64;
-        if names.iter().any(skip) {
-            println!("{} has no SHADER_INT64: cubek's candidates are not run", dev.adapter_name());
-        }
-        names.iter().copied().filter(|n| !skip(n)).collect()
+    /// Whether candidate `name` may refuse on `dev`: cubek's convolution
+    /// and pooling where shaders lack 64-bit integers.
+    fn may_refuse(dev: &CubeDevice, name: &str) -> bool {
+        name.starts_with("cubek") && !dev.inner.int64
     }
 
+    /// Checks what candidate `name` of `op` gave: `want`, unless it
+    /// refused, which only a candidate that needs a feature this device
+    /// lacks may do (`may_refuse`).
+    pub(in crate::backend) fn check(
+        op: &str,
+        name: &str,
+        got: Result<TensorData, String>,
+        want: &TensorData,
+        may_refuse: bool,
+    ) {
+        match got {
+            Ok(got) => close(op, name, &got, want),
+            Err(why) if may_refuse => println!("{op}: {name} refused on this device: {why}"),
+            Err(why) => panic!("{op}: {name} refused: {why}"),
+        }
+    }
+
+    /// Asserts `got` is `want` within a relative 1e-4.
     fn close(op: &str, name: &str, got: &TensorData, want: &TensorData) {
         assert_eq!(got.shape, want.shape, "{op} {name}: shape");
         let (got, want) = (got.values.to_f64_vec(), want.values.to_f64_vec());
@@ -682,21 +696,21 @@ mod tests {
             ];
             let up = |d: &TensorData| CubeNative::from_data(d.clone(), &dev);
             let (x, wt, b, g) = (up(&xd), up(&wd), up(&bd), up(&gd));
-            for name in runnable(&dev, &["blaze_direct", "im2col", "cubek_direct"]) {
+            for name in ["blaze_direct", "im2col", "cubek_direct"] {
                 let got = forcing("conv2d", name, || CubeNative::to_data(&CubeNative::conv2d(&x, &wt, Some(&b), &o)));
-                close(&format!("conv2d #{i}"), name, &got, &want[0]);
+                check(&format!("conv2d #{i}"), name, got, &want[0], may_refuse(&dev, name));
             }
             for name in ["blaze_window", "col2im"] {
                 let got = forcing("conv2d_input_grad", name, || {
                     CubeNative::to_data(&CubeNative::conv2d_input_grad(&g, &wt, [n, c, h, w], &o))
                 });
-                close(&format!("conv2d_input_grad #{i}"), name, &got, &want[1]);
+                check(&format!("conv2d_input_grad #{i}"), name, got, &want[1], may_refuse(&dev, name));
             }
             for name in ["blaze_direct", "im2col"] {
                 let got = forcing("conv2d_weight_grad", name, || {
                     CubeNative::to_data(&CubeNative::conv2d_weight_grad(&x, &g, [oc, c / o.groups, kh, kw], &o))
                 });
-                close(&format!("conv2d_weight_grad #{i}"), name, &got, &want[2]);
+                check(&format!("conv2d_weight_grad #{i}"), name, got, &want[2], may_refuse(&dev, name));
             }
         }
     }
@@ -720,13 +734,13 @@ mod tests {
                 Cpu::to_data(&Cpu::avg_pool2d_input_grad(&Cpu::from_data(gd.clone(), &cpu), shape, &o)),
             ];
             let (x, g) = (CubeNative::from_data(xd, &dev), CubeNative::from_data(gd, &dev));
-            for name in runnable(&dev, &["blaze_window", "cubek_pool"]) {
+            for name in ["blaze_window", "cubek_pool"] {
                 let got = forcing("avg_pool2d", name, || CubeNative::to_data(&CubeNative::avg_pool2d(&x, &o)));
-                close(&format!("avg_pool2d #{i}"), name, &got, &want[0]);
+                check(&format!("avg_pool2d #{i}"), name, got, &want[0], may_refuse(&dev, name));
                 let got = forcing("avg_pool2d_input_grad", name, || {
                     CubeNative::to_data(&CubeNative::avg_pool2d_input_grad(&g, shape, &o))
                 });
-                close(&format!("avg_pool2d_input_grad #{i}"), name, &got, &want[1]);
+                check(&format!("avg_pool2d_input_grad #{i}"), name, got, &want[1], may_refuse(&dev, name));
             }
         }
     }

@@ -20,10 +20,11 @@ use crate::tune::{Candidate, Launch, class};
 
 /// The strategies tuned among: cubek's unit matmuls, each with its
 /// smallest and its largest tiles. They need no tensor cores (WGSL has
-/// none) and no 64-bit integers, so they run on every adapter; cubek's
+/// none) and no 64-bit integers, so they run on every adapter. cubek's
 /// `gemm` and `naive` routines copy their operands with 64-bit indices,
-/// which an adapter without `SHADER_INT64` refuses, and a refused launch
-/// leaves CubeCL's memory marked failed.
+/// which an adapter without `SHADER_INT64` refuses (a refused launch
+/// leaves CubeCL's memory marked failed), and `gemm` failed to launch on
+/// llvmpipe's Vulkan adapter even with it, so neither is a candidate.
 fn strategies() -> [(&'static str, Strategy); 4] {
     let simple = |tile_size| {
         Strategy::MultiLevel(multi_level::Strategy::SimpleUnit(BlueprintStrategy::Inferred(SimpleUnitSelectionArgs {
@@ -149,4 +150,40 @@ pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
     let key =
         format!("matmul:{}b{}:m{}:k{}:n{}", if half { "f16:" } else { "" }, class(batch), class(m), class(k), class(n));
     device.inner.tuner.run(device, "matmul", &key, out, &candidates, preferred);
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every matmul candidate on its own, against the CPU backend.
+
+    use blaze_cpu::Cpu;
+    use blaze_runtime::Primitives;
+
+    use super::strategies;
+    use crate::backend::conv::tests::{check, data, device};
+    use crate::tune::forcing;
+    use crate::{CubeNative, CubeStorage};
+
+    #[test]
+    fn every_matmul_candidate_agrees_with_the_cpu() {
+        let Some(dev) = device() else { return };
+        let cpu = Default::default();
+        let mut names = vec!["blaze_unit"];
+        names.extend(strategies().iter().map(|(name, _)| *name));
+        // `[batch, m, k, n]`, and whether the right side broadcasts over the batch.
+        for (i, ([b, m, k, n], shared)) in
+            [([1, 48, 40, 24], false), ([3, 64, 64, 64], false), ([2, 33, 17, 65], true), ([1, 1, 128, 1], false)]
+                .into_iter()
+                .enumerate()
+        {
+            let (ad, bd) =
+                (data(&[b, m, k], 7 * i as u64), data(&[if shared { 1 } else { b }, k, n], 7 * i as u64 + 1));
+            let want = Cpu::to_data(&Cpu::matmul(&Cpu::from_data(ad.clone(), &cpu), &Cpu::from_data(bd.clone(), &cpu)));
+            let (x, y): (CubeStorage, CubeStorage) = (CubeNative::from_data(ad, &dev), CubeNative::from_data(bd, &dev));
+            for name in &names {
+                let got = forcing("matmul", name, || CubeNative::to_data(&CubeNative::matmul(&x, &y)));
+                check(&format!("matmul #{i}"), name, got, &want, false);
+            }
+        }
+    }
 }

@@ -13,7 +13,7 @@ use cubek_reduce::launch::{ReduceDtypes, ReduceStrategy, RoutineStrategy, Vector
 use cubek_reduce::routines::{BlueprintStrategy, cube::CubeStrategy, plane::PlaneStrategy, unit::UnitStrategy};
 
 use super::kernels::is_nan;
-use super::{CubeNative, CubeStorage, grid, indices, strides};
+use super::{CubeNative, CubeStorage, grid, indices};
 use crate::tune::{Candidate, class};
 
 const SUM: u32 = 0;
@@ -199,18 +199,10 @@ pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
     let dt = f32::elem_type_native();
     let dtypes = ReduceDtypes { input: dt, output: dt, accumulation: dt };
     let client = device.client();
-    let shape_ref = &shape;
     let cubek = |routine: RoutineStrategy| {
         move |out: &CubeStorage| -> Result<(), String> {
-            let shape = shape_ref;
-            // SAFETY: the tensors' own contiguous strides and shapes.
-            let (input, output) = unsafe {
-                (
-                    TensorBinding::from_raw_parts(x.handle.clone(), strides(&x.shape).into(), x.shape.clone().into()),
-                    TensorBinding::from_raw_parts(out.handle.clone(), strides(shape).into(), shape.clone().into()),
-                )
-            };
             let strategy = cubek_strategy(routine.clone());
+            let (input, output) = (x.binding(), out.binding());
             cubek_reduce::reduce(client, input, output, dim, strategy, ReduceOperationConfig::Sum, dtypes)
                 .map_err(|e| e.to_string().lines().next().unwrap_or_default().to_owned())
         }
@@ -229,4 +221,34 @@ pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
     let key = format!("sum:o{}:n{}:i{}", class(outputs / inner), class(n), class(inner));
     device.inner.tuner.run(device, "sum", &key, &out, &candidates, 0);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every sum candidate on its own, against the CPU backend.
+
+    use blaze_cpu::Cpu;
+    use blaze_runtime::{Primitives, ReduceOp};
+
+    use crate::CubeNative;
+    use crate::backend::conv::tests::{check, data, device};
+    use crate::tune::forcing;
+
+    #[test]
+    fn every_sum_candidate_agrees_with_the_cpu() {
+        let Some(dev) = device() else { return };
+        let cpu = Default::default();
+        for (i, (shape, dim)) in
+            [(vec![3, 200], 1), (vec![5, 70, 6], 1), (vec![4096], 0), (vec![33, 9], 0)].into_iter().enumerate()
+        {
+            let xd = data(&shape, 90 + i as u64);
+            let want = Cpu::to_data(&Cpu::reduce(ReduceOp::Sum, &Cpu::from_data(xd.clone(), &cpu), dim));
+            let x = CubeNative::from_data(xd, &dev);
+            for name in ["blaze_rows", "cubek_unit", "cubek_cube", "cubek_plane"] {
+                let got = forcing("sum", name, || CubeNative::to_data(&CubeNative::reduce(ReduceOp::Sum, &x, dim)));
+                // Plane routines need subgroup operations, which not every adapter has.
+                check(&format!("sum #{i}"), name, got, &want, name == "cubek_plane");
+            }
+        }
+    }
 }
