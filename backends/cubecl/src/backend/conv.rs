@@ -594,7 +594,7 @@ pub(super) fn avg_pool2d_input_grad(g: &CubeStorage, input_shape: [usize; 4], o:
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     //! Every candidate of every tuned convolution and pooling op, run on
     //! its own and compared with the CPU backend, over windows with
     //! stride, padding, dilation and groups.
@@ -602,66 +602,14 @@ pub(super) mod tests {
     use blaze_cpu::Cpu;
     use blaze_runtime::{Conv2dOptions, Pool2dOptions, Primitives, TensorData};
 
+    use crate::backend::testing::{check, data, device};
     use crate::tune::forcing;
-    use crate::{CubeDevice, CubeNative, CubeOptions};
-
-    /// A device measuring nothing, or `None` (after saying why) without an adapter.
-    pub(in crate::backend) fn device() -> Option<CubeDevice> {
-        match CubeDevice::open(CubeOptions { autotune: Some(false), ..CubeOptions::default() }) {
-            Ok(d) => Some(d),
-            Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
-                panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
-            }
-            Err(e) => {
-                println!("skipping: {e}");
-                None
-            }
-        }
-    }
-
-    /// Values in `[-1, 1)` from a fixed sequence.
-    pub(in crate::backend) fn data(shape: &[usize], seed: u64) -> TensorData {
-        let n = shape.iter().product();
-        let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let values = (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect::<Vec<f32>>();
-        TensorData::new(values, shape).expect("values fill the shape")
-    }
+    use crate::{CubeDevice, CubeNative};
 
     /// Whether candidate `name` may refuse on `dev`: cubek's convolution
     /// and pooling where shaders lack 64-bit integers.
     fn may_refuse(dev: &CubeDevice, name: &str) -> bool {
         name.starts_with("cubek") && !dev.inner.int64
-    }
-
-    /// Checks what candidate `name` of `op` gave: `want`, unless it
-    /// refused, which only a candidate that needs a feature this device
-    /// lacks may do (`may_refuse`).
-    pub(in crate::backend) fn check(
-        op: &str,
-        name: &str,
-        got: Result<TensorData, String>,
-        want: &TensorData,
-        may_refuse: bool,
-    ) {
-        match got {
-            Ok(got) => close(op, name, &got, want),
-            Err(why) if may_refuse => println!("{op}: {name} refused on this device: {why}"),
-            Err(why) => panic!("{op}: {name} refused: {why}"),
-        }
-    }
-
-    /// Asserts `got` is `want` within a relative 1e-4.
-    fn close(op: &str, name: &str, got: &TensorData, want: &TensorData) {
-        assert_eq!(got.shape, want.shape, "{op} {name}: shape");
-        let (got, want) = (got.values.to_f64_vec(), want.values.to_f64_vec());
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{op} {name}: element {i} is {g}, the CPU's {w}");
-        }
     }
 
     /// `[n, c, h, w]`, `[oc, kh, kw]` and the options.

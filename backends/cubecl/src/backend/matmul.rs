@@ -160,7 +160,7 @@ mod tests {
     use blaze_runtime::Primitives;
 
     use super::strategies;
-    use crate::backend::conv::tests::{check, data, device};
+    use crate::backend::testing::{check, data, device};
     use crate::tune::forcing;
     use crate::{CubeNative, CubeStorage};
 

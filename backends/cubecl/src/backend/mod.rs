@@ -44,6 +44,8 @@ mod matmul;
 mod optim;
 mod reduce;
 mod softmax;
+#[cfg(test)]
+mod testing;
 
 /// The CubeCL backend for the dtypes the device holds (f32, bool): a
 /// [`DeviceDtypes`] backend. Tensors use it as `HostFallback<CubeNative,

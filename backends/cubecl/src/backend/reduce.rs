@@ -231,7 +231,7 @@ mod tests {
     use blaze_runtime::{Primitives, ReduceOp};
 
     use crate::CubeNative;
-    use crate::backend::conv::tests::{check, data, device};
+    use crate::backend::testing::{check, data, device};
     use crate::tune::forcing;
 
     #[test]
