@@ -102,9 +102,11 @@ fn dropout_d_u(x: f32, p: f32, scale: f32, u: f32) -> f32 {
         let zero = T::lit(0.0);
         for (j, o) in out.iter_mut().enumerate() {
             let (x, p, s, u) = (args[0][j], args[1][j], args[2][j], args[3][j]);
+            // Kept exactly where `map` keeps (a NaN draw too, as in the WGSL).
+            let dropped = u < p;
             o.write(match arg {
-                0 if u >= p => s,
-                2 if u >= p => x,
+                0 if !dropped => s,
+                2 if !dropped => x,
                 _ => zero,
             });
         }
