@@ -1,11 +1,14 @@
 //! `kernel!` kernels on this backend: `kernel!` writes a `#[cube]`
 //! version of every kernel beside its WGSL and its CPU loop (when the
 //! `blaze` facade's `cubecl` feature is on) and hands this backend its
-//! launcher through `Elementwise::DEVICE` / `Workgroups::DEVICE`. An
-//! elementwise kernel written by hand, without one, runs on the host.
+//! launcher through `Elementwise::DEVICE` / `Workgroups::DEVICE`. The
+//! runtime's own hand-written kernels run their versions in `builtin.rs`;
+//! any other elementwise kernel written by hand runs on the host.
 
 use blaze_runtime::DType;
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
+use blaze_runtime::kernel::{
+    Builtin, Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch,
+};
 use cubecl::prelude::*;
 
 use super::{CubeStorage, grid, strides};
@@ -35,8 +38,14 @@ fn uniform_kernel(out: &mut Tensor<f32>, k0: u32, k1: u32) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    let bits = mix(mix(ABSOLUTE_POS as u32 ^ k0) ^ k1) >> 8u32;
-    out[ABSOLUTE_POS] = f32::cast_from(bits) / 16_777_216.0;
+    out[ABSOLUTE_POS] = draw(ABSOLUTE_POS as u32, k0, k1);
+}
+
+/// Element `i`'s draw from the seed's words.
+#[cube]
+pub(super) fn draw(i: u32, k0: u32, k1: u32) -> f32 {
+    let bits = mix(mix(i ^ k0) ^ k1) >> 8u32;
+    f32::cast_from(bits) / 16_777_216.0
 }
 
 #[cube]
@@ -48,9 +57,14 @@ fn mix(x: u32) -> u32 {
     h ^ (h >> 16u32)
 }
 
+/// How many elementwise kernels ran on the host: the unit tests check
+/// that the runtime's builtins do not.
+#[cfg(test)]
+pub(super) static HOST_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// An elementwise kernel with no `#[cube]` version (one written by hand
-/// against `Elementwise`, as the runtime's dropout mask, softplus, ELU and
-/// GELU gradient are) runs its CPU loop on the host: the operands are
+/// against `Elementwise` outside the runtime's builtins) runs its CPU
+/// loop on the host: the operands are
 /// read back, the result uploaded. Correct everywhere, at the cost of the
 /// round trip.
 fn on_host<K: Elementwise>(
@@ -59,6 +73,8 @@ fn on_host<K: Elementwise>(
     inputs: &[KernelArg<CubeStorage>],
     shape: &[usize],
 ) -> CubeStorage {
+    #[cfg(test)]
+    HOST_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let n: usize = shape.iter().product();
     let args: Vec<Vec<f32>> = inputs
         .iter()
@@ -86,6 +102,21 @@ fn on_host<K: Elementwise>(
     <super::CubeNative as blaze_runtime::Primitives>::from_data(data, device)
 }
 
+/// `t` read over `shape`, which it broadcasts to: strides of 0 where it
+/// has size 1 or lacks the dim.
+fn view(t: &CubeStorage, shape: &[usize]) -> TensorArg {
+    if t.shape == shape {
+        return t.arg();
+    }
+    let st = strides(&t.shape);
+    let st: Vec<usize> = if t.shape.len() == shape.len() {
+        t.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect()
+    } else {
+        vec![0; shape.len()]
+    };
+    t.view(st, shape.to_vec())
+}
+
 pub(super) fn elementwise<K: Elementwise>(
     f: KernelFn,
     inputs: &[KernelArg<CubeStorage>],
@@ -94,7 +125,8 @@ pub(super) fn elementwise<K: Elementwise>(
 ) -> CubeStorage {
     assert!(dtype == DType::F32, "cubecl {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
     let device = inputs.iter().find_map(|a| Some(a.tensor()?.device.clone())).unwrap_or_default();
-    let Some(table) = K::DEVICE.and_then(|d| d.downcast_ref::<CubeElementwise>()) else {
+    let table = K::DEVICE.and_then(|d| d.downcast_ref::<CubeElementwise>());
+    let Some(table) = table.or_else(|| Builtin::of::<K>().map(super::builtin::table)) else {
         return on_host::<K>(&device, f, inputs, shape);
     };
     let out = CubeStorage::empty(&device, shape, DType::F32);
@@ -102,7 +134,15 @@ pub(super) fn elementwise<K: Elementwise>(
     if n == 0 {
         return out;
     }
-    let rank = shape.len();
+    let which = match f {
+        KernelFn::Value => 0,
+        KernelFn::Partial(i) => 1 + u32::try_from(i).expect("a kernel has few arguments"),
+    };
+    if Builtin::of::<K>() == Some(Builtin::Dropout)
+        && super::builtin::try_dropout_drawn(inputs, &out, which, |x| view(x, shape))
+    {
+        return out;
+    }
     // Numbers and noise become tensors read through strides of 0.
     let held: Vec<CubeStorage> = inputs
         .iter()
@@ -114,25 +154,7 @@ pub(super) fn elementwise<K: Elementwise>(
             KernelArg::Uniform(seed) => uniform(&device, shape, *seed),
         })
         .collect();
-    let args = held
-        .iter()
-        .map(|t| {
-            if t.shape == shape {
-                return t.arg();
-            }
-            let st = strides(&t.shape);
-            let st: Vec<usize> = if t.shape.len() == rank {
-                t.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect()
-            } else {
-                vec![0; rank]
-            };
-            t.view(st, shape.to_vec())
-        })
-        .collect();
-    let which = match f {
-        KernelFn::Value => 0,
-        KernelFn::Partial(i) => 1 + u32::try_from(i).expect("a kernel has few arguments"),
-    };
+    let args = held.iter().map(|t| view(t, shape)).collect();
     let (count, cube) = grid(n);
     (table.launch)(device.client(), count, cube, args, out.arg(), which);
     out

@@ -35,6 +35,7 @@ use cubecl::server::Handle;
 
 use crate::CubeDevice;
 
+mod builtin;
 mod conv;
 pub mod dsl;
 pub(crate) mod ew;

@@ -1,0 +1,284 @@
+//! The runtime's hand-written elementwise kernels ([`Builtin`]: dropout's
+//! mask, softplus, ELU, GELU's backward) as `#[cube]` code, each with its
+//! partials and computing what its WGSL computes. The runtime writes them
+//! against `Elementwise` without `kernel!`, so they carry no launcher of
+//! their own; without these they would run on the host, a round trip of
+//! their operands each call (GELU's backward on every training step of a
+//! transformer).
+//!
+//! Each kernel follows `kernel!`'s elementwise layout: one tensor per
+//! argument, read through its strides, and `which` 0 for the value,
+//! `i + 1` for the partial by argument `i`.
+
+// `#[cube]` writes an undocumented module and struct beside each function.
+#![allow(missing_docs)]
+
+use blaze_runtime::kernel::{Builtin, KernelArg};
+use cubecl::prelude::*;
+
+use super::ew::{CubeElementwise, draw};
+use super::kernels::{erf, offset_in};
+use super::{CubeStorage, grid};
+
+/// The launcher of builtin kernel `b`.
+pub(super) fn table(b: Builtin) -> &'static CubeElementwise {
+    match b {
+        Builtin::Dropout => &CubeElementwise { launch: launch_dropout },
+        Builtin::Softplus => &CubeElementwise { launch: launch_softplus },
+        Builtin::Elu => &CubeElementwise { launch: launch_elu },
+        Builtin::GeluGrad => &CubeElementwise { launch: launch_gelu_grad },
+    }
+}
+
+/// The argument views of builtin kernel `name`, which takes `N` (the
+/// runtime checks the arity against `ARGS` before any backend sees it).
+fn unpack<const N: usize>(name: &str, args: Vec<TensorArg>) -> [TensorArg; N] {
+    let got = args.len();
+    args.try_into().unwrap_or_else(|_| panic!("cubecl {name}: {got} arguments, the kernel takes {N}"))
+}
+
+/// `dropout(x, p, scale, u) = u < p ? 0 : x * scale`, or partial `which - 1`.
+#[cube]
+fn dropout_at(x: f32, p: f32, scale: f32, u: f32, #[comptime] which: u32) -> f32 {
+    let dropped = u < p;
+    let mut y = 0.0f32;
+    if comptime!(which == 0) {
+        y = select(dropped, 0.0, x * scale);
+    }
+    if comptime!(which == 1) {
+        y = select(dropped, 0.0, scale);
+    }
+    if comptime!(which == 3) {
+        y = select(dropped, 0.0, x);
+    }
+    y
+}
+
+/// Dropout with every argument a tensor.
+#[cube(launch)]
+fn dropout(
+    xt: &Tensor<f32>,
+    pt: &Tensor<f32>,
+    st: &Tensor<f32>,
+    ut: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    #[comptime] which: u32,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = xt[offset_in(ABSOLUTE_POS, xt)];
+    let p = pt[offset_in(ABSOLUTE_POS, pt)];
+    let scale = st[offset_in(ABSOLUTE_POS, st)];
+    let u = ut[offset_in(ABSOLUTE_POS, ut)];
+    out[ABSOLUTE_POS] = dropout_at(x, p, scale, u, which);
+}
+
+fn launch_dropout(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
+    let [x, p, scale, u] = unpack("dropout", args);
+    dropout::launch(client, count, dim, x, p, scale, u, out, which);
+}
+
+/// Dropout as `Dropout::apply` calls it: the numbers as scalars and the
+/// draws made in the kernel from the seed's words, never stored.
+#[cube(launch)]
+fn dropout_drawn(
+    xt: &Tensor<f32>,
+    out: &mut Tensor<f32>,
+    p: f32,
+    scale: f32,
+    k0: u32,
+    k1: u32,
+    #[comptime] which: u32,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = xt[offset_in(ABSOLUTE_POS, xt)];
+    let u = draw(ABSOLUTE_POS as u32, k0, k1);
+    out[ABSOLUTE_POS] = dropout_at(x, p, scale, u, which);
+}
+
+/// Launches [`dropout_drawn`] when the arguments are a tensor (`view`
+/// reads it over the output), two numbers and the draws, as
+/// `Dropout::apply` passes them; whether it did.
+pub(super) fn try_dropout_drawn(
+    inputs: &[KernelArg<CubeStorage>],
+    out: &CubeStorage,
+    which: u32,
+    view: impl FnOnce(&CubeStorage) -> TensorArg,
+) -> bool {
+    let [KernelArg::Tensor(x), KernelArg::Number(p), KernelArg::Number(scale), KernelArg::Uniform(seed)] = inputs
+    else {
+        return false;
+    };
+    let (count, dim) = grid(out.numel());
+    let (k0, k1) = (*seed as u32, (*seed >> 32) as u32);
+    dropout_drawn::launch(out.device.client(), count, dim, view(x), out.arg(), *p as f32, *scale as f32, k0, k1, which);
+    true
+}
+
+/// `softplus_layer(x, beta, threshold) = log(1 + exp(beta x)) / beta`, `x`
+/// where `beta x > threshold`; `log(1 + e)` in the form exact near 0.
+#[cube(launch)]
+fn softplus(xt: &Tensor<f32>, bt: &Tensor<f32>, tt: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = xt[offset_in(ABSOLUTE_POS, xt)];
+    let beta = bt[offset_in(ABSOLUTE_POS, bt)];
+    let threshold = tt[offset_in(ABSOLUTE_POS, tt)];
+    let z = beta * x;
+    let e = f32::exp(-f32::abs(z));
+    let w = 1.0 + e;
+    let d = w - 1.0;
+    let log1p = select(d == 0.0, e, f32::ln(w) * (e / d));
+    let value = (f32::max(z, 0.0) + log1p) / beta;
+    let sigmoid = select(z >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e));
+    let linear = z > threshold;
+    let mut y = 0.0f32;
+    if comptime!(which == 0) {
+        y = select(linear, x, value);
+    }
+    if comptime!(which == 1) {
+        y = select(linear, 1.0, sigmoid);
+    }
+    if comptime!(which == 2) {
+        y = select(linear, 0.0, (x * sigmoid - value) / beta);
+    }
+    out[ABSOLUTE_POS] = y;
+}
+
+fn launch_softplus(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
+    let [x, beta, threshold] = unpack("softplus_layer", args);
+    softplus::launch(client, count, dim, x, beta, threshold, out, which);
+}
+
+/// `elu_layer(x, alpha) = x > 0 ? x : alpha (exp(x) - 1)`, `exp(x) - 1` in
+/// Kahan's form (exact near 0; -1 where `exp` underflows).
+#[cube(launch)]
+fn elu(xt: &Tensor<f32>, at: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = xt[offset_in(ABSOLUTE_POS, xt)];
+    let alpha = at[offset_in(ABSOLUTE_POS, at)];
+    let u = f32::exp(x);
+    let d = u - 1.0;
+    // -1 where exp underflowed (log(0) would give 0 / inf).
+    let minus_one = 0.0f32 - 1.0f32;
+    let expm1 = select(d == 0.0, x, select(d == minus_one, minus_one, d * (x / f32::ln(u))));
+    let positive = x > 0.0;
+    let mut y = 0.0f32;
+    if comptime!(which == 0) {
+        y = select(positive, x, alpha * expm1);
+    }
+    if comptime!(which == 1) {
+        y = select(positive, 1.0, alpha * u);
+    }
+    if comptime!(which == 2) {
+        y = select(positive, 0.0, expm1);
+    }
+    out[ABSOLUTE_POS] = y;
+}
+
+fn launch_elu(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
+    let [x, alpha] = unpack("elu_layer", args);
+    elu::launch(client, count, dim, x, alpha, out, which);
+}
+
+/// `gelu_grad(x, g) = g (Φ(x) + x φ(x))`, with `Φ(x) = (1 + erf(x / √2)) /
+/// 2` and `φ(x) = exp(-x² / 2) / √(2π)`.
+#[cube(launch)]
+fn gelu_grad(xt: &Tensor<f32>, gt: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let x = xt[offset_in(ABSOLUTE_POS, xt)];
+    let g = gt[offset_in(ABSOLUTE_POS, gt)];
+    let cdf = 0.5 * (1.0 + erf(x * 0.707_106_77));
+    let pdf = f32::exp(-(x * x) * 0.5) * 0.398_942_3;
+    let mut y = 0.0f32;
+    if comptime!(which == 0) {
+        y = g * (cdf + x * pdf);
+    }
+    if comptime!(which == 1) {
+        y = g * pdf * (2.0 - x * x);
+    }
+    if comptime!(which == 2) {
+        y = cdf + x * pdf;
+    }
+    out[ABSOLUTE_POS] = y;
+}
+
+fn launch_gelu_grad(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
+    let [x, g] = unpack("gelu_grad", args);
+    gelu_grad::launch(client, count, dim, x, g, out, which);
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every builtin kernel's value and partials on the device against
+    //! the CPU, at points that reach each branch: zero and tiny values
+    //! (the exact `log1p` and `expm1` forms), `exp` underflowing, softplus
+    //! past its threshold, dropout's draws on both sides of `p`.
+
+    use blaze_cpu::Cpu;
+    use blaze_runtime::fallback::HostFallback;
+    use blaze_runtime::kernel::{Arg, Builtin, KernelFn};
+    use blaze_runtime::{Backend, Tensor};
+
+    use crate::CubeNative;
+    use crate::backend::testing::{data, device};
+
+    /// The argument lists `b` is checked at: `x`, with `t` (in `[0.5, 2)`)
+    /// as the further tensor argument and numbers for the rest. Dropout
+    /// twice: as `Dropout::apply` calls it (draws made in the kernel), and
+    /// with every argument a tensor.
+    fn arg_lists<'a, B: Backend>(b: Builtin, x: &'a Tensor<B, 1>, t: &'a Tensor<B, 1>) -> Vec<Vec<Arg<'a, B, 1>>> {
+        match b {
+            Builtin::Dropout => vec![
+                vec![Arg::Tensor(x), Arg::Number(0.3), Arg::Number(1.0 / 0.7), Arg::Uniform(7)],
+                vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Tensor(t), Arg::Tensor(x)],
+            ],
+            Builtin::Softplus => vec![vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Number(20.0)]],
+            Builtin::Elu | Builtin::GeluGrad => vec![vec![Arg::Tensor(x), Arg::Tensor(t)]],
+        }
+    }
+
+    #[test]
+    fn every_builtin_kernel_and_partial_agrees_with_the_cpu() {
+        let Some(dev) = device() else { return };
+        let cpu = Default::default();
+        let mut xs: Vec<f32> = data(&[96], 5).values.to_f64_vec().into_iter().map(|v| v as f32 * 8.0).collect();
+        xs.extend([0.0, -0.0, 1e-7, -1e-7, 3e-9, -100.0, 100.0, 30.0, 39.0, -30.0, f32::NAN]);
+        let ts: Vec<f32> =
+            data(&[xs.len()], 6).values.to_f64_vec().into_iter().map(|v| 1.25 + 0.75 * v as f32).collect();
+        let n = xs.len();
+        let (xc, tc) =
+            (Tensor::<Cpu, 1>::from_vec(xs.clone(), [n], &cpu), Tensor::<Cpu, 1>::from_vec(ts.clone(), [n], &cpu));
+        type Cube = HostFallback<CubeNative, Cpu>;
+        let (xg, tg) = (Tensor::<Cube, 1>::from_vec(xs, [n], &dev), Tensor::<Cube, 1>::from_vec(ts, [n], &dev));
+        let host_runs = || crate::backend::ew::HOST_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+        let before = host_runs();
+        for &b in Builtin::ALL {
+            let fs = std::iter::once(KernelFn::Value).chain((0..b.args().len()).map(KernelFn::Partial));
+            for f in fs {
+                for (list, (cpu_args, cube_args)) in
+                    arg_lists(b, &xc, &tc).iter().zip(arg_lists(b, &xg, &tg)).enumerate()
+                {
+                    let want = b.eval(f, cpu_args).to_vec::<f32>();
+                    let got = b.eval(f, &cube_args).to_vec::<f32>();
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (g.is_nan() && w.is_nan()) || (g - w).abs() <= 2e-5 * (1.0 + w.abs()),
+                            "{b:?} {f:?} (arguments {list}) at x = {}: {g} on the device, {w} on the CPU",
+                            xc.to_vec::<f32>()[i]
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(host_runs(), before, "a builtin kernel ran on the host");
+    }
+}
