@@ -52,6 +52,21 @@ fn shared() -> &'static Result<CubeDevice, String> {
     SHARED.get_or_init(|| CubeDevice::new().map_err(|e| e.to_string()))
 }
 
+/// The device, or `None` after printing why there is none; with
+/// `BLAZE_REQUIRE_CUBECL=1` (CI) a missing device panics instead.
+fn or_skip<E: std::fmt::Display>(device: Result<CubeDevice, E>) -> Option<CubeDevice> {
+    match device {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
+            panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
+        }
+        Err(e) => {
+            println!("skipping: {e}");
+            None
+        }
+    }
+}
+
 impl Default for CubeDevice {
     fn default() -> Self {
         match shared() {
@@ -169,16 +184,12 @@ impl CubeDevice {
     /// without one: `None` (after printing why) when there is no adapter,
     /// unless `BLAZE_REQUIRE_CUBECL=1`, where a missing adapter panics.
     pub fn probe() -> Option<CubeDevice> {
-        match shared() {
-            Ok(d) => Some(d.clone()),
-            Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
-                panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
-            }
-            Err(e) => {
-                println!("skipping: {e}");
-                None
-            }
-        }
+        or_skip(shared().clone())
+    }
+
+    /// [`CubeDevice::probe`] for a device of its own, opened with `options`.
+    pub fn probe_with(options: CubeOptions) -> Option<CubeDevice> {
+        or_skip(Self::open(options))
     }
 
     /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

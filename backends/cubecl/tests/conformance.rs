@@ -19,16 +19,7 @@ type CubeCl = blaze_runtime::fallback::HostFallback<blaze_cubecl::CubeNative, bl
 fn device() -> Option<CubeDevice> {
     static DEVICE: OnceLock<Option<CubeDevice>> = OnceLock::new();
     DEVICE
-        .get_or_init(|| match CubeDevice::open(CubeOptions { autotune: Some(false), ..CubeOptions::default() }) {
-            Ok(d) => Some(d),
-            Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
-                panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
-            }
-            Err(e) => {
-                println!("skipping: {e}");
-                None
-            }
-        })
+        .get_or_init(|| CubeDevice::probe_with(CubeOptions { autotune: Some(false), ..CubeOptions::default() }))
         .clone()
 }
 

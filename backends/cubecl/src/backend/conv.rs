@@ -129,17 +129,16 @@ fn conv_weight_grad_kernel(x: &Tensor<f32>, g: &Tensor<f32>, dw: &mut Tensor<f32
 /// col2im: each input element sums the columns' gradient
 /// `cols[n, g, (c, ky, kx), (oy, ox)]` of every tap that read it.
 #[cube(launch)]
-fn col2im_kernel(cols: &Tensor<f32>, dx: &mut Tensor<f32>, win: Window, groups: usize, oh: usize, ow: usize) {
+fn col2im_kernel(cols: &Tensor<f32>, dx: &mut Tensor<f32>, win: Window, oh: usize, ow: usize) {
     if ABSOLUTE_POS >= dx.len() {
         terminate!();
     }
-    let (c, h, w) = (dx.shape(1), dx.shape(2), dx.shape(3));
-    let cg = c / groups;
+    let (h, w) = (dx.shape(2), dx.shape(3));
     let ix = ABSOLUTE_POS % w;
     let iy = (ABSOLUTE_POS / w) % h;
-    let ci = (ABSOLUTE_POS / (w * h)) % c;
-    let n = ABSOLUTE_POS / (w * h * c);
-    let plane = ((n * groups + ci / cg) * cg + ci % cg) * win.kh * win.kw;
+    // `(n, g, c)` of the columns is the input's `(n, channel)`: its taps
+    // start at the plane's index times the window's size.
+    let plane = ABSOLUTE_POS / (w * h) * win.kh * win.kw;
     let mut acc = 0.0f32;
     for ky in 0..win.kh {
         let (oy, hit_y) = reached(iy, ky, win.sh, win.ph, win.dh, oh);
@@ -393,7 +392,7 @@ pub(super) fn conv2d(
         });
         Ok(())
     };
-    let im2col = |out: &CubeStorage| {
+    let via_im2col = |out: &CubeStorage| {
         if cg * kh * kw == 0 {
             return Err("an empty window".to_owned());
         }
@@ -421,7 +420,7 @@ pub(super) fn conv2d(
         Ok(())
     };
     let candidates: [Candidate<'_>; 3] =
-        [("blaze_direct", &direct), ("im2col", &im2col), ("cubek_direct", &cubek_direct)];
+        [("blaze_direct", &direct), ("im2col", &via_im2col), ("cubek_direct", &cubek_direct)];
     let key = conv_key("conv2d", &x.shape, [oc, cg, kh, kw], o);
     x.device.inner.tuner.run(&x.device, "conv2d", &key, &y, &candidates, 1);
     match bias {
@@ -459,7 +458,7 @@ pub(super) fn conv2d_input_grad(
         let gy = CubeNative::reshaped(g, &[n, groups, oc / groups, oh * ow]);
         let cols = matmul::matmul(&wt, &gy);
         launch_over(out.numel(), |count, cube| {
-            col2im_kernel::launch(client, count, cube, cols.arg(), out.arg(), win(), groups, oh, ow)
+            col2im_kernel::launch(client, count, cube, cols.arg(), out.arg(), win(), oh, ow)
         });
         Ok(())
     };
@@ -489,7 +488,7 @@ pub(super) fn conv2d_weight_grad(
         });
         Ok(())
     };
-    let im2col = |out: &CubeStorage| {
+    let via_im2col = |out: &CubeStorage| {
         let p = oh * ow;
         if out.numel() == 0 || n * p == 0 {
             return Err("an empty gradient".to_owned());
@@ -504,7 +503,7 @@ pub(super) fn conv2d_weight_grad(
         matmul::matmul_into(&gy, &ct, &CubeNative::reshaped(out, &[groups, oc / groups, taps]));
         Ok(())
     };
-    let candidates: [Candidate<'_>; 2] = [("blaze_direct", &direct), ("im2col", &im2col)];
+    let candidates: [Candidate<'_>; 2] = [("blaze_direct", &direct), ("im2col", &via_im2col)];
     let key = conv_key("conv2d_weight_grad", &x.shape, weight_shape, o);
     g.device.inner.tuner.run(&g.device, "conv2d_weight_grad", &key, &dw, &candidates, 1);
     dw

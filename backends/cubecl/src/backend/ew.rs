@@ -125,8 +125,9 @@ pub(super) fn elementwise<K: Elementwise>(
 ) -> CubeStorage {
     assert!(dtype == DType::F32, "cubecl {}: kernels run on f32 here; {dtype} tensors live on the host", K::NAME);
     let device = inputs.iter().find_map(|a| Some(a.tensor()?.device.clone())).unwrap_or_default();
+    let builtin = Builtin::of::<K>();
     let table = K::DEVICE.and_then(|d| d.downcast_ref::<CubeElementwise>());
-    let Some(table) = table.or_else(|| Builtin::of::<K>().map(super::builtin::table)) else {
+    let Some(table) = table.or_else(|| builtin.map(super::builtin::table)) else {
         return on_host::<K>(&device, f, inputs, shape);
     };
     let out = CubeStorage::empty(&device, shape, DType::F32);
@@ -138,9 +139,7 @@ pub(super) fn elementwise<K: Elementwise>(
         KernelFn::Value => 0,
         KernelFn::Partial(i) => 1 + u32::try_from(i).expect("a kernel has few arguments"),
     };
-    if Builtin::of::<K>() == Some(Builtin::Dropout)
-        && super::builtin::try_dropout_drawn(inputs, &out, which, |x| view(x, shape))
-    {
+    if builtin == Some(Builtin::Dropout) && super::builtin::try_dropout_drawn(inputs, &out, which, |x| view(x, shape)) {
         return out;
     }
     // Numbers and noise become tensors read through strides of 0.

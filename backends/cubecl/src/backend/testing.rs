@@ -7,16 +7,7 @@ use crate::{CubeDevice, CubeOptions};
 
 /// A device measuring nothing, or `None` (after saying why) without an adapter.
 pub(super) fn device() -> Option<CubeDevice> {
-    match CubeDevice::open(CubeOptions { autotune: Some(false), ..CubeOptions::default() }) {
-        Ok(d) => Some(d),
-        Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
-            panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
-        }
-        Err(e) => {
-            println!("skipping: {e}");
-            None
-        }
-    }
+    CubeDevice::probe_with(CubeOptions { autotune: Some(false), ..CubeOptions::default() })
 }
 
 /// Values in `[-1, 1)` from a fixed sequence.
