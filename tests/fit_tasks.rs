@@ -261,6 +261,111 @@ fn early_stopping_ends_training_after_its_patience() {
     assert_eq!((history.epochs.len(), history.stopped_early.as_deref()), (6, None));
 }
 
+/// Plain descent for the first `until` steps, ascent after: every epoch
+/// from then on is worse than the one before.
+#[derive(Debug)]
+struct DescentThenAscent {
+    until: u64,
+}
+
+impl blaze::optim::LrSchedule for DescentThenAscent {
+    fn lr_at(&self, step: u64) -> f64 {
+        if step < self.until { 0.05 } else { -0.05 }
+    }
+}
+
+/// A regressor with a batch norm, so that its buffers must come back too.
+#[model(input = [3])]
+pub struct NormedRegressor {
+    fc1: Linear<3, 32>,
+    norm: BatchNorm1d<32>,
+    act: Tanh,
+    fc2: Linear<32, 2>,
+}
+
+/// `NormedRegressor` trained on `smooth` data with three epochs of
+/// descent (four steps each), then ascent, and `config`'s early stopping.
+fn worse_after_three(config: FitConfig<Mse>) -> (NormedRegressor, blaze::train::History, FitConfig<Mse>) {
+    let mut model = NormedRegressor::new_seeded(0, &CpuDevice);
+    let mut train = DataLoader::new(smooth(64, 1), 16);
+    let config = FitConfig { schedule: Some(Box::new(DescentThenAscent { until: 12 })), ..config };
+    let history = fit(&mut model, &mut Sgd::new(0.05), &mut train, &mut DataLoader::new(smooth(32, 3), 32), &config)
+        .expect("trains");
+    (model, history, config)
+}
+
+/// The validation metrics of `model` now.
+fn scores_now(model: &NormedRegressor, config: &FitConfig<Mse>) -> blaze::train::Scores {
+    evaluate(model, &mut DataLoader::new(smooth(32, 3), 32), config).expect("evaluates")
+}
+
+#[test]
+fn early_stopping_puts_the_best_epochs_weights_back_into_the_model() {
+    // Stopped by its patience: the model holds the best epoch's weights,
+    // with no out_dir, and says so.
+    let (model, history, config) =
+        worse_after_three(FitConfig { early_stopping: Some(EarlyStopping::patience(2)), ..quiet(Mse, 20) });
+    let best = history.best().expect("epochs").clone();
+    let last = history.epochs.last().expect("epochs").clone();
+    assert!(best.epoch < last.epoch && last.val.loss() > best.val.loss(), "{history:?}");
+    assert_eq!(history.restored_epoch, Some(best.epoch));
+    assert_eq!(scores_now(&model, &config), best.val, "the model scores as its best epoch did");
+    let reason = history.stopped_early.as_deref().expect("it stopped early");
+    assert!(reason.ends_with(&format!("; restored the weights of epoch {}", best.epoch)), "{reason}");
+
+    // Without restoring, the last epoch's weights stay.
+    let rule = EarlyStopping::patience(2).restore_best(false);
+    let (model, history, config) = worse_after_three(FitConfig { early_stopping: Some(rule), ..quiet(Mse, 20) });
+    assert_eq!(history.restored_epoch, None);
+    assert_eq!(scores_now(&model, &config), history.epochs.last().expect("epochs").val);
+
+    // Reaching `epochs` before the patience runs out restores as well
+    // (where Keras would not).
+    let rule = EarlyStopping::patience(10);
+    let (model, history, config) = worse_after_three(FitConfig { early_stopping: Some(rule), ..quiet(Mse, 6) });
+    let best = history.best().expect("epochs").clone();
+    assert_eq!((history.epochs.len(), history.stopped_early.as_deref()), (6, None));
+    assert_eq!(history.restored_epoch, Some(best.epoch));
+    assert_eq!(scores_now(&model, &config), best.val);
+}
+
+#[test]
+fn a_resumed_run_restores_the_best_epoch_of_its_whole_history() {
+    let dir = std::env::temp_dir().join(format!("blaze-fit-tasks-restore-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let config = |epochs: usize, resume: bool| FitConfig {
+        out_dir: Some(dir.clone()),
+        resume,
+        early_stopping: Some(EarlyStopping::patience(10)),
+        ..quiet(Mse, epochs)
+    };
+    let (_, first, _) = worse_after_three(config(5, false));
+    let best = first.best().expect("epochs").clone();
+    assert!(best.epoch < 5, "{first:?}");
+    // The checkpoint holds epoch 5; the best epoch's weights come from
+    // best.safetensors.
+    let (model, resumed, config6) = worse_after_three(config(6, true));
+    assert_eq!(resumed.epochs.len(), 6);
+    assert_eq!(resumed.best().map(|b| b.epoch), Some(best.epoch));
+    assert_eq!(resumed.restored_epoch, Some(best.epoch));
+    assert_eq!(scores_now(&model, &config6), best.val);
+
+    // A best.safetensors of another epoch than the history's best is
+    // refused, not restored.
+    let path = dir.join("best.safetensors");
+    let (tensors, _) = blaze::record::load_tensors(&path).expect("reads");
+    blaze::record::save_tensors(&path, &tensors, &[("format", "pt".into()), ("epoch", "6".into())]).expect("writes");
+    let mut model = NormedRegressor::new_seeded(0, &CpuDevice);
+    let mut train = DataLoader::new(smooth(64, 1), 16);
+    let err =
+        fit(&mut model, &mut Sgd::new(0.05), &mut train, &mut DataLoader::new(smooth(32, 3), 32), &config(7, true))
+            .expect_err("the wrong epoch's weights");
+    let msg = err.to_string();
+    assert!(matches!(err, TrainError::Checkpoint { .. }), "{msg}");
+    assert!(msg.contains("holds epoch 6") && msg.contains(&format!("is {}", best.epoch)), "{msg}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn max_steps_ends_training_inside_an_epoch() {
     let mut model = Regressor::new_seeded(0, &CpuDevice);
@@ -364,3 +469,4 @@ fn a_classifier_ends_with_its_confusion_matrix() {
     let acc = history.epochs.last().expect("epochs").val["accuracy"];
     assert!((right as f64 / 96.0 - acc).abs() < 1e-12, "the matrix is the last validation pass");
 }
+

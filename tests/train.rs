@@ -167,3 +167,44 @@ fn fit_writes_tensorboard_events_of_every_step_and_epoch() {
     assert!(summary.is_some_and(|t| t.contains("fc1") && t.contains("Linear<4, 16>")), "{events:?}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Descent for the first `until` steps, ascent after.
+#[derive(Debug)]
+struct DescentThenAscent {
+    until: u64,
+}
+
+impl blaze::optim::LrSchedule for DescentThenAscent {
+    fn lr_at(&self, step: u64) -> f64 {
+        if step < self.until { 0.1 } else { -0.1 }
+    }
+}
+
+#[test]
+fn early_stopping_restores_a_tape_trained_model_to_its_best_epoch() {
+    use blaze::autodiff::Autodiff;
+    use blaze::nn::{Linear, LinearConfig};
+    use blaze::train::{EarlyStopping, Taped, evaluate};
+    let mut rng = blaze::Rng::seed_from_u64(0);
+    let c = LinearConfig::default();
+    let mut model = Taped(HandMlp::<Autodiff<Cpu>> {
+        fc1: Linear::new(c, &mut rng, &CpuDevice),
+        fc2: Linear::new(c, &mut rng, &CpuDevice),
+    });
+    // Eight steps an epoch: three epochs of descent, then ascent.
+    let mut train = DataLoader::new(blobs(256, 1), 32);
+    let val = || DataLoader::new(blobs(128, 2), 64);
+    let config = FitConfig {
+        epochs: 12,
+        monitor: Some("loss".into()),
+        schedule: Some(Box::new(DescentThenAscent { until: 24 })),
+        early_stopping: Some(EarlyStopping::patience(2)),
+        verbose: false,
+        ..FitConfig::default()
+    };
+    let history = fit(&mut model, &mut Sgd::new(0.1), &mut train, &mut val(), &config).expect("training runs");
+    let best = history.best().expect("epochs");
+    assert!(best.epoch < history.epochs.len() && history.stopped_early.is_some(), "{history:?}");
+    assert_eq!(history.restored_epoch, Some(best.epoch));
+    assert_eq!(evaluate(&model, &mut val(), &config).expect("evaluates"), best.val);
+}

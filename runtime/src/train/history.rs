@@ -70,6 +70,11 @@ pub struct History {
     /// Why training ended before `FitConfig::epochs`, if it did (early
     /// stopping).
     pub stopped_early: Option<String>,
+    /// The epoch whose weights `fit` put back into the model at the end
+    /// ([`EarlyStopping::restore_best`](super::EarlyStopping::restore_best)),
+    /// when that was not the last epoch trained: the model then holds
+    /// [`History::best`]'s weights, not the last epoch's.
+    pub restored_epoch: Option<usize>,
 }
 
 impl History {

@@ -102,7 +102,7 @@ pub struct FitConfig<L: ?Sized = CrossEntropy> {
 }
 
 /// When to stop before `FitConfig::epochs` (Keras's and Lightning's
-/// `EarlyStopping`).
+/// `EarlyStopping`), and which weights the model holds when `fit` ends.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EarlyStopping {
     /// Epochs without improvement of the monitored metric after which
@@ -110,12 +110,33 @@ pub struct EarlyStopping {
     pub patience: usize,
     /// The least change that counts as an improvement.
     pub min_delta: f64,
+    /// Put the weights of the best epoch ([`History::best`], the one
+    /// `best.safetensors` holds) back into the model when `fit` ends,
+    /// and record it in [`History::restored_epoch`]. On by default.
+    ///
+    /// Unlike Keras's `restore_best_weights`, which restores only when
+    /// its own patience runs out, this restores however the run ends
+    /// without an error: patience spent, `FitConfig::epochs` reached, or
+    /// `FitConfig::max_steps` reached, so the model `fit` hands back is
+    /// the one its history calls best either way. `fit` keeps the best
+    /// weights in memory on the model's device (no `out_dir` needed); a
+    /// resumed run reads the earlier best from `out_dir/best.safetensors`.
+    /// A run that ends with an error leaves the model as the error found
+    /// it.
+    pub restore_best: bool,
 }
 
 impl EarlyStopping {
-    /// Stops after `patience` epochs without any improvement.
+    /// Stops after `patience` epochs without any improvement, and
+    /// restores the best epoch's weights.
     pub fn patience(patience: usize) -> Self {
-        EarlyStopping { patience, min_delta: 0.0 }
+        EarlyStopping { patience, min_delta: 0.0, restore_best: true }
+    }
+
+    /// This rule with [`EarlyStopping::restore_best`] set to `restore`
+    /// (`false` leaves the last epoch's weights in the model).
+    pub fn restore_best(self, restore: bool) -> Self {
+        EarlyStopping { restore_best: restore, ..self }
     }
 }
 
@@ -548,6 +569,11 @@ impl<B: Backend> Run<'_, B> {
     fn epochs(self, train: &mut dyn Loader, val: &mut dyn Loader, mut history: History) -> Result<History, TrainError> {
         let Run { session, config, device, last } = self;
         let task = session.evaluator().task();
+        let restore_best = config.early_stopping.is_some_and(|rule| rule.restore_best);
+        let mut best = match restore_best {
+            true => resumed_best(session, config, &history)?,
+            false => None,
+        };
         let per_step = config.accumulate_grad_batches;
         // Checkpoints from before step counts held an epoch of steps each.
         let mut step =
@@ -687,11 +713,16 @@ impl<B: Backend> Run<'_, B> {
             }
             history.epochs.push(m);
             let improved = history.best().is_some_and(|b| b.epoch == epoch);
+            if improved && restore_best {
+                best = Some(Best { epoch, weights: session.snapshot() });
+            }
             if let (Some(dir), Some(last)) = (&config.out_dir, &last)
                 && config.is_main()
             {
                 if improved {
-                    session.save_model(&dir.join("best.safetensors"))?;
+                    // The epoch goes in the file, so that a resumed run
+                    // can tell it holds the best epoch of its history.
+                    session.save_model(&dir.join("best.safetensors"), &[("epoch", epoch.to_string())])?;
                 }
                 let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
                 session.save_checkpoint(last, &meta)?;
@@ -699,13 +730,35 @@ impl<B: Backend> Run<'_, B> {
             }
         }
         history.confusion = confusion;
+        if restore_best {
+            if let Some(b) = best.filter(|b| history.epochs.last().is_some_and(|e| e.epoch != b.epoch)) {
+                session.restore(&b.weights);
+                history.restored_epoch = Some(b.epoch);
+                if let Some(reason) = &mut history.stopped_early {
+                    reason.push_str(&format!("; restored the weights of epoch {}", b.epoch));
+                }
+            }
+            // Every rank restores the same epoch, as every rank keeps the
+            // same history; the broadcast makes the replicas equal even
+            // so (the call is collective, so no rank may skip it).
+            session.broadcast();
+        }
         // The PNG once, at the end (the SVG follows every epoch).
         if let Some(dir) = config.out_dir.as_ref().filter(|_| config.is_main() && !history.epochs.is_empty()) {
             write_file(&dir.join("curve.png"), &history.png(task.headline()))?;
         }
         if shown {
-            if let Some(reason) = &history.stopped_early {
-                println!("stopped early: {reason}");
+            match (&history.stopped_early, history.restored_epoch) {
+                (Some(reason), _) => {
+                    let after = history.epochs.last().map_or(0, |e| e.epoch);
+                    println!("stopped early after epoch {after}: {reason}");
+                }
+                (None, Some(epoch)) => println!(
+                    "restored the weights of epoch {epoch}, the best by validation {} ({:.4})",
+                    history.monitor.metric,
+                    history.best().map_or(f64::NAN, |b| history.monitored(b))
+                ),
+                (None, None) => {}
             }
             if let Some(m) = history.confusion.as_ref().filter(|m| m.classes() <= 32) {
                 println!("validation after the last epoch:\n{m}");
@@ -713,6 +766,51 @@ impl<B: Backend> Run<'_, B> {
         }
         Ok(history)
     }
+}
+
+/// The best epoch's weights, kept to put back when `fit` ends
+/// ([`EarlyStopping::restore_best`]).
+struct Best<B: Backend> {
+    epoch: usize,
+    weights: Vec<(String, B::Storage)>,
+}
+
+/// The weights of the best epoch of a resumed `history`, taken before
+/// any epoch of this run: the model's own when that epoch is the last
+/// one (the checkpoint just loaded), else `out_dir/best.safetensors`,
+/// which must hold that epoch. The model keeps the checkpoint's weights.
+fn resumed_best<B: Backend>(
+    session: &mut (dyn Session<B> + Send),
+    config: &FitConfig<dyn Sync + '_>,
+    history: &History,
+) -> Result<Option<Best<B>>, TrainError> {
+    let Some(epoch) = history.best().map(|b| b.epoch) else { return Ok(None) };
+    if history.epochs.last().is_some_and(|e| e.epoch == epoch) {
+        return Ok(Some(Best { epoch, weights: session.snapshot() }));
+    }
+    let dir = config.out_dir.as_deref().ok_or_else(|| TrainError::Config("resuming needs out_dir".into()))?;
+    let path = dir.join("best.safetensors");
+    let mismatch = |message: String| TrainError::Checkpoint { path: path.clone(), message };
+    if !path.exists() {
+        return Err(mismatch(format!(
+            "missing; it holds epoch {epoch}, the best of the resumed history, whose weights \
+             EarlyStopping::restore_best puts back at the end (turn that off with .restore_best(false))"
+        )));
+    }
+    // Files written before the epoch was recorded are taken as they are.
+    let (_, meta) = record::load_tensors(&path)?;
+    if let Some(saved) = meta.get("epoch").filter(|&e| *e != epoch.to_string()) {
+        return Err(mismatch(format!(
+            "holds epoch {saved}, but the best epoch of the history in the checkpoint is {epoch} \
+             (was the run stopped between writing the two?); EarlyStopping::restore_best needs that \
+             epoch's weights: turn it off with .restore_best(false), or start afresh"
+        )));
+    }
+    let now = session.snapshot();
+    session.load_model(&path)?;
+    let weights = session.snapshot();
+    session.restore(&now);
+    Ok(Some(Best { epoch, weights }))
 }
 
 /// Takes the optimizer step with the gradients of the batches in

@@ -9,7 +9,7 @@ use super::task::{Criterion, Task};
 use super::{FitConfig, StepError, TrainError, model_device, to_device};
 use crate::autodiff::{Autodiff, no_grad, track};
 use crate::data::Batch;
-use crate::nn::{Ctx, Differentiable, Module};
+use crate::nn::{Ctx, Differentiable, Module, ModuleTensors};
 use crate::optim::{Optimizer, add_grads, clip_to, grad_sq_sum};
 use crate::record::{self, RecordError};
 use crate::{Backend, Tensor};
@@ -277,8 +277,21 @@ pub trait Session<B: Backend> {
     fn set_lr(&mut self, lr: f64);
     /// Whether every parameter and buffer is finite.
     fn all_finite(&self) -> bool;
-    /// [`record::save_model`].
-    fn save_model(&self, path: &Path) -> Result<(), RecordError>;
+    /// [`record::save_model`], with `metadata` in the file beside
+    /// PyTorch's `format`.
+    fn save_model(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError>;
+    /// [`record::load_model`].
+    fn load_model(&mut self, path: &Path) -> Result<(), RecordError>;
+    /// The model's parameters and buffers as they are now, by name, to
+    /// put back with [`Session::restore`]. The storages share
+    /// the values, which stay as they are: an update writes a buffer in
+    /// place only when nothing else holds it
+    /// ([`Composites::axpby`](crate::backend::Composites::axpby)), so the
+    /// next step copies what the snapshot holds, and nothing is copied
+    /// before it.
+    fn snapshot(&self) -> Vec<(String, B::Storage)>;
+    /// Puts back the parameters and buffers of a [`Session::snapshot`].
+    fn restore(&mut self, snapshot: &[(String, B::Storage)]);
     /// [`record::save_checkpoint`].
     fn save_checkpoint(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError>;
     /// [`record::load_checkpoint`].
@@ -389,8 +402,19 @@ where
     fn all_finite(&self) -> bool {
         super::all_finite::<B, M>(self.eval.model)
     }
-    fn save_model(&self, path: &Path) -> Result<(), RecordError> {
-        record::save_model(&*self.eval.model, path)
+    fn save_model(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError> {
+        let mut meta = vec![("format", "pt".to_owned())];
+        meta.extend_from_slice(metadata);
+        record::save_tensors(path, &(B::compiled().host_tensors)(&*self.eval.model), &meta)
+    }
+    fn load_model(&mut self, path: &Path) -> Result<(), RecordError> {
+        record::load_model(&mut *self.eval.model, path)
+    }
+    fn snapshot(&self) -> Vec<(String, B::Storage)> {
+        snapshot::<B>(&*self.eval.model)
+    }
+    fn restore(&mut self, snapshot: &[(String, B::Storage)]) {
+        restore::<B>(&mut *self.eval.model, snapshot);
     }
     fn save_checkpoint(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError> {
         record::save_checkpoint(path, &*self.eval.model, &*self.optimizer, metadata)
@@ -401,4 +425,33 @@ where
     fn broadcast(&mut self) {
         self.eval.config.broadcast_model::<B, M>(self.eval.model);
     }
+}
+
+/// [`Session::snapshot`] of any model (compiled once per backend, not per
+/// model).
+fn snapshot<B: Backend>(model: &dyn ModuleTensors<B>) -> Vec<(String, B::Storage)> {
+    let mut kept = Vec::new();
+    model.visit(true, &mut |name, t| kept.push((name.to_owned(), t.clone())));
+    kept
+}
+
+/// [`Session::restore`] of any model. By name: a model maps its tensors
+/// in field order, but visits its parameters before its buffers.
+fn restore<B: Backend>(model: &mut dyn ModuleTensors<B>, snapshot: &[(String, B::Storage)]) {
+    let kept: HashMap<&str, &B::Storage> = snapshot.iter().map(|(n, s)| (n.as_str(), s)).collect();
+    let mut put = 0;
+    model.map(&mut |name, t| {
+        let s = kept.get(name).unwrap_or_else(|| panic!("restore: the snapshot has no `{name}`"));
+        assert!(
+            B::shape(s) == B::shape(&t) && B::dtype(s) == B::dtype(&t),
+            "restore: `{name}` is {:?} {} in the model and {:?} {} in the snapshot",
+            B::shape(&t),
+            B::dtype(&t),
+            B::shape(s),
+            B::dtype(s)
+        );
+        put += 1;
+        (*s).clone()
+    });
+    assert_eq!(put, kept.len(), "restore: the snapshot holds tensors the model does not");
 }
