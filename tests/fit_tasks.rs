@@ -470,3 +470,51 @@ fn a_classifier_ends_with_its_confusion_matrix() {
     assert!((right as f64 / 96.0 - acc).abs() < 1e-12, "the matrix is the last validation pass");
 }
 
+/// A CSV table of one feature and a 0/1 label, in a fresh folder.
+fn yes_no_csv(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("blaze-fit-tasks-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp folder");
+    let path = dir.join("labels.csv");
+    let rows: String = (0..16).map(|i| format!("{},{}\n", i as f32 - 7.5, u8::from(i >= 8))).collect();
+    std::fs::write(&path, format!("x,label\n{rows}")).expect("writes");
+    path
+}
+
+#[test]
+fn class_labels_for_binary_cross_entropy_say_to_read_them_as_reals() {
+    use blaze::data::{CsvOptions, read_csv};
+    let path = yes_no_csv("bce");
+    let classes = read_csv(&path, &CsvOptions::classes("label")).expect("reads");
+    let mut model = Line::new_seeded(0, &CpuDevice);
+    let loader = || DataLoader::new(classes.dataset.clone(), 4);
+    let err = fit(&mut model, &mut Sgd::new(0.1), &mut loader(), &mut loader(), &quiet(BceWithLogits, 1))
+        .expect_err("class indices for binary cross-entropy");
+    let msg = err.to_string();
+    assert!(matches!(&err, TrainError::RealTargets { task: Task::Binary, rank: 2, .. }), "{msg}");
+    assert!(
+        msg.starts_with("binary cross-entropy needs real targets shaped like the logits ([n, 1] for one label)"),
+        "{msg}"
+    );
+    assert!(msg.contains("got class indices of shape [4]") && msg.contains("CsvOptions::real(..)"), "{msg}");
+    // evaluate says the same.
+    let err = evaluate(&model, &mut loader(), &quiet(BceWithLogits, 1)).expect_err("the same targets");
+    assert!(matches!(&err, TrainError::RealTargets { .. }), "{err}");
+    // A regression loss gets its own words.
+    let err = fit(&mut model, &mut Sgd::new(0.1), &mut loader(), &mut loader(), &quiet(Mse, 1)).expect_err("classes");
+    assert!(err.to_string().starts_with("a regression loss needs real targets shaped like the output"), "{err}");
+    // Read as the hint says, the same labels train.
+    let reals = read_csv(&path, &CsvOptions::real("label")).expect("reads");
+    let loader = || DataLoader::new(reals.dataset.clone(), 4);
+    fit(&mut model, &mut Sgd::new(0.1), &mut loader(), &mut loader(), &quiet(BceWithLogits, 1)).expect("trains");
+    std::fs::remove_dir_all(path.parent().expect("a folder")).ok();
+}
+
+#[test]
+#[should_panic(expected = "binary_cross_entropy_with_logits: needs real targets (0 or 1) in the logits' dtype f32, \
+                           got i64 class indices: convert them with .to_dtype(logits.dtype())")]
+fn binary_cross_entropy_of_class_indices_says_to_convert_them() {
+    let logits = Tensor::<Cpu, 2>::zeros([2, 1], &CpuDevice);
+    let labels = Tensor::<Cpu, 2>::from_vec(vec![0i64, 1], [2, 1], &CpuDevice);
+    blaze::loss::binary_cross_entropy_with_logits(&logits, &labels);
+}
+

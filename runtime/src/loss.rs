@@ -266,6 +266,13 @@ pub fn binary_cross_entropy_with_logits<B: Backend, const D: usize>(
         logits.shape(),
         targets.shape()
     );
+    assert!(
+        targets.dtype() == logits.dtype(),
+        "binary_cross_entropy_with_logits: needs real targets (0 or 1) in the logits' dtype {}, got {}{}",
+        logits.dtype(),
+        targets.dtype(),
+        if targets.dtype() == DType::I64 { " class indices: convert them with .to_dtype(logits.dtype())" } else { "" }
+    );
     let n = logits.numel() as f64;
     let value = logits
         .relu()

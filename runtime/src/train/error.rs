@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::task::LossError;
-use crate::DeviceError;
+use super::task::{LossError, Task};
 use crate::record::RecordError;
+use crate::{DType, DeviceError};
 
 /// What stops training.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,21 @@ pub enum TrainError {
         /// The batch's shape.
         shape: Vec<usize>,
         /// The rank the model needs.
+        rank: usize,
+    },
+    /// Targets whose rank a loss of real targets (yes/no labels,
+    /// regression) cannot take: most often class labels
+    /// (`CsvOptions::classes`), one index a sample, where the loss wants a
+    /// value per output.
+    #[error("{}", real_targets_message(*task, shape, *dtype, *rank))]
+    RealTargets {
+        /// The loss's task: [`Task::Binary`] or [`Task::Regression`].
+        task: Task,
+        /// The batch's targets' shape.
+        shape: Vec<usize>,
+        /// Their dtype as the dataset holds them (i64 for class indices).
+        dtype: DType,
+        /// The rank the loss needs, with the batch dim.
         rank: usize,
     },
     /// `FitConfig` asks for something `fit` cannot do.
@@ -116,6 +131,31 @@ pub enum TrainError {
     /// The device failed (an allocation beyond its limits, a lost device).
     #[error(transparent)]
     Device(#[from] DeviceError),
+}
+
+/// What [`TrainError::RealTargets`] says: what the loss needs, what it
+/// got, and how to read the labels so that they fit.
+fn real_targets_message(task: Task, shape: &[usize], dtype: DType, rank: usize) -> String {
+    let binary = task == Task::Binary;
+    let (loss, like, one) = if binary {
+        ("binary cross-entropy", "the logits", "label")
+    } else {
+        ("a regression loss", "the output", "output")
+    };
+    let wanted = if rank == 2 { format!("[n, 1] for one {one}") } else { format!("rank {rank} with the batch dim") };
+    let found = if dtype == DType::I64 { "class indices".to_owned() } else { format!("{dtype} targets") };
+    let hint = match (dtype == DType::I64, binary) {
+        (true, true) => {
+            "read the label with CsvOptions::real(..) (its values 0 or 1), or give the model one \
+                         output per class and train with CrossEntropy on the classes"
+        }
+        (true, false) => "read the label with CsvOptions::real(..)",
+        (false, _) => {
+            "give the dataset's targets one value per output (target shape [1] for one, as \
+                       CsvOptions::real(..) reads a label)"
+        }
+    };
+    format!("{loss} needs real targets shaped like {like} ({wanted}); got {found} of shape {shape:?}: {hint}")
 }
 
 /// Why a training step did not run.

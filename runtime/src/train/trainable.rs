@@ -5,14 +5,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::task::{Criterion, Task};
+use super::task::{Criterion, Targets, Task};
 use super::{FitConfig, StepError, TrainError, model_device, to_device};
 use crate::autodiff::{Autodiff, no_grad, track};
 use crate::data::Batch;
 use crate::nn::{Ctx, Differentiable, Module, ModuleTensors};
 use crate::optim::{Optimizer, add_grads, clip_to, grad_sq_sum};
 use crate::record::{self, RecordError};
-use crate::{Backend, Tensor};
+use crate::{Backend, DType, Tensor};
 
 /// What one forward and backward pass gave.
 #[derive(Debug)]
@@ -232,6 +232,29 @@ pub enum BatchError {
     Step(StepError),
 }
 
+/// [`to_device`] for `task`'s loss: targets of the wrong rank for a loss
+/// of real targets become [`TrainError::RealTargets`], which says how to
+/// read them.
+fn upload<B: Backend, const DI: usize, const DT: usize>(
+    batch: Batch,
+    device: &B::Device,
+    task: Task,
+) -> Result<(Tensor<B, DI>, Tensor<B, DT>), BatchError> {
+    let dtype = batch.targets.values.dtype();
+    to_device::<B, DI, DT>(batch, device, task.targets()).map_err(|e| BatchError::Data(real_targets(task, dtype, e)))
+}
+
+/// `e`, or [`TrainError::RealTargets`] when it is a rank error of the
+/// targets of a task of real targets (held `dtype` before the upload).
+fn real_targets(task: Task, dtype: DType, e: TrainError) -> TrainError {
+    match e {
+        TrainError::Batch { what: "targets", shape, rank } if task.targets() == Targets::Real => {
+            TrainError::RealTargets { task, shape, dtype, rank }
+        }
+        other => other,
+    }
+}
+
 /// A model and a loss as validation drives them, behind a trait object.
 pub trait Evaluator<B: Backend> {
     /// The loss's task.
@@ -334,7 +357,7 @@ where
     }
     fn eval_batch(&mut self, batch: Batch, device: &B::Device) -> Result<Observed<B>, BatchError> {
         let task = self.task();
-        let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
+        let (x, y) = upload::<B, DI, DT>(batch, device, task)?;
         let output = self.model.predict(&x);
         let loss = self.config.loss.loss(&output, &y).map_err(|e| BatchError::Step(e.into()))?;
         Ok(Observed::new(task, &output, &y, loss.value))
@@ -366,7 +389,7 @@ where
         average: bool,
     ) -> Result<Observed<B>, BatchError> {
         let task = self.eval.config.loss.task();
-        let (x, y) = to_device::<B, DI, DT>(batch, device, task.targets()).map_err(BatchError::Data)?;
+        let (x, y) = upload::<B, DI, DT>(batch, device, task)?;
         let c = self.eval.model.compute(&x, &y, self.eval.config, ctx, scale, average).map_err(BatchError::Step)?;
         match &mut self.summed {
             Some(sum) => add_grads::<B, M>(sum, &c.grads),
