@@ -518,3 +518,31 @@ fn binary_cross_entropy_of_class_indices_says_to_convert_them() {
     blaze::loss::binary_cross_entropy_with_logits(&logits, &labels);
 }
 
+#[test]
+#[should_panic(expected = "Embedding<8, 16>: id 9 at [1, 2] of the ids [2, 4] is outside its vocabulary of 8 \
+                           (valid ids: 0 to 7)")]
+fn an_embedding_names_an_id_outside_its_vocabulary() {
+    let model = Bigram::new_seeded(0, &CpuDevice);
+    let ids = Tensor::<Cpu, 2>::from_vec(vec![0i64, 1, 2, 3, 4, 5, 9, 7], [2, 4], &CpuDevice);
+    model.forward(&ids);
+}
+
+#[test]
+#[should_panic(expected = "Embedding<8, 16>: id -1 at [0, 1] of the ids [1, 3] is outside its vocabulary of 8")]
+fn an_embedding_refuses_negative_ids_while_training() {
+    let mut model = Bigram::new_seeded(0, &CpuDevice);
+    let ids = Tensor::<Cpu, 2>::from_vec(vec![3i64, -1, 2], [1, 3], &CpuDevice);
+    let _ = model.forward_train(&ids, &mut blaze::nn::Ctx::train(0));
+}
+
+#[test]
+#[should_panic(
+    expected = "Embedding<5, 2>: id 5 at [3] of the ids [4] is outside its vocabulary of 5 (valid ids: 0 to 4)"
+)]
+fn an_embedding_through_the_tape_names_the_id_too() {
+    use blaze::autodiff::Autodiff;
+    use blaze::nn::Layer;
+    let table = blaze::nn::Embedding::<Autodiff<Cpu>, 5, 2>::new(&mut Rng::seed_from_u64(0), &CpuDevice);
+    let ids = Tensor::<Autodiff<Cpu>, 1>::from_vec(vec![0i64, 4, 1, 5], [4], &CpuDevice);
+    let _: Tensor<Autodiff<Cpu>, 2> = table.forward(&ids);
+}

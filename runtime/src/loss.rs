@@ -64,8 +64,10 @@ fn class_error(values: &[i64], classes: usize, ignore_index: i64) -> Result<(), 
     }
 }
 
-/// Whether every target is in `0..classes` (none ignored).
-fn in_range<B: Backend>(targets: &Tensor<B, 1>, classes: usize) -> bool {
+/// Whether every target is in `0..classes` (none ignored): two
+/// reductions on the device and two numbers read back. Also how
+/// `Embedding` checks its ids against its vocabulary.
+pub(crate) fn in_range<B: Backend, const D: usize>(targets: &Tensor<B, D>, classes: usize) -> bool {
     targets.min().item() >= 0.0 && targets.max().item() < classes as f64
 }
 

@@ -3,6 +3,7 @@
 
 use super::{Ctx, GradVisitor, Layer, Module, ParamMapper, ParamVisitor, join};
 use crate::rng::Rng;
+use crate::tensor::check_same_device;
 use crate::{Backend, DType, Tensor};
 
 /// A table of `V` learned vectors of size `D`, indexed by i64 ids.
@@ -29,11 +30,42 @@ impl<B: Backend, const V: usize, const D: usize> Embedding<B, V, D> {
     fn lookup<const R: usize, const RO: usize>(&self, ids: &Tensor<B, R>) -> Tensor<B, RO> {
         assert!(ids.dtype() == DType::I64, "Embedding<{V}, {D}>: ids must be i64, got {}", ids.dtype());
         let flat: Tensor<B, 1> = ids.reshape([-1]);
-        let rows = self.weight.index_select(0, &flat);
+        check_ids::<B, V, D>(&flat, &ids.shape());
+        check_same_device::<B>("Embedding", &[self.weight.storage(), flat.storage()]);
+        // The ids are checked: the primitive itself, not `index_select`,
+        // which would check them again.
+        let rows = Tensor::<B, 2>::wrap(B::index_select(self.weight.storage(), 0, flat.storage()));
         let mut shape = [D; RO];
         shape[..R].copy_from_slice(&ids.shape());
         rows.reshape(shape)
     }
+}
+
+/// Panics unless every id is in `0..V`, naming the layer, the first id
+/// outside, where it sits in `shape` and the vocabulary. Negative ids
+/// are refused too, as `torch.nn.Embedding` refuses them (they do not
+/// count from the end). Two reductions in the common case, as
+/// cross-entropy checks its targets; the ids are read back only to name
+/// the one that is wrong.
+fn check_ids<B: Backend, const V: usize, const D: usize>(flat: &Tensor<B, 1>, shape: &[usize]) {
+    if flat.numel() == 0 || crate::loss::in_range(flat, V) {
+        return;
+    }
+    let ids = flat.to_vec::<i64>();
+    let Some(at) = ids.iter().position(|&id| !(0..V as i64).contains(&id)) else { return };
+    // The flat position as an index into the ids' shape.
+    let mut index = vec![0; shape.len()];
+    let mut rest = at;
+    for (i, &n) in shape.iter().enumerate().rev() {
+        index[i] = rest % n.max(1);
+        rest /= n.max(1);
+    }
+    panic!(
+        "Embedding<{V}, {D}>: id {} at {index:?} of the ids {shape:?} is outside its vocabulary of {V} \
+         (valid ids: 0 to {})",
+        ids[at],
+        V.saturating_sub(1)
+    );
 }
 
 impl<B: Backend, const V: usize, const D: usize> Module<B> for Embedding<B, V, D> {
