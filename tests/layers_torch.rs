@@ -233,6 +233,55 @@ fn upsampling_by_odd_factors_matches_pytorch() {
     assert!(grads.bias.is_none());
 }
 
+/// A transposed convolution whose output padding is at least its stride
+/// (PyTorch allows it below the dilation) places the rows past the last
+/// window as PyTorch does: stride 1, dilation 2, output padding 1 turns
+/// 3x3 into 8x8; stride 2, dilation 3, output padding 2 turns 5x4 into
+/// 15x13. Output and every gradient, in evaluation and in training.
+#[test]
+fn transposed_convolutions_padded_past_the_stride_match_pytorch() {
+    use blaze::nn::{ConvTranspose2dConfig, Layer};
+    let fx = read_fixture("resample.bin");
+    for (name, config) in [
+        ("wide1", ConvTranspose2dConfig { dilation: 2, output_padding: 1, ..Default::default() }),
+        ("wide2", ConvTranspose2dConfig { stride: 2, padding: 1, dilation: 3, output_padding: 2, ..Default::default() }),
+    ] {
+        let data = |t: &str| fx[&format!("odd.{name}.{t}")].clone();
+        let mut deconv = ConvTranspose2d::<Cpu, 4, 6, 3>::new(config, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);
+        deconv.weight = Tensor::from_data(data("weight"), &CpuDevice).expect("rank 4");
+        deconv.bias = Some(Tensor::from_data(data("bias"), &CpuDevice).expect("rank 1"));
+        let x = Tensor::<Cpu, 4>::from_data(data("input"), &CpuDevice).expect("rank 4");
+        assert_matches(&format!("{name} output"), &Layer::<Cpu, 4, 4>::forward(&deconv, &x).to_data(), &data("output"));
+        let (y, cache) = Layer::<Cpu, 4, 4>::forward_train(&mut deconv, &x, &mut Ctx::train(0));
+        assert_matches(&format!("{name} training output"), &y.to_data(), &data("output"));
+        let r = Tensor::<Cpu, 4>::from_data(data("r"), &CpuDevice).expect("rank 4");
+        let (dx, grads) = Layer::<Cpu, 4, 4>::backward(&deconv, &cache, &r);
+        assert_matches(&format!("{name} grad.input"), &dx.to_data(), &data("grad.input"));
+        assert_matches(&format!("{name} grad.weight"), &grads.weight.to_data(), &data("grad.weight"));
+        assert_matches(&format!("{name} grad.bias"), &grads.bias.expect("a bias").to_data(), &data("grad.bias"));
+    }
+}
+
+/// The shape `#[model]` works out for such a layer is the one it makes.
+#[model(input = [4, 3, 3])]
+pub struct Widening {
+    #[layer(dilation = 2, output_padding = 1)]
+    up: ConvTranspose2d<4, 6, 3>,
+    flat: Flatten,
+    fc: Linear<384, 2>,
+}
+
+#[test]
+fn a_model_with_output_padding_past_the_stride_trains() {
+    let mut model = Widening::new_seeded(1, &CpuDevice);
+    let x = Tensor::<Cpu, 4>::rand_normal([2, 4, 3, 3], &CpuDevice);
+    let (y, cache) = model.forward_train(&x, &mut Ctx::train(0));
+    assert_eq!(y.shape(), [2, 2]);
+    let (dx, _) = model.backward(&cache, &y.ones_like());
+    assert_eq!(dx.shape(), x.shape());
+    assert!(dx.to_vec::<f32>().iter().all(|v| v.is_finite()));
+}
+
 /// Causal self-attention, cross-attention to a memory with a key-padding
 /// mask (no biases), residuals and a norm, as PyTorch's
 /// `nn.MultiheadAttention(16, 4, batch_first=True)` blocks.

@@ -44,6 +44,10 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
             output_padding: 2,
             ..Default::default()
         },
+        // An output padding of at least the stride, below the dilation:
+        // output positions past the last window.
+        ConvTranspose2dConfig { dilation: 2, output_padding: 1, ..Default::default() },
+        ConvTranspose2dConfig { stride: 2, padding: 1, dilation: 3, output_padding: 2, ..Default::default() },
     ] {
         both_modes::<B, _, 4, 4>(&ConvTranspose2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img);
     }

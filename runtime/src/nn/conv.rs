@@ -354,6 +354,22 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> ConvTransp
         Layer::<B, 4, 4>::forward(self, x)
     }
 
+    /// `x` with the zero rows and columns its convolution's adjoint needs
+    /// below and right of it: an `output_padding` of at least the stride
+    /// (PyTorch allows it below the dilation) adds output positions past
+    /// the last window of the convolution this layer is the adjoint of.
+    /// That convolution, run on the longer output, has `output_padding /
+    /// stride` more windows per axis, which the input fills with zeros.
+    fn widened(&self, x: &Tensor<B, 4>) -> Tensor<B, 4> {
+        let [eh, ew] = self.extra();
+        x.pad([(0, 0), (0, 0), (0, eh), (0, ew)], 0.0)
+    }
+
+    /// The zero rows and columns [`ConvTranspose2d::widened`] adds.
+    fn extra(&self) -> [usize; 2] {
+        self.options.stride.map(|s| self.output_padding / s)
+    }
+
     /// The output's size along a dim of `input` (height or width).
     fn out_size(&self, input: usize, axis: usize) -> usize {
         let o = &self.options;
@@ -378,16 +394,25 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
         let [n, c, h, w] = x.shape();
         assert!(c == CIN, "ConvTranspose2d<{CIN}, {COUT}, {K}>: expects [n, {CIN}, h, w], got {:?}", x.shape());
         let shape = [n, COUT, self.out_size(h, 0), self.out_size(w, 1)];
-        x.conv2d_input_grad(&self.weight, shape, self.options).bias_act(self.bias.as_ref(), 1, None)
+        self.widened(x).conv2d_input_grad(&self.weight, shape, self.options).bias_act(self.bias.as_ref(), 1, None)
     }
 
+    /// The cache is the input as the adjoint reads it: widened.
     fn forward_train(&mut self, x: &Tensor<B, 4>, _: &mut Ctx) -> (Tensor<B, 4>, Tensor<B, 4>) {
-        (Layer::<B, 4, 4>::forward(self, x), x.clone())
+        (Layer::<B, 4, 4>::forward(self, x), self.widened(x))
     }
 
     fn backward(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> (Tensor<B, 4>, ConvTranspose2dGrads<B>) {
-        let dx = adjoint::conv_transpose2d_input::<B>(g.storage(), self.weight.storage(), &self.options);
-        (Tensor::from_storage(dx), self.backward_params(x, g))
+        let dx = Tensor::from_storage(adjoint::conv_transpose2d_input::<B>(
+            g.storage(),
+            self.weight.storage(),
+            &self.options,
+        ));
+        // The widened rows and columns were zeros, not input.
+        let [_, _, h, w] = x.shape();
+        let [eh, ew] = self.extra();
+        let dx = if eh + ew > 0 { dx.narrow(2, 0, h - eh).narrow(3, 0, w - ew) } else { dx };
+        (dx, self.backward_params(x, g))
     }
 
     fn backward_params(&self, x: &Tensor<B, 4>, g: &Tensor<B, 4>) -> ConvTranspose2dGrads<B> {
