@@ -193,6 +193,77 @@ fn attention_tape_gradients_equal_generated_gradients() {
     );
 }
 
+/// Causal self-attention over a left-padded sequence, the regression of a
+/// query that may see no key: position 0 sees only itself, and it is
+/// padding.
+#[model]
+pub struct PaddedAttention {
+    #[layer(causal = true)]
+    attn: MultiHeadAttention<4, 2>,
+}
+
+#[model(input = ([T, 4], [T]))]
+impl PaddedAttention {
+    fn forward(&self, x: Tensor, pad: Tensor) -> Tensor {
+        self.attn(x, x, x, pad)
+    }
+}
+
+/// A query whose every key is masked gets zero attention, as PyTorch
+/// gives: its output row is the out-projection's bias, its input gets no
+/// gradient, and the other rows (and every gradient) are those of the
+/// sequence without the padding; the generated backward and the tape agree.
+#[test]
+fn fully_masked_attention_rows_give_the_bias_and_finite_gradients() {
+    let f64s = |t: &Tensor<Cpu, 3>| t.to_vec::<f64>();
+    let close = |what: &str, a: &[f64], b: &[f64]| {
+        assert_eq!(a.len(), b.len(), "{what}: sizes");
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!(x.is_finite() && (x - y).abs() <= 1e-12 * y.abs().max(1.0), "{what}[{i}]: {x} vs {y}");
+        }
+    };
+    let mut model = PaddedAttention::<Cpu>::init(&mut Rng::seed_from_u64(8), &CpuDevice);
+    nn::to_dtype(&mut model, DType::F64);
+    let x = Tensor::<Cpu, 3>::rand_normal([1, 3, 4], &CpuDevice).to_dtype(DType::F64);
+    let pad = Tensor::<Cpu, 2>::from_vec(vec![1.0f32, 0.0, 0.0], [1, 3], &CpuDevice);
+    let r = Tensor::<Cpu, 3>::normal_with([1, 3, 4], 0.0, 1.0, &mut Rng::seed_from_u64(1), &CpuDevice)
+        .to_dtype(DType::F64);
+
+    let (y, cache) = model.forward_train(&x, &pad, &mut Ctx::eval());
+    assert_eq!(f64s(&model.forward(&x, &pad)), f64s(&y), "inference and training forwards");
+    let bias = model.attn.out_proj.bias.as_ref().expect("a bias").to_vec::<f64>();
+    close("output of the masked query", &f64s(&y.narrow(1, 0, 1)), &bias);
+    let ((dx, _), grads) = model.backward(&cache, &r);
+    assert!(f64s(&dx.narrow(1, 0, 1)).iter().all(|&v| v == 0.0), "gradient of the padding: {dx:?}");
+
+    // The same sequence without its padding.
+    let short = x.narrow(1, 1, 2);
+    let (y_short, cache_short) = model.forward_train(&short, &pad.narrow(1, 1, 2), &mut Ctx::eval());
+    close("the other rows", &f64s(&y.narrow(1, 1, 2)), &f64s(&y_short));
+    let ((dx_short, _), grads_short) = model.backward(&cache_short, &r.narrow(1, 1, 2));
+    close("their input gradient", &f64s(&dx.narrow(1, 1, 2)), &f64s(&dx_short));
+    let named = nn::grads_dict::<Cpu, PaddedAttention<Cpu>>(&grads);
+    for ((name, g), (_, g_short)) in named.iter().zip(nn::grads_dict::<Cpu, PaddedAttention<Cpu>>(&grads_short)) {
+        let mut want = g_short.values.to_f64_vec();
+        if name == "attn.out_proj.bias" {
+            // The masked row still adds its bias.
+            want.iter_mut().zip(r.narrow(1, 0, 1).to_vec::<f64>()).for_each(|(w, r0)| *w += r0);
+        }
+        close(name, &g.values.to_f64_vec(), &want);
+    }
+
+    // The tape through the same forward.
+    let mut taped = PaddedAttention::<Ad>::init(&mut Rng::seed_from_u64(8), &CpuDevice);
+    nn::to_dtype(&mut taped, DType::F64);
+    taped.map_tensors("", &mut RequireGrad);
+    let y_tape = taped.forward(&Tensor::from_inner(x.clone()), &Tensor::from_inner(pad.clone()));
+    close("tape forward", &y_tape.inner().to_vec::<f64>(), &f64s(&y));
+    let tape = y_tape.mul(&Tensor::from_inner(r)).sum().backward();
+    let mut collect = Collect(&tape, Vec::new());
+    taped.visit_params("", &mut collect);
+    compare(named, collect.1);
+}
+
 #[test]
 fn transformer_block_tape_gradients_equal_generated_gradients() {
     let x = Tensor::<Cpu, 3>::rand_normal([2, 6, 16], &CpuDevice);

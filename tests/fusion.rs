@@ -56,6 +56,13 @@ twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
     self.proj((att + lp.exp()).matmul(v).transpose(0, 1).reshape([T, 8]))
 });
 
+// A softmax folded after a group whose row has no finite entry (the log
+// of zeros): the row weighs nothing, as unfused.
+twice!(Empty, EmptyUnfused, [T, 8], { fc: Linear<8, 8> }, {
+    let h = self.fc(x);
+    relu(h * 0.0 - 1.0).log().softmax(-1) + h.softmax(-1)
+});
+
 // A pre-norm MLP block: the backward recomputes the second layer's input
 // from the GELU's cache and the first's from the LayerNorm's, so the
 // training forward keeps neither.
@@ -306,6 +313,24 @@ fn folded_softmaxes_agree_with_the_ops_they_replace() {
     agree!(Attn, AttnUnfused, normal([3, 6, 8], 8), 4);
     let m = Attn::new_seeded(9, &CpuDevice);
     check_model(&m, &normal([2, 4, 8], 10), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+/// A row of `-inf` only gives softmax 0, not NaN, folded into a group as
+/// unfused (see `SoftmaxOptions`).
+#[test]
+fn folded_softmaxes_of_rows_with_no_finite_entry_are_zero() {
+    let _serial = serial();
+    let plan = Empty::<Cpu>::FUSION;
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["relu", "log", "softmax"])), "{plan}");
+    let x = normal([2, 3, 8], 12);
+    let fused = Empty::new_seeded(3, &CpuDevice).forward(&x);
+    let unfused = EmptyUnfused::new_seeded(3, &CpuDevice).forward(&x);
+    close("output", &values(&fused), &values(&unfused), 1e-6);
+    // The masked rows add nothing: each row of the sum is a softmax's.
+    for row in values(&fused).chunks(8) {
+        let total: f64 = row.iter().sum();
+        assert!((total - 1.0).abs() < 1e-5, "a row sums to {total}: {row:?}");
+    }
 }
 
 #[test]

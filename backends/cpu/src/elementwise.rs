@@ -640,10 +640,18 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
             dispatch(
                 #[inline(always)]
                 || {
-                    let (row, hidden) = row.split_at_mut(seen);
+                    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
                     let x = &x[..seen];
                     // With a positive scale, the max of the scaled row is the scaled max.
                     let max = row_max(x);
+                    if max == T::from_f64(f64::NEG_INFINITY) {
+                        // Every entry masked: the row weighs nothing (see `SoftmaxOptions`).
+                        for h in row.iter_mut() {
+                            h.write(masked);
+                        }
+                        return;
+                    }
+                    let (row, hidden) = row.split_at_mut(seen);
                     for (o, &v) in row.iter_mut().zip(x) {
                         o.write(((v - max) * scale).fast_exp());
                     }
@@ -663,7 +671,6 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
                             *o = *o * inv;
                         }
                     }
-                    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
                     for h in hidden {
                         h.write(masked);
                     }
@@ -683,6 +690,11 @@ pub(crate) fn softmax_row_in_place<T: Float>(row: &mut [T], log: bool) {
         return;
     }
     let max = row_max(row);
+    if max == T::from_f64(f64::NEG_INFINITY) {
+        // Every entry masked: the row weighs nothing, as `softmax_last`.
+        row.fill(if log { max } else { T::ZERO });
+        return;
+    }
     if log {
         // (x - max) - ln(sum exp(x - max)), as `softmax_last`.
         let ln_sum = crate::reduce::sum_map(row, |v| (v - max).fast_exp()).ln();

@@ -220,7 +220,8 @@ pub fn reduce(op: &str) -> String {
 /// Softmax (log-softmax with `log`) of `scale * x` over the middle dim of
 /// `[outer, n, inner]`: one workgroup per row; max and sum as tree
 /// reductions. With `causal` (then `inner` is 1) row `j` sees its first
-/// `j % t + 1` entries; the rest are written as 0 (`-inf` for the log).
+/// `j % t + 1` entries; the rest are written as 0 (`-inf` for the log),
+/// and so is a row whose max is `-inf` (every entry masked).
 /// Parameters: `[rows, n, inner, t, causal, scale as f32 bits]`.
 pub fn softmax(log: bool) -> String {
     let mut s = prelude(&[("x", "f32", false), ("out", "f32", true)]);
@@ -255,7 +256,8 @@ pub fn softmax(log: bool) -> String {
              workgroupBarrier();\n\
          }}\n\
          let total = sv[0];\n\
-         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = {write}; }}\n\
+         let empty = mx == bitcast<f32>(0xff800000u);\n\
+         for (var k = lid.x; k < seen; k = k + 64u) {{ let at = base + k * inner; out[at] = select({write}, {masked}, empty); }}\n\
          for (var k = seen + lid.x; k < n; k = k + 64u) {{ out[base + k * inner] = {masked}; }}\n}}\n"
     );
     s

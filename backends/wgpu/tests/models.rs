@@ -438,7 +438,7 @@ fn new_layers_agree_with_the_cpu_in_training() {
 }
 
 /// Causal self-attention with dropout, and cross-attention with a
-/// key-padding mask.
+/// key-padding mask that may hide every key.
 #[model]
 pub struct Attending {
     #[layer(causal = true, dropout = 0.2)]
@@ -460,8 +460,10 @@ fn attention_agrees_with_the_cpu_in_training() {
     let mut gpu = Attending::<Wgpu>::new_seeded(4, &device);
     let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 8], &CpuDevice);
     let memory = Tensor::<Cpu, 3>::rand_normal([2, 6, 8], &CpuDevice);
+    // The second sample's memory is all padding: its queries see no key
+    // and get zero attention (finite, equal gradients on both devices).
     let padding =
-        Tensor::<Cpu, 2>::from_vec(vec![0f32, 0., 0., 0., 0., 0., 0., 0., 0., 0., 1., 1.], [2, 6], &CpuDevice);
+        Tensor::<Cpu, 2>::from_vec(vec![0f32, 0., 0., 0., 1., 1., 1., 1., 1., 1., 1., 1.], [2, 6], &CpuDevice);
     let (yc, cc) = cpu.forward_train(&x, &memory, &padding, &mut Ctx::train(1));
     let (yg, cg) =
         gpu.forward_train(&on(&x, &device), &on(&memory, &device), &on(&padding, &device), &mut Ctx::train(1));

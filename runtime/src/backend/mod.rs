@@ -609,10 +609,17 @@ pub fn composed_softmax<B: Composites>(x: &B::Storage, dim: usize, o: SoftmaxOpt
     }
     let (x, log) = (&x, o.log);
     let shape = B::shape(x);
-    let max = B::expand(&B::reduce(ReduceOp::Max, x, dim), shape);
-    let shifted = B::binary(BinaryOp::Sub, x, &max);
+    let max = B::reduce(ReduceOp::Max, x, dim);
+    // A row whose max is -inf has every entry masked and weighs nothing
+    // (see `SoftmaxOptions`): shifted by 0 instead, its exponentials are 0.
+    let empty = B::compare_scalar(CmpOp::Eq, &max, f64::NEG_INFINITY);
+    let max = B::where_cond(&empty, &B::full(B::shape(&max), 0.0, B::dtype(&max), &B::device(&max)), &max);
+    let shifted = B::binary(BinaryOp::Sub, x, &B::expand(&max, shape));
     let e = B::unary(UnaryOp::Exp, &shifted);
-    let sum = B::expand(&B::reduce(ReduceOp::Sum, &e, dim), shape);
+    let sum = B::reduce(ReduceOp::Sum, &e, dim);
+    // Their sum is 0 too; dividing by 1 keeps them 0 (and the log -inf).
+    let sum = B::where_cond(&empty, &B::full(B::shape(&sum), 1.0, B::dtype(&sum), &B::device(&sum)), &sum);
+    let sum = B::expand(&sum, shape);
     if log {
         B::binary(BinaryOp::Sub, &shifted, &B::unary(UnaryOp::Log, &sum))
     } else {

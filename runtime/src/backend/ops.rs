@@ -192,6 +192,13 @@ impl ReduceOp {
 /// two dims masked out (`x[.., i, j]` with `j > i` weighs 0), as a
 /// decoder's attention does. One pass on backends that fuse it: the scaled
 /// and masked scores are never materialised.
+///
+/// A row that sees no finite score (every entry `-inf`: a query whose
+/// keys are all masked, such as the first position of a left-padded
+/// sequence under a causal mask) weighs nothing: its softmax is 0 (its
+/// log-softmax `-inf`) rather than NaN, and its gradient is finite, as
+/// PyTorch's attention gives. A NaN or `+inf` score still makes its row
+/// NaN.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SoftmaxOptions {
     /// Log-softmax instead of softmax.

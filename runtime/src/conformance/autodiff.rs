@@ -368,3 +368,21 @@ pub fn autodiff_bias_act<B: Backend>(dev: &B::Device) {
         }
     }
 }
+
+/// Softmax over scores masked with `-inf` where every entry of a row is
+/// masked (the first query of a left-padded sequence under a causal
+/// mask): the tape's gradient is finite and matches finite differences,
+/// 0 for the masked scores.
+pub fn autodiff_masked_softmax<B: Backend>(dev: &B::Device) {
+    let x = t::<B, 2>([3, 4], 21, dev);
+    let mask = tensor::<B, 2>(&[1., 1., 1., 1., 1., 0., 1., 1., 0., 0., 0., 1.], [3, 4], DType::F64, dev).ne_scalar(0.0);
+    for log in [false, true] {
+        check::<B, 2>(&format!("masked softmax (log {log})"), &x, |x| {
+            let mask = Tensor::<Autodiff<B>, 2>::from_inner(mask.clone());
+            let scores = x.masked_fill(&mask, f64::NEG_INFINITY);
+            // The log form is -inf where masked: weigh only what it keeps.
+            if log { weigh(&scores.log_softmax(1).masked_fill(&mask, 0.0)) } else { weigh(&scores.softmax(1)) }
+        });
+    }
+}
+

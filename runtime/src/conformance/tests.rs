@@ -820,6 +820,51 @@ fn scaled_causal_softmax<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// A row whose every entry is masked (`-inf`: a query that may see no
+/// key) weighs nothing, as PyTorch's attention gives: softmax 0,
+/// log-softmax `-inf`, and a gradient of 0 through it, on the fused
+/// path, the composed one (a dim other than the last), with a scale and
+/// under a causal mask; a row with one key left keeps it whole.
+pub fn masked_softmax_rows<B: Backend>(dev: &B::Device) {
+    use crate::backend::SoftmaxOptions;
+    let inf = f64::INFINITY;
+    // Row 0 masked whole, row 1 all but one entry, row 2 none.
+    let xs = [-inf, -inf, -inf, -inf, -inf, 0.7, -inf, -inf, 0.5, -1.0, 2.0, 0.25];
+    let gs = [0.3, -0.2, 0.9, 0.4, -0.7, 0.6, 0.1, 0.8, -0.5, 0.2, 0.3, -0.4];
+    for dtype in FLOATS {
+        let tol = tolerance(dtype, false);
+        let x = tensor::<B, 2>(&xs, [3, 4], dtype, dev);
+        let mut want = vec![0.0; 4];
+        want.extend([0.0, 1.0, 0.0, 0.0]);
+        let z: f64 = xs[8..].iter().map(|v| (v - 2.0).exp()).sum();
+        want.extend(xs[8..].iter().map(|v| (v - 2.0).exp() / z));
+        let log_want: Vec<f64> = want.iter().map(|w: &f64| w.ln()).collect();
+        assert_close("softmax of masked rows", &x.softmax(-1), &want, &[3, 4], tol);
+        assert_close("log_softmax of masked rows", &x.log_softmax(-1), &log_want, &[3, 4], tol);
+        assert_close("softmax of masked columns (composed)", &x.t().softmax(0).t(), &want, &[3, 4], tol);
+        assert_close("log_softmax of masked columns (composed)", &x.t().log_softmax(0).t(), &log_want, &[3, 4], tol);
+        let scaled = x.softmax_with(1, SoftmaxOptions::default().scale(0.5));
+        assert!(scaled.to_data().values.to_f64_vec().iter().all(|v| v.is_finite()), "scaled softmax of masked rows");
+        // Under a causal mask, query 0 sees only key 0: masked, it weighs nothing.
+        let causal = tensor::<B, 2>(&[-inf, 1.0, 2.0, 3.0, 0.5, 0.25], [2, 3], dtype, dev)
+            .softmax_with(1, SoftmaxOptions::default().causal());
+        let z = 3f64.exp() + 0.5f64.exp();
+        let causal_want = [0.0, 0.0, 0.0, 3f64.exp() / z, 0.5f64.exp() / z, 0.0];
+        assert_close("causal softmax of a masked first key", &causal, &causal_want, &[2, 3], tol);
+        // The gradient through a row that weighs nothing is 0, not NaN.
+        let g = tensor::<B, 2>(&gs, [3, 4], dtype, dev);
+        for log in [false, true] {
+            let o = if log { SoftmaxOptions::default().log() } else { SoftmaxOptions::default() };
+            let y = x.softmax_with(1, o);
+            let dx = super::values(&Tensor::<B, 2>::from_storage(B::softmax_backward(g.storage(), y.storage(), 1, o)));
+            assert!(dx.iter().all(|v| v.is_finite()), "softmax_backward (log {log}) of masked rows: {dx:?}");
+            if !log {
+                assert!(dx[..8].iter().all(|&v| v == 0.0), "softmax_backward of masked rows: {dx:?}");
+            }
+        }
+    }
+}
+
 /// NaN propagates as in PyTorch: through ReLU (plain and fused with a
 /// bias), maximum/minimum and clamp whichever operand holds it, max/min
 /// reductions and softmax over its row, and max pooling, whose index (and

@@ -90,6 +90,8 @@ fn softmax_kernel(
     }
     let s = combine(s, false);
     let ls = f32::ln(s);
+    // A row whose max is -inf has every entry masked and weighs nothing.
+    let empty = m == f32::reinterpret(0xff80_0000u32);
     j = unit;
     while j < n {
         let at = base + j * stride;
@@ -102,7 +104,7 @@ fn softmax_kernel(
         if comptime!(log) {
             masked = f32::reinterpret(0xff80_0000u32);
         }
-        out[at] = select(j < valid, y, masked);
+        out[at] = select(j < valid && !empty, y, masked);
         j += 256usize;
     }
 }

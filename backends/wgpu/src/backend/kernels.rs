@@ -189,15 +189,19 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, im
                 over_row(&format!("        acc = acc + {call};"))
             ),
             // The max, then the sum of exponentials, then each value; a
-            // NaN anywhere in the row makes the row NaN, as on the CPU.
+            // NaN anywhere in the row makes the row NaN, as on the CPU. A
+            // row of -inf only sums to 0 (the max starts finite) and
+            // weighs nothing: 0, or -inf for the log.
             Rows::Softmax { log } => {
                 let write = if log { "(v - m) - log(s)" } else { "exp(v - m) / s" };
+                let empty = if log { "bitcast<f32>(0xff800000u)" } else { "0.0" };
                 format!(
                     "    let n = pu(1u);\n    var m = -3.4028235e38;\n    var nan = false;\n{}    var s = 0.0;\n{}{}",
                     over_row(&format!("        let v = {call};\n        nan = nan || v != v;\n        m = max(m, v);")),
                     over_row(&format!("        s = s + exp({call} - m);")),
                     over_row(&format!(
-                        "        let v = {call};\n        out[e] = select({write}, bitcast<f32>(0x7fc00000u), nan);"
+                        "        let v = {call};\n        \
+                         out[e] = select(select({write}, {empty}, s == 0.0), bitcast<f32>(0x7fc00000u), nan);"
                     )),
                 )
             }
