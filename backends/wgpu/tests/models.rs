@@ -272,6 +272,33 @@ fn softmaxes_after_groups_agree_with_the_cpu_in_training() {
     agree_in_training!(Softmaxed, &device, x, 2);
 }
 
+/// A softmax after a group whose row has no finite entry (the log of
+/// zeros): the row weighs nothing, 0 and not NaN, as on the CPU.
+#[model]
+pub struct EmptyRows {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl EmptyRows {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        relu(h * 0.0 - 1.0).log().softmax(-1) + h.softmax(-1)
+    }
+}
+
+#[test]
+fn softmaxes_of_rows_with_no_finite_entry_agree_with_the_cpu() {
+    let plan = EmptyRows::<Cpu>::FUSION;
+    assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["log", "softmax"])), "{plan}");
+    let Some(device) = WgpuDevice::probe() else { return };
+    let x = Tensor::<Cpu, 3>::rand_normal([2, 5, 4], &CpuDevice);
+    let cpu = EmptyRows::<Cpu>::new_seeded(2, &CpuDevice).forward(&x);
+    let gpu = EmptyRows::<Wgpu>::new_seeded(2, &device).forward(&on(&x, &device));
+    assert!(cpu.to_vec::<f32>().iter().all(|v| v.is_finite()), "{cpu:?}");
+    close("output", &gpu.to_vec::<f32>(), &cpu.to_vec::<f32>());
+}
+
 /// Norms after groups: a LayerNorm after a residual chain, an RMSNorm
 /// after an activation, their caches made by the group's call.
 #[model]
