@@ -1,7 +1,12 @@
 //! The main example: trains a CNN (or, with `--model mlp`, an MLP) on
 //! handwritten digits, shows a progress bar, keeps the best weights and the
-//! training curves, then reloads the saved weights and classifies a few test
-//! images.
+//! training curves, then reloads the saved weights, reports their accuracy
+//! on the test set and classifies a few test images.
+//!
+//! The best epoch is chosen on a validation split carved from the
+//! training images (`--val-fraction`), never on the test set: the test
+//! set is read once, at the end, for the chosen weights, so its accuracy
+//! is not picked for being high.
 //!
 //! ```text
 //! cargo run --release --example mnist                          # data/digits-8x8, shipped in the repo
@@ -28,12 +33,12 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use blaze::Backend;
 use blaze::data::mnist::read_mnist;
-use blaze::data::{DataLoader, Dataset, InMemoryDataset};
+use blaze::data::{DataLoader, Dataset, InMemoryDataset, train_val_split};
 use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
-use blaze::train::{FitConfig, History, Targets, fit, to_device};
+use blaze::train::{CrossEntropy, FitConfig, History, Targets, evaluate, fit, to_device};
 use blaze_example_cli::Cli;
 
 /// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
@@ -104,6 +109,7 @@ struct Args {
     batch_size: usize,
     lr: f64,
     seed: u64,
+    val_fraction: f64,
     out: PathBuf,
     resume: bool,
     tensorboard: Option<PathBuf>,
@@ -116,8 +122,9 @@ struct Args {
 
 fn parse_args() -> Result<Args> {
     let mut cli = Cli::new(
-        "Trains a CNN or an MLP on handwritten digits, keeps the best weights and \
-         the curves, then classifies a few test images with the saved weights.",
+        "Trains a CNN or an MLP on handwritten digits, keeps the weights of the best epoch \
+         on a validation split and the curves, then reports their test accuracy and \
+         classifies a few test images with them.",
     );
     #[allow(unused_mut, reason = "set only when data-parallel")]
     let mut args = Args {
@@ -137,7 +144,12 @@ fn parse_args() -> Result<Args> {
         epochs: cli.value("epochs", "Epochs to train (a resumed run continues to this count).", 15),
         batch_size: cli.count("batch-size", "Samples per step (per process when data-parallel).", 64),
         lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
-        seed: cli.value("seed", "Seed of the weights, the shuffling and dropout.", 0),
+        seed: cli.value("seed", "Seed of the weights, the validation split, the shuffling and dropout.", 0),
+        val_fraction: cli.value(
+            "val-fraction",
+            "Share of the training images held out to choose the best epoch on (the test set is not).",
+            0.1,
+        ),
         out: cli.path("out", "Folder for the best weights, the checkpoint and the curves.", "out/mnist"),
         resume: cli.flag("resume", "Continue from the checkpoint in --out."),
         tensorboard: cli
@@ -164,10 +176,12 @@ fn parse_args() -> Result<Args> {
     Ok(args)
 }
 
-/// Trains `M`, reports, and classifies a few test images with the weights
-/// reloaded from disk. What does not depend on the model lives in the
-/// functions it calls, so that each model compiles only its own part.
-fn run<B: Backend, M>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, device: &B::Device) -> Result<()>
+/// Trains `M` on `train` choosing the best epoch on `val`, reports, then
+/// reloads the chosen weights from disk to measure them on `test` and
+/// classify a few test images. What does not depend on the model lives
+/// in the functions it calls, so that each model compiles only its own
+/// part.
+fn run<B: Backend, M>(args: &Args, [train, val, test]: [InMemoryDataset; 3], device: &B::Device) -> Result<()>
 where
     M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>>,
 {
@@ -176,17 +190,20 @@ where
         println!("{} parameters", M::NUM_PARAMS);
     }
     let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
-    let (mut train_loader, mut test_loader, config) = setup(args, train, test);
+    let (mut train_loader, mut val_loader, config) = setup(args, train, val);
     let mut sgd = Sgd::new(args.lr).momentum(0.9);
-    let history = fit(&mut model, &mut sgd, &mut train_loader, &mut test_loader, &config)?;
+    let history = fit(&mut model, &mut sgd, &mut train_loader, &mut val_loader, &config)?;
     if !args.main {
         return Ok(());
     }
-    report(args, &history)?;
+    let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
 
-    // Classify a few test images with the best weights, read back from disk.
+    // The chosen weights, read back from disk: measured on the test set,
+    // once, then shown a few test images.
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), device);
     record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
+    let test_scores = evaluate(&reloaded, &mut DataLoader::new(test, 256), &config)?;
+    report(args, &history, best.epoch, test_scores["accuracy"]);
     let pixels = shown.inputs.to_vec::<f32>()?;
     let (x, y): (Tensor<B, 4>, Tensor<B, 1>) = to_device(shown, device, Targets::Classes)?;
     let pred: Tensor<B, 1> = reloaded.forward(&x).argmax(1).squeeze(1);
@@ -198,7 +215,7 @@ where
 fn setup(
     args: &Args,
     train: InMemoryDataset,
-    test: InMemoryDataset,
+    val: InMemoryDataset,
 ) -> (DataLoader<InMemoryDataset>, DataLoader<InMemoryDataset>, FitConfig) {
     let config = FitConfig {
         epochs: args.epochs,
@@ -206,31 +223,37 @@ fn setup(
         resume: args.resume,
         tensorboard: args.tensorboard.clone(),
         seed: args.seed,
+        // A validation split of a few hundred images moves its accuracy
+        // in steps of a few tenths of a percent, and later epochs tie on
+        // it; the loss tells them apart.
+        monitor: Some("loss".into()),
         #[cfg(feature = "mpi")]
         data_parallel: args.data_parallel.clone(),
-        ..FitConfig::default()
+        // Label smoothing of 0.1 (as torchvision's recipes) raised the
+        // validation accuracy over seeds 0 to 7 from 0.984 to 0.990.
+        ..FitConfig::new(CrossEntropy { label_smoothing: 0.1, ..CrossEntropy::default() })
     };
-    (DataLoader::new(train, args.batch_size).shuffle(args.seed), DataLoader::new(test, 256), config)
+    (DataLoader::new(train, args.batch_size).shuffle(args.seed), DataLoader::new(val, 256), config)
 }
 
-/// The best and final accuracy, and where the weights and curves went.
-fn report(args: &Args, history: &History) -> Result<()> {
-    let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0, or was the run already complete?)") };
+/// The epoch chosen on the validation split, the test accuracy of its
+/// weights, and where the weights and curves went.
+fn report(args: &Args, history: &History, chosen: usize, test_accuracy: f64) {
+    let val = |epoch: usize| history.epochs.iter().find(|e| e.epoch == epoch).map_or(f64::NAN, |e| e.val["accuracy"]);
+    let last = history.epochs.last().map_or(0, |e| e.epoch);
     let per_epoch = history.epochs.iter().map(|e| e.seconds).sum::<f64>() / history.epochs.len() as f64;
     println!(
-        "test accuracy: {:.4} (best, epoch {}); final {:.4}; {:.3} s per epoch",
-        best.val["accuracy"],
-        best.epoch,
-        history.epochs.last().map_or(0.0, |e| e.val["accuracy"]),
-        per_epoch
+        "validation accuracy: {:.4} (best, epoch {chosen} of {last}); last {:.4}; {per_epoch:.3} s per epoch",
+        val(chosen),
+        val(last)
     );
+    println!("test accuracy: {test_accuracy:.4} (the weights of epoch {chosen}, chosen on the validation split)");
     println!(
         "saved {} and the curves, {} and {}",
         args.out.join("best.safetensors").display(),
         args.out.join("curve.svg").display(),
         args.out.join("curve.png").display()
     );
-    Ok(())
 }
 
 /// Draws the images side by side in characters, with the predictions.
@@ -283,20 +306,38 @@ fn pick_backend(args: &Args) -> Result<()> {
             format!("{:?}", args.model).to_lowercase()
         );
     }
-    let mut train = data.train.into_dataset();
+    // The validation split comes out of the training images, the same on
+    // every rank (it depends on the seed alone); the normalisation is
+    // the training part's.
+    let all = data.train.into_dataset();
+    let split =
+        (0.0..1.0).contains(&args.val_fraction).then(|| train_val_split(all.len(), args.val_fraction, args.seed));
+    let Some((train, val)) = split.filter(|(train, val)| !train.is_empty() && !val.is_empty()) else {
+        bail!(
+            "--val-fraction {}: {} training images leave no training or no validation part",
+            args.val_fraction,
+            all.len()
+        );
+    };
+    let (mut train, mut val) = (all.subset(&train), all.subset(&val));
     let mut test = data.test.into_dataset();
+    if args.main {
+        println!("{} images to train on, {} to choose the best epoch on", train.len(), val.len());
+    }
     let stats = train.stats();
-    train.normalize(stats);
-    test.normalize(stats);
+    for split in [&mut train, &mut val, &mut test] {
+        split.normalize(stats);
+    }
+    let splits = [train, val, test];
     match args.backend {
-        BackendKind::Cpu => pick::<Cpu>(args, train, test, &CpuDevice),
+        BackendKind::Cpu => pick::<Cpu>(args, splits, &CpuDevice),
         #[cfg(feature = "wgpu")]
         BackendKind::Wgpu => {
             let device = blaze::wgpu::WgpuDevice::new()?;
             if args.main {
                 println!("wgpu adapter: {}", device.adapter_name());
             }
-            pick::<blaze::wgpu::Wgpu>(args, train, test, &device)
+            pick::<blaze::wgpu::Wgpu>(args, splits, &device)
         }
         #[cfg(not(feature = "wgpu"))]
         BackendKind::Wgpu => bail!(
@@ -309,7 +350,7 @@ fn pick_backend(args: &Args) -> Result<()> {
             if args.main {
                 println!("cubecl adapter: {}", device.adapter_name());
             }
-            pick::<blaze::cubecl::CubeCl>(args, train, test, &device)
+            pick::<blaze::cubecl::CubeCl>(args, splits, &device)
         }
         #[cfg(not(feature = "cubecl"))]
         BackendKind::Cubecl => bail!(
@@ -319,17 +360,18 @@ fn pick_backend(args: &Args) -> Result<()> {
     }
 }
 
-/// The model for the images' size and `--model`, on backend `B`.
-fn pick<B: Backend>(args: &Args, train: InMemoryDataset, test: InMemoryDataset, device: &B::Device) -> Result<()> {
-    let (rows, cols) = match train.sample_shape() {
+/// The model for the images' size and `--model`, on backend `B`, with
+/// the training, validation and test splits.
+fn pick<B: Backend>(args: &Args, splits: [InMemoryDataset; 3], device: &B::Device) -> Result<()> {
+    let (rows, cols) = match splits[0].sample_shape() {
         [_, r, c] => (*r, *c),
         other => bail!("expected images [1, rows, cols], got samples of shape {other:?}"),
     };
     match ((rows, cols), args.model) {
-        ((8, 8), ModelKind::Cnn) => run::<B, DigitsCnn<B>>(args, train, test, device),
-        ((8, 8), ModelKind::Mlp) => run::<B, DigitsMlp<B>>(args, train, test, device),
-        ((28, 28), ModelKind::Cnn) => run::<B, MnistCnn<B>>(args, train, test, device),
-        ((28, 28), ModelKind::Mlp) => run::<B, MnistMlp<B>>(args, train, test, device),
+        ((8, 8), ModelKind::Cnn) => run::<B, DigitsCnn<B>>(args, splits, device),
+        ((8, 8), ModelKind::Mlp) => run::<B, DigitsMlp<B>>(args, splits, device),
+        ((28, 28), ModelKind::Cnn) => run::<B, MnistCnn<B>>(args, splits, device),
+        ((28, 28), ModelKind::Mlp) => run::<B, MnistMlp<B>>(args, splits, device),
         _ => bail!("{rows}x{cols} images: this example has models for 8x8 and 28x28 images"),
     }
 }
