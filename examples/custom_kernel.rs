@@ -12,11 +12,11 @@
 //! ```
 
 use anyhow::Result;
-use blaze::data::DataLoader;
 use blaze::data::mnist::read_mnist;
+use blaze::data::{DataLoader, Dataset, train_val_split};
 use blaze::optim::Sgd;
 use blaze::prelude::*;
-use blaze::train::{FitConfig, fit};
+use blaze::train::{EarlyStopping, FitConfig, evaluate, fit};
 
 kernel! {
     /// Swish / SiLU, `x * sigmoid(x)`: smooth, non-monotonic below zero.
@@ -115,21 +115,30 @@ fn main() -> Result<()> {
     let b = swish_beta(&x, 2.0).to_vec::<f64>();
     println!("swish_beta(x, 2.0) at x = 1.005: {:.6}", b[50]);
 
-    // Train the MLP with it.
+    // Train the MLP with it, choosing the epoch on a tenth of the
+    // training images; the test images are read once, at the end.
     let data = read_mnist(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))?;
-    let (mut train, mut test) = (data.train.into_dataset(), data.test.into_dataset());
+    let all = data.train.into_dataset();
+    let (train, val) = train_val_split(all.len(), 0.1, 0);
+    let (mut train, mut val, mut test) = (all.subset(&train), all.subset(&val), data.test.into_dataset());
     let stats = train.stats();
-    train.normalize(stats);
-    test.normalize(stats);
+    for split in [&mut train, &mut val, &mut test] {
+        split.normalize(stats);
+    }
     let mut model = SwishMlp::new_seeded(0, &CpuDevice);
     println!("\n{}", model.summary());
     let mut train = DataLoader::new(train, 32).shuffle(0);
-    let mut test = DataLoader::new(test, 256);
-    let config = FitConfig { epochs: 10, ..FitConfig::default() };
+    let mut val = DataLoader::new(val, 256);
+    // Early stopping puts the best epoch's weights back into the model.
+    let config = FitConfig { epochs: 10, early_stopping: Some(EarlyStopping::patience(3)), ..FitConfig::default() };
     let mut sgd = Sgd::new(0.05).momentum(0.9);
-    let history = fit(&mut model, &mut sgd, &mut train, &mut test, &config)?;
+    let history = fit(&mut model, &mut sgd, &mut train, &mut val, &config)?;
     if let Some(best) = history.best() {
-        println!("test accuracy with the swish kernel: {:.4} (epoch {})", best.val["accuracy"], best.epoch);
+        let test = evaluate(&model, &mut DataLoader::new(test, 256), &config)?;
+        println!(
+            "test accuracy with the swish kernel: {:.4} (the weights of epoch {}, chosen on the validation split)",
+            test["accuracy"], best.epoch
+        );
     }
 
     println!("\nthe WGSL of the kernel and its derivative (checked by naga at compile time):\n{}", swish::WGSL);
