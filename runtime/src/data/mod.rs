@@ -54,6 +54,53 @@ pub enum DataError {
         /// What is wrong.
         problem: String,
     },
+    /// A value is NaN or infinite: one such input turns every loss,
+    /// gradient and scaler statistic it reaches into NaN, so readers and
+    /// [`Scaler`] refuse it where it is, not many steps later.
+    #[error("{}sample {sample}, {part} {index}: {value} is not a finite number", in_file(.path.as_deref()))]
+    NonFinite {
+        /// The file the dataset was read from (`None` for one built in
+        /// memory).
+        path: Option<PathBuf>,
+        /// The sample (0-based).
+        sample: usize,
+        /// Whether the value is an input or a target.
+        part: Part,
+        /// The value's place among the sample's inputs or targets,
+        /// flattened in row-major order (0-based): the column of a table.
+        index: usize,
+        /// The value.
+        value: f32,
+    },
+    /// A dataset without samples was given to what needs some.
+    #[error("{what}: the dataset has no samples to fit on")]
+    NoSamples {
+        /// What needed them, such as `Scaler::standardize`.
+        what: &'static str,
+    },
+}
+
+/// Where in a sample a value is: among its inputs or its targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// An input value (printed "feature").
+    Feature,
+    /// A target value.
+    Target,
+}
+
+impl std::fmt::Display for Part {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Part::Feature => "feature",
+            Part::Target => "target",
+        })
+    }
+}
+
+/// `"path: "` for an error about a file, nothing for one about memory.
+fn in_file(path: Option<&Path>) -> String {
+    path.map(|p| format!("{}: ", p.display())).unwrap_or_default()
 }
 
 impl DataError {
@@ -150,6 +197,52 @@ impl InMemoryDataset {
             targets,
             target_shape: target_shape.to_vec(),
         })
+    }
+
+    /// Samples read from `path`, as [`InMemoryDataset::with_targets`]
+    /// builds them, refused unless every input and float target is
+    /// finite: what every reader of a file calls last, so a NaN is an
+    /// error naming the file, the sample and the feature whatever the
+    /// format.
+    pub(crate) fn read_from(
+        path: &Path,
+        inputs: Vec<f32>,
+        sample_shape: &[usize],
+        targets: DataVec,
+        target_shape: &[usize],
+    ) -> Result<Self, DataError> {
+        let data = Self::with_targets(inputs, sample_shape, targets, target_shape)
+            .map_err(|e| DataError::format(path, e.to_string()))?;
+        data.check_finite(Some(path), true)?;
+        Ok(data)
+    }
+
+    /// The first value that is NaN or infinite, as an error naming `path`
+    /// if given: among the inputs, and among float targets too with
+    /// `targets`.
+    pub(crate) fn check_finite(&self, path: Option<&Path>, targets: bool) -> Result<(), DataError> {
+        fn first<T: Copy + Into<f64>>(values: &[T]) -> Option<(usize, f64)> {
+            values.iter().position(|&v| !v.into().is_finite()).map(|at| (at, values[at].into()))
+        }
+        let per = self.sample_shape.iter().product::<usize>().max(1);
+        let per_target = self.target_shape.iter().product::<usize>().max(1);
+        let in_targets = match &self.targets {
+            _ if !targets => None,
+            DataVec::F32(t) => first(t),
+            DataVec::F64(t) => first(t),
+            DataVec::F16(t) => first(t),
+            DataVec::BF16(t) => first(t),
+            DataVec::I64(_) | DataVec::Bool(_) => None,
+        };
+        let found = first(&self.inputs)
+            .map(|(at, v)| (at / per, Part::Feature, at % per, v))
+            .or_else(|| in_targets.map(|(at, v)| (at / per_target, Part::Target, at % per_target, v)));
+        match found {
+            Some((sample, part, index, value)) => {
+                Err(DataError::NonFinite { path: path.map(Path::to_owned), sample, part, index, value: value as f32 })
+            }
+            None => Ok(()),
+        }
     }
 
     /// The per-sample input shape.

@@ -41,7 +41,9 @@ impl InMemoryDataset {
     /// float or integer dtype, read as f32) and array `targets` `[n]` or
     /// `[n, ...]` (integers as class indices, floats as real values).
     /// A missing array, a dtype that is neither, or arrays of different
-    /// lengths are errors naming the file and the array.
+    /// lengths are errors naming the file and the array; a NaN or infinite
+    /// input or float target is one naming the file, the sample and the
+    /// feature (as [`read_csv`](super::read_csv) refuses them).
     pub fn from_npz(path: &Path, inputs: &str, targets: &str) -> Result<Self, DataError> {
         let mut arrays = read_npz(path)?;
         let names: Vec<String> = arrays.iter().map(|(n, _)| n.clone()).collect();
@@ -75,7 +77,7 @@ impl InMemoryDataset {
             v @ (DataVec::F64(_) | DataVec::F16(_) | DataVec::BF16(_)) => v.convert(DType::F32),
             other => other,
         };
-        InMemoryDataset::with_targets(values, &x.shape[1..], targets, &y.shape[1..]).map_err(|e| bad(e.to_string()))
+        InMemoryDataset::read_from(path, values, &x.shape[1..], targets, &y.shape[1..])
     }
 }
 
@@ -314,5 +316,77 @@ mod tests {
         let at = fortran.windows(5).position(|w| w == b"False").expect("the flag");
         fortran[at..at + 5].copy_from_slice(b"True ");
         assert!(parse_npy(&fortran).expect_err("Fortran").contains("Fortran order"));
+    }
+
+    /// A stored `.npz` archive of `.npy` members, as `np.savez` writes one
+    /// (the reader checks no CRC, so it is left 0).
+    fn npz(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let (mut out, mut dir) = (Vec::new(), Vec::new());
+        for (name, data) in members {
+            let name = format!("{name}.npy");
+            let (offset, size, name_len) = (out.len() as u32, data.len() as u32, name.len() as u16);
+            // Signature, version, flags, method 0 (stored), time, date, CRC.
+            out.extend(0x0403_4b50u32.to_le_bytes());
+            out.extend([20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend([size.to_le_bytes(), size.to_le_bytes()].concat());
+            out.extend([name_len.to_le_bytes(), [0, 0]].concat());
+            out.extend(name.as_bytes());
+            out.extend(data);
+            // Signature, versions, flags, method, time, date, CRC.
+            dir.extend(0x0201_4b50u32.to_le_bytes());
+            dir.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            dir.extend([size.to_le_bytes(), size.to_le_bytes()].concat());
+            // Name, extra and comment lengths, disk, attributes.
+            dir.extend([name_len.to_le_bytes(), [0; 2], [0; 2], [0; 2], [0; 2]].concat());
+            dir.extend([0u32.to_le_bytes(), offset.to_le_bytes()].concat());
+            dir.extend(name.as_bytes());
+        }
+        let (count, dir_at, dir_len) = (members.len() as u16, out.len() as u32, dir.len() as u32);
+        out.extend(dir);
+        out.extend(0x0605_4b50u32.to_le_bytes());
+        out.extend([[0; 2], [0; 2], count.to_le_bytes(), count.to_le_bytes()].concat());
+        out.extend([dir_len.to_le_bytes(), dir_at.to_le_bytes()].concat());
+        out.extend([0, 0]);
+        out
+    }
+
+    #[test]
+    fn an_archive_with_a_non_finite_value_names_its_sample_and_feature() {
+        let dir = std::env::temp_dir().join(format!("blaze-npz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let f4 = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let f8 = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let classes = npy("<i8", "(2,)", &[0i64, 1].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+        let cases = [
+            ("finite.npz", npy("<f4", "(2, 3)", &f4(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0])), classes.clone(), None),
+            (
+                "nan.npz",
+                npy("<f4", "(2, 3)", &f4(&[1.0, 2.0, 3.0, 4.0, 5.0, f32::NAN])),
+                classes.clone(),
+                Some("nan.npz: sample 1, feature 2: NaN is not a finite number"),
+            ),
+            (
+                "inf.npz",
+                npy("<f8", "(2, 2)", &f8(&[1.0, f64::NEG_INFINITY, 3.0, 4.0])),
+                classes,
+                Some("inf.npz: sample 0, feature 1: -inf is not a finite number"),
+            ),
+            (
+                "target.npz",
+                npy("<f4", "(2, 1)", &f4(&[1.0, 2.0])),
+                npy("<f8", "(2,)", &f8(&[0.5, f64::NAN])),
+                Some("target.npz: sample 1, target 0: NaN is not a finite number"),
+            ),
+        ];
+        for (name, x, y, want) in cases {
+            let path = dir.join(name);
+            std::fs::write(&path, npz(&[("x", x), ("y", y)])).expect("written");
+            match (InMemoryDataset::from_npz(&path, "x", "y"), want) {
+                (Ok(_), None) => {}
+                (Err(e), Some(want)) => assert!(e.to_string().contains(want), "{name}: {e}"),
+                (result, _) => panic!("{name}: {result:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
