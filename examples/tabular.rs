@@ -103,7 +103,7 @@ fn classify(args: &Args) -> Result<()> {
         table.schema.input_names().len(),
         table.schema.classes.join(", ")
     );
-    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed);
+    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed)?;
     let out = args.out.join("wine");
     let mut model = WineMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);
@@ -126,7 +126,7 @@ fn regress(args: &Args) -> Result<()> {
         table.skipped_rows,
         table.schema.input_names().join(", ")
     );
-    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed);
+    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed)?;
     let out = args.out.join("mpg");
     let mut model = MpgMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);

@@ -21,7 +21,7 @@ fn table(name: &str) -> PathBuf {
 
 /// Training and validation loaders, standardised on the training split.
 fn loaders(data: &InMemoryDataset) -> (DataLoader<InMemoryDataset>, DataLoader<InMemoryDataset>) {
-    let (train, val, _) = standardized_split(data, 0.2, 0);
+    let (train, val, _) = standardized_split(data, 0.2, 0).expect("a training split to fit on");
     (DataLoader::new(train, 16).shuffle(0), DataLoader::new(val, 128))
 }
 

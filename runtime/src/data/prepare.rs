@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::{Batch, Dataset, InMemoryDataset};
+use super::{Batch, DataError, Dataset, InMemoryDataset};
 use crate::record::{RecordError, load_tensors, save_tensors};
 use crate::rng::Rng;
 use crate::{DataVec, TensorData};
@@ -108,32 +108,35 @@ pub struct Scaler {
 impl Scaler {
     /// Per-feature mean and standard deviation of `train` (the population
     /// deviation, as scikit-learn's `StandardScaler`; a constant feature
-    /// keeps scale 1).
-    pub fn standardize(train: &InMemoryDataset) -> Scaler {
-        let (features, runs) = Self::layout(train, "Scaler::standardize");
+    /// keeps scale 1). An error for a dataset without samples, or with an
+    /// input that is NaN or infinite (naming its sample and its index in
+    /// the flattened sample), which would make the statistics NaN.
+    pub fn standardize(train: &InMemoryDataset) -> Result<Scaler, DataError> {
+        let (features, runs) = Self::layout(train, "Scaler::standardize")?;
         let mut sum = vec![0f64; features];
         let mut sq = vec![0f64; features];
         let mut count = vec![0usize; features];
-        for (f, run) in runs {
+        for (f, run) in runs.clone() {
             sum[f] += run.iter().map(|&x| f64::from(x)).sum::<f64>();
             count[f] += run.len();
         }
         let mean: Vec<f64> = sum.iter().zip(&count).map(|(s, &c)| s / c.max(1) as f64).collect();
-        for (f, run) in Self::layout(train, "Scaler::standardize").1 {
+        for (f, run) in runs {
             sq[f] += run.iter().map(|&x| (f64::from(x) - mean[f]).powi(2)).sum::<f64>();
         }
         let scale = sq.iter().zip(&count).map(|(s, &c)| nonzero((s / c.max(1) as f64).sqrt()));
-        Scaler {
+        Ok(Scaler {
             kind: ScalerKind::Standardize,
             shift: mean.iter().map(|&m| m as f32).collect(),
             scale: scale.collect(),
-        }
+        })
     }
 
     /// Per-feature minimum and range of `train`, mapping it onto `[0, 1]`
     /// (scikit-learn's `MinMaxScaler`; a constant feature keeps scale 1).
-    pub fn min_max(train: &InMemoryDataset) -> Scaler {
-        let (features, runs) = Self::layout(train, "Scaler::min_max");
+    /// Errors as [`Scaler::standardize`].
+    pub fn min_max(train: &InMemoryDataset) -> Result<Scaler, DataError> {
+        let (features, runs) = Self::layout(train, "Scaler::min_max")?;
         let mut low = vec![f32::INFINITY; features];
         let mut high = vec![f32::NEG_INFINITY; features];
         for (f, run) in runs {
@@ -143,15 +146,22 @@ impl Scaler {
             }
         }
         let scale = low.iter().zip(&high).map(|(&l, &h)| nonzero(f64::from(h - l))).collect();
-        Scaler { kind: ScalerKind::MinMax, shift: low, scale }
+        Ok(Scaler { kind: ScalerKind::MinMax, shift: low, scale })
     }
 
-    /// Each sample's runs of values per feature: `(feature, values)`.
-    fn layout<'a>(data: &'a InMemoryDataset, what: &str) -> (usize, impl Iterator<Item = (usize, &'a [f32])> + 'a) {
-        assert!(!data.is_empty(), "{what}: the dataset has no samples to fit on");
+    /// Each sample's runs of values per feature: `(feature, values)`; an
+    /// error unless there are samples and all their inputs are finite.
+    fn layout<'a>(
+        data: &'a InMemoryDataset,
+        what: &'static str,
+    ) -> Result<(usize, impl Iterator<Item = (usize, &'a [f32])> + Clone + 'a), DataError> {
+        if data.is_empty() {
+            return Err(DataError::NoSamples { what });
+        }
+        data.check_finite(None, false)?;
         let features = data.sample_shape.first().copied().unwrap_or(1);
         let run = data.sample_shape.iter().skip(1).product::<usize>().max(1);
-        (features, data.inputs.chunks_exact(run).enumerate().map(move |(i, r)| (i % features, r)))
+        Ok((features, data.inputs.chunks_exact(run).enumerate().map(move |(i, r)| (i % features, r))))
     }
 
     /// Scales `values`, samples of `sample_shape` one after another.
@@ -280,7 +290,7 @@ mod tests {
     #[test]
     fn standardizing_uses_each_feature_alone() {
         let data = table();
-        let s = Scaler::standardize(&data);
+        let s = Scaler::standardize(&data).expect("fits");
         // x = 0..6: mean 2.5, population std sqrt(35/12).
         let std = (35.0f64 / 12.0).sqrt() as f32;
         assert_eq!(s.shift, [2.5, 125.0, 7.0]);
@@ -301,7 +311,7 @@ mod tests {
     fn min_max_maps_the_training_range_and_applies_it_elsewhere() {
         let data = table();
         let train = data.subset(&[0, 1, 2]);
-        let s = Scaler::min_max(&train);
+        let s = Scaler::min_max(&train).expect("fits");
         assert_eq!((s.shift.clone(), s.scale.clone()), (vec![0.0, 100.0, 7.0], vec![2.0, 20.0, 1.0]));
         // The validation rows lie past the training range: fitted on train alone.
         let mut val = data.subset(&[5]);
@@ -317,15 +327,32 @@ mod tests {
         // Two samples of [2 channels, 2 pixels].
         let x = vec![0.0, 2.0, 10.0, 10.0, 4.0, 6.0, 30.0, 30.0];
         let data = InMemoryDataset::new(x, &[2, 2], vec![0, 1]).expect("consistent");
-        let s = Scaler::standardize(&data);
+        let s = Scaler::standardize(&data).expect("fits");
         assert_eq!(s.shift, [3.0, 20.0]);
         assert!((s.scale[0] - 5f32.sqrt()).abs() < 1e-6 && (s.scale[1] - 10.0).abs() < 1e-6);
     }
 
     #[test]
+    fn fitting_on_no_samples_or_a_non_finite_input_is_an_error() {
+        type Fit = fn(&InMemoryDataset) -> Result<Scaler, DataError>;
+        let fits: [(&str, Fit); 2] =
+            [("Scaler::standardize", Scaler::standardize), ("Scaler::min_max", Scaler::min_max)];
+        let empty = InMemoryDataset::new(Vec::new(), &[3], Vec::new()).expect("consistent");
+        let mut inputs = table().inputs;
+        inputs[2 * 3 + 1] = f32::NAN;
+        let nan = InMemoryDataset::new(inputs, &[3], (0..6).collect()).expect("consistent");
+        for (name, fit) in fits {
+            let err = fit(&empty).expect_err("no samples").to_string();
+            assert_eq!(err, format!("{name}: the dataset has no samples to fit on"));
+            let err = fit(&nan).expect_err("a NaN").to_string();
+            assert_eq!(err, "sample 2, feature 1: NaN is not a finite number", "{name}");
+        }
+    }
+
+    #[test]
     #[should_panic(expected = "Scaler::apply: samples of shape [2] have 2 features, the scaler was fitted on 3")]
     fn a_scaler_refuses_other_features() {
-        let s = Scaler::standardize(&table());
+        let s = Scaler::standardize(&table()).expect("fits");
         let mut other = InMemoryDataset::new(vec![1.0, 2.0], &[2], vec![0]).expect("consistent");
         s.apply(&mut other);
     }
@@ -335,7 +362,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("blaze-scaler-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temporary folder");
         let path = dir.join("scaler.safetensors");
-        let s = Scaler::min_max(&table());
+        let s = Scaler::min_max(&table()).expect("fits");
         s.save(&path).expect("saved");
         assert_eq!(Scaler::load(&path).expect("loaded"), s);
         // A safetensors file that is not a scaler.
