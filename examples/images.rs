@@ -4,6 +4,10 @@
 //! training split's statistics, augmented while training by random crops
 //! with padding.
 //!
+//! The best epoch is chosen on a validation split carved from the
+//! training images (`--val-fraction`); the test images are read once, at
+//! the end, for that epoch's weights.
+//!
 //! Without `--images`, it first writes the handwritten digits shipped in
 //! `data/digits-8x8` (UCI, CC BY 4.0) as PNG files, one folder per digit,
 //! under `--out`, and trains on those. Give it your own folder (with
@@ -20,10 +24,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use blaze::data::mnist::read_mnist;
-use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder};
+use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder, train_val_split};
+use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
-use blaze::train::{FitConfig, fit};
+use blaze::record;
+use blaze::train::{FitConfig, evaluate, fit};
 use blaze_example_cli::Cli;
 
 /// For 16x16 grey images of 10 classes.
@@ -64,6 +70,7 @@ struct Args {
     epochs: usize,
     lr: f64,
     seed: u64,
+    val_fraction: f64,
     out: PathBuf,
 }
 
@@ -80,7 +87,12 @@ fn parse_args() -> Args {
         flip: cli.flag("flip", "Mirror images left-right at random (not for digits or text)."),
         epochs: cli.value("epochs", "Epochs to train.", 15),
         lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
-        seed: cli.value("seed", "Seed of the weights, the shuffling and the augmentation.", 0),
+        seed: cli.value("seed", "Seed of the weights, the validation split, the shuffling and the augmentation.", 0),
+        val_fraction: cli.value(
+            "val-fraction",
+            "Share of the training images held out to choose the best epoch on (the test images are not).",
+            0.1,
+        ),
         out: cli.path("out", "Folder for the generated images, the weights and the curves.", "out/images"),
     };
     cli.finish();
@@ -128,43 +140,64 @@ fn main() -> Result<()> {
         }
     };
     let mode = if args.rgb { ColorMode::Rgb } else { ColorMode::Gray };
-    let train = ImageFolder::open(&root.join("train"), mode, 16, 16)?;
+    let all = ImageFolder::open(&root.join("train"), mode, 16, 16)?;
     let test = ImageFolder::open(&root.join("test"), mode, 16, 16)?;
-    if train.classes() != test.classes() || train.classes().len() > 10 {
+    if all.classes() != test.classes() || all.classes().len() > 10 {
         bail!(
             "train/ has classes {:?} and test/ {:?}: they must agree, and this model tells at most 10 apart",
-            train.classes(),
+            all.classes(),
             test.classes()
         );
     }
+    let split =
+        (0.0..1.0).contains(&args.val_fraction).then(|| train_val_split(all.len(), args.val_fraction, args.seed));
+    let Some((train, val)) = split.filter(|(train, val)| !train.is_empty() && !val.is_empty()) else {
+        bail!(
+            "--val-fraction {}: {} training images leave no training or no validation part",
+            args.val_fraction,
+            all.len()
+        );
+    };
+    let (train, val) = (all.subset(&train), all.subset(&val));
     println!(
-        "{}: {} training and {} test images, classes {}",
+        "{}: {} training images ({} to train on, {} to choose the best epoch on) and {} test images, classes {}",
         root.display(),
+        all.len(),
         train.len(),
+        val.len(),
         test.len(),
-        train.classes().join(" ")
+        all.classes().join(" ")
     );
     let (mean, std) = train.channel_stats();
-    println!("per-channel mean {mean:.3?}, std {std:.3?} (from the training images)");
+    println!("per-channel mean {mean:.3?}, std {std:.3?} (from the images to train on)");
     let augment = Augment { crop_padding: args.crop_padding, horizontal_flip: args.flip };
-    let train = train.normalize(&mean, &std).augment(augment, args.seed);
-    let test = test.normalize(&mean, &std);
+    let splits = [
+        train.normalize(&mean, &std).augment(augment, args.seed),
+        val.normalize(&mean, &std),
+        test.normalize(&mean, &std),
+    ];
+    if args.rgb { run::<RgbCnn>(&args, splits) } else { run::<GrayCnn>(&args, splits) }
+}
+
+/// Trains `M`, choosing the best epoch on the validation split, then
+/// measures that epoch's weights, read back from disk, on the test images.
+fn run<M>(args: &Args, [train, val, test]: [ImageFolder; 3]) -> Result<()>
+where
+    M: Block<Cpu, Input = Tensor<Cpu, 4>, Output = Tensor<Cpu, 2>>,
+{
     let mut train = DataLoader::new(train, 64).shuffle(args.seed);
-    let mut test = DataLoader::new(test, 256);
-    let config = FitConfig {
-        epochs: args.epochs,
-        out_dir: Some(args.out.join("model")),
-        seed: args.seed,
-        ..FitConfig::default()
-    };
+    let mut val = DataLoader::new(val, 256);
+    let out = args.out.join("model");
+    let config = FitConfig { epochs: args.epochs, out_dir: Some(out.clone()), seed: args.seed, ..FitConfig::default() };
     let mut sgd = Sgd::new(args.lr).momentum(0.9);
-    let history = if args.rgb {
-        fit(&mut RgbCnn::new_seeded(args.seed, &CpuDevice), &mut sgd, &mut train, &mut test, &config)?
-    } else {
-        fit(&mut GrayCnn::new_seeded(args.seed, &CpuDevice), &mut sgd, &mut train, &mut test, &config)?
-    };
-    if let Some(best) = history.best() {
-        println!("best test accuracy {:.4} at epoch {}", best.val["accuracy"], best.epoch);
-    }
+    let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.seed), &CpuDevice);
+    let history = fit(&mut model, &mut sgd, &mut train, &mut val, &config)?;
+    let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0?)") };
+    record::load_model(&mut model, &out.join("best.safetensors"))?;
+    let scores = evaluate(&model, &mut DataLoader::new(test, 256), &config)?;
+    println!(
+        "validation accuracy {:.4} at epoch {} (the best); test accuracy {:.4} with that epoch's weights",
+        best.val["accuracy"], best.epoch, scores["accuracy"]
+    );
     Ok(())
 }
