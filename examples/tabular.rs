@@ -4,10 +4,13 @@
 //! (a categorical column, one-hot encoded). Both ship in `data/tabular`
 //! (UCI data, CC BY 4.0; see the README).
 //!
-//! Each run splits its table with a seed, fits a per-feature standardiser
-//! on the training part alone, applies it to both parts, trains with early
-//! stopping, and saves the weights with the scaler beside them, so the
-//! model can later be used on raw rows the same way.
+//! Each run splits its table with a seed into training, validation and
+//! test parts, fits a per-feature standardiser on the training part
+//! alone, applies it to every part, trains with early stopping on the
+//! validation part (which then restores the best epoch's weights),
+//! measures those weights on the test part once, and saves them with the
+//! scaler beside them, so the model can later be used on raw rows the
+//! same way.
 //!
 //! ```text
 //! cargo run --release --example tabular
@@ -18,10 +21,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use blaze::data::{CsvOptions, DataLoader, Dataset, read_csv};
+use blaze::data::{CsvOptions, DataLoader, Dataset, InMemoryDataset, read_csv, train_val_split};
 use blaze::optim::Adam;
 use blaze::prelude::*;
-use blaze::train::{EarlyStopping, FitConfig, History, Mse, fit};
+use blaze::train::{EarlyStopping, FitConfig, History, Mse, Scores, evaluate, fit};
 use blaze_example_cli::Cli;
 
 #[path = "common/tabular.rs"]
@@ -43,6 +46,7 @@ struct Args {
     patience: usize,
     lr: f64,
     val_fraction: f64,
+    test_fraction: f64,
     seed: u64,
     out: PathBuf,
 }
@@ -68,6 +72,11 @@ fn parse_args() -> Args {
         patience: cli.value("patience", "Epochs without a better validation score before stopping.", 20),
         lr: cli.value("lr", "Adam's learning rate.", 1e-2),
         val_fraction: cli.value("val-fraction", "Share of each table held out for validation.", 0.2),
+        test_fraction: cli.value(
+            "test-fraction",
+            "Share of each table held out to test the chosen weights on, once, at the end.",
+            0.2,
+        ),
         seed: cli.value("seed", "Seed of the split, the initial weights and the shuffling.", 0),
         out: cli.path("out", "Folder for the weights, scalers and curves.", "out/tabular"),
     };
@@ -86,13 +95,22 @@ fn config<L>(loss: L, args: &Args, out: &Path) -> FitConfig<L> {
     }
 }
 
-/// What the best epoch scored, and why training ended.
-fn report(name: &str, history: &History) {
+/// `data` cut into the rows to train and validate on and the test rows
+/// (`fraction` of them), which nothing sees before the end.
+fn hold_out_test(data: &InMemoryDataset, fraction: f64, seed: u64) -> (InMemoryDataset, InMemoryDataset) {
+    let (rest, test) = train_val_split(data.len(), fraction, seed);
+    (data.subset(&rest), data.subset(&test))
+}
+
+/// What the best epoch scored on validation, why training ended, and
+/// what its weights (restored by early stopping) score on the test rows.
+fn report(name: &str, history: &History, test: &Scores) {
     let Some(best) = history.best() else { return };
     println!("{name}: best epoch {} of {}: validation {}", best.epoch, history.epochs.len(), best.val);
     if let Some(why) = &history.stopped_early {
         println!("  stopped early: {why}");
     }
+    println!("  test, with the weights of epoch {}: {test}", best.epoch);
 }
 
 fn classify(args: &Args) -> Result<()> {
@@ -103,16 +121,18 @@ fn classify(args: &Args) -> Result<()> {
         table.schema.input_names().len(),
         table.schema.classes.join(", ")
     );
-    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed)?;
+    let (rest, mut test) = hold_out_test(&table.dataset, args.test_fraction, args.seed);
+    let (train, val, scaler) = standardized_split(&rest, args.val_fraction, args.seed)?;
+    scaler.apply(&mut test);
     let out = args.out.join("wine");
     let mut model = WineMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);
     let mut val = DataLoader::new(val, 64);
     let config = config(blaze::train::CrossEntropy::default(), args, &out);
     let history = fit(&mut model, &mut Adam::new(args.lr), &mut train, &mut val, &config)?;
-    report("wine classifier", &history);
+    report("wine classifier", &history, &evaluate(&model, &mut DataLoader::new(test, 64), &config)?);
     if let Some(m) = &history.confusion {
-        println!("{m}");
+        println!("validation after the last epoch trained:\n{m}");
     }
     scaler.save(&out.join("scaler.safetensors"))?;
     Ok(())
@@ -126,14 +146,16 @@ fn regress(args: &Args) -> Result<()> {
         table.skipped_rows,
         table.schema.input_names().join(", ")
     );
-    let (train, val, scaler) = standardized_split(&table.dataset, args.val_fraction, args.seed)?;
+    let (rest, mut test) = hold_out_test(&table.dataset, args.test_fraction, args.seed);
+    let (train, val, scaler) = standardized_split(&rest, args.val_fraction, args.seed)?;
+    scaler.apply(&mut test);
     let out = args.out.join("mpg");
     let mut model = MpgMlp::new_seeded(args.seed, &CpuDevice);
     let mut train = DataLoader::new(train, 16).shuffle(args.seed);
     let mut val = DataLoader::new(val, 128);
     let config = FitConfig { monitor: Some("r2".into()), ..config(Mse, args, &out) };
     let history = fit(&mut model, &mut Adam::new(args.lr), &mut train, &mut val, &config)?;
-    report("fuel-use regressor", &history);
+    report("fuel-use regressor", &history, &evaluate(&model, &mut DataLoader::new(test, 128), &config)?);
     scaler.save(&out.join("scaler.safetensors"))?;
     Ok(())
 }
