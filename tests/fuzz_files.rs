@@ -402,7 +402,8 @@ fn main() {
             format: Format::Csv,
             seed_file: &table,
             file: "t.csv",
-            // Every cell is held as a string until the columns are known.
+            // Cells are read as f32 or as category codes, never held as
+            // text; one-hot columns may still outgrow a short cell.
             budget: |n| 64 * n + MIB,
             load: &read_table,
         },
