@@ -226,8 +226,8 @@ fn fully_masked_attention_rows_give_the_bias_and_finite_gradients() {
     nn::to_dtype(&mut model, DType::F64);
     let x = Tensor::<Cpu, 3>::rand_normal([1, 3, 4], &CpuDevice).to_dtype(DType::F64);
     let pad = Tensor::<Cpu, 2>::from_vec(vec![1.0f32, 0.0, 0.0], [1, 3], &CpuDevice);
-    let r = Tensor::<Cpu, 3>::normal_with([1, 3, 4], 0.0, 1.0, &mut Rng::seed_from_u64(1), &CpuDevice)
-        .to_dtype(DType::F64);
+    let r =
+        Tensor::<Cpu, 3>::normal_with([1, 3, 4], 0.0, 1.0, &mut Rng::seed_from_u64(1), &CpuDevice).to_dtype(DType::F64);
 
     let (y, cache) = model.forward_train(&x, &pad, &mut Ctx::eval());
     assert_eq!(f64s(&model.forward(&x, &pad)), f64s(&y), "inference and training forwards");

@@ -244,7 +244,10 @@ fn transposed_convolutions_padded_past_the_stride_match_pytorch() {
     let fx = read_fixture("resample.bin");
     for (name, config) in [
         ("wide1", ConvTranspose2dConfig { dilation: 2, output_padding: 1, ..Default::default() }),
-        ("wide2", ConvTranspose2dConfig { stride: 2, padding: 1, dilation: 3, output_padding: 2, ..Default::default() }),
+        (
+            "wide2",
+            ConvTranspose2dConfig { stride: 2, padding: 1, dilation: 3, output_padding: 2, ..Default::default() },
+        ),
     ] {
         let data = |t: &str| fx[&format!("odd.{name}.{t}")].clone();
         let mut deconv = ConvTranspose2d::<Cpu, 4, 6, 3>::new(config, &mut blaze::Rng::seed_from_u64(0), &CpuDevice);

@@ -375,7 +375,8 @@ pub fn autodiff_bias_act<B: Backend>(dev: &B::Device) {
 /// 0 for the masked scores.
 pub fn autodiff_masked_softmax<B: Backend>(dev: &B::Device) {
     let x = t::<B, 2>([3, 4], 21, dev);
-    let mask = tensor::<B, 2>(&[1., 1., 1., 1., 1., 0., 1., 1., 0., 0., 0., 1.], [3, 4], DType::F64, dev).ne_scalar(0.0);
+    let mask =
+        tensor::<B, 2>(&[1., 1., 1., 1., 1., 0., 1., 1., 0., 0., 0., 1.], [3, 4], DType::F64, dev).ne_scalar(0.0);
     for log in [false, true] {
         check::<B, 2>(&format!("masked softmax (log {log})"), &x, |x| {
             let mask = Tensor::<Autodiff<B>, 2>::from_inner(mask.clone());
@@ -385,4 +386,3 @@ pub fn autodiff_masked_softmax<B: Backend>(dev: &B::Device) {
         });
     }
 }
-
