@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use blaze::data::mnist::read_mnist;
-use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder, train_val_split};
+use blaze::data::{Augment, ColorMode, DataLoader, Dataset, ImageFolder};
 use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
@@ -149,16 +149,9 @@ fn main() -> Result<()> {
             test.classes()
         );
     }
-    let split =
-        (0.0..1.0).contains(&args.val_fraction).then(|| train_val_split(all.len(), args.val_fraction, args.seed));
-    let Some((train, val)) = split.filter(|(train, val)| !train.is_empty() && !val.is_empty()) else {
-        bail!(
-            "--val-fraction {}: {} training images leave no training or no validation part",
-            args.val_fraction,
-            all.len()
-        );
-    };
-    let (train, val) = (all.subset(&train), all.subset(&val));
+    let (train, val) = all
+        .split_validation(args.val_fraction, args.seed)
+        .with_context(|| format!("--val-fraction {}", args.val_fraction))?;
     println!(
         "{}: {} training images ({} to train on, {} to choose the best epoch on) and {} test images, classes {}",
         root.display(),

@@ -30,10 +30,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use blaze::Backend;
 use blaze::data::mnist::read_mnist;
-use blaze::data::{DataLoader, Dataset, InMemoryDataset, train_val_split};
+use blaze::data::{DataLoader, Dataset, InMemoryDataset};
 use blaze::nn::Block;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
@@ -310,16 +310,9 @@ fn pick_backend(args: &Args) -> Result<()> {
     // every rank (it depends on the seed alone); the normalisation is
     // the training part's.
     let all = data.train.into_dataset();
-    let split =
-        (0.0..1.0).contains(&args.val_fraction).then(|| train_val_split(all.len(), args.val_fraction, args.seed));
-    let Some((train, val)) = split.filter(|(train, val)| !train.is_empty() && !val.is_empty()) else {
-        bail!(
-            "--val-fraction {}: {} training images leave no training or no validation part",
-            args.val_fraction,
-            all.len()
-        );
-    };
-    let (mut train, mut val) = (all.subset(&train), all.subset(&val));
+    let (mut train, mut val) = all
+        .split_validation(args.val_fraction, args.seed)
+        .with_context(|| format!("--val-fraction {}", args.val_fraction))?;
     let mut test = data.test.into_dataset();
     if args.main {
         println!("{} images to train on, {} to choose the best epoch on", train.len(), val.len());

@@ -189,6 +189,16 @@ impl ImageFolder {
         ImageFolder { members: indices.iter().map(|&i| self.members[i]).collect(), ..self.clone() }
     }
 
+    /// The images cut at random into a training part and a validation
+    /// part of `val_fraction` of them, as
+    /// [`InMemoryDataset::split_validation`](super::InMemoryDataset::split_validation)
+    /// cuts a dataset; both keep this set's normalisation and
+    /// augmentation. An error unless each part gets an image.
+    pub fn split_validation(&self, val_fraction: f64, seed: u64) -> Result<(Self, Self), DataError> {
+        let (train, val) = super::prepare::checked_train_val_split(self.len(), val_fraction, seed)?;
+        Ok((self.subset(&train), self.subset(&val)))
+    }
+
     /// Augments every batch as `augment` says, drawing from `seed`.
     pub fn augment(mut self, augment: Augment, seed: u64) -> Self {
         self.augment = Some(augment);

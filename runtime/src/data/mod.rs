@@ -78,6 +78,18 @@ pub enum DataError {
         /// What needed them, such as `Scaler::standardize`.
         what: &'static str,
     },
+    /// A train/validation split that would leave a part without samples
+    /// (or a fraction outside `(0, 1)`).
+    #[error(
+        "a validation fraction of {fraction} of {samples} samples leaves no training or no validation sample \
+         (it must be in (0, 1) and leave each part one)"
+    )]
+    EmptySplit {
+        /// The validation fraction asked for.
+        fraction: f64,
+        /// The samples there were to split.
+        samples: usize,
+    },
 }
 
 /// Where in a sample a value is: among its inputs or its targets.

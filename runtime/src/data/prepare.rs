@@ -70,6 +70,38 @@ impl InMemoryDataset {
         InMemoryDataset::with_targets(inputs, &self.sample_shape, batch.targets.values, &self.target_shape)
             .expect("whole samples of a consistent dataset")
     }
+
+    /// The dataset cut at random into a training part and a validation
+    /// part of `val_fraction` of the samples (the ones [`train_val_split`]
+    /// picks from `seed`): what to choose epochs and settings on, so that
+    /// a test set is read once, at the end (Keras's `validation_split`,
+    /// shuffled). An error unless each part gets a sample.
+    pub fn split_validation(
+        &self,
+        val_fraction: f64,
+        seed: u64,
+    ) -> Result<(InMemoryDataset, InMemoryDataset), DataError> {
+        let (train, val) = checked_train_val_split(self.len(), val_fraction, seed)?;
+        Ok((self.subset(&train), self.subset(&val)))
+    }
+}
+
+/// [`train_val_split`], or an error where a part would have no sample:
+/// what the datasets' `split_validation` share.
+pub(crate) fn checked_train_val_split(
+    n: usize,
+    val_fraction: f64,
+    seed: u64,
+) -> Result<(Vec<usize>, Vec<usize>), DataError> {
+    let empty = DataError::EmptySplit { fraction: val_fraction, samples: n };
+    if !(val_fraction > 0.0 && val_fraction < 1.0) {
+        return Err(empty);
+    }
+    let (train, val) = train_val_split(n, val_fraction, seed);
+    if train.is_empty() || val.is_empty() {
+        return Err(empty);
+    }
+    Ok((train, val))
 }
 
 /// How a [`Scaler`] was fitted.
@@ -253,6 +285,21 @@ mod tests {
         // Three features: x, 100 + 10x, and a constant 7.
         let x: Vec<f32> = (0..6).flat_map(|i| [i as f32, 100.0 + 10.0 * i as f32, 7.0]).collect();
         InMemoryDataset::new(x, &[3], (0..6).collect()).expect("a consistent table")
+    }
+
+    #[test]
+    fn a_validation_split_takes_its_share_and_refuses_an_empty_part() {
+        let data = table();
+        let (train, val) = data.split_validation(0.34, 5).expect("two parts");
+        assert_eq!((train.len(), val.len()), (4, 2));
+        // Every sample lands in one part, as train_val_split picks them.
+        let (t, v) = train_val_split(6, 0.34, 5);
+        assert_eq!(val.batch(&[0, 1]).targets, data.batch(&v).targets);
+        assert_eq!(train.batch(&[0, 1, 2, 3]).targets, data.batch(&t).targets);
+        for fraction in [0.0, 0.05, 0.95, 1.0, f64::NAN, -0.5] {
+            let err = data.split_validation(fraction, 5).expect_err("an empty part");
+            assert!(err.to_string().contains("leaves no training or no validation sample"), "{err}");
+        }
     }
 
     #[test]
