@@ -183,7 +183,19 @@ pub fn save_model<B: Backend, M: Module<B>>(model: &M, path: &Path) -> Result<()
 }
 
 pub(crate) fn save_module<B: Backend>(model: &dyn ModuleTensors<B>, path: &Path) -> Result<(), RecordError> {
-    save_tensors(path, &host_tensors(model), &[("format", "pt".to_owned())])
+    save_host_module(path, &host_tensors(model), &[])
+}
+
+/// A module's tensors, read to the host, saved as [`save_model`] writes
+/// them: with PyTorch's `format` in the metadata, and `metadata` after it.
+pub(crate) fn save_host_module(
+    path: &Path,
+    tensors: &[(String, TensorData)],
+    metadata: &[(&str, String)],
+) -> Result<(), RecordError> {
+    let mut meta = vec![("format", "pt".to_owned())];
+    meta.extend_from_slice(metadata);
+    save_tensors(path, tensors, &meta)
 }
 
 /// Loads a module's parameters and buffers from `path`, which must hold

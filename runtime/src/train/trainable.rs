@@ -426,9 +426,7 @@ where
         super::all_finite::<B, M>(self.eval.model)
     }
     fn save_model(&self, path: &Path, metadata: &[(&str, String)]) -> Result<(), RecordError> {
-        let mut meta = vec![("format", "pt".to_owned())];
-        meta.extend_from_slice(metadata);
-        record::save_tensors(path, &(B::compiled().host_tensors)(&*self.eval.model), &meta)
+        record::save_host_module(path, &(B::compiled().host_tensors)(&*self.eval.model), metadata)
     }
     fn load_model(&mut self, path: &Path) -> Result<(), RecordError> {
         record::load_model(&mut *self.eval.model, path)
