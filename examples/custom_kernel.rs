@@ -12,8 +12,8 @@
 //! ```
 
 use anyhow::Result;
+use blaze::data::DataLoader;
 use blaze::data::mnist::read_mnist;
-use blaze::data::{DataLoader, Dataset, train_val_split};
 use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::train::{EarlyStopping, FitConfig, evaluate, fit};
@@ -118,9 +118,8 @@ fn main() -> Result<()> {
     // Train the MLP with it, choosing the epoch on a tenth of the
     // training images; the test images are read once, at the end.
     let data = read_mnist(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))?;
-    let all = data.train.into_dataset();
-    let (train, val) = train_val_split(all.len(), 0.1, 0);
-    let (mut train, mut val, mut test) = (all.subset(&train), all.subset(&val), data.test.into_dataset());
+    let (mut train, mut val) = data.train.into_dataset().split_validation(0.1, 0)?;
+    let mut test = data.test.into_dataset();
     let stats = train.stats();
     for split in [&mut train, &mut val, &mut test] {
         split.normalize(stats);

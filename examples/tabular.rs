@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use blaze::data::{CsvOptions, DataLoader, Dataset, InMemoryDataset, read_csv, train_val_split};
+use blaze::data::{CsvOptions, DataLoader, Dataset, read_csv};
 use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::train::{EarlyStopping, FitConfig, History, Mse, Scores, evaluate, fit};
@@ -95,13 +95,6 @@ fn config<L>(loss: L, args: &Args, out: &Path) -> FitConfig<L> {
     }
 }
 
-/// `data` cut into the rows to train and validate on and the test rows
-/// (`fraction` of them), which nothing sees before the end.
-fn hold_out_test(data: &InMemoryDataset, fraction: f64, seed: u64) -> (InMemoryDataset, InMemoryDataset) {
-    let (rest, test) = train_val_split(data.len(), fraction, seed);
-    (data.subset(&rest), data.subset(&test))
-}
-
 /// What the best epoch scored on validation, why training ended, and
 /// what its weights (restored by early stopping) score on the test rows.
 fn report(name: &str, history: &History, test: &Scores) {
@@ -121,7 +114,8 @@ fn classify(args: &Args) -> Result<()> {
         table.schema.input_names().len(),
         table.schema.classes.join(", ")
     );
-    let (rest, mut test) = hold_out_test(&table.dataset, args.test_fraction, args.seed);
+    // The test rows, which nothing sees before the end.
+    let (rest, mut test) = table.dataset.split_validation(args.test_fraction, args.seed)?;
     let (train, val, scaler) = standardized_split(&rest, args.val_fraction, args.seed)?;
     scaler.apply(&mut test);
     let out = args.out.join("wine");
@@ -146,7 +140,8 @@ fn regress(args: &Args) -> Result<()> {
         table.skipped_rows,
         table.schema.input_names().join(", ")
     );
-    let (rest, mut test) = hold_out_test(&table.dataset, args.test_fraction, args.seed);
+    // The test rows, which nothing sees before the end.
+    let (rest, mut test) = table.dataset.split_validation(args.test_fraction, args.seed)?;
     let (train, val, scaler) = standardized_split(&rest, args.val_fraction, args.seed)?;
     scaler.apply(&mut test);
     let out = args.out.join("mpg");

@@ -1,7 +1,7 @@
 //! What `examples/tabular.rs` trains, shared with `tests/tabular.rs`: the
 //! two models, how the fuel-use table is read, and the standardised split.
 
-use blaze::data::{CsvOptions, DataError, Dataset, InMemoryDataset, Scaler, train_val_split};
+use blaze::data::{CsvOptions, DataError, InMemoryDataset, Scaler};
 use blaze::prelude::*;
 
 /// 13 measurements to one of 3 cultivars.
@@ -32,15 +32,14 @@ pub fn mpg_options() -> CsvOptions {
 }
 
 /// `data` cut into a standardised training and validation part, the
-/// scaler fitted on the training part only (an error when that part is
-/// empty).
+/// scaler fitted on the training part only (an error when a part would
+/// be empty).
 pub fn standardized_split(
     data: &InMemoryDataset,
     val_fraction: f64,
     seed: u64,
 ) -> Result<(InMemoryDataset, InMemoryDataset, Scaler), DataError> {
-    let (train, val) = train_val_split(data.len(), val_fraction, seed);
-    let (mut train, mut val) = (data.subset(&train), data.subset(&val));
+    let (mut train, mut val) = data.split_validation(val_fraction, seed)?;
     let scaler = Scaler::standardize(&train)?;
     scaler.apply(&mut train);
     scaler.apply(&mut val);
