@@ -106,3 +106,34 @@ pub mod prelude {
         Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed,
     };
 }
+
+/// The user guide in `docs/src`, one module per chapter, so that the test
+/// command compiles and runs every code block in it (`tests/guide.rs`
+/// checks that every chapter of `SUMMARY.md` is listed here).
+#[cfg(doctest)]
+mod guide {
+    macro_rules! chapters {
+        ($($name:ident = $file:literal),* $(,)?) => {
+            $(
+                #[doc = include_str!(concat!("../docs/src/", $file))]
+                mod $name {}
+            )*
+        };
+    }
+
+    chapters! {
+        introduction = "introduction.md",
+        getting_started = "getting-started.md",
+        models = "models.md",
+        forward_bodies = "forward-bodies.md",
+        training = "training.md",
+        data = "data.md",
+        kernels = "kernels.md",
+        backends = "backends.md",
+        precision = "precision.md",
+        distributed = "distributed.md",
+        onnx = "onnx.md",
+        performance = "performance.md",
+        troubleshooting = "troubleshooting.md",
+    }
+}
