@@ -32,7 +32,7 @@ use blaze::nn::{Block, Ctx};
 use blaze::optim::{Optimizer, Sgd};
 use blaze::prelude::*;
 use blaze::wgpu::{Wgpu, WgpuDevice};
-use blaze_example_cli::Cli;
+use clap::Parser;
 use gpu_bench::{cnn_step, gpt_step, matmul_gflops, mlp_step};
 
 /// Seconds of one `[n, n]` product on a fresh device whose tuner starts
@@ -63,17 +63,22 @@ fn first_cnn_step(cache: &std::path::Path) -> f64 {
     start.elapsed().as_secs_f64()
 }
 
+/// The CubeCL backend beside the wgpu backend: matmuls, training steps,
+/// autotune cold start.
+#[derive(Parser)]
+struct Args {
+    /// The matmuls' sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', value_parser = size, default_value = "1024,2048,4096")]
+    sizes: Vec<usize>,
+}
+
+/// One of `--sizes`, blanks around it allowed (`--sizes "512, 1024"`).
+fn size(text: &str) -> Result<usize, std::num::ParseIntError> {
+    text.trim().parse()
+}
+
 fn main() {
-    let mut cli = Cli::new("The CubeCL backend beside the wgpu backend: matmuls, training steps, autotune cold start.");
-    let sizes: String = cli.value("sizes", "The matmuls' sizes, comma-separated.", "1024,2048,4096".to_owned());
-    cli.finish();
-    let sizes: Vec<usize> = match sizes.split(',').map(|s| s.trim().parse()).collect() {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("--sizes {sizes}: {e}");
-            std::process::exit(2);
-        }
-    };
+    let sizes = Args::parse().sizes;
     let cube = match CubeDevice::new() {
         Ok(d) => d,
         Err(e) => return println!("no CubeCL device, nothing to measure: {e}"),

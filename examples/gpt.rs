@@ -16,6 +16,7 @@
 //! ```
 //! `--help` lists the flags and their defaults.
 
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
@@ -25,38 +26,34 @@ use blaze::optim::{Adam, CosineWithWarmup};
 use blaze::prelude::*;
 use blaze::rng::Rng;
 use blaze::train::{FitConfig, fit};
-use blaze_example_cli::Cli;
+use clap::Parser;
 
 #[path = "common/gpt_model.rs"]
 mod gpt_model;
 
 use gpt_model::{CONTEXT, Gpt, VOCAB};
 
+/// Trains a small character-level GPT on a text, then writes a sample.
+#[derive(Parser)]
 struct Args {
+    /// The text (UTF-8, or gzipped with a .gz name).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
-    steps: usize,
-    batch_size: usize,
+    /// Optimizer steps in all.
+    #[arg(long, default_value = "1500")]
+    steps: NonZeroUsize,
+    /// Windows of 64 characters per step.
+    #[arg(long, default_value = "32")]
+    batch_size: NonZeroUsize,
+    /// AdamW's peak learning rate (cosine schedule after 100 warm-up steps).
+    #[arg(long, default_value_t = 3e-3)]
     lr: f64,
+    /// Seed of the weights, the shuffling and the sampling.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Characters to generate at the end.
+    #[arg(long, default_value_t = 400)]
     sample: usize,
-}
-
-fn parse_args() -> Result<Args> {
-    let mut cli = Cli::new("Trains a small character-level GPT on a text, then writes a sample.");
-    let args = Args {
-        data: cli.path(
-            "data",
-            "The text (UTF-8, or gzipped with a .gz name).",
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
-        ),
-        steps: cli.count("steps", "Optimizer steps in all.", 1500),
-        batch_size: cli.count("batch-size", "Windows of 64 characters per step.", 32),
-        lr: cli.value("lr", "AdamW's peak learning rate (cosine schedule after 100 warm-up steps).", 3e-3),
-        seed: cli.value("seed", "Seed of the weights, the shuffling and the sampling.", 0),
-        sample: cli.value("sample", "Characters to generate at the end.", 400),
-    };
-    cli.finish();
-    Ok(args)
 }
 
 /// The text's windows of `CONTEXT` characters, and its characters.
@@ -95,7 +92,7 @@ fn generate(model: &Gpt, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDe
 }
 
 fn main() -> Result<()> {
-    let args = parse_args()?;
+    let args = Args::parse();
     blaze::cpu::tune_allocator_for_training();
     let device = CpuDevice;
     let (text, vocab) = load(&args.data)?;
@@ -111,18 +108,18 @@ fn main() -> Result<()> {
 
     let mut model = Gpt::new_seeded(args.seed, &device);
     print!("{}", model.summary());
-    let mut train = DataLoader::new(train, args.batch_size).shuffle(args.seed);
-    let mut held = DataLoader::new(held, args.batch_size);
+    let mut train = DataLoader::new(train, args.batch_size.get()).shuffle(args.seed);
+    let mut held = DataLoader::new(held, args.batch_size.get());
     println!("the training forward keeps {:.1} MB for the backward (logits included)", kept_mb(&mut model, &train));
     let config = FitConfig {
         // Whole epochs up to the step count; the last one ends at it.
-        epochs: args.steps.div_ceil(train.len()),
-        max_steps: Some(args.steps as u64),
+        epochs: args.steps.get().div_ceil(train.len()),
+        max_steps: Some(args.steps.get() as u64),
         schedule: Some(Box::new(CosineWithWarmup {
             base: args.lr,
             min: args.lr / 10.0,
             warmup: 100,
-            total: args.steps as u64,
+            total: args.steps.get() as u64,
         })),
         clip_grad_norm: Some(1.0),
         seed: args.seed,

@@ -30,7 +30,12 @@ use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
 use blaze::train::{FitConfig, evaluate, fit};
-use blaze_example_cli::Cli;
+use clap::Parser;
+
+#[path = "common/training_flags.rs"]
+mod training_flags;
+
+use training_flags::TrainingFlags;
 
 /// For 16x16 grey images of 10 classes.
 #[model(input = [1, 16, 16])]
@@ -62,41 +67,25 @@ pub struct RgbCnn {
     fc: Linear<512, 10>,
 }
 
+/// Trains a small CNN on a folder of images, one subfolder per class.
+#[derive(Parser)]
 struct Args {
+    /// A folder with `train/` and `test/`, each holding one folder of
+    /// images per class (at most 10 classes); by default the shipped
+    /// digits, written out as PNG files first.
+    #[arg(long)]
     images: Option<PathBuf>,
+    /// Read colour images (three channels) instead of grey ones.
+    #[arg(long)]
     rgb: bool,
+    /// Pixels of zero padding around each image before the random crop.
+    #[arg(long, default_value_t = 2)]
     crop_padding: usize,
+    /// Mirror images left-right at random (not for digits or text).
+    #[arg(long)]
     flip: bool,
-    epochs: usize,
-    lr: f64,
-    seed: u64,
-    val_fraction: f64,
-    out: PathBuf,
-}
-
-fn parse_args() -> Args {
-    let mut cli = Cli::new("Trains a small CNN on a folder of images, one subfolder per class.");
-    let args = Args {
-        images: cli.optional(
-            "images",
-            "A folder with `train/` and `test/`, each holding one folder of images per class (at most 10 \
-             classes);\nby default the shipped digits, written out as PNG files first.",
-        ),
-        rgb: cli.flag("rgb", "Read colour images (three channels) instead of grey ones."),
-        crop_padding: cli.value("crop-padding", "Pixels of zero padding around each image before the random crop.", 2),
-        flip: cli.flag("flip", "Mirror images left-right at random (not for digits or text)."),
-        epochs: cli.value("epochs", "Epochs to train.", 15),
-        lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
-        seed: cli.value("seed", "Seed of the weights, the validation split, the shuffling and the augmentation.", 0),
-        val_fraction: cli.value(
-            "val-fraction",
-            "Share of the training images held out to choose the best epoch on (the test images are not).",
-            0.1,
-        ),
-        out: cli.path("out", "Folder for the generated images, the weights and the curves.", "out/images"),
-    };
-    cli.finish();
-    args
+    #[command(flatten)]
+    training: TrainingFlags,
 }
 
 /// Writes the shipped digits as `root/{train,test}/<digit>/<n>.png`,
@@ -130,11 +119,11 @@ fn write_gray_png(path: &Path, cols: u32, rows: u32, pixels: &[u8]) -> Result<()
 }
 
 fn main() -> Result<()> {
-    let args = parse_args();
+    let args = Args::parse();
     let root = match &args.images {
         Some(root) => root.clone(),
         None => {
-            let root = args.out.join("digits");
+            let root = args.training.out.join("digits");
             write_digits(&root)?;
             root
         }
@@ -150,8 +139,8 @@ fn main() -> Result<()> {
         );
     }
     let (train, val) = all
-        .split_validation(args.val_fraction, args.seed)
-        .with_context(|| format!("--val-fraction {}", args.val_fraction))?;
+        .split_validation(args.training.val_fraction, args.training.seed)
+        .with_context(|| format!("--val-fraction {}", args.training.val_fraction))?;
     println!(
         "{}: {} training images ({} to train on, {} to choose the best epoch on) and {} test images, classes {}",
         root.display(),
@@ -165,25 +154,26 @@ fn main() -> Result<()> {
     println!("per-channel mean {mean:.3?}, std {std:.3?} (from the images to train on)");
     let augment = Augment { crop_padding: args.crop_padding, horizontal_flip: args.flip };
     let splits = [
-        train.normalize(&mean, &std).augment(augment, args.seed),
+        train.normalize(&mean, &std).augment(augment, args.training.seed),
         val.normalize(&mean, &std),
         test.normalize(&mean, &std),
     ];
-    if args.rgb { run::<RgbCnn>(&args, splits) } else { run::<GrayCnn>(&args, splits) }
+    if args.rgb { run::<RgbCnn>(&args.training, splits) } else { run::<GrayCnn>(&args.training, splits) }
 }
 
 /// Trains `M`, choosing the best epoch on the validation split, then
 /// measures that epoch's weights, read back from disk, on the test images.
-fn run<M>(args: &Args, [train, val, test]: [ImageFolder; 3]) -> Result<()>
+fn run<M>(training: &TrainingFlags, [train, val, test]: [ImageFolder; 3]) -> Result<()>
 where
     M: Block<Cpu, Input = Tensor<Cpu, 4>, Output = Tensor<Cpu, 2>>,
 {
-    let mut train = DataLoader::new(train, 64).shuffle(args.seed);
+    let mut train = DataLoader::new(train, 64).shuffle(training.seed);
     let mut val = DataLoader::new(val, 256);
-    let out = args.out.join("model");
-    let config = FitConfig { epochs: args.epochs, out_dir: Some(out.clone()), seed: args.seed, ..FitConfig::default() };
-    let mut sgd = Sgd::new(args.lr).momentum(0.9);
-    let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.seed), &CpuDevice);
+    let out = training.out.join("model");
+    let config =
+        FitConfig { epochs: training.epochs, out_dir: Some(out.clone()), seed: training.seed, ..FitConfig::default() };
+    let mut sgd = Sgd::new(training.lr).momentum(0.9);
+    let mut model = M::init(&mut blaze::Rng::seed_from_u64(training.seed), &CpuDevice);
     let history = fit(&mut model, &mut sgd, &mut train, &mut val, &config)?;
     let Some(best) = history.best() else { bail!("no epoch ran (is --epochs 0?)") };
     record::load_model(&mut model, &out.join("best.safetensors"))?;

@@ -14,9 +14,11 @@
 #[path = "common/timing.rs"]
 mod timing;
 
+use std::num::NonZeroUsize;
+
 use blaze::prelude::*;
 use blaze::runtime::adjoint;
-use blaze_example_cli::Cli;
+use clap::Parser;
 
 const BIG: usize = 1 << 22;
 
@@ -38,13 +40,17 @@ fn time<R>(mut f: impl FnMut() -> R) -> f64 {
     times[times.len() / 2]
 }
 
+/// Times memory-bound ops (elementwise, reductions, softmax, LayerNorm)
+/// for bench/torch_memory.py to compare.
+#[derive(Parser)]
+struct Args {
+    /// Threads of the pool (all cores by default).
+    #[arg(long)]
+    threads: Option<NonZeroUsize>,
+}
+
 fn main() {
-    let mut cli = Cli::new(
-        "Times memory-bound ops (elementwise, reductions, softmax, LayerNorm) for bench/torch_memory.py to compare.",
-    );
-    let threads: Option<std::num::NonZeroUsize> =
-        cli.optional("threads", "Threads of the pool (all cores by default).");
-    cli.finish();
+    let threads = Args::parse().threads;
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(n) = threads {
         pool = pool.num_threads(n.get());

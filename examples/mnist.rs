@@ -28,6 +28,7 @@
 //! Models are statically shaped, so each image size has its own structs:
 //! 8x8 digits and 28x28 MNIST.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -39,7 +40,12 @@ use blaze::optim::Sgd;
 use blaze::prelude::*;
 use blaze::record;
 use blaze::train::{CrossEntropy, FitConfig, History, Targets, evaluate, fit, to_device};
-use blaze_example_cli::Cli;
+use clap::Parser;
+
+#[path = "common/training_flags.rs"]
+mod training_flags;
+
+use training_flags::TrainingFlags;
 
 /// For 8x8 digits: two 3x3 convolutions, each followed by 2x2 max pooling.
 #[model(input = [1, 8, 8])]
@@ -89,85 +95,61 @@ pub struct MnistMlp {
     fc3: Linear<128, 10>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum ModelKind {
+    /// Convolutions and pooling, then a linear head.
     Cnn,
+    /// Fully connected layers.
     Mlp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum BackendKind {
+    /// The CPU backend.
     Cpu,
+    /// A GPU through wgpu (needs the `wgpu` feature).
     Wgpu,
+    /// A GPU through CubeCL (needs the `cubecl` feature).
     Cubecl,
 }
 
+/// Trains a CNN or an MLP on handwritten digits, keeps the weights of the
+/// best epoch on a validation split and the curves, then reports their test
+/// accuracy and classifies a few test images with them.
+#[derive(Parser)]
 struct Args {
+    /// A folder of MNIST IDX files (8x8 or 28x28 images).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"))]
     data: PathBuf,
+    /// The model.
+    #[arg(long, value_enum, default_value_t = ModelKind::Cnn)]
     model: ModelKind,
-    epochs: usize,
-    batch_size: usize,
-    lr: f64,
-    seed: u64,
-    val_fraction: f64,
-    out: PathBuf,
+    /// Samples per step (per process when data-parallel).
+    #[arg(long, default_value = "64")]
+    batch_size: NonZeroUsize,
+    #[command(flatten)]
+    training: TrainingFlags,
+    /// Continue from the checkpoint in --out, up to --epochs in all.
+    #[arg(long)]
     resume: bool,
+    /// Also log the run for TensorBoard in this folder
+    /// (`tensorboard --logdir DIR`).
+    #[arg(long)]
     tensorboard: Option<PathBuf>,
+    /// Where to train.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     backend: BackendKind,
     /// Whether this process prints: rank 0, or a process on its own.
+    #[arg(skip = true)]
     main: bool,
     #[cfg(feature = "mpi")]
+    #[arg(skip)]
     data_parallel: Option<blaze::distributed::DataParallel>,
 }
 
 fn parse_args() -> Result<Args> {
-    let mut cli = Cli::new(
-        "Trains a CNN or an MLP on handwritten digits, keeps the weights of the best epoch \
-         on a validation split and the curves, then reports their test accuracy and \
-         classifies a few test images with them.",
-    );
     #[allow(unused_mut, reason = "set only when data-parallel")]
-    let mut args = Args {
-        data: cli.path(
-            "data",
-            "A folder of MNIST IDX files (8x8 or 28x28 images).",
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/digits-8x8"),
-        ),
-        model: cli.choice(
-            "model",
-            "The model.",
-            &[
-                ("cnn", "convolutions and pooling, then a linear head", ModelKind::Cnn),
-                ("mlp", "fully connected layers", ModelKind::Mlp),
-            ],
-        ),
-        epochs: cli.value("epochs", "Epochs to train (a resumed run continues to this count).", 15),
-        batch_size: cli.count("batch-size", "Samples per step (per process when data-parallel).", 64),
-        lr: cli.value("lr", "SGD's learning rate (momentum 0.9).", 0.05),
-        seed: cli.value("seed", "Seed of the weights, the validation split, the shuffling and dropout.", 0),
-        val_fraction: cli.value(
-            "val-fraction",
-            "Share of the training images held out to choose the best epoch on (the test set is not).",
-            0.1,
-        ),
-        out: cli.path("out", "Folder for the best weights, the checkpoint and the curves.", "out/mnist"),
-        resume: cli.flag("resume", "Continue from the checkpoint in --out."),
-        tensorboard: cli
-            .optional("tensorboard", "Also log the run for TensorBoard in this folder (`tensorboard --logdir DIR`)."),
-        backend: cli.choice(
-            "backend",
-            "Where to train.",
-            &[
-                ("cpu", "the CPU backend", BackendKind::Cpu),
-                ("wgpu", "a GPU through wgpu (needs the `wgpu` feature)", BackendKind::Wgpu),
-                ("cubecl", "a GPU through CubeCL (needs the `cubecl` feature)", BackendKind::Cubecl),
-            ],
-        ),
-        main: true,
-        #[cfg(feature = "mpi")]
-        data_parallel: None,
-    };
-    cli.finish();
+    let mut args = Args::parse();
     #[cfg(feature = "mpi")]
     {
         args.data_parallel = data_parallel()?;
@@ -185,13 +167,13 @@ fn run<B: Backend, M>(args: &Args, [train, val, test]: [InMemoryDataset; 3], dev
 where
     M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>>,
 {
-    let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.seed), device);
+    let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.training.seed), device);
     if args.main {
         println!("{} parameters", M::NUM_PARAMS);
     }
     let shown = test.batch(&[0, 1, 2, 3, 4, 5]);
     let (mut train_loader, mut val_loader, config) = setup(args, train, val);
-    let mut sgd = Sgd::new(args.lr).momentum(0.9);
+    let mut sgd = Sgd::new(args.training.lr).momentum(0.9);
     let history = fit(&mut model, &mut sgd, &mut train_loader, &mut val_loader, &config)?;
     if !args.main {
         return Ok(());
@@ -201,7 +183,7 @@ where
     // The chosen weights, read back from disk: measured on the test set,
     // once, then shown a few test images.
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), device);
-    record::load_model(&mut reloaded, &args.out.join("best.safetensors"))?;
+    record::load_model(&mut reloaded, &args.training.out.join("best.safetensors"))?;
     let test_scores = evaluate(&reloaded, &mut DataLoader::new(test, 256), &config)?;
     report(args, &history, best.epoch, test_scores["accuracy"]);
     let pixels = shown.inputs.to_vec::<f32>()?;
@@ -218,11 +200,11 @@ fn setup(
     val: InMemoryDataset,
 ) -> (DataLoader<InMemoryDataset>, DataLoader<InMemoryDataset>, FitConfig) {
     let config = FitConfig {
-        epochs: args.epochs,
-        out_dir: Some(args.out.clone()),
+        epochs: args.training.epochs,
+        out_dir: Some(args.training.out.clone()),
         resume: args.resume,
         tensorboard: args.tensorboard.clone(),
-        seed: args.seed,
+        seed: args.training.seed,
         // A validation split of a few hundred images moves its accuracy
         // in steps of a few tenths of a percent, and later epochs tie on
         // it; the loss tells them apart.
@@ -233,7 +215,7 @@ fn setup(
         // validation accuracy over seeds 0 to 7 from 0.984 to 0.990.
         ..FitConfig::new(CrossEntropy { label_smoothing: 0.1, ..CrossEntropy::default() })
     };
-    (DataLoader::new(train, args.batch_size).shuffle(args.seed), DataLoader::new(val, 256), config)
+    (DataLoader::new(train, args.batch_size.get()).shuffle(args.training.seed), DataLoader::new(val, 256), config)
 }
 
 /// The epoch chosen on the validation split, the test accuracy of its
@@ -250,9 +232,9 @@ fn report(args: &Args, history: &History, chosen: usize, test_accuracy: f64) {
     println!("test accuracy: {test_accuracy:.4} (the weights of epoch {chosen}, chosen on the validation split)");
     println!(
         "saved {} and the curves, {} and {}",
-        args.out.join("best.safetensors").display(),
-        args.out.join("curve.svg").display(),
-        args.out.join("curve.png").display()
+        args.training.out.join("best.safetensors").display(),
+        args.training.out.join("curve.svg").display(),
+        args.training.out.join("curve.png").display()
     );
 }
 
@@ -311,8 +293,8 @@ fn pick_backend(args: &Args) -> Result<()> {
     // the training part's.
     let all = data.train.into_dataset();
     let (mut train, mut val) = all
-        .split_validation(args.val_fraction, args.seed)
-        .with_context(|| format!("--val-fraction {}", args.val_fraction))?;
+        .split_validation(args.training.val_fraction, args.training.seed)
+        .with_context(|| format!("--val-fraction {}", args.training.val_fraction))?;
     let mut test = data.test.into_dataset();
     if args.main {
         println!("{} images to train on, {} to choose the best epoch on", train.len(), val.len());

@@ -25,63 +25,54 @@ use blaze::data::{CsvOptions, DataLoader, Dataset, read_csv};
 use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::train::{EarlyStopping, FitConfig, History, Mse, Scores, evaluate, fit};
-use blaze_example_cli::Cli;
+use clap::Parser;
 
 #[path = "common/tabular.rs"]
 mod tabular;
 
 use tabular::{MpgMlp, WineMlp, mpg_options, standardized_split};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Which {
+    /// The wine classifier.
     Classify,
+    /// The fuel-use regressor.
     Regress,
+    /// Both, one after the other.
     Both,
 }
 
+/// Trains a classifier and a regressor on the CSV tables in data/tabular.
+#[derive(Parser)]
 struct Args {
+    /// Which model to train.
+    #[arg(long, value_enum, default_value_t = Which::Both)]
     task: Which,
+    /// The folder holding wine.csv and auto-mpg.csv.
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/tabular"))]
     data: PathBuf,
+    /// Most epochs to train (early stopping may end sooner).
+    #[arg(long, default_value_t = 200)]
     epochs: usize,
+    /// Epochs without a better validation score before stopping.
+    #[arg(long, default_value_t = 20)]
     patience: usize,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 1e-2)]
     lr: f64,
+    /// Share of each table held out for validation.
+    #[arg(long, default_value_t = 0.2)]
     val_fraction: f64,
+    /// Share of each table held out to test the chosen weights on, once,
+    /// at the end.
+    #[arg(long, default_value_t = 0.2)]
     test_fraction: f64,
+    /// Seed of the split, the initial weights and the shuffling.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Folder for the weights, scalers and curves.
+    #[arg(long, default_value = "out/tabular")]
     out: PathBuf,
-}
-
-fn parse_args() -> Args {
-    let mut cli = Cli::new("Trains a classifier and a regressor on the CSV tables in data/tabular.");
-    let args = Args {
-        task: cli.choice(
-            "task",
-            "Which model to train.",
-            &[
-                ("both", "both, one after the other", Which::Both),
-                ("classify", "the wine classifier", Which::Classify),
-                ("regress", "the fuel-use regressor", Which::Regress),
-            ],
-        ),
-        data: cli.path(
-            "data",
-            "The folder holding wine.csv and auto-mpg.csv.",
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/tabular"),
-        ),
-        epochs: cli.value("epochs", "Most epochs to train (early stopping may end sooner).", 200),
-        patience: cli.value("patience", "Epochs without a better validation score before stopping.", 20),
-        lr: cli.value("lr", "Adam's learning rate.", 1e-2),
-        val_fraction: cli.value("val-fraction", "Share of each table held out for validation.", 0.2),
-        test_fraction: cli.value(
-            "test-fraction",
-            "Share of each table held out to test the chosen weights on, once, at the end.",
-            0.2,
-        ),
-        seed: cli.value("seed", "Seed of the split, the initial weights and the shuffling.", 0),
-        out: cli.path("out", "Folder for the weights, scalers and curves.", "out/tabular"),
-    };
-    cli.finish();
-    args
 }
 
 fn config<L>(loss: L, args: &Args, out: &Path) -> FitConfig<L> {
@@ -156,7 +147,7 @@ fn regress(args: &Args) -> Result<()> {
 }
 
 fn main() -> Result<()> {
-    let args = parse_args();
+    let args = Args::parse();
     if matches!(args.task, Which::Classify | Which::Both) {
         classify(&args).context("the wine classifier")?;
     }

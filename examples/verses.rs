@@ -19,6 +19,7 @@
 //! ```
 //! `--help` lists the flags and their defaults.
 
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -29,7 +30,7 @@ use blaze::nn::Ctx;
 use blaze::optim::{Adam, Optimizer, clip_grad_norm};
 use blaze::prelude::*;
 use blaze::rng::Rng;
-use blaze_example_cli::Cli;
+use clap::Parser;
 
 /// Characters the model tells apart (the text has 63).
 const VOCAB: usize = 64;
@@ -79,43 +80,38 @@ impl GruReader {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Cell {
+    /// Gated recurrent units.
     Gru,
+    /// Long short-term memory.
     Lstm,
 }
 
+/// Trains a recurrent classifier of which book a verse comes from.
+#[derive(Parser)]
 struct Args {
+    /// The text, one verse a line (UTF-8, or gzipped with a .gz name).
+    #[arg(long, default_value_os_t = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"))]
     data: PathBuf,
+    /// Epochs to train.
+    #[arg(long, default_value_t = 6)]
     epochs: usize,
-    batch_size: usize,
-    max_len: usize,
+    /// Verses per step.
+    #[arg(long, default_value = "32")]
+    batch_size: NonZeroUsize,
+    /// Characters read of each verse at most.
+    #[arg(long, default_value = "48")]
+    max_len: NonZeroUsize,
+    /// Adam's learning rate.
+    #[arg(long, default_value_t = 3e-3)]
     lr: f64,
+    /// Seed of the weights and the batching.
+    #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The recurrent cell.
+    #[arg(long, value_enum, default_value_t = Cell::Gru)]
     cell: Cell,
-}
-
-fn parse_args() -> Result<Args> {
-    let mut cli = Cli::new("Trains a recurrent classifier of which book a verse comes from.");
-    let args = Args {
-        data: cli.path(
-            "data",
-            "The text, one verse a line (UTF-8, or gzipped with a .gz name).",
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz"),
-        ),
-        epochs: cli.value("epochs", "Epochs to train.", 6),
-        batch_size: cli.count("batch-size", "Verses per step.", 32),
-        max_len: cli.count("max-len", "Characters read of each verse at most.", 48),
-        lr: cli.value("lr", "Adam's learning rate.", 3e-3),
-        seed: cli.value("seed", "Seed of the weights and the batching.", 0),
-        cell: cli.choice(
-            "cell",
-            "The recurrent cell.",
-            &[("gru", "gated recurrent units", Cell::Gru), ("lstm", "long short-term memory", Cell::Lstm)],
-        ),
-    };
-    cli.finish();
-    Ok(args)
 }
 
 /// Each verse's characters as ids, and its book.
@@ -231,13 +227,13 @@ fn train<R: Reader>(args: &Args, verses: &[(Vec<i64>, i64)]) {
             Tensor::<Cpu, 1>::from_vec(books.clone(), [n], &CpuDevice),
         )
     };
-    let held_batches = batches(&held, 256, args.max_len, &mut Rng::seed_from_u64(1));
+    let held_batches = batches(&held, 256, args.max_len.get(), &mut Rng::seed_from_u64(1));
     let start = Instant::now();
     let mut step = 0u64;
     for epoch in 1..=args.epochs {
         let (mut total, mut count) = (0.0, 0usize);
         let mut lengths = std::collections::BTreeSet::new();
-        for batch in batches(&train, args.batch_size, args.max_len, &mut rng) {
+        for batch in batches(&train, args.batch_size.get(), args.max_len.get(), &mut rng) {
             lengths.insert(batch.2);
             let (ids, books) = tensors(&batch);
             total += model.train_step(&mut opt, &ids, &books, step);
@@ -263,7 +259,7 @@ fn train<R: Reader>(args: &Args, verses: &[(Vec<i64>, i64)]) {
 }
 
 fn main() -> Result<()> {
-    let args = parse_args()?;
+    let args = Args::parse();
     let verses = load(&args.data)?;
     let mut counts = [0usize; 8];
     for (_, b) in &verses {
