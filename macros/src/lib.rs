@@ -13,6 +13,7 @@
 
 mod graph;
 mod kernel;
+mod meta;
 mod model;
 mod module;
 

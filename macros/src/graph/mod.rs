@@ -29,6 +29,7 @@ use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
+use crate::model::attr::{InputShapes, ModelArgs};
 use crate::model::check::{Options, resolve_options};
 use crate::model::codegen::struct_and_module;
 use crate::model::fallback;
@@ -130,12 +131,10 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     let options = resolved.as_deref().unwrap_or(&defaults);
     let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
     // Without the input shapes the fallback's types are unknown: the error alone.
-    let (inputs, fusion) = input_shapes(at.stream(), &mut low, &item)?;
-    // A bad `fuse` is reported next to everything else the model emits.
-    let (fusion, fuse_error) = match fusion {
-        Ok(on) => (on, TokenStream::new()),
-        Err(e) => (true, e.to_compile_error()),
-    };
+    let (inputs, fusion, args_error) = input_shapes(at.stream(), &mut low, &item)?;
+    // A bad `fuse` or an unknown option is reported next to everything else
+    // the model emits.
+    let args_error = args_error.map(|e| e.to_compile_error()).unwrap_or_default();
     let fallback = |error: Option<syn::Error>, output_rank: Option<usize>, names: Vec<syn::Ident>| {
         let fixed = match inputs.as_slice() {
             [one] => one.iter().map(Dim::fixed).collect(),
@@ -161,7 +160,7 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
         Err(failed) => Ok(fallback(Some(failed.error), failed.output_rank, names)),
     }
     .map(|mut out| {
-        out.extend(fuse_error);
+        out.extend(args_error);
         out
     })
 }
@@ -232,13 +231,15 @@ fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
 
 /// `input = [T, 64]` or `input = ([T, 64], [T])`, then optionally
 /// `fuse = false` (run every op on its own: for debugging, and to compare
-/// fused kernels with the ops they replace). Also returns whether to fuse,
-/// or what is wrong with `fuse`.
+/// fused kernels with the ops they replace): the input shapes, whether to
+/// fuse, and the other mistakes of the attribute, which leave the model
+/// whole. Without the input shapes the fallback's types are unknown, so
+/// that is an error alone.
 fn input_shapes(
     attr: TokenStream,
     low: &mut Lower<'_>,
     item: &syn::ItemImpl,
-) -> syn::Result<(Vec<Vec<Dim>>, syn::Result<bool>)> {
+) -> syn::Result<(Vec<Vec<Dim>>, bool, Option<syn::Error>)> {
     let missing = || {
         syn::Error::new(
             item.self_ty.span(),
@@ -246,49 +247,21 @@ fn input_shapes(
              inputs #[model(input = ([T, 64], [T]))]; symbols such as `T` are sizes known at run time",
         )
     };
-    if attr.is_empty() {
-        return Err(missing());
-    }
-    let pairs = syn::parse::Parser::parse2(
-        syn::punctuated::Punctuated::<syn::MetaNameValue, syn::Token![,]>::parse_terminated,
-        attr,
-    )?;
-    let mut input = None;
-    let mut fusion = Ok(true);
-    for nv in pairs {
-        if nv.path.is_ident("input") && input.is_none() {
-            input = Some(nv);
-        } else if nv.path.is_ident("fuse") {
-            fusion = match &nv.value {
-                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Bool(b), .. }) => Ok(b.value),
-                other => Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
-            };
-        } else {
-            return Err(syn::Error::new(
-                nv.path.span(),
-                "expected `input = [..]` and optionally `fuse = false` (each once)",
-            ));
+    let mut errors = darling::Error::accumulator();
+    let args = ModelArgs::<InputShapes>::parse(attr, || missing().into(), &mut errors);
+    let errors = errors.finish().err().map(syn::Error::from);
+    let Some(InputShapes(shapes)) = args.input else { return Err(errors.unwrap_or_else(missing)) };
+    let mut out = Vec::new();
+    for dims in &shapes {
+        match dims.iter().map(|e| low.input_dim(e).map_err(syn::Error::from)).collect::<syn::Result<Vec<_>>>() {
+            Ok(dims) => out.push(dims),
+            Err(mut e) => {
+                e.extend(errors);
+                return Err(e);
+            }
         }
     }
-    let Some(nv) = input else { return Err(missing()) };
-    let arrays: Vec<&syn::Expr> = match &nv.value {
-        syn::Expr::Tuple(t) => t.elems.iter().collect(),
-        syn::Expr::Paren(p) => vec![&*p.expr],
-        e => vec![e],
-    };
-    if arrays.is_empty() {
-        return Err(syn::Error::new(nv.value.span(), "a model takes at least one input: `input = [T, 64]`"));
-    }
-    let mut out = Vec::new();
-    for a in arrays {
-        let syn::Expr::Array(arr) = a else {
-            return Err(syn::Error::new(a.span(), "an input shape is a list of dims, e.g. [T, 64]"));
-        };
-        out.push(
-            arr.elems.iter().map(|e| low.input_dim(e).map_err(syn::Error::from)).collect::<syn::Result<Vec<_>>>()?,
-        );
-    }
-    Ok((out, fusion))
+    Ok((out, args.fuse, errors))
 }
 
 fn generate(

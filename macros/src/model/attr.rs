@@ -1,54 +1,184 @@
 //! Parsing: the `#[model(...)]` arguments, the struct, each field's type and
-//! `#[layer(...)]` options, into the IR. Only syntax is checked here; the
-//! rules live in `check.rs`.
+//! `#[layer(...)]` options, into the IR. The attributes are read by darling
+//! receivers (`ModelArgs`, `LayerOptions`) whose values are types of their
+//! own (`InputShape`, `InputShapes`, `Fuse`), parsed with syn inside, so
+//! that each error says what was expected at the tokens that are wrong.
+//! Only syntax is checked here; the rules live in `check.rs`.
 
 use blaze_spec::Layer;
+use darling::ast::NestedMeta;
+use darling::error::Accumulator;
+use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
-use syn::parse::Parser;
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, GenericArgument, Lit, MetaNameValue, PathArguments, Token, Type};
+use syn::{Expr, GenericArgument, Lit, Meta, PathArguments, Type};
 
 use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
+use crate::meta::{self, Given, Unclaimed};
 
-/// `#[model(...)]`'s arguments.
-#[derive(Default)]
-struct ModelArgs {
-    input: Option<Expr>,
+/// `#[model(...)]`'s options: on a struct of layers in sequence, whose
+/// `input` is an [`InputShape`], and on the impl of a forward body, whose
+/// `input` is [`InputShapes`].
+#[derive(FromMeta)]
+pub(crate) struct ModelArgs<I> {
+    /// The per-sample input shape (`multiple`, so that a second one is
+    /// worded by [`meta::once`]).
+    #[darling(multiple)]
+    input: Vec<Given<I>>,
     /// `fuse = false`: no runs of fields as one kernel, no recomputed
     /// inputs (what a forward body's `fuse = false` turns off too).
-    fuse: Option<Expr>,
+    #[darling(multiple)]
+    fuse: Vec<Given<Fuse>>,
+    #[darling(flatten)]
+    unclaimed: Unclaimed,
 }
 
-impl ModelArgs {
+/// What `#[model(...)]` says, once every mistake in it is reported.
+pub(crate) struct Args<I> {
+    /// `None` when `input` is missing or wrong.
+    pub input: Option<I>,
+    pub fuse: bool,
+}
+
+impl<I: FromMeta> ModelArgs<I> {
     const KEYS: [&str; 2] = ["input", "fuse"];
 
-    /// `key = value` pairs, each key known and given once.
-    fn parse(attr: TokenStream) -> syn::Result<Self> {
-        let mut args = ModelArgs::default();
-        for MetaNameValue { path, value, .. } in
-            Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(attr)?
-        {
-            let key = path.get_ident().map(ToString::to_string).unwrap_or_default();
-            let slot = match key.as_str() {
-                "input" => &mut args.input,
-                "fuse" => &mut args.fuse,
-                _ => {
-                    let hint =
-                        super::closest(&key, Self::KEYS).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
-                    let message = format!(
-                        "unknown argument `{}`{hint} (#[model] takes `input` and `fuse`)",
-                        path.to_token_stream()
-                    );
-                    return Err(syn::Error::new(path.span(), message));
-                }
-            };
-            if slot.replace(value).is_some() {
-                return Err(syn::Error::new(path.span(), format!("`{key}` is given twice")));
+    /// Parses `#[model(...)]`'s tokens. Every mistake goes to `errors`, a
+    /// missing `input` as `missing()`; the options that parsed come back,
+    /// so that a bad `fuse` does not lose the input shape.
+    pub(crate) fn parse(tokens: TokenStream, missing: impl FnOnce() -> Error, errors: &mut Accumulator) -> Args<I> {
+        let syntax = meta::Syntax { item: "`key = value`", example: "#[model(input = [1, 28, 28])]" };
+        // A list that does not parse is its one error: no `input` to miss.
+        let Some(args) = meta::items(tokens, &syntax, errors).and_then(|items| errors.handle(Self::from_list(&items)))
+        else {
+            return Args { input: None, fuse: true };
+        };
+        let given = !args.input.is_empty();
+        let input = meta::once(args.input, errors);
+        let fuse = meta::once(args.fuse, errors).is_none_or(|Fuse(on)| on);
+        args.unclaimed.report(errors, |key| {
+            let hint = super::closest(key, Self::KEYS).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
+            format!("unknown argument `{key}`{hint} (#[model] takes `input` and `fuse`)")
+        });
+        if !given {
+            errors.push(missing());
+        }
+        Args { input, fuse }
+    }
+}
+
+/// `fuse = true` or `fuse = false`.
+pub(crate) struct Fuse(bool);
+
+impl FromMeta for Fuse {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        match item {
+            Meta::NameValue(nv) => Self::from_expr(&nv.value),
+            Meta::Path(_) | Meta::List(_) => {
+                Err(Error::custom("`fuse` is `true` or `false`: write `fuse = false`").with_span(item))
             }
         }
-        Ok(args)
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        match expr {
+            Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. }) => Ok(Fuse(b.value)),
+            Expr::Group(g) => Self::from_expr(&g.expr),
+            other => Err(Error::custom("`fuse` is `true` or `false`").with_span(other)),
+        }
+    }
+}
+
+/// `input = [1, 28, 28]` on a struct of layers in sequence: the per-sample
+/// shape, each dim a positive integer literal with its span.
+pub(crate) struct InputShape(pub Vec<(usize, Span)>);
+
+impl InputShape {
+    const EXPECTED: &str = "`input` is a list of dims, e.g. input = [1, 28, 28]";
+}
+
+impl FromMeta for InputShape {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        match item {
+            Meta::NameValue(nv) => Self::from_expr(&nv.value),
+            Meta::Path(_) | Meta::List(_) => Err(Error::custom(Self::EXPECTED).with_span(item)),
+        }
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        let arr = match expr {
+            Expr::Array(arr) => arr,
+            // A `$e:expr` of a `macro_rules!` arrives in an invisible group.
+            Expr::Group(g) => return Self::from_expr(&g.expr),
+            other => return Err(Error::custom(Self::EXPECTED).with_span(other)),
+        };
+        let n = arr.elems.len();
+        if n == 0 {
+            return Err(Error::custom("`input` needs at least one dim").with_span(expr));
+        }
+        if n > 8 {
+            return Err(
+                Error::custom(format!("`input` has {n} dims; a per-sample shape has at most 8")).with_span(expr)
+            );
+        }
+        let mut errors = Error::accumulator();
+        let dims = arr
+            .elems
+            .iter()
+            .filter_map(|e| {
+                errors.handle(match int_literal(e) {
+                    Some(d) if d > MAX_SIZE => {
+                        Err(Error::custom(format!("input dim {d} is larger than any tensor's (at most {MAX_SIZE})"))
+                            .with_span(e))
+                    }
+                    Some(d) if d > 0 => Ok((d as usize, e.span())),
+                    _ => Err(Error::custom("input dims must be positive integer literals").with_span(e)),
+                })
+            })
+            .collect();
+        errors.finish_with(InputShape(dims))
+    }
+}
+
+/// `input = [T, 64]`, or for several inputs `input = ([T, 64], [T])`, on
+/// the impl of a forward body: each input's dims as written. Symbols such
+/// as `T` are resolved when the body is lowered (`crate::graph`).
+pub(crate) struct InputShapes(pub Vec<Vec<Expr>>);
+
+impl FromMeta for InputShapes {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        match item {
+            Meta::NameValue(nv) => Self::from_expr(&nv.value),
+            Meta::Path(_) | Meta::List(_) => Err(Error::custom(
+                "`input` is the per-sample shape, e.g. input = [T, 64], or input = ([T, 64], [T]) for two inputs",
+            )
+            .with_span(item)),
+        }
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        let shapes: Vec<&Expr> = match expr {
+            Expr::Tuple(t) => t.elems.iter().collect(),
+            Expr::Paren(p) => vec![&*p.expr],
+            Expr::Group(g) => return Self::from_expr(&g.expr),
+            e => vec![e],
+        };
+        if shapes.is_empty() {
+            return Err(Error::custom("a model takes at least one input: `input = [T, 64]`").with_span(expr));
+        }
+        let mut errors = Error::accumulator();
+        let shapes = shapes
+            .into_iter()
+            .filter_map(|shape| match shape {
+                Expr::Array(arr) => Some(arr.elems.iter().cloned().collect()),
+                other => {
+                    errors.push(Error::custom("an input shape is a list of dims, e.g. [T, 64]").with_span(other));
+                    None
+                }
+            })
+            .collect();
+        errors.finish_with(InputShapes(shapes))
     }
 }
 
@@ -104,13 +234,21 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     // Without arguments the struct is a graph model: its `forward` body
     // (and input shapes) come with `#[model(input = ..)] impl`.
     let graph = attr.is_empty();
-    let input = if graph { Ok((Vec::new(), true)) } else { parse_args(attr, s.ident.span()) };
-    let (input, fuse) = match input {
-        Ok(v) => v,
-        Err(e) => {
-            errors.push(e);
-            (Vec::new(), true)
+    let (input, fuse) = if graph {
+        (Vec::new(), true)
+    } else {
+        let missing = || {
+            Error::custom(
+                "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
+            )
+            .with_span(&s.ident)
+        };
+        let mut args_errors = Error::accumulator();
+        let args = ModelArgs::<InputShape>::parse(attr, missing, &mut args_errors);
+        if let Err(e) = args_errors.finish() {
+            errors.push(e.into());
         }
+        (args.input.map(|InputShape(dims)| dims).unwrap_or_default(), args.fuse)
     };
     let mut fields = Vec::new();
     for f in &named.named {
@@ -149,9 +287,16 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
         let mut attrs = Vec::new();
         for a in &f.attrs {
             if a.path().is_ident("layer") {
-                match parse_options(a) {
-                    Ok(opts) => options.extend(opts),
-                    Err(e) => errors.push(e),
+                match LayerOptions::from_meta(&a.meta) {
+                    Ok(LayerOptions(opts)) => {
+                        for o in opts {
+                            match o {
+                                Ok(o) => options.push(o),
+                                Err(e) => errors.push(e.into()),
+                            }
+                        }
+                    }
+                    Err(e) => errors.push(e.into()),
                 }
             } else {
                 attrs.push(a.clone());
@@ -191,50 +336,6 @@ impl Errors {
     pub fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)
     }
-}
-
-/// The input dims, and whether to fuse.
-fn parse_args(attr: TokenStream, struct_span: Span) -> syn::Result<(Vec<(usize, Span)>, bool)> {
-    let missing = || {
-        syn::Error::new(
-            struct_span,
-            "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
-        )
-    };
-    let args = ModelArgs::parse(attr)?;
-    let Some(expr) = args.input else { return Err(missing()) };
-    let span = expr.span();
-    let Expr::Array(arr) = &expr else {
-        return Err(syn::Error::new(span, "`input` is a list of dims, e.g. input = [1, 28, 28]"));
-    };
-    if arr.elems.is_empty() {
-        return Err(syn::Error::new(span, "`input` needs at least one dim"));
-    }
-    if arr.elems.len() > 8 {
-        return Err(syn::Error::new(
-            span,
-            format!("`input` has {} dims; a per-sample shape has at most 8", arr.elems.len()),
-        ));
-    }
-    let mut dims = Vec::new();
-    for e in &arr.elems {
-        match int_literal(e) {
-            Some(d) if d > MAX_SIZE => {
-                return Err(syn::Error::new(
-                    e.span(),
-                    format!("input dim {d} is larger than any tensor's (at most {MAX_SIZE})"),
-                ));
-            }
-            Some(d) if d > 0 => dims.push((d as usize, e.span())),
-            _ => return Err(syn::Error::new(e.span(), "input dims must be positive integer literals")),
-        }
-    }
-    let fuse = match &args.fuse {
-        None => true,
-        Some(Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. })) => b.value,
-        Some(other) => return Err(syn::Error::new(other.span(), "`fuse` is `true` or `false`")),
-    };
-    Ok((dims, fuse))
 }
 
 /// The largest size a layer or an input dim may have (the spec's).
@@ -407,25 +508,63 @@ fn const_args(args: &PathArguments) -> ConstArgs {
     }
 }
 
-fn parse_options(attr: &syn::Attribute) -> syn::Result<Vec<LayerOption>> {
-    let list = attr.meta.require_list()?;
-    let expected = |span| syn::Error::new(span, "expected `key = value`, e.g. #[layer(padding = 2)]");
-    let metas =
-        list.parse_args_with(Punctuated::<syn::Meta, Token![,]>::parse_terminated).map_err(|e| expected(e.span()))?;
-    let mut out = Vec::new();
-    for m in metas {
-        let syn::Meta::NameValue(nv) = &m else { return Err(expected(m.span())) };
-        let Some(key) = nv.path.get_ident().cloned() else {
-            return Err(syn::Error::new(nv.path.span(), "expected a plain option name"));
+/// `#[layer(key = value, ...)]`: the options in the order written, each
+/// parsed on its own, so that one mistake does not hide the others. Which
+/// keys a layer takes, and the values' ranges, are the rules of `check.rs`.
+pub(crate) struct LayerOptions(pub Vec<darling::Result<LayerOption>>);
+
+impl LayerOptions {
+    const EXAMPLE: &str = "#[layer(padding = 2)]";
+    const SYNTAX: meta::Syntax = meta::Syntax { item: "`key = value`", example: Self::EXAMPLE };
+}
+
+impl FromMeta for LayerOptions {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let Meta::List(list) = item else {
+            let message = format!("expected `key = value` options in parentheses, e.g. {}", Self::EXAMPLE);
+            return Err(Error::custom(message).with_span(item));
         };
-        let value = match &nv.value {
-            Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
-            v => literal_value(v)
-                .ok_or_else(|| syn::Error::new(v.span(), format!("`{key}` takes a literal number, bool or string")))?,
-        };
-        out.push(LayerOption { key, value, span: nv.value.span() });
+        let mut errors = Error::accumulator();
+        let items = meta::items(list.tokens.clone(), &Self::SYNTAX, &mut errors).unwrap_or_default();
+        let mut options: Vec<_> = errors.into_inner().into_iter().map(Err).collect();
+        options.extend(Self::from_list(&items)?.0);
+        Ok(LayerOptions(options))
     }
-    Ok(out)
+
+    fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
+        Ok(LayerOptions(items.iter().map(LayerOption::from_item).collect()))
+    }
+}
+
+impl LayerOption {
+    /// One `key = value` of `#[layer(...)]`.
+    fn from_item(item: &NestedMeta) -> darling::Result<Self> {
+        let syntax = LayerOptions::SYNTAX;
+        let expected = || format!("expected {}, e.g. {}", syntax.item, syntax.example);
+        let (path, value) = match item {
+            NestedMeta::Meta(Meta::NameValue(nv)) => (&nv.path, Ok(&nv.value)),
+            NestedMeta::NameValueInvalidExpr(nv) => (&nv.path, Err(&nv.value)),
+            NestedMeta::Meta(other) => return Err(Error::custom(expected()).with_span(other)),
+            NestedMeta::Lit(lit) => return Err(Error::custom(expected()).with_span(lit)),
+        };
+        let Some(key) = path.get_ident().cloned() else {
+            let found = darling::util::path_to_string(path);
+            return Err(Error::custom(format!("expected a plain option name, found `{found}`")).with_span(path));
+        };
+        let literal = || Error::custom(format!("`{key}` takes a literal number, bool or string"));
+        // `key = <not an expression>`; `key =` alone is shown at the key.
+        let value_expr =
+            value.map_err(
+                |tokens| {
+                    if tokens.is_empty() { literal().with_span(path) } else { literal().with_span(tokens) }
+                },
+            )?;
+        let value = match value_expr {
+            Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
+            v => literal_value(v).ok_or_else(|| literal().with_span(v))?,
+        };
+        Ok(LayerOption { key, value, span: value_expr.span() })
+    }
 }
 
 fn literal_value(e: &Expr) -> Option<OptionValue> {
@@ -444,5 +583,172 @@ fn literal_value(e: &Expr) -> Option<OptionValue> {
         },
         Expr::Group(g) => literal_value(&g.expr),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+    use syn::parse_quote;
+
+    use super::*;
+
+    /// Every message of `errors`, as the user sees them.
+    fn messages(errors: Accumulator) -> Vec<String> {
+        match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(e) => syn::Error::from(e).into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    /// `#[model(tokens)]` on a struct: its input dims, `fuse`, and every error.
+    fn struct_args(tokens: TokenStream) -> (Option<Vec<usize>>, bool, Vec<String>) {
+        let mut errors = Error::accumulator();
+        let args = ModelArgs::<InputShape>::parse(tokens, || Error::custom("missing input"), &mut errors);
+        let dims = args.input.map(|InputShape(d)| d.into_iter().map(|(d, _)| d).collect());
+        (dims, args.fuse, messages(errors))
+    }
+
+    #[test]
+    fn model_arguments_parse() {
+        assert_eq!(struct_args(quote!(input = [1, 28, 28])), (Some(vec![1, 28, 28]), true, vec![]));
+        assert_eq!(struct_args(quote!(fuse = false, input = [4])), (Some(vec![4]), false, vec![]));
+        // A `$e:expr` of a `macro_rules!` arrives in an invisible group.
+        let grouped = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote!([2, 3]));
+        assert_eq!(struct_args(quote!(input = #grouped)), (Some(vec![2, 3]), true, vec![]));
+    }
+
+    #[test]
+    fn each_mistake_in_model_arguments_has_its_message() {
+        let cases: Vec<(TokenStream, &[&str])> = vec![
+            (quote!(input = [4], fuse = 1), &["`fuse` is `true` or `false`"]),
+            (quote!(input = [4], fuse), &["`fuse` is `true` or `false`: write `fuse = false`"]),
+            (quote!(input = [4], fusion = false), &["unknown argument `fusion` (#[model] takes `input` and `fuse`)"]),
+            (
+                quote!(input = [4], fusee = false),
+                &["unknown argument `fusee`; did you mean `fuse`? (#[model] takes `input` and `fuse`)"],
+            ),
+            (quote!(input = [4], a::b = 1), &["unknown argument `a::b` (#[model] takes `input` and `fuse`)"]),
+            (quote!(input = [4], input = [5]), &["`input` is given twice"]),
+            (quote!(fuse = false), &["missing input"]),
+            (quote!(), &["missing input"]),
+            (quote!(input = 4), &["`input` is a list of dims, e.g. input = [1, 28, 28]"]),
+            (quote!(input), &["`input` is a list of dims, e.g. input = [1, 28, 28]"]),
+            (quote!(input = []), &["`input` needs at least one dim"]),
+            (quote!(input = [1, 1, 1, 1, 1, 1, 1, 1, 1]), &["`input` has 9 dims; a per-sample shape has at most 8"]),
+            (
+                quote!(input = [0, -1, n, 4, 99999999999999]),
+                &[
+                    "input dims must be positive integer literals",
+                    "input dims must be positive integer literals",
+                    "input dims must be positive integer literals",
+                    "input dim 99999999999999 is larger than any tensor's (at most 2147483647)",
+                ],
+            ),
+            (quote!(4, input = [4]), &["expected `key = value`, e.g. #[model(input = [1, 28, 28])]"]),
+            (
+                quote!(input = [4] fuse = false),
+                &["expected `,`; expected `key = value`, e.g. #[model(input = [1, 28, 28])]"],
+            ),
+        ];
+        for (tokens, expected) in cases {
+            let (_, _, errors) = struct_args(tokens.clone());
+            assert_eq!(errors, expected, "#[model({tokens})]");
+        }
+    }
+
+    /// Every mistake is reported, and what is right is kept: a bad `fuse`
+    /// or an unknown key does not lose the input shape.
+    #[test]
+    fn model_arguments_report_every_mistake_and_keep_the_rest() {
+        let (dims, fuse, errors) = struct_args(quote!(inptu = [4], fuse = 2, input = [3], fuse = true));
+        assert_eq!(dims, Some(vec![3]));
+        assert!(fuse);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors.iter().any(|e| e.contains("did you mean `input`?")), "{errors:?}");
+        assert!(errors.contains(&"`fuse` is given twice".to_owned()), "{errors:?}");
+    }
+
+    /// `#[model(tokens)]` on the impl of a forward body: each input's dims, and every error.
+    fn impl_args(tokens: TokenStream) -> (Option<Vec<usize>>, Vec<String>) {
+        let mut errors = Error::accumulator();
+        let args = ModelArgs::<InputShapes>::parse(tokens, || Error::custom("missing input"), &mut errors);
+        (args.input.map(|InputShapes(s)| s.iter().map(Vec::len).collect()), messages(errors))
+    }
+
+    #[test]
+    fn forward_body_input_shapes_parse() {
+        assert_eq!(impl_args(quote!(input = [T, 64])), (Some(vec![2]), vec![]));
+        assert_eq!(impl_args(quote!(input = ([T, 64], [T]), fuse = false)), (Some(vec![2, 1]), vec![]));
+        assert_eq!(impl_args(quote!(input = ([T, 64]))), (Some(vec![2]), vec![]));
+        let (_, errors) = impl_args(quote!(input = ()));
+        assert_eq!(errors, ["a model takes at least one input: `input = [T, 64]`"]);
+        let (_, errors) = impl_args(quote!(input = ([T], T, 4)));
+        assert_eq!(errors, ["an input shape is a list of dims, e.g. [T, 64]"; 2]);
+        let (_, errors) = impl_args(quote!(input = [T], fusion = false));
+        assert_eq!(errors, ["unknown argument `fusion` (#[model] takes `input` and `fuse`)"]);
+    }
+
+    /// One `#[layer]` attribute: its options, and every error.
+    fn layer(attr: syn::Attribute) -> (Vec<(String, OptionValue)>, Vec<String>) {
+        let mut errors = Error::accumulator();
+        let mut options = Vec::new();
+        match LayerOptions::from_meta(&attr.meta) {
+            Ok(LayerOptions(opts)) => {
+                for o in opts {
+                    if let Some(o) = errors.handle(o) {
+                        options.push((o.key.to_string(), o.value));
+                    }
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+        (options, messages(errors))
+    }
+
+    #[test]
+    fn layer_options_parse_in_order() {
+        let (options, errors) =
+            layer(parse_quote!(#[layer(padding = 1, stride = -2, p = 0.5, bias = false, mode = "bilinear")]));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            options,
+            [
+                ("padding".to_owned(), OptionValue::Int(1)),
+                ("stride".to_owned(), OptionValue::Int(-2)),
+                ("p".to_owned(), OptionValue::Float(0.5)),
+                ("bias".to_owned(), OptionValue::Bool(false)),
+                ("mode".to_owned(), OptionValue::Str("bilinear".to_owned())),
+            ]
+        );
+        let (options, errors) = layer(parse_quote!(#[layer(output = [T, 10])]));
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(matches!(&options[..], [(k, OptionValue::Shape(dims))] if k == "output" && dims.len() == 2));
+        assert_eq!(layer(parse_quote!(#[layer()])), (vec![], vec![]));
+    }
+
+    /// Each bad option is reported; the good ones around it are kept, so
+    /// that `check.rs` still checks their values.
+    #[test]
+    fn every_bad_layer_option_is_reported_and_the_others_kept() {
+        let (options, errors) = layer(parse_quote!(#[layer(1, bias, a::b = 1, padding = foo, eps = 1e-5, p = pub)]));
+        assert_eq!(options, [("eps".to_owned(), OptionValue::Float(1e-5))]);
+        assert_eq!(
+            errors,
+            [
+                "expected `key = value`, e.g. #[layer(padding = 2)]",
+                "expected `key = value`, e.g. #[layer(padding = 2)]",
+                "expected a plain option name, found `a::b`",
+                "`padding` takes a literal number, bool or string",
+                "`p` takes a literal number, bool or string",
+            ]
+        );
+        for attr in [parse_quote!(#[layer]), parse_quote!(#[layer = 1])] {
+            let (_, errors) = layer(attr);
+            assert_eq!(errors, ["expected `key = value` options in parentheses, e.g. #[layer(padding = 2)]"]);
+        }
+        let (_, errors) = layer(parse_quote!(#[layer(padding = 1 stride = 2)]));
+        assert_eq!(errors, ["expected `,`; expected `key = value`, e.g. #[layer(padding = 2)]"]);
     }
 }
