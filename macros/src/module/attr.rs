@@ -1,10 +1,16 @@
-//! Parsing and the rules of `#[derive(Module)]`.
+//! Parsing and the rules of `#[derive(Module)]`. Each field is read by a
+//! darling receiver (`FieldReceiver`) and its `#[module(...)]` attributes
+//! by another (`ModuleArgs`); the struct's shape and generics are checked
+//! on syn's tree, so that those errors point at `enum`, `union` or the
+//! parameter.
 
+use darling::{Error, FromField, FromMeta};
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 use syn::spanned::Spanned;
-use syn::{GenericParam, Ident, Type};
+use syn::{GenericParam, Ident, Meta, Type};
 
+use crate::meta::{self, Given, Unclaimed};
 use crate::model::PLAIN_TYPES;
 use crate::model::errors::Errors;
 
@@ -101,14 +107,15 @@ pub fn parse(input: TokenStream) -> Result<Derive, Refused> {
     let tuple = matches!(data.fields, syn::Fields::Unnamed(_));
     let mut fields = Vec::new();
     for (i, f) in data.fields.iter().enumerate() {
-        match skipped(f) {
-            Ok(true) => continue,
-            Ok(false) => {}
+        // A field whose `#[module]` is wrong is left out, and the others kept.
+        let f = match FieldReceiver::from_field(f) {
+            Ok(f) if f.attrs.skip => continue,
+            Ok(f) => f,
             Err(e) => {
-                errors.push(e);
+                errors.push(e.into());
                 continue;
             }
-        }
+        };
         let (member, name) = match &f.ident {
             Some(id) => (syn::Member::Named(id.clone()), id.to_string()),
             None => (syn::Member::Unnamed(syn::Index::from(i)), i.to_string()),
@@ -120,7 +127,7 @@ pub fn parse(input: TokenStream) -> Result<Derive, Refused> {
             ));
             continue;
         }
-        fields.push(Field { member, name, ty: f.ty.clone() });
+        fields.push(Field { member, name, ty: f.ty });
     }
     let partial_ok = generics_sound && !fields.is_empty();
     let derive =
@@ -133,25 +140,72 @@ pub fn parse(input: TokenStream) -> Result<Derive, Refused> {
     }
 }
 
-/// Whether the field carries `#[module(skip)]`.
-fn skipped(f: &syn::Field) -> syn::Result<bool> {
-    let mut skip = false;
-    for a in f.attrs.iter().filter(|a| a.path().is_ident("module")) {
-        a.parse_nested_meta(|m| {
-            if m.path.is_ident("skip") {
-                if !m.input.is_empty() && !m.input.peek(syn::Token![,]) {
-                    return Err(m.error("write `#[module(skip)]`, without a value"));
-                }
-                skip = true;
-                Ok(())
-            } else {
-                let key = m.path.to_token_stream().to_string();
-                let hint = if crate::model::closest(&key, ["skip"]).is_some() { "; did you mean `skip`?" } else { "" };
-                Err(m.error(format!("unknown option `{key}`: `#[module]` takes `skip`{hint}")))
-            }
-        })?;
+/// A field of the struct, with what its `#[module(...)]` attributes say.
+#[derive(FromField)]
+#[darling(forward_attrs(module))]
+struct FieldReceiver {
+    ident: Option<Ident>,
+    ty: Type,
+    #[darling(with = ModuleOptions::from_attrs)]
+    attrs: ModuleOptions,
+}
+
+/// One `#[module(...)]` attribute.
+#[derive(FromMeta)]
+struct ModuleArgs {
+    /// `multiple`, so that a second `skip` is worded by [`meta::once`].
+    #[darling(multiple)]
+    skip: Vec<Given<Skip>>,
+    #[darling(flatten)]
+    unclaimed: Unclaimed,
+}
+
+/// What a field's `#[module(...)]` attributes say, all of them together.
+#[derive(Default)]
+struct ModuleOptions {
+    /// The field holds no parameters: it is not visited.
+    skip: bool,
+}
+
+impl ModuleOptions {
+    const EXAMPLE: &str = "#[module(skip)]";
+    const SYNTAX: meta::Syntax = meta::Syntax { item: "an option name", example: Self::EXAMPLE };
+
+    /// Reads every `#[module]` attribute of a field (darling forwards
+    /// them), reporting all their mistakes.
+    fn from_attrs(attrs: Vec<syn::Attribute>) -> darling::Result<Self> {
+        let mut errors = Error::accumulator();
+        let mut options = ModuleOptions::default();
+        for attr in &attrs {
+            let Meta::List(list) = &attr.meta else {
+                let message = format!("expected an option in parentheses: {}", Self::EXAMPLE);
+                errors.push(Error::custom(message).with_span(&attr.meta));
+                continue;
+            };
+            let Some(items) = meta::items(list.tokens.clone(), &Self::SYNTAX, &mut errors) else { continue };
+            let Some(args) = errors.handle(ModuleArgs::from_list(&items)) else { continue };
+            options.skip |= meta::once(args.skip, &mut errors).is_some();
+            args.unclaimed.report(&mut errors, |key| {
+                let hint = if crate::model::closest(key, ["skip"]).is_some() { "; did you mean `skip`?" } else { "" };
+                format!("unknown option `{key}`: `#[module]` takes `skip`{hint}")
+            });
+        }
+        errors.finish_with(options)
     }
-    Ok(skip)
+}
+
+/// `skip`, a word.
+struct Skip;
+
+impl FromMeta for Skip {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        let message = format!("write `{}`, without a value", ModuleOptions::EXAMPLE);
+        match item {
+            Meta::Path(_) => Ok(Skip),
+            Meta::NameValue(nv) => Err(Error::custom(message).with_span(&nv.value)),
+            Meta::List(_) => Err(Error::custom(message).with_span(item)),
+        }
+    }
 }
 
 /// The type, when it can never hold parameters (a number, a string, ...).
@@ -165,5 +219,52 @@ fn holds_no_parameters(ty: &Type) -> Option<String> {
         Type::Reference(_) | Type::Ptr(_) | Type::FnPtr(_) => Some(ty.to_token_stream().to_string()),
         Type::Tuple(t) if t.elems.is_empty() => Some("()".into()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    use super::*;
+
+    /// Whether the field written as `field` is skipped, or every error.
+    fn skip(field: TokenStream) -> Result<bool, Vec<String>> {
+        let s: syn::ItemStruct = syn::parse_quote!(struct S { #field });
+        let f = s.fields.iter().next().expect("one field");
+        FieldReceiver::from_field(f)
+            .map(|f| f.attrs.skip)
+            .map_err(|e| syn::Error::from(e).into_iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn module_options_parse() {
+        assert_eq!(skip(quote!(#[module(skip)] a: u32)), Ok(true));
+        assert_eq!(skip(quote!(a: u32)), Ok(false));
+        assert_eq!(skip(quote!(#[doc = "x"] #[module()] a: u32)), Ok(false));
+        assert_eq!(skip(quote!(#[module(skip)] #[module(skip)] a: u32)), Ok(true));
+    }
+
+    #[test]
+    fn each_mistake_in_module_options_has_its_message() {
+        let unknown = |k: &str, hint: &str| format!("unknown option `{k}`: `#[module]` takes `skip`{hint}");
+        let cases: Vec<(TokenStream, Vec<String>)> = vec![
+            (quote!(#[module(skp)] a: u32), vec![unknown("skp", "; did you mean `skip`?")]),
+            (quote!(#[module(skip = 1)] a: u32), vec!["write `#[module(skip)]`, without a value".into()]),
+            (quote!(#[module(skip(x))] a: u32), vec!["write `#[module(skip)]`, without a value".into()]),
+            (quote!(#[module(skip, skip)] a: u32), vec!["`skip` is given twice".into()]),
+            (quote!(#[module] a: u32), vec!["expected an option in parentheses: #[module(skip)]".into()]),
+            (quote!(#[module = 1] a: u32), vec!["expected an option in parentheses: #[module(skip)]".into()]),
+            (quote!(#[module(1)] a: u32), vec!["expected an option name, e.g. #[module(skip)]".into()]),
+            // Every attribute's mistakes, together.
+            (
+                quote!(#[module(skip, colour)] #[module(size = 2)] a: u32),
+                vec![unknown("colour", ""), unknown("size", "")],
+            ),
+        ];
+        for (field, expected) in cases {
+            assert_eq!(skip(field.clone()), Err(expected), "{field}");
+        }
     }
 }

@@ -93,11 +93,35 @@ mod tests {
                 ),
                 "`#[module(skip)]`",
             ),
+            (
+                quote!(
+                    struct S<B> {
+                        #[module]
+                        steps: usize,
+                    }
+                ),
+                "in parentheses",
+            ),
         ];
         for (item, needle) in cases {
             let out = expand(item.clone());
             assert!(out.contains("compile_error") && out.contains(needle), "{item}: expected {needle:?} in {out}");
         }
+    }
+
+    /// The field with a bad `#[module]` is left out; the impl is still
+    /// derived for the others, so uses of the struct add no errors.
+    #[test]
+    fn a_bad_module_option_leaves_the_other_fields_derived() {
+        let out = expand(quote!(
+            struct S<B> {
+                fc: Linear<B, 2, 2>,
+                #[module(skp)]
+                steps: usize,
+            }
+        ));
+        assert!(out.contains("compile_error") && out.contains("did you mean `skip`"), "{out}");
+        assert!(out.contains("SGrads") && !out.contains("steps"), "{out}");
     }
 
     #[test]
