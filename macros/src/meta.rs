@@ -5,7 +5,9 @@
 //! of a receiver claimed. Each receiver words its own errors with these, so
 //! that every error names the option and points at its tokens.
 
-use darling::ast::NestedMeta;
+use std::fmt::Display;
+
+use darling::ast::{MetaNameValueInvalidExpr, NestedMeta};
 use darling::error::Accumulator;
 use darling::util::path_to_string;
 use darling::{Error, FromMeta};
@@ -61,10 +63,17 @@ impl<T: FromMeta> FromMeta for Given<T> {
     }
 
     /// `key = <tokens that are not an expression>`.
-    fn from_invalid_expr(item: &darling::ast::MetaNameValueInvalidExpr) -> darling::Result<Self> {
+    fn from_invalid_expr(item: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
         let value = T::from_invalid_expr(item).map_err(|e| e.with_span(item));
         Ok(Given { key: item.path.clone(), value })
     }
+}
+
+/// The error at `key = <tokens that are not an expression>`: at the
+/// tokens, or at the key when nothing follows the `=`.
+pub(crate) fn invalid_value(nv: &MetaNameValueInvalidExpr, message: impl Display) -> Error {
+    let error = Error::custom(message);
+    if nv.value.is_empty() { error.with_span(&nv.path) } else { error.with_span(&nv.value) }
 }
 
 /// The value of an option that may be given once: each further one is an

@@ -6,7 +6,7 @@
 //! Only syntax is checked here; the rules live in `check.rs`.
 
 use blaze_spec::Layer;
-use darling::ast::NestedMeta;
+use darling::ast::{MetaNameValueInvalidExpr, NestedMeta};
 use darling::error::Accumulator;
 use darling::{Error, FromMeta};
 use proc_macro2::{Span, TokenStream};
@@ -81,6 +81,10 @@ impl FromMeta for Fuse {
         }
     }
 
+    fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
+        Err(meta::invalid_value(nv, "`fuse` is `true` or `false`"))
+    }
+
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
         match expr {
             Expr::Lit(syn::ExprLit { lit: Lit::Bool(b), .. }) => Ok(Fuse(b.value)),
@@ -104,6 +108,10 @@ impl FromMeta for InputShape {
             Meta::NameValue(nv) => Self::from_expr(&nv.value),
             Meta::Path(_) | Meta::List(_) => Err(Error::custom(Self::EXPECTED).with_span(item)),
         }
+    }
+
+    fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
+        Err(meta::invalid_value(nv, Self::EXPECTED))
     }
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
@@ -146,15 +154,21 @@ impl FromMeta for InputShape {
 /// as `T` are resolved when the body is lowered (`crate::graph`).
 pub(crate) struct InputShapes(pub Vec<Vec<Expr>>);
 
+impl InputShapes {
+    const EXPECTED: &str =
+        "`input` is the per-sample shape, e.g. input = [T, 64], or input = ([T, 64], [T]) for two inputs";
+}
+
 impl FromMeta for InputShapes {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
         match item {
             Meta::NameValue(nv) => Self::from_expr(&nv.value),
-            Meta::Path(_) | Meta::List(_) => Err(Error::custom(
-                "`input` is the per-sample shape, e.g. input = [T, 64], or input = ([T, 64], [T]) for two inputs",
-            )
-            .with_span(item)),
+            Meta::Path(_) | Meta::List(_) => Err(Error::custom(Self::EXPECTED).with_span(item)),
         }
+    }
+
+    fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
+        Err(meta::invalid_value(nv, Self::EXPECTED))
     }
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
@@ -543,7 +557,7 @@ impl LayerOption {
         let expected = || format!("expected {}, e.g. {}", syntax.item, syntax.example);
         let (path, value) = match item {
             NestedMeta::Meta(Meta::NameValue(nv)) => (&nv.path, Ok(&nv.value)),
-            NestedMeta::NameValueInvalidExpr(nv) => (&nv.path, Err(&nv.value)),
+            NestedMeta::NameValueInvalidExpr(nv) => (&nv.path, Err(nv)),
             NestedMeta::Meta(other) => return Err(Error::custom(expected()).with_span(other)),
             NestedMeta::Lit(lit) => return Err(Error::custom(expected()).with_span(lit)),
         };
@@ -551,17 +565,11 @@ impl LayerOption {
             let found = darling::util::path_to_string(path);
             return Err(Error::custom(format!("expected a plain option name, found `{found}`")).with_span(path));
         };
-        let literal = || Error::custom(format!("`{key}` takes a literal number, bool or string"));
-        // `key = <not an expression>`; `key =` alone is shown at the key.
-        let value_expr =
-            value.map_err(
-                |tokens| {
-                    if tokens.is_empty() { literal().with_span(path) } else { literal().with_span(tokens) }
-                },
-            )?;
+        let literal = format!("`{key}` takes a literal number, bool or string");
+        let value_expr = value.map_err(|nv| meta::invalid_value(nv, &literal))?;
         let value = match value_expr {
             Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
-            v => literal_value(v).ok_or_else(|| literal().with_span(v))?,
+            v => literal_value(v).ok_or_else(|| Error::custom(&literal).with_span(v))?,
         };
         Ok(LayerOption { key, value, span: value_expr.span() })
     }
@@ -636,6 +644,10 @@ mod tests {
             (quote!(input = 4), &["`input` is a list of dims, e.g. input = [1, 28, 28]"]),
             (quote!(input), &["`input` is a list of dims, e.g. input = [1, 28, 28]"]),
             (quote!(input = []), &["`input` needs at least one dim"]),
+            (
+                quote!(input = pub, fuse = pub),
+                &["`input` is a list of dims, e.g. input = [1, 28, 28]", "`fuse` is `true` or `false`"],
+            ),
             (quote!(input = [1, 1, 1, 1, 1, 1, 1, 1, 1]), &["`input` has 9 dims; a per-sample shape has at most 8"]),
             (
                 quote!(input = [0, -1, n, 4, 99999999999999]),
@@ -686,6 +698,8 @@ mod tests {
         assert_eq!(errors, ["a model takes at least one input: `input = [T, 64]`"]);
         let (_, errors) = impl_args(quote!(input = ([T], T, 4)));
         assert_eq!(errors, ["an input shape is a list of dims, e.g. [T, 64]"; 2]);
+        let (_, errors) = impl_args(quote!(input = pub(crate)));
+        assert_eq!(errors, [InputShapes::EXPECTED]);
         let (_, errors) = impl_args(quote!(input = [T], fusion = false));
         assert_eq!(errors, ["unknown argument `fusion` (#[model] takes `input` and `fuse`)"]);
     }
