@@ -5,24 +5,32 @@ use super::reference as r;
 use super::{FLOATS, assert_close, noise, panic_message, tensor, tolerance, values};
 use crate::{Backend, DType, Tensor};
 
-/// Every built-in layer's backward against finite differences (f64).
+/// A layer's backward against finite differences (f64), in training and
+/// evaluation mode: layers that differ between them (dropout, batch
+/// statistics) are checked in both, and so is the rest.
+fn both_modes<B: Backend, L: crate::nn::Layer<B, DI, DO> + Clone, const DI: usize, const DO: usize>(
+    layer: &L,
+    x: &Tensor<B, DI>,
+) {
+    crate::nn::gradcheck::check_layer::<B, L, DI, DO>(layer, x, true);
+    crate::nn::gradcheck::check_layer::<B, L, DI, DO>(layer, x, false);
+}
+
+/// `noise` of `shape`'s size as an f64 tensor.
+fn input<B: Backend, const D: usize>(shape: [usize; D], seed: u64, dev: &B::Device) -> Tensor<B, D> {
+    tensor::<B, D>(&noise(shape.iter().product(), seed), shape, DType::F64, dev)
+}
+
+/// The convolution, pooling, resampling and reshaping layers' backward
+/// against finite differences (f64). The layers' gradient checks are split
+/// over several tests by family, so that a test run spreads them over its
+/// threads.
 pub fn layer_gradients<B: Backend>(dev: &B::Device) {
-    use crate::nn::gradcheck::check_layer;
-    // Training and evaluation mode: layers that differ between them
-    // (dropout, batch statistics) are checked in both, and so is the rest.
-    fn both_modes<B: Backend, L: crate::nn::Layer<B, DI, DO> + Clone, const DI: usize, const DO: usize>(
-        layer: &L,
-        x: &Tensor<B, DI>,
-    ) {
-        check_layer::<B, L, DI, DO>(layer, x, true);
-        check_layer::<B, L, DI, DO>(layer, x, false);
-    }
     use crate::nn::*;
     let mut rng = crate::Rng::seed_from_u64(3);
-    let x = |shape: &[usize], seed| -> Vec<f64> { noise(shape.iter().product(), seed) };
-    let x2 = tensor::<B, 2>(&x(&[3, 4], 61), [3, 4], DType::F64, dev);
-    let x3 = tensor::<B, 3>(&x(&[2, 3, 4], 62), [2, 3, 4], DType::F64, dev);
-    let img = tensor::<B, 4>(&x(&[2, 4, 5, 5], 63), [2, 4, 5, 5], DType::F64, dev);
+    let x2 = input::<B, 2>([3, 4], 61, dev);
+    let x3 = input::<B, 3>([2, 3, 4], 62, dev);
+    let img = input::<B, 4>([2, 4, 5, 5], 63, dev);
 
     both_modes::<B, _, 2, 2>(&Linear::<B, 4, 3>::new(LinearConfig::default(), &mut rng, dev), &x2);
     both_modes::<B, _, 3, 3>(&Linear::<B, 4, 2>::new(LinearConfig { bias: false }, &mut rng, dev), &x3);
@@ -51,7 +59,7 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     ] {
         both_modes::<B, _, 4, 4>(&ConvTranspose2d::<B, 4, 6, 3>::new(config, &mut rng, dev), &img);
     }
-    let seq = tensor::<B, 3>(&x(&[2, 4, 9], 65), [2, 4, 9], DType::F64, dev);
+    let seq = input::<B, 3>([2, 4, 9], 65, dev);
     for config in [
         Conv1dConfig::default(),
         Conv1dConfig { padding: 2, stride: 2, ..Default::default() },
@@ -79,6 +87,16 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     both_modes::<B, _, 4, 2>(&GlobalAvgPool, &img);
     both_modes::<B, _, 4, 2>(&Flatten, &img);
     both_modes::<B, _, 3, 2>(&Flatten, &x3);
+    let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
+    both_modes::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids);
+}
+
+/// The activations', softmax's and dropout's backward against finite
+/// differences (f64).
+pub fn activation_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let x3 = input::<B, 3>([2, 3, 4], 62, dev);
+    let img = input::<B, 4>([2, 4, 5, 5], 63, dev);
     both_modes::<B, _, 3, 3>(&Relu, &x3);
     both_modes::<B, _, 3, 3>(&LeakyRelu::new(LeakyReluConfig { negative_slope: 0.2 }), &x3);
     both_modes::<B, _, 3, 3>(&Gelu, &x3);
@@ -94,6 +112,14 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     both_modes::<B, _, 3, 3>(&Sigmoid, &x3);
     both_modes::<B, _, 3, 3>(&Tanh, &x3);
     both_modes::<B, _, 3, 3>(&Dropout::new(DropoutConfig { p: 0.3 }), &x3);
+}
+
+/// The normalisation layers' backward against finite differences (f64).
+pub fn norm_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let x2 = input::<B, 2>([3, 4], 61, dev);
+    let x3 = input::<B, 3>([2, 3, 4], 62, dev);
+    let img = input::<B, 4>([2, 4, 5, 5], 63, dev);
     let mut bn = BatchNorm2d::<B, 4>::new(NormConfig::default(), dev);
     // Non-trivial affine parameters and running statistics.
     bn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
@@ -112,6 +138,27 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     both_modes::<B, _, 2, 2>(&rms, &x2);
     let plain = RMSNormConfig { elementwise_affine: false, ..Default::default() };
     both_modes::<B, _, 3, 3>(&RMSNorm::<B, 4>::new(plain, dev), &x3);
+    let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
+    gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    both_modes::<B, _, 4, 4>(&gn, &img);
+    both_modes::<B, _, 2, 2>(&gn, &x2);
+    // One group per channel (instance norm) over a sequence.
+    let x3c = input::<B, 3>([2, 4, 3], 64, dev);
+    both_modes::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c);
+    let mut bn1 = BatchNorm1d::<B, 4>::new(NormConfig::default(), dev);
+    bn1.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
+    bn1.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
+    bn1.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
+    bn1.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
+    both_modes::<B, _, 2, 2>(&bn1, &x2);
+    both_modes::<B, _, 3, 3>(&bn1, &x3c);
+}
+
+/// Multi-head attention's backward against finite differences (f64).
+pub fn attention_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let x3 = input::<B, 3>([2, 3, 4], 62, dev);
     // Attention: self-attention as a layer (parameters included), plain,
     // causal without biases, and with dropout on the weights.
     let mha = |config| MultiHeadAttention::<B, 4, 2>::new(config, &mut crate::Rng::seed_from_u64(5), dev);
@@ -121,9 +168,15 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     let dropped = MultiHeadAttentionConfig { dropout: 0.3, ..Default::default() };
     both_modes::<B, _, 3, 3>(&mha(dropped), &x3);
     attention_inputs::<B>(dev);
+}
+
+/// The recurrent layers' backward against finite differences (f64).
+pub fn recurrent_gradients<B: Backend>(dev: &B::Device) {
+    use crate::nn::*;
+    let mut rng = crate::Rng::seed_from_u64(3);
     // Recurrent stacks: one layer, two layers both ways, no biases, and
     // dropout between three layers (training draws masks, evaluation none).
-    let seq3 = tensor::<B, 3>(&x(&[2, 4, 3], 66), [2, 4, 3], DType::F64, dev);
+    let seq3 = input::<B, 3>([2, 4, 3], 66, dev);
     for config in [
         RnnConfig { num_layers: 1, bidirectional: false, bias: true, dropout: 0.0 },
         RnnConfig { num_layers: 2, bidirectional: true, bias: true, dropout: 0.0 },
@@ -133,23 +186,6 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
         both_modes::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
         both_modes::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
     }
-    let mut gn = GroupNorm::<B, 2, 4>::new(NormConfig::default(), dev);
-    gn.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
-    gn.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
-    both_modes::<B, _, 4, 4>(&gn, &img);
-    both_modes::<B, _, 2, 2>(&gn, &x2);
-    // One group per channel (instance norm) over a sequence.
-    let x3c = tensor::<B, 3>(&x(&[2, 4, 3], 64), [2, 4, 3], DType::F64, dev);
-    both_modes::<B, _, 3, 3>(&GroupNorm::<B, 4, 4>::new(NormConfig::default(), dev), &x3c);
-    let mut bn1 = BatchNorm1d::<B, 4>::new(NormConfig::default(), dev);
-    bn1.weight = tensor(&[0.5, 1.5, -1.0, 2.0], [4], DType::F32, dev);
-    bn1.bias = tensor(&[0.1, -0.2, 0.3, 0.0], [4], DType::F32, dev);
-    bn1.running_mean = tensor(&[0.1, 0.0, -0.1, 0.2], [4], DType::F32, dev);
-    bn1.running_var = tensor(&[0.5, 1.0, 2.0, 1.5], [4], DType::F32, dev);
-    both_modes::<B, _, 2, 2>(&bn1, &x2);
-    both_modes::<B, _, 3, 3>(&bn1, &x3c);
-    let ids = Tensor::<B, 2>::from_vec(vec![1i64, 4, 4, 0, 9, 2], [2, 3], dev);
-    both_modes::<B, _, 2, 3>(&Embedding::<B, 10, 4>::new(&mut rng, dev), &ids);
 }
 
 /// Layers in training mode: dropout statistics, batch-norm running
