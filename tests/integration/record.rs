@@ -2,7 +2,7 @@
 //! PyTorch's outputs, Blaze writes the same names, shapes and dtypes, bad
 //! files are errors naming the tensor, and saves are atomic.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -14,38 +14,38 @@ use blaze::prelude::*;
 use blaze::record::{load_model, load_tensors};
 use blaze_onnx::{Error, Problem, import_bytes, import_file};
 
-#[path = "generated/attention_buffer.rs"]
+#[path = "../generated/attention_buffer.rs"]
 mod attention_buffer;
-#[path = "generated/attention_triu.rs"]
+#[path = "../generated/attention_triu.rs"]
 mod attention_triu;
-#[path = "generated/decoder.rs"]
+#[path = "../generated/decoder.rs"]
 mod decoder;
-#[path = "generated/encoder_layer.rs"]
+#[path = "../generated/encoder_layer.rs"]
 mod encoder_layer;
-#[path = "generated/gpt.rs"]
+#[path = "../generated/gpt.rs"]
 mod gpt;
-#[path = "generated/lenet.rs"]
+#[path = "../generated/lenet.rs"]
 mod lenet;
-#[path = "generated/mlp.rs"]
+#[path = "../generated/mlp.rs"]
 mod mlp;
-#[path = "generated/multihead.rs"]
+#[path = "../generated/multihead.rs"]
 mod multihead;
-#[path = "generated/opset13.rs"]
-mod opset13;
-#[path = "generated/ops.rs"]
+#[path = "../generated/ops.rs"]
 mod ops;
-#[path = "generated/resnet_block.rs"]
+#[path = "../generated/opset13.rs"]
+mod opset13;
+#[path = "../generated/resnet_block.rs"]
 mod resnet_block;
-#[path = "generated/tabular.rs"]
+#[path = "../generated/tabular.rs"]
 mod tabular;
-#[path = "generated/text_classifier.rs"]
+#[path = "../generated/text_classifier.rs"]
 mod text_classifier;
-#[path = "generated/zoo.rs"]
+#[path = "../generated/zoo.rs"]
 mod zoo;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
-    include!("generated/mlp.rs");
+    include!("../generated/mlp.rs");
 }
 
 const MODELS: [&str; 14] = [

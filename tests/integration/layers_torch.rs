@@ -9,8 +9,7 @@
 //! safetensors: each loads into the Blaze model by name and gives
 //! PyTorch's output.
 
-#[path = "common/torch_fixture.rs"]
-mod torch_fixture;
+use crate::torch_fixture;
 
 use blaze::TensorData;
 use blaze::nn::Ctx;

@@ -4,7 +4,7 @@
 //! ones with their partials. Without an adapter these tests print a
 //! notice and pass, unless `BLAZE_REQUIRE_CUBECL=1`.
 
-#[path = "../../../tests/common/kernels.rs"]
+#[path = "../../../../tests/common/kernels.rs"]
 mod kernels;
 
 use blaze::cubecl::{CubeCl, CubeDevice};

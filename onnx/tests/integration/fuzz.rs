@@ -12,7 +12,7 @@ use blaze::Rng;
 use blaze_onnx::import_bytes;
 
 // The byte mutations the runtime's file fuzzing uses.
-#[path = "../../tests/common/mutate.rs"]
+#[path = "../../../tests/common/mutate.rs"]
 mod mutate;
 
 thread_local! {
@@ -24,7 +24,8 @@ fn mutated_models_are_converted_or_refused_never_a_panic() {
     let cases: usize = std::env::var("BLAZE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
     let seed: u64 = std::env::var("BLAZE_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x0b1a_2e0f);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let names = ["mlp", "attention_triu", "text_classifier", "ops", "opset13", "multihead", "zoo", "decoder", "tabular"];
+    let names =
+        ["mlp", "attention_triu", "text_classifier", "ops", "opset13", "multihead", "zoo", "decoder", "tabular"];
     // Panics are caught and counted with where they happened; keep their
     // messages off the output.
     std::panic::set_hook(Box::new(|info| {

@@ -3,10 +3,8 @@
 //! gradient for the input and every parameter, to 1e-4 relative. The
 //! fixture comes from tests/fixtures/make_transformer_fixture.py.
 
-#[path = "common/torch_fixture.rs"]
-mod torch_fixture;
-#[path = "common/transformer.rs"]
-mod transformer;
+use crate::torch_fixture;
+use crate::transformer;
 
 use blaze::nn::Ctx;
 use blaze::prelude::*;

@@ -4,7 +4,7 @@
 //! a deliberately small one) and a lost device. Without an adapter these
 //! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
-#[path = "../../../tests/common/kernels.rs"]
+#[path = "../../../../tests/common/kernels.rs"]
 #[allow(dead_code)]
 mod kernels;
 

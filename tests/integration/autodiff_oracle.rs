@@ -4,9 +4,8 @@
 //! gradients `Autodiff<Cpu>` records equal those `#[model]` generates, to
 //! 1e-6 relative, in f64.
 
-mod common;
-#[path = "common/transformer.rs"]
-mod transformer;
+use crate::common;
+use crate::transformer;
 
 use blaze::autodiff::{Autodiff, Gradients};
 use blaze::nn::{self, Block, Ctx, Differentiable, Graph, ParamMapper, ParamVisitor};

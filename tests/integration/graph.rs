@@ -2,8 +2,7 @@
 //! against finite differences (f64), shapes, the parameter-only backward,
 //! nesting, loops over arrays of blocks and several inputs.
 
-#[path = "common/transformer.rs"]
-mod transformer;
+use crate::transformer;
 
 use blaze::nn::gradcheck::check_model;
 use blaze::nn::{Block, Ctx, grads_dict};

@@ -2,11 +2,8 @@
 //! results one thread gets, bit for bit (the wgpu twin is in
 //! `backends/wgpu/tests/models.rs`).
 
-#[path = "common/mod.rs"]
-#[allow(dead_code)]
-mod common;
-#[path = "common/concurrency.rs"]
-mod concurrency;
+use crate::common;
+use crate::serving as concurrency;
 
 use blaze::prelude::*;
 use common::LeNet;

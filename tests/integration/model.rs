@@ -2,7 +2,7 @@
 //! gradients against finite differences, and training with the generated
 //! backward.
 
-mod common;
+use crate::common;
 
 use blaze::nn::gradcheck::check_block;
 use blaze::nn::{self, Ctx};

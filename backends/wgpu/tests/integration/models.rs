@@ -4,12 +4,12 @@
 //! training through the tape on the device. Without an adapter these
 //! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
-#[path = "../../../tests/common/mod.rs"]
+#[path = "../../../../tests/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
-#[path = "../../../tests/common/concurrency.rs"]
+#[path = "../../../../tests/common/concurrency.rs"]
 mod concurrency;
-#[path = "../../../tests/common/transformer.rs"]
+#[path = "../../../../tests/common/transformer.rs"]
 mod transformer;
 
 use blaze::autodiff::{Autodiff, track};

@@ -2,8 +2,7 @@
 //! reduction in workgroup memory and a fused bias + softmax over rows,
 //! against plain Rust; and the WGSL they compile to.
 
-#[path = "common/kernels.rs"]
-mod kernels;
+use crate::kernels;
 
 use blaze::prelude::*;
 use blaze::{Rng, kernel};

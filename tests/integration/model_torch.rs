@@ -2,9 +2,8 @@
 //! same output and the same gradient for the input and every parameter, to
 //! 1e-4 relative. The fixture comes from tests/fixtures/make_lenet_fixture.py.
 
-mod common;
-#[path = "common/torch_fixture.rs"]
-mod torch_fixture;
+use crate::common;
+use crate::torch_fixture;
 
 use blaze::nn::Ctx;
 use blaze::prelude::*;

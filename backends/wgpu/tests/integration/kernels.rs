@@ -2,7 +2,7 @@
 //! Without an adapter these tests print a notice and pass, unless
 //! `BLAZE_REQUIRE_WGPU=1` (as `.ci/run` sets), where a missing adapter fails.
 
-#[path = "../../../tests/common/kernels.rs"]
+#[path = "../../../../tests/common/kernels.rs"]
 mod kernels;
 
 use blaze::prelude::*;

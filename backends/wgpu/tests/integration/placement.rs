@@ -6,7 +6,7 @@
 //! only; operands in two places panic. Without an adapter these tests
 //! print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
-#[path = "../../../tests/common/kernels.rs"]
+#[path = "../../../../tests/common/kernels.rs"]
 #[allow(dead_code)]
 mod kernels;
 

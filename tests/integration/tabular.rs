@@ -10,7 +10,7 @@ use blaze::optim::Adam;
 use blaze::prelude::*;
 use blaze::train::{CrossEntropy, EarlyStopping, FitConfig, Mse, fit};
 
-#[path = "../examples/common/tabular.rs"]
+#[path = "../../examples/common/tabular.rs"]
 mod tabular;
 
 use tabular::{MpgMlp, WineMlp, mpg_options, standardized_split};

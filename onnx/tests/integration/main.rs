@@ -1,0 +1,8 @@
+//! The importer's tests: generated models against their ONNX files, and
+//! seeded fuzzing of the reader.
+//! One test binary for the package: its files are modules here, so the
+//! test command compiles and links the stack once instead of once per
+//! file. Binaries with their own `main` or global state stay apart.
+
+mod fuzz;
+mod import;
