@@ -1,4 +1,4 @@
-//! What `examples/tabular.rs` trains, shared with `tests/tabular.rs`: the
+//! What `examples/tabular.rs` trains, shared with `tests/integration/tabular.rs`: the
 //! two models, how the fuel-use table is read, and the standardised split.
 
 use blaze::data::{CsvOptions, DataError, InMemoryDataset, Scaler};

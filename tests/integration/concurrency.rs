@@ -1,6 +1,6 @@
 //! One trained model serves inference from 8 threads at once, with the
 //! results one thread gets, bit for bit (the wgpu twin is in
-//! `backends/wgpu/tests/models.rs`).
+//! `backends/wgpu/tests/integration/models.rs`).
 
 use crate::common;
 use crate::serving as concurrency;

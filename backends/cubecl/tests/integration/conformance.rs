@@ -5,7 +5,7 @@
 //! The device measures no kernels (autotuning off): each op takes its
 //! fixed choice, checked once per shape class against its reference
 //! kernel, so the suite's many shapes compile one or two kernels each;
-//! `tests/autotune.rs` covers the tuner, and each tuned convolution and
+//! `tests/integration/autotune.rs` covers the tuner, and each tuned convolution and
 //! pooling kernel is compared with the CPU in `conv.rs`'s unit tests.
 
 use std::sync::OnceLock;
