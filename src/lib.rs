@@ -131,9 +131,16 @@ mod guide {
         kernels = "kernels.md",
         backends = "backends.md",
         precision = "precision.md",
-        distributed = "distributed.md",
         onnx = "onnx.md",
         performance = "performance.md",
         troubleshooting = "troubleshooting.md",
+    }
+
+    // Its blocks use `blaze::distributed` (feature `mpi`, off in the test
+    // command); `.ci/run`'s MPI stage runs them with
+    // `cargo test --features mpi --doc -- guide::distributed`.
+    #[cfg(feature = "mpi")]
+    chapters! {
+        distributed = "distributed.md",
     }
 }
