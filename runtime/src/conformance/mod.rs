@@ -46,7 +46,7 @@ macro_rules! conformance_suite {
             binary_strided_inputs, scalar_ops_and_operators, integer_and_bool_ops,
             comparisons_where_and_masks, reductions, reductions_edge_cases, matmul,
             matmul_batched_and_strided, shape_ops, cat_stack_split_pad, indexing,
-            softmax_family, masked_softmax_rows, normalisation, bias_and_activation, conv2d, conv_and_pool_gradients, layer_gradients, activation_gradients, norm_gradients, attention_gradients, recurrent_gradients, layer_modes, losses, optimizers, pooling, nan_propagation, casts, misuse_messages,
+            softmax_family, masked_softmax_rows, normalisation, bias_and_activation, conv2d, conv_and_pool_gradients, layer_gradients, activation_gradients, norm_gradients, attention_gradients, lstm_gradients, gru_gradients, layer_modes, losses, optimizers, pooling, nan_propagation, casts, misuse_messages,
             prop_binary_broadcast, prop_reductions, prop_matmul, prop_conv2d,
             prop_movement_roundtrip, autodiff_elementwise, autodiff_reductions,
             autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, autodiff_masked_softmax, kernels, half_precision);

@@ -170,21 +170,30 @@ pub fn attention_gradients<B: Backend>(dev: &B::Device) {
     attention_inputs::<B>(dev);
 }
 
-/// The recurrent layers' backward against finite differences (f64).
-pub fn recurrent_gradients<B: Backend>(dev: &B::Device) {
-    use crate::nn::*;
+/// Recurrent stacks: one layer, two layers both ways, no biases, and
+/// dropout between three layers (training draws masks, evaluation none).
+const RECURRENT_CONFIGS: [crate::nn::RnnConfig; 4] = [
+    crate::nn::RnnConfig { num_layers: 1, bidirectional: false, bias: true, dropout: 0.0 },
+    crate::nn::RnnConfig { num_layers: 2, bidirectional: true, bias: true, dropout: 0.0 },
+    crate::nn::RnnConfig { num_layers: 2, bidirectional: false, bias: false, dropout: 0.0 },
+    crate::nn::RnnConfig { num_layers: 3, bidirectional: true, bias: true, dropout: 0.4 },
+];
+
+/// `Lstm`'s backward against finite differences (f64).
+pub fn lstm_gradients<B: Backend>(dev: &B::Device) {
     let mut rng = crate::Rng::seed_from_u64(3);
-    // Recurrent stacks: one layer, two layers both ways, no biases, and
-    // dropout between three layers (training draws masks, evaluation none).
-    let seq3 = input::<B, 3>([2, 4, 3], 66, dev);
-    for config in [
-        RnnConfig { num_layers: 1, bidirectional: false, bias: true, dropout: 0.0 },
-        RnnConfig { num_layers: 2, bidirectional: true, bias: true, dropout: 0.0 },
-        RnnConfig { num_layers: 2, bidirectional: false, bias: false, dropout: 0.0 },
-        RnnConfig { num_layers: 3, bidirectional: true, bias: true, dropout: 0.4 },
-    ] {
-        both_modes::<B, _, 3, 3>(&Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
-        both_modes::<B, _, 3, 3>(&Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq3);
+    let seq = input::<B, 3>([2, 4, 3], 66, dev);
+    for config in RECURRENT_CONFIGS {
+        both_modes::<B, _, 3, 3>(&crate::nn::Lstm::<B, 3, 2>::new(config, &mut rng, dev), &seq);
+    }
+}
+
+/// `Gru`'s backward against finite differences (f64).
+pub fn gru_gradients<B: Backend>(dev: &B::Device) {
+    let mut rng = crate::Rng::seed_from_u64(4);
+    let seq = input::<B, 3>([2, 4, 3], 66, dev);
+    for config in RECURRENT_CONFIGS {
+        both_modes::<B, _, 3, 3>(&crate::nn::Gru::<B, 3, 2>::new(config, &mut rng, dev), &seq);
     }
 }
 
