@@ -108,7 +108,7 @@ pub mod prelude {
 }
 
 /// The user guide in `docs/src`, one module per chapter, so that the test
-/// command compiles and runs every code block in it (`tests/guide.rs`
+/// command compiles and runs every code block in it (`tests/integration/guide.rs`
 /// checks that every chapter of `SUMMARY.md` is listed here).
 #[cfg(doctest)]
 mod guide {
