@@ -69,6 +69,19 @@ impl<T: FromMeta> FromMeta for Given<T> {
     }
 }
 
+/// The value of a `key = value` option, read by `parse`; `expected` (a
+/// correct use) is the error at a bare `key` or a `key(...)`.
+pub(crate) fn name_value<T>(
+    item: &syn::Meta,
+    expected: &str,
+    parse: impl FnOnce(&syn::Expr) -> darling::Result<T>,
+) -> darling::Result<T> {
+    match item {
+        syn::Meta::NameValue(nv) => parse(&nv.value),
+        syn::Meta::Path(_) | syn::Meta::List(_) => Err(Error::custom(expected).with_span(item)),
+    }
+}
+
 /// The error at `key = <tokens that are not an expression>`: at the
 /// tokens, or at the key when nothing follows the `=`.
 pub(crate) fn invalid_value(nv: &MetaNameValueInvalidExpr, message: impl Display) -> Error {

@@ -104,10 +104,7 @@ impl InputShape {
 
 impl FromMeta for InputShape {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
-        match item {
-            Meta::NameValue(nv) => Self::from_expr(&nv.value),
-            Meta::Path(_) | Meta::List(_) => Err(Error::custom(Self::EXPECTED).with_span(item)),
-        }
+        meta::name_value(item, Self::EXPECTED, Self::from_expr)
     }
 
     fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
@@ -161,10 +158,7 @@ impl InputShapes {
 
 impl FromMeta for InputShapes {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
-        match item {
-            Meta::NameValue(nv) => Self::from_expr(&nv.value),
-            Meta::Path(_) | Meta::List(_) => Err(Error::custom(Self::EXPECTED).with_span(item)),
-        }
+        meta::name_value(item, Self::EXPECTED, Self::from_expr)
     }
 
     fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
