@@ -8,10 +8,10 @@ use blaze::prelude::*;
 
 #[model(input = [64])]
 pub struct Mlp {
-    fc1: Linear<64, 48>,     // -> [48]
-    relu: Relu,              // -> [48]
-    fc2: Linear<48, 32>,     // -> [32]
-    tanh: Tanh,              // -> [32]
-    fc3: Linear<32, 10>,     // -> [10]
+    fc1: Linear<64, 48>, // -> [48]
+    relu: Relu, // -> [48]
+    fc2: Linear<48, 32>, // -> [32]
+    tanh: Tanh, // -> [32]
+    fc3: Linear<32, 10>, // -> [10]
     log_softmax: LogSoftmax, // -> [10]
 }

@@ -9,7 +9,7 @@ use blaze::prelude::*;
 #[model(input = [13])]
 pub struct Tabular {
     fc1: Linear<13, 32>, // -> [32]
-    relu: Relu,          // -> [32]
+    relu: Relu, // -> [32]
     bn: BatchNorm1d<32>, // -> [32]
-    fc2: Linear<32, 3>,  // -> [3]
+    fc2: Linear<32, 3>, // -> [3]
 }
