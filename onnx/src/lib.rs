@@ -116,17 +116,24 @@ pub fn import_file(path: &Path, name: Option<&str>) -> Result<Import, Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
     let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
     let stem = path.file_stem().map_or_else(|| "Model".into(), |s| s.to_string_lossy().into_owned());
-    import_bytes(&bytes, &file, name.unwrap_or(&struct_name(&stem)))
+    let dir = path.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d });
+    import(&bytes, &file, name.unwrap_or(&struct_name(&stem)), dir)
 }
 
 /// Converts an ONNX model held in memory; `file` names it in errors and in
-/// the source's header.
+/// the source's header. A model whose tensors live in external files
+/// needs [`import_file`], which reads them beside the model.
 pub fn import_bytes(bytes: &[u8], file: &str, name: &str) -> Result<Import, Error> {
+    import(bytes, file, name, None)
+}
+
+/// [`import_bytes`], reading external tensor files from `dir`.
+fn import(bytes: &[u8], file: &str, name: &str, dir: Option<&Path>) -> Result<Import, Error> {
     let fail = |problem| Error::Model { file: file.to_owned(), problem };
     if !is_type_name(name) {
         return Err(fail(Problem::Malformed(format!("`{name}` is not a Rust type name for the model"))));
     }
-    let graph = proto::read(bytes).map_err(fail)?;
+    let graph = proto::read(bytes, dir).map_err(fail)?;
     let program = lower::lower(&graph).map_err(fail)?;
     let origin = emit::Origin { file, opset: graph.opset };
     let (source, fields) = emit::source(&program, name, &origin)

@@ -4,6 +4,7 @@
 //! symbolic dims).
 
 use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
 
 use onnx_ir::{AttributeProto, Message, ModelProto, TensorProto, ValueInfoProto};
 
@@ -153,8 +154,11 @@ pub struct Graph {
     pub tensors: HashMap<String, Data>,
 }
 
-/// Parses `bytes` as an ONNX model.
-pub fn read(bytes: &[u8]) -> Result<Graph, Problem> {
+/// Parses `bytes` as an ONNX model. Tensors kept in external files (as
+/// `torch.onnx.export` writes them by default, in `model.onnx.data`) are
+/// read from `dir`, the model file's folder; without one, such a tensor
+/// is refused.
+pub fn read(bytes: &[u8], dir: Option<&Path>) -> Result<Graph, Problem> {
     let model = ModelProto::parse_from_bytes(bytes)
         .map_err(|e| Problem::Malformed(format!("the protobuf does not parse: {e}")))?;
     let Some(graph) = model.graph.as_ref() else {
@@ -172,9 +176,10 @@ pub fn read(bytes: &[u8]) -> Result<Graph, Problem> {
     if !OPSETS.contains(&opset) {
         return Err(Problem::Opset(opset));
     }
+    let mut external = External { dir, files: HashMap::new() };
     let mut tensors = HashMap::new();
     for t in &graph.initializer {
-        tensors.insert(t.name.clone(), data(t)?);
+        tensors.insert(t.name.clone(), data(t, &mut external)?);
     }
     let inputs = graph
         .input
@@ -189,7 +194,11 @@ pub fn read(bytes: &[u8]) -> Result<Graph, Problem> {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let attrs = n.attribute.iter().map(|a| Ok((a.name.clone(), attr(a)?))).collect::<Result<_, Problem>>()?;
+            let attrs = n
+                .attribute
+                .iter()
+                .map(|a| Ok((a.name.clone(), attr(a, &mut external)?)))
+                .collect::<Result<_, Problem>>()?;
             Ok(Node {
                 op: n.op_type.clone(),
                 domain: n.domain.clone(),
@@ -234,7 +243,7 @@ fn value_info(v: &ValueInfoProto) -> Result<ValueInfo, Problem> {
     Ok(ValueInfo { name: v.name.clone(), dtype, dims })
 }
 
-fn attr(a: &AttributeProto) -> Result<Attr, Problem> {
+fn attr(a: &AttributeProto, external: &mut External<'_>) -> Result<Attr, Problem> {
     use onnx_ir::AttributeType as T;
     Ok(match a.type_.enum_value_or_default() {
         T::INT => Attr::Int(a.i),
@@ -242,7 +251,7 @@ fn attr(a: &AttributeProto) -> Result<Attr, Problem> {
         T::INTS => Attr::Ints(a.ints.clone()),
         T::FLOATS => Attr::Floats(a.floats.clone()),
         T::STRING => Attr::Str(String::from_utf8_lossy(&a.s).into_owned()),
-        T::TENSOR => Attr::Tensor(data(&a.t)?),
+        T::TENSOR => Attr::Tensor(data(&a.t, external)?),
         _ => Attr::Other,
     })
 }
@@ -268,21 +277,78 @@ fn type_name(code: i32) -> &'static str {
     }
 }
 
-/// A tensor's values, from its typed field or its raw little-endian bytes.
-fn data(t: &TensorProto) -> Result<Data, Problem> {
-    let bad = |what: String| Problem::Malformed(format!("tensor `{}` {what}", t.name));
-    if t.data_location.value() == 1 {
-        return Err(bad(
-            "keeps its values in an external file; export with `external_data=False` to keep them in the model".into(),
-        ));
+/// The files external tensors are read from, each read once: the model's
+/// folder, and the files read so far by their `location`.
+struct External<'a> {
+    dir: Option<&'a Path>,
+    files: HashMap<String, Vec<u8>>,
+}
+
+impl External<'_> {
+    /// The bytes of tensor `t` whose values live in an external file, as
+    /// its `external_data` entries place them (`location`, relative to the
+    /// model's folder; `offset` and `length` in bytes, by default the
+    /// whole file).
+    fn bytes(&mut self, t: &TensorProto) -> Result<&[u8], Problem> {
+        let bad = |what: String| Problem::Malformed(format!("tensor `{}` {what}", t.name));
+        let entry = |key: &str| t.external_data.iter().find(|e| e.key == key).map(|e| e.value.as_str());
+        let Some(location) = entry("location") else {
+            return Err(bad("is stored externally but names no `location`".into()));
+        };
+        let number = |key: &str| -> Result<Option<usize>, Problem> {
+            entry(key)
+                .map(|v| v.parse().map_err(|_| bad(format!("has external `{key}` {v:?}, not a byte count"))))
+                .transpose()
+        };
+        let (offset, length) = (number("offset")?, number("length")?);
+        let Some(dir) = self.dir else {
+            return Err(bad(format!(
+                "keeps its values in the external file `{location}`; import the model from its file \
+                 (`import_file` or the command line) so that `{location}` is read beside it"
+            )));
+        };
+        // ONNX's rule: a location is relative and stays in the model's folder.
+        let relative = Path::new(location);
+        if relative.as_os_str().is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+            return Err(bad(format!(
+                "names the external file `{location}`, which is not a path inside the model's folder"
+            )));
+        }
+        if !self.files.contains_key(location) {
+            let path: PathBuf = dir.join(relative);
+            let bytes = std::fs::read(&path)
+                .map_err(|e| bad(format!("keeps its values in {}, which could not be read: {e}", path.display())))?;
+            self.files.insert(location.to_owned(), bytes);
+        }
+        let file = &self.files[location];
+        let offset = offset.unwrap_or(0);
+        let end = match length {
+            Some(length) => offset.checked_add(length),
+            None => Some(file.len()),
+        };
+        match end {
+            Some(end) if offset <= end && end <= file.len() => Ok(&file[offset..end]),
+            _ => Err(bad(format!(
+                "lies at bytes {offset}..{} of `{location}`, which holds {} bytes",
+                length.map_or("end".into(), |l| offset.saturating_add(l).to_string()),
+                file.len()
+            ))),
+        }
     }
+}
+
+/// A tensor's values, from its typed field, its raw little-endian bytes,
+/// or the bytes of an external file.
+fn data(t: &TensorProto, external: &mut External<'_>) -> Result<Data, Problem> {
+    let bad = |what: String| Problem::Malformed(format!("tensor `{}` {what}", t.name));
     let dims = t
         .dims
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| bad(format!("has a negative dim {d}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let n = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or_else(|| bad("is too large".into()))?;
-    let raw = &t.raw_data;
+    // `DataLocation::EXTERNAL`.
+    let raw = if t.data_location.value() == 1 { external.bytes(t)? } else { &t.raw_data[..] };
     let take = |width: usize| -> Result<Option<Vec<&[u8]>>, Problem> {
         if raw.is_empty() {
             return Ok(None);

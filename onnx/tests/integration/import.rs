@@ -354,6 +354,50 @@ fn broken_files_are_refused_and_nothing_is_written() {
 }
 
 #[test]
+fn weights_in_an_external_file_are_read_beside_the_model() {
+    // torch.onnx.export's default: the large tensors in `NAME.onnx.data`.
+    let external = import_file(&fixture("external_data.onnx"), Some("Mlp")).unwrap();
+    let inline = import_file(&fixture("external_data_inline.onnx"), Some("Mlp")).unwrap();
+    assert!(!external.weights.is_empty());
+    assert_eq!(external.weights, inline.weights);
+    assert_eq!(external.source.replace("external_data.onnx", "external_data_inline.onnx"), inline.source);
+
+    // In memory there is no folder to read the file from.
+    let bytes = std::fs::read(fixture("external_data.onnx")).unwrap();
+    let msg = import_bytes(&bytes, "external_data.onnx", "Mlp").unwrap_err().to_string();
+    assert!(msg.contains("the external file `external_data.onnx.data`") && msg.contains("import_file"), "{msg}");
+
+    // The model copied without its data file: the error names the file.
+    let dir = std::env::temp_dir().join(format!("blaze-onnx-external-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let alone = dir.join("external_data.onnx");
+    std::fs::write(&alone, &bytes).unwrap();
+    let msg = refusal(&alone);
+    let missing = dir.join("external_data.onnx.data").display().to_string();
+    assert!(msg.contains(&missing) && msg.contains("could not be read"), "{msg}");
+
+    // A cut data file: the tensor's bytes are past its end.
+    let data = std::fs::read(fixture("external_data.onnx.data")).unwrap();
+    std::fs::write(dir.join("external_data.onnx.data"), &data[..data.len() / 2]).unwrap();
+    let msg = refusal(&alone);
+    assert!(msg.contains(&format!("which holds {} bytes", data.len() / 2)), "{msg}");
+
+    // A location that leaves the model's folder is refused, not read (the
+    // same length, so the protobuf stays well formed).
+    let location = b"external_data.onnx.data";
+    let escaping = b"../ernal_data.onnx.data";
+    let at = bytes.windows(location.len()).position(|w| w == location).expect("the location is in the model");
+    let mut edited = bytes.clone();
+    for start in (at..edited.len() - location.len()).filter(|&i| &bytes[i..i + location.len()] == location) {
+        edited[start..start + location.len()].copy_from_slice(escaping);
+    }
+    std::fs::write(&alone, &edited).unwrap();
+    let msg = refusal(&alone);
+    assert!(msg.contains("`../ernal_data.onnx.data`, which is not a path inside the model's folder"), "{msg}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn the_command_line_writes_source_and_weights() {
     let dir = std::env::temp_dir().join(format!("blaze-onnx-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
