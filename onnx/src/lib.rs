@@ -51,6 +51,13 @@ pub enum Error {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// The name asked for the model's struct is not a Rust type name.
+    #[error(
+        "`{0}` is not a Rust type name for the model: it starts with an upper-case letter and holds only \
+         ASCII letters, digits and `_` (`{suggestion}` would do)",
+        suggestion = struct_name(.0)
+    )]
+    Name(String),
     /// The model could not be converted; nothing was written.
     #[error("{file}: {problem}")]
     Model {
@@ -131,7 +138,7 @@ pub fn import_bytes(bytes: &[u8], file: &str, name: &str) -> Result<Import, Erro
 fn import(bytes: &[u8], file: &str, name: &str, dir: Option<&Path>) -> Result<Import, Error> {
     let fail = |problem| Error::Model { file: file.to_owned(), problem };
     if !is_type_name(name) {
-        return Err(fail(Problem::Malformed(format!("`{name}` is not a Rust type name for the model"))));
+        return Err(Error::Name(name.to_owned()));
     }
     let graph = proto::read(bytes, dir).map_err(fail)?;
     let program = lower::lower(&graph).map_err(fail)?;
@@ -170,14 +177,16 @@ impl Import {
         safetensors::serialize(views, None).expect("f32 tensors serialise")
     }
 
-    /// Writes the source to `source` and the weights to `weights`.
+    /// Writes the source to `source` and the weights to `weights`,
+    /// creating their folders where they are missing.
     pub fn write(&self, source: &Path, weights: &Path) -> Result<(), Error> {
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| Error::Io { path, source }
-        };
-        std::fs::write(source, &self.source).map_err(io(source))?;
-        std::fs::write(weights, self.weights_bytes()).map_err(io(weights))?;
+        for (path, bytes) in [(source, self.source.as_bytes()), (weights, &self.weights_bytes()[..])] {
+            let io = |source| Error::Io { path: path.to_owned(), source };
+            if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+                std::fs::create_dir_all(folder).map_err(|source| Error::Io { path: folder.to_owned(), source })?;
+            }
+            std::fs::write(path, bytes).map_err(io)?;
+        }
         Ok(())
     }
 }

@@ -349,8 +349,14 @@ fn broken_files_are_refused_and_nothing_is_written() {
     assert!(msg.starts_with("text.onnx: not a valid ONNX model"), "{msg}");
     let msg = refusal(Path::new("/nonexistent/model.onnx"));
     assert!(msg.starts_with("/nonexistent/model.onnx: "), "{msg}");
-    let msg = import_bytes(&bytes, "lenet.onnx", "lenet").unwrap_err().to_string();
-    assert!(msg.contains("`lenet` is not a Rust type name"), "{msg}");
+    // A bad struct name is the caller's mistake, not the model's.
+    match import_bytes(&bytes, "lenet.onnx", "lenet") {
+        Err(e @ Error::Name(_)) => {
+            let msg = e.to_string();
+            assert!(msg.starts_with("`lenet` is not a Rust type name") && msg.contains("`Lenet` would do"), "{msg}");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
@@ -419,5 +425,23 @@ fn the_command_line_writes_source_and_weights() {
     assert!(!failed.status.success());
     assert!(String::from_utf8_lossy(&failed.stderr).contains("Hardmax: pick, pick_again"));
     assert!(!dir.join("bad.rs").exists(), "a refused model writes nothing");
+    // `--out` into folders that do not exist yet creates them.
+    let nested = dir.join("src/models/lenet.rs");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
+        .arg(fixture("lenet.onnx"))
+        .args(["--out".as_ref(), nested.as_os_str()])
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(nested.exists() && nested.with_extension("safetensors").exists());
+    // A bad `--name` is reported as such.
+    let named = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
+        .arg(fixture("lenet.onnx"))
+        .args(["--out".as_ref(), dir.join("named.rs").as_os_str(), "--name".as_ref(), "le net".as_ref()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&named.stderr);
+    assert!(!named.status.success() && stderr.contains("`le net` is not a Rust type name"), "{stderr}");
+    assert!(!stderr.contains("not a valid ONNX model"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
