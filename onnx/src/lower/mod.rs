@@ -119,11 +119,22 @@ pub fn lower(g: &Graph) -> Result<Program, Problem> {
     if let Some(n) = g.nodes.iter().find(|n| n.outputs.first().is_none_or(String::is_empty)) {
         return Err(Problem::Malformed(format!("node `{}` ({}) has no output", n.name, n.op)));
     }
+    let fail = |n: &Node| {
+        let (node, op) = (n.name.clone(), n.op.clone());
+        move |reason| Problem::Node { node, op, reason }
+    };
+    // Constants first: they read nothing, and the patterns that look
+    // ahead from a node (GELU's erf form) need the numbers of constants
+    // that the legacy exporter places after it.
+    for (i, n) in g.nodes.iter().enumerate().filter(|(_, n)| n.op == "Constant") {
+        low.node(n).map_err(fail(n))?;
+        low.skip.insert(i);
+    }
     for (i, n) in g.nodes.iter().enumerate() {
         if low.skip.contains(&i) {
             continue;
         }
-        low.node(n).map_err(|reason| Problem::Node { node: n.name.clone(), op: n.op.clone(), reason })?;
+        low.node(n).map_err(fail(n))?;
     }
     low.finish()
 }

@@ -24,6 +24,8 @@ mod decoder;
 mod encoder_layer;
 #[path = "../generated/gpt.rs"]
 mod gpt;
+#[path = "../generated/legacy_gelu.rs"]
+mod legacy_gelu;
 #[path = "../generated/lenet.rs"]
 mod lenet;
 #[path = "../generated/mlp.rs"]
@@ -48,7 +50,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 14] = [
+const MODELS: [&str; 15] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -63,6 +65,7 @@ const MODELS: [&str; 14] = [
     "zoo",
     "ops",
     "opset13",
+    "legacy_gelu",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -187,6 +190,13 @@ fn mlp_matches_pytorch_and_fine_tunes() {
     let mut included = included::Mlp::new(&CpuDevice);
     load_model(&mut included, &weights("mlp")).unwrap();
     assert_close("mlp, included", &included.forward(&x), &want);
+    fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn the_legacy_exporters_gelu_matches_pytorch_and_fine_tunes() {
+    // `(x * (1 + erf(x / sqrt 2))) * 0.5`, its constants after the division.
+    let (model, x, _) = imported!(legacy_gelu::LegacyGelu, "legacy_gelu", 2, 2);
     fine_tunes!(model, x, 0.5, 30);
 }
 
