@@ -165,6 +165,7 @@ pub const SUPPORTED: &[&str] = &[
     "LogSoftmax",
     "MatMul",
     "MaxPool",
+    "Mod",
     "Mul",
     "Range",
     "ReduceMean",
@@ -439,6 +440,19 @@ impl<'g> Lower<'g> {
                     (Val::Tensor(_) | Val::Opaque(_), to) => {
                         Val::Opaque(format!("`{}` casts a tensor computed from the data to ONNX type {}", n.name, to.unwrap_or(0)))
                     }
+                    // Constants and known sizes turn to floats (float, double) here.
+                    (Val::Const(c), Some(1 | 11)) => Val::Const(Data {
+                        values: Values::F32(c.as_f64().iter().map(|&x| x as f32).collect()),
+                        dims: c.dims,
+                    }),
+                    (Val::Scalar(d), Some(1 | 11)) if d.value().is_some() => {
+                        let k = d.value().expect("known") as f32;
+                        Val::Const(Data { dims: vec![], values: Values::F32(vec![k]) })
+                    }
+                    (Val::Shape(s), Some(1 | 11)) if s.iter().all(|d| d.value().is_some()) => {
+                        let values = s.iter().map(|d| d.value().expect("known") as f32).collect();
+                        Val::Const(Data { dims: vec![s.len()], values: Values::F32(values) })
+                    }
                     (v, _) => v,
                 };
                 self.set(n, 0, v);
@@ -523,7 +537,7 @@ impl<'g> Lower<'g> {
                 }
             }
             "Where" => self.select(n)?,
-            "Add" | "Sub" | "Mul" | "Div" => self.arith(n)?,
+            "Add" | "Sub" | "Mul" | "Div" | "Mod" => self.arith(n)?,
             "MatMul" => self.matmul(n)?,
             "Gemm" => self.gemm(n)?,
             "Conv" | "ConvTranspose" => self.conv(n)?,

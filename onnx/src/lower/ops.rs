@@ -184,11 +184,43 @@ impl<'g> Lower<'g> {
         let op = n.op.as_str();
         let a = self.input_val(n, 0)?.clone();
         let b = self.input_val(n, 1)?.clone();
+        // Arithmetic on constants and known sizes (an exporter's shape
+        // arithmetic) is done here; a size stays a size.
+        let known = |v: &Val| match v {
+            Val::Const(c) => Some(c.clone()),
+            Val::Scalar(d) => d.value().map(|k| Data { dims: vec![], values: Values::I64(vec![k]) }),
+            _ => None,
+        };
+        if let (Some(x), Some(y)) = (known(&a), known(&b)) {
+            let v = fold(op, &x, &y, n.int("fmod") == Some(1))?;
+            let size = matches!(a, Val::Scalar(_)) || matches!(b, Val::Scalar(_));
+            let v = match v.as_i64() {
+                Some(k) if size && k.len() == 1 && v.dims.is_empty() => Val::Scalar(Dim::known(k[0])),
+                _ => Val::Const(v),
+            };
+            self.set(n, 0, v);
+            return Ok(());
+        }
+        if let (Val::Scalar(d), Some(k)) = (&a, known(&b).and_then(|c| c.as_i64()).filter(|k| k.len() == 1))
+            && op == "Div"
+            && let Some(q) = d.div(&Dim::known(k[0]))
+        {
+            // A symbolic size divided by a number it is a multiple of.
+            self.set(n, 0, Val::Scalar(q));
+            return Ok(());
+        }
         let sym = match op {
             "Add" => "+",
             "Sub" => "-",
             "Mul" => "*",
-            _ => "/",
+            "Div" => "/",
+            _ => {
+                return Err(format!(
+                    "takes the remainder of {} by {}; only constants' remainders are computed",
+                    kind(&a),
+                    kind(&b)
+                ));
+            }
         };
         match (&a, &b) {
             (Val::Tensor(_), Val::Const(c)) | (Val::Const(c), Val::Tensor(_)) if c.len() == 1 => {
@@ -512,6 +544,23 @@ impl<'g> Lower<'g> {
     }
 
     pub(super) fn unary(&mut self, n: &Node) -> R<()> {
+        // A function of a float constant (attention's `sqrt(head_dim)`) is one too.
+        if let Val::Const(Data { dims, values: Values::F32(v) }) = self.input_val(n, 0)? {
+            let f: fn(f32) -> f32 = match n.op.as_str() {
+                "Sqrt" => f32::sqrt,
+                "Tanh" => f32::tanh,
+                "Relu" => |x| if x < 0.0 { 0.0 } else { x },
+                "Sigmoid" => |x| 1.0 / (1.0 + (-x).exp()),
+                op => {
+                    return Err(format!(
+                        "`{op}` of a constant; the importer computes only sqrt, tanh, relu and sigmoid of one"
+                    ));
+                }
+            };
+            let c = Data { dims: dims.clone(), values: Values::F32(v.iter().map(|&x| f(x)).collect()) };
+            self.set(n, 0, Val::Const(c));
+            return Ok(());
+        }
         let t = self.tensor(n, 0)?;
         let rank = t.under.len();
         let base = n.op.to_lowercase();
@@ -743,5 +792,109 @@ impl<'g> Lower<'g> {
             self.set(n, k, Val::Tensor(Tensor::plain(name, under, t.dtype)));
         }
         Ok(())
+    }
+}
+
+/// `x op y` for two constants, as ONNX defines it: NumPy broadcasting,
+/// integer division rounding toward zero, and `Mod` taking the divisor's
+/// sign (or the dividend's, C's `fmod`, with `fmod = 1`, which floats need).
+fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
+    let dims = broadcast_dims(&x.dims, &y.dims)
+        .ok_or_else(|| format!("combines constants of shapes {:?} and {:?}, which do not broadcast", x.dims, y.dims))?;
+    let at = |d: &Data, i: usize| index_broadcast(&d.dims, &dims, i);
+    let n: usize = dims.iter().product();
+    let values = match (&x.values, &y.values) {
+        (Values::I64(a), Values::I64(b)) => {
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let (p, q) = (a[at(x, i)], b[at(y, i)]);
+                out.push(match op {
+                    "Add" => p.wrapping_add(q),
+                    "Sub" => p.wrapping_sub(q),
+                    "Mul" => p.wrapping_mul(q),
+                    _ if q == 0 => return Err(format!("divides the constant {p} by 0")),
+                    "Div" => p.wrapping_div(q),
+                    _ if fmod => p.wrapping_rem(q),
+                    _ => p.wrapping_rem(q).wrapping_add(q).wrapping_rem(q),
+                });
+            }
+            Values::I64(out)
+        }
+        (Values::F32(a), Values::F32(b)) => {
+            if op == "Mod" && !fmod {
+                return Err("takes an integer remainder (`fmod = 0`) of floats, which ONNX does not allow".into());
+            }
+            let f = |p: f32, q: f32| match op {
+                "Add" => p + q,
+                "Sub" => p - q,
+                "Mul" => p * q,
+                "Div" => p / q,
+                _ => p % q,
+            };
+            Values::F32((0..n).map(|i| f(a[at(x, i)], b[at(y, i)])).collect())
+        }
+        _ => return Err("combines constants of different element types".into()),
+    };
+    Ok(Data { dims, values })
+}
+
+/// The shape two shapes broadcast to, NumPy's way.
+fn broadcast_dims(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
+    let rank = a.len().max(b.len());
+    let dim = |s: &[usize], i: usize| if i + s.len() < rank { 1 } else { s[i + s.len() - rank] };
+    (0..rank)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (p, q) if p == q || q == 1 => Some(p),
+            (1, q) => Some(q),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The flat index into a tensor of shape `dims` of element `i` of its
+/// broadcast to `out`.
+fn index_broadcast(dims: &[usize], out: &[usize], mut i: usize) -> usize {
+    let (mut index, mut stride) = (0, 1);
+    for (k, &o) in out.iter().enumerate().rev() {
+        let coord = i % o;
+        i /= o;
+        let Some(d) = (k + dims.len()).checked_sub(out.len()).map(|j| dims[j]) else { continue };
+        if d != 1 {
+            index += coord * stride;
+        }
+        stride *= d;
+    }
+    index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(dims: &[usize], v: &[i64]) -> Data {
+        Data { dims: dims.to_vec(), values: Values::I64(v.to_vec()) }
+    }
+
+    #[test]
+    fn constants_fold_as_onnx_defines_their_arithmetic() {
+        let (a, b) = (ints(&[4], &[7, -7, 7, -7]), ints(&[4], &[3, 3, -3, -3]));
+        // `Mod` takes the divisor's sign; with `fmod = 1`, the dividend's.
+        assert_eq!(fold("Mod", &a, &b, false).unwrap(), ints(&[4], &[1, 2, -2, -1]));
+        assert_eq!(fold("Mod", &a, &b, true).unwrap(), ints(&[4], &[1, -1, 1, -1]));
+        // Integer division rounds toward zero.
+        assert_eq!(fold("Div", &a, &b, false).unwrap(), ints(&[4], &[2, -2, -2, 2]));
+        // NumPy broadcasting: [2, 1] with [3].
+        let (col, row) = (ints(&[2, 1], &[10, 20]), ints(&[3], &[1, 2, 3]));
+        assert_eq!(fold("Sub", &col, &row, false).unwrap(), ints(&[2, 3], &[9, 8, 7, 19, 18, 17]));
+        assert!(
+            fold("Add", &ints(&[2], &[1, 2]), &ints(&[3], &[1, 2, 3]), false).unwrap_err().contains("do not broadcast")
+        );
+        assert!(fold("Mod", &a, &ints(&[], &[0]), false).unwrap_err().contains("by 0"));
+        let f = Data { dims: vec![], values: Values::F32(vec![7.5]) };
+        assert!(fold("Mod", &f, &f, false).unwrap_err().contains("fmod = 0"));
+        assert_eq!(
+            fold("Mod", &f, &Data { dims: vec![], values: Values::F32(vec![2.0]) }, true).unwrap().scalar(),
+            Some(1.5)
+        );
     }
 }

@@ -149,6 +149,33 @@ impl<'g> Lower<'g> {
                 self.set(n, 0, Val::Scalar(s[0].clone()));
                 return Ok(());
             }
+            // A constant keeps its values under the new shape.
+            Val::Const(c) => {
+                let target = self.ints(n, 1)?;
+                let allowzero = n.int("allowzero").unwrap_or(0) == 1;
+                let mut dims = Vec::with_capacity(target.len());
+                let mut rest = None;
+                for (k, d) in target.iter().enumerate() {
+                    match d.value() {
+                        Some(0) if !allowzero => dims.push(*c.dims.get(k).ok_or("copies a dim past the input's rank")?),
+                        Some(-1) if rest.is_none() => {
+                            rest = Some(k);
+                            dims.push(1);
+                        }
+                        Some(v) if v >= 0 => dims.push(v as usize),
+                        _ => return Err(format!("reshapes a constant to {}", crate::dim::show(&target))),
+                    }
+                }
+                let known: usize = dims.iter().product();
+                if let Some(k) = rest {
+                    dims[k] = if known == 0 { 0 } else { c.len() / known };
+                }
+                if dims.iter().product::<usize>() != c.len() {
+                    return Err(format!("reshapes a constant of shape {:?} to {}", c.dims, crate::dim::show(&target)));
+                }
+                self.set(n, 0, Val::Const(Data { dims, values: c.values }));
+                return Ok(());
+            }
             _ => {}
         }
         let t = self.tensor(n, 0)?;

@@ -24,6 +24,8 @@ mod decoder;
 mod encoder_layer;
 #[path = "../generated/gpt.rs"]
 mod gpt;
+#[path = "../generated/legacy_encoder_layer.rs"]
+mod legacy_encoder_layer;
 #[path = "../generated/legacy_gelu.rs"]
 mod legacy_gelu;
 #[path = "../generated/lenet.rs"]
@@ -50,7 +52,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 15] = [
+const MODELS: [&str; 16] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -66,6 +68,7 @@ const MODELS: [&str; 15] = [
     "ops",
     "opset13",
     "legacy_gelu",
+    "legacy_encoder_layer",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -198,6 +201,14 @@ fn the_legacy_exporters_gelu_matches_pytorch_and_fine_tunes() {
     // `(x * (1 + erf(x / sqrt 2))) * 0.5`, its constants after the division.
     let (model, x, _) = imported!(legacy_gelu::LegacyGelu, "legacy_gelu", 2, 2);
     fine_tunes!(model, x, 0.5, 30);
+}
+
+#[test]
+fn the_legacy_exporters_encoder_layer_matches_pytorch_and_fine_tunes() {
+    // Its attention's scale is shape arithmetic on constants (`Mod`,
+    // `Cast`, `Sqrt`), computed at import; the trace fixed the length at 9.
+    let (model, x, _) = imported!(legacy_encoder_layer::LegacyEncoderLayer, "legacy_encoder_layer", 3, 3);
+    fine_tunes!(model, x, 0.1, 30);
 }
 
 #[test]
