@@ -197,6 +197,10 @@ struct Lower<'g> {
     readers: HashMap<String, Vec<usize>>,
     producer: HashMap<String, usize>,
     skip: HashSet<usize>,
+    /// The batch size of an export at a fixed batch (above 1): where the
+    /// graph's reshapes write that number for the batch dim, it is read as
+    /// the free batch dim.
+    fixed_batch: Option<Dim>,
     fields: Vec<Field>,
     steps: Vec<Step>,
     /// Field and binding names in use.
@@ -246,6 +250,7 @@ impl<'g> Lower<'g> {
             readers,
             producer,
             skip: HashSet::new(),
+            fixed_batch: input.dims.first().filter(|d| d.value().is_some_and(|k| k > 1)).cloned(),
             fields: Vec::new(),
             steps: Vec::new(),
             // Names a forward body calls, which a binding must not shadow.

@@ -197,6 +197,26 @@ impl<'g> Lower<'g> {
         if dims.iter().filter(|d| d.is_none()).count() > 1 {
             return Err("has more than one -1".into());
         }
+        // An export at a fixed batch size writes that size (or a multiple:
+        // batch times heads) where the batch goes: if the sizes agree only
+        // with the batch in one of those places, it is there.
+        let agree = |dims: &[Option<Dim>]| {
+            let known = Dim::product(dims.iter().flatten());
+            if dims.iter().any(Option::is_none) { numel.div(&known).is_some() } else { numel == known }
+        };
+        if let Some(b) = self.fixed_batch.clone()
+            && !agree(&dims)
+        {
+            let batched = (0..dims.len()).find_map(|k| {
+                let q = dims[k].as_ref()?.div(&b).filter(|q| q.value().is_some())?;
+                let mut batched = dims.clone();
+                batched[k] = Some(q.mul(&Dim::named(BATCH)));
+                agree(&batched).then_some(batched)
+            });
+            if let Some(batched) = batched {
+                dims = batched;
+            }
+        }
         let known = Dim::product(dims.iter().flatten());
         if let Some(slot) = dims.iter_mut().find(|d| d.is_none()) {
             *slot = Some(numel.div(&known).ok_or_else(|| {
@@ -246,7 +266,9 @@ impl<'g> Lower<'g> {
             while rest != one {
                 let a = *atoms.front().ok_or_else(|| cannot("the sizes do not match".into()))?;
                 let s = size(&axes, a).expect("a live axis");
-                if let Some(r) = rest.div(&s) {
+                // At a fixed batch size, that number stands for the batch dim.
+                let fixed = self.fixed_batch.as_ref().filter(|_| s.name() == Some(BATCH));
+                if let Some(r) = rest.div(&s).or_else(|| fixed.and_then(|b| rest.div(b))) {
                     group.push(a);
                     atoms.pop_front();
                     rest = r;

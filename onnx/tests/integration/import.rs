@@ -316,22 +316,50 @@ fn the_ends_of_the_opset_range_convert() {
     }
 }
 
+/// `source` with the numbers of the exporter's `val_N` names taken out:
+/// two exports of one model number them differently.
+fn unnumbered(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(at) = rest.find("val_") {
+        out.push_str(&rest[..at + 4]);
+        rest = rest[at + 4..].trim_start_matches(|c: char| c.is_ascii_digit());
+        out.push('#');
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `NAME_fixed_batch.onnx`, exported at a fixed batch of 3, imported as
+/// struct `$ty`: its source is the dynamic export's (`NAME.rs`), and with
+/// its own weights it computes PyTorch's outputs at batch 3 and runs at 5.
+macro_rules! fixed_batch {
+    ($ty:ty, $name:literal, $di:literal, $do:literal) => {{
+        let file = concat!($name, "_fixed_batch");
+        let struct_name = stringify!($ty).rsplit(':').next().unwrap().trim();
+        let fixed = import_file(&fixture(&format!("{file}.onnx")), Some(struct_name)).unwrap();
+        let dynamic = std::fs::read_to_string(generated(concat!($name, ".rs"))).unwrap();
+        assert_eq!(unnumbered(&without_header(&fixed.source)), unnumbered(&without_header(&dynamic)), "{file}");
+        let path = std::env::temp_dir().join(format!("blaze-onnx-{file}-{}.safetensors", std::process::id()));
+        std::fs::write(&path, fixed.weights_bytes()).unwrap();
+        let mut model = <$ty>::new(&CpuDevice);
+        load_model(&mut model, &path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let (x, want) = io::<$di, $do>(file);
+        assert_close(file, &model.forward(&x), &want);
+        let five = Tensor::cat(&[x.clone(), x.narrow(0, 0, 2)], 0);
+        assert_close(&format!("{file} at batch 5"), &model.forward(&five).narrow(0, 0, 3), &want);
+    }};
+}
+
 #[test]
 fn an_export_at_a_fixed_batch_size_gets_a_free_batch_dim() {
-    // The reshapes of this export say 3 where the batch goes; the source is
-    // the dynamic export's, and the model runs at any batch size.
-    let fixed = import_file(&fixture("zoo_fixed_batch.onnx"), Some("Zoo")).unwrap();
-    let dynamic = std::fs::read_to_string(generated("zoo.rs")).unwrap();
-    assert_eq!(without_header(&fixed.source), without_header(&dynamic));
-    let path = std::env::temp_dir().join(format!("blaze-onnx-fixed-{}.safetensors", std::process::id()));
-    std::fs::write(&path, fixed.weights_bytes()).unwrap();
-    let mut model = zoo::Zoo::new(&CpuDevice);
-    load_model(&mut model, &path).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    let (x, want) = io::<4, 2>("zoo_fixed_batch");
-    assert_close("zoo_fixed_batch", &model.forward(&x), &want);
-    let five = Tensor::<Cpu, 4>::cat(&[x.clone(), x.narrow(0, 0, 2)], 0);
-    assert_close("zoo_fixed_batch at batch 5", &model.forward(&five).narrow(0, 0, 3), &want);
+    // The reshapes of these exports say 3 where the batch goes (and 12
+    // where attention merges it with 4 heads); the source is the dynamic
+    // export's, and the model runs at any batch size.
+    fixed_batch!(zoo::Zoo, "zoo", 4, 2);
+    fixed_batch!(gpt::Gpt, "gpt", 2, 3);
+    fixed_batch!(multihead::Multihead, "multihead", 3, 3);
 }
 
 fn refusal(path: &Path) -> String {
