@@ -51,13 +51,15 @@ pub enum Error {
         /// What went wrong.
         source: std::io::Error,
     },
-    /// The name asked for the model's struct is not a Rust type name.
-    #[error(
-        "`{0}` is not a Rust type name for the model: it starts with an upper-case letter and holds only \
-         ASCII letters, digits and `_` (`{suggestion}` would do)",
-        suggestion = struct_name(.0)
-    )]
-    Name(String),
+    /// The name asked for the model's struct cannot be used: not a Rust
+    /// type name, or a name the generated source uses for something else.
+    #[error("`{name}` {why}")]
+    Name {
+        /// The name asked for.
+        name: String,
+        /// Why not, and a name that would do.
+        why: String,
+    },
     /// The model could not be converted; nothing was written.
     #[error("{file}: {problem}")]
     Model {
@@ -118,13 +120,18 @@ pub struct Import {
 }
 
 /// Reads and converts the ONNX model at `path`. The struct is called `name`,
-/// or after the file (`lenet.onnx` gives `Lenet`).
+/// or after the file (`lenet.onnx` gives `Lenet`; `lstm.onnx` gives
+/// `LstmModel`, as `Lstm` is a layer's name).
 pub fn import_file(path: &Path, name: Option<&str>) -> Result<Import, Error> {
     let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.to_owned(), source })?;
     let file = path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
     let stem = path.file_stem().map_or_else(|| "Model".into(), |s| s.to_string_lossy().into_owned());
     let dir = path.parent().map(|d| if d.as_os_str().is_empty() { Path::new(".") } else { d });
-    import(&bytes, &file, name.unwrap_or(&struct_name(&stem)), dir)
+    let default = match struct_name(&stem) {
+        n if taken(&n) => format!("{n}Model"),
+        n => n,
+    };
+    import(&bytes, &file, name.unwrap_or(&default), dir)
 }
 
 /// Converts an ONNX model held in memory; `file` names it in errors and in
@@ -138,7 +145,18 @@ pub fn import_bytes(bytes: &[u8], file: &str, name: &str) -> Result<Import, Erro
 fn import(bytes: &[u8], file: &str, name: &str, dir: Option<&Path>) -> Result<Import, Error> {
     let fail = |problem| Error::Model { file: file.to_owned(), problem };
     if !is_type_name(name) {
-        return Err(Error::Name(name.to_owned()));
+        let why = format!(
+            "is not a Rust type name for the model: it starts with an upper-case letter and holds only \
+             ASCII letters, digits and `_` (`{}` would do)",
+            struct_name(name)
+        );
+        return Err(Error::Name { name: name.to_owned(), why });
+    }
+    if taken(name) {
+        let why = format!(
+            "cannot name the model: the generated source uses it for Blaze's own `{name}` (`{name}Model` would do)"
+        );
+        return Err(Error::Name { name: name.to_owned(), why });
     }
     let graph = proto::read(bytes, dir).map_err(fail)?;
     let program = lower::lower(&graph).map_err(fail)?;
@@ -205,6 +223,12 @@ fn struct_name(stem: &str) -> String {
         out.insert_str(0, "Model");
     }
     out
+}
+
+/// Whether the generated source needs `name` for something of Blaze's:
+/// a layer's type, or `Tensor`.
+fn taken(name: &str) -> bool {
+    name == "Tensor" || blaze_spec::Layer::ALL.iter().any(|l| l.name() == name)
 }
 
 fn is_type_name(s: &str) -> bool {

@@ -147,6 +147,7 @@ pub const SUPPORTED: &[&str] = &[
     "Cast",
     "Concat",
     "Constant",
+    "ConstantOfShape",
     "Conv",
     "ConvTranspose",
     "Div",
@@ -160,6 +161,7 @@ pub const SUPPORTED: &[&str] = &[
     "Gemm",
     "GlobalAveragePool",
     "Identity",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "LogSoftmax",
@@ -508,6 +510,19 @@ impl<'g> Lower<'g> {
                     _ => return Err("expands something other than a constant scalar".into()),
                 }
             }
+            "ConstantOfShape" => {
+                let shape = self.ints(n, 0)?;
+                let fill = match n.attrs.get("value") {
+                    Some(crate::proto::Attr::Tensor(d)) if d.len() == 1 => match &d.values {
+                        Values::Bool(b) => Fill::Bool(b[0]),
+                        _ => Fill::Num(d.as_f64()[0]),
+                    },
+                    Some(_) => return Err("has a `value` of more than one element".into()),
+                    None => Fill::Num(0.0),
+                };
+                self.set(n, 0, Val::Filled(fill, shape));
+            }
+            "LSTM" => self.lstm(n)?,
             "Trilu" => {
                 let lower = n.int("upper").unwrap_or(1) == 0;
                 let diagonal = match n.input(1) {

@@ -150,6 +150,22 @@ impl<'g> Lower<'g> {
             return Err("slices with a step other than 1".into());
         }
         match input {
+            // A fill cut where its sizes are known (or kept whole) is a fill.
+            Val::Filled(fill, mut shape) => {
+                let rank = shape.len();
+                for ((&s, &e), &a) in starts.iter().zip(&ends).zip(&axes) {
+                    let axis = norm_axis(a, rank)?;
+                    shape[axis] = match shape[axis].value() {
+                        _ if s == 0 && e >= i64::from(i32::MAX) => continue,
+                        Some(size) => {
+                            let clamp = |x: i64| (if x < 0 { x + size } else { x }).clamp(0, size);
+                            Dim::known((clamp(e) - clamp(s)).max(0))
+                        }
+                        None => return Err(format!("cuts the filled dim {} at {s}..{e}", shape[axis])),
+                    };
+                }
+                self.set(n, 0, Val::Filled(fill, shape));
+            }
             Val::Shape(s) => {
                 let r = s.len() as i64;
                 let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
@@ -260,6 +276,12 @@ impl<'g> Lower<'g> {
                     }
                     _ => Err(format!("adds {} to scores; only a causal mask is converted", kind(&Val::Triangle(tri.clone())))),
                 }
+            }
+            // Sizes taken from a shape one at a time (`shape[2:3] * shape[3:4]`).
+            (Val::Shape(x), Val::Shape(y)) if op == "Mul" && x.len() == 1 && y.len() == 1 => {
+                let v = Val::Shape(vec![x[0].mul(&y[0])]);
+                self.set(n, 0, v);
+                Ok(())
             }
             (Val::Scalar(x), Val::Scalar(y)) if op == "Mul" => {
                 let v = Val::Scalar(x.mul(y));
@@ -391,6 +413,89 @@ impl<'g> Lower<'g> {
             }
             _ => Err("multiplies by a value the importer cannot follow".into()),
         }
+    }
+
+    /// An `LSTM` node as PyTorch's exporters write `nn.LSTM` (one layer,
+    /// forward, zero initial state): an `Lstm` field. Its input is the
+    /// sequence-first view of batch-first data, which the layer reads as it
+    /// is; its output `[T, 1, batch, H]` is a view of the layer's.
+    pub(super) fn lstm(&mut self, n: &Node) -> R<()> {
+        let h = n.int("hidden_size").ok_or("has no hidden_size")? as usize;
+        match n.string("direction").unwrap_or("forward") {
+            "forward" => {}
+            d => {
+                return Err(format!(
+                    "runs {d}; the importer converts forward LSTMs (Blaze's Lstm runs both ways, but that form is not read yet)"
+                ));
+            }
+        }
+        if n.int("layout").unwrap_or(0) != 0 || n.int("input_forget").unwrap_or(0) != 0 || n.float("clip").is_some() {
+            return Err("sets layout, input_forget or clip; nn.LSTM's exports set none".into());
+        }
+        if n.attrs.contains_key("activations") {
+            return Err("names its activations; Blaze's Lstm uses sigmoid and tanh".into());
+        }
+        if n.input(4).is_some() {
+            return Err("takes sequence lengths; Blaze's Lstm reads whole sequences".into());
+        }
+        for i in [5, 6] {
+            if n.input(i).is_some() && !matches!(self.input_val(n, i)?, Val::Filled(Fill::Num(z), _) if *z == 0.0) {
+                return Err(format!(
+                    "starts from a state (input {i}) other than zeros; Blaze's Lstm starts from zeros"
+                ));
+            }
+        }
+        for out in &n.outputs[1..] {
+            if !out.is_empty() && self.readers.get(out).is_some_and(|r| !r.is_empty()) {
+                return Err(format!("has its final state `{out}` read; the importer converts the output sequence"));
+            }
+        }
+        let t = self.tensor(n, 0)?;
+        if t.under.len() != 3 || t.view.as_deref() != Some(&[vec![1], vec![0], vec![2]][..]) {
+            return Err(format!("reads {}, which is not a batch-first sequence seen sequence-first", show(&t.shape())));
+        }
+        let (w, r) = (self.konst(n, 1)?, self.konst(n, 2)?);
+        let i = t.under[2].value().ok_or("reads a sequence of named width")? as usize;
+        if w.dims != [1, 4 * h, i] || r.dims != [1, 4 * h, h] {
+            return Err(format!("has weights of shapes {:?} and {:?} for {i} inputs and {h} units", w.dims, r.dims));
+        }
+        // ONNX orders the gates input, output, forget, cell; PyTorch input,
+        // forget, cell, output.
+        let gates = |d: &Data, rows: usize, width: usize| -> R<Data> {
+            let v = d.f32s().ok_or("has weights that are not floats")?;
+            let block = h * width;
+            let values = [0, 2, 3, 1].iter().flat_map(|&g| v[g * block..(g + 1) * block].iter().copied()).collect();
+            Ok(Data { dims: if width == 1 { vec![rows] } else { vec![rows, width] }, values: Values::F32(values) })
+        };
+        let mut tensors = vec![gates(&w, 4 * h, i)?, gates(&r, 4 * h, h)?];
+        let mut keys = vec![];
+        match n.input(3) {
+            Some(_) => {
+                let b = self.konst(n, 3)?;
+                if b.dims != [1, 8 * h] {
+                    return Err(format!("has a bias of shape {:?} for {h} units", b.dims));
+                }
+                let v = b.f32s().ok_or("has a bias that is not floats")?;
+                let half =
+                    |k: usize| Data { dims: vec![4 * h], values: Values::F32(v[k * 4 * h..(k + 1) * 4 * h].to_vec()) };
+                tensors.push(gates(&half(0), 4 * h, 1)?);
+                tensors.push(gates(&half(1), 4 * h, 1)?);
+            }
+            None => keys.push(("bias", Value::Bool(false))),
+        }
+        let names: Vec<&str> = (1..4).filter_map(|k| n.input(k)).collect();
+        let base = self.field_base(n, &names);
+        let f = self.field(&base, Layer::Lstm, vec![i, h], keys, tensors)?;
+        let x = Tensor::plain(t.name.clone(), t.under.clone(), t.dtype);
+        let shape = self.layer_out(f, &x)?;
+        let name = self.binding(&n.outputs[0]);
+        self.steps.push(Step::Layer { field: f, input: x.name.clone(), output: name.clone(), shape: shape.clone() });
+        let mut under = vec![Dim::named(BATCH)];
+        under.extend(shape);
+        // `[T, num_directions, batch, H]`.
+        let y = Tensor::plain(name, under, DType::F32).seen(vec![vec![1], vec![], vec![0], vec![2]]);
+        self.set(n, 0, Val::Tensor(y));
+        Ok(())
     }
 
     pub(super) fn gemm(&mut self, n: &Node) -> R<()> {

@@ -149,6 +149,11 @@ impl<'g> Lower<'g> {
                 self.set(n, 0, Val::Scalar(s[0].clone()));
                 return Ok(());
             }
+            // A list of sizes kept a list (`[k]` or `[-1]`).
+            Val::Shape(s) if matches!(self.known_ints(n, 1).as_deref(), Ok([k]) if *k == -1 || *k == s.len() as i64) => {
+                self.set(n, 0, Val::Shape(s));
+                return Ok(());
+            }
             // A constant keeps its values under the new shape.
             Val::Const(c) => {
                 let target = self.ints(n, 1)?;

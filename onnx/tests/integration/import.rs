@@ -30,6 +30,10 @@ mod legacy_encoder_layer;
 mod legacy_gelu;
 #[path = "../generated/lenet.rs"]
 mod lenet;
+#[path = "../generated/lstm.rs"]
+mod lstm;
+#[path = "../generated/lstm_legacy.rs"]
+mod lstm_legacy;
 #[path = "../generated/mlp.rs"]
 mod mlp;
 #[path = "../generated/multihead.rs"]
@@ -52,7 +56,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 16] = [
+const MODELS: [&str; 18] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -69,6 +73,8 @@ const MODELS: [&str; 16] = [
     "opset13",
     "legacy_gelu",
     "legacy_encoder_layer",
+    "lstm",
+    "lstm_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -209,6 +215,19 @@ fn the_legacy_exporters_encoder_layer_matches_pytorch_and_fine_tunes() {
     // `Cast`, `Sqrt`), computed at import; the trace fixed the length at 9.
     let (model, x, _) = imported!(legacy_encoder_layer::LegacyEncoderLayer, "legacy_encoder_layer", 3, 3);
     fine_tunes!(model, x, 0.1, 30);
+}
+
+#[test]
+fn lstm_nodes_become_lstm_fields_that_match_pytorch_and_fine_tune() {
+    // Both exporters: an LSTM node read sequence-first, its zero state
+    // built from shapes; the file `lstm.onnx` names the struct `LstmModel`.
+    let (model, x, want) = imported!(lstm::LstmModel, "lstm", 3, 3);
+    assert_close("lstm, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 4.0, 30);
+    let (model, x, _) = imported!(lstm_legacy::LstmLegacy, "lstm_legacy", 3, 3);
+    fine_tunes!(model, x, 4.0, 30);
+    let msg = refusal(&fixture("lstm_bidirectional.onnx"));
+    assert!(msg.contains("node `/lstm/LSTM` (LSTM) runs bidirectional"), "{msg}");
 }
 
 #[test]
@@ -400,10 +419,15 @@ fn broken_files_are_refused_and_nothing_is_written() {
     assert!(msg.starts_with("/nonexistent/model.onnx: "), "{msg}");
     // A bad struct name is the caller's mistake, not the model's.
     match import_bytes(&bytes, "lenet.onnx", "lenet") {
-        Err(e @ Error::Name(_)) => {
+        Err(e @ Error::Name { .. }) => {
             let msg = e.to_string();
             assert!(msg.starts_with("`lenet` is not a Rust type name") && msg.contains("`Lenet` would do"), "{msg}");
         }
+        other => panic!("{other:?}"),
+    }
+    // Nor can it be a name the generated source uses for a layer.
+    match import_bytes(&bytes, "lenet.onnx", "Linear") {
+        Err(e @ Error::Name { .. }) => assert!(e.to_string().contains("`LinearModel` would do"), "{e}"),
         other => panic!("{other:?}"),
     }
 }
