@@ -156,6 +156,7 @@ pub const SUPPORTED: &[&str] = &[
     "Erf",
     "Expand",
     "Flatten",
+    "GRU",
     "Gather",
     "Gelu",
     "Gemm",
@@ -522,7 +523,7 @@ impl<'g> Lower<'g> {
                 };
                 self.set(n, 0, Val::Filled(fill, shape));
             }
-            "LSTM" => self.lstm(n)?,
+            "LSTM" | "GRU" => self.recurrent(n)?,
             "Trilu" => {
                 let lower = n.int("upper").unwrap_or(1) == 0;
                 let diagonal = match n.input(1) {

@@ -415,33 +415,48 @@ impl<'g> Lower<'g> {
         }
     }
 
-    /// An `LSTM` node as PyTorch's exporters write `nn.LSTM` (one layer,
-    /// forward, zero initial state): an `Lstm` field. Its input is the
-    /// sequence-first view of batch-first data, which the layer reads as it
-    /// is; its output `[T, 1, batch, H]` is a view of the layer's.
-    pub(super) fn lstm(&mut self, n: &Node) -> R<()> {
+    /// An `LSTM` or `GRU` node as PyTorch's exporters write `nn.LSTM` and
+    /// `nn.GRU` (one layer, forward, zero initial state): an `Lstm` or
+    /// `Gru` field. Its input is the sequence-first view of batch-first
+    /// data, which the layer reads as it is; its output
+    /// `[T, 1, batch, H]` is a view of the layer's.
+    pub(super) fn recurrent(&mut self, n: &Node) -> R<()> {
+        let lstm = n.op == "LSTM";
+        // The gates in PyTorch's order, by their place in ONNX's: an LSTM's
+        // i, o, f, c become i, f, g, o; a GRU's z, r, h become r, z, n.
+        let (layer, order, states): (Layer, &[usize], &[usize]) =
+            if lstm { (Layer::Lstm, &[0, 2, 3, 1], &[5, 6]) } else { (Layer::Gru, &[1, 0, 2], &[5]) };
+        let gates = order.len();
         let h = n.int("hidden_size").ok_or("has no hidden_size")? as usize;
         match n.string("direction").unwrap_or("forward") {
             "forward" => {}
             d => {
                 return Err(format!(
-                    "runs {d}; the importer converts forward LSTMs (Blaze's Lstm runs both ways, but that form is not read yet)"
+                    "runs {d}; the importer converts forward ones (Blaze's {} runs both ways, but that form is not read yet)",
+                    layer.name()
                 ));
             }
         }
         if n.int("layout").unwrap_or(0) != 0 || n.int("input_forget").unwrap_or(0) != 0 || n.float("clip").is_some() {
-            return Err("sets layout, input_forget or clip; nn.LSTM's exports set none".into());
+            return Err("sets layout, input_forget or clip; PyTorch's exports set none".into());
         }
         if n.attrs.contains_key("activations") {
-            return Err("names its activations; Blaze's Lstm uses sigmoid and tanh".into());
+            return Err(format!("names its activations; Blaze's {} uses sigmoid and tanh", layer.name()));
+        }
+        if !lstm && n.int("linear_before_reset").unwrap_or(0) != 1 {
+            return Err(
+                "applies the reset gate before the hidden weights (linear_before_reset = 0); nn.GRU's export sets 1"
+                    .into(),
+            );
         }
         if n.input(4).is_some() {
-            return Err("takes sequence lengths; Blaze's Lstm reads whole sequences".into());
+            return Err(format!("takes sequence lengths; Blaze's {} reads whole sequences", layer.name()));
         }
-        for i in [5, 6] {
+        for &i in states {
             if n.input(i).is_some() && !matches!(self.input_val(n, i)?, Val::Filled(Fill::Num(z), _) if *z == 0.0) {
                 return Err(format!(
-                    "starts from a state (input {i}) other than zeros; Blaze's Lstm starts from zeros"
+                    "starts from a state (input {i}) other than zeros; Blaze's {} starts from zeros",
+                    layer.name()
                 ));
             }
         }
@@ -456,36 +471,34 @@ impl<'g> Lower<'g> {
         }
         let (w, r) = (self.konst(n, 1)?, self.konst(n, 2)?);
         let i = t.under[2].value().ok_or("reads a sequence of named width")? as usize;
-        if w.dims != [1, 4 * h, i] || r.dims != [1, 4 * h, h] {
+        let rows = gates * h;
+        if w.dims != [1, rows, i] || r.dims != [1, rows, h] {
             return Err(format!("has weights of shapes {:?} and {:?} for {i} inputs and {h} units", w.dims, r.dims));
         }
-        // ONNX orders the gates input, output, forget, cell; PyTorch input,
-        // forget, cell, output.
-        let gates = |d: &Data, rows: usize, width: usize| -> R<Data> {
-            let v = d.f32s().ok_or("has weights that are not floats")?;
+        let reorder = |v: &[f32], width: usize| -> Data {
             let block = h * width;
-            let values = [0, 2, 3, 1].iter().flat_map(|&g| v[g * block..(g + 1) * block].iter().copied()).collect();
-            Ok(Data { dims: if width == 1 { vec![rows] } else { vec![rows, width] }, values: Values::F32(values) })
+            let values = order.iter().flat_map(|&g| v[g * block..(g + 1) * block].iter().copied()).collect();
+            Data { dims: if width == 1 { vec![rows] } else { vec![rows, width] }, values: Values::F32(values) }
         };
-        let mut tensors = vec![gates(&w, 4 * h, i)?, gates(&r, 4 * h, h)?];
+        let floats = |d: &Data| d.f32s().map(<[f32]>::to_vec).ok_or("has weights that are not floats");
+        let mut tensors = vec![reorder(&floats(&w)?, i), reorder(&floats(&r)?, h)];
         let mut keys = vec![];
         match n.input(3) {
             Some(_) => {
                 let b = self.konst(n, 3)?;
-                if b.dims != [1, 8 * h] {
+                if b.dims != [1, 2 * rows] {
                     return Err(format!("has a bias of shape {:?} for {h} units", b.dims));
                 }
-                let v = b.f32s().ok_or("has a bias that is not floats")?;
-                let half =
-                    |k: usize| Data { dims: vec![4 * h], values: Values::F32(v[k * 4 * h..(k + 1) * 4 * h].to_vec()) };
-                tensors.push(gates(&half(0), 4 * h, 1)?);
-                tensors.push(gates(&half(1), 4 * h, 1)?);
+                let v = floats(&b)?;
+                // The input weights' bias, then the hidden weights'.
+                tensors.push(reorder(&v[..rows], 1));
+                tensors.push(reorder(&v[rows..], 1));
             }
             None => keys.push(("bias", Value::Bool(false))),
         }
         let names: Vec<&str> = (1..4).filter_map(|k| n.input(k)).collect();
         let base = self.field_base(n, &names);
-        let f = self.field(&base, Layer::Lstm, vec![i, h], keys, tensors)?;
+        let f = self.field(&base, layer, vec![i, h], keys, tensors)?;
         let x = Tensor::plain(t.name.clone(), t.under.clone(), t.dtype);
         let shape = self.layer_out(f, &x)?;
         let name = self.binding(&n.outputs[0]);

@@ -8,14 +8,14 @@ use blaze::prelude::*;
 
 #[model]
 pub struct LstmLegacy {
-    lstm_lstm: Lstm<8, 12>,
+    rnn_lstm: Lstm<8, 12>,
     fc: Linear<12, 3>,
 }
 
 #[model(input = [T, 8])]
 impl LstmLegacy {
     fn forward(&self, input: Tensor) -> Tensor {
-        let lstm_lstm_output_0 = self.lstm_lstm(input); // [T, 12]
-        self.fc(lstm_lstm_output_0) // [T, 3]
+        let rnn_lstm_output_0 = self.rnn_lstm(input); // [T, 12]
+        self.fc(rnn_lstm_output_0) // [T, 3]
     }
 }

@@ -24,6 +24,10 @@ mod decoder;
 mod encoder_layer;
 #[path = "../generated/gpt.rs"]
 mod gpt;
+#[path = "../generated/gru.rs"]
+mod gru;
+#[path = "../generated/gru_legacy.rs"]
+mod gru_legacy;
 #[path = "../generated/legacy_encoder_layer.rs"]
 mod legacy_encoder_layer;
 #[path = "../generated/legacy_gelu.rs"]
@@ -56,7 +60,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 18] = [
+const MODELS: [&str; 20] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -75,6 +79,8 @@ const MODELS: [&str; 18] = [
     "legacy_encoder_layer",
     "lstm",
     "lstm_legacy",
+    "gru",
+    "gru_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -218,16 +224,22 @@ fn the_legacy_exporters_encoder_layer_matches_pytorch_and_fine_tunes() {
 }
 
 #[test]
-fn lstm_nodes_become_lstm_fields_that_match_pytorch_and_fine_tune() {
-    // Both exporters: an LSTM node read sequence-first, its zero state
-    // built from shapes; the file `lstm.onnx` names the struct `LstmModel`.
+fn recurrent_nodes_become_lstm_and_gru_fields_that_match_pytorch_and_fine_tune() {
+    // Both exporters: an LSTM or GRU node read sequence-first, its zero
+    // state built from shapes; the file `lstm.onnx` names the struct
+    // `LstmModel`, since `Lstm` is the layer.
     let (model, x, want) = imported!(lstm::LstmModel, "lstm", 3, 3);
     assert_close("lstm, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
     fine_tunes!(model, x, 4.0, 30);
+    let (model, x, want) = imported!(gru::GruModel, "gru", 3, 3);
+    assert_close("gru, a prefix", &model.forward(&x.narrow(1, 0, 4)), &want.narrow(1, 0, 4));
+    fine_tunes!(model, x, 4.0, 30);
     let (model, x, _) = imported!(lstm_legacy::LstmLegacy, "lstm_legacy", 3, 3);
     fine_tunes!(model, x, 4.0, 30);
+    let (model, x, _) = imported!(gru_legacy::GruLegacy, "gru_legacy", 3, 3);
+    fine_tunes!(model, x, 4.0, 30);
     let msg = refusal(&fixture("lstm_bidirectional.onnx"));
-    assert!(msg.contains("node `/lstm/LSTM` (LSTM) runs bidirectional"), "{msg}");
+    assert!(msg.contains("node `/rnn/LSTM` (LSTM) runs bidirectional"), "{msg}");
 }
 
 #[test]
