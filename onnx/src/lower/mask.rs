@@ -64,11 +64,18 @@ impl Tri {
             return None;
         }
         let n = d.dims[r - 1];
+        if n < 2 {
+            return None;
+        }
+        // One value on and below the diagonal, another above: a registered
+        // `tril` of ones, or the additive mask an export at a fixed length
+        // folds into a constant.
         let v = d.as_f64();
-        let tril = (0..n).all(|i| (0..n).all(|j| v[i * n + j] == f64::from(u8::from(j <= i))));
+        let (on, off) = (v[0], v[1]);
+        let tril = on != off && (0..n).all(|i| (0..n).all(|j| v[i * n + j] == if j <= i { on } else { off }));
         let (on, off) = match d.values {
-            Values::Bool(_) => (Fill::Bool(true), Fill::Bool(false)),
-            _ => (Fill::Num(1.0), Fill::Num(0.0)),
+            Values::Bool(_) => (Fill::Bool(on != 0.0), Fill::Bool(off != 0.0)),
+            _ => (Fill::Num(on), Fill::Num(off)),
         };
         let n = Dim::known(n as i64);
         tril.then(|| Tri { lead: r - 2, rows: n.clone(), cols: n, lower: true, diagonal: 0, on, off })
@@ -103,8 +110,11 @@ impl<'g> Lower<'g> {
     /// `Where(cond, a, b)`: between numbers, a new table; between a tensor
     /// and a number, by a causal mask, `masked_fill`.
     pub(super) fn select(&mut self, n: &Node) -> R<()> {
-        let Val::Triangle(cond) = self.input_val(n, 0)?.clone() else {
-            return Err("selects by a condition computed from the data; only a causal mask is converted".into());
+        let cond = match self.input_val(n, 0)? {
+            Val::Triangle(t) => t.clone(),
+            // A mask an export at a fixed length folded into a constant.
+            Val::Const(c) if Tri::of_constant(c).is_some() => Tri::of_constant(c).expect("a triangle"),
+            _ => return Err("selects by a condition computed from the data; only a causal mask is converted".into()),
         };
         let (a, b) = (self.input_val(n, 1)?.clone(), self.input_val(n, 2)?.clone());
         let is_true = |f: &Fill| *f == Fill::Bool(true);

@@ -225,6 +225,12 @@ impl<'g> Lower<'g> {
             self.set(n, 0, Val::Scalar(q));
             return Ok(());
         }
+        // A constant causal mask (an export at a fixed length) is a triangle.
+        let triangle = |v: Val| match &v {
+            Val::Const(c) if c.len() > 1 => Tri::of_constant(c).map_or(v, Val::Triangle),
+            _ => v,
+        };
+        let (a, b) = (triangle(a), triangle(b));
         let sym = match op {
             "Add" => "+",
             "Sub" => "-",

@@ -212,7 +212,21 @@ impl<'g> Lower<'g> {
         if let Some(b) = self.fixed_batch.clone()
             && !agree(&dims)
         {
-            let batched = (0..dims.len()).find_map(|k| {
+            // Where the dims before it hold as many values as those before
+            // the batch in the input, first (a row-major reshape keeps its
+            // place); then the size itself, then its multiples (at batch 3,
+            // 9 is both a length and 3 x 3).
+            let (shape, groups) = (t.shape(), t.groups());
+            let before = groups.iter().position(|g| g.contains(&0)).map(|g| {
+                let inner = groups[g].iter().take_while(|&&a| a != 0).map(|&a| &t.under[a]);
+                Dim::product(&shape[..g]).mul(&Dim::product(inner))
+            });
+            let in_place = (0..dims.len()).filter(|&k| {
+                dims[..k].iter().all(Option::is_some)
+                    && before.as_ref().is_some_and(|p| *p == Dim::product(dims[..k].iter().flatten()))
+            });
+            let exact = (0..dims.len()).filter(|&k| dims[k].as_ref() == Some(&b));
+            let batched = in_place.chain(exact).chain(0..dims.len()).find_map(|k| {
                 let q = dims[k].as_ref()?.div(&b).filter(|q| q.value().is_some())?;
                 let mut batched = dims.clone();
                 batched[k] = Some(q.mul(&Dim::named(BATCH)));

@@ -16,6 +16,8 @@ use blaze_onnx::{Error, Problem, import_bytes, import_file};
 
 #[path = "../generated/attention_buffer.rs"]
 mod attention_buffer;
+#[path = "../generated/attention_buffer_fixed.rs"]
+mod attention_buffer_fixed;
 #[path = "../generated/attention_triu.rs"]
 mod attention_triu;
 #[path = "../generated/decoder.rs"]
@@ -44,6 +46,8 @@ mod lstm_stacked;
 mod mlp;
 #[path = "../generated/multihead.rs"]
 mod multihead;
+#[path = "../generated/multihead_fixed.rs"]
+mod multihead_fixed;
 #[path = "../generated/ops.rs"]
 mod ops;
 #[path = "../generated/opset13.rs"]
@@ -62,7 +66,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 21] = [
+const MODELS: [&str; 23] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -84,6 +88,8 @@ const MODELS: [&str; 21] = [
     "gru",
     "gru_legacy",
     "lstm_stacked",
+    "multihead_fixed",
+    "attention_buffer_fixed",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -399,6 +405,20 @@ fn an_export_at_a_fixed_batch_size_gets_a_free_batch_dim() {
     fixed_batch!(zoo::Zoo, "zoo", 4, 2);
     fixed_batch!(gpt::Gpt, "gpt", 2, 3);
     fixed_batch!(multihead::Multihead, "multihead", 3, 3);
+}
+
+#[test]
+fn an_export_at_a_fixed_batch_and_length_reads_its_constant_masks() {
+    // The exporter folds the causal mask into a constant [9, 9]: added to
+    // the scores (nn.MultiheadAttention) or a condition (a tril buffer).
+    // At batch 3 and length 9, the reshapes' 9s and 3s are told apart by
+    // where the batch sits.
+    let (model, x, want) = imported!(multihead_fixed::MultiheadFixed, "multihead_fixed", 3, 3);
+    let five = Tensor::cat(&[x.clone(), x.narrow(0, 0, 2)], 0);
+    assert_close("multihead_fixed at batch 5", &model.forward(&five).narrow(0, 0, 3), &want);
+    fine_tunes!(model, x, 0.5, 30);
+    let (model, x, _) = imported!(attention_buffer_fixed::AttentionBufferFixed, "attention_buffer_fixed", 3, 3);
+    fine_tunes!(model, x, 0.5, 30);
 }
 
 fn refusal(path: &Path) -> String {
