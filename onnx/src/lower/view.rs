@@ -156,28 +156,14 @@ impl<'g> Lower<'g> {
             }
             // A constant keeps its values under the new shape.
             Val::Const(c) => {
+                let shape: Vec<Dim> = c.dims.iter().map(|&d| Dim::known(d as i64)).collect();
                 let target = self.ints(n, 1)?;
-                let allowzero = n.int("allowzero").unwrap_or(0) == 1;
-                let mut dims = Vec::with_capacity(target.len());
-                let mut rest = None;
-                for (k, d) in target.iter().enumerate() {
-                    match d.value() {
-                        Some(0) if !allowzero => dims.push(*c.dims.get(k).ok_or("copies a dim past the input's rank")?),
-                        Some(-1) if rest.is_none() => {
-                            rest = Some(k);
-                            dims.push(1);
-                        }
-                        Some(v) if v >= 0 => dims.push(v as usize),
-                        _ => return Err(format!("reshapes a constant to {}", crate::dim::show(&target))),
-                    }
-                }
-                let known: usize = dims.iter().product();
-                if let Some(k) = rest {
-                    dims[k] = if known == 0 { 0 } else { c.len() / known };
-                }
-                if dims.iter().product::<usize>() != c.len() {
-                    return Err(format!("reshapes a constant of shape {:?} to {}", c.dims, crate::dim::show(&target)));
-                }
+                let dims = target_dims(&target, &shape, n.int("allowzero").unwrap_or(0) == 1)?;
+                let dims = fill_rest(dims, &shape, &target)?;
+                let dims = dims.iter().map(|d| d.value().map(|v| v as usize)).collect::<Option<Vec<_>>>();
+                let dims = dims
+                    .filter(|d| d.iter().product::<usize>() == c.len())
+                    .ok_or_else(|| format!("reshapes a constant of shape {:?} to {}", c.dims, show(&target)))?;
                 self.set(n, 0, Val::Const(Data { dims, values: c.values }));
                 return Ok(());
             }
@@ -185,23 +171,9 @@ impl<'g> Lower<'g> {
         }
         let t = self.tensor(n, 0)?;
         let target = self.ints(n, 1)?;
-        let allowzero = n.int("allowzero").unwrap_or(0) == 1;
         let shape = t.shape();
         let numel = Dim::product(&shape);
-        // 0 copies the input's dim (unless allowzero), -1 takes the rest.
-        let mut dims: Vec<Option<Dim>> = target
-            .iter()
-            .enumerate()
-            .map(|(k, d)| match d.value() {
-                Some(0) if !allowzero => shape.get(k).cloned().map(Some).ok_or("copies a dim past the input's rank".to_string()),
-                Some(-1) => Ok(None),
-                Some(v) if v < 0 => Err(format!("has a negative size {v}")),
-                _ => Ok(Some(d.clone())),
-            })
-            .collect::<R<_>>()?;
-        if dims.iter().filter(|d| d.is_none()).count() > 1 {
-            return Err("has more than one -1".into());
-        }
+        let mut dims = target_dims(&target, &shape, n.int("allowzero").unwrap_or(0) == 1)?;
         // An export at a fixed batch size writes that size (or a multiple:
         // batch times heads) where the batch goes: if the sizes agree only
         // with the batch in one of those places, it is there.
@@ -236,13 +208,7 @@ impl<'g> Lower<'g> {
                 dims = batched;
             }
         }
-        let known = Dim::product(dims.iter().flatten());
-        if let Some(slot) = dims.iter_mut().find(|d| d.is_none()) {
-            *slot = Some(numel.div(&known).ok_or_else(|| {
-                format!("reshapes {} to {}: the sizes do not divide", show(&shape), show(&target))
-            })?);
-        }
-        let mut dims: Vec<Dim> = dims.into_iter().map(|d| d.expect("filled")).collect();
+        let mut dims = fill_rest(dims, &shape, &target)?;
         // An export at a fixed batch size writes that size where the batch goes.
         if t.view.is_none()
             && dims[0].value().is_some()
@@ -407,4 +373,39 @@ impl<'g> Lower<'g> {
         self.set(n, 0, out);
         Ok(())
     }
+}
+
+/// A `Reshape`'s target against the input's `shape`: 0 copies the input's
+/// dim (unless `allowzero`), -1 (at most one) is left for [`fill_rest`].
+fn target_dims(target: &[Dim], shape: &[Dim], allowzero: bool) -> R<Vec<Option<Dim>>> {
+    let dims: Vec<Option<Dim>> = target
+        .iter()
+        .enumerate()
+        .map(|(k, d)| match d.value() {
+            Some(0) if !allowzero => {
+                shape.get(k).cloned().map(Some).ok_or("copies a dim past the input's rank".to_string())
+            }
+            Some(-1) => Ok(None),
+            Some(v) if v < 0 => Err(format!("has a negative size {v}")),
+            _ => Ok(Some(d.clone())),
+        })
+        .collect::<R<_>>()?;
+    if dims.iter().filter(|d| d.is_none()).count() > 1 {
+        return Err("has more than one -1".into());
+    }
+    Ok(dims)
+}
+
+/// `dims` with its -1 taking the values the others leave of `shape`'s.
+fn fill_rest(mut dims: Vec<Option<Dim>>, shape: &[Dim], target: &[Dim]) -> R<Vec<Dim>> {
+    let numel = Dim::product(shape);
+    let known = Dim::product(dims.iter().flatten());
+    if let Some(slot) = dims.iter_mut().find(|d| d.is_none()) {
+        *slot = Some(
+            numel
+                .div(&known)
+                .ok_or_else(|| format!("reshapes {} to {}: the sizes do not divide", show(shape), show(target)))?,
+        );
+    }
+    Ok(dims.into_iter().map(|d| d.expect("filled")).collect())
 }
