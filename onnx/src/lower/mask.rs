@@ -110,11 +110,8 @@ impl<'g> Lower<'g> {
     /// `Where(cond, a, b)`: between numbers, a new table; between a tensor
     /// and a number, by a causal mask, `masked_fill`.
     pub(super) fn select(&mut self, n: &Node) -> R<()> {
-        let cond = match self.input_val(n, 0)? {
-            Val::Triangle(t) => t.clone(),
-            // A mask an export at a fixed length folded into a constant.
-            Val::Const(c) if Tri::of_constant(c).is_some() => Tri::of_constant(c).expect("a triangle"),
-            _ => return Err("selects by a condition computed from the data; only a causal mask is converted".into()),
+        let Some(cond) = self.input_val(n, 0)?.triangle() else {
+            return Err("selects by a condition computed from the data; only a causal mask is converted".into());
         };
         let (a, b) = (self.input_val(n, 1)?.clone(), self.input_val(n, 2)?.clone());
         let is_true = |f: &Fill| *f == Fill::Bool(true);

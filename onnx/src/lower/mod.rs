@@ -93,6 +93,33 @@ enum Val {
     Opaque(String),
 }
 
+impl Val {
+    /// The values of a constant, or of sizes that are all known (a size
+    /// 0-D, a shape 1-D), as integers.
+    fn known(&self) -> Option<Data> {
+        match self {
+            Val::Const(c) => Some(c.clone()),
+            Val::Scalar(d) => d.value().map(|k| Data { dims: vec![], values: Values::I64(vec![k]) }),
+            Val::Shape(s) => {
+                let values = s.iter().map(Dim::value).collect::<Option<Vec<_>>>()?;
+                Some(Data { dims: vec![s.len()], values: Values::I64(values) })
+            }
+            _ => None,
+        }
+    }
+
+    /// The table split along a diagonal that this value is: a triangle, or
+    /// a constant laid out as one (a registered `tril`, or a causal mask
+    /// an export at a fixed length folded).
+    fn triangle(&self) -> Option<Tri> {
+        match self {
+            Val::Triangle(t) => Some(t.clone()),
+            Val::Const(c) => Tri::of_constant(c),
+            _ => None,
+        }
+    }
+}
+
 const BATCH: &str = "batch";
 
 /// The functions a forward body calls by name.
@@ -449,17 +476,12 @@ impl<'g> Lower<'g> {
                         Val::Opaque(format!("`{}` casts a tensor computed from the data to ONNX type {}", n.name, to.unwrap_or(0)))
                     }
                     // Constants and known sizes turn to floats (float, double) here.
-                    (Val::Const(c), Some(1 | 11)) => Val::Const(Data {
-                        values: Values::F32(c.as_f64().iter().map(|&x| x as f32).collect()),
-                        dims: c.dims,
-                    }),
-                    (Val::Scalar(d), Some(1 | 11)) if d.value().is_some() => {
-                        let k = d.value().expect("known") as f32;
-                        Val::Const(Data { dims: vec![], values: Values::F32(vec![k]) })
-                    }
-                    (Val::Shape(s), Some(1 | 11)) if s.iter().all(|d| d.value().is_some()) => {
-                        let values = s.iter().map(|d| d.value().expect("known") as f32).collect();
-                        Val::Const(Data { dims: vec![s.len()], values: Values::F32(values) })
+                    (v, Some(1 | 11)) if v.known().is_some() => {
+                        let c = v.known().expect("known");
+                        Val::Const(Data {
+                            values: Values::F32(c.as_f64().iter().map(|&x| x as f32).collect()),
+                            dims: c.dims,
+                        })
                     }
                     (v, _) => v,
                 };

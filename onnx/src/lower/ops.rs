@@ -111,12 +111,7 @@ impl<'g> Lower<'g> {
     pub(super) fn slice(&mut self, n: &Node) -> R<()> {
         let starts = self.known_ints(n, 1)?;
         let input = self.input_val(n, 0)?.clone();
-        let table = match &input {
-            Val::Triangle(t) => Some(t.clone()),
-            Val::Const(d) => Tri::of_constant(d),
-            _ => None,
-        };
-        if let Some(mut tri) = table {
+        if let Some(mut tri) = input.triangle() {
             let rank = tri.lead + 2;
             // A causal mask cut to the sequence: `bias[:, :, :T, :T]`.
             let ends = self.ints(n, 2)?;
@@ -201,12 +196,9 @@ impl<'g> Lower<'g> {
         let a = self.input_val(n, 0)?.clone();
         let b = self.input_val(n, 1)?.clone();
         // Arithmetic on constants and known sizes (an exporter's shape
-        // arithmetic) is done here; a size stays a size.
-        let known = |v: &Val| match v {
-            Val::Const(c) => Some(c.clone()),
-            Val::Scalar(d) => d.value().map(|k| Data { dims: vec![], values: Values::I64(vec![k]) }),
-            _ => None,
-        };
+        // arithmetic) is done here; a size stays a size. (A shape's sizes
+        // are combined below, where they may be named.)
+        let known = |v: &Val| if matches!(v, Val::Shape(_)) { None } else { v.known() };
         if let (Some(x), Some(y)) = (known(&a), known(&b)) {
             let v = fold(op, &x, &y, n.int("fmod") == Some(1))?;
             let size = matches!(a, Val::Scalar(_)) || matches!(b, Val::Scalar(_));
@@ -226,10 +218,7 @@ impl<'g> Lower<'g> {
             return Ok(());
         }
         // A constant causal mask (an export at a fixed length) is a triangle.
-        let triangle = |v: Val| match &v {
-            Val::Const(c) if c.len() > 1 => Tri::of_constant(c).map_or(v, Val::Triangle),
-            _ => v,
-        };
+        let triangle = |v: Val| v.triangle().map_or(v, Val::Triangle);
         let (a, b) = (triangle(a), triangle(b));
         let sym = match op {
             "Add" => "+",
@@ -923,8 +912,10 @@ impl<'g> Lower<'g> {
 /// integer division rounding toward zero, and `Mod` taking the divisor's
 /// sign (or the dividend's, C's `fmod`, with `fmod = 1`, which floats need).
 fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
-    let dims = broadcast_dims(&x.dims, &y.dims)
-        .ok_or_else(|| format!("combines constants of shapes {:?} and {:?}, which do not broadcast", x.dims, y.dims))?;
+    let sizes = |d: &Data| d.dims.iter().map(|&k| Dim::known(k as i64)).collect::<Vec<_>>();
+    let dims = broadcast(&sizes(x), &sizes(y))
+        .map_err(|_| format!("combines constants of shapes {:?} and {:?}, which do not broadcast", x.dims, y.dims))?;
+    let dims: Vec<usize> = dims.iter().map(|d| d.value().expect("known") as usize).collect();
     let at = |d: &Data, i: usize| index_broadcast(&d.dims, &dims, i);
     let n: usize = dims.iter().product();
     let values = match (&x.values, &y.values) {
@@ -960,19 +951,6 @@ fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
         _ => return Err("combines constants of different element types".into()),
     };
     Ok(Data { dims, values })
-}
-
-/// The shape two shapes broadcast to, NumPy's way.
-fn broadcast_dims(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
-    let rank = a.len().max(b.len());
-    let dim = |s: &[usize], i: usize| if i + s.len() < rank { 1 } else { s[i + s.len() - rank] };
-    (0..rank)
-        .map(|i| match (dim(a, i), dim(b, i)) {
-            (p, q) if p == q || q == 1 => Some(p),
-            (1, q) => Some(q),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The flat index into a tensor of shape `dims` of element `i` of its
