@@ -251,9 +251,7 @@ impl<'g> Lower<'g> {
             while rest != one {
                 let a = *atoms.front().ok_or_else(|| cannot("the sizes do not match".into()))?;
                 let s = size(&axes, a).expect("a live axis");
-                // At a fixed batch size, that number stands for the batch dim.
-                let fixed = self.fixed_batch.as_ref().filter(|_| s.name() == Some(BATCH));
-                if let Some(r) = rest.div(&s).or_else(|| fixed.and_then(|b| rest.div(b))) {
+                if let Some(r) = rest.div(&s) {
                     group.push(a);
                     atoms.pop_front();
                     rest = r;
