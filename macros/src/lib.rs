@@ -89,3 +89,19 @@ pub fn derive_module(item: TokenStream) -> TokenStream {
 pub fn kernel(item: TokenStream) -> TokenStream {
     kernel::expand(item.into()).into()
 }
+
+/// The runtime's side of the op table (`blaze_spec::ops`): `UnaryOp` and a
+/// kernel module per op. Invoked once, by `blaze_runtime::unary`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __unary_ops(_: TokenStream) -> TokenStream {
+    kernel::table::runtime().into()
+}
+
+/// The CubeCL backend's side of the op table: the `#[cube]` functions and
+/// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __cube_unary_ops(_: TokenStream) -> TokenStream {
+    kernel::table::cube().into()
+}

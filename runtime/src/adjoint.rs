@@ -12,13 +12,14 @@
 //! allocates on the heap beyond the ops it runs, so a generated training
 //! step stays allocation-free.
 
-use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, SoftmaxOptions, UnaryOp};
-use crate::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn};
+use crate::kernel::{KernelArg, KernelFn};
 use crate::shape::Dims;
+use crate::unary::{UnaryKernel, UnaryVisitor};
 use crate::{Conv2dOptions, Pool2dOptions};
+use blaze_spec::ops::MAX_UNARY_PARAMS;
 
 type S<B> = <B as Primitives>::Storage;
 
@@ -32,11 +33,6 @@ fn div<B: Backend>(a: &S<B>, b: &S<B>) -> S<B> {
 
 fn scale<B: Backend>(a: &S<B>, s: f64) -> S<B> {
     B::binary_scalar(BinaryOp::Mul, a, s)
-}
-
-/// `1 - t`.
-fn one_minus<B: Backend>(t: &S<B>) -> S<B> {
-    B::binary_scalar(BinaryOp::Add, &scale::<B>(t, -1.0), 1.0)
 }
 
 /// Zeros of `like`'s dtype and device, of `shape`.
@@ -145,87 +141,67 @@ pub fn neg<B: Backend>(g: &S<B>) -> S<B> {
     B::unary(UnaryOp::Neg, g)
 }
 
-/// `y = e^x`: `g y`.
-pub fn exp<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    mul::<B>(g, y)
-}
-
-/// `log x`: `g / x`.
-pub fn log<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
-    div::<B>(g, x)
-}
-
-/// `y = sqrt x`: `g / (2 y)`.
-pub fn sqrt<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    scale::<B>(&div::<B>(g, y), 0.5)
+/// `y = σ(x)`: `g y (1 - y)`.
+pub fn sigmoid<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
+    unary::<B>(UnaryOp::Sigmoid, y, y, g)
 }
 
 /// `y = tanh x`: `g (1 - y²)`.
 pub fn tanh<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    mul::<B>(g, &one_minus::<B>(&mul::<B>(y, y)))
-}
-
-/// `y = σ(x)`: `g y (1 - y)`.
-pub fn sigmoid<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    mul::<B>(g, &mul::<B>(y, &one_minus::<B>(y)))
+    unary::<B>(UnaryOp::Tanh, y, y, g)
 }
 
 /// ReLU, from its input or its output (`> 0` at the same places): `g`
 /// where positive, else 0 (0 at the kink, as PyTorch).
 pub fn relu<B: Backend>(g: &S<B>, x_or_y: &S<B>) -> S<B> {
-    B::where_cond(&B::compare_scalar(CmpOp::Gt, x_or_y, 0.0), g, &zero::<B>(g))
+    unary::<B>(UnaryOp::Relu, x_or_y, x_or_y, g)
 }
 
 /// Leaky ReLU with `slope` below zero.
 pub fn leaky_relu<B: Backend>(g: &S<B>, x: &S<B>, slope: f64) -> S<B> {
-    B::where_cond(&B::compare_scalar(CmpOp::Gt, x, 0.0), g, &scale::<B>(g, slope))
+    unary::<B>(UnaryOp::LeakyRelu(slope), x, x, g)
 }
 
 /// The exact GELU: `g (Φ(x) + x φ(x))`, one fused elementwise pass.
 pub fn gelu<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
-    (B::compiled().gelu_grad)(g, x)
+    unary::<B>(UnaryOp::Gelu, x, x, g)
 }
 
-/// [`gelu`], compiled once per backend in its [`Compiled`](crate::Compiled) table.
-pub(crate) fn gelu_grad<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
-    let shape = Dims::from(B::shape(x));
-    B::elementwise::<GeluGrad>(
-        KernelFn::Value,
-        &[KernelArg::Tensor(x.clone()), KernelArg::Tensor(g.clone())],
-        &shape,
-        B::dtype(x),
-    )
-}
-
-/// `y = 1 / x`: `-g y²`.
-pub fn recip<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    scale::<B>(&mul::<B>(g, &mul::<B>(y, y)), -1.0)
-}
-
-/// The gradient of unary `op` at input `x` with output `y`.
+/// The gradient of unary `op` at input `x` with output `y`: the op's
+/// adjoint kernel from the op table (`crate::unary`), `g * ∂f/∂x` in one
+/// pass, from `y` where the table writes the derivative in the output
+/// ([`UnaryOp::grad_of_output`]), else from `x`.
 pub fn unary<B: Backend>(op: UnaryOp, x: &S<B>, y: &S<B>, g: &S<B>) -> S<B> {
-    match op {
-        UnaryOp::Neg => neg::<B>(g),
-        UnaryOp::Abs => mul::<B>(g, &B::unary(UnaryOp::Sign, x)),
-        UnaryOp::Exp => exp::<B>(g, y),
-        UnaryOp::Log => log::<B>(g, x),
-        UnaryOp::Sqrt => sqrt::<B>(g, y),
-        UnaryOp::Recip => recip::<B>(g, y),
-        UnaryOp::Tanh => tanh::<B>(g, y),
-        UnaryOp::Sigmoid => sigmoid::<B>(g, y),
-        UnaryOp::Relu => relu::<B>(g, y),
-        UnaryOp::LeakyRelu(s) => leaky_relu::<B>(g, x, s),
-        UnaryOp::Gelu => gelu::<B>(g, x),
-        UnaryOp::Sin => mul::<B>(g, &B::unary(UnaryOp::Cos, x)),
-        UnaryOp::Cos => scale::<B>(&mul::<B>(g, &B::unary(UnaryOp::Sin, x)), -1.0),
-        // d erf(x) = 2/√π e^{-x²}.
-        UnaryOp::Erf => mul::<B>(
-            g,
-            &scale::<B>(&B::unary(UnaryOp::Exp, &scale::<B>(&mul::<B>(x, x), -1.0)), std::f64::consts::FRAC_2_SQRT_PI),
-        ),
-        // Piecewise constant: zero almost everywhere.
-        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Sign | UnaryOp::Not => zeros::<B>(g, B::shape(g)),
+    let from = if op.grad_of_output() { y } else { x };
+    (B::compiled().unary_grad)(op, from, g)
+}
+
+/// [`unary`] from what the op's adjoint reads, compiled once per backend
+/// in its [`Compiled`](crate::Compiled) table: a user's crate does not
+/// compile a kernel per op.
+pub(crate) fn unary_grad<B: Backend>(op: UnaryOp, from: &S<B>, g: &S<B>) -> S<B> {
+    /// The op's adjoint on `from` and `g`.
+    struct Adjoint<'a, B: Backend> {
+        from: &'a S<B>,
+        g: &'a S<B>,
     }
+    impl<B: Backend> UnaryVisitor for Adjoint<'_, B> {
+        type Out = S<B>;
+        fn visit<K: UnaryKernel>(self, params: &[f64]) -> S<B> {
+            // On the stack: the input (or output), the parameters, `g`.
+            let mut args: [KernelArg<S<B>>; MAX_UNARY_PARAMS + 2] = std::array::from_fn(|_| KernelArg::Number(0.0));
+            args[0] = KernelArg::Tensor(self.from.clone());
+            for (a, &p) in args[1..].iter_mut().zip(params) {
+                *a = KernelArg::Number(p);
+            }
+            let n = params.len() + 2;
+            args[n - 1] = KernelArg::Tensor(self.g.clone());
+            let shape = Dims::from(B::shape(self.g));
+            B::elementwise::<K::Adjoint>(KernelFn::Value, &args[..n], &shape, B::dtype(self.g))
+        }
+    }
+    // No float body (`logical_not`): not differentiable.
+    op.visit(Adjoint::<B> { from, g }).unwrap_or_else(|| zeros::<B>(g, B::shape(g)))
 }
 
 // Each operand's gradient of a broadcasting binary op has its own
@@ -469,95 +445,4 @@ pub fn scatter_add<B: Backend>(g: &S<B>, dim: usize, idx: &S<B>) -> [S<B>; 2] {
 /// `index_add(dim, idx, src)`: `g` to the input, `g` selected to `src`.
 pub fn index_add<B: Backend>(g: &S<B>, dim: usize, idx: &S<B>) -> [S<B>; 2] {
     [g.clone(), B::index_select(g, dim, idx)]
-}
-
-/// `g * gelu'(x)` in one pass, as an elementwise kernel so every backend
-/// runs it fused: `gelu'(x) = Φ(x) + x φ(x)`, with `Φ(x) = (1 + erf(x /
-/// √2)) / 2` and `φ(x) = exp(-x² / 2) / √(2π)`. Its own partials make it
-/// differentiable again on the tape.
-#[derive(Clone, Copy, Debug)]
-pub struct GeluGrad;
-
-impl GeluGrad {
-    #[inline(always)]
-    fn parts<T: KernelFloat>(x: T) -> (T, T) {
-        let cdf = T::lit(0.5) * (T::lit(1.0) + (x * T::lit(std::f64::consts::FRAC_1_SQRT_2)).erf());
-        let pdf = (T::lit(-0.5) * x * x).exp() * T::lit(0.398_942_280_401_432_7);
-        (cdf, pdf)
-    }
-}
-
-impl Elementwise for GeluGrad {
-    const NAME: &'static str = "gelu_grad";
-    const ARGS: &'static [&'static str] = &["x", "g"];
-    const WGSL: &'static str = "
-fn gelu_grad_erf(x: f32) -> f32 {
-    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-    let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
-    return select(-y, y, x >= 0.0);
-}
-fn gelu_grad_parts(x: f32) -> vec2<f32> {
-    return vec2<f32>(0.5 * (1.0 + gelu_grad_erf(x * 0.70710678)), exp(-0.5 * x * x) * 0.39894228);
-}
-fn gelu_grad(x: f32, g: f32) -> f32 {
-    let p = gelu_grad_parts(x);
-    return g * (p.x + x * p.y);
-}
-fn gelu_grad_d_x(x: f32, g: f32) -> f32 {
-    return g * gelu_grad_parts(x).y * (2.0 - x * x);
-}
-fn gelu_grad_d_g(x: f32, g: f32) -> f32 {
-    let p = gelu_grad_parts(x);
-    return p.x + x * p.y;
-}
-";
-
-    #[inline(always)]
-    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
-            let (cdf, pdf) = Self::parts(x);
-            o.write(g * (cdf + x * pdf));
-        }
-    }
-
-    #[inline(always)]
-    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        for ((o, &x), &g) in out.iter_mut().zip(args[0]).zip(args[1]) {
-            let (cdf, pdf) = Self::parts(x);
-            // d/dx: g (2 φ(x) - x² φ(x)), since φ'(x) = -x φ(x); d/dg: gelu'(x).
-            o.write(if arg == 0 { g * pdf * (T::lit(2.0) - x * x) } else { cdf + x * pdf });
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Elementwise, GeluGrad};
-    use std::mem::MaybeUninit;
-
-    fn run(partial: Option<usize>, x: f64, g: f64) -> f64 {
-        let mut out = [MaybeUninit::uninit()];
-        let args: [&[f64]; 2] = [&[x], &[g]];
-        match partial {
-            None => GeluGrad::map(&args, &mut out),
-            Some(a) => GeluGrad::map_partial(a, &args, &mut out),
-        }
-        // SAFETY: `map` and `map_partial` write every slot.
-        unsafe { out[0].assume_init() }
-    }
-
-    #[test]
-    fn gelu_grad_and_its_partials_match_finite_differences() {
-        let gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
-        let h = 1e-6;
-        for &x in &[-3.1, -1.2, -0.3, 0.0, 0.4, 1.7, 2.9] {
-            let g = 0.7;
-            let want = g * (gelu(x + h) - gelu(x - h)) / (2.0 * h);
-            assert!((run(None, x, g) - want).abs() < 1e-8, "gelu_grad({x})");
-            let dx = (run(None, x + h, g) - run(None, x - h, g)) / (2.0 * h);
-            assert!((run(Some(0), x, g) - dx).abs() < 1e-7, "d/dx at {x}");
-            let dg = (run(None, x, g + h) - run(None, x, g - h)) / (2.0 * h);
-            assert!((run(Some(1), x, g) - dg).abs() < 1e-7, "d/dg at {x}");
-        }
-    }
 }

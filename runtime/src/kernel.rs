@@ -341,8 +341,6 @@ pub enum Builtin {
     Softplus,
     /// The ELU layer's `elu_layer(x, alpha)`.
     Elu,
-    /// GELU's backward, `gelu_grad(x, g) = g * gelu'(x)`.
-    GeluGrad,
 }
 
 /// `Builtin`'s methods from one list of its variants and their types.
@@ -382,7 +380,6 @@ builtins! {
     Dropout => crate::nn::DropoutMask,
     Softplus => crate::nn::SoftplusKernel,
     Elu => crate::nn::EluKernel,
-    GeluGrad => crate::adjoint::GeluGrad,
 }
 
 /// Calls kernel `K` on `args`, broadcasting the tensors among them: what
@@ -771,8 +768,7 @@ mod tests {
         assert_eq!(Builtin::of::<crate::nn::DropoutMask>(), Some(Builtin::Dropout));
         assert_eq!(Builtin::of::<crate::nn::SoftplusKernel>(), Some(Builtin::Softplus));
         assert_eq!(Builtin::of::<crate::nn::EluKernel>(), Some(Builtin::Elu));
-        assert_eq!(Builtin::of::<crate::adjoint::GeluGrad>(), Some(Builtin::GeluGrad));
         let args: Vec<_> = Builtin::ALL.iter().map(|b| b.args()).collect();
-        assert_eq!(args, [&["x", "p", "scale", "u"][..], &["x", "beta", "threshold"], &["x", "alpha"], &["x", "g"]]);
+        assert_eq!(args, [&["x", "p", "scale", "u"][..], &["x", "beta", "threshold"], &["x", "alpha"]]);
     }
 }

@@ -30,6 +30,7 @@ mod safetensors;
 pub mod shape;
 mod tensor;
 pub mod train;
+pub mod unary;
 
 pub use backend::{
     AdamStep, Backend, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions,

@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 mod layers;
+pub mod ops;
 mod options;
 mod shape;
 

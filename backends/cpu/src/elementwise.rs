@@ -13,7 +13,9 @@ use crate::storage::Array;
 use crate::storage::Float;
 use crate::stream::Streamer;
 use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
+use blaze_runtime::kernel::{Elementwise, KernelFloat};
 use blaze_runtime::shape::broadcast_shapes;
+use blaze_runtime::unary::{MAX_UNARY_PARAMS, UnaryKernel, UnaryVisitor};
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
 
@@ -84,17 +86,13 @@ where
 /// `x`'s buffer. Returns false, leaving `x` alone, for a strided or shared
 /// `x`, a residual not of `x`'s shape and row-major, or an activation
 /// without a fused form here.
-pub(crate) fn bias_act_in_place<T: Float>(
+pub(crate) fn bias_act_in_place<T: Float + KernelFloat>(
     x: &mut Array<T>,
     bias: Option<&Array<T>>,
     dim: usize,
     act: Option<UnaryOp>,
     residual: Option<&Array<T>>,
 ) -> bool {
-    let zero = T::ZERO;
-    let one = T::ONE;
-    let half = T::from_f64(0.5);
-    let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
     let residual = match residual {
         None => None,
         Some(r) if r.shape() == x.shape() => match r.as_slice() {
@@ -103,21 +101,28 @@ pub(crate) fn bias_act_in_place<T: Float>(
         },
         Some(_) => return false,
     };
+    /// The pass with the op table's kernel for the activation.
+    struct Epilogue<'a, T> {
+        x: &'a mut Array<T>,
+        bias: Option<&'a Array<T>>,
+        dim: usize,
+        residual: Option<&'a [T]>,
+        fork_min: usize,
+    }
+    impl<T: Float + KernelFloat> UnaryVisitor for Epilogue<'_, T> {
+        type Out = bool;
+        fn visit<K: UnaryKernel>(self, params: &[f64]) -> bool {
+            let p = std::array::from_fn::<T, MAX_UNARY_PARAMS, _>(|i| T::lit(params.get(i).copied().unwrap_or(0.0)));
+            let f = move |v| K::Value::at(&crate::point(v, &p));
+            bias_then(self.x, self.bias, self.dim, self.residual, self.fork_min, f)
+        }
+    }
     match act {
         None => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, |v| v),
-        // `v < 0` is false for NaN, so NaN passes through as in PyTorch.
-        Some(UnaryOp::Relu) => {
-            bias_then(x, bias, dim, residual, CHEAP_OP_MIN, move |v| if v < zero { zero } else { v })
+        Some(op) => {
+            let fork_min = if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN };
+            op.visit(Epilogue { x, bias, dim, residual, fork_min }).unwrap_or(false)
         }
-        Some(UnaryOp::Sigmoid) => {
-            bias_then(x, bias, dim, residual, COSTLY_OP_MIN, move |v| one / (one + (-v).fast_exp()))
-        }
-        Some(UnaryOp::Tanh) => bias_then(x, bias, dim, residual, COSTLY_OP_MIN, |v: T| v.tanh()),
-        // The exact GELU, as the unary op computes it.
-        Some(UnaryOp::Gelu) => {
-            bias_then(x, bias, dim, residual, COSTLY_OP_MIN, move |v| half * v * (one + Float::erf(v * inv_sqrt2)))
-        }
-        Some(_) => false,
     }
 }
 

@@ -33,8 +33,9 @@ mod stream;
 
 use std::ops::Range;
 
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
+use blaze_runtime::unary::{MAX_UNARY_PARAMS, UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
     AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
@@ -145,45 +146,26 @@ fn unsupported(op: &str, dtype: DType) -> ! {
     panic!("{op}: not defined for dtype {dtype}")
 }
 
-fn unary_float<T: Float>(op: UnaryOp, a: &Array<T>) -> Array<T> {
-    let half = T::from_f64(0.5);
-    let one = T::ONE;
-    let zero = T::ZERO;
-    match op {
-        UnaryOp::Neg => map(a, CHEAP_OP_MIN, |x| -x),
-        UnaryOp::Abs => map(a, CHEAP_OP_MIN, |x| x.abs()),
-        UnaryOp::Exp => map(a, COSTLY_OP_MIN, Float::fast_exp),
-        UnaryOp::Log => map(a, COSTLY_OP_MIN, |x| x.ln()),
-        UnaryOp::Sqrt => map(a, COSTLY_OP_MIN, |x| x.sqrt()),
-        UnaryOp::Recip => map(a, CHEAP_OP_MIN, |x| one / x),
-        UnaryOp::Tanh => map(a, COSTLY_OP_MIN, |x| x.tanh()),
-        UnaryOp::Sigmoid => map(a, COSTLY_OP_MIN, move |x| one / (one + (-x).fast_exp())),
-        // NaN fails `x < 0` and passes through, as in PyTorch.
-        UnaryOp::Relu => map(a, CHEAP_OP_MIN, move |x| if x < zero { zero } else { x }),
-        UnaryOp::Gelu => {
-            let inv_sqrt2 = T::from_f64(std::f64::consts::FRAC_1_SQRT_2);
-            map(a, COSTLY_OP_MIN, move |x| half * x * (one + Float::erf(x * inv_sqrt2)))
+/// `op` of every element, by the op table's kernel for it (the function
+/// a fused group calls too, so both compute the same bits).
+fn unary_float<T: Float + KernelFloat>(op: UnaryOp, a: &Array<T>) -> Array<T> {
+    /// The op's kernel mapped over `a`, parallel above the size its cost says.
+    struct Map<'a, T>(&'a Array<T>, usize);
+    impl<T: Float + KernelFloat> UnaryVisitor for Map<'_, T> {
+        type Out = Array<T>;
+        fn visit<K: UnaryKernel>(self, params: &[f64]) -> Array<T> {
+            let p = std::array::from_fn::<T, MAX_UNARY_PARAMS, _>(|i| T::lit(params.get(i).copied().unwrap_or(0.0)));
+            map(self.0, self.1, move |x| K::Value::at(&point(x, &p)))
         }
-        UnaryOp::LeakyRelu(slope) => {
-            let slope = T::from_f64(slope);
-            map(a, CHEAP_OP_MIN, move |x| if x > zero { x } else { x * slope })
-        }
-        UnaryOp::Sin => map(a, COSTLY_OP_MIN, |x| x.sin()),
-        UnaryOp::Cos => map(a, COSTLY_OP_MIN, |x| x.cos()),
-        UnaryOp::Erf => map(a, COSTLY_OP_MIN, Float::erf),
-        UnaryOp::Floor => map(a, CHEAP_OP_MIN, |x| x.floor()),
-        UnaryOp::Ceil => map(a, CHEAP_OP_MIN, |x| x.ceil()),
-        UnaryOp::Sign => map(a, CHEAP_OP_MIN, move |x| {
-            if x > zero {
-                one
-            } else if x < zero {
-                -one
-            } else {
-                x
-            }
-        }),
-        UnaryOp::Not => unsupported("logical_not", DType::F32),
     }
+    let fork_min = if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN };
+    op.visit(Map(a, fork_min)).unwrap_or_else(|| unsupported(op.name(), DType::F32))
+}
+
+/// A kernel's arguments at one point: `x`, then the op's parameters.
+#[inline(always)]
+pub(crate) fn point<T: Copy>(x: T, params: &[T; MAX_UNARY_PARAMS]) -> [T; MAX_UNARY_PARAMS + 1] {
+    std::array::from_fn(|i| if i == 0 { x } else { params[i - 1] })
 }
 
 /// `act(x + bias) (+ residual)` in one pass over `x`'s buffer, or `x` back

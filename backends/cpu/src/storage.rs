@@ -248,17 +248,11 @@ impl Num for i64 {
 
 /// Float element types: f32 and f64.
 pub trait Float: Num + num_traits::Float {
-    /// The error function.
-    fn erf(self) -> Self;
     /// `e^x`, vectorisable where the type allows.
     fn fast_exp(self) -> Self;
 }
 
 impl Float for f32 {
-    #[inline(always)]
-    fn erf(self) -> Self {
-        blaze_runtime::math::erf_f32(self)
-    }
     #[inline(always)]
     fn fast_exp(self) -> Self {
         blaze_runtime::math::exp_f32(self)
@@ -266,9 +260,6 @@ impl Float for f32 {
 }
 
 impl Float for f64 {
-    fn erf(self) -> Self {
-        libm::erf(self)
-    }
     #[inline(always)]
     fn fast_exp(self) -> Self {
         self.exp()

@@ -30,6 +30,14 @@ pub use tune::cache_path as autotune_cache_path;
 pub mod __private {
     pub use crate::backend::dsl;
     pub use cubecl;
+
+    /// The op table's kernels (`blaze_runtime::unary`) as `#[cube]`
+    /// functions and launchers, printed from the same table; a fused
+    /// group's `#[cube]` code calls these functions.
+    #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]
+    pub mod unary {
+        blaze_macros::__cube_unary_ops!();
+    }
 }
 
 /// What can go wrong finding a device.

@@ -7,7 +7,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::ir::{Expr, ExprKind, Extern, Kernel};
+use super::ir::{Expr, ExprKind, Extern, Home, Kernel};
 use super::wgsl::{Wgsl, validate};
 use super::{plain, rust, wgsl};
 
@@ -36,7 +36,10 @@ fn rust_point(k: &Kernel) -> TokenStream {
     let lets = rust_lets(k);
     let result = match &k.result {
         Some(r) => rust::expr(k, r),
-        None => quote!(<T as ::blaze::runtime::kernel::KernelFloat>::lit(0.0)),
+        None => {
+            let rt = k.home.runtime();
+            quote!(<T as #rt::kernel::KernelFloat>::lit(0.0))
+        }
     };
     quote! {
         #(let #params = args[#idx];)*
@@ -203,7 +206,7 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
             deps.push((f.name.clone(), &f.path));
         }
     }
-    let rt = quote!(::blaze::runtime);
+    let rt = k.home.runtime();
     let dep_paths: Vec<&TokenStream> = deps.iter().map(|(_, p)| *p).collect();
     let dep_items = (!deps.is_empty()).then(|| {
         quote! {
@@ -230,7 +233,11 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
         quote!(panic!(#msg);)
     });
     let arity = k.params.len();
-    let (cube_items, cube_device) = super::cube::elementwise(k, partials);
+    let (cube_items, cube_device) = match k.home {
+        Home::Facade => super::cube::elementwise(k, partials),
+        // The CubeCL backend holds the table's launchers (see `Home`).
+        Home::Runtime | Home::Cube => (TokenStream::new(), quote!(::core::option::Option::None)),
+    };
     Ok(quote! {
         #cube_items
 

@@ -15,7 +15,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::ir::{Bin, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
+use super::ir::{Bin, Expr, ExprKind, Home, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The Rust name of variable `v` in the `#[cube]` code.
 fn var(v: usize) -> TokenStream {
@@ -241,21 +241,31 @@ fn point(k: &Kernel, name: &syn::Ident) -> TokenStream {
     }
 }
 
+/// The path of the CubeCL backend's private items (CubeCL itself, the
+/// `dsl` helpers, the op table's `#[cube]` functions) from `home`.
+fn private(home: Home) -> TokenStream {
+    match home {
+        Home::Facade | Home::Runtime => quote!(::blaze::cubecl::__private),
+        Home::Cube => quote!(crate::__private),
+    }
+}
+
 /// What a module needs to hold `#[cube]` code: the kernel module's names
 /// (the `kernel!` functions a fused group calls), CubeCL through the
-/// facade, and the helpers.
-fn prelude() -> TokenStream {
+/// facade (or from the CubeCL backend itself), and the helpers.
+fn prelude(home: Home) -> TokenStream {
+    let private = private(home);
     quote! {
         #[allow(unused_imports)]
         use super::*;
         #[allow(unused_imports)]
-        use ::blaze::cubecl::__private::{cubecl, dsl as __dsl};
+        use #private::{cubecl, dsl as __dsl};
         #[allow(unused_imports)]
-        use ::blaze::cubecl::__private::cubecl::prelude::*;
+        use #private::cubecl::prelude::*;
         // By name, so that they win over the user's names of the same
         // spelling (`Tensor`) that `super::*` brings.
         #[allow(unused_imports)]
-        use ::blaze::cubecl::__private::cubecl::prelude::{
+        use #private::cubecl::prelude::{
             ABSOLUTE_POS, BufferArg, CUBE_COUNT, CUBE_POS, Cast, Client, CubeCount, CubeDim, Shared, Tensor,
             TensorArg, UNIT_POS, comptime, cube, select, sync_cube, terminate,
         };
@@ -280,15 +290,29 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
         quote!(if comptime!(which == #which) { y = #d(#(#avs),*); })
     });
     let expects = (0..n).map(|_| quote!(args.next().expect("one tensor per argument")));
-    let prelude = prelude();
+    let prelude = prelude(k.home);
+    let private = private(k.home);
     let externs = super::codegen::externs(std::iter::once(k).chain(partials)).into_iter().map(|(f, _)| {
-        let (path, alias) = (&f.path, extern_alias(&f));
+        let alias = extern_alias(&f);
         let func = match f.partial {
             None => format_ident!("value"),
             Some(i) => format_ident!("d{}", i),
         };
+        // An op of the table has its `#[cube]` functions in the CubeCL
+        // backend, under the op's name.
+        let path = match f.table {
+            true => {
+                let op = format_ident!("{}", f.name.trim_start_matches(super::table::PREFIX));
+                quote!(#private::unary::#op)
+            }
+            false => f.path.clone(),
+        };
         quote!(#[allow(unused_imports)] use #path::__cube::#func as #alias;)
     });
+    let cube_crate = match k.home {
+        Home::Facade | Home::Runtime => quote!(::blaze::cubecl),
+        Home::Cube => quote!(crate),
+    };
     let items = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, unused_parens, unused_mut, unused_variables, missing_docs, clippy::all)]
@@ -319,10 +343,15 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
             }
 
             /// The launcher the CubeCL backend runs.
-            pub const TABLE: ::blaze::cubecl::CubeElementwise = ::blaze::cubecl::CubeElementwise { launch };
+            pub const TABLE: #cube_crate::CubeElementwise = #cube_crate::CubeElementwise { launch };
         }
     };
-    (quote!(::blaze::__cube! { #items }), quote!(::blaze::__cube_device!(__cube::TABLE)))
+    match k.home {
+        Home::Facade | Home::Runtime => {
+            (quote!(::blaze::__cube! { #items }), quote!(::blaze::__cube_device!(__cube::TABLE)))
+        }
+        Home::Cube => (items, quote!(::core::option::Option::Some(&__cube::TABLE))),
+    }
 }
 
 /// The `#[cube]` items of general kernel `k` (workgroup size `workgroup`)
@@ -364,7 +393,7 @@ pub fn general(k: &Kernel, workgroup: usize) -> (TokenStream, TokenStream) {
     });
     let body = block(k, &k.body);
     let wg = workgroup as u32;
-    let prelude = prelude();
+    let prelude = prelude(k.home);
     let items = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, unused_parens, unused_mut, unused_variables, missing_docs, clippy::all)]

@@ -216,6 +216,7 @@ pub fn share_common(k: &Kernel) -> Kernel {
         count(r, &mut counts);
     }
     let mut out = Kernel::new(k.name.clone(), k.span, k.workgroup);
+    out.home = k.home;
     let mut renamed = HashMap::new();
     for &p in &k.params {
         let v = k.vars[p].clone();

@@ -307,6 +307,10 @@ pub struct Extern {
     pub name: String,
     /// `Some(i)`: the partial derivative by argument `i`.
     pub partial: Option<usize>,
+    /// An op of the op table (`blaze_spec::ops`) rather than a `kernel!`
+    /// function: the runtime holds its kernel and the CubeCL backend its
+    /// `#[cube]` functions.
+    pub table: bool,
 }
 
 impl Extern {
@@ -379,6 +383,32 @@ impl Stmt {
     }
 }
 
+/// Where a kernel's Rust is emitted, which decides the paths it names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Home {
+    /// A user's crate (`kernel!`, `#[model]`): everything through the
+    /// `blaze` facade, the CubeCL items behind its `cubecl` feature.
+    #[default]
+    Facade,
+    /// The runtime itself (the op table's kernels): `crate::`, no CubeCL
+    /// items (the CubeCL backend prints its own from the table).
+    Runtime,
+    /// The CubeCL backend (the op table's `#[cube]` functions): the
+    /// runtime and CubeCL by their own crate names.
+    Cube,
+}
+
+impl Home {
+    /// The path of the runtime crate from here.
+    pub fn runtime(self) -> TokenStream {
+        match self {
+            Home::Facade => quote!(::blaze::runtime),
+            Home::Runtime => quote!(crate),
+            Home::Cube => quote!(::blaze_runtime),
+        }
+    }
+}
+
 /// A kernel: its variables (parameters first, then locals and shared
 /// arrays), its parameters in order, its body, and, for an elementwise
 /// kernel, its result.
@@ -395,12 +425,23 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
     /// The value an elementwise kernel returns.
     pub result: Option<Expr>,
+    /// Where its Rust is emitted.
+    pub home: Home,
 }
 
 impl Kernel {
     /// An empty kernel of either form, to be filled by a lowering.
     pub fn new(name: String, span: Span, workgroup: Option<usize>) -> Self {
-        Kernel { name, span, workgroup, vars: Vec::new(), params: Vec::new(), body: Vec::new(), result: None }
+        Kernel {
+            name,
+            span,
+            workgroup,
+            vars: Vec::new(),
+            params: Vec::new(),
+            body: Vec::new(),
+            result: None,
+            home: Home::Facade,
+        }
     }
 
     pub fn is_elementwise(&self) -> bool {

@@ -21,6 +21,7 @@ pub(crate) mod ir;
 mod ir_tests;
 mod lower;
 mod rust;
+pub(crate) mod table;
 mod wgsl;
 
 use proc_macro2::TokenStream;

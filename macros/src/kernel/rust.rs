@@ -36,7 +36,8 @@ pub fn var(k: &Kernel, v: usize) -> TokenStream {
 pub fn expr(k: &Kernel, e: &Expr) -> TokenStream {
     let name = &k.name;
     let float = float(k);
-    let kf = quote!(::blaze::runtime::kernel::KernelFloat);
+    let rt = k.home.runtime();
+    let kf = quote!(#rt::kernel::KernelFloat);
     match &e.kind {
         // Literals are parenthesised: a negative one would otherwise bind
         // looser than the method calls (`wrapping_add`) applied to it.
@@ -83,7 +84,7 @@ pub fn expr(k: &Kernel, e: &Expr) -> TokenStream {
             let x = expr(k, x);
             quote!((!#x))
         }
-        ExprKind::Binary(op, a, b) => binary(&float, *op, k.ty(a), expr(k, a), expr(k, b)),
+        ExprKind::Binary(op, a, b) => binary(&rt, &float, *op, k.ty(a), expr(k, a), expr(k, b)),
         ExprKind::Call(Intrinsic::Select, args) => {
             let (c, a, b) = (expr(k, &args[0]), expr(k, &args[1]), expr(k, &args[2]));
             quote!((if #c { #a } else { #b }))
@@ -96,7 +97,7 @@ pub fn expr(k: &Kernel, e: &Expr) -> TokenStream {
         // A `kernel!` function at this point, inlined into the loop.
         ExprKind::Extern(f, args) => {
             let (path, args) = (&f.path, args.iter().map(|a| expr(k, a)));
-            let ew = quote!(<#path::Kernel as ::blaze::runtime::kernel::Elementwise>);
+            let ew = quote!(<#path::Kernel as #rt::kernel::Elementwise>);
             match f.partial {
                 None => quote!(#ew::at::<#float>(&[#(#args),*])),
                 Some(i) => quote!(#ew::partial_at::<#float>(#i, &[#(#args),*])),
@@ -115,13 +116,14 @@ pub fn expr(k: &Kernel, e: &Expr) -> TokenStream {
     }
 }
 
-/// `a op b` in Rust with `a` of type `ty` (`float` the float type),
+/// `a op b` in Rust with `a` of type `ty` (`float` the float type, `rt`
+/// the runtime's path),
 /// computing what WGSL defines: integers wrap, `x / 0 = x`,
 /// `MIN / -1 = MIN`, `x % 0 = 0`, a shift uses the low five bits of its
 /// amount, and a float remainder is `a - b * trunc(a / b)`.
-pub fn binary(float: &TokenStream, op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
+pub fn binary(rt: &TokenStream, float: &TokenStream, op: Bin, ty: Ty, a: TokenStream, b: TokenStream) -> TokenStream {
     if ty == Ty::F32 && op == Bin::Rem {
-        return quote!(<#float as ::blaze::runtime::kernel::KernelFloat>::wgsl_rem(#a, #b));
+        return quote!(<#float as #rt::kernel::KernelFloat>::wgsl_rem(#a, #b));
     }
     if !ty.int() {
         let op = op.tokens();

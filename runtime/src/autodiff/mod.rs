@@ -426,7 +426,7 @@ impl<B: Backend> Composites for Autodiff<B> {
     fn bias_act(x: AdStorage<B>, bias: Option<&AdStorage<B>>, dim: usize, act: Option<UnaryOp>) -> AdStorage<B> {
         // One recorded op (and the inner backend's fused pass) for the
         // activations that differentiate from their output; others compose.
-        if !matches!(act, None | Some(UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh)) {
+        if !act.is_none_or(UnaryOp::grad_of_output) {
             return crate::backend::composed_bias_act::<Self>(x, bias, dim, act);
         }
         let AdStorage { primal, node } = x;

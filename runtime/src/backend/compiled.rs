@@ -40,8 +40,8 @@ type Storage<B> = <B as Primitives>::Storage;
 /// The runtime's functions that depend on the backend and on nothing the
 /// user writes: `fit`'s loop, saving and loading, checkpoints, summaries,
 /// the finiteness check, moving batches to the device, cross-entropy over
-/// class rows, the layers' own kernels (GELU's gradient, dropout, softplus,
-/// ELU), the optimizers' update of one parameter and the gradient passes'
+/// class rows, the layers' own kernels (dropout, softplus, ELU), the op
+/// table's gradients, the optimizers' update of one parameter and the gradient passes'
 /// work on one gradient, optimizer state. The generic entry points (`fit`,
 /// `save_model`, ...) call through [`Precompiled::compiled`](crate::Precompiled::compiled).
 ///
@@ -65,7 +65,7 @@ pub struct Compiled<B: Backend> {
     pub(crate) batch_to_device: BatchToDevice<B>,
     pub(crate) class_rows: ClassRows<B>,
     pub(crate) own_kernel: fn(OwnKernel, KernelFn, &Storage<B>) -> Storage<B>,
-    pub(crate) gelu_grad: fn(&Storage<B>, &Storage<B>) -> Storage<B>,
+    pub(crate) unary_grad: fn(crate::UnaryOp, &Storage<B>, &Storage<B>) -> Storage<B>,
     pub(crate) update_param: UpdateParam<B>,
     pub(crate) sgd_update: SgdUpdate<B>,
     pub(crate) adam_update: fn(AdamStep, &mut States<B>, &str, &mut Storage<B>, &Storage<B>),
@@ -92,7 +92,7 @@ impl<B: Backend> Compiled<B> {
             batch_to_device: crate::train::batch_to_device::<B>,
             class_rows: crate::train::task::class_rows::<B>,
             own_kernel: crate::nn::own_kernels::own_kernel::<B>,
-            gelu_grad: crate::adjoint::gelu_grad::<B>,
+            unary_grad: crate::adjoint::unary_grad::<B>,
             update_param: crate::optim::update_param::<B>,
             sgd_update: crate::optim::sgd_update::<B>,
             adam_update: crate::optim::adam_update::<B>,

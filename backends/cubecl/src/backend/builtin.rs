@@ -17,7 +17,7 @@ use blaze_runtime::kernel::{Builtin, KernelArg};
 use cubecl::prelude::*;
 
 use super::ew::{CubeElementwise, draw};
-use super::kernels::{erf, offset_in};
+use super::kernels::offset_in;
 use super::{CubeStorage, grid};
 
 /// The launcher of builtin kernel `b`.
@@ -26,7 +26,6 @@ pub(super) fn table(b: Builtin) -> &'static CubeElementwise {
         Builtin::Dropout => &CubeElementwise { launch: launch_dropout },
         Builtin::Softplus => &CubeElementwise { launch: launch_softplus },
         Builtin::Elu => &CubeElementwise { launch: launch_elu },
-        Builtin::GeluGrad => &CubeElementwise { launch: launch_gelu_grad },
     }
 }
 
@@ -187,35 +186,6 @@ fn launch_elu(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorA
     elu::launch(client, count, dim, x, alpha, out, which);
 }
 
-/// `gelu_grad(x, g) = g (Φ(x) + x φ(x))`, with `Φ(x) = (1 + erf(x / √2)) /
-/// 2` and `φ(x) = exp(-x² / 2) / √(2π)`.
-#[cube(launch)]
-fn gelu_grad(xt: &Tensor<f32>, gt: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
-    if ABSOLUTE_POS >= out.len() {
-        terminate!();
-    }
-    let x = xt[offset_in(ABSOLUTE_POS, xt)];
-    let g = gt[offset_in(ABSOLUTE_POS, gt)];
-    let cdf = 0.5 * (1.0 + erf(x * 0.707_106_77));
-    let pdf = f32::exp(-(x * x) * 0.5) * 0.398_942_3;
-    let mut y = 0.0f32;
-    if comptime!(which == 0) {
-        y = g * (cdf + x * pdf);
-    }
-    if comptime!(which == 1) {
-        y = g * pdf * (2.0 - x * x);
-    }
-    if comptime!(which == 2) {
-        y = cdf + x * pdf;
-    }
-    out[ABSOLUTE_POS] = y;
-}
-
-fn launch_gelu_grad(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
-    let [x, g] = unpack("gelu_grad", args);
-    gelu_grad::launch(client, count, dim, x, g, out, which);
-}
-
 #[cfg(test)]
 mod tests {
     //! Every builtin kernel's value and partials on the device against
@@ -242,7 +212,7 @@ mod tests {
                 vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Tensor(t), Arg::Tensor(x)],
             ],
             Builtin::Softplus => vec![vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Number(20.0)]],
-            Builtin::Elu | Builtin::GeluGrad => vec![vec![Arg::Tensor(x), Arg::Tensor(t)]],
+            Builtin::Elu => vec![vec![Arg::Tensor(x), Arg::Tensor(t)]],
         }
     }
 

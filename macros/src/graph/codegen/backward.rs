@@ -223,15 +223,36 @@ impl Gen<'_> {
                     Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
                     Op::Exp => {
                         let vy = value_ident(n.out);
-                        contrib.push((a, adj(a, "exp", quote!(#gy.storage(), cache.#vy.storage()))));
+                        contrib.push((
+                            a,
+                            adj(
+                                a,
+                                "unary",
+                                quote!(::blaze::UnaryOp::Exp, cache.#vy.storage(), cache.#vy.storage(), #gy.storage()),
+                            ),
+                        ));
                     }
                     Op::Log => {
                         let vx = value_ident(a);
-                        contrib.push((a, adj(a, "log", quote!(#gy.storage(), cache.#vx.storage()))));
+                        contrib.push((
+                            a,
+                            adj(
+                                a,
+                                "unary",
+                                quote!(::blaze::UnaryOp::Log, cache.#vx.storage(), cache.#vx.storage(), #gy.storage()),
+                            ),
+                        ));
                     }
                     Op::Sqrt => {
                         let vy = value_ident(n.out);
-                        contrib.push((a, adj(a, "sqrt", quote!(#gy.storage(), cache.#vy.storage()))));
+                        contrib.push((
+                            a,
+                            adj(
+                                a,
+                                "unary",
+                                quote!(::blaze::UnaryOp::Sqrt, cache.#vy.storage(), cache.#vy.storage(), #gy.storage()),
+                            ),
+                        ));
                     }
                     Op::Matmul => {
                         let b = n.args[1];

@@ -24,7 +24,7 @@ fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
                 let ty = if index.is_some() { Ty::F32 } else { var.ty };
                 let value = |current: TokenStream| match op {
                     None => e.clone(),
-                    Some(op) => binary(&quote!(f32), *op, ty, current, e.clone()),
+                    Some(op) => binary(&quote!(::blaze::runtime), &quote!(f32), *op, ty, current, e.clone()),
                 };
                 match (var.kind, index) {
                     (Kind::Buffer { index: b, .. }, Some(i)) => {

@@ -1,0 +1,332 @@
+//! The op table (`blaze_spec::ops`) printed for each crate that computes
+//! its ops: every entry's body is parsed as a `kernel!` function, checked,
+//! differentiated (or given its written derivative) and printed by the
+//! same printers as user kernels. The runtime gets the `UnaryOp` enum and
+//! one `Elementwise` kernel per op with its adjoint (`g * ∂f/∂x`); the
+//! CubeCL backend gets the `#[cube]` functions and launchers of the same
+//! kernels. A fused group calls the runtime's kernel, so an op computes
+//! the same bits fused and unfused.
+
+use blaze_spec::ops::{Cost, Domain, Grad, UNARY, Unary};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::ir::{self, Home, Kernel};
+use super::{check, codegen, cube, diff, lower};
+
+/// The prefix of a table kernel's name (its WGSL function's): an op may
+/// be named like a WGSL builtin (`abs`).
+pub const PREFIX: &str = "unary_";
+
+/// `fn name(x: f32, params..: f32) -> f32 { body }` lowered and checked,
+/// emitted at `home`. Panics on a body that does not check: the table is
+/// ours, and `the_table_checks` runs every entry.
+fn kernel(name: &str, args: &[&str], body: &str, home: Home) -> Kernel {
+    let params: Vec<String> = args.iter().map(|a| format!("{a}: f32")).collect();
+    // Parsed under a neutral name: an op may be named like the intrinsic
+    // its body calls (`abs`).
+    let src = format!("fn op({}) -> f32 {{ {body} }}", params.join(", "));
+    let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("op table: `{src}`: {e}"));
+    let mut errors = Vec::new();
+    let lowered = lower::lower(&item, &mut errors);
+    let checked = lowered.map(|mut k| (check::check(&mut k, &mut errors), k));
+    let Some((true, mut k)) = checked.filter(|_| errors.is_empty()) else {
+        let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        panic!("op table: `{src}`: {}", why.join("; "));
+    };
+    k.name = name.to_owned();
+    k.home = home;
+    k
+}
+
+/// An op's input and parameter names, in order.
+fn args(op: &Unary) -> Vec<&'static str> {
+    std::iter::once("x").chain(op.params.iter().copied()).collect()
+}
+
+/// The kernels of one op: its value, with one partial per argument (the
+/// first written or derived as the table says), and its adjoint, with its
+/// own partials.
+pub(crate) struct OpKernels {
+    pub value: Kernel,
+    pub partials: Vec<Kernel>,
+    pub adjoint: Kernel,
+    pub adjoint_partials: Vec<Kernel>,
+}
+
+/// The derivative of `op` by `x`, as the body of a function of `x` and
+/// the parameters.
+fn by_x(op: &Unary) -> Option<String> {
+    match op.grad {
+        Grad::Derived => None,
+        Grad::OfInput(g) => Some(g.to_owned()),
+        Grad::OfOutput(g) => Some(format!("let y = {{ {} }}; {g}", op.body)),
+    }
+}
+
+pub(crate) fn op_kernels(op: &Unary, home: Home) -> OpKernels {
+    let args = args(op);
+    let name = format!("{PREFIX}{}", op.name);
+    let value = kernel(&name, &args, op.body, home);
+    let mut partials: Vec<Kernel> = (0..args.len()).map(|p| diff::partial(&value, p)).collect();
+    if let Some(g) = by_x(op) {
+        partials[0] = kernel(&name, &args, &g, home);
+    }
+    // `g * ∂f/∂x`, from the output when the derivative is written in it.
+    let adjoint_name = format!("{name}_adjoint");
+    let adjoint = match op.grad {
+        Grad::OfOutput(g) => {
+            let mut with_g = vec!["y"];
+            with_g.extend(op.params);
+            with_g.push("g");
+            kernel(&adjoint_name, &with_g, &format!("g * {{ {g} }}"), home)
+        }
+        Grad::OfInput(_) | Grad::Derived => {
+            // `g` times the partial's result, after its bindings.
+            let mut a = partials[0].clone();
+            a.name = adjoint_name;
+            let g = a.declare("g".into(), ir::Ty::F32, ir::Kind::Element { index: args.len() });
+            a.params.push(g);
+            let span = a.span;
+            let factor = a.result.take().unwrap_or_else(|| ir::Expr::new(ir::ExprKind::Float(0.0), span));
+            let g = ir::Expr::new(ir::ExprKind::Var(g), span);
+            // A zero derivative (floor) is 0, not `g * 0`, which an
+            // infinite `g` would make NaN.
+            a.result = Some(match factor.kind {
+                ir::ExprKind::Float(v) if v == 0.0 => factor,
+                _ => ir::Expr::new(ir::ExprKind::Binary(ir::Bin::Mul, Box::new(g), Box::new(factor)), span),
+            });
+            a
+        }
+    };
+    let adjoint_partials = (0..adjoint.params.len()).map(|p| diff::partial(&adjoint, p)).collect();
+    OpKernels { value, partials, adjoint, adjoint_partials }
+}
+
+/// `k` and its partials as the items of a type (`codegen::kernel_type`).
+fn items(k: &Kernel, partials: &[Kernel]) -> TokenStream {
+    let shared: Vec<Kernel> = partials.iter().map(diff::share_common).collect();
+    codegen::kernel_type(&diff::share_common(k), &shared).unwrap_or_else(|e| panic!("op table: `{}`: {e}", k.name))
+}
+
+fn variant(op: &Unary) -> syn::Ident {
+    format_ident!("{}", op.variant)
+}
+
+/// The runtime's side of the table: `UnaryOp`, the visitor that hands a
+/// caller each op's kernels as types, and a module per op.
+pub fn runtime() -> TokenStream {
+    let variants = UNARY.iter().map(|op| {
+        let (v, doc) = (variant(op), op.doc);
+        if op.params.is_empty() {
+            quote!(#[doc = #doc] #v)
+        } else {
+            let fields = op.params.iter().map(|_| quote!(f64));
+            quote!(#[doc = #doc] #v(#(#fields),*))
+        }
+    });
+    let pattern = |op: &Unary| {
+        let v = variant(op);
+        if op.params.is_empty() {
+            quote!(UnaryOp::#v)
+        } else {
+            let ps = op.params.iter().map(|p| format_ident!("{}", p));
+            quote!(UnaryOp::#v(#(#ps),*))
+        }
+    };
+    let wild = |op: &Unary| {
+        let v = variant(op);
+        if op.params.is_empty() { quote!(UnaryOp::#v) } else { quote!(UnaryOp::#v(..)) }
+    };
+    let names = UNARY.iter().map(|op| {
+        let (p, name) = (wild(op), op.name);
+        quote!(#p => #name)
+    });
+    let supports = UNARY.iter().map(|op| {
+        let p = wild(op);
+        let rule = match op.domain {
+            Domain::Float => quote!(dtype.is_float()),
+            Domain::Signed => quote!(dtype != crate::dtype::DType::Bool),
+            Domain::Bool => quote!(dtype == crate::dtype::DType::Bool),
+        };
+        quote!(#p => #rule)
+    });
+    let costly = UNARY.iter().map(|op| {
+        let (p, c) = (wild(op), op.cost == Cost::Costly);
+        quote!(#p => #c)
+    });
+    let of_output = UNARY.iter().map(|op| {
+        let (p, o) = (wild(op), matches!(op.grad, Grad::OfOutput(_)));
+        quote!(#p => #o)
+    });
+    let visits = UNARY.iter().map(|op| {
+        let p = pattern(op);
+        if op.domain == Domain::Bool {
+            return quote!(#p => None);
+        }
+        let m = format_ident!("{}", op.name);
+        let ps = op.params.iter().map(|p| format_ident!("{}", p));
+        quote!(#p => Some(v.visit::<#m::Op>(&[#(#ps),*])))
+    });
+    let modules = UNARY.iter().filter(|op| op.domain != Domain::Bool).map(|op| {
+        let ks = op_kernels(op, Home::Runtime);
+        let value = items(&ks.value, &ks.partials);
+        let adjoint = items(&ks.adjoint, &ks.adjoint_partials);
+        let m = format_ident!("{}", op.name);
+        let doc = format!("`{}`: {}", op.name, op.doc);
+        let adjoint_doc = if matches!(op.grad, Grad::OfOutput(_)) {
+            "`g * ∂f/∂x` from the output `y`, the parameters and `g`."
+        } else {
+            "`g * ∂f/∂x` from the input `x`, the parameters and `g`."
+        };
+        quote! {
+            #[doc = #doc]
+            #[allow(clippy::all, unused_parens, missing_docs)]
+            pub mod #m {
+                #value
+
+                /// The op and its adjoint as types.
+                #[derive(Clone, Copy, Debug)]
+                pub struct Op;
+
+                impl super::UnaryKernel for Op {
+                    type Value = Kernel;
+                    type Adjoint = adjoint::Kernel;
+                }
+
+                #[doc = #adjoint_doc]
+                #[allow(clippy::all, unused_parens, missing_docs)]
+                pub mod adjoint {
+                    #adjoint
+                }
+            }
+        }
+    });
+    quote! {
+        /// Elementwise functions of one tensor, one per entry of the op
+        /// table (`blaze_spec::ops::UNARY`). Float-only unless noted.
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        pub enum UnaryOp {
+            #(#variants,)*
+        }
+
+        impl UnaryOp {
+            /// The op's name as it appears in messages (PyTorch's).
+            pub fn name(self) -> &'static str {
+                match self {
+                    #(#names,)*
+                }
+            }
+
+            /// Whether the op is defined for `dtype`.
+            pub fn supports(self, dtype: crate::dtype::DType) -> bool {
+                match self {
+                    #(#supports,)*
+                }
+            }
+
+            /// Whether the op computes a transcendental function per
+            /// element (else it is memory-bound).
+            pub fn costly(self) -> bool {
+                match self {
+                    #(#costly,)*
+                }
+            }
+
+            /// Whether its gradient reads the output alone (so the
+            /// training forward keeps the output, not the input).
+            pub fn grad_of_output(self) -> bool {
+                match self {
+                    #(#of_output,)*
+                }
+            }
+
+            /// Hands `v` the op's kernels and parameters; `None` for an op
+            /// without a float body (`logical_not`).
+            #[inline]
+            pub fn visit<V: UnaryVisitor>(self, v: V) -> Option<V::Out> {
+                match self {
+                    #(#visits,)*
+                }
+            }
+        }
+
+        #(#modules)*
+    }
+}
+
+/// The CubeCL backend's side: per op a module with the `#[cube]`
+/// functions and launchers of its kernel and adjoint, and `launcher`,
+/// which finds the launcher of a kernel of the runtime's table.
+pub fn cube() -> TokenStream {
+    let mut modules = Vec::new();
+    let mut arms = Vec::new();
+    for op in UNARY.iter().filter(|op| op.domain != Domain::Bool) {
+        let ks = op_kernels(op, Home::Cube);
+        let (value, _) = cube::elementwise(&diff::share_common(&ks.value), &shared(&ks.partials));
+        let (adjoint, _) = cube::elementwise(&diff::share_common(&ks.adjoint), &shared(&ks.adjoint_partials));
+        let m = format_ident!("{}", op.name);
+        modules.push(quote! {
+            pub mod #m {
+                #value
+                pub mod adjoint {
+                    #adjoint
+                }
+            }
+        });
+        arms.push(quote! {
+            if k == TypeId::of::<::blaze_runtime::unary::#m::Kernel>() {
+                return Some(&#m::__cube::TABLE);
+            }
+            if k == TypeId::of::<::blaze_runtime::unary::#m::adjoint::Kernel>() {
+                return Some(&#m::adjoint::__cube::TABLE);
+            }
+        });
+    }
+    quote! {
+        #(#modules)*
+
+        /// The launcher of `K` if it is a kernel of the op table.
+        pub fn launcher<K: ::blaze_runtime::kernel::Elementwise>() -> Option<&'static crate::CubeElementwise> {
+            use ::core::any::TypeId;
+            let k = TypeId::of::<K>();
+            #(#arms)*
+            None
+        }
+    }
+}
+
+fn shared(ks: &[Kernel]) -> Vec<Kernel> {
+    ks.iter().map(diff::share_common).collect()
+}
+
+/// A call of op `name` of the table inside a fused group: the runtime's
+/// kernel, so that the group computes the bits the unfused op does.
+pub fn call(name: &str, args: Vec<ir::Expr>, span: Span) -> ir::Expr {
+    let m = format_ident!("{}", name);
+    let f = ir::Extern {
+        path: quote!(::blaze::runtime::unary::#m),
+        name: format!("{PREFIX}{name}"),
+        partial: None,
+        table: true,
+    };
+    ir::Expr::new(ir::ExprKind::Extern(Box::new(f), args), span)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_checks_prints_and_validates() {
+        for op in UNARY.iter().filter(|op| op.domain != Domain::Bool) {
+            for home in [Home::Runtime, Home::Cube] {
+                let ks = op_kernels(op, home);
+                assert_eq!(ks.partials.len(), 1 + op.params.len(), "{}", op.name);
+                // Printing validates the WGSL with naga.
+                let _ = items(&ks.value, &ks.partials);
+                let _ = items(&ks.adjoint, &ks.adjoint_partials);
+            }
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The elementwise ops of one tensor, each written once: its name, the
+//! dtypes it takes, its parameters, its scalar body in the `kernel!` DSL
+//! and, where the derived one is numerically poor or needs what the
+//! training forward does not keep, its derivative.
+//!
+//! `blaze-macros` parses these bodies into its kernel IR and prints from
+//! them everything that computes the op: the runtime's `UnaryOp` enum and
+//! one `Elementwise` kernel per op (the CPU's loop body and the WGSL the
+//! wgpu backend runs), the CubeCL backend's `#[cube]` functions, the
+//! gradient kernels the tape runs, and the calls a fused group makes. So
+//! the unfused op, the op inside a fused group and its gradient compute
+//! the same function on every backend, and a new op is one entry here.
+
+/// Which dtypes an op takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domain {
+    /// Floats only.
+    Float,
+    /// Floats and i64 (the integer form is the backend's own: `wrapping_neg`,
+    /// `wrapping_abs`, `signum`).
+    Signed,
+    /// Bool only; the op has no float body.
+    Bool,
+}
+
+/// What the op costs per element, which decides when a backend splits it
+/// over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cost {
+    /// A few arithmetic instructions: memory-bound.
+    Cheap,
+    /// A transcendental function: compute-bound.
+    Costly,
+}
+
+/// The derivative of an op by its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grad {
+    /// Derived from the body by the kernel IR's symbolic differentiation.
+    Derived,
+    /// Written in terms of the input `x` (and the parameters).
+    OfInput(&'static str),
+    /// Written in terms of the output `y` alone: the training forward then
+    /// keeps the output, not the input (a bias pass with this activation
+    /// never stores its input).
+    OfOutput(&'static str),
+}
+
+/// One elementwise op of one tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unary {
+    /// The `UnaryOp` variant.
+    pub variant: &'static str,
+    /// The op's name: the tensor method, the kernel's name and its WGSL
+    /// function's name (PyTorch's, lower case).
+    pub name: &'static str,
+    /// A sentence saying what it computes.
+    pub doc: &'static str,
+    /// Its `f64` parameters besides the input (the variant's fields).
+    pub params: &'static [&'static str],
+    /// The dtypes it takes.
+    pub domain: Domain,
+    /// What it costs per element.
+    pub cost: Cost,
+    /// The body of `fn name(x: f32, params..: f32) -> f32` in the
+    /// `kernel!` DSL; empty for a bool op.
+    pub body: &'static str,
+    /// Its derivative by `x`.
+    pub grad: Grad,
+}
+
+/// The most parameters an op takes besides its input.
+pub const MAX_UNARY_PARAMS: usize = 1;
+
+/// Every elementwise op of one tensor, in the order of `UnaryOp`'s variants.
+pub const UNARY: &[Unary] = &[
+    Unary {
+        variant: "Neg",
+        name: "neg",
+        doc: "`-x` (floats and i64).",
+        params: &[],
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "-x",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Abs",
+        name: "abs",
+        doc: "`|x|` (floats and i64).",
+        params: &[],
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "abs(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Exp",
+        name: "exp",
+        doc: "`e^x`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "exp(x)",
+        grad: Grad::OfOutput("y"),
+    },
+    Unary {
+        variant: "Log",
+        name: "log",
+        doc: "Natural logarithm.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "log(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Sqrt",
+        name: "sqrt",
+        doc: "Square root.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "sqrt(x)",
+        grad: Grad::OfOutput("0.5 / y"),
+    },
+    Unary {
+        variant: "Recip",
+        name: "recip",
+        doc: "`1 / x`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "1.0 / x",
+        grad: Grad::OfOutput("-(y * y)"),
+    },
+    Unary {
+        variant: "Tanh",
+        name: "tanh",
+        doc: "Hyperbolic tangent.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "tanh(x)",
+        grad: Grad::OfOutput("1.0 - y * y"),
+    },
+    Unary {
+        variant: "Sigmoid",
+        name: "sigmoid",
+        doc: "`1 / (1 + e^-x)`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "1.0 / (1.0 + exp(-x))",
+        // The derived `e^-x / (1 + e^-x)²` is inf / inf below x ≈ -88.
+        grad: Grad::OfOutput("y * (1.0 - y)"),
+    },
+    Unary {
+        variant: "Relu",
+        name: "relu",
+        doc: "`max(x, 0)`; NaN passes through.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "select(x < 0.0, 0.0, x)",
+        // PyTorch's relu'(0) = 0.
+        grad: Grad::OfOutput("select(y > 0.0, 1.0, 0.0)"),
+    },
+    Unary {
+        variant: "Gelu",
+        name: "gelu",
+        doc: "Exact GELU, `x * Φ(x)` (PyTorch's default `approximate='none'`).",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
+        // Φ(x) + x φ(x), with φ the normal density.
+        grad: Grad::OfInput("0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * exp(-0.5 * x * x) * 0.3989422804014327"),
+    },
+    Unary {
+        variant: "LeakyRelu",
+        name: "leaky_relu",
+        doc: "`max(x, 0) + slope * min(x, 0)`.",
+        params: &["slope"],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "select(x > 0.0, x, x * slope)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Sin",
+        name: "sin",
+        doc: "Sine.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "sin(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Cos",
+        name: "cos",
+        doc: "Cosine.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "cos(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Erf",
+        name: "erf",
+        doc: "The error function.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "erf(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Floor",
+        name: "floor",
+        doc: "Round down.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "floor(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Ceil",
+        name: "ceil",
+        doc: "Round up.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "ceil(x)",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Sign",
+        name: "sign",
+        doc: "-1, 0 or 1 (floats and i64); NaN and the sign of zero pass through.",
+        params: &[],
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "select(x > 0.0, 1.0, select(x < 0.0, -1.0, x))",
+        grad: Grad::Derived,
+    },
+    Unary {
+        variant: "Not",
+        name: "logical_not",
+        doc: "Logical not (bool only).",
+        params: &[],
+        domain: Domain::Bool,
+        cost: Cost::Cheap,
+        body: "",
+        grad: Grad::Derived,
+    },
+];
+
+/// The entry of the op named `name`.
+pub fn unary(name: &str) -> Option<&'static Unary> {
+    UNARY.iter().find(|u| u.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_variants_are_unique_and_params_fit() {
+        for (i, a) in UNARY.iter().enumerate() {
+            assert!(a.params.len() <= MAX_UNARY_PARAMS, "{}", a.name);
+            assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
+            for b in &UNARY[i + 1..] {
+                assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
+            }
+        }
+        assert_eq!(unary("sigmoid").map(|u| u.variant), Some("Sigmoid"));
+    }
+}
