@@ -43,6 +43,13 @@ twice!(Fused, Unfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>, pos: Embe
     r * 2.0 + sqrt(a * a + 1.0) / (3.0 - b.neg().exp().sqrt().neg())
 });
 
+// Every built-in activation in one group, after a layer: fused, each is a
+// call of the op table's kernel that the unfused op runs too.
+twice!(Acts, ActsUnfused, [T, 8], { fc: Linear<8, 8> }, {
+    let h = self.fc(x) * 3.0;
+    relu(gelu(tanh(sigmoid(h) * h)) * h) - 0.25
+});
+
 // Attention written out: the scale and the causal mask fold into the
 // softmax, forward and backward.
 twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
@@ -255,7 +262,7 @@ fn the_macro_plans_groups_and_reports_them() {
     assert!(plan.backward_ops[0] < plan.backward_ops[1], "{plan}");
     let first = &plan.groups[0];
     assert!(first.ops.contains(&"sigmoid") && first.ops.contains(&"mul_scalar"), "{plan}");
-    assert!(plan.groups.iter().any(|g| g.ops.contains(&"gelu") && g.wgsl.contains("erf")), "{plan}");
+    assert!(plan.groups.iter().any(|g| g.ops.contains(&"gelu") && g.wgsl.contains("unary_gelu(")), "{plan}");
     assert_eq!(first.output, "[T, 8]");
     assert!(first.wgsl.contains("fn Fused_fused0("), "{}", first.wgsl);
     let summary = Fused::new_seeded(0, &CpuDevice).summary();
@@ -293,6 +300,26 @@ macro_rules! agree {
             }
         }
     }};
+}
+
+/// Regression: the fused sigmoid was `(1 + tanh(x / 2)) / 2` and the
+/// unfused one `1 / (1 + e^-x)`, so fusing a model changed its numbers.
+#[test]
+fn fused_activations_compute_the_bits_the_unfused_ops_do() {
+    let _serial = serial();
+    assert!(Acts::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"sigmoid") && g.ops.contains(&"gelu")));
+    for dtype in [DType::F32, DType::F64] {
+        let mut fused = Acts::new_seeded(3, &CpuDevice);
+        let mut unfused = ActsUnfused::new_seeded(3, &CpuDevice);
+        blaze::nn::to_dtype(&mut fused, dtype);
+        blaze::nn::to_dtype(&mut unfused, dtype);
+        // Wide enough that sigmoid's exponential overflows at the low end.
+        let x = (normal([2, 5, 8], 6) * 40.0).to_dtype(dtype);
+        let (yf, yu) = (values(&fused.forward(&x)), values(&unfused.forward(&x)));
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&yf), bits(&yu), "{dtype}: fused {yf:?}\nunfused {yu:?}");
+    }
+    agree!(Acts, ActsUnfused, normal([2, 5, 8], 4), 2);
 }
 
 #[test]
@@ -498,7 +525,7 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
     let plan = SeqDrop::<Cpu>::FUSION;
     assert_eq!(plan.groups.len(), 1, "{plan}");
     assert_eq!(plan.groups[0].ops, ["gelu", "dropout"]);
-    assert!(plan.groups[0].wgsl.contains("erf"), "{}", plan.groups[0].wgsl);
+    assert!(plan.groups[0].wgsl.contains("unary_gelu("), "{}", plan.groups[0].wgsl);
     assert_eq!(plan.epilogues, &["fc2 + out"]);
     assert_eq!(plan.forward_ops, [3, 4]);
     assert_eq!(plan.backward_ops, [4, 5]);

@@ -490,28 +490,18 @@ fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
     at(ExprKind::Call(f, args), span)
 }
 
-/// An activation of `x` in the kernel IR.
+/// An activation of `x` in the kernel IR: a call of the op table's kernel
+/// (`blaze_runtime::unary`), the function the unfused op runs, so a fused
+/// model computes the bits an unfused one does, with the table's
+/// derivative.
 fn act_expr(a: Act, x: Expr, sp: Span) -> Expr {
-    let f = |v| at(ExprKind::Float(v), sp);
-    match a {
-        // max(0, x) keeps NaN, as ReLU does, and its derivative follows
-        // the first argument on the tie at 0 (PyTorch's relu'(0) = 0).
-        Act::Relu => call(Intrinsic::Max, vec![f(0.0), x], sp),
-        // The exact GELU: x Φ(x) = x (1 + erf(x / √2)) / 2.
-        Act::Gelu => {
-            let scaled = bin(ir::Bin::Mul, x.clone(), f(std::f64::consts::FRAC_1_SQRT_2), sp);
-            let cdf = bin(ir::Bin::Add, f(1.0), call(Intrinsic::Erf, vec![scaled], sp), sp);
-            bin(ir::Bin::Mul, bin(ir::Bin::Mul, f(0.5), x, sp), cdf, sp)
-        }
-        Act::Tanh => call(Intrinsic::Tanh, vec![x], sp),
-        // sigmoid(x) = (1 + tanh(x / 2)) / 2, whose derivative stays
-        // finite where exp(-x) overflows.
-        Act::Sigmoid => {
-            let half = |e| bin(ir::Bin::Mul, f(0.5), e, sp);
-            let t = call(Intrinsic::Tanh, vec![half(x)], sp);
-            half(bin(ir::Bin::Add, f(1.0), t, sp))
-        }
-    }
+    let name = match a {
+        Act::Relu => "relu",
+        Act::Gelu => "gelu",
+        Act::Tanh => "tanh",
+        Act::Sigmoid => "sigmoid",
+    };
+    crate::kernel::table::call(name, vec![x], sp)
 }
 
 /// Inverted dropout of `x` in the kernel IR, given its threshold, scale
@@ -660,7 +650,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                         }
                     })
                     .collect();
-                let f = ir::Extern { path: path.clone(), name: kernel_name(path), partial: None };
+                let f = ir::Extern { path: path.clone(), name: kernel_name(path), partial: None, table: false };
                 at(ExprKind::Extern(Box::new(f), args), sp)
             }
             Op::Layer(_) => {
