@@ -82,6 +82,20 @@ where
     })
 }
 
+/// Op `K` of the op table as a function of one element, its parameters
+/// bound: the function a fused group calls too.
+#[inline(always)]
+pub(crate) fn unary_fn<K: UnaryKernel, T: KernelFloat>(params: &[f64]) -> impl Fn(T) -> T + Copy + Send + Sync {
+    let p: [T; MAX_UNARY_PARAMS] = std::array::from_fn(|i| T::lit(params.get(i).copied().unwrap_or(0.0)));
+    // The kernel's arguments at one point: `x`, then the parameters.
+    move |x| K::Value::at(&std::array::from_fn::<T, { MAX_UNARY_PARAMS + 1 }, _>(|i| if i == 0 { x } else { p[i - 1] }))
+}
+
+/// The size above which op `op` splits over threads, from its cost.
+pub(crate) fn fork_min(op: UnaryOp) -> usize {
+    if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN }
+}
+
 /// `act(x + bias) + residual` with the bias along `dim`, in one pass over
 /// `x`'s buffer. Returns false, leaving `x` alone, for a strided or shared
 /// `x`, a residual not of `x`'s shape and row-major, or an activation
@@ -112,17 +126,12 @@ pub(crate) fn bias_act_in_place<T: Float + KernelFloat>(
     impl<T: Float + KernelFloat> UnaryVisitor for Epilogue<'_, T> {
         type Out = bool;
         fn visit<K: UnaryKernel>(self, params: &[f64]) -> bool {
-            let p = std::array::from_fn::<T, MAX_UNARY_PARAMS, _>(|i| T::lit(params.get(i).copied().unwrap_or(0.0)));
-            let f = move |v| K::Value::at(&crate::point(v, &p));
-            bias_then(self.x, self.bias, self.dim, self.residual, self.fork_min, f)
+            bias_then(self.x, self.bias, self.dim, self.residual, self.fork_min, unary_fn::<K, T>(params))
         }
     }
     match act {
         None => bias_then(x, bias, dim, residual, CHEAP_OP_MIN, |v| v),
-        Some(op) => {
-            let fork_min = if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN };
-            op.visit(Epilogue { x, bias, dim, residual, fork_min }).unwrap_or(false)
-        }
+        Some(op) => op.visit(Epilogue { x, bias, dim, residual, fork_min: fork_min(op) }).unwrap_or(false),
     }
 }
 

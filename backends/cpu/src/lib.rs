@@ -35,7 +35,7 @@ use std::ops::Range;
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
-use blaze_runtime::unary::{MAX_UNARY_PARAMS, UnaryKernel, UnaryVisitor};
+use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
     AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
@@ -154,18 +154,10 @@ fn unary_float<T: Float + KernelFloat>(op: UnaryOp, a: &Array<T>) -> Array<T> {
     impl<T: Float + KernelFloat> UnaryVisitor for Map<'_, T> {
         type Out = Array<T>;
         fn visit<K: UnaryKernel>(self, params: &[f64]) -> Array<T> {
-            let p = std::array::from_fn::<T, MAX_UNARY_PARAMS, _>(|i| T::lit(params.get(i).copied().unwrap_or(0.0)));
-            map(self.0, self.1, move |x| K::Value::at(&point(x, &p)))
+            map(self.0, self.1, elementwise::unary_fn::<K, T>(params))
         }
     }
-    let fork_min = if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN };
-    op.visit(Map(a, fork_min)).unwrap_or_else(|| unsupported(op.name(), DType::F32))
-}
-
-/// A kernel's arguments at one point: `x`, then the op's parameters.
-#[inline(always)]
-pub(crate) fn point<T: Copy>(x: T, params: &[T; MAX_UNARY_PARAMS]) -> [T; MAX_UNARY_PARAMS + 1] {
-    std::array::from_fn(|i| if i == 0 { x } else { params[i - 1] })
+    op.visit(Map(a, elementwise::fork_min(op))).unwrap_or_else(|| unsupported(op.name(), DType::F32))
 }
 
 /// `act(x + bias) (+ residual)` in one pass over `x`'s buffer, or `x` back

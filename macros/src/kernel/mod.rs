@@ -80,18 +80,23 @@ pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2
 
 /// `g * ∂k/∂a_i` as a kernel of `k`'s parameters and `g`.
 fn adjoint(k: &ir::Kernel, i: usize) -> ir::Kernel {
-    let mut a = diff::partial(k, i);
-    a.name = format!("{}_adjoint{i}", k.name);
-    let index = a.params.len();
-    let g = a.declare("g".into(), ir::Ty::F32, ir::Kind::Element { index });
-    a.params.push(g);
-    let span = k.span;
-    let factor = a.result.take().unwrap_or_else(|| ir::Expr::new(ir::ExprKind::Float(0.0), span));
-    a.result = Some(ir::Expr::new(
+    times_g(diff::partial(k, i), format!("{}_adjoint{i}", k.name))
+}
+
+/// The kernel `g * partial`, named `name`: `partial`'s bindings, then its
+/// result times one more parameter, `g`.
+fn times_g(mut partial: ir::Kernel, name: String) -> ir::Kernel {
+    partial.name = name;
+    let index = partial.params.len();
+    let g = partial.declare("g".into(), ir::Ty::F32, ir::Kind::Element { index });
+    partial.params.push(g);
+    let span = partial.span;
+    let factor = partial.result.take().unwrap_or_else(|| ir::Expr::new(ir::ExprKind::Float(0.0), span));
+    partial.result = Some(ir::Expr::new(
         ir::ExprKind::Binary(ir::Bin::Mul, Box::new(ir::Expr::new(ir::ExprKind::Var(g), span)), Box::new(factor)),
         span,
     ));
-    a
+    partial
 }
 
 /// Expands `kernel! { fn .. }`. Every error is a spanned compile error.

@@ -82,20 +82,12 @@ pub(crate) fn op_kernels(op: &Unary, home: Home) -> OpKernels {
             kernel(&adjoint_name, &with_g, &format!("g * {{ {g} }}"), home)
         }
         Grad::OfInput(_) | Grad::Derived => {
-            // `g` times the partial's result, after its bindings.
-            let mut a = partials[0].clone();
-            a.name = adjoint_name;
-            let g = a.declare("g".into(), ir::Ty::F32, ir::Kind::Element { index: args.len() });
-            a.params.push(g);
-            let span = a.span;
-            let factor = a.result.take().unwrap_or_else(|| ir::Expr::new(ir::ExprKind::Float(0.0), span));
-            let g = ir::Expr::new(ir::ExprKind::Var(g), span);
+            let mut a = super::times_g(partials[0].clone(), adjoint_name);
             // A zero derivative (floor) is 0, not `g * 0`, which an
             // infinite `g` would make NaN.
-            a.result = Some(match factor.kind {
-                ir::ExprKind::Float(v) if v == 0.0 => factor,
-                _ => ir::Expr::new(ir::ExprKind::Binary(ir::Bin::Mul, Box::new(g), Box::new(factor)), span),
-            });
+            if matches!(partials[0].result, Some(ir::Expr { kind: ir::ExprKind::Float(v), .. }) if v == 0.0) {
+                a.result.clone_from(&partials[0].result);
+            }
             a
         }
     };
