@@ -1,7 +1,7 @@
 //! Heap allocations of a training step, phase by phase, after warm-up: all
 //! zero, since op outputs come from the CPU backend's buffer pool, GEMM
 //! packs into thread-local buffers and shapes and parameter names stay
-//! inline (`tests/zero_alloc.rs` holds every `#[model]` step to it). Counts
+//! inline (`tests/memory.rs` holds every `#[model]` step to it). Counts
 //! with a global allocator that wraps the system one, over the MLP
 //! 784-256-128-10 at batch 128.
 //!

@@ -7,30 +7,7 @@ use blaze::nn::gradcheck::check_model;
 use blaze::nn::{Ctx, grads_dict};
 use blaze::prelude::*;
 
-/// One body, compiled twice: fused and with `fuse = false`.
-macro_rules! twice {
-    ($fused:ident, $unfused:ident, [$($input:tt)*], { $($field:ident: $ty:ty),* $(,)? }, $body:block) => {
-        #[model]
-        pub struct $fused {
-            $($field: $ty),*
-        }
-
-        #[model(input = [$($input)*])]
-        impl $fused {
-            fn forward(&self, x: Tensor) -> Tensor $body
-        }
-
-        #[model]
-        pub struct $unfused {
-            $($field: $ty),*
-        }
-
-        #[model(input = [$($input)*], fuse = false)]
-        impl $unfused {
-            fn forward(&self, x: Tensor) -> Tensor $body
-        }
-    };
-}
+use crate::fused_models::{Dropped, DroppedUnfused, Mlp, MlpUnfused, SeqMlp, SeqTwin, twice};
 
 twice!(Fused, Unfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>, pos: Embedding<16, 8> }, {
     let a = self.fc(x);
@@ -70,21 +47,6 @@ twice!(Empty, EmptyUnfused, [T, 8], { fc: Linear<8, 8> }, {
     relu(h * 0.0 - 1.0).log().softmax(-1) + h.softmax(-1)
 });
 
-// A pre-norm MLP block: the backward recomputes the second layer's input
-// from the GELU's cache and the first's from the LayerNorm's, so the
-// training forward keeps neither.
-// The residual adds run in the bias pass of `fc2` and of `skip` (whose
-// output is added to a value made before it); `head`'s output is added to
-// one made after it, which its call cannot take.
-twice!(Mlp, MlpUnfused, [T, 8], {
-    ln: LayerNorm<8>, fc1: Linear<8, 32>, fc2: Linear<32, 8>, rms: RMSNorm<8>, head: Linear<8, 4>, skip: Linear<8, 4>
-}, {
-    let x = x + self.fc2(gelu(self.fc1(self.ln(x))));
-    let h = self.head(self.rms(x));
-    let r = self.skip(x);
-    h + r
-});
-
 // A convolution takes its activation into its bias pass (GELU in inference
 // only); the Linear after it takes its residual.
 twice!(Conv, ConvUnfused, [2, 5, 5], { conv: Conv2d<2, 2, 3>, conv2: Conv2d<2, 2, 1>, fc: Linear<18, 18> }, {
@@ -115,31 +77,6 @@ twice!(Masked, MaskedUnfused, [T, 4], { fc: Linear<4, 4> }, {
     let w = tanh((s * 0.5).masked_fill(causal_mask(T), 0.25)) + 1.0;
     w.matmul(x)
 });
-
-// A sequential model recomputes the same inputs (`fc1`'s from `ln`, `fc2`'s
-// from `act`); its twin, a forward body with fusion off, keeps them.
-#[model(input = [8])]
-pub struct SeqMlp {
-    ln: LayerNorm<8>,
-    fc1: Linear<8, 16>,
-    act: Gelu,
-    fc2: Linear<16, 4>,
-}
-
-#[model]
-pub struct SeqTwin {
-    ln: LayerNorm<8>,
-    fc1: Linear<8, 16>,
-    act: Gelu,
-    fc2: Linear<16, 4>,
-}
-
-#[model(input = [8], fuse = false)]
-impl SeqTwin {
-    fn forward(&self, x: Tensor) -> Tensor {
-        self.fc2(self.act(self.fc1(self.ln(x))))
-    }
-}
 
 // A sequential model runs its GELU and dropout fields as one kernel (the
 // mask drawn inside it) and `fc2`'s tanh in its bias pass; its twin, a
@@ -195,17 +132,6 @@ twice!(Kerneled, KerneledUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8>
     swish(h * 2.0, 1.5) * sigmoid(g) + swish(g, h) - h
 });
 
-// Dropouts inside groups draw their masks in the group's pass, from a seed
-// each; one read twice runs as its layer. The draws keep the body's order,
-// so both twins drop the same elements.
-twice!(Dropped, DroppedUnfused, [T, 8], { fc: Linear<8, 8>, drop: Dropout, other: Dropout, drop2: Dropout }, {
-    let h = self.fc(x);
-    let a = self.drop(gelu(h) * 2.0) + x;
-    let b = self.other(h);
-    let c = self.drop2(tanh(b)) * b;
-    a * 0.5 + c
-});
-
 // A softmax or log-softmax over the last dim after a group runs in the
 // group's pass: each row is evaluated into the output and normalised there.
 twice!(Softmaxed, SoftmaxedUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 8> }, {
@@ -240,20 +166,12 @@ fn close(what: &str, a: &[f64], b: &[f64], tol: f64) {
     }
 }
 
-/// Tests here measure the CPU pool's bytes in use, which the others
-/// would move: they run one at a time.
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn values<const D: usize>(t: &Tensor<Cpu, D>) -> Vec<f64> {
     t.to_data().values.to_f64_vec()
 }
 
 #[test]
 fn the_macro_plans_groups_and_reports_them() {
-    let _serial = serial();
     let plan = Fused::<Cpu>::FUSION;
     assert!(plan.groups.len() >= 2, "{plan}");
     assert!(Unfused::<Cpu>::FUSION.groups.is_empty());
@@ -306,7 +224,6 @@ macro_rules! agree {
 /// unfused one `1 / (1 + e^-x)`, so fusing a model changed its numbers.
 #[test]
 fn fused_activations_compute_the_bits_the_unfused_ops_do() {
-    let _serial = serial();
     assert!(Acts::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"sigmoid") && g.ops.contains(&"gelu")));
     for dtype in [DType::F32, DType::F64] {
         let mut fused = Acts::new_seeded(3, &CpuDevice);
@@ -324,13 +241,11 @@ fn fused_activations_compute_the_bits_the_unfused_ops_do() {
 
 #[test]
 fn fused_groups_agree_with_the_ops_they_replace() {
-    let _serial = serial();
     agree!(Fused, Unfused, normal([2, 5, 8], 4), 5);
 }
 
 #[test]
 fn folded_softmaxes_agree_with_the_ops_they_replace() {
-    let _serial = serial();
     let plan = Attn::<Cpu>::FUSION;
     assert_eq!(
         plan.softmaxes,
@@ -346,7 +261,6 @@ fn folded_softmaxes_agree_with_the_ops_they_replace() {
 /// unfused (see `SoftmaxOptions`).
 #[test]
 fn folded_softmaxes_of_rows_with_no_finite_entry_are_zero() {
-    let _serial = serial();
     let plan = Empty::<Cpu>::FUSION;
     assert!(plan.groups.iter().any(|g| g.ops.ends_with(&["relu", "log", "softmax"])), "{plan}");
     let x = normal([2, 3, 8], 12);
@@ -361,8 +275,7 @@ fn folded_softmaxes_of_rows_with_no_finite_entry_are_zero() {
 }
 
 #[test]
-fn epilogues_and_recomputed_inputs_agree_and_are_not_kept() {
-    let _serial = serial();
+fn epilogues_and_recomputed_inputs_agree() {
     assert_eq!(Mlp::<Cpu>::FUSION.recomputed, &["fc1 <- ln", "fc2 <- gelu", "head <- rms"]);
     assert!(MlpUnfused::<Cpu>::FUSION.recomputed.is_empty());
     assert_eq!(Mlp::<Cpu>::FUSION.epilogues, &["fc2 + add", "skip + add"]);
@@ -370,33 +283,19 @@ fn epilogues_and_recomputed_inputs_agree_and_are_not_kept() {
     let [fused, unfused] = Mlp::<Cpu>::FUSION.forward_ops;
     assert_eq!(fused + 2, unfused, "{}", Mlp::<Cpu>::FUSION);
     agree!(Mlp, MlpUnfused, normal([3, 5, 8], 11), 11);
-    // The fused training forward keeps less, by the three recomputed
-    // inputs (the pool's bytes in use; the tests here run one at a time).
-    let x = normal([4, 16, 8], 12);
-    let mut m = Mlp::new_seeded(1, &CpuDevice);
-    let before = blaze::cpu::bytes_in_use();
-    let fused = m.forward_train(&x, &mut Ctx::train(0));
-    let kept_fused = blaze::cpu::bytes_in_use() - before;
-    drop(fused);
-    let before = blaze::cpu::bytes_in_use();
-    let unfused = MlpUnfused::new_seeded(1, &CpuDevice).forward_train(&x, &mut Ctx::train(0));
-    let kept_unfused = blaze::cpu::bytes_in_use() - before;
-    drop(unfused);
-    let recomputed = 4 * 16 * (8 + 32 + 8) * std::mem::size_of::<f32>();
-    assert_eq!(kept_unfused - kept_fused, recomputed, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
+    // What each training forward keeps: `tests/memory.rs`.
+    let m = Mlp::new_seeded(1, &CpuDevice);
     check_model(&m, &normal([2, 3, 8], 13), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]
 fn convolution_epilogues_agree() {
-    let _serial = serial();
     assert_eq!(Conv::<Cpu>::FUSION.epilogues, &["conv + relu", "fc + add"]);
     agree!(Conv, ConvUnfused, normal([3, 2, 5, 5], 14), 6);
 }
 
 #[test]
 fn convolutions_take_residuals_too() {
-    let _serial = serial();
     assert_eq!(ResConv::<Cpu>::FUSION.epilogues, &["conv1 + relu", "conv2 + add"]);
     assert_eq!(ResConvUnfused::<Cpu>::FUSION.epilogues, &["conv1 + relu"]);
     agree!(ResConv, ResConvUnfused, normal([3, 2, 5, 5], 34), 4);
@@ -406,7 +305,6 @@ fn convolutions_take_residuals_too() {
 
 #[test]
 fn reductions_after_groups_agree() {
-    let _serial = serial();
     let plan = Reduced::<Cpu>::FUSION;
     let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
     assert!(ops.contains(&&["mul", "add_scalar", "log", "mean"][..]) && ops.contains(&&["mul", "sum"][..]), "{plan}");
@@ -418,7 +316,6 @@ fn reductions_after_groups_agree() {
 
 #[test]
 fn masked_fills_in_groups_agree() {
-    let _serial = serial();
     let plan = Masked::<Cpu>::FUSION;
     assert_eq!(plan.groups.len(), 1, "{plan}");
     assert_eq!(plan.groups[0].ops, ["mul_scalar", "masked_fill", "tanh", "add_scalar"]);
@@ -429,16 +326,10 @@ fn masked_fills_in_groups_agree() {
 
 #[test]
 fn sequential_models_recompute_inputs_too() {
-    let _serial = serial();
     let x = normal([6, 8], 21);
     let (mut m, mut twin) = (SeqMlp::new_seeded(22, &CpuDevice), SeqTwin::new_seeded(22, &CpuDevice));
-    let before = blaze::cpu::bytes_in_use();
     let (y, cache) = m.forward_train(&x, &mut Ctx::train(0));
-    let kept = blaze::cpu::bytes_in_use() - before;
-    let before = blaze::cpu::bytes_in_use();
     let (yt, cache_t) = twin.forward_train(&x, &mut Ctx::train(0));
-    let kept_twin = blaze::cpu::bytes_in_use() - before;
-    assert_eq!(kept_twin - kept, 6 * (8 + 16) * std::mem::size_of::<f32>(), "kept {kept} bytes, the twin {kept_twin}");
     close("output", &values(&y), &values(&yt), 0.0);
     let g = normal(y.shape(), 23);
     let (dx, grads) = m.backward(&cache, &g);
@@ -458,7 +349,6 @@ fn sequential_models_recompute_inputs_too() {
 
 #[test]
 fn kernel_functions_in_groups_agree() {
-    let _serial = serial();
     let plan = Kerneled::<Cpu>::FUSION;
     assert_eq!(plan.groups.len(), 1, "{plan}");
     assert_eq!(plan.groups[0].ops.iter().filter(|o| **o == "swish").count(), 2, "{plan}");
@@ -470,15 +360,13 @@ fn kernel_functions_in_groups_agree() {
 
 #[test]
 fn fused_backward_matches_finite_differences_in_f64() {
-    let _serial = serial();
     let m = Fused::new_seeded(6, &CpuDevice);
     let x = normal([2, 4, 8], 7);
     check_model(&m, &x, true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]
-fn dropouts_in_groups_agree_and_keep_no_mask() {
-    let _serial = serial();
+fn dropouts_in_groups_agree_and_drop_only_in_training() {
     let plan = Dropped::<Cpu>::FUSION;
     let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
     assert!(ops.iter().any(|o| o.starts_with(&["gelu", "mul_scalar", "dropout", "add"])), "{plan}");
@@ -492,23 +380,11 @@ fn dropouts_in_groups_agree_and_keep_no_mask() {
     let (y, _) = m.forward_train(&x, &mut Ctx::train(26));
     let unchanged = values(&y).iter().zip(values(&m.forward(&x))).filter(|(a, b)| *a == b).count();
     assert!(unchanged < y.numel() / 2, "{unchanged} of {} unchanged in training", y.numel());
-    // Neither keeps a mask (a dropout keeps its seed); the fused forward
-    // keeps less still, by the intermediates its adjoint kernels recompute.
-    let before = blaze::cpu::bytes_in_use();
-    let fused = m.forward_train(&x, &mut Ctx::train(0));
-    let kept_fused = blaze::cpu::bytes_in_use() - before;
-    drop(fused);
-    let before = blaze::cpu::bytes_in_use();
-    let unfused = DroppedUnfused::new_seeded(25, &CpuDevice).forward_train(&x, &mut Ctx::train(0));
-    let kept_unfused = blaze::cpu::bytes_in_use() - before;
-    drop(unfused);
-    assert!(kept_fused < kept_unfused, "kept {kept_fused} bytes fused, {kept_unfused} unfused");
     check_model(&m, &normal([2, 3, 8], 27), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
 }
 
 #[test]
 fn softmaxes_after_groups_agree() {
-    let _serial = serial();
     let plan = Softmaxed::<Cpu>::FUSION;
     let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
     assert!(ops.contains(&&["mul_scalar", "add", "softmax"][..]), "{plan}");
@@ -521,7 +397,6 @@ fn softmaxes_after_groups_agree() {
 
 #[test]
 fn sequential_models_fuse_runs_of_elementwise_fields() {
-    let _serial = serial();
     let plan = SeqDrop::<Cpu>::FUSION;
     assert_eq!(plan.groups.len(), 1, "{plan}");
     assert_eq!(plan.groups[0].ops, ["gelu", "dropout"]);
@@ -541,7 +416,6 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
 
 #[test]
 fn norms_after_groups_agree() {
-    let _serial = serial();
     let plan = Normed::<Cpu>::FUSION;
     let ops: Vec<&[&str]> = plan.groups.iter().map(|g| g.ops).collect();
     assert!(ops.contains(&&["mul_scalar", "tanh", "add", "layer_norm"][..]), "{plan}");

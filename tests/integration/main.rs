@@ -10,6 +10,8 @@ mod autodiff_oracle;
 mod common;
 mod concurrency;
 mod fit_tasks;
+#[path = "../common/fused_models.rs"]
+mod fused_models;
 mod fusion;
 mod graph;
 mod graph_torch;

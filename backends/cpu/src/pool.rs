@@ -2,7 +2,7 @@
 //!
 //! A training step of fixed shapes asks for the same output sizes every
 //! step, so once the pool has seen one step every output comes from it and
-//! the step makes no heap allocation (`tests/zero_alloc.rs`); reused
+//! the step makes no heap allocation (`tests/memory.rs`); reused
 //! buffers are also already paged in, where fresh ones fault on first
 //! write.
 //!

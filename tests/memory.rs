@@ -1,14 +1,24 @@
-//! A `#[model]` training step makes no heap allocation once warmed up.
+//! What training costs in memory, on the CPU backend.
 //!
-//! The step (training forward, cross-entropy, generated backward, optimizer
-//! update, loss read back) runs on the CPU backend under a global allocator
-//! that counts every allocation on every thread. After a few warm-up steps
-//! (optimizer state, the backend's buffer pool) the count must stay at zero.
-//! On failure the test prints where the first allocations came from.
+//! - A `#[model]` training step makes no heap allocation once warmed up.
+//!   The step (training forward, cross-entropy, generated backward,
+//!   optimizer update, loss read back) runs under a global allocator that
+//!   counts every allocation on every thread. After a few warm-up steps
+//!   (optimizer state, the backend's buffer pool) the count must stay at
+//!   zero. On failure the test prints where the first allocations came
+//!   from.
+//! - A fused training forward keeps only what its backward reads: less
+//!   than its unfused twin by the inputs its adjoints recompute, and no
+//!   dropout mask. What a forward keeps is the growth of the buffer pool's
+//!   bytes in use across it.
 //!
-//! It has its own binary without the libtest harness, so no other test (or
-//! the harness's own bookkeeping) allocates while it counts.
+//! Both are process-wide counts, so this is its own binary without the
+//! libtest harness: no other test (or the harness's own bookkeeping)
+//! allocates while it counts.
 
+#[path = "common/fused_models.rs"]
+#[allow(dead_code, unused_imports)]
+mod fused_models;
 #[path = "common/kernels.rs"]
 #[allow(dead_code)]
 mod kernels;
@@ -171,7 +181,63 @@ fn launches() -> (usize, usize, Vec<String>) {
     })
 }
 
+/// Bytes of pooled CPU buffers that what `forward` returns holds: its
+/// output and the cache it keeps for the backward.
+fn kept<T>(forward: impl FnOnce() -> T) -> usize {
+    let before = blaze::cpu::bytes_in_use();
+    let out = forward();
+    let after = blaze::cpu::bytes_in_use();
+    drop(out);
+    after
+        .checked_sub(before)
+        .unwrap_or_else(|| panic!("the forward released pooled buffers: {before} bytes in use before, {after} after"))
+}
+
+/// Fused training forwards keep less than their unfused twins, by exactly
+/// the inputs their adjoints recompute.
+fn kept_by_fusion() {
+    use fused_models::{Dropped, DroppedUnfused, MlpUnfused, SeqMlp, SeqTwin};
+    let dev = CpuDevice;
+    let mut rng = blaze::Rng::seed_from_u64(12);
+    let f32s = std::mem::size_of::<f32>();
+
+    // The pre-norm MLP block recomputes the inputs of `fc1`, `fc2` and
+    // `head` (from its LayerNorm, GELU and RMSNorm caches).
+    let x = Tensor::<Cpu, 3>::normal_with([4, 16, 8], 0.0, 1.0, &mut rng, &dev);
+    let mut fused = fused_models::Mlp::new_seeded(1, &dev);
+    let mut unfused = MlpUnfused::new_seeded(1, &dev);
+    let kept_fused = kept(|| fused.forward_train(&x, &mut Ctx::train(0)));
+    let kept_unfused = kept(|| unfused.forward_train(&x, &mut Ctx::train(0)));
+    let recomputed = 4 * 16 * (8 + 32 + 8) * f32s;
+    assert_eq!(
+        kept_unfused - kept_fused,
+        recomputed,
+        "MLP block: kept {kept_fused} bytes fused, {kept_unfused} unfused"
+    );
+    println!("MLP block: the fused training forward keeps {kept_fused} bytes, {recomputed} fewer than unfused");
+
+    // A sequential model recomputes the same inputs (`fc1`'s, `fc2`'s).
+    let x = Tensor::<Cpu, 2>::normal_with([6, 8], 0.0, 1.0, &mut rng, &dev);
+    let (mut seq, mut twin) = (SeqMlp::new_seeded(22, &dev), SeqTwin::new_seeded(22, &dev));
+    let kept_seq = kept(|| seq.forward_train(&x, &mut Ctx::train(0)));
+    let kept_twin = kept(|| twin.forward_train(&x, &mut Ctx::train(0)));
+    let recomputed = 6 * (8 + 16) * f32s;
+    assert_eq!(kept_twin - kept_seq, recomputed, "sequential MLP: kept {kept_seq} bytes, its unfused twin {kept_twin}");
+    println!("sequential MLP: keeps {kept_seq} bytes, {recomputed} fewer than its unfused twin");
+
+    // Neither keeps a dropout mask (a dropout keeps its seed); the fused
+    // forward keeps less still, by the intermediates its adjoint kernels
+    // recompute.
+    let x = Tensor::<Cpu, 3>::normal_with([8, 32, 8], 0.0, 1.0, &mut rng, &dev);
+    let (mut fused, mut unfused) = (Dropped::new_seeded(25, &dev), DroppedUnfused::new_seeded(25, &dev));
+    let kept_fused = kept(|| fused.forward_train(&x, &mut Ctx::train(0)));
+    let kept_unfused = kept(|| unfused.forward_train(&x, &mut Ctx::train(0)));
+    assert!(kept_fused < kept_unfused, "dropouts: kept {kept_fused} bytes fused, {kept_unfused} unfused");
+    println!("dropouts in groups: keep {kept_fused} bytes fused, {kept_unfused} unfused");
+}
+
 fn main() {
+    kept_by_fusion();
     let dev = CpuDevice;
     let cases = [
         (
