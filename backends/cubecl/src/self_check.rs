@@ -34,9 +34,18 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
     };
     let cases: Vec<(&str, blaze_runtime::TensorData, Vec<f32>)> = vec![
         (
-            "relu (NaN passes)",
-            B::to_data(&B::unary(UnaryOp::Relu, &x)),
-            X.map(|v| if v > 0.0 || v.is_nan() { v } else { 0.0 }).to_vec(),
+            "sign (NaN passes)",
+            B::to_data(&B::unary(UnaryOp::Sign, &x)),
+            X.map(|v| {
+                if v > 0.0 {
+                    1.0
+                } else if v < 0.0 {
+                    -1.0
+                } else {
+                    v
+                }
+            })
+            .to_vec(),
         ),
         ("x < 0.5 (NaN is false)", B::to_data(&B::compare_scalar(CmpOp::Lt, &x, 0.5)), X.map(|v| b(v < 0.5)).to_vec()),
         ("x != x (NaN is true)", B::to_data(&B::compare(CmpOp::Ne, &x, &x)), X.map(|v| b(v.is_nan())).to_vec()),

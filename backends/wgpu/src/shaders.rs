@@ -31,17 +31,6 @@ fn prelude(storage: &[(&str, &str, bool)]) -> String {
 
 /// Scalar functions WGSL lacks or defines differently from PyTorch.
 const MATH: &str = "
-fn erf_(x: f32) -> f32 {
-    // Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
-    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-    let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-x * x);
-    return select(-y, y, x >= 0.0);
-}
-fn tanh_(x: f32) -> f32 {
-    let e = exp(-2.0 * abs(x));
-    let t = (1.0 - e) / (1.0 + e);
-    return select(-t, t, x >= 0.0);
-}
 fn isnan_(x: f32) -> bool {
     let b = bitcast<u32>(x);
     return (b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0u;
@@ -78,12 +67,15 @@ pub struct EwInput {
 
 /// Parameters: `[numel, extras.., shape[rank], then per strided input
 /// offset, strides[rank]]`. The inputs are `a`, `b`, `c` in `expr`, the
-/// extras `pu(2)`, `pu(3)`, .. (`pf(2)` as floats).
-pub fn elementwise(inputs: &[EwInput], out_ty: &str, rank: usize, extras: usize, expr: &str) -> String {
+/// extras `pu(1)`, `pu(2)`, .. (`pf(1)` as floats); `expr` may call the
+/// functions `funcs` defines.
+pub fn elementwise(inputs: &[EwInput], out_ty: &str, rank: usize, extras: usize, funcs: &str, expr: &str) -> String {
     let names = ["in0", "in1", "in2"];
     let mut bufs: Vec<(&str, &str, bool)> = inputs.iter().enumerate().map(|(k, x)| (names[k], x.ty, false)).collect();
     bufs.push(("out", out_ty, true));
     let mut s = prelude(&bufs);
+    s += funcs;
+    s += "\n";
     s += "@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n";
     s += &format!("    {FLAT}\n    if (i >= pu(0u)) {{ return; }}\n");
     let shape = 1 + extras;

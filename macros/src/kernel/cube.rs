@@ -243,7 +243,7 @@ fn point(k: &Kernel, name: &syn::Ident) -> TokenStream {
 
 /// The path of the CubeCL backend's private items (CubeCL itself, the
 /// `dsl` helpers, the op table's `#[cube]` functions) from `home`.
-fn private(home: Home) -> TokenStream {
+pub(super) fn private(home: Home) -> TokenStream {
     match home {
         Home::Facade | Home::Runtime => quote!(::blaze::cubecl::__private),
         Home::Cube => quote!(crate::__private),

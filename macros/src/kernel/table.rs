@@ -7,7 +7,7 @@
 //! kernels. A fused group calls the runtime's kernel, so an op computes
 //! the same bits fused and unfused.
 
-use blaze_spec::ops::{Cost, Domain, Grad, UNARY, Unary};
+use blaze_spec::ops::{Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -151,6 +151,16 @@ pub fn runtime() -> TokenStream {
         let (p, o) = (wild(op), matches!(op.grad, Grad::OfOutput(_)));
         quote!(#p => #o)
     });
+    let indices = UNARY.iter().enumerate().map(|(i, op)| {
+        let p = wild(op);
+        quote!(#p => #i)
+    });
+    let params = UNARY.iter().map(|op| {
+        let p = pattern(op);
+        let mut ps: Vec<TokenStream> = op.params.iter().map(|p| format_ident!("{}", p)).map(|p| quote!(#p)).collect();
+        ps.resize(MAX_UNARY_PARAMS, quote!(0.0));
+        quote!(#p => [#(#ps),*])
+    });
     let visits = UNARY.iter().map(|op| {
         let p = pattern(op);
         if op.domain == Domain::Bool {
@@ -233,6 +243,21 @@ pub fn runtime() -> TokenStream {
                 }
             }
 
+            /// The op's position in the table: its code where a backend
+            /// picks the op while compiling a kernel.
+            pub fn index(self) -> usize {
+                match self {
+                    #(#indices,)*
+                }
+            }
+
+            /// The op's parameters in order, then zeros.
+            pub fn params(self) -> [f64; MAX_UNARY_PARAMS] {
+                match self {
+                    #(#params,)*
+                }
+            }
+
             /// Hands `v` the op's kernels and parameters; `None` for an op
             /// without a float body (`logical_not`).
             #[inline]
@@ -275,8 +300,33 @@ pub fn cube() -> TokenStream {
             }
         });
     }
+    // `op(x, p0, .., code)`: op number `code` of the table, for kernels
+    // that pick their op while compiling (a bias pass's activation).
+    let private = cube::private(Home::Cube);
+    let ps: Vec<syn::Ident> = (0..MAX_UNARY_PARAMS).map(|i| format_ident!("p{}", i)).collect();
+    let picks = UNARY.iter().enumerate().filter(|(_, op)| op.domain != Domain::Bool).map(|(i, op)| {
+        let (m, code) = (format_ident!("{}", op.name), i as u32);
+        let args = &ps[..op.params.len()];
+        quote!(if comptime!(code == #code) { y = #private::unary::#m::__cube::value(x #(, #args)*); })
+    });
     quote! {
         #(#modules)*
+
+        pub use pick::op;
+
+        mod pick {
+            use ::cubecl::prelude::*;
+
+            /// Op number `code` of the op table (`UnaryOp::index`) at `x`,
+            /// with the op's parameters; `x` itself for a code of no op.
+            #[allow(unused_variables, unused_mut)]
+            #[cube]
+            pub fn op(x: f32, #(#ps: f32,)* #[comptime] code: u32) -> f32 {
+                let mut y = x;
+                #(#picks)*
+                y
+            }
+        }
 
         /// The launcher of `K` if it is a kernel of the op table.
         pub fn launcher<K: ::blaze_runtime::kernel::Elementwise>() -> Option<&'static crate::CubeElementwise> {

@@ -39,6 +39,7 @@ pub enum Helper {
     Eq,
     Ne,
     Erf,
+    Tanh,
 }
 
 impl Helper {
@@ -62,6 +63,7 @@ impl Helper {
             Helper::Eq => "eq",
             Helper::Ne => "ne",
             Helper::Erf => "erf",
+            Helper::Tanh => "tanh",
         }
     }
 
@@ -80,7 +82,13 @@ impl Helper {
             | Helper::Ne
             | Helper::Erf => &[Helper::IsNan],
             Helper::Clamp => &[Helper::Max, Helper::Min],
-            Helper::IsNan | Helper::DivI32 | Helper::RemI32 | Helper::DivU32 | Helper::RemU32 | Helper::RemF32 => &[],
+            Helper::IsNan
+            | Helper::DivI32
+            | Helper::RemI32
+            | Helper::DivU32
+            | Helper::RemU32
+            | Helper::RemF32
+            | Helper::Tanh => &[],
         }
     }
 
@@ -142,6 +150,12 @@ impl Helper {
                  p = p * x2 - 1.6096033e-2;\n    var q = -1.4566072e-5;\n    q = q * x2 - 2.1337406e-4;\n    \
                  q = q * x2 - 1.682827e-3;\n    q = q * x2 - 7.373329e-3;\n    q = q * x2 - 1.426474e-2;\n    \
                  return select(x * p / q, sign(x), abs(x) >= 3.9);\n}"
+            }
+            // From one exponential of a non-positive number: WGSL's `tanh`
+            // may be `sinh / cosh`, which is inf / inf past |x| ≈ 89.
+            Helper::Tanh => {
+                "fn P_tanh(x: f32) -> f32 {\n    let e = exp(-2.0 * abs(x));\n    \
+                 let t = (1.0 - e) / (1.0 + e);\n    return select(-t, t, x >= 0.0);\n}"
             }
             Helper::F32ToU32 => {
                 "fn P_f32_to_u32(x: f32) -> u32 {\n    if (P_isnan(x) || x <= 0.0) { return 0u; }\n    \
@@ -255,6 +269,10 @@ impl Wgsl {
             }
             Intrinsic::Erf => {
                 self.helper(Helper::Erf);
+                &[0]
+            }
+            Intrinsic::Tanh => {
+                self.helper(Helper::Tanh);
                 &[0]
             }
             Intrinsic::Min | Intrinsic::Max | Intrinsic::Clamp => {
@@ -433,6 +451,7 @@ mod tests {
             Helper::Eq,
             Helper::Ne,
             Helper::Erf,
+            Helper::Tanh,
         ];
         for h in all {
             let mut w = Wgsl::new("k");

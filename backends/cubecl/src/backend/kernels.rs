@@ -16,26 +16,8 @@
 
 use cubecl::prelude::*;
 
-// Unary float ops.
-pub const NEG: u32 = 0;
-pub const ABS: u32 = 1;
-pub const EXP: u32 = 2;
-pub const LOG: u32 = 3;
-pub const SQRT: u32 = 4;
-pub const RECIP: u32 = 5;
-pub const TANH: u32 = 6;
-pub const SIGMOID: u32 = 7;
-pub const RELU: u32 = 8;
-pub const GELU: u32 = 9;
-pub const LEAKY_RELU: u32 = 10;
-pub const SIN: u32 = 11;
-pub const COS: u32 = 12;
-pub const ERF: u32 = 13;
-pub const FLOOR: u32 = 14;
-pub const CEIL: u32 = 15;
-pub const SIGN: u32 = 16;
-/// No op: the value itself (a bias add with no activation).
-pub const IDENTITY: u32 = 17;
+/// No op of the table: the value itself (a bias add with no activation).
+pub const IDENTITY: u32 = u32::MAX;
 
 // Binary ops.
 pub const ADD: u32 = 0;
@@ -137,64 +119,6 @@ pub fn pow(a: f32, b: f32) -> f32 {
         r = nan();
     }
     r
-}
-
-/// `op` applied to `a` (`alpha`: the leaky ReLU's slope).
-#[cube]
-pub fn unary_op(a: f32, alpha: f32, #[comptime] op: u32) -> f32 {
-    let mut y = a;
-    if comptime!(op == NEG) {
-        y = -a;
-    }
-    if comptime!(op == ABS) {
-        y = f32::abs(a);
-    }
-    if comptime!(op == EXP) {
-        y = f32::exp(a);
-    }
-    if comptime!(op == LOG) {
-        y = f32::ln(a);
-    }
-    if comptime!(op == SQRT) {
-        y = f32::sqrt(a);
-    }
-    if comptime!(op == RECIP) {
-        y = 1.0 / a;
-    }
-    if comptime!(op == TANH) {
-        y = tanh(a);
-    }
-    if comptime!(op == SIGMOID) {
-        y = 1.0 / (1.0 + f32::exp(-a));
-    }
-    if comptime!(op == RELU) {
-        y = select(a > 0.0 || is_nan(a), a, 0.0);
-    }
-    if comptime!(op == GELU) {
-        y = 0.5 * a * (1.0 + erf(a * 0.707_106_77));
-    }
-    if comptime!(op == LEAKY_RELU) {
-        y = select(a > 0.0, a, a * alpha);
-    }
-    if comptime!(op == SIN) {
-        y = f32::sin(a);
-    }
-    if comptime!(op == COS) {
-        y = f32::cos(a);
-    }
-    if comptime!(op == ERF) {
-        y = erf(a);
-    }
-    if comptime!(op == FLOOR) {
-        y = f32::floor(a);
-    }
-    if comptime!(op == CEIL) {
-        y = f32::ceil(a);
-    }
-    if comptime!(op == SIGN) {
-        y = select(a > 0.0, 1.0, select(a < 0.0, -1.0, select(is_nan(a), a, 0.0)));
-    }
-    y
 }
 
 /// `a op b` on floats.
@@ -301,7 +225,7 @@ pub fn unary_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, alpha: f32, #[compti
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    out[ABSOLUTE_POS] = unary_op(x[ABSOLUTE_POS], alpha, op);
+    out[ABSOLUTE_POS] = crate::__private::unary::op(x[ABSOLUTE_POS], alpha, op);
 }
 
 /// `1 - x` on bools.
@@ -505,7 +429,7 @@ pub fn bias_act_kernel(
     if comptime!(has_bias) {
         v += bias[offset_in(ABSOLUTE_POS, bias)];
     }
-    let mut y = unary_op(v, alpha, act);
+    let mut y = crate::__private::unary::op(v, alpha, act);
     if comptime!(has_residual) {
         y += residual[offset_in(ABSOLUTE_POS, residual)];
     }

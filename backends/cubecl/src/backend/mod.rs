@@ -291,29 +291,10 @@ fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
     (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
 }
 
+/// `op`'s code in the op table and its parameter, as the device kernels
+/// take them.
 fn unary_code(op: UnaryOp) -> (u32, f32) {
-    use kernels as k;
-    let code = match op {
-        UnaryOp::Neg => k::NEG,
-        UnaryOp::Abs => k::ABS,
-        UnaryOp::Exp => k::EXP,
-        UnaryOp::Log => k::LOG,
-        UnaryOp::Sqrt => k::SQRT,
-        UnaryOp::Recip => k::RECIP,
-        UnaryOp::Tanh => k::TANH,
-        UnaryOp::Sigmoid => k::SIGMOID,
-        UnaryOp::Relu => k::RELU,
-        UnaryOp::Gelu => k::GELU,
-        UnaryOp::LeakyRelu(s) => return (k::LEAKY_RELU, s as f32),
-        UnaryOp::Sin => k::SIN,
-        UnaryOp::Cos => k::COS,
-        UnaryOp::Erf => k::ERF,
-        UnaryOp::Floor => k::FLOOR,
-        UnaryOp::Ceil => k::CEIL,
-        UnaryOp::Sign => k::SIGN,
-        UnaryOp::Not => unreachable!("`not` runs on bools"),
-    };
-    (code, 0.0)
+    (op.index() as u32, op.params()[0] as f32)
 }
 
 fn binary_code(op: BinaryOp) -> u32 {

@@ -19,7 +19,7 @@ pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
         return out;
     }
     if k == 0 {
-        return ew_on(&device, "fill", "pf(1u)", &[], &shape, DType::F32, &[0f32.to_bits()]);
+        return ew_on(&device, "", "fill", "pf(1u)", &[], &shape, DType::F32, &[0f32.to_bits()]);
     }
     let bstrides = |dims: &[usize]| -> Vec<u32> {
         let st = strides(dims);

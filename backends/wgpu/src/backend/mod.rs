@@ -23,6 +23,7 @@ use std::sync::Arc;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use blaze_runtime::shape::window_output_size;
+use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
     AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
@@ -169,12 +170,27 @@ fn ew(
     dtype: DType,
     extras: &[u32],
 ) -> WgpuStorage {
-    let device = inputs.first().map_or_else(WgpuDevice::default, |(t, _)| t.device.clone());
-    ew_on(&device, key, expr, inputs, shape, dtype, extras)
+    ew_calling("", key, expr, inputs, shape, dtype, extras)
 }
 
+/// [`ew`] with `expr` calling the WGSL functions `funcs`.
+fn ew_calling(
+    funcs: &str,
+    key: &str,
+    expr: &str,
+    inputs: &[(&WgpuStorage, View)],
+    shape: &[usize],
+    dtype: DType,
+    extras: &[u32],
+) -> WgpuStorage {
+    let device = inputs.first().map_or_else(WgpuDevice::default, |(t, _)| t.device.clone());
+    ew_on(&device, funcs, key, expr, inputs, shape, dtype, extras)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn ew_on(
     device: &WgpuDevice,
+    funcs: &str,
     key: &str,
     expr: &str,
     inputs: &[(&WgpuStorage, View)],
@@ -199,7 +215,7 @@ fn ew_on(
     let pipeline = device.compile(
         "elementwise",
         &pkey,
-        || shaders::elementwise(&desc, wgsl_ty(dtype), rank, extras.len(), expr),
+        || shaders::elementwise(&desc, wgsl_ty(dtype), rank, extras.len(), funcs, expr),
         "main",
     );
     let mut params = vec![u(n)];
@@ -237,35 +253,22 @@ fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
     (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
 }
 
-fn unary_expr(op: UnaryOp) -> (String, Vec<u32>) {
-    unary_of(op, "a")
-}
-
-/// `op` applied to the WGSL expression `a` (evaluated more than once),
-/// and the extra parameters it reads.
-fn unary_of(op: UnaryOp, a: &str) -> (String, Vec<u32>) {
-    let e = match op {
-        UnaryOp::Neg => format!("-{a}"),
-        UnaryOp::Abs => format!("abs({a})"),
-        UnaryOp::Exp => format!("exp({a})"),
-        UnaryOp::Log => format!("log({a})"),
-        UnaryOp::Sqrt => format!("sqrt({a})"),
-        UnaryOp::Recip => format!("1.0 / {a}"),
-        UnaryOp::Tanh => format!("tanh_({a})"),
-        UnaryOp::Sigmoid => format!("1.0 / (1.0 + exp(-{a}))"),
-        // NaN passes, tested by its bits: drivers may rewrite `!(a <= 0)` as `a > 0`.
-        UnaryOp::Relu => format!("select(0.0, {a}, {a} > 0.0 || isnan_({a}))"),
-        UnaryOp::Gelu => format!("0.5 * {a} * (1.0 + erf_({a} * 0.70710678118654752))"),
-        UnaryOp::LeakyRelu(s) => return (format!("select({a} * pf(1u), {a}, {a} > 0.0)"), vec![(s as f32).to_bits()]),
-        UnaryOp::Sin => format!("sin({a})"),
-        UnaryOp::Cos => format!("cos({a})"),
-        UnaryOp::Erf => format!("erf_({a})"),
-        UnaryOp::Floor => format!("floor({a})"),
-        UnaryOp::Ceil => format!("ceil({a})"),
-        UnaryOp::Sign => format!("select(sign({a}), {a}, isnan_({a}))"),
-        UnaryOp::Not => format!("1u - {a}"),
-    };
-    (e, Vec::new())
+/// `op` applied to the WGSL expression `a`: a call of the op table's
+/// function for it, whose WGSL comes third, and the parameters it reads
+/// (`pf(1u)`, ..). A bool `not` is `1u - a`.
+fn unary_of(op: UnaryOp, a: &str) -> (String, Vec<u32>, &'static str) {
+    /// The call of the op's kernel on `a`.
+    struct Call<'a>(&'a str);
+    impl UnaryVisitor for Call<'_> {
+        type Out = (String, Vec<u32>, &'static str);
+        fn visit<K: UnaryKernel>(self, params: &[f64]) -> Self::Out {
+            let mut args = vec![self.0.to_owned()];
+            args.extend((1..=params.len()).map(|k| format!("pf({k}u)")));
+            let call = format!("{}({})", K::Value::NAME, args.join(", "));
+            (call, params.iter().map(|&p| (p as f32).to_bits()).collect(), K::Value::WGSL)
+        }
+    }
+    op.visit(Call(a)).unwrap_or_else(|| (format!("1u - {a}"), Vec::new(), ""))
 }
 
 /// `act(x + bias) (+ residual)` as one elementwise shader: `x` read as
@@ -286,16 +289,16 @@ fn bias_act_add(
         inputs.push((b, Some((0, strides))));
         v = "(a + b)".into();
     }
-    let (mut expr, extras) = match act {
+    let (mut expr, extras, funcs) = match act {
         Some(op) => unary_of(op, &v),
-        None => (v, Vec::new()),
+        None => (v, Vec::new(), ""),
     };
     if let Some(r) = residual {
         let r = native("bias_act_add", r);
         expr = format!("{expr} + {}", ["b", "c"][inputs.len() - 1]);
         inputs.push((r, broadcast_view(r, &x.shape)));
     }
-    ew("bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
+    ew_calling(funcs, "bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
 }
 
 /// `a op rhs` in WGSL.
@@ -407,7 +410,7 @@ impl Primitives for WgpuNative {
     fn full(shape: &[usize], value: f64, dtype: DType, device: &WgpuDevice) -> WgpuStorage {
         assert!(on_device(dtype), "wgpu full: {dtype} tensors live on the host");
         let expr = if dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-        ew_on(device, "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)])
+        ew_on(device, "", "fill", expr, &[], shape, dtype, &[scalar_bits(value, dtype)])
     }
 
     fn shape(x: &WgpuStorage) -> &[usize] {
@@ -435,8 +438,8 @@ impl Primitives for WgpuNative {
 
     fn unary(op: UnaryOp, x: &WgpuStorage) -> WgpuStorage {
         let t = native(op.name(), x);
-        let (expr, extras) = unary_expr(op);
-        ew("unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras)
+        let (expr, extras, funcs) = unary_of(op, "a");
+        ew_calling(funcs, "unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras)
     }
 
     fn binary(op: BinaryOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
