@@ -1,5 +1,6 @@
 //! The elementwise ops of one tensor, generated from the op table
-//! (`blaze_spec::ops::UNARY`): [`UnaryOp`], and per op a module holding
+//! (`blaze_spec::ops::UNARY`): [`UnaryOp`], the tensor methods
+//! (`Tensor::sigmoid`, `Tensor::leaky_relu`, ...), and per op a module holding
 //! its kernel (`sigmoid::Kernel`: the CPU's loop body, the WGSL the wgpu
 //! backend runs, its partial derivatives) and its adjoint
 //! (`sigmoid::adjoint::Kernel`, `g * ∂f/∂x` in one pass).

@@ -51,8 +51,9 @@ pub enum Grad {
 pub struct Unary {
     /// The `UnaryOp` variant.
     pub variant: &'static str,
-    /// The op's name: the tensor method, the kernel's name and its WGSL
-    /// function's name (PyTorch's, lower case).
+    /// The op's name: the tensor method (taking the parameters in order),
+    /// the function of a `#[model]` forward body, and the kernel's name
+    /// (PyTorch's, lower case).
     pub name: &'static str,
     /// A sentence saying what it computes.
     pub doc: &'static str,
@@ -180,11 +181,11 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "LeakyRelu",
         name: "leaky_relu",
-        doc: "`max(x, 0) + slope * min(x, 0)`.",
-        params: &["slope"],
+        doc: "`max(x, 0) + negative_slope * min(x, 0)` (PyTorch's default slope is 0.01).",
+        params: &["negative_slope"],
         domain: Domain::Float,
         cost: Cost::Cheap,
-        body: "select(x > 0.0, x, x * slope)",
+        body: "select(x > 0.0, x, x * negative_slope)",
         grad: Grad::Derived,
     },
     Unary {

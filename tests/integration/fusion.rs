@@ -27,6 +27,13 @@ twice!(Acts, ActsUnfused, [T, 8], { fc: Linear<8, 8> }, {
     relu(gelu(tanh(sigmoid(h) * h)) * h) - 0.25
 });
 
+// Every other op of the op table a body may call, in groups and alone.
+twice!(Table, TableUnfused, [T, 8], { fc: Linear<8, 8> }, {
+    let h = self.fc(x) * 3.0;
+    let a = sin(h) * cos(h) + erf(h) - sqrt(abs(h)) + log(abs(h) + 1.0) * recip(h * h + 1.0);
+    a + exp(-abs(h)) + floor(h) * 0.25 + ceil(h) * 0.5 - sign(h)
+});
+
 // Attention written out: the scale and the causal mask fold into the
 // softmax, forward and backward.
 twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
@@ -225,18 +232,29 @@ macro_rules! agree {
 #[test]
 fn fused_activations_compute_the_bits_the_unfused_ops_do() {
     assert!(Acts::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"sigmoid") && g.ops.contains(&"gelu")));
-    for dtype in [DType::F32, DType::F64] {
-        let mut fused = Acts::new_seeded(3, &CpuDevice);
-        let mut unfused = ActsUnfused::new_seeded(3, &CpuDevice);
-        blaze::nn::to_dtype(&mut fused, dtype);
-        blaze::nn::to_dtype(&mut unfused, dtype);
-        // Wide enough that sigmoid's exponential overflows at the low end.
-        let x = (normal([2, 5, 8], 6) * 40.0).to_dtype(dtype);
-        let (yf, yu) = (values(&fused.forward(&x)), values(&unfused.forward(&x)));
-        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&yf), bits(&yu), "{dtype}: fused {yf:?}\nunfused {yu:?}");
+    let ops: Vec<&str> = Table::<Cpu>::FUSION.groups.iter().flat_map(|g| g.ops.iter().copied()).collect();
+    for op in ["sin", "cos", "erf", "sqrt", "abs", "log", "recip", "exp", "floor", "ceil", "sign"] {
+        assert!(ops.contains(&op), "{op} in no group: {}", Table::<Cpu>::FUSION);
     }
+    macro_rules! same_bits {
+        ($fused:ident, $unfused:ident) => {
+            for dtype in [DType::F32, DType::F64] {
+                let mut fused = $fused::new_seeded(3, &CpuDevice);
+                let mut unfused = $unfused::new_seeded(3, &CpuDevice);
+                blaze::nn::to_dtype(&mut fused, dtype);
+                blaze::nn::to_dtype(&mut unfused, dtype);
+                // Wide enough that sigmoid's exponential overflows at the low end.
+                let x = (normal([2, 5, 8], 6) * 40.0).to_dtype(dtype);
+                let (yf, yu) = (values(&fused.forward(&x)), values(&unfused.forward(&x)));
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&yf), bits(&yu), "{}, {dtype}: fused {yf:?}\nunfused {yu:?}", stringify!($fused));
+            }
+        };
+    }
+    same_bits!(Acts, ActsUnfused);
+    same_bits!(Table, TableUnfused);
     agree!(Acts, ActsUnfused, normal([2, 5, 8], 4), 2);
+    agree!(Table, TableUnfused, normal([2, 5, 8], 4), 2);
 }
 
 #[test]

@@ -12,10 +12,11 @@
 //! weights) becomes one `softmax_with` whose backward applies the scale
 //! and the mask itself: the scaled and masked scores are never stored.
 
+use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::lower::{Act, Bin, KernelArg, Lowered, Op, ScalarOp};
+use super::lower::{Bin, KernelArg, Lowered, Op, ScalarOp};
 use crate::kernel::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -210,13 +211,7 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Scalar(ScalarOp::RSub, _) => "rsub_scalar",
         Op::Scalar(ScalarOp::RDiv, _) => "rdiv_scalar",
         Op::Neg => "neg",
-        Op::Exp => "exp",
-        Op::Log => "log",
-        Op::Sqrt => "sqrt",
-        Op::Act(Act::Relu) => "relu",
-        Op::Act(Act::Tanh) => "tanh",
-        Op::Act(Act::Sigmoid) => "sigmoid",
-        Op::Act(Act::Gelu) => "gelu",
+        Op::Unary(u) => u.name,
         Op::CausalFill { .. } => "masked_fill",
         // Only `Dropout` layers are let into groups (`plan`'s `dropouts`).
         Op::Layer(_) => "dropout",
@@ -490,18 +485,12 @@ fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
     at(ExprKind::Call(f, args), span)
 }
 
-/// An activation of `x` in the kernel IR: a call of the op table's kernel
-/// (`blaze_runtime::unary`), the function the unfused op runs, so a fused
-/// model computes the bits an unfused one does, with the table's
+/// Op `u` of the op table at `x` in the kernel IR: a call of the table's
+/// kernel (`blaze_runtime::unary`), the function the unfused op runs, so a
+/// fused model computes the bits an unfused one does, with the table's
 /// derivative.
-fn act_expr(a: Act, x: Expr, sp: Span) -> Expr {
-    let name = match a {
-        Act::Relu => "relu",
-        Act::Gelu => "gelu",
-        Act::Tanh => "tanh",
-        Act::Sigmoid => "sigmoid",
-    };
-    crate::kernel::table::call(name, vec![x], sp)
+fn unary_expr(u: &Unary, x: Expr, sp: Span) -> Expr {
+    crate::kernel::table::call(u.name, vec![x], sp)
 }
 
 /// Inverted dropout of `x` in the kernel IR, given its threshold, scale
@@ -532,7 +521,8 @@ pub fn dropout_args(layer: &TokenStream, seed: Option<TokenStream>) -> [TokenStr
 /// One field of a run of elementwise fields in a sequential model.
 #[derive(Clone, Copy)]
 pub enum ChainOp {
-    Act(Act),
+    /// An activation layer: an op of the op table.
+    Unary(&'static Unary),
     /// A `Dropout`: three more parameters (threshold, scale, noise).
     Dropout,
 }
@@ -550,7 +540,7 @@ pub fn chain(name: String, ops: &[ChainOp], span: Span) -> Kernel {
     let mut x = param(&mut k);
     for (i, op) in ops.iter().enumerate() {
         let value = match op {
-            ChainOp::Act(a) => act_expr(*a, x, span),
+            ChainOp::Unary(u) => unary_expr(u, x, span),
             ChainOp::Dropout => {
                 let parts = [param(&mut k), param(&mut k), param(&mut k)];
                 dropout_expr(x, parts, span)
@@ -629,10 +619,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                 }
             }
             Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),
-            Op::Exp => call(Intrinsic::Exp, vec![x], sp),
-            Op::Log => call(Intrinsic::Log, vec![x], sp),
-            Op::Sqrt => call(Intrinsic::Sqrt, vec![x], sp),
-            Op::Act(a) => act_expr(*a, x, sp),
+            Op::Unary(u) => unary_expr(u, x, sp),
             // The fill where the mask is 1, the value elsewhere.
             Op::CausalFill { .. } => {
                 let m = at(ExprKind::Var(masks.next().expect("one mask per fill")), sp);

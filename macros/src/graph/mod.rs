@@ -495,7 +495,7 @@ mod tests {
     /// Every operation of the vocabulary, in every form, lowers and differentiates.
     #[test]
     fn every_vocabulary_example_expands_without_errors() {
-        for entry in super::vocab::WORDS {
+        for entry in super::vocab::WORDS.iter() {
             for example in entry.examples {
                 let (lets, value) = example.rsplit_once(';').unwrap_or(("", example));
                 let body: TokenStream =

@@ -4,12 +4,21 @@
 //! [`Word`] exhaustively), the "what is supported" text and the did-you-mean
 //! hints are built from it, and a unit test lowers every entry's example, so
 //! an op listed here but not lowered (or lowered but not listed) cannot slip
-//! through.
+//! through. The elementwise ops of one tensor come from the op table
+//! (`blaze_spec::ops::UNARY`): every float op without parameters is a
+//! method and a function here.
+
+use std::sync::LazyLock;
+
+use blaze_spec::ops::{Domain, UNARY, Unary};
 
 /// What a name in a forward body means.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Word {
-    Unary(Unary),
+    /// An op of the op table.
+    Unary(&'static Unary),
+    /// `-x`, which the adjoint negates without a kernel.
+    Neg,
     Matmul,
     Transpose,
     Permute,
@@ -28,20 +37,8 @@ pub enum Word {
     CausalMask,
 }
 
-/// Elementwise functions of one tensor.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Unary {
-    Relu,
-    Gelu,
-    Tanh,
-    Sigmoid,
-    Exp,
-    Log,
-    Sqrt,
-    Neg,
-}
-
 /// One name a forward body may use, and how it is written.
+#[derive(Clone, Copy)]
 pub struct Entry {
     pub name: &'static str,
     pub word: Word,
@@ -68,15 +65,9 @@ const fn both(name: &'static str, word: Word, args: usize, examples: &'static [&
     Entry { name, word, method: Some(args), function: Some(args + 1), examples }
 }
 
-pub const WORDS: &[Entry] = &[
-    both("relu", Word::Unary(Unary::Relu), 0, &["x.relu()", "relu(x)"]),
-    both("gelu", Word::Unary(Unary::Gelu), 0, &["x.gelu()", "gelu(x)"]),
-    both("tanh", Word::Unary(Unary::Tanh), 0, &["x.tanh()", "tanh(x)"]),
-    both("sigmoid", Word::Unary(Unary::Sigmoid), 0, &["x.sigmoid()", "sigmoid(x)"]),
-    both("exp", Word::Unary(Unary::Exp), 0, &["x.exp()", "exp(x)"]),
-    both("log", Word::Unary(Unary::Log), 0, &["x.log()", "log(x)"]),
-    both("sqrt", Word::Unary(Unary::Sqrt), 0, &["x.sqrt()", "sqrt(x)"]),
-    method("neg", Word::Unary(Unary::Neg), 0, &["x.neg()"]),
+/// The words that are not ops of the op table.
+const OTHER_WORDS: &[Entry] = &[
+    method("neg", Word::Neg, 0, &["x.neg()"]),
     both("matmul", Word::Matmul, 1, &["x.matmul(x)", "matmul(x, x)"]),
     method("transpose", Word::Transpose, 2, &["x.transpose(0, -1)"]),
     method("permute", Word::Permute, 1, &["x.permute([1, 0])"]),
@@ -94,6 +85,17 @@ pub const WORDS: &[Entry] = &[
     function("positions", Word::Positions, 1, &["x + self.pos(positions(4))"]),
     function("causal_mask", Word::CausalMask, 1, &[]),
 ];
+
+/// Every word: the op table's float ops without parameters (`neg` aside),
+/// then the others.
+pub static WORDS: LazyLock<Vec<Entry>> = LazyLock::new(|| {
+    let table = UNARY.iter().filter(|op| op.domain != Domain::Bool && op.params.is_empty() && op.name != "neg");
+    let ops = table.map(|op| {
+        let examples = [format!("x.{}()", op.name), format!("{}(x)", op.name)].map(|e| &*e.leak());
+        both(op.name, Word::Unary(op), 0, Vec::from(examples).leak())
+    });
+    ops.chain(OTHER_WORDS.iter().copied()).collect()
+});
 
 /// The entry for `x.name(..)`.
 pub fn method_word(name: &str) -> Option<&'static Entry> {
@@ -133,7 +135,7 @@ mod tests {
     #[test]
     fn names_are_unique_and_every_form_has_an_example() {
         let mut seen = HashSet::new();
-        for e in WORDS {
+        for e in WORDS.iter() {
             assert!(seen.insert(e.name), "`{}` is listed twice", e.name);
             assert!(e.method.is_some() || e.function.is_some(), "`{}` is neither method nor function", e.name);
             if e.word == Word::CausalMask {
@@ -160,7 +162,7 @@ mod tests {
     #[test]
     fn supported_text_names_every_entry() {
         let text = supported();
-        for e in WORDS {
+        for e in WORDS.iter() {
             assert!(text.contains(e.name), "{text} misses {}", e.name);
         }
     }

@@ -170,6 +170,18 @@ pub fn runtime() -> TokenStream {
         let ps = op.params.iter().map(|p| format_ident!("{}", p));
         quote!(#p => Some(v.visit::<#m::Op>(&[#(#ps),*])))
     });
+    let methods = UNARY.iter().map(|op| {
+        let (m, doc) = (format_ident!("{}", op.name), op.doc);
+        let ps: Vec<syn::Ident> = op.params.iter().map(|p| format_ident!("{}", p)).collect();
+        let v = variant(op);
+        let value = if ps.is_empty() { quote!(UnaryOp::#v) } else { quote!(UnaryOp::#v(#(#ps),*)) };
+        quote! {
+            #[doc = #doc]
+            pub fn #m(&self #(, #ps: f64)*) -> Self {
+                self.unary(#value)
+            }
+        }
+    });
     let modules = UNARY.iter().filter(|op| op.domain != Domain::Bool).map(|op| {
         let ks = op_kernels(op, Home::Runtime);
         let value = items(&ks.value, &ks.partials);
@@ -266,6 +278,11 @@ pub fn runtime() -> TokenStream {
                     #(#visits,)*
                 }
             }
+        }
+
+        /// The table's ops as tensor methods.
+        impl<B: crate::Backend, const D: usize> crate::Tensor<B, D> {
+            #(#methods)*
         }
 
         #(#modules)*

@@ -9,7 +9,6 @@ use syn::spanned::Spanned;
 use super::check::{Options, Plan, Shape, Step};
 use super::ir::{Field, LayerKind, Model};
 use crate::graph::fuse::{self, ChainOp};
-use crate::graph::lower::Act;
 
 /// The field's type with the backend `B` filled in: a built-in layer's
 /// type takes the backend when it holds tensors, then its sizes.
@@ -140,14 +139,12 @@ impl Run {
 /// The op a field is inside a run, if it can be in one.
 fn chain_op(f: &Field) -> Option<ChainOp> {
     let (layer, _) = f.kind.builtin().filter(|_| f.array.is_none())?;
-    Some(match layer {
-        blaze_spec::Layer::Relu => ChainOp::Act(Act::Relu),
-        blaze_spec::Layer::Gelu => ChainOp::Act(Act::Gelu),
-        blaze_spec::Layer::Tanh => ChainOp::Act(Act::Tanh),
-        blaze_spec::Layer::Sigmoid => ChainOp::Act(Act::Sigmoid),
-        blaze_spec::Layer::Dropout => ChainOp::Dropout,
-        _ => return None,
-    })
+    if layer == blaze_spec::Layer::Dropout {
+        return Some(ChainOp::Dropout);
+    }
+    // An activation layer is the op of the table it is named after.
+    let op = blaze_spec::ops::UNARY.iter().find(|op| op.variant == layer.name() && op.params.is_empty())?;
+    Some(ChainOp::Unary(op))
 }
 
 /// The runs of two or more elementwise fields that start with an
@@ -160,7 +157,7 @@ fn runs(model: &Model, fields: &[&Field]) -> Vec<Run> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < fields.len() {
-        if !matches!(chain_op(fields[i]), Some(ChainOp::Act(_))) || taken(i) {
+        if !matches!(chain_op(fields[i]), Some(ChainOp::Unary(_))) || taken(i) {
             i += 1;
             continue;
         }
@@ -211,7 +208,7 @@ fn fusion(
         };
         let name = &run.kernel.name;
         let ops = run.ops.iter().map(|op| match op {
-            ChainOp::Act(a) => format!("{a:?}").to_lowercase(),
+            ChainOp::Unary(u) => u.name.to_owned(),
             ChainOp::Dropout => "dropout".to_owned(),
         });
         let inputs = 1 + 3 * run.dropouts(fields).count();
@@ -277,7 +274,7 @@ fn forward_bodies(
                         let #field: ::core::option::Option<u64> =
                             (ctx.train && self.#field.p > 0.0).then(|| ctx.rng.next_u64());
                     },
-                    ChainOp::Act(_) => quote!(let #field = ();),
+                    ChainOp::Unary(_) => quote!(let #field = ();),
                 });
             }
             let call = run.call(fields, &r, quote!(Kernel), quote!(&#name), Some(&|d: &Ident| quote!(#d)), None);

@@ -180,77 +180,12 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         self.binary_scalar(BinaryOp::Minimum, max)
     }
 
-    /// `-self`.
-    pub fn neg(&self) -> Self {
-        self.unary(UnaryOp::Neg)
-    }
-    /// `|self|`.
-    pub fn abs(&self) -> Self {
-        self.unary(UnaryOp::Abs)
-    }
-    /// `e^self`.
-    pub fn exp(&self) -> Self {
-        self.unary(UnaryOp::Exp)
-    }
-    /// Natural logarithm.
-    pub fn log(&self) -> Self {
-        self.unary(UnaryOp::Log)
-    }
-    /// Square root.
-    pub fn sqrt(&self) -> Self {
-        self.unary(UnaryOp::Sqrt)
-    }
-    /// `1 / self`.
-    pub fn recip(&self) -> Self {
-        self.unary(UnaryOp::Recip)
-    }
+    // The elementwise ops of one tensor (`neg`, `exp`, `sigmoid`, ...) are
+    // generated from the op table, in `crate::unary`.
+
     /// `self * self`.
     pub fn square(&self) -> Self {
         self.mul(self)
-    }
-    /// Hyperbolic tangent.
-    pub fn tanh(&self) -> Self {
-        self.unary(UnaryOp::Tanh)
-    }
-    /// Logistic sigmoid.
-    pub fn sigmoid(&self) -> Self {
-        self.unary(UnaryOp::Sigmoid)
-    }
-    /// `max(self, 0)`.
-    pub fn relu(&self) -> Self {
-        self.unary(UnaryOp::Relu)
-    }
-    /// Exact (erf) GELU, PyTorch's default.
-    pub fn gelu(&self) -> Self {
-        self.unary(UnaryOp::Gelu)
-    }
-    /// Leaky ReLU with the given negative slope (PyTorch's default is 0.01).
-    pub fn leaky_relu(&self, negative_slope: f64) -> Self {
-        self.unary(UnaryOp::LeakyRelu(negative_slope))
-    }
-    /// Sine.
-    pub fn sin(&self) -> Self {
-        self.unary(UnaryOp::Sin)
-    }
-    /// Cosine.
-    pub fn cos(&self) -> Self {
-        self.unary(UnaryOp::Cos)
-    }
-    /// The error function.
-    pub fn erf(&self) -> Self {
-        self.unary(UnaryOp::Erf)
-    }
-    /// Rounds down.
-    pub fn floor(&self) -> Self {
-        self.unary(UnaryOp::Floor)
-    }
-    /// Rounds up.
-    pub fn ceil(&self) -> Self {
-        self.unary(UnaryOp::Ceil)
-    }
-    /// -1, 0 or 1.
-    pub fn sign(&self) -> Self {
-        self.unary(UnaryOp::Sign)
     }
 
     // ---- comparisons and masks -----------------------------------------
@@ -315,10 +250,6 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         self.compare_scalar(CmpOp::Ge, s)
     }
 
-    /// Logical not of a bool tensor.
-    pub fn logical_not(&self) -> Self {
-        self.unary(UnaryOp::Not)
-    }
     /// Logical and of bool tensors, with broadcasting.
     pub fn logical_and(&self, rhs: &Self) -> Self {
         self.binary(BinaryOp::And, rhs)

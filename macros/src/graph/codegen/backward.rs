@@ -172,12 +172,12 @@ impl Gen<'_> {
                             grads_done.insert((callee.field, callee.index));
                         }
                     }
-                    Op::Act(act) => {
-                        let ty = act_ty(*act);
-                        let path = self.layer_path(ty.clone(), a, n.out);
-                        let d = format_ident!("d{}_0", i);
-                        pre.extend(quote_spanned!(span=> let (#d, _) = #path::backward(&#ty, &cache.#ci, &#gy);));
-                        contrib.push((a, quote!(#d)));
+                    Op::Unary(u) => {
+                        // The op's adjoint kernel, from what `stored` kept.
+                        let from = value_ident(if of_output(u) { n.out } else { a });
+                        let op = unary_op(u);
+                        let args = quote!(#op, cache.#from.storage(), cache.#from.storage(), #gy.storage());
+                        contrib.push((a, adj(a, "unary", args)));
                     }
                     Op::Bin(op) => {
                         let b = n.args[1];
@@ -221,39 +221,6 @@ impl Gen<'_> {
                         contrib.push((a, e));
                     }
                     Op::Neg => contrib.push((a, adj(a, "neg", quote!(#gy.storage())))),
-                    Op::Exp => {
-                        let vy = value_ident(n.out);
-                        contrib.push((
-                            a,
-                            adj(
-                                a,
-                                "unary",
-                                quote!(::blaze::UnaryOp::Exp, cache.#vy.storage(), cache.#vy.storage(), #gy.storage()),
-                            ),
-                        ));
-                    }
-                    Op::Log => {
-                        let vx = value_ident(a);
-                        contrib.push((
-                            a,
-                            adj(
-                                a,
-                                "unary",
-                                quote!(::blaze::UnaryOp::Log, cache.#vx.storage(), cache.#vx.storage(), #gy.storage()),
-                            ),
-                        ));
-                    }
-                    Op::Sqrt => {
-                        let vy = value_ident(n.out);
-                        contrib.push((
-                            a,
-                            adj(
-                                a,
-                                "unary",
-                                quote!(::blaze::UnaryOp::Sqrt, cache.#vy.storage(), cache.#vy.storage(), #gy.storage()),
-                            ),
-                        ));
-                    }
                     Op::Matmul => {
                         let b = n.args[1];
                         let (va, vb) = (value_ident(a), value_ident(b));

@@ -8,11 +8,12 @@ mod backward;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
+use blaze_spec::ops::{Grad, Unary};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
-use super::lower::{Act, Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
+use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
@@ -66,13 +67,16 @@ fn narrow_start(start: i64, size: TokenStream) -> TokenStream {
     }
 }
 
-fn act_ty(a: Act) -> TokenStream {
-    match a {
-        Act::Relu => quote!(::blaze::nn::Relu),
-        Act::Gelu => quote!(::blaze::nn::Gelu),
-        Act::Tanh => quote!(::blaze::nn::Tanh),
-        Act::Sigmoid => quote!(::blaze::nn::Sigmoid),
-    }
+/// The runtime's `UnaryOp` of op `u` of the op table (one without
+/// parameters).
+fn unary_op(u: &Unary) -> TokenStream {
+    let v = format_ident!("{}", u.variant);
+    quote!(::blaze::UnaryOp::#v)
+}
+
+/// Whether op `u`'s derivative reads its output (else its input).
+fn of_output(u: &Unary) -> bool {
+    matches!(u.grad, Grad::OfOutput(_))
 }
 
 /// What a layer node does in its bias pass besides the bias
@@ -326,15 +330,10 @@ impl Gen<'_> {
                 quote!(#a.#m(#sv))
             }
             Op::Neg => quote!(#a.neg()),
-            Op::Exp => quote!(#a.exp()),
-            Op::Log => quote!(#a.log()),
-            Op::Sqrt => quote!(#a.sqrt()),
-            Op::Act(act) => match act {
-                Act::Relu => quote!(#a.relu()),
-                Act::Gelu => quote!(#a.gelu()),
-                Act::Tanh => quote!(#a.tanh()),
-                Act::Sigmoid => quote!(#a.sigmoid()),
-            },
+            Op::Unary(u) => {
+                let m = format_ident!("{}", u.name);
+                quote!(#a.#m())
+            }
             Op::Matmul => quote!(#a.matmul(&#b)),
             Op::Transpose(x, y) => {
                 let (x, y) = (tensor_dim(*x), tensor_dim(*y));
@@ -439,8 +438,10 @@ impl Gen<'_> {
             }
             let Some(p) = low.nodes.iter().position(|m| m.out == n.args[0]) else { continue };
             let producer = &low.nodes[p];
+            // An op whose derivative reads its input keeps that input,
+            // from which its output is one pass.
             let rebuilds = match &producer.op {
-                Op::Act(Act::Gelu) => true,
+                Op::Unary(u) => !of_output(u),
                 op => builtin(op).is_some_and(|l| l.recomputes_output()),
             };
             // A norm that ends a group keeps the layer's cache, which
@@ -485,9 +486,9 @@ impl Gen<'_> {
         let n = &self.low.nodes[p];
         let (r, cp) = (self.rank(n.out), layer_cache_ident(p));
         match &n.op {
-            Op::Act(a) => {
-                let ty = act_ty(*a);
-                quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#ty, &cache.#cp))
+            Op::Unary(u) => {
+                let (m, vx) = (format_ident!("{}", u.name), value_ident(n.args[0]));
+                quote!(cache.#vx.#m())
             }
             Op::Layer(callee) => {
                 let ty = field_ty(&self.fields()[callee.field].kind);
@@ -558,7 +559,7 @@ impl Gen<'_> {
                 let f = &self.fields()[c.field].ident;
                 c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
             }
-            Op::Act(a) => format!("{a:?}").to_lowercase(),
+            Op::Unary(u) => u.name.to_owned(),
             _ => String::new(),
         };
         let recomputed = self.plan.recompute.iter().map(|&(l, p)| format!("{} <- {}", name(l), name(p)));
@@ -600,17 +601,13 @@ impl Gen<'_> {
                 continue;
             }
             let Some(j) = low.nodes.iter().position(|m| m.args.contains(&n.out)) else { continue };
-            // The activations whose derivative reads the output fuse into
-            // the bias pass; GELU's reads the input.
-            let act = match low.nodes[j].op {
-                Op::Act(Act::Relu) => Some(quote!(Relu)),
-                Op::Act(Act::Tanh) => Some(quote!(Tanh)),
-                Op::Act(Act::Sigmoid) => Some(quote!(Sigmoid)),
-                _ => None,
-            };
-            if let Some(op) = act {
-                let act = quote!(::core::option::Option::Some(::blaze::UnaryOp::#op));
-                out.insert(i, Epilogue::Act(j, act));
+            // The ops whose derivative reads the output fuse into the bias
+            // pass (GELU's reads the input, which the pass does not keep).
+            if let Op::Unary(u) = low.nodes[j].op
+                && of_output(u)
+            {
+                let op = unary_op(u);
+                out.insert(i, Epilogue::Act(j, quote!(::core::option::Option::Some(#op))));
                 continue;
             }
             let node = &low.nodes[j];
@@ -627,9 +624,9 @@ impl Gen<'_> {
         out
     }
 
-    /// [`Gen::fused`], and for inference also a GELU after a layer that
-    /// fuses activations, when the GELU runs on its own: its derivative
-    /// reads its input, which only the training forward must keep.
+    /// [`Gen::fused`], and for inference also an op whose derivative reads
+    /// its input (GELU) after a layer that fuses activations, when the op
+    /// runs on its own: only the training forward must keep that input.
     fn fused_for_inference(&self) -> HashMap<usize, Epilogue> {
         let mut fused = self.fused();
         if !self.plan.enabled {
@@ -644,13 +641,13 @@ impl Gen<'_> {
             }
             let readers: Vec<usize> = (0..low.nodes.len()).filter(|&j| low.nodes[j].args.contains(&n.out)).collect();
             if let [j] = readers[..]
-                && matches!(low.nodes[j].op, Op::Act(Act::Gelu))
+                && let Op::Unary(u) = low.nodes[j].op
                 && low.output != n.out
                 && self.plan.group_of[j].is_none()
                 && self.plan.softmax_of[j].is_none()
             {
-                let gelu = quote!(::core::option::Option::Some(::blaze::UnaryOp::Gelu));
-                fused.insert(i, Epilogue::Act(j, gelu));
+                let op = unary_op(u);
+                fused.insert(i, Epilogue::Act(j, quote!(::core::option::Option::Some(#op))));
             }
         }
         fused
@@ -745,24 +742,26 @@ impl Gen<'_> {
                     vals.insert(a[0]);
                     vals.insert(n.out);
                 }
-                Op::Exp | Op::Sqrt | Op::Softmax(_) | Op::LogSoftmax(_) => {
+                Op::Unary(u) if of_output(u) => {
                     vals.insert(n.out);
                 }
-                Op::Log => {
+                Op::Unary(_) => {
                     vals.insert(a[0]);
+                }
+                Op::Softmax(_) | Op::LogSoftmax(_) => {
+                    vals.insert(n.out);
                 }
                 Op::Reshape(_) | Op::Narrow { .. } | Op::Reduce { .. } | Op::Cat(_) => shapes.extend(a.iter().copied()),
                 Op::Kernel { .. } => {
                     vals.extend(a.iter().copied());
                     a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
                 }
-                // Layers, nested models and activations keep their own
-                // caches; these adjoints read neither values nor shapes.
+                // Layers and nested models keep their own caches; these
+                // adjoints read neither values nor shapes.
                 Op::Input
                 | Op::Layer(_)
                 | Op::Nested(_)
                 | Op::Attend(_)
-                | Op::Act(_)
                 | Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::Mul | ScalarOp::Div | ScalarOp::RSub, _)
                 | Op::Neg
                 | Op::Transpose(..)
@@ -809,7 +808,8 @@ impl Gen<'_> {
                 }
                 _ if let Some(e) = self.fused_expr(i, Pass::Train) => quote_spanned!(span=> let #o = #e;),
                 Op::Layer(callee) if fused.contains_key(&i) => {
-                    // The layer caches its input; a fused activation its output.
+                    // The layer caches its input; a fused activation's output
+                    // is a value the backward reads.
                     let e = &fused[&i];
                     let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
                     let keep = if self.plan.recomputed_input(i).is_some() {
@@ -819,13 +819,7 @@ impl Gen<'_> {
                         quote!(#ci)
                     };
                     let call = e.call(&x, true);
-                    let mut stmt = quote_spanned!(span=> let (#y, #keep) = #at.#call;);
-                    if let Epilogue::Act(j, _) = e {
-                        let cj = layer_cache_ident(*j);
-                        caches.push(cj.clone());
-                        stmt.extend(quote!(let #cj = ::core::clone::Clone::clone(&#y);));
-                    }
-                    stmt
+                    quote_spanned!(span=> let (#y, #keep) = #at.#call;)
                 }
                 Op::Layer(callee) => {
                     // A layer whose input the backward recomputes keeps no cache.
@@ -838,13 +832,6 @@ impl Gen<'_> {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
                     quote_spanned!(span=> let (#o, #keep) = #path::forward_train(&mut #at, &#x, ctx);)
-                }
-                Op::Act(a) => {
-                    caches.push(ci.clone());
-                    let ty = act_ty(*a);
-                    let path = self.layer_path(ty.clone(), n.args[0], n.out);
-                    let x = value_ident(n.args[0]);
-                    quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #ty, &#x, ctx);)
                 }
                 Op::Nested(callee) => {
                     caches.push(ci.clone());
@@ -909,10 +896,6 @@ impl Gen<'_> {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     quote!(#path::Cache)
                 }
-                Op::Act(a) => {
-                    let path = self.layer_path(act_ty(*a), n.args[0], n.out);
-                    quote!(#path::Cache)
-                }
                 Op::Nested(callee) => {
                     let ty = field_ty(&self.fields()[callee.field].kind);
                     quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
@@ -926,9 +909,7 @@ impl Gen<'_> {
                 | Op::Bin(_)
                 | Op::Scalar(..)
                 | Op::Neg
-                | Op::Exp
-                | Op::Log
-                | Op::Sqrt
+                | Op::Unary(_)
                 | Op::Matmul
                 | Op::Transpose(..)
                 | Op::Permute(_)

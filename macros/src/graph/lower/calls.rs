@@ -49,7 +49,7 @@ impl Lower<'_> {
         let v = match word {
             Word::Unary(op) => {
                 let x = self.tensor(args[0])?;
-                self.unary(op, x, span)
+                self.unary(Op::Unary(op), x, span)
             }
             Word::Softmax | Word::LogSoftmax => {
                 let x = self.tensor(args[0])?;
@@ -72,7 +72,8 @@ impl Lower<'_> {
             Word::CausalMask => {
                 return err(span, "a causal mask is used as `x.masked_fill(causal_mask(T), value)`");
             }
-            Word::Transpose
+            Word::Neg
+            | Word::Transpose
             | Word::Permute
             | Word::Reshape
             | Word::Flatten

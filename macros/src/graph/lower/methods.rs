@@ -92,7 +92,8 @@ impl Lower<'_> {
         let rank = shape.len();
         let arg = |i: usize| &m.args[i];
         let v = match entry.word {
-            Word::Unary(op) => self.unary(op, x, span),
+            Word::Unary(op) => self.unary(Op::Unary(op), x, span),
+            Word::Neg => self.unary(Op::Neg, x, span),
             Word::Matmul => {
                 let y = self.tensor(arg(0))?;
                 self.matmul(x, y, span)?
@@ -217,18 +218,8 @@ impl Lower<'_> {
         Ok(Operand::Tensor(v))
     }
 
-    pub(super) fn unary(&mut self, op: Unary, x: usize, span: &Loc) -> usize {
+    pub(super) fn unary(&mut self, op: Op, x: usize, span: &Loc) -> usize {
         let shape = self.shape(x).to_vec();
-        let op = match op {
-            Unary::Relu => Op::Act(Act::Relu),
-            Unary::Gelu => Op::Act(Act::Gelu),
-            Unary::Tanh => Op::Act(Act::Tanh),
-            Unary::Sigmoid => Op::Act(Act::Sigmoid),
-            Unary::Exp => Op::Exp,
-            Unary::Log => Op::Log,
-            Unary::Sqrt => Op::Sqrt,
-            Unary::Neg => Op::Neg,
-        };
         self.node(op, vec![x], shape, span)
     }
 

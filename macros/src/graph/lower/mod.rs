@@ -19,7 +19,7 @@ use syn::{Expr, Pat, Stmt, UnOp};
 
 use blaze_spec::StaticShape;
 
-use super::vocab::{self, Unary, Word};
+use super::vocab::{self, Word};
 use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
 
@@ -117,15 +117,6 @@ pub enum ScalarOp {
     RDiv,
 }
 
-/// Activations run as their layer types (whose caches the backward uses).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
-    Relu,
-    Gelu,
-    Tanh,
-    Sigmoid,
-}
-
 /// One argument of a `kernel!` call.
 #[derive(Clone)]
 pub enum KernelArg {
@@ -142,13 +133,12 @@ pub enum Op {
     /// A layer that attends (`Layer::attends`) called on a query, keys and
     /// values, and maybe a key-padding mask: its arguments in that order.
     Attend(Callee),
-    Act(Act),
+    /// An op of the op table, run as its tensor method; its adjoint reads
+    /// the output or the input, as the table's derivative does.
+    Unary(&'static blaze_spec::ops::Unary),
     Bin(Bin),
     Scalar(ScalarOp, TokenStream),
     Neg,
-    Exp,
-    Log,
-    Sqrt,
     Matmul,
     Transpose(usize, usize),
     Permute(Vec<usize>),
