@@ -16,6 +16,7 @@ mod timing;
 
 use std::num::NonZeroUsize;
 
+use blaze::UnaryOp;
 use blaze::prelude::*;
 use blaze::runtime::adjoint;
 use clap::Parser;
@@ -79,6 +80,9 @@ fn main() {
                 (out, g.norm_backward(&m, &stats, Some(&w), true))
             }),
         );
-        row("gelu fwd + bwd", time(|| (m.gelu(), adjoint::gelu::<Cpu>(g.storage(), m.storage()))));
+        row(
+            "gelu fwd + bwd",
+            time(|| (m.gelu(), adjoint::unary::<Cpu>(UnaryOp::Gelu, m.storage(), m.storage(), g.storage()))),
+        );
     });
 }

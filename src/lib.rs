@@ -98,10 +98,12 @@ pub mod prelude {
     pub use blaze_macros::{Module, kernel, model};
     pub use blaze_runtime::nn::{
         AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Block, Conv1d, Conv2d, ConvTranspose2d, Ctx,
-        Differentiable, Dropout, Elu, Embedding, Flatten, Gelu, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm,
-        LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Relu, Sigmoid, Silu,
-        Softmax, Softplus, Tanh, Upsample,
+        Differentiable, Dropout, Elu, Embedding, Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm,
+        LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Silu, Softmax,
+        Softplus, Upsample,
     };
+    /// The op table's activation layers (`Relu`, `Gelu`, ...).
+    pub use blaze_runtime::nn::unary_layers::*;
     pub use blaze_runtime::{
         Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed,
     };

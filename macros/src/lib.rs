@@ -98,6 +98,14 @@ pub fn __unary_ops(_: TokenStream) -> TokenStream {
     kernel::table::runtime().into()
 }
 
+/// The op table's activation layers (`Relu`, `Gelu`, ...). Invoked
+/// once, by `blaze_runtime::nn`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __unary_layers(_: TokenStream) -> TokenStream {
+    kernel::table::layers().into()
+}
+
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
 /// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
 #[doc(hidden)]

@@ -141,32 +141,6 @@ pub fn neg<B: Backend>(g: &S<B>) -> S<B> {
     B::unary(UnaryOp::Neg, g)
 }
 
-/// `y = σ(x)`: `g y (1 - y)`.
-pub fn sigmoid<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    unary::<B>(UnaryOp::Sigmoid, y, y, g)
-}
-
-/// `y = tanh x`: `g (1 - y²)`.
-pub fn tanh<B: Backend>(g: &S<B>, y: &S<B>) -> S<B> {
-    unary::<B>(UnaryOp::Tanh, y, y, g)
-}
-
-/// ReLU, from its input or its output (`> 0` at the same places): `g`
-/// where positive, else 0 (0 at the kink, as PyTorch).
-pub fn relu<B: Backend>(g: &S<B>, x_or_y: &S<B>) -> S<B> {
-    unary::<B>(UnaryOp::Relu, x_or_y, x_or_y, g)
-}
-
-/// Leaky ReLU with `slope` below zero.
-pub fn leaky_relu<B: Backend>(g: &S<B>, x: &S<B>, slope: f64) -> S<B> {
-    unary::<B>(UnaryOp::LeakyRelu(slope), x, x, g)
-}
-
-/// The exact GELU: `g (Φ(x) + x φ(x))`, one fused elementwise pass.
-pub fn gelu<B: Backend>(g: &S<B>, x: &S<B>) -> S<B> {
-    unary::<B>(UnaryOp::Gelu, x, x, g)
-}
-
 /// The gradient of unary `op` at input `x` with output `y`: the op's
 /// adjoint kernel from the op table (`crate::unary`), `g * ∂f/∂x` in one
 /// pass, from `y` where the table writes the derivative in the output

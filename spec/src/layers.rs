@@ -2,7 +2,10 @@
 //! layer is in its entry, and `layers!` turns the table into [`Layer`] and
 //! every per-layer answer (`name`, `generics`, `keys`, `params`, the shape
 //! rule [`output`], ...). A new layer is one entry here and its runtime
-//! type; no match elsewhere names layers one by one.
+//! type; no match elsewhere names layers one by one. Activations that are
+//! ops of one tensor (`Sigmoid`, `Gelu`) are not listed here: they are
+//! entries of the op table ([`crate::ops`]) with `layer: true`, and
+//! [`Layer::Unary`] answers for all of them.
 //!
 //! The file is long by design: it is the table, about twenty lines per
 //! layer, and grows by one entry per layer; splitting it would put layers'
@@ -26,6 +29,7 @@
 //!   per-sample input; `rank`: its output's rank from the input's, whether
 //!   or not `output` accepts the input.
 
+use crate::ops::{Grad, UNARY, Unary};
 use crate::options::{Interpolation, Key};
 use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, size, window};
 use crate::{Init, Options, Param};
@@ -58,16 +62,40 @@ macro_rules! layers {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Layer {
             $($(#[doc = $doc])* $name,)*
+            /// An op of the op table that is also a layer ([`Unary::layer`]):
+            /// it maps each element on its own, holds nothing and takes no
+            /// options, and is named after the op's variant (`Sigmoid`).
+            Unary(&'static Unary),
         }
 
         impl Layer {
-            /// Every built-in layer.
-            pub const ALL: [Layer; [$(stringify!($name)),*].len()] = [$(Layer::$name),*];
+            /// The layers of the table above, in order.
+            const LISTED: [Layer; [$(stringify!($name)),*].len()] = [$(Layer::$name),*];
+
+            /// Every built-in layer: the listed ones, then the op table's.
+            pub const ALL: [Layer; Layer::LISTED.len() + unary_layers()] = {
+                let mut all = [Layer::LISTED[0]; Layer::LISTED.len() + unary_layers()];
+                let mut i = 0;
+                while i < Layer::LISTED.len() {
+                    all[i] = Layer::LISTED[i];
+                    i += 1;
+                }
+                let mut k = 0;
+                while k < UNARY.len() {
+                    if UNARY[k].layer {
+                        all[i] = Layer::Unary(&UNARY[k]);
+                        i += 1;
+                    }
+                    k += 1;
+                }
+                all
+            };
 
             /// The type's name (`Linear`), as users write it and the runtime names it.
             pub const fn name(self) -> &'static str {
                 match self {
                     $(Layer::$name => stringify!($name),)*
+                    Layer::Unary(op) => op.variant,
                 }
             }
 
@@ -76,6 +104,7 @@ macro_rules! layers {
             pub const fn generics(self) -> &'static [&'static str] {
                 match self {
                     $(Layer::$name => &[$($generic),*],)*
+                    Layer::Unary(_) => &[],
                 }
             }
 
@@ -83,6 +112,7 @@ macro_rules! layers {
             pub const fn keys(self) -> &'static [Key] {
                 match self {
                     $(Layer::$name => &[$(Key::$key),*],)*
+                    Layer::Unary(_) => &[],
                 }
             }
 
@@ -91,6 +121,7 @@ macro_rules! layers {
             pub const fn defaults(self) -> Options {
                 match self {
                     $(Layer::$name => layers!(@defaults $($defaults)?),)*
+                    Layer::Unary(_) => Options::DEFAULT,
                 }
             }
 
@@ -99,6 +130,7 @@ macro_rules! layers {
             pub const fn attends(self) -> bool {
                 match self {
                     $(Layer::$name => layers!(@attends $($attends)?),)*
+                    Layer::Unary(_) => false,
                 }
             }
 
@@ -107,6 +139,7 @@ macro_rules! layers {
             pub const fn holds_tensors(self) -> bool {
                 match self {
                     $(Layer::$name => $holds,)*
+                    Layer::Unary(_) => false,
                 }
             }
 
@@ -115,6 +148,7 @@ macro_rules! layers {
             pub const fn is_elementwise(self) -> bool {
                 match self {
                     $(Layer::$name => $elementwise,)*
+                    Layer::Unary(_) => true,
                 }
             }
 
@@ -123,6 +157,7 @@ macro_rules! layers {
             pub const fn takes_ids(self) -> bool {
                 match self {
                     $(Layer::$name => $ids,)*
+                    Layer::Unary(_) => false,
                 }
             }
 
@@ -130,6 +165,7 @@ macro_rules! layers {
             pub const fn fuses_activation(self) -> bool {
                 match self {
                     $(Layer::$name => $fuses,)*
+                    Layer::Unary(_) => false,
                 }
             }
 
@@ -138,6 +174,12 @@ macro_rules! layers {
             pub const fn fusable_activation(self) -> Option<&'static str> {
                 match self {
                     $(Layer::$name => $fusable,)*
+                    // Those whose derivative reads the output: the bias pass keeps
+                    // that, not its input.
+                    Layer::Unary(op) => match op.grad {
+                        Grad::OfOutput(_) => Some(op.variant),
+                        Grad::OfInput(_) | Grad::Derived => None,
+                    },
                 }
             }
 
@@ -149,6 +191,7 @@ macro_rules! layers {
                         let $k = k;
                         $stride
                     })*
+                    Layer::Unary(_) => 1,
                 }
             }
 
@@ -161,6 +204,7 @@ macro_rules! layers {
                         let $es = sizes;
                         $expects
                     })*
+                    Layer::Unary(_) => "takes any shape".to_owned(),
                 }
             }
 
@@ -174,6 +218,7 @@ macro_rules! layers {
                         let ($ps, $po) = (generics, options);
                         $params
                     })*
+                    Layer::Unary(_) => Vec::new(),
                 }
             }
         }
@@ -191,6 +236,7 @@ macro_rules! layers {
                     let ($os, $oo, $oi) = (generics, o, s);
                     $output
                 })*
+                Layer::Unary(_) => Ok(s),
             }
         }
 
@@ -204,6 +250,7 @@ macro_rules! layers {
                     let $rank_in = input_rank;
                     $rank
                 })*
+                Layer::Unary(_) => input_rank,
             }
         }
     };
@@ -251,6 +298,18 @@ const fn transposed(
         Some(n) => Some(n),
         None => Some(0),
     }
+}
+
+/// How many ops of the op table are layers.
+const fn unary_layers() -> usize {
+    let (mut n, mut k) = (0, 0);
+    while k < UNARY.len() {
+        if UNARY[k].layer {
+            n += 1;
+        }
+        k += 1;
+    }
+    n
 }
 
 /// The most layers an `Lstm` or `Gru` stacks.
@@ -318,7 +377,11 @@ const fn recurrent(input: usize, h: usize, o: &Options, s: StaticShape) -> Resul
 /// (so 1 to the per-sample rank, or from the last with a negative).
 const fn along_dim(o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
     let rank = s.rank as i64;
-    if (o.dim >= 1 && o.dim <= rank) || (o.dim < 0 && o.dim >= -rank) { Ok(s) } else { Err(ShapeError::Dim { dim: o.dim }) }
+    if (o.dim >= 1 && o.dim <= rank) || (o.dim < 0 && o.dim >= -rank) {
+        Ok(s)
+    } else {
+        Err(ShapeError::Dim { dim: o.dim })
+    }
 }
 
 const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<StaticShape, ShapeError> {
@@ -620,22 +683,6 @@ layers! {
         rank: |_| 1,
     }
 
-    /// `Relu`.
-    Relu {
-        generics: [],
-        keys: [],
-        holds_tensors: false,
-        elementwise: true,
-        takes_ids: false,
-        fuses_activation: false,
-        fusable_activation: Some("Relu"),
-        default_stride: |_| 1,
-        expects: |_| "takes any shape".to_owned(),
-        params: |_, _| Vec::new(),
-        output: |_, _, s| { Ok(s) },
-        rank: |r| r,
-    }
-
     /// `LeakyRelu`.
     LeakyRelu {
         generics: [],
@@ -645,54 +692,6 @@ layers! {
         takes_ids: false,
         fuses_activation: false,
         fusable_activation: None,
-        default_stride: |_| 1,
-        expects: |_| "takes any shape".to_owned(),
-        params: |_, _| Vec::new(),
-        output: |_, _, s| { Ok(s) },
-        rank: |r| r,
-    }
-
-    /// `Gelu` (exact, with erf).
-    Gelu {
-        generics: [],
-        keys: [],
-        holds_tensors: false,
-        elementwise: true,
-        takes_ids: false,
-        fuses_activation: false,
-        fusable_activation: None,
-        default_stride: |_| 1,
-        expects: |_| "takes any shape".to_owned(),
-        params: |_, _| Vec::new(),
-        output: |_, _, s| { Ok(s) },
-        rank: |r| r,
-    }
-
-    /// `Sigmoid`.
-    Sigmoid {
-        generics: [],
-        keys: [],
-        holds_tensors: false,
-        elementwise: true,
-        takes_ids: false,
-        fuses_activation: false,
-        fusable_activation: Some("Sigmoid"),
-        default_stride: |_| 1,
-        expects: |_| "takes any shape".to_owned(),
-        params: |_, _| Vec::new(),
-        output: |_, _, s| { Ok(s) },
-        rank: |r| r,
-    }
-
-    /// `Tanh`.
-    Tanh {
-        generics: [],
-        keys: [],
-        holds_tensors: false,
-        elementwise: true,
-        takes_ids: false,
-        fuses_activation: false,
-        fusable_activation: Some("Tanh"),
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -1062,7 +1061,12 @@ impl Layer {
     /// in one cheap pass (the runtime's `nn::Recompute`): an activation
     /// from its input, a normalisation from its input.
     pub const fn recomputes_output(self) -> bool {
-        matches!(self, Layer::LayerNorm | Layer::RMSNorm | Layer::Gelu)
+        match self {
+            Layer::LayerNorm | Layer::RMSNorm => true,
+            // An op whose derivative reads its input keeps that input.
+            Layer::Unary(op) => !matches!(op.grad, Grad::OfOutput(_)),
+            _ => false,
+        }
     }
 
     /// Whether a residual add of its output (`x + layer(h)`) can join its

@@ -125,6 +125,6 @@ mod tests {
         assert_eq!(Layer::BatchNorm2d.params(&[8], &o).len(), 4);
         assert_eq!(Layer::Linear.display(&[400, 120], ""), "Linear<400, 120>");
         assert_eq!(Layer::Map.display(&[], "swish::Kernel"), "Map<swish::Kernel>");
-        assert_eq!(Layer::Relu.display(&[], ""), "Relu");
+        assert_eq!(Layer::from_name("Relu").map(|l| l.display(&[], "")).as_deref(), Some("Relu"));
     }
 }

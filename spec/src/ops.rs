@@ -12,7 +12,7 @@
 //! the same function on every backend, and a new op is one entry here.
 
 /// Which dtypes an op takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Domain {
     /// Floats only.
     Float,
@@ -25,7 +25,7 @@ pub enum Domain {
 
 /// What the op costs per element, which decides when a backend splits it
 /// over threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Cost {
     /// A few arithmetic instructions: memory-bound.
     Cheap,
@@ -34,7 +34,7 @@ pub enum Cost {
 }
 
 /// The derivative of an op by its input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Grad {
     /// Derived from the body by the kernel IR's symbolic differentiation.
     Derived,
@@ -47,7 +47,7 @@ pub enum Grad {
 }
 
 /// One elementwise op of one tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Unary {
     /// The `UnaryOp` variant.
     pub variant: &'static str,
@@ -68,6 +68,10 @@ pub struct Unary {
     pub body: &'static str,
     /// Its derivative by `x`.
     pub grad: Grad,
+    /// Whether it is also a layer (`Layer::Unary`), named after its
+    /// variant as PyTorch's `nn` names it (`Sigmoid`, `Relu`); only an op
+    /// without parameters is.
+    pub layer: bool,
 }
 
 /// The most parameters an op takes besides its input.
@@ -84,6 +88,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "-x",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Abs",
@@ -94,6 +99,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "abs(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Exp",
@@ -104,6 +110,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "exp(x)",
         grad: Grad::OfOutput("y"),
+        layer: false,
     },
     Unary {
         variant: "Log",
@@ -114,6 +121,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "log(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Sqrt",
@@ -124,6 +132,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "sqrt(x)",
         grad: Grad::OfOutput("0.5 / y"),
+        layer: false,
     },
     Unary {
         variant: "Recip",
@@ -134,6 +143,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "1.0 / x",
         grad: Grad::OfOutput("-(y * y)"),
+        layer: false,
     },
     Unary {
         variant: "Tanh",
@@ -144,6 +154,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "tanh(x)",
         grad: Grad::OfOutput("1.0 - y * y"),
+        layer: true,
     },
     Unary {
         variant: "Sigmoid",
@@ -155,6 +166,7 @@ pub const UNARY: &[Unary] = &[
         body: "1.0 / (1.0 + exp(-x))",
         // The derived `e^-x / (1 + e^-x)²` is inf / inf below x ≈ -88.
         grad: Grad::OfOutput("y * (1.0 - y)"),
+        layer: true,
     },
     Unary {
         variant: "Relu",
@@ -166,6 +178,7 @@ pub const UNARY: &[Unary] = &[
         body: "select(x < 0.0, 0.0, x)",
         // PyTorch's relu'(0) = 0.
         grad: Grad::OfOutput("select(y > 0.0, 1.0, 0.0)"),
+        layer: true,
     },
     Unary {
         variant: "Gelu",
@@ -177,6 +190,7 @@ pub const UNARY: &[Unary] = &[
         body: "0.5 * x * (1.0 + erf(x * 0.7071067811865476))",
         // Φ(x) + x φ(x), with φ the normal density.
         grad: Grad::OfInput("0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * exp(-0.5 * x * x) * 0.3989422804014327"),
+        layer: true,
     },
     Unary {
         variant: "LeakyRelu",
@@ -187,6 +201,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "select(x > 0.0, x, x * negative_slope)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Sin",
@@ -197,6 +212,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "sin(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Cos",
@@ -207,6 +223,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "cos(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Erf",
@@ -217,6 +234,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Costly,
         body: "erf(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Floor",
@@ -227,6 +245,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "floor(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Ceil",
@@ -237,6 +256,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "ceil(x)",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Sign",
@@ -247,6 +267,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "select(x > 0.0, 1.0, select(x < 0.0, -1.0, x))",
         grad: Grad::Derived,
+        layer: false,
     },
     Unary {
         variant: "Not",
@@ -257,6 +278,7 @@ pub const UNARY: &[Unary] = &[
         cost: Cost::Cheap,
         body: "",
         grad: Grad::Derived,
+        layer: false,
     },
 ];
 
@@ -274,6 +296,11 @@ mod tests {
         for (i, a) in UNARY.iter().enumerate() {
             assert!(a.params.len() <= MAX_UNARY_PARAMS, "{}", a.name);
             assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
+            assert!(
+                !a.layer || a.params.is_empty() && a.domain == Domain::Float,
+                "{}: a layer takes floats alone",
+                a.name
+            );
             for b in &UNARY[i + 1..] {
                 assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
             }

@@ -405,7 +405,7 @@ mod tests {
         assert_eq!(out(Layer::Flatten, &[], d, &[16, 5, 5]), Ok(vec![400]));
         assert_eq!(out(Layer::Embedding, &[100, 8], d, &[T]), Ok(vec![T, 8]));
         assert_eq!(out(Layer::Embedding, &[100, 8], d, &[]), Ok(vec![8]));
-        assert_eq!(out(Layer::Relu, &[], d, &[T, 3, 9]), Ok(vec![T, 3, 9]));
+        assert_eq!(out(Layer::from_name("Relu").expect("a layer"), &[], d, &[T, 3, 9]), Ok(vec![T, 3, 9]));
         assert_eq!(out(Layer::LayerNorm, &[16], d, &[T, 16]), Ok(vec![T, 16]));
     }
 

@@ -9,7 +9,7 @@
 use std::sync::OnceLock;
 
 use blaze_cpu::{Cpu, CpuDevice};
-use blaze_runtime::{Rng, Tensor};
+use blaze_runtime::{Rng, Tensor, UnaryOp};
 use divan::Bencher;
 use divan::counter::ItemsCount;
 
@@ -110,7 +110,9 @@ fn layer_norm_rows_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
 fn gelu_4m_fwd_bwd(bencher: Bencher<'_, '_>, threads: usize) {
     let x = randn([BIG], 26);
     let g = randn([BIG], 27);
-    bench_in(bencher, threads, BIG, || (x.gelu(), blaze_runtime::adjoint::gelu::<Cpu>(g.storage(), x.storage())));
+    bench_in(bencher, threads, BIG, || {
+        (x.gelu(), blaze_runtime::adjoint::unary::<Cpu>(UnaryOp::Gelu, x.storage(), x.storage(), g.storage()))
+    });
 }
 
 /// Attention weights as the GPT example makes them, forward and backward:

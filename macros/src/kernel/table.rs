@@ -289,6 +289,73 @@ pub fn runtime() -> TokenStream {
     }
 }
 
+/// The runtime's layers of the table (`Unary::layer`): per op a unit
+/// struct named after its variant, a `Layer` whose cache is what the
+/// op's derivative reads (the output, else the input) and whose backward
+/// is the op's adjoint, `FromSpec` as `blaze_spec::Layer::Unary` and, for
+/// an op whose derivative reads its input, `Recompute` of its output.
+pub fn layers() -> TokenStream {
+    let ops = || UNARY.iter().enumerate().filter(|(_, op)| op.layer);
+    let items = ops().map(|(i, op)| {
+        let (ty, m, v) = (variant(op), format_ident!("{}", op.name), variant(op));
+        let doc = format!("`{}` as a layer (PyTorch's `nn.{}`): {}", op.name, op.variant, op.doc);
+        let of_output = matches!(op.grad, Grad::OfOutput(_));
+        let (cache_doc, train, recompute) = if of_output {
+            ("The output, which the derivative reads.", quote!(let y = x.#m(); (y.clone(), y)), quote!())
+        } else {
+            (
+                "The input, which the derivative reads.",
+                quote!((x.#m(), x.clone())),
+                quote! {
+                    impl<B: crate::Backend, const D: usize> crate::nn::Recompute<B, D> for #ty {
+                        fn recompute(&self, x: &crate::Tensor<B, D>) -> crate::Tensor<B, D> {
+                            x.#m()
+                        }
+                    }
+                },
+            )
+        };
+        quote! {
+            #[doc = #doc]
+            #[derive(Clone, Copy, Debug, Default)]
+            pub struct #ty;
+
+            impl<B: crate::Backend, const D: usize> crate::nn::Layer<B, D, D> for #ty {
+                #[doc = #cache_doc]
+                type Cache = crate::Tensor<B, D>;
+                fn forward(&self, x: &crate::Tensor<B, D>) -> crate::Tensor<B, D> {
+                    x.#m()
+                }
+                fn forward_train(
+                    &mut self,
+                    x: &crate::Tensor<B, D>,
+                    _: &mut crate::nn::Ctx,
+                ) -> (crate::Tensor<B, D>, crate::Tensor<B, D>) {
+                    #train
+                }
+                fn backward(&self, c: &crate::Tensor<B, D>, g: &crate::Tensor<B, D>) -> (crate::Tensor<B, D>, ()) {
+                    let (c, g) = (c.storage(), g.storage());
+                    (crate::Tensor::from_storage(crate::adjoint::unary::<B>(crate::UnaryOp::#v, c, c, g)), ())
+                }
+            }
+
+            #recompute
+
+            impl<B: crate::Backend> crate::nn::FromSpec<B> for #ty {
+                const LAYER: ::blaze_spec::Layer = ::blaze_spec::Layer::Unary(&::blaze_spec::ops::UNARY[#i]);
+                fn from_spec(_: &::blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+                    #ty
+                }
+            }
+        }
+    });
+    let tys = ops().map(|(_, op)| variant(op));
+    quote! {
+        #(#items)*
+        crate::nn::stateless_module!(#(#tys),*);
+    }
+}
+
 /// The CubeCL backend's side: per op a module with the `#[cube]`
 /// functions and launchers of its kernel and adjoint, and `launcher`,
 /// which finds the launcher of a kernel of the runtime's table.

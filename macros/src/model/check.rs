@@ -342,10 +342,24 @@ fn opaque_after(field: &Field, o: &Options, prev: &TokenStream, from: &Source<'_
         from.name()
     );
     let span = field.ty.span();
-    let name = format_ident!("{}", layer.name());
+    let layer = layer_tokens(*layer);
     let options = o.spec_tokens();
     Shape::Opaque(quote_spanned!(span=> ::blaze::nn::shape_rules::layer(
-        ::blaze::spec::Layer::#name, &[#(#sizes),*], &#options, #prev, #what)))
+        #layer, &[#(#sizes),*], &#options, #prev, #what)))
+}
+
+/// `layer` as an expression of the generated code.
+pub fn layer_tokens(layer: blaze_spec::Layer) -> TokenStream {
+    match layer {
+        blaze_spec::Layer::Unary(op) => {
+            let i = blaze_spec::ops::UNARY.iter().position(|u| u == op).expect("an op of the table");
+            quote!(::blaze::spec::Layer::Unary(&::blaze::spec::ops::UNARY[#i]))
+        }
+        layer => {
+            let name = format_ident!("{}", layer.name());
+            quote!(::blaze::spec::Layer::#name)
+        }
+    }
 }
 
 /// The per-sample output shape of a type the macro cannot see, as a const

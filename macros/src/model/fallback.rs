@@ -46,8 +46,8 @@ pub fn sequential_output_rank(model: &Model) -> Rank {
         rank = match (&f.kind, rank) {
             (LayerKind::Builtin { layer, .. }, Rank::Known(r)) => Rank::Known(blaze_spec::output_rank(*layer, r)),
             (LayerKind::Builtin { layer, .. }, Rank::Expr(e)) => {
-                let name = format_ident!("{}", layer.name());
-                Rank::Expr(quote!(::blaze::spec::output_rank(::blaze::spec::Layer::#name, #e)))
+                let layer = super::check::layer_tokens(*layer);
+                Rank::Expr(quote!(::blaze::spec::output_rank(#layer, #e)))
             }
             (kind, _) => {
                 let ty = kind.opaque_ty(&quote!(::blaze::Cpu));

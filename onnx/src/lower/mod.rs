@@ -28,6 +28,7 @@ use view::Tensor;
 
 use std::collections::{HashMap, HashSet};
 
+use blaze_spec::ops::UNARY;
 use blaze_spec::{Layer, Options, StaticShape, Value, symbol, symbol_index};
 
 use crate::Problem;
@@ -744,6 +745,12 @@ fn kind(v: &Val) -> String {
 }
 
 /// A field for a layer without tensors.
+/// The layer of op `name` of the op table (`gelu`), which is one.
+fn unary_layer(name: &str) -> Layer {
+    let op = UNARY.iter().find(|op| op.name == name && op.layer);
+    Layer::Unary(op.unwrap_or_else(|| panic!("`{name}` is a layer of the op table")))
+}
+
 fn tensorless(layer: Layer, generics: Vec<usize>, keys: &[(&'static str, Value<'static>)], base: &str) -> R<Field> {
     let options = options(layer, &generics, keys)?;
     Ok(Field { name: ident(base), layer, generics, keys: render(keys), options, tensors: vec![] })

@@ -356,7 +356,7 @@ impl<'g> Lower<'g> {
         }
         let last = &self.g.nodes[*taken.last().expect("a product")];
         self.skip.extend(taken);
-        self.act(last, Layer::Gelu, vec![], vec![], Some("gelu({x})"), x, "gelu")?;
+        self.act(last, unary_layer("gelu"), vec![], vec![], Some("gelu({x})"), x, "gelu")?;
         Ok(true)
     }
 
@@ -678,12 +678,15 @@ impl<'g> Lower<'g> {
         let rank = t.under.len();
         let base = n.op.to_lowercase();
         match n.op.as_str() {
-            "Relu" => self.act(n, Layer::Relu, vec![], vec![], Some("relu({x})"), &t, &base),
-            "Sigmoid" => self.act(n, Layer::Sigmoid, vec![], vec![], Some("sigmoid({x})"), &t, &base),
-            "Tanh" => self.act(n, Layer::Tanh, vec![], vec![], Some("tanh({x})"), &t, &base),
+            // An op of the op table that is a layer of ONNX's name.
+            "Relu" | "Sigmoid" | "Tanh" => {
+                let op = UNARY.iter().find(|op| op.layer && op.variant == n.op).ok_or("is not in the op table")?;
+                let body = format!("{}({{x}})", op.name);
+                self.act(n, Layer::Unary(op), vec![], vec![], Some(&body), &t, &base)
+            }
             "Sqrt" => self.emit(n, 0, format!("sqrt({})", t.name), t.under.clone(), t.view.clone(), t.dtype),
             "Gelu" => match n.string("approximate").unwrap_or("none") {
-                "none" => self.act(n, Layer::Gelu, vec![], vec![], Some("gelu({x})"), &t, &base),
+                "none" => self.act(n, unary_layer("gelu"), vec![], vec![], Some("gelu({x})"), &t, &base),
                 a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
             },
             "LeakyRelu" => {

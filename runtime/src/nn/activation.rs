@@ -1,9 +1,10 @@
-//! Activations. Each keeps the tensor its derivative is cheapest from: the
-//! output for ReLU, sigmoid, tanh and softmax (so a layer before the first
-//! three can fuse them into its bias pass), the input for leaky ReLU, GELU,
-//! SiLU, softplus and ELU. Softplus and ELU run as one fused elementwise
-//! kernel each (CPU loop and WGSL), with `log1p` and `expm1` computed
-//! without cancellation, as PyTorch computes them.
+//! Activations with options or of several ops; those that are one op of
+//! the op table (ReLU, GELU, sigmoid, tanh, ...) are generated from it in
+//! `unary_layers`. Each keeps the tensor its derivative is cheapest from:
+//! the output for softmax, the input for leaky ReLU, SiLU, softplus and
+//! ELU. Softplus and ELU run as one fused elementwise kernel each (CPU
+//! loop and WGSL), with `log1p` and `expm1` computed without
+//! cancellation, as PyTorch computes them.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,10 +15,6 @@ use super::{Ctx, Layer, stateless_module};
 use crate::adjoint;
 use crate::kernel::{self, Arg, Elementwise, KernelFloat, KernelFn};
 use crate::{Backend, SoftmaxOptions, Tensor};
-
-/// `max(x, 0)`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Relu;
 
 /// `x` for positive `x`, `negative_slope * x` otherwise.
 #[derive(Clone, Copy, Debug)]
@@ -51,18 +48,6 @@ impl Default for LeakyRelu {
         Self::new(LeakyReluConfig::default())
     }
 }
-
-/// Exact (erf) GELU.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Gelu;
-
-/// Logistic sigmoid.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Sigmoid;
-
-/// Hyperbolic tangent.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Tanh;
 
 /// SiLU, `x * sigmoid(x)` (PyTorch's `nn.SiLU`; swish with β = 1).
 #[derive(Clone, Copy, Debug, Default)]
@@ -364,23 +349,8 @@ impl<K: Elementwise> fmt::Debug for Map<K> {
     }
 }
 
-stateless_module!(Relu, LeakyRelu, Gelu, Sigmoid, Tanh, Silu, Identity, Softplus, Elu, Softmax, LogSoftmax);
+stateless_module!(LeakyRelu, Silu, Identity, Softplus, Elu, Softmax, LogSoftmax);
 stateless_module!(generics [K: Elementwise] Map<K>);
-
-impl<B: Backend, const D: usize> Layer<B, D, D> for Relu {
-    /// The output: `y > 0` exactly where `x > 0`.
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.relu()
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        let y = x.relu();
-        (y.clone(), y)
-    }
-    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::relu::<B>(g.storage(), y.storage())), ())
-    }
-}
 
 impl<B: Backend, K: Elementwise, const D: usize> Layer<B, D, D> for Map<K> {
     /// The input: the kernel's derivative is taken there.
@@ -407,54 +377,8 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for LeakyRelu {
         (x.leaky_relu(self.negative_slope), x.clone())
     }
     fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::leaky_relu::<B>(g.storage(), x.storage(), self.negative_slope)), ())
-    }
-}
-
-impl<B: Backend, const D: usize> Layer<B, D, D> for Gelu {
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.gelu()
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        (x.gelu(), x.clone())
-    }
-    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::gelu::<B>(g.storage(), x.storage())), ())
-    }
-}
-
-impl<B: Backend, const D: usize> super::Recompute<B, D> for Gelu {
-    fn recompute(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.gelu()
-    }
-}
-
-impl<B: Backend, const D: usize> Layer<B, D, D> for Sigmoid {
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.sigmoid()
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        let y = x.sigmoid();
-        (y.clone(), y)
-    }
-    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::sigmoid::<B>(g.storage(), y.storage())), ())
-    }
-}
-
-impl<B: Backend, const D: usize> Layer<B, D, D> for Tanh {
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.tanh()
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        let y = x.tanh();
-        (y.clone(), y)
-    }
-    fn backward(&self, y: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        (Tensor::from_storage(adjoint::tanh::<B>(g.storage(), y.storage())), ())
+        let op = crate::UnaryOp::LeakyRelu(self.negative_slope);
+        (Tensor::from_storage(adjoint::unary::<B>(op, x.storage(), x.storage(), g.storage())), ())
     }
 }
 
@@ -601,4 +525,4 @@ impl<B: Backend, K: Elementwise> super::FromSpec<B> for Map<K> {
     }
 }
 
-super::spec::plain_from_spec!(Relu, Gelu, Sigmoid, Tanh, Silu, Identity);
+super::spec::plain_from_spec!(Silu, Identity);

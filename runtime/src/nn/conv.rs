@@ -77,7 +77,8 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, CIN, COUT, K> {
     /// `act(conv(x) + b)`, the activation after the layer applied in place
     /// on the convolution's output. `#[model]` calls it for a `Conv2d`
-    /// followed by `Relu`, `Sigmoid` or `Tanh`.
+    /// followed by an activation whose derivative reads its output (ReLU,
+    /// sigmoid, tanh: the bias pass keeps no input for it).
     pub fn forward_act(&self, x: &Tensor<B, 4>, act: Option<UnaryOp>) -> Tensor<B, 4> {
         self.forward_fused(x, act, None)
     }

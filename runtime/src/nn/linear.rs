@@ -50,7 +50,8 @@ impl<B: Backend, const I: usize, const O: usize> Linear<B, I, O> {
 
     /// `act(x W^T + b)`: the forward with the activation after the layer
     /// fused into the bias pass. `#[model]` calls it for a `Linear`
-    /// followed by `Relu`, `Sigmoid` or `Tanh`.
+    /// followed by an activation whose derivative reads its output (ReLU,
+    /// sigmoid, tanh: the bias pass keeps no input for it).
     pub fn forward_act<const D: usize>(&self, x: &Tensor<B, D>, act: Option<UnaryOp>) -> Tensor<B, D> {
         self.forward_fused(x, act, None)
     }

@@ -22,6 +22,7 @@ mod pool;
 mod recurrent;
 mod sparse;
 mod spec;
+pub mod unary_layers;
 
 // Each layer file exports its layers (and their configs and gradients).
 pub use activation::*;
@@ -37,6 +38,7 @@ pub use pool::*;
 pub use recurrent::*;
 pub use sparse::*;
 pub use spec::FromSpec;
+pub use unary_layers::*;
 
 use crate::backend::Device;
 use crate::rng::Rng;
@@ -588,10 +590,10 @@ macro_rules! stateless_module {
         }
     };
     (generics $g:tt $($t:ty),*) => {
-        $(stateless_module!(@one $g $t);)*
+        $($crate::nn::stateless_module!(@one $g $t);)*
     };
     ($($t:ty),*) => {
-        $(stateless_module!(@one [] $t);)*
+        $($crate::nn::stateless_module!(@one [] $t);)*
     };
 }
 pub(crate) use stateless_module;

@@ -13,7 +13,7 @@ use super::spec::init_param;
 use super::{Ctx, Layer, Module};
 use crate::adjoint;
 use crate::rng::Rng;
-use crate::{Backend, Tensor};
+use crate::{Backend, Tensor, UnaryOp};
 use blaze_spec::{Layer as Spec, Options};
 
 /// One direction of one layer: PyTorch's tensors for it.
@@ -475,11 +475,11 @@ fn through_hidden<B: Backend>(g: &Tensor<B, 2>, w: &RnnWeights<B>) -> Tensor<B, 
 }
 
 fn sigmoid_back<B: Backend>(g: &Tensor<B, 2>, y: &Tensor<B, 2>) -> Tensor<B, 2> {
-    Tensor::from_storage(adjoint::sigmoid::<B>(g.storage(), y.storage()))
+    Tensor::from_storage(adjoint::unary::<B>(UnaryOp::Sigmoid, y.storage(), y.storage(), g.storage()))
 }
 
 fn tanh_back<B: Backend>(g: &Tensor<B, 2>, y: &Tensor<B, 2>) -> Tensor<B, 2> {
-    Tensor::from_storage(adjoint::tanh::<B>(g.storage(), y.storage()))
+    Tensor::from_storage(adjoint::unary::<B>(UnaryOp::Tanh, y.storage(), y.storage(), g.storage()))
 }
 
 /// The LSTM cell, PyTorch's: gates input, forget, cell and output in that
