@@ -266,7 +266,9 @@ pub const UNARY: &[Unary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "select(x > 0.0, 1.0, select(x < 0.0, -1.0, x))",
-        grad: Grad::Derived,
+        // 0 everywhere, as PyTorch (derived, the NaN-passing branch would
+        // give 1 at 0).
+        grad: Grad::OfInput("0.0"),
         layer: false,
     },
     Unary {

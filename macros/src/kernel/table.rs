@@ -161,6 +161,11 @@ pub fn runtime() -> TokenStream {
         ps.resize(MAX_UNARY_PARAMS, quote!(0.0));
         quote!(#p => [#(#ps),*])
     });
+    let by_name = UNARY.iter().map(|op| {
+        let (name, value) = (op.name, pattern(op));
+        let ps = op.params.iter().map(|p| format_ident!("{}", p));
+        quote!((#name, &[#(#ps),*]) => Some(#value))
+    });
     let visits = UNARY.iter().map(|op| {
         let p = pattern(op);
         if op.domain == Domain::Bool {
@@ -252,6 +257,16 @@ pub fn runtime() -> TokenStream {
             pub fn grad_of_output(self) -> bool {
                 match self {
                     #(#of_output,)*
+                }
+            }
+
+            /// The op named `name` (its tensor method's name) with
+            /// `params`, if the table has one of that name taking that
+            /// many.
+            pub fn from_name(name: &str, params: &[f64]) -> Option<UnaryOp> {
+                match (name, params) {
+                    #(#by_name,)*
+                    _ => None,
                 }
             }
 
