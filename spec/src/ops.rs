@@ -74,6 +74,16 @@ pub struct Unary {
     pub layer: bool,
 }
 
+/// `l = log(1 + u)` for `u = e^-|x|`, exact where `1 + u` rounds
+/// (Goldberg's form: the rounding of `w = 1 + u` cancels in
+/// `log(w) u / (w - 1)`): the start of a body that needs
+/// `softplus(x) = max(x, 0) + l` without overflow.
+macro_rules! log1p_exp_neg_abs {
+    () => {
+        "let u = exp(-abs(x)); let w = 1.0 + u; let l = select(w == 1.0, u, log(w) * u / (w - 1.0));"
+    };
+}
+
 /// The most parameters an op takes besides its input.
 pub const MAX_UNARY_PARAMS: usize = 1;
 
@@ -270,6 +280,82 @@ pub const UNARY: &[Unary] = &[
         // give 1 at 0).
         grad: Grad::OfInput("0.0"),
         layer: false,
+    },
+    Unary {
+        variant: "Relu6",
+        name: "relu6",
+        doc: "`min(max(x, 0), 6)`; NaN passes through.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "min(max(x, 0.0), 6.0)",
+        // 0 at both kinks, as PyTorch's hardtanh.
+        grad: Grad::OfInput("select(x > 0.0 && x < 6.0, 1.0, 0.0)"),
+        layer: true,
+    },
+    Unary {
+        variant: "Hardsigmoid",
+        name: "hardsigmoid",
+        doc: "`relu6(x + 3) / 6`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "min(max(x + 3.0, 0.0), 6.0) / 6.0",
+        grad: Grad::OfInput("select(x > -3.0 && x < 3.0, 1.0 / 6.0, 0.0)"),
+        layer: true,
+    },
+    Unary {
+        variant: "Hardswish",
+        name: "hardswish",
+        doc: "`x * relu6(x + 3) / 6`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "x * min(max(x + 3.0, 0.0), 6.0) / 6.0",
+        // PyTorch's: 0 up to -3, x / 3 + 1/2 strictly between, 1 from 3.
+        grad: Grad::OfInput("select(x <= -3.0, 0.0, select(x < 3.0, x / 3.0 + 0.5, 1.0))"),
+        layer: true,
+    },
+    Unary {
+        variant: "Mish",
+        name: "mish",
+        doc: "`x * tanh(softplus(x))`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: concat!(log1p_exp_neg_abs!(), " x * tanh(max(x, 0.0) + l)"),
+        // tanh(sp) + x σ(x) (1 - tanh(sp)²), with σ(x) = e^-softplus(-x)
+        // written so that neither exponential overflows.
+        grad: Grad::OfInput(concat!(
+            log1p_exp_neg_abs!(),
+            " let t = tanh(max(x, 0.0) + l);",
+            " let s = select(x < 0.0, u / (1.0 + u), 1.0 / (1.0 + u));",
+            " t + x * s * (1.0 - t * t)"
+        )),
+        layer: true,
+    },
+    Unary {
+        variant: "Softsign",
+        name: "softsign",
+        doc: "`x / (1 + |x|)`.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Cheap,
+        body: "x / (1.0 + abs(x))",
+        grad: Grad::OfInput("let d = 1.0 + abs(x); 1.0 / (d * d)"),
+        layer: true,
+    },
+    Unary {
+        variant: "LogSigmoid",
+        name: "logsigmoid",
+        doc: "`log(1 / (1 + e^-x))`, as `min(x, 0) - log(1 + e^-|x|)` so that it never overflows.",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: concat!(log1p_exp_neg_abs!(), " min(x, 0.0) - l"),
+        // σ(-x), from the same exponential of a non-positive number.
+        grad: Grad::OfInput("let u = exp(-abs(x)); select(x < 0.0, 1.0 / (1.0 + u), u / (1.0 + u))"),
+        layer: true,
     },
     Unary {
         variant: "Not",

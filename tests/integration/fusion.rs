@@ -27,11 +27,12 @@ twice!(Acts, ActsUnfused, [T, 8], { fc: Linear<8, 8> }, {
     relu(gelu(tanh(sigmoid(h) * h)) * h) - 0.25
 });
 
-// Every other op of the op table a body may call, in groups and alone.
+// The other ops of the op table a body may call, in groups.
 twice!(Table, TableUnfused, [T, 8], { fc: Linear<8, 8> }, {
     let h = self.fc(x) * 3.0;
     let a = sin(h) * cos(h) + erf(h) - sqrt(abs(h)) + log(abs(h) + 1.0) * recip(h * h + 1.0);
-    a + exp(-abs(h)) + floor(h) * 0.25 + ceil(h) * 0.5 - sign(h)
+    let b = relu6(h) + hardswish(h) * mish(h) - softsign(h) + logsigmoid(h) * hardsigmoid(h);
+    a + b + exp(-abs(h)) + floor(h) * 0.25 + ceil(h) * 0.5 - sign(h)
 });
 
 // Attention written out: the scale and the causal mask fold into the
@@ -233,7 +234,8 @@ macro_rules! agree {
 fn fused_activations_compute_the_bits_the_unfused_ops_do() {
     assert!(Acts::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"sigmoid") && g.ops.contains(&"gelu")));
     let ops: Vec<&str> = Table::<Cpu>::FUSION.groups.iter().flat_map(|g| g.ops.iter().copied()).collect();
-    for op in ["sin", "cos", "erf", "sqrt", "abs", "log", "recip", "exp", "floor", "ceil", "sign"] {
+    let table = ["sin", "cos", "erf", "sqrt", "abs", "log", "recip", "exp", "floor", "ceil", "sign", "relu6"];
+    for op in table.into_iter().chain(["hardswish", "mish", "softsign", "logsigmoid", "hardsigmoid"]) {
         assert!(ops.contains(&op), "{op} in no group: {}", Table::<Cpu>::FUSION);
     }
     macro_rules! same_bits {

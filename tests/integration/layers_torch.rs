@@ -124,6 +124,33 @@ fn activations_match_pytorch() {
     assert_eq!(named.len(), 6);
 }
 
+/// Linear layers with the op table's activation layers between them
+/// (`nn.ReLU6`, `nn.Hardswish`, `nn.Mish`, `nn.Softsign` then
+/// `nn.LogSigmoid`, which run as one fused kernel, and `nn.Hardsigmoid`),
+/// weights scaled so that the pre-activations cross every kink.
+#[model(input = [6])]
+pub struct TableLayers {
+    fc1: Linear<6, 8>,
+    relu6: Relu6,
+    fc2: Linear<8, 8>,
+    hswish: Hardswish,
+    fc3: Linear<8, 8>,
+    mish: Mish,
+    fc4: Linear<8, 8>,
+    soft: Softsign,
+    logsig: LogSigmoid,
+    fc5: Linear<8, 8>,
+    hsig: Hardsigmoid,
+    fc6: Linear<8, 4>,
+}
+
+#[test]
+fn table_activation_layers_match_pytorch() {
+    assert!(TableLayers::<Cpu>::FUSION.groups.iter().any(|g| g.ops == ["softsign", "logsigmoid"]));
+    let (named, ..) = matches_fixture!(TableLayers, 2, "table_layers.bin");
+    assert_eq!(named.len(), 12);
+}
+
 /// Softplus and ELU where a naive formula loses digits (`log(1 + u)` and
 /// `exp(x) - 1` near 0) match PyTorch's `log1p` and `expm1` to 1e-5 of
 /// each value, as do their derivatives.
