@@ -170,23 +170,11 @@ fn ew(
     dtype: DType,
     extras: &[u32],
 ) -> WgpuStorage {
-    ew_calling("", key, expr, inputs, shape, dtype, extras)
-}
-
-/// [`ew`] with `expr` calling the WGSL functions `funcs`.
-fn ew_calling(
-    funcs: &str,
-    key: &str,
-    expr: &str,
-    inputs: &[(&WgpuStorage, View)],
-    shape: &[usize],
-    dtype: DType,
-    extras: &[u32],
-) -> WgpuStorage {
     let device = inputs.first().map_or_else(WgpuDevice::default, |(t, _)| t.device.clone());
-    ew_on(&device, funcs, key, expr, inputs, shape, dtype, extras)
+    ew_on(&device, "", key, expr, inputs, shape, dtype, extras)
 }
 
+/// [`ew`] on `device`, `expr` calling the WGSL functions `funcs`.
 #[allow(clippy::too_many_arguments)]
 fn ew_on(
     device: &WgpuDevice,
@@ -298,7 +286,7 @@ fn bias_act_add(
         expr = format!("{expr} + {}", ["b", "c"][inputs.len() - 1]);
         inputs.push((r, broadcast_view(r, &x.shape)));
     }
-    ew_calling(funcs, "bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
+    ew_on(&x.device, funcs, "bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
 }
 
 /// `a op rhs` in WGSL.
@@ -439,7 +427,7 @@ impl Primitives for WgpuNative {
     fn unary(op: UnaryOp, x: &WgpuStorage) -> WgpuStorage {
         let t = native(op.name(), x);
         let (expr, extras, funcs) = unary_of(op, "a");
-        ew_calling(funcs, "unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras)
+        ew_on(&t.device, funcs, "unary", &expr, &[(t, None)], &t.shape, t.dtype, &extras)
     }
 
     fn binary(op: BinaryOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
