@@ -123,11 +123,21 @@ impl Val {
 
 const BATCH: &str = "batch";
 
-/// The functions a forward body calls by name.
-const RESERVED: &[&str] = &[
-    "self", "relu", "gelu", "tanh", "sigmoid", "exp", "log", "sqrt", "matmul", "softmax", "log_softmax", "cat",
-    "positions", "causal_mask",
-];
+/// The functions a forward body calls by name, but the op table's
+/// ([`reserved`] adds those).
+const RESERVED: &[&str] = &["self", "matmul", "softmax", "log_softmax", "cat", "positions", "causal_mask"];
+
+/// The op table's ops a forward body calls as functions (those without
+/// parameters).
+fn body_functions() -> impl Iterator<Item = &'static str> {
+    UNARY.iter().filter(|op| op.params.is_empty()).map(|op| op.name)
+}
+
+/// Whether a binding named `name` would shadow a function a forward body
+/// calls: [`RESERVED`] and the op table's.
+fn reserved(name: &str) -> bool {
+    RESERVED.contains(&name) || body_functions().any(|f| f == name)
+}
 
 pub fn lower(g: &Graph) -> Result<Program, Problem> {
     let mut low = Lower::new(g)?;
@@ -169,36 +179,48 @@ pub fn lower(g: &Graph) -> Result<Program, Problem> {
 
 /// The operators the importer converts.
 pub const SUPPORTED: &[&str] = &[
+    "Abs",
     "Add",
     "AveragePool",
     "BatchNormalization",
     "Cast",
+    "Ceil",
+    "Clip",
     "Concat",
     "Constant",
     "ConstantOfShape",
     "Conv",
     "ConvTranspose",
+    "Cos",
     "Div",
     "Dropout",
     "Equal",
     "Erf",
+    "Exp",
     "Expand",
     "Flatten",
+    "Floor",
     "GRU",
     "Gather",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "HardSigmoid",
+    "HardSwish",
     "Identity",
     "LSTM",
     "LayerNormalization",
     "LeakyRelu",
+    "Log",
     "LogSoftmax",
     "MatMul",
     "MaxPool",
+    "Mish",
     "Mod",
     "Mul",
+    "Neg",
     "Range",
+    "Reciprocal",
     "ReduceMean",
     "ReduceSum",
     "Relu",
@@ -206,8 +228,12 @@ pub const SUPPORTED: &[&str] = &[
     "Resize",
     "Shape",
     "Sigmoid",
+    "Sign",
+    "Sin",
     "Slice",
     "Softmax",
+    "Softplus",
+    "Softsign",
     "Split",
     "Sqrt",
     "Squeeze",
@@ -285,7 +311,7 @@ impl<'g> Lower<'g> {
             fields: Vec::new(),
             steps: Vec::new(),
             // Names a forward body calls, which a binding must not shadow.
-            names: RESERVED.iter().map(|s| (*s).to_owned()).collect(),
+            names: RESERVED.iter().copied().chain(body_functions()).map(str::to_owned).collect(),
             symbols: Vec::new(),
             input: (String::new(), Vec::new(), input.dtype),
         };
@@ -333,7 +359,7 @@ impl<'g> Lower<'g> {
     /// A fresh Rust name for the value or field called `onnx` in the file.
     fn binding(&mut self, onnx: &str) -> String {
         let mut base = ident(onnx);
-        if RESERVED.contains(&base.as_str()) {
+        if reserved(&base) {
             base.push_str("_out");
         }
         let mut name = base.clone();
@@ -587,8 +613,9 @@ impl<'g> Lower<'g> {
             "Conv" | "ConvTranspose" => self.conv(n)?,
             "BatchNormalization" => self.batch_norm(n)?,
             "LayerNormalization" => self.layer_norm(n)?,
-            "Relu" | "Sigmoid" | "Tanh" | "LeakyRelu" | "Gelu" | "Dropout" | "Softmax" | "LogSoftmax" | "Flatten"
-            | "Erf" | "Sqrt" => self.unary(n)?,
+            "LeakyRelu" | "Gelu" | "Dropout" | "Softmax" | "LogSoftmax" | "Flatten" | "Clip" | "HardSigmoid"
+            | "Softplus" => self.unary(n)?,
+            op if TABLE_OPS.iter().any(|&(onnx, _)| onnx == op) => self.unary(n)?,
             "MaxPool" | "AveragePool" => self.pool(n)?,
             "Resize" => self.resize(n)?,
             "GlobalAveragePool" => {
@@ -745,6 +772,29 @@ fn kind(v: &Val) -> String {
 }
 
 /// A field for a layer without tensors.
+/// ONNX operators that are ops of the op table as they stand, by the
+/// table's names: a layer where the table has one, else a tensor method.
+const TABLE_OPS: &[(&str, &str)] = &[
+    ("Abs", "abs"),
+    ("Ceil", "ceil"),
+    ("Cos", "cos"),
+    ("Erf", "erf"),
+    ("Exp", "exp"),
+    ("Floor", "floor"),
+    ("HardSwish", "hardswish"),
+    ("Log", "log"),
+    ("Mish", "mish"),
+    ("Neg", "neg"),
+    ("Reciprocal", "recip"),
+    ("Relu", "relu"),
+    ("Sigmoid", "sigmoid"),
+    ("Sign", "sign"),
+    ("Sin", "sin"),
+    ("Softsign", "softsign"),
+    ("Sqrt", "sqrt"),
+    ("Tanh", "tanh"),
+];
+
 /// The layer of op `name` of the op table (`gelu`), which is one.
 fn unary_layer(name: &str) -> Layer {
     let op = UNARY.iter().find(|op| op.name == name && op.layer);

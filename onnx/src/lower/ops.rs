@@ -677,14 +677,40 @@ impl<'g> Lower<'g> {
         let t = self.tensor(n, 0)?;
         let rank = t.under.len();
         let base = n.op.to_lowercase();
+        if let Some(&(_, name)) = TABLE_OPS.iter().find(|&&(onnx, _)| onnx == n.op) {
+            return self.table_op(n, name, &t);
+        }
         match n.op.as_str() {
-            // An op of the op table that is a layer of ONNX's name.
-            "Relu" | "Sigmoid" | "Tanh" => {
-                let op = UNARY.iter().find(|op| op.layer && op.variant == n.op).ok_or("is not in the op table")?;
-                let body = format!("{}({{x}})", op.name);
-                self.act(n, Layer::Unary(op), vec![], vec![], Some(&body), &t, &base)
+            // ReLU6 as PyTorch exports it; other bounds have no layer.
+            "Clip" => {
+                let bound = |k: usize, name: &str| -> R<Option<f64>> {
+                    match n.input(k) {
+                        Some(_) => Ok(Some(self.konst(n, k)?.scalar().ok_or("has bounds of more than one value")?)),
+                        None => Ok(n.float(name).map(f64::from)),
+                    }
+                };
+                match (bound(1, "min")?, bound(2, "max")?) {
+                    (Some(lo), Some(hi)) if lo == 0.0 && hi == 6.0 => self.table_op(n, "relu6", &t),
+                    (lo, hi) => Err(format!(
+                        "clamps to [{}, {}]; Blaze converts Clip to [0, 6] (ReLU6)",
+                        lo.unwrap_or(f64::NEG_INFINITY),
+                        hi.unwrap_or(f64::INFINITY)
+                    )),
+                }
             }
-            "Sqrt" => self.emit(n, 0, format!("sqrt({})", t.name), t.under.clone(), t.view.clone(), t.dtype),
+            // ONNX's defaults are 0.2 and 0.5; PyTorch exports 1/6.
+            "HardSigmoid" => {
+                let (alpha, beta) = (n.float("alpha").unwrap_or(0.2), n.float("beta").unwrap_or(0.5));
+                if (alpha - 1.0 / 6.0).abs() > 1e-6 || (beta - 0.5).abs() > 1e-6 {
+                    return Err(format!(
+                        "computes max(0, min(1, {alpha} x + {beta})); Blaze's Hardsigmoid is PyTorch's, 1/6 x + 1/2"
+                    ));
+                }
+                self.table_op(n, "hardsigmoid", &t)
+            }
+            // ONNX's is exact where PyTorch's default turns linear past
+            // 20, which moves the value by less than e^-20.
+            "Softplus" => self.act(n, Layer::Softplus, vec![], vec![], None, &t, &base),
             "Gelu" => match n.string("approximate").unwrap_or("none") {
                 "none" => self.act(n, unary_layer("gelu"), vec![], vec![], Some("gelu({x})"), &t, &base),
                 a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
@@ -725,8 +751,21 @@ impl<'g> Lower<'g> {
                 }
                 self.act(n, Layer::Flatten, vec![], vec![], Some("{x}.flatten()"), &t, "flatten")
             }
-            _ => Err(format!("`{}` on its own; erf is converted as part of GELU", n.op)),
+            op => Err(format!("`{op}` is not an elementwise op the importer converts")),
         }
+    }
+
+    /// Op `name` of the op table on `t`: its layer where it is one, else
+    /// its function in the forward body.
+    fn table_op(&mut self, n: &Node, name: &str, t: &Tensor) -> R<()> {
+        let op = UNARY.iter().find(|op| op.name == name).ok_or("is not in the op table")?;
+        if op.layer {
+            let body = format!("{name}({{x}})");
+            return self.act(n, Layer::Unary(op), vec![], vec![], Some(&body), t, name);
+        }
+        // A forward body writes every op as a function but `neg`.
+        let expr = if name == "neg" { format!("{}.neg()", t.name) } else { format!("{name}({})", t.name) };
+        self.emit(n, 0, expr, t.under.clone(), t.view.clone(), t.dtype)
     }
 
     pub(super) fn pool(&mut self, n: &Node) -> R<()> {

@@ -14,6 +14,10 @@ use blaze::prelude::*;
 use blaze::record::{load_model, load_tensors};
 use blaze_onnx::{Error, Problem, import_bytes, import_file};
 
+#[path = "../generated/activations.rs"]
+mod activations;
+#[path = "../generated/activations_legacy.rs"]
+mod activations_legacy;
 #[path = "../generated/attention_buffer.rs"]
 mod attention_buffer;
 #[path = "../generated/attention_buffer_fixed.rs"]
@@ -66,7 +70,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 23] = [
+const MODELS: [&str; 25] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -90,6 +94,8 @@ const MODELS: [&str; 23] = [
     "lstm_stacked",
     "multihead_fixed",
     "attention_buffer_fixed",
+    "activations",
+    "activations_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -335,6 +341,17 @@ fn the_remaining_operators_match_pytorch_and_fine_tune() {
 }
 
 #[test]
+fn the_op_tables_activations_and_functions_match_pytorch_and_fine_tune() {
+    // Clip (0, 6), HardSwish, Mish, HardSigmoid (alpha 1/6) and the
+    // functions of one tensor, from both exporters; the legacy one writes
+    // Mish as Softplus, Tanh and Mul.
+    let (model, x, _) = imported!(activations::Activations, "activations", 2, 2);
+    fine_tunes!(model, x, 0.5, 30, 0.9);
+    let (model, x, _) = imported!(activations_legacy::ActivationsLegacy, "activations_legacy", 2, 2);
+    fine_tunes!(model, x, 0.5, 30, 0.9);
+}
+
+#[test]
 fn operators_exporters_fold_away_match_onnx_and_fine_tune() {
     // Dropout is the identity in inference.
     let (model, x, _) = imported!(ops::Ops, "ops", 4, 2);
@@ -434,6 +451,14 @@ fn unsupported_operators_are_listed_with_their_nodes() {
     assert!(msg.starts_with("unknown_ops.onnx: 2 operator(s) without a conversion to Blaze:"), "{msg}");
     assert!(msg.contains("\n  Hardmax: pick, pick_again\n  Det: det\n"), "{msg}");
     assert!(!msg.contains("relu"), "{msg}");
+}
+
+#[test]
+fn activations_blaze_has_no_layer_for_are_refused_with_what_they_compute() {
+    let msg = refusal(&fixture("clip_bounds.onnx"));
+    assert!(msg.contains("node `clamp` (Clip)") && msg.contains("clamps to [-1, 1]"), "{msg}");
+    let msg = refusal(&fixture("hardsigmoid_onnx.onnx"));
+    assert!(msg.contains("node `gate` (HardSigmoid)") && msg.contains("0.2 x + 0.5"), "{msg}");
 }
 
 #[test]
