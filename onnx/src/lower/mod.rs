@@ -265,6 +265,10 @@ struct Lower<'g> {
     /// Symbolic dims besides the batch: ONNX name, Blaze name.
     symbols: Vec<(String, String)>,
     input: (String, Vec<Dim>, DType),
+    /// Bindings that only split an axis of another (a bidirectional
+    /// layer's features into directions), by name: the binding split and
+    /// its full shape. Read back whole, they are the original.
+    splits: HashMap<String, (String, Vec<Dim>)>,
 }
 
 impl<'g> Lower<'g> {
@@ -312,6 +316,7 @@ impl<'g> Lower<'g> {
             steps: Vec::new(),
             // Names a forward body calls, which a binding must not shadow.
             names: RESERVED.iter().copied().chain(body_functions()).map(str::to_owned).collect(),
+            splits: HashMap::new(),
             symbols: Vec::new(),
             input: (String::new(), Vec::new(), input.dtype),
         };
@@ -347,6 +352,16 @@ impl<'g> Lower<'g> {
         if t.view.is_some() {
             return Err(Problem::Malformed(format!("output `{out}` of shape {} does not have the batch first", show(&t.shape()))));
         }
+        // A split that every reader read back whole is not written.
+        let unread = |name: &String| {
+            name != &t.name
+                && !self.steps.iter().any(|s| match s {
+                    Step::Layer { input, .. } | Step::Act { input, .. } => input == name,
+                    Step::Expr { outputs, expr, .. } => !outputs.contains(name) && mentions(expr, name),
+                })
+        };
+        let dropped: Vec<String> = self.splits.keys().filter(|name| unread(name)).cloned().collect();
+        self.steps.retain(|s| !matches!(s, Step::Expr { outputs, .. } if dropped.contains(&outputs[0])));
         Ok(Program {
             fields: self.fields,
             steps: self.steps,
@@ -794,6 +809,14 @@ const TABLE_OPS: &[(&str, &str)] = &[
     ("Sqrt", "sqrt"),
     ("Tanh", "tanh"),
 ];
+
+/// Whether Rust expression `expr` names the binding `name`.
+fn mentions(expr: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    expr.match_indices(name).any(|(i, _)| {
+        !expr[..i].ends_with(word) && !expr[i + name.len()..].starts_with(word) && !expr[..i].ends_with('.')
+    })
+}
 
 /// The layer of op `name` of the op table (`gelu`), which is one.
 fn unary_layer(name: &str) -> Layer {

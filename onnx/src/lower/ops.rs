@@ -411,10 +411,11 @@ impl<'g> Lower<'g> {
     }
 
     /// An `LSTM` or `GRU` node as PyTorch's exporters write `nn.LSTM` and
-    /// `nn.GRU` (one layer, forward, zero initial state): an `Lstm` or
-    /// `Gru` field. Its input is the sequence-first view of batch-first
-    /// data, which the layer reads as it is; its output
-    /// `[T, 1, batch, H]` is a view of the layer's.
+    /// `nn.GRU` (one layer, forward or both ways, zero initial state): an
+    /// `Lstm` or `Gru` field. Its input is the sequence-first view of
+    /// batch-first data, which the layer reads as it is; its output
+    /// `[T, directions, batch, H]` is a view of the layer's `[T, dirs H]`
+    /// (split into `[T, dirs, H]` first when it runs both ways).
     pub(super) fn recurrent(&mut self, n: &Node) -> R<()> {
         let lstm = n.op == "LSTM";
         // The gates in PyTorch's order, by their place in ONNX's: an LSTM's
@@ -423,15 +424,16 @@ impl<'g> Lower<'g> {
             if lstm { (Layer::Lstm, &[0, 2, 3, 1], &[5, 6]) } else { (Layer::Gru, &[1, 0, 2], &[5]) };
         let gates = order.len();
         let h = n.int("hidden_size").ok_or("has no hidden_size")? as usize;
-        match n.string("direction").unwrap_or("forward") {
-            "forward" => {}
+        let dirs = match n.string("direction").unwrap_or("forward") {
+            "forward" => 1,
+            "bidirectional" => 2,
             d => {
                 return Err(format!(
-                    "runs {d}; the importer converts forward ones (Blaze's {} runs both ways, but that form is not read yet)",
+                    "runs {d} only; Blaze's {} runs forward, or both ways (bidirectional = true)",
                     layer.name()
                 ));
             }
-        }
+        };
         if n.int("layout").unwrap_or(0) != 0 || n.int("input_forget").unwrap_or(0) != 0 || n.float("clip").is_some() {
             return Err("sets layout, input_forget or clip; PyTorch's exports set none".into());
         }
@@ -467,7 +469,7 @@ impl<'g> Lower<'g> {
         let (w, r) = (self.konst(n, 1)?, self.konst(n, 2)?);
         let i = t.under[2].value().ok_or("reads a sequence of named width")? as usize;
         let rows = gates * h;
-        if w.dims != [1, rows, i] || r.dims != [1, rows, h] {
+        if w.dims != [dirs, rows, i] || r.dims != [dirs, rows, h] {
             return Err(format!("has weights of shapes {:?} and {:?} for {i} inputs and {h} units", w.dims, r.dims));
         }
         let reorder = |v: &[f32], width: usize| -> Data {
@@ -476,32 +478,61 @@ impl<'g> Lower<'g> {
             Data { dims: if width == 1 { vec![rows] } else { vec![rows, width] }, values: Values::F32(values) }
         };
         let floats = |d: &Data| d.f32s().map(<[f32]>::to_vec).ok_or("has weights that are not floats");
-        let mut tensors = vec![reorder(&floats(&w)?, i), reorder(&floats(&r)?, h)];
-        let mut keys = vec![];
-        match n.input(3) {
+        let (w, r) = (floats(&w)?, floats(&r)?);
+        let b = match n.input(3) {
             Some(_) => {
                 let b = self.konst(n, 3)?;
-                if b.dims != [1, 2 * rows] {
+                if b.dims != [dirs, 2 * rows] {
                     return Err(format!("has a bias of shape {:?} for {h} units", b.dims));
                 }
-                let v = floats(&b)?;
-                // The input weights' bias, then the hidden weights'.
+                Some(floats(&b)?)
+            }
+            None => None,
+        };
+        // Per direction, as the layer holds them: the input weights, the
+        // hidden weights, then their biases.
+        let mut tensors = vec![];
+        for d in 0..dirs {
+            tensors.push(reorder(&w[d * rows * i..(d + 1) * rows * i], i));
+            tensors.push(reorder(&r[d * rows * h..(d + 1) * rows * h], h));
+            if let Some(b) = &b {
+                let v = &b[2 * d * rows..2 * (d + 1) * rows];
                 tensors.push(reorder(&v[..rows], 1));
                 tensors.push(reorder(&v[rows..], 1));
             }
-            None => keys.push(("bias", Value::Bool(false))),
+        }
+        let mut keys = vec![];
+        if b.is_none() {
+            keys.push(("bias", Value::Bool(false)));
+        }
+        if dirs == 2 {
+            keys.push(("bidirectional", Value::Bool(true)));
         }
         let names: Vec<&str> = (1..4).filter_map(|k| n.input(k)).collect();
         let base = self.field_base(n, &names);
         let f = self.field(&base, layer, vec![i, h], keys, tensors)?;
         let x = Tensor::plain(t.name.clone(), t.under.clone(), t.dtype);
         let shape = self.layer_out(f, &x)?;
-        let name = self.binding(&n.outputs[0]);
+        let mut name = self.binding(&n.outputs[0]);
         self.steps.push(Step::Layer { field: f, input: x.name.clone(), output: name.clone(), shape: shape.clone() });
         let mut under = vec![Dim::named(BATCH)];
         under.extend(shape);
-        // `[T, num_directions, batch, H]`.
-        let y = Tensor::plain(name, under, DType::F32).seen(vec![vec![1], vec![], vec![0], vec![2]]);
+        // `[T, num_directions, batch, H]`: one direction is a dim of 1;
+        // two are the halves of the layer's features, forward first.
+        let groups = if dirs == 1 {
+            vec![vec![1], vec![], vec![0], vec![2]]
+        } else {
+            let whole = under.clone();
+            under = vec![under[0].clone(), under[1].clone(), Dim::known(2), Dim::known(h as i64)];
+            let dims: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
+            let split = self.binding(&format!("{}_directions", n.outputs[0]));
+            let expr = format!("{name}.reshape([{}])", dims.join(", "));
+            self.steps.push(Step::Expr { outputs: vec![split.clone()], expr, shapes: vec![under[1..].to_vec()] });
+            self.splits.insert(split.clone(), (name, whole));
+            name = split;
+            vec![vec![1], vec![2], vec![0], vec![3]]
+        };
+        let y = Tensor::plain(name, under, DType::F32).seen(groups);
         self.set(n, 0, Val::Tensor(y));
         Ok(())
     }

@@ -108,6 +108,15 @@ impl<'g> Lower<'g> {
                 under.push(Dim::product(members.iter().map(|&k| &t.under[k])));
             }
         }
+        // A split axis read back whole is the binding it was split from.
+        if let Some((whole, shape)) = self.splits.get(&t.name)
+            && moved.is_empty()
+            && under == *shape
+        {
+            let out = Tensor::plain(whole.clone(), under, t.dtype).seen(view);
+            self.vals.insert(onnx.to_owned(), Val::Tensor(out.clone()));
+            return Ok(out);
+        }
         if under != permuted {
             check_dims(&under[1..])?;
             let dims: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
