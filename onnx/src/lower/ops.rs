@@ -415,7 +415,8 @@ impl<'g> Lower<'g> {
     /// `Lstm` or `Gru` field. Its input is the sequence-first view of
     /// batch-first data, which the layer reads as it is; its output
     /// `[T, directions, batch, H]` is a view of the layer's `[T, dirs H]`
-    /// (split into `[T, dirs, H]` first when it runs both ways).
+    /// (split into `[T, dirs, H]` first when it runs both ways); a forward
+    /// layer's final hidden state `[1, batch, H]` is its last step.
     pub(super) fn recurrent(&mut self, n: &Node) -> R<()> {
         let lstm = n.op == "LSTM";
         // The gates in PyTorch's order, by their place in ONNX's: an LSTM's
@@ -457,11 +458,18 @@ impl<'g> Lower<'g> {
                 ));
             }
         }
-        for out in &n.outputs[1..] {
-            if !out.is_empty() && self.readers.get(out).is_some_and(|r| !r.is_empty()) {
-                return Err(format!("has its final state `{out}` read; the importer converts the output sequence"));
-            }
+        // The final hidden state of a forward layer is its last output; a
+        // cell state, or the reverse direction's, is not an output.
+        let read = |k: usize| {
+            n.outputs.get(k).is_some_and(|o| !o.is_empty() && self.readers.get(o).is_some_and(|r| !r.is_empty()))
+        };
+        if read(2) {
+            return Err(format!(
+                "has its final cell state `{}` read; the importer converts the outputs and, one way, the final hidden state",
+                n.outputs[2]
+            ));
         }
+        let final_hidden = read(1);
         let t = self.tensor(n, 0)?;
         if t.under.len() != 3 || t.view.as_deref() != Some(&[vec![1], vec![0], vec![2]][..]) {
             return Err(format!("reads {}, which is not a batch-first sequence seen sequence-first", show(&t.shape())));
@@ -532,6 +540,21 @@ impl<'g> Lower<'g> {
             name = split;
             vec![vec![1], vec![2], vec![0], vec![3]]
         };
+        if final_hidden {
+            if dirs != 1 {
+                return Err(format!(
+                    "has its final hidden state `{}` read both ways; the importer converts that state of forward layers",
+                    n.outputs[1]
+                ));
+            }
+            // `[1, batch, H]`: the last step.
+            let last = vec![under[0].clone(), Dim::known(1), under[2].clone()];
+            let h_n = self.binding(&n.outputs[1]);
+            let expr = format!("{name}.narrow(0, -1, 1)");
+            self.steps.push(Step::Expr { outputs: vec![h_n.clone()], expr, shapes: vec![last[1..].to_vec()] });
+            let state = Tensor::plain(h_n, last, DType::F32).seen(vec![vec![1], vec![0], vec![2]]);
+            self.set(n, 1, Val::Tensor(state));
+        }
         let y = Tensor::plain(name, under, DType::F32).seen(groups);
         self.set(n, 0, Val::Tensor(y));
         Ok(())

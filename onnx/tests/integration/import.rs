@@ -34,6 +34,8 @@ mod gpt;
 mod gru;
 #[path = "../generated/gru_bidirectional.rs"]
 mod gru_bidirectional;
+#[path = "../generated/gru_final_state.rs"]
+mod gru_final_state;
 #[path = "../generated/gru_legacy.rs"]
 mod gru_legacy;
 #[path = "../generated/legacy_encoder_layer.rs"]
@@ -46,6 +48,8 @@ mod lenet;
 mod lstm;
 #[path = "../generated/lstm_bidirectional.rs"]
 mod lstm_bidirectional;
+#[path = "../generated/lstm_final_state.rs"]
+mod lstm_final_state;
 #[path = "../generated/lstm_legacy.rs"]
 mod lstm_legacy;
 #[path = "../generated/lstm_stacked.rs"]
@@ -74,7 +78,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 27] = [
+const MODELS: [&str; 29] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -102,6 +106,8 @@ const MODELS: [&str; 27] = [
     "activations_legacy",
     "lstm_bidirectional",
     "gru_bidirectional",
+    "lstm_final_state",
+    "gru_final_state",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -272,8 +278,13 @@ fn recurrent_nodes_become_lstm_and_gru_fields_that_match_pytorch_and_fine_tune()
     // The reverse direction reads the whole sequence: a prefix differs.
     assert_eq!(model.forward(&x.narrow(1, 0, 4)).shape(), want.narrow(1, 0, 4).shape());
     fine_tunes!(model, x, 4.0, 30);
-    let msg = refusal(&fixture("lstm_final_state.onnx"));
-    assert!(msg.contains("node `/rnn/LSTM` (LSTM) has its final state"), "{msg}");
+    // A classifier of the final hidden state: the last output.
+    let (model, x, _) = imported!(lstm_final_state::LstmFinalState, "lstm_final_state", 3, 2);
+    fine_tunes!(model, x, 4.0, 30);
+    let (model, x, _) = imported!(gru_final_state::GruFinalState, "gru_final_state", 3, 2);
+    fine_tunes!(model, x, 4.0, 30);
+    let msg = refusal(&fixture("lstm_cell_state.onnx"));
+    assert!(msg.contains("node `/rnn/LSTM` (LSTM) has its final cell state"), "{msg}");
 }
 
 #[test]
