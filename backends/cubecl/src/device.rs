@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock};
 
+use blaze_gpu_host::NoAdapter;
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
@@ -97,17 +98,6 @@ pub struct CubeOptions {
     pub allow_divergent: bool,
 }
 
-/// Hardware first: discrete, integrated, virtual, then software (CPU).
-fn rank(kind: wgpu::DeviceType) -> u8 {
-    match kind {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Other => 3,
-        wgpu::DeviceType::Cpu => 4,
-    }
-}
-
 impl CubeDevice {
     /// The best adapter present (hardware before software), or the first
     /// whose name contains `BLAZE_CUBECL_ADAPTER` (case-insensitively);
@@ -120,25 +110,11 @@ impl CubeDevice {
 
     /// A device as `options` say.
     pub fn open(options: CubeOptions) -> Result<Self, CubeError> {
-        let wanted = options.adapter.clone().or_else(|| std::env::var("BLAZE_CUBECL_ADAPTER").ok());
-        let wanted = wanted.as_deref();
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let mut adapters = cubecl::future::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-        if adapters.is_empty() {
-            return Err(CubeError::NoAdapter);
-        }
-        adapters.sort_by_key(|a| rank(a.get_info().device_type));
-        let adapter = match wanted.filter(|w| !w.is_empty()) {
-            Some(wanted) => {
-                let low = wanted.to_lowercase();
-                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
-                    return Err(CubeError::NoMatch { wanted: wanted.to_owned(), found: found.join(", ") });
-                };
-                adapters.swap_remove(i)
-            }
-            None => adapters.swap_remove(0),
-        };
+        let (instance, adapter) = blaze_gpu_host::choose_adapter(options.adapter.as_deref(), "BLAZE_CUBECL_ADAPTER")
+            .map_err(|e| match e {
+                NoAdapter::None => CubeError::NoAdapter,
+                NoAdapter::NoMatch { wanted, found } => CubeError::NoMatch { wanted, found },
+            })?;
         let info = adapter.get_info();
         let fail = |message: String| CubeError::Device { adapter: info.name.clone(), message };
         let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {

@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use blaze_gpu_host::NoAdapter;
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -140,17 +141,6 @@ impl Drop for PoolBuffer {
     }
 }
 
-/// Hardware first: discrete, integrated, virtual, then software (CPU).
-fn rank(kind: wgpu::DeviceType) -> u8 {
-    match kind {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Other => 3,
-        wgpu::DeviceType::Cpu => 4,
-    }
-}
-
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -170,24 +160,11 @@ impl WgpuDevice {
     /// A device as `options` say; the adapter must pass the self-check
     /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
     pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-        if adapters.is_empty() {
-            return Err(WgpuError::NoAdapter);
-        }
-        adapters.sort_by_key(|a| rank(a.get_info().device_type));
-        let wanted = options.adapter.clone().or_else(|| std::env::var("BLAZE_WGPU_ADAPTER").ok());
-        let adapter = match wanted.filter(|w| !w.is_empty()) {
-            Some(wanted) => {
-                let low = wanted.to_lowercase();
-                let found: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-                let Some(i) = found.iter().position(|n| n.to_lowercase().contains(&low)) else {
-                    return Err(WgpuError::NoMatch { wanted, found: found.join(", ") });
-                };
-                adapters.swap_remove(i)
-            }
-            None => adapters.swap_remove(0),
-        };
+        let (_instance, adapter) = blaze_gpu_host::choose_adapter(options.adapter.as_deref(), "BLAZE_WGPU_ADAPTER")
+            .map_err(|e| match e {
+                NoAdapter::None => WgpuError::NoAdapter,
+                NoAdapter::NoMatch { wanted, found } => WgpuError::NoMatch { wanted, found },
+            })?;
         let info = adapter.get_info();
         let mut limits = adapter.limits();
         // Blaze binds one group; wgpu-core cannot hold more than 8 (the
