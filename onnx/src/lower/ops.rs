@@ -731,6 +731,16 @@ impl<'g> Lower<'g> {
         let t = self.tensor(n, 0)?;
         let rank = t.under.len();
         let base = n.op.to_lowercase();
+        // `log(sigmoid(x))`, as both exporters write `nn.LogSigmoid`: the
+        // table's log-sigmoid, which PyTorch computed (the composition is
+        // -inf where the sigmoid underflows).
+        if n.op == "Sigmoid"
+            && let Some((li, log)) = self.only_reader(&n.outputs[0])
+            && log.op == "Log"
+        {
+            self.skip.insert(li);
+            return self.table_op(log, "logsigmoid", &t);
+        }
         if let Some(&(_, name)) = TABLE_OPS.iter().find(|&&(onnx, _)| onnx == n.op) {
             return self.table_op(n, name, &t);
         }
