@@ -4,12 +4,16 @@
 //! training forward does not keep, its derivative.
 //!
 //! `blaze-macros` parses these bodies into its kernel IR and prints from
-//! them everything that computes the op: the runtime's `UnaryOp` enum and
-//! one `Elementwise` kernel per op (the CPU's loop body and the WGSL the
-//! wgpu backend runs), the CubeCL backend's `#[cube]` functions, the
-//! gradient kernels the tape runs, and the calls a fused group makes. So
-//! the unfused op, the op inside a fused group and its gradient compute
-//! the same function on every backend, and a new op is one entry here.
+//! them everything that computes the op: the runtime's `UnaryOp` enum, its
+//! tensor methods and one `Elementwise` kernel per op (the CPU's loop body
+//! and the WGSL the wgpu backend runs), the CubeCL backend's `#[cube]`
+//! functions, the gradient kernels the tape runs, the calls a fused group
+//! makes, the functions a `#[model]` forward body may call and, for an
+//! entry with `layer`, the layer (`Layer::Unary`). So the unfused op, the
+//! op inside a fused group and its gradient compute the same function on
+//! every backend, and a new op is one entry here, plus its record in
+//! `tests/fixtures/make_unary_fixture.py` (the conformance suite checks
+//! every op against PyTorch).
 
 /// Which dtypes an op takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
