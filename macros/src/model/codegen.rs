@@ -139,12 +139,11 @@ impl Run {
 /// The op a field is inside a run, if it can be in one.
 fn chain_op(f: &Field) -> Option<ChainOp> {
     let (layer, _) = f.kind.builtin().filter(|_| f.array.is_none())?;
-    if layer == blaze_spec::Layer::Dropout {
-        return Some(ChainOp::Dropout);
+    match layer {
+        blaze_spec::Layer::Dropout => Some(ChainOp::Dropout),
+        blaze_spec::Layer::Unary(op) => Some(ChainOp::Unary(op)),
+        _ => None,
     }
-    // An activation layer is the op of the table it is named after.
-    let op = blaze_spec::ops::UNARY.iter().find(|op| op.variant == layer.name() && op.params.is_empty())?;
-    Some(ChainOp::Unary(op))
 }
 
 /// The runs of two or more elementwise fields that start with an

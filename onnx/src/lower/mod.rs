@@ -818,12 +818,6 @@ fn mentions(expr: &str, name: &str) -> bool {
     })
 }
 
-/// The layer of op `name` of the op table (`gelu`), which is one.
-fn unary_layer(name: &str) -> Layer {
-    let op = UNARY.iter().find(|op| op.name == name && op.layer);
-    Layer::Unary(op.unwrap_or_else(|| panic!("`{name}` is a layer of the op table")))
-}
-
 fn tensorless(layer: Layer, generics: Vec<usize>, keys: &[(&'static str, Value<'static>)], base: &str) -> R<Field> {
     let options = options(layer, &generics, keys)?;
     Ok(Field { name: ident(base), layer, generics, keys: render(keys), options, tensors: vec![] })

@@ -356,7 +356,7 @@ impl<'g> Lower<'g> {
         }
         let last = &self.g.nodes[*taken.last().expect("a product")];
         self.skip.extend(taken);
-        self.act(last, unary_layer("gelu"), vec![], vec![], Some("gelu({x})"), x, "gelu")?;
+        self.table_op(last, "gelu", x)?;
         Ok(true)
     }
 
@@ -776,7 +776,7 @@ impl<'g> Lower<'g> {
             // 20, which moves the value by less than e^-20.
             "Softplus" => self.act(n, Layer::Softplus, vec![], vec![], None, &t, &base),
             "Gelu" => match n.string("approximate").unwrap_or("none") {
-                "none" => self.act(n, unary_layer("gelu"), vec![], vec![], Some("gelu({x})"), &t, &base),
+                "none" => self.table_op(n, "gelu", &t),
                 a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
             },
             "LeakyRelu" => {
@@ -822,7 +822,7 @@ impl<'g> Lower<'g> {
     /// Op `name` of the op table on `t`: its layer where it is one, else
     /// its function in the forward body.
     fn table_op(&mut self, n: &Node, name: &str, t: &Tensor) -> R<()> {
-        let op = UNARY.iter().find(|op| op.name == name).ok_or("is not in the op table")?;
+        let op = blaze_spec::ops::unary(name).ok_or("is not in the op table")?;
         if op.layer {
             let body = format!("{name}({{x}})");
             return self.act(n, Layer::Unary(op), vec![], vec![], Some(&body), t, name);
