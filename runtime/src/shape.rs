@@ -1,5 +1,8 @@
 //! Shape arithmetic shared by the runtime and the backends: broadcasting,
-//! dim arguments, strides and convolution output sizes.
+//! dim arguments, strides and convolution output sizes. The rules that
+//! `#[model]` checks too come from `blaze_spec::rules`.
+
+use blaze_spec::rules;
 
 /// A dim argument: `usize`, or a signed integer where `-1` is the last dim,
 /// as in PyTorch.
@@ -11,8 +14,7 @@ pub trait Dim: Copy {
 
 impl Dim for usize {
     fn index(self, rank: usize, op: &str) -> usize {
-        assert!(self < rank, "{op}: dim {self} is out of range for a tensor of rank {rank}");
-        self
+        dim_index(i64::try_from(self).unwrap_or(i64::MAX), rank, op)
     }
 }
 
@@ -20,19 +22,17 @@ macro_rules! impl_signed_dim {
     ($($t:ty),*) => {$(
         impl Dim for $t {
             fn index(self, rank: usize, op: &str) -> usize {
-                let r = rank as i64;
-                let d = self as i64;
-                let i = if d < 0 { d + r } else { d };
-                assert!(
-                    (0..r).contains(&i),
-                    "{op}: dim {self} is out of range for a tensor of rank {rank}"
-                );
-                i as usize
+                dim_index(self as i64, rank, op)
             }
         }
     )*};
 }
 impl_signed_dim!(i32, i64, isize);
+
+/// The op table's dim rule (`-1` is the last dim), panicking as `op`.
+fn dim_index(dim: i64, rank: usize, op: &str) -> usize {
+    rules::dim::<usize>(dim, rank).unwrap_or_else(|e| panic!("{}", e.message(op, &[], usize::to_string)))
+}
 
 /// Row-major strides of `shape`, in elements.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
@@ -43,22 +43,11 @@ pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
     strides
 }
 
-/// The NumPy broadcast of two shapes of equal rank, or `None` when a pair of
-/// dims differs and neither is 1.
+/// The NumPy broadcast of two shapes of equal rank (the shared rule,
+/// `blaze_spec::rules::broadcast`), or `None` when a pair of dims differs
+/// and neither is 1.
 pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Dims> {
-    if a.len() != b.len() {
-        return None;
-    }
-    let mut out = Dims::new();
-    for (&x, &y) in a.iter().zip(b) {
-        out.push(match (x, y) {
-            _ if x == y => x,
-            (1, _) => y,
-            (_, 1) => x,
-            _ => return None,
-        });
-    }
-    Some(out)
+    rules::broadcast(a, b).ok().map(|dims| dims.copied().collect())
 }
 
 /// Dims without a heap allocation up to rank [`Dims::INLINE`] (every op
@@ -104,6 +93,14 @@ impl From<&[usize]> for Dims {
     fn from(dims: &[usize]) -> Self {
         let mut out = Dims::new();
         out.extend(dims.iter().copied());
+        out
+    }
+}
+
+impl FromIterator<usize> for Dims {
+    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
+        let mut out = Dims::new();
+        out.extend(iter);
         out
     }
 }

@@ -11,6 +11,9 @@
 //! (no dependency, no I/O), so both can depend on it and its rules are
 //! tested with plain values.
 //!
+//! The shape rules of tensor ops (`rules`) are shared the same way: the
+//! macro checks a forward body with them, the runtime its tensors.
+//!
 //! Each layer is one entry of the table in `layers.rs`, which holds all
 //! of the above for it; every per-layer answer is generated from the
 //! table, so a new layer does not compile until its entry says what each
@@ -20,6 +23,7 @@
 mod layers;
 pub mod ops;
 mod options;
+pub mod rules;
 mod shape;
 
 pub use layers::{Layer, MAX_RNN_LAYERS, output, output_rank};

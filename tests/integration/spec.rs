@@ -141,3 +141,32 @@ fn rms_norm_defaults_as_pytorch_where_layer_norm_does_not() {
     );
     assert_eq!((rms.config.eps, rms.weight.is_none()), (1e-3, true));
 }
+
+/// Tensor ops refuse shapes by the shared rules (`blaze::spec::rules`), in
+/// the words `#[model]` uses for a forward body at compile time (see
+/// `ui-tests/graph/shape_mismatch.stderr`).
+#[test]
+fn tensor_ops_refuse_shapes_by_the_shared_rules() {
+    fn refusal(f: impl FnOnce()) -> String {
+        let payload = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("the op ran");
+        payload.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+    let t = |shape: [usize; 2]| Tensor::<Cpu, 2>::zeros(shape, &CpuDevice);
+    assert_eq!(
+        refusal(|| drop(t([2, 16]) + t([2, 8]))),
+        "add: shapes [2, 16] and [2, 8] do not broadcast (dim 1: 16 vs 8)"
+    );
+    assert_eq!(refusal(|| drop(t([2, 3]).matmul(&t([4, 5])))), "matmul: [2, 3] times [4, 5]: inner dims 3 and 4 differ");
+    assert_eq!(refusal(|| drop(t([2, 3]).narrow(1, 2, 2))), "narrow: 2..4 is out of range for dim 1 of [2, 3]");
+    assert_eq!(refusal(|| drop(t([2, 3]).softmax(2))), "softmax: dim 2 is out of range for a tensor of rank 2");
+    assert_eq!(refusal(|| drop(t([2, 3]).reshape([4, -1]))), "reshape: cannot infer the -1 in [4, -1] from [2, 3]");
+    assert_eq!(refusal(|| drop(t([2, 3]).reshape([5, 1]))), "reshape: [2, 3] has 6 elements, [5, 1] has 5");
+    assert_eq!(
+        refusal(|| drop(t([2, 3]).permute([1, 1]))),
+        "permute: [1, 1] is not a permutation of the 2 dims of [2, 3]"
+    );
+    assert_eq!(
+        refusal(|| drop(Tensor::cat(&[t([2, 3]), t([2, 4]), t([3, 4])], 1))),
+        "cat: tensor 2 has shape [3, 4], which does not match [2, 3] outside dim 1"
+    );
+}

@@ -7,18 +7,12 @@ use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::{Backend, BinaryOp, CmpOp, UnaryOp};
 use crate::dtype::DType;
 use crate::shape::broadcast_shapes;
+use blaze_spec::rules;
 
 /// Panics unless `a` and `b` broadcast; names the op and both shapes.
 fn check_broadcast(op: &str, a: &[usize], b: &[usize]) {
-    if broadcast_shapes(a, b).is_none() {
-        let dim = a.iter().zip(b).position(|(x, y)| x != y && *x != 1 && *y != 1).unwrap_or(0);
-        panic!(
-            "{op}: shapes {} and {} do not broadcast (dim {dim}: {} vs {})",
-            fmt_shape(a),
-            fmt_shape(b),
-            a[dim],
-            b[dim]
-        );
+    if let Err(e) = rules::broadcast(a, b) {
+        panic!("{}", e.message(op, &[&fmt_shape(a), &fmt_shape(b)], usize::to_string));
     }
 }
 
@@ -287,17 +281,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     /// `torch.matmul` for tensors of equal rank.
     pub fn matmul(&self, rhs: &Self) -> Self {
         let (a, b) = (self.shape(), rhs.shape());
-        assert!(D >= 2, "matmul: needs rank >= 2, got lhs {} and rhs {}", fmt_shape(&a), fmt_shape(&b));
-        let (ka, kb) = (a[D - 1], b[D - 2]);
-        assert!(ka == kb, "matmul: lhs {} and rhs {}: inner dimensions {ka} != {kb}", fmt_shape(&a), fmt_shape(&b));
-        if broadcast_shapes(&a[..D - 2], &b[..D - 2]).is_none() {
-            panic!(
-                "matmul: lhs {} and rhs {}: batch dims {} and {} do not broadcast",
-                fmt_shape(&a),
-                fmt_shape(&b),
-                fmt_shape(&a[..D - 2]),
-                fmt_shape(&b[..D - 2])
-            );
+        if let Err(e) = rules::matmul(&a, &b) {
+            panic!("{}", e.message("matmul", &[&fmt_shape(&a), &fmt_shape(&b)], usize::to_string));
         }
         let (da, db) = (self.dtype(), rhs.dtype());
         check_same_dtype("matmul", da, db);

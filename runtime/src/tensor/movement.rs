@@ -7,6 +7,7 @@ use super::{Tensor, check_same_device, fmt_shape};
 use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::shape::Dim;
+use blaze_spec::rules;
 
 /// A target shape of `R` dims where one entry may be `-1` (inferred), as in
 /// `torch.reshape`. Implemented for `[usize; R]` and signed integer arrays.
@@ -37,28 +38,17 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn reshape<const R: usize>(&self, shape: impl ShapeArg<R>) -> Tensor<B, R> {
         let from = self.shape();
         let entries = shape.entries();
-        let numel = self.numel();
-        let bad = || -> ! { panic!("reshape: cannot view {} ({numel} elements) as {:?}", fmt_shape(&from), entries) };
         let mut infer = None;
-        let mut known = 1usize;
         for (i, &e) in entries.iter().enumerate() {
-            match e {
-                -1 if infer.is_none() => infer = Some(i),
-                e if e >= 0 => known *= e as usize,
-                _ => bad(),
+            if e == -1 && infer.is_none() {
+                infer = Some(i);
+            } else if e < 0 {
+                panic!("reshape: {entries:?} is not a shape (one entry may be -1, none may be below it)");
             }
         }
-        let mut out = [0usize; R];
-        for (o, &e) in out.iter_mut().zip(&entries) {
-            *o = e.max(0) as usize;
-        }
-        if let Some(i) = infer {
-            if known == 0 || !numel.is_multiple_of(known) {
-                bad();
-            }
-            out[i] = numel / known;
-        } else if known != numel {
-            bad();
+        let mut out = entries.map(|e| e.max(0) as usize);
+        if let Some(e) = rules::reshape(&from, &mut out, infer).err() {
+            panic!("{}", e.message("reshape", &[&fmt_shape(&from), &format!("{entries:?}")], usize::to_string));
         }
         if out[..] == from[..] {
             return Tensor::wrap(self.storage.clone());
@@ -109,10 +99,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 
     /// Reorders dims: dim `i` of the result is dim `axes[i]` of this tensor.
     pub fn permute(&self, axes: [usize; D]) -> Self {
-        let mut seen = [false; D];
-        for &a in &axes {
-            assert!(a < D && !seen[a], "permute: {axes:?} is not a permutation of 0..{D}");
-            seen[a] = true;
+        if let Err(e) = rules::permute::<usize>(&axes, D) {
+            panic!("{}", e.message("permute", &[&fmt_shape(&self.shape())], usize::to_string));
         }
         Self::wrap(B::permute(&self.storage, &axes))
     }
@@ -160,12 +148,10 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn narrow(&self, dim: impl Dim, start: usize, length: usize) -> Self {
         let d = dim.index(D, "narrow");
         let shape = self.shape();
-        assert!(
-            start + length <= shape[d],
-            "narrow: {start}..{} is out of bounds for dim {d} of {}",
-            start + length,
-            fmt_shape(&shape)
-        );
+        let at = i64::try_from(start).unwrap_or(i64::MAX);
+        if let Err(e) = rules::narrow(&shape[d], d, at, length) {
+            panic!("{}", e.message("narrow", &[&fmt_shape(&shape)], usize::to_string));
+        }
         let ranges: [Range<usize>; D] =
             std::array::from_fn(|i| if i == d { start..start + length } else { 0..shape[i] });
         Self::wrap(B::slice(&self.storage, &ranges))
@@ -212,17 +198,16 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn cat(tensors: &[Self], dim: impl Dim) -> Self {
         assert!(!tensors.is_empty(), "cat: no tensors given");
         let d = dim.index(D, "cat");
-        let first = tensors[0].shape();
+        let shapes: Vec<[usize; D]> = tensors.iter().map(Self::shape).collect();
+        if let Err(e) = rules::cat(shapes.iter().map(|s| &s[..]), d) {
+            let differs = match e {
+                rules::RuleError::Cat { index, .. } => fmt_shape(&shapes[index]),
+                _ => String::new(),
+            };
+            panic!("{}", e.message("cat", &[&fmt_shape(&shapes[0]), &differs], usize::to_string));
+        }
         let dtype = tensors[0].dtype();
         for (i, t) in tensors.iter().enumerate().skip(1) {
-            let s = t.shape();
-            let same = (0..D).all(|j| j == d || s[j] == first[j]);
-            assert!(
-                same,
-                "cat: tensor {i} has shape {}, which does not match {} outside dim {d}",
-                fmt_shape(&s),
-                fmt_shape(&first)
-            );
             assert!(t.dtype() == dtype, "cat: tensor {i} has dtype {}, tensor 0 has {dtype}", t.dtype());
             check_same_device::<B>("cat", &[&tensors[0].storage, &t.storage]);
         }

@@ -97,14 +97,17 @@ impl Lower<'_> {
         let Some(&first) = vs.first() else { return err(list.span(), "cat needs at least one tensor") };
         let rank = self.shape(first).len();
         let d = self.dim_arg(dim, rank, "cat")?;
+        if let Err(e) = rules::cat(vs.iter().map(|&v| self.shape(v)), d) {
+            let differs = match e {
+                RuleError::Cat { index, .. } => self.show(vs[index]),
+                _ => String::new(),
+            };
+            return self.refused(span, "cat", e, &[&self.show(first), &differs]);
+        }
         let mut out = self.shape(first).to_vec();
         let mut total = Dim::size(0);
         for &v in &vs {
             let s = self.shape(v);
-            let fits = s.len() == rank && s.iter().enumerate().all(|(i, x)| i == d || *x == out[i]);
-            if !fits {
-                return err(span, format!("cat: {} and {} differ outside dim {d}", self.show(first), self.show(v)));
-            }
             total = match (total.fixed(), s[d].fixed()) {
                 (Some(a), Some(b)) => Dim::size(a + b),
                 _ if vs.len() == 1 => s[d].clone(),

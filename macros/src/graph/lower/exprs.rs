@@ -130,27 +130,9 @@ impl Lower<'_> {
     }
 
     pub(super) fn broadcast(&self, x: &usize, y: &usize, what: &str, span: &Loc) -> R<Vec<Dim>> {
-        let (a, b) = (self.shape(*x), self.shape(*y));
-        let mismatch = |detail: String| {
-            err(span, format!("{what}: shapes {} and {} do not broadcast{detail}", self.show(*x), self.show(*y)))
-        };
-        if a.len() != b.len() {
-            return mismatch(format!(
-                " (ranks {} and {}; insert a dim of 1 with `.reshape(..)` to match ranks)",
-                a.len(),
-                b.len()
-            ));
+        match rules::broadcast(self.shape(*x), self.shape(*y)) {
+            Ok(dims) => Ok(dims.cloned().collect()),
+            Err(e) => self.refused(span, what, e, &[&self.show(*x), &self.show(*y)]),
         }
-        let mut out = Vec::new();
-        for (i, (p, q)) in a.iter().zip(b).enumerate() {
-            out.push(if p == q || q.is_one() {
-                p.clone()
-            } else if p.is_one() {
-                q.clone()
-            } else {
-                return mismatch(format!(" (dim {i}: {} vs {})", p.show(&self.symbols), q.show(&self.symbols)));
-            });
-        }
-        Ok(out)
     }
 }

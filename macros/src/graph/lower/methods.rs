@@ -11,14 +11,7 @@ impl Lower<'_> {
     pub(super) fn dim_arg(&self, e: &Expr, rank: usize, op: &str) -> R<usize> {
         let d =
             int_arg(e).ok_or_else(|| syn::Error::new(e.span(), format!("{op}: the dim must be an integer literal")))?;
-        let r = rank as i64;
-        if d < -r || d >= r {
-            return err(
-                e.span(),
-                format!("{op}: dim {d} is out of range for a per-sample rank of {rank} (the batch dim is implicit)"),
-            );
-        }
-        Ok(if d < 0 { (d + r) as usize } else { d as usize })
+        rules::dim(d, rank).or_else(|r| self.refused(e.span(), op, r, &[]))
     }
 
     pub(super) fn count_arg(&self, e: &Expr, op: &str) -> R<usize> {
@@ -109,13 +102,8 @@ impl Lower<'_> {
                     return err(arg(0).span(), "permute takes an array of dims: `[1, 0, 2]`");
                 };
                 let axes: Vec<usize> = arr.elems.iter().map(|e| self.dim_arg(e, rank, "permute")).collect::<R<_>>()?;
-                let mut sorted = axes.clone();
-                sorted.sort_unstable();
-                if sorted != (0..rank).collect::<Vec<_>>() {
-                    return err(
-                        arg(0).span(),
-                        format!("permute: {axes:?} is not a permutation of the {rank} per-sample dims"),
-                    );
+                if let Err(e) = rules::permute(&axes, rank) {
+                    return self.refused(arg(0).span(), "permute", e, &[&self.show(x)]);
                 }
                 let s = axes.iter().map(|&a| shape[a].clone()).collect();
                 self.node(Op::Permute(axes), vec![x], s, span)
@@ -136,42 +124,10 @@ impl Lower<'_> {
                 let Some(start) = int_arg(arg(1)) else {
                     return err(arg(1).span(), "narrow: expected an integer literal start (negative: from the end)");
                 };
-                let start = if start < 0 {
-                    let back = start.unsigned_abs() as usize;
-                    if len > back {
-                        return err(
-                            span,
-                            format!(
-                                "narrow: {len} entries from {start} run past the end of dim {dim} of {}",
-                                self.show(x)
-                            ),
-                        );
-                    }
-                    match shape[dim].fixed() {
-                        Some(size) if back > size => {
-                            return err(
-                                span,
-                                format!("narrow: {start} is before the start of dim {dim} of {}", self.show(x)),
-                            );
-                        }
-                        Some(size) => (size - back) as i64,
-                        None => start,
-                    }
-                } else {
-                    start
+                let start = match rules::narrow(&shape[dim], dim, start, len) {
+                    Ok(start) => start,
+                    Err(e) => return self.refused(span, "narrow", e, &[&self.show(x)]),
                 };
-                if let Some(size) = shape[dim].fixed()
-                    && start as usize + len > size
-                {
-                    return err(
-                        span,
-                        format!(
-                            "narrow: {start}..{} is out of range for dim {dim} of {}",
-                            start as usize + len,
-                            self.show(x)
-                        ),
-                    );
-                }
                 let mut s = shape.clone();
                 s[dim] = Dim::size(len);
                 self.node(Op::Narrow { dim, start, len }, vec![x], s, span)
@@ -224,37 +180,10 @@ impl Lower<'_> {
     }
 
     pub(super) fn matmul(&mut self, x: usize, y: usize, span: &Loc) -> R<usize> {
-        let (a, b) = (self.shape(x).to_vec(), self.shape(y).to_vec());
-        let (sa, sb) = (self.show(x), self.show(y));
-        if a.len() < 2 || a.len() != b.len() {
-            return err(
-                span,
-                format!("matmul: needs two operands of the same per-sample rank >= 2, got {sa} and {sb}"),
-            );
-        }
-        let r = a.len();
-        if a[r - 1] != b[r - 2] {
-            return err(
-                span,
-                format!(
-                    "matmul: {sa} times {sb}: inner dims {} and {} differ",
-                    a[r - 1].show(&self.symbols),
-                    b[r - 2].show(&self.symbols)
-                ),
-            );
-        }
-        let mut out = Vec::new();
-        for (p, q) in a[..r - 2].iter().zip(&b[..r - 2]) {
-            out.push(if p == q || q.is_one() {
-                p.clone()
-            } else if p.is_one() {
-                q.clone()
-            } else {
-                return err(span, format!("matmul: {sa} times {sb}: the leading dims do not broadcast"));
-            });
-        }
-        out.push(a[r - 2].clone());
-        out.push(b[r - 1].clone());
+        let out = match rules::matmul(self.shape(x), self.shape(y)) {
+            Ok(dims) => dims.cloned().collect(),
+            Err(e) => return self.refused(span, "matmul", e, &[&self.show(x), &self.show(y)]),
+        };
         Ok(self.node(Op::Matmul, vec![x, y], out, span))
     }
 
@@ -313,26 +242,8 @@ impl Lower<'_> {
                 dims.push(self.size_arg(el)?);
             }
         }
-        let have = self.shape(x).iter().fold(Dim::size(1), |a, d| a.times(d));
-        let want = dims.iter().fold(Dim::size(1), |a, d| a.times(d));
-        let shown = show(&dims, &self.symbols);
-        if let Some(at) = infer_at {
-            match have.over(&want) {
-                Some(d) => dims[at] = d,
-                None => {
-                    return err(e.span(), format!("reshape: cannot infer the -1 in {shown} from {}", self.show(x)));
-                }
-            }
-        } else if have != want {
-            return err(
-                e.span(),
-                format!(
-                    "reshape: {} has {} elements per sample, {shown} has {}",
-                    self.show(x),
-                    have.show(&self.symbols),
-                    want.show(&self.symbols)
-                ),
-            );
+        if let Err(r) = rules::reshape(self.shape(x), &mut dims, infer_at) {
+            return self.refused(e.span(), "reshape", r, &[&self.show(x), &show(&dims, &self.symbols)]);
         }
         Ok(dims)
     }

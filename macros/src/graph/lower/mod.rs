@@ -18,6 +18,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, Pat, Stmt, UnOp};
 
 use blaze_spec::StaticShape;
+use blaze_spec::rules::{self, Extent, RuleError};
 
 use super::vocab::{self, Word};
 use crate::model::check::Options;
@@ -44,29 +45,6 @@ impl Dim {
         self.syms.is_empty().then_some(self.coef)
     }
 
-    fn is_one(&self) -> bool {
-        self.fixed() == Some(1)
-    }
-
-    fn times(&self, o: &Dim) -> Dim {
-        let mut syms = [self.syms.clone(), o.syms.clone()].concat();
-        syms.sort_unstable();
-        Dim { coef: self.coef * o.coef, syms }
-    }
-
-    /// `self / o` when it divides exactly.
-    fn over(&self, o: &Dim) -> Option<Dim> {
-        if o.coef == 0 || !self.coef.is_multiple_of(o.coef) {
-            return None;
-        }
-        let mut syms = self.syms.clone();
-        for s in &o.syms {
-            let at = syms.iter().position(|x| x == s)?;
-            syms.remove(at);
-        }
-        Some(Dim { coef: self.coef / o.coef, syms })
-    }
-
     pub fn show(&self, symbols: &[String]) -> String {
         let mut parts: Vec<String> = self.syms.iter().map(|&k| symbols[k].clone()).collect();
         if self.coef != 1 || parts.is_empty() {
@@ -80,6 +58,36 @@ impl Dim {
         let c = self.coef;
         let syms = self.syms.iter().map(|&k| sym_ident(k));
         quote!((#c #(* #syms)*))
+    }
+}
+
+/// The op table's shape rules (`blaze_spec::rules`) see a symbolic dim
+/// as the runtime sees a size.
+impl Extent for Dim {
+    fn one() -> Dim {
+        Dim::size(1)
+    }
+
+    fn fixed(&self) -> Option<usize> {
+        Dim::fixed(self)
+    }
+
+    fn times(&self, o: &Dim) -> Dim {
+        let mut syms = [self.syms.clone(), o.syms.clone()].concat();
+        syms.sort_unstable();
+        Dim { coef: self.coef * o.coef, syms }
+    }
+
+    fn over(&self, o: &Dim) -> Option<Dim> {
+        if o.coef == 0 || !self.coef.is_multiple_of(o.coef) {
+            return None;
+        }
+        let mut syms = self.syms.clone();
+        for s in &o.syms {
+            let at = syms.iter().position(|x| x == s)?;
+            syms.remove(at);
+        }
+        Some(Dim { coef: self.coef / o.coef, syms })
     }
 }
 
@@ -393,6 +401,16 @@ impl<'a> Lower<'a> {
 
     fn show(&self, v: usize) -> String {
         show(self.shape(v), &self.symbols)
+    }
+
+    /// A shape rule's refusal at `at`, worded as the runtime words it;
+    /// `shapes` are the printed operands the rule names.
+    fn refused<T>(&self, at: impl Place, op: &str, e: RuleError<Dim>, shapes: &[&str]) -> R<T> {
+        let mut msg = e.message(op, shapes, |d| d.show(&self.symbols));
+        if matches!(e, RuleError::Dim { .. }) {
+            msg += " (per sample: the batch dim is implicit)";
+        }
+        err(at, msg)
     }
 
     fn lookup(&self, name: &str) -> Option<Bind> {
