@@ -962,13 +962,13 @@ pub fn misuse_messages<B: Backend>(dev: &B::Device) {
         let msg = panic_message(|| f(dev)).unwrap_or_else(|| panic!("expected a panic containing {needle:?}"));
         assert!(msg.contains(needle), "panic message {msg:?} does not contain {needle:?}");
     };
-    expect("matmul: lhs [2, 3] and rhs [4, 5]: inner dimensions 3 != 4", &|d| {
+    expect("matmul: [2, 3] times [4, 5]: inner dims 3 and 4 differ", &|d| {
         let _ = Tensor::<B, 2>::zeros([2, 3], d).matmul(&Tensor::zeros([4, 5], d));
     });
     expect("add: shapes [2, 3] and [4, 3] do not broadcast (dim 0: 2 vs 4)", &|d| {
         let _ = Tensor::<B, 2>::zeros([2, 3], d) + Tensor::zeros([4, 3], d);
     });
-    expect("reshape: cannot view [2, 3] (6 elements) as [4, 2]", &|d| {
+    expect("reshape: [2, 3] has 6 elements, [4, 2] has 8", &|d| {
         let _: Tensor<B, 2> = Tensor::<B, 2>::zeros([2, 3], d).reshape([4, 2]);
     });
     expect(
