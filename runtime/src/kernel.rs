@@ -739,6 +739,17 @@ pub fn check_launch<K: Workgroups, S>(buffers: &[LaunchBuffer<'_, S>], scalars: 
     }
 }
 
+/// Gives each output buffer a storage of its own, made by `copy`, before
+/// a backend's launch writes it in place: a tensor shares its storage with
+/// its clones, which must not see the write.
+pub fn own_outputs<S>(buffers: &mut [LaunchBuffer<'_, S>], copy: impl Fn(&S) -> S) {
+    for b in buffers.iter_mut() {
+        if let LaunchBuffer::Output(t) = b {
+            **t = copy(t);
+        }
+    }
+}
+
 /// Runs general kernel `K` over `groups` workgroups on the backend of its
 /// buffers: what a `kernel!`'s generated `launch` calls. Panics, naming
 /// the kernel, unless the arguments match its parameters, every buffer is

@@ -2,14 +2,13 @@
 //! Blaze picks itself (hardware before software, `BLAZE_CUBECL_ADAPTER`),
 //! with its first fault kept for `synchronize`.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use blaze_gpu_host::NoAdapter;
+use blaze_gpu_host::{Backend, OpenError, SharedDevice};
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
 
-use crate::CubeError;
 use crate::tune::Tuner;
 
 /// A CubeCL device: the wgpu runtime's client on one adapter. Cloning
@@ -48,32 +47,12 @@ impl PartialEq for CubeDevice {
     }
 }
 
-fn shared() -> &'static Result<CubeDevice, String> {
-    static SHARED: OnceLock<Result<CubeDevice, String>> = OnceLock::new();
-    SHARED.get_or_init(|| CubeDevice::new().map_err(|e| e.to_string()))
-}
-
-/// The device, or `None` after printing why there is none; with
-/// `BLAZE_REQUIRE_CUBECL=1` (CI) a missing device panics instead.
-fn or_skip<E: std::fmt::Display>(device: Result<CubeDevice, E>) -> Option<CubeDevice> {
-    match device {
-        Ok(d) => Some(d),
-        Err(e) if std::env::var("BLAZE_REQUIRE_CUBECL").is_ok_and(|v| v == "1") => {
-            panic!("BLAZE_REQUIRE_CUBECL=1 but {e}")
-        }
-        Err(e) => {
-            println!("skipping: {e}");
-            None
-        }
-    }
-}
+/// The device the process shares, opened on first use.
+static SHARED: SharedDevice<CubeDevice> = SharedDevice::new();
 
 impl Default for CubeDevice {
     fn default() -> Self {
-        match shared() {
-            Ok(d) => d.clone(),
-            Err(e) => panic!("CubeDevice::default(): {e}"),
-        }
+        SHARED.get_or_panic("CubeDevice::default()", CubeDevice::new)
     }
 }
 
@@ -104,19 +83,15 @@ impl CubeDevice {
     /// `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs searched. The
     /// device must pass a self-check against the CPU's results unless
     /// `BLAZE_CUBECL_ALLOW_DIVERGENT=1`.
-    pub fn new() -> Result<Self, CubeError> {
+    pub fn new() -> Result<Self, OpenError> {
         Self::open(CubeOptions::default())
     }
 
     /// A device as `options` say.
-    pub fn open(options: CubeOptions) -> Result<Self, CubeError> {
-        let (instance, adapter) = blaze_gpu_host::choose_adapter(options.adapter.as_deref(), "BLAZE_CUBECL_ADAPTER")
-            .map_err(|e| match e {
-                NoAdapter::None => CubeError::NoAdapter,
-                NoAdapter::NoMatch { wanted, found } => CubeError::NoMatch { wanted, found },
-            })?;
+    pub fn open(options: CubeOptions) -> Result<Self, OpenError> {
+        let (instance, adapter) = blaze_gpu_host::choose_adapter(Backend::CubeCl, options.adapter.as_deref())?;
         let info = adapter.get_info();
-        let fail = |message: String| CubeError::Device { adapter: info.name.clone(), message };
+        let fail = |message: String| OpenError::Device { adapter: info.name.clone(), message };
         let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("blaze-cubecl"),
             required_features: adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64),
@@ -149,23 +124,20 @@ impl CubeDevice {
             ),
         };
         let dev = CubeDevice { inner: Arc::new(inner) };
-        let allow = options.allow_divergent || std::env::var("BLAZE_CUBECL_ALLOW_DIVERGENT").is_ok_and(|v| v == "1");
-        match crate::self_check::run(&dev) {
-            Err(e) if !allow => Err(e),
-            _ => Ok(dev),
-        }
+        let check = crate::self_check::run(&dev);
+        Backend::CubeCl.admit(dev, options.allow_divergent, check)
     }
 
     /// The shared default device for tests and examples that can do
     /// without one: `None` (after printing why) when there is no adapter,
     /// unless `BLAZE_REQUIRE_CUBECL=1`, where a missing adapter panics.
     pub fn probe() -> Option<CubeDevice> {
-        or_skip(shared().clone())
+        Backend::CubeCl.probe(SHARED.get(CubeDevice::new))
     }
 
     /// [`CubeDevice::probe`] for a device of its own, opened with `options`.
     pub fn probe_with(options: CubeOptions) -> Option<CubeDevice> {
-        or_skip(Self::open(options))
+        Backend::CubeCl.probe(Self::open(options))
     }
 
     /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

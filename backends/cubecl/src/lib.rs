@@ -22,6 +22,7 @@ mod tune;
 
 pub use backend::ew::{CubeElementwise, CubeWorkgroups};
 pub use backend::{CubeNative, CubeStorage};
+pub use blaze_gpu_host::OpenError;
 pub use device::{CubeDevice, CubeOptions};
 pub use tune::cache_path as autotune_cache_path;
 
@@ -38,48 +39,6 @@ pub mod __private {
     pub mod unary {
         blaze_macros::__cube_unary_ops!();
     }
-}
-
-/// What can go wrong finding a device.
-#[derive(Debug, thiserror::Error)]
-pub enum CubeError {
-    /// No adapter at all.
-    #[error(
-        "no wgpu adapter for CubeCL: install a GPU driver, or Mesa's software Vulkan \
-         (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)"
-    )]
-    NoAdapter,
-    /// `BLAZE_CUBECL_ADAPTER` matched none of the adapters.
-    #[error("BLAZE_CUBECL_ADAPTER={wanted}: no adapter's name contains it (found: {found})")]
-    NoMatch {
-        /// The requested name.
-        wanted: String,
-        /// The adapters present.
-        found: String,
-    },
-    /// The adapter would not give a device, or CubeCL would not run on it.
-    #[error("adapter {adapter}: {message}")]
-    Device {
-        /// The adapter's name.
-        adapter: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// The device computes some operation differently from the CPU.
-    #[error(
-        "adapter {adapter} computes {check} as {got}, the CPU as {want}: Blaze refuses devices whose results \
-         differ from the CPU's; set BLAZE_CUBECL_ALLOW_DIVERGENT=1 to use it anyway"
-    )]
-    Divergent {
-        /// The adapter.
-        adapter: String,
-        /// The operation and its operands.
-        check: String,
-        /// What the device computed.
-        got: String,
-        /// What the CPU computes.
-        want: String,
-    },
 }
 
 /// The first line of a CubeCL error (its later lines hold a backtrace).

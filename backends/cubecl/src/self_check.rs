@@ -7,7 +7,9 @@
 use blaze_runtime::{BinaryOp, CmpOp, DType, DataVec, Primitives, ReduceOp, TensorData, UnaryOp};
 
 use crate::backend::CubeNative;
-use crate::{CubeDevice, CubeError};
+use blaze_gpu_host::{Backend, OpenError};
+
+use crate::CubeDevice;
 
 const X: [f32; 8] = [1.0, f32::NAN, -2.5, 3.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, 0.5];
 
@@ -24,7 +26,7 @@ fn floats(d: TensorData) -> Vec<f32> {
     }
 }
 
-pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
+pub(crate) fn run(dev: &CubeDevice) -> Result<(), OpenError> {
     type B = CubeNative;
     let x = B::from_data(TensorData { shape: vec![8], values: DataVec::F32(X.to_vec()) }, dev);
     let rows = B::reshape(&x, &[2, 4]);
@@ -69,11 +71,12 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
             (0..4).map(|c| X[c] + X[c + 4]).collect(),
         ),
     ];
-    dev.synchronize().map_err(|e| CubeError::Device { adapter: dev.adapter_name(), message: e.message })?;
+    dev.synchronize().map_err(|e| OpenError::Device { adapter: dev.adapter_name(), message: e.message })?;
     for (check, got, want) in cases {
         let got = floats(got);
         if got.len() != want.len() || !got.iter().zip(&want).all(|(&g, &w)| same(g, w)) {
-            return Err(CubeError::Divergent {
+            return Err(OpenError::Divergent {
+                backend: Backend::CubeCl,
                 adapter: dev.adapter_name(),
                 check: format!("{check} of {X:?}"),
                 got: format!("{got:?}"),
@@ -89,7 +92,8 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), CubeError> {
     let got = floats(B::to_data(&B::matmul(&at, &wt)));
     let want: Vec<f32> = (0..9).map(|ij| (0..4).map(|k| a[ij / 3 * 4 + k] * w[k * 3 + ij % 3]).sum()).collect();
     if !got.iter().zip(&want).all(|(&g, &w)| same(g, w)) || got.len() != want.len() {
-        return Err(CubeError::Divergent {
+        return Err(OpenError::Divergent {
+            backend: Backend::CubeCl,
             adapter: dev.adapter_name(),
             check: "a [3, 4] x [4, 3] matmul".into(),
             got: format!("{got:?}"),

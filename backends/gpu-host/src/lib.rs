@@ -1,99 +1,194 @@
-//! What Blaze's GPU backends share on the host before either has a device:
-//! finding the adapter. Both the wgpu backend and CubeCL's wgpu runtime run
-//! on a wgpu adapter, and both pick it the same way: the one whose name
-//! contains what the user asked for (an option, else an environment
-//! variable), else the best one present, hardware before software.
+//! What Blaze's GPU backends share on the host. Both the wgpu backend and
+//! CubeCL's wgpu runtime run on a wgpu adapter, and both open a device the
+//! same way: they pick the adapter alike ([`choose_adapter`]), refuse one
+//! that computes differently from the CPU unless told otherwise
+//! ([`Backend::admit`]), share one device per process ([`SharedDevice`]),
+//! let tests without an adapter skip ([`Backend::probe`]), and say what
+//! went wrong in the same words ([`OpenError`]).
+//!
+//! Each backend reads its own environment variables, named after it:
+//! `BLAZE_WGPU_ADAPTER` and `BLAZE_CUBECL_ADAPTER`, and so on.
+#![deny(missing_docs)]
 
-/// Why no adapter fits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NoAdapter {
-    /// wgpu found none at all.
-    None,
-    /// None's name contains `wanted`; `found` lists the names present.
+mod adapter;
+
+use std::fmt::Display;
+use std::sync::OnceLock;
+
+pub use adapter::{NoAdapter, choose_adapter, pick};
+
+/// One of Blaze's GPU backends, as its environment variables and its
+/// messages name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// `blaze-wgpu`: WGSL shaders of Blaze's own.
+    Wgpu,
+    /// `blaze-cubecl`: CubeCL's wgpu runtime.
+    CubeCl,
+}
+
+impl Backend {
+    /// The backend's environment variable for `what`: `BLAZE_WGPU_ADAPTER`.
+    pub fn var(self, what: &str) -> String {
+        let name = match self {
+            Backend::Wgpu => "WGPU",
+            Backend::CubeCl => "CUBECL",
+        };
+        format!("BLAZE_{name}_{what}")
+    }
+
+    /// Whether the backend's variable for `what` is set to `1`.
+    pub fn flag(self, what: &str) -> bool {
+        std::env::var(self.var(what)).is_ok_and(|v| v == "1")
+    }
+
+    /// The device that passed the self-check `check`, or, with
+    /// `allow_divergent` or `BLAZE_<BACKEND>_ALLOW_DIVERGENT=1`, one that
+    /// failed it; otherwise the check's error.
+    pub fn admit<D>(self, device: D, allow_divergent: bool, check: Result<(), OpenError>) -> Result<D, OpenError> {
+        match check {
+            Err(e) if !(allow_divergent || self.flag("ALLOW_DIVERGENT")) => Err(e),
+            _ => Ok(device),
+        }
+    }
+
+    /// A device for tests and examples that can do without one: `None`
+    /// (after printing why) when there is none, unless
+    /// `BLAZE_REQUIRE_<BACKEND>=1` (CI), where a missing device panics.
+    pub fn probe<D, E: Display>(self, device: Result<D, E>) -> Option<D> {
+        match device {
+            Ok(d) => Some(d),
+            Err(e) if self.flag("REQUIRE") => panic!("{}=1 but {e}", self.var("REQUIRE")),
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// What can go wrong opening a device.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// No adapter at all.
+    #[error(
+        "no wgpu adapter{}: install a GPU driver, or Mesa's software Vulkan \
+         (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)",
+        if *.backend == Backend::CubeCl { " for CubeCL" } else { "" }
+    )]
+    NoAdapter {
+        /// The backend that looked.
+        backend: Backend,
+    },
+    /// The backend's `BLAZE_<BACKEND>_ADAPTER` (or its option) matched
+    /// none of the adapters.
+    #[error("{}={wanted}: no adapter's name contains it (found: {found})", .backend.var("ADAPTER"))]
     NoMatch {
-        /// What was asked for.
+        /// The backend that looked.
+        backend: Backend,
+        /// The requested name.
         wanted: String,
-        /// The adapters present, comma-separated.
+        /// The adapters present.
         found: String,
+    },
+    /// The adapter would not give a device, or the runtime would not run
+    /// on it.
+    #[error("adapter {adapter}: {message}")]
+    Device {
+        /// The adapter's name.
+        adapter: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The device computes some operation differently from the CPU.
+    #[error(
+        "adapter {adapter} computes {check} as {got}, the CPU as {want}: Blaze refuses devices whose results \
+         differ from the CPU's; set {}=1 (or the options' `allow_divergent`) to use it anyway",
+        .backend.var("ALLOW_DIVERGENT")
+    )]
+    Divergent {
+        /// The backend whose self-check failed.
+        backend: Backend,
+        /// The adapter.
+        adapter: String,
+        /// The operation and its operands.
+        check: String,
+        /// What the device computed.
+        got: String,
+        /// What the CPU computes.
+        want: String,
     },
 }
 
-/// The adapter to run on, and the instance that found it (the CubeCL
-/// runtime keeps both). `wanted` is the caller's option; without one,
-/// the environment variable `env` is read. An empty name asks for nothing.
-/// `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs searched.
-pub fn choose_adapter(wanted: Option<&str>, env: &str) -> Result<(wgpu::Instance, wgpu::Adapter), NoAdapter> {
-    let wanted = wanted.map(str::to_owned).or_else(|| std::env::var(env).ok());
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-    let present: Vec<(String, wgpu::DeviceType)> = adapters
-        .iter()
-        .map(|a| {
-            let info = a.get_info();
-            (info.name, info.device_type)
-        })
-        .collect();
-    let i = pick(&present, wanted.as_deref())?;
-    Ok((instance, adapters.swap_remove(i)))
-}
+/// The device a backend's process shares (its `Default`), opened on first
+/// use; a failure is kept as its message and said again at each use.
+#[derive(Debug)]
+pub struct SharedDevice<D>(OnceLock<Result<D, String>>);
 
-/// Which of the adapters `present` (name, kind) to take: of those whose
-/// name contains `wanted` (case-insensitively; all of them without it),
-/// the best kind, the first of it in order.
-pub fn pick(present: &[(String, wgpu::DeviceType)], wanted: Option<&str>) -> Result<usize, NoAdapter> {
-    if present.is_empty() {
-        return Err(NoAdapter::None);
+impl<D: Clone> SharedDevice<D> {
+    /// None opened yet.
+    pub const fn new() -> Self {
+        SharedDevice(OnceLock::new())
     }
-    let wanted = wanted.filter(|w| !w.is_empty());
-    let low = wanted.map(str::to_lowercase);
-    let fits = |name: &str| low.as_ref().is_none_or(|w| name.to_lowercase().contains(w));
-    let best = (0..present.len()).filter(|&i| fits(&present[i].0)).min_by_key(|&i| rank(present[i].1));
-    best.ok_or_else(|| {
-        let found: Vec<&str> = present.iter().map(|(name, _)| name.as_str()).collect();
-        NoAdapter::NoMatch { wanted: wanted.unwrap_or_default().to_owned(), found: found.join(", ") }
-    })
+
+    /// The shared device, opened with `open` the first time.
+    pub fn get<E: Display>(&self, open: impl FnOnce() -> Result<D, E>) -> Result<D, &str> {
+        match self.0.get_or_init(|| open().map_err(|e| e.to_string())) {
+            Ok(d) => Ok(d.clone()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The shared device, or a panic that says why there is none, naming
+    /// `what` (`WgpuDevice::default()`).
+    pub fn get_or_panic<E: Display>(&self, what: &str, open: impl FnOnce() -> Result<D, E>) -> D {
+        self.get(open).unwrap_or_else(|e| panic!("{what}: {e}"))
+    }
 }
 
-/// Hardware first: discrete, integrated, virtual, then software (CPU).
-fn rank(kind: wgpu::DeviceType) -> u8 {
-    match kind {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Other => 3,
-        wgpu::DeviceType::Cpu => 4,
+impl<D: Clone> Default for SharedDevice<D> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wgpu::DeviceType::{Cpu, DiscreteGpu, IntegratedGpu};
 
-    fn present(list: &[(&str, wgpu::DeviceType)]) -> Vec<(String, wgpu::DeviceType)> {
-        list.iter().map(|&(n, k)| (n.to_owned(), k)).collect()
+    #[test]
+    fn each_backend_names_its_own_variables_in_its_messages() {
+        assert_eq!(Backend::Wgpu.var("ADAPTER"), "BLAZE_WGPU_ADAPTER");
+        let e = OpenError::NoMatch { backend: Backend::CubeCl, wanted: "rtx".into(), found: "llvmpipe".into() };
+        assert_eq!(e.to_string(), "BLAZE_CUBECL_ADAPTER=rtx: no adapter's name contains it (found: llvmpipe)");
+        let e = OpenError::Divergent {
+            backend: Backend::Wgpu,
+            adapter: "a".into(),
+            check: "x".into(),
+            got: "1".into(),
+            want: "2".into(),
+        };
+        assert!(e.to_string().contains("set BLAZE_WGPU_ALLOW_DIVERGENT=1"), "{e}");
+        assert!(
+            OpenError::NoAdapter { backend: Backend::CubeCl }.to_string().starts_with("no wgpu adapter for CubeCL")
+        );
     }
 
     #[test]
-    fn hardware_comes_first_and_a_name_picks_its_adapter() {
-        let p = present(&[
-            ("llvmpipe", Cpu),
-            ("Intel Iris", IntegratedGpu),
-            ("RTX 4090", DiscreteGpu),
-            ("RTX 3060", DiscreteGpu),
-        ]);
-        assert_eq!(pick(&p, None), Ok(2));
-        assert_eq!(pick(&p, Some("")), Ok(2));
-        assert_eq!(pick(&p, Some("LLVM")), Ok(0));
-        assert_eq!(pick(&p, Some("rtx")), Ok(2));
-        assert_eq!(pick(&p, Some("E")), Ok(1), "llvmpipe and Intel Iris match; the GPU wins");
-        assert_eq!(
-            pick(&p, Some("radeon")),
-            Err(NoAdapter::NoMatch {
-                wanted: "radeon".into(),
-                found: "llvmpipe, Intel Iris, RTX 4090, RTX 3060".into()
-            })
-        );
-        assert_eq!(pick(&[], None), Err(NoAdapter::None));
+    fn a_divergent_device_is_refused_unless_allowed() {
+        let diverges = || Err(OpenError::Device { adapter: "a".into(), message: "m".into() });
+        assert!(Backend::Wgpu.admit(7, false, diverges()).is_err());
+        assert_eq!(Backend::Wgpu.admit(7, true, diverges()).ok(), Some(7));
+        assert_eq!(Backend::Wgpu.admit(7, false, Ok(())).ok(), Some(7));
+    }
+
+    #[test]
+    fn the_shared_device_opens_once_and_keeps_its_failure() {
+        let shared = SharedDevice::<u8>::new();
+        assert_eq!(shared.get(|| Err::<u8, _>("no adapter")), Err("no adapter"));
+        assert_eq!(shared.get(|| Ok::<u8, String>(1)), Err("no adapter"), "opened once");
+        let ok = SharedDevice::<u8>::new();
+        assert_eq!(ok.get(|| Ok::<u8, String>(3)), Ok(3));
+        assert_eq!(ok.get_or_panic("d", || Err::<u8, _>("unused")), 3);
     }
 }

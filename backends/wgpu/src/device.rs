@@ -18,9 +18,9 @@
 //! adapter that disagrees is refused unless the caller opts in.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use blaze_gpu_host::NoAdapter;
+use blaze_gpu_host::{Backend, OpenError, SharedDevice};
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -48,18 +48,12 @@ impl PartialEq for WgpuDevice {
     }
 }
 
-/// The device the process shares, found once.
-fn shared() -> &'static Result<WgpuDevice, String> {
-    static SHARED: OnceLock<Result<WgpuDevice, String>> = OnceLock::new();
-    SHARED.get_or_init(|| WgpuDevice::new().map_err(|e| e.to_string()))
-}
+/// The device the process shares, opened on first use.
+static SHARED: SharedDevice<WgpuDevice> = SharedDevice::new();
 
 impl Default for WgpuDevice {
     fn default() -> Self {
-        match shared() {
-            Ok(d) => d.clone(),
-            Err(e) => panic!("WgpuDevice::default(): {e}"),
-        }
+        SHARED.get_or_panic("WgpuDevice::default()", WgpuDevice::new)
     }
 }
 
@@ -160,11 +154,7 @@ impl WgpuDevice {
     /// A device as `options` say; the adapter must pass the self-check
     /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
     pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
-        let (_instance, adapter) = blaze_gpu_host::choose_adapter(options.adapter.as_deref(), "BLAZE_WGPU_ADAPTER")
-            .map_err(|e| match e {
-                NoAdapter::None => WgpuError::NoAdapter,
-                NoAdapter::NoMatch { wanted, found } => WgpuError::NoMatch { wanted, found },
-            })?;
+        let (_instance, adapter) = blaze_gpu_host::choose_adapter(Backend::Wgpu, options.adapter.as_deref())?;
         let info = adapter.get_info();
         let mut limits = adapter.limits();
         // Blaze binds one group; wgpu-core cannot hold more than 8 (the
@@ -179,7 +169,7 @@ impl WgpuDevice {
             required_limits: limits.clone(),
             ..Default::default()
         }))
-        .map_err(|e| WgpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        .map_err(|e| OpenError::Device { adapter: info.name.clone(), message: e.to_string() })?;
         let fault: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = Arc::clone(&fault);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&slot, full_message(&e))));
@@ -207,27 +197,15 @@ impl WgpuDevice {
             arena,
         };
         let dev = WgpuDevice { inner: Arc::new(inner) };
-        let allow = options.allow_divergent || std::env::var("BLAZE_WGPU_ALLOW_DIVERGENT").is_ok_and(|v| v == "1");
-        match crate::self_check::run(&dev) {
-            Err(e) if !allow => Err(e),
-            _ => Ok(dev),
-        }
+        let check = crate::self_check::run(&dev);
+        Ok(Backend::Wgpu.admit(dev, options.allow_divergent, check)?)
     }
 
     /// The shared default device for tests and examples that can do
     /// without one: `None` (after printing why) when there is no adapter,
     /// unless `BLAZE_REQUIRE_WGPU=1`, where a missing adapter panics.
     pub fn probe() -> Option<WgpuDevice> {
-        match shared() {
-            Ok(d) => Some(d.clone()),
-            Err(e) if std::env::var("BLAZE_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
-                panic!("BLAZE_REQUIRE_WGPU=1 but {e}")
-            }
-            Err(e) => {
-                println!("skipping: {e}");
-                None
-            }
-        }
+        Backend::Wgpu.probe(SHARED.get(WgpuDevice::new))
     }
 
     /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

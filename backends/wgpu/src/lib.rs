@@ -19,51 +19,20 @@ mod self_check;
 mod shaders;
 
 pub use backend::{WgpuNative, WgpuStorage};
+pub use blaze_gpu_host::OpenError;
 pub use device::{DeviceOptions, WgpuDevice};
 
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
 use blaze_runtime::{DataVec, Kernels, Primitives, TensorData};
 
-/// What can go wrong finding a device or running a kernel on it.
+/// What can go wrong opening a device or running a kernel on it.
 #[derive(Debug, thiserror::Error)]
 pub enum WgpuError {
-    /// No adapter at all.
-    #[error(
-        "no wgpu adapter: install a GPU driver, or Mesa's software Vulkan \
-         (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)"
-    )]
-    NoAdapter,
-    /// `BLAZE_WGPU_ADAPTER` matched none of the adapters.
-    #[error("BLAZE_WGPU_ADAPTER={wanted}: no adapter's name contains it (found: {found})")]
-    NoMatch {
-        /// The requested name.
-        wanted: String,
-        /// The adapters present.
-        found: String,
-    },
-    /// The adapter would not give a device.
-    #[error("adapter {adapter}: {message}")]
-    Device {
-        /// The adapter's name.
-        adapter: String,
-        /// wgpu's message.
-        message: String,
-    },
-    /// The adapter computes some operation differently from the CPU.
-    #[error(
-        "adapter {adapter} computes {check} as {got}, the CPU as {want}: Blaze refuses adapters whose results \
-         differ from the CPU's; set BLAZE_WGPU_ALLOW_DIVERGENT=1 (or DeviceOptions::allow_divergent) to use it anyway"
-    )]
-    Divergent {
-        /// The adapter.
-        adapter: String,
-        /// The operation and its operands.
-        check: String,
-        /// What the adapter computed.
-        got: String,
-        /// What the CPU computes.
-        want: String,
-    },
+    /// No device: no adapter, none that matches, or one that would not
+    /// open or computes differently from the CPU (the GPU backends' shared
+    /// [`OpenError`]).
+    #[error(transparent)]
+    Open(#[from] OpenError),
     /// The device faulted (an allocation beyond its limits, a lost device).
     #[error(transparent)]
     Fault(#[from] blaze_runtime::DeviceError),

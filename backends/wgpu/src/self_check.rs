@@ -9,7 +9,9 @@
 //! assume floats are never NaN, and Mesa's Vulkan driver does (`a != a`
 //! is false there), so every NaN test in generated WGSL reads the bits.
 
-use crate::{WgpuDevice, WgpuError};
+use blaze_gpu_host::{Backend, OpenError};
+
+use crate::WgpuDevice;
 
 /// Results per case.
 const OUT: usize = 12;
@@ -105,14 +107,15 @@ fn cases() -> Vec<(u32, u32)> {
 }
 
 /// The first disagreement between `got` and the CPU, as an error.
-pub(crate) fn compare(adapter: &str, cases: &[(u32, u32)], got: &[u32]) -> Result<(), WgpuError> {
+pub(crate) fn compare(adapter: &str, cases: &[(u32, u32)], got: &[u32]) -> Result<(), OpenError> {
     for (c, &(a, b)) in cases.iter().enumerate() {
         let want = expected(a, b);
         for k in 0..OUT {
             let nan_clamp = k == 10 && f32::from_bits(a).is_nan();
             let g = got.get(c * OUT + k).copied();
             if !nan_clamp && g != Some(want[k]) {
-                return Err(WgpuError::Divergent {
+                return Err(OpenError::Divergent {
+                    backend: Backend::Wgpu,
                     adapter: adapter.to_owned(),
                     check: format!("{} with a = {a:#010x}, b = {b:#010x}", CHECKS[k]),
                     got: g.map_or("nothing".into(), |g| format!("{g:#010x}")),
@@ -125,18 +128,20 @@ pub(crate) fn compare(adapter: &str, cases: &[(u32, u32)], got: &[u32]) -> Resul
 }
 
 /// Runs the check on `device`.
-pub(crate) fn run(device: &WgpuDevice) -> Result<(), WgpuError> {
+pub(crate) fn run(device: &WgpuDevice) -> Result<(), OpenError> {
     let cases = cases();
     let words: Vec<u8> = cases.iter().flat_map(|&(a, b)| [a, b]).flat_map(u32::to_le_bytes).collect();
     let input = device.upload(&words);
     let out = device.alloc((cases.len() * OUT * 4) as u64);
-    let pipeline = device.pipeline("self_check", "self_check", || SHADER.to_owned(), "main")?;
+    let pipeline = device
+        .pipeline("self_check", "self_check", || SHADER.to_owned(), "main")
+        .map_err(|e| OpenError::Device { adapter: device.adapter_name(), message: e.to_string() })?;
     let groups = (cases.len() as u32).div_ceil(64);
     device.dispatch_with(&Some(pipeline), &[input.get(), out.get()], None, (groups, 1, 1));
     let adapter = device.adapter_name();
     let bytes = device
         .try_read(out.get(), (cases.len() * OUT * 4) as u64)
-        .ok_or_else(|| WgpuError::Device { adapter: adapter.clone(), message: device.fault().unwrap_or_default() })?;
+        .ok_or_else(|| OpenError::Device { adapter: adapter.clone(), message: device.fault().unwrap_or_default() })?;
     let got: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     compare(&adapter, &cases, &got)
 }

@@ -7,7 +7,7 @@
 
 use blaze_runtime::DType;
 use blaze_runtime::kernel::{
-    Builtin, Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch,
+    Builtin, Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
 use cubecl::prelude::*;
 
@@ -169,10 +169,7 @@ fn uniform(device: &CubeDevice, shape: &[usize], seed: u64) -> CubeStorage {
 }
 
 pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, CubeStorage>], scalars: &[ScalarArg]) {
-    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
-    if let Some(problem) = launch_mismatch::<K>(outputs.iter().copied(), scalars.len()) {
-        panic!("{}: {problem}", K::NAME);
-    }
+    check_launch::<K, _>(buffers, scalars);
     let table = K::DEVICE.and_then(|d| d.downcast_ref::<CubeWorkgroups>()).unwrap_or_else(|| {
         panic!(
             "cubecl {}: this general kernel has no CubeCL version; kernel! writes one when the `blaze` crate's \
@@ -180,30 +177,21 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
             K::NAME
         )
     });
-    let Some(device) = buffers.first().map(|b| match b {
-        LaunchBuffer::Input(t) => t.device.clone(),
-        LaunchBuffer::Output(t) => t.device.clone(),
-    }) else {
+    let Some(device) = buffers.first().map(|b| b.storage().device.clone()) else {
         return;
     };
-    // Outputs are written in place: each gets a buffer of its own first.
-    for b in buffers.iter_mut() {
-        if let LaunchBuffer::Output(t) = b {
-            let own = CubeStorage::empty(&device, &t.shape, t.dtype);
-            super::CubeNative::copy_into(t.arg(), 0, &own, 0, &t.shape);
-            **t = own;
-        }
-    }
+    own_outputs(buffers, |t| {
+        let own = CubeStorage::empty(&device, &t.shape, t.dtype);
+        super::CubeNative::copy_into(t.arg(), 0, &own, 0, &t.shape);
+        own
+    });
     if groups == 0 {
         return;
     }
     let args = buffers
         .iter()
         .map(|b| {
-            let t = match b {
-                LaunchBuffer::Input(t) => &**t,
-                LaunchBuffer::Output(t) => &**t,
-            };
+            let t = b.storage();
             assert!(t.dtype == DType::F32, "cubecl {}: a {} buffer; kernels take f32", K::NAME, t.dtype);
             // SAFETY: the buffer holds `numel` f32 values (at least one word).
             unsafe { BufferArg::from_raw_parts(t.handle.clone(), t.numel()) }

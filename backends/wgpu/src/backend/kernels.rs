@@ -41,32 +41,17 @@ fn bind<'a>(
 }
 
 pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
-    let outputs: Vec<bool> = buffers.iter().map(|b| matches!(b, LaunchBuffer::Output(_))).collect();
-    if let Some(problem) = launch_mismatch::<K>(outputs.iter().copied(), scalars.len()) {
-        panic!("{}: {problem}", K::NAME);
-    }
-    let Some(device) = buffers.first().map(|b| match b {
-        LaunchBuffer::Input(t) => t.device.clone(),
-        LaunchBuffer::Output(t) => t.device.clone(),
-    }) else {
+    check_launch::<K, _>(buffers, scalars);
+    let Some(device) = buffers.first().map(|b| b.storage().device.clone()) else {
         return;
     };
-    // Outputs are written in place: each gets a buffer of its own first.
-    for b in buffers.iter_mut() {
-        if let LaunchBuffer::Output(t) = b {
-            let d = native(K::NAME, t);
-            let fresh = WgpuStorage::new(&d.device, &d.shape, d.dtype);
-            device.copy(d.buffer(), fresh.buffer(), 4 * d.numel() as u64);
-            **t = fresh;
-        }
-    }
-    let bound: Vec<&wgpu::Buffer> = buffers
-        .iter()
-        .map(|b| match b {
-            LaunchBuffer::Input(t) => t.buffer(),
-            LaunchBuffer::Output(t) => t.buffer(),
-        })
-        .collect();
+    own_outputs(buffers, |t| {
+        let d = native(K::NAME, t);
+        let fresh = WgpuStorage::new(&d.device, &d.shape, d.dtype);
+        device.copy(d.buffer(), fresh.buffer(), 4 * d.numel() as u64);
+        fresh
+    });
+    let bound: Vec<&wgpu::Buffer> = buffers.iter().map(|b| b.storage().buffer()).collect();
     let words: Vec<u32> = scalars
         .iter()
         .map(|s| match s {

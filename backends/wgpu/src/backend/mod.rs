@@ -21,7 +21,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
-use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, launch_mismatch};
+use blaze_runtime::kernel::{
+    Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
+};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
