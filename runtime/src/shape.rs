@@ -50,6 +50,15 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Option<Dims> {
     rules::broadcast(a, b).ok().map(|dims| dims.copied().collect())
 }
 
+/// The broadcast of several shapes of one rank, which the tensor op has
+/// checked; panics, naming them, where they do not broadcast.
+pub fn broadcast_all(shapes: &[&[usize]]) -> Dims {
+    let (first, rest) = shapes.split_first().expect("broadcast_all: no shapes");
+    rest.iter().fold(Dims::from(*first), |acc, s| {
+        broadcast_shapes(&acc, s).unwrap_or_else(|| panic!("broadcast_all: {shapes:?} do not broadcast"))
+    })
+}
+
 /// Dims without a heap allocation up to rank [`Dims::INLINE`] (every op
 /// computes a few shapes, and a training step should not allocate).
 #[derive(Clone)]

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use blaze_gpu_host::{Backend, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, OpenError, SharedDevice};
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
@@ -89,7 +89,7 @@ impl CubeDevice {
 
     /// A device as `options` say.
     pub fn open(options: CubeOptions) -> Result<Self, OpenError> {
-        let (instance, adapter) = blaze_gpu_host::choose_adapter(Backend::CubeCl, options.adapter.as_deref())?;
+        let (instance, adapter) = blaze_gpu_host::choose_adapter(GpuBackend::CubeCl, options.adapter.as_deref())?;
         let info = adapter.get_info();
         let fail = |message: String| OpenError::Device { adapter: info.name.clone(), message };
         let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
@@ -125,19 +125,19 @@ impl CubeDevice {
         };
         let dev = CubeDevice { inner: Arc::new(inner) };
         let check = crate::self_check::run(&dev);
-        Backend::CubeCl.admit(dev, options.allow_divergent, check)
+        GpuBackend::CubeCl.admit(dev, options.allow_divergent, check)
     }
 
     /// The shared default device for tests and examples that can do
     /// without one: `None` (after printing why) when there is no adapter,
     /// unless `BLAZE_REQUIRE_CUBECL=1`, where a missing adapter panics.
     pub fn probe() -> Option<CubeDevice> {
-        Backend::CubeCl.probe(SHARED.get(CubeDevice::new))
+        GpuBackend::CubeCl.probe(SHARED.get(CubeDevice::new))
     }
 
     /// [`CubeDevice::probe`] for a device of its own, opened with `options`.
     pub fn probe_with(options: CubeOptions) -> Option<CubeDevice> {
-        Backend::CubeCl.probe(Self::open(options))
+        GpuBackend::CubeCl.probe(Self::open(options))
     }
 
     /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

@@ -7,7 +7,7 @@
 use blaze_runtime::{BinaryOp, CmpOp, DType, DataVec, Primitives, ReduceOp, TensorData, UnaryOp};
 
 use crate::backend::CubeNative;
-use blaze_gpu_host::{Backend, OpenError};
+use blaze_gpu_host::{GpuBackend, OpenError};
 
 use crate::CubeDevice;
 
@@ -76,7 +76,7 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), OpenError> {
         let got = floats(got);
         if got.len() != want.len() || !got.iter().zip(&want).all(|(&g, &w)| same(g, w)) {
             return Err(OpenError::Divergent {
-                backend: Backend::CubeCl,
+                backend: GpuBackend::CubeCl,
                 adapter: dev.adapter_name(),
                 check: format!("{check} of {X:?}"),
                 got: format!("{got:?}"),
@@ -93,7 +93,7 @@ pub(crate) fn run(dev: &CubeDevice) -> Result<(), OpenError> {
     let want: Vec<f32> = (0..9).map(|ij| (0..4).map(|k| a[ij / 3 * 4 + k] * w[k * 3 + ij % 3]).sum()).collect();
     if !got.iter().zip(&want).all(|(&g, &w)| same(g, w)) || got.len() != want.len() {
         return Err(OpenError::Divergent {
-            backend: Backend::CubeCl,
+            backend: GpuBackend::CubeCl,
             adapter: dev.adapter_name(),
             check: "a [3, 4] x [4, 3] matmul".into(),
             got: format!("{got:?}"),

@@ -2,14 +2,14 @@
 //! for (an option, else the backend's environment variable), else the best
 //! one present, hardware before software.
 
-use crate::{Backend, OpenError};
+use crate::{GpuBackend, OpenError};
 
 /// The adapter `backend` runs on, and the instance that found it (the
 /// CubeCL runtime keeps both). `wanted` is the caller's option; without
 /// one, the backend's `BLAZE_<BACKEND>_ADAPTER` is read. An empty name
 /// asks for nothing. `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs
 /// searched.
-pub fn choose_adapter(backend: Backend, wanted: Option<&str>) -> Result<(wgpu::Instance, wgpu::Adapter), OpenError> {
+pub fn choose_adapter(backend: GpuBackend, wanted: Option<&str>) -> Result<(wgpu::Instance, wgpu::Adapter), OpenError> {
     let wanted = wanted.map(str::to_owned).or_else(|| std::env::var(backend.var("ADAPTER")).ok());
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));

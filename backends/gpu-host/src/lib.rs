@@ -2,37 +2,40 @@
 //! CubeCL's wgpu runtime run on a wgpu adapter, and both open a device the
 //! same way: they pick the adapter alike ([`choose_adapter`]), refuse one
 //! that computes differently from the CPU unless told otherwise
-//! ([`Backend::admit`]), share one device per process ([`SharedDevice`]),
-//! let tests without an adapter skip ([`Backend::probe`]), and say what
-//! went wrong in the same words ([`OpenError`]).
+//! ([`GpuBackend::admit`]), share one device per process ([`SharedDevice`]),
+//! let tests without an adapter skip ([`GpuBackend::probe`]), and say what
+//! went wrong in the same words ([`OpenError`]); and both hold tensor
+//! values in the same words ([`GpuBackend::pack`], [`unpack`]).
 //!
 //! Each backend reads its own environment variables, named after it:
 //! `BLAZE_WGPU_ADAPTER` and `BLAZE_CUBECL_ADAPTER`, and so on.
 #![deny(missing_docs)]
 
 mod adapter;
+mod data;
 
 use std::fmt::Display;
 use std::sync::OnceLock;
 
 pub use adapter::{NoAdapter, choose_adapter, pick};
+pub use data::unpack;
 
 /// One of Blaze's GPU backends, as its environment variables and its
 /// messages name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
+pub enum GpuBackend {
     /// `blaze-wgpu`: WGSL shaders of Blaze's own.
     Wgpu,
     /// `blaze-cubecl`: CubeCL's wgpu runtime.
     CubeCl,
 }
 
-impl Backend {
+impl GpuBackend {
     /// The backend's environment variable for `what`: `BLAZE_WGPU_ADAPTER`.
     pub fn var(self, what: &str) -> String {
         let name = match self {
-            Backend::Wgpu => "WGPU",
-            Backend::CubeCl => "CUBECL",
+            GpuBackend::Wgpu => "WGPU",
+            GpuBackend::CubeCl => "CUBECL",
         };
         format!("BLAZE_{name}_{what}")
     }
@@ -74,18 +77,18 @@ pub enum OpenError {
     #[error(
         "no wgpu adapter{}: install a GPU driver, or Mesa's software Vulkan \
          (`apt-get install mesa-vulkan-drivers libvulkan1` on Debian/Ubuntu)",
-        if *.backend == Backend::CubeCl { " for CubeCL" } else { "" }
+        if *.backend == GpuBackend::CubeCl { " for CubeCL" } else { "" }
     )]
     NoAdapter {
         /// The backend that looked.
-        backend: Backend,
+        backend: GpuBackend,
     },
     /// The backend's `BLAZE_<BACKEND>_ADAPTER` (or its option) matched
     /// none of the adapters.
     #[error("{}={wanted}: no adapter's name contains it (found: {found})", .backend.var("ADAPTER"))]
     NoMatch {
         /// The backend that looked.
-        backend: Backend,
+        backend: GpuBackend,
         /// The requested name.
         wanted: String,
         /// The adapters present.
@@ -108,7 +111,7 @@ pub enum OpenError {
     )]
     Divergent {
         /// The backend whose self-check failed.
-        backend: Backend,
+        backend: GpuBackend,
         /// The adapter.
         adapter: String,
         /// The operation and its operands.
@@ -158,11 +161,11 @@ mod tests {
 
     #[test]
     fn each_backend_names_its_own_variables_in_its_messages() {
-        assert_eq!(Backend::Wgpu.var("ADAPTER"), "BLAZE_WGPU_ADAPTER");
-        let e = OpenError::NoMatch { backend: Backend::CubeCl, wanted: "rtx".into(), found: "llvmpipe".into() };
+        assert_eq!(GpuBackend::Wgpu.var("ADAPTER"), "BLAZE_WGPU_ADAPTER");
+        let e = OpenError::NoMatch { backend: GpuBackend::CubeCl, wanted: "rtx".into(), found: "llvmpipe".into() };
         assert_eq!(e.to_string(), "BLAZE_CUBECL_ADAPTER=rtx: no adapter's name contains it (found: llvmpipe)");
         let e = OpenError::Divergent {
-            backend: Backend::Wgpu,
+            backend: GpuBackend::Wgpu,
             adapter: "a".into(),
             check: "x".into(),
             got: "1".into(),
@@ -170,16 +173,16 @@ mod tests {
         };
         assert!(e.to_string().contains("set BLAZE_WGPU_ALLOW_DIVERGENT=1"), "{e}");
         assert!(
-            OpenError::NoAdapter { backend: Backend::CubeCl }.to_string().starts_with("no wgpu adapter for CubeCL")
+            OpenError::NoAdapter { backend: GpuBackend::CubeCl }.to_string().starts_with("no wgpu adapter for CubeCL")
         );
     }
 
     #[test]
     fn a_divergent_device_is_refused_unless_allowed() {
         let diverges = || Err(OpenError::Device { adapter: "a".into(), message: "m".into() });
-        assert!(Backend::Wgpu.admit(7, false, diverges()).is_err());
-        assert_eq!(Backend::Wgpu.admit(7, true, diverges()).ok(), Some(7));
-        assert_eq!(Backend::Wgpu.admit(7, false, Ok(())).ok(), Some(7));
+        assert!(GpuBackend::Wgpu.admit(7, false, diverges()).is_err());
+        assert_eq!(GpuBackend::Wgpu.admit(7, true, diverges()).ok(), Some(7));
+        assert_eq!(GpuBackend::Wgpu.admit(7, false, Ok(())).ok(), Some(7));
     }
 
     #[test]

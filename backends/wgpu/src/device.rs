@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use blaze_gpu_host::{Backend, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, OpenError, SharedDevice};
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -154,7 +154,7 @@ impl WgpuDevice {
     /// A device as `options` say; the adapter must pass the self-check
     /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
     pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
-        let (_instance, adapter) = blaze_gpu_host::choose_adapter(Backend::Wgpu, options.adapter.as_deref())?;
+        let (_instance, adapter) = blaze_gpu_host::choose_adapter(GpuBackend::Wgpu, options.adapter.as_deref())?;
         let info = adapter.get_info();
         let mut limits = adapter.limits();
         // Blaze binds one group; wgpu-core cannot hold more than 8 (the
@@ -198,14 +198,14 @@ impl WgpuDevice {
         };
         let dev = WgpuDevice { inner: Arc::new(inner) };
         let check = crate::self_check::run(&dev);
-        Ok(Backend::Wgpu.admit(dev, options.allow_divergent, check)?)
+        Ok(GpuBackend::Wgpu.admit(dev, options.allow_divergent, check)?)
     }
 
     /// The shared default device for tests and examples that can do
     /// without one: `None` (after printing why) when there is no adapter,
     /// unless `BLAZE_REQUIRE_WGPU=1`, where a missing adapter panics.
     pub fn probe() -> Option<WgpuDevice> {
-        Backend::Wgpu.probe(SHARED.get(WgpuDevice::new))
+        GpuBackend::Wgpu.probe(SHARED.get(WgpuDevice::new))
     }
 
     /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

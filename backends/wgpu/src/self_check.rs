@@ -9,7 +9,7 @@
 //! assume floats are never NaN, and Mesa's Vulkan driver does (`a != a`
 //! is false there), so every NaN test in generated WGSL reads the bits.
 
-use blaze_gpu_host::{Backend, OpenError};
+use blaze_gpu_host::{GpuBackend, OpenError};
 
 use crate::WgpuDevice;
 
@@ -115,7 +115,7 @@ pub(crate) fn compare(adapter: &str, cases: &[(u32, u32)], got: &[u32]) -> Resul
             let g = got.get(c * OUT + k).copied();
             if !nan_clamp && g != Some(want[k]) {
                 return Err(OpenError::Divergent {
-                    backend: Backend::Wgpu,
+                    backend: GpuBackend::Wgpu,
                     adapter: adapter.to_owned(),
                     check: format!("{} with a = {a:#010x}, b = {b:#010x}", CHECKS[k]),
                     got: g.map_or("nothing".into(), |g| format!("{g:#010x}")),

@@ -23,12 +23,14 @@
 use std::fmt;
 use std::ops::Range;
 
+use blaze_gpu_host::GpuBackend;
 use blaze_runtime::backend as composed;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::{
-    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions, Primitives,
-    ReduceOp, TensorData, UnaryOp,
+    Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    TensorData, UnaryOp,
 };
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -233,18 +235,7 @@ impl CubeStorage {
 
     /// The tensor's values from the bytes of its buffer.
     pub(crate) fn data(&self, bytes: &[u8]) -> TensorData {
-        let n = self.numel();
-        if self.dtype == DType::F16 {
-            let halves = bytes.chunks_exact(2).take(n).map(|c| blaze_runtime::f16::from_le_bytes([c[0], c[1]]));
-            return TensorData { shape: self.shape.clone(), values: DataVec::F16(halves.collect()) };
-        }
-        let words = bytes.chunks_exact(4).take(n).map(|c| [c[0], c[1], c[2], c[3]]);
-        let values = match self.dtype {
-            DType::F32 => DataVec::F32(words.map(f32::from_le_bytes).collect()),
-            DType::Bool => DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect()),
-            _ => DataVec::I64(words.map(|w| i64::from(u32::from_le_bytes(w))).collect()),
-        };
-        TensorData { shape: self.shape.clone(), values }
+        TensorData { shape: self.shape.clone(), values: blaze_gpu_host::unpack(bytes, self.dtype, self.numel()) }
     }
 
     fn client(&self) -> &Client {
@@ -260,12 +251,9 @@ fn elem_bytes(dtype: DType) -> usize {
 /// `x`, which op `op` reads as device data: f32, f16 or bool, never an i64
 /// (the device holds i64 only as indices for the index ops).
 pub(crate) fn native<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
-    assert!(
-        on_device(x.dtype),
-        "cubecl {op}: a {} tensor; CubeNative computes on f32, f16 and bool, and holds i64 only as indices: \
-         use it as HostFallback<CubeNative, _> (blaze::cubecl::CubeCl)",
-        x.dtype
-    );
+    if !on_device(x.dtype) {
+        GpuBackend::CubeCl.refuse(op, x.dtype);
+    }
     x
 }
 
@@ -281,14 +269,9 @@ pub(crate) fn floats<'a>(op: &str, x: &'a CubeStorage) -> &'a CubeStorage {
     x
 }
 
+/// A size or index as the 32-bit word kernels take.
 pub(crate) fn u32_of(x: usize) -> u32 {
-    u32::try_from(x).unwrap_or_else(|_| panic!("cubecl: index {x} does not fit the device's 32-bit indices"))
-}
-
-/// The shape `shapes` (of equal rank) broadcast to.
-fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
-    let rank = shapes[0].len();
-    (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
+    GpuBackend::CubeCl.index_word(x)
 }
 
 /// `op`'s code in the op table and its parameter, as the device kernels
@@ -416,18 +399,7 @@ impl Primitives for CubeNative {
 
     fn from_data(data: TensorData, device: &CubeDevice) -> CubeStorage {
         let shape = data.shape.clone();
-        let (bytes, dtype): (Vec<u8>, DType) = match data.values {
-            DataVec::F32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F32),
-            DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
-            // Index tensors for the index ops, in bounds of what they index.
-            DataVec::I64(v) => (v.iter().flat_map(|&x| u32_of(x as usize).to_le_bytes()).collect(), DType::I64),
-            DataVec::F16(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F16),
-            other => panic!(
-                "cubecl from_data: {} tensors live on the host: use CubeNative as HostFallback<CubeNative, _> \
-                 (blaze::cubecl::CubeCl)",
-                other.dtype()
-            ),
-        };
+        let (bytes, dtype) = GpuBackend::CubeCl.pack(&data.values, true);
         if bytes.is_empty() {
             return CubeStorage::empty(device, &shape, dtype);
         }
@@ -519,7 +491,7 @@ impl Primitives for CubeNative {
             return Self::binary(op, &a.widen(), &b.widen()).narrow(h);
         }
         let (x, y) = (native(op.name(), a), native(op.name(), b));
-        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let shape = broadcast_all(&[&x.shape, &y.shape]);
         let out = CubeStorage::empty(&x.device, &shape, x.dtype);
         let n = out.numel();
         if n == 0 {
@@ -562,7 +534,7 @@ impl Primitives for CubeNative {
             return Self::compare(op, &a.widen(), &b.widen());
         }
         let (x, y) = (native(op.name(), a), native(op.name(), b));
-        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let shape = broadcast_all(&[&x.shape, &y.shape]);
         let out = CubeStorage::empty(&x.device, &shape, DType::Bool);
         let n = out.numel();
         if n == 0 {
@@ -611,7 +583,7 @@ impl Primitives for CubeNative {
 
     fn where_cond(cond: &CubeStorage, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
         let (c, x, y) = (native("where_cond", cond), native("where_cond", a), native("where_cond", b));
-        let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
+        let shape = broadcast_all(&[&c.shape, &x.shape, &y.shape]);
         let out = CubeStorage::empty(&x.device, &shape, x.dtype);
         let n = out.numel();
         if n == 0 {

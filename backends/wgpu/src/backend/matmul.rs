@@ -8,7 +8,7 @@ pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
     let (m, k, n) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
     let batch_a = &a.shape[..ra - 2];
     let batch_b = &b.shape[..rb - 2];
-    let batch = broadcast_shape(&[batch_a, batch_b]);
+    let batch = broadcast_all(&[batch_a, batch_b]);
     assert!(batch.len() <= 6, "wgpu matmul: at most 6 batch dims, got {}", batch.len());
     let mut shape = batch.clone();
     shape.extend([m, n]);

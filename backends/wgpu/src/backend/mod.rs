@@ -20,15 +20,17 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use blaze_gpu_host::GpuBackend;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
+use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
-    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, Kernels, Pool2dOptions,
-    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
+    AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives,
+    ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -116,8 +118,9 @@ fn grid(dev: &WgpuDevice, n: usize, per_group: u32) -> (u32, u32, u32) {
     if groups <= max { (groups, 1, 1) } else { (max, groups.div_ceil(max), 1) }
 }
 
+/// A size or index as the 32-bit word shaders take.
 fn u(x: usize) -> u32 {
-    u32::try_from(x).unwrap_or_else(|_| panic!("wgpu: size {x} does not fit the device's 32-bit indices"))
+    GpuBackend::Wgpu.index_word(x)
 }
 
 impl WgpuStorage {
@@ -135,26 +138,16 @@ impl WgpuStorage {
 
     /// The tensor's values from the bytes of its buffer.
     fn data(&self, bytes: &[u8]) -> TensorData {
-        let words = bytes.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]);
-        let values = match self.dtype {
-            DType::F32 => DataVec::F32(words.map(f32::from_le_bytes).collect()),
-            DType::Bool => DataVec::Bool(words.map(|w| u32::from_le_bytes(w) != 0).collect()),
-            // Indices, as `u32`.
-            _ => DataVec::I64(words.map(|w| i64::from(u32::from_le_bytes(w))).collect()),
-        };
-        TensorData { shape: self.shape.clone(), values }
+        TensorData { shape: self.shape.clone(), values: blaze_gpu_host::unpack(bytes, self.dtype, self.numel()) }
     }
 }
 
 /// `x`, which op `op` reads as device data: f32 or bool, never an i64
 /// (the device holds i64 only as indices for the index ops).
 fn native<'a>(op: &str, x: &'a WgpuStorage) -> &'a WgpuStorage {
-    assert!(
-        on_device(x.dtype),
-        "wgpu {op}: a {} tensor; WgpuNative computes on f32 and bool, and holds i64 only as indices: \
-         use it as HostFallback<WgpuNative, _> (blaze::wgpu::Wgpu)",
-        x.dtype
-    );
+    if !on_device(x.dtype) {
+        GpuBackend::Wgpu.refuse(op, x.dtype);
+    }
     x
 }
 
@@ -238,10 +231,6 @@ fn broadcast_view(t: &WgpuStorage, shape: &[usize]) -> View {
 
 /// The shape `shapes` (of equal rank) broadcast to: per dim, the size
 /// that is not 1 (0 included), else 1.
-fn broadcast_shape(shapes: &[&[usize]]) -> Vec<usize> {
-    let rank = shapes[0].len();
-    (0..rank).map(|d| shapes.iter().fold(1, |acc, s| if acc == 1 { s[d] } else { acc })).collect()
-}
 
 /// `op` applied to the WGSL expression `a`: a call of the op table's
 /// function for it, whose WGSL comes third, and the parameters it reads
@@ -379,17 +368,7 @@ impl Primitives for WgpuNative {
 
     fn from_data(data: TensorData, device: &WgpuDevice) -> WgpuStorage {
         let shape = data.shape.clone();
-        let (bytes, dtype): (Vec<u8>, DType) = match data.values {
-            DataVec::F32(v) => (v.iter().flat_map(|x| x.to_le_bytes()).collect(), DType::F32),
-            DataVec::Bool(v) => (v.iter().flat_map(|&x| u32::from(x).to_le_bytes()).collect(), DType::Bool),
-            // Index tensors for the index ops, in bounds of what they index.
-            DataVec::I64(v) => (v.iter().flat_map(|&x| u(x as usize).to_le_bytes()).collect(), DType::I64),
-            other => panic!(
-                "wgpu from_data: {} tensors live on the host: use WgpuNative as HostFallback<WgpuNative, _> \
-                 (blaze::wgpu::Wgpu)",
-                other.dtype()
-            ),
-        };
+        let (bytes, dtype) = GpuBackend::Wgpu.pack(&data.values, false);
         WgpuStorage { buf: device.upload(&bytes), shape, dtype, device: device.clone() }
     }
 
@@ -434,7 +413,7 @@ impl Primitives for WgpuNative {
 
     fn binary(op: BinaryOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
         let (x, y) = (native(op.name(), a), native(op.name(), b));
-        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let shape = broadcast_all(&[&x.shape, &y.shape]);
         let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
         ew("binary", &binary_expr(op, "b"), &inputs, &shape, x.dtype, &[])
     }
@@ -448,7 +427,7 @@ impl Primitives for WgpuNative {
 
     fn compare(op: CmpOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
         let (x, y) = (native(op.name(), a), native(op.name(), b));
-        let shape = broadcast_shape(&[&x.shape, &y.shape]);
+        let shape = broadcast_all(&[&x.shape, &y.shape]);
         let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
         let expr = cmp_expr(op, "b", x.dtype == DType::F32);
         ew("compare", &expr, &inputs, &shape, DType::Bool, &[])
@@ -463,7 +442,7 @@ impl Primitives for WgpuNative {
 
     fn where_cond(cond: &WgpuStorage, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
         let (c, x, y) = (native("where_cond", cond), native("where_cond", a), native("where_cond", b));
-        let shape = broadcast_shape(&[&c.shape, &x.shape, &y.shape]);
+        let shape = broadcast_all(&[&c.shape, &x.shape, &y.shape]);
         let inputs = [(c, broadcast_view(c, &shape)), (x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
         ew("where", "select(c, b, a != 0u)", &inputs, &shape, x.dtype, &[])
     }
