@@ -1,4 +1,4 @@
-//! A general kernel the CPU tests and the wgpu tests both run.
+//! General kernels the CPU, wgpu and CubeCL tests all run.
 
 use blaze::kernel;
 
@@ -131,4 +131,38 @@ pub const SEMANTICS_VALUES: [f32; 20] = [
 pub fn semantics_inputs() -> (Vec<f32>, Vec<f32>) {
     let v = SEMANTICS_VALUES;
     (v.iter().flat_map(|&a| v.map(|_| a)).collect(), v.iter().flat_map(|_| v).collect())
+}
+
+kernel! {
+    /// `y = a * x + b` with the global id, a float and a u32 scalar.
+    #[workgroup(32)]
+    pub fn affine(x: &[f32], y: &mut [f32], a: f32, n: u32) {
+        let i = global_id();
+        if i < n {
+            y[i] = a * x[i] + exp(-abs(x[i]));
+        }
+    }
+}
+
+kernel! {
+    /// Signed arithmetic: unsuffixed literals take i32 from the other
+    /// operand; division and remainder round toward zero, as in WGSL.
+    #[workgroup(16)]
+    pub fn signed(out: &mut [f32], shift: i32) {
+        let i = global_id() as i32;
+        let centred = i - 8;
+        let d = (centred + shift) / -3;
+        let r = (centred * 7) % 5;
+        let mut m = -2147483648;
+        m = m / -1;
+        out[global_id()] = (d * 10 + r) as f32 + abs(centred as f32) + select(m < 0, 0.5, 0.0);
+    }
+}
+
+/// What `signed` computes at `i`.
+pub fn signed_reference(i: i32, shift: i32) -> f32 {
+    let centred = i - 8;
+    let (d, r) = ((centred + shift) / -3, (centred * 7) % 5);
+    // i32::MIN / -1 overflows in Rust; WGSL defines it as i32::MIN.
+    (d * 10 + r) as f32 + (centred as f32).abs() + 0.5
 }

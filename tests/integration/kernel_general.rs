@@ -7,7 +7,7 @@ use crate::kernels;
 use blaze::prelude::*;
 use blaze::{Rng, kernel};
 use expect_test::expect;
-use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs};
+use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs, signed, signed_reference};
 
 kernel! {
     /// `softmax(x + bias)` over each row of `x`, in place: one workgroup per
@@ -62,29 +62,6 @@ kernel! {
             }
         }
     }
-}
-
-kernel! {
-    /// Signed arithmetic: unsuffixed literals take i32 from the other
-    /// operand; division and remainder round toward zero, as in WGSL.
-    #[workgroup(16)]
-    pub fn signed(out: &mut [f32], shift: i32) {
-        let i = global_id() as i32;
-        let centred = i - 8;
-        let d = (centred + shift) / -3;
-        let r = (centred * 7) % 5;
-        let mut m = -2147483648;
-        m = m / -1;
-        out[global_id()] = (d * 10 + r) as f32 + abs(centred as f32) + select(m < 0, 0.5, 0.0);
-    }
-}
-
-/// What `signed` computes at `i`.
-pub fn signed_reference(i: i32, shift: i32) -> f32 {
-    let centred = i - 8;
-    let (d, r) = ((centred + shift) / -3, (centred * 7) % 5);
-    // i32::MIN / -1 overflows in Rust; WGSL defines it as i32::MIN.
-    (d * 10 + r) as f32 + (centred as f32).abs() + 0.5
 }
 
 fn matrix(rows: usize, cols: usize, seed: u64) -> Tensor<Cpu, 2> {

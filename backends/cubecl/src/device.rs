@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use blaze_gpu_host::{GpuBackend, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, Identity, OpenError, SharedDevice};
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
@@ -20,9 +20,9 @@ pub struct CubeDevice {
 }
 
 pub(crate) struct Inner {
-    ordinal: u64,
+    /// The order the process opened it in, and its adapter.
+    id: Identity,
     pub(crate) client: Client,
-    info: wgpu::AdapterInfo,
     /// Whether the adapter computes in f16 (`SHADER_F16`).
     f16: bool,
     /// Whether shaders have 64-bit integers (`SHADER_INT64`), which
@@ -37,7 +37,7 @@ pub(crate) struct Inner {
 /// `CubeDevice(#0 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`.
 impl std::fmt::Debug for CubeDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CubeDevice(#{} {})", self.inner.ordinal, self.adapter_name())
+        write!(f, "CubeDevice({})", self.inner.id)
     }
 }
 
@@ -110,11 +110,9 @@ impl CubeDevice {
         let client = cubecl::Device::Wgpu(id).client();
         let f16 = client.properties().supports_type(blaze_runtime::f16::elem_type_native());
         let int64 = client.properties().supports_type(u64::elem_type_native());
-        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
-            ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: Identity::next(info),
             client,
-            info,
             f16,
             int64,
             fault: Mutex::new(None),
@@ -142,7 +140,7 @@ impl CubeDevice {
 
     /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
     pub fn adapter_name(&self) -> String {
-        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+        self.inner.id.adapter_name()
     }
 
     /// Whether tensors of `dtype` live on this device: f32 and bool
@@ -159,13 +157,13 @@ impl CubeDevice {
 
     /// Whether the adapter is a software one (a CPU rasteriser).
     pub fn is_software(&self) -> bool {
-        self.inner.info.device_type == wgpu::DeviceType::Cpu
+        self.inner.id.is_software()
     }
 
     /// What names this device in the autotune cache: the adapter, its
     /// API and its driver.
     pub(crate) fn identity(&self) -> String {
-        let i = &self.inner.info;
+        let i = self.inner.id.info();
         format!("{} ({:?}; {} {})", i.name, i.backend, i.driver, i.driver_info).replace(['\t', '\n'], " ")
     }
 

@@ -2,6 +2,8 @@
 //! for (an option, else the backend's environment variable), else the best
 //! one present, hardware before software.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::{GpuBackend, OpenError};
 
 /// The adapter `backend` runs on, and the instance that found it (the
@@ -25,6 +27,44 @@ pub fn choose_adapter(backend: GpuBackend, wanted: Option<&str>) -> Result<(wgpu
         NoAdapter::NoMatch { wanted, found } => OpenError::NoMatch { backend, wanted, found },
     })?;
     Ok((instance, adapters.swap_remove(i)))
+}
+
+/// What names an open device: the order in which the process opened it
+/// (counted over both backends) and its adapter. Shown as
+/// `#1 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+#[derive(Debug)]
+pub struct Identity {
+    ordinal: u64,
+    info: wgpu::AdapterInfo,
+}
+
+impl Identity {
+    /// The next device the process opens, on the adapter `info` describes.
+    pub fn next(info: wgpu::AdapterInfo) -> Identity {
+        static OPENED: AtomicU64 = AtomicU64::new(0);
+        Identity { ordinal: OPENED.fetch_add(1, Ordering::Relaxed), info }
+    }
+
+    /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+    pub fn adapter_name(&self) -> String {
+        format!("{} ({:?})", self.info.name, self.info.backend)
+    }
+
+    /// Whether the adapter is a software one (a CPU rasteriser).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// What wgpu says of the adapter.
+    pub fn info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{} {}", self.ordinal, self.adapter_name())
+    }
 }
 
 /// Why no adapter fits.

@@ -17,7 +17,7 @@ mod data;
 use std::fmt::Display;
 use std::sync::OnceLock;
 
-pub use adapter::{NoAdapter, choose_adapter, pick};
+pub use adapter::{Identity, NoAdapter, choose_adapter, pick};
 pub use data::unpack;
 
 /// One of Blaze's GPU backends, as its environment variables and its

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use blaze_gpu_host::{GpuBackend, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, Identity, OpenError, SharedDevice};
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -38,7 +38,7 @@ pub struct WgpuDevice {
 /// which the process opened it, and the adapter, as messages name it.
 impl std::fmt::Debug for WgpuDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WgpuDevice(#{} {})", self.inner.ordinal, self.adapter_name())
+        write!(f, "WgpuDevice({})", self.inner.id)
     }
 }
 
@@ -82,11 +82,10 @@ pub const PARAM_BYTES: u64 = 256;
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    /// Devices are numbered in the order the process opens them.
-    ordinal: u64,
+    /// The order the process opened it in, and its adapter.
+    id: Identity,
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
-    info: wgpu::AdapterInfo,
     /// The largest buffer a tensor may have, in bytes.
     max_buffer: u64,
     /// The first fault, shared with wgpu's error and device-lost callbacks.
@@ -184,12 +183,10 @@ impl WgpuDevice {
             mapped_at_creation: false,
         });
         let max_buffer = limits.max_buffer_size.min(limits.max_storage_buffer_binding_size);
-        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let inner = Inner {
-            ordinal: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: Identity::next(info),
             device,
             queue,
-            info,
             max_buffer,
             fault,
             pipelines: Mutex::new(HashMap::new()),
@@ -210,12 +207,12 @@ impl WgpuDevice {
 
     /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
     pub fn adapter_name(&self) -> String {
-        format!("{} ({:?})", self.inner.info.name, self.inner.info.backend)
+        self.inner.id.adapter_name()
     }
 
     /// Whether the adapter is a software one (a CPU rasteriser).
     pub fn is_software(&self) -> bool {
-        self.inner.info.device_type == wgpu::DeviceType::Cpu
+        self.inner.id.is_software()
     }
 
     /// The first fault this device has had, if any.

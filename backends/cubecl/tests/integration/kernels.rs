@@ -5,32 +5,13 @@
 //! notice and pass, unless `BLAZE_REQUIRE_CUBECL=1`.
 
 #[path = "../../../../tests/common/kernels.rs"]
+#[allow(dead_code)]
 mod kernels;
 
 use blaze::cubecl::{CubeCl, CubeDevice};
 use blaze::prelude::*;
 use blaze::runtime::kernel::{Arg, partial};
-use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs};
-
-kernel! {
-    /// `y = a * x + b` with the global id, a float and a u32 scalar.
-    #[workgroup(32)]
-    pub fn affine(x: &[f32], y: &mut [f32], a: f32, n: u32) {
-        let i = global_id();
-        if i < n {
-            y[i] = a * x[i] + exp(-abs(x[i]));
-        }
-    }
-}
-
-kernel! {
-    /// Signed division and remainder (toward zero) with an i32 scalar.
-    #[workgroup(16)]
-    pub fn signed(out: &mut [f32], shift: i32) {
-        let i = global_id() as i32 - 8;
-        out[global_id()] = ((i + shift) / -3 * 10 + (i * 7) % 5) as f32;
-    }
-}
+use kernels::{SEMANTICS_OUT, affine, row_sum, semantics, semantics_inputs, signed};
 
 kernel! {
     /// Swish with a slope: an elementwise kernel with its partials.
