@@ -106,6 +106,22 @@ pub fn __unary_layers(_: TokenStream) -> TokenStream {
     kernel::table::layers().into()
 }
 
+/// The runtime's side of the row ops (`blaze_spec::rows`): a general
+/// kernel module per op. Invoked once, by `blaze_runtime::rows`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __row_kernels(_: TokenStream) -> TokenStream {
+    kernel::rows::runtime().into()
+}
+
+/// The CubeCL backend's side of the row ops: each op's `#[cube]` code and
+/// launcher. Invoked once, by `blaze_cubecl`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __cube_row_kernels(_: TokenStream) -> TokenStream {
+    kernel::rows::cube().into()
+}
+
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
 /// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
 #[doc(hidden)]

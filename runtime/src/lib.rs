@@ -26,6 +26,7 @@ pub mod nn;
 pub mod optim;
 pub mod record;
 pub mod rng;
+pub mod rows;
 mod safetensors;
 pub mod shape;
 mod tensor;

@@ -285,3 +285,58 @@ fn workgroups_racing_on_one_element_land_one_of_their_writes() {
         }
     }
 }
+
+/// The row kernels both GPU backends run (`blaze::runtime::rows`, one
+/// `kernel!` source each), run on the CPU's workgroup emulation, compute
+/// the CPU backend's softmax, log-softmax and their adjoints: the
+/// definition is checked without a GPU.
+#[test]
+fn the_gpu_row_kernels_compute_the_cpus_softmax() {
+    use blaze::runtime::backend::{Composites, SoftmaxOptions};
+    use blaze::runtime::kernel::ScalarArg;
+    use blaze::runtime::rows;
+    let scalar_u32 = |s: &ScalarArg| match s {
+        ScalarArg::U32(v) => *v,
+        other => panic!("expected a u32, got {other:?}"),
+    };
+    let scalar_f32 = |s: &ScalarArg| match s {
+        ScalarArg::F32(v) => *v,
+        other => panic!("expected an f32, got {other:?}"),
+    };
+    let x = matrix(6, 70, 3).mul_scalar(4.0).reshape([2, 3, 70]);
+    let g = matrix(6, 70, 4).reshape([2, 3, 70]);
+    for (dim, causal) in [(2, false), (1, false), (2, true)] {
+        for log in [false, true] {
+            let mut o = SoftmaxOptions::default().scale(0.5);
+            o.log = log;
+            o.causal = causal;
+            // Causal rows are queries of a [3, 3] matrix; a copy, so the
+            // kernel reads it flat.
+            let flat = |t: &Tensor<Cpu, 3>| {
+                let t = if causal { t.narrow(2, 0, 3) } else { t.clone() };
+                Tensor::<Cpu, 3>::from_vec(t.to_vec::<f32>(), t.shape(), &CpuDevice)
+            };
+            let (x, g) = (flat(&x), flat(&g));
+            let (rows, s) = rows::softmax_args(&x.shape(), dim, o);
+            let u = |i: usize| scalar_u32(&s[i]);
+            let mut y = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
+            let groups = rows as u32;
+            rows::softmax::launch(groups, &x, &mut y, u(0), u(1), u(2), u(3), u(4), scalar_f32(&s[5]), u(6), scalar_f32(&s[7]));
+            let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax(x.storage(), dim, o));
+            let what = format!("softmax over dim {dim} (log {log}, causal {causal})");
+            assert_close(&what, &y.to_vec::<f32>(), &want.to_vec::<f32>());
+            let mut d = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
+            rows::softmax_backward::launch(groups, &g, &y, &mut d, u(0), u(1), u(2), u(3), u(4), scalar_f32(&s[5]), u(6));
+            let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax_backward(g.storage(), want.storage(), dim, o));
+            assert_close(&format!("{what} backward"), &d.to_vec::<f32>(), &want.to_vec::<f32>());
+        }
+    }
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        let same = (a.is_infinite() && a == b) || (a - b).abs() <= 1e-5 * b.abs().max(1.0);
+        assert!(same, "{what}: entry {i} is {a}, the CPU's {b}");
+    }
+}

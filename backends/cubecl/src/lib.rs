@@ -39,6 +39,13 @@ pub mod __private {
     pub mod unary {
         blaze_macros::__cube_unary_ops!();
     }
+
+    /// The runtime's row kernels (`blaze_runtime::rows`) as `#[cube]`
+    /// code and launchers, printed from the same source as their WGSL.
+    #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]
+    pub mod rows {
+        blaze_macros::__cube_row_kernels!();
+    }
 }
 
 /// The first line of a CubeCL error (its later lines hold a backtrace).

@@ -394,6 +394,11 @@ pub fn general(k: &Kernel, workgroup: usize) -> (TokenStream, TokenStream) {
     let body = block(k, &k.body);
     let wg = workgroup as u32;
     let prelude = prelude(k.home);
+    let rt = k.home.runtime();
+    let cube_crate = match k.home {
+        Home::Facade | Home::Runtime => quote!(::blaze::cubecl),
+        Home::Cube => quote!(crate),
+    };
     let items = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, unused_parens, unused_mut, unused_variables, missing_docs, clippy::all)]
@@ -406,14 +411,20 @@ pub fn general(k: &Kernel, workgroup: usize) -> (TokenStream, TokenStream) {
                 #body
             }
 
-            fn launch(client: &Client, groups: u32, buffers: ::std::vec::Vec<BufferArg>, scalars: &[::blaze::runtime::kernel::ScalarArg]) {
+            fn launch(client: &Client, groups: u32, buffers: ::std::vec::Vec<BufferArg>, scalars: &[#rt::kernel::ScalarArg]) {
                 let mut buffers = buffers.into_iter();
                 run::launch(client, CubeCount::Static(groups, 1, 1), CubeDim::new_1d(#wg), #(#args),*);
             }
 
             /// The launcher the CubeCL backend runs.
-            pub const TABLE: ::blaze::cubecl::CubeWorkgroups = ::blaze::cubecl::CubeWorkgroups { launch };
+            pub const TABLE: #cube_crate::CubeWorkgroups = #cube_crate::CubeWorkgroups { launch };
         }
     };
-    (quote!(::blaze::__cube! { #items }), quote!(::blaze::__cube_device!(__cube::TABLE)))
+    match k.home {
+        Home::Facade => (quote!(::blaze::__cube! { #items }), quote!(::blaze::__cube_device!(__cube::TABLE))),
+        // The runtime's row kernels: the CubeCL backend prints their
+        // `#[cube]` code itself, from the same source.
+        Home::Runtime => (TokenStream::new(), quote!(::core::option::Option::None)),
+        Home::Cube => (items, quote!(::core::option::Option::Some(&__cube::TABLE))),
+    }
 }

@@ -20,6 +20,7 @@ pub(crate) mod ir;
 #[cfg(test)]
 mod ir_tests;
 mod lower;
+pub(crate) mod rows;
 mod rust;
 pub(crate) mod table;
 mod wgsl;

@@ -610,7 +610,36 @@ pub fn softmax_family<B: Backend>(dev: &B::Device) {
         assert_close("softmax of transposed", &t.t().softmax(0).t(), &sm, &[3, 3], tol);
     }
     scaled_causal_softmax::<B>(dev);
+    long_and_many_softmax_rows::<B>(dev);
     attention::<B>(dev);
+}
+
+/// Softmax and its backward over rows longer than a GPU workgroup and
+/// over more rows than a GPU grid holds in one dimension (the GPU
+/// backends' row kernels stride past both), against the definition.
+fn long_and_many_softmax_rows<B: Backend>(dev: &B::Device) {
+    use crate::backend::{SoftmaxOptions, composed_softmax_backward};
+    for (rows, n) in [(3usize, 200usize), (66_000, 2)] {
+        let xs: Vec<f64> = (0..rows * n).map(|i| ((i * 7) % 13) as f64 * 0.3 - 1.8).collect();
+        let gs: Vec<f64> = (0..rows * n).map(|i| ((i * 5) % 9) as f64 * 0.2 - 0.7).collect();
+        let mut want = Vec::with_capacity(rows * n);
+        for row in xs.chunks(n) {
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = row.iter().map(|v| (v - m).exp()).sum();
+            want.extend(row.iter().map(|v| v - m - z.ln()));
+        }
+        let x = tensor::<B, 2>(&xs, [rows, n], DType::F32, dev);
+        let g = tensor::<B, 2>(&gs, [rows, n], DType::F32, dev);
+        let tol = tolerance(DType::F32, false);
+        let what = format!("log_softmax of [{rows}, {n}]");
+        let y = x.log_softmax(1);
+        assert_close(&what, &y, &want, &[rows, n], tol);
+        let o = SoftmaxOptions::default().log();
+        let fused = Tensor::<B, 2>::from_storage(B::softmax_backward(g.storage(), y.storage(), 1, o));
+        let composed = composed_softmax_backward::<B>(g.storage(), y.storage(), 1, o);
+        let composed = super::values(&Tensor::<B, 2>::from_storage(composed));
+        assert_close(&format!("{what} backward"), &fused, &composed, &[rows, n], tol);
+    }
 }
 
 /// `scaled_dot_product_attention` against the definition on small

@@ -31,6 +31,13 @@ pub struct CubeWorkgroups {
     pub launch: fn(client: &Client, groups: u32, buffers: Vec<BufferArg>, scalars: &[ScalarArg]),
 }
 
+/// `t` as a flat f32 buffer of general kernel `kernel`.
+pub(crate) fn buffer_arg(kernel: &str, t: &CubeStorage) -> BufferArg {
+    assert!(t.dtype == DType::F32, "cubecl {kernel}: a {} buffer; kernels take f32", t.dtype);
+    // SAFETY: the buffer holds `numel` f32 values (at least one word).
+    unsafe { BufferArg::from_raw_parts(t.handle.clone(), t.numel()) }
+}
+
 /// `out[i]`: a number uniform in `[0, 1)` from the seed's words and `i`,
 /// as `blaze_runtime::rng::counter_uniform` draws it.
 #[cube(launch)]
@@ -188,14 +195,6 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
     if groups == 0 {
         return;
     }
-    let args = buffers
-        .iter()
-        .map(|b| {
-            let t = b.storage();
-            assert!(t.dtype == DType::F32, "cubecl {}: a {} buffer; kernels take f32", K::NAME, t.dtype);
-            // SAFETY: the buffer holds `numel` f32 values (at least one word).
-            unsafe { BufferArg::from_raw_parts(t.handle.clone(), t.numel()) }
-        })
-        .collect();
+    let args = buffers.iter().map(|b| buffer_arg(K::NAME, b.storage())).collect();
     (table.launch)(device.client(), groups, args, scalars);
 }

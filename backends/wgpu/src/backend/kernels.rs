@@ -52,6 +52,19 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
         fresh
     });
     let bound: Vec<&wgpu::Buffer> = buffers.iter().map(|b| b.storage().buffer()).collect();
+    let max = device.max_groups();
+    assert!(groups <= max, "{}: {groups} workgroups; this device dispatches at most {max} at once", K::NAME);
+    dispatch::<K>(&device, groups, &bound, scalars);
+}
+
+/// General kernel `K` over `groups` workgroups (at most the device's
+/// grid) on buffers `bound`, in the kernel's order.
+pub(super) fn dispatch<K: Workgroups>(
+    device: &WgpuDevice,
+    groups: u32,
+    bound: &[&wgpu::Buffer],
+    scalars: &[ScalarArg],
+) {
     let words: Vec<u32> = scalars
         .iter()
         .map(|s| match s {
@@ -60,10 +73,15 @@ pub(super) fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_,
             ScalarArg::I32(v) => *v as u32,
         })
         .collect();
-    let max = device.max_groups();
-    assert!(groups <= max, "{}: {groups} workgroups; this device dispatches at most {max} at once", K::NAME);
     let pipeline = device.compile(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME);
-    device.dispatch_with(&pipeline, &bound, (!words.is_empty()).then_some(&words), (groups, 1, 1));
+    device.dispatch_with(&pipeline, bound, (!words.is_empty()).then_some(&words), (groups, 1, 1));
+}
+
+/// Row op `K` of the runtime (`blaze_runtime::rows`) over `rows` rows: a
+/// workgroup per row, each striding on past the device's grid.
+pub(super) fn rows<K: Workgroups>(device: &WgpuDevice, rows: usize, bound: &[&wgpu::Buffer], scalars: &[ScalarArg]) {
+    let groups = u32::try_from(rows).unwrap_or(u32::MAX).min(device.max_groups());
+    dispatch::<K>(device, groups, bound, scalars);
 }
 
 /// How an elementwise kernel's arguments are passed, one letter each: `t`

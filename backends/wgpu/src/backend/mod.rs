@@ -25,6 +25,7 @@ use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
+use blaze_runtime::rows;
 use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
@@ -228,9 +229,6 @@ fn broadcast_view(t: &WgpuStorage, shape: &[usize]) -> View {
     let st = strides(&t.shape);
     Some((0, t.shape.iter().zip(&st).map(|(&d, &s)| if d == 1 { 0 } else { s }).collect()))
 }
-
-/// The shape `shapes` (of equal rank) broadcast to: per dim, the size
-/// that is not 1 (0 included), else 1.
 
 /// `op` applied to the WGSL expression `a`: a call of the op table's
 /// function for it, whose WGSL comes third, and the parameters it reads
@@ -572,13 +570,6 @@ impl Primitives for WgpuNative {
     }
 }
 
-/// The parameters of the softmax shaders: a causal softmax runs over the
-/// last dim, and `queries` is the rows of each matrix.
-fn softmax_params(shape: &[usize], rows: usize, n: usize, inner: usize, o: SoftmaxOptions) -> [u32; 6] {
-    let queries = if o.causal { shape[shape.len() - 2] } else { 1 };
-    [u(rows), u(n), u(inner), u(queries), u32::from(o.causal), (o.scale as f32).to_bits()]
-}
-
 /// The defaults: models train on `HostFallback<WgpuNative, _>`, a generic
 /// type whose loop is compiled where it is used, not on this type alone.
 impl blaze_runtime::Precompiled for WgpuNative {}
@@ -751,37 +742,25 @@ impl Composites for WgpuNative {
         [dx, dw, db]
     }
 
+    /// The runtime's row kernel (`blaze_runtime::rows::softmax`), which
+    /// the CubeCL backend runs too.
     fn softmax(x: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
         let t = native("softmax", x);
-        let (outer, n, inner) = split3(&t.shape, dim);
         let out = WgpuStorage::new(&t.device, &t.shape, DType::F32);
-        let rows = outer * inner;
-        if rows > 0 && n > 0 {
-            let device = &t.device;
-            let log = o.log;
-            let pipeline = device.compile("softmax", &format!("softmax:{log}"), || shaders::softmax(log), "main");
-            let params = softmax_params(&t.shape, rows, n, inner, o);
-            device.dispatch(&pipeline, &[t.buffer(), out.buffer()], &params, grid(device, rows, 1));
+        let (rows, scalars) = rows::softmax_args(&t.shape, dim, o);
+        if rows > 0 && t.numel() > 0 {
+            kernels::rows::<rows::softmax::Kernel>(&t.device, rows, &[t.buffer(), out.buffer()], &scalars);
         }
         out
     }
 
     fn softmax_backward(g: &WgpuStorage, y: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
         let (g, y) = (native("softmax_backward", g), native("softmax_backward", y));
-        let (outer, n, inner) = split3(&g.shape, dim);
         let out = WgpuStorage::new(&g.device, &g.shape, DType::F32);
-        let rows = outer * inner;
-        if rows > 0 && n > 0 {
-            let device = &g.device;
-            let log = o.log;
-            let pipeline = device.compile(
-                "softmax_backward",
-                &format!("softmax_backward:{log}"),
-                || shaders::softmax_backward(log),
-                "main",
-            );
-            let params = softmax_params(&g.shape, rows, n, inner, o);
-            device.dispatch(&pipeline, &[g.buffer(), y.buffer(), out.buffer()], &params, grid(device, rows, 1));
+        let (rows, scalars) = rows::softmax_args(&g.shape, dim, o);
+        if rows > 0 && g.numel() > 0 {
+            let bound = [g.buffer(), y.buffer(), out.buffer()];
+            kernels::rows::<rows::softmax_backward::Kernel>(&g.device, rows, &bound, &scalars[..7]);
         }
         out
     }

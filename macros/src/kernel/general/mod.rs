@@ -8,7 +8,7 @@
 //! expressions with the printers elementwise kernels use.
 
 mod lower;
-mod rust;
+pub(crate) mod rust;
 mod wgsl;
 
 pub use self::wgsl::shader;
@@ -18,7 +18,7 @@ use syn::spanned::Spanned;
 
 use self::lower::Lower;
 use super::check::check;
-use super::ir::Kernel;
+use super::ir::{Home, Kernel};
 use super::wgsl::validate;
 
 const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared] let name: [f32; N];`, \
@@ -46,9 +46,17 @@ pub fn workgroup_attr(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<u
     }
 }
 
-/// Expands a general kernel.
-pub fn expand(f: &syn::ItemFn, workgroup: usize, mut errors: Vec<syn::Error>) -> TokenStream {
+/// General kernel `f` (workgroup size `workgroup`) lowered and checked,
+/// to be emitted at `home`, with its WGSL (validated by naga); or the
+/// errors, as compile errors.
+pub(crate) fn lowered(
+    f: &syn::ItemFn,
+    workgroup: usize,
+    home: Home,
+    mut errors: Vec<syn::Error>,
+) -> Result<(Kernel, String), TokenStream> {
     let mut k = Kernel::new(f.sig.ident.to_string(), f.sig.ident.span(), Some(workgroup));
+    k.home = home;
     let body = {
         let mut lower = Lower::new(&mut k, &mut errors);
         lower.signature(f);
@@ -59,12 +67,20 @@ pub fn expand(f: &syn::ItemFn, workgroup: usize, mut errors: Vec<syn::Error>) ->
         check(&mut k, &mut errors);
     }
     if !errors.is_empty() {
-        return errors.into_iter().map(|e| e.to_compile_error()).collect();
+        return Err(errors.into_iter().map(|e| e.to_compile_error()).collect());
     }
     let wgsl = shader(&k);
     if let Err(e) = validate(&wgsl) {
         let msg = format!("kernel `{}` produced WGSL that naga rejects:\n{e}\n{wgsl}", k.name);
-        return err(k.span, msg).to_compile_error();
+        return Err(err(k.span, msg).to_compile_error());
     }
-    rust::rust(f, &k, &wgsl)
+    Ok((k, wgsl))
+}
+
+/// Expands a general kernel.
+pub fn expand(f: &syn::ItemFn, workgroup: usize, errors: Vec<syn::Error>) -> TokenStream {
+    match lowered(f, workgroup, Home::Facade, errors) {
+        Ok((k, wgsl)) => rust::rust(f, &k, &wgsl),
+        Err(e) => e,
+    }
 }

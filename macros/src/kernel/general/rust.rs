@@ -24,7 +24,7 @@ fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
                 let ty = if index.is_some() { Ty::F32 } else { var.ty };
                 let value = |current: TokenStream| match op {
                     None => e.clone(),
-                    Some(op) => binary(&quote!(::blaze::runtime), &quote!(f32), *op, ty, current, e.clone()),
+                    Some(op) => binary(&k.home.runtime(), &quote!(f32), *op, ty, current, e.clone()),
                 };
                 match (var.kind, index) {
                     (Kind::Buffer { index: b, .. }, Some(i)) => {
@@ -105,8 +105,8 @@ fn rust_group(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
     out
 }
 
-pub(super) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
-    let rt = quote!(::blaze::runtime);
+pub(crate) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
+    let rt = k.home.runtime();
     let (name, vis) = (&f.sig.ident, &f.vis);
     let name_str = name.to_string();
     let docs: Vec<&syn::Attribute> = f.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();

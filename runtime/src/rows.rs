@@ -1,0 +1,45 @@
+//! The row ops the GPU backends run, one module per entry of
+//! `blaze_spec::rows`, generated from its `kernel!` source: the kernel's
+//! type (`Workgroups`), its WGSL, which the wgpu backend runs, and its
+//! `launch` on any backend (the CPU runs its workgroups in lockstep). The
+//! CubeCL backend prints its `#[cube]` code from the same source, so the
+//! two GPU backends compute each row op from one definition.
+//!
+//! - [`softmax`]: softmax or log-softmax of `scale * x` along rows, with
+//!   an optional causal mask.
+//! - [`softmax_backward`]: its adjoint.
+//!
+//! Rows are the middle dim of `[outer, n, inner]`; the scalars are
+//! `rows, n, inner, queries, causal, scale, take_log` (and the forward's
+//! `masked` value), as `blaze_spec::rows` documents.
+
+use crate::backend::SoftmaxOptions;
+use crate::kernel::ScalarArg;
+
+blaze_macros::__row_kernels!();
+
+/// A softmax of a tensor of `shape` along `dim` as [`softmax`]'s kernel
+/// takes it: the number of rows and the scalars, `rows, n, inner,
+/// queries, causal, scale, take_log, masked` ([`softmax_backward`] takes
+/// the first seven). Panics, naming the op, past the kernels' 32-bit sizes.
+pub fn softmax_args(shape: &[usize], dim: usize, o: SoftmaxOptions) -> (usize, [ScalarArg; 8]) {
+    let n = shape[dim];
+    let inner: usize = shape[dim + 1..].iter().product();
+    let rows = shape[..dim].iter().product::<usize>() * inner;
+    let queries = if o.causal { shape[shape.len() - 2] } else { 1 };
+    let word = |x: usize| {
+        u32::try_from(x).unwrap_or_else(|_| panic!("softmax: {shape:?} has {x} rows or entries, past 32-bit sizes"))
+    };
+    let masked = if o.log { f32::NEG_INFINITY } else { 0.0 };
+    let scalars = [
+        word(rows).into(),
+        word(n).into(),
+        word(inner).into(),
+        word(queries).into(),
+        u32::from(o.causal).into(),
+        (o.scale as f32).into(),
+        u32::from(o.log).into(),
+        masked.into(),
+    ];
+    (rows, scalars)
+}
