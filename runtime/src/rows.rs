@@ -8,10 +8,13 @@
 //! - [`softmax`]: softmax or log-softmax of `scale * x` along rows, with
 //!   an optional causal mask.
 //! - [`softmax_backward`]: its adjoint.
+//! - [`norm`]: LayerNorm or RMSNorm over the last dim, with each row's
+//!   statistics; [`norm_backward`] and [`norm_params`]: the gradients of
+//!   its input and of its weight and bias.
 //!
-//! Rows are the middle dim of `[outer, n, inner]`; the scalars are
-//! `rows, n, inner, queries, causal, scale, take_log` (and the forward's
-//! `masked` value), as `blaze_spec::rows` documents.
+//! A softmax's rows are the middle dim of `[outer, n, inner]`, a norm's
+//! the last dim; [`softmax_args`] and [`norm_args`] give the scalars, as
+//! `blaze_spec::rows` documents them.
 
 use crate::backend::SoftmaxOptions;
 use crate::kernel::ScalarArg;
@@ -42,4 +45,25 @@ pub fn softmax_args(shape: &[usize], dim: usize, o: SoftmaxOptions) -> (usize, [
         masked.into(),
     ];
     (rows, scalars)
+}
+
+/// A norm of a tensor of `shape` over its last dim as [`norm`]'s kernel
+/// takes it: the rows, the row's length, and the scalars `rows, n, centre,
+/// eps, has_w, has_b`. [`norm_backward`] takes `rows, n, centre, has_w`,
+/// [`norm_params`] `rows, n`.
+pub fn norm_args(shape: &[usize], eps: f64, centre: bool, has_w: bool, has_b: bool) -> (usize, usize, [ScalarArg; 6]) {
+    let n = shape.last().copied().unwrap_or(1);
+    let rows = shape.iter().product::<usize>() / n.max(1);
+    let word = |x: usize| {
+        u32::try_from(x).unwrap_or_else(|_| panic!("norm: {shape:?} has {x} rows or entries, past 32-bit sizes"))
+    };
+    let scalars = [
+        word(rows).into(),
+        word(n).into(),
+        u32::from(centre).into(),
+        (eps as f32).into(),
+        u32::from(has_w).into(),
+        u32::from(has_b).into(),
+    ];
+    (rows, n, scalars)
 }

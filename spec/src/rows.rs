@@ -12,7 +12,7 @@
 //! Rows are the middle dim of `[outer, n, inner]`: row `j` starts at
 //! `(j / inner) * n * inner + j % inner` and steps by `inner`. With a
 //! causal mask (then `inner` is 1) row `j` sees its first
-//! `j % queries + 1` entries.
+//! `j % queries + 1` entries. The norms' rows are the last dim.
 
 /// One row op: its kernel's name (the source's function) and source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,5 +173,197 @@ fn softmax_backward(g: &[f32], y: &[f32], out: &mut [f32], rows: u32, n: u32, in
 "#,
 };
 
+/// LayerNorm (`centre` 1) or RMSNorm over rows of `n` (the last dim):
+/// the mean (0 for RMSNorm) and the mean square of the deviations as tree
+/// sums, then `(x - mean) rstd w + b` with `rstd = 1 / sqrt(var + eps)`,
+/// `w` and `b` read only where `has_w` and `has_b` say they exist; the
+/// row's statistics `(mean, rstd)` go to `stats`, which the backward reads.
+pub const NORM: RowKernel = RowKernel {
+    name: "norm",
+    source: r#"
+/// LayerNorm or RMSNorm along rows; see `blaze_spec::rows::NORM`.
+#[workgroup(64)]
+fn norm(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], rows: u32, n: u32, centre: u32, eps: f32, has_w: u32, has_b: u32) {
+    let lane = local_id();
+    #[shared]
+    let part: [f32; 64];
+    let mut row = workgroup_id();
+    while row < rows {
+        let base = row * n;
+        let mut acc = 0.0;
+        let mut k = lane;
+        while k < n {
+            acc += x[base + k];
+            k += 64;
+        }
+        part[lane] = acc;
+        barrier();
+        let mut stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                part[lane] += part[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        let mut mean = 0.0;
+        if centre == 1 {
+            mean = part[0] / (n as f32);
+        }
+        barrier();
+        acc = 0.0;
+        k = lane;
+        while k < n {
+            let d = x[base + k] - mean;
+            acc += d * d;
+            k += 64;
+        }
+        part[lane] = acc;
+        barrier();
+        stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                part[lane] += part[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        let rstd = 1.0 / sqrt(part[0] / (n as f32) + eps);
+        barrier();
+        k = lane;
+        while k < n {
+            let mut y = (x[base + k] - mean) * rstd;
+            if has_w == 1 {
+                y = y * w[k];
+            }
+            if has_b == 1 {
+                y = y + b[k];
+            }
+            out[base + k] = y;
+            k += 64;
+        }
+        if lane == 0 {
+            stats[2 * row] = mean;
+            stats[2 * row + 1] = rstd;
+        }
+        row += num_workgroups();
+    }
+}
+"#,
+};
+
+/// The input's gradient of [`NORM`] from the output's gradient `g`, the
+/// input and its statistics: with `gx = g w` and `x̂ = (x - mean) rstd`,
+/// `rstd (gx - mean(gx) - x̂ mean(gx x̂))` (no `mean(gx)` term without
+/// `centre`), both means as tree sums.
+pub const NORM_BACKWARD: RowKernel = RowKernel {
+    name: "norm_backward",
+    source: r#"
+/// The input's gradient of a norm along rows; see `blaze_spec::rows::NORM_BACKWARD`.
+#[workgroup(64)]
+fn norm_backward(g: &[f32], x: &[f32], stats: &[f32], w: &[f32], dx: &mut [f32], rows: u32, n: u32, centre: u32, has_w: u32) {
+    let lane = local_id();
+    #[shared]
+    let part: [f32; 64];
+    #[shared]
+    let part2: [f32; 64];
+    let mut row = workgroup_id();
+    while row < rows {
+        let base = row * n;
+        let mean = stats[2 * row];
+        let rstd = stats[2 * row + 1];
+        let mut s1 = 0.0;
+        let mut s2 = 0.0;
+        let mut k = lane;
+        while k < n {
+            let mut gx = g[base + k];
+            if has_w == 1 {
+                gx = gx * w[k];
+            }
+            s1 += gx;
+            s2 += gx * (x[base + k] - mean) * rstd;
+            k += 64;
+        }
+        part[lane] = s1;
+        part2[lane] = s2;
+        barrier();
+        let mut stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                part[lane] += part[lane + stride];
+                part2[lane] += part2[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        let mut a = 0.0;
+        if centre == 1 {
+            a = part[0] / (n as f32);
+        }
+        let c = part2[0] / (n as f32);
+        barrier();
+        k = lane;
+        while k < n {
+            let at = base + k;
+            let mut gx = g[at];
+            if has_w == 1 {
+                gx = gx * w[k];
+            }
+            dx[at] = rstd * (gx - a - (x[at] - mean) * rstd * c);
+            k += 64;
+        }
+        row += num_workgroups();
+    }
+}
+"#,
+};
+
+/// The weight's and bias's gradients of [`NORM`]: per column of the `n`
+/// (a workgroup each), `sum(g x̂)` and `sum(g)` over the rows as tree sums.
+pub const NORM_PARAMS: RowKernel = RowKernel {
+    name: "norm_params",
+    source: r#"
+/// The weight's and bias's gradients of a norm; see `blaze_spec::rows::NORM_PARAMS`.
+#[workgroup(64)]
+fn norm_params(g: &[f32], x: &[f32], stats: &[f32], dw: &mut [f32], db: &mut [f32], rows: u32, n: u32) {
+    let lane = local_id();
+    #[shared]
+    let part: [f32; 64];
+    #[shared]
+    let part2: [f32; 64];
+    let mut col = workgroup_id();
+    while col < n {
+        let mut sw = 0.0;
+        let mut sb = 0.0;
+        let mut r = lane;
+        while r < rows {
+            let at = r * n + col;
+            sw += g[at] * (x[at] - stats[2 * r]) * stats[2 * r + 1];
+            sb += g[at];
+            r += 64;
+        }
+        part[lane] = sw;
+        part2[lane] = sb;
+        barrier();
+        let mut stride = 32;
+        while stride > 0 {
+            if lane < stride {
+                part[lane] += part[lane + stride];
+                part2[lane] += part2[lane + stride];
+            }
+            barrier();
+            stride = stride / 2;
+        }
+        if lane == 0 {
+            dw[col] = part[0];
+            db[col] = part2[0];
+        }
+        barrier();
+        col += num_workgroups();
+    }
+}
+"#,
+};
+
 /// Every row op, in the order `blaze_runtime::rows` lists them.
-pub const ROWS: &[RowKernel] = &[SOFTMAX, SOFTMAX_BACKWARD];
+pub const ROWS: &[RowKernel] = &[SOFTMAX, SOFTMAX_BACKWARD, NORM, NORM_BACKWARD, NORM_PARAMS];

@@ -321,14 +321,85 @@ fn the_gpu_row_kernels_compute_the_cpus_softmax() {
             let u = |i: usize| scalar_u32(&s[i]);
             let mut y = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
             let groups = rows as u32;
-            rows::softmax::launch(groups, &x, &mut y, u(0), u(1), u(2), u(3), u(4), scalar_f32(&s[5]), u(6), scalar_f32(&s[7]));
+            rows::softmax::launch(
+                groups,
+                &x,
+                &mut y,
+                u(0),
+                u(1),
+                u(2),
+                u(3),
+                u(4),
+                scalar_f32(&s[5]),
+                u(6),
+                scalar_f32(&s[7]),
+            );
             let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax(x.storage(), dim, o));
             let what = format!("softmax over dim {dim} (log {log}, causal {causal})");
             assert_close(&what, &y.to_vec::<f32>(), &want.to_vec::<f32>());
             let mut d = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
-            rows::softmax_backward::launch(groups, &g, &y, &mut d, u(0), u(1), u(2), u(3), u(4), scalar_f32(&s[5]), u(6));
+            rows::softmax_backward::launch(
+                groups,
+                &g,
+                &y,
+                &mut d,
+                u(0),
+                u(1),
+                u(2),
+                u(3),
+                u(4),
+                scalar_f32(&s[5]),
+                u(6),
+            );
             let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax_backward(g.storage(), want.storage(), dim, o));
             assert_close(&format!("{what} backward"), &d.to_vec::<f32>(), &want.to_vec::<f32>());
+        }
+    }
+}
+
+/// The norm row kernels, on the CPU's workgroup emulation, compute the
+/// CPU backend's LayerNorm, RMSNorm and their gradients.
+#[test]
+fn the_gpu_norm_kernels_compute_the_cpus_norms() {
+    use blaze::runtime::backend::Composites;
+    use blaze::runtime::kernel::ScalarArg;
+    use blaze::runtime::rows;
+    let word = |s: &ScalarArg| match s {
+        ScalarArg::U32(v) => *v,
+        other => panic!("expected a u32, got {other:?}"),
+    };
+    let (x, g) = (matrix(5, 90, 5).mul_scalar(3.0).add_scalar(1.0), matrix(5, 90, 6));
+    let (w, b) = (matrix(1, 90, 7).reshape::<1>([90]), matrix(1, 90, 8).reshape::<1>([90]));
+    for centre in [true, false] {
+        for with_params in [true, false] {
+            let (rows_, n, s) = rows::norm_args(&x.shape(), 1e-5, centre, with_params, with_params);
+            let mut y = Tensor::<Cpu, 2>::zeros([5, 90], &CpuDevice);
+            let mut stats = Tensor::<Cpu, 2>::zeros([5, 2], &CpuDevice);
+            let eps = match s[3] {
+                ScalarArg::F32(v) => v,
+                other => panic!("expected an f32, got {other:?}"),
+            };
+            let groups = rows_ as u32;
+            let [r, nn, c, hw, hb] = [word(&s[0]), word(&s[1]), word(&s[2]), word(&s[4]), word(&s[5])];
+            // Without parameters the flags say not to read them.
+            rows::norm::launch(groups, &x, &w, &b, &mut y, &mut stats, r, nn, c, eps, hw, hb);
+            let (ws, bs) = (with_params.then(|| w.storage()), with_params.then(|| b.storage()));
+            let [want, want_stats] = Cpu::norm(x.storage(), ws, bs, 1e-5, centre);
+            let what = format!("norm (centre {centre}, weight and bias {with_params})");
+            let cpu =
+                |s: <Cpu as blaze::runtime::Primitives>::Storage| Tensor::<Cpu, 2>::from_storage(s).to_vec::<f32>();
+            assert_close(&what, &y.to_vec::<f32>(), &cpu(want));
+            assert_close(&format!("{what} statistics"), &stats.to_vec::<f32>(), &cpu(want_stats));
+            let mut dx = Tensor::<Cpu, 2>::zeros([5, 90], &CpuDevice);
+            rows::norm_backward::launch(groups, &g, &x, &stats, &w, &mut dx, r, nn, c, hw);
+            let (mut dw, mut db) = (Tensor::<Cpu, 1>::zeros([n], &CpuDevice), Tensor::<Cpu, 1>::zeros([n], &CpuDevice));
+            rows::norm_params::launch(n as u32, &g, &x, &stats, &mut dw, &mut db, r, nn);
+            let [wdx, wdw, wdb] = Cpu::norm_backward(g.storage(), x.storage(), stats.storage(), ws, centre);
+            let flat =
+                |s: <Cpu as blaze::runtime::Primitives>::Storage| Tensor::<Cpu, 1>::from_storage(s).to_vec::<f32>();
+            assert_close(&format!("{what} input gradient"), &dx.to_vec::<f32>(), &cpu(wdx));
+            assert_close(&format!("{what} weight gradient"), &dw.to_vec::<f32>(), &flat(wdw));
+            assert_close(&format!("{what} bias gradient"), &db.to_vec::<f32>(), &flat(wdb));
         }
     }
 }

@@ -614,6 +614,44 @@ pub fn softmax_family<B: Backend>(dev: &B::Device) {
     attention::<B>(dev);
 }
 
+/// LayerNorm and RMSNorm, and their gradients, over rows longer than a
+/// GPU workgroup and over more rows (and, for the parameters' gradients,
+/// more columns) than a GPU grid holds in one dimension, against the
+/// composed norm.
+fn long_and_many_norm_rows<B: Backend>(dev: &B::Device) {
+    use crate::backend::{composed_norm, composed_norm_backward};
+    for (rows, n) in [(3usize, 200usize), (66_000, 2), (2, 66_000)] {
+        let xs: Vec<f64> = (0..rows * n).map(|i| ((i * 13) % 17) as f64 * 0.3 - 2.0).collect();
+        let gs: Vec<f64> = (0..rows * n).map(|i| ((i * 7) % 5) as f64 * 0.4 - 0.9).collect();
+        let ws: Vec<f64> = (0..n).map(|i| 0.5 + (i % 10) as f64 * 0.1).collect();
+        let x = tensor::<B, 2>(&xs, [rows, n], DType::F32, dev);
+        let g = tensor::<B, 2>(&gs, [rows, n], DType::F32, dev);
+        let (w, b) = (tensor::<B, 1>(&ws, [n], DType::F32, dev), tensor::<B, 1>(&ws, [n], DType::F32, dev));
+        // Sums of up to 66 000 terms in f32.
+        let tol = tolerance(DType::F32, true);
+        let storage = |t: &Tensor<B, 1>| t.storage().clone();
+        for centre in [true, false] {
+            let what = format!("norm of [{rows}, {n}] (centre {centre})");
+            let (y, stats) = x.norm_with_stats(Some(&w), Some(&b), 1e-5, centre);
+            let [cy, cstats] = composed_norm::<B>(x.storage(), Some(&storage(&w)), Some(&storage(&b)), 1e-5, centre);
+            assert_close(&what, &y, &super::values(&Tensor::<B, 2>::from_storage(cy)), &[rows, n], tol);
+            let cstats = super::values(&Tensor::<B, 2>::from_storage(cstats));
+            assert_close(&format!("{what} statistics"), &stats, &cstats, &[rows, 2], tol);
+            let (dx, dw, db) = g.norm_backward(&x, &stats, Some(&w), centre);
+            let [cdx, cdw, cdb] =
+                composed_norm_backward::<B>(g.storage(), x.storage(), stats.storage(), Some(&storage(&w)), centre);
+            let cdx = super::values(&Tensor::<B, 2>::from_storage(cdx));
+            assert_close(&format!("{what} input gradient"), &dx, &cdx, &[rows, n], tol);
+            let (cdw, cdb) = (Tensor::<B, 1>::from_storage(cdw), Tensor::<B, 1>::from_storage(cdb));
+            // Sums over many rows: compared as the sums they are.
+            let k = (rows as f64).sqrt();
+            let loose = (tol.0 * k, tol.1 * k);
+            assert_close(&format!("{what} weight gradient"), &dw, &super::values(&cdw), &[n], loose);
+            assert_close(&format!("{what} bias gradient"), &db, &super::values(&cdb), &[n], loose);
+        }
+    }
+}
+
 /// Softmax and its backward over rows longer than a GPU workgroup and
 /// over more rows than a GPU grid holds in one dimension (the GPU
 /// backends' row kernels stride past both), against the definition.
@@ -702,6 +740,7 @@ fn attention<B: Backend>(dev: &B::Device) {
 /// and backward) against their compositions of primitives, with and
 /// without weight and bias, on a strided input too.
 pub fn normalisation<B: Backend>(dev: &B::Device) {
+    long_and_many_norm_rows::<B>(dev);
     use crate::backend::{composed_norm, composed_norm_backward};
     let shape = [3usize, 2, 20];
     let xs: Vec<f64> = (0..120).map(|i| ((i * 13) % 17) as f64 * 0.3 - 2.0).collect();

@@ -46,7 +46,7 @@ pub(crate) mod kernels;
 mod matmul;
 mod optim;
 mod reduce;
-mod softmax;
+mod rows;
 #[cfg(test)]
 mod testing;
 
@@ -823,7 +823,7 @@ impl Composites for CubeNative {
     ) -> [CubeStorage; 2] {
         let (w, b) = (wide(weight), wide(bias));
         let h = x.dtype;
-        composed::composed_norm::<Self>(&x.widen(), w.as_ref(), b.as_ref(), eps, centre).map(|t| t.narrow(h))
+        rows::norm(float("norm", &x.widen()), w.as_ref(), b.as_ref(), eps, centre).map(|t| t.narrow(h))
     }
 
     fn norm_backward(
@@ -834,22 +834,21 @@ impl Composites for CubeNative {
         centre: bool,
     ) -> [CubeStorage; 3] {
         let (w, h) = (wide(weight), g.dtype);
-        composed::composed_norm_backward::<Self>(&g.widen(), &x.widen(), &stats.widen(), w.as_ref(), centre)
-            .map(|t| t.narrow(h))
+        rows::norm_backward(&g.widen(), &x.widen(), &stats.widen(), w.as_ref(), centre).map(|t| t.narrow(h))
     }
 
     fn softmax(x: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
         if let Some(h) = half(x) {
             return Self::softmax(&x.widen(), dim, o).narrow(h);
         }
-        softmax::softmax(float("softmax", x), dim, o)
+        rows::softmax(float("softmax", x), dim, o)
     }
 
     fn softmax_backward(g: &CubeStorage, y: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
         if let Some(h) = half(g) {
             return Self::softmax_backward(&g.widen(), &y.widen(), dim, o).narrow(h);
         }
-        softmax::softmax_backward(float("softmax_backward", g), float("softmax_backward", y), dim, o)
+        rows::softmax_backward(float("softmax_backward", g), float("softmax_backward", y), dim, o)
     }
 }
 

@@ -673,6 +673,8 @@ impl Composites for WgpuNative {
         (*p, *m, *v) = (po, mo, vo);
     }
 
+    /// The runtime's row kernels (`blaze_runtime::rows::norm`), which the
+    /// CubeCL backend runs too.
     fn norm(
         x: &WgpuStorage,
         weight: Option<&WgpuStorage>,
@@ -681,34 +683,19 @@ impl Composites for WgpuNative {
         centre: bool,
     ) -> [WgpuStorage; 2] {
         let x = native("norm", x);
-        let n = *x.shape.last().expect("the runtime checked the rank");
-        let rows = x.numel() / n.max(1);
+        let (rows, n, scalars) = rows::norm_args(&x.shape, eps, centre, weight.is_some(), bias.is_some());
         let mut stats_shape = x.shape.clone();
-        *stats_shape.last_mut().expect("rank 1 or more") = 2;
+        *stats_shape.last_mut().expect("the runtime checked the rank") = 2;
         let (out, stats) =
             (WgpuStorage::new(&x.device, &x.shape, DType::F32), WgpuStorage::new(&x.device, &stats_shape, DType::F32));
         if rows > 0 && n > 0 {
-            let device = &x.device;
-            let pipeline = device.compile("norm", "norm", shaders::norm, "main");
             // An absent parameter binds the input in its place; the flags say not to read it.
             let (w, b) = (
                 weight.map_or(x.buffer(), |w| native("norm", w).buffer()),
                 bias.map_or(x.buffer(), |b| native("norm", b).buffer()),
             );
-            let params = [
-                u(rows),
-                u(n),
-                u32::from(centre),
-                (eps as f32).to_bits(),
-                u32::from(weight.is_some()),
-                u32::from(bias.is_some()),
-            ];
-            device.dispatch(
-                &pipeline,
-                &[x.buffer(), w, b, out.buffer(), stats.buffer()],
-                &params,
-                grid(device, rows, 1),
-            );
+            let bound = [x.buffer(), w, b, out.buffer(), stats.buffer()];
+            kernels::rows::<rows::norm::Kernel>(&x.device, rows, &bound, &scalars);
         }
         [out, stats]
     }
@@ -721,24 +708,20 @@ impl Composites for WgpuNative {
         centre: bool,
     ) -> [WgpuStorage; 3] {
         let (g, x, stats) = (native("norm_backward", g), native("norm_backward", x), native("norm_backward", stats));
-        let n = *x.shape.last().expect("the runtime checked the rank");
-        let rows = x.numel() / n.max(1);
+        let (rows, n, scalars) = rows::norm_args(&x.shape, 0.0, centre, weight.is_some(), false);
         let device = &x.device;
         let dx = WgpuStorage::new(device, &x.shape, DType::F32);
         let (dw, db) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n], DType::F32));
-        if rows > 0 && n > 0 {
-            let w = weight.map_or(x.buffer(), |w| native("norm_backward", w).buffer());
-            let pipeline = device.compile("norm_backward", "norm_backward", shaders::norm_backward, "main");
-            let params = [u(rows), u(n), u32::from(centre), u32::from(weight.is_some())];
-            let bindings = [g.buffer(), x.buffer(), stats.buffer(), w, dx.buffer()];
-            device.dispatch(&pipeline, &bindings, &params, grid(device, rows, 1));
-            let pipeline = device.compile("norm_params", "norm_params", shaders::norm_params, "main");
-            let bindings = [g.buffer(), x.buffer(), stats.buffer(), dw.buffer(), db.buffer()];
-            device.dispatch(&pipeline, &bindings, &[u(rows), u(n)], grid(device, n, 1));
-        } else {
+        if rows == 0 || n == 0 {
             let zeros = |t: &WgpuStorage| <Self as Primitives>::full(&t.shape, 0.0, DType::F32, device);
             return [dx, zeros(&dw), zeros(&db)];
         }
+        let w = weight.map_or(x.buffer(), |w| native("norm_backward", w).buffer());
+        let bound = [g.buffer(), x.buffer(), stats.buffer(), w, dx.buffer()];
+        let [r, n_, centre, _, has_w, _] = scalars;
+        kernels::rows::<rows::norm_backward::Kernel>(device, rows, &bound, &[r, n_, centre, has_w]);
+        let bound = [g.buffer(), x.buffer(), stats.buffer(), dw.buffer(), db.buffer()];
+        kernels::rows::<rows::norm_params::Kernel>(device, n, &bound, &[r, n_]);
         [dx, dw, db]
     }
 
