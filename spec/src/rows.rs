@@ -1,6 +1,7 @@
 //! The row ops the GPU backends run, each written once as a `kernel!`
 //! general kernel: one workgroup per row (striding over rows past the
-//! device's grid), the row's reductions as trees in shared memory.
+//! device's grid), the row's reductions as trees in shared memory
+//! (`workgroup_sum`, `workgroup_max`).
 //!
 //! `blaze-macros` prints every entry for the runtime (`blaze_runtime::rows`:
 //! the kernel's WGSL, which the wgpu backend runs, and the CPU code that
@@ -35,8 +36,6 @@ pub const SOFTMAX: RowKernel = RowKernel {
 #[workgroup(64)]
 fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u32, causal: u32, scale: f32, take_log: u32, masked: f32) {
     let lane = local_id();
-    #[shared]
-    let part: [f32; 64];
     let mut j = workgroup_id();
     while j < rows {
         let base = (j / inner) * n * inner + j % inner;
@@ -54,36 +53,14 @@ fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u
             m = max(m, x[base + k * inner] * scale);
             k += 64;
         }
-        part[lane] = m;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] = max(part[lane], part[lane + stride]);
-            }
-            barrier();
-            stride = stride / 2;
-        }
-        let top = part[0];
-        barrier();
+        let top = workgroup_max(m);
         let mut acc = 0.0;
         k = lane;
         while k < seen {
             acc += exp(x[base + k * inner] * scale - top);
             k += 64;
         }
-        part[lane] = acc;
-        barrier();
-        stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
-        let total = part[0];
-        barrier();
+        let total = workgroup_sum(acc);
         // A row of -inf only: the max is -inf (below every finite f32).
         let empty = top < -3.4028235e38;
         k = lane;
@@ -118,8 +95,6 @@ pub const SOFTMAX_BACKWARD: RowKernel = RowKernel {
 #[workgroup(64)]
 fn softmax_backward(g: &[f32], y: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u32, causal: u32, scale: f32, take_log: u32) {
     let lane = local_id();
-    #[shared]
-    let part: [f32; 64];
     let mut j = workgroup_id();
     while j < rows {
         let base = (j / inner) * n * inner + j % inner;
@@ -141,18 +116,7 @@ fn softmax_backward(g: &[f32], y: &[f32], out: &mut [f32], rows: u32, n: u32, in
             }
             k += 64;
         }
-        part[lane] = acc;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
-        let total = part[0];
-        barrier();
+        let total = workgroup_sum(acc);
         k = lane;
         while k < n {
             let at = base + k * inner;
@@ -185,8 +149,6 @@ pub const NORM: RowKernel = RowKernel {
 #[workgroup(64)]
 fn norm(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], rows: u32, n: u32, centre: u32, eps: f32, has_w: u32, has_b: u32) {
     let lane = local_id();
-    #[shared]
-    let part: [f32; 64];
     let mut row = workgroup_id();
     while row < rows {
         let base = row * n;
@@ -196,21 +158,11 @@ fn norm(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], row
             acc += x[base + k];
             k += 64;
         }
-        part[lane] = acc;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
+        let sum = workgroup_sum(acc);
         let mut mean = 0.0;
         if centre == 1 {
-            mean = part[0] / (n as f32);
+            mean = sum / (n as f32);
         }
-        barrier();
         acc = 0.0;
         k = lane;
         while k < n {
@@ -218,18 +170,8 @@ fn norm(x: &[f32], w: &[f32], b: &[f32], out: &mut [f32], stats: &mut [f32], row
             acc += d * d;
             k += 64;
         }
-        part[lane] = acc;
-        barrier();
-        stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
-        let rstd = 1.0 / sqrt(part[0] / (n as f32) + eps);
-        barrier();
+        let squares = workgroup_sum(acc);
+        let rstd = 1.0 / sqrt(squares / (n as f32) + eps);
         k = lane;
         while k < n {
             let mut y = (x[base + k] - mean) * rstd;
@@ -263,10 +205,6 @@ pub const NORM_BACKWARD: RowKernel = RowKernel {
 #[workgroup(64)]
 fn norm_backward(g: &[f32], x: &[f32], stats: &[f32], w: &[f32], dx: &mut [f32], rows: u32, n: u32, centre: u32, has_w: u32) {
     let lane = local_id();
-    #[shared]
-    let part: [f32; 64];
-    #[shared]
-    let part2: [f32; 64];
     let mut row = workgroup_id();
     while row < rows {
         let base = row * n;
@@ -284,24 +222,13 @@ fn norm_backward(g: &[f32], x: &[f32], stats: &[f32], w: &[f32], dx: &mut [f32],
             s2 += gx * (x[base + k] - mean) * rstd;
             k += 64;
         }
-        part[lane] = s1;
-        part2[lane] = s2;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-                part2[lane] += part2[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
+        let t1 = workgroup_sum(s1);
+        let t2 = workgroup_sum(s2);
         let mut a = 0.0;
         if centre == 1 {
-            a = part[0] / (n as f32);
+            a = t1 / (n as f32);
         }
-        let c = part2[0] / (n as f32);
-        barrier();
+        let c = t2 / (n as f32);
         k = lane;
         while k < n {
             let at = base + k;
@@ -327,10 +254,6 @@ pub const NORM_PARAMS: RowKernel = RowKernel {
 #[workgroup(64)]
 fn norm_params(g: &[f32], x: &[f32], stats: &[f32], dw: &mut [f32], db: &mut [f32], rows: u32, n: u32) {
     let lane = local_id();
-    #[shared]
-    let part: [f32; 64];
-    #[shared]
-    let part2: [f32; 64];
     let mut col = workgroup_id();
     while col < n {
         let mut sw = 0.0;
@@ -342,23 +265,12 @@ fn norm_params(g: &[f32], x: &[f32], stats: &[f32], dw: &mut [f32], db: &mut [f3
             sb += g[at];
             r += 64;
         }
-        part[lane] = sw;
-        part2[lane] = sb;
-        barrier();
-        let mut stride = 32;
-        while stride > 0 {
-            if lane < stride {
-                part[lane] += part[lane + stride];
-                part2[lane] += part2[lane + stride];
-            }
-            barrier();
-            stride = stride / 2;
-        }
+        let tw = workgroup_sum(sw);
+        let tb = workgroup_sum(sb);
         if lane == 0 {
-            dw[col] = part[0];
-            db[col] = part2[0];
+            dw[col] = tw;
+            db[col] = tb;
         }
-        barrier();
         col += num_workgroups();
     }
 }

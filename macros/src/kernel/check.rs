@@ -240,7 +240,7 @@ impl<'a> Check<'a> {
                     self.k.vars[*v].ty = t;
                 }
             }
-            Stmt::Barrier(_) => {}
+            Stmt::Barrier(..) => {}
             Stmt::Assign(v, index, op, value, span) => {
                 let var = self.k.vars[*v].clone();
                 let vt = self.ty(value);
@@ -386,12 +386,14 @@ impl<'a> Check<'a> {
     fn barriers(&mut self, stmts: &[Stmt], divergent: Option<Span>) {
         for s in stmts {
             match s {
-                Stmt::Barrier(span) => {
+                Stmt::Barrier(span, what) => {
                     if let Some(at) = divergent {
                         let mut e = err(
                             *span,
-                            "`barrier()` in divergent control flow: every invocation of a workgroup must reach the same \
-                             barriers, and this one sits under a condition that differs between invocations",
+                            format!(
+                                "{what} in divergent control flow: every invocation of a workgroup must reach the same \
+                                 barriers, and this one sits under a condition that differs between invocations"
+                            ),
                         );
                         e.combine(err(at, "this condition depends on the invocation (an id, a loaded value)"));
                         self.errors.push(e);

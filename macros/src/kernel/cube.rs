@@ -220,7 +220,7 @@ fn stmt(k: &Kernel, s: &Stmt) -> TokenStream {
             let (id, a, b, body) = (var(*v), expr(k, a), expr(k, b), block(k, body));
             quote!(for #id in #a..#b { #body })
         }
-        Stmt::Barrier(_) => quote!(sync_cube();),
+        Stmt::Barrier(..) => quote!(sync_cube();),
     }
 }
 

@@ -369,13 +369,15 @@ pub enum Stmt {
     If(Expr, Vec<Stmt>, Vec<Stmt>),
     While(Expr, Vec<Stmt>),
     For(usize, Expr, Expr, Vec<Stmt>),
-    Barrier(Span),
+    /// A barrier, and what the user wrote: `barrier()`, or the reduction
+    /// (`workgroup_sum`) it is part of.
+    Barrier(Span, &'static str),
 }
 
 impl Stmt {
     pub fn has_barrier(&self) -> bool {
         match self {
-            Stmt::Barrier(_) => true,
+            Stmt::Barrier(..) => true,
             Stmt::If(_, a, b) => a.iter().chain(b).any(Stmt::has_barrier),
             Stmt::While(_, b) | Stmt::For(_, _, _, b) => b.iter().any(Stmt::has_barrier),
             Stmt::Let(..) | Stmt::Assign(..) => false,

@@ -279,7 +279,11 @@ fn a_general_kernel_checks_and_prints_valid_wgsl() {
 #[test]
 fn the_checker_reports_general_misuse_with_the_form_s_types() {
     // A barrier under a condition on the invocation id.
-    let mut k = general(vec![Stmt::If(bin(Bin::Lt, var(3), var(2)), vec![Stmt::Barrier(Span::call_site())], vec![])]);
+    let mut k = general(vec![Stmt::If(
+        bin(Bin::Lt, var(3), var(2)),
+        vec![Stmt::Barrier(Span::call_site(), "`barrier()`")],
+        vec![],
+    )]);
     let mut errors = Vec::new();
     assert!(!check::check(&mut k, &mut errors));
     assert!(errors[0].to_string().starts_with("`barrier()` in divergent control flow"), "{errors:?}");

@@ -13,13 +13,16 @@ use crate::kernel::lower::{assign_op, bin_op};
 
 pub(super) struct Lower<'a> {
     k: &'a mut Kernel,
+    /// What a `barrier()` lowered now stands for in messages: itself, or
+    /// the reduction being expanded.
+    barrier_name: &'static str,
     scopes: Vec<Vec<(String, usize)>>,
     errors: &'a mut Vec<syn::Error>,
 }
 
 impl<'a> Lower<'a> {
     pub(super) fn new(k: &'a mut Kernel, errors: &'a mut Vec<syn::Error>) -> Self {
-        Lower { k, scopes: vec![Vec::new()], errors }
+        Lower { k, barrier_name: "`barrier()`", scopes: vec![Vec::new()], errors }
     }
 
     fn declare(&mut self, name: String, ty: Ty, kind: Kind) -> usize {
@@ -92,8 +95,73 @@ impl<'a> Lower<'a> {
 
     pub(super) fn block(&mut self, stmts: &[syn::Stmt]) -> Vec<Stmt> {
         self.scopes.push(Vec::new());
-        let out = stmts.iter().filter_map(|s| self.stmt(s)).collect();
+        let out = self.stmts(stmts);
         self.scopes.pop();
+        out
+    }
+
+    /// Statements in the current scope; a workgroup reduction
+    /// (`let t = workgroup_sum(v);`) becomes the statements it stands for.
+    fn stmts(&mut self, stmts: &[syn::Stmt]) -> Vec<Stmt> {
+        let mut out = Vec::new();
+        for s in stmts {
+            match reduction(s) {
+                Some((name, kind, value, call)) => out.extend(self.reduce(name, kind, value, call)),
+                None => out.extend(self.stmt(s)),
+            }
+        }
+        out
+    }
+
+    /// `let name = workgroup_sum(value);` (or `workgroup_max`) as a tree in
+    /// a shared array of the workgroup's size: each invocation's value,
+    /// then halving strides, each step behind a barrier, then the total
+    /// for all and a barrier before the array is used again. The
+    /// barriers are checked as written ones: a reduction sits in uniform
+    /// control flow.
+    fn reduce(&mut self, name: &syn::Ident, kind: Reduce, value: &syn::Expr, span: Span) -> Vec<Stmt> {
+        let size = self.k.workgroup.unwrap_or(1);
+        if !size.is_power_of_two() {
+            let msg = format!("`{}` needs a workgroup size that is a power of two, not {size}", kind.name());
+            self.errors.push(err(span, msg));
+            // Bound all the same, so that its uses raise nothing more.
+            let v = self.expr(value);
+            let id = self.declare(name.to_string(), Ty::F32, Kind::Local { mutable: false });
+            return v.map(|v| Stmt::Let(id, v)).into_iter().collect();
+        }
+        // One array for every reduction of the kernel, declared with the
+        // parameters so that every scope sees it.
+        let array = "__reduce";
+        if !self.scopes[0].iter().any(|(n, _)| n == array) {
+            let id = self.k.declare(array.to_owned(), Ty::F32, Kind::Shared { len: size });
+            self.scopes[0].push((array.to_owned(), id));
+        }
+        let a = syn::Ident::new(array, span);
+        let half = syn::LitInt::new(&(size / 2).to_string(), span);
+        let step = match kind {
+            Reduce::Sum => quote::quote_spanned!(span=> #a[local_id()] += #a[local_id() + __stride];),
+            Reduce::Max => quote::quote_spanned!(span=>
+                #a[local_id()] = max(#a[local_id()], #a[local_id() + __stride]);
+            ),
+        };
+        let block: syn::Block = syn::parse_quote_spanned! {span=> {
+            #a[local_id()] = #value;
+            barrier();
+            let mut __stride = #half;
+            while __stride > 0 {
+                if local_id() < __stride {
+                    #step
+                }
+                barrier();
+                __stride = __stride / 2;
+            }
+            let #name = #a[0];
+            barrier();
+        }};
+        // In the current scope: `name` is bound after it.
+        self.barrier_name = kind.quoted();
+        let out = self.stmts(&block.stmts);
+        self.barrier_name = "`barrier()`";
         out
     }
 
@@ -219,7 +287,7 @@ impl<'a> Lower<'a> {
                 if !c.args.is_empty() {
                     self.errors.push(err(c.args.span(), "`barrier()` takes no arguments"));
                 }
-                Some(Stmt::Barrier(span))
+                Some(Stmt::Barrier(span, self.barrier_name))
             }
             syn::Expr::Block(b) => {
                 self.errors.push(err(b.span(), format!("unsupported block: {SUPPORTED}")));
@@ -356,6 +424,13 @@ impl<'a> Lower<'a> {
                     self.errors.push(err(span, "`barrier()` is a statement"));
                     return None;
                 }
+                if [Reduce::Sum, Reduce::Max].into_iter().any(|k| k.name() == name) {
+                    let msg = format!(
+                        "`{name}(v)` is a statement of its own, one value per invocation: `let total = {name}(v);`"
+                    );
+                    self.errors.push(err(span, msg));
+                    return None;
+                }
                 let Some(f) = Intrinsic::ALL.into_iter().find(|i| i.name() == name) else {
                     let names = Intrinsic::ALL.iter().map(|i| i.name()).chain(Id::ALL.iter().map(|i| i.name()));
                     let hint = crate::model::closest(&name, names).map(|c| format!("; did you mean `{c}`?"));
@@ -385,5 +460,44 @@ impl<'a> Lower<'a> {
                 None
             }
         }
+    }
+}
+
+/// A workgroup reduction: what it combines with.
+#[derive(Clone, Copy)]
+enum Reduce {
+    Sum,
+    Max,
+}
+
+impl Reduce {
+    fn name(self) -> &'static str {
+        match self {
+            Reduce::Sum => "workgroup_sum",
+            Reduce::Max => "workgroup_max",
+        }
+    }
+
+    /// As messages name it.
+    fn quoted(self) -> &'static str {
+        match self {
+            Reduce::Sum => "`workgroup_sum`",
+            Reduce::Max => "`workgroup_max`",
+        }
+    }
+}
+
+/// `let name = workgroup_sum(value);` or `workgroup_max`, taken apart.
+fn reduction(s: &syn::Stmt) -> Option<(&syn::Ident, Reduce, &syn::Expr, Span)> {
+    let syn::Stmt::Local(local) = s else { return None };
+    let Pat::Ident(pi) = &local.pat else { return None };
+    let syn::Expr::Call(c) = &*local.init.as_ref()?.expr else { return None };
+    let syn::Expr::Path(p) = &*c.func else { return None };
+    let kind = [Reduce::Sum, Reduce::Max].into_iter().find(|k| p.path.is_ident(k.name()))?;
+    match (c.args.len(), c.args.first()) {
+        (1, Some(value)) if pi.mutability.is_none() && local.attrs.is_empty() => {
+            Some((&pi.ident, kind, value, c.span()))
+        }
+        _ => None,
     }
 }

@@ -24,7 +24,7 @@ use super::wgsl::validate;
 const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared] let name: [f32; N];`, \
                          assignments (also compound ones such as `+=` and `<<=`), indexing buffers and shared arrays, \
                          integer bit operations (`<<` `>>` `&` `|` `^`), `if`/`else`, `while`, `for i in a..b`, \
-                         `barrier()`, `as` casts, `global_id()` `local_id()` \
+                         `barrier()`, `let t = workgroup_sum(v);` and `workgroup_max`, `as` casts, `global_id()` `local_id()` \
                          `workgroup_id()` `num_workgroups()`, and the intrinsics";
 
 /// Workgroup memory, in f32, that every WebGPU device offers (16 KiB).

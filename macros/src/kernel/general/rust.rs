@@ -16,7 +16,7 @@ fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
                 let (id, e) = (format_ident!("v{}", v), expr(k, e));
                 quote!(#id[lane] = #e;)
             }
-            Stmt::Barrier(_) => quote!(),
+            Stmt::Barrier(..) => quote!(),
             Stmt::Assign(v, index, op, e, _) => {
                 let e = expr(k, e);
                 let var = &k.vars[*v];
@@ -85,7 +85,7 @@ fn rust_group(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
             quote!({ let lane = 0usize; #e })
         };
         out.extend(match s {
-            Stmt::Barrier(_) => quote!(),
+            Stmt::Barrier(..) => quote!(),
             Stmt::If(c, a, b) => {
                 let (c, a, b) = (at0(c), rust_group(k, a), rust_group(k, b));
                 quote!(if #c { #a } else { #b })

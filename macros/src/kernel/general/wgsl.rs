@@ -73,7 +73,7 @@ fn wgsl_block(k: &Kernel, stmts: &[Stmt], depth: usize, out: &mut Wgsl) {
                 wgsl_block(k, body, depth + 1, out);
                 out.push_str(&format!("{pad}}}\n"));
             }
-            Stmt::Barrier(_) => out.push_str(&format!("{pad}workgroupBarrier();\n")),
+            Stmt::Barrier(..) => out.push_str(&format!("{pad}workgroupBarrier();\n")),
         }
     }
 }
