@@ -11,9 +11,11 @@
 //! - [`norm`]: LayerNorm or RMSNorm over the last dim, with each row's
 //!   statistics; [`norm_backward`] and [`norm_params`]: the gradients of
 //!   its input and of its weight and bias.
+//! - [`cross_entropy`]: cross-entropy's loss per row and its gradient.
 //!
 //! A softmax's rows are the middle dim of `[outer, n, inner]`, a norm's
-//! the last dim; [`softmax_args`] and [`norm_args`] give the scalars, as
+//! the last dim; [`softmax_args`], [`norm_args`] and [`cross_entropy_args`]
+//! give the scalars, as
 //! `blaze_spec::rows` documents them.
 
 use crate::backend::SoftmaxOptions;
@@ -66,4 +68,29 @@ pub fn norm_args(shape: &[usize], eps: f64, centre: bool, has_w: bool, has_b: bo
         u32::from(has_b).into(),
     ];
     (rows, n, scalars)
+}
+
+/// Cross-entropy of `[n, c]` logits as [`cross_entropy`]'s kernel takes it:
+/// the scalars `rows, c, keep, spread, scale, ignore, nan`, or `None` for
+/// an `ignore_index` past i32 (the kernel compares targets as i32).
+pub fn cross_entropy_args(
+    n: usize,
+    c: usize,
+    smoothing: f64,
+    ignore_index: i64,
+    grad_scale: f64,
+) -> Option<[ScalarArg; 7]> {
+    let ignore = i32::try_from(ignore_index).ok()?;
+    let word =
+        |x: usize| u32::try_from(x).unwrap_or_else(|_| panic!("cross_entropy: [{n}, {c}] logits, past 32-bit sizes"));
+    let f = |v: f64| ScalarArg::from(v as f32);
+    Some([
+        word(n).into(),
+        word(c).into(),
+        f(1.0 - smoothing),
+        f(smoothing / c as f64),
+        f(grad_scale),
+        ignore.into(),
+        f32::NAN.into(),
+    ])
 }

@@ -277,5 +277,82 @@ fn norm_params(g: &[f32], x: &[f32], stats: &[f32], dw: &mut [f32], db: &mut [f3
 "#,
 };
 
+/// Cross-entropy with its gradient, a row of `c` logits `z` per target
+/// class `tg` (as f32: the devices hold no i64): with the target
+/// distribution `q = keep onehot + spread`, the loss `logsumexp(z) - Σ q z`
+/// and the gradient `(softmax(z) - q) scale`, both 0 in a row whose
+/// target is `ignore`, and `nan` (NaN) in a row with a NaN logit.
+pub const CROSS_ENTROPY: RowKernel = RowKernel {
+    name: "cross_entropy",
+    source: r#"
+/// Cross-entropy and its gradient along rows; see `blaze_spec::rows::CROSS_ENTROPY`.
+#[workgroup(64)]
+fn cross_entropy(z: &[f32], tg: &[f32], loss: &mut [f32], grad: &mut [f32], rows: u32, c: u32, keep: f32, spread: f32, scale: f32, ignore: i32, nan: f32) {
+    let lane = local_id();
+    let mut j = workgroup_id();
+    while j < rows {
+        let base = j * c;
+        let t = tg[j] as i32;
+        let left_out = t == ignore;
+        let mut ti = 0u32;
+        if t > 0 {
+            ti = t as u32;
+        }
+        if ti > c - 1 {
+            ti = c - 1;
+        }
+        let mut m = z[base];
+        let mut bad = 0.0;
+        let mut k = lane;
+        while k < c {
+            let v = z[base + k];
+            m = max(m, v);
+            if v != v {
+                bad = 1.0;
+            }
+            k += 64;
+        }
+        let top = workgroup_max(m);
+        let mut e = 0.0;
+        let mut zs = 0.0;
+        k = lane;
+        while k < c {
+            let v = z[base + k];
+            e += exp(v - top);
+            zs += v;
+            k += 64;
+        }
+        let total = workgroup_sum(e);
+        let sum_z = workgroup_sum(zs);
+        let nans = workgroup_sum(bad);
+        k = lane;
+        while k < c {
+            let mut g = exp(z[base + k] - top) / total * scale - spread * scale;
+            if k == ti {
+                g = g - keep * scale;
+            }
+            if left_out {
+                g = 0.0;
+            } else if nans > 0.0 {
+                g = nan;
+            }
+            grad[base + k] = g;
+            k += 64;
+        }
+        if lane == 0 {
+            let mut l = top + log(total) - keep * z[base + ti] - spread * sum_z;
+            if left_out {
+                l = 0.0;
+            } else if nans > 0.0 {
+                l = nan;
+            }
+            loss[j] = l;
+        }
+        j += num_workgroups();
+    }
+}
+"#,
+};
+
 /// Every row op, in the order `blaze_runtime::rows` lists them.
-pub const ROWS: &[RowKernel] = &[SOFTMAX, SOFTMAX_BACKWARD, NORM, NORM_BACKWARD, NORM_PARAMS];
+pub const ROWS: &[RowKernel] = &[SOFTMAX, SOFTMAX_BACKWARD, NORM, NORM_BACKWARD, NORM_PARAMS, CROSS_ENTROPY];

@@ -404,6 +404,56 @@ fn the_gpu_norm_kernels_compute_the_cpus_norms() {
     }
 }
 
+/// The cross-entropy row kernel, on the CPU's workgroup emulation,
+/// computes the CPU backend's fused loss and gradient, ignored rows,
+/// smoothing and a NaN logit included.
+#[test]
+fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
+    use blaze::runtime::backend::Composites;
+    use blaze::runtime::kernel::ScalarArg;
+    use blaze::runtime::rows;
+    let (n, c) = (6, 90);
+    let mut z = matrix(n, c, 9).mul_scalar(3.0).to_vec::<f32>();
+    z[4 * c + 7] = f32::NAN;
+    let z = Tensor::<Cpu, 2>::from_vec(z, [n, c], &CpuDevice);
+    let classes = [3i64, -100, 89, 0, 5, -100];
+    let targets = Tensor::<Cpu, 1>::from_vec(classes.to_vec(), [n], &CpuDevice);
+    let as_f32 = Tensor::<Cpu, 1>::from_vec(classes.map(|t| t as f32).to_vec(), [n], &CpuDevice);
+    for smoothing in [0.0, 0.1] {
+        let s = rows::cross_entropy_args(n, c, smoothing, -100, 0.5).expect("-100 is an i32");
+        let [r, cc] = [&s[0], &s[1]].map(|a| match a {
+            ScalarArg::U32(v) => *v,
+            other => panic!("expected a u32, got {other:?}"),
+        });
+        let [keep, spread, scale, nan] = [&s[2], &s[3], &s[4], &s[6]].map(|a| match a {
+            ScalarArg::F32(v) => *v,
+            other => panic!("expected an f32, got {other:?}"),
+        });
+        let ignore = match s[5] {
+            ScalarArg::I32(v) => v,
+            other => panic!("expected an i32, got {other:?}"),
+        };
+        let (mut loss, mut grad) =
+            (Tensor::<Cpu, 1>::zeros([n], &CpuDevice), Tensor::<Cpu, 2>::zeros([n, c], &CpuDevice));
+        rows::cross_entropy::launch(
+            n as u32, &z, &as_f32, &mut loss, &mut grad, r, cc, keep, spread, scale, ignore, nan,
+        );
+        let (wl, wg) =
+            Cpu::cross_entropy(z.storage(), targets.storage(), smoothing, -100, 0.5).expect("the CPU fuses it");
+        let what = format!("cross_entropy (smoothing {smoothing})");
+        let want_loss = Tensor::<Cpu, 1>::from_storage(wl).to_vec::<f32>();
+        let want_grad = Tensor::<Cpu, 2>::from_storage(wg).to_vec::<f32>();
+        let (got_loss, got_grad) = (loss.to_vec::<f32>(), grad.to_vec::<f32>());
+        assert!(got_loss[4].is_nan() && want_loss[4].is_nan(), "{what}: the row with a NaN logit");
+        assert!(got_grad[4 * c..5 * c].iter().all(|g| g.is_nan()), "{what}: its gradient");
+        let clean = |v: &[f32], per: usize| -> Vec<f32> {
+            v.iter().enumerate().filter(|(i, _)| i / per != 4).map(|(_, x)| *x).collect()
+        };
+        assert_close(&what, &clean(&got_loss, 1), &clean(&want_loss, 1));
+        assert_close(&format!("{what} gradient"), &clean(&got_grad, c), &clean(&want_grad, c));
+    }
+}
+
 fn assert_close(what: &str, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (i, (a, b)) in got.iter().zip(want).enumerate() {

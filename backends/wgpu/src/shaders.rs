@@ -209,51 +209,6 @@ pub fn reduce(op: &str) -> String {
     s
 }
 
-/// Cross-entropy, one workgroup per row of `z` `[rows, c]` with its
-/// target class in `tg` (f32, the device holds no i64): the row's max,
-/// its sum of exponentials and of logits, then the loss `max + log(sum) -
-/// keep z_t - spread sum(z)` and the gradient `(softmax(z) - q) scale`,
-/// both 0 in a row whose target is the ignored index and NaN in a row with
-/// a NaN logit. The branch on the ignored row is a factor, so every
-/// invocation reaches every barrier. Parameters: `[rows, c, keep, spread,
-/// scale, ignore_index as i32 bits]`.
-pub fn cross_entropy() -> String {
-    let storage = [("z", "f32", false), ("tg", "f32", false), ("loss", "f32", true), ("grad", "f32", true)];
-    let body = "let c = pu(1u);
-         let keep = pf(2u); let spread = pf(3u); let scale = pf(4u);
-         let t = i32(tg[j]);
-         let w = select(1.0, 0.0, t == bitcast<i32>(pu(5u)));
-         let ti = u32(clamp(t, 0, i32(c) - 1));
-         let base = j * c;
-         var m = bitcast<f32>(0xff800000u);
-         var nan = 0.0;
-         for (var k = lid; k < c; k = k + 64u) { let v = z[base + k]; m = max(m, v); nan = select(nan, 1.0, v != v); }
-         sv[lid] = m;
-         workgroupBarrier();
-         for (var st = 32u; st > 0u; st = st >> 1u) {
-             if (lid < st) { sv[lid] = max(sv[lid], sv[lid + st]); }
-             workgroupBarrier();
-         }
-         let mx = sv[0];
-         workgroupBarrier();
-         var e = 0.0; var zs = 0.0;
-         for (var k = lid; k < c; k = k + 64u) { let v = z[base + k]; e = e + exp(v - mx); zs = zs + v; }
-         let total = tree_sum(lid, e);
-         let sum_z = tree_sum(lid, zs);
-         let bad = tree_sum(lid, nan) > 0.0 && w > 0.0;
-         let qnan = bitcast<f32>(0x7fc00000u);
-         for (var k = lid; k < c; k = k + 64u) {
-             let v = z[base + k];
-             let g = exp(v - mx) / total * scale - spread * scale - select(0.0, keep * scale, k == ti);
-             grad[base + k] = select(w * g, qnan, bad);
-         }
-         if (lid == 0u) {
-             loss[j] = select(w * (mx + log(total) - keep * z[base + ti] - spread * sum_z), qnan, bad);
-         }
-";
-    per_workgroup(&storage, "j", "pu(0u)", body)
-}
-
 /// The widest query, key and value rows [`attention`] takes; wider ones
 /// compose.
 pub const ATTENTION_MAX_WIDTH: usize = 128;
@@ -319,41 +274,6 @@ pub fn adam() -> String {
         m_out[i] = mi; v_out[i] = vi;\n\
         p_out[i] = pf(5u) * p[i] - pf(6u) * (mi / (sqrt(vi * pf(7u)) + pf(3u)));\n\
         }\n";
-    s
-}
-
-/// A workgroup's tree sum of `v` over its 64 invocations, through `sv`:
-/// every invocation gets the total.
-const TREE_SUM: &str = "
-fn tree_sum(lid: u32, v: f32) -> f32 {
-    sv[lid] = v;
-    workgroupBarrier();
-    for (var st = 32u; st > 0u; st = st >> 1u) {
-        if (lid < st) { sv[lid] = sv[lid] + sv[lid + st]; }
-        workgroupBarrier();
-    }
-    let total = sv[0];
-    workgroupBarrier();
-    return total;
-}
-";
-
-/// A shader of one 64-invocation workgroup per item (a row, a column):
-/// the bindings `storage`, the item's index as `index` (items from
-/// `limit` on return at once), the invocation's as `lid`, and `tree_sum`
-/// for the workgroup's sums; then `body`.
-fn per_workgroup(storage: &[(&str, &str, bool)], index: &str, limit: &str, body: &str) -> String {
-    let mut s = prelude(storage);
-    s += "var<workgroup> sv: array<f32, 64>;\n";
-    s += TREE_SUM;
-    s += &format!(
-        "@compute @workgroup_size(64)\n\
-         fn main(@builtin(local_invocation_id) lid3: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
-         let {index} = wid.x + wid.y * nwg.x;\n\
-         if ({index} >= {limit}) {{ return; }}\n\
-         let lid = lid3.x;\n\
-         {body}}}\n"
-    );
     s
 }
 

@@ -338,10 +338,11 @@ fn class_targets<B: Backend>(dev: &B::Device) {
     let t = ids(vec![2, IGNORE_INDEX, 0, 1]);
     let opts = CrossEntropyOptions { ignore_index: 1, ..Default::default() };
     assert!(panic_message(|| drop(cross_entropy_with(&logits, &t, opts))).is_some_and(|m| m.contains("target -100")));
-    // A larger batch, some rows ignored, against the formula in ops
-    // (a backend may compute it in one pass per row).
-    let (n, c) = (37, 11);
-    for dtype in FLOATS {
+    // A larger batch, some rows ignored, against the formula in ops (a
+    // backend may compute it in one pass per row); rows longer than a GPU
+    // workgroup, and more rows than a GPU grid holds in one dimension.
+    for (n, c, dtype) in FLOATS.into_iter().map(|d| (37, 11, d)).chain([(3, 150, DType::F32), (66_000, 2, DType::F32)])
+    {
         let z = tensor::<B, 2>(&noise(n * c, 72), [n, c], dtype, dev).mul_scalar(4.0);
         let classes: Vec<i64> =
             (0..n as i64).map(|i| if i % 5 == 3 { IGNORE_INDEX } else { (i * 7) % c as i64 }).collect();

@@ -802,6 +802,19 @@ impl Composites for CubeNative {
         optim::adam(p, m, v, g, o);
     }
 
+    /// The runtime's row kernel (`blaze_runtime::rows::cross_entropy`),
+    /// which the wgpu backend runs too, for f32 logits and the f32 class
+    /// indices `HostFallback` sends.
+    fn cross_entropy(
+        logits: &CubeStorage,
+        targets: &CubeStorage,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(CubeStorage, CubeStorage)> {
+        rows::cross_entropy(logits, targets, smoothing, ignore_index, grad_scale)
+    }
+
     // The composed defaults, on f32 copies of f16 operands: one rounding
     // at the end, and no f16 overflow in between (a sum of squares).
     fn sum_squares(x: &CubeStorage) -> CubeStorage {

@@ -1,5 +1,5 @@
-//! Softmax, the norms and their gradients in one launch each (two for a
-//! norm's gradients): the runtime's row kernels (`blaze_runtime::rows`),
+//! Softmax, the norms, cross-entropy and their gradients in one launch
+//! each (two for a norm's gradients): the runtime's row kernels (`blaze_runtime::rows`),
 //! whose `#[cube]` code this crate prints from the source the wgpu
 //! backend's WGSL comes from (`__private::rows`). A cube per row shares
 //! the row's sums and max through trees in shared memory; a softmax's
@@ -9,7 +9,7 @@
 //! outside its attention.)
 
 use blaze_runtime::kernel::ScalarArg;
-use blaze_runtime::rows::{norm_args, softmax_args};
+use blaze_runtime::rows::{cross_entropy_args, norm_args, softmax_args};
 use blaze_runtime::{DType, Primitives, SoftmaxOptions};
 
 use super::ew::{CubeWorkgroups, buffer_arg};
@@ -85,4 +85,23 @@ pub(super) fn norm_backward(
     run(&rows::norm_backward::__cube::TABLE, rows, &[g, x, stats, weight.unwrap_or(x), &dx], &[r, n_, centre, has_w]);
     run(&rows::norm_params::__cube::TABLE, n, &[g, x, stats, &dw, &db], &[r, n_]);
     [dx, dw, db]
+}
+
+/// Cross-entropy's loss per row and its gradient, for f32 logits `[n, c]`
+/// and f32 class indices; `None` (the loss composes ops) otherwise.
+pub(super) fn cross_entropy(
+    z: &CubeStorage,
+    t: &CubeStorage,
+    smoothing: f64,
+    ignore_index: i64,
+    grad_scale: f64,
+) -> Option<(CubeStorage, CubeStorage)> {
+    let (&[n, c], DType::F32, DType::F32) = (z.shape.as_slice(), z.dtype, t.dtype) else { return None };
+    let scalars = cross_entropy_args(n, c, smoothing, ignore_index, grad_scale)?;
+    let loss = CubeStorage::empty(&z.device, &[n], DType::F32);
+    let grad = CubeStorage::empty(&z.device, &[n, c], DType::F32);
+    if n > 0 && c > 0 {
+        run(&rows::cross_entropy::__cube::TABLE, n, &[z, t, &loss, &grad], &scalars);
+    }
+    Some((loss, grad))
 }

@@ -589,9 +589,9 @@ impl Composites for WgpuNative {
         bias_act_add(&x, bias, dim, act, Some(residual))
     }
 
-    /// One workgroup per row (`shaders::cross_entropy`), for targets
-    /// the device holds: f32 class indices (`HostFallback` converts the
-    /// host's i64 ones).
+    /// The runtime's row kernel (`blaze_runtime::rows::cross_entropy`),
+    /// which the CubeCL backend runs too, for targets the device holds: f32
+    /// class indices (`HostFallback` converts the host's i64 ones).
     fn cross_entropy(
         logits: &WgpuStorage,
         targets: &WgpuStorage,
@@ -601,15 +601,12 @@ impl Composites for WgpuNative {
     ) -> Option<(WgpuStorage, WgpuStorage)> {
         let (z, t) = (native("cross_entropy", logits), native("cross_entropy", targets));
         let (&[n, c], DType::F32, DType::F32) = (z.shape.as_slice(), z.dtype, t.dtype) else { return None };
-        let ignore = i32::try_from(ignore_index).ok()?;
+        let scalars = rows::cross_entropy_args(n, c, smoothing, ignore_index, grad_scale)?;
         let device = &z.device;
         let (loss, grad) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n, c], DType::F32));
         if n > 0 && c > 0 {
-            let pipeline = device.compile("cross_entropy", "cross_entropy", shaders::cross_entropy, "main");
-            let f = |v: f64| (v as f32).to_bits();
-            let params = [u(n), u(c), f(1.0 - smoothing), f(smoothing / c as f64), f(grad_scale), ignore as u32];
-            let bindings = [z.buffer(), t.buffer(), loss.buffer(), grad.buffer()];
-            device.dispatch(&pipeline, &bindings, &params, grid(device, n, 1));
+            let bound = [z.buffer(), t.buffer(), loss.buffer(), grad.buffer()];
+            kernels::rows::<rows::cross_entropy::Kernel>(device, n, &bound, &scalars);
         }
         Some((loss, grad))
     }
