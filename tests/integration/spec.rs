@@ -156,7 +156,10 @@ fn tensor_ops_refuse_shapes_by_the_shared_rules() {
         refusal(|| drop(t([2, 16]) + t([2, 8]))),
         "add: shapes [2, 16] and [2, 8] do not broadcast (dim 1: 16 vs 8)"
     );
-    assert_eq!(refusal(|| drop(t([2, 3]).matmul(&t([4, 5])))), "matmul: [2, 3] times [4, 5]: inner dims 3 and 4 differ");
+    assert_eq!(
+        refusal(|| drop(t([2, 3]).matmul(&t([4, 5])))),
+        "matmul: [2, 3] times [4, 5]: inner dims 3 and 4 differ"
+    );
     assert_eq!(refusal(|| drop(t([2, 3]).narrow(1, 2, 2))), "narrow: 2..4 is out of range for dim 1 of [2, 3]");
     assert_eq!(refusal(|| drop(t([2, 3]).softmax(2))), "softmax: dim 2 is out of range for a tensor of rank 2");
     assert_eq!(refusal(|| drop(t([2, 3]).reshape([4, -1]))), "reshape: cannot infer the -1 in [4, -1] from [2, 3]");
