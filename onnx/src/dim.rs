@@ -63,6 +63,26 @@ impl Dim {
     }
 }
 
+/// The shared shape rules (`blaze_spec::rules`) see an ONNX dim as the
+/// runtime sees a size and `#[model]` a symbolic dim.
+impl blaze_spec::rules::Extent for Dim {
+    fn one() -> Dim {
+        Dim::known(1)
+    }
+
+    fn fixed(&self) -> Option<usize> {
+        self.value().and_then(|v| usize::try_from(v).ok())
+    }
+
+    fn times(&self, other: &Dim) -> Dim {
+        self.mul(other)
+    }
+
+    fn over(&self, other: &Dim) -> Option<Dim> {
+        self.div(other)
+    }
+}
+
 impl fmt::Display for Dim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts: Vec<String> = Vec::new();

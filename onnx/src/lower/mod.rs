@@ -29,6 +29,7 @@ use view::Tensor;
 use std::collections::{HashMap, HashSet};
 
 use blaze_spec::ops::UNARY;
+use blaze_spec::rules;
 use blaze_spec::{Layer, Options, StaticShape, Value, symbol, symbol_index};
 
 use crate::Problem;
@@ -893,11 +894,10 @@ pub fn dim_code(d: &Dim) -> R<String> {
     d.name().map(str::to_owned).ok_or_else(|| format!("a per-sample dim would be `{d}`, a product of named dims"))
 }
 
-/// A full-rank axis (negative counts from the end) as an index.
+/// A full-rank axis (negative counts from the end) as an index, by the
+/// shared rule (`blaze_spec::rules::dim`).
 fn norm_axis(a: i64, rank: usize) -> R<usize> {
-    let r = rank as i64;
-    let k = if a < 0 { a + r } else { a };
-    if (0..r).contains(&k) { Ok(k as usize) } else { Err(format!("has axis {a} for a rank-{rank} tensor")) }
+    rules::dim::<Dim>(a, rank).map_err(|_| format!("has axis {a} for a rank-{rank} tensor"))
 }
 
 /// A full-rank axis as a per-sample one, counted from the end.
@@ -905,22 +905,18 @@ fn sample_axis(axis: usize, rank: usize) -> i64 {
     axis as i64 - rank as i64
 }
 
-/// NumPy broadcasting of two full shapes.
+/// NumPy broadcasting of two full shapes: the shorter gets leading ones
+/// (ONNX promotes ranks, Blaze's tensors do not), then the shared rule
+/// (`blaze_spec::rules::broadcast`).
 fn broadcast(a: &[Dim], b: &[Dim]) -> R<Vec<Dim>> {
     let r = a.len().max(b.len());
-    let one = Dim::known(1);
-    (0..r)
-        .map(|k| {
-            let x = if k + a.len() >= r { &a[k + a.len() - r] } else { &one };
-            let y = if k + b.len() >= r { &b[k + b.len() - r] } else { &one };
-            match (x, y) {
-                _ if x == y => Ok(x.clone()),
-                _ if *x == one => Ok(y.clone()),
-                _ if *y == one => Ok(x.clone()),
-                _ => Err(format!("broadcasts {} with {}", show(a), show(b))),
-            }
-        })
-        .collect()
+    let padded =
+        |s: &[Dim]| -> Vec<Dim> { std::iter::repeat_n(Dim::known(1), r - s.len()).chain(s.iter().cloned()).collect() };
+    let (pa, pb) = (padded(a), padded(b));
+    match rules::broadcast(&pa, &pb) {
+        Ok(dims) => Ok(dims.cloned().collect()),
+        Err(_) => Err(format!("broadcasts {} with {}", show(a), show(b))),
+    }
 }
 
 fn transpose2(w: &Data) -> R<Data> {
