@@ -80,7 +80,8 @@ pub fn launch<K: Workgroups>(
         }
     };
     let host: Vec<Vec<f32>> = buffers.iter().map(values).collect();
-    prepare(device, K::NAME, host.iter().map(Vec::len), K::NAME, || K::WGSL.to_owned(), K::NAME)?;
+    let key = backend::general_key::<K>();
+    prepare(device, K::NAME, host.iter().map(Vec::len), key, || K::WGSL.to_owned(), K::NAME)?;
     let mut tensors: Vec<WgpuStorage> = host.into_iter().map(|v| upload(device, v)).collect();
     let mut args: Vec<LaunchBuffer<'_, WgpuStorage>> = tensors
         .iter_mut()

@@ -73,8 +73,15 @@ pub(super) fn dispatch<K: Workgroups>(
             ScalarArg::I32(v) => *v as u32,
         })
         .collect();
-    let pipeline = device.compile(K::NAME, K::NAME, || K::WGSL.to_owned(), K::NAME);
+    let pipeline = device.compile(K::NAME, general_key::<K>(), || K::WGSL.to_owned(), K::NAME);
     device.dispatch_with(&pipeline, bound, (!words.is_empty()).then_some(&words), (groups, 1, 1));
+}
+
+/// What general kernel `K`'s pipeline is cached under: its type's path, so
+/// that kernels of one name in different modules (a user's `softmax` and
+/// the runtime's row kernel) stay apart.
+pub(crate) fn general_key<K: Workgroups>() -> &'static str {
+    std::any::type_name::<K>()
 }
 
 /// Row op `K` of the runtime (`blaze_runtime::rows`) over `rows` rows: a

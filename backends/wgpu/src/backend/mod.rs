@@ -40,7 +40,7 @@ mod kernels;
 mod matmul;
 mod movement;
 
-pub(crate) use kernels::{elementwise_on, elementwise_program, read_f32};
+pub(crate) use kernels::{elementwise_on, elementwise_program, general_key, read_f32};
 
 use crate::WgpuDevice;
 use crate::device::PoolBuffer;

@@ -185,3 +185,44 @@ fn division_shifts_casts_and_nan_agree_with_the_cpu() {
     agree("clamp", &out, &fclamp(&xc).to_vec::<f32>(), |_| 0.0);
     assert!(fmax(&xc, &yc).to_vec::<f32>()[1].is_nan(), "max(NaN, inf) keeps the NaN on the CPU");
 }
+
+/// Two general kernels of one name in different modules.
+mod twins {
+    pub mod a {
+        blaze::kernel! {
+            #[workgroup(1)]
+            pub fn softmax(out: &mut [f32]) {
+                out[0] = 1.0;
+            }
+        }
+    }
+    pub mod b {
+        blaze::kernel! {
+            #[workgroup(1)]
+            pub fn softmax(out: &mut [f32]) {
+                out[0] = 2.0;
+            }
+        }
+    }
+}
+
+type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
+
+#[test]
+fn kernels_of_one_name_keep_their_own_pipelines() {
+    let Some(dev) = device() else { return };
+    let run = |twin: &dyn Fn(&mut Tensor<Wgpu, 1>)| {
+        let mut out = Tensor::<Wgpu, 1>::zeros([1], &dev);
+        twin(&mut out);
+        out.to_vec::<f32>()[0]
+    };
+    // A user's `softmax`, another one, and the runtime's row kernel of that
+    // name: each runs its own shader.
+    assert_eq!(run(&|o| twins::a::softmax::launch(1, o)), 1.0);
+    assert_eq!(run(&|o| twins::b::softmax::launch(1, o)), 2.0);
+    let x = Tensor::<Wgpu, 2>::from_vec(vec![0.0f32, 0.0], [1, 2], &dev);
+    assert_eq!(x.softmax(1).to_vec::<f32>(), vec![0.5, 0.5]);
+    let mut host = [0.0f32];
+    launch::<twins::b::softmax::Kernel>(&dev, 1, &mut [HostBuffer::Output(&mut host)], &[]).expect("launch");
+    assert_eq!(host, [2.0]);
+}
