@@ -25,19 +25,11 @@ pub struct RowKernel {
     pub source: &'static str,
 }
 
-/// Softmax (log-softmax with `take_log` 1) of `scale * x` along each row, its
-/// masked entries `masked` (0, or -inf for the log); a row whose entries
-/// are all masked or -inf weighs nothing and is `masked` throughout. A
-/// NaN anywhere in a row makes the row NaN, as on the CPU.
-pub const SOFTMAX: RowKernel = RowKernel {
-    name: "softmax",
-    source: r#"
-/// Softmax along rows; see `blaze_spec::rows::SOFTMAX`.
-#[workgroup(64)]
-fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u32, causal: u32, scale: f32, take_log: u32, masked: f32) {
-    let lane = local_id();
-    let mut j = workgroup_id();
-    while j < rows {
+/// The lines that start a softmax row: where row `j` starts (`base`), and
+/// how many of its leading entries a causal mask leaves it (`seen`).
+macro_rules! softmax_row {
+    () => {
+        r#"
         let base = (j / inner) * n * inner + j % inner;
         let mut seen = n;
         if causal == 1 {
@@ -46,6 +38,27 @@ fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u
                 seen = n;
             }
         }
+"#
+    };
+}
+
+/// Softmax (log-softmax with `take_log` 1) of `scale * x` along each row, its
+/// masked entries `masked` (0, or -inf for the log); a row whose entries
+/// are all masked or -inf weighs nothing and is `masked` throughout. A
+/// NaN anywhere in a row makes the row NaN, as on the CPU.
+pub const SOFTMAX: RowKernel = RowKernel {
+    name: "softmax",
+    source: concat!(
+        r#"
+/// Softmax along rows; see `blaze_spec::rows::SOFTMAX`.
+#[workgroup(64)]
+fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u32, causal: u32, scale: f32, take_log: u32, masked: f32) {
+    let lane = local_id();
+    let mut j = workgroup_id();
+    while j < rows {
+"#,
+        softmax_row!(),
+        r#"
         // The max: NaN-keeping, from the row's first entry.
         let mut m = x[base] * scale;
         let mut k = lane;
@@ -81,7 +94,8 @@ fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u
         j += num_workgroups();
     }
 }
-"#,
+"#
+    ),
 };
 
 /// The adjoint of [`SOFTMAX`] with the same row parameters, from its
@@ -90,21 +104,17 @@ fn softmax(x: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u
 /// a row sees; masked entries get 0.
 pub const SOFTMAX_BACKWARD: RowKernel = RowKernel {
     name: "softmax_backward",
-    source: r#"
+    source: concat!(
+        r#"
 /// The adjoint of softmax along rows; see `blaze_spec::rows::SOFTMAX_BACKWARD`.
 #[workgroup(64)]
 fn softmax_backward(g: &[f32], y: &[f32], out: &mut [f32], rows: u32, n: u32, inner: u32, queries: u32, causal: u32, scale: f32, take_log: u32) {
     let lane = local_id();
     let mut j = workgroup_id();
     while j < rows {
-        let base = (j / inner) * n * inner + j % inner;
-        let mut seen = n;
-        if causal == 1 {
-            seen = j % queries + 1;
-            if seen > n {
-                seen = n;
-            }
-        }
+"#,
+        softmax_row!(),
+        r#"
         let mut acc = 0.0;
         let mut k = lane;
         while k < seen {
@@ -134,7 +144,8 @@ fn softmax_backward(g: &[f32], y: &[f32], out: &mut [f32], rows: u32, n: u32, in
         j += num_workgroups();
     }
 }
-"#,
+"#
+    ),
 };
 
 /// LayerNorm (`centre` 1) or RMSNorm over rows of `n` (the last dim):
