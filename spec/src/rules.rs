@@ -133,8 +133,8 @@ pub enum RuleError<D> {
 
 impl<D> RuleError<D> {
     /// The refusal in words, as `op: ...`. `shapes` are the operands the
-    /// op was given, printed (for `Cat`, the first and the one that
-    /// differs; for reshape, the operand and the target); `show` prints a dim.
+    /// op was given, printed (for reshape, the operand and the target);
+    /// `show` prints a dim.
     pub fn message(&self, op: &str, shapes: &[&str], show: impl Fn(&D) -> String) -> String {
         let shape = |i: usize| shapes.get(i).copied().unwrap_or("?");
         let (x, y) = (shape(0), shape(1));
@@ -167,7 +167,7 @@ impl<D> RuleError<D> {
             }
             RuleError::Infer => format!("{op}: cannot infer the -1 in {y} from {x}"),
             RuleError::Cat { index, dim } => {
-                format!("{op}: tensor {index} has shape {y}, which does not match {x} outside dim {dim}")
+                format!("{op}: tensor {index} has shape {}, which does not match {x} outside dim {dim}", shape(*index))
             }
         }
     }

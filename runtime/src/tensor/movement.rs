@@ -198,13 +198,10 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     pub fn cat(tensors: &[Self], dim: impl Dim) -> Self {
         assert!(!tensors.is_empty(), "cat: no tensors given");
         let d = dim.index(D, "cat");
-        let shapes: Vec<[usize; D]> = tensors.iter().map(Self::shape).collect();
-        if let Err(e) = rules::cat(shapes.iter().map(|s| &s[..]), d) {
-            let differs = match e {
-                rules::RuleError::Cat { index, .. } => fmt_shape(&shapes[index]),
-                _ => String::new(),
-            };
-            panic!("{}", e.message("cat", &[&fmt_shape(&shapes[0]), &differs], usize::to_string));
+        if let Err(e) = rules::cat(tensors.iter().map(|t| B::shape(&t.storage)), d) {
+            let shapes: Vec<String> = tensors.iter().map(|t| fmt_shape(&t.shape())).collect();
+            let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
+            panic!("{}", e.message("cat", &shapes, usize::to_string));
         }
         let dtype = tensors[0].dtype();
         for (i, t) in tensors.iter().enumerate().skip(1) {

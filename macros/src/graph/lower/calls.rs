@@ -98,11 +98,9 @@ impl Lower<'_> {
         let rank = self.shape(first).len();
         let d = self.dim_arg(dim, rank, "cat")?;
         if let Err(e) = rules::cat(vs.iter().map(|&v| self.shape(v)), d) {
-            let differs = match e {
-                RuleError::Cat { index, .. } => self.show(vs[index]),
-                _ => String::new(),
-            };
-            return self.refused(span, "cat", e, &[&self.show(first), &differs]);
+            let shapes: Vec<String> = vs.iter().map(|&v| self.show(v)).collect();
+            let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
+            return self.refused(span, "cat", e, &shapes);
         }
         let mut out = self.shape(first).to_vec();
         let mut total = Dim::size(0);
