@@ -14,9 +14,9 @@
 //! - [`cross_entropy`]: cross-entropy's loss per row and its gradient.
 //!
 //! A softmax's rows are the middle dim of `[outer, n, inner]`, a norm's
-//! the last dim; [`softmax_args`], [`norm_args`] and [`cross_entropy_args`]
-//! give the scalars, as
-//! `blaze_spec::rows` documents them.
+//! the last dim; [`softmax_args`], [`norm_args`], [`cross_entropy_args`]
+//! and their backward forms give the scalars, as `blaze_spec::rows`
+//! documents them.
 
 use crate::backend::SoftmaxOptions;
 use crate::kernel::ScalarArg;
@@ -25,8 +25,8 @@ blaze_macros::__row_kernels!();
 
 /// A softmax of a tensor of `shape` along `dim` as [`softmax`]'s kernel
 /// takes it: the number of rows and the scalars, `rows, n, inner,
-/// queries, causal, scale, take_log, masked` ([`softmax_backward`] takes
-/// the first seven). Panics, naming the op, past the kernels' 32-bit sizes.
+/// queries, causal, scale, take_log, masked`. Panics, naming the op, past
+/// the kernels' 32-bit sizes.
 pub fn softmax_args(shape: &[usize], dim: usize, o: SoftmaxOptions) -> (usize, [ScalarArg; 8]) {
     let n = shape[dim];
     let inner: usize = shape[dim + 1..].iter().product();
@@ -49,10 +49,16 @@ pub fn softmax_args(shape: &[usize], dim: usize, o: SoftmaxOptions) -> (usize, [
     (rows, scalars)
 }
 
+/// The adjoint of a softmax as [`softmax_backward`]'s kernel takes it:
+/// [`softmax_args`] without the forward's `masked` value.
+pub fn softmax_backward_args(shape: &[usize], dim: usize, o: SoftmaxOptions) -> (usize, [ScalarArg; 7]) {
+    let (rows, s) = softmax_args(shape, dim, o);
+    (rows, [s[0], s[1], s[2], s[3], s[4], s[5], s[6]])
+}
+
 /// A norm of a tensor of `shape` over its last dim as [`norm`]'s kernel
 /// takes it: the rows, the row's length, and the scalars `rows, n, centre,
-/// eps, has_w, has_b`. [`norm_backward`] takes `rows, n, centre, has_w`,
-/// [`norm_params`] `rows, n`.
+/// eps, has_w, has_b`.
 pub fn norm_args(shape: &[usize], eps: f64, centre: bool, has_w: bool, has_b: bool) -> (usize, usize, [ScalarArg; 6]) {
     let n = shape.last().copied().unwrap_or(1);
     let rows = shape.iter().product::<usize>() / n.max(1);
@@ -68,6 +74,18 @@ pub fn norm_args(shape: &[usize], eps: f64, centre: bool, has_w: bool, has_b: bo
         u32::from(has_b).into(),
     ];
     (rows, n, scalars)
+}
+
+/// The gradients of a norm as its kernels take them: the rows, the row's
+/// length, [`norm_backward`]'s scalars `rows, n, centre, has_w` and
+/// [`norm_params`]'s `rows, n` (a workgroup per column of the `n`).
+pub fn norm_backward_args(
+    shape: &[usize],
+    centre: bool,
+    has_w: bool,
+) -> (usize, usize, [ScalarArg; 4], [ScalarArg; 2]) {
+    let (rows, n, [r, len, centre, _, has_w, _]) = norm_args(shape, 0.0, centre, has_w, false);
+    (rows, n, [r, len, centre, has_w], [r, len])
 }
 
 /// Cross-entropy of `[n, c]` logits as [`cross_entropy`]'s kernel takes it:

@@ -9,7 +9,7 @@
 //! outside its attention.)
 
 use blaze_runtime::kernel::ScalarArg;
-use blaze_runtime::rows::{cross_entropy_args, norm_args, softmax_args};
+use blaze_runtime::rows::{cross_entropy_args, norm_args, norm_backward_args, softmax_args, softmax_backward_args};
 use blaze_runtime::{DType, Primitives, SoftmaxOptions};
 
 use super::ew::{CubeWorkgroups, buffer_arg};
@@ -38,9 +38,9 @@ pub(super) fn softmax(x: &CubeStorage, dim: usize, o: SoftmaxOptions) -> CubeSto
 
 pub(super) fn softmax_backward(g: &CubeStorage, y: &CubeStorage, dim: usize, o: SoftmaxOptions) -> CubeStorage {
     let out = CubeStorage::empty(&g.device, &g.shape, DType::F32);
-    let (rows, scalars) = softmax_args(&g.shape, dim, o);
+    let (rows, scalars) = softmax_backward_args(&g.shape, dim, o);
     if rows > 0 && g.numel() > 0 {
-        run(&rows::softmax_backward::__cube::TABLE, rows, &[g, y, &out], &scalars[..7]);
+        run(&rows::softmax_backward::__cube::TABLE, rows, &[g, y, &out], &scalars);
     }
     out
 }
@@ -75,15 +75,15 @@ pub(super) fn norm_backward(
     weight: Option<&CubeStorage>,
     centre: bool,
 ) -> [CubeStorage; 3] {
-    let (rows, n, [r, n_, centre, _, has_w, _]) = norm_args(&x.shape, 0.0, centre, weight.is_some(), false);
+    let (rows, n, input_grad, param_grads) = norm_backward_args(&x.shape, centre, weight.is_some());
     let dx = CubeStorage::empty(&x.device, &x.shape, DType::F32);
     let (dw, db) = (CubeStorage::empty(&x.device, &[n], DType::F32), CubeStorage::empty(&x.device, &[n], DType::F32));
     if rows == 0 || n == 0 {
         let zeros = |t: &CubeStorage| <super::CubeNative as Primitives>::full(&t.shape, 0.0, DType::F32, &x.device);
         return [dx, zeros(&dw), zeros(&db)];
     }
-    run(&rows::norm_backward::__cube::TABLE, rows, &[g, x, stats, weight.unwrap_or(x), &dx], &[r, n_, centre, has_w]);
-    run(&rows::norm_params::__cube::TABLE, n, &[g, x, stats, &dw, &db], &[r, n_]);
+    run(&rows::norm_backward::__cube::TABLE, rows, &[g, x, stats, weight.unwrap_or(x), &dx], &input_grad);
+    run(&rows::norm_params::__cube::TABLE, n, &[g, x, stats, &dw, &db], &param_grads);
     [dx, dw, db]
 }
 

@@ -705,7 +705,7 @@ impl Composites for WgpuNative {
         centre: bool,
     ) -> [WgpuStorage; 3] {
         let (g, x, stats) = (native("norm_backward", g), native("norm_backward", x), native("norm_backward", stats));
-        let (rows, n, scalars) = rows::norm_args(&x.shape, 0.0, centre, weight.is_some(), false);
+        let (rows, n, input_grad, param_grads) = rows::norm_backward_args(&x.shape, centre, weight.is_some());
         let device = &x.device;
         let dx = WgpuStorage::new(device, &x.shape, DType::F32);
         let (dw, db) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n], DType::F32));
@@ -715,10 +715,9 @@ impl Composites for WgpuNative {
         }
         let w = weight.map_or(x.buffer(), |w| native("norm_backward", w).buffer());
         let bound = [g.buffer(), x.buffer(), stats.buffer(), w, dx.buffer()];
-        let [r, n_, centre, _, has_w, _] = scalars;
-        kernels::rows::<rows::norm_backward::Kernel>(device, rows, &bound, &[r, n_, centre, has_w]);
+        kernels::rows::<rows::norm_backward::Kernel>(device, rows, &bound, &input_grad);
         let bound = [g.buffer(), x.buffer(), stats.buffer(), dw.buffer(), db.buffer()];
-        kernels::rows::<rows::norm_params::Kernel>(device, n, &bound, &[r, n_]);
+        kernels::rows::<rows::norm_params::Kernel>(device, n, &bound, &param_grads);
         [dx, dw, db]
     }
 
@@ -737,10 +736,10 @@ impl Composites for WgpuNative {
     fn softmax_backward(g: &WgpuStorage, y: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
         let (g, y) = (native("softmax_backward", g), native("softmax_backward", y));
         let out = WgpuStorage::new(&g.device, &g.shape, DType::F32);
-        let (rows, scalars) = rows::softmax_args(&g.shape, dim, o);
+        let (rows, scalars) = rows::softmax_backward_args(&g.shape, dim, o);
         if rows > 0 && g.numel() > 0 {
             let bound = [g.buffer(), y.buffer(), out.buffer()];
-            kernels::rows::<rows::softmax_backward::Kernel>(&g.device, rows, &bound, &scalars[..7]);
+            kernels::rows::<rows::softmax_backward::Kernel>(&g.device, rows, &bound, &scalars);
         }
         out
     }
