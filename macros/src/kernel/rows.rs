@@ -12,27 +12,29 @@ use quote::{format_ident, quote};
 use super::general;
 use super::ir::{Home, Kernel};
 
-/// Entry `row` lowered at `home`, with its public function and WGSL.
-/// Panics on a source that does not check: the table is ours, and
-/// `every_row_kernel_checks` lowers every entry.
-fn lowered(row: &RowKernel, home: Home) -> (syn::ItemFn, Kernel, String, usize) {
-    let mut f: syn::ItemFn = syn::parse_str(row.source).unwrap_or_else(|e| panic!("row kernel `{}`: {e}", row.name));
+/// Entry `row` lowered at `home`, with its public function and WGSL; or
+/// the compile errors of a source that does not check (the table is ours:
+/// `every_row_kernel_checks_for_both_homes` lowers every entry, so these
+/// name a mistake in `blaze_spec::rows`, at the macro's call).
+fn lowered(row: &RowKernel, home: Home) -> Result<(syn::ItemFn, Kernel, String, usize), TokenStream> {
+    let fail = |why: String| {
+        let msg = format!("blaze_spec::rows::{}: {why}", row.name.to_uppercase());
+        syn::Error::new(proc_macro2::Span::call_site(), msg).to_compile_error()
+    };
+    let mut f: syn::ItemFn = syn::parse_str(row.source).map_err(|e| fail(e.to_string()))?;
     f.vis = syn::parse_quote!(pub);
     let mut errors = Vec::new();
-    let workgroup = general::workgroup_attr(&f, &mut errors)
-        .unwrap_or_else(|| panic!("row kernel `{}` has no #[workgroup(N)]", row.name));
-    match general::lowered(&f, workgroup, home, errors) {
-        Ok((k, wgsl)) => (f, k, wgsl, workgroup),
-        Err(e) => panic!("row kernel `{}` does not check: {e}", row.name),
-    }
+    let workgroup = general::workgroup_attr(&f, &mut errors).ok_or_else(|| fail("no #[workgroup(N)]".into()))?;
+    let (k, wgsl) = general::lowered(&f, workgroup, home, errors)?;
+    Ok((f, k, wgsl, workgroup))
 }
 
 /// The runtime's side: `pub mod name { Kernel, WGSL, launch }` per op.
 pub fn runtime() -> TokenStream {
     ROWS.iter()
-        .map(|row| {
-            let (f, k, wgsl, _) = lowered(row, Home::Runtime);
-            general::rust::rust(&f, &k, &wgsl)
+        .map(|row| match lowered(row, Home::Runtime) {
+            Ok((f, k, wgsl, _)) => general::rust::rust(&f, &k, &wgsl),
+            Err(e) => e,
         })
         .collect()
 }
@@ -41,11 +43,13 @@ pub fn runtime() -> TokenStream {
 /// the launcher of the runtime's kernel of that name.
 pub fn cube() -> TokenStream {
     ROWS.iter()
-        .map(|row| {
-            let (_, k, _, workgroup) = lowered(row, Home::Cube);
-            let (items, _) = super::cube::general(&k, workgroup);
-            let m = format_ident!("{}", row.name);
-            quote!(pub mod #m { #items })
+        .map(|row| match lowered(row, Home::Cube) {
+            Ok((_, k, _, workgroup)) => {
+                let (items, _) = super::cube::general(&k, workgroup);
+                let m = format_ident!("{}", row.name);
+                quote!(pub mod #m { #items })
+            }
+            Err(e) => e,
         })
         .collect()
 }
@@ -58,12 +62,23 @@ mod tests {
     fn every_row_kernel_checks_for_both_homes() {
         for row in ROWS {
             for home in [Home::Runtime, Home::Cube] {
-                let (f, k, wgsl, _) = lowered(row, home);
+                let Ok((f, k, wgsl, _)) = lowered(row, home) else { panic!("{} does not check", row.name) };
                 assert_eq!(f.sig.ident, row.name);
                 assert!(wgsl.contains(&format!("fn {}(", row.name)), "{wgsl}");
                 assert_eq!(k.home, home);
             }
         }
         assert!(!runtime().is_empty() && !cube().is_empty());
+    }
+
+    #[test]
+    fn a_row_kernel_that_does_not_check_is_a_compile_error_naming_it() {
+        let broken =
+            RowKernel { name: "broken", source: "#[workgroup(64)] fn broken(out: &mut [f32]) { out[0] = nope; }" };
+        let err = lowered(&broken, Home::Runtime).err().expect("refused").to_string();
+        assert!(err.contains("compile_error") && err.contains("unknown value `nope`"), "{err}");
+        let unparsed = RowKernel { name: "unparsed", source: "fn (" };
+        let err = lowered(&unparsed, Home::Cube).err().expect("refused").to_string();
+        assert!(err.contains("blaze_spec::rows::UNPARSED"), "{err}");
     }
 }
