@@ -5,6 +5,7 @@
 use crate::kernels;
 
 use blaze::prelude::*;
+use blaze::runtime::kernel::ScalarArg;
 use blaze::{Rng, kernel};
 use expect_test::expect;
 use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs, signed, signed_reference};
@@ -293,16 +294,7 @@ fn workgroups_racing_on_one_element_land_one_of_their_writes() {
 #[test]
 fn the_gpu_row_kernels_compute_the_cpus_softmax() {
     use blaze::runtime::backend::{Composites, SoftmaxOptions};
-    use blaze::runtime::kernel::ScalarArg;
     use blaze::runtime::rows;
-    let scalar_u32 = |s: &ScalarArg| match s {
-        ScalarArg::U32(v) => *v,
-        other => panic!("expected a u32, got {other:?}"),
-    };
-    let scalar_f32 = |s: &ScalarArg| match s {
-        ScalarArg::F32(v) => *v,
-        other => panic!("expected an f32, got {other:?}"),
-    };
     let x = matrix(6, 70, 3).mul_scalar(4.0).reshape([2, 3, 70]);
     let g = matrix(6, 70, 4).reshape([2, 3, 70]);
     for (dim, causal) in [(2, false), (1, false), (2, true)] {
@@ -362,12 +354,7 @@ fn the_gpu_row_kernels_compute_the_cpus_softmax() {
 #[test]
 fn the_gpu_norm_kernels_compute_the_cpus_norms() {
     use blaze::runtime::backend::Composites;
-    use blaze::runtime::kernel::ScalarArg;
     use blaze::runtime::rows;
-    let word = |s: &ScalarArg| match s {
-        ScalarArg::U32(v) => *v,
-        other => panic!("expected a u32, got {other:?}"),
-    };
     let (x, g) = (matrix(5, 90, 5).mul_scalar(3.0).add_scalar(1.0), matrix(5, 90, 6));
     let (w, b) = (matrix(1, 90, 7).reshape::<1>([90]), matrix(1, 90, 8).reshape::<1>([90]));
     for centre in [true, false] {
@@ -375,12 +362,9 @@ fn the_gpu_norm_kernels_compute_the_cpus_norms() {
             let (rows_, n, s) = rows::norm_args(&x.shape(), 1e-5, centre, with_params, with_params);
             let mut y = Tensor::<Cpu, 2>::zeros([5, 90], &CpuDevice);
             let mut stats = Tensor::<Cpu, 2>::zeros([5, 2], &CpuDevice);
-            let eps = match s[3] {
-                ScalarArg::F32(v) => v,
-                other => panic!("expected an f32, got {other:?}"),
-            };
+            let eps = scalar_f32(&s[3]);
             let groups = rows_ as u32;
-            let [r, nn, c, hw, hb] = [word(&s[0]), word(&s[1]), word(&s[2]), word(&s[4]), word(&s[5])];
+            let [r, nn, c, hw, hb] = [0, 1, 2, 4, 5].map(|i| scalar_u32(&s[i]));
             // Without parameters the flags say not to read them.
             rows::norm::launch(groups, &x, &w, &b, &mut y, &mut stats, r, nn, c, eps, hw, hb);
             let (ws, bs) = (with_params.then(|| w.storage()), with_params.then(|| b.storage()));
@@ -410,7 +394,6 @@ fn the_gpu_norm_kernels_compute_the_cpus_norms() {
 #[test]
 fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
     use blaze::runtime::backend::Composites;
-    use blaze::runtime::kernel::ScalarArg;
     use blaze::runtime::rows;
     let (n, c) = (6, 90);
     let mut z = matrix(n, c, 9).mul_scalar(3.0).to_vec::<f32>();
@@ -421,14 +404,8 @@ fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
     let as_f32 = Tensor::<Cpu, 1>::from_vec(classes.map(|t| t as f32).to_vec(), [n], &CpuDevice);
     for smoothing in [0.0, 0.1] {
         let s = rows::cross_entropy_args(n, c, smoothing, -100, 0.5).expect("-100 is an i32");
-        let [r, cc] = [&s[0], &s[1]].map(|a| match a {
-            ScalarArg::U32(v) => *v,
-            other => panic!("expected a u32, got {other:?}"),
-        });
-        let [keep, spread, scale, nan] = [&s[2], &s[3], &s[4], &s[6]].map(|a| match a {
-            ScalarArg::F32(v) => *v,
-            other => panic!("expected an f32, got {other:?}"),
-        });
+        let [r, cc] = [0, 1].map(|i| scalar_u32(&s[i]));
+        let [keep, spread, scale, nan] = [2, 3, 4, 6].map(|i| scalar_f32(&s[i]));
         let ignore = match s[5] {
             ScalarArg::I32(v) => v,
             other => panic!("expected an i32, got {other:?}"),
@@ -451,6 +428,22 @@ fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
         };
         assert_close(&what, &clean(&got_loss, 1), &clean(&want_loss, 1));
         assert_close(&format!("{what} gradient"), &clean(&got_grad, c), &clean(&want_grad, c));
+    }
+}
+
+/// A row kernel's u32 scalar, as `blaze::runtime::rows` gives it.
+fn scalar_u32(s: &ScalarArg) -> u32 {
+    match s {
+        ScalarArg::U32(v) => *v,
+        other => panic!("expected a u32, got {other:?}"),
+    }
+}
+
+/// A row kernel's f32 scalar.
+fn scalar_f32(s: &ScalarArg) -> f32 {
+    match s {
+        ScalarArg::F32(v) => *v,
+        other => panic!("expected an f32, got {other:?}"),
     }
 }
 
