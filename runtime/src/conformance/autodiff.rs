@@ -345,11 +345,9 @@ pub fn kernels<B: Backend>(dev: &B::Device) {
     });
 }
 
-/// `bias_act` under the tape, for the activations it records as one op and
-/// for one it composes: the gradients of the input and of the bias.
+/// `bias_act` under the tape, without an activation and with each of the
+/// table's: the gradients of the input and of the bias.
 pub fn autodiff_bias_act<B: Backend>(dev: &B::Device) {
-    use crate::backend::UnaryOp;
-    let acts = [None, Some(UnaryOp::Relu), Some(UnaryOp::Sigmoid), Some(UnaryOp::Tanh), Some(UnaryOp::Gelu)];
     // Away from ReLU's kink at 0.
     let xs: Vec<f64> = noise(24, 61).iter().map(|v| v + 0.037).collect();
     let x = tensor::<B, 3>(&xs, [2, 3, 4], DType::F64, dev);
@@ -358,7 +356,7 @@ pub fn autodiff_bias_act<B: Backend>(dev: &B::Device) {
         let b = tensor::<B, 1>(&noise(n, 62 + dim as u64), [n], DType::F64, dev);
         let bd = Tensor::<Autodiff<B>, 1>::from_inner(b.clone());
         let xd = Tensor::<Autodiff<B>, 3>::from_inner(x.clone());
-        for act in acts {
+        for act in std::iter::once(None).chain(super::table_activations().map(Some)) {
             // A weighting so the sum does not hide a wrong gradient.
             let w = Tensor::<Autodiff<B>, 3>::from_inner(tensor::<B, 3>(&noise(24, 63), [2, 3, 4], DType::F64, dev));
             check(&format!("bias_act {act:?} along {dim}, d/dx"), &x, |x| {

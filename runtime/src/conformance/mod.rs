@@ -138,6 +138,15 @@ pub fn values<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f64> {
     t.to_data().values.to_f64_vec()
 }
 
+/// Every activation of the op table (its entries with a layer), as the
+/// ops `bias_act` fuses: a check over these covers an op added to the
+/// table without naming it.
+pub fn table_activations() -> impl Iterator<Item = crate::UnaryOp> {
+    blaze_spec::ops::UNARY.iter().filter(|op| op.layer).map(|op| {
+        crate::UnaryOp::from_name(op.name, &[]).unwrap_or_else(|| panic!("`{}`: a layer takes no parameters", op.name))
+    })
+}
+
 /// The float dtypes every numeric check runs in.
 pub const FLOATS: [DType; 2] = [DType::F32, DType::F64];
 

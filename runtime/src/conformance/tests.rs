@@ -544,31 +544,21 @@ pub fn indexing<B: Backend>(dev: &B::Device) {
     }
 }
 
-/// `bias_act` equals a broadcast add followed by the activation, along
-/// every dim, and leaves a tensor sharing its input alone.
+/// `bias_act` equals a broadcast add followed by the activation (the
+/// unfused ops), along every dim and for every activation of the table,
+/// and leaves a tensor sharing its input alone.
 pub fn bias_and_activation<B: Backend>(dev: &B::Device) {
     use crate::backend::UnaryOp;
-    let acts = [None, Some(UnaryOp::Relu), Some(UnaryOp::Sigmoid), Some(UnaryOp::Tanh), Some(UnaryOp::Gelu)];
     let shape = [2, 3, 4];
     let x0 = noise(24, 41);
     for dtype in FLOATS {
         for dim in 0..3 {
             let b0 = noise(shape[dim], 42 + dim as u64);
-            for act in acts {
-                let want: Vec<f64> = r::indices(&shape)
-                    .iter()
-                    .zip(&x0)
-                    .map(|(i, &v)| {
-                        let v = v + b0[i[dim]];
-                        match act {
-                            None => v,
-                            Some(UnaryOp::Relu) => v.max(0.0),
-                            Some(UnaryOp::Sigmoid) => 1.0 / (1.0 + (-v).exp()),
-                            Some(UnaryOp::Tanh) => v.tanh(),
-                            Some(_) => 0.5 * v * (1.0 + libm::erf(v / std::f64::consts::SQRT_2)),
-                        }
-                    })
-                    .collect();
+            let mut along = [1; 3];
+            along[dim] = shape[dim];
+            let added = tensor::<B, 3>(&x0, shape, dtype, dev) + tensor::<B, 3>(&b0, along, dtype, dev);
+            for act in std::iter::once(None).chain(super::table_activations().map(Some)) {
+                let want = values(&act.map_or(added.clone(), |op: UnaryOp| added.unary(op)));
                 let x = tensor::<B, 3>(&x0, shape, dtype, dev);
                 let shared = x.clone();
                 let bias = tensor::<B, 1>(&b0, [shape[dim]], dtype, dev);
@@ -944,7 +934,7 @@ pub fn nan_propagation<B: Backend>(dev: &B::Device) {
         let tol = tolerance(dtype, false);
         let x = tensor::<B, 1>(&[1.0, nan, -2.0, 3.0], [4], dtype, dev);
         assert_close("relu", &x.relu(), &[1.0, nan, 0.0, 3.0], &[4], tol);
-        for act in [UnaryOp::Relu, UnaryOp::Sigmoid, UnaryOp::Tanh, UnaryOp::Gelu] {
+        for act in super::table_activations() {
             let bias = tensor::<B, 1>(&[0.5, 0.0], [2], dtype, dev);
             let y = x.reshape([2, 2]).bias_act(Some(&bias), 1, Some(act));
             assert!(values(&y)[1].is_nan(), "bias_act {act:?} ({dtype}): {:?}", values(&y));
