@@ -112,3 +112,130 @@ pub fn cross_entropy_args(
         f32::NAN.into(),
     ])
 }
+
+/// The row kernels, as a backend that launches them tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RowKernel {
+    /// [`softmax`].
+    Softmax,
+    /// [`softmax_backward`].
+    SoftmaxBackward,
+    /// [`norm`].
+    Norm,
+    /// [`norm_backward`].
+    NormBackward,
+    /// [`norm_params`].
+    NormParams,
+    /// [`cross_entropy`].
+    CrossEntropy,
+}
+
+/// What a backend gives to run the row ops through [`launch`]: f32
+/// storage and a launch of a row kernel. The host side of each op (its
+/// outputs, scalars, bindings and empty cases) is then written once, in
+/// [`launch`], for every backend that runs the kernels.
+pub trait RowLaunch: crate::Primitives {
+    /// An f32 tensor of `shape` on `device`, its values not yet written.
+    fn empty_f32(shape: &[usize], device: &Self::Device) -> Self::Storage;
+
+    /// Runs `kernel` with a workgroup for each of `rows` rows (striding
+    /// over the rows past the device's grid), `buffers` bound in the
+    /// kernel's order.
+    fn launch_rows(kernel: RowKernel, rows: usize, buffers: &[&Self::Storage], scalars: &[ScalarArg]);
+}
+
+/// The row ops on a backend that launches the row kernels, for f32
+/// storage the device holds (the backend widens halves and refuses what
+/// lives on the host before it calls these).
+pub mod launch {
+    use super::{RowKernel, RowLaunch};
+    use crate::backend::SoftmaxOptions;
+
+    /// [`super::softmax`] of `x` along `dim`.
+    pub fn softmax<L: RowLaunch>(x: &L::Storage, dim: usize, o: SoftmaxOptions) -> L::Storage {
+        let shape = L::shape(x);
+        let out = L::empty_f32(shape, &L::device(x));
+        let (rows, scalars) = super::softmax_args(shape, dim, o);
+        if rows > 0 && shape.iter().product::<usize>() > 0 {
+            L::launch_rows(RowKernel::Softmax, rows, &[x, &out], &scalars);
+        }
+        out
+    }
+
+    /// [`super::softmax_backward`]: the adjoint `g` through the softmax's
+    /// output `y`.
+    pub fn softmax_backward<L: RowLaunch>(g: &L::Storage, y: &L::Storage, dim: usize, o: SoftmaxOptions) -> L::Storage {
+        let shape = L::shape(g);
+        let out = L::empty_f32(shape, &L::device(g));
+        let (rows, scalars) = super::softmax_backward_args(shape, dim, o);
+        if rows > 0 && shape.iter().product::<usize>() > 0 {
+            L::launch_rows(RowKernel::SoftmaxBackward, rows, &[g, y, &out], &scalars);
+        }
+        out
+    }
+
+    /// [`super::norm`]: LayerNorm (`centre`) or RMSNorm of `x` over its
+    /// last dim, and each row's `(mean, rstd)`.
+    pub fn norm<L: RowLaunch>(
+        x: &L::Storage,
+        weight: Option<&L::Storage>,
+        bias: Option<&L::Storage>,
+        eps: f64,
+        centre: bool,
+    ) -> [L::Storage; 2] {
+        let (shape, device) = (L::shape(x), L::device(x));
+        let (rows, n, scalars) = super::norm_args(shape, eps, centre, weight.is_some(), bias.is_some());
+        let mut stats_shape = shape.to_vec();
+        *stats_shape.last_mut().expect("the runtime checked the rank") = 2;
+        let (out, stats) = (L::empty_f32(shape, &device), L::empty_f32(&stats_shape, &device));
+        if rows > 0 && n > 0 {
+            // An absent parameter binds the input in its place; the flags say not to read it.
+            let buffers = [x, weight.unwrap_or(x), bias.unwrap_or(x), &out, &stats];
+            L::launch_rows(RowKernel::Norm, rows, &buffers, &scalars);
+        }
+        [out, stats]
+    }
+
+    /// The gradients of [`norm`]'s input, weight and bias, from the
+    /// output's `g` and the forward's `stats`.
+    pub fn norm_backward<L: RowLaunch>(
+        g: &L::Storage,
+        x: &L::Storage,
+        stats: &L::Storage,
+        weight: Option<&L::Storage>,
+        centre: bool,
+    ) -> [L::Storage; 3] {
+        let (shape, device) = (L::shape(x), L::device(x));
+        let (rows, n, input_grad, param_grads) = super::norm_backward_args(shape, centre, weight.is_some());
+        let dx = L::empty_f32(shape, &device);
+        if rows == 0 || n == 0 {
+            let zeros = || L::full(&[n], 0.0, crate::DType::F32, &device);
+            return [dx, zeros(), zeros()];
+        }
+        let (dw, db) = (L::empty_f32(&[n], &device), L::empty_f32(&[n], &device));
+        L::launch_rows(RowKernel::NormBackward, rows, &[g, x, stats, weight.unwrap_or(x), &dx], &input_grad);
+        L::launch_rows(RowKernel::NormParams, n, &[g, x, stats, &dw, &db], &param_grads);
+        [dx, dw, db]
+    }
+
+    /// Cross-entropy's loss per row and its gradient for f32 logits
+    /// `[n, c]` and f32 class indices; `None` (the loss composes ops)
+    /// for other operands.
+    pub fn cross_entropy<L: RowLaunch>(
+        z: &L::Storage,
+        t: &L::Storage,
+        smoothing: f64,
+        ignore_index: i64,
+        grad_scale: f64,
+    ) -> Option<(L::Storage, L::Storage)> {
+        use crate::DType::F32;
+        let (&[n, c], F32, F32) = (L::shape(z), L::dtype(z), L::dtype(t)) else { return None };
+        let scalars = super::cross_entropy_args(n, c, smoothing, ignore_index, grad_scale)?;
+        let device = L::device(z);
+        let (loss, grad) = (L::empty_f32(&[n], &device), L::empty_f32(&[n, c], &device));
+        if n > 0 && c > 0 {
+            L::launch_rows(RowKernel::CrossEntropy, n, &[z, t, &loss, &grad], &scalars);
+        }
+        Some((loss, grad))
+    }
+}

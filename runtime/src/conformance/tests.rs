@@ -928,7 +928,6 @@ pub fn masked_softmax_rows<B: Backend>(dev: &B::Device) {
 /// reductions and softmax over its row, and max pooling, whose index (and
 /// argmax's, argmin's) points at the first NaN.
 pub fn nan_propagation<B: Backend>(dev: &B::Device) {
-    use crate::backend::UnaryOp;
     let nan = f64::NAN;
     for dtype in FLOATS {
         let tol = tolerance(dtype, false);

@@ -27,6 +27,7 @@ use blaze_gpu_host::GpuBackend;
 use blaze_runtime::backend as composed;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use blaze_runtime::rows::launch;
 use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
@@ -812,7 +813,7 @@ impl Composites for CubeNative {
         ignore_index: i64,
         grad_scale: f64,
     ) -> Option<(CubeStorage, CubeStorage)> {
-        rows::cross_entropy(logits, targets, smoothing, ignore_index, grad_scale)
+        launch::cross_entropy::<Self>(logits, targets, smoothing, ignore_index, grad_scale)
     }
 
     // The composed defaults, on f32 copies of f16 operands: one rounding
@@ -836,7 +837,7 @@ impl Composites for CubeNative {
     ) -> [CubeStorage; 2] {
         let (w, b) = (wide(weight), wide(bias));
         let h = x.dtype;
-        rows::norm(float("norm", &x.widen()), w.as_ref(), b.as_ref(), eps, centre).map(|t| t.narrow(h))
+        launch::norm::<Self>(float("norm", &x.widen()), w.as_ref(), b.as_ref(), eps, centre).map(|t| t.narrow(h))
     }
 
     fn norm_backward(
@@ -847,21 +848,21 @@ impl Composites for CubeNative {
         centre: bool,
     ) -> [CubeStorage; 3] {
         let (w, h) = (wide(weight), g.dtype);
-        rows::norm_backward(&g.widen(), &x.widen(), &stats.widen(), w.as_ref(), centre).map(|t| t.narrow(h))
+        launch::norm_backward::<Self>(&g.widen(), &x.widen(), &stats.widen(), w.as_ref(), centre).map(|t| t.narrow(h))
     }
 
     fn softmax(x: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
         if let Some(h) = half(x) {
             return Self::softmax(&x.widen(), dim, o).narrow(h);
         }
-        rows::softmax(float("softmax", x), dim, o)
+        launch::softmax::<Self>(float("softmax", x), dim, o)
     }
 
     fn softmax_backward(g: &CubeStorage, y: &CubeStorage, dim: usize, o: blaze_runtime::SoftmaxOptions) -> CubeStorage {
         if let Some(h) = half(g) {
             return Self::softmax_backward(&g.widen(), &y.widen(), dim, o).narrow(h);
         }
-        rows::softmax_backward(float("softmax_backward", g), float("softmax_backward", y), dim, o)
+        launch::softmax_backward::<Self>(float("softmax_backward", g), float("softmax_backward", y), dim, o)
     }
 }
 

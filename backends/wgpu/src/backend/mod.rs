@@ -600,15 +600,7 @@ impl Composites for WgpuNative {
         grad_scale: f64,
     ) -> Option<(WgpuStorage, WgpuStorage)> {
         let (z, t) = (native("cross_entropy", logits), native("cross_entropy", targets));
-        let (&[n, c], DType::F32, DType::F32) = (z.shape.as_slice(), z.dtype, t.dtype) else { return None };
-        let scalars = rows::cross_entropy_args(n, c, smoothing, ignore_index, grad_scale)?;
-        let device = &z.device;
-        let (loss, grad) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n, c], DType::F32));
-        if n > 0 && c > 0 {
-            let bound = [z.buffer(), t.buffer(), loss.buffer(), grad.buffer()];
-            kernels::rows::<rows::cross_entropy::Kernel>(device, n, &bound, &scalars);
-        }
-        Some((loss, grad))
+        rows::launch::cross_entropy::<Self>(z, t, smoothing, ignore_index, grad_scale)
     }
 
     fn attention(q: &WgpuStorage, k: &WgpuStorage, v: &WgpuStorage, o: SoftmaxOptions) -> WgpuStorage {
@@ -679,22 +671,8 @@ impl Composites for WgpuNative {
         eps: f64,
         centre: bool,
     ) -> [WgpuStorage; 2] {
-        let x = native("norm", x);
-        let (rows, n, scalars) = rows::norm_args(&x.shape, eps, centre, weight.is_some(), bias.is_some());
-        let mut stats_shape = x.shape.clone();
-        *stats_shape.last_mut().expect("the runtime checked the rank") = 2;
-        let (out, stats) =
-            (WgpuStorage::new(&x.device, &x.shape, DType::F32), WgpuStorage::new(&x.device, &stats_shape, DType::F32));
-        if rows > 0 && n > 0 {
-            // An absent parameter binds the input in its place; the flags say not to read it.
-            let (w, b) = (
-                weight.map_or(x.buffer(), |w| native("norm", w).buffer()),
-                bias.map_or(x.buffer(), |b| native("norm", b).buffer()),
-            );
-            let bound = [x.buffer(), w, b, out.buffer(), stats.buffer()];
-            kernels::rows::<rows::norm::Kernel>(&x.device, rows, &bound, &scalars);
-        }
-        [out, stats]
+        let (weight, bias) = (weight.map(|w| native("norm", w)), bias.map(|b| native("norm", b)));
+        rows::launch::norm::<Self>(native("norm", x), weight, bias, eps, centre)
     }
 
     fn norm_backward(
@@ -704,44 +682,44 @@ impl Composites for WgpuNative {
         weight: Option<&WgpuStorage>,
         centre: bool,
     ) -> [WgpuStorage; 3] {
-        let (g, x, stats) = (native("norm_backward", g), native("norm_backward", x), native("norm_backward", stats));
-        let (rows, n, input_grad, param_grads) = rows::norm_backward_args(&x.shape, centre, weight.is_some());
-        let device = &x.device;
-        let dx = WgpuStorage::new(device, &x.shape, DType::F32);
-        let (dw, db) = (WgpuStorage::new(device, &[n], DType::F32), WgpuStorage::new(device, &[n], DType::F32));
-        if rows == 0 || n == 0 {
-            let zeros = |t: &WgpuStorage| <Self as Primitives>::full(&t.shape, 0.0, DType::F32, device);
-            return [dx, zeros(&dw), zeros(&db)];
-        }
-        let w = weight.map_or(x.buffer(), |w| native("norm_backward", w).buffer());
-        let bound = [g.buffer(), x.buffer(), stats.buffer(), w, dx.buffer()];
-        kernels::rows::<rows::norm_backward::Kernel>(device, rows, &bound, &input_grad);
-        let bound = [g.buffer(), x.buffer(), stats.buffer(), dw.buffer(), db.buffer()];
-        kernels::rows::<rows::norm_params::Kernel>(device, n, &bound, &param_grads);
-        [dx, dw, db]
+        let [g, x, stats] = [g, x, stats].map(|t| native("norm_backward", t));
+        rows::launch::norm_backward::<Self>(g, x, stats, weight.map(|w| native("norm_backward", w)), centre)
     }
 
     /// The runtime's row kernel (`blaze_runtime::rows::softmax`), which
     /// the CubeCL backend runs too.
     fn softmax(x: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
-        let t = native("softmax", x);
-        let out = WgpuStorage::new(&t.device, &t.shape, DType::F32);
-        let (rows, scalars) = rows::softmax_args(&t.shape, dim, o);
-        if rows > 0 && t.numel() > 0 {
-            kernels::rows::<rows::softmax::Kernel>(&t.device, rows, &[t.buffer(), out.buffer()], &scalars);
-        }
-        out
+        rows::launch::softmax::<Self>(native("softmax", x), dim, o)
     }
 
     fn softmax_backward(g: &WgpuStorage, y: &WgpuStorage, dim: usize, o: SoftmaxOptions) -> WgpuStorage {
-        let (g, y) = (native("softmax_backward", g), native("softmax_backward", y));
-        let out = WgpuStorage::new(&g.device, &g.shape, DType::F32);
-        let (rows, scalars) = rows::softmax_backward_args(&g.shape, dim, o);
-        if rows > 0 && g.numel() > 0 {
-            let bound = [g.buffer(), y.buffer(), out.buffer()];
-            kernels::rows::<rows::softmax_backward::Kernel>(&g.device, rows, &bound, &scalars);
+        rows::launch::softmax_backward::<Self>(native("softmax_backward", g), native("softmax_backward", y), dim, o)
+    }
+}
+
+impl rows::RowLaunch for WgpuNative {
+    fn empty_f32(shape: &[usize], device: &WgpuDevice) -> WgpuStorage {
+        WgpuStorage::new(device, shape, DType::F32)
+    }
+
+    fn launch_rows(kernel: rows::RowKernel, n: usize, buffers: &[&WgpuStorage], scalars: &[ScalarArg]) {
+        use rows::RowKernel as R;
+        let device = &buffers[0].device;
+        // A row kernel binds five buffers at the most.
+        let mut bound = [buffers[0].buffer(); 5];
+        for (b, t) in bound.iter_mut().zip(buffers) {
+            *b = t.buffer();
         }
-        out
+        let bound = &bound[..buffers.len()];
+        let launch = match kernel {
+            R::Softmax => kernels::rows::<rows::softmax::Kernel>,
+            R::SoftmaxBackward => kernels::rows::<rows::softmax_backward::Kernel>,
+            R::Norm => kernels::rows::<rows::norm::Kernel>,
+            R::NormBackward => kernels::rows::<rows::norm_backward::Kernel>,
+            R::NormParams => kernels::rows::<rows::norm_params::Kernel>,
+            R::CrossEntropy => kernels::rows::<rows::cross_entropy::Kernel>,
+        };
+        launch(device, n, bound, scalars);
     }
 }
 
