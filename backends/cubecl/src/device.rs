@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use blaze_gpu_host::{GpuBackend, Identity, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, Identity, OpenError};
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
@@ -34,27 +34,7 @@ pub(crate) struct Inner {
     pub(crate) tuner: Tuner,
 }
 
-/// `CubeDevice(#0 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`.
-impl std::fmt::Debug for CubeDevice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CubeDevice({})", self.inner.id)
-    }
-}
-
-impl PartialEq for CubeDevice {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
-/// The device the process shares, opened on first use.
-static SHARED: SharedDevice<CubeDevice> = SharedDevice::new();
-
-impl Default for CubeDevice {
-    fn default() -> Self {
-        SHARED.get_or_panic("CubeDevice::default()", CubeDevice::new)
-    }
-}
+blaze_gpu_host::device_handle!(CubeDevice, GpuBackend::CubeCl, "BLAZE_REQUIRE_CUBECL");
 
 /// How [`CubeDevice::open`] picks and sets up a device.
 #[derive(Clone, Debug, Default)]
@@ -126,21 +106,9 @@ impl CubeDevice {
         GpuBackend::CubeCl.admit(dev, options.allow_divergent, check)
     }
 
-    /// The shared default device for tests and examples that can do
-    /// without one: `None` (after printing why) when there is no adapter,
-    /// unless `BLAZE_REQUIRE_CUBECL=1`, where a missing adapter panics.
-    pub fn probe() -> Option<CubeDevice> {
-        GpuBackend::CubeCl.probe(SHARED.get(CubeDevice::new))
-    }
-
     /// [`CubeDevice::probe`] for a device of its own, opened with `options`.
     pub fn probe_with(options: CubeOptions) -> Option<CubeDevice> {
         GpuBackend::CubeCl.probe(Self::open(options))
-    }
-
-    /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
-    pub fn adapter_name(&self) -> String {
-        self.inner.id.adapter_name()
     }
 
     /// Whether tensors of `dtype` live on this device: f32 and bool
@@ -153,11 +121,6 @@ impl CubeDevice {
             DType::F16 => self.inner.f16,
             DType::F64 | DType::BF16 | DType::I64 => false,
         }
-    }
-
-    /// Whether the adapter is a software one (a CPU rasteriser).
-    pub fn is_software(&self) -> bool {
-        self.inner.id.is_software()
     }
 
     /// What names this device in the autotune cache: the adapter, its

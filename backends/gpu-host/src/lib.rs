@@ -155,6 +155,62 @@ impl<D: Clone> Default for SharedDevice<D> {
     }
 }
 
+/// What a GPU backend's device handle has in common with the other's:
+/// `struct $ty { inner: Arc<Inner> }`, whose `Inner` has `id:`
+/// [`Identity`], and whose `$ty::new()` opens a device with the default
+/// options. It gives the handle
+/// - `Debug` as `WgpuDevice(#0 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`,
+/// - `PartialEq`: the same device (a clone shares it),
+/// - `Default`: the one device the process shares ([`SharedDevice`]),
+///   which panics, saying how to get one, when there is no adapter,
+/// - `probe()`, `adapter_name()` and `is_software()`.
+#[macro_export]
+macro_rules! device_handle {
+    ($ty:ident, $backend:expr, $require:literal) => {
+        #[doc = concat!("`", stringify!($ty), "(#0 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`: the order in")]
+        /// which the process opened it, and the adapter, as messages name it.
+        impl ::std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                write!(f, "{}({})", stringify!($ty), self.inner.id)
+            }
+        }
+
+        impl ::std::cmp::PartialEq for $ty {
+            fn eq(&self, other: &Self) -> bool {
+                ::std::sync::Arc::ptr_eq(&self.inner, &other.inner)
+            }
+        }
+
+        /// The device the process shares, opened on first use.
+        static SHARED: $crate::SharedDevice<$ty> = $crate::SharedDevice::new();
+
+        impl ::std::default::Default for $ty {
+            fn default() -> Self {
+                SHARED.get_or_panic(concat!(stringify!($ty), "::default()"), $ty::new)
+            }
+        }
+
+        impl $ty {
+            /// The shared default device for tests and examples that can do
+            /// without one: `None` (after printing why) when there is no adapter,
+            #[doc = concat!("unless `", $require, "=1`, where a missing adapter panics.")]
+            pub fn probe() -> Option<$ty> {
+                $backend.probe(SHARED.get($ty::new))
+            }
+
+            /// The adapter's name and API, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
+            pub fn adapter_name(&self) -> String {
+                self.inner.id.adapter_name()
+            }
+
+            /// Whether the adapter is a software one (a CPU rasteriser).
+            pub fn is_software(&self) -> bool {
+                self.inner.id.is_software()
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use blaze_gpu_host::{GpuBackend, Identity, OpenError, SharedDevice};
+use blaze_gpu_host::{GpuBackend, Identity, OpenError};
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -34,28 +34,7 @@ pub struct WgpuDevice {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// `WgpuDevice(#1 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan))`: the order in
-/// which the process opened it, and the adapter, as messages name it.
-impl std::fmt::Debug for WgpuDevice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "WgpuDevice({})", self.inner.id)
-    }
-}
-
-impl PartialEq for WgpuDevice {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
-/// The device the process shares, opened on first use.
-static SHARED: SharedDevice<WgpuDevice> = SharedDevice::new();
-
-impl Default for WgpuDevice {
-    fn default() -> Self {
-        SHARED.get_or_panic("WgpuDevice::default()", WgpuDevice::new)
-    }
-}
+blaze_gpu_host::device_handle!(WgpuDevice, GpuBackend::Wgpu, "BLAZE_REQUIRE_WGPU");
 
 /// How [`WgpuDevice::open`] picks and sets up a device.
 #[derive(Clone, Debug, Default)]
@@ -196,23 +175,6 @@ impl WgpuDevice {
         let dev = WgpuDevice { inner: Arc::new(inner) };
         let check = crate::self_check::run(&dev);
         Ok(GpuBackend::Wgpu.admit(dev, options.allow_divergent, check)?)
-    }
-
-    /// The shared default device for tests and examples that can do
-    /// without one: `None` (after printing why) when there is no adapter,
-    /// unless `BLAZE_REQUIRE_WGPU=1`, where a missing adapter panics.
-    pub fn probe() -> Option<WgpuDevice> {
-        GpuBackend::Wgpu.probe(SHARED.get(WgpuDevice::new))
-    }
-
-    /// The adapter's name and backend, e.g. `llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.
-    pub fn adapter_name(&self) -> String {
-        self.inner.id.adapter_name()
-    }
-
-    /// Whether the adapter is a software one (a CPU rasteriser).
-    pub fn is_software(&self) -> bool {
-        self.inner.id.is_software()
     }
 
     /// The first fault this device has had, if any.
