@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use blaze_gpu_host::{GpuBackend, Identity, OpenError};
+use blaze_gpu_host::{GpuBackend, Identity, OpenError, Opened};
 use blaze_runtime::{DType, DeviceError};
 use cubecl::prelude::{Client, Scalar};
 use cubecl::wgpu::{RuntimeOptions, WgpuSetup, wgpu};
@@ -69,16 +69,10 @@ impl CubeDevice {
 
     /// A device as `options` say.
     pub fn open(options: CubeOptions) -> Result<Self, OpenError> {
-        let (instance, adapter) = blaze_gpu_host::choose_adapter(GpuBackend::CubeCl, options.adapter.as_deref())?;
-        let info = adapter.get_info();
+        let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
+        let Opened { instance, adapter, info, device, queue } =
+            blaze_gpu_host::open_device(GpuBackend::CubeCl, options.adapter.as_deref(), wanted, |limits| limits)?;
         let fail = |message: String| OpenError::Device { adapter: info.name.clone(), message };
-        let (device, queue) = cubecl::future::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("blaze-cubecl"),
-            required_features: adapter.features() & (wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64),
-            required_limits: adapter.limits(),
-            ..Default::default()
-        }))
-        .map_err(|e| fail(e.to_string()))?;
         let setup = WgpuSetup { instance, adapter, device, queue, backend: info.backend };
         let mut runtime = RuntimeOptions::try_default().map_err(|e| fail(e.to_string()))?;
         // One page per buffer in power-of-two buckets, as the wgpu

@@ -29,6 +29,48 @@ pub fn choose_adapter(backend: GpuBackend, wanted: Option<&str>) -> Result<(wgpu
     Ok((instance, adapters.swap_remove(i)))
 }
 
+/// A logical device on the adapter [`choose_adapter`] picks, and what
+/// found it (the CubeCL runtime keeps them all).
+#[derive(Debug)]
+pub struct Opened {
+    /// The instance that found the adapter.
+    pub instance: wgpu::Instance,
+    /// The adapter.
+    pub adapter: wgpu::Adapter,
+    /// What the adapter says of itself.
+    pub info: wgpu::AdapterInfo,
+    /// The device opened on it.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+}
+
+/// Opens a device for `backend` on the adapter [`choose_adapter`] picks
+/// for `wanted`, with the `features` of those it asks for that the adapter
+/// has and the limits `limits` makes of the adapter's own; a refusal is
+/// [`OpenError::Device`], naming the adapter.
+pub fn open_device(
+    backend: GpuBackend,
+    wanted: Option<&str>,
+    features: wgpu::Features,
+    limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits,
+) -> Result<Opened, OpenError> {
+    let (instance, adapter) = choose_adapter(backend, wanted)?;
+    let info = adapter.get_info();
+    let label = match backend {
+        GpuBackend::Wgpu => "blaze",
+        GpuBackend::CubeCl => "blaze-cubecl",
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some(label),
+        required_features: adapter.features() & features,
+        required_limits: limits(adapter.limits()),
+        ..Default::default()
+    }))
+    .map_err(|e| OpenError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+    Ok(Opened { instance, adapter, info, device, queue })
+}
+
 /// What names an open device: the order in which the process opened it
 /// (counted over both backends) and its adapter. Shown as
 /// `#1 llvmpipe (LLVM 15.0.6, 256 bits) (Vulkan)`.

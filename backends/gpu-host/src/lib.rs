@@ -1,6 +1,6 @@
 //! What Blaze's GPU backends share on the host. Both the wgpu backend and
 //! CubeCL's wgpu runtime run on a wgpu adapter, and both open a device the
-//! same way: they pick the adapter alike ([`choose_adapter`]), refuse one
+//! same way: they pick the adapter alike and open it ([`open_device`]), refuse one
 //! that computes differently from the CPU unless told otherwise
 //! ([`GpuBackend::admit`]), share one device per process ([`SharedDevice`]),
 //! let tests without an adapter skip ([`GpuBackend::probe`]), and say what
@@ -17,7 +17,7 @@ mod data;
 use std::fmt::Display;
 use std::sync::OnceLock;
 
-pub use adapter::{Identity, NoAdapter, choose_adapter, pick};
+pub use adapter::{Identity, NoAdapter, Opened, choose_adapter, open_device, pick};
 pub use data::unpack;
 
 /// One of Blaze's GPU backends, as its environment variables and its

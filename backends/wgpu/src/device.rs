@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use blaze_gpu_host::{GpuBackend, Identity, OpenError};
+use blaze_gpu_host::{GpuBackend, Identity};
 use blaze_runtime::DeviceError;
 
 use crate::WgpuError;
@@ -132,22 +132,20 @@ impl WgpuDevice {
     /// A device as `options` say; the adapter must pass the self-check
     /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
     pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
-        let (_instance, adapter) = blaze_gpu_host::choose_adapter(GpuBackend::Wgpu, options.adapter.as_deref())?;
-        let info = adapter.get_info();
-        let mut limits = adapter.limits();
-        // Blaze binds one group; wgpu-core cannot hold more than 8 (the
-        // no-op backend offers u32::MAX, which wgpu-core cannot lay out).
-        limits.max_bind_groups = limits.max_bind_groups.min(4);
-        if let Some(cap) = options.max_buffer_bytes {
-            limits.max_buffer_size = limits.max_buffer_size.min(cap);
-            limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
-        }
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("blaze"),
-            required_limits: limits.clone(),
-            ..Default::default()
-        }))
-        .map_err(|e| OpenError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        let fit = |mut limits: wgpu::Limits| {
+            // Blaze binds one group; wgpu-core cannot hold more than 8 (the
+            // no-op backend offers u32::MAX, which wgpu-core cannot lay out).
+            limits.max_bind_groups = limits.max_bind_groups.min(4);
+            if let Some(cap) = options.max_buffer_bytes {
+                limits.max_buffer_size = limits.max_buffer_size.min(cap);
+                limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(cap);
+            }
+            limits
+        };
+        let opened =
+            blaze_gpu_host::open_device(GpuBackend::Wgpu, options.adapter.as_deref(), wgpu::Features::empty(), fit)?;
+        let (info, device, queue) = (opened.info, opened.device, opened.queue);
+        let limits = device.limits();
         let fault: Arc<Mutex<Option<String>>> = Arc::default();
         let slot = Arc::clone(&fault);
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&slot, full_message(&e))));
