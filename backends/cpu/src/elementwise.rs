@@ -634,10 +634,10 @@ fn visible(shape: &[usize], r: usize, causal: bool) -> usize {
 }
 
 /// Softmax over the last dim of a row-major array in the form `o` says
-/// (log, scaled, causal), one row at a time while it is in cache: max,
-/// exponentials and their sum, then the scale (or the log); masked
-/// entries are written as 0 (`-inf` for the log). `None` when the input is
-/// not row-major.
+/// (log, scaled, causal), one row at a time while it is in cache: the
+/// row's visible entries copied into the output and [`softmax_row`] run
+/// there; masked entries are written as 0 (`-inf` for the log). `None`
+/// when the input is not row-major.
 pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<Array<T>> {
     let s = a.as_slice()?;
     let shape = a.shape();
@@ -646,78 +646,58 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
         return None;
     }
     let scale = T::from_f64(o.scale);
+    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
     let out = fill(shape, n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
         for (r, row) in out.chunks_mut(n).enumerate() {
             let at = start + r * n;
-            let x = &s[at..][..n];
             let seen = visible(shape, at / n, o.causal);
             dispatch(
                 #[inline(always)]
                 || {
-                    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
-                    let x = &x[..seen];
-                    // With a positive scale, the max of the scaled row is the scaled max.
-                    let max = row_max(x);
-                    if max == T::from_f64(f64::NEG_INFINITY) {
-                        // Every entry masked: the row weighs nothing (see `SoftmaxOptions`).
-                        for h in row.iter_mut() {
-                            h.write(masked);
-                        }
-                        return;
-                    }
                     let (row, hidden) = row.split_at_mut(seen);
-                    for (o, &v) in row.iter_mut().zip(x) {
-                        o.write(((v - max) * scale).fast_exp());
-                    }
-                    // SAFETY: every slot of `row` was written just above.
-                    let e = unsafe { pool::written(row) };
-                    let sum = sum_slice(e);
-                    if o.log {
-                        // (x - max) - ln(sum): subtracting the max first keeps
-                        // the small differences exact when the logits are large.
-                        let ln_sum = sum.ln();
-                        for (o, &v) in e.iter_mut().zip(x) {
-                            *o = (v - max) * scale - ln_sum;
-                        }
-                    } else {
-                        let inv = T::ONE / sum;
-                        for o in e.iter_mut() {
-                            *o = *o * inv;
-                        }
+                    for (o, &v) in row.iter_mut().zip(&s[at..][..seen]) {
+                        o.write(v);
                     }
                     for h in hidden {
                         h.write(masked);
                     }
+                    // SAFETY: every slot of `row` was written just above.
+                    softmax_row(unsafe { pool::written(row) }, scale, o.log);
                 },
-            )
+            );
         }
     });
     Some(out)
 }
 
-/// The softmax (with `log`, the log-softmax) of a row in place, while it
-/// is in cache: what a fused group with a softmax after it runs on each
-/// row it has just evaluated. Call inside [`dispatch`].
+/// The softmax (with `log`, the log-softmax) of `scale * row` in place,
+/// for a positive `scale`, while the row is in cache: the max, the
+/// exponentials and their sum, then the scale (or the log). A row whose
+/// entries are all `-inf` (masked) weighs nothing: 0, or `-inf` for the
+/// log. The one body of the CPU's softmax: the op ([`softmax_last`]) and
+/// a fused group with a softmax after it, on each row it has just
+/// evaluated, run it. Call inside [`dispatch`].
 #[inline(always)]
-pub(crate) fn softmax_row_in_place<T: Float>(row: &mut [T], log: bool) {
+pub(crate) fn softmax_row<T: Float>(row: &mut [T], scale: T, log: bool) {
     if row.is_empty() {
         return;
     }
+    // With a positive scale, the max of the scaled row is the scaled max.
     let max = row_max(row);
     if max == T::from_f64(f64::NEG_INFINITY) {
-        // Every entry masked: the row weighs nothing, as `softmax_last`.
         row.fill(if log { max } else { T::ZERO });
         return;
     }
     if log {
-        // (x - max) - ln(sum exp(x - max)), as `softmax_last`.
-        let ln_sum = crate::reduce::sum_map(row, |v| (v - max).fast_exp()).ln();
+        // (x - max) - ln(sum exp(x - max)): subtracting the max first keeps
+        // the small differences exact when the logits are large.
+        let ln_sum = crate::reduce::sum_map(row, |v| ((v - max) * scale).fast_exp()).ln();
         for v in row.iter_mut() {
-            *v = (*v - max) - ln_sum;
+            *v = (*v - max) * scale - ln_sum;
         }
     } else {
         for v in row.iter_mut() {
-            *v = (*v - max).fast_exp();
+            *v = ((*v - max) * scale).fast_exp();
         }
         let inv = T::ONE / sum_slice(row);
         for v in row.iter_mut() {

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 
 use std::mem::MaybeUninit;
 
-use crate::elementwise::{Operand, classify, softmax_row_in_place};
+use crate::elementwise::{Operand, classify, softmax_row};
 use crate::norm::{Affine, norm_row, stats_shape};
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, chunks_mut, fill, for_each_index, should_fork};
 use crate::pool::{self, with_scratch};
@@ -329,7 +329,7 @@ fn run_softmax<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], s
                 let at = start + r * row;
                 dispatch(
                     #[inline(always)]
-                    || softmax_row_in_place(row_values::<T>(k, sources, at, out, &mut noise), log),
+                    || softmax_row(row_values::<T>(k, sources, at, out, &mut noise), T::ONE, log),
                 );
             }
         })
