@@ -107,69 +107,32 @@ pub(super) fn layout(inputs: &[KernelArg<WgpuStorage>]) -> String {
 
 /// Elementwise kernel `K`'s function `f` as a per-output shader over
 /// arguments laid out as `layout` says ([`layout`]): the key its pipeline
-/// is cached under, and its WGSL.
+/// is cached under, and its WGSL. (A fused group with a sum, softmax or
+/// norm after it runs this, then the reduction's or the row op's own
+/// kernel: `Kernels`' defaults.)
 pub(crate) fn elementwise_program<K: Elementwise>(
     f: KernelFn,
     layout: &str,
 ) -> (String, impl FnOnce() -> String + use<K>) {
-    program::<K>(f, layout, Rows::Each)
-}
-
-/// What a kernel's shader does with each row of its values.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Rows {
-    /// Nothing: one invocation per element.
-    Each,
-    /// Sums it, scaled: one invocation per row.
-    Sum,
-    /// Its softmax (or log-softmax): one invocation per row.
-    Softmax { log: bool },
-    /// Its LayerNorm (`centre`) or RMSNorm, with the parameters it has:
-    /// one invocation per row, writing the output, the statistics and,
-    /// with `keep`, the values.
-    Norm { centre: bool, weight: bool, bias: bool, keep: bool },
-}
-
-/// [`elementwise_program`], or one invocation per row that sums `f` along
-/// it or takes its softmax (parameters: rows, the row's length, the scale,
-/// then the numbers).
-fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, impl FnOnce() -> String + use<K>) {
     let name = match f {
         KernelFn::Value => K::NAME.to_owned(),
         KernelFn::Partial(i) => format!("{}_d_{}", K::NAME, K::ARGS[i]),
     };
-    let mode = match rows {
-        Rows::Each => "",
-        Rows::Sum => "_sum",
-        Rows::Softmax { log: false } => "_softmax",
-        Rows::Softmax { log: true } => "_log_softmax",
-        Rows::Norm { .. } => "_norm",
-    };
-    let key = match rows {
-        Rows::Norm { centre, weight, bias, keep } => {
-            let flag = |on: bool, c: char| if on { c } else { '-' };
-            let flags: String =
-                [flag(centre, 'c'), flag(weight, 'w'), flag(bias, 'b'), flag(keep, 'k')].into_iter().collect();
-            format!("kernel{mode}:{name}:{layout}:{flags}")
-        }
-        _ => format!("kernel{mode}:{name}:{layout}"),
-    };
-    // Parameter 0 is the element (or row) count; numbers follow in order.
-    let each = rows == Rows::Each;
-    let mut params = if each { 1 } else { 3 };
-    let at = if each { "i" } else { "e" };
+    let key = format!("kernel:{name}:{layout}");
+    // Parameter 0 is the element count; numbers follow in order.
+    let mut params = 1;
     let args: Vec<String> = layout
         .chars()
         .enumerate()
         .map(|(k, kind)| match kind {
-            't' => format!("in{k}[{at}]"),
+            't' => format!("in{k}[i]"),
             'n' => {
                 params += 1;
                 format!("pf({}u)", params - 1)
             }
             _ => {
                 params += 2;
-                format!("blaze_uniform(pu({}u), pu({}u), {at})", params - 2, params - 1)
+                format!("blaze_uniform(pu({}u), pu({}u), i)", params - 2, params - 1)
             }
         })
         .collect();
@@ -178,161 +141,11 @@ fn program<K: Elementwise>(f: KernelFn, layout: &str, rows: Rows) -> (String, im
         layout.chars().enumerate().filter(|&(_, t)| t == 't').map(|(k, _)| format!("in{k}")).collect();
     let wgsl = move || {
         let mut decl: Vec<(&str, &str, bool)> = inputs.iter().map(|n| (n.as_str(), "f32", false)).collect();
-        match rows {
-            Rows::Norm { weight, bias, keep, .. } => {
-                decl.extend(weight.then_some(("wt", "f32", false)));
-                decl.extend(bias.then_some(("bs", "f32", false)));
-                decl.extend([("out", "f32", true), ("st", "f32", true)]);
-                decl.extend(keep.then_some(("kx", "f32", true)));
-            }
-            _ => decl.push(("out", "f32", true)),
-        }
-        let call = format!("{name}({})", args.join(", "));
-        // A loop over row `i`'s elements `e`.
-        let over_row = |body: &str| {
-            format!("    for (var j = 0u; j < n; j = j + 1u) {{\n        let e = i * n + j;\n{body}\n    }}\n")
-        };
-        let body = match rows {
-            Rows::Each => format!("    out[i] = {call};"),
-            Rows::Sum => format!(
-                "    let n = pu(1u);\n    var acc = 0.0;\n{}    out[i] = acc * pf(2u);",
-                over_row(&format!("        acc = acc + {call};"))
-            ),
-            // The max, then the sum of exponentials, then each value; a
-            // NaN anywhere in the row makes the row NaN, as on the CPU. A
-            // row of -inf only sums to 0 (the max starts finite) and
-            // weighs nothing: 0, or -inf for the log.
-            Rows::Softmax { log } => {
-                let write = if log { "(v - m) - log(s)" } else { "exp(v - m) / s" };
-                let empty = if log { "bitcast<f32>(0xff800000u)" } else { "0.0" };
-                format!(
-                    "    let n = pu(1u);\n    var m = -3.4028235e38;\n    var nan = false;\n{}    var s = 0.0;\n{}{}",
-                    over_row(&format!("        let v = {call};\n        nan = nan || v != v;\n        m = max(m, v);")),
-                    over_row(&format!("        s = s + exp({call} - m);")),
-                    over_row(&format!(
-                        "        let v = {call};\n        \
-                         out[e] = select(select({write}, {empty}, s == 0.0), bitcast<f32>(0x7fc00000u), nan);"
-                    )),
-                )
-            }
-            // The mean (LayerNorm; 0 for RMSNorm), then the mean square of
-            // the deviations, then each output, as the CPU computes them;
-            // kept values are written in the first pass and read back,
-            // else the kernel is evaluated again.
-            Rows::Norm { centre, weight, bias, keep } => {
-                let read = if keep { "kx[e]".to_owned() } else { call.clone() };
-                let mut first = format!("        let v = {call};\n");
-                if keep {
-                    first += "        kx[e] = v;\n";
-                }
-                first += "        mean = mean + v;";
-                let mut body = "    let n = pu(1u);\n    var mean = 0.0;\n".to_owned();
-                if centre || keep {
-                    body += &over_row(&first);
-                }
-                body += if centre { "    mean = mean / f32(n);\n" } else { "    mean = 0.0;\n" };
-                body += "    var ss = 0.0;\n";
-                body += &over_row(&format!("        let d = {read} - mean;\n        ss = ss + d * d;"));
-                body += "    let rstd = 1.0 / sqrt(ss / f32(n) + pf(2u));\n    st[2u * i] = mean;\n    st[2u * i + 1u] = rstd;\n";
-                let mut y = format!("({read} - mean) * rstd");
-                if weight {
-                    y = format!("{y} * wt[j]");
-                }
-                if bias {
-                    y = format!("{y} + bs[j]");
-                }
-                body + &over_row(&format!("        out[e] = {y};"))
-            }
-        };
+        decl.push(("out", "f32", true));
+        let body = format!("    out[i] = {name}({});", args.join(", "));
         format!("{}{noise}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
     };
     (key, wgsl)
-}
-
-/// Kernel `K` (or a partial) summed over the last dim of `shape` and
-/// scaled, one invocation per row, on the device of `inputs`.
-pub(super) fn elementwise_sum<K: Elementwise>(
-    f: KernelFn,
-    inputs: &[KernelArg<WgpuStorage>],
-    shape: &[usize],
-    dtype: DType,
-    scale: f64,
-) -> WgpuStorage {
-    let mut out_shape = shape.to_vec();
-    *out_shape.last_mut().expect("a sum over the last dim needs a dim") = 1;
-    per_row::<K>(f, inputs, shape, &out_shape, dtype, scale, Rows::Sum)
-}
-
-/// The softmax (or log-softmax) over the last dim of kernel `K` (or a
-/// partial), one invocation per row, on the device of `inputs`.
-pub(super) fn elementwise_softmax<K: Elementwise>(
-    f: KernelFn,
-    inputs: &[KernelArg<WgpuStorage>],
-    shape: &[usize],
-    dtype: DType,
-    log: bool,
-) -> WgpuStorage {
-    per_row::<K>(f, inputs, shape, shape, dtype, 1.0, Rows::Softmax { log })
-}
-
-/// The LayerNorm or RMSNorm over the last dim of kernel `K` (or a
-/// partial), one invocation per row, on the device of `inputs`: the
-/// output, the statistics and, with `keep`, the kernel's values.
-pub(super) fn elementwise_norm<K: Elementwise>(
-    f: KernelFn,
-    inputs: &[KernelArg<WgpuStorage>],
-    shape: &[usize],
-    dtype: DType,
-    norm: RowNorm<'_, WgpuStorage>,
-    keep: bool,
-) -> (WgpuStorage, WgpuStorage, Option<WgpuStorage>) {
-    let device = device_of::<K>(inputs, dtype);
-    let n = *shape.last().expect("a norm over the last dim needs a dim");
-    let mut stats_shape = shape.to_vec();
-    *stats_shape.last_mut().expect("a dim") = 2;
-    let out = WgpuStorage::new(&device, shape, DType::F32);
-    let stats = WgpuStorage::new(&device, &stats_shape, DType::F32);
-    let kept = keep.then(|| WgpuStorage::new(&device, shape, DType::F32));
-    let count = shape[..shape.len() - 1].iter().product::<usize>();
-    if out.numel() == 0 {
-        return (out, stats, kept);
-    }
-    let [weight, bias] = [norm.weight, norm.bias].map(|p| p.map(|p| native(K::NAME, p)));
-    let outputs: Vec<&WgpuStorage> =
-        weight.into_iter().chain(bias).chain([&out, &stats]).chain(kept.as_ref()).collect();
-    let mut params = vec![u(count), u(n), (norm.eps as f32).to_bits()];
-    let buffers = bind(inputs, &mut params, &outputs);
-    let rows = Rows::Norm { centre: norm.centre, weight: weight.is_some(), bias: bias.is_some(), keep };
-    let (key, wgsl) = program::<K>(f, &layout(inputs), rows);
-    let pipeline = device.compile(K::NAME, &key, wgsl, "main");
-    device.dispatch(&pipeline, &buffers, &params, grid(&device, count, WG));
-    (out, stats, kept)
-}
-
-/// Kernel `K` with `rows` run over each row of `shape`, one invocation per
-/// row, into an output of `out_shape`.
-fn per_row<K: Elementwise>(
-    f: KernelFn,
-    inputs: &[KernelArg<WgpuStorage>],
-    shape: &[usize],
-    out_shape: &[usize],
-    dtype: DType,
-    scale: f64,
-    rows: Rows,
-) -> WgpuStorage {
-    let device = device_of::<K>(inputs, dtype);
-    let n = *shape.last().expect("a row needs a dim");
-    let out = WgpuStorage::new(&device, out_shape, DType::F32);
-    let count = shape[..shape.len() - 1].iter().product::<usize>();
-    if out.numel() == 0 {
-        return out;
-    }
-    let mut params = vec![u(count), u(n), (scale as f32).to_bits()];
-    let buffers = bind(inputs, &mut params, &[&out]);
-    let (key, wgsl) = program::<K>(f, &layout(inputs), rows);
-    let pipeline = device.compile(K::NAME, &key, wgsl, "main");
-    device.dispatch(&pipeline, &buffers, &params, grid(&device, count, WG));
-    out
 }
 
 /// Elementwise kernel `K` (or a partial) over f32 `inputs` on `device`.

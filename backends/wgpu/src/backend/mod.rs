@@ -31,7 +31,7 @@ use blaze_runtime::shape::window_output_size;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
     AdamStep, Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives,
-    ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
+    ReduceOp, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 mod conv;
@@ -731,37 +731,6 @@ impl Kernels for WgpuNative {
         dtype: DType,
     ) -> WgpuStorage {
         kernels::elementwise::<K>(f, inputs, shape, dtype)
-    }
-
-    fn elementwise_sum<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<WgpuStorage>],
-        shape: &[usize],
-        dtype: DType,
-        scale: f64,
-    ) -> WgpuStorage {
-        kernels::elementwise_sum::<K>(f, inputs, shape, dtype, scale)
-    }
-
-    fn elementwise_softmax<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<WgpuStorage>],
-        shape: &[usize],
-        dtype: DType,
-        log: bool,
-    ) -> WgpuStorage {
-        kernels::elementwise_softmax::<K>(f, inputs, shape, dtype, log)
-    }
-
-    fn elementwise_norm<K: Elementwise>(
-        f: KernelFn,
-        inputs: &[KernelArg<WgpuStorage>],
-        shape: &[usize],
-        dtype: DType,
-        norm: RowNorm<'_, WgpuStorage>,
-        keep: bool,
-    ) -> (WgpuStorage, WgpuStorage, Option<WgpuStorage>) {
-        kernels::elementwise_norm::<K>(f, inputs, shape, dtype, norm, keep)
     }
 
     fn launch<K: Workgroups>(groups: u32, buffers: &mut [LaunchBuffer<'_, WgpuStorage>], scalars: &[ScalarArg]) {
