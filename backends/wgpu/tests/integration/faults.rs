@@ -4,10 +4,6 @@
 //! a deliberately small one) and a lost device. Without an adapter these
 //! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
-#[path = "../../../../tests/common/kernels.rs"]
-#[allow(dead_code)]
-mod kernels;
-
 use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
 use blaze::optim::Sgd;
@@ -16,7 +12,7 @@ use blaze::runtime::conformance::panic_message;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::train::{FitConfig, TrainError, fit};
 use blaze_wgpu::{DeviceOptions, HostBuffer, WgpuDevice, WgpuError, launch};
-use kernels::row_sum;
+use crate::common_kernels::row_sum;
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
 /// the CPU.
