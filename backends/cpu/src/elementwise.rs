@@ -634,10 +634,9 @@ fn visible(shape: &[usize], r: usize, causal: bool) -> usize {
 }
 
 /// Softmax over the last dim of a row-major array in the form `o` says
-/// (log, scaled, causal), one row at a time while it is in cache: the
-/// row's visible entries copied into the output and [`softmax_row`] run
-/// there; masked entries are written as 0 (`-inf` for the log). `None`
-/// when the input is not row-major.
+/// (log, scaled, causal), one row at a time while it is in cache through
+/// [`softmax_row`]; masked entries are written as 0 (`-inf` for the log).
+/// `None` when the input is not row-major.
 pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<Array<T>> {
     let s = a.as_slice()?;
     let shape = a.shape();
@@ -651,57 +650,83 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
         for (r, row) in out.chunks_mut(n).enumerate() {
             let at = start + r * n;
             let seen = visible(shape, at / n, o.causal);
+            let (row, hidden) = row.split_at_mut(seen);
+            for h in hidden {
+                h.write(masked);
+            }
             dispatch(
                 #[inline(always)]
-                || {
-                    let (row, hidden) = row.split_at_mut(seen);
-                    for (o, &v) in row.iter_mut().zip(&s[at..][..seen]) {
-                        o.write(v);
-                    }
-                    for h in hidden {
-                        h.write(masked);
-                    }
-                    // SAFETY: every slot of `row` was written just above.
-                    softmax_row(unsafe { pool::written(row) }, scale, o.log);
-                },
+                // SAFETY: a source is given.
+                || unsafe { softmax_row(Some(&s[at..][..seen]), row, scale, o.log) },
             );
         }
     });
     Some(out)
 }
 
-/// The softmax (with `log`, the log-softmax) of `scale * row` in place,
+/// The softmax (with `log`, the log-softmax) of `scale * x` into `out`,
 /// for a positive `scale`, while the row is in cache: the max, the
 /// exponentials and their sum, then the scale (or the log). A row whose
 /// entries are all `-inf` (masked) weighs nothing: 0, or `-inf` for the
-/// log. The one body of the CPU's softmax: the op ([`softmax_last`]) and
-/// a fused group with a softmax after it, on each row it has just
-/// evaluated, run it. Call inside [`dispatch`].
+/// log. `x` is `source`, or without one `out`'s own values (a fused
+/// group's row, evaluated there). The one body of the CPU's softmax: the
+/// op ([`softmax_last`]) and a fused group with a softmax after it run
+/// it. Call inside [`dispatch`].
+///
+/// # Safety
+/// Without a `source`, every slot of `out` is initialised.
 #[inline(always)]
-pub(crate) fn softmax_row<T: Float>(row: &mut [T], scale: T, log: bool) {
-    if row.is_empty() {
+pub(crate) unsafe fn softmax_row<T: Float>(source: Option<&[T]>, out: &mut [MaybeUninit<T>], scale: T, log: bool) {
+    if out.is_empty() {
         return;
     }
     // With a positive scale, the max of the scaled row is the scaled max.
-    let max = row_max(row);
+    // SAFETY: without a source, the caller initialised every slot.
+    let max = row_max(source.unwrap_or_else(|| unsafe { pool::written(out) }));
     if max == T::from_f64(f64::NEG_INFINITY) {
-        row.fill(if log { max } else { T::ZERO });
+        let masked = if log { max } else { T::ZERO };
+        for o in out.iter_mut() {
+            o.write(masked);
+        }
         return;
     }
     if log {
         // (x - max) - ln(sum exp(x - max)): subtracting the max first keeps
         // the small differences exact when the logits are large.
-        let ln_sum = crate::reduce::sum_map(row, |v| ((v - max) * scale).fast_exp()).ln();
-        for v in row.iter_mut() {
-            *v = (*v - max) * scale - ln_sum;
-        }
+        // SAFETY: as for the max.
+        let x = source.unwrap_or_else(|| unsafe { pool::written(out) });
+        let ln_sum = crate::reduce::sum_map(x, |v| ((v - max) * scale).fast_exp()).ln();
+        // SAFETY: as the caller vouches.
+        unsafe { map_row(source, out, |v| (v - max) * scale - ln_sum) };
     } else {
-        for v in row.iter_mut() {
-            *v = ((*v - max) * scale).fast_exp();
-        }
-        let inv = T::ONE / sum_slice(row);
-        for v in row.iter_mut() {
+        // SAFETY: as the caller vouches.
+        unsafe { map_row(source, out, |v| ((v - max) * scale).fast_exp()) };
+        // SAFETY: every slot was written just above.
+        let e = unsafe { pool::written(out) };
+        let inv = T::ONE / sum_slice(e);
+        for v in e.iter_mut() {
             *v = *v * inv;
+        }
+    }
+}
+
+/// `out[i] = f(x[i])` for `x` the `source`, or in place without one.
+///
+/// # Safety
+/// Without a `source`, every slot of `out` is initialised.
+#[inline(always)]
+unsafe fn map_row<T: Copy>(source: Option<&[T]>, out: &mut [MaybeUninit<T>], f: impl Fn(T) -> T) {
+    match source {
+        Some(x) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                o.write(f(v));
+            }
+        }
+        // SAFETY: the caller initialised every slot.
+        None => {
+            for v in unsafe { pool::written(out) } {
+                *v = f(*v);
+            }
         }
     }
 }

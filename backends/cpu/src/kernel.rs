@@ -329,7 +329,11 @@ fn run_softmax<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], s
                 let at = start + r * row;
                 dispatch(
                     #[inline(always)]
-                    || softmax_row(row_values::<T>(k, sources, at, out, &mut noise), T::ONE, log),
+                    || {
+                        row_values::<T>(k, sources, at, out, &mut noise);
+                        // SAFETY: `row_values` wrote every slot.
+                        unsafe { softmax_row(None, out, T::ONE, log) }
+                    },
                 );
             }
         })
