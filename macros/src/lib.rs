@@ -122,6 +122,23 @@ pub fn __cube_row_kernels(_: TokenStream) -> TokenStream {
     kernel::rows::cube().into()
 }
 
+/// The runtime's side of the binary ops of the op table
+/// (`blaze_spec::ops::BINARY`): `BinaryOp` and a kernel module per op.
+/// Invoked once, by `blaze_runtime::binary`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __binary_ops(_: TokenStream) -> TokenStream {
+    kernel::table::binary_runtime().into()
+}
+
+/// The CubeCL backend's side of the binary ops: their `#[cube]` functions
+/// and `op`, which picks one by its code. Invoked once, by `blaze_cubecl`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __cube_binary_ops(_: TokenStream) -> TokenStream {
+    kernel::table::binary_cube().into()
+}
+
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
 /// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
 #[doc(hidden)]

@@ -11,6 +11,7 @@
 pub mod adjoint;
 pub mod autodiff;
 pub mod backend;
+pub mod binary;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod data;

@@ -1,7 +1,9 @@
-//! The elementwise ops of one tensor, each written once: its name, the
-//! dtypes it takes, its parameters, its scalar body in the `kernel!` DSL
-//! and, where the derived one is numerically poor or needs what the
-//! training forward does not keep, its derivative.
+//! The elementwise ops, each written once. An op of one tensor
+//! ([`UNARY`]): its name, the dtypes it takes, its parameters, its scalar
+//! body in the `kernel!` DSL and, where the derived one is numerically
+//! poor or needs what the training forward does not keep, its
+//! derivative. An op of two tensors ([`BINARY`]): its name, dtypes, cost
+//! and body, from which its kernel and partials are printed as below.
 //!
 //! `blaze-macros` parses these bodies into its kernel IR and prints from
 //! them everything that computes the op: the runtime's `UnaryOp` enum, its
@@ -379,6 +381,104 @@ pub fn unary(name: &str) -> Option<&'static Unary> {
     UNARY.iter().find(|u| u.name == name)
 }
 
+/// One elementwise op of two tensors of one dtype (broadcast against each
+/// other, or the second a number). Its derivatives by `a` and `b` are
+/// derived from the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Binary {
+    /// The `BinaryOp` variant.
+    pub variant: &'static str,
+    /// The op's name: its kernel's (PyTorch's, lower case) and in
+    /// messages.
+    pub name: &'static str,
+    /// A sentence saying what it computes.
+    pub doc: &'static str,
+    /// The dtypes it takes.
+    pub domain: Domain,
+    /// What it costs per element.
+    pub cost: Cost,
+    /// The body of `fn name(a: f32, b: f32) -> f32` in the `kernel!` DSL;
+    /// empty for a bool op.
+    pub body: &'static str,
+}
+
+/// Every elementwise op of two tensors, in the order of `BinaryOp`'s
+/// variants.
+pub const BINARY: &[Binary] = &[
+    Binary {
+        variant: "Add",
+        name: "add",
+        doc: "`a + b` (floats, i64).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "a + b",
+    },
+    Binary {
+        variant: "Sub",
+        name: "sub",
+        doc: "`a - b` (floats, i64).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "a - b",
+    },
+    Binary {
+        variant: "Mul",
+        name: "mul",
+        doc: "`a * b` (floats, i64).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "a * b",
+    },
+    Binary {
+        variant: "Div",
+        name: "div",
+        doc: "`a / b` (floats; i64 rounds toward zero).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "a / b",
+    },
+    Binary {
+        variant: "Pow",
+        name: "pow",
+        doc: "`a ^ b` (floats): a negative `a` to an integer `b` keeps its sign, as `torch.pow`.",
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "pow(a, b)",
+    },
+    Binary {
+        variant: "Maximum",
+        name: "maximum",
+        doc: "Elementwise maximum, NaN-propagating (floats, i64).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "max(a, b)",
+    },
+    Binary {
+        variant: "Minimum",
+        name: "minimum",
+        doc: "Elementwise minimum, NaN-propagating (floats, i64).",
+        domain: Domain::Signed,
+        cost: Cost::Cheap,
+        body: "min(a, b)",
+    },
+    Binary {
+        variant: "And",
+        name: "logical_and",
+        doc: "Logical and (bool).",
+        domain: Domain::Bool,
+        cost: Cost::Cheap,
+        body: "",
+    },
+    Binary {
+        variant: "Or",
+        name: "logical_or",
+        doc: "Logical or (bool).",
+        domain: Domain::Bool,
+        cost: Cost::Cheap,
+        body: "",
+    },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,5 +498,11 @@ mod tests {
             }
         }
         assert_eq!(unary("sigmoid").map(|u| u.variant), Some("Sigmoid"));
+        for (i, a) in BINARY.iter().enumerate() {
+            assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
+            for b in &BINARY[i + 1..] {
+                assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
+            }
+        }
     }
 }

@@ -33,6 +33,7 @@ mod stream;
 
 use std::ops::Range;
 
+use blaze_runtime::binary::BinaryVisitor;
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::shape::Dims;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
@@ -184,17 +185,18 @@ fn bias_act_fused(
     if done { Ok(x) } else { Err(x) }
 }
 
-fn binary_float<T: Float>(op: BinaryOp, a: &Array<T>, b: &Array<T>) -> Array<T> {
-    match op {
-        BinaryOp::Add => zip(a, b, CHEAP_OP_MIN, |x, y| x + y),
-        BinaryOp::Sub => zip(a, b, CHEAP_OP_MIN, |x, y| x - y),
-        BinaryOp::Mul => zip(a, b, CHEAP_OP_MIN, |x, y| x * y),
-        BinaryOp::Div => zip(a, b, CHEAP_OP_MIN, |x, y| x / y),
-        BinaryOp::Pow => zip(a, b, COSTLY_OP_MIN, |x, y| x.powf(y)),
-        BinaryOp::Maximum => zip(a, b, CHEAP_OP_MIN, |x, y| if Num::is_nan(x) || x > y { x } else { y }),
-        BinaryOp::Minimum => zip(a, b, CHEAP_OP_MIN, |x, y| if Num::is_nan(x) || x < y { x } else { y }),
-        BinaryOp::And | BinaryOp::Or => unsupported(op.name(), DType::F32),
+/// Float op `op` of the op table zipped over `a` and `b` (broadcast), its
+/// kernel's body the loop's, parallel above the size its cost says.
+fn binary_float<T: Float + KernelFloat>(op: BinaryOp, a: &Array<T>, b: &Array<T>) -> Array<T> {
+    struct Zip<'a, T>(&'a Array<T>, &'a Array<T>, usize);
+    impl<T: Float + KernelFloat> BinaryVisitor for Zip<'_, T> {
+        type Out = Array<T>;
+        fn visit<K: Elementwise>(self) -> Array<T> {
+            zip(self.0, self.1, self.2, |x, y| K::at(&[x, y]))
+        }
     }
+    let fork_min = if op.costly() { COSTLY_OP_MIN } else { CHEAP_OP_MIN };
+    op.visit(Zip(a, b, fork_min)).unwrap_or_else(|| unsupported(op.name(), DType::F32))
 }
 
 fn binary_i64(op: BinaryOp, a: &Array<i64>, b: &Array<i64>) -> Array<i64> {

@@ -40,6 +40,13 @@ pub mod __private {
         blaze_macros::__cube_unary_ops!();
     }
 
+    /// The op table's binary ops (`blaze_runtime::binary`) as `#[cube]`
+    /// functions, and `op`, which picks one by its code.
+    #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]
+    pub mod binary {
+        blaze_macros::__cube_binary_ops!();
+    }
+
     /// The runtime's row kernels (`blaze_runtime::rows`) as `#[cube]`
     /// code and launchers, printed from the same source as their WGSL.
     #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]

@@ -29,27 +29,12 @@ fn prelude(storage: &[(&str, &str, bool)]) -> String {
     s
 }
 
-/// Scalar functions WGSL lacks or defines differently from PyTorch.
+/// Scalar functions the primitives call: a NaN test by the bits (WGSL
+/// lets a compiler assume there is no NaN) and a bool as a `u32`.
 const MATH: &str = "
 fn isnan_(x: f32) -> bool {
     let b = bitcast<u32>(x);
     return (b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0u;
-}
-fn pow_(a: f32, b: f32) -> f32 {
-    if (b == 0.0) { return 1.0; }
-    let r = pow(abs(a), b);
-    if (a >= 0.0 || isnan_(a)) { return select(r, exp2(b * log2(a)), a == 0.0); }
-    if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
-    let odd = abs(b - 2.0 * floor(b * 0.5)) == 1.0;
-    return select(r, -r, odd);
-}
-fn max_(a: f32, b: f32) -> f32 {
-    if (isnan_(a) || isnan_(b)) { return bitcast<f32>(0x7fc00000u); }
-    return max(a, b);
-}
-fn min_(a: f32, b: f32) -> f32 {
-    if (isnan_(a) || isnan_(b)) { return bitcast<f32>(0x7fc00000u); }
-    return min(a, b);
 }
 fn b2f(x: bool) -> u32 { return select(0u, 1u, x); }
 ";

@@ -96,7 +96,7 @@ fn expr(k: &Kernel, e: &Expr) -> TokenStream {
                 Intrinsic::Tanh => quote!(#dsl::tanh(#(#a)*)),
                 Intrinsic::Sin => quote!(f32::sin(#(#a)*)),
                 Intrinsic::Cos => quote!(f32::cos(#(#a)*)),
-                Intrinsic::Pow => quote!(f32::powf(#(#a),*)),
+                Intrinsic::Pow => quote!(#dsl::pow(#(#a),*)),
                 Intrinsic::Abs => quote!(f32::abs(#(#a)*)),
                 Intrinsic::Sign => quote!(#dsl::sign(#(#a)*)),
                 Intrinsic::Min => quote!(#dsl::min(#(#a),*)),

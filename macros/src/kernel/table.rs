@@ -7,7 +7,7 @@
 //! kernels. A fused group calls the runtime's kernel, so an op computes
 //! the same bits fused and unfused.
 
-use blaze_spec::ops::{Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
+use blaze_spec::ops::{BINARY, Binary, Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -301,6 +301,186 @@ pub fn runtime() -> TokenStream {
         }
 
         #(#modules)*
+    }
+}
+
+/// The prefix of a binary op's kernel name (`binary_add`).
+pub const BINARY_PREFIX: &str = "binary_";
+
+/// A binary op's kernel, `fn(a, b)`, and its partials by `a` and `b`.
+fn binary_kernels(op: &Binary, home: Home) -> (Kernel, Vec<Kernel>) {
+    let value = kernel(&format!("{BINARY_PREFIX}{}", op.name), &["a", "b"], op.body, home);
+    let partials = (0..2).map(|p| diff::partial(&value, p)).collect();
+    (value, partials)
+}
+
+/// The runtime's side of the binary ops: `BinaryOp` and a module per op
+/// with a float body, holding its kernel.
+pub fn binary_runtime() -> TokenStream {
+    let wild = |op: &Binary| {
+        let v = format_ident!("{}", op.variant);
+        quote!(BinaryOp::#v)
+    };
+    let variants = BINARY.iter().map(|op| {
+        let (v, doc) = (format_ident!("{}", op.variant), op.doc);
+        quote!(#[doc = #doc] #v)
+    });
+    let count = BINARY.len();
+    let alls = BINARY.iter().map(wild);
+    let names = BINARY.iter().map(|op| {
+        let (p, name) = (wild(op), op.name);
+        quote!(#p => #name)
+    });
+    let supports = BINARY.iter().map(|op| {
+        let p = wild(op);
+        let rule = match op.domain {
+            Domain::Float => quote!(dtype.is_float()),
+            Domain::Signed => quote!(dtype != crate::dtype::DType::Bool),
+            Domain::Bool => quote!(dtype == crate::dtype::DType::Bool),
+        };
+        quote!(#p => #rule)
+    });
+    let costly = BINARY.iter().map(|op| {
+        let (p, c) = (wild(op), op.cost == Cost::Costly);
+        quote!(#p => #c)
+    });
+    let indices = BINARY.iter().enumerate().map(|(i, op)| {
+        let p = wild(op);
+        let i = i as u32;
+        quote!(#p => #i)
+    });
+    let visits = BINARY.iter().map(|op| {
+        let p = wild(op);
+        if op.domain == Domain::Bool {
+            return quote!(#p => None);
+        }
+        let m = format_ident!("{}", op.name);
+        quote!(#p => Some(v.visit::<#m::Kernel>()))
+    });
+    let modules = BINARY.iter().filter(|op| op.domain != Domain::Bool).map(|op| {
+        let (value, partials) = binary_kernels(op, Home::Runtime);
+        let items = items(&value, &partials);
+        let m = format_ident!("{}", op.name);
+        let doc = format!("`{}`: {}", op.name, op.doc);
+        quote! {
+            #[doc = #doc]
+            #[allow(clippy::all, unused_parens, missing_docs)]
+            pub mod #m {
+                #items
+            }
+        }
+    });
+    quote! {
+        /// Elementwise functions of two tensors of one dtype, one per
+        /// entry of the op table (`blaze_spec::ops::BINARY`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum BinaryOp {
+            #(#variants,)*
+        }
+
+        impl BinaryOp {
+            /// Every op, in the table's order.
+            pub const ALL: [BinaryOp; #count] = [#(#alls),*];
+
+            /// The op's name as it appears in messages.
+            pub fn name(self) -> &'static str {
+                match self {
+                    #(#names,)*
+                }
+            }
+
+            /// Whether the op is defined for `dtype`.
+            pub fn supports(self, dtype: crate::dtype::DType) -> bool {
+                match self {
+                    #(#supports,)*
+                }
+            }
+
+            /// Whether the op computes a transcendental function per
+            /// element (else it is memory-bound).
+            pub fn costly(self) -> bool {
+                match self {
+                    #(#costly,)*
+                }
+            }
+
+            /// The op's position in the table: its code where a backend
+            /// picks the op while compiling a kernel.
+            pub fn index(self) -> u32 {
+                match self {
+                    #(#indices,)*
+                }
+            }
+
+            /// Hands `v` the op's float kernel; `None` for a bool op.
+            #[inline]
+            pub fn visit<V: BinaryVisitor>(self, v: V) -> Option<V::Out> {
+                match self {
+                    #(#visits,)*
+                }
+            }
+        }
+
+        #(#modules)*
+    }
+}
+
+/// The CubeCL backend's side of the binary ops: per op the `#[cube]`
+/// function and launcher of its kernel, `launcher`, which finds the
+/// launcher of a kernel of the runtime's, and `op(a, b, code)`, op number
+/// `code` of the table (`BinaryOp::index`) at `a` and `b`, for kernels
+/// that pick their op while compiling.
+pub fn binary_cube() -> TokenStream {
+    let private = cube::private(Home::Cube);
+    let picks = BINARY.iter().enumerate().filter(|(_, op)| op.domain != Domain::Bool).map(|(i, op)| {
+        let (value, partials) = binary_kernels(op, Home::Cube);
+        let (items, _) = cube::elementwise(&diff::share_common(&value), &shared(&partials));
+        let m = format_ident!("{}", op.name);
+        let code = i as u32;
+        (
+            quote! {
+                pub mod #m {
+                    #items
+                }
+            },
+            (
+                quote!(if comptime!(code == #code) { y = #private::binary::#m::__cube::value(a, b); }),
+                quote! {
+                    if k == TypeId::of::<::blaze_runtime::binary::#m::Kernel>() {
+                        return Some(&#m::__cube::TABLE);
+                    }
+                },
+            ),
+        )
+    });
+    let (modules, rest): (Vec<_>, Vec<_>) = picks.unzip();
+    let (picks, arms): (Vec<_>, Vec<_>) = rest.into_iter().unzip();
+    quote! {
+        #(#modules)*
+
+        /// The launcher of `K` if it is the kernel of a binary op of the table.
+        pub fn launcher<K: ::blaze_runtime::kernel::Elementwise>() -> Option<&'static crate::CubeElementwise> {
+            use ::core::any::TypeId;
+            let k = TypeId::of::<K>();
+            #(#arms)*
+            None
+        }
+
+        pub use pick::op;
+
+        mod pick {
+            use ::cubecl::prelude::*;
+
+            /// Op number `code` of the table (`BinaryOp::index`) at `a`
+            /// and `b`; `a` itself for a code of no float op.
+            #[allow(unused_variables, unused_mut)]
+            #[cube]
+            pub fn op(a: f32, b: f32, #[comptime] code: u32) -> f32 {
+                let mut y = a;
+                #(#picks)*
+                y
+            }
+        }
     }
 }
 

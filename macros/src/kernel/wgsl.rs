@@ -40,6 +40,7 @@ pub enum Helper {
     Ne,
     Erf,
     Tanh,
+    Pow,
 }
 
 impl Helper {
@@ -64,6 +65,7 @@ impl Helper {
             Helper::Ne => "ne",
             Helper::Erf => "erf",
             Helper::Tanh => "tanh",
+            Helper::Pow => "pow",
         }
     }
 
@@ -80,7 +82,8 @@ impl Helper {
             | Helper::Ge
             | Helper::Eq
             | Helper::Ne
-            | Helper::Erf => &[Helper::IsNan],
+            | Helper::Erf
+            | Helper::Pow => &[Helper::IsNan],
             Helper::Clamp => &[Helper::Max, Helper::Min],
             Helper::IsNan
             | Helper::DivI32
@@ -156,6 +159,27 @@ impl Helper {
             Helper::Tanh => {
                 "fn P_tanh(x: f32) -> f32 {\n    let e = exp(-2.0 * abs(x));\n    \
                  let t = (1.0 - e) / (1.0 + e);\n    return select(-t, t, x >= 0.0);\n}"
+            }
+            // C's `pow`, as the CPU computes it: WGSL's is undefined for a
+            // negative base, and a compiler may assume no NaN or infinity,
+            // so those cases are decided by the bits first. `x^0` and
+            // `1^y` are 1 even for NaN; a negative base to an integer power
+            // keeps its sign, to any other is NaN.
+            Helper::Pow => {
+                "fn P_pow(a: f32, b: f32) -> f32 {\n    \
+                 if (b == 0.0 || a == 1.0) { return 1.0; }\n    \
+                 if (P_isnan(a) || P_isnan(b)) { return bitcast<f32>(0x7fc00000u); }\n    \
+                 let inf = bitcast<f32>(0x7f800000u);\n    \
+                 let ua = bitcast<u32>(a) & 0x7fffffffu;\n    let ub = bitcast<u32>(b) & 0x7fffffffu;\n    \
+                 let negative = (bitcast<u32>(a) >> 31u) == 1u;\n    \
+                 let integer = ub >= 0x4b000000u || b == floor(b);\n    \
+                 let odd = ub < 0x4b800000u && b == floor(b) && abs(b - 2.0 * floor(b * 0.5)) == 1.0;\n    \
+                 if (ub == 0x7f800000u) {\n        if (ua == 0x3f800000u) { return 1.0; }\n        \
+                 return select(0.0, inf, (ua > 0x3f800000u) == (b > 0.0));\n    }\n    \
+                 if (ua == 0u || ua == 0x7f800000u) {\n        \
+                 let m = select(0.0, inf, (ua == 0u) == (b < 0.0));\n        return select(m, -m, negative && odd);\n    }\n    \
+                 let r = pow(abs(a), b);\n    if (!negative) { return r; }\n    \
+                 if (!integer) { return bitcast<f32>(0x7fc00000u); }\n    return select(r, -r, odd);\n}"
             }
             Helper::F32ToU32 => {
                 "fn P_f32_to_u32(x: f32) -> u32 {\n    if (P_isnan(x) || x <= 0.0) { return 0u; }\n    \
@@ -274,6 +298,10 @@ impl Wgsl {
             Intrinsic::Tanh => {
                 self.helper(Helper::Tanh);
                 &[0]
+            }
+            Intrinsic::Pow => {
+                self.helper(Helper::Pow);
+                &[0, 1]
             }
             Intrinsic::Min | Intrinsic::Max | Intrinsic::Clamp => {
                 self.helper(match f {
@@ -452,6 +480,7 @@ mod tests {
             Helper::Ne,
             Helper::Erf,
             Helper::Tanh,
+            Helper::Pow,
         ];
         for h in all {
             let mut w = Wgsl::new("k");

@@ -1,58 +1,8 @@
 //! The op enums the primitives take, and the options of convolution and
 //! pooling (PyTorch's names and defaults).
 
-use crate::dtype::DType;
-
+pub use crate::binary::BinaryOp;
 pub use crate::unary::UnaryOp;
-
-/// Elementwise functions of two tensors of one dtype.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BinaryOp {
-    /// `a + b` (floats, i64).
-    Add,
-    /// `a - b` (floats, i64).
-    Sub,
-    /// `a * b` (floats, i64).
-    Mul,
-    /// `a / b` (floats; i64 rounds toward zero).
-    Div,
-    /// `a ^ b` (floats).
-    Pow,
-    /// Elementwise maximum, NaN-propagating (floats, i64).
-    Maximum,
-    /// Elementwise minimum, NaN-propagating (floats, i64).
-    Minimum,
-    /// Logical and (bool).
-    And,
-    /// Logical or (bool).
-    Or,
-}
-
-impl BinaryOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "add",
-            BinaryOp::Sub => "sub",
-            BinaryOp::Mul => "mul",
-            BinaryOp::Div => "div",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
-            BinaryOp::And => "logical_and",
-            BinaryOp::Or => "logical_or",
-        }
-    }
-
-    /// Whether the op is defined for `dtype`.
-    pub fn supports(self, dtype: DType) -> bool {
-        match self {
-            BinaryOp::And | BinaryOp::Or => dtype == DType::Bool,
-            BinaryOp::Pow => dtype.is_float(),
-            _ => dtype != DType::Bool,
-        }
-    }
-}
 
 /// Elementwise comparisons; the result is a bool tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -73,3 +73,79 @@ pub fn unary_ops_match_pytorch<B: Backend>(dev: &B::Device) {
         }
     }
 }
+
+/// Every binary op of the op table with a float body, in f32 and f64,
+/// computes the bits its kernel does where a fused group calls it (so
+/// fusing an op changes nothing), broadcast and against a number; and
+/// `pow`, `maximum` and `minimum` keep PyTorch's values where naive forms
+/// differ: negative bases, `x^0 = 1` even for NaN, `0^-1 = inf`, NaN in
+/// either operand of a maximum.
+pub fn binary_ops_match_their_kernels<B: Backend>(dev: &B::Device) {
+    use crate::BinaryOp;
+    use crate::binary::BinaryVisitor;
+    use crate::kernel::{Arg, Elementwise, call};
+
+    /// The op's kernel called on `a` and `b`, as a fused group calls it.
+    struct Fused<'a, B: Backend>(&'a Tensor<B, 2>, &'a Tensor<B, 2>);
+    impl<B: Backend> BinaryVisitor for Fused<'_, B> {
+        type Out = Tensor<B, 2>;
+        fn visit<K: Elementwise>(self) -> Tensor<B, 2> {
+            call::<K, B, 2>(&[Arg::Tensor(self.0), Arg::Tensor(self.1)])
+        }
+    }
+    let nan = f64::NAN;
+    let a0 = [-2.0, -2.0, -2.0, nan, 0.0, 0.0, 3.0, nan, 1.5, -0.5, 4.0, 2.0];
+    let b0 = [3.0, 2.0, 0.5, 0.0, -1.0, 2.0, nan, 1.0, 1.5, -3.0, 0.25, -2.0];
+    let bits = |t: &Tensor<B, 2>| {
+        super::values(t).iter().map(|v| if v.is_nan() { u64::MAX } else { v.to_bits() }).collect::<Vec<_>>()
+    };
+    for dtype in FLOATS {
+        let (a, b) = (tensor::<B, 2>(&a0, [2, 6], dtype, dev), tensor::<B, 2>(&b0, [2, 6], dtype, dev));
+        let row = tensor::<B, 2>(&b0[..6], [1, 6], dtype, dev);
+        for op in BinaryOp::ALL {
+            let Some(fused) = op.visit(Fused(&a, &b)) else { continue };
+            let what = format!("{} ({dtype})", op.name());
+            assert_eq!(bits(&a.binary(op, &b)), bits(&fused), "{what}: the op and its kernel");
+            let broadcast = op.visit(Fused(&a, &row.expand([2, 6]))).expect("a float op");
+            assert_eq!(bits(&a.binary(op, &row)), bits(&broadcast), "{what}, broadcast");
+            let number = op.visit(Fused(&a, &Tensor::<B, 2>::full_dtype([2, 6], 1.5, dtype, dev))).expect("a float op");
+            assert_eq!(bits(&a.binary_scalar(op, 1.5)), bits(&number), "{what} with a number");
+        }
+        // C's `pow` (the CPU's): zeros, infinities and NaN included.
+        let inf = f64::INFINITY;
+        let (pa, pb): (Vec<f64>, Vec<f64>) = [
+            (-2.0, 3.0),
+            (-2.0, 0.5),
+            (nan, 0.0),
+            (1.0, nan),
+            (0.0, -1.0),
+            (-0.0, -3.0),
+            (-0.0, 3.0),
+            (inf, -2.0),
+            (-inf, 3.0),
+            (-1.0, inf),
+            (0.5, -inf),
+            (2.0, -inf),
+            (3.0, nan),
+            (1.5, 1.5),
+            (-0.5, -3.0),
+            (4.0, 0.25),
+            (-2.0, 1e10),
+            (2.0, 200.0),
+        ]
+        .into_iter()
+        .unzip();
+        let n = pa.len();
+        let want: Vec<f64> = pa.iter().zip(&pb).map(|(&x, &y)| x.powf(y)).collect();
+        let got = tensor::<B, 1>(&pa, [n], dtype, dev).binary(BinaryOp::Pow, &tensor::<B, 1>(&pb, [n], dtype, dev));
+        let what = format!("pow ({dtype}) of {pa:?} by {pb:?}");
+        assert_close(&what, &got, &rounded(&want, dtype), &[n], (1e-6, 0.0));
+        let signs = |t: &Tensor<B, 1>| super::values(t).iter().map(|v| v.is_sign_negative()).collect::<Vec<_>>();
+        let want_signs: Vec<bool> = want.iter().map(|v| v.is_sign_negative()).collect();
+        assert_eq!(signs(&got)[4..9], want_signs[4..9], "{what}: the signs of zeros and infinities");
+        let want_max = [3.0, 2.0, 0.5, nan, 0.0, 2.0, nan, nan, 1.5, -0.5, 4.0, 2.0];
+        assert_close(&format!("maximum ({dtype})"), &a.binary(BinaryOp::Maximum, &b), &want_max, &[2, 6], (0.0, 0.0));
+        let want_min = [-2.0, -2.0, -2.0, nan, -1.0, 0.0, nan, nan, 1.5, -3.0, 0.25, -2.0];
+        assert_close(&format!("minimum ({dtype})"), &a.binary(BinaryOp::Minimum, &b), &want_min, &[2, 6], (0.0, 0.0));
+    }
+}

@@ -38,7 +38,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         Self::wrap(B::binary(op, &self.storage, &rhs.storage))
     }
 
-    fn binary_scalar(&self, op: BinaryOp, s: f64) -> Self {
+    pub(crate) fn binary_scalar(&self, op: BinaryOp, s: f64) -> Self {
         let dtype = self.dtype();
         assert!(op.supports(dtype), "{}: not defined for dtype {dtype}", op.name());
         Self::wrap(B::binary_scalar(op, &self.storage, s))

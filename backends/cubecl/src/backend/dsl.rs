@@ -1,7 +1,8 @@
 //! The helpers `kernel!`'s `#[cube]` code calls, so that a kernel
 //! computes on this backend what the WGSL printer makes every adapter
-//! compute: NaN-aware comparisons and `min`/`max`, integer division and
-//! remainder defined at zero, saturating float-to-integer casts.
+//! compute: NaN-aware comparisons and `min`/`max`, C's `pow`, integer
+//! division and remainder defined at zero, saturating float-to-integer
+//! casts.
 
 // `#[cube]` writes an undocumented module and struct beside each function.
 #![allow(missing_docs)]
@@ -9,7 +10,7 @@
 use blaze_runtime::kernel::ScalarArg;
 use cubecl::prelude::*;
 
-pub use super::kernels::{erf, is_nan, offset_in, tanh};
+pub use super::kernels::{erf, is_nan, offset_in, pow, tanh};
 
 #[cube]
 pub fn sign(x: f32) -> f32 {

@@ -134,7 +134,10 @@ pub(super) fn elementwise<K: Elementwise>(
     let device = inputs.iter().find_map(|a| Some(a.tensor()?.device.clone())).unwrap_or_default();
     let builtin = Builtin::of::<K>();
     let table = K::DEVICE.and_then(|d| d.downcast_ref::<CubeElementwise>());
-    let table = table.or_else(|| builtin.map(super::builtin::table)).or_else(crate::__private::unary::launcher::<K>);
+    let table = table
+        .or_else(|| builtin.map(super::builtin::table))
+        .or_else(crate::__private::unary::launcher::<K>)
+        .or_else(crate::__private::binary::launcher::<K>);
     let Some(table) = table else {
         return on_host::<K>(&device, f, inputs, shape);
     };

@@ -19,17 +19,6 @@ use cubecl::prelude::*;
 /// No op of the table: the value itself (a bias add with no activation).
 pub const IDENTITY: u32 = u32::MAX;
 
-// Binary ops.
-pub const ADD: u32 = 0;
-pub const SUB: u32 = 1;
-pub const MUL: u32 = 2;
-pub const DIV: u32 = 3;
-pub const POW: u32 = 4;
-pub const MAXIMUM: u32 = 5;
-pub const MINIMUM: u32 = 6;
-pub const AND: u32 = 7;
-pub const OR: u32 = 8;
-
 // Comparisons.
 pub const EQ: u32 = 0;
 pub const NE: u32 = 1;
@@ -99,61 +88,40 @@ pub fn tanh(x: f32) -> f32 {
     select(x >= 0.0, t, -t)
 }
 
-/// `a^b` as the CPU computes it: negative bases with integer exponents
-/// included, `x^0 = 1` even for NaN.
+/// `a^b` as the CPU computes it (C's `pow`), decided as the WGSL printer's
+/// helper decides it: `x^0` and `1^y` are 1 even for NaN, NaN otherwise
+/// spreads, zeros and infinities by their bits, and a negative base to an
+/// integer power keeps its sign (to any other, NaN).
 #[cube]
 pub fn pow(a: f32, b: f32) -> f32 {
+    let inf = f32::reinterpret(0x7f80_0000u32);
+    let ua = u32::reinterpret(a) & 0x7fff_ffffu32;
+    let ub = u32::reinterpret(b) & 0x7fff_ffffu32;
+    let negative = (u32::reinterpret(a) >> 31u32) == 1u32;
+    let integer = ub >= 0x4b00_0000u32 || b == f32::floor(b);
+    let odd = ub < 0x4b80_0000u32 && b == f32::floor(b) && f32::abs(b - 2.0 * f32::floor(b * 0.5)) == 1.0;
     let mut r = f32::powf(f32::abs(a), b);
-    if b == 0.0 {
+    if b == 0.0 || a == 1.0 {
         r = 1.0;
-    } else if a < 0.0 {
-        if b != f32::floor(b) {
-            r = nan();
-        } else {
-            let odd = f32::abs(b - 2.0 * f32::floor(b * 0.5)) == 1.0;
-            r = select(odd, -r, r);
-        }
-    } else if a == 0.0 {
-        r = select(b > 0.0, 0.0, f32::reinterpret(0x7f80_0000u32));
     } else if is_nan(a) || is_nan(b) {
         r = nan();
+    } else if ub == 0x7f80_0000u32 {
+        r = select(ua == 0x3f80_0000u32, 1.0, select((ua > 0x3f80_0000u32) == (b > 0.0), inf, 0.0));
+    } else if ua == 0u32 || ua == 0x7f80_0000u32 {
+        let m = select((ua == 0u32) == (b < 0.0), inf, 0.0);
+        r = select(negative && odd, -m, m);
+    } else if negative {
+        r = select(integer, select(odd, -r, r), nan());
     }
     r
 }
 
-/// `a op b` on floats.
+/// `a and b` (with `and`), else `a or b`, on bools (0 or 1): the binary
+/// ops bools have.
 #[cube]
-pub fn binary_f32(a: f32, b: f32, #[comptime] op: u32) -> f32 {
-    let mut y = a;
-    if comptime!(op == ADD) {
-        y = a + b;
-    }
-    if comptime!(op == SUB) {
-        y = a - b;
-    }
-    if comptime!(op == MUL) {
-        y = a * b;
-    }
-    if comptime!(op == DIV) {
-        y = a / b;
-    }
-    if comptime!(op == POW) {
-        y = pow(a, b);
-    }
-    if comptime!(op == MAXIMUM) {
-        y = select(is_nan(a) || is_nan(b), nan(), f32::max(a, b));
-    }
-    if comptime!(op == MINIMUM) {
-        y = select(is_nan(a) || is_nan(b), nan(), f32::min(a, b));
-    }
-    y
-}
-
-/// `a op b` on bools (0 or 1): `and` and `or`, the ops bools have.
-#[cube]
-pub fn binary_bool(a: u32, b: u32, #[comptime] op: u32) -> u32 {
+pub fn binary_bool(a: u32, b: u32, #[comptime] and: bool) -> u32 {
     let mut y = a | b;
-    if comptime!(op == AND) {
+    if comptime!(and) {
         y = a & b;
     }
     y
@@ -251,7 +219,7 @@ pub fn binary_f32_kernel(
     }
     let x = read(a, ABSOLUTE_POS, a_direct);
     let y = read(b, ABSOLUTE_POS, b_direct);
-    out[ABSOLUTE_POS] = binary_f32(x, y, op);
+    out[ABSOLUTE_POS] = crate::__private::binary::op(x, y, op);
 }
 
 #[cube(launch)]
@@ -259,7 +227,7 @@ pub fn binary_bool_kernel(
     a: &Tensor<u32>,
     b: &Tensor<u32>,
     out: &mut Tensor<u32>,
-    #[comptime] op: u32,
+    #[comptime] and: bool,
     #[comptime] a_direct: bool,
     #[comptime] b_direct: bool,
 ) {
@@ -268,7 +236,7 @@ pub fn binary_bool_kernel(
     }
     let x = read(a, ABSOLUTE_POS, a_direct);
     let y = read(b, ABSOLUTE_POS, b_direct);
-    out[ABSOLUTE_POS] = binary_bool(x, y, op);
+    out[ABSOLUTE_POS] = binary_bool(x, y, and);
 }
 
 #[cube(launch)]
@@ -276,15 +244,15 @@ pub fn binary_scalar_f32_kernel(a: &Tensor<f32>, s: f32, out: &mut Tensor<f32>, 
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    out[ABSOLUTE_POS] = binary_f32(a[ABSOLUTE_POS], s, op);
+    out[ABSOLUTE_POS] = crate::__private::binary::op(a[ABSOLUTE_POS], s, op);
 }
 
 #[cube(launch)]
-pub fn binary_scalar_bool_kernel(a: &Tensor<u32>, s: u32, out: &mut Tensor<u32>, #[comptime] op: u32) {
+pub fn binary_scalar_bool_kernel(a: &Tensor<u32>, s: u32, out: &mut Tensor<u32>, #[comptime] and: bool) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    out[ABSOLUTE_POS] = binary_bool(a[ABSOLUTE_POS], s, op);
+    out[ABSOLUTE_POS] = binary_bool(a[ABSOLUTE_POS], s, and);
 }
 
 #[cube(launch)]

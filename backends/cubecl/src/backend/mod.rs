@@ -281,21 +281,6 @@ fn unary_code(op: UnaryOp) -> (u32, f32) {
     (op.index() as u32, op.params()[0] as f32)
 }
 
-fn binary_code(op: BinaryOp) -> u32 {
-    use kernels as k;
-    match op {
-        BinaryOp::Add => k::ADD,
-        BinaryOp::Sub => k::SUB,
-        BinaryOp::Mul => k::MUL,
-        BinaryOp::Div => k::DIV,
-        BinaryOp::Pow => k::POW,
-        BinaryOp::Maximum => k::MAXIMUM,
-        BinaryOp::Minimum => k::MINIMUM,
-        BinaryOp::And => k::AND,
-        BinaryOp::Or => k::OR,
-    }
-}
-
 fn cmp_code(op: CmpOp) -> u32 {
     use kernels as k;
     match op {
@@ -500,11 +485,11 @@ impl Primitives for CubeNative {
         }
         let ((xa, xd), (ya, yd)) = (x.broadcast_to(&shape), y.broadcast_to(&shape));
         let (count, cube) = grid(n);
-        let code = binary_code(op);
         if x.dtype == DType::F32 {
-            kernels::binary_f32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+            kernels::binary_f32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), op.index(), xd, yd);
         } else {
-            kernels::binary_bool_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
+            let and = op == BinaryOp::And;
+            kernels::binary_bool_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), and, xd, yd);
         }
         out
     }
@@ -520,12 +505,12 @@ impl Primitives for CubeNative {
             return out;
         }
         let (count, cube) = grid(n);
-        let code = binary_code(op);
         if t.dtype == DType::F32 {
+            let code = op.index();
             kernels::binary_scalar_f32_kernel::launch(t.client(), count, cube, t.arg(), scalar as f32, out.arg(), code);
         } else {
-            let s = u32::from(scalar != 0.0);
-            kernels::binary_scalar_bool_kernel::launch(t.client(), count, cube, t.arg(), s, out.arg(), code);
+            let (s, and) = (u32::from(scalar != 0.0), op == BinaryOp::And);
+            kernels::binary_scalar_bool_kernel::launch(t.client(), count, cube, t.arg(), s, out.arg(), and);
         }
         out
     }

@@ -25,6 +25,7 @@ use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
+use blaze_runtime::binary::BinaryVisitor;
 use blaze_runtime::rows;
 use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::shape::window_output_size;
@@ -278,19 +279,21 @@ fn bias_act_add(
     ew_on(&x.device, funcs, "bias_act", &expr, &inputs, &x.shape, x.dtype, &extras)
 }
 
-/// `a op rhs` in WGSL.
-fn binary_expr(op: BinaryOp, rhs: &str) -> String {
-    match op {
-        BinaryOp::Add => format!("a + {rhs}"),
-        BinaryOp::Sub => format!("a - {rhs}"),
-        BinaryOp::Mul => format!("a * {rhs}"),
-        BinaryOp::Div => format!("a / {rhs}"),
-        BinaryOp::Pow => format!("pow_(a, {rhs})"),
-        BinaryOp::Maximum => format!("max_(a, {rhs})"),
-        BinaryOp::Minimum => format!("min_(a, {rhs})"),
-        BinaryOp::And => format!("a & {rhs}"),
-        BinaryOp::Or => format!("a | {rhs}"),
+/// `a op rhs` in WGSL: a call of the op table's function for a float op,
+/// whose WGSL comes second; `&` and `|` for the bool ones.
+fn binary_expr(op: BinaryOp, rhs: &str) -> (String, &'static str) {
+    /// The call of the op's kernel on `a` and `rhs`.
+    struct Call<'a>(&'a str);
+    impl BinaryVisitor for Call<'_> {
+        type Out = (String, &'static str);
+        fn visit<K: Elementwise>(self) -> Self::Out {
+            (format!("{}(a, {})", K::NAME, self.0), K::WGSL)
+        }
     }
+    op.visit(Call(rhs)).unwrap_or_else(|| {
+        let o = if op == BinaryOp::And { "&" } else { "|" };
+        (format!("a {o} {rhs}"), "")
+    })
 }
 
 /// `a op rhs` in WGSL, as a `u32` boolean. WGSL lets a compiler assume
@@ -413,14 +416,16 @@ impl Primitives for WgpuNative {
         let (x, y) = (native(op.name(), a), native(op.name(), b));
         let shape = broadcast_all(&[&x.shape, &y.shape]);
         let inputs = [(x, broadcast_view(x, &shape)), (y, broadcast_view(y, &shape))];
-        ew("binary", &binary_expr(op, "b"), &inputs, &shape, x.dtype, &[])
+        let (expr, funcs) = binary_expr(op, "b");
+        ew_on(&x.device, funcs, "binary", &expr, &inputs, &shape, x.dtype, &[])
     }
 
     fn binary_scalar(op: BinaryOp, x: &WgpuStorage, scalar: f64) -> WgpuStorage {
         let t = native(op.name(), x);
         let s = if t.dtype == DType::F32 { "pf(1u)" } else { "pu(1u)" };
-        let expr = binary_expr(op, s);
-        ew("binary_scalar", &expr, &[(t, None)], &t.shape, t.dtype, &[scalar_bits(scalar, t.dtype)])
+        let (expr, funcs) = binary_expr(op, s);
+        let bits = [scalar_bits(scalar, t.dtype)];
+        ew_on(&t.device, funcs, "binary_scalar", &expr, &[(t, None)], &t.shape, t.dtype, &bits)
     }
 
     fn compare(op: CmpOp, a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
