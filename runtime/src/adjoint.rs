@@ -225,11 +225,17 @@ pub fn binary<B: Backend>(op: BinaryOp, a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 
         BinaryOp::Mul => [mul_operand::<B>(g, b, sa), mul_operand::<B>(g, a, sb)],
         BinaryOp::Div => [div_lhs::<B>(g, b, sa), div_rhs::<B>(g, b, &div::<B>(a, b))],
         BinaryOp::Pow => {
+            // d a^b/da = b a^(b-1) (the table's partial of `pow(a, b)`),
+            // 0 where b = 0; d a^b/db = a^b ln a, 0 where a = 0 and b >= 0:
+            // PyTorch's, where `b a^b / a` and `0 ln 0` would be NaN.
+            let zero = zero::<B>(g);
+            let lower = B::binary(BinaryOp::Pow, a, &B::binary_scalar(BinaryOp::Sub, b, 1.0));
+            let by_a = B::where_cond(&B::compare_scalar(CmpOp::Eq, b, 0.0), &zero, &mul::<B>(b, &lower));
             let p = B::binary(BinaryOp::Pow, a, b);
-            // d a^b/da = b a^(b-1) = b a^b / a; d a^b/db = a^b ln a.
-            let ga = mul::<B>(g, &div::<B>(&mul::<B>(b, &p), a));
-            let gb = mul::<B>(g, &mul::<B>(&p, &B::unary(UnaryOp::Log, a)));
-            [sum_to::<B>(ga, sa), sum_to::<B>(gb, sb)]
+            let at_zero =
+                B::binary(BinaryOp::And, &B::compare_scalar(CmpOp::Eq, a, 0.0), &B::compare_scalar(CmpOp::Ge, b, 0.0));
+            let by_b = B::where_cond(&at_zero, &zero, &mul::<B>(&p, &B::unary(UnaryOp::Log, a)));
+            [sum_to::<B>(mul::<B>(g, &by_a), sa), sum_to::<B>(mul::<B>(g, &by_b), sb)]
         }
         BinaryOp::Maximum | BinaryOp::Minimum => {
             let less = op == BinaryOp::Minimum;

@@ -97,6 +97,18 @@ pub fn autodiff_elementwise<B: Backend>(dev: &B::Device) {
         check::<B, 2>(&format!("{name} broadcast rhs"), &row, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
         check::<B, 2>(&format!("{name} broadcast column"), &col, |b| weigh(&f(&Tensor::from_inner(x.clone()), b)));
     }
+    // `a ^ b` at a zero base and at a zero exponent: PyTorch's gradients
+    // (0 where `b a^b / a` or `0 ln 0` would be NaN).
+    let a = Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[0.0, 2.0, 0.0, 3.0], [4], DType::F64, dev));
+    let b = Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[2.0, 3.0, 0.0, 0.5], [4], DType::F64, dev));
+    let (a, b) = (a.require_grad(), b.require_grad());
+    let grads = a.pow(&b).sum().backward();
+    let got = |t| super::values(&grads.get(t).expect("a gradient"));
+    let want_a = [0.0, 12.0, 0.0, 0.5 / 3f64.sqrt()];
+    let want_b = [0.0, 8.0 * 2f64.ln(), 0.0, 3f64.sqrt() * 3f64.ln()];
+    for (what, g, w) in [("pow, d/da", got(&a), want_a), ("pow, d/db", got(&b), want_b)] {
+        assert!(g.iter().zip(w).all(|(g, w)| (g - w).abs() < 1e-12), "{what}: {g:?}, not {w:?}");
+    }
     let cond = x.gt_scalar(0.0);
     check::<B, 2>("where lhs", &x, |a| {
         let c = Tensor::<Autodiff<B>, 2>::from_inner(cond.clone());
