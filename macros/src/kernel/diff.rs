@@ -165,12 +165,24 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         Intrinsic::Cos => chain(neg(one(Intrinsic::Sin, x))),
         Intrinsic::Abs => chain(one(Intrinsic::Sign, x)),
         Intrinsic::Sign | Intrinsic::Floor | Intrinsic::Ceil => None,
-        // (x^y)' = y x^(y-1) x' + x^y ln(x) y'
+        // (x^y)' = y x^(y-1) x' + x^y ln(x) y', with PyTorch's zeros where
+        // these are NaN: the first term where y = 0 (not 0 x^-1 at x = 0),
+        // the second where x = 0 and y >= 0 (not 0 ln 0).
         Intrinsic::Pow => {
             let y = &args[1];
+            let test = |op: Bin, a: &Expr, b: Expr| Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b)), span);
             let lower = call(Intrinsic::Pow, vec![x.clone(), bin(Bin::Sub, y.clone(), c(1.0))], span);
-            let by_x = de(x).map(|dx| mul(mul(y.clone(), lower), dx));
-            let by_y = de(y).map(|dy| mul(mul(e.clone(), one(Intrinsic::Log, x)), dy));
+            let by_x = de(x).and_then(|dx| {
+                let term = mul(mul(y.clone(), lower), dx);
+                match constant(y) {
+                    Some(v) if v != 0.0 => Some(term),
+                    _ => select(test(Bin::Eq, y, c(0.0)), None, Some(term), span),
+                }
+            });
+            let by_y = de(y).and_then(|dy| {
+                let at_zero = test(Bin::And, &test(Bin::Eq, x, c(0.0)), test(Bin::Ge, y, c(0.0)));
+                select(at_zero, None, Some(mul(mul(e.clone(), one(Intrinsic::Log, x)), dy)), span)
+            });
             add_opt(by_x, by_y)
         }
         // The derivative follows the chosen argument (the first on ties).

@@ -83,7 +83,7 @@ pub fn unary_ops_match_pytorch<B: Backend>(dev: &B::Device) {
 pub fn binary_ops_match_their_kernels<B: Backend>(dev: &B::Device) {
     use crate::BinaryOp;
     use crate::binary::BinaryVisitor;
-    use crate::kernel::{Arg, Elementwise, call};
+    use crate::kernel::{Arg, Elementwise, call, partial};
 
     /// The op's kernel called on `a` and `b`, as a fused group calls it.
     struct Fused<'a, B: Backend>(&'a Tensor<B, 2>, &'a Tensor<B, 2>);
@@ -143,6 +143,18 @@ pub fn binary_ops_match_their_kernels<B: Backend>(dev: &B::Device) {
         let signs = |t: &Tensor<B, 1>| super::values(t).iter().map(|v| v.is_sign_negative()).collect::<Vec<_>>();
         let want_signs: Vec<bool> = want.iter().map(|v| v.is_sign_negative()).collect();
         assert_eq!(signs(&got)[4..9], want_signs[4..9], "{what}: the signs of zeros and infinities");
+        // The kernel's partials, which a fused group's backward reads, are
+        // PyTorch's at a zero base and a zero exponent too.
+        let (za, zb) = (
+            tensor::<B, 1>(&[0.0, 2.0, 0.0, 3.0], [4], dtype, dev),
+            tensor::<B, 1>(&[2.0, 3.0, 0.0, 0.5], [4], dtype, dev),
+        );
+        let args = [Arg::Tensor(&za), Arg::Tensor(&zb)];
+        let want_a = [0.0, 12.0, 0.0, 0.5 / 3f64.sqrt()];
+        let want_b = [0.0, 8.0 * 2f64.ln(), 0.0, 3f64.sqrt() * 3f64.ln()];
+        let pow_d = |i| partial::<crate::binary::pow::Kernel, B, 1>(i, &args);
+        assert_close(&format!("d pow/da ({dtype})"), &pow_d(0), &rounded(&want_a, dtype), &[4], (1e-6, 1e-6));
+        assert_close(&format!("d pow/db ({dtype})"), &pow_d(1), &rounded(&want_b, dtype), &[4], (1e-6, 1e-6));
         let want_max = [3.0, 2.0, 0.5, nan, 0.0, 2.0, nan, nan, 1.5, -0.5, 4.0, 2.0];
         assert_close(&format!("maximum ({dtype})"), &a.binary(BinaryOp::Maximum, &b), &want_max, &[2, 6], (0.0, 0.0));
         let want_min = [-2.0, -2.0, -2.0, nan, -1.0, 0.0, nan, nan, 1.5, -3.0, 0.25, -2.0];
