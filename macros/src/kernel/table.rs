@@ -105,6 +105,48 @@ fn variant(op: &Unary) -> syn::Ident {
     format_ident!("{}", op.variant)
 }
 
+/// The methods every op enum of the table has, `name`, `supports` and
+/// `costly`, from each op's pattern (`UnaryOp::Relu`, `UnaryOp::Elu(..)`),
+/// name, dtypes and cost.
+fn described(ops: &[(TokenStream, &str, Domain, Cost)], name_doc: &str) -> TokenStream {
+    let names = ops.iter().map(|(p, name, _, _)| quote!(#p => #name));
+    let supports = ops.iter().map(|(p, _, domain, _)| {
+        let rule = match domain {
+            Domain::Float => quote!(dtype.is_float()),
+            Domain::Signed => quote!(dtype != crate::dtype::DType::Bool),
+            Domain::Bool => quote!(dtype == crate::dtype::DType::Bool),
+        };
+        quote!(#p => #rule)
+    });
+    let costly = ops.iter().map(|(p, _, _, cost)| {
+        let c = *cost == Cost::Costly;
+        quote!(#p => #c)
+    });
+    quote! {
+        #[doc = #name_doc]
+        pub fn name(self) -> &'static str {
+            match self {
+                #(#names,)*
+            }
+        }
+
+        /// Whether the op is defined for `dtype`.
+        pub fn supports(self, dtype: crate::dtype::DType) -> bool {
+            match self {
+                #(#supports,)*
+            }
+        }
+
+        /// Whether the op computes a transcendental function per
+        /// element (else it is memory-bound).
+        pub fn costly(self) -> bool {
+            match self {
+                #(#costly,)*
+            }
+        }
+    }
+}
+
 /// The runtime's side of the table: `UnaryOp`, the visitor that hands a
 /// caller each op's kernels as types, and a module per op.
 pub fn runtime() -> TokenStream {
@@ -130,23 +172,10 @@ pub fn runtime() -> TokenStream {
         let v = variant(op);
         if op.params.is_empty() { quote!(UnaryOp::#v) } else { quote!(UnaryOp::#v(..)) }
     };
-    let names = UNARY.iter().map(|op| {
-        let (p, name) = (wild(op), op.name);
-        quote!(#p => #name)
-    });
-    let supports = UNARY.iter().map(|op| {
-        let p = wild(op);
-        let rule = match op.domain {
-            Domain::Float => quote!(dtype.is_float()),
-            Domain::Signed => quote!(dtype != crate::dtype::DType::Bool),
-            Domain::Bool => quote!(dtype == crate::dtype::DType::Bool),
-        };
-        quote!(#p => #rule)
-    });
-    let costly = UNARY.iter().map(|op| {
-        let (p, c) = (wild(op), op.cost == Cost::Costly);
-        quote!(#p => #c)
-    });
+    let described = described(
+        &UNARY.iter().map(|op| (wild(op), op.name, op.domain, op.cost)).collect::<Vec<_>>(),
+        "The op's name as it appears in messages (PyTorch's).",
+    );
     let of_output = UNARY.iter().map(|op| {
         let (p, o) = (wild(op), matches!(op.grad, Grad::OfOutput(_)));
         quote!(#p => #o)
@@ -230,27 +259,7 @@ pub fn runtime() -> TokenStream {
         }
 
         impl UnaryOp {
-            /// The op's name as it appears in messages (PyTorch's).
-            pub fn name(self) -> &'static str {
-                match self {
-                    #(#names,)*
-                }
-            }
-
-            /// Whether the op is defined for `dtype`.
-            pub fn supports(self, dtype: crate::dtype::DType) -> bool {
-                match self {
-                    #(#supports,)*
-                }
-            }
-
-            /// Whether the op computes a transcendental function per
-            /// element (else it is memory-bound).
-            pub fn costly(self) -> bool {
-                match self {
-                    #(#costly,)*
-                }
-            }
+            #described
 
             /// Whether its gradient reads the output alone (so the
             /// training forward keeps the output, not the input).
@@ -327,23 +336,10 @@ pub fn binary_runtime() -> TokenStream {
     });
     let count = BINARY.len();
     let alls = BINARY.iter().map(wild);
-    let names = BINARY.iter().map(|op| {
-        let (p, name) = (wild(op), op.name);
-        quote!(#p => #name)
-    });
-    let supports = BINARY.iter().map(|op| {
-        let p = wild(op);
-        let rule = match op.domain {
-            Domain::Float => quote!(dtype.is_float()),
-            Domain::Signed => quote!(dtype != crate::dtype::DType::Bool),
-            Domain::Bool => quote!(dtype == crate::dtype::DType::Bool),
-        };
-        quote!(#p => #rule)
-    });
-    let costly = BINARY.iter().map(|op| {
-        let (p, c) = (wild(op), op.cost == Cost::Costly);
-        quote!(#p => #c)
-    });
+    let described = described(
+        &BINARY.iter().map(|op| (wild(op), op.name, op.domain, op.cost)).collect::<Vec<_>>(),
+        "The op's name as it appears in messages.",
+    );
     let indices = BINARY.iter().enumerate().map(|(i, op)| {
         let p = wild(op);
         let i = i as u32;
@@ -382,27 +378,7 @@ pub fn binary_runtime() -> TokenStream {
             /// Every op, in the table's order.
             pub const ALL: [BinaryOp; #count] = [#(#alls),*];
 
-            /// The op's name as it appears in messages.
-            pub fn name(self) -> &'static str {
-                match self {
-                    #(#names,)*
-                }
-            }
-
-            /// Whether the op is defined for `dtype`.
-            pub fn supports(self, dtype: crate::dtype::DType) -> bool {
-                match self {
-                    #(#supports,)*
-                }
-            }
-
-            /// Whether the op computes a transcendental function per
-            /// element (else it is memory-bound).
-            pub fn costly(self) -> bool {
-                match self {
-                    #(#costly,)*
-                }
-            }
+            #described
 
             /// The op's position in the table: its code where a backend
             /// picks the op while compiling a kernel.
