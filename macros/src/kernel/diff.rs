@@ -170,7 +170,8 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         // the second where x = 0 and y >= 0 (not 0 ln 0).
         Intrinsic::Pow => {
             let y = &args[1];
-            let test = |op: Bin, a: &Expr, b: Expr| Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b)), span);
+            let test =
+                |op: Bin, a: &Expr, b: Expr| Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b)), span);
             let lower = call(Intrinsic::Pow, vec![x.clone(), bin(Bin::Sub, y.clone(), c(1.0))], span);
             let by_x = de(x).and_then(|dx| {
                 let term = mul(mul(y.clone(), lower), dx);

@@ -4,10 +4,10 @@
 //! ones with their partials. Without an adapter these tests print a
 //! notice and pass, unless `BLAZE_REQUIRE_CUBECL=1`.
 
+use crate::common_kernels::{SEMANTICS_OUT, affine, row_sum, semantics, semantics_inputs, signed};
 use blaze::cubecl::{CubeCl, CubeDevice};
 use blaze::prelude::*;
 use blaze::runtime::kernel::{Arg, partial};
-use crate::common_kernels::{SEMANTICS_OUT, affine, row_sum, semantics, semantics_inputs, signed};
 
 kernel! {
     /// Swish with a slope: an elementwise kernel with its partials.

@@ -21,11 +21,11 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use blaze_gpu_host::GpuBackend;
+use blaze_runtime::binary::BinaryVisitor;
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
-use blaze_runtime::binary::BinaryVisitor;
 use blaze_runtime::rows;
 use blaze_runtime::shape::broadcast_all;
 use blaze_runtime::shape::window_output_size;

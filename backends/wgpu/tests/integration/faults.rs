@@ -4,6 +4,7 @@
 //! a deliberately small one) and a lost device. Without an adapter these
 //! tests print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
+use crate::common_kernels::row_sum;
 use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
 use blaze::optim::Sgd;
@@ -12,7 +13,6 @@ use blaze::runtime::conformance::panic_message;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::train::{FitConfig, TrainError, fit};
 use blaze_wgpu::{DeviceOptions, HostBuffer, WgpuDevice, WgpuError, launch};
-use crate::common_kernels::row_sum;
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
 /// the CPU.

@@ -2,11 +2,11 @@
 //! Without an adapter these tests print a notice and pass, unless
 //! `BLAZE_REQUIRE_WGPU=1` (as `.ci/run` sets), where a missing adapter fails.
 
+use crate::common_kernels::{SEMANTICS_OUT, affine, row_sum, semantics, semantics_inputs, signed};
 use blaze::prelude::*;
 use blaze::runtime::kernel::KernelFn;
 use blaze::runtime::kernel::ScalarArg;
 use blaze_wgpu::{HostBuffer, MapArg, WgpuDevice, launch, map};
-use crate::common_kernels::{SEMANTICS_OUT, affine, row_sum, semantics, semantics_inputs, signed};
 
 kernel! {
     /// NaN-keeping maximum.

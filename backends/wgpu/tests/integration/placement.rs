@@ -6,11 +6,11 @@
 //! only; operands in two places panic. Without an adapter these tests
 //! print a notice and pass, unless `BLAZE_REQUIRE_WGPU=1`.
 
+use crate::common_kernels::row_sum;
 use blaze::prelude::*;
 use blaze::runtime::conformance::panic_message;
 use blaze::{DataVec, TensorData};
 use blaze_wgpu::WgpuDevice;
-use crate::common_kernels::row_sum;
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
 /// the CPU.
