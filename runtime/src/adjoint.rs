@@ -15,7 +15,7 @@
 use std::ops::Range;
 
 use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, SoftmaxOptions, UnaryOp};
-use crate::kernel::{KernelArg, KernelFn};
+use crate::kernel::{Elementwise, KernelArg, KernelFn};
 use crate::shape::Dims;
 use crate::unary::{UnaryKernel, UnaryVisitor};
 use crate::{Conv2dOptions, Pool2dOptions};
@@ -216,6 +216,16 @@ fn winner<B: Backend>(a: &S<B>, b: &S<B>, less: bool) -> S<B> {
     B::binary(BinaryOp::Add, &wins, &scale::<B>(&ties, 0.5))
 }
 
+/// `g ∂K/∂a` and `g ∂K/∂b` for the kernel `K` of a binary op of the op
+/// table, each summed to its input's shape: the derivative the op's
+/// table entry gives, which the fused op shares.
+fn by_table<B: Backend, K: Elementwise>(a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 2] {
+    let (shape, dtype) = (B::shape(g), B::dtype(g));
+    let args = [KernelArg::Tensor(B::kernel_operand(a, shape)), KernelArg::Tensor(B::kernel_operand(b, shape))];
+    let by = |i| mul::<B>(g, &B::elementwise::<K>(KernelFn::Partial(i), &args, shape, dtype));
+    [sum_to::<B>(by(0), B::shape(a)), sum_to::<B>(by(1), B::shape(b))]
+}
+
 /// The gradients of binary `op`'s inputs `a` and `b`.
 pub fn binary<B: Backend>(op: BinaryOp, a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 2] {
     let (sa, sb) = (B::shape(a), B::shape(b));
@@ -224,19 +234,9 @@ pub fn binary<B: Backend>(op: BinaryOp, a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 
         BinaryOp::Sub => [add::<B>(g, sa), sub_rhs::<B>(g, sb)],
         BinaryOp::Mul => [mul_operand::<B>(g, b, sa), mul_operand::<B>(g, a, sb)],
         BinaryOp::Div => [div_lhs::<B>(g, b, sa), div_rhs::<B>(g, b, &div::<B>(a, b))],
-        BinaryOp::Pow => {
-            // d a^b/da = b a^(b-1) (the table's partial of `pow(a, b)`),
-            // 0 where b = 0; d a^b/db = a^b ln a, 0 where a = 0 and b >= 0:
-            // PyTorch's, where `b a^b / a` and `0 ln 0` would be NaN.
-            let zero = zero::<B>(g);
-            let lower = B::binary(BinaryOp::Pow, a, &B::binary_scalar(BinaryOp::Sub, b, 1.0));
-            let by_a = B::where_cond(&B::compare_scalar(CmpOp::Eq, b, 0.0), &zero, &mul::<B>(b, &lower));
-            let p = B::binary(BinaryOp::Pow, a, b);
-            let at_zero =
-                B::binary(BinaryOp::And, &B::compare_scalar(CmpOp::Eq, a, 0.0), &B::compare_scalar(CmpOp::Ge, b, 0.0));
-            let by_b = B::where_cond(&at_zero, &zero, &mul::<B>(&p, &B::unary(UnaryOp::Log, a)));
-            [sum_to::<B>(mul::<B>(g, &by_a), sa), sum_to::<B>(mul::<B>(g, &by_b), sb)]
-        }
+        // The op table's partials, which a fused group's backward reads:
+        // PyTorch's `b a^(b-1)` and `a^b ln a`, 0 where these are NaN.
+        BinaryOp::Pow => by_table::<B, crate::binary::pow::Kernel>(a, b, g),
         BinaryOp::Maximum | BinaryOp::Minimum => {
             let less = op == BinaryOp::Minimum;
             let ga = mul::<B>(g, &winner::<B>(a, b, less));
