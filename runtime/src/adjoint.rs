@@ -207,15 +207,6 @@ pub fn div_rhs<B: Backend>(g: &S<B>, b: &S<B>, y: &S<B>) -> S<B> {
     sum_to::<B>(neg::<B>(&div::<B>(&mul::<B>(g, y), b)), B::shape(b))
 }
 
-/// Where `a` wins a max (min, with `less`) against `b`: 1, ties 1/2, else 0
-/// (the gradient splits evenly between ties, as PyTorch's maximum).
-fn winner<B: Backend>(a: &S<B>, b: &S<B>, less: bool) -> S<B> {
-    let cmp = if less { CmpOp::Lt } else { CmpOp::Gt };
-    let wins = as_float::<B>(&B::compare(cmp, a, b), a);
-    let ties = as_float::<B>(&B::compare(CmpOp::Eq, a, b), a);
-    B::binary(BinaryOp::Add, &wins, &scale::<B>(&ties, 0.5))
-}
-
 /// `g ∂K/∂a` and `g ∂K/∂b` for the kernel `K` of a binary op of the op
 /// table, each summed to its input's shape: the derivative the op's
 /// table entry gives, which the fused op shares.
@@ -237,12 +228,9 @@ pub fn binary<B: Backend>(op: BinaryOp, a: &S<B>, b: &S<B>, g: &S<B>) -> [S<B>; 
         // The op table's partials, which a fused group's backward reads:
         // PyTorch's `b a^(b-1)` and `a^b ln a`, 0 where these are NaN.
         BinaryOp::Pow => by_table::<B, crate::binary::pow::Kernel>(a, b, g),
-        BinaryOp::Maximum | BinaryOp::Minimum => {
-            let less = op == BinaryOp::Minimum;
-            let ga = mul::<B>(g, &winner::<B>(a, b, less));
-            let gb = mul::<B>(g, &winner::<B>(b, a, less));
-            [sum_to::<B>(ga, sa), sum_to::<B>(gb, sb)]
-        }
+        // PyTorch's: ties split the gradient (the table writes it).
+        BinaryOp::Maximum => by_table::<B, crate::binary::maximum::Kernel>(a, b, g),
+        BinaryOp::Minimum => by_table::<B, crate::binary::minimum::Kernel>(a, b, g),
         // Boolean ops are not differentiable (the tape records none).
         BinaryOp::And | BinaryOp::Or => [zeros::<B>(a, sa), zeros::<B>(b, sb)],
     }
@@ -276,11 +264,11 @@ pub fn binary_scalar<B: Backend>(op: BinaryOp, x: &S<B>, s: f64, g: &S<B>) -> S<
         BinaryOp::Mul => scale::<B>(g, s),
         BinaryOp::Div => scale::<B>(g, 1.0 / s),
         BinaryOp::Pow => mul::<B>(g, &scale::<B>(&B::binary_scalar(BinaryOp::Pow, x, s - 1.0), s)),
+        // `clamp_min` and `clamp_max`, as PyTorch's clamp: the gradient
+        // passes where `x` is inside, its bound included.
         BinaryOp::Maximum | BinaryOp::Minimum => {
-            let cmp = if op == BinaryOp::Maximum { CmpOp::Gt } else { CmpOp::Lt };
-            let wins = as_float::<B>(&B::compare_scalar(cmp, x, s), x);
-            let ties = as_float::<B>(&B::compare_scalar(CmpOp::Eq, x, s), x);
-            mul::<B>(g, &B::binary(BinaryOp::Add, &wins, &scale::<B>(&ties, 0.5)))
+            let inside = if op == BinaryOp::Maximum { CmpOp::Ge } else { CmpOp::Le };
+            mul::<B>(g, &as_float::<B>(&B::compare_scalar(inside, x, s), x))
         }
         BinaryOp::And | BinaryOp::Or => zeros::<B>(x, B::shape(x)),
     }

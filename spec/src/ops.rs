@@ -400,6 +400,9 @@ pub struct Binary {
     /// The body of `fn name(a: f32, b: f32) -> f32` in the `kernel!` DSL;
     /// empty for a bool op.
     pub body: &'static str,
+    /// Its derivatives by `a` and by `b`, written in both, where PyTorch's
+    /// differ from the ones derived from the body; `None`: derived.
+    pub grads: Option<[&'static str; 2]>,
 }
 
 /// Every elementwise op of two tensors, in the order of `BinaryOp`'s
@@ -412,6 +415,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "a + b",
+        grads: None,
     },
     Binary {
         variant: "Sub",
@@ -420,6 +424,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "a - b",
+        grads: None,
     },
     Binary {
         variant: "Mul",
@@ -428,6 +433,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "a * b",
+        grads: None,
     },
     Binary {
         variant: "Div",
@@ -436,6 +442,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "a / b",
+        grads: None,
     },
     Binary {
         variant: "Pow",
@@ -444,6 +451,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Float,
         cost: Cost::Costly,
         body: "pow(a, b)",
+        grads: None,
     },
     Binary {
         variant: "Maximum",
@@ -452,6 +460,9 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "max(a, b)",
+        // PyTorch's: ties split the gradient, and NaN passes it to both
+        // (the derived one gives ties to `a`).
+        grads: Some(["select(a == b, 0.5, select(a < b, 0.0, 1.0))", "select(a == b, 0.5, select(a > b, 0.0, 1.0))"]),
     },
     Binary {
         variant: "Minimum",
@@ -460,6 +471,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Signed,
         cost: Cost::Cheap,
         body: "min(a, b)",
+        grads: Some(["select(a == b, 0.5, select(a > b, 0.0, 1.0))", "select(a == b, 0.5, select(a < b, 0.0, 1.0))"]),
     },
     Binary {
         variant: "And",
@@ -468,6 +480,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Bool,
         cost: Cost::Cheap,
         body: "",
+        grads: None,
     },
     Binary {
         variant: "Or",
@@ -476,6 +489,7 @@ pub const BINARY: &[Binary] = &[
         domain: Domain::Bool,
         cost: Cost::Cheap,
         body: "",
+        grads: None,
     },
 ];
 

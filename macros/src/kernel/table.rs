@@ -316,10 +316,15 @@ pub fn runtime() -> TokenStream {
 /// The prefix of a binary op's kernel name (`binary_add`).
 pub const BINARY_PREFIX: &str = "binary_";
 
-/// A binary op's kernel, `fn(a, b)`, and its partials by `a` and `b`.
+/// A binary op's kernel, `fn(a, b)`, and its partials by `a` and `b`,
+/// written or derived as the table says.
 fn binary_kernels(op: &Binary, home: Home) -> (Kernel, Vec<Kernel>) {
-    let value = kernel(&format!("{BINARY_PREFIX}{}", op.name), &["a", "b"], op.body, home);
-    let partials = (0..2).map(|p| diff::partial(&value, p)).collect();
+    let name = format!("{BINARY_PREFIX}{}", op.name);
+    let value = kernel(&name, &["a", "b"], op.body, home);
+    let partials = match op.grads {
+        Some(grads) => grads.iter().map(|g| kernel(&name, &["a", "b"], g, home)).collect(),
+        None => (0..2).map(|p| diff::partial(&value, p)).collect(),
+    };
     (value, partials)
 }
 

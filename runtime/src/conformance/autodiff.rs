@@ -109,6 +109,24 @@ pub fn autodiff_elementwise<B: Backend>(dev: &B::Device) {
     for (what, g, w) in [("pow, d/da", got(&a), want_a), ("pow, d/db", got(&b), want_b)] {
         assert!(g.iter().zip(w).all(|(g, w)| (g - w).abs() < 1e-12), "{what}: {g:?}, not {w:?}");
     }
+    // PyTorch's maximum and minimum split a tie's gradient and pass it to
+    // both operands where one is NaN; clamp passes it at its bounds.
+    let a = Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[1.0, 2.0, 3.0, f64::NAN], [4], DType::F64, dev));
+    let b = Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[1.0, 3.0, 2.0, 0.0], [4], DType::F64, dev));
+    let (a, b) = (a.require_grad(), b.require_grad());
+    let grads = (a.maximum(&b) + a.minimum(&b) * 10.0).sum().backward();
+    let got = |t| super::values(&grads.get(t).expect("a gradient"));
+    assert_eq!(got(&a), [5.5, 10.0, 1.0, 11.0], "maximum and minimum, d/da");
+    assert_eq!(got(&b), [5.5, 1.0, 10.0, 11.0], "maximum and minimum, d/db");
+    let c = Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(
+        &[-1.0, -0.5, 0.2, 0.5, 0.9, f64::NAN],
+        [6],
+        DType::F64,
+        dev,
+    ));
+    let c = c.require_grad();
+    let grads = c.clamp(-0.5, 0.5).sum().backward();
+    assert_eq!(super::values(&grads.get(&c).expect("a gradient")), [0.0, 1.0, 1.0, 1.0, 0.0, 0.0], "clamp");
     let cond = x.gt_scalar(0.0);
     check::<B, 2>("where lhs", &x, |a| {
         let c = Tensor::<Autodiff<B>, 2>::from_inner(cond.clone());
