@@ -20,7 +20,8 @@ pub const PREFIX: &str = "unary_";
 
 /// `fn name(x: f32, params..: f32) -> f32 { body }` lowered and checked,
 /// emitted at `home`. Panics on a body that does not check: the table is
-/// ours, and `the_table_checks` runs every entry.
+/// ours, and `the_table_checks_prints_and_validates` runs every entry,
+/// unary and binary.
 fn kernel(name: &str, args: &[&str], body: &str, home: Home) -> Kernel {
     let params: Vec<String> = args.iter().map(|a| format!("{a}: f32")).collect();
     // Parsed under a neutral name: an op may be named like the intrinsic
@@ -628,6 +629,13 @@ mod tests {
                 // Printing validates the WGSL with naga.
                 let _ = items(&ks.value, &ks.partials);
                 let _ = items(&ks.adjoint, &ks.adjoint_partials);
+            }
+        }
+        for op in BINARY.iter().filter(|op| op.domain != Domain::Bool) {
+            for home in [Home::Runtime, Home::Cube] {
+                let (value, partials) = binary_kernels(op, home);
+                assert_eq!(partials.len(), 2, "{}", op.name);
+                let _ = items(&value, &partials);
             }
         }
     }
