@@ -113,23 +113,6 @@ pub fn cross_entropy_args(
     ])
 }
 
-/// The row kernels, as a backend that launches them tells them apart.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RowKernel {
-    /// [`softmax`].
-    Softmax,
-    /// [`softmax_backward`].
-    SoftmaxBackward,
-    /// [`norm`].
-    Norm,
-    /// [`norm_backward`].
-    NormBackward,
-    /// [`norm_params`].
-    NormParams,
-    /// [`cross_entropy`].
-    CrossEntropy,
-}
-
 /// What a backend gives to run the row ops through [`launch`]: f32
 /// storage and a launch of a row kernel. The host side of each op (its
 /// outputs, scalars, bindings and empty cases) is then written once, in
@@ -138,17 +121,17 @@ pub trait RowLaunch: crate::Primitives {
     /// An f32 tensor of `shape` on `device`, its values not yet written.
     fn empty_f32(shape: &[usize], device: &Self::Device) -> Self::Storage;
 
-    /// Runs `kernel` with a workgroup for each of `rows` rows (striding
-    /// over the rows past the device's grid), `buffers` bound in the
-    /// kernel's order.
-    fn launch_rows(kernel: RowKernel, rows: usize, buffers: &[&Self::Storage], scalars: &[ScalarArg]);
+    /// Runs row kernel `K` (one of this module's) with a workgroup for
+    /// each of `rows` rows (striding over the rows past the device's
+    /// grid), `buffers` bound in the kernel's order.
+    fn launch_rows<K: crate::kernel::Workgroups>(rows: usize, buffers: &[&Self::Storage], scalars: &[ScalarArg]);
 }
 
 /// The row ops on a backend that launches the row kernels, for f32
 /// storage the device holds (the backend widens halves and refuses what
 /// lives on the host before it calls these).
 pub mod launch {
-    use super::{RowKernel, RowLaunch};
+    use super::RowLaunch;
     use crate::backend::SoftmaxOptions;
 
     /// [`super::softmax`] of `x` along `dim`.
@@ -157,7 +140,7 @@ pub mod launch {
         let out = L::empty_f32(shape, &L::device(x));
         let (rows, scalars) = super::softmax_args(shape, dim, o);
         if rows > 0 && shape.iter().product::<usize>() > 0 {
-            L::launch_rows(RowKernel::Softmax, rows, &[x, &out], &scalars);
+            L::launch_rows::<super::softmax::Kernel>(rows, &[x, &out], &scalars);
         }
         out
     }
@@ -169,7 +152,7 @@ pub mod launch {
         let out = L::empty_f32(shape, &L::device(g));
         let (rows, scalars) = super::softmax_backward_args(shape, dim, o);
         if rows > 0 && shape.iter().product::<usize>() > 0 {
-            L::launch_rows(RowKernel::SoftmaxBackward, rows, &[g, y, &out], &scalars);
+            L::launch_rows::<super::softmax_backward::Kernel>(rows, &[g, y, &out], &scalars);
         }
         out
     }
@@ -191,7 +174,7 @@ pub mod launch {
         if rows > 0 && n > 0 {
             // An absent parameter binds the input in its place; the flags say not to read it.
             let buffers = [x, weight.unwrap_or(x), bias.unwrap_or(x), &out, &stats];
-            L::launch_rows(RowKernel::Norm, rows, &buffers, &scalars);
+            L::launch_rows::<super::norm::Kernel>(rows, &buffers, &scalars);
         }
         [out, stats]
     }
@@ -213,8 +196,8 @@ pub mod launch {
             return [dx, zeros(), zeros()];
         }
         let (dw, db) = (L::empty_f32(&[n], &device), L::empty_f32(&[n], &device));
-        L::launch_rows(RowKernel::NormBackward, rows, &[g, x, stats, weight.unwrap_or(x), &dx], &input_grad);
-        L::launch_rows(RowKernel::NormParams, n, &[g, x, stats, &dw, &db], &param_grads);
+        L::launch_rows::<super::norm_backward::Kernel>(rows, &[g, x, stats, weight.unwrap_or(x), &dx], &input_grad);
+        L::launch_rows::<super::norm_params::Kernel>(n, &[g, x, stats, &dw, &db], &param_grads);
         [dx, dw, db]
     }
 
@@ -234,7 +217,7 @@ pub mod launch {
         let device = L::device(z);
         let (loss, grad) = (L::empty_f32(&[n], &device), L::empty_f32(&[n, c], &device));
         if n > 0 && c > 0 {
-            L::launch_rows(RowKernel::CrossEntropy, n, &[z, t, &loss, &grad], &scalars);
+            L::launch_rows::<super::cross_entropy::Kernel>(n, &[z, t, &loss, &grad], &scalars);
         }
         Some((loss, grad))
     }

@@ -40,18 +40,36 @@ pub fn runtime() -> TokenStream {
 }
 
 /// The CubeCL backend's side: `pub mod name { __cube::TABLE }` per op,
-/// the launcher of the runtime's kernel of that name.
+/// the launcher of the runtime's kernel of that name, and `launcher`,
+/// which finds it by the runtime's kernel type.
 pub fn cube() -> TokenStream {
-    ROWS.iter()
+    let (modules, arms): (Vec<_>, Vec<_>) = ROWS
+        .iter()
         .map(|row| match lowered(row, Home::Cube) {
             Ok((_, k, _, workgroup)) => {
                 let (items, _) = super::cube::general(&k, workgroup);
                 let m = format_ident!("{}", row.name);
-                quote!(pub mod #m { #items })
+                let arm = quote! {
+                    if k == TypeId::of::<::blaze_runtime::rows::#m::Kernel>() {
+                        return Some(&#m::__cube::TABLE);
+                    }
+                };
+                (quote!(pub mod #m { #items }), arm)
             }
-            Err(e) => e,
+            Err(e) => (e, quote!()),
         })
-        .collect()
+        .unzip();
+    quote! {
+        #(#modules)*
+
+        /// The launcher of `K` if it is a row kernel of the runtime's.
+        pub fn launcher<K: ::blaze_runtime::kernel::Workgroups>() -> Option<&'static crate::CubeWorkgroups> {
+            use ::core::any::TypeId;
+            let k = TypeId::of::<K>();
+            #(#arms)*
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 //! softmax outside its attention.)
 
 use blaze_runtime::DType;
-use blaze_runtime::kernel::ScalarArg;
-use blaze_runtime::rows::{RowKernel, RowLaunch};
+use blaze_runtime::kernel::{ScalarArg, Workgroups};
+use blaze_runtime::rows::RowLaunch;
 
 use super::ew::buffer_arg;
 use super::{CubeNative, CubeStorage, u32_of};
@@ -27,15 +27,8 @@ impl RowLaunch for CubeNative {
         CubeStorage::empty(device, shape, DType::F32)
     }
 
-    fn launch_rows(kernel: RowKernel, n: usize, buffers: &[&CubeStorage], scalars: &[ScalarArg]) {
-        let table = match kernel {
-            RowKernel::Softmax => &rows::softmax::__cube::TABLE,
-            RowKernel::SoftmaxBackward => &rows::softmax_backward::__cube::TABLE,
-            RowKernel::Norm => &rows::norm::__cube::TABLE,
-            RowKernel::NormBackward => &rows::norm_backward::__cube::TABLE,
-            RowKernel::NormParams => &rows::norm_params::__cube::TABLE,
-            RowKernel::CrossEntropy => &rows::cross_entropy::__cube::TABLE,
-        };
+    fn launch_rows<K: Workgroups>(n: usize, buffers: &[&CubeStorage], scalars: &[ScalarArg]) {
+        let table = rows::launcher::<K>().unwrap_or_else(|| panic!("cubecl: `{}` is no row kernel", K::NAME));
         let args = buffers.iter().map(|t| buffer_arg("row kernel", t)).collect();
         (table.launch)(buffers[0].client(), u32_of(n).min(MAX_CUBES), args, scalars);
     }

@@ -707,24 +707,13 @@ impl rows::RowLaunch for WgpuNative {
         WgpuStorage::new(device, shape, DType::F32)
     }
 
-    fn launch_rows(kernel: rows::RowKernel, n: usize, buffers: &[&WgpuStorage], scalars: &[ScalarArg]) {
-        use rows::RowKernel as R;
-        let device = &buffers[0].device;
+    fn launch_rows<K: Workgroups>(n: usize, buffers: &[&WgpuStorage], scalars: &[ScalarArg]) {
         // A row kernel binds five buffers at the most.
         let mut bound = [buffers[0].buffer(); 5];
         for (b, t) in bound.iter_mut().zip(buffers) {
             *b = t.buffer();
         }
-        let bound = &bound[..buffers.len()];
-        let launch = match kernel {
-            R::Softmax => kernels::rows::<rows::softmax::Kernel>,
-            R::SoftmaxBackward => kernels::rows::<rows::softmax_backward::Kernel>,
-            R::Norm => kernels::rows::<rows::norm::Kernel>,
-            R::NormBackward => kernels::rows::<rows::norm_backward::Kernel>,
-            R::NormParams => kernels::rows::<rows::norm_params::Kernel>,
-            R::CrossEntropy => kernels::rows::<rows::cross_entropy::Kernel>,
-        };
-        launch(device, n, bound, scalars);
+        kernels::rows::<K>(&buffers[0].device, n, &bound[..buffers.len()], scalars);
     }
 }
 
