@@ -5,7 +5,8 @@
 use crate::kernels;
 
 use blaze::prelude::*;
-use blaze::runtime::kernel::ScalarArg;
+use blaze::runtime::kernel::LaunchBuffer::{Input, Output};
+use blaze::runtime::kernel::launch;
 use blaze::{Rng, kernel};
 use expect_test::expect;
 use kernels::{SEMANTICS_OUT, row_sum, semantics, semantics_inputs, signed, signed_reference};
@@ -310,39 +311,16 @@ fn the_gpu_row_kernels_compute_the_cpus_softmax() {
             };
             let (x, g) = (flat(&x), flat(&g));
             let (rows, s) = rows::softmax_args(&x.shape(), dim, o);
-            let u = |i: usize| scalar_u32(&s[i]);
             let mut y = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
             let groups = rows as u32;
-            rows::softmax::launch(
-                groups,
-                &x,
-                &mut y,
-                u(0),
-                u(1),
-                u(2),
-                u(3),
-                u(4),
-                scalar_f32(&s[5]),
-                u(6),
-                scalar_f32(&s[7]),
-            );
+            launch::<rows::softmax::Kernel, Cpu>(groups, &mut [Input(x.storage()), Output(y.storage_mut())], &s);
             let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax(x.storage(), dim, o));
             let what = format!("softmax over dim {dim} (log {log}, causal {causal})");
             assert_close(&what, &y.to_vec::<f32>(), &want.to_vec::<f32>());
             let mut d = Tensor::<Cpu, 3>::zeros(x.shape(), &CpuDevice);
-            rows::softmax_backward::launch(
-                groups,
-                &g,
-                &y,
-                &mut d,
-                u(0),
-                u(1),
-                u(2),
-                u(3),
-                u(4),
-                scalar_f32(&s[5]),
-                u(6),
-            );
+            let (_, s) = rows::softmax_backward_args(&x.shape(), dim, o);
+            let buffers = &mut [Input(g.storage()), Input(y.storage()), Output(d.storage_mut())];
+            launch::<rows::softmax_backward::Kernel, Cpu>(groups, buffers, &s);
             let want = Tensor::<Cpu, 3>::from_storage(Cpu::softmax_backward(g.storage(), want.storage(), dim, o));
             assert_close(&format!("{what} backward"), &d.to_vec::<f32>(), &want.to_vec::<f32>());
         }
@@ -362,11 +340,16 @@ fn the_gpu_norm_kernels_compute_the_cpus_norms() {
             let (rows_, n, s) = rows::norm_args(&x.shape(), 1e-5, centre, with_params, with_params);
             let mut y = Tensor::<Cpu, 2>::zeros([5, 90], &CpuDevice);
             let mut stats = Tensor::<Cpu, 2>::zeros([5, 2], &CpuDevice);
-            let eps = scalar_f32(&s[3]);
             let groups = rows_ as u32;
-            let [r, nn, c, hw, hb] = [0, 1, 2, 4, 5].map(|i| scalar_u32(&s[i]));
             // Without parameters the flags say not to read them.
-            rows::norm::launch(groups, &x, &w, &b, &mut y, &mut stats, r, nn, c, eps, hw, hb);
+            let buffers = &mut [
+                Input(x.storage()),
+                Input(w.storage()),
+                Input(b.storage()),
+                Output(y.storage_mut()),
+                Output(stats.storage_mut()),
+            ];
+            launch::<rows::norm::Kernel, Cpu>(groups, buffers, &s);
             let (ws, bs) = (with_params.then(|| w.storage()), with_params.then(|| b.storage()));
             let [want, want_stats] = Cpu::norm(x.storage(), ws, bs, 1e-5, centre);
             let what = format!("norm (centre {centre}, weight and bias {with_params})");
@@ -375,9 +358,24 @@ fn the_gpu_norm_kernels_compute_the_cpus_norms() {
             assert_close(&what, &y.to_vec::<f32>(), &cpu(want));
             assert_close(&format!("{what} statistics"), &stats.to_vec::<f32>(), &cpu(want_stats));
             let mut dx = Tensor::<Cpu, 2>::zeros([5, 90], &CpuDevice);
-            rows::norm_backward::launch(groups, &g, &x, &stats, &w, &mut dx, r, nn, c, hw);
+            let (_, _, input_grad, param_grads) = rows::norm_backward_args(&x.shape(), centre, with_params);
+            let buffers = &mut [
+                Input(g.storage()),
+                Input(x.storage()),
+                Input(stats.storage()),
+                Input(w.storage()),
+                Output(dx.storage_mut()),
+            ];
+            launch::<rows::norm_backward::Kernel, Cpu>(groups, buffers, &input_grad);
             let (mut dw, mut db) = (Tensor::<Cpu, 1>::zeros([n], &CpuDevice), Tensor::<Cpu, 1>::zeros([n], &CpuDevice));
-            rows::norm_params::launch(n as u32, &g, &x, &stats, &mut dw, &mut db, r, nn);
+            let buffers = &mut [
+                Input(g.storage()),
+                Input(x.storage()),
+                Input(stats.storage()),
+                Output(dw.storage_mut()),
+                Output(db.storage_mut()),
+            ];
+            launch::<rows::norm_params::Kernel, Cpu>(n as u32, buffers, &param_grads);
             let [wdx, wdw, wdb] = Cpu::norm_backward(g.storage(), x.storage(), stats.storage(), ws, centre);
             let flat =
                 |s: <Cpu as blaze::runtime::Primitives>::Storage| Tensor::<Cpu, 1>::from_storage(s).to_vec::<f32>();
@@ -404,17 +402,11 @@ fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
     let as_f32 = Tensor::<Cpu, 1>::from_vec(classes.map(|t| t as f32).to_vec(), [n], &CpuDevice);
     for smoothing in [0.0, 0.1] {
         let s = rows::cross_entropy_args(n, c, smoothing, -100, 0.5).expect("-100 is an i32");
-        let [r, cc] = [0, 1].map(|i| scalar_u32(&s[i]));
-        let [keep, spread, scale, nan] = [2, 3, 4, 6].map(|i| scalar_f32(&s[i]));
-        let ignore = match s[5] {
-            ScalarArg::I32(v) => v,
-            other => panic!("expected an i32, got {other:?}"),
-        };
         let (mut loss, mut grad) =
             (Tensor::<Cpu, 1>::zeros([n], &CpuDevice), Tensor::<Cpu, 2>::zeros([n, c], &CpuDevice));
-        rows::cross_entropy::launch(
-            n as u32, &z, &as_f32, &mut loss, &mut grad, r, cc, keep, spread, scale, ignore, nan,
-        );
+        let buffers =
+            &mut [Input(z.storage()), Input(as_f32.storage()), Output(loss.storage_mut()), Output(grad.storage_mut())];
+        launch::<rows::cross_entropy::Kernel, Cpu>(n as u32, buffers, &s);
         let (wl, wg) =
             Cpu::cross_entropy(z.storage(), targets.storage(), smoothing, -100, 0.5).expect("the CPU fuses it");
         let what = format!("cross_entropy (smoothing {smoothing})");
@@ -428,22 +420,6 @@ fn the_gpu_cross_entropy_kernel_computes_the_cpus() {
         };
         assert_close(&what, &clean(&got_loss, 1), &clean(&want_loss, 1));
         assert_close(&format!("{what} gradient"), &clean(&got_grad, c), &clean(&want_grad, c));
-    }
-}
-
-/// A row kernel's u32 scalar, as `blaze::runtime::rows` gives it.
-fn scalar_u32(s: &ScalarArg) -> u32 {
-    match s {
-        ScalarArg::U32(v) => *v,
-        other => panic!("expected a u32, got {other:?}"),
-    }
-}
-
-/// A row kernel's f32 scalar.
-fn scalar_f32(s: &ScalarArg) -> f32 {
-    match s {
-        ScalarArg::F32(v) => *v,
-        other => panic!("expected an f32, got {other:?}"),
     }
 }
 
