@@ -1,46 +1,172 @@
-//! WGSL for the tensor primitives, generated per op, rank and layout.
+//! The WGSL of the tensor primitives: one template per shader in
+//! `src/wgsl/`, each a whole shader with `{{name}}` holes that the backend
+//! fills per op, dtype, rank and layout (an element type, a rank, an
+//! expression the op table prints). [`Template::render`] refuses a hole
+//! without a fill and a fill without a hole, and `tests/wgsl.rs` has naga
+//! validate every shader the backend builds.
 //!
 //! These are written by hand rather than with `kernel!`: they index
 //! buffers of several element types (f32 values, u32 booleans and
 //! indices) through shapes and strides passed at run time, which the
-//! `kernel!` DSL (f32 buffers, fixed arity) does not express.
+//! `kernel!` DSL (f32 buffers, fixed arity) does not express. The
+//! elementwise math they run comes from the op table, as the `functions`
+//! and `expr` of [`elementwise`] and [`kernel`].
 //!
 //! Every shader binds its buffers in order, then a uniform block of 64
-//! `u32` parameters, read with `pu(k)` (`pf(k)` for an f32's bits).
+//! `u32` parameters, read with `pu(k)` (`pf(k)` for an f32's bits):
+//! `wgsl/common.wgsl`, which [`Template::shader`] puts first.
 
 /// Invocations per workgroup of one-element-per-invocation kernels.
 pub const WG: u32 = 256;
 
+/// A shader's text with `{{name}}` holes.
+#[derive(Clone, Copy, Debug)]
+pub struct Template {
+    /// What a refusal names: the file's stem.
+    name: &'static str,
+    text: &'static str,
+}
+
+/// A template constant per file of `src/wgsl/`.
+macro_rules! templates {
+    ($($(#[$doc:meta])* $konst:ident = $file:literal;)*) => {
+        $(
+            $(#[$doc])*
+            pub const $konst: Template = Template { name: $file, text: include_str!(concat!("wgsl/", $file, ".wgsl")) };
+        )*
+        /// Every template of `src/wgsl/`.
+        #[cfg(test)]
+        const ALL: &[Template] = &[$($konst),*];
+    };
+}
+
+templates! {
+    /// A broadcasting elementwise op; see [`elementwise`].
+    ELEMENTWISE = "elementwise";
+    /// A `kernel!` elementwise function; see [`kernel`].
+    KERNEL = "kernel";
+    /// One dim padded with a value: holes `ty` and `value`.
+    PAD = "pad";
+    /// One part of a concatenation: hole `ty`.
+    CAT = "cat";
+    /// A reduction, a workgroup per output: holes `out_ty`, `combine`
+    /// ([`COMBINE_SUM`] or [`COMBINE_BEST`]), `identity`, `result`.
+    REDUCE = "reduce";
+    /// A reduction, an invocation per output: [`REDUCE`]'s holes.
+    REDUCE_SHORT = "reduce_short";
+    /// A sum's `comb`.
+    COMBINE_SUM = "combine_sum";
+    /// A max's or min's `comb`: hole `better` (`>` or `<`).
+    COMBINE_BEST = "combine_best";
+    /// Inference attention with an online softmax: hole `width`.
+    ATTENTION = "attention";
+    /// One Adam or AdamW step.
+    ADAM = "adam";
+    /// The batched matmul.
+    MATMUL = "matmul";
+    /// Gather along a dim: holes `ty`, `rank`, `dim`.
+    GATHER = "gather";
+    /// Scatter-add along a dim: holes `rank`, `dim`.
+    SCATTER_ADD = "scatter_add";
+    /// Index-select of a middle dim: hole `ty`.
+    INDEX_SELECT = "index_select";
+    /// Index-add into a middle dim.
+    INDEX_ADD = "index_add";
+    /// Max pooling with the winners' places.
+    MAX_POOL2D = "max_pool2d";
+    /// Average pooling.
+    AVG_POOL2D = "avg_pool2d";
+    /// Average pooling's input gradient.
+    AVG_POOL2D_INPUT_GRAD = "avg_pool2d_input_grad";
+    /// A convolution's columns summed back onto its input.
+    COL2IM = "col2im";
+    /// A convolution's input as columns.
+    IM2COL = "im2col";
+}
+
 /// The parameter block and helpers every shader starts with.
-fn prelude(storage: &[(&str, &str, bool)]) -> String {
-    let mut s = String::new();
-    for (i, (name, ty, write)) in storage.iter().enumerate() {
-        let access = if *write { "read_write" } else { "read" };
-        s += &format!("@group(0) @binding({i}) var<storage, {access}> {name}: array<{ty}>;\n");
+const COMMON: &str = include_str!("wgsl/common.wgsl");
+
+/// A storage buffer's declaration.
+const STORAGE: Template = Template {
+    name: "storage binding",
+    text: "@group(0) @binding({{slot}}) var<storage, {{access}}> {{name}}: array<{{ty}}>;\n",
+};
+
+/// The parameter block's declaration, after the buffers.
+const UNIFORM: Template =
+    Template { name: "uniform binding", text: "@group(0) @binding({{slot}}) var<uniform> params: Params;\n" };
+
+/// One input of [`elementwise`] read into its variable.
+const LOAD: Template = Template { name: "elementwise load", text: "    let {{var}} = {{buffer}}[{{at}}];\n" };
+
+impl Template {
+    /// The text with every hole filled from `fills`, `(name, text)` pairs.
+    /// Panics, naming the template and the hole, on a hole without a fill
+    /// or a fill without a hole.
+    pub fn render(self, fills: &[(&str, &str)]) -> String {
+        let mut out = String::with_capacity(self.text.len() + fills.iter().map(|(_, t)| t.len()).sum::<usize>());
+        let mut used = vec![false; fills.len()];
+        let mut rest = self.text;
+        while let Some((before, hole, after)) = self.next_hole(rest) {
+            out += before;
+            let k = fills
+                .iter()
+                .position(|&(name, _)| name == hole)
+                .unwrap_or_else(|| panic!("wgsl template `{}`: nothing fills its hole `{hole}`", self.name));
+            used[k] = true;
+            out += fills[k].1;
+            rest = after;
+        }
+        out += rest;
+        if let Some(k) = used.iter().position(|&u| !u) {
+            panic!("wgsl template `{}` has no hole `{}` to fill", self.name, fills[k].0);
+        }
+        out
     }
-    s += &format!(
-        "struct Params {{ v: array<vec4<u32>, 16> }}\n\
-         @group(0) @binding({}) var<uniform> params: Params;\n\
-         fn pu(k: u32) -> u32 {{ return params.v[k >> 2u][k & 3u]; }}\n\
-         fn pf(k: u32) -> f32 {{ return bitcast<f32>(pu(k)); }}\n",
-        storage.len()
-    );
-    s += MATH;
-    s
+
+    /// A whole shader: the parameter block and helpers, then this template
+    /// rendered.
+    pub fn shader(self, fills: &[(&str, &str)]) -> String {
+        let mut s = COMMON.to_owned();
+        s += "\n";
+        s += &self.render(fills);
+        s
+    }
+
+    /// The text before `rest`'s first hole, the hole's name and the text
+    /// after it; `None` without a hole.
+    fn next_hole(self, rest: &'static str) -> Option<(&'static str, &'static str, &'static str)> {
+        let start = rest.find("{{")?;
+        let inside = &rest[start + 2..];
+        let end =
+            inside.find("}}").unwrap_or_else(|| panic!("wgsl template `{}`: a `{{{{` is never closed", self.name));
+        Some((&rest[..start], &inside[..end], &inside[end + 2..]))
+    }
+
+    /// The names of the holes, as often as they appear.
+    #[cfg(test)]
+    fn holes(self) -> Vec<&'static str> {
+        let mut holes = Vec::new();
+        let mut rest = self.text;
+        while let Some((_, hole, after)) = self.next_hole(rest) {
+            holes.push(hole);
+            rest = after;
+        }
+        holes
+    }
 }
 
-/// Scalar functions the primitives call: a NaN test by the bits (WGSL
-/// lets a compiler assume there is no NaN) and a bool as a `u32`.
-const MATH: &str = "
-fn isnan_(x: f32) -> bool {
-    let b = bitcast<u32>(x);
-    return (b & 0x7f800000u) == 0x7f800000u && (b & 0x007fffffu) != 0u;
+/// The declarations of storage buffers `(name, element type, written)`,
+/// bound in order, and of the parameter block after them.
+pub fn bindings(buffers: &[(&str, &str, bool)]) -> String {
+    let mut s = String::new();
+    for (slot, &(name, ty, write)) in buffers.iter().enumerate() {
+        let access = if write { "read_write" } else { "read" };
+        s += &STORAGE.render(&[("slot", &slot.to_string()), ("access", access), ("name", name), ("ty", ty)]);
+    }
+    s + &UNIFORM.render(&[("slot", &buffers.len().to_string())])
 }
-fn b2f(x: bool) -> u32 { return select(0u, 1u, x); }
-";
-
-/// The flat index of this invocation in a 2-D grid of `WG`-wide groups.
-const FLAT: &str = "let i = gid.x + gid.y * nwg.x * 256u;";
 
 /// One input of an elementwise kernel: its WGSL element type and whether
 /// it is read at the output's index (`direct`) or through strides.
@@ -50,290 +176,111 @@ pub struct EwInput {
     pub direct: bool,
 }
 
-/// Parameters: `[numel, extras.., shape[rank], then per strided input
-/// offset, strides[rank]]`. The inputs are `a`, `b`, `c` in `expr`, the
-/// extras `pu(1)`, `pu(2)`, .. (`pf(1)` as floats); `expr` may call the
-/// functions `funcs` defines.
+/// `out[i] = expr` over `inputs` (`a`, `b`, `c` in `expr`) with `rank`
+/// dims and `extras` parameters after the element count; `expr` may call
+/// the functions `funcs` defines. Parameters: `[numel, extras.., shape[rank],
+/// then per strided input offset, strides[rank]]`.
 pub fn elementwise(inputs: &[EwInput], out_ty: &str, rank: usize, extras: usize, funcs: &str, expr: &str) -> String {
     let names = ["in0", "in1", "in2"];
     let mut bufs: Vec<(&str, &str, bool)> = inputs.iter().enumerate().map(|(k, x)| (names[k], x.ty, false)).collect();
     bufs.push(("out", out_ty, true));
-    let mut s = prelude(&bufs);
-    s += funcs;
-    s += "\n";
-    s += "@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n";
-    s += &format!("    {FLAT}\n    if (i >= pu(0u)) {{ return; }}\n");
-    let shape = 1 + extras;
-    let strided: Vec<usize> = (0..inputs.len()).filter(|&k| !inputs[k].direct).collect();
-    for (slot, &k) in strided.iter().enumerate() {
-        let base = shape + rank + slot * (rank + 1);
-        s += &format!("    var o{k} = pu({base}u);\n");
-    }
-    if !strided.is_empty() {
-        s += "    var rem = i;\n";
-        for d in (0..rank).rev() {
-            s += &format!("    {{ let n = pu({}u); let idx = rem % n; rem = rem / n;\n", shape + d);
-            for (slot, &k) in strided.iter().enumerate() {
-                let base = shape + rank + slot * (rank + 1);
-                s += &format!("      o{k} = o{k} + idx * pu({}u);\n", base + 1 + d);
-            }
-            s += "    }\n";
-        }
-    }
-    let vars = ["a", "b", "c"];
+    let mut loads = String::new();
+    let mut slot = 0;
     for (k, x) in inputs.iter().enumerate() {
-        let at = if x.direct { "i".to_owned() } else { format!("o{k}") };
-        s += &format!("    let {} = {}[{at}];\n", vars[k], names[k]);
+        let at = if x.direct {
+            "i".to_owned()
+        } else {
+            slot += 1;
+            format!("strided(i, {}u)", slot - 1)
+        };
+        loads += &LOAD.render(&[("var", ["a", "b", "c"][k]), ("buffer", names[k]), ("at", &at)]);
     }
-    s += &format!("    out[i] = {expr};\n}}\n");
-    s
+    ELEMENTWISE.shader(&[
+        ("bindings", &bindings(&bufs)),
+        ("functions", funcs),
+        ("rank", &rank.to_string()),
+        ("extras", &extras.to_string()),
+        ("loads", loads.trim_end()),
+        ("expr", expr),
+    ])
 }
 
-/// `out[o] = x[..]` with `out` shaped `[outer, out_n, inner]` and the
-/// input read at dim index `k - before` of `[outer, in_n, inner]`, the
-/// pad value outside. Parameters: `[numel, in_n, out_n, inner, before, value]`.
-pub fn pad_dim(ty: &str) -> String {
-    let mut s = prelude(&[("x", ty, false), ("out", ty, true)]);
-    s += &format!(
-        "@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n    {FLAT}\n\
-         if (i >= pu(0u)) {{ return; }}\n\
-         let inner = pu(3u); let out_n = pu(2u); let in_n = pu(1u);\n\
-         let r = i % inner; let k = (i / inner) % out_n; let o = i / (inner * out_n);\n\
-         let src = i32(k) - i32(pu(4u));\n\
-         if (src < 0 || src >= i32(in_n)) {{ out[i] = {}; return; }}\n\
-         out[i] = x[(o * in_n + u32(src)) * inner + r];\n}}\n",
-        if ty == "f32" { "pf(5u)" } else { "pu(5u)" }
-    );
-    s
+/// A `kernel!` function over f32 `inputs` (bound as named): `out[i] =
+/// call`, `call` a call of a function `funcs` defines.
+pub fn kernel(inputs: &[&str], funcs: &str, call: &str) -> String {
+    let mut bufs: Vec<(&str, &str, bool)> = inputs.iter().map(|&n| (n, "f32", false)).collect();
+    bufs.push(("out", "f32", true));
+    KERNEL.shader(&[("bindings", &bindings(&bufs)), ("functions", funcs), ("call", call)])
 }
 
-/// The combining function of reduction `op`: `comb(va, ia, vb, ib)` gives
-/// the winner of two (value, index) pairs as bits: NaN first, then the
-/// better value, then the lower index.
-fn combiner(op: &str) -> String {
-    if op == "sum" {
-        return "fn comb(va: f32, ia: u32, vb: f32, ib: u32) -> vec2<u32> { return vec2<u32>(bitcast<u32>(va + vb), 0u); }\n"
-            .to_owned();
-    }
-    let better = if op.ends_with("max") { ">" } else { "<" };
-    format!(
-        "fn comb(va: f32, ia: u32, vb: f32, ib: u32) -> vec2<u32> {{\n\
-         let na = isnan_(va); let nb = isnan_(vb);\n\
-         var take = false;\n\
-         if (nb && !na) {{ take = true; }}\n\
-         else if (nb && na) {{ take = ib < ia; }}\n\
-         else if (!na) {{ take = vb {better} va || (vb == va && ib < ia); }}\n\
-         return select(vec2<u32>(bitcast<u32>(va), ia), vec2<u32>(bitcast<u32>(vb), ib), take);\n}}\n"
-    )
-}
-
-/// The starting value of reduction `op`.
-fn identity(op: &str) -> &'static str {
-    match op {
+/// The reduction `op` (`sum`, `max`, `min`, `argmax` or `argmin`): over
+/// `short` rows [`REDUCE_SHORT`], else [`REDUCE`].
+pub fn reduce(op: &str, short: bool) -> String {
+    let arg = op.starts_with("arg");
+    let combine = match op {
+        "sum" => COMBINE_SUM.render(&[]),
+        _ => COMBINE_BEST.render(&[("better", if op.ends_with("max") { ">" } else { "<" })]),
+    };
+    let identity = match op {
         "sum" => "0.0",
         "max" | "argmax" => "bitcast<f32>(0xff800000u)",
         _ => "bitcast<f32>(0x7f800000u)",
-    }
+    };
+    let (template, result) = match (short, arg) {
+        (true, true) => (REDUCE_SHORT, "ix"),
+        (true, false) => (REDUCE_SHORT, "v"),
+        (false, true) => (REDUCE, "si[0]"),
+        (false, false) => (REDUCE, "sv[0]"),
+    };
+    template.shader(&[
+        ("out_ty", if arg { "u32" } else { "f32" }),
+        ("combine", &combine),
+        ("identity", identity),
+        ("result", result),
+    ])
 }
 
-/// Reduction over short rows of `[outer, n, inner]`: one invocation per
-/// output, looping over the row. Parameters as [`reduce`].
-pub fn reduce_short(op: &str) -> String {
-    let arg = op.starts_with("arg");
-    let mut s = prelude(&[("x", "f32", false), ("out", if arg { "u32" } else { "f32" }, true)]);
-    s += &combiner(op);
-    s += &format!(
-        "@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n    {FLAT}\n\
-         if (i >= pu(0u)) {{ return; }}\n\
-         let n = pu(1u); let inner = pu(2u);\n\
-         let base = (i / inner) * n * inner + i % inner;\n\
-         var v = {}; var ix = 0xffffffffu;\n\
-         for (var k = 0u; k < n; k = k + 1u) {{\n\
-             let c = comb(v, ix, x[base + k * inner], k); v = bitcast<f32>(c.x); ix = c.y;\n\
-         }}\n\
-         out[i] = {};\n}}\n",
-        identity(op),
-        if arg { "ix" } else { "v" }
-    );
-    s
-}
-
-/// Reduction over the middle dim of `[outer, n, inner]`: one workgroup per
-/// output, a strided pass, then a tree in workgroup memory. `op` is
-/// `sum`, `max`, `min`, `argmax` or `argmin`. Parameters: `[outputs, n, inner]`.
-pub fn reduce(op: &str) -> String {
-    let arg = op.starts_with("arg");
-    let out_ty = if arg { "u32" } else { "f32" };
-    let mut s = prelude(&[("x", "f32", false), ("out", out_ty, true)]);
-    let init = identity(op);
-    s += &combiner(op);
-    s += &format!(
-        "var<workgroup> sv: array<f32, 64>;\nvar<workgroup> si: array<u32, 64>;\n\
-         @compute @workgroup_size(64)\n\
-         fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
-         let j = wid.x + wid.y * nwg.x;\n\
-         if (j >= pu(0u)) {{ return; }}\n\
-         let n = pu(1u); let inner = pu(2u);\n\
-         let base = (j / inner) * n * inner + j % inner;\n\
-         var v = {init}; var ix = 0xffffffffu;\n\
-         for (var k = lid.x; k < n; k = k + 64u) {{\n\
-             let c = comb(v, ix, x[base + k * inner], k); v = bitcast<f32>(c.x); ix = c.y;\n\
-         }}\n\
-         sv[lid.x] = v; si[lid.x] = ix;\n\
-         workgroupBarrier();\n\
-         for (var st = 32u; st > 0u; st = st >> 1u) {{\n\
-             if (lid.x < st) {{\n\
-                 let c = comb(sv[lid.x], si[lid.x], sv[lid.x + st], si[lid.x + st]);\n\
-                 sv[lid.x] = bitcast<f32>(c.x); si[lid.x] = c.y;\n\
-             }}\n\
-             workgroupBarrier();\n\
-         }}\n\
-         if (lid.x == 0u) {{ out[j] = {}; }}\n}}\n",
-        if arg { "si[0]" } else { "sv[0]" }
-    );
-    s
-}
-
-/// The widest query, key and value rows [`attention`] takes; wider ones
+/// The widest query, key and value rows [`ATTENTION`] takes; wider ones
 /// compose.
 pub const ATTENTION_MAX_WIDTH: usize = 128;
 
-/// Attention for inference, one invocation per query row: the keys walked
-/// in order with an online softmax (a running maximum and sum, the output
-/// row held in private memory and rescaled when the maximum grows), so the
-/// `[.., T, S]` weights never exist. Parameters: `[rows, t, s, d, e,
-/// causal, scale as f32 bits]`, `rows` the batch entries times `t`.
+/// [`ATTENTION`] with rows up to [`ATTENTION_MAX_WIDTH`] wide.
 pub fn attention() -> String {
-    let mut s = prelude(&[("q", "f32", false), ("k", "f32", false), ("v", "f32", false), ("out", "f32", true)]);
-    s += &format!(
-        "@compute @workgroup_size(64)\n\
-         fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n\
-         let row = gid.x + gid.y * nwg.x * 64u;\n\
-         if (row >= pu(0u)) {{ return; }}\n\
-         let t = pu(1u); let s = pu(2u); let d = pu(3u); let e = pu(4u); let scale = pf(6u);\n\
-         let b = row / t; let i = row % t;\n\
-         let seen = select(s, min(i + 1u, s), pu(5u) == 1u);\n\
-         var acc: array<f32, {w}>;\n\
-         for (var c = 0u; c < e; c = c + 1u) {{ acc[c] = 0.0; }}\n\
-         var mx = bitcast<f32>(0xff800000u); var sum = 0.0;\n\
-         let qb = row * d; let kb = b * s * d; let vb = b * s * e;\n\
-         for (var j = 0u; j < seen; j = j + 1u) {{\n\
-             var sc = 0.0;\n\
-             for (var c = 0u; c < d; c = c + 1u) {{ sc = sc + q[qb + c] * k[kb + j * d + c]; }}\n\
-             sc = sc * scale;\n\
-             let nm = max(mx, sc);\n\
-             let fix = exp(mx - nm); let p = exp(sc - nm);\n\
-             sum = sum * fix + p;\n\
-             for (var c = 0u; c < e; c = c + 1u) {{ acc[c] = acc[c] * fix + p * v[vb + j * e + c]; }}\n\
-             mx = nm;\n\
-         }}\n\
-         for (var c = 0u; c < e; c = c + 1u) {{ out[row * e + c] = acc[c] / sum; }}\n\
-         }}\n",
-        w = ATTENTION_MAX_WIDTH
-    );
-    s
+    ATTENTION.shader(&[("width", &ATTENTION_MAX_WIDTH.to_string())])
 }
 
-/// One Adam or AdamW update (see `AdamStep`): the parameter and both
-/// moments read and written anew in one pass. Parameters: `[n, β1, β2, eps,
-/// weight_decay, keep, lr / (1 - β1^t), 1 / (1 - β2^t), coupled]`, the
-/// floats as their bits.
-pub fn adam() -> String {
-    let mut s = prelude(&[
-        ("p", "f32", false),
-        ("m", "f32", false),
-        ("v", "f32", false),
-        ("g", "f32", false),
-        ("p_out", "f32", true),
-        ("m_out", "f32", true),
-        ("v_out", "f32", true),
-    ]);
-    s += "@compute @workgroup_size(64)\n\
-        fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {\n\
-        let i = gid.x + gid.y * nwg.x * 64u;\n\
-        if (i >= pu(0u)) { return; }\n\
-        let b1 = pf(1u); let b2 = pf(2u);\n\
-        let gi = select(g[i], g[i] + pf(4u) * p[i], pu(8u) == 1u);\n\
-        let mi = b1 * m[i] + (1.0 - b1) * gi;\n\
-        let vi = b2 * v[i] + (1.0 - b2) * (gi * gi);\n\
-        m_out[i] = mi; v_out[i] = vi;\n\
-        p_out[i] = pf(5u) * p[i] - pf(6u) * (mi / (sqrt(vi * pf(7u)) + pf(3u)));\n\
-        }\n";
-    s
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Batched `[m, k] x [k, n]`: 64x64 output tiles per workgroup of 16x16
-/// invocations, each computing a 4x4 block in registers from 64x16 and
-/// 16x64 tiles staged in workgroup memory. The batch is `z`; batch dims
-/// (up to 6) broadcast through per-operand strides counted in matrices.
-/// Parameters: `[m, n, k, batch_rank, dims[6], a_strides[6], b_strides[6]]`.
-pub fn matmul() -> String {
-    let mut s = prelude(&[("a", "f32", false), ("b", "f32", false), ("out", "f32", true)]);
-    s += "var<workgroup> ta: array<f32, 1024>;\nvar<workgroup> tb: array<f32, 1024>;\n\
-        @compute @workgroup_size(16, 16)\n\
-        fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {\n\
-        let m = pu(0u); let n = pu(1u); let k = pu(2u); let br = pu(3u);\n\
-        var rem = wid.z; var oa = 0u; var ob = 0u;\n\
-        for (var d = br; d > 0u; d = d - 1u) {\n\
-            let size = pu(4u + d - 1u); let idx = rem % size; rem = rem / size;\n\
-            oa = oa + idx * pu(10u + d - 1u); ob = ob + idx * pu(16u + d - 1u);\n\
-        }\n\
-        oa = oa * m * k; ob = ob * k * n;\n\
-        let oc = wid.z * m * n;\n\
-        let row0 = wid.y * 64u; let col0 = wid.x * 64u;\n\
-        let t = lid.y * 16u + lid.x;\n\
-        var acc: array<f32, 16>;\n\
-        for (var q = 0u; q < 16u; q = q + 1u) { acc[q] = 0.0; }\n\
-        for (var kk = 0u; kk < k; kk = kk + 16u) {\n\
-            for (var l = 0u; l < 4u; l = l + 1u) {\n\
-                let e = t + l * 256u;\n\
-                let ar = row0 + e / 16u; let ac = kk + e % 16u;\n\
-                var va = 0.0;\n\
-                if (ar < m && ac < k) { va = a[oa + ar * k + ac]; }\n\
-                ta[e] = va;\n\
-                let br2 = kk + e / 64u; let bc = col0 + e % 64u;\n\
-                var vb = 0.0;\n\
-                if (br2 < k && bc < n) { vb = b[ob + br2 * n + bc]; }\n\
-                tb[e] = vb;\n\
-            }\n\
-            workgroupBarrier();\n\
-            for (var q = 0u; q < 16u; q = q + 1u) {\n\
-                let a0 = ta[(lid.y * 4u) * 16u + q]; let a1 = ta[(lid.y * 4u + 1u) * 16u + q];\n\
-                let a2 = ta[(lid.y * 4u + 2u) * 16u + q]; let a3 = ta[(lid.y * 4u + 3u) * 16u + q];\n\
-                let bv = vec4<f32>(tb[q * 64u + lid.x * 4u], tb[q * 64u + lid.x * 4u + 1u], tb[q * 64u + lid.x * 4u + 2u], tb[q * 64u + lid.x * 4u + 3u]);\n\
-                for (var c = 0u; c < 4u; c = c + 1u) {\n\
-                    acc[c] = acc[c] + a0 * bv[c]; acc[4u + c] = acc[4u + c] + a1 * bv[c];\n\
-                    acc[8u + c] = acc[8u + c] + a2 * bv[c]; acc[12u + c] = acc[12u + c] + a3 * bv[c];\n\
-                }\n\
-            }\n\
-            workgroupBarrier();\n\
-        }\n\
-        for (var r = 0u; r < 4u; r = r + 1u) {\n\
-            let row = row0 + lid.y * 4u + r;\n\
-            for (var c = 0u; c < 4u; c = c + 1u) {\n\
-                let col = col0 + lid.x * 4u + c;\n\
-                if (row < m && col < n) { out[oc + row * n + col] = acc[r * 4u + c]; }\n\
-            }\n\
-        }\n}\n";
-    s
-}
-
-/// The kernel body of a one-invocation-per-output shader over `bufs`,
-/// with `body` run for flat index `i < pu(0)`.
-pub fn per_output(bufs: &[(&str, &str, bool)], body: &str) -> String {
-    let mut s = prelude(bufs);
-    s += &format!(
-        "@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{\n    {FLAT}\n    if (i >= pu(0u)) {{ return; }}\n{body}\n}}\n"
-    );
-    s
-}
-
-/// Flattened index `i` of a shape given by params `pu(at..at + rank)` into
-/// `c0, c1, ..` coordinates (WGSL statements).
-pub fn coords(rank: usize, at: usize) -> String {
-    let mut s = "    var rem = i;\n".to_owned();
-    for d in (0..rank).rev() {
-        s += &format!("    let c{d} = rem % pu({}u); rem = rem / pu({}u);\n", at + d, at + d);
+    #[test]
+    fn every_template_names_its_holes_and_renders_them() {
+        for t in ALL {
+            let holes = t.holes();
+            assert!(
+                holes.iter().all(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_lowercase() || c == '_')),
+                "{}: {holes:?}",
+                t.name
+            );
+            let mut names = holes.clone();
+            names.sort_unstable();
+            names.dedup();
+            let fills: Vec<(&str, &str)> = names.iter().map(|&h| (h, "X")).collect();
+            let text = t.render(&fills);
+            assert!(!text.contains("{{") && !text.contains("}}"), "{}", t.name);
+            assert_eq!(text.matches('X').count() - t.text.matches('X').count(), holes.len(), "{}", t.name);
+        }
     }
-    s
+
+    #[test]
+    #[should_panic(expected = "wgsl template `pad`: nothing fills its hole `value`")]
+    fn a_hole_without_a_fill_is_refused() {
+        PAD.render(&[("ty", "f32")]);
+    }
+
+    #[test]
+    #[should_panic(expected = "wgsl template `adam` has no hole `ty` to fill")]
+    fn a_fill_without_a_hole_is_refused() {
+        ADAM.render(&[("ty", "f32")]);
+    }
 }

@@ -33,24 +33,10 @@ pub(super) fn max_pool2d(x: &WgpuStorage, o: &Pool2dOptions, with_indices: bool)
     let shape = [n, c, oh, ow];
     let out = WgpuStorage::new(&t.device, &shape, DType::F32);
     let idx = WgpuStorage::new(&t.device, &shape, DType::Bool);
-    let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
-        let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);\n\
-        var best = bitcast<f32>(0xff800000u); var at = 0xffffffffu;\n\
-        for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {\n\
-            for (var kx = 0u; kx < pu(6u); kx = kx + 1u) {\n\
-                let y = i32(oy * pu(7u) + ky) - i32(pu(9u)); let xx = i32(ox * pu(8u) + kx) - i32(pu(10u));\n\
-                if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) {\n\
-                    let q = u32(y) * w + u32(xx); let v = x[plane * h * w + q];\n\
-                    if (at == 0xffffffffu || (!isnan_(best) && (v > best || isnan_(v)))) { best = v; at = q; }\n\
-                }\n\
-            }\n\
-        }\n\
-        out[i] = best; idx[i] = at;";
     per_output(
         &t.device,
         "max_pool2d",
-        &[("x", "f32", false), ("out", "f32", true), ("idx", "u32", true)],
-        body,
+        || shaders::MAX_POOL2D.shader(&[]),
         &[t.buffer(), out.buffer(), idx.buffer()],
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
@@ -63,21 +49,10 @@ pub(super) fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
     let [n, c, h, w] = [t.shape[0], t.shape[1], t.shape[2], t.shape[3]];
     let [oh, ow] = pool_plane(h, w, o);
     let out = WgpuStorage::new(&t.device, &[n, c, oh, ow], DType::F32);
-    let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
-        let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);\n\
-        var acc = 0.0;\n\
-        for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {\n\
-            for (var kx = 0u; kx < pu(6u); kx = kx + 1u) {\n\
-                let y = i32(oy * pu(7u) + ky) - i32(pu(9u)); let xx = i32(ox * pu(8u) + kx) - i32(pu(10u));\n\
-                if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) { acc = acc + x[plane * h * w + u32(y) * w + u32(xx)]; }\n\
-            }\n\
-        }\n\
-        out[i] = acc / f32(pu(5u) * pu(6u));";
     per_output(
         &t.device,
         "avg_pool2d",
-        &[("x", "f32", false), ("out", "f32", true)],
-        body,
+        || shaders::AVG_POOL2D.shader(&[]),
         &[t.buffer(), out.buffer()],
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
@@ -102,28 +77,10 @@ pub(super) fn conv2d_input_grad(
     let gm = WgpuNative::reshaped(gt, &[n, g, oc / g, oh * ow]);
     let cols = matmul::contiguous(&wtm, &gm); // [n, g, cg*kh*kw, oh*ow]
     let out = WgpuStorage::new(&gt.device, &input_shape, DType::F32);
-    let body = "    let w = pu(1u); let h = pu(2u); let cg = pu(3u); let kh = pu(4u); let kw = pu(5u); let oh = pu(6u); let ow = pu(7u);\n\
-        let xx = i % w; let y = (i / w) % h; let ch = (i / (w * h)) % pu(14u); let b = i / (w * h * pu(14u));\n\
-        let gi = ch / cg; let ci = ch % cg; let groups = pu(14u) / cg;\n\
-        var acc = 0.0;\n\
-        for (var ky = 0u; ky < kh; ky = ky + 1u) {\n\
-            for (var kx = 0u; kx < kw; kx = kx + 1u) {\n\
-                let ty = i32(y) + i32(pu(12u)) - i32(ky * pu(10u)); let tx = i32(xx) + i32(pu(13u)) - i32(kx * pu(11u));\n\
-                if (ty >= 0 && tx >= 0 && u32(ty) % pu(8u) == 0u && u32(tx) % pu(9u) == 0u) {\n\
-                    let oy = u32(ty) / pu(8u); let ox = u32(tx) / pu(9u);\n\
-                    if (oy < oh && ox < ow) {\n\
-                        let q = (ci * kh + ky) * kw + kx;\n\
-                        acc = acc + cols[(((b * groups + gi) * cg * kh * kw) + q) * oh * ow + oy * ow + ox];\n\
-                    }\n\
-                }\n\
-            }\n\
-        }\n\
-        out[i] = acc;";
     per_output(
         &gt.device,
         "col2im",
-        &[("cols", "f32", false), ("out", "f32", true)],
-        body,
+        || shaders::COL2IM.shader(&[]),
         &[cols.buffer(), out.buffer()],
         &[
             u(out.numel()),
@@ -171,24 +128,10 @@ pub(super) fn avg_pool2d_input_grad(grad_out: &WgpuStorage, input_shape: [usize;
     let [_, _, h, w] = input_shape;
     let [oh, ow] = [gt.shape[2], gt.shape[3]];
     let out = WgpuStorage::new(&gt.device, &input_shape, DType::F32);
-    let body = "    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);\n\
-        let xx = i % w; let y = (i / w) % h; let plane = i / (w * h);\n\
-        var acc = 0.0;\n\
-        for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {\n\
-            for (var kx = 0u; kx < pu(6u); kx = kx + 1u) {\n\
-                let ty = i32(y) + i32(pu(9u)) - i32(ky); let tx = i32(xx) + i32(pu(10u)) - i32(kx);\n\
-                if (ty >= 0 && tx >= 0 && u32(ty) % pu(7u) == 0u && u32(tx) % pu(8u) == 0u) {\n\
-                    let oy = u32(ty) / pu(7u); let ox = u32(tx) / pu(8u);\n\
-                    if (oy < oh && ox < ow) { acc = acc + g[(plane * oh + oy) * ow + ox]; }\n\
-                }\n\
-            }\n\
-        }\n\
-        out[i] = acc / f32(pu(5u) * pu(6u));";
     per_output(
         &gt.device,
         "avg_pool2d_input_grad",
-        &[("g", "f32", false), ("out", "f32", true)],
-        body,
+        || shaders::AVG_POOL2D_INPUT_GRAD.shader(&[]),
         &[gt.buffer(), out.buffer()],
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
@@ -203,15 +146,6 @@ pub(super) fn im2col(x: &WgpuStorage, kh: usize, kw: usize, oh: usize, ow: usize
     let cg = c / g;
     let shape = [n, g, cg * kh * kw, oh * ow];
     let out = WgpuStorage::new(&x.device, &shape, DType::F32);
-    let body = "    let l = i % pu(1u); let q = (i / pu(1u)) % pu(2u); let gi = (i / (pu(1u) * pu(2u))) % pu(3u); let b = i / (pu(1u) * pu(2u) * pu(3u));\n\
-        let ow = pu(4u); let kh = pu(5u); let kw = pu(6u); let cg = pu(7u); let h = pu(8u); let w = pu(9u);\n\
-        let oy = l / ow; let ox = l % ow;\n\
-        let ci = q / (kh * kw); let ky = (q / kw) % kh; let kx = q % kw;\n\
-        let y = i32(oy * pu(10u) + ky * pu(12u)) - i32(pu(14u));\n\
-        let xx = i32(ox * pu(11u) + kx * pu(13u)) - i32(pu(15u));\n\
-        var v = 0.0;\n\
-        if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) { v = x[((b * pu(3u) * cg + gi * cg + ci) * h + u32(y)) * w + u32(xx)]; }\n\
-        out[i] = v;";
     let params = [
         u(out.numel()),
         u(oh * ow),
@@ -231,15 +165,7 @@ pub(super) fn im2col(x: &WgpuStorage, kh: usize, kw: usize, oh: usize, ow: usize
         u(o.padding[1]),
     ];
     let _ = (n, c);
-    per_output(
-        &x.device,
-        "im2col",
-        &[("x", "f32", false), ("out", "f32", true)],
-        body,
-        &[x.buffer(), out.buffer()],
-        &params,
-        out.numel(),
-    );
+    per_output(&x.device, "im2col", || shaders::IM2COL.shader(&[]), &[x.buffer(), out.buffer()], &params, out.numel());
     out
 }
 

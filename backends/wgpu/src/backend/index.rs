@@ -10,13 +10,6 @@ pub(super) fn gather(x: &WgpuStorage, dim: usize, index: &WgpuStorage) -> WgpuSt
     let out = WgpuStorage::new(&t.device, shape, t.dtype);
     let rank = shape.len();
     let xs = strides(&t.shape);
-    let mut body = shaders::coords(rank, 1);
-    body += "    var at = 0u;\n";
-    for d in 0..rank {
-        let c = if d == dim { "ix[i]".to_owned() } else { format!("c{d}") };
-        body += &format!("    at = at + {c} * pu({}u);\n", 1 + rank + d);
-    }
-    body += "    out[i] = x[at];";
     let mut params = vec![u(out.numel())];
     params.extend(shape.iter().map(|&d| u(d)));
     params.extend(xs.iter().map(|&s| u(s)));
@@ -24,8 +17,7 @@ pub(super) fn gather(x: &WgpuStorage, dim: usize, index: &WgpuStorage) -> WgpuSt
     per_output(
         &t.device,
         &format!("gather:{ty}:{rank}:{dim}"),
-        &[("x", ty, false), ("ix", "u32", false), ("out", ty, true)],
-        &body,
+        || shaders::GATHER.shader(&[("ty", ty), ("rank", &rank.to_string()), ("dim", &dim.to_string())]),
         &[t.buffer(), idx, out.buffer()],
         &params,
         out.numel(),
@@ -41,24 +33,6 @@ pub(super) fn scatter_add(x: &WgpuStorage, dim: usize, index: &WgpuStorage, src:
     let out = WgpuStorage::new(&t.device, &t.shape, t.dtype);
     let rank = t.shape.len();
     let is = strides(ishape);
-    let mut body = shaders::coords(rank, 1);
-    body += "    var acc = x[i];\n    var inside = true;\n";
-    for d in 0..rank {
-        if d != dim {
-            body += &format!("    inside = inside && c{d} < pu({}u);\n", 1 + rank + d);
-        }
-    }
-    body += "    if (inside) {\n        var base = 0u;\n";
-    for d in 0..rank {
-        if d != dim {
-            body += &format!("        base = base + c{d} * pu({}u);\n", 1 + 2 * rank + d);
-        }
-    }
-    body += &format!(
-        "        for (var t = 0u; t < pu({}u); t = t + 1u) {{\n            let at = base + t * pu({}u);\n            if (ix[at] == c{dim}) {{ acc = acc + src[at]; }}\n        }}\n    }}\n    out[i] = acc;",
-        1 + rank + dim,
-        1 + 2 * rank + dim
-    );
     let mut params = vec![u(out.numel())];
     params.extend(t.shape.iter().map(|&d| u(d)));
     params.extend(ishape.iter().map(|&d| u(d)));
@@ -66,8 +40,7 @@ pub(super) fn scatter_add(x: &WgpuStorage, dim: usize, index: &WgpuStorage, src:
     per_output(
         &t.device,
         &format!("scatter_add:{rank}:{dim}"),
-        &[("x", "f32", false), ("ix", "u32", false), ("src", "f32", false), ("out", "f32", true)],
-        &body,
+        || shaders::SCATTER_ADD.shader(&[("rank", &rank.to_string()), ("dim", &dim.to_string())]),
         &[t.buffer(), idx, s.buffer(), out.buffer()],
         &params,
         out.numel(),
@@ -83,14 +56,12 @@ pub(super) fn index_select(x: &WgpuStorage, dim: usize, index: &WgpuStorage) -> 
     let mut shape = t.shape.clone();
     shape[dim] = k;
     let out = WgpuStorage::new(&t.device, &shape, t.dtype);
-    let body = "    let inner = pu(2u); let k = pu(1u);\n    let r = i % inner; let j = (i / inner) % k; let o = i / (inner * k);\n    out[i] = x[(o * pu(3u) + ix[j]) * inner + r];";
     let ty = wgsl_ty(t.dtype);
     let _ = outer;
     per_output(
         &t.device,
         &format!("index_select:{ty}"),
-        &[("x", ty, false), ("ix", "u32", false), ("out", ty, true)],
-        body,
+        || shaders::INDEX_SELECT.shader(&[("ty", ty)]),
         &[t.buffer(), idx, out.buffer()],
         &[u(out.numel()), u(k), u(inner), u(n)],
         out.numel(),
@@ -104,12 +75,10 @@ pub(super) fn index_add(x: &WgpuStorage, dim: usize, index: &WgpuStorage, src: &
     let k = WgpuNative::shape(index)[0];
     let idx = index_buffer(index);
     let out = WgpuStorage::new(&t.device, &t.shape, t.dtype);
-    let body = "    let inner = pu(2u); let n = pu(3u); let k = pu(1u);\n    let r = i % inner; let j = (i / inner) % n; let o = i / (inner * n);\n    var acc = x[i];\n    for (var t = 0u; t < k; t = t + 1u) {\n        if (ix[t] == j) { acc = acc + src[(o * k + t) * inner + r]; }\n    }\n    out[i] = acc;";
     per_output(
         &t.device,
         "index_add",
-        &[("x", "f32", false), ("ix", "u32", false), ("src", "f32", false), ("out", "f32", true)],
-        body,
+        || shaders::INDEX_ADD.shader(&[]),
         &[t.buffer(), idx, s.buffer(), out.buffer()],
         &[u(out.numel()), u(k), u(inner), u(n)],
         out.numel(),

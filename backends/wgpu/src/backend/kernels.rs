@@ -140,10 +140,9 @@ pub(crate) fn elementwise_program<K: Elementwise>(
     let inputs: Vec<String> =
         layout.chars().enumerate().filter(|&(_, t)| t == 't').map(|(k, _)| format!("in{k}")).collect();
     let wgsl = move || {
-        let mut decl: Vec<(&str, &str, bool)> = inputs.iter().map(|n| (n.as_str(), "f32", false)).collect();
-        decl.push(("out", "f32", true));
-        let body = format!("    out[i] = {name}({});", args.join(", "));
-        format!("{}{noise}{}\n{}", K::DEPS.join("\n"), K::WGSL, shaders::per_output(&decl, &body))
+        let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+        let functions = [K::DEPS.join("\n").as_str(), noise, K::WGSL].concat();
+        shaders::kernel(&inputs, &functions, &format!("{name}({})", args.join(", ")))
     };
     (key, wgsl)
 }

@@ -33,7 +33,7 @@ pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
     params.extend(pad6(batch.iter().map(|&d| u(d)).collect()));
     params.extend(pad6(bstrides(batch_a)));
     params.extend(pad6(bstrides(batch_b)));
-    let pipeline = device.compile("matmul", "matmul", shaders::matmul, "main");
+    let pipeline = device.compile("matmul", "matmul", || shaders::MATMUL.shader(&[]), "main");
     assert!(count as u32 <= device.max_groups(), "wgpu matmul: {count} matrices in one batch");
     device.dispatch(
         &pipeline,

@@ -326,12 +326,12 @@ fn split3(shape: &[usize], dim: usize) -> (usize, usize, usize) {
     (numel(&shape[..dim]), shape[dim], numel(&shape[dim + 1..]))
 }
 
-/// Runs a shader with one invocation per output element.
+/// Runs a shader with one invocation per output element, its WGSL
+/// `wgsl` (called once per `key`).
 fn per_output(
     device: &WgpuDevice,
     key: &str,
-    bufs: &[(&str, &str, bool)],
-    body: &str,
+    wgsl: impl FnOnce() -> String,
     buffers: &[&wgpu::Buffer],
     params: &[u32],
     n: usize,
@@ -339,7 +339,7 @@ fn per_output(
     if n == 0 {
         return;
     }
-    let pipeline = device.compile("per_output", key, || shaders::per_output(bufs, body), "main");
+    let pipeline = device.compile("per_output", key, wgsl, "main");
     device.dispatch(&pipeline, buffers, params, grid(device, n, WG));
 }
 
@@ -469,12 +469,10 @@ impl Primitives for WgpuNative {
         if outputs > 0 {
             // Short rows: one invocation per output; long ones: a workgroup
             // per output with a tree in workgroup memory.
-            let (key, wgsl, per_group): (String, fn(&str) -> String, u32) = if n <= 256 {
-                (format!("reduce_short:{name}"), shaders::reduce_short, WG)
-            } else {
-                (format!("reduce:{name}"), shaders::reduce, 1)
-            };
-            let pipeline = device.compile("reduce", &key, || wgsl(name), "main");
+            let short = n <= 256;
+            let (key, per_group) =
+                if short { (format!("reduce_short:{name}"), WG) } else { (format!("reduce:{name}"), 1) };
+            let pipeline = device.compile("reduce", &key, || shaders::reduce(name, short), "main");
             device.dispatch(
                 &pipeline,
                 &[t.buffer(), out.buffer()],
@@ -637,7 +635,7 @@ impl Composites for WgpuNative {
         let device = pn.device.clone();
         let outs = [&pn.shape, &mn.shape, &vn.shape].map(|s| WgpuStorage::new(&device, s, DType::F32));
         if n > 0 {
-            let pipeline = device.compile("adam", "adam", shaders::adam, "main");
+            let pipeline = device.compile("adam", "adam", || shaders::ADAM.shader(&[]), "main");
             let (c1, c2) = o.corrections();
             let f = |x: f64| (x as f32).to_bits();
             let coupled = !o.decoupled && o.weight_decay != 0.0;

@@ -16,7 +16,12 @@ pub(super) fn pad(x: &WgpuStorage, pads: &[(usize, usize)], value: f64) -> WgpuS
         let out = WgpuStorage::new(&cur.device, &shape, cur.dtype);
         let ty = wgsl_ty(cur.dtype);
         let device = cur.device.clone();
-        let pipeline = device.compile("pad", &format!("pad:{ty}"), || shaders::pad_dim(ty), "main");
+        let pipeline = device.compile(
+            "pad",
+            &format!("pad:{ty}"),
+            || shaders::PAD.shader(&[("ty", ty), ("value", if ty == "f32" { "pf(5u)" } else { "pu(5u)" })]),
+            "main",
+        );
         let params = [u(out.numel()), u(in_n), u(shape[dim]), u(inner), u(before), scalar_bits(value, cur.dtype)];
         device.dispatch(&pipeline, &[cur.buffer(), out.buffer()], &params, grid(&device, out.numel(), WG));
         cur = out;
@@ -31,15 +36,13 @@ pub(super) fn cat(xs: &[WgpuStorage], dim: usize) -> WgpuStorage {
     let out = WgpuStorage::new(&parts[0].device, &shape, parts[0].dtype);
     let (_, total, inner) = split3(&shape, dim);
     let ty = wgsl_ty(out.dtype);
-    let body = "    let inner = pu(2u); let n = pu(1u);\n    let r = i % inner; let k = (i / inner) % n; let o = i / (inner * n);\n    out[(o * pu(3u) + pu(4u) + k) * inner + r] = x[i];";
     let mut at = 0;
     for part in &parts {
         let n = part.shape[dim];
         per_output(
             &out.device,
             &format!("cat:{ty}"),
-            &[("x", ty, false), ("out", ty, true)],
-            body,
+            || shaders::CAT.shader(&[("ty", ty)]),
             &[part.buffer(), out.buffer()],
             &[u(part.numel()), u(n), u(inner), u(total), u(at)],
             part.numel(),

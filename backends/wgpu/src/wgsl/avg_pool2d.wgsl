@@ -1,0 +1,22 @@
+// Average pooling, one invocation per output; padding counts as zeros.
+// Parameters: `[outputs, ow, oh, h, w, kh, kw, sh, sw, ph, pw]`.
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<uniform> params: Params;
+
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * 256u;
+    if (i >= pu(0u)) { return; }
+    let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);
+    let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);
+    var acc = 0.0;
+    for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {
+        for (var kx = 0u; kx < pu(6u); kx = kx + 1u) {
+            let y = i32(oy * pu(7u) + ky) - i32(pu(9u)); let xx = i32(ox * pu(8u) + kx) - i32(pu(10u));
+            if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) { acc = acc + x[plane * h * w + u32(y) * w + u32(xx)]; }
+        }
+    }
+    out[i] = acc / f32(pu(5u) * pu(6u));
+}
