@@ -139,6 +139,23 @@ pub fn __cube_binary_ops(_: TokenStream) -> TokenStream {
     kernel::table::binary_cube().into()
 }
 
+/// The runtime's side of the comparisons of the op table
+/// (`blaze_spec::ops::COMPARE`): `CmpOp` and a type per op. Invoked once,
+/// by `blaze_runtime::compare`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __compare_ops(_: TokenStream) -> TokenStream {
+    kernel::table::compare_runtime().into()
+}
+
+/// The CubeCL backend's side of the comparisons: `#[cube]` functions that
+/// pick one by its code. Invoked once, by `blaze_cubecl`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __cube_compare_ops(_: TokenStream) -> TokenStream {
+    kernel::table::compare_cube().into()
+}
+
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
 /// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
 #[doc(hidden)]

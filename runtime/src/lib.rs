@@ -12,6 +12,7 @@ pub mod adjoint;
 pub mod autodiff;
 pub mod backend;
 pub mod binary;
+pub mod compare;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod data;

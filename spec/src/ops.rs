@@ -3,7 +3,8 @@
 //! body in the `kernel!` DSL and, where the derived one is numerically
 //! poor or needs what the training forward does not keep, its
 //! derivative. An op of two tensors ([`BINARY`]): its name, dtypes, cost
-//! and body, from which its kernel and partials are printed as below.
+//! and body, from which its kernel and partials are printed as below. A
+//! comparison ([`COMPARE`]): its name, operator and value with NaN.
 //!
 //! `blaze-macros` parses these bodies into its kernel IR and prints from
 //! them everything that computes the op: the runtime's `UnaryOp` enum, its
@@ -493,6 +494,34 @@ pub const BINARY: &[Binary] = &[
     },
 ];
 
+/// One elementwise comparison of two tensors of one dtype (broadcast, or
+/// the second a number), giving a bool tensor. Its operator is the same
+/// in Rust, WGSL and `#[cube]` code; with a NaN operand every comparison
+/// is `unordered` (IEEE 754: false, but true for `!=`), which backends
+/// whose shader compilers may assume there is no NaN (WGSL) decide by the
+/// bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Compare {
+    /// The `CmpOp` variant.
+    pub variant: &'static str,
+    /// The op's name (PyTorch's) as it appears in messages.
+    pub name: &'static str,
+    /// The operator, `a <op> b`.
+    pub symbol: &'static str,
+    /// Its value when either operand is NaN.
+    pub unordered: bool,
+}
+
+/// Every comparison, in the order of `CmpOp`'s variants.
+pub const COMPARE: &[Compare] = &[
+    Compare { variant: "Eq", name: "eq", symbol: "==", unordered: false },
+    Compare { variant: "Ne", name: "ne", symbol: "!=", unordered: true },
+    Compare { variant: "Lt", name: "lt", symbol: "<", unordered: false },
+    Compare { variant: "Le", name: "le", symbol: "<=", unordered: false },
+    Compare { variant: "Gt", name: "gt", symbol: ">", unordered: false },
+    Compare { variant: "Ge", name: "ge", symbol: ">=", unordered: false },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,6 +545,12 @@ mod tests {
             assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
             for b in &BINARY[i + 1..] {
                 assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
+            }
+        }
+        for (i, a) in COMPARE.iter().enumerate() {
+            assert_eq!(a.unordered, a.symbol == "!=", "{}: IEEE 754 says only != holds with NaN", a.name);
+            for b in &COMPARE[i + 1..] {
+                assert!(a.name != b.name && a.variant != b.variant && a.symbol != b.symbol, "{} twice", a.name);
             }
         }
     }

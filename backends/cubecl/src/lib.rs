@@ -47,6 +47,13 @@ pub mod __private {
         blaze_macros::__cube_binary_ops!();
     }
 
+    /// The op table's comparisons (`blaze_runtime::compare`) as `#[cube]`
+    /// functions that pick one by its code.
+    #[allow(missing_docs, unused_mut)]
+    pub mod compare {
+        blaze_macros::__cube_compare_ops!();
+    }
+
     /// The runtime's row kernels (`blaze_runtime::rows`) as `#[cube]`
     /// code and launchers, printed from the same source as their WGSL.
     #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]

@@ -7,7 +7,7 @@
 //! kernels. A fused group calls the runtime's kernel, so an op computes
 //! the same bits fused and unfused.
 
-use blaze_spec::ops::{BINARY, Binary, Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
+use blaze_spec::ops::{BINARY, Binary, COMPARE, Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -462,6 +462,154 @@ pub fn binary_cube() -> TokenStream {
                 #(#picks)*
                 y
             }
+        }
+    }
+}
+
+/// The runtime's side of the comparisons: `CmpOp`, and per op a
+/// `Comparison` type whose `holds` is the op's operator.
+pub fn compare_runtime() -> TokenStream {
+    let wild = |v: &str| {
+        let v = format_ident!("{}", v);
+        quote!(CmpOp::#v)
+    };
+    let variants = COMPARE.iter().map(|op| {
+        let v = format_ident!("{}", op.variant);
+        let doc = format!("`a {} b`.", op.symbol);
+        quote!(#[doc = #doc] #v)
+    });
+    let count = COMPARE.len();
+    let alls = COMPARE.iter().map(|op| wild(op.variant));
+    let arms = |f: &dyn Fn(usize) -> TokenStream| -> Vec<TokenStream> {
+        COMPARE
+            .iter()
+            .enumerate()
+            .map(|(i, op)| {
+                let (p, value) = (wild(op.variant), f(i));
+                quote!(#p => #value)
+            })
+            .collect()
+    };
+    let names = arms(&|i| {
+        let n = COMPARE[i].name;
+        quote!(#n)
+    });
+    let symbols = arms(&|i| {
+        let s = COMPARE[i].symbol;
+        quote!(#s)
+    });
+    let indices = arms(&|i| {
+        let i = i as u32;
+        quote!(#i)
+    });
+    let visits = arms(&|i| {
+        let m = format_ident!("{}", COMPARE[i].name);
+        quote!(v.visit::<#m::Kernel>())
+    });
+    let modules = COMPARE.iter().map(|op| {
+        let m = format_ident!("{}", op.name);
+        let (symbol, unordered) = (op.symbol, op.unordered);
+        let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+        let doc = format!("`a {symbol} b` as a type.");
+        quote! {
+            #[doc = #doc]
+            pub mod #m {
+                /// The comparison's type.
+                pub struct Kernel;
+
+                impl super::Comparison for Kernel {
+                    const SYMBOL: &'static str = #symbol;
+                    const UNORDERED: bool = #unordered;
+                    #[inline(always)]
+                    fn holds<T: PartialOrd>(a: T, b: T) -> bool {
+                        a #operator b
+                    }
+                }
+            }
+        }
+    });
+    quote! {
+        /// Elementwise comparisons, one per entry of the op table
+        /// (`blaze_spec::ops::COMPARE`); the result is a bool tensor.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum CmpOp {
+            #(#variants,)*
+        }
+
+        impl CmpOp {
+            /// Every comparison, in the table's order.
+            pub const ALL: [CmpOp; #count] = [#(#alls),*];
+
+            /// The op's name as it appears in messages.
+            pub fn name(self) -> &'static str {
+                match self {
+                    #(#names,)*
+                }
+            }
+
+            /// The operator, the same in Rust, WGSL and `#[cube]` code.
+            pub fn symbol(self) -> &'static str {
+                match self {
+                    #(#symbols,)*
+                }
+            }
+
+            /// The op's position in the table: its code where a backend
+            /// picks the op while compiling a kernel.
+            pub fn index(self) -> u32 {
+                match self {
+                    #(#indices,)*
+                }
+            }
+
+            /// Hands `v` the comparison as a type.
+            #[inline]
+            pub fn visit<V: CmpVisitor>(self, v: V) -> V::Out {
+                match self {
+                    #(#visits,)*
+                }
+            }
+        }
+
+        #(#modules)*
+    }
+}
+
+/// The CubeCL backend's side of the comparisons: `op_f32(a, b, nan,
+/// code)` and `op_u32(a, b, code)`, comparison number `code` of the table
+/// (`CmpOp::index`), `nan` saying that an operand is NaN.
+pub fn compare_cube() -> TokenStream {
+    let picks = |float: bool| {
+        COMPARE.iter().enumerate().map(move |(i, op)| {
+            let code = i as u32;
+            let operator: TokenStream = op.symbol.parse().expect("the table's operators are Rust's");
+            let value = match (float, op.unordered) {
+                (false, _) => quote!(a #operator b),
+                (true, true) => quote!(a #operator b || nan),
+                (true, false) => quote!(a #operator b && !nan),
+            };
+            quote!(if comptime!(code == #code) { r = #value; })
+        })
+    };
+    let (floats, words) = (picks(true), picks(false));
+    quote! {
+        use ::cubecl::prelude::*;
+
+        /// Comparison number `code` of the table (`CmpOp::index`) of two
+        /// floats, `nan` saying that either is NaN.
+        #[cube]
+        pub fn op_f32(a: f32, b: f32, nan: bool, #[comptime] code: u32) -> bool {
+            let mut r = false;
+            #(#floats)*
+            r
+        }
+
+        /// Comparison number `code` of the table of two words.
+        #[cube]
+        pub fn op_u32(a: u32, b: u32, #[comptime] code: u32) -> bool {
+            let mut r = false;
+            #(#words)*
+            r
         }
     }
 }

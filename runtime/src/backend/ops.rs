@@ -2,38 +2,8 @@
 //! pooling (PyTorch's names and defaults).
 
 pub use crate::binary::BinaryOp;
+pub use crate::compare::CmpOp;
 pub use crate::unary::UnaryOp;
-
-/// Elementwise comparisons; the result is a bool tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    /// `a == b`.
-    Eq,
-    /// `a != b`.
-    Ne,
-    /// `a < b`.
-    Lt,
-    /// `a <= b`.
-    Le,
-    /// `a > b`.
-    Gt,
-    /// `a >= b`.
-    Ge,
-}
-
-impl CmpOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "eq",
-            CmpOp::Ne => "ne",
-            CmpOp::Lt => "lt",
-            CmpOp::Le => "le",
-            CmpOp::Gt => "gt",
-            CmpOp::Ge => "ge",
-        }
-    }
-}
 
 /// Reductions over one dim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

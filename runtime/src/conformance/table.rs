@@ -161,3 +161,53 @@ pub fn binary_ops_match_their_kernels<B: Backend>(dev: &B::Device) {
         assert_close(&format!("minimum ({dtype})"), &a.binary(BinaryOp::Minimum, &b), &want_min, &[2, 6], (0.0, 0.0));
     }
 }
+
+/// Every comparison of the table equals its operator (`Comparison::holds`,
+/// IEEE 754 for floats) on zeros of both signs, infinities and NaN, in
+/// every dtype, broadcast and with a number; with a NaN operand it is the
+/// entry's `unordered` value.
+pub fn comparisons_match_the_table<B: Backend>(dev: &B::Device) {
+    use crate::CmpOp;
+    use crate::compare::{CmpVisitor, Comparison};
+
+    /// The comparison of `a` and `b` by its operator, and its `unordered`.
+    struct Holds(f64, f64);
+    impl CmpVisitor for Holds {
+        type Out = (bool, bool);
+        fn visit<K: Comparison>(self) -> (bool, bool) {
+            (K::holds(self.0, self.1), K::UNORDERED)
+        }
+    }
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    let points = [-inf, -2.0, -0.0, 0.0, 1.5, inf, nan];
+    let (a0, b0): (Vec<f64>, Vec<f64>) = points.iter().flat_map(|&a| points.iter().map(move |&b| (a, b))).unzip();
+    for dtype in FLOATS.into_iter().chain([DType::I64, DType::Bool]) {
+        // Integers and bools keep the points they can hold.
+        let keep = |v: f64| match dtype {
+            DType::I64 => v.is_finite(),
+            DType::Bool => v == 0.0 || v == 1.5,
+            _ => true,
+        };
+        let cast = |v: f64| if dtype == DType::Bool { f64::from(u8::from(v != 0.0)) } else { v };
+        let (a0, b0): (Vec<f64>, Vec<f64>) =
+            a0.iter().zip(&b0).filter(|&(&a, &b)| keep(a) && keep(b)).map(|(&a, &b)| (cast(a), cast(b))).unzip();
+        let n = a0.len();
+        let (a, b) = (tensor::<B, 1>(&a0, [n], dtype, dev), tensor::<B, 1>(&b0, [n], dtype, dev));
+        for op in CmpOp::ALL {
+            let want: Vec<bool> = a0.iter().zip(&b0).map(|(&x, &y)| op.visit(Holds(x, y)).0).collect();
+            let what = format!("{} ({dtype}) of {a0:?} and {b0:?}", op.name());
+            assert_eq!(a.compare(op, &b).to_vec::<bool>(), want, "{what}");
+            for (i, (&x, &y)) in a0.iter().zip(&b0).enumerate() {
+                if x.is_nan() || y.is_nan() {
+                    assert_eq!(want[i], op.visit(Holds(x, y)).1, "{what}: unordered at {i}");
+                }
+            }
+            let s = b0[n / 2];
+            let with_number: Vec<bool> = a0.iter().map(|&x| op.visit(Holds(x, s)).0).collect();
+            assert_eq!(a.compare_scalar(op, s).to_vec::<bool>(), with_number, "{what} with the number {s}");
+            let row = tensor::<B, 2>(&[s], [1, 1], dtype, dev);
+            let broadcast = a.reshape([n, 1]).compare(op, &row).reshape([n]);
+            assert_eq!(broadcast.to_vec::<bool>(), with_number, "{what} broadcast against {s}");
+        }
+    }
+}

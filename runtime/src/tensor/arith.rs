@@ -184,14 +184,14 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 
     // ---- comparisons and masks -----------------------------------------
 
-    fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
+    pub(crate) fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
         check_same_dtype(op.name(), self.dtype(), rhs.dtype());
         check_broadcast(op.name(), &self.shape(), &rhs.shape());
         check_same_device::<B>(op.name(), &[&self.storage, &rhs.storage]);
         Self::wrap(B::compare(op, &self.storage, &rhs.storage))
     }
 
-    fn compare_scalar(&self, op: CmpOp, s: f64) -> Self {
+    pub(crate) fn compare_scalar(&self, op: CmpOp, s: f64) -> Self {
         Self::wrap(B::compare_scalar(op, &self.storage, s))
     }
 

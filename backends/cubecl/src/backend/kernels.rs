@@ -19,14 +19,6 @@ use cubecl::prelude::*;
 /// No op of the table: the value itself (a bias add with no activation).
 pub const IDENTITY: u32 = u32::MAX;
 
-// Comparisons.
-pub const EQ: u32 = 0;
-pub const NE: u32 = 1;
-pub const LT: u32 = 2;
-pub const LE: u32 = 3;
-pub const GT: u32 = 4;
-pub const GE: u32 = 5;
-
 /// The offset in the view `x` of its element at row-major position `pos`
 /// of its shape, through its strides.
 #[cube]
@@ -127,54 +119,17 @@ pub fn binary_bool(a: u32, b: u32, #[comptime] and: bool) -> u32 {
     y
 }
 
-/// `a op b` as 0 or 1; with NaN every comparison is false but `!=`.
+/// Comparison `op` of the table (`CmpOp::index`) of `a` and `b` as 0 or
+/// 1; with a NaN operand, its entry's `unordered` value.
 #[cube]
 pub fn compare_f32(a: f32, b: f32, #[comptime] op: u32) -> u32 {
-    let nan = is_nan(a) || is_nan(b);
-    let mut r = false;
-    if comptime!(op == EQ) {
-        r = a == b && !nan;
-    }
-    if comptime!(op == NE) {
-        r = a != b || nan;
-    }
-    if comptime!(op == LT) {
-        r = a < b && !nan;
-    }
-    if comptime!(op == LE) {
-        r = a <= b && !nan;
-    }
-    if comptime!(op == GT) {
-        r = a > b && !nan;
-    }
-    if comptime!(op == GE) {
-        r = a >= b && !nan;
-    }
-    u32::cast_from(r)
+    u32::cast_from(crate::__private::compare::op_f32(a, b, is_nan(a) || is_nan(b), op))
 }
 
+/// Comparison `op` of the table of two words as 0 or 1.
 #[cube]
 pub fn compare_u32(a: u32, b: u32, #[comptime] op: u32) -> u32 {
-    let mut r = false;
-    if comptime!(op == EQ) {
-        r = a == b;
-    }
-    if comptime!(op == NE) {
-        r = a != b;
-    }
-    if comptime!(op == LT) {
-        r = a < b;
-    }
-    if comptime!(op == LE) {
-        r = a <= b;
-    }
-    if comptime!(op == GT) {
-        r = a > b;
-    }
-    if comptime!(op == GE) {
-        r = a >= b;
-    }
-    u32::cast_from(r)
+    u32::cast_from(crate::__private::compare::op_u32(a, b, op))
 }
 
 /// Reads the view `x` (of the output's shape) at the output position

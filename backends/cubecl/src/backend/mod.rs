@@ -281,18 +281,6 @@ fn unary_code(op: UnaryOp) -> (u32, f32) {
     (op.index() as u32, op.params()[0] as f32)
 }
 
-fn cmp_code(op: CmpOp) -> u32 {
-    use kernels as k;
-    match op {
-        CmpOp::Eq => k::EQ,
-        CmpOp::Ne => k::NE,
-        CmpOp::Lt => k::LT,
-        CmpOp::Le => k::LE,
-        CmpOp::Gt => k::GT,
-        CmpOp::Ge => k::GE,
-    }
-}
-
 impl CubeNative {
     /// A copy of the view of `x` with `strides` (from element `start`)
     /// and `shape`, contiguous.
@@ -528,7 +516,7 @@ impl Primitives for CubeNative {
         }
         let ((xa, xd), (ya, yd)) = (x.broadcast_to(&shape), y.broadcast_to(&shape));
         let (count, cube) = grid(n);
-        let code = cmp_code(op);
+        let code = op.index();
         if x.dtype == DType::F32 {
             kernels::compare_f32_kernel::launch(x.client(), count, cube, xa, ya, out.arg(), code, xd, yd);
         } else {
@@ -548,7 +536,7 @@ impl Primitives for CubeNative {
             return out;
         }
         let (count, cube) = grid(n);
-        let code = cmp_code(op);
+        let code = op.index();
         if t.dtype == DType::F32 {
             kernels::compare_scalar_f32_kernel::launch(
                 t.client(),

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::binary::BinaryVisitor;
+use blaze_runtime::compare::{CmpVisitor, Comparison};
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
@@ -298,22 +299,24 @@ fn binary_expr(op: BinaryOp, rhs: &str) -> (String, &'static str) {
 
 /// `a op rhs` in WGSL, as a `u32` boolean. WGSL lets a compiler assume
 /// floats are never NaN (Mesa's Vulkan driver compiles `a != a` to false),
-/// so for f32 the NaN cases are decided by the operands' bits: every
-/// comparison with NaN is false but `!=`, as IEEE 754 and the CPU say.
+/// so for f32 the NaN cases are decided by the operands' bits: with a NaN
+/// operand the comparison is its table entry's `unordered` value (IEEE
+/// 754's, which the CPU computes).
 fn cmp_expr(op: CmpOp, rhs: &str, float: bool) -> String {
-    let o = match op {
-        CmpOp::Eq => "==",
-        CmpOp::Ne => "!=",
-        CmpOp::Lt => "<",
-        CmpOp::Le => "<=",
-        CmpOp::Gt => ">",
-        CmpOp::Ge => ">=",
-    };
-    match (float, op) {
-        (false, _) => format!("b2f(a {o} {rhs})"),
-        (true, CmpOp::Ne) => format!("b2f(a != {rhs} || isnan_(a) || isnan_({rhs}))"),
-        (true, _) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
+    /// The comparison of `a` and the right-hand side.
+    struct Expr<'a>(&'a str, bool);
+    impl CmpVisitor for Expr<'_> {
+        type Out = String;
+        fn visit<K: Comparison>(self) -> String {
+            let (o, rhs) = (K::SYMBOL, self.0);
+            match (self.1, K::UNORDERED) {
+                (false, _) => format!("b2f(a {o} {rhs})"),
+                (true, true) => format!("b2f(a {o} {rhs} || isnan_(a) || isnan_({rhs}))"),
+                (true, false) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
+            }
+        }
     }
+    op.visit(Expr(rhs, float))
 }
 
 /// A scalar as the bits of `dtype`'s device type.
