@@ -36,6 +36,13 @@ kernel! {
     }
 }
 
+kernel! {
+    /// `max` and `min` of the same pair, weighted apart.
+    fn extremes(a: f32, b: f32) -> f32 {
+        max(a, b) + 2.0 * min(a, b)
+    }
+}
+
 fn reference_unary(x: f64) -> f64 {
     let p = x.abs() + 0.5;
     x.exp()
@@ -283,6 +290,29 @@ fn generated_partials_match_finite_differences() {
     let g = Tensor::from_inner(grads.get(&beta).expect("a gradient"));
     assert_eq!(g.shape(), [1, 3]);
     check_function(&beta, |b| swish(&x, b).sum(), &g);
+}
+
+#[test]
+fn max_and_min_differentiate_as_the_tensor_ops_do() {
+    use blaze::runtime::kernel::{Arg, partial};
+    // A tie splits the gradient, NaN passes it to both arguments: PyTorch's
+    // `maximum`/`minimum`, which the tape computes from the op table.
+    let nan = f64::NAN;
+    let (a0, b0) = ([1.0, 2.0, -1.0, nan, 0.5, -0.0], [1.0, 1.0, 3.0, 1.0, nan, 0.0]);
+    let want_a = [1.5, 1.0, 2.0, 3.0, 3.0, 1.5];
+    let want_b = [1.5, 2.0, 1.0, 3.0, 3.0, 1.5];
+    let (a, b) =
+        (Tensor::<Cpu, 1>::from_vec(a0.to_vec(), [6], &CpuDevice), Tensor::from_vec(b0.to_vec(), [6], &CpuDevice));
+    let args = [Arg::Tensor(&a), Arg::Tensor(&b)];
+    let d = |i| partial::<extremes::Kernel, Cpu, 1>(i, &args).to_vec::<f64>();
+    assert_eq!(d(0), want_a, "d/da at {a0:?}, {b0:?}");
+    assert_eq!(d(1), want_b, "d/db at {a0:?}, {b0:?}");
+
+    let (ta, tb) = (Tensor::<Ad, 1>::from_inner(a).require_grad(), Tensor::<Ad, 1>::from_inner(b).require_grad());
+    let grads = ta.maximum(&tb).add(&ta.minimum(&tb).mul_scalar(2.0)).sum().backward();
+    let tape = |t: &Tensor<Ad, 1>| Tensor::<Ad, 1>::from_inner(grads.get(t).expect("a gradient")).to_vec::<f64>();
+    assert_eq!(tape(&ta), want_a, "the tape by a");
+    assert_eq!(tape(&tb), want_b, "the tape by b");
 }
 
 /// The WGSL the kernel and its partials compile to (naga validated it

@@ -186,11 +186,21 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
             });
             add_opt(by_x, by_y)
         }
-        // The derivative follows the chosen argument (the first on ties).
+        // PyTorch's (`torch.maximum`, and the op table's `grads`): the
+        // chosen argument's, half each on a tie, both in full with NaN.
         Intrinsic::Min | Intrinsic::Max => {
-            let op = if f == Intrinsic::Min { Bin::Le } else { Bin::Ge };
-            let cond = Expr::new(ExprKind::Binary(op, Box::new(x.clone()), Box::new(args[1].clone())), span);
-            select(cond, de(x), de(&args[1]), span)
+            let y = &args[1];
+            let test = |op: Bin, a: &Expr, b: &Expr| {
+                Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b.clone())), span)
+            };
+            let (loses, beats) = if f == Intrinsic::Max { (Bin::Lt, Bin::Gt) } else { (Bin::Gt, Bin::Lt) };
+            let share = |lost: Expr| {
+                let rest = call(Intrinsic::Select, vec![lost, c(0.0), c(1.0)], span);
+                call(Intrinsic::Select, vec![test(Bin::Eq, x, y), c(0.5), rest], span)
+            };
+            let by_x = de(x).map(|dx| mul(share(test(loses, x, y)), dx));
+            let by_y = de(y).map(|dy| mul(share(test(beats, x, y)), dy));
+            add_opt(by_x, by_y)
         }
         Intrinsic::Clamp => {
             let (lo, hi) = (&args[1], &args[2]);
