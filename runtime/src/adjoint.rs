@@ -263,6 +263,8 @@ pub fn binary_scalar<B: Backend>(op: BinaryOp, x: &S<B>, s: f64, g: &S<B>) -> S<
         BinaryOp::Add | BinaryOp::Sub => g.clone(),
         BinaryOp::Mul => scale::<B>(g, s),
         BinaryOp::Div => scale::<B>(g, 1.0 / s),
+        // PyTorch's: `s x^(s-1)`, and 0 for `s = 0` (not `0 x^-1`, NaN at 0).
+        BinaryOp::Pow if s == 0.0 => zeros::<B>(x, B::shape(x)),
         BinaryOp::Pow => mul::<B>(g, &scale::<B>(&B::binary_scalar(BinaryOp::Pow, x, s - 1.0), s)),
         // `clamp_min` and `clamp_max`, as PyTorch's clamp: the gradient
         // passes where `x` is inside, its bound included.

@@ -127,6 +127,11 @@ pub fn autodiff_elementwise<B: Backend>(dev: &B::Device) {
     let c = c.require_grad();
     let grads = c.clamp(-0.5, 0.5).sum().backward();
     assert_eq!(super::values(&grads.get(&c).expect("a gradient")), [0.0, 1.0, 1.0, 1.0, 0.0, 0.0], "clamp");
+    // `x.powf(s)`: `s x^(s-1)`, but 0 for `s = 0` (not `0 x^-1`, NaN at 0).
+    let z =
+        Tensor::<Autodiff<B>, 1>::from_inner(tensor::<B, 1>(&[0.0, 2.0, -1.5], [3], DType::F64, dev)).require_grad();
+    let grads = (z.powf(0.0) + z.powf(2.0) * 3.0).sum().backward();
+    assert_eq!(super::values(&grads.get(&z).expect("a gradient")), [0.0, 12.0, -9.0], "powf by 0 and 2");
     let cond = x.gt_scalar(0.0);
     check::<B, 2>("where lhs", &x, |a| {
         let c = Tensor::<Autodiff<B>, 2>::from_inner(cond.clone());
