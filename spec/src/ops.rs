@@ -389,9 +389,12 @@ pub fn unary(name: &str) -> Option<&'static Unary> {
 pub struct Binary {
     /// The `BinaryOp` variant.
     pub variant: &'static str,
-    /// The op's name: its kernel's (PyTorch's, lower case) and in
-    /// messages.
+    /// The op's name: its kernel's (PyTorch's, lower case), its tensor
+    /// method's (`x.pow(&y)`) and in messages.
     pub name: &'static str,
+    /// The tensor method that takes a number as `b` (`x.powf(2.0)`,
+    /// `x.clamp_min(0.0)`); empty for a bool op.
+    pub with_number: &'static str,
     /// A sentence saying what it computes.
     pub doc: &'static str,
     /// The dtypes it takes.
@@ -412,6 +415,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Add",
         name: "add",
+        with_number: "add_scalar",
         doc: "`a + b` (floats, i64).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -421,6 +425,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Sub",
         name: "sub",
+        with_number: "sub_scalar",
         doc: "`a - b` (floats, i64).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -430,6 +435,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Mul",
         name: "mul",
+        with_number: "mul_scalar",
         doc: "`a * b` (floats, i64).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -439,6 +445,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Div",
         name: "div",
+        with_number: "div_scalar",
         doc: "`a / b` (floats; i64 rounds toward zero).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -448,6 +455,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Pow",
         name: "pow",
+        with_number: "powf",
         doc: "`a ^ b` (floats): a negative `a` to an integer `b` keeps its sign, as `torch.pow`.",
         domain: Domain::Float,
         cost: Cost::Costly,
@@ -457,6 +465,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Maximum",
         name: "maximum",
+        with_number: "clamp_min",
         doc: "Elementwise maximum, NaN-propagating (floats, i64).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -468,6 +477,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Minimum",
         name: "minimum",
+        with_number: "clamp_max",
         doc: "Elementwise minimum, NaN-propagating (floats, i64).",
         domain: Domain::Signed,
         cost: Cost::Cheap,
@@ -477,6 +487,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "And",
         name: "logical_and",
+        with_number: "",
         doc: "Logical and (bool).",
         domain: Domain::Bool,
         cost: Cost::Cheap,
@@ -486,6 +497,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Or",
         name: "logical_or",
+        with_number: "",
         doc: "Logical or (bool).",
         domain: Domain::Bool,
         cost: Cost::Cheap,
@@ -543,6 +555,7 @@ mod tests {
         assert_eq!(unary("sigmoid").map(|u| u.variant), Some("Sigmoid"));
         for (i, a) in BINARY.iter().enumerate() {
             assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
+            assert_eq!(a.with_number.is_empty(), a.domain == Domain::Bool, "{}: a number form for a float op", a.name);
             for b in &BINARY[i + 1..] {
                 assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
             }

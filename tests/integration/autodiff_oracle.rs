@@ -160,6 +160,39 @@ fn resblock_tape_gradients_equal_generated_gradients() {
     );
 }
 
+/// The op table's ops of two tensors in a forward body: as methods and
+/// functions, broadcast, and with numbers (`powf`, `clamp`), with the
+/// arithmetic ones written as methods too.
+#[model]
+pub struct TwoOperand {
+    fc: Linear<6, 6>,
+    gate: Linear<6, 1>,
+}
+
+#[model(input = [6])]
+impl TwoOperand {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        let g = self.gate(x);
+        let peaks = h.maximum(g) + minimum(h, x.clamp(-0.5, 0.5));
+        let powers = x.abs().add_scalar(0.5).pow(g.tanh()) + h.powf(2.0).mul(g);
+        let kinks = h.clamp_min(-0.25).clamp_max(0.75).sub(pow(x.abs().add(h.abs()).add_scalar(0.1), x));
+        peaks.div_scalar(2.0) + powers + kinks
+    }
+}
+
+#[test]
+fn table_ops_of_two_tensors_in_a_forward_body_match_the_tape() {
+    let x = Tensor::<Cpu, 2>::rand_normal([5, 6], &CpuDevice);
+    check_with::<TwoOperand<Cpu>, TwoOperand<Ad>, _, 2, 2>(
+        21,
+        x,
+        |m, x| m.forward_train(x, &mut Ctx::eval()),
+        |m, c, g| m.backward(c, g).1,
+        |m, x| m.forward(x),
+    );
+}
+
 /// Attention as layers: causal self-attention with dropout through one
 /// input, and cross-attention to a projection of the input.
 #[model]

@@ -616,6 +616,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                     ScalarOp::Div => bin(ir::Bin::Div, x, s, sp),
                     ScalarOp::RSub => bin(ir::Bin::Sub, s, x, sp),
                     ScalarOp::RDiv => bin(ir::Bin::Div, s, x, sp),
+                    ScalarOp::Table(op) => unreachable!("`fusable` keeps `{}` out of groups", op.with_number),
                 }
             }
             Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),

@@ -4,19 +4,27 @@
 //! [`Word`] exhaustively), the "what is supported" text and the did-you-mean
 //! hints are built from it, and a unit test lowers every entry's example, so
 //! an op listed here but not lowered (or lowered but not listed) cannot slip
-//! through. The elementwise ops of one tensor come from the op table
-//! (`blaze_spec::ops::UNARY`): every float op without parameters is a
-//! method and a function here.
+//! through. The elementwise ops come from the op table: every float op of
+//! one tensor without parameters (`blaze_spec::ops::UNARY`) is a method
+//! and a function here, every float op of two (`BINARY`) a method and a
+//! function of two tensors (`x.maximum(y)`, `pow(x, y)`) and a method
+//! with a number (`x.powf(2.0)`, `x.clamp_min(0.0)`).
 
 use std::sync::LazyLock;
 
-use blaze_spec::ops::{Domain, UNARY, Unary};
+use blaze_spec::ops::{BINARY, Binary, Domain, UNARY, Unary};
 
 /// What a name in a forward body means.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Word {
     /// An op of the op table.
     Unary(&'static Unary),
+    /// An op of two tensors of the op table.
+    Binary(&'static Binary),
+    /// An op of two tensors of the op table with a number as its second.
+    WithNumber(&'static Binary),
+    /// `clamp(lo, hi)`: `clamp_min`, then `clamp_max`.
+    Clamp,
     /// `-x`, which the adjoint negates without a kernel.
     Neg,
     Matmul,
@@ -78,6 +86,7 @@ const OTHER_WORDS: &[Entry] = &[
     method("chunk", Word::Chunk, 2, &["let [a, b] = x.chunk(2, -1); cat([a, b], -1)"]),
     both("softmax", Word::Softmax, 1, &["x.softmax(-1)", "softmax(x, 0)"]),
     both("log_softmax", Word::LogSoftmax, 1, &["x.log_softmax(-1)", "log_softmax(x, 1)"]),
+    method("clamp", Word::Clamp, 2, &["x.clamp(-1.0, 1.0)"]),
     method("sum_dim", Word::SumDim, 1, &["x - x.sum_dim(-1)"]),
     method("mean_dim", Word::MeanDim, 1, &["x - x.mean_dim(0)"]),
     method("masked_fill", Word::MaskedFill, 2, &["x.masked_fill(causal_mask(4), -1e9)"]),
@@ -86,15 +95,23 @@ const OTHER_WORDS: &[Entry] = &[
     function("causal_mask", Word::CausalMask, 1, &[]),
 ];
 
-/// Every word: the op table's float ops without parameters (`neg` aside),
-/// then the others.
+/// Every word: the op table's float ops of one tensor without parameters
+/// (`neg` aside), its float ops of two with and without a number, then
+/// the others.
 pub static WORDS: LazyLock<Vec<Entry>> = LazyLock::new(|| {
+    let leak = |examples: Vec<String>| -> &'static [&'static str] {
+        examples.into_iter().map(|e| &*e.leak()).collect::<Vec<_>>().leak()
+    };
     let table = UNARY.iter().filter(|op| op.domain != Domain::Bool && op.params.is_empty() && op.name != "neg");
-    let ops = table.map(|op| {
-        let examples = [format!("x.{}()", op.name), format!("{}(x)", op.name)].map(|e| &*e.leak());
-        both(op.name, Word::Unary(op), 0, Vec::from(examples).leak())
+    let unary = table
+        .map(|op| both(op.name, Word::Unary(op), 0, leak(vec![format!("x.{}()", op.name), format!("{}(x)", op.name)])));
+    let floats = || BINARY.iter().filter(|op| op.domain != Domain::Bool);
+    let binary = floats().map(|op| {
+        both(op.name, Word::Binary(op), 1, leak(vec![format!("x.{}(x)", op.name), format!("{}(x, x)", op.name)]))
     });
-    ops.chain(OTHER_WORDS.iter().copied()).collect()
+    let numbers = floats()
+        .map(|op| method(op.with_number, Word::WithNumber(op), 1, leak(vec![format!("x.{}(2.0)", op.with_number)])));
+    unary.chain(binary).chain(numbers).chain(OTHER_WORDS.iter().copied()).collect()
 });
 
 /// The entry for `x.name(..)`.

@@ -205,6 +205,21 @@ impl Gen<'_> {
                         contrib.push((a, ea));
                         contrib.push((b, eb));
                     }
+                    Op::Binary(op) => {
+                        // The tape's adjoint: the table's partials, each summed
+                        // to its operand's shape.
+                        let b = n.args[1];
+                        let (va, vb) = (value_ident(a), value_ident(b));
+                        let v = format_ident!("{}", op.variant);
+                        let (da, db) = (format_ident!("d{}_0", i), format_ident!("d{}_1", i));
+                        pre.extend(quote_spanned!(span=>
+                            let [#da, #db] = ::blaze::runtime::adjoint::binary::<B>(
+                                ::blaze::BinaryOp::#v, cache.#va.storage(), cache.#vb.storage(), #gy.storage());
+                        ));
+                        let (ra, rb) = (self.rank(a), self.rank(b));
+                        contrib.push((a, quote!(::blaze::Tensor::<B, #ra>::from_storage(#da))));
+                        contrib.push((b, quote!(::blaze::Tensor::<B, #rb>::from_storage(#db))));
+                    }
                     Op::Scalar(op, sv) => {
                         let sv = scalar(sv);
                         let (vx, vy) = (value_ident(a), value_ident(n.out));
@@ -216,6 +231,11 @@ impl Gen<'_> {
                             ScalarOp::RSub => adj(a, "neg", g),
                             ScalarOp::RDiv => {
                                 adj(a, "rdiv_scalar", quote!(#g, cache.#vx.storage(), cache.#vy.storage()))
+                            }
+                            ScalarOp::Table(op) => {
+                                let v = format_ident!("{}", op.variant);
+                                let args = quote!(::blaze::BinaryOp::#v, cache.#vx.storage(), #sv, #g);
+                                adj(a, "binary_scalar", args)
                             }
                         };
                         contrib.push((a, e));

@@ -317,6 +317,10 @@ impl Gen<'_> {
             Op::Bin(Bin::Sub) => quote!(#a.sub(&#b)),
             Op::Bin(Bin::Mul) => quote!(#a.mul(&#b)),
             Op::Bin(Bin::Div) => quote!(#a.div(&#b)),
+            Op::Binary(op) => {
+                let m = format_ident!("{}", op.name);
+                quote!(#a.#m(&#b))
+            }
             Op::Scalar(o, sv) => {
                 let sv = scalar(sv);
                 let m = match o {
@@ -326,6 +330,10 @@ impl Gen<'_> {
                     ScalarOp::Div => quote!(div_scalar),
                     ScalarOp::RSub => quote!(rsub_scalar),
                     ScalarOp::RDiv => quote!(rdiv_scalar),
+                    ScalarOp::Table(op) => {
+                        let m = format_ident!("{}", op.with_number);
+                        quote!(#m)
+                    }
                 };
                 quote!(#a.#m(#sv))
             }
@@ -742,6 +750,12 @@ impl Gen<'_> {
                     vals.insert(a[0]);
                     vals.insert(n.out);
                 }
+                // The tape's adjoints, which read both operands (and sum
+                // each to its own shape).
+                Op::Binary(_) => vals.extend(a.iter().copied()),
+                Op::Scalar(ScalarOp::Table(_), _) => {
+                    vals.insert(a[0]);
+                }
                 Op::Unary(u) if of_output(u) => {
                     vals.insert(n.out);
                 }
@@ -907,6 +921,7 @@ impl Gen<'_> {
                 // The other ops' adjoints read what `stored` keeps.
                 Op::Input
                 | Op::Bin(_)
+                | Op::Binary(_)
                 | Op::Scalar(..)
                 | Op::Neg
                 | Op::Unary(_)

@@ -51,6 +51,10 @@ impl Lower<'_> {
                 let x = self.tensor(args[0])?;
                 self.unary(Op::Unary(op), x, span)
             }
+            Word::Binary(op) => {
+                let (x, y) = (self.tensor(args[0])?, self.tensor(args[1])?);
+                self.table_binary(op, x, y, span)?
+            }
             Word::Softmax | Word::LogSoftmax => {
                 let x = self.tensor(args[0])?;
                 let d = self.dim_arg(args[1], self.shape(x).len(), name)?;
@@ -73,6 +77,8 @@ impl Lower<'_> {
                 return err(span, "a causal mask is used as `x.masked_fill(causal_mask(T), value)`");
             }
             Word::Neg
+            | Word::WithNumber(_)
+            | Word::Clamp
             | Word::Transpose
             | Word::Permute
             | Word::Reshape

@@ -129,10 +129,65 @@ impl Lower<'_> {
         })
     }
 
+    /// A number operand: a Rust expression of the forward's numbers.
+    pub(super) fn number(&mut self, e: &Expr) -> R<TokenStream> {
+        match self.operand(e)? {
+            Operand::Scalar(s) => Ok(s),
+            Operand::Tensor(_) => err(e.span(), "expected a number here, found a tensor"),
+        }
+    }
+
+    /// Op `op` of the op table on tensors `x` and `y`, broadcast: the
+    /// arithmetic ones as their operators are.
+    pub(super) fn table_binary(
+        &mut self,
+        op: &'static blaze_spec::ops::Binary,
+        x: usize,
+        y: usize,
+        span: &Loc,
+    ) -> R<usize> {
+        let shape = self.broadcast(&x, &y, &format!("`{}`", op.name), span)?;
+        let op = match arithmetic(op) {
+            Some(b) => Op::Bin(b),
+            None => Op::Binary(op),
+        };
+        Ok(self.node(op, vec![x, y], shape, span))
+    }
+
+    /// Op `op` of the op table on tensor `x` and the number `s`.
+    pub(super) fn with_number(
+        &mut self,
+        op: &'static blaze_spec::ops::Binary,
+        x: usize,
+        s: TokenStream,
+        span: &Loc,
+    ) -> usize {
+        let sop = match arithmetic(op) {
+            Some(Bin::Add) => ScalarOp::Add,
+            Some(Bin::Sub) => ScalarOp::Sub,
+            Some(Bin::Mul) => ScalarOp::Mul,
+            Some(Bin::Div) => ScalarOp::Div,
+            None => ScalarOp::Table(op),
+        };
+        let shape = self.shape(x).to_vec();
+        self.node(Op::Scalar(sop, s), vec![x], shape, span)
+    }
+
     pub(super) fn broadcast(&self, x: &usize, y: &usize, what: &str, span: &Loc) -> R<Vec<Dim>> {
         match rules::broadcast(self.shape(*x), self.shape(*y)) {
             Ok(dims) => Ok(dims.cloned().collect()),
             Err(e) => self.refused(span, what, e, &[&self.show(*x), &self.show(*y)]),
         }
     }
+}
+
+/// The operator an op of the op table is written with, if any.
+fn arithmetic(op: &blaze_spec::ops::Binary) -> Option<Bin> {
+    Some(match op.variant {
+        "Add" => Bin::Add,
+        "Sub" => Bin::Sub,
+        "Mul" => Bin::Mul,
+        "Div" => Bin::Div,
+        _ => return None,
+    })
 }

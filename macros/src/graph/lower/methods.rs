@@ -86,6 +86,33 @@ impl Lower<'_> {
         let arg = |i: usize| &m.args[i];
         let v = match entry.word {
             Word::Unary(op) => self.unary(Op::Unary(op), x, span),
+            Word::Binary(op) => {
+                let Operand::Tensor(y) = self.operand(arg(0))? else {
+                    let msg = format!("`{name}` takes a tensor; with a number, write `x.{}(..)`", op.with_number);
+                    return err(arg(0).span(), msg);
+                };
+                self.table_binary(op, x, y, span)?
+            }
+            Word::WithNumber(op) => {
+                let Operand::Scalar(s) = self.operand(arg(0))? else {
+                    return err(
+                        arg(0).span(),
+                        format!("`{name}` takes a number; with a tensor, write `x.{}(..)`", op.name),
+                    );
+                };
+                self.with_number(op, x, s, span)
+            }
+            Word::Clamp => {
+                let (lo, hi) = (self.number(arg(0))?, self.number(arg(1))?);
+                let [max, min] = ["maximum", "minimum"].map(|n| {
+                    blaze_spec::ops::BINARY
+                        .iter()
+                        .find(|op| op.name == n)
+                        .expect("the op table has maximum and minimum")
+                });
+                let above = self.with_number(max, x, lo, span);
+                self.with_number(min, above, hi, span)
+            }
             Word::Neg => self.unary(Op::Neg, x, span),
             Word::Matmul => {
                 let y = self.tensor(arg(0))?;

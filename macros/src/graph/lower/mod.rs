@@ -123,6 +123,10 @@ pub enum ScalarOp {
     Div,
     RSub,
     RDiv,
+    /// Another op of two tensors of the op table with a number as its
+    /// second (`x.powf(s)`, `x.clamp_min(s)`), run as its `with_number`
+    /// method.
+    Table(&'static blaze_spec::ops::Binary),
 }
 
 /// One argument of a `kernel!` call.
@@ -145,6 +149,10 @@ pub enum Op {
     /// the output or the input, as the table's derivative does.
     Unary(&'static blaze_spec::ops::Unary),
     Bin(Bin),
+    /// Another op of two tensors of the op table (`maximum`, `pow`), run
+    /// as its tensor method; its adjoint is the tape's, from the table's
+    /// partials.
+    Binary(&'static blaze_spec::ops::Binary),
     Scalar(ScalarOp, TokenStream),
     Neg,
     Matmul,
