@@ -35,6 +35,16 @@ twice!(Table, TableUnfused, [T, 8], { fc: Linear<8, 8> }, {
     a + b + exp(-abs(h)) + floor(h) * 0.25 + ceil(h) * 0.5 - sign(h)
 });
 
+// The op table's ops of two tensors inside chains, broadcast (a column
+// `g`) and beside a number form (`powf`, which stays outside the groups).
+twice!(Binaries, BinariesUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 1> }, {
+    let h = self.fc(x);
+    let g = self.gate(x);
+    let m = maximum(h * 2.0, g) - h.minimum(tanh(x)) * 0.5;
+    let p = (abs(h) + 0.5).pow(sigmoid(g) + 0.5) + pow(abs(x) + 1.0, h * 0.25);
+    (m + p).powf(2.0) + m * p
+});
+
 // Attention written out: the scale and the causal mask fold into the
 // softmax, forward and backward.
 twice!(Attn, AttnUnfused, [T, 8], { qkv: Linear<8, 24>, proj: Linear<8, 8> }, {
@@ -294,6 +304,12 @@ fn fused_activations_compute_the_bits_the_unfused_ops_do() {
     same_bits!(Table, TableUnfused, normal([2, 5, 8], 6) * 40.0);
     agree!(Acts, ActsUnfused, normal([2, 5, 8], 4), 2);
     agree!(Table, TableUnfused, normal([2, 5, 8], 4), 2);
+    let ops: Vec<&str> = Binaries::<Cpu>::FUSION.groups.iter().flat_map(|g| g.ops.iter().copied()).collect();
+    for op in ["maximum", "minimum", "pow"] {
+        assert!(ops.contains(&op), "{op} in no group: {}", Binaries::<Cpu>::FUSION);
+    }
+    same_bits!(Binaries, BinariesUnfused, normal([2, 5, 8], 6) * 4.0);
+    agree!(Binaries, BinariesUnfused, normal([2, 5, 8], 4), 4);
 }
 
 #[test]

@@ -212,6 +212,7 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Scalar(ScalarOp::RDiv, _) => "rdiv_scalar",
         Op::Neg => "neg",
         Op::Unary(u) => u.name,
+        Op::Binary(op) => op.name,
         Op::CausalFill { .. } => "masked_fill",
         // Only `Dropout` layers are let into groups (`plan`'s `dropouts`).
         Op::Layer(_) => "dropout",
@@ -621,6 +622,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
             }
             Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),
             Op::Unary(u) => unary_expr(u, x, sp),
+            Op::Binary(op) => crate::kernel::table::call_binary(op.name, vec![x, operand(node.args[1])], sp),
             // The fill where the mask is 1, the value elsewhere.
             Op::CausalFill { .. } => {
                 let m = at(ExprKind::Var(masks.next().expect("one mask per fill")), sp);

@@ -299,13 +299,17 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
             Some(i) => format_ident!("d{}", i),
         };
         // An op of the table has its `#[cube]` functions in the CubeCL
-        // backend, under the op's name.
-        let path = match f.table {
-            true => {
+        // backend, under the op's name (`unary::sigmoid`, `binary::pow`).
+        let path = match (f.table, f.name.strip_prefix(super::table::BINARY_PREFIX)) {
+            (true, Some(op)) => {
+                let op = format_ident!("{}", op);
+                quote!(#private::binary::#op)
+            }
+            (true, None) => {
                 let op = format_ident!("{}", f.name.trim_start_matches(super::table::PREFIX));
                 quote!(#private::unary::#op)
             }
-            false => f.path.clone(),
+            (false, _) => f.path.clone(),
         };
         quote!(#[allow(unused_imports)] use #path::__cube::#func as #alias;)
     });

@@ -309,7 +309,7 @@ pub struct Extern {
     pub partial: Option<usize>,
     /// An op of the op table (`blaze_spec::ops`) rather than a `kernel!`
     /// function: the runtime holds its kernel and the CubeCL backend its
-    /// `#[cube]` functions.
+    /// `#[cube]` functions (a binary op's name starts `binary_`).
     pub table: bool,
 }
 

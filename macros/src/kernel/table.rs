@@ -764,6 +764,19 @@ pub fn call(name: &str, args: Vec<ir::Expr>, span: Span) -> ir::Expr {
     ir::Expr::new(ir::ExprKind::Extern(Box::new(f), args), span)
 }
 
+/// A call of the kernel of binary op `name` of the table (its runtime
+/// kernel `::blaze::runtime::binary::name`), as a fused group makes it.
+pub fn call_binary(name: &str, args: Vec<ir::Expr>, span: Span) -> ir::Expr {
+    let m = format_ident!("{}", name);
+    let f = ir::Extern {
+        path: quote!(::blaze::runtime::binary::#m),
+        name: format!("{BINARY_PREFIX}{name}"),
+        partial: None,
+        table: true,
+    };
+    ir::Expr::new(ir::ExprKind::Extern(Box::new(f), args), span)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

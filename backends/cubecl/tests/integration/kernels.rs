@@ -142,3 +142,41 @@ fn kernels_train_under_autodiff() {
     let want = partial::<swish::Kernel, Cpu, 1>(0, &[Arg::from(&xc), Arg::Number(1.0)]).to_vec::<f32>();
     agree("d swish / dx", &g, &want, |_| 1e-5);
 }
+
+/// A fused chain of the op table's ops, those of two tensors included:
+/// its `#[cube]` code calls the table's functions in the backend.
+#[model]
+pub struct Chain {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Chain {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let h = self.fc(x);
+        let m = maximum(h, x * 0.5) - h.minimum(tanh(x)) * 0.5;
+        m * sigmoid(h) + (abs(h) + 0.5).pow(x * 0.25)
+    }
+}
+
+#[test]
+fn fused_groups_of_table_ops_agree_with_the_cpu() {
+    use blaze::nn::{Ctx, grads_dict};
+    assert!(Chain::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"maximum") && g.ops.contains(&"pow")));
+    let Some(dev) = device() else { return };
+    let x = Tensor::<Cpu, 3>::from_vec(data(24, 7), [2, 3, 4], &CpuDevice);
+    let (mut cpu, mut gpu) = (Chain::<Cpu>::new_seeded(4, &CpuDevice), Chain::<CubeCl>::new_seeded(4, &dev));
+    let (yc, cc) = cpu.forward_train(&x, &mut Ctx::train(1));
+    let xg = Tensor::<CubeCl, 3>::from_data(x.to_data(), &dev).expect("upload");
+    let (yg, cg) = gpu.forward_train(&xg, &mut Ctx::train(1));
+    agree("output", &yg.to_vec::<f32>(), &yc.to_vec::<f32>(), |_| 1e-5);
+    let g = Tensor::<Cpu, 3>::from_vec(data(24, 8), [2, 3, 4], &CpuDevice);
+    let (dxc, gc) = cpu.backward(&cc, &g);
+    let (dxg, gg) = gpu.backward(&cg, &Tensor::from_data(g.to_data(), &dev).expect("upload"));
+    agree("input gradient", &dxg.to_vec::<f32>(), &dxc.to_vec::<f32>(), |_| 1e-5);
+    for ((name, c), (_, w)) in grads_dict::<Cpu, Chain<Cpu>>(&gc).iter().zip(&grads_dict::<CubeCl, Chain<CubeCl>>(&gg))
+    {
+        let f32s = |d: &blaze::TensorData| d.values.to_f64_vec().iter().map(|&v| v as f32).collect::<Vec<_>>();
+        agree(name, &f32s(w), &f32s(c), |_| 1e-4);
+    }
+}

@@ -112,7 +112,8 @@ macro_rules! agree_in_training {
 }
 
 /// Elementwise chains, which `#[model]` fuses into kernels: their WGSL
-/// and adjoint kernels on the device, broadcasting included.
+/// and adjoint kernels on the device, broadcasting and the op table's ops
+/// of two tensors included.
 #[model]
 pub struct Chains {
     fc: Linear<4, 4>,
@@ -124,7 +125,8 @@ impl Chains {
     fn forward(&self, x: Tensor) -> Tensor {
         let a = self.fc(x);
         let h = (a + self.pos(positions(T))) * sigmoid(x) - x * 0.5;
-        relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log() + gelu(h * 1.5)
+        let m = maximum(h, x * 0.5) - h.minimum(a) * 0.5 + (abs(a) + 0.5).pow(sigmoid(h));
+        relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log() + gelu(h * 1.5) + m
     }
 }
 
