@@ -211,3 +211,44 @@ pub fn comparisons_match_the_table<B: Backend>(dev: &B::Device) {
         }
     }
 }
+
+/// The tape's gradients of every float binary op are the table's
+/// partials (`g ∂K/∂a`, `g ∂K/∂b`, each summed to its operand's shape),
+/// those it computes in closed form (`g`, `-g`, `g b`, `g / b`, ...)
+/// included, broadcast and at ties, zeros and NaN.
+pub fn tape_binary_gradients_are_the_tables<B: Backend>(dev: &B::Device) {
+    use crate::BinaryOp;
+    use crate::binary::BinaryVisitor;
+    use crate::kernel::{Arg, Elementwise, partial};
+
+    /// The table's partials of the op's kernel at `a` and `b`.
+    struct Partials<'a, B: Backend>(&'a Tensor<B, 2>, &'a Tensor<B, 2>);
+    impl<B: Backend> BinaryVisitor for Partials<'_, B> {
+        type Out = [Tensor<B, 2>; 2];
+        fn visit<K: Elementwise>(self) -> [Tensor<B, 2>; 2] {
+            let args = [Arg::Tensor(self.0), Arg::Tensor(self.1)];
+            [0, 1].map(|i| partial::<K, B, 2>(i, &args))
+        }
+    }
+    let nan = f64::NAN;
+    let a0 = [1.5, -2.0, 0.0, 3.0, nan, 0.5, -1.0, 2.0, 0.25, -0.5, 4.0, 1.0];
+    let b0 = [1.5, 0.5, 2.0, -3.0, 1.0, 0.0];
+    let g0 = [0.3, -1.2, 0.7, 2.0, -0.4, 1.1, 0.9, -0.6, 0.2, 1.5, -2.5, 0.8];
+    for dtype in FLOATS {
+        let (a, b, g) = (
+            tensor::<B, 2>(&a0, [2, 6], dtype, dev),
+            tensor::<B, 2>(&b0, [1, 6], dtype, dev),
+            tensor::<B, 2>(&g0, [2, 6], dtype, dev),
+        );
+        for op in BinaryOp::ALL {
+            let Some([pa, pb]) = op.visit(Partials(&a, &b.expand([2, 6]))) else { continue };
+            let [da, db] = adjoint::binary::<B>(op, a.storage(), b.storage(), g.storage());
+            let (da, db) = (Tensor::<B, 2>::from_storage(da), Tensor::<B, 2>::from_storage(db));
+            let what = |by: &str| format!("d {}/d{by} ({dtype})", op.name());
+            let want_a = super::values(&g.mul(&pa));
+            let want_b = super::values(&g.mul(&pb).sum_dim(0));
+            assert_close(&what("a"), &da, &want_a, &[2, 6], (1e-6, 1e-6));
+            assert_close(&what("b"), &db, &want_b, &[1, 6], (1e-6, 1e-6));
+        }
+    }
+}
