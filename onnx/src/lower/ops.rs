@@ -18,7 +18,8 @@ impl<'g> Lower<'g> {
                 if t.under.len() != rank {
                     return Err("concatenates tensors of different ranks".into());
                 }
-                under[axis] = under[axis].add(&t.under[axis]).ok_or("concatenates dims that do not add up to one named dim")?;
+                under[axis] =
+                    under[axis].add(&t.under[axis]).ok_or("concatenates dims that do not add up to one named dim")?;
             }
             let parts: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
             let expr = format!("cat([{}], {})", parts.join(", "), sample_axis(axis, rank));
@@ -44,7 +45,10 @@ impl<'g> Lower<'g> {
                 let axis = norm_axis(axis, rank)?;
                 let mut groups = t.groups();
                 let [u] = groups[axis][..] else {
-                    return Err(format!("picks one index of dim {axis} of {}, which is several dims merged", show(&shape)));
+                    return Err(format!(
+                        "picks one index of dim {axis} of {}, which is several dims merged",
+                        show(&shape)
+                    ));
                 };
                 if u == 0 {
                     return Err("picks one sample of the batch".into());
@@ -59,7 +63,12 @@ impl<'g> Lower<'g> {
                 under.remove(u);
                 check_dims(&under[1..])?;
                 let code: Vec<String> = under[1..].iter().map(dim_code).collect::<R<_>>()?;
-                let expr = format!("{}.narrow({}, {k}, 1).reshape([{}])", t.name, sample_axis(u, t.under.len()), code.join(", "));
+                let expr = format!(
+                    "{}.narrow({}, {k}, 1).reshape([{}])",
+                    t.name,
+                    sample_axis(u, t.under.len()),
+                    code.join(", ")
+                );
                 groups.remove(axis);
                 for g in &mut groups {
                     for a in g.iter_mut() {
@@ -75,7 +84,10 @@ impl<'g> Lower<'g> {
                 let r = s.len() as i64;
                 let pick = |k: i64| s.get(if k < 0 { k + r } else { k } as usize).cloned();
                 let ix = ix.as_i64().ok_or("gathers with float indices")?;
-                let picked: Vec<Dim> = ix.iter().map(|&k| pick(k).ok_or_else(|| "gathers past the shape".to_string())).collect::<R<_>>()?;
+                let picked: Vec<Dim> = ix
+                    .iter()
+                    .map(|&k| pick(k).ok_or_else(|| "gathers past the shape".to_string()))
+                    .collect::<R<_>>()?;
                 let d = self.konst(n, 1)?;
                 self.set(n, 0, if d.dims.is_empty() { Val::Scalar(picked[0].clone()) } else { Val::Shape(picked) });
             }
@@ -126,7 +138,11 @@ impl<'g> Lower<'g> {
                     return Err(format!("cuts a mask other than from its top-left corner (axis {a}, {s}..{e})"));
                 }
                 if !full {
-                    if axis + 2 == rank { tri.rows = e.clone() } else if axis + 1 == rank { tri.cols = e.clone() }
+                    if axis + 2 == rank {
+                        tri.rows = e.clone()
+                    } else if axis + 1 == rank {
+                        tri.cols = e.clone()
+                    }
                 }
             }
             self.set(n, 0, Val::Triangle(tri));
@@ -177,7 +193,8 @@ impl<'g> Lower<'g> {
                     if axis == 0 {
                         return Err("slices the batch dim".into());
                     }
-                    let size = under[axis].value().ok_or_else(|| format!("slices dim {axis}, which is named, not known"))?;
+                    let size =
+                        under[axis].value().ok_or_else(|| format!("slices dim {axis}, which is named, not known"))?;
                     let clamp = |x: i64| (if x < 0 { x + size } else { x }).clamp(0, size);
                     let (a0, b0) = (clamp(s), clamp(e));
                     let len = (b0 - a0).max(0);
@@ -269,7 +286,10 @@ impl<'g> Lower<'g> {
                         let ti = if matches!(a, Val::Tensor(_)) { 0 } else { 1 };
                         self.mask(n, ti, tri, v)
                     }
-                    _ => Err(format!("adds {} to scores; only a causal mask is converted", kind(&Val::Triangle(tri.clone())))),
+                    _ => Err(format!(
+                        "adds {} to scores; only a causal mask is converted",
+                        kind(&Val::Triangle(tri.clone()))
+                    )),
                 }
             }
             // Sizes taken from a shape one at a time (`shape[2:3] * shape[3:4]`).
@@ -301,7 +321,11 @@ impl<'g> Lower<'g> {
                 },
                 c.dims
             )),
-            _ => Err(format!("combines {} with {}; the importer follows tensors, numbers and causal masks", kind(&a), kind(&b))),
+            _ => Err(format!(
+                "combines {} with {}; the importer follows tensors, numbers and causal masks",
+                kind(&a),
+                kind(&b)
+            )),
         }
     }
 
@@ -340,7 +364,9 @@ impl<'g> Lower<'g> {
                 let p = &self.g.nodes[pi];
                 let half_x = p.op == "Mul"
                     && p.inputs.iter().any(|s| s == xname)
-                    && p.inputs.iter().any(|s| matches!(self.vals.get(s), Some(Val::Const(c)) if c.scalar() == Some(0.5)))
+                    && p.inputs
+                        .iter()
+                        .any(|s| matches!(self.vals.get(s), Some(Val::Const(c)) if c.scalar() == Some(0.5)))
                     && self.only_reader(&p.outputs[0]).is_some_and(|(r, _)| r == mi);
                 if !half_x || seen_x || seen_half {
                     return Ok(false);
@@ -396,7 +422,11 @@ impl<'g> Lower<'g> {
                 let (a, b) = (self.plain(n, 0)?, self.plain(n, 1)?);
                 let (ra, rb) = (a.under.len(), b.under.len());
                 if ra != rb || ra < 3 {
-                    return Err(format!("multiplies {} by {}; per-sample matrices of the same rank are converted", show(&a.shape()), show(&b.shape())));
+                    return Err(format!(
+                        "multiplies {} by {}; per-sample matrices of the same rank are converted",
+                        show(&a.shape()),
+                        show(&b.shape())
+                    ));
                 }
                 if a.under[ra - 1] != b.under[rb - 2] {
                     return Err(format!("multiplies {} by {}: inner dims differ", show(&a.shape()), show(&b.shape())));
@@ -458,14 +488,14 @@ impl<'g> Lower<'g> {
                 ));
             }
         }
-        // The final hidden state of a forward layer is its last output; a
-        // cell state, or the reverse direction's, is not an output.
+        // The final hidden state is the forward direction's last output
+        // and the reverse direction's first; a cell state is not an output.
         let read = |k: usize| {
             n.outputs.get(k).is_some_and(|o| !o.is_empty() && self.readers.get(o).is_some_and(|r| !r.is_empty()))
         };
         if read(2) {
             return Err(format!(
-                "has its final cell state `{}` read; the importer converts the outputs and, one way, the final hidden state",
+                "has its final cell state `{}` read; the importer converts the outputs and the final hidden state",
                 n.outputs[2]
             ));
         }
@@ -541,16 +571,17 @@ impl<'g> Lower<'g> {
             vec![vec![1], vec![2], vec![0], vec![3]]
         };
         if final_hidden {
-            if dirs != 1 {
-                return Err(format!(
-                    "has its final hidden state `{}` read both ways; the importer converts that state of forward layers",
-                    n.outputs[1]
-                ));
-            }
-            // `[1, batch, H]`: the last step.
-            let last = vec![under[0].clone(), Dim::known(1), under[2].clone()];
+            // `[directions, batch, H]`: the forward direction's last step
+            // and the reverse direction's first.
+            let last = vec![under[0].clone(), Dim::known(dirs as i64), Dim::known(h as i64)];
             let h_n = self.binding(&n.outputs[1]);
-            let expr = format!("{name}.narrow(0, -1, 1)");
+            let expr = if dirs == 1 {
+                format!("{name}.narrow(0, -1, 1)")
+            } else {
+                format!(
+                    "cat([{name}.narrow(0, -1, 1).narrow(1, 0, 1), {name}.narrow(0, 0, 1).narrow(1, 1, 1)], 1).reshape([2, {h}])"
+                )
+            };
             self.steps.push(Step::Expr { outputs: vec![h_n.clone()], expr, shapes: vec![last[1..].to_vec()] });
             let state = Tensor::plain(h_n, last, DType::F32).seen(vec![vec![1], vec![0], vec![2]]);
             self.set(n, 1, Val::Tensor(state));
@@ -582,7 +613,10 @@ impl<'g> Lower<'g> {
             Some(b) => {
                 let bias = self.konst(n, 2)?;
                 if bias.len() != o {
-                    return Err(format!("has a bias of shape {:?} for {o} outputs; a Linear's bias has one per output", bias.dims));
+                    return Err(format!(
+                        "has a bias of shape {:?} for {o} outputs; a Linear's bias has one per output",
+                        bias.dims
+                    ));
                 }
                 tensors.push(Data { dims: vec![o], values: bias.values });
                 names.insert(0, b);
@@ -606,7 +640,12 @@ impl<'g> Lower<'g> {
             (1, false) => Layer::Conv1d,
             (2, false) => Layer::Conv2d,
             (2, true) => Layer::ConvTranspose2d,
-            _ => return Err(format!("has a weight of shape {:?}; 1-D and 2-D convolutions (2-D transposed) are converted", w.dims)),
+            _ => {
+                return Err(format!(
+                    "has a weight of shape {:?}; 1-D and 2-D convolutions (2-D transposed) are converted",
+                    w.dims
+                ));
+            }
         };
         let k = w.dims[2];
         if w.dims[2..].iter().any(|&d| d != k) {
@@ -781,7 +820,8 @@ impl<'g> Lower<'g> {
             },
             "LeakyRelu" => {
                 let slope = f64::from(n.float("alpha").unwrap_or(0.01));
-                let keys = if (slope - 0.01).abs() > 1e-9 { vec![("negative_slope", Value::Float(slope))] } else { vec![] };
+                let keys =
+                    if (slope - 0.01).abs() > 1e-9 { vec![("negative_slope", Value::Float(slope))] } else { vec![] };
                 self.act(n, Layer::LeakyRelu, vec![], keys, None, &t, "leaky_relu")
             }
             "Dropout" => {
@@ -811,7 +851,9 @@ impl<'g> Lower<'g> {
             "Flatten" => {
                 let t = self.plain(n, 0)?;
                 if norm_axis(n.int("axis").unwrap_or(1), rank)? != 1 {
-                    return Err("flattens from a dim other than 1; Flatten keeps the batch dim and flattens the rest".into());
+                    return Err(
+                        "flattens from a dim other than 1; Flatten keeps the batch dim and flattens the rest".into()
+                    );
                 }
                 self.act(n, Layer::Flatten, vec![], vec![], Some("{x}.flatten()"), &t, "flatten")
             }

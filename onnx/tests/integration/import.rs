@@ -34,6 +34,8 @@ mod gpt;
 mod gru;
 #[path = "../generated/gru_bidirectional.rs"]
 mod gru_bidirectional;
+#[path = "../generated/gru_bidirectional_final_state.rs"]
+mod gru_bidirectional_final_state;
 #[path = "../generated/gru_final_state.rs"]
 mod gru_final_state;
 #[path = "../generated/gru_legacy.rs"]
@@ -48,6 +50,8 @@ mod lenet;
 mod lstm;
 #[path = "../generated/lstm_bidirectional.rs"]
 mod lstm_bidirectional;
+#[path = "../generated/lstm_bidirectional_final_state.rs"]
+mod lstm_bidirectional_final_state;
 #[path = "../generated/lstm_final_state.rs"]
 mod lstm_final_state;
 #[path = "../generated/lstm_legacy.rs"]
@@ -78,7 +82,7 @@ mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 29] = [
+const MODELS: [&str; 31] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -108,6 +112,8 @@ const MODELS: [&str; 29] = [
     "gru_bidirectional",
     "lstm_final_state",
     "gru_final_state",
+    "lstm_bidirectional_final_state",
+    "gru_bidirectional_final_state",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -282,6 +288,14 @@ fn recurrent_nodes_become_lstm_and_gru_fields_that_match_pytorch_and_fine_tune()
     let (model, x, _) = imported!(lstm_final_state::LstmFinalState, "lstm_final_state", 3, 2);
     fine_tunes!(model, x, 4.0, 30);
     let (model, x, _) = imported!(gru_final_state::GruFinalState, "gru_final_state", 3, 2);
+    fine_tunes!(model, x, 4.0, 30);
+    // Both ways: the forward direction's last output beside the reverse
+    // direction's first, as `torch.cat((h_n[-2], h_n[-1]), 1)` reads them.
+    let (model, x, _) =
+        imported!(lstm_bidirectional_final_state::LstmBidirectionalFinalState, "lstm_bidirectional_final_state", 3, 2);
+    fine_tunes!(model, x, 4.0, 30);
+    let (model, x, _) =
+        imported!(gru_bidirectional_final_state::GruBidirectionalFinalState, "gru_bidirectional_final_state", 3, 2);
     fine_tunes!(model, x, 4.0, 30);
     let msg = refusal(&fixture("lstm_cell_state.onnx"));
     assert!(msg.contains("node `/rnn/LSTM` (LSTM) has its final cell state"), "{msg}");
