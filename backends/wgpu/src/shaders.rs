@@ -72,10 +72,8 @@ templates! {
     INDEX_SELECT = "index_select";
     /// Index-add into a middle dim.
     INDEX_ADD = "index_add";
-    /// Max pooling with the winners' places.
-    MAX_POOL2D = "max_pool2d";
-    /// Average pooling.
-    AVG_POOL2D = "avg_pool2d";
+    /// Pooling's window walk; see [`max_pool2d`] and [`avg_pool2d`].
+    POOL2D = "pool2d";
     /// Average pooling's input gradient.
     AVG_POOL2D_INPUT_GRAD = "avg_pool2d_input_grad";
     /// A convolution's columns summed back onto its input.
@@ -237,6 +235,30 @@ pub fn reduce(op: &str, short: bool) -> String {
         ("combine", &combine),
         ("identity", identity),
         ("result", result),
+    ])
+}
+
+/// Max pooling: the window's largest value (NaN wins; the first of
+/// equals) into `out` and its place in the plane into `idx`.
+pub fn max_pool2d() -> String {
+    POOL2D.shader(&[
+        ("bindings", &bindings(&[("x", "f32", false), ("out", "f32", true), ("idx", "u32", true)])),
+        ("start", "    var best = bitcast<f32>(0xff800000u); var at = 0xffffffffu;"),
+        (
+            "fold",
+            "                if (at == 0xffffffffu || (!isnan_(best) && (v > best || isnan_(v)))) { best = v; at = q; }",
+        ),
+        ("finish", "    out[i] = best; idx[i] = at;"),
+    ])
+}
+
+/// Average pooling; padding counts as zeros.
+pub fn avg_pool2d() -> String {
+    POOL2D.shader(&[
+        ("bindings", &bindings(&[("x", "f32", false), ("out", "f32", true)])),
+        ("start", "    var acc = 0.0;"),
+        ("fold", "                acc = acc + v;"),
+        ("finish", "    out[i] = acc / f32(pu(5u) * pu(6u));"),
     ])
 }
 

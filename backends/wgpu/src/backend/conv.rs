@@ -36,7 +36,7 @@ pub(super) fn max_pool2d(x: &WgpuStorage, o: &Pool2dOptions, with_indices: bool)
     per_output(
         &t.device,
         "max_pool2d",
-        || shaders::MAX_POOL2D.shader(&[]),
+        shaders::max_pool2d,
         &[t.buffer(), out.buffer(), idx.buffer()],
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),
@@ -52,7 +52,7 @@ pub(super) fn avg_pool2d(x: &WgpuStorage, o: &Pool2dOptions) -> WgpuStorage {
     per_output(
         &t.device,
         "avg_pool2d",
-        || shaders::AVG_POOL2D.shader(&[]),
+        shaders::avg_pool2d,
         &[t.buffer(), out.buffer()],
         &pool_params(out.numel(), [oh, ow], [h, w], o),
         out.numel(),

@@ -1,11 +1,8 @@
-// Max pooling, one invocation per output: the window's largest value
-// (NaN wins; the first of equals) and where in the plane it was.
+// Pooling, one invocation per output: a walk over its window inside the
+// plane (padding skipped), folding each value into the state.
 // Parameters: `[outputs, ow, oh, h, w, kh, kw, sh, sw, ph, pw]`.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read_write> idx: array<u32>;
-@group(0) @binding(3) var<uniform> params: Params;
+{{bindings}}
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -13,15 +10,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (i >= pu(0u)) { return; }
     let ow = pu(1u); let oh = pu(2u); let h = pu(3u); let w = pu(4u);
     let ox = i % ow; let oy = (i / ow) % oh; let plane = i / (ow * oh);
-    var best = bitcast<f32>(0xff800000u); var at = 0xffffffffu;
+{{start}}
     for (var ky = 0u; ky < pu(5u); ky = ky + 1u) {
         for (var kx = 0u; kx < pu(6u); kx = kx + 1u) {
             let y = i32(oy * pu(7u) + ky) - i32(pu(9u)); let xx = i32(ox * pu(8u) + kx) - i32(pu(10u));
             if (y >= 0 && y < i32(h) && xx >= 0 && xx < i32(w)) {
                 let q = u32(y) * w + u32(xx); let v = x[plane * h * w + q];
-                if (at == 0xffffffffu || (!isnan_(best) && (v > best || isnan_(v)))) { best = v; at = q; }
+{{fold}}
             }
         }
     }
-    out[i] = best; idx[i] = at;
+{{finish}}
 }
