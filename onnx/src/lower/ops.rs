@@ -292,6 +292,17 @@ impl<'g> Lower<'g> {
                     )),
                 }
             }
+            // Known sizes and a constant (`chunk`'s `(size + 1) / 2` in the
+            // legacy exporter): computed, and sizes still.
+            (Val::Shape(x), Val::Const(c)) | (Val::Const(c), Val::Shape(x))
+                if c.as_i64().is_some() && x.iter().all(|d| d.value().is_some()) =>
+            {
+                let (ka, kb) = (a.known().expect("known sizes"), b.known().expect("integers"));
+                let v = fold(op, &ka, &kb, n.int("fmod") == Some(1))?;
+                let sizes = v.as_i64().ok_or("computes sizes that are not integers")?;
+                self.set(n, 0, Val::Shape(sizes.iter().map(|&k| Dim::known(k)).collect()));
+                Ok(())
+            }
             // Sizes taken from a shape one at a time (`shape[2:3] * shape[3:4]`).
             (Val::Shape(x), Val::Shape(y)) if op == "Mul" && x.len() == 1 && y.len() == 1 => {
                 let v = Val::Shape(vec![x[0].mul(&y[0])]);

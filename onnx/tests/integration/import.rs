@@ -76,13 +76,15 @@ mod tabular;
 mod text_classifier;
 #[path = "../generated/zoo.rs"]
 mod zoo;
+#[path = "../generated/shufflenet_legacy.rs"]
+mod shufflenet_legacy;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 31] = [
+const MODELS: [&str; 32] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -114,6 +116,7 @@ const MODELS: [&str; 31] = [
     "gru_final_state",
     "lstm_bidirectional_final_state",
     "gru_bidirectional_final_state",
+    "shufflenet_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -305,6 +308,15 @@ fn recurrent_nodes_become_lstm_and_gru_fields_that_match_pytorch_and_fine_tune()
 fn lenet_matches_pytorch_and_fine_tunes() {
     let (model, x, _) = imported!(lenet::Lenet, "lenet", 4, 2);
     fine_tunes!(model, x, 0.1, 30);
+}
+
+/// torchvision's ShuffleNet V2 through the legacy exporter: its channel
+/// split, which the exporter computes from the shape, and its channel
+/// shuffle.
+#[test]
+fn shufflenet_matches_pytorch_and_fine_tunes() {
+    let (model, x, _) = imported!(shufflenet_legacy::ShufflenetLegacy, "shufflenet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.5, 30);
 }
 
 #[test]
