@@ -76,15 +76,37 @@ mod tabular;
 mod text_classifier;
 #[path = "../generated/zoo.rs"]
 mod zoo;
+#[path = "../generated/mobilenet_v2_legacy.rs"]
+mod mobilenet_v2_legacy;
+#[path = "../generated/mobilenet_v2_dynamo.rs"]
+mod mobilenet_v2_dynamo;
+#[path = "../generated/mobilenet_v3_legacy.rs"]
+mod mobilenet_v3_legacy;
+#[path = "../generated/mobilenet_v3_dynamo.rs"]
+mod mobilenet_v3_dynamo;
+#[path = "../generated/efficientnet_legacy.rs"]
+mod efficientnet_legacy;
+#[path = "../generated/efficientnet_dynamo.rs"]
+mod efficientnet_dynamo;
+#[path = "../generated/regnet_legacy.rs"]
+mod regnet_legacy;
+#[path = "../generated/regnet_dynamo.rs"]
+mod regnet_dynamo;
+#[path = "../generated/densenet_legacy.rs"]
+mod densenet_legacy;
+#[path = "../generated/densenet_dynamo.rs"]
+mod densenet_dynamo;
 #[path = "../generated/shufflenet_legacy.rs"]
 mod shufflenet_legacy;
+#[path = "../generated/shufflenet_dynamo.rs"]
+mod shufflenet_dynamo;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 32] = [
+const MODELS: [&str; 43] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -116,7 +138,18 @@ const MODELS: [&str; 32] = [
     "gru_final_state",
     "lstm_bidirectional_final_state",
     "gru_bidirectional_final_state",
+    "mobilenet_v2_legacy",
+    "mobilenet_v2_dynamo",
+    "mobilenet_v3_legacy",
+    "mobilenet_v3_dynamo",
+    "efficientnet_legacy",
+    "efficientnet_dynamo",
+    "regnet_legacy",
+    "regnet_dynamo",
+    "densenet_legacy",
+    "densenet_dynamo",
     "shufflenet_legacy",
+    "shufflenet_dynamo",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -310,13 +343,35 @@ fn lenet_matches_pytorch_and_fine_tunes() {
     fine_tunes!(model, x, 0.1, 30);
 }
 
-/// torchvision's ShuffleNet V2 through the legacy exporter: its channel
-/// split, which the exporter computes from the shape, and its channel
-/// shuffle.
+/// torchvision's classification families at narrow widths, through
+/// both exporters (tests/fixtures/make_onnx_fixtures.py,
+/// `write_torchvision_models`): each matches PyTorch and fine-tunes.
 #[test]
-fn shufflenet_matches_pytorch_and_fine_tunes() {
+fn torchvision_families_match_pytorch_and_fine_tune() {
+    let (model, x, _) = imported!(mobilenet_v2_legacy::MobilenetV2Legacy, "mobilenet_v2_legacy", 4, 2);
+    fine_tunes!(model, x, 0.01, 60);
+    let (model, x, _) = imported!(mobilenet_v2_dynamo::MobilenetV2Dynamo, "mobilenet_v2_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.01, 60);
+    let (model, x, _) = imported!(mobilenet_v3_legacy::MobilenetV3Legacy, "mobilenet_v3_legacy", 4, 2);
+    fine_tunes!(model, x, 0.3, 30);
+    let (model, x, _) = imported!(mobilenet_v3_dynamo::MobilenetV3Dynamo, "mobilenet_v3_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.3, 30);
+    let (model, x, _) = imported!(efficientnet_legacy::EfficientnetLegacy, "efficientnet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(efficientnet_dynamo::EfficientnetDynamo, "efficientnet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(regnet_legacy::RegnetLegacy, "regnet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(regnet_dynamo::RegnetDynamo, "regnet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(densenet_legacy::DensenetLegacy, "densenet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(densenet_dynamo::DensenetDynamo, "densenet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
     let (model, x, _) = imported!(shufflenet_legacy::ShufflenetLegacy, "shufflenet_legacy", 4, 2);
-    fine_tunes!(model, x, 0.5, 30);
+    fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(shufflenet_dynamo::ShufflenetDynamo, "shufflenet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.05, 30);
 }
 
 #[test]
