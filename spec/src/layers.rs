@@ -31,7 +31,7 @@
 
 use crate::ops::{Grad, UNARY, Unary};
 use crate::options::{Interpolation, Key};
-use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, size, window};
+use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, pool_window, size, window};
 use crate::{Init, Options, Param};
 
 macro_rules! layers {
@@ -393,7 +393,8 @@ const fn pool(layer: Layer, k: usize, o: &Options, s: StaticShape) -> Result<Sta
         return Err(ShapeError::Padding { padding: o.padding, k });
     }
     let stride = o.stride_of(layer, k);
-    match (window(h, k, stride, o.padding, 1), window(w, k, stride, o.padding, 1)) {
+    let ceil = o.ceil_mode;
+    match (pool_window(h, k, stride, o.padding, ceil), pool_window(w, k, stride, o.padding, ceil)) {
         (Some(oh), Some(ow)) => Ok(StaticShape::new(&[c, oh, ow])),
         _ => Err(ShapeError::Window { k, h, w }),
     }
@@ -554,7 +555,7 @@ layers! {
     /// `MaxPool2d<K>`.
     MaxPool2d {
         generics: ["K"],
-        keys: [Stride, Padding],
+        keys: [Stride, Padding, CeilMode],
         holds_tensors: false,
         elementwise: false,
         takes_ids: false,

@@ -29,7 +29,7 @@ mod shape;
 
 pub use layers::{Layer, MAX_RNN_LAYERS, output, output_rank};
 pub use options::{Interpolation, Key, KeyKind, OptionError, Options, Value};
-pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic, symbol, symbol_index};
+pub use shape::{MAX_SIZE, ShapeError, StaticShape, is_symbolic, pool_window, symbol, symbol_index};
 
 /// How a layer's parameter starts, as PyTorch initialises it.
 #[derive(Clone, Copy, Debug, PartialEq)]

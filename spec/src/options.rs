@@ -55,6 +55,10 @@ pub struct Options {
     /// each other (PyTorch's `align_corners`), rather than the images'
     /// edges.
     pub align_corners: bool,
+    /// Whether max pooling rounds its output size up, as PyTorch's
+    /// `ceil_mode`: a last window that starts inside the input (or its
+    /// left padding) but runs past it still counts.
+    pub ceil_mode: bool,
 }
 
 /// How `Upsample` computes new pixels (PyTorch's `mode`).
@@ -104,6 +108,7 @@ impl Options {
         num_layers: 1,
         bidirectional: false,
         align_corners: false,
+        ceil_mode: false,
     };
 
     /// The stride `layer` uses: as given, or its default.
@@ -193,6 +198,8 @@ pub enum Key {
     Bidirectional,
     /// `align_corners`.
     AlignCorners,
+    /// `ceil_mode`.
+    CeilMode,
 }
 
 impl Key {
@@ -221,6 +228,7 @@ impl Key {
             Key::NumLayers => "num_layers",
             Key::Bidirectional => "bidirectional",
             Key::AlignCorners => "align_corners",
+            Key::CeilMode => "ceil_mode",
         }
     }
 
@@ -229,7 +237,12 @@ impl Key {
         match self {
             Key::Stride | Key::Dilation | Key::Groups | Key::NumLayers => KeyKind::Count { min: 1 },
             Key::Padding | Key::OutputPadding => KeyKind::Count { min: 0 },
-            Key::Bias | Key::ElementwiseAffine | Key::Causal | Key::Bidirectional | Key::AlignCorners => KeyKind::Bool,
+            Key::Bias
+            | Key::ElementwiseAffine
+            | Key::Causal
+            | Key::Bidirectional
+            | Key::AlignCorners
+            | Key::CeilMode => KeyKind::Bool,
             Key::P | Key::Dropout => KeyKind::Probability,
             Key::NegativeSlope | Key::Alpha | Key::Threshold => KeyKind::Number,
             Key::Eps | Key::Beta | Key::ScaleFactor => KeyKind::Positive,
@@ -336,6 +349,7 @@ impl Options {
             Key::NumLayers => self.num_layers = count,
             Key::Bidirectional => self.bidirectional = flag,
             Key::AlignCorners => self.align_corners = flag,
+            Key::CeilMode => self.ceil_mode = flag,
         }
         Ok(())
     }

@@ -280,6 +280,23 @@ pub(crate) const fn window(size: usize, k: usize, stride: usize, pad: usize, dil
     Some((padded - span) / stride + 1)
 }
 
+/// Output size of a pooling window along one dim, if the window fits:
+/// [`window`]'s, or with `ceil` rounded up as PyTorch's `ceil_mode` does,
+/// keeping only windows that start inside the input or its left padding.
+/// The runtime's pooling shapes are this function's.
+pub const fn pool_window(size: usize, k: usize, stride: usize, pad: usize, ceil: bool) -> Option<usize> {
+    let Some(floor) = window(size, k, stride, pad, 1) else { return None };
+    if !ceil {
+        return Some(floor);
+    }
+    let reach = size + 2 * pad - k;
+    let mut out = reach.div_ceil(stride) + 1;
+    if (out - 1) * stride >= size + pad {
+        out -= 1;
+    }
+    Some(out)
+}
+
 /// The `[C, H, W]` of an image input, with fixed dims.
 pub(crate) const fn image(s: &StaticShape) -> Result<[usize; 3], ShapeError> {
     if s.rank != 3 {
@@ -380,6 +397,19 @@ impl ShapeError {
 mod tests {
     use super::*;
     use crate::{Layer, Options, output, output_rank};
+
+    #[test]
+    fn max_pooling_rounds_up_in_ceil_mode() {
+        // SqueezeNet's 3x3 stride-2 pooling of 14 and 8: 7 and 4 windows,
+        // not 6 and 3; a last window starting in the right padding is dropped.
+        assert_eq!(pool_window(14, 3, 2, 0, true), Some(7));
+        assert_eq!(pool_window(14, 3, 2, 0, false), Some(6));
+        assert_eq!(pool_window(8, 3, 2, 0, true), Some(4));
+        assert_eq!(pool_window(5, 2, 2, 1, true), Some(3));
+        assert_eq!(pool_window(2, 3, 1, 0, true), None);
+        let ceil = Options { ceil_mode: true, stride: Some(2), ..Options::DEFAULT };
+        assert_eq!(out(Layer::MaxPool2d, &[3], ceil, &[4, 14, 8]), Ok(vec![4, 7, 4]));
+    }
 
     fn out(layer: Layer, g: &[usize], o: Options, dims: &[usize]) -> Result<Vec<usize>, ShapeError> {
         output(layer, g, &o, StaticShape::new(dims)).map(|s| s.as_slice().to_vec())

@@ -367,10 +367,7 @@ struct PoolGeometry {
 
 impl PoolGeometry {
     fn new(h: usize, w: usize, opt: &Pool2dOptions) -> Self {
-        let oh = window_output_size(h, opt.kernel[0], opt.stride[0], opt.padding[0], 1)
-            .expect("the runtime checked the window");
-        let ow = window_output_size(w, opt.kernel[1], opt.stride[1], opt.padding[1], 1)
-            .expect("the runtime checked the window");
+        let [oh, ow] = opt.output_plane(h, w).expect("the runtime checked the window");
         PoolGeometry { h, w, oh, ow, opt: *opt }
     }
 
@@ -429,7 +426,8 @@ pub(crate) fn max_pool2d<T: Num>(
     let xs = x.as_slice().expect("standard layout");
     let (n, c) = (x.shape()[0], x.shape()[1]);
     let geo = PoolGeometry::new(x.shape()[2], x.shape()[3], opt);
-    let unpadded = opt.padding == [0, 0];
+    // Without padding and rounding down, every window lies inside the plane.
+    let unpadded = opt.padding == [0, 0] && !opt.ceil_mode;
     let [kh, kw] = opt.kernel;
     let [sh, sw] = opt.stride;
     let shape = [n, c, geo.oh, geo.ow];
@@ -443,8 +441,8 @@ pub(crate) fn max_pool2d<T: Num>(
                 }
                 for oy in 0..geo.oh {
                     for ox in 0..geo.ow {
-                        // Without padding every window lies inside the plane, so the
-                        // taps need no clipping; with padding, clip at the borders.
+                        // Without padding (or a last window past the plane) the
+                        // taps need no clipping; otherwise clip at the borders.
                         let (ys, xr) =
                             if unpadded { (oy * sh..oy * sh + kh, ox * sw..ox * sw + kw) } else { geo.window(oy, ox) };
                         // The runtime keeps padding below half the window, so every

@@ -72,6 +72,7 @@ impl Options {
             num_layers,
             bidirectional,
             align_corners,
+            ceil_mode,
         } = self.spec;
         let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
         let stride = match stride {
@@ -84,7 +85,7 @@ impl Options {
             alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
             scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
             causal: #causal, num_layers: #num_layers, bidirectional: #bidirectional,
-            align_corners: #align_corners,
+            align_corners: #align_corners, ceil_mode: #ceil_mode,
         })
     }
 }

@@ -899,13 +899,17 @@ impl<'g> Lower<'g> {
             }
         };
         let (stride, pad) = (one("strides", 1)?, one("pads", 0)?);
-        if one("dilations", 1)? != 1 || n.int("ceil_mode").unwrap_or(0) != 0 {
-            return Err("dilates its window or rounds its output size up; neither is converted".into());
+        if one("dilations", 1)? != 1 {
+            return Err("dilates its window; Blaze's pooling windows are dense".into());
         }
+        let ceil = n.int("ceil_mode").unwrap_or(0) != 0;
         if n.string("auto_pad").is_some_and(|a| a != "NOTSET" && a != "VALID") {
             return Err("pads automatically (auto_pad SAME); export with explicit pads".into());
         }
         let avg = n.op == "AveragePool";
+        if avg && ceil {
+            return Err("averages with its output size rounded up (ceil_mode); Blaze's AvgPool2d rounds down".into());
+        }
         if avg && pad > 0 && n.int("count_include_pad").unwrap_or(0) == 0 {
             return Err("averages without counting the padding; Blaze's AvgPool2d counts it (PyTorch's default)".into());
         }
@@ -915,6 +919,9 @@ impl<'g> Lower<'g> {
         }
         if pad != 0 {
             keys.push(("padding", Value::Int(pad.into())));
+        }
+        if ceil {
+            keys.push(("ceil_mode", Value::Bool(true)));
         }
         let (layer, base) = if avg { (Layer::AvgPool2d, "avg_pool") } else { (Layer::MaxPool2d, "max_pool") };
         self.act(n, layer, vec![k[0] as usize], keys, None, &t, base)

@@ -100,13 +100,17 @@ mod densenet_dynamo;
 mod shufflenet_legacy;
 #[path = "../generated/shufflenet_dynamo.rs"]
 mod shufflenet_dynamo;
+#[path = "../generated/squeezenet_legacy.rs"]
+mod squeezenet_legacy;
+#[path = "../generated/squeezenet_dynamo.rs"]
+mod squeezenet_dynamo;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 43] = [
+const MODELS: [&str; 45] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -150,6 +154,8 @@ const MODELS: [&str; 43] = [
     "densenet_dynamo",
     "shufflenet_legacy",
     "shufflenet_dynamo",
+    "squeezenet_legacy",
+    "squeezenet_dynamo",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -372,6 +378,10 @@ fn torchvision_families_match_pytorch_and_fine_tune() {
     fine_tunes!(model, x, 0.05, 30);
     let (model, x, _) = imported!(shufflenet_dynamo::ShufflenetDynamo, "shufflenet_dynamo", 4, 2);
     fine_tunes!(model, x, 0.05, 30);
+    let (model, x, _) = imported!(squeezenet_legacy::SqueezenetLegacy, "squeezenet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.1, 40);
+    let (model, x, _) = imported!(squeezenet_dynamo::SqueezenetDynamo, "squeezenet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.1, 40);
 }
 
 #[test]

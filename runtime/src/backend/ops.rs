@@ -167,12 +167,16 @@ pub struct Pool2dOptions {
     pub stride: [usize; 2],
     /// Implicit padding on both sides (`-inf` for max, zeros for average).
     pub padding: [usize; 2],
+    /// Max pooling only: the output size rounded up (PyTorch's
+    /// `ceil_mode`), a last window that starts inside the input or its
+    /// left padding counting even where it runs past the input.
+    pub ceil_mode: bool,
 }
 
 impl Pool2dOptions {
     /// A square window with stride equal to its size and no padding.
     pub fn new(kernel: usize) -> Self {
-        Pool2dOptions { kernel: [kernel, kernel], stride: [kernel, kernel], padding: [0, 0] }
+        Pool2dOptions { kernel: [kernel, kernel], stride: [kernel, kernel], padding: [0, 0], ceil_mode: false }
     }
     /// Sets the stride in both directions.
     pub fn stride(mut self, s: usize) -> Self {
@@ -183,5 +187,19 @@ impl Pool2dOptions {
     pub fn padding(mut self, p: usize) -> Self {
         self.padding = [p, p];
         self
+    }
+    /// Rounds the output size up (max pooling's `ceil_mode`).
+    pub fn ceil_mode(mut self, ceil: bool) -> Self {
+        self.ceil_mode = ceil;
+        self
+    }
+    /// The output plane `[oh, ow]` of pooling an `[h, w]` plane, if the
+    /// window fits: the spec's rule (`blaze_spec::pool_window`), which
+    /// every backend sizes its output by.
+    pub fn output_plane(&self, h: usize, w: usize) -> Option<[usize; 2]> {
+        let dim = |i: usize, n: usize| {
+            blaze_spec::pool_window(n, self.kernel[i], self.stride[i], self.padding[i], self.ceil_mode)
+        };
+        Some([dim(0, h)?, dim(1, w)?])
     }
 }

@@ -104,7 +104,7 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
             ([1, 2, 5, 6], Pool2dOptions::new(2).stride(1)),
             ([1, 2, 7, 7], Pool2dOptions::new(3).stride(2).padding(1)),
             ([2, 2, 6, 6], Pool2dOptions::new(3).stride(1)),
-            ([1, 1, 5, 9], Pool2dOptions { kernel: [1, 3], stride: [1, 2], padding: [0, 1] }),
+            ([1, 1, 5, 9], Pool2dOptions { kernel: [1, 3], stride: [1, 2], padding: [0, 1], ceil_mode: false }),
         ] {
             let x = noise(shape.iter().product(), 41);
             let t = tensor::<B, 4>(&x, shape, dtype, dev);
@@ -116,6 +116,20 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
             assert_eq!(i.to_vec::<i64>(), want_idx, "max_pool2d indices {shape:?} {o:?}");
             let (want, _, out) = r::pool2d(&x, shape, &o, false);
             assert_close(&format!("avg_pool2d {shape:?} {o:?}"), &t.avg_pool2d(o), &want, &out, tol);
+        }
+        // Max pooling's sizes rounded up: a last window past the input
+        // (14 and 8 wide), and one dropped for starting in the right padding.
+        for (shape, o) in [
+            ([1, 2, 14, 8], Pool2dOptions::new(3).stride(2).ceil_mode(true)),
+            ([2, 1, 5, 9], Pool2dOptions::new(2).padding(1).ceil_mode(true)),
+            ([1, 1, 7, 6], Pool2dOptions::new(2).ceil_mode(true)),
+        ] {
+            let x = noise(shape.iter().product(), 43);
+            let t = tensor::<B, 4>(&x, shape, dtype, dev);
+            let (want, want_idx, out) = r::pool2d(&x, shape, &o, true);
+            let (v, i) = t.max_pool2d_with_indices(o);
+            assert_close(&format!("max_pool2d {shape:?} {o:?}"), &v, &want, &out, tolerance(dtype, false));
+            assert_eq!(i.to_vec::<i64>(), want_idx, "max_pool2d indices {shape:?} {o:?}");
         }
     }
 }

@@ -107,8 +107,15 @@ pub fn conv2d(
 /// Max (with plane indices) or average pooling of `[n, c, h, w]`.
 pub fn pool2d(x: &[f64], xs: [usize; 4], o: &Pool2dOptions, max: bool) -> (Vec<f64>, Vec<i64>, [usize; 4]) {
     let [n, c, h, w] = xs;
-    let oh = window_output_size(h, o.kernel[0], o.stride[0], o.padding[0], 1).expect("window fits");
-    let ow = window_output_size(w, o.kernel[1], o.stride[1], o.padding[1], 1).expect("window fits");
+    // PyTorch's output size: (size + 2 pad - k) / stride + 1, rounded down
+    // or, with ceil_mode, up, less a last window starting past the input
+    // and its left padding.
+    let size = |i: usize, len: usize| {
+        let reach = len + 2 * o.padding[i] - o.kernel[i];
+        let out = if o.ceil_mode { reach.div_ceil(o.stride[i]) } else { reach / o.stride[i] } + 1;
+        if o.ceil_mode && (out - 1) * o.stride[i] >= len + o.padding[i] { out - 1 } else { out }
+    };
+    let (oh, ow) = (size(0, h), size(1, w));
     let mut out = Vec::new();
     let mut idx = Vec::new();
     for p in 0..n * c {

@@ -68,9 +68,9 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
         both_modes::<B, _, 3, 3>(&Conv1d::<B, 4, 6, 3>::new(config, &mut rng, dev), &seq);
     }
     both_modes::<B, _, 4, 4>(&MaxPool2d::<2>::default(), &img);
-    both_modes::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img);
+    both_modes::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1, ceil_mode: false }), &img);
     both_modes::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img);
-    both_modes::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1 }), &img);
+    both_modes::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1, ceil_mode: false }), &img);
     // Windows of two sizes that overlap (5 -> 2 and 3), and more cells than pixels (5 -> 7).
     both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<2, 3>, &img);
     both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img);

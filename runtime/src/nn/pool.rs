@@ -17,6 +17,8 @@ pub struct PoolConfig {
     pub stride: Option<usize>,
     /// Implicit padding on every side.
     pub padding: usize,
+    /// Max pooling only: round the output size up (PyTorch's `ceil_mode`).
+    pub ceil_mode: bool,
 }
 
 /// Max pooling over `K x K` windows.
@@ -34,7 +36,7 @@ pub struct AvgPool2d<const K: usize> {
 }
 
 fn pool_options(k: usize, config: PoolConfig) -> Pool2dOptions {
-    Pool2dOptions::new(k).stride(config.stride.unwrap_or(k)).padding(config.padding)
+    Pool2dOptions::new(k).stride(config.stride.unwrap_or(k)).padding(config.padding).ceil_mode(config.ceil_mode)
 }
 
 impl<const K: usize> MaxPool2d<K> {
@@ -341,7 +343,7 @@ impl<B: Backend, const D: usize> Layer<B, D, 2> for Flatten {
 
 impl From<&blaze_spec::Options> for PoolConfig {
     fn from(o: &blaze_spec::Options) -> Self {
-        PoolConfig { stride: o.stride, padding: o.padding }
+        PoolConfig { stride: o.stride, padding: o.padding, ceil_mode: o.ceil_mode }
     }
 }
 

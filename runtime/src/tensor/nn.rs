@@ -290,8 +290,11 @@ impl<B: Backend> Tensor<B, 4> {
             options.padding,
             options.kernel
         );
-        let fits = window_output_size(shape[2], kh, options.stride[0], options.padding[0], 1).is_some()
-            && window_output_size(shape[3], kw, options.stride[1], options.padding[1], 1).is_some();
+        assert!(
+            !options.ceil_mode || op == "max_pool2d",
+            "{op}: ceil_mode is for max pooling; average pooling rounds its output size down"
+        );
+        let fits = options.output_plane(shape[2], shape[3]).is_some();
         assert!(fits, "{op}: the {kh}x{kw} window is larger than the input {}", fmt_shape(&shape));
     }
 

@@ -312,7 +312,7 @@ fn window(size: usize, k: usize, stride: usize, pad: usize, dil: usize) -> usize
 }
 
 fn pool_plane(h: usize, w: usize, o: &Pool2dOptions) -> [usize; 2] {
-    [window(h, o.kernel[0], o.stride[0], o.padding[0], 1), window(w, o.kernel[1], o.stride[1], o.padding[1], 1)]
+    o.output_plane(h, w).expect("the runtime checked the window")
 }
 
 /// The tuning key of a convolution op: the sizes by shape class, the
@@ -668,8 +668,8 @@ mod tests {
         let cpu = Default::default();
         let pools = [
             ([2, 3, 8, 8], Pool2dOptions::new(2)),
-            ([1, 5, 9, 7], Pool2dOptions { kernel: [3, 2], stride: [2, 1], padding: [1, 1] }),
-            ([2, 16, 6, 6], Pool2dOptions { kernel: [3, 3], stride: [1, 1], padding: [1, 0] }),
+            ([1, 5, 9, 7], Pool2dOptions { kernel: [3, 2], stride: [2, 1], padding: [1, 1], ceil_mode: false }),
+            ([2, 16, 6, 6], Pool2dOptions { kernel: [3, 3], stride: [1, 1], padding: [1, 0], ceil_mode: false }),
         ];
         for (i, (shape, o)) in pools.into_iter().enumerate() {
             let xd = data(&shape, 40 + i as u64);

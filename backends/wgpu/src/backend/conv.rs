@@ -171,7 +171,7 @@ pub(super) fn im2col(x: &WgpuStorage, kh: usize, kw: usize, oh: usize, ow: usize
 
 /// The output plane `[oh, ow]` of pooling an `[h, w]` plane.
 pub(super) fn pool_plane(h: usize, w: usize, o: &Pool2dOptions) -> [usize; 2] {
-    [window(h, o.kernel[0], o.stride[0], o.padding[0], 1), window(w, o.kernel[1], o.stride[1], o.padding[1], 1)]
+    o.output_plane(h, w).expect("the runtime checked the window")
 }
 
 /// The parameters the pooling shaders read: `[invocations, ow, oh, h, w,
