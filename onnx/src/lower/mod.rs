@@ -220,6 +220,7 @@ pub const SUPPORTED: &[&str] = &[
     "Mod",
     "Mul",
     "Neg",
+    "Pow",
     "Range",
     "Reciprocal",
     "ReduceMean",
@@ -624,6 +625,7 @@ impl<'g> Lower<'g> {
             }
             "Where" => self.select(n)?,
             "Add" | "Sub" | "Mul" | "Div" | "Mod" => self.arith(n)?,
+            "Pow" => self.pow(n)?,
             "MatMul" => self.matmul(n)?,
             "Gemm" => self.gemm(n)?,
             "Conv" | "ConvTranspose" => self.conv(n)?,

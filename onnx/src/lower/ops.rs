@@ -340,6 +340,31 @@ impl<'g> Lower<'g> {
         }
     }
 
+    /// `Pow`: a tensor to a constant power is its `powf` (the op table's
+    /// `pow` with a number, C's: a negative base to an integer power keeps
+    /// its sign), to a computed power `pow(x, y)`, broadcast.
+    pub(super) fn pow(&mut self, n: &'g Node) -> R<()> {
+        let (a, b) = (self.input_val(n, 0)?.clone(), self.input_val(n, 1)?.clone());
+        match (&a, &b) {
+            (Val::Tensor(_), Val::Const(c)) if c.len() == 1 => {
+                let t = self.tensor(n, 0)?;
+                let e = c.scalar().expect("one value");
+                let expr = format!("{}.powf({})", t.name, float_lit(e));
+                self.emit(n, 0, expr, t.under.clone(), t.view.clone(), t.dtype)
+            }
+            (Val::Tensor(_), Val::Tensor(_)) => {
+                let (x, y) = (self.plain(n, 0)?, self.plain(n, 1)?);
+                let under = broadcast(&x.under, &y.under)?;
+                self.emit(n, 0, format!("pow({}, {})", x.name, y.name), under, None, x.dtype)
+            }
+            _ => Err(format!(
+                "raises {} to {}; the importer converts a tensor to a number's or a tensor's power",
+                kind(&a),
+                kind(&b)
+            )),
+        }
+    }
+
     /// `x * 0.5 * (1 + erf(x / sqrt(2)))` from its division (or its
     /// product by `1 / sqrt(2)`): emits `gelu(x)` for the last product and
     /// skips the rest.

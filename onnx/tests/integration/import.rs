@@ -104,13 +104,17 @@ mod shufflenet_dynamo;
 mod squeezenet_legacy;
 #[path = "../generated/squeezenet_dynamo.rs"]
 mod squeezenet_dynamo;
+#[path = "../generated/powers.rs"]
+mod powers;
+#[path = "../generated/powers_legacy.rs"]
+mod powers_legacy;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 45] = [
+const MODELS: [&str; 47] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -156,6 +160,8 @@ const MODELS: [&str; 45] = [
     "shufflenet_dynamo",
     "squeezenet_legacy",
     "squeezenet_dynamo",
+    "powers",
+    "powers_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -382,6 +388,16 @@ fn torchvision_families_match_pytorch_and_fine_tune() {
     fine_tunes!(model, x, 0.1, 40);
     let (model, x, _) = imported!(squeezenet_dynamo::SqueezenetDynamo, "squeezenet_dynamo", 4, 2);
     fine_tunes!(model, x, 0.1, 40);
+}
+
+/// `Pow` of a number (a square, a cube) and of a tensor, from both
+/// exporters: the forward body's `powf` and `pow`.
+#[test]
+fn powers_match_pytorch_and_fine_tune() {
+    let (model, x, _) = imported!(powers::Powers, "powers", 2, 2);
+    fine_tunes!(model, x, 0.02, 40);
+    let (model, x, _) = imported!(powers_legacy::PowersLegacy, "powers_legacy", 2, 2);
+    fine_tunes!(model, x, 0.02, 40);
 }
 
 #[test]
