@@ -36,7 +36,7 @@ twice!(Table, TableUnfused, [T, 8], { fc: Linear<8, 8> }, {
 });
 
 // The op table's ops of two tensors inside chains, broadcast (a column
-// `g`) and beside a number form (`powf`, which stays outside the groups).
+// `g`), and a number form (`powf`).
 twice!(Binaries, BinariesUnfused, [T, 8], { fc: Linear<8, 8>, gate: Linear<8, 1> }, {
     let h = self.fc(x);
     let g = self.gate(x);
@@ -305,7 +305,7 @@ fn fused_activations_compute_the_bits_the_unfused_ops_do() {
     agree!(Acts, ActsUnfused, normal([2, 5, 8], 4), 2);
     agree!(Table, TableUnfused, normal([2, 5, 8], 4), 2);
     let ops: Vec<&str> = Binaries::<Cpu>::FUSION.groups.iter().flat_map(|g| g.ops.iter().copied()).collect();
-    for op in ["maximum", "minimum", "pow"] {
+    for op in ["maximum", "minimum", "pow", "powf"] {
         assert!(ops.contains(&op), "{op} in no group: {}", Binaries::<Cpu>::FUSION);
     }
     same_bits!(Binaries, BinariesUnfused, normal([2, 5, 8], 6) * 4.0);

@@ -210,6 +210,10 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Scalar(ScalarOp::Div, _) => "div_scalar",
         Op::Scalar(ScalarOp::RSub, _) => "rsub_scalar",
         Op::Scalar(ScalarOp::RDiv, _) => "rdiv_scalar",
+        // A number form whose gradient is its entry's partial (`powf`); not
+        // one whose entry writes its partials (`clamp_min`'s gradient
+        // passes at its bound, where `maximum`'s splits).
+        Op::Scalar(ScalarOp::Table(op), _) if op.grads.is_none() => op.with_number,
         Op::Neg => "neg",
         Op::Unary(u) => u.name,
         Op::Binary(op) => op.name,
@@ -617,7 +621,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                     ScalarOp::Div => bin(ir::Bin::Div, x, s, sp),
                     ScalarOp::RSub => bin(ir::Bin::Sub, s, x, sp),
                     ScalarOp::RDiv => bin(ir::Bin::Div, s, x, sp),
-                    ScalarOp::Table(op) => unreachable!("`fusable` keeps `{}` out of groups", op.with_number),
+                    ScalarOp::Table(op) => crate::kernel::table::call_binary(op.name, vec![x, s], sp),
                 }
             }
             Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),

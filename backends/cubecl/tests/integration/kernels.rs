@@ -155,14 +155,17 @@ impl Chain {
     fn forward(&self, x: Tensor) -> Tensor {
         let h = self.fc(x);
         let m = maximum(h, x * 0.5) - h.minimum(tanh(x)) * 0.5;
-        m * sigmoid(h) + (abs(h) + 0.5).pow(x * 0.25)
+        m * sigmoid(h) + (abs(h) + 0.5).pow(x * 0.25) + m.powf(2.0)
     }
 }
 
 #[test]
 fn fused_groups_of_table_ops_agree_with_the_cpu() {
     use blaze::nn::{Ctx, grads_dict};
-    assert!(Chain::<Cpu>::FUSION.groups.iter().any(|g| g.ops.contains(&"maximum") && g.ops.contains(&"pow")));
+    let grouped: Vec<&str> = Chain::<Cpu>::FUSION.groups.iter().flat_map(|g| g.ops.iter().copied()).collect();
+    for op in ["maximum", "minimum", "pow", "powf"] {
+        assert!(grouped.contains(&op), "{op} in no group: {}", Chain::<Cpu>::FUSION);
+    }
     let Some(dev) = device() else { return };
     let x = Tensor::<Cpu, 3>::from_vec(data(24, 7), [2, 3, 4], &CpuDevice);
     let (mut cpu, mut gpu) = (Chain::<Cpu>::new_seeded(4, &CpuDevice), Chain::<CubeCl>::new_seeded(4, &dev));

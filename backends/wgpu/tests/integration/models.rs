@@ -125,7 +125,7 @@ impl Chains {
     fn forward(&self, x: Tensor) -> Tensor {
         let a = self.fc(x);
         let h = (a + self.pos(positions(T))) * sigmoid(x) - x * 0.5;
-        let m = maximum(h, x * 0.5) - h.minimum(a) * 0.5 + (abs(a) + 0.5).pow(sigmoid(h));
+        let m = maximum(h, x * 0.5) - h.minimum(a) * 0.5 + (abs(a) + 0.5).pow(sigmoid(h)) + h.powf(3.0);
         relu(h) + tanh(h / 2.0) - (exp(a * 0.1) + 1.0).log() + gelu(h * 1.5) + m
     }
 }
