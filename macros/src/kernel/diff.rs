@@ -147,6 +147,9 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
     let chain = |outer: Expr| de(x).map(|dx| mul(outer, dx));
     let c = |v: f64| float(v, span);
     let one = |f: Intrinsic, a: &Expr| call(f, vec![a.clone()], span);
+    // `a op b` as it stands, a comparison or a logic op (no folding).
+    let test =
+        |op: Bin, a: &Expr, b: &Expr| Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b.clone())), span);
     match f {
         Intrinsic::Exp => chain(e.clone()),
         Intrinsic::Exp2 => chain(mul(e.clone(), c(std::f64::consts::LN_2))),
@@ -170,18 +173,16 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         // the second where x = 0 and y >= 0 (not 0 ln 0).
         Intrinsic::Pow => {
             let y = &args[1];
-            let test =
-                |op: Bin, a: &Expr, b: Expr| Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b)), span);
             let lower = call(Intrinsic::Pow, vec![x.clone(), bin(Bin::Sub, y.clone(), c(1.0))], span);
             let by_x = de(x).and_then(|dx| {
                 let term = mul(mul(y.clone(), lower), dx);
                 match constant(y) {
                     Some(v) if v != 0.0 => Some(term),
-                    _ => select(test(Bin::Eq, y, c(0.0)), None, Some(term), span),
+                    _ => select(test(Bin::Eq, y, &c(0.0)), None, Some(term), span),
                 }
             });
             let by_y = de(y).and_then(|dy| {
-                let at_zero = test(Bin::And, &test(Bin::Eq, x, c(0.0)), test(Bin::Ge, y, c(0.0)));
+                let at_zero = test(Bin::And, &test(Bin::Eq, x, &c(0.0)), &test(Bin::Ge, y, &c(0.0)));
                 select(at_zero, None, Some(mul(mul(e.clone(), one(Intrinsic::Log, x)), dy)), span)
             });
             add_opt(by_x, by_y)
@@ -190,9 +191,6 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         // chosen argument's, half each on a tie, both in full with NaN.
         Intrinsic::Min | Intrinsic::Max => {
             let y = &args[1];
-            let test = |op: Bin, a: &Expr, b: &Expr| {
-                Expr::new(ExprKind::Binary(op, Box::new(a.clone()), Box::new(b.clone())), span)
-            };
             let (loses, beats) = if f == Intrinsic::Max { (Bin::Lt, Bin::Gt) } else { (Bin::Gt, Bin::Lt) };
             let share = |lost: Expr| {
                 let rest = call(Intrinsic::Select, vec![lost, c(0.0), c(1.0)], span);
@@ -204,8 +202,7 @@ fn derive_call(f: Intrinsic, args: &[Expr], e: &Expr, p: usize, d: &[Option<Expr
         }
         Intrinsic::Clamp => {
             let (lo, hi) = (&args[1], &args[2]);
-            let below = Expr::new(ExprKind::Binary(Bin::Lt, Box::new(x.clone()), Box::new(lo.clone())), span);
-            let above = Expr::new(ExprKind::Binary(Bin::Gt, Box::new(x.clone()), Box::new(hi.clone())), span);
+            let (below, above) = (test(Bin::Lt, x, lo), test(Bin::Gt, x, hi));
             let inner = select(above, de(hi), de(x), span);
             select(below, de(lo), inner, span)
         }
