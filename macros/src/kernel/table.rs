@@ -480,32 +480,16 @@ pub fn compare_runtime() -> TokenStream {
     });
     let count = COMPARE.len();
     let alls = COMPARE.iter().map(|op| wild(op.variant));
-    let arms = |f: &dyn Fn(usize) -> TokenStream| -> Vec<TokenStream> {
-        COMPARE
-            .iter()
-            .enumerate()
-            .map(|(i, op)| {
-                let (p, value) = (wild(op.variant), f(i));
-                quote!(#p => #value)
-            })
-            .collect()
-    };
-    let names = arms(&|i| {
-        let n = COMPARE[i].name;
-        quote!(#n)
-    });
-    let symbols = arms(&|i| {
-        let s = COMPARE[i].symbol;
-        quote!(#s)
-    });
-    let indices = arms(&|i| {
-        let i = i as u32;
-        quote!(#i)
-    });
-    let visits = arms(&|i| {
-        let m = format_ident!("{}", COMPARE[i].name);
-        quote!(v.visit::<#m::Kernel>())
-    });
+    // The arms of `name`, `symbol`, `index` and `visit`, one per entry.
+    let (mut names, mut symbols, mut indices, mut visits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, op) in COMPARE.iter().enumerate() {
+        let (p, name, symbol, code) = (wild(op.variant), op.name, op.symbol, i as u32);
+        let m = format_ident!("{}", op.name);
+        names.push(quote!(#p => #name));
+        symbols.push(quote!(#p => #symbol));
+        indices.push(quote!(#p => #code));
+        visits.push(quote!(#p => v.visit::<#m::Kernel>()));
+    }
     let modules = COMPARE.iter().map(|op| {
         let m = format_ident!("{}", op.name);
         let (symbol, unordered) = (op.symbol, op.unordered);
