@@ -481,20 +481,21 @@ pub fn compare_runtime() -> TokenStream {
     let count = COMPARE.len();
     let alls = COMPARE.iter().map(|op| wild(op.variant));
     // The arms of `name`, `symbol`, `index` and `visit`, one per entry.
-    let (mut names, mut symbols, mut indices, mut visits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut names, mut symbols, mut unordered, mut indices, mut visits) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, op) in COMPARE.iter().enumerate() {
-        let (p, name, symbol, code) = (wild(op.variant), op.name, op.symbol, i as u32);
+        let (p, name, symbol, nan, code) = (wild(op.variant), op.name, op.symbol, op.unordered, i as u32);
         let m = format_ident!("{}", op.name);
         names.push(quote!(#p => #name));
         symbols.push(quote!(#p => #symbol));
+        unordered.push(quote!(#p => #nan));
         indices.push(quote!(#p => #code));
         visits.push(quote!(#p => v.visit::<#m::Kernel>()));
     }
     let modules = COMPARE.iter().map(|op| {
         let m = format_ident!("{}", op.name);
-        let (symbol, unordered) = (op.symbol, op.unordered);
-        let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
-        let doc = format!("`a {symbol} b` as a type.");
+        let operator: TokenStream = op.symbol.parse().expect("the table's operators are Rust's");
+        let doc = format!("`a {} b` as a type.", op.symbol);
         quote! {
             #[doc = #doc]
             pub mod #m {
@@ -502,8 +503,6 @@ pub fn compare_runtime() -> TokenStream {
                 pub struct Kernel;
 
                 impl super::Comparison for Kernel {
-                    const SYMBOL: &'static str = #symbol;
-                    const UNORDERED: bool = #unordered;
                     #[inline(always)]
                     fn holds<T: PartialOrd>(a: T, b: T) -> bool {
                         a #operator b
@@ -535,6 +534,14 @@ pub fn compare_runtime() -> TokenStream {
             pub fn symbol(self) -> &'static str {
                 match self {
                     #(#symbols,)*
+                }
+            }
+
+            /// Its value when either operand is NaN (IEEE 754: true for
+            /// `ne` alone), for shaders that decide NaN by the bits.
+            pub fn unordered(self) -> bool {
+                match self {
+                    #(#unordered,)*
                 }
             }
 

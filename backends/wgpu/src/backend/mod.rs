@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::binary::BinaryVisitor;
-use blaze_runtime::compare::{CmpVisitor, Comparison};
 use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
@@ -303,20 +302,12 @@ fn binary_expr(op: BinaryOp, rhs: &str) -> (String, &'static str) {
 /// operand the comparison is its table entry's `unordered` value (IEEE
 /// 754's, which the CPU computes).
 fn cmp_expr(op: CmpOp, rhs: &str, float: bool) -> String {
-    /// The comparison of `a` and the right-hand side.
-    struct Expr<'a>(&'a str, bool);
-    impl CmpVisitor for Expr<'_> {
-        type Out = String;
-        fn visit<K: Comparison>(self) -> String {
-            let (o, rhs) = (K::SYMBOL, self.0);
-            match (self.1, K::UNORDERED) {
-                (false, _) => format!("b2f(a {o} {rhs})"),
-                (true, true) => format!("b2f(a {o} {rhs} || isnan_(a) || isnan_({rhs}))"),
-                (true, false) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
-            }
-        }
+    let o = op.symbol();
+    match (float, op.unordered()) {
+        (false, _) => format!("b2f(a {o} {rhs})"),
+        (true, true) => format!("b2f(a {o} {rhs} || isnan_(a) || isnan_({rhs}))"),
+        (true, false) => format!("b2f(a {o} {rhs} && !isnan_(a) && !isnan_({rhs}))"),
     }
-    op.visit(Expr(rhs, float))
 }
 
 /// A scalar as the bits of `dtype`'s device type.
