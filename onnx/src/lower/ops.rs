@@ -213,13 +213,15 @@ impl<'g> Lower<'g> {
         let a = self.input_val(n, 0)?.clone();
         let b = self.input_val(n, 1)?.clone();
         // Arithmetic on constants and known sizes (an exporter's shape
-        // arithmetic) is done here; a size stays a size. (A shape's sizes
-        // are combined below, where they may be named.)
-        let known = |v: &Val| if matches!(v, Val::Shape(_)) { None } else { v.known() };
+        // arithmetic, `chunk`'s `(size + 1) / 2`) is done here; a size stays
+        // a size and sizes stay sizes. (Named sizes are combined below.)
+        let known = |v: &Val| v.known();
         if let (Some(x), Some(y)) = (known(&a), known(&b)) {
             let v = fold(op, &x, &y, n.int("fmod") == Some(1))?;
             let size = matches!(a, Val::Scalar(_)) || matches!(b, Val::Scalar(_));
+            let sizes = matches!(a, Val::Shape(_)) || matches!(b, Val::Shape(_));
             let v = match v.as_i64() {
+                Some(k) if sizes => Val::Shape(k.iter().map(|&k| Dim::known(k)).collect()),
                 Some(k) if size && k.len() == 1 && v.dims.is_empty() => Val::Scalar(Dim::known(k[0])),
                 _ => Val::Const(v),
             };
@@ -291,17 +293,6 @@ impl<'g> Lower<'g> {
                         kind(&Val::Triangle(tri.clone()))
                     )),
                 }
-            }
-            // Known sizes and a constant (`chunk`'s `(size + 1) / 2` in the
-            // legacy exporter): computed, and sizes still.
-            (Val::Shape(x), Val::Const(c)) | (Val::Const(c), Val::Shape(x))
-                if c.as_i64().is_some() && x.iter().all(|d| d.value().is_some()) =>
-            {
-                let (ka, kb) = (a.known().expect("known sizes"), b.known().expect("integers"));
-                let v = fold(op, &ka, &kb, n.int("fmod") == Some(1))?;
-                let sizes = v.as_i64().ok_or("computes sizes that are not integers")?;
-                self.set(n, 0, Val::Shape(sizes.iter().map(|&k| Dim::known(k)).collect()));
-                Ok(())
             }
             // Sizes taken from a shape one at a time (`shape[2:3] * shape[3:4]`).
             (Val::Shape(x), Val::Shape(y)) if op == "Mul" && x.len() == 1 && y.len() == 1 => {
