@@ -265,10 +265,9 @@ impl<B: Backend> Tensor<B, 4> {
     pub fn avg_pool2d_input_grad(&self, input_shape: [usize; 4], options: Pool2dOptions) -> Self {
         self.assert_float("avg_pool2d_input_grad");
         let [n, c, h, w] = input_shape;
-        let oh = window_output_size(h, options.kernel[0], options.stride[0], options.padding[0], 1);
-        let ow = window_output_size(w, options.kernel[1], options.stride[1], options.padding[1], 1);
+        let plane = options.output_plane(h, w);
         assert!(
-            oh.is_some() && ow.is_some() && self.shape() == [n, c, oh.unwrap_or(0), ow.unwrap_or(0)],
+            !options.ceil_mode && plane.is_some_and(|[oh, ow]| self.shape() == [n, c, oh, ow]),
             "avg_pool2d_input_grad: output gradient {} does not match pooling {} with {options:?}",
             fmt_shape(&self.shape()),
             fmt_shape(&input_shape)
