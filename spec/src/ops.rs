@@ -506,6 +506,11 @@ pub const BINARY: &[Binary] = &[
     },
 ];
 
+/// The entry of the binary op named `name`.
+pub fn binary(name: &str) -> Option<&'static Binary> {
+    BINARY.iter().find(|b| b.name == name)
+}
+
 /// One elementwise comparison of two tensors of one dtype (broadcast, or
 /// the second a number), giving a bool tensor. Its operator is the same
 /// in Rust, WGSL and `#[cube]` code; with a NaN operand every comparison
@@ -553,6 +558,7 @@ mod tests {
             }
         }
         assert_eq!(unary("sigmoid").map(|u| u.variant), Some("Sigmoid"));
+        assert_eq!(binary("maximum").map(|b| b.with_number), Some("clamp_min"));
         for (i, a) in BINARY.iter().enumerate() {
             assert_eq!(a.body.is_empty(), a.domain == Domain::Bool, "{}: a body exactly for a non-bool op", a.name);
             assert_eq!(a.with_number.is_empty(), a.domain == Domain::Bool, "{}: a number form for a float op", a.name);

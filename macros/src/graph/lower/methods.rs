@@ -104,12 +104,8 @@ impl Lower<'_> {
             }
             Word::Clamp => {
                 let (lo, hi) = (self.number(arg(0))?, self.number(arg(1))?);
-                let [max, min] = ["maximum", "minimum"].map(|n| {
-                    blaze_spec::ops::BINARY
-                        .iter()
-                        .find(|op| op.name == n)
-                        .expect("the op table has maximum and minimum")
-                });
+                let [max, min] = ["maximum", "minimum"]
+                    .map(|n| blaze_spec::ops::binary(n).expect("the op table has maximum and minimum"));
                 let above = self.with_number(max, x, lo, span);
                 self.with_number(min, above, hi, span)
             }
