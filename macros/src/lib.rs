@@ -156,6 +156,23 @@ pub fn __cube_compare_ops(_: TokenStream) -> TokenStream {
     kernel::table::compare_cube().into()
 }
 
+/// The runtime's side of the reductions of the op table
+/// (`blaze_spec::ops::REDUCE`): `ReduceOp` and a type per op. Invoked
+/// once, by `blaze_runtime::reduction`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __reduce_ops(_: TokenStream) -> TokenStream {
+    kernel::table::reduce_runtime().into()
+}
+
+/// The CubeCL backend's side of the reductions: `#[cube]` functions that
+/// pick one's step by its code. Invoked once, by `blaze_cubecl`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __cube_reduce_ops(_: TokenStream) -> TokenStream {
+    kernel::table::reduce_cube().into()
+}
+
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
 /// launchers of every op's kernels. Invoked once, by `blaze_cubecl`.
 #[doc(hidden)]

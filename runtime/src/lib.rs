@@ -27,6 +27,7 @@ pub mod math;
 pub mod nn;
 pub mod optim;
 pub mod record;
+pub mod reduction;
 pub mod rng;
 pub mod rows;
 mod safetensors;

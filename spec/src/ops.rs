@@ -4,7 +4,9 @@
 //! poor or needs what the training forward does not keep, its
 //! derivative. An op of two tensors ([`BINARY`]): its name, dtypes, cost
 //! and body, from which its kernel and partials are printed as below. A
-//! comparison ([`COMPARE`]): its name, operator and value with NaN.
+//! comparison ([`COMPARE`]): its name, operator and value with NaN. A
+//! reduction over a dim ([`REDUCE`]): a fold's operator, or what a
+//! selection's winner beats.
 //!
 //! `blaze-macros` parses these bodies into its kernel IR and prints from
 //! them everything that computes the op: the runtime's `UnaryOp` enum, its
@@ -539,6 +541,48 @@ pub const COMPARE: &[Compare] = &[
     Compare { variant: "Ge", name: "ge", symbol: ">=", unordered: false },
 ];
 
+/// One reduction over a dim of a tensor of floats or i64. A fold
+/// combines the row's values with its operator from 0; a selection keeps
+/// the first value that beats the others by its operator (`v > best` for
+/// a max), a NaN beating every number and staying, and gives that value
+/// or, with `index`, its position (as i64). Every backend's reduction
+/// loop is generated from this step; a backend that starts from a
+/// constant (a shader's tree) starts a selection from the value every
+/// number beats or ties (`-inf` for `>`, `+inf` for `<`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Reduce {
+    /// The `ReduceOp` variant.
+    pub variant: &'static str,
+    /// The op's name (PyTorch's) as it appears in messages.
+    pub name: &'static str,
+    /// What the op does with the row's values.
+    pub kind: ReduceKind,
+}
+
+/// How a [`Reduce`] combines a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    /// `acc <op> v` over the row from 0: the operator (`+`).
+    Fold(&'static str),
+    /// The first value `v` with `v <op> best`; NaN wins. `index`: the
+    /// result is its position, not its value.
+    Select {
+        /// The operator, `>` or `<`.
+        beats: &'static str,
+        /// The result is the position.
+        index: bool,
+    },
+}
+
+/// Every reduction, in the order of `ReduceOp`'s variants.
+pub const REDUCE: &[Reduce] = &[
+    Reduce { variant: "Sum", name: "sum", kind: ReduceKind::Fold("+") },
+    Reduce { variant: "Max", name: "max", kind: ReduceKind::Select { beats: ">", index: false } },
+    Reduce { variant: "Min", name: "min", kind: ReduceKind::Select { beats: "<", index: false } },
+    Reduce { variant: "ArgMax", name: "argmax", kind: ReduceKind::Select { beats: ">", index: true } },
+    Reduce { variant: "ArgMin", name: "argmin", kind: ReduceKind::Select { beats: "<", index: true } },
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,6 +608,19 @@ mod tests {
             assert_eq!(a.with_number.is_empty(), a.domain == Domain::Bool, "{}: a number form for a float op", a.name);
             for b in &BINARY[i + 1..] {
                 assert!(a.name != b.name && a.variant != b.variant, "{} twice", a.name);
+            }
+        }
+        for (i, a) in REDUCE.iter().enumerate() {
+            match a.kind {
+                ReduceKind::Fold(op) => {
+                    assert_eq!(op, "+", "{}: a fold from 0 needs an operator 0 is neutral for", a.name)
+                }
+                ReduceKind::Select { beats, .. } => {
+                    assert!(beats == ">" || beats == "<", "{}: a selection orders", a.name)
+                }
+            }
+            for b in &REDUCE[i + 1..] {
+                assert!(a.name != b.name && a.variant != b.variant && a.kind != b.kind, "{} twice", a.name);
             }
         }
         for (i, a) in COMPARE.iter().enumerate() {

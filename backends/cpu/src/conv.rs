@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 
+use blaze_runtime::reduction::{Reduction, max};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{Conv2dOptions, Pool2dOptions};
 
@@ -453,7 +454,7 @@ pub(crate) fn max_pool2d<T: Num>(
                             let row = &src[y * geo.w..][..geo.w];
                             for x in xr.clone() {
                                 let v = row[x];
-                                if !best.is_nan() && (v.is_nan() || v > best) {
+                                if max::Kernel::beats(v, best) {
                                     best = v;
                                     best_at = y * geo.w + x;
                                 }
@@ -561,9 +562,9 @@ fn best_of_4<T: Num>(taps: [T; 4], w: i64) -> (T, i64) {
     let (mut best, mut at) = (taps[0], 0);
     for k in 1..4 {
         let v = taps[k];
-        // Non-short-circuit operators and selects: the outcome is
-        // data-dependent, and a branch on it mispredicts half the time.
-        let take = !best.is_nan() & (v.is_nan() | (v > best));
+        // Selects, not branches: the outcome is data-dependent, and a
+        // branch on it mispredicts half the time.
+        let take = max::Kernel::beats(v, best);
         best = if take { v } else { best };
         at = if take { offsets[k] } else { at };
     }

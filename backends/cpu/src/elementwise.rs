@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, should_fork};
 use crate::pool::{self, Pooled};
-use crate::reduce::{LANES, Lanes, reduce16, sum_map2, sum_slice};
+use crate::reduce::{max_slice, sum_map2, sum_slice};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -594,36 +594,6 @@ where
     })
 }
 
-/// The largest element of a non-empty row, NaN if any is (as the composed
-/// softmax): lanes of plain compares that vectorise (as `reduce::sum_map`), the NaN check
-/// folded in as `v != v`, rather than one branchy scalar pass.
-#[inline(always)]
-fn row_max<T: Float>(x: &[T]) -> T {
-    // `v` wins when it is larger or NaN, and a NaN stays (it is larger
-    // than nothing).
-    #[allow(clippy::eq_op)]
-    let keep = |m: T, v: T| if v > m || v != v { v } else { m };
-    let mut lanes = Lanes::splat(x[0]);
-    let chunks = x.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    for c in chunks {
-        lanes.fold(c, |v| v, keep);
-    }
-    let mut max = lanes.reduce(keep);
-    let sixteens = rest.chunks_exact(16);
-    let tail = sixteens.remainder();
-    if sixteens.len() > 0 {
-        let mut v = [x[0]; 16];
-        for c in sixteens {
-            for i in 0..16 {
-                v[i] = keep(v[i], c[i]);
-            }
-        }
-        max = keep(max, reduce16(v, keep));
-    }
-    tail.iter().fold(max, |m, &v| keep(m, v))
-}
-
 /// How many leading entries of row `r` a softmax over the last dim of
 /// `shape` sees: all of them, or with `causal` keys `0..=i` for query `i`
 /// (the row's index in dim -2).
@@ -682,7 +652,7 @@ pub(crate) unsafe fn softmax_row<T: Float>(source: Option<&[T]>, out: &mut [Mayb
     }
     // With a positive scale, the max of the scaled row is the scaled max.
     // SAFETY: without a source, the caller initialised every slot.
-    let max = row_max(source.unwrap_or_else(|| unsafe { pool::written(out) }));
+    let max = max_slice(source.unwrap_or_else(|| unsafe { pool::written(out) }));
     if max == T::from_f64(f64::NEG_INFINITY) {
         let masked = if log { max } else { T::ZERO };
         for o in out.iter_mut() {
@@ -757,7 +727,7 @@ pub(crate) fn cross_entropy_rows<T: Float>(
         dispatch(
             #[inline(always)]
             || {
-                let max = row_max(z);
+                let max = max_slice(z);
                 for (g, &v) in grad.iter_mut().zip(z) {
                     *g = (v - max).fast_exp();
                 }

@@ -47,7 +47,7 @@ use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
-use crate::reduce::Fold;
+use blaze_runtime::reduction::{ReduceVisitor, Reduction};
 pub use crate::storage::CpuStorage;
 use crate::storage::{Array, Float, Num, map_storage};
 
@@ -244,13 +244,22 @@ fn reduce_num<T: Num>(op: ReduceOp, a: &Array<T>, dim: usize) -> CpuStorage
 where
     Array<T>: IntoStorage,
 {
-    match op {
-        ReduceOp::Sum => reduce::fold(a, dim, Fold::Sum).into_storage(),
-        ReduceOp::Max => reduce::fold(a, dim, Fold::Max).into_storage(),
-        ReduceOp::Min => reduce::fold(a, dim, Fold::Min).into_storage(),
-        ReduceOp::ArgMax => CpuStorage::I64(reduce::arg(a, dim, true)),
-        ReduceOp::ArgMin => CpuStorage::I64(reduce::arg(a, dim, false)),
+    /// Runs the reduction it is handed over `dim` of its array.
+    struct Run<'a, T>(&'a Array<T>, usize);
+    impl<T: Num> ReduceVisitor for Run<'_, T>
+    where
+        Array<T>: IntoStorage,
+    {
+        type Out = CpuStorage;
+        fn visit<R: Reduction>(self) -> CpuStorage {
+            if R::POSITION {
+                CpuStorage::I64(reduce::position::<R, T>(self.0, self.1))
+            } else {
+                reduce::fold::<R, T>(self.0, self.1).into_storage()
+            }
+        }
     }
+    op.visit(Run(a, dim))
 }
 
 /// Wraps a typed array back into the storage enum.

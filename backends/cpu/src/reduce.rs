@@ -1,6 +1,7 @@
 //! Reductions over one dim, kept with size 1. The input is viewed as
 //! `[outer, n, inner]` (copied to row-major first if it is strided).
 
+use blaze_runtime::reduction::{Reduction, max, sum};
 use blaze_runtime::shape::Dims;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, chunks_mut, should_fork};
@@ -94,35 +95,49 @@ pub(crate) fn reduce16<T: Copy>(v: [T; 16], op: impl Fn(T, T) -> T) -> T {
     op(op(four[0], four[2]), op(four[1], four[3]))
 }
 
-/// `sum(f(a_i))` over a contiguous run: [`LANES`] at a time, then 16 at a
-/// time (short rows, a causal softmax's, are mostly this), then one at a
-/// time. Each phase keeps its own accumulators, and the loops are written
-/// out here: behind one more generic helper, or with one array touched by
-/// two loops of different shapes, the accumulators went through the stack.
+/// The reduction `R` of `f(a_i)` over a contiguous run, from `init` (a
+/// fold's 0, a selection's first element): [`LANES`] at a time, then 16
+/// at a time (short rows, a causal softmax's, are mostly this), then one
+/// at a time. Each phase keeps its own accumulators, and the loops are
+/// written out here: behind one more generic helper, or with one array
+/// touched by two loops of different shapes, the accumulators went
+/// through the stack.
 #[inline(always)]
-pub(crate) fn sum_map<T: Num>(s: &[T], f: impl Fn(T) -> T) -> T {
-    let mut acc = Lanes::splat(T::ZERO);
+pub(crate) fn reduce_map<R: Reduction, T: Num>(s: &[T], init: T, f: impl Fn(T) -> T) -> T {
+    let mut acc = Lanes::splat(init);
     let chunks = s.chunks_exact(LANES);
     let rest = chunks.remainder();
     for c in chunks {
-        acc.fold(c, &f, |a, b| a + b);
+        acc.fold(c, &f, R::step);
     }
-    let mut total = acc.reduce(|a, b| a + b);
+    let mut total = acc.reduce(R::step);
     let sixteens = rest.chunks_exact(16);
     let tail = sixteens.remainder();
     if sixteens.len() > 0 {
-        let mut v = [T::ZERO; 16];
+        let mut v = [init; 16];
         for c in sixteens {
             for i in 0..16 {
-                v[i] += f(c[i]);
+                v[i] = R::step(v[i], f(c[i]));
             }
         }
-        total += reduce16(v, |a, b| a + b);
+        total = R::step(total, reduce16(v, R::step));
     }
     for &x in tail {
-        total += f(x);
+        total = R::step(total, f(x));
     }
     total
+}
+
+/// `sum(f(a_i))` over a contiguous run ([`reduce_map`]).
+#[inline(always)]
+pub(crate) fn sum_map<T: Num>(s: &[T], f: impl Fn(T) -> T) -> T {
+    reduce_map::<sum::Kernel, T>(s, T::ZERO, f)
+}
+
+/// The largest element of a non-empty run; a NaN wins ([`reduce_map`]).
+#[inline(always)]
+pub(crate) fn max_slice<T: Num>(s: &[T]) -> T {
+    reduce_map::<max::Kernel, T>(s, s[0], |v| v)
 }
 
 /// `sum(f(a_i, b_i))` over two runs of one length.
@@ -170,21 +185,14 @@ pub(crate) fn sum_squares<T: Num>(a: &Array<T>) -> Array<T> {
     pool::filled(&[], total, |_| {})
 }
 
-/// True when `v` should replace `best` for a max (`greater`) or a min: NaN
-/// wins and stays.
-#[inline]
-fn better<T: Num>(v: T, best: T, greater: bool) -> bool {
-    !best.is_nan() && (v.is_nan() || if greater { v > best } else { v < best })
-}
-
-/// Sum, max or min over `dim`.
-pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
+/// The value of the reduction `R` (a fold, or a selection's winner) over
+/// `dim`.
+pub(crate) fn fold<R: Reduction, T: Num>(a: &Array<T>, dim: usize) -> Array<T> {
     let a = pool::standard(a);
     let s = a.as_slice().expect("standard layout is contiguous");
     let (outer, n, inner) = dims(a.shape(), dim);
     let shape = out_shape(a.shape(), dim);
     let fork = should_fork(s.len(), CHEAP_OP_MIN) && outer * inner > 1;
-    let greater = kind == Fold::Max;
     pool::filled(&shape, T::ZERO, |out| {
         if inner == 1 {
             // Rows in runs of about `CHUNK` values, each run in one call
@@ -195,13 +203,8 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
                     || {
                         for (o, x) in out.iter_mut().enumerate() {
                             let r = &s[(first + o) * n..][..n];
-                            *x = match kind {
-                                Fold::Sum => sum_slice(r),
-                                _ => r
-                                    .iter()
-                                    .copied()
-                                    .fold(r[0], |best, v| if better(v, best, greater) { v } else { best }),
-                            };
+                            // A fold from its 0, a selection from the first value.
+                            *x = reduce_map::<R, T>(r, if R::SELECTS { r[0] } else { T::ZERO }, |v| v);
                         }
                     },
                 )
@@ -221,14 +224,7 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
                     || {
                         for j in 1..n {
                             let r = &base[j * inner..(j + 1) * inner];
-                            match kind {
-                                Fold::Sum => acc.iter_mut().zip(r).for_each(|(a, &v)| *a += v),
-                                _ => acc.iter_mut().zip(r).for_each(|(a, &v)| {
-                                    if better(v, *a, greater) {
-                                        *a = v
-                                    }
-                                }),
-                            }
+                            acc.iter_mut().zip(r).for_each(|(a, &v)| *a = R::step(*a, v));
                         }
                     },
                 );
@@ -245,16 +241,9 @@ pub(crate) fn fold<T: Num>(a: &Array<T>, dim: usize, kind: Fold) -> Array<T> {
     })
 }
 
-/// Which fold to run.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Fold {
-    Sum,
-    Max,
-    Min,
-}
-
-/// Index of the first maximum (`greater`) or minimum over `dim`; NaN wins.
-pub(crate) fn arg<T: Num>(a: &Array<T>, dim: usize, greater: bool) -> Array<i64> {
+/// The position of the first winner of the selection `R` over `dim`; NaN
+/// wins.
+pub(crate) fn position<R: Reduction, T: Num>(a: &Array<T>, dim: usize) -> Array<i64> {
     let a = pool::standard(a);
     let s = a.as_slice().expect("standard layout is contiguous");
     let (outer, n, inner) = dims(a.shape(), dim);
@@ -266,7 +255,7 @@ pub(crate) fn arg<T: Num>(a: &Array<T>, dim: usize, greater: bool) -> Array<i64>
                 let mut best_j = 0;
                 for j in 1..n {
                     let v = at(j);
-                    if better(v, best, greater) {
+                    if R::beats(v, best) {
                         best = v;
                         best_j = j;
                     }

@@ -209,8 +209,6 @@ pub trait Num:
     const ONE: Self;
     /// Converts as `as` does.
     fn from_f64(v: f64) -> Self;
-    /// True for a float NaN.
-    fn is_nan(self) -> bool;
 }
 
 impl Num for f32 {
@@ -218,9 +216,6 @@ impl Num for f32 {
     const ONE: Self = 1.0;
     fn from_f64(v: f64) -> Self {
         v as f32
-    }
-    fn is_nan(self) -> bool {
-        self.is_nan()
     }
 }
 
@@ -230,9 +225,6 @@ impl Num for f64 {
     fn from_f64(v: f64) -> Self {
         v
     }
-    fn is_nan(self) -> bool {
-        self.is_nan()
-    }
 }
 
 impl Num for i64 {
@@ -240,9 +232,6 @@ impl Num for i64 {
     const ONE: Self = 1;
     fn from_f64(v: f64) -> Self {
         v as i64
-    }
-    fn is_nan(self) -> bool {
-        false
     }
 }
 

@@ -54,6 +54,13 @@ pub mod __private {
         blaze_macros::__cube_compare_ops!();
     }
 
+    /// The op table's reductions (`blaze_runtime::reduction`) as
+    /// `#[cube]` steps that pick one by its code.
+    #[allow(missing_docs, unused_mut)]
+    pub mod reduce {
+        blaze_macros::__cube_reduce_ops!();
+    }
+
     /// The runtime's row kernels (`blaze_runtime::rows`) as `#[cube]`
     /// code and launchers, printed from the same source as their WGSL.
     #[allow(missing_docs, non_snake_case, unused_parens, unused_mut, unused_variables, clippy::all)]

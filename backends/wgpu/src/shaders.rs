@@ -16,6 +16,8 @@
 //! `u32` parameters, read with `pu(k)` (`pf(k)` for an f32's bits):
 //! `wgsl/common.wgsl`, which [`Template::shader`] puts first.
 
+use blaze_runtime::ReduceOp;
+
 /// Invocations per workgroup of one-element-per-invocation kernels.
 pub const WG: u32 = 256;
 
@@ -50,14 +52,14 @@ templates! {
     /// One part of a concatenation: hole `ty`.
     CAT = "cat";
     /// A reduction, a workgroup per output: holes `out_ty`, `combine`
-    /// ([`COMBINE_SUM`] or [`COMBINE_BEST`]), `identity`, `result`.
+    /// ([`COMBINE_FOLD`] or [`COMBINE_SELECT`]), `identity`, `result`.
     REDUCE = "reduce";
     /// A reduction, an invocation per output: [`REDUCE`]'s holes.
     REDUCE_SHORT = "reduce_short";
-    /// A sum's `comb`.
-    COMBINE_SUM = "combine_sum";
-    /// A max's or min's `comb`: hole `better` (`>` or `<`).
-    COMBINE_BEST = "combine_best";
+    /// A fold's `comb`: hole `op` (the table's operator).
+    COMBINE_FOLD = "combine_fold";
+    /// A selection's `comb`: hole `beats` (`>` or `<`).
+    COMBINE_SELECT = "combine_select";
     /// Inference attention with an online softmax: hole `width`.
     ATTENTION = "attention";
     /// One Adam or AdamW step.
@@ -211,18 +213,16 @@ pub fn kernel(inputs: &[&str], funcs: &str, call: &str) -> String {
     KERNEL.shader(&[("bindings", &bindings(&bufs)), ("functions", funcs), ("call", call)])
 }
 
-/// The reduction `op` (`sum`, `max`, `min`, `argmax` or `argmin`): over
+/// The reduction `op` of the table, its step printed from the entry: over
 /// `short` rows [`REDUCE_SHORT`], else [`REDUCE`].
-pub fn reduce(op: &str, short: bool) -> String {
-    let arg = op.starts_with("arg");
-    let combine = match op {
-        "sum" => COMBINE_SUM.render(&[]),
-        _ => COMBINE_BEST.render(&[("better", if op.ends_with("max") { ">" } else { "<" })]),
-    };
-    let identity = match op {
-        "sum" => "0.0",
-        "max" | "argmax" => "bitcast<f32>(0xff800000u)",
-        _ => "bitcast<f32>(0x7f800000u)",
+pub fn reduce(op: ReduceOp, short: bool) -> String {
+    let arg = op.position();
+    let (combine, identity) = if !op.selects() {
+        (COMBINE_FOLD.render(&[("op", op.symbol())]), "0.0")
+    } else {
+        // The value every number beats or ties: -inf for `>`, +inf for `<`.
+        let worst = if op.symbol() == ">" { "bitcast<f32>(0xff800000u)" } else { "bitcast<f32>(0x7f800000u)" };
+        (COMBINE_SELECT.render(&[("beats", op.symbol())]), worst)
     };
     let (template, result) = match (short, arg) {
         (true, true) => (REDUCE_SHORT, "ix"),

@@ -7,7 +7,9 @@
 //! kernels. A fused group calls the runtime's kernel, so an op computes
 //! the same bits fused and unfused.
 
-use blaze_spec::ops::{BINARY, Binary, COMPARE, Cost, Domain, Grad, MAX_UNARY_PARAMS, UNARY, Unary};
+use blaze_spec::ops::{
+    BINARY, Binary, COMPARE, Cost, Domain, Grad, MAX_UNARY_PARAMS, REDUCE, ReduceKind, UNARY, Unary,
+};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -600,6 +602,190 @@ pub fn compare_cube() -> TokenStream {
         pub fn op_u32(a: u32, b: u32, #[comptime] code: u32) -> bool {
             let mut r = false;
             #(#words)*
+            r
+        }
+    }
+}
+
+/// The runtime's side of the reductions: `ReduceOp`, and per op a
+/// `Reduction` type whose `step` is the table's fold or selection.
+pub fn reduce_runtime() -> TokenStream {
+    let wild = |v: &str| {
+        let v = format_ident!("{}", v);
+        quote!(ReduceOp::#v)
+    };
+    let variants = REDUCE.iter().map(|op| {
+        let v = format_ident!("{}", op.variant);
+        let doc = match op.kind {
+            ReduceKind::Fold(symbol) => format!("`{symbol}` over the dim, from 0 (floats, i64)."),
+            ReduceKind::Select { beats, index: false } => {
+                format!("The value that beats the others by `{beats}`, NaN winning (floats, i64).")
+            }
+            ReduceKind::Select { beats, index: true } => format!(
+                "The position (i64) of the first value that beats the others by `{beats}`, NaN winning (floats, i64)."
+            ),
+        };
+        quote!(#[doc = #doc] #v)
+    });
+    let count = REDUCE.len();
+    let alls = REDUCE.iter().map(|op| wild(op.variant));
+    let (mut names, mut symbols, mut selects, mut positions, mut indices, mut visits) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut modules = Vec::new();
+    for (i, op) in REDUCE.iter().enumerate() {
+        let (p, name, code) = (wild(op.variant), op.name, i as u32);
+        let m = format_ident!("{}", op.name);
+        let (symbol, select, position) = match op.kind {
+            ReduceKind::Fold(symbol) => (symbol, false, false),
+            ReduceKind::Select { beats, index } => (beats, true, index),
+        };
+        names.push(quote!(#p => #name));
+        symbols.push(quote!(#p => #symbol));
+        selects.push(quote!(#p => #select));
+        positions.push(quote!(#p => #position));
+        indices.push(quote!(#p => #code));
+        visits.push(quote!(#p => v.visit::<#m::Kernel>()));
+        let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+        let (beats, step) = if select {
+            (
+                // Non-short-circuit operators: the outcome is data-dependent,
+                // and a branch on it mispredicts; these compile to selects.
+                quote! {
+                    #[allow(clippy::eq_op)]
+                    let nan = |x: &T| x != x;
+                    !nan(&best) & (nan(&v) | (v #operator best))
+                },
+                quote!(if Self::beats(v, acc) { v } else { acc }),
+            )
+        } else {
+            (quote!(false), quote!(acc #operator v))
+        };
+        let doc = format!("`{name}` as a type.");
+        modules.push(quote! {
+            #[doc = #doc]
+            pub mod #m {
+                /// The reduction's type.
+                pub struct Kernel;
+
+                impl super::Reduction for Kernel {
+                    const SELECTS: bool = #select;
+                    const POSITION: bool = #position;
+
+                    #[inline(always)]
+                    fn beats<T: PartialOrd>(v: T, best: T) -> bool {
+                        #beats
+                    }
+
+                    #[inline(always)]
+                    fn step<T: Copy + PartialOrd + ::core::ops::Add<Output = T>>(acc: T, v: T) -> T {
+                        #step
+                    }
+                }
+            }
+        });
+    }
+    quote! {
+        /// Reductions over one dim, one per entry of the op table
+        /// (`blaze_spec::ops::REDUCE`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum ReduceOp {
+            #(#variants,)*
+        }
+
+        impl ReduceOp {
+            /// Every reduction, in the table's order.
+            pub const ALL: [ReduceOp; #count] = [#(#alls),*];
+
+            /// The op's name as it appears in messages.
+            pub fn name(self) -> &'static str {
+                match self {
+                    #(#names,)*
+                }
+            }
+
+            /// A fold's operator, or what a selection's winner beats the
+            /// others by; the same in Rust, WGSL and `#[cube]` code.
+            pub fn symbol(self) -> &'static str {
+                match self {
+                    #(#symbols,)*
+                }
+            }
+
+            /// Whether the op selects one value (max, argmax) rather than
+            /// folding them all.
+            pub fn selects(self) -> bool {
+                match self {
+                    #(#selects,)*
+                }
+            }
+
+            /// Whether the result is the winner's position (as i64).
+            pub fn position(self) -> bool {
+                match self {
+                    #(#positions,)*
+                }
+            }
+
+            /// The op's position in the table: its code where a backend
+            /// picks the op while compiling a kernel.
+            pub fn index(self) -> u32 {
+                match self {
+                    #(#indices,)*
+                }
+            }
+
+            /// Hands `v` the reduction as a type.
+            #[inline]
+            pub fn visit<V: ReduceVisitor>(self, v: V) -> V::Out {
+                match self {
+                    #(#visits,)*
+                }
+            }
+        }
+
+        #(#modules)*
+    }
+}
+
+/// The CubeCL backend's side of the reductions: `beats(v, j, best, i,
+/// code)`, whether value `v` at `j` beats `best` at `i` under selection
+/// number `code` of the table (`ReduceOp::index`; NaN wins, then the
+/// operator, then the lower position), and `fold(acc, v, code)`.
+pub fn reduce_cube() -> TokenStream {
+    let mut beats = Vec::new();
+    let mut folds = Vec::new();
+    for (i, op) in REDUCE.iter().enumerate() {
+        let code = i as u32;
+        match op.kind {
+            ReduceKind::Fold(symbol) => {
+                let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+                folds.push(quote!(if comptime!(code == #code) { r = acc #operator v; }));
+            }
+            ReduceKind::Select { beats: symbol, .. } => {
+                let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+                beats.push(quote!(if comptime!(code == #code) { better = v #operator best; }));
+            }
+        }
+    }
+    quote! {
+        use ::cubecl::prelude::*;
+
+        /// Whether `v` at position `j` beats `best` at `i` under the
+        /// selection numbered `code`: a NaN beats numbers (the first NaN
+        /// stays), then the table's operator, then the lower position.
+        #[cube]
+        pub fn beats(v: f32, j: u32, best: f32, i: u32, #[comptime] code: u32) -> bool {
+            let (v_nan, best_nan) = (crate::backend::kernels::is_nan(v), crate::backend::kernels::is_nan(best));
+            let mut better = false;
+            #(#beats)*
+            select(best_nan, v_nan && j < i, v_nan || better || (v == best && j < i))
+        }
+
+        /// The fold numbered `code` of `acc` and `v`.
+        #[cube]
+        pub fn fold(acc: f32, v: f32, #[comptime] code: u32) -> f32 {
+            let mut r = acc;
+            #(#folds)*
             r
         }
     }

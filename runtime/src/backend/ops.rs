@@ -3,35 +3,8 @@
 
 pub use crate::binary::BinaryOp;
 pub use crate::compare::CmpOp;
+pub use crate::reduction::ReduceOp;
 pub use crate::unary::UnaryOp;
-
-/// Reductions over one dim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Sum (floats, i64).
-    Sum,
-    /// Maximum, NaN-propagating (floats, i64).
-    Max,
-    /// Minimum, NaN-propagating (floats, i64).
-    Min,
-    /// Index of the first maximum, as i64; a NaN counts as the maximum.
-    ArgMax,
-    /// Index of the first minimum, as i64; a NaN counts as the minimum.
-    ArgMin,
-}
-
-impl ReduceOp {
-    /// The op's name as it appears in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-        }
-    }
-}
 
 /// What a softmax computes over its dim: `softmax(scale * x)` (or its log
 /// with `log`), and with `causal` the entries past the diagonal of the last

@@ -44,7 +44,7 @@ macro_rules! conformance_suite {
     };
     ($backend:ty, $device:expr, if $available:expr) => {
         $crate::conformance_suite!(@each $backend, $device, $available;
-            creation_and_readback, random_is_seeded, unary_ops, unary_ops_match_pytorch, binary_ops_match_their_kernels, tape_binary_gradients_are_the_tables, comparisons_match_the_table, binary_broadcasting,
+            creation_and_readback, random_is_seeded, unary_ops, unary_ops_match_pytorch, binary_ops_match_their_kernels, tape_binary_gradients_are_the_tables, comparisons_match_the_table, reductions_match_the_table, binary_broadcasting,
             binary_strided_inputs, scalar_ops_and_operators, integer_and_bool_ops,
             comparisons_where_and_masks, reductions, reductions_edge_cases, matmul,
             matmul_batched_and_strided, shape_ops, cat_stack_split_pad, indexing,

@@ -212,6 +212,59 @@ pub fn comparisons_match_the_table<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// Every reduction of the table over every dim, in every float dtype and
+/// i64, against its step run in order in f64 (a fold from 0; a
+/// selection's first winner, a NaN winning): short and long rows (the
+/// vector and tree paths), with ties, signed zeros, infinities and NaN.
+pub fn reductions_match_the_table<B: Backend>(dev: &B::Device) {
+    use super::reference;
+    use crate::ReduceOp;
+    use crate::reduction::{ReduceVisitor, Reduction};
+
+    /// The reduction of a row, one element after another.
+    struct InOrder<'a>(&'a [f64]);
+    impl ReduceVisitor for InOrder<'_> {
+        type Out = f64;
+        fn visit<R: Reduction>(self) -> f64 {
+            let row = self.0;
+            if !R::SELECTS {
+                return row.iter().fold(0.0, |acc, &v| R::step(acc, v));
+            }
+            let at = (1..row.len()).fold(0, |at, j| if R::beats(row[j], row[at]) { j } else { at });
+            if R::POSITION { at as f64 } else { row[at] }
+        }
+    }
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    // Small values whose sums are exact in every dtype; ties on purpose.
+    let finite = [-2.0, -0.0, 0.0, 1.5, 3.0, 1.5, -2.0];
+    let edges = [-inf, 3.0, -0.0, inf, 0.0, 1.5, nan, 3.0, -inf, 1.5, nan];
+    for shape in [[3, 7, 2], [2, 300, 1]] {
+        let count = shape.iter().product::<usize>();
+        for (points, with_edges) in [(&finite[..], false), (&edges[..], true)] {
+            // A spread that puts the points in every order.
+            let x: Vec<f64> = (0..count).map(|i| points[(i * 5 + i / 7) % points.len()]).collect();
+            for dtype in FLOATS.into_iter().chain((!with_edges).then_some(DType::I64)) {
+                let t = tensor::<B, 3>(&x, shape, dtype, dev);
+                // The points as the dtype holds them (i64 truncates).
+                let x = super::values(&t);
+                for op in ReduceOp::ALL {
+                    for dim in 0..3 {
+                        let got: Tensor<B, 3> = Tensor::from_storage(B::reduce(op, t.storage(), dim));
+                        let want = reference::reduce(&x, &shape, dim, |row| op.visit(InOrder(row)));
+                        let mut out = shape;
+                        out[dim] = 1;
+                        let what = format!("{} over dim {dim} of {shape:?} ({dtype})", op.name());
+                        assert_close(&what, &got, &want, &out, (0.0, 0.0));
+                        if op.position() {
+                            assert_eq!(got.dtype(), DType::I64, "{what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The tape's gradients of every float binary op are the table's
 /// partials (`g ∂K/∂a`, `g ∂K/∂b`, each summed to its operand's shape),
 /// those it computes in closed form (`g`, `-g`, `g b`, `g / b`, ...)

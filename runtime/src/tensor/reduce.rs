@@ -11,7 +11,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     fn reduce_dim(&self, op: ReduceOp, dim: usize) -> Self {
         let dtype = self.dtype();
         assert!(dtype != DType::Bool, "{}: not defined for dtype bool (cast to i64 first)", op.name());
-        if op != ReduceOp::Sum {
+        if op.selects() {
             assert!(self.shape()[dim] > 0, "{}: dim {dim} of shape {} is empty", op.name(), fmt_shape(&self.shape()));
         }
         Self::wrap(B::reduce(op, &self.storage, dim))

@@ -1,9 +1,10 @@
 //! Reductions over one dim. Sums go through cubek's reduce, its routine
 //! (a unit, a plane or a cube per row) autotuned per shape class with
-//! this file's own kernels among the candidates. Max, min, argmax and
-//! argmin run this file's kernels: they propagate NaN (argmax and argmin
-//! pick the first NaN, ties take the first index), as the CPU does and
-//! cubek's do not.
+//! this file's own kernels among the candidates. The other reductions
+//! (the op table's selections: max, min, argmax, argmin) run this file's
+//! kernels: they propagate NaN (argmax and argmin pick the first NaN, ties
+//! take the first index), as the CPU does and cubek's do not. The
+//! kernels' steps are the table's (`__private::reduce`: `fold`, `beats`).
 
 use blaze_runtime::{DType, ReduceOp};
 use cubecl::config::autotune::AutotuneLevel;
@@ -12,30 +13,14 @@ use cubek_reduce::components::instructions::ReduceOperationConfig;
 use cubek_reduce::launch::{ReduceDtypes, ReduceStrategy, RoutineStrategy, VectorizationStrategy};
 use cubek_reduce::routines::{BlueprintStrategy, cube::CubeStrategy, plane::PlaneStrategy, unit::UnitStrategy};
 
-use super::kernels::is_nan;
 use super::{CubeNative, CubeStorage, grid, indices};
+use crate::__private::reduce::{beats, fold};
 use crate::tune::{Candidate, class};
-
-const SUM: u32 = 0;
-const MAX: u32 = 1;
-const MIN: u32 = 2;
 
 /// Units of the cube that reduces one long row. Shared-memory sizes and
 /// steps in `#[cube]` code are written as literals (256): an expression
 /// of this constant there fails CubeCL's IR check.
 const TREE: u32 = 256;
-
-/// Whether `(b, j)` beats `(a, i)` under max (`op == MAX`) or min: NaN
-/// beats numbers, and among equals the first index wins.
-#[cube]
-fn beats(b: f32, j: u32, a: f32, i: u32, #[comptime] op: u32) -> bool {
-    let (a_nan, b_nan) = (is_nan(a), is_nan(b));
-    let mut better = b > a;
-    if comptime!(op == MIN) {
-        better = b < a;
-    }
-    select(a_nan, b_nan && j < i, b_nan || better || (b == a && j < i))
-}
 
 /// One unit per output: the row `x[o / inner, .., o % inner]` of `n`
 /// values, stride `inner`.
@@ -47,6 +32,7 @@ fn rows_kernel(
     n: usize,
     inner: usize,
     #[comptime] op: u32,
+    #[comptime] selects: bool,
 ) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
@@ -54,20 +40,20 @@ fn rows_kernel(
     let base = (ABSOLUTE_POS / inner) * n * inner + ABSOLUTE_POS % inner;
     let mut acc = 0.0f32;
     let mut best = 0u32;
-    if comptime!(op != SUM) {
+    if comptime!(selects) {
         acc = x[base];
     }
     for j in 0..n {
         let v = x[base + j * inner];
-        if comptime!(op == SUM) {
-            acc += v;
+        if comptime!(!selects) {
+            acc = fold(acc, v, op);
         } else if beats(v, j as u32, acc, best, op) {
             acc = v;
             best = j as u32;
         }
     }
     out[ABSOLUTE_POS] = acc;
-    if comptime!(op != SUM) {
+    if comptime!(selects) {
         at[ABSOLUTE_POS] = best;
     }
 }
@@ -82,6 +68,7 @@ fn tree_kernel(
     n: usize,
     inner: usize,
     #[comptime] op: u32,
+    #[comptime] selects: bool,
 ) {
     let o = CUBE_POS;
     if o >= out.len() {
@@ -93,15 +80,15 @@ fn tree_kernel(
     let mut idxs = Shared::<[u32]>::new_slice(256usize);
     let mut acc = 0.0f32;
     let mut best = 0xffff_ffffu32;
-    if comptime!(op != SUM) {
+    if comptime!(selects) {
         acc = x[base];
         best = 0u32;
     }
     let mut j = unit;
     while j < n {
         let v = x[base + j * inner];
-        if comptime!(op == SUM) {
-            acc += v;
+        if comptime!(!selects) {
+            acc = fold(acc, v, op);
         } else if beats(v, j as u32, acc, best, op) {
             acc = v;
             best = j as u32;
@@ -121,8 +108,8 @@ fn tree_kernel(
             let i = idxs[unit];
             let mut v = a;
             let mut w = i;
-            if comptime!(op == SUM) {
-                v = a + b;
+            if comptime!(!selects) {
+                v = fold(a, b, op);
             } else if beats(b, k, a, i, op) {
                 v = b;
                 w = k;
@@ -135,7 +122,7 @@ fn tree_kernel(
     }
     if unit == 0 {
         out[o] = vals[0];
-        if comptime!(op != SUM) {
+        if comptime!(selects) {
             at[o] = idxs[0];
         }
     }
@@ -143,12 +130,13 @@ fn tree_kernel(
 
 /// The reductions' own kernel over `[outer, n, inner]`, into `out` (and
 /// the indices into `at`).
-fn own(x: &CubeStorage, out: &CubeStorage, at: &CubeStorage, n: usize, inner: usize, op: u32) {
+fn own(x: &CubeStorage, out: &CubeStorage, at: &CubeStorage, n: usize, inner: usize, op: ReduceOp) {
     let outputs = out.numel();
+    let (code, selects) = (op.index(), op.selects());
     let client = x.client();
     if n <= TREE as usize {
         let (count, cube) = grid(outputs);
-        rows_kernel::launch(client, count, cube, x.arg(), out.arg(), at.arg(), n, inner, op);
+        rows_kernel::launch(client, count, cube, x.arg(), out.arg(), at.arg(), n, inner, code, selects);
     } else {
         let cubes = u32::try_from(outputs).expect("outputs fit a launch");
         let count = if cubes <= 65_535 {
@@ -156,7 +144,18 @@ fn own(x: &CubeStorage, out: &CubeStorage, at: &CubeStorage, n: usize, inner: us
         } else {
             CubeCount::Static(65_535, cubes.div_ceil(65_535), 1)
         };
-        tree_kernel::launch(client, count, CubeDim::new_1d(TREE), x.arg(), out.arg(), at.arg(), n, inner, op);
+        tree_kernel::launch(
+            client,
+            count,
+            CubeDim::new_1d(TREE),
+            x.arg(),
+            out.arg(),
+            at.arg(),
+            n,
+            inner,
+            code,
+            selects,
+        );
     }
 }
 
@@ -177,23 +176,19 @@ pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
     let device = &x.device;
     let out = CubeStorage::empty(device, &shape, DType::F32);
     let outputs = out.numel();
-    let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
-    let code = match op {
-        ReduceOp::Sum => SUM,
-        ReduceOp::Max | ReduceOp::ArgMax => MAX,
-        ReduceOp::Min | ReduceOp::ArgMin => MIN,
-    };
-    // The index output; a sum binds one word it never writes.
-    let at = CubeStorage::empty(device, if code == SUM { &[1] } else { &shape }, DType::Bool);
+    let arg = op.position();
+    // The index output; a fold binds one word it never writes.
+    let at = CubeStorage::empty(device, if op.selects() { &shape } else { &[1] }, DType::Bool);
     if outputs == 0 {
         return if arg { indices(at) } else { out };
     }
     if n == 0 {
-        // Only a sum reaches here (the runtime refuses empty max and min).
+        // Only a fold reaches here (the runtime refuses empty selections).
         return <CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, device);
     }
-    if code != SUM {
-        own(x, &out, &at, n, inner, code);
+    if op != ReduceOp::Sum {
+        // cubek's candidates are for the sum alone.
+        own(x, &out, &at, n, inner, op);
         return if arg { indices(at) } else { out };
     }
     let dt = f32::elem_type_native();
@@ -211,7 +206,7 @@ pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
     let cube = cubek(RoutineStrategy::Cube(BlueprintStrategy::Inferred(CubeStrategy { use_planes: false })));
     let plane = cubek(RoutineStrategy::Plane(BlueprintStrategy::Inferred(PlaneStrategy { independent: true })));
     let mine = |out: &CubeStorage| {
-        own(x, out, &at, n, inner, SUM);
+        own(x, out, &at, n, inner, op);
         Ok(())
     };
     // This file's kernel is the reference; cubek's routines run when

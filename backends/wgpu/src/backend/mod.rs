@@ -449,14 +449,7 @@ impl Primitives for WgpuNative {
         let (outer, n, inner) = split3(&t.shape, dim);
         let mut shape = t.shape.clone();
         shape[dim] = 1;
-        let name = match op {
-            ReduceOp::Sum => "sum",
-            ReduceOp::Max => "max",
-            ReduceOp::Min => "min",
-            ReduceOp::ArgMax => "argmax",
-            ReduceOp::ArgMin => "argmin",
-        };
-        let arg = matches!(op, ReduceOp::ArgMax | ReduceOp::ArgMin);
+        let (name, arg) = (op.name(), op.position());
         let device = &t.device;
         let out = WgpuStorage::new(device, &shape, if arg { DType::Bool } else { DType::F32 });
         let outputs = outer * inner;
@@ -466,7 +459,7 @@ impl Primitives for WgpuNative {
             let short = n <= 256;
             let (key, per_group) =
                 if short { (format!("reduce_short:{name}"), WG) } else { (format!("reduce:{name}"), 1) };
-            let pipeline = device.compile("reduce", &key, || shaders::reduce(name, short), "main");
+            let pipeline = device.compile("reduce", &key, || shaders::reduce(op, short), "main");
             device.dispatch(
                 &pipeline,
                 &[t.buffer(), out.buffer()],
