@@ -110,10 +110,54 @@ impl<'g> Lower<'g> {
     /// `Where(cond, a, b)`: between numbers, a new table; between a tensor
     /// and a number, by a causal mask, `masked_fill`.
     pub(super) fn select(&mut self, n: &Node) -> R<()> {
+        let (a, b) = (self.input_val(n, 1)?.clone(), self.input_val(n, 2)?.clone());
+        if let (Some(c), Some(x), Some(y)) = (self.input_val(n, 0)?.known(), a.known(), b.known()) {
+            // Shape arithmetic: `where(shape == -1, 1, shape)`.
+            let v = super::ops::fold_where(&c, &x, &y)?;
+            let v = match (&a, &b, v.as_i64()) {
+                (Val::Shape(_), _, Some(k)) | (_, Val::Shape(_), Some(k)) => {
+                    Val::Shape(k.into_iter().map(Dim::known).collect())
+                }
+                _ => Val::Const(v),
+            };
+            self.set(n, 0, v);
+            return Ok(());
+        }
+        let shapes = matches!(a, Val::Shape(_)) || matches!(b, Val::Shape(_));
+        if let (Some(c), true) = (self.input_val(n, 0)?.known(), shapes) {
+            // Between sizes by a known condition, named sizes included.
+            let (x, y) = (self.ints(n, 1)?, self.ints(n, 2)?);
+            let c = c.as_f64();
+            if c.len() != x.len() || x.len() != y.len() {
+                return Err(format!(
+                    "selects between shapes of {} and {} sizes by {} values",
+                    x.len(),
+                    y.len(),
+                    c.len()
+                ));
+            }
+            let picked = c.iter().zip(x.into_iter().zip(y)).map(|(&c, (x, y))| if c != 0.0 { x } else { y }).collect();
+            self.set(n, 0, Val::Shape(picked));
+            return Ok(());
+        }
+        match self.input_val(n, 0)? {
+            // A condition of one value picks one side whole.
+            Val::Filled(Fill::Bool(c), _) => {
+                self.set(n, 0, if *c { a } else { b });
+                return Ok(());
+            }
+            // `where(isnan(p), 0, p)` after attention's softmax: Blaze's
+            // softmax already weighs a row whose keys are all masked 0.
+            Val::SoftmaxNan(p) if number(&a) == Some(0.0) && matches!(&b, Val::Tensor(t) if t.name == p.name) => {
+                let p = p.clone();
+                self.alias(n, 0, p);
+                return Ok(());
+            }
+            _ => {}
+        }
         let Some(cond) = self.input_val(n, 0)?.triangle() else {
             return Err("selects by a condition computed from the data; only a causal mask is converted".into());
         };
-        let (a, b) = (self.input_val(n, 1)?.clone(), self.input_val(n, 2)?.clone());
         let is_true = |f: &Fill| *f == Fill::Bool(true);
         let is_false = |f: &Fill| *f == Fill::Bool(false);
         match (number(&a), number(&b), &a, &b) {

@@ -88,8 +88,17 @@ enum Val {
     Filled(Fill, Vec<Dim>),
     /// A table of two values split along a diagonal: masks.
     Triangle(Tri),
-    /// `arange(0, n)`.
-    Positions(Dim),
+    /// `arange(0, len)` between `lead` and `trail` unit dims (a registered
+    /// `position_ids` buffer of `[1, n]` cut to the sequence; a mask's
+    /// query index `[1, 1, T, 1]`).
+    Positions {
+        lead: usize,
+        len: Dim,
+        trail: usize,
+    },
+    /// Where the softmax `Tensor` is NaN (`IsNaN`): the guard an exporter
+    /// writes after attention's softmax, for rows whose keys are all masked.
+    SoftmaxNan(Tensor),
     /// Computed from the data in a way a forward body cannot write; the
     /// words say how.
     Opaque(String),
@@ -105,6 +114,46 @@ impl Val {
             Val::Shape(s) => {
                 let values = s.iter().map(Dim::value).collect::<Option<Vec<_>>>()?;
                 Some(Data { dims: vec![s.len()], values: Values::I64(values) })
+            }
+            // A vector of one value (`ConstantOfShape` of a shape's length,
+            // in an exporter's shape arithmetic): integers when whole.
+            Val::Filled(Fill::Num(x), s) if s.len() == 1 => {
+                let k = usize::try_from(s[0].value()?).ok()?;
+                let values =
+                    if x.fract() == 0.0 { Values::I64(vec![*x as i64; k]) } else { Values::F32(vec![*x as f32; k]) };
+                Some(Data { dims: vec![k], values })
+            }
+            _ => None,
+        }
+    }
+
+    /// The one value every element holds: a fill, or a constant of equal
+    /// elements (a registered buffer of zeros).
+    fn one_value(&self) -> Option<Fill> {
+        match self {
+            Val::Filled(f, _) => Some(f.clone()),
+            Val::Const(d) if d.len() > 0 => {
+                let v = d.as_f64();
+                v.iter().all(|&x| x == v[0]).then(|| match d.values {
+                    Values::Bool(_) => Fill::Bool(v[0] != 0.0),
+                    _ => Fill::Num(v[0]),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The shape of a value whose elements a node may read one by one.
+    fn dims(&self) -> Option<Vec<Dim>> {
+        match self {
+            Val::Tensor(t) => Some(t.shape()),
+            Val::Const(d) => Some(d.dims.iter().map(|&x| Dim::known(x as i64)).collect()),
+            Val::Filled(_, s) => Some(s.clone()),
+            Val::Positions { lead, len, trail } => {
+                let mut s = vec![Dim::known(1); *lead];
+                s.push(len.clone());
+                s.extend(vec![Dim::known(1); *trail]);
+                Some(s)
             }
             _ => None,
         }
@@ -203,15 +252,21 @@ pub const SUPPORTED: &[&str] = &[
     "Floor",
     "GRU",
     "Gather",
+    "GatherElements",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
+    "Greater",
+    "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "IsNaN",
     "LSTM",
     "LayerNormalization",
     "LeakyRelu",
+    "Less",
+    "LessOrEqual",
     "Log",
     "LogSoftmax",
     "MatMul",
@@ -352,7 +407,10 @@ impl<'g> Lower<'g> {
         };
         let t = self.canonical(&out, &t).map_err(Problem::Malformed)?;
         if t.view.is_some() {
-            return Err(Problem::Malformed(format!("output `{out}` of shape {} does not have the batch first", show(&t.shape()))));
+            return Err(Problem::Malformed(format!(
+                "output `{out}` of shape {} does not have the batch first",
+                show(&t.shape())
+            )));
         }
         // A split that every reader read back whole is not written.
         let unread = |name: &String| {
@@ -393,6 +451,37 @@ impl<'g> Lower<'g> {
         self.vals.get(name).ok_or_else(|| format!("reads `{name}`, which no earlier node computes"))
     }
 
+    /// Whether the value `name` is the output of an `op` node.
+    fn produced_by(&self, name: &str, op: &str) -> bool {
+        self.producer.get(name).is_some_and(|&i| self.g.nodes[i].op == op)
+    }
+
+    /// `Greater`, `GreaterOrEqual`, `Less`, `LessOrEqual` of positions
+    /// `0..T` and a number that every position is on one side of (an
+    /// exporter's `arange(T) >= 0`): one value, true or false.
+    fn order(&mut self, n: &Node) -> R<()> {
+        let positions = self.input_val(n, 0)?.clone();
+        let c = mask::number(self.input_val(n, 1)?);
+        let (Some(shape), Val::Positions { .. }, Some(c)) = (positions.dims(), &positions, c) else {
+            return Err(
+                "compares values other than positions with a number; only a comparison that holds for every position \
+                        or none is computed"
+                    .into(),
+            );
+        };
+        // Every position p is at least 0; unknown past that.
+        let all = match n.op.as_str() {
+            "GreaterOrEqual" if c <= 0.0 => Some(true),
+            "Greater" if c < 0.0 => Some(true),
+            "LessOrEqual" if c < 0.0 => Some(false),
+            "Less" if c <= 0.0 => Some(false),
+            _ => None,
+        };
+        let all = all.ok_or_else(|| format!("compares the positions with {c}, which splits them"))?;
+        self.set(n, 0, Val::Filled(Fill::Bool(all), shape));
+        Ok(())
+    }
+
     fn input_val(&self, n: &Node, i: usize) -> R<&Val> {
         let name = n.input(i).ok_or_else(|| format!("input {i} is missing"))?;
         self.val(name)
@@ -402,7 +491,10 @@ impl<'g> Lower<'g> {
         match self.input_val(n, i)? {
             Val::Tensor(t) => Ok(t.clone()),
             Val::Opaque(why) => Err(format!("reads `{}`, which a forward body cannot compute: {why}", n.inputs[i])),
-            _ => Err(format!("input {i} (`{}`) is a constant where a tensor computed from the input is expected", n.inputs[i])),
+            _ => Err(format!(
+                "input {i} (`{}`) is a constant where a tensor computed from the input is expected",
+                n.inputs[i]
+            )),
         }
     }
 
@@ -434,7 +526,10 @@ impl<'g> Lower<'g> {
                 "input {i} (`{}`) is computed from the data ({why}): a data-dependent shape; Blaze needs shapes known when compiling",
                 n.inputs[i]
             )),
-            _ => Err(format!("input {i} (`{}`) is not a list of integers", n.inputs[i])),
+            other => match other.known().and_then(|d| d.as_i64()) {
+                Some(v) => Ok(v.into_iter().map(Dim::known).collect()),
+                None => Err(format!("input {i} (`{}`) is not a list of integers", n.inputs[i])),
+            },
         }
     }
 
@@ -472,7 +567,15 @@ impl<'g> Lower<'g> {
 
     /// Emits `let out = expr;` for data of full shape `under`, which the
     /// graph sees through `view`.
-    fn emit(&mut self, n: &Node, k: usize, expr: String, under: Vec<Dim>, view: Option<Vec<Vec<usize>>>, dtype: DType) -> R<()> {
+    fn emit(
+        &mut self,
+        n: &Node,
+        k: usize,
+        expr: String,
+        under: Vec<Dim>,
+        view: Option<Vec<Vec<usize>>>,
+        dtype: DType,
+    ) -> R<()> {
         check_dims(&under[1..])?;
         let name = self.binding(&n.outputs[k]);
         self.steps.push(Step::Expr { outputs: vec![name.clone()], expr, shapes: vec![under[1..].to_vec()] });
@@ -516,9 +619,11 @@ impl<'g> Lower<'g> {
                     (Val::Tensor(t), Some(1)) if t.dtype == DType::F32 => Val::Tensor(t),
                     // Integers from the data: a body cannot compute them, and
                     // whatever reads them says why.
-                    (Val::Tensor(_) | Val::Opaque(_), to) => {
-                        Val::Opaque(format!("`{}` casts a tensor computed from the data to ONNX type {}", n.name, to.unwrap_or(0)))
-                    }
+                    (Val::Tensor(_) | Val::Opaque(_), to) => Val::Opaque(format!(
+                        "`{}` casts a tensor computed from the data to ONNX type {}",
+                        n.name,
+                        to.unwrap_or(0)
+                    )),
                     // Constants and known sizes turn to floats (float, double) here.
                     (v, Some(1 | 11)) if v.known().is_some() => {
                         let c = v.known().expect("known");
@@ -532,16 +637,18 @@ impl<'g> Lower<'g> {
                 self.set(n, 0, v);
             }
             "Shape" => {
-                let s = match self.input_val(n, 0)? {
-                    Val::Tensor(t) => t.shape(),
-                    Val::Const(d) => d.dims.iter().map(|&x| Dim::known(x as i64)).collect(),
-                    Val::Filled(_, s) => s.clone(),
+                let v = self.input_val(n, 0)?;
+                let s = match v {
+                    _ if v.dims().is_some() => v.dims().expect("dims"),
+                    Val::Shape(s) => vec![Dim::known(s.len() as i64)],
                     Val::Triangle(t) => {
                         let mut s = vec![Dim::known(1); t.lead];
                         s.extend([t.rows.clone(), t.cols.clone()]);
                         s
                     }
-                    other => return Err(format!("reads the shape of {}, which the importer cannot follow", kind(other))),
+                    other => {
+                        return Err(format!("reads the shape of {}, which the importer cannot follow", kind(other)));
+                    }
                 };
                 let r = s.len() as i64;
                 let clamp = |x: i64| (if x < 0 { x + r } else { x }).clamp(0, r) as usize;
@@ -559,22 +666,51 @@ impl<'g> Lower<'g> {
                 let delta = self.ints(n, 2)?;
                 match (start.as_slice(), limit.as_slice(), delta.as_slice()) {
                     ([s], [l], [d]) if s.value() == Some(0) && d.value() == Some(1) => {
-                        self.set(n, 0, Val::Positions(l.clone()));
+                        self.set(n, 0, Val::Positions { lead: 0, len: l.clone(), trail: 0 });
                     }
                     _ => return Err("is not `arange(0, n)`, the positions of a sequence".into()),
                 }
             }
             "Expand" => {
                 let shape = self.ints(n, 1)?;
-                match self.input_val(n, 0)? {
-                    Val::Const(d) if d.len() == 1 => {
-                        let fill = match &d.values {
-                            Values::Bool(b) => Fill::Bool(b[0]),
-                            _ => Fill::Num(d.as_f64()[0]),
-                        };
+                let v = self.input_val(n, 0)?;
+                match (v.one_value(), v.dims()) {
+                    // One value, broadcast to the shape (ONNX's Expand
+                    // broadcasts both ways).
+                    (Some(fill), Some(dims)) => {
+                        let shape = broadcast(&dims, &shape)?;
                         self.set(n, 0, Val::Filled(fill, shape));
                     }
-                    _ => return Err("expands something other than a constant scalar".into()),
+                    _ => return Err("expands something other than a constant of one value".into()),
+                }
+            }
+            "GatherElements" => {
+                // `buffer.gather(1, position_ids)` of a buffer of one value
+                // (BERT's token types): that value, in the indices' shape.
+                let (data, index) = (self.input_val(n, 0)?, self.input_val(n, 1)?);
+                match (data.one_value(), index.dims()) {
+                    (Some(fill), Some(shape)) => self.set(n, 0, Val::Filled(fill, shape)),
+                    _ => {
+                        return Err(format!(
+                            "gathers elements of {}; only a constant of one value (a buffer of zeros) is read",
+                            kind(data)
+                        ));
+                    }
+                }
+            }
+            "Greater" | "GreaterOrEqual" | "Less" | "LessOrEqual" => self.order(n)?,
+            "IsNaN" => {
+                // The guard around attention's softmax (NaN to 0 where every
+                // key is masked) is read by `Where`; nothing else is.
+                match self.input_val(n, 0)? {
+                    Val::Tensor(t) if self.produced_by(&n.inputs[0], "Softmax") => {
+                        let v = Val::SoftmaxNan(t.clone());
+                        self.set(n, 0, v);
+                    }
+                    other => {
+                        let v = Val::Opaque(format!("`{}` tests {} for NaN", n.name, kind(other)));
+                        self.set(n, 0, v);
+                    }
                 }
             }
             "ConstantOfShape" => {
@@ -608,6 +744,34 @@ impl<'g> Lower<'g> {
                     }
                     _ => return Err("keeps a triangle of something other than a square of one value".into()),
                 }
+            }
+            "Equal" if self.input_val(n, 0)?.known().is_some() && self.input_val(n, 1)?.known().is_some() => {
+                // Shape arithmetic (`where(shape == -1, 1, shape)`) done here.
+                let known = |k| self.input_val(n, k).map(|v| v.known().expect("known"));
+                let v = ops::fold_equal(&known(0)?, &known(1)?)?;
+                self.set(n, 0, Val::Const(v));
+            }
+            "Equal" if matches!(self.input_val(n, 0)?, Val::Shape(_)) && self.input_val(n, 1)?.known().is_some() => {
+                // A shape with named sizes against numbers: a size is never
+                // negative (`shape == -1` is false there).
+                let s = self.ints(n, 0)?;
+                let c = self.input_val(n, 1)?.known().expect("known").as_f64();
+                if c.len() != s.len() && c.len() != 1 {
+                    return Err(format!("compares a shape of {} sizes with {} numbers", s.len(), c.len()));
+                }
+                let values = s
+                    .iter()
+                    .enumerate()
+                    .map(|(k, d)| {
+                        let c = c[if c.len() == 1 { 0 } else { k }];
+                        match d.value() {
+                            Some(v) => Ok(v as f64 == c),
+                            None if c < 0.0 => Ok(false),
+                            None => Err(format!("compares the size {d} with {c}, which it may equal")),
+                        }
+                    })
+                    .collect::<R<Vec<bool>>>()?;
+                self.set(n, 0, Val::Const(Data { dims: vec![s.len()], values: Values::Bool(values) }));
             }
             "Equal" => {
                 let tri = self.input_val(n, 0)?.clone();
@@ -683,7 +847,12 @@ impl<'g> Lower<'g> {
         let options = options(layer, &generics, &keys)?;
         let params = layer.params(&generics, &options);
         if params.len() != tensors.len() {
-            return Err(format!("gives {} tensors for `{}`, which holds {}", tensors.len(), layer.display(&generics, ""), params.len()));
+            return Err(format!(
+                "gives {} tensors for `{}`, which holds {}",
+                tensors.len(),
+                layer.display(&generics, ""),
+                params.len()
+            ));
         }
         let mut named = Vec::new();
         for (p, mut d) in params.iter().zip(tensors) {
@@ -784,7 +953,8 @@ fn kind(v: &Val) -> String {
             t.diagonal,
             t.off
         ),
-        Val::Positions(n) => format!("the positions 0..{n}"),
+        Val::Positions { len, .. } => format!("the positions 0..{len}"),
+        Val::SoftmaxNan(t) => format!("where the softmax `{}` is NaN", t.name),
         Val::Opaque(why) => format!("a value computed from the data ({why})"),
     }
 }
@@ -851,7 +1021,13 @@ fn render(keys: &[(&'static str, Value<'static>)]) -> Vec<(&'static str, String)
 }
 
 /// The spec's output rule on a per-sample shape with named dims.
-fn spec_output(layer: Layer, generics: &[usize], options: &Options, x: &Tensor, symbols: &[(String, String)]) -> R<Vec<Dim>> {
+fn spec_output(
+    layer: Layer,
+    generics: &[usize],
+    options: &Options,
+    x: &Tensor,
+    symbols: &[(String, String)],
+) -> R<Vec<Dim>> {
     let code = |d: &Dim| -> R<usize> {
         if let Some(v) = d.value() {
             return Ok(v as usize);
@@ -960,11 +1136,11 @@ pub fn ident(s: &str) -> String {
         out = format!("v{out}");
     }
     const KEYWORDS: &[&str] = &[
-        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
-        "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "static", "struct", "super",
-        "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract", "become",
-        "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
-        "cache", "grads", "ctx",
+        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl",
+        "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "static", "struct",
+        "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract",
+        "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+        "gen", "cache", "grads", "ctx",
     ];
     if KEYWORDS.contains(&out.as_str()) {
         out.push('_');
@@ -992,4 +1168,3 @@ impl Dim {
         }
     }
 }
-

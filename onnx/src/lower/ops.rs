@@ -53,12 +53,22 @@ impl<'g> Lower<'g> {
                 if u == 0 {
                     return Err("picks one sample of the batch".into());
                 }
-                let size = t.under[u].value().ok_or("picks one index of a dim that is named, not known")?;
                 let k = ix.as_i64().ok_or("gathers with float indices")?[0];
-                let k = if k < 0 { k + size } else { k };
-                if !(0..size).contains(&k) {
-                    return Err(format!("picks index {k} of a dim of {size}"));
-                }
+                let k = match t.under[u].value() {
+                    Some(size) => {
+                        let k = if k < 0 { k + size } else { k };
+                        if !(0..size).contains(&k) {
+                            return Err(format!("picks index {k} of a dim of {size}"));
+                        }
+                        k
+                    }
+                    // The first of a named dim (`hidden[:, 0]`, a classifier's
+                    // first token), which every non-empty size has.
+                    None if k == 0 => 0,
+                    None => {
+                        return Err(format!("picks index {k} of the named dim {}; only its first is read", t.under[u]));
+                    }
+                };
                 let mut under = t.under.clone();
                 under.remove(u);
                 check_dims(&under[1..])?;
@@ -94,10 +104,22 @@ impl<'g> Lower<'g> {
             (Val::Const(table), ids) if axis == 0 && table.dims.len() == 2 => {
                 let (input, call) = match ids {
                     Val::Tensor(t) if t.dtype == DType::I64 && t.view.is_none() => (t.clone(), None),
-                    Val::Positions(len) => (
+                    Val::Positions { len, trail: 0, .. } => (
                         Tensor::plain(String::new(), vec![Dim::named(BATCH), len.clone()], DType::I64),
-                        Some(format!("positions({})", dim_code(&len)?)),
+                        Some((format!("positions({})", dim_code(&len)?), String::new(), None)),
                     ),
+                    Val::Filled(Fill::Num(k), _) => {
+                        // One row for every element (BERT's token type 0):
+                        // the rows up to it looked up by position, it kept.
+                        let v = table.dims[0] as f64;
+                        if k.fract() != 0.0 || !(0.0..v).contains(&k) {
+                            return Err(format!("looks up row {k} of a table of {v} rows"));
+                        }
+                        let k = k as i64;
+                        let narrow = if k > 0 { format!(".narrow(0, {k}, 1)") } else { String::new() };
+                        let ids = Tensor::plain(String::new(), vec![Dim::named(BATCH), Dim::known(k + 1)], DType::I64);
+                        (ids, Some((format!("positions({})", k + 1), narrow, Some(Dim::known(1)))))
+                    }
                     _ => return Err("looks up rows of a table by something other than token ids or positions".into()),
                 };
                 let [v, d] = [table.dims[0], table.dims[1]];
@@ -106,11 +128,15 @@ impl<'g> Lower<'g> {
                 let out = self.layer_out(f, &input)?;
                 match call {
                     None => self.layer_step(n, f, &input, out),
-                    Some(call) => {
-                        // `self.pos(positions(T))`: per-sample [T, D], the same for each sample.
-                        let expr = format!("self.{}({call})", self.fields[f].name);
+                    Some((call, narrow, rows)) => {
+                        // `self.pos(positions(T))`: per-sample [T, D], the same
+                        // for each sample (one row of it: [1, D], broadcast).
+                        let expr = format!("self.{}({call}){narrow}", self.fields[f].name);
                         let mut under = vec![Dim::named(BATCH)];
                         under.extend(out);
+                        if let Some(rows) = rows {
+                            under[1] = rows;
+                        }
                         self.emit(n, 0, expr, under, None, DType::F32)?;
                     }
                 }
@@ -118,6 +144,35 @@ impl<'g> Lower<'g> {
             _ => return Err("gathers something other than rows of a weight table or dims of a shape".into()),
         }
         Ok(())
+    }
+
+    /// A constant `arange(0, n)` behind unit dims (a registered
+    /// `position_ids` buffer) cut from 0 along its last dim, as positions;
+    /// `None` for other constants and cuts.
+    fn arange_cut(&self, n: &Node, d: &Data, starts: &[i64]) -> R<Option<Val>> {
+        let r = d.dims.len();
+        let values = d.as_i64();
+        let arange = r > 0
+            && d.dims[..r - 1].iter().all(|&x| x == 1)
+            && values.is_some_and(|v| v.iter().enumerate().all(|(k, &x)| x == k as i64));
+        let axes = match n.input(3) {
+            Some(_) => self.known_ints(n, 3)?,
+            None => (0..starts.len() as i64).collect(),
+        };
+        let steps_one = match n.input(4) {
+            Some(_) => self.known_ints(n, 4)?.iter().all(|&s| s == 1),
+            None => true,
+        };
+        let last = |a: i64| a == r as i64 - 1 || a == -1;
+        if !arange || !steps_one || starts != [0] || axes.len() != 1 || !last(axes[0]) {
+            return Ok(None);
+        }
+        let [end] = &self.ints(n, 2)?[..] else { return Ok(None) };
+        let len = match end.value() {
+            Some(e) if e < 0 || e > d.dims[r - 1] as i64 => return Ok(None),
+            _ => end.clone(),
+        };
+        Ok(Some(Val::Positions { lead: r - 1, len, trail: 0 }))
     }
 
     pub(super) fn slice(&mut self, n: &Node) -> R<()> {
@@ -146,6 +201,13 @@ impl<'g> Lower<'g> {
                 }
             }
             self.set(n, 0, Val::Triangle(tri));
+            return Ok(());
+        }
+        if let Val::Const(d) = &input
+            && let Some(positions) = self.arange_cut(n, d, &starts)?
+        {
+            // `position_ids[:, :T]` of a registered `arange(n)` buffer.
+            self.set(n, 0, positions);
             return Ok(());
         }
         let ends = self.known_ints(n, 2)?;
@@ -236,9 +298,29 @@ impl<'g> Lower<'g> {
             self.set(n, 0, Val::Scalar(q));
             return Ok(());
         }
-        // A constant causal mask (an export at a fixed length) is a triangle.
-        let triangle = |v: Val| v.triangle().map_or(v, Val::Triangle);
-        let (a, b) = (triangle(a), triangle(b));
+        // A constant causal mask (an export at a fixed length) is a triangle;
+        // one number over a shape that does not widen the tensor is the number.
+        let widens = |f: &Val, other: &Val| match (f.dims(), other) {
+            (Some(s), Val::Tensor(t)) => broadcast(&s, &t.shape()).map_or(true, |b| b != t.shape()),
+            _ => true,
+        };
+        let narrow = |v: Val, other: &Val| match &v {
+            Val::Filled(Fill::Num(x), _) if !widens(&v, other) => {
+                Val::Const(Data { dims: vec![], values: Values::F32(vec![*x as f32]) })
+            }
+            _ => v.triangle().map_or(v, Val::Triangle),
+        };
+        // Adding zeros (the additive form of a mask that hides nothing) or
+        // scaling by one changes nothing.
+        if let (Val::Tensor(t), Some(x)) = (&a, mask::number(&b))
+            && !widens(&b, &a)
+            && (x == 0.0 && matches!(op, "Add" | "Sub") || x == 1.0 && matches!(op, "Mul" | "Div"))
+        {
+            let t = t.clone();
+            self.alias(n, 0, t);
+            return Ok(());
+        }
+        let (a, b) = (narrow(a.clone(), &b), narrow(b, &a));
         let sym = match op {
             "Add" => "+",
             "Sub" => "-",
@@ -1137,6 +1219,50 @@ fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
 
 /// The flat index into a tensor of shape `dims` of element `i` of its
 /// broadcast to `out`.
+/// The dims of constants broadcast together.
+fn broadcast_known(ds: &[&Data]) -> R<Vec<usize>> {
+    let mut dims: Vec<Dim> = Vec::new();
+    for d in ds {
+        let sizes: Vec<Dim> = d.dims.iter().map(|&k| Dim::known(k as i64)).collect();
+        dims = broadcast(&dims, &sizes)
+            .map_err(|_| format!("combines constants of shapes that do not broadcast: {:?}", d.dims))?;
+    }
+    Ok(dims.iter().map(|d| d.value().expect("known") as usize).collect())
+}
+
+/// `Equal` of two constants, broadcast.
+pub(super) fn fold_equal(x: &Data, y: &Data) -> R<Data> {
+    let dims = broadcast_known(&[x, y])?;
+    let (a, b) = (x.as_f64(), y.as_f64());
+    let n: usize = dims.iter().product();
+    let values =
+        (0..n).map(|i| a[index_broadcast(&x.dims, &dims, i)] == b[index_broadcast(&y.dims, &dims, i)]).collect();
+    Ok(Data { dims, values: Values::Bool(values) })
+}
+
+/// `Where` of three constants, broadcast; the values keep the first
+/// branch's element type.
+pub(super) fn fold_where(c: &Data, x: &Data, y: &Data) -> R<Data> {
+    let dims = broadcast_known(&[c, x, y])?;
+    let n: usize = dims.iter().product();
+    let cond = c.as_f64();
+    let pick = |i: usize| cond[index_broadcast(&c.dims, &dims, i)] != 0.0;
+    let at = |d: &Data, i: usize| index_broadcast(&d.dims, &dims, i);
+    let values = match (&x.values, &y.values) {
+        (Values::I64(a), Values::I64(b)) => {
+            Values::I64((0..n).map(|i| if pick(i) { a[at(x, i)] } else { b[at(y, i)] }).collect())
+        }
+        (Values::F32(a), Values::F32(b)) => {
+            Values::F32((0..n).map(|i| if pick(i) { a[at(x, i)] } else { b[at(y, i)] }).collect())
+        }
+        (Values::Bool(a), Values::Bool(b)) => {
+            Values::Bool((0..n).map(|i| if pick(i) { a[at(x, i)] } else { b[at(y, i)] }).collect())
+        }
+        _ => return Err("selects between constants of different element types".into()),
+    };
+    Ok(Data { dims, values })
+}
+
 fn index_broadcast(dims: &[usize], out: &[usize], mut i: usize) -> usize {
     let (mut index, mut stride) = (0, 1);
     for (k, &o) in out.iter().enumerate().rev() {

@@ -342,7 +342,9 @@ impl<'g> Lower<'g> {
             ("Squeeze", Val::Shape(s)) if s.len() == 1 && axes.as_deref().is_none_or(|a| a == [0] || a == [-1]) => {
                 Val::Scalar(s[0].clone())
             }
-            ("Unsqueeze", Val::Scalar(d)) if axes.as_deref().is_some_and(|a| a == [0] || a == [-1]) => Val::Shape(vec![d]),
+            ("Unsqueeze", Val::Scalar(d)) if axes.as_deref().is_some_and(|a| a == [0] || a == [-1]) => {
+                Val::Shape(vec![d])
+            }
             ("Unsqueeze", Val::Const(d)) if d.dims.is_empty() && axes.as_deref().is_some_and(|a| a == [0]) => {
                 Val::Const(Data { dims: vec![1], values: d.values })
             }
@@ -365,12 +367,33 @@ impl<'g> Lower<'g> {
                     let mut axes: Vec<usize> = axes.iter().map(|&x| norm_axis(x, out)).collect::<R<_>>()?;
                     axes.sort_unstable();
                     let mut dims = shape.into_iter();
-                    (0..out).map(|k| if axes.contains(&k) { Dim::known(1) } else { dims.next().expect("rank") }).collect()
+                    (0..out)
+                        .map(|k| if axes.contains(&k) { Dim::known(1) } else { dims.next().expect("rank") })
+                        .collect()
                 };
                 let v = self.regroup(n, &t, &target)?;
                 Val::Tensor(v)
             }
-            ("Unsqueeze", Val::Triangle(mut tri)) if axes.as_deref().is_some_and(|a| a.iter().all(|&x| x >= 0 && (x as usize) < a.len())) => {
+            ("Unsqueeze", Val::Positions { lead, len, trail }) if axes.is_some() => {
+                // Unit dims before or after the positions.
+                let a = axes.as_deref().expect("axes");
+                let out = (lead + 1 + trail + a.len()) as i64;
+                let mut at: Vec<i64> = a.iter().map(|&x| if x < 0 { x + out } else { x }).collect();
+                at.sort_unstable();
+                let mut place = 0;
+                let (mut before, mut after) = (0, 0);
+                for k in 0..out {
+                    if at.contains(&k) {
+                        if place <= lead { before += 1 } else { after += 1 }
+                    } else {
+                        place += 1;
+                    }
+                }
+                Val::Positions { lead: lead + before, len, trail: trail + after }
+            }
+            ("Unsqueeze", Val::Triangle(mut tri))
+                if axes.as_deref().is_some_and(|a| a.iter().all(|&x| x >= 0 && (x as usize) < a.len())) =>
+            {
                 // `[T, T]` to `[1, 1, T, T]`: unit dims in front.
                 tri.lead += axes.as_deref().map_or(0, <[i64]>::len);
                 Val::Triangle(tri)

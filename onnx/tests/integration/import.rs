@@ -108,13 +108,17 @@ mod squeezenet_dynamo;
 mod powers;
 #[path = "../generated/powers_legacy.rs"]
 mod powers_legacy;
+#[path = "../generated/bert_legacy.rs"]
+mod bert_legacy;
+#[path = "../generated/bert_dynamo.rs"]
+mod bert_dynamo;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 47] = [
+const MODELS: [&str; 49] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -162,6 +166,8 @@ const MODELS: [&str; 47] = [
     "squeezenet_dynamo",
     "powers",
     "powers_legacy",
+    "bert_legacy",
+    "bert_dynamo",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -447,6 +453,20 @@ fn torch_attention_modules_match_pytorch_and_fine_tune() {
     // those views and writes a batch-first body.
     causal_attention!(multihead::Multihead, "multihead");
     causal_attention!(encoder_layer::EncoderLayer, "encoder_layer");
+}
+
+/// `transformers`' BERT at a small configuration, through both exporters
+/// (`write_transformers_models`): its buffers of token types and
+/// positions become `Embedding` lookups of `positions(..)`, its mask and
+/// NaN guard fold away; any sequence length runs, and it fine-tunes.
+#[test]
+fn bert_matches_pytorch_and_fine_tunes() {
+    let (model, ids, want) = imported!(bert_legacy::BertLegacy, "bert_legacy", 2, 2);
+    let first: Tensor<Cpu, 2> = ids.narrow(1, 0, 3);
+    assert_eq!(model.forward(&first).shape(), want.shape());
+    fine_tunes!(model, ids, 0.5, 30);
+    let (model, ids, _) = imported!(bert_dynamo::BertDynamo, "bert_dynamo", 2, 2);
+    fine_tunes!(model, ids, 0.5, 30);
 }
 
 #[test]
