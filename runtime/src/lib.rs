@@ -28,6 +28,7 @@ pub mod nn;
 pub mod optim;
 pub mod record;
 pub mod reduction;
+pub mod tune_cache;
 pub mod rng;
 pub mod rows;
 mod safetensors;

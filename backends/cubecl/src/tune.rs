@@ -15,10 +15,11 @@
 //! its reference kernel), a rule per op.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
+
+use blaze_runtime::tune_cache;
 
 use crate::CubeDevice;
 use crate::backend::CubeStorage;
@@ -45,14 +46,7 @@ pub(crate) struct Tuner {
 
 /// Where the tuning choices of every device are kept.
 pub fn cache_path() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("BLAZE_CUBECL_TUNE_CACHE").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").filter(|p| !p.is_empty()).map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("blaze").join("cubecl-autotune.tsv"))
+    tune_cache::cache_path("BLAZE_CUBECL_TUNE_CACHE", "cubecl-autotune.tsv")
 }
 
 /// `n` rounded up to a power of two: the shape class of a size.
@@ -61,7 +55,7 @@ pub(crate) fn class(n: usize) -> usize {
 }
 
 pub(crate) fn tuning_on() -> bool {
-    !std::env::var("BLAZE_CUBECL_AUTOTUNE").is_ok_and(|v| v == "0" || v.eq_ignore_ascii_case("off"))
+    !tune_cache::switched_off("BLAZE_CUBECL_AUTOTUNE")
 }
 
 /// Samples timed per candidate, after one run that compiles it.
@@ -75,7 +69,7 @@ impl Tuner {
     /// The choices this device has made or loaded, by shape class.
     pub(crate) fn choices(&self, device: &CubeDevice) -> Vec<(String, String)> {
         let mut slot = self.choices.lock().unwrap_or_else(|p| p.into_inner());
-        let map = slot.get_or_insert_with(|| load(self.path.as_deref(), &device.identity()));
+        let map = slot.get_or_insert_with(|| tune_cache::load(self.path.as_deref(), &device.identity()));
         let mut all: Vec<(String, String)> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         all.sort();
         all
@@ -120,7 +114,7 @@ impl Tuner {
 
     fn choice(&self, device: &CubeDevice, key: &str) -> Option<String> {
         let mut slot = self.choices.lock().unwrap_or_else(|p| p.into_inner());
-        let map = slot.get_or_insert_with(|| load(self.path.as_deref(), &device.identity()));
+        let map = slot.get_or_insert_with(|| tune_cache::load(self.path.as_deref(), &device.identity()));
         map.get(key).cloned()
     }
 
@@ -130,7 +124,7 @@ impl Tuner {
         slot.get_or_insert_with(HashMap::new).insert(key.to_owned(), name.to_owned());
         drop(slot);
         if measured && let Some(path) = &self.path {
-            store(path, &device.identity(), key, name);
+            tune_cache::store(path, &device.identity(), key, name, "blaze-cubecl");
         }
     }
 
@@ -139,7 +133,7 @@ impl Tuner {
     pub(crate) fn clear(&self, device: &CubeDevice) -> std::io::Result<()> {
         *self.choices.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
         match &self.path {
-            Some(path) => forget(path, &device.identity()),
+            Some(path) => tune_cache::forget(path, &device.identity()),
             None => Ok(()),
         }
     }
@@ -242,46 +236,4 @@ fn agrees(got: &[f32], want: &[f32], dtype: blaze_runtime::DType) -> bool {
     let tol = if dtype == blaze_runtime::DType::F16 { 2e-3 } else { 1e-3 };
     got.len() == want.len()
         && got.iter().zip(want).all(|(&g, &w)| (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs()))
-}
-
-/// This device's choices from the cache file (none if there is no file).
-fn load(path: Option<&std::path::Path>, device: &str) -> HashMap<String, String> {
-    let Some(path) = path else { return HashMap::new() };
-    let Ok(text) = std::fs::read_to_string(path) else { return HashMap::new() };
-    text.lines()
-        .filter_map(|line| {
-            let mut parts = line.split('\t');
-            let (d, k, n) = (parts.next()?, parts.next()?, parts.next()?);
-            (d == device).then(|| (k.to_owned(), n.to_owned()))
-        })
-        .collect()
-}
-
-/// Appends one choice to the cache file. A cache that cannot be written
-/// costs a tuning in the next process, nothing more: it is said once on
-/// standard error.
-fn store(path: &std::path::Path, device: &str, key: &str, name: &str) {
-    let write = || -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        writeln!(f, "{device}\t{key}\t{name}")
-    };
-    if let Err(e) = write() {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| eprintln!("blaze-cubecl: cannot write the autotune cache {}: {e}", path.display()));
-    }
-}
-
-/// Removes this device's lines from the cache file.
-fn forget(path: &std::path::Path, device: &str) -> std::io::Result<()> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let kept: String =
-        text.lines().filter(|l| l.split('\t').next() != Some(device)).map(|l| format!("{l}\n")).collect();
-    std::fs::write(path, kept)
 }
