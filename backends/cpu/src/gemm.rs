@@ -86,6 +86,13 @@ impl GemmKernel {
         }
     }
 
+    /// What a block of rows of `A` (`MC`) is a multiple of: both tiles'
+    /// rows.
+    pub(crate) fn row_step(self) -> usize {
+        let (wide, narrow) = self.rows();
+        lcm(wide, narrow)
+    }
+
     /// Bytes of one row of the wide tile (f32 and f64 alike).
     fn row_bytes(self) -> usize {
         match self {
@@ -135,8 +142,7 @@ pub struct GemmPlan {
 impl GemmPlan {
     /// The plan for `kernel` on a CPU with these caches.
     pub fn for_kernel(kernel: GemmKernel, info: &CpuInfo, reason: &'static str) -> GemmPlan {
-        let (wide, narrow) = kernel.rows();
-        let step = lcm(wide, narrow);
+        let step = kernel.row_step();
         let kc = (info.l1d / kernel.row_bytes() / 16 * 16).clamp(128, 512);
         let mc = ((info.l2 / 4 / (kc * 4)).clamp(48, 512) / step * step).max(step);
         let nc = (info.l3 / 16 / (kc * 4) / MAX_NR * MAX_NR).clamp(512, 4096);
@@ -259,7 +265,8 @@ impl<T> Strided<T> {
 /// shapes per ISA.
 pub(crate) trait GemmFloat: Float {
     /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread, with the
-    /// CPU's [`gemm_plan`].
+    /// plan of the product's shape class on this CPU
+    /// ([`crate::gemm_tune`]: measured, else [`gemm_plan`]).
     ///
     /// # Safety
     /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
@@ -275,8 +282,9 @@ pub(crate) trait GemmFloat: Float {
         rhs: Strided<Self>,
         accumulate: bool,
     ) {
+        let plan = crate::gemm_tune::plan_for::<Self>(m, n, k);
         // SAFETY: forwarded from the caller; the plan's kernel runs here.
-        unsafe { Self::gemm_serial_with(gemm_plan(), m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
+        unsafe { Self::gemm_serial_with(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
     }
 
     /// [`GemmFloat::gemm_serial`] with the kernel and blocking of `plan`.
@@ -372,7 +380,7 @@ gemm_float!(f32, x86::F32x16, x86::F32x8);
 gemm_float!(f64, x86::F64x8, x86::F64x4);
 
 /// The widest kernel's `NR`, which the `B` buffer is sized for.
-const MAX_NR: usize = 32;
+pub(crate) const MAX_NR: usize = 32;
 
 /// One product's arguments.
 #[derive(Clone, Copy)]

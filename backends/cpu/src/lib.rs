@@ -19,6 +19,7 @@ mod conv;
 mod cpuinfo;
 mod elementwise;
 mod gemm;
+mod gemm_tune;
 mod kernel;
 mod matmul;
 mod maxpool;
@@ -45,6 +46,7 @@ use blaze_runtime::{
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
 use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
+pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use blaze_runtime::reduction::{ReduceVisitor, Reduction};

@@ -1,0 +1,369 @@
+//! The GEMM's plan per shape class, measured on the machine that runs it.
+//!
+//! The rule-based plan ([`gemm_plan`]: a kernel by ISA and maker, blocking
+//! from the reported cache sizes) is right on the machines it was tuned on
+//! and wrong somewhere else. So the first product of a shape class (each
+//! size rounded up to a power of two, per element type) large enough for
+//! blocking to matter searches around it on this CPU: the other kernels it
+//! runs, then `KC`, `MC` and `NC` in turn, each kept where it times
+//! faster ([`search`]). The choice serves the class for the rest of the
+//! process and is kept in a file, one line per CPU and class, so a later
+//! process starts tuned: `$BLAZE_GEMM_TUNE_CACHE`, else
+//! `$XDG_CACHE_HOME/blaze/cpu-gemm.tsv`, else
+//! `$HOME/.cache/blaze/cpu-gemm.tsv` ([`gemm_tune_cache_path`]). Delete the
+//! file, or call [`clear_gemm_tuning`], to measure again.
+//!
+//! `BLAZE_GEMM_TUNE=0` turns the search off, as does `BLAZE_GEMM_KERNEL`
+//! (a forced kernel); so does a build without optimisations, whose timings
+//! would say nothing about an optimised one: those take the rule's plan.
+//! A class's plan is fixed at its first product, so every later product
+//! of the class sums in the same order; plans measured in different
+//! processes may differ, and with them the last bits of a product.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use blaze_runtime::tune_cache;
+
+use crate::cpuinfo::{CpuInfo, cpu_info};
+use crate::gemm::{GemmFloat, GemmKernel, GemmPlan, MAX_NR, Strided, gemm_plan};
+
+/// Multiply-adds below which a product takes the rule's plan: its blocks
+/// fit the caches whatever the blocking.
+const TUNE_FLOPS: usize = 1 << 21;
+
+/// Largest size the search times a class at: a product of the class cut
+/// down to it keeps the blocking's behaviour and bounds the search's cost.
+const SEARCH_DIM: usize = 512;
+
+/// How much faster a plan must time to replace the best so far.
+const GAIN: f64 = 0.97;
+
+/// A shape class: the element's bytes and each size rounded up to a power
+/// of two.
+type Class = (u8, u32, u32, u32);
+
+/// The plans chosen in this process.
+struct Tuning {
+    /// Whether classes are measured (else every product takes the rule).
+    on: bool,
+    /// The cache file, if any.
+    path: Option<PathBuf>,
+    /// What names this CPU in the file.
+    owner: String,
+    /// Choices read from the file, by class key, not yet used.
+    saved: Mutex<Option<HashMap<String, String>>>,
+    /// The plan of each class met so far.
+    plans: RwLock<HashMap<Class, GemmPlan>>,
+}
+
+fn tuning() -> &'static Tuning {
+    static TUNING: OnceLock<Tuning> = OnceLock::new();
+    TUNING.get_or_init(|| Tuning {
+        on: cfg!(not(debug_assertions))
+            && std::env::var_os("BLAZE_GEMM_KERNEL").is_none()
+            && !tune_cache::switched_off("BLAZE_GEMM_TUNE"),
+        path: gemm_tune_cache_path(),
+        owner: owner(cpu_info()),
+        saved: Mutex::new(None),
+        plans: RwLock::new(HashMap::new()),
+    })
+}
+
+/// Where measured GEMM plans are kept (see the module's documentation).
+pub fn gemm_tune_cache_path() -> Option<PathBuf> {
+    tune_cache::cache_path("BLAZE_GEMM_TUNE_CACHE", "cpu-gemm.tsv")
+}
+
+/// Forgets every plan this CPU measured, in the cache file and for the
+/// classes this process has not met yet (those it has keep their plan,
+/// so its products stay consistent).
+pub fn clear_gemm_tuning() -> std::io::Result<()> {
+    let t = tuning();
+    *t.saved.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashMap::new());
+    match &t.path {
+        Some(path) => tune_cache::forget(path, &t.owner),
+        None => Ok(()),
+    }
+}
+
+/// This CPU in the cache file: maker, model, caches and this crate's
+/// version (a new version measures again: its kernels may have changed).
+fn owner(info: &CpuInfo) -> String {
+    format!(
+        "{:?}-{:x}-{:x}-l1d{}-l2{}-l3{}-blaze{}",
+        info.vendor,
+        info.family,
+        info.model,
+        info.l1d >> 10,
+        info.l2 >> 10,
+        info.l3 >> 10,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn class<T>(m: usize, n: usize, k: usize) -> Class {
+    let c = |x: usize| u32::try_from(x.max(1).next_power_of_two()).unwrap_or(u32::MAX);
+    (std::mem::size_of::<T>() as u8, c(m), c(n), c(k))
+}
+
+fn key((bytes, m, n, k): Class) -> String {
+    format!("f{}:m{m}:n{n}:k{k}", bytes * 8)
+}
+
+/// The plan for a product of `m x k` by `k x n` of `T` on this CPU.
+pub(crate) fn plan_for<T: GemmFloat>(m: usize, n: usize, k: usize) -> GemmPlan {
+    let t = tuning();
+    if !t.on || m.saturating_mul(n).saturating_mul(k) < TUNE_FLOPS {
+        return *gemm_plan();
+    }
+    let c = class::<T>(m, n, k);
+    if let Some(plan) = t.plans.read().unwrap_or_else(|p| p.into_inner()).get(&c) {
+        return *plan;
+    }
+    // The first product of the class: the saved plan, else a search, one
+    // class at a time (a thread that meets a class being measured waits
+    // for its plan, so the class has one plan in this process).
+    let mut saved = t.saved.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(plan) = t.plans.read().unwrap_or_else(|p| p.into_inner()).get(&c) {
+        return *plan;
+    }
+    let saved = saved.get_or_insert_with(|| tune_cache::load(t.path.as_deref(), &t.owner));
+    let plan = match saved.get(&key(c)).and_then(|s| parse(s, cpu_info())) {
+        Some(plan) => plan,
+        None => {
+            let dims = [m, n, k].map(|d| d.min(SEARCH_DIM));
+            let plan = search(gemm_plan(), |p| time::<T>(p, dims));
+            if let Some(path) = &t.path {
+                tune_cache::store(path, &t.owner, &key(c), &format(&plan), "blaze-cpu");
+            }
+            plan
+        }
+    };
+    t.plans.write().unwrap_or_else(|p| p.into_inner()).insert(c, plan);
+    plan
+}
+
+/// A plan as the cache file keeps it: `kernel KC MC NC`.
+fn format(p: &GemmPlan) -> String {
+    format!("{} {} {} {}", p.kernel.name(), p.kc, p.mc, p.nc)
+}
+
+/// A plan from the cache file, if it is one this CPU runs and the
+/// kernel's tiles fit.
+fn parse(s: &str, info: &CpuInfo) -> Option<GemmPlan> {
+    let mut words = s.split_whitespace();
+    let kernel: GemmKernel = words.next()?.parse().ok()?;
+    let [kc, mc, nc] = [words.next()?, words.next()?, words.next()?].map(|w| w.parse::<usize>().ok());
+    let plan = GemmPlan { kc: kc?, mc: mc?, nc: nc?, ..GemmPlan::for_kernel(kernel, info, "measured on this CPU") };
+    (kernel.runs_here() && fits(&plan)).then_some(plan)
+}
+
+/// Whether a blocking suits its kernel: `MC` a multiple of both tiles'
+/// rows, `NC` of the widest tile's columns, and `KC` within 16..=1024.
+fn fits(p: &GemmPlan) -> bool {
+    let step = p.kernel.row_step();
+    p.mc > 0 && p.mc.is_multiple_of(step) && p.nc > 0 && p.nc.is_multiple_of(MAX_NR) && (16..=1024).contains(&p.kc)
+}
+
+/// The plans a search tries around `rule`, one coordinate at a time: the
+/// kernels this CPU runs (the portable one only where no other runs),
+/// then depths, row blocks and column blocks around the rule's.
+pub(crate) fn neighbours(rule: &GemmPlan) -> [Vec<GemmPlan>; 4] {
+    let vector = GemmKernel::ALL.iter().any(|k| *k != GemmKernel::Scalar && k.runs_here());
+    let kernels = GemmKernel::ALL
+        .into_iter()
+        .filter(|k| k.runs_here() && (*k != GemmKernel::Scalar || !vector))
+        .map(|kernel| GemmPlan { kernel, ..*rule })
+        .collect();
+    let step = rule.kernel.row_step();
+    let kcs = [128, 192, 256, 384, 512].into_iter().map(|kc| GemmPlan { kc, ..*rule }).collect();
+    let mcs = [rule.mc / 2, rule.mc * 3 / 2, rule.mc * 2]
+        .into_iter()
+        .map(|mc| GemmPlan { mc: (mc / step * step).clamp(step, 1024 / step * step), ..*rule })
+        .collect();
+    let ncs = [rule.nc / 2, rule.nc * 2]
+        .into_iter()
+        .map(|nc| GemmPlan { nc: (nc / MAX_NR * MAX_NR).clamp(512, 8192), ..*rule })
+        .collect();
+    [kernels, kcs, mcs, ncs]
+}
+
+/// The fastest plan a walk from `rule` finds by `seconds` (the time of one
+/// product with a plan): each coordinate in turn (kernel, `KC`, `MC`,
+/// `NC`) moves to its fastest value, the others held; a new kernel keeps
+/// the blocking, `MC` rounded down to its tiles. A walk that ends away
+/// from the rule keeps its end only if it beats the rule again, timed in
+/// turn with it.
+pub(crate) fn search(rule: &GemmPlan, mut seconds: impl FnMut(&GemmPlan) -> f64) -> GemmPlan {
+    let mut best = GemmPlan { reason: "measured on this CPU", ..*rule };
+    let mut best_time = seconds(&best);
+    for coordinate in 0..4 {
+        for mut p in neighbours(&best)[coordinate].clone() {
+            // Another kernel's tiles set the rows' step.
+            let step = p.kernel.row_step();
+            p.mc = (p.mc / step * step).max(step);
+            if p == best || !fits(&p) {
+                continue;
+            }
+            // A move must gain more than timing noise, so a machine where
+            // the rule is right keeps it.
+            let t = seconds(&p);
+            if t < best_time * GAIN {
+                (best, best_time) = (p, t);
+            }
+        }
+    }
+    // The walk times each plan once, and the machine may have been busier
+    // early on (another thread's share of the same product): the winner
+    // must beat the rule again, the two timed in turn.
+    let start = GemmPlan { reason: best.reason, ..*rule };
+    if best != start {
+        let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..3 {
+            theirs = theirs.min(seconds(&start));
+            ours = ours.min(seconds(&best));
+        }
+        if ours >= theirs * GAIN {
+            return start;
+        }
+    }
+    best
+}
+
+/// The shortest of a few runs of a `dims` (`[m, n, k]`) product with
+/// `plan` on this thread, after one that grows the packing buffers.
+fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
+    let a: Vec<T> = (0..m * k).map(|i| T::from_f64(((i * 7) % 13) as f64 / 13.0 - 0.5)).collect();
+    let b: Vec<T> = (0..k * n).map(|i| T::from_f64(((i * 5) % 11) as f64 / 11.0 - 0.5)).collect();
+    let mut c = vec![T::from_f64(0.0); m * n];
+    let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
+    let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+    let mut run = || {
+        let start = Instant::now();
+        // SAFETY: `a` is m x k, `b` k x n and `c` m x n, row-major and
+        // apart; the plan's kernel runs on this CPU (searches try only those).
+        unsafe { T::gemm_serial_with(plan, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
+        start.elapsed()
+    };
+    run();
+    let (mut best, mut spent, mut runs) = (Duration::MAX, Duration::ZERO, 0);
+    while runs < 3 || (runs < 10 && spent < Duration::from_millis(2)) {
+        let t = run();
+        (best, spent, runs) = (best.min(t), spent + t, runs + 1);
+    }
+    best.as_secs_f64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuinfo::Vendor;
+
+    /// The Intel machine of issue 48 (AVX-512, two FMA ports, L1d 48 KiB,
+    /// L2 2 MiB), whose rule plan is `avx512-12x32, KC 384, MC 336, NC 4096`.
+    fn intel() -> CpuInfo {
+        CpuInfo {
+            vendor: Vendor::Intel,
+            family: 6,
+            model: 0xa7,
+            l1d: 48 << 10,
+            l2: 2 << 20,
+            l3: 105 << 20,
+            caches_reported: true,
+        }
+    }
+
+    #[test]
+    fn the_search_walks_to_the_fastest_plan_one_coordinate_at_a_time() {
+        let rule = *gemm_plan();
+        // A made-up machine whose products are fastest at KC 384 and at
+        // the largest row block, whatever the kernel.
+        let cost = |p: &GemmPlan| (p.kc as f64 - 384.0).abs() + 1000.0 / p.mc as f64;
+        let mut timed = 0;
+        let best = search(&rule, |p| {
+            timed += 1;
+            cost(p)
+        });
+        assert_eq!(best.kc, 384, "{best}");
+        let largest = neighbours(&rule)[2].iter().map(|p| p.mc).max().unwrap();
+        assert_eq!(best.mc, largest.max(rule.mc), "{best}");
+        assert!(fits(&best), "{best}");
+        assert!(timed <= 1 + 3 + 5 + 3 + 2 + 6, "a short search: {timed} timings");
+        // A machine where the rule is best keeps it.
+        // A walk that moved only because the machine was busier when the
+        // rule was timed (first) goes back to the rule.
+        let mut calls = 0;
+        let busy_first = search(&rule, |p| {
+            calls += 1;
+            if calls == 1 {
+                2.0
+            } else if p.kc == rule.kc && p.mc == rule.mc && p.nc == rule.nc && p.kernel == rule.kernel {
+                1.0
+            } else {
+                1.5
+            }
+        });
+        assert_eq!((busy_first.kc, busy_first.mc, busy_first.nc), (rule.kc, rule.mc, rule.nc));
+        // Within noise of the rule is not enough to leave it.
+        let kept = search(&rule, |p| {
+            if (p.kernel, p.kc, p.mc, p.nc) == (rule.kernel, rule.kc, rule.mc, rule.nc) { 1.0 } else { 0.98 }
+        });
+        assert_eq!((kept.kernel, kept.kc, kept.mc, kept.nc), (rule.kernel, rule.kc, rule.mc, rule.nc));
+    }
+
+    #[test]
+    fn the_search_reaches_what_the_intel_machine_needs() {
+        // Both AVX-512 tiles and KC/MC around the rule's are candidates
+        // there (the kernels are filtered by this CPU, so list them by hand).
+        let rule = GemmPlan::for_kernel(GemmKernel::Avx512x12, &intel(), "rule");
+        assert_eq!((rule.kc, rule.mc, rule.nc), (384, 336, 4096), "{rule}");
+        let [_, kcs, mcs, ncs] = neighbours(&rule);
+        assert!(kcs.iter().any(|p| p.kc == 512) && kcs.iter().any(|p| p.kc == 256));
+        assert!(mcs.iter().any(|p| p.mc > rule.mc) && mcs.iter().any(|p| p.mc < rule.mc));
+        assert!(ncs.iter().any(|p| p.nc == 8192));
+        for p in kcs.iter().chain(&mcs).chain(&ncs) {
+            assert!(fits(p), "{p}");
+        }
+        let eight = GemmPlan { kernel: GemmKernel::Avx512x8, mc: rule.mc / 24 * 24, ..rule };
+        assert!(fits(&eight), "the other AVX-512 tile with the same blocking: {eight}");
+    }
+
+    #[test]
+    fn measured_plans_compute_products_and_round_trip_through_the_file_format() {
+        // A real search at a small size, in whatever build this is: every
+        // plan it may pick computes the product.
+        let rule = *gemm_plan();
+        let plan = search(&rule, |p| time::<f32>(p, [24, 40, 48]));
+        let (m, n, k) = (37, 70, 129);
+        let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+        for p in std::iter::once(plan).chain(neighbours(&rule).into_iter().flatten()).filter(fits) {
+            let mut c = vec![0.0f32; m * n];
+            let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
+            let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+            // SAFETY: m x k by k x n into m x n, apart; `neighbours` lists
+            // only kernels this CPU runs.
+            unsafe { f32::gemm_serial_with(&p, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
+            for i in [0, m / 2, m - 1] {
+                for j in [0, n / 3, n - 1] {
+                    let want: f32 = (0..k).map(|q| a[i * k + q] * b[q * n + j]).sum();
+                    assert_eq!(c[i * n + j], want, "{p} at ({i}, {j})");
+                }
+            }
+        }
+        assert_eq!(parse(&format(&plan), cpu_info()), Some(plan), "{plan}");
+        assert_eq!(parse("avx2-6x16 256 97 2048", cpu_info()), None, "MC not a multiple of the tiles");
+        assert_eq!(parse("no-such-kernel 256 96 2048", cpu_info()), None);
+        assert_eq!(parse("avx2-6x16 256", cpu_info()), None);
+    }
+
+    #[test]
+    fn classes_round_sizes_up_and_name_the_element_type() {
+        assert_eq!(class::<f32>(100, 64, 3), (4, 128, 64, 4));
+        assert_eq!(key(class::<f64>(1, 0, 513)), "f64:m1:n1:k1024");
+        assert!(owner(&intel()).starts_with("Intel-6-a7-l1d48-l22048-"), "{}", owner(&intel()));
+    }
+}
