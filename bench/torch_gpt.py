@@ -4,9 +4,11 @@ pre-LayerNorm blocks, context 64, vocabulary 64), batch 32, AdamW with
 weight decay 0.01 and gradient clipping at 1.0, on random ids; prints the
 median milliseconds per training step. `--hand-attention` writes the
 attention out (a qkv Linear, masked softmax) instead, as the example did
-before it used MultiHeadAttention.
+before it used MultiHeadAttention. `--compile` runs the model under
+`torch.compile` (Inductor, which needs the machine's C++ compiler); its
+first steps compile and are not timed.
 
-Run: python3 bench/torch_gpt.py [--hand-attention]   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_gpt.py [--hand-attention] [--compile]   (needs `pip install torch`; runs on the CPU)
 """
 import math
 import statistics
@@ -50,6 +52,7 @@ class Causal(nn.Module):
 
 
 HAND = "--hand-attention" in sys.argv[1:]
+COMPILE = "--compile" in sys.argv[1:]
 
 
 class Block(nn.Module):
@@ -82,12 +85,13 @@ def main():
     torch.manual_seed(0)
     model = Gpt()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    forward = torch.compile(model) if COMPILE else model
     x = torch.randint(0, V, (B, T))
     y = torch.randint(0, V, (B * T,))
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(model(x).reshape(-1, V), y)
+        loss = nn.functional.cross_entropy(forward(x).reshape(-1, V), y)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -100,6 +104,8 @@ def main():
         step()
         times.append(time.perf_counter() - t)
     kind = "hand-written attention" if HAND else "nn.MultiheadAttention"
+    if COMPILE:
+        kind += ", torch.compile"
     print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads, {kind}: "
           f"{1e3 * statistics.median(times):.1f} ms per step")
 

@@ -1,14 +1,24 @@
 """PyTorch side of `cargo run --release --example train_bench`: the same
 models, batch sizes, loss and optimizer, on random data, timed the same way
-(median of 10 chunks after 5 warm-up steps).
+(median of 10 chunks after 5 warm-up steps). `--compile` runs the models
+under `torch.compile` (Inductor, which needs the machine's C++ compiler);
+the warm-up steps compile them.
 
-Run: python3 bench/torch_train.py   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_train.py [--compile]   (needs `pip install torch`; runs on the CPU)
 """
 import statistics
+import sys
 import time
 
 import torch
 from torch import nn
+
+
+COMPILE = "--compile" in sys.argv[1:]
+
+
+def compiled(model):
+    return torch.compile(model) if COMPILE else model
 
 
 def median(runs, fn):
@@ -26,9 +36,11 @@ def train_speed(model, x, steps):
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
+    forward = compiled(model)
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
+        loss_fn(forward(x), y).backward()
         opt.step()
 
     for _ in range(5):
@@ -40,7 +52,7 @@ def train_speed(model, x, steps):
 
 def main():
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads{', torch.compile' if COMPILE else ''}")
     mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     print(f"mlp 784-256-128-10 train, batch 128: {train_speed(mlp, torch.randn(128, 784), 400):>10.0f} samples/s")
     cnn = nn.Sequential(
@@ -50,8 +62,11 @@ def main():
     )
     print(f"cnn train, batch 64:                 {train_speed(cnn, torch.randn(64, 1, 28, 28), 60):>10.0f} samples/s")
     x = torch.randn(1, 784)
+    infer = compiled(mlp)
     with torch.inference_mode():
-        lat = median(21, lambda: [mlp(x) for _ in range(200)]) / 200
+        for _ in range(5):
+            infer(x)
+        lat = median(21, lambda: [infer(x) for _ in range(200)]) / 200
     print(f"mlp inference, batch 1:              {lat * 1e6:>10.2f} us")
 
 
