@@ -391,10 +391,59 @@ pub fn max_pool2d<B: Backend>(g: &S<B>, from: &[usize], idx: &S<B>) -> S<B> {
     B::max_pool2d_input_grad(g, idx, from)
 }
 
-/// `avg_pool2d` of an input of shape `from`.
+/// `avg_pool2d` of an input of shape `from`; in `ceil_mode`, the adjoint
+/// of [`avg_pool2d_ceil`]'s steps: `g` over the windows' share of the
+/// padded input, pooled back over the extended input, cut to `from`.
 pub fn avg_pool2d<B: Backend>(g: &S<B>, from: &[usize], o: &Pool2dOptions) -> S<B> {
     let xs: [usize; 4] = from.try_into().unwrap_or_else(|_| panic!("avg_pool2d: input of rank {}", from.len()));
-    B::avg_pool2d_input_grad(g, xs, o)
+    if !o.ceil_mode {
+        return B::avg_pool2d_input_grad(g, xs, o);
+    }
+    let (floor, extended, share) = ceil_windows::<B>(xs, o, B::dtype(g), &B::device(g));
+    let scaled = B::binary(BinaryOp::Div, g, &share);
+    let gx = B::avg_pool2d_input_grad(&scaled, extended, &floor);
+    B::slice(&gx, &[0..xs[0], 0..xs[1], 0..xs[2], 0..xs[3]])
+}
+
+/// Average pooling in `ceil_mode` (PyTorch's rule: a window that runs
+/// past the padded input divides by the part of it inside), composed of
+/// the primitives: the input extended with zeros at the bottom and right
+/// until the last window fits, pooled as usual (every window dividing by
+/// its full size), then each output divided by the share of its window
+/// that lies inside the padded input.
+pub fn avg_pool2d_ceil<B: Backend>(x: &S<B>, o: &Pool2dOptions) -> S<B> {
+    let shape: [usize; 4] =
+        B::shape(x).try_into().unwrap_or_else(|_| panic!("avg_pool2d: input of rank {}", B::shape(x).len()));
+    let (floor, extended, share) = ceil_windows::<B>(shape, o, B::dtype(x), &B::device(x));
+    let pads = [(0, 0), (0, 0), (0, extended[2] - shape[2]), (0, extended[3] - shape[3])];
+    let y = B::avg_pool2d(&B::pad(x, &pads, 0.0), &floor);
+    B::binary(BinaryOp::Div, &y, &share)
+}
+
+/// For a `ceil_mode` pooling of an input of `shape`: the same pooling
+/// rounding down, the input's shape extended so that it gives the
+/// rounded-up size, and `[1, 1, oh, ow]` holding each window's share
+/// inside the padded input (1 but for the windows the rounding added).
+fn ceil_windows<B: Backend>(
+    shape: [usize; 4],
+    o: &Pool2dOptions,
+    dtype: crate::DType,
+    device: &B::Device,
+) -> (Pool2dOptions, [usize; 4], S<B>) {
+    let [_, _, h, w] = shape;
+    let [oh, ow] = o.output_plane(h, w).unwrap_or_else(|| panic!("avg_pool2d: the window does not fit {shape:?}"));
+    let floor = Pool2dOptions { ceil_mode: false, ..*o };
+    let reach = |out: usize, i: usize| (out - 1) * o.stride[i] + o.kernel[i];
+    // The input plus its padding on both sides, as the windows see it.
+    let padded = [h + 2 * o.padding[0], w + 2 * o.padding[1]];
+    let extended = [shape[0], shape[1], h.max(reach(oh, 0) - 2 * o.padding[0]), w.max(reach(ow, 1) - 2 * o.padding[1])];
+    // Pooling ones over the padded plane, zeros past it, by the floor
+    // windows without padding: each window's share inside.
+    let ones = B::full(&[1, 1, padded[0], padded[1]], 1.0, dtype, device);
+    let past =
+        [(0, 0), (0, 0), (0, reach(oh, 0).max(padded[0]) - padded[0]), (0, reach(ow, 1).max(padded[1]) - padded[1])];
+    let share = B::avg_pool2d(&B::pad(&ones, &past, 0.0), &Pool2dOptions { padding: [0, 0], ..floor });
+    (floor, extended, share)
 }
 
 /// `gather(dim, idx)` of an input of shape `from`.

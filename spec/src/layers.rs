@@ -571,7 +571,7 @@ layers! {
     /// `AvgPool2d<K>`.
     AvgPool2d {
         generics: ["K"],
-        keys: [Stride, Padding],
+        keys: [Stride, Padding, CeilMode],
         holds_tensors: false,
         elementwise: false,
         takes_ids: false,

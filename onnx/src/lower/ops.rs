@@ -1005,9 +1005,6 @@ impl<'g> Lower<'g> {
             return Err("pads automatically (auto_pad SAME); export with explicit pads".into());
         }
         let avg = n.op == "AveragePool";
-        if avg && ceil {
-            return Err("averages with its output size rounded up (ceil_mode); Blaze's AvgPool2d rounds down".into());
-        }
         if avg && pad > 0 && n.int("count_include_pad").unwrap_or(0) == 0 {
             return Err("averages without counting the padding; Blaze's AvgPool2d counts it (PyTorch's default)".into());
         }

@@ -112,13 +112,17 @@ mod powers_legacy;
 mod bert_legacy;
 #[path = "../generated/bert_dynamo.rs"]
 mod bert_dynamo;
+#[path = "../generated/avg_pool_ceil.rs"]
+mod avg_pool_ceil;
+#[path = "../generated/avg_pool_ceil_legacy.rs"]
+mod avg_pool_ceil_legacy;
 
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 49] = [
+const MODELS: [&str; 51] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -168,6 +172,8 @@ const MODELS: [&str; 49] = [
     "powers_legacy",
     "bert_legacy",
     "bert_dynamo",
+    "avg_pool_ceil",
+    "avg_pool_ceil_legacy",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -394,6 +400,17 @@ fn torchvision_families_match_pytorch_and_fine_tune() {
     fine_tunes!(model, x, 0.1, 40);
     let (model, x, _) = imported!(squeezenet_dynamo::SqueezenetDynamo, "squeezenet_dynamo", 4, 2);
     fine_tunes!(model, x, 0.1, 40);
+}
+
+/// Average pooling with `ceil_mode`, from both exporters
+/// (`write_avg_pool_ceil_model`): `AvgPool2d`'s `ceil_mode = true`, whose
+/// added windows divide by their part inside the padded input.
+#[test]
+fn average_pooling_rounded_up_matches_pytorch_and_fine_tunes() {
+    let (model, x, _) = imported!(avg_pool_ceil::AvgPoolCeil, "avg_pool_ceil", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
+    let (model, x, _) = imported!(avg_pool_ceil_legacy::AvgPoolCeilLegacy, "avg_pool_ceil_legacy", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
 }
 
 /// `Pow` of a number (a square, a cube) and of a tensor, from both

@@ -140,9 +140,12 @@ pub struct Pool2dOptions {
     pub stride: [usize; 2],
     /// Implicit padding on both sides (`-inf` for max, zeros for average).
     pub padding: [usize; 2],
-    /// Max pooling only: the output size rounded up (PyTorch's
-    /// `ceil_mode`), a last window that starts inside the input or its
-    /// left padding counting even where it runs past the input.
+    /// The output size rounded up (PyTorch's `ceil_mode`): a last window
+    /// that starts inside the input or its left padding counts even where
+    /// it runs past the input (average pooling then divides by its part
+    /// inside the padded input). Backends' pooling primitives are given
+    /// `false` for average pooling: `Tensor::avg_pool2d` composes the
+    /// rounded-up form from them.
     pub ceil_mode: bool,
 }
 
@@ -161,7 +164,7 @@ impl Pool2dOptions {
         self.padding = [p, p];
         self
     }
-    /// Rounds the output size up (max pooling's `ceil_mode`).
+    /// Rounds the output size up (PyTorch's `ceil_mode`).
     pub fn ceil_mode(mut self, ceil: bool) -> Self {
         self.ceil_mode = ceil;
         self

@@ -229,6 +229,7 @@ pub fn autodiff_conv_and_pool<B: Backend>(dev: &B::Device) {
     });
     check::<B, 4>("max_pool2d", &x, |x| weigh(&x.max_pool2d(Pool2dOptions::new(3).stride(2).padding(1))));
     check::<B, 4>("avg_pool2d", &x, |x| weigh(&x.avg_pool2d(Pool2dOptions::new(2).stride(1))));
+    check::<B, 4>("avg_pool2d ceil_mode", &x, |x| weigh(&x.avg_pool2d(Pool2dOptions::new(2).ceil_mode(true))));
 }
 
 /// Uses accumulate, detach and no_grad cut the graph, and the graph is

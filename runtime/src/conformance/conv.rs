@@ -85,6 +85,8 @@ pub fn conv_and_pool_gradients<B: Backend>(dev: &B::Device) {
         ([2, 3, 6, 6], Pool2dOptions::new(2)),
         ([1, 2, 7, 7], Pool2dOptions::new(3).stride(2).padding(1)),
         ([2, 2, 5, 5], Pool2dOptions::new(3).stride(1)),
+        ([1, 2, 14, 8], Pool2dOptions::new(3).stride(2).ceil_mode(true)),
+        ([2, 1, 5, 9], Pool2dOptions::new(2).padding(1).ceil_mode(true)),
     ] {
         let x = tensor::<B, 4>(&noise(xs.iter().product(), 54), xs, DType::F64, dev);
         let y = x.avg_pool2d(o);
@@ -117,8 +119,9 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
             let (want, _, out) = r::pool2d(&x, shape, &o, false);
             assert_close(&format!("avg_pool2d {shape:?} {o:?}"), &t.avg_pool2d(o), &want, &out, tol);
         }
-        // Max pooling's sizes rounded up: a last window past the input
-        // (14 and 8 wide), and one dropped for starting in the right padding.
+        // Sizes rounded up: a last window past the input (14 and 8 wide),
+        // one dropped for starting in the right padding; average pooling
+        // divides a window past the padded input by its part inside.
         for (shape, o) in [
             ([1, 2, 14, 8], Pool2dOptions::new(3).stride(2).ceil_mode(true)),
             ([2, 1, 5, 9], Pool2dOptions::new(2).padding(1).ceil_mode(true)),
@@ -130,6 +133,14 @@ pub fn pooling<B: Backend>(dev: &B::Device) {
             let (v, i) = t.max_pool2d_with_indices(o);
             assert_close(&format!("max_pool2d {shape:?} {o:?}"), &v, &want, &out, tolerance(dtype, false));
             assert_eq!(i.to_vec::<i64>(), want_idx, "max_pool2d indices {shape:?} {o:?}");
+            let (want, _, out) = r::pool2d(&x, shape, &o, false);
+            assert_close(
+                &format!("avg_pool2d {shape:?} {o:?}"),
+                &t.avg_pool2d(o),
+                &want,
+                &out,
+                tolerance(dtype, false),
+            );
         }
     }
 }

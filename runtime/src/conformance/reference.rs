@@ -140,7 +140,13 @@ pub fn pool2d(x: &[f64], xs: [usize; 4], o: &Pool2dOptions, max: bool) -> (Vec<f
                         }
                     }
                 }
-                out.push(if max { best } else { sum / (o.kernel[0] * o.kernel[1]) as f64 });
+                // The divisor: the window's part inside the padded input
+                // (all of it, but for a window `ceil_mode` adds).
+                let inside = |i: usize, at: usize, len: usize| {
+                    let start = at * o.stride[i];
+                    ((start + o.kernel[i]).min(len + 2 * o.padding[i]) - start) as f64
+                };
+                out.push(if max { best } else { sum / (inside(0, y, h) * inside(1, xo, w)) });
                 idx.push(best_i);
             }
         }

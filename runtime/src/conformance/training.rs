@@ -71,6 +71,7 @@ pub fn layer_gradients<B: Backend>(dev: &B::Device) {
     both_modes::<B, _, 4, 4>(&MaxPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1, ceil_mode: false }), &img);
     both_modes::<B, _, 4, 4>(&AvgPool2d::<2>::default(), &img);
     both_modes::<B, _, 4, 4>(&AvgPool2d::<3>::new(PoolConfig { stride: Some(2), padding: 1, ceil_mode: false }), &img);
+    both_modes::<B, _, 4, 4>(&AvgPool2d::<2>::new(PoolConfig { stride: Some(2), padding: 0, ceil_mode: true }), &img);
     // Windows of two sizes that overlap (5 -> 2 and 3), and more cells than pixels (5 -> 7).
     both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<2, 3>, &img);
     both_modes::<B, _, 4, 4>(&AdaptiveAvgPool2d::<7, 1>, &img);

@@ -17,7 +17,8 @@ pub struct PoolConfig {
     pub stride: Option<usize>,
     /// Implicit padding on every side.
     pub padding: usize,
-    /// Max pooling only: round the output size up (PyTorch's `ceil_mode`).
+    /// Round the output size up (PyTorch's `ceil_mode`); an average over a
+    /// window the rounding adds divides by its part inside the padded input.
     pub ceil_mode: bool,
 }
 

@@ -267,12 +267,12 @@ impl<B: Backend> Tensor<B, 4> {
         let [n, c, h, w] = input_shape;
         let plane = options.output_plane(h, w);
         assert!(
-            !options.ceil_mode && plane.is_some_and(|[oh, ow]| self.shape() == [n, c, oh, ow]),
+            plane.is_some_and(|[oh, ow]| self.shape() == [n, c, oh, ow]),
             "avg_pool2d_input_grad: output gradient {} does not match pooling {} with {options:?}",
             fmt_shape(&self.shape()),
             fmt_shape(&input_shape)
         );
-        Self::wrap(B::avg_pool2d_input_grad(&self.storage, input_shape, &options))
+        Self::wrap(crate::adjoint::avg_pool2d::<B>(&self.storage, &input_shape, &options))
     }
 
     fn check_pool(&self, op: &str, options: &Pool2dOptions) {
@@ -288,10 +288,6 @@ impl<B: Backend> Tensor<B, 4> {
             "{op}: padding {:?} must be at most half the kernel {:?}",
             options.padding,
             options.kernel
-        );
-        assert!(
-            !options.ceil_mode || op == "max_pool2d",
-            "{op}: ceil_mode is for max pooling; average pooling rounds its output size down"
         );
         let fits = options.output_plane(shape[2], shape[3]).is_some();
         assert!(fits, "{op}: the {kh}x{kw} window is larger than the input {}", fmt_shape(&shape));
@@ -312,9 +308,14 @@ impl<B: Backend> Tensor<B, 4> {
         (Self::wrap(out), Self::wrap(idx))
     }
 
-    /// Average pooling, as `torch.nn.functional.avg_pool2d` (padded zeros count).
+    /// Average pooling, as `torch.nn.functional.avg_pool2d` (padded zeros
+    /// count); in `ceil_mode` a window the rounding adds divides by its
+    /// part inside the padded input, as PyTorch's does.
     pub fn avg_pool2d(&self, options: Pool2dOptions) -> Self {
         self.check_pool("avg_pool2d", &options);
+        if options.ceil_mode {
+            return Self::wrap(crate::adjoint::avg_pool2d_ceil::<B>(&self.storage, &options));
+        }
         Self::wrap(B::avg_pool2d(&self.storage, &options))
     }
 }
