@@ -11,14 +11,14 @@ set -euo pipefail
 rounds=${1:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cargo build --release --example train_bench --example gpt 2>/dev/null
+cargo build -q --release --example train_bench --example gpt
 for r in $(seq "$rounds"); do
     target/release/examples/train_bench > "$out/blaze_train.$r"
     target/release/examples/gpt --steps 60 --sample 0 | grep 'median training step' > "$out/blaze_gpt.$r"
     python3 bench/torch_train.py > "$out/torch_train.$r"
-    python3 bench/torch_train.py --compile > "$out/torch_train_compile.$r" 2>/dev/null
+    python3 bench/torch_train.py --compile > "$out/torch_train_compile.$r"
     python3 bench/torch_gpt.py > "$out/torch_gpt.$r"
-    python3 bench/torch_gpt.py --compile > "$out/torch_gpt_compile.$r" 2>/dev/null
+    python3 bench/torch_gpt.py --compile > "$out/torch_gpt_compile.$r"
     echo "round $r of $rounds done" >&2
 done
 python3 - "$out" "$rounds" <<'PY'

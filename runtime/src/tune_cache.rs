@@ -39,24 +39,31 @@ pub fn load(path: Option<&Path>, owner: &str) -> HashMap<String, String> {
         .collect()
 }
 
-/// Appends one choice to the cache file. A cache that cannot be written
-/// costs a tuning in the next process, nothing more: `who` says so once
-/// on standard error.
-pub fn store(path: &Path, owner: &str, key: &str, choice: &str, who: &str) {
+/// Appends one choice to the cache file, as one write of a whole line (so
+/// processes appending at once do not mix their lines). A cache that
+/// cannot be written costs a tuning in the next process, nothing more:
+/// each `who` says so once on standard error.
+pub fn store(path: &Path, owner: &str, key: &str, choice: &str, who: &'static str) {
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
         let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        writeln!(f, "{owner}\t{key}\t{choice}")
+        f.write_all(format!("{owner}\t{key}\t{choice}\n").as_bytes())
     };
     if let Err(e) = write() {
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| eprintln!("{who}: cannot write the tuning cache {}: {e}", path.display()));
+        static SAID: std::sync::Mutex<Vec<&str>> = std::sync::Mutex::new(Vec::new());
+        let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+        if !said.contains(&who) {
+            said.push(who);
+            eprintln!("{who}: cannot write the tuning cache {}: {e}", path.display());
+        }
     }
 }
 
-/// Removes `owner`'s lines from the cache file.
+/// Removes `owner`'s lines from the cache file (a line another process
+/// appends meanwhile may be lost: it costs that process's class a
+/// tuning in the next process).
 pub fn forget(path: &Path, owner: &str) -> std::io::Result<()> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,

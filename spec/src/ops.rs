@@ -543,9 +543,10 @@ pub const COMPARE: &[Compare] = &[
 
 /// One reduction over a dim of a tensor of floats or i64. A fold
 /// combines the row's values with its operator from 0; a selection keeps
-/// the first value that beats the others by its operator (`v > best` for
-/// a max), a NaN beating every number and staying, and gives that value
-/// or, with `index`, its position (as i64). Every backend's reduction
+/// a value that beats the others by its operator (`v > best` for a max),
+/// a NaN beating every number and staying, and gives that value or, with
+/// `index`, the position of the first such value (as i64). Of equal values
+/// the value form may keep any (0 and -0 compare equal). Every backend's reduction
 /// loop is generated from this step; a backend that starts from a
 /// constant (a shader's tree) starts a selection from the value every
 /// number beats or ties (`-inf` for `>`, `+inf` for `<`).

@@ -265,33 +265,13 @@ impl<T> Strided<T> {
 /// shapes per ISA.
 pub(crate) trait GemmFloat: Float {
     /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread, with the
-    /// plan of the product's shape class on this CPU
-    /// ([`crate::gemm_tune`]: measured, else [`gemm_plan`]).
+    /// kernel and blocking of `plan` (a product's is
+    /// [`crate::gemm_tune::plan_for`]'s: measured, else [`gemm_plan`]).
     ///
     /// # Safety
     /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
     /// valid row-major `m x n` block with row stride `dst_rs` that overlaps
-    /// neither.
-    unsafe fn gemm_serial(
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: *mut Self,
-        dst_rs: isize,
-        lhs: Strided<Self>,
-        rhs: Strided<Self>,
-        accumulate: bool,
-    ) {
-        let plan = crate::gemm_tune::plan_for::<Self>(m, n, k);
-        // SAFETY: forwarded from the caller; the plan's kernel runs here.
-        unsafe { Self::gemm_serial_with(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) }
-    }
-
-    /// [`GemmFloat::gemm_serial`] with the kernel and blocking of `plan`.
-    ///
-    /// # Safety
-    /// As for `gemm_serial`, and the CPU runs the plan's kernel
-    /// ([`GemmKernel::runs_here`]).
+    /// neither; the CPU runs the plan's kernel ([`GemmKernel::runs_here`]).
     unsafe fn gemm_serial_with(
         plan: &GemmPlan,
         m: usize,
@@ -402,7 +382,7 @@ struct Gemm<T> {
 /// The blocked product with `MR x NR` kernels (`FMA`: fused multiply-add).
 ///
 /// # Safety
-/// As for [`GemmFloat::gemm_serial`]; the CPU runs the ISA the caller
+/// As for [`GemmFloat::gemm_serial_with`]; the CPU runs the ISA the caller
 /// compiled this for, `pa` holds `mc x kc` values and `pb` `kc x nc`, both
 /// cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a multiple of
 /// `MR`, `nc` of `NR`.
@@ -935,7 +915,7 @@ unsafe fn pack_transposing_f32(width: usize, rows: usize, depth: usize, a: Strid
 /// when they are contiguous, dot products with its columns otherwise.
 ///
 /// # Safety
-/// As for [`GemmFloat::gemm_serial`] with `m = 1`.
+/// As for [`GemmFloat::gemm_serial_with`] with `m = 1`.
 #[inline(always)]
 unsafe fn row_times<T: Float, K: Micro<T>>(
     n: usize,

@@ -16,9 +16,12 @@
 //! `BLAZE_GEMM_TUNE=0` turns the search off, as does `BLAZE_GEMM_KERNEL`
 //! (a forced kernel); so does a build without optimisations, whose timings
 //! would say nothing about an optimised one: those take the rule's plan.
-//! A class's plan is fixed at its first product, so every later product
-//! of the class sums in the same order; plans measured in different
-//! processes may differ, and with them the last bits of a product.
+//! A product's plan is its whole shape's, whatever thread count splits it,
+//! and a class's plan is fixed at its first product: a product gives the
+//! same bits on any number of threads and every time in a process. Its
+//! depth blocking orders the sums, so products of different classes (a
+//! row of a batch of 64 and of 128) and plans measured in different
+//! processes may differ in their last bits.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,9 +37,12 @@ use crate::gemm::{GemmFloat, GemmKernel, GemmPlan, MAX_NR, Strided, gemm_plan};
 /// fit the caches whatever the blocking.
 const TUNE_FLOPS: usize = 1 << 21;
 
-/// Largest size the search times a class at: a product of the class cut
-/// down to it keeps the blocking's behaviour and bounds the search's cost.
-const SEARCH_DIM: usize = 512;
+/// Largest rows and depth, and columns, the search times a class at: a
+/// product cut down to them bounds the search's cost, and keeps enough
+/// columns for the column blocks (`NC`, from 512) to differ. Candidates
+/// that cannot differ at those sizes are not timed.
+const SEARCH_ROWS_DEPTH: usize = 512;
+const SEARCH_COLUMNS: usize = 2048;
 
 /// How much faster a plan must time to replace the best so far.
 const GAIN: f64 = 0.97;
@@ -134,8 +140,8 @@ pub(crate) fn plan_for<T: GemmFloat>(m: usize, n: usize, k: usize) -> GemmPlan {
     let plan = match saved.get(&key(c)).and_then(|s| parse(s, cpu_info())) {
         Some(plan) => plan,
         None => {
-            let dims = [m, n, k].map(|d| d.min(SEARCH_DIM));
-            let plan = search(gemm_plan(), |p| time::<T>(p, dims));
+            let dims = [m.min(SEARCH_ROWS_DEPTH), n.min(SEARCH_COLUMNS), k.min(SEARCH_ROWS_DEPTH)];
+            let plan = search(gemm_plan(), dims, |p| time::<T>(p, dims));
             if let Some(path) = &t.path {
                 tune_cache::store(path, &t.owner, &key(c), &format(&plan), "blaze-cpu");
             }
@@ -161,11 +167,23 @@ fn parse(s: &str, info: &CpuInfo) -> Option<GemmPlan> {
     (kernel.runs_here() && fits(&plan)).then_some(plan)
 }
 
-/// Whether a blocking suits its kernel: `MC` a multiple of both tiles'
-/// rows, `NC` of the widest tile's columns, and `KC` within 16..=1024.
+/// Whether a blocking suits its kernel and stays within the sizes a
+/// search tries (a cache file may have been edited): `MC` a multiple of
+/// both tiles' rows up to 1024, `NC` of the widest tile's columns up to
+/// 8192, `KC` within 16..=1024.
 fn fits(p: &GemmPlan) -> bool {
     let step = p.kernel.row_step();
-    p.mc > 0 && p.mc.is_multiple_of(step) && p.nc > 0 && p.nc.is_multiple_of(MAX_NR) && (16..=1024).contains(&p.kc)
+    (step..=1024).contains(&p.mc)
+        && p.mc.is_multiple_of(step)
+        && (MAX_NR..=8192).contains(&p.nc)
+        && p.nc.is_multiple_of(MAX_NR)
+        && (16..=1024).contains(&p.kc)
+}
+
+/// Whether `p` and `q` block a product of `[m, n, k]` differently: a
+/// block no smaller than the product is the product.
+fn differ(p: &GemmPlan, q: &GemmPlan, [m, n, k]: [usize; 3]) -> bool {
+    p.kernel != q.kernel || p.kc.min(k) != q.kc.min(k) || p.mc.min(m) != q.mc.min(m) || p.nc.min(n) != q.nc.min(n)
 }
 
 /// The plans a search tries around `rule`, one coordinate at a time: the
@@ -192,12 +210,12 @@ pub(crate) fn neighbours(rule: &GemmPlan) -> [Vec<GemmPlan>; 4] {
 }
 
 /// The fastest plan a walk from `rule` finds by `seconds` (the time of one
-/// product with a plan): each coordinate in turn (kernel, `KC`, `MC`,
+/// product of `dims`, `[m, n, k]`, with a plan): each coordinate in turn (kernel, `KC`, `MC`,
 /// `NC`) moves to its fastest value, the others held; a new kernel keeps
 /// the blocking, `MC` rounded down to its tiles. A walk that ends away
 /// from the rule keeps its end only if it beats the rule again, timed in
 /// turn with it.
-pub(crate) fn search(rule: &GemmPlan, mut seconds: impl FnMut(&GemmPlan) -> f64) -> GemmPlan {
+pub(crate) fn search(rule: &GemmPlan, dims: [usize; 3], mut seconds: impl FnMut(&GemmPlan) -> f64) -> GemmPlan {
     let mut best = GemmPlan { reason: "measured on this CPU", ..*rule };
     let mut best_time = seconds(&best);
     for coordinate in 0..4 {
@@ -205,7 +223,7 @@ pub(crate) fn search(rule: &GemmPlan, mut seconds: impl FnMut(&GemmPlan) -> f64)
             // Another kernel's tiles set the rows' step.
             let step = p.kernel.row_step();
             p.mc = (p.mc / step * step).max(step);
-            if p == best || !fits(&p) {
+            if !fits(&p) || !differ(&p, &best, dims) {
                 continue;
             }
             // A move must gain more than timing noise, so a machine where
@@ -220,7 +238,7 @@ pub(crate) fn search(rule: &GemmPlan, mut seconds: impl FnMut(&GemmPlan) -> f64)
     // early on (another thread's share of the same product): the winner
     // must beat the rule again, the two timed in turn.
     let start = GemmPlan { reason: best.reason, ..*rule };
-    if best != start {
+    if differ(&best, &start, dims) {
         let (mut ours, mut theirs) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..3 {
             theirs = theirs.min(seconds(&start));
@@ -283,7 +301,8 @@ mod tests {
         // the largest row block, whatever the kernel.
         let cost = |p: &GemmPlan| (p.kc as f64 - 384.0).abs() + 1000.0 / p.mc as f64;
         let mut timed = 0;
-        let best = search(&rule, |p| {
+        let big = [4096, 4096, 4096];
+        let best = search(&rule, big, |p| {
             timed += 1;
             cost(p)
         });
@@ -292,11 +311,10 @@ mod tests {
         assert_eq!(best.mc, largest.max(rule.mc), "{best}");
         assert!(fits(&best), "{best}");
         assert!(timed <= 1 + 3 + 5 + 3 + 2 + 6, "a short search: {timed} timings");
-        // A machine where the rule is best keeps it.
         // A walk that moved only because the machine was busier when the
         // rule was timed (first) goes back to the rule.
         let mut calls = 0;
-        let busy_first = search(&rule, |p| {
+        let busy_first = search(&rule, big, |p| {
             calls += 1;
             if calls == 1 {
                 2.0
@@ -307,8 +325,16 @@ mod tests {
             }
         });
         assert_eq!((busy_first.kc, busy_first.mc, busy_first.nc), (rule.kc, rule.mc, rule.nc));
+        // At a product smaller than every block only the kernels differ,
+        // and only they are timed.
+        let mut tiny = 0;
+        let _ = search(&rule, [8, 8, 8], |_| {
+            tiny += 1;
+            1.0
+        });
+        assert_eq!(tiny, neighbours(&rule)[0].iter().filter(|p| p.kernel != rule.kernel).count() + 1);
         // Within noise of the rule is not enough to leave it.
-        let kept = search(&rule, |p| {
+        let kept = search(&rule, big, |p| {
             if (p.kernel, p.kc, p.mc, p.nc) == (rule.kernel, rule.kc, rule.mc, rule.nc) { 1.0 } else { 0.98 }
         });
         assert_eq!((kept.kernel, kept.kc, kept.mc, kept.nc), (rule.kernel, rule.kc, rule.mc, rule.nc));
@@ -336,7 +362,7 @@ mod tests {
         // A real search at a small size, in whatever build this is: every
         // plan it may pick computes the product.
         let rule = *gemm_plan();
-        let plan = search(&rule, |p| time::<f32>(p, [24, 40, 48]));
+        let plan = search(&rule, [24, 40, 48], |p| time::<f32>(p, [24, 40, 48]));
         let (m, n, k) = (37, 70, 129);
         let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
         let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();

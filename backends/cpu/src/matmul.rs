@@ -68,9 +68,13 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
     let threads = rayon::current_num_threads();
     let lhs = Strided { ptr: lhs, rs: lhs_rs, cs: lhs_cs };
     let rhs = Strided { ptr: rhs, rs: rhs_rs, cs: rhs_cs };
+    // One plan for the whole product, whatever the split: its depth
+    // blocking sets the order of the sums, so every thread count gives
+    // the same bits.
+    let plan = crate::gemm_tune::plan_for::<T>(m, n, k);
     if !(parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS) {
-        // SAFETY: forwarded from the caller.
-        unsafe { T::gemm_serial(m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
+        // SAFETY: forwarded from the caller; the plan's kernel runs here.
+        unsafe { T::gemm_serial_with(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
         return;
     }
     // Split the output into one block per thread and run each block on one
@@ -91,10 +95,11 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         unsafe {
             if split_n {
                 let r = Strided { ptr: rhs.ptr.offset(start as isize * rhs.cs), ..rhs };
-                T::gemm_serial(m, size, k, dst.get().add(start), dst_rs, lhs, r, accumulate);
+                T::gemm_serial_with(&plan, m, size, k, dst.get().add(start), dst_rs, lhs, r, accumulate);
             } else {
                 let l = Strided { ptr: lhs.ptr.offset(start as isize * lhs.rs), ..lhs };
-                T::gemm_serial(size, n, k, dst.get().offset(start as isize * dst_rs), dst_rs, l, rhs, accumulate);
+                let at = dst.get().offset(start as isize * dst_rs);
+                T::gemm_serial_with(&plan, size, n, k, at, dst_rs, l, rhs, accumulate);
             }
         }
     });

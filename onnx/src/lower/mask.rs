@@ -141,9 +141,27 @@ impl<'g> Lower<'g> {
             return Ok(());
         }
         match self.input_val(n, 0)? {
-            // A condition of one value picks one side whole.
-            Val::Filled(Fill::Bool(c), _) => {
-                self.set(n, 0, if *c { a } else { b });
+            // A condition of one value picks one side, broadcast to the
+            // shape of all three: a number becomes a fill of that shape; a
+            // tensor is taken when it has the shape already.
+            Val::Filled(Fill::Bool(c), cond) => {
+                let (c, cond) = (*c, cond.clone());
+                let (pick, other) = if c { (&a, &b) } else { (&b, &a) };
+                let shapes = [Some(cond), a.dims(), b.dims()];
+                let shape = shapes.iter().flatten().try_fold(Vec::new(), |s, d| broadcast(&s, d))?;
+                let v = match (number(pick), pick) {
+                    (Some(x), _) => Val::Filled(Fill::Num(x), shape),
+                    (None, Val::Tensor(t)) if t.shape() == shape => pick.clone(),
+                    _ => {
+                        return Err(format!(
+                            "selects {} over {} by a condition that always holds or never does; \
+                             only a number or a tensor of the whole shape is picked",
+                            kind(pick),
+                            kind(other)
+                        ));
+                    }
+                };
+                self.set(n, 0, v);
                 return Ok(());
             }
             // `where(isnan(p), 0, p)` after attention's softmax: Blaze's

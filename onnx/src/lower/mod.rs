@@ -115,14 +115,6 @@ impl Val {
                 let values = s.iter().map(Dim::value).collect::<Option<Vec<_>>>()?;
                 Some(Data { dims: vec![s.len()], values: Values::I64(values) })
             }
-            // A vector of one value (`ConstantOfShape` of a shape's length,
-            // in an exporter's shape arithmetic): integers when whole.
-            Val::Filled(Fill::Num(x), s) if s.len() == 1 => {
-                let k = usize::try_from(s[0].value()?).ok()?;
-                let values =
-                    if x.fract() == 0.0 { Values::I64(vec![*x as i64; k]) } else { Values::F32(vec![*x as f32; k]) };
-                Some(Data { dims: vec![k], values })
-            }
             _ => None,
         }
     }
@@ -526,10 +518,7 @@ impl<'g> Lower<'g> {
                 "input {i} (`{}`) is computed from the data ({why}): a data-dependent shape; Blaze needs shapes known when compiling",
                 n.inputs[i]
             )),
-            other => match other.known().and_then(|d| d.as_i64()) {
-                Some(v) => Ok(v.into_iter().map(Dim::known).collect()),
-                None => Err(format!("input {i} (`{}`) is not a list of integers", n.inputs[i])),
-            },
+            _ => Err(format!("input {i} (`{}`) is not a list of integers", n.inputs[i])),
         }
     }
 
@@ -715,15 +704,33 @@ impl<'g> Lower<'g> {
             }
             "ConstantOfShape" => {
                 let shape = self.ints(n, 0)?;
-                let fill = match n.attrs.get("value") {
-                    Some(crate::proto::Attr::Tensor(d)) if d.len() == 1 => match &d.values {
-                        Values::Bool(b) => Fill::Bool(b[0]),
-                        _ => Fill::Num(d.as_f64()[0]),
-                    },
+                let value = match n.attrs.get("value") {
+                    Some(crate::proto::Attr::Tensor(d)) if d.len() == 1 => d.clone(),
                     Some(_) => return Err("has a `value` of more than one element".into()),
-                    None => Fill::Num(0.0),
+                    None => Data { dims: vec![], values: Values::F32(vec![0.0]) },
                 };
-                self.set(n, 0, Val::Filled(fill, shape));
+                let sizes = shape.iter().map(Dim::value).collect::<Option<Vec<i64>>>();
+                match sizes.as_deref() {
+                    // A vector of known length (an exporter's shape
+                    // arithmetic, `where(shape == -1, 1, shape)`): a constant
+                    // of the value's type.
+                    Some(&[k]) if (0..=64).contains(&k) => {
+                        let k = k as usize;
+                        let values = match &value.values {
+                            Values::I64(v) => Values::I64(vec![v[0]; k]),
+                            Values::F32(v) => Values::F32(vec![v[0]; k]),
+                            Values::Bool(v) => Values::Bool(vec![v[0]; k]),
+                        };
+                        self.set(n, 0, Val::Const(Data { dims: vec![k], values }));
+                    }
+                    _ => {
+                        let fill = match &value.values {
+                            Values::Bool(b) => Fill::Bool(b[0]),
+                            _ => Fill::Num(value.as_f64()[0]),
+                        };
+                        self.set(n, 0, Val::Filled(fill, shape));
+                    }
+                }
             }
             "LSTM" | "GRU" => self.recurrent(n)?,
             "Trilu" => {

@@ -104,7 +104,9 @@ impl<'g> Lower<'g> {
             (Val::Const(table), ids) if axis == 0 && table.dims.len() == 2 => {
                 let (input, call) = match ids {
                     Val::Tensor(t) if t.dtype == DType::I64 && t.view.is_none() => (t.clone(), None),
-                    Val::Positions { len, trail: 0, .. } => (
+                    // Positions behind at most one unit dim (which the batch
+                    // takes): per sample `[T]`.
+                    Val::Positions { len, lead: 0 | 1, trail: 0 } => (
                         Tensor::plain(String::new(), vec![Dim::named(BATCH), len.clone()], DType::I64),
                         Some((format!("positions({})", dim_code(&len)?), String::new(), None)),
                     ),
@@ -1173,10 +1175,7 @@ impl<'g> Lower<'g> {
 /// integer division rounding toward zero, and `Mod` taking the divisor's
 /// sign (or the dividend's, C's `fmod`, with `fmod = 1`, which floats need).
 fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
-    let sizes = |d: &Data| d.dims.iter().map(|&k| Dim::known(k as i64)).collect::<Vec<_>>();
-    let dims = broadcast(&sizes(x), &sizes(y))
-        .map_err(|_| format!("combines constants of shapes {:?} and {:?}, which do not broadcast", x.dims, y.dims))?;
-    let dims: Vec<usize> = dims.iter().map(|d| d.value().expect("known") as usize).collect();
+    let dims = broadcast_known(&[x, y])?;
     let at = |d: &Data, i: usize| index_broadcast(&d.dims, &dims, i);
     let n: usize = dims.iter().product();
     let values = match (&x.values, &y.values) {
@@ -1214,8 +1213,6 @@ fn fold(op: &str, x: &Data, y: &Data, fmod: bool) -> R<Data> {
     Ok(Data { dims, values })
 }
 
-/// The flat index into a tensor of shape `dims` of element `i` of its
-/// broadcast to `out`.
 /// The dims of constants broadcast together.
 fn broadcast_known(ds: &[&Data]) -> R<Vec<usize>> {
     let mut dims: Vec<Dim> = Vec::new();
@@ -1237,8 +1234,8 @@ pub(super) fn fold_equal(x: &Data, y: &Data) -> R<Data> {
     Ok(Data { dims, values: Values::Bool(values) })
 }
 
-/// `Where` of three constants, broadcast; the values keep the first
-/// branch's element type.
+/// `Where` of three constants, broadcast, between branches of one
+/// element type.
 pub(super) fn fold_where(c: &Data, x: &Data, y: &Data) -> R<Data> {
     let dims = broadcast_known(&[c, x, y])?;
     let n: usize = dims.iter().product();
@@ -1260,6 +1257,8 @@ pub(super) fn fold_where(c: &Data, x: &Data, y: &Data) -> R<Data> {
     Ok(Data { dims, values })
 }
 
+/// The flat index into a tensor of shape `dims` of element `i` of its
+/// broadcast to `out`.
 fn index_broadcast(dims: &[usize], out: &[usize], mut i: usize) -> usize {
     let (mut index, mut stride) = (0, 1);
     for (k, &o) in out.iter().enumerate().rev() {

@@ -380,6 +380,10 @@ impl<'g> Lower<'g> {
                 let out = (lead + 1 + trail + a.len()) as i64;
                 let mut at: Vec<i64> = a.iter().map(|&x| if x < 0 { x + out } else { x }).collect();
                 at.sort_unstable();
+                at.dedup();
+                if at.len() != a.len() || at.iter().any(|&x| !(0..out).contains(&x)) {
+                    return Err(format!("unsqueezes positions at axes {a:?}, which are repeated or past rank {out}"));
+                }
                 let mut place = 0;
                 let (mut before, mut after) = (0, 0);
                 for k in 0..out {

@@ -215,7 +215,8 @@ pub fn comparisons_match_the_table<B: Backend>(dev: &B::Device) {
 /// Every reduction of the table over every dim, in every float dtype and
 /// i64, against its step run in order in f64 (a fold from 0; a
 /// selection's first winner, a NaN winning): short and long rows (the
-/// vector and tree paths), with ties, signed zeros, infinities and NaN.
+/// vector and tree paths), with ties, infinities and NaN (zeros of both
+/// signs are in the rows; their sign is not compared).
 pub fn reductions_match_the_table<B: Backend>(dev: &B::Device) {
     use super::reference;
     use crate::ReduceOp;
