@@ -410,6 +410,25 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
         unsafe { row_times::<T, K>(n, k, dst, lhs, rhs, accumulate) };
         return;
     }
+    if k == 1 && rhs.cs == 1 {
+        // A column times a row (a batch-1 weight gradient): each row of
+        // `dst` is `B`'s row scaled, one pass at the speed of the stores,
+        // where tiles would each pay their setup for a single step. The
+        // same roundings as a tile: the product, then its addition.
+        // SAFETY: `B`'s one row holds n contiguous values; row i of `dst`
+        // and element (i, 0) of `A` lie in the blocks the caller vouches for.
+        let b = unsafe { std::slice::from_raw_parts(rhs.ptr, n) };
+        for i in 0..m {
+            let (a, row) =
+                unsafe { (*lhs.at(i, 0).ptr, std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n)) };
+            if accumulate {
+                row.iter_mut().zip(b).for_each(|(d, &b)| *d += a * b);
+            } else {
+                row.iter_mut().zip(b).for_each(|(d, &b)| *d = a * b);
+            }
+        }
+        return;
+    }
     // With few rows each panel of `B` serves few tiles, and packing it
     // would cost about what the kernel does; rows of `B` that are
     // contiguous are read in place then (the im2col products of a conv).
@@ -1081,9 +1100,37 @@ mod tests {
             (50, 10, 130),
             (64, 16, 64),
             (33, 8, 9),
+            (37, 70, 1),
         ] {
             check::<f32>(m, n, k, 1e-4);
             check::<f64>(m, n, k, 1e-12);
+        }
+    }
+
+    #[test]
+    fn an_outer_product_rounds_as_the_tiles_do() {
+        // k = 1 with contiguous rows of `B` takes the outer-product loop;
+        // the same `B` spread out (every other value), the tiles: the same
+        // bits, with and without accumulation, under every plan.
+        let (m, n) = (29, 45);
+        let a: Vec<f32> = (0..m).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..n).map(|j| (j as f32 * 0.71).cos() / 3.0).collect();
+        let spread: Vec<f32> = b.iter().flat_map(|&v| [v, f32::NAN]).collect();
+        let start: Vec<f32> = (0..m * n).map(|x| (x as f32 * 0.13).sin()).collect();
+        let lhs = Strided { ptr: a.as_ptr(), rs: 1, cs: 1 };
+        for plan in plans() {
+            for accumulate in [false, true] {
+                let run = |rhs: Strided<f32>| {
+                    let mut d = start.clone();
+                    // SAFETY: `a` is m x 1, `rhs` 1 x n, `d` m x n, apart;
+                    // `plans` lists kernels this CPU runs.
+                    unsafe { f32::gemm_serial_with(&plan, m, n, 1, d.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                    d
+                };
+                let rows = run(Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 });
+                let tiles = run(Strided { ptr: spread.as_ptr(), rs: 2 * n as isize, cs: 2 });
+                assert_eq!(rows, tiles, "{plan}, accumulate {accumulate}");
+            }
         }
     }
 }
