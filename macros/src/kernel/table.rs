@@ -468,32 +468,144 @@ pub fn binary_cube() -> TokenStream {
     }
 }
 
+/// One op of a table's enum: its variant, name (PyTorch's), operator and
+/// the variant's doc.
+struct EnumOp {
+    variant: &'static str,
+    name: &'static str,
+    symbol: &'static str,
+    doc: String,
+}
+
+/// A table's op enum `ty` with its methods: `ALL`, `name`, `symbol`
+/// (documented by `symbol_doc`), a bool method per entry of `flags`
+/// (name, doc, value per op), `index`, and `visit`, which hands a
+/// `visitor` the op's module's `Kernel` (the module named after the op).
+fn table_enum(
+    ty: &str,
+    doc: &str,
+    what: &str,
+    visitor: &str,
+    symbol_doc: &str,
+    ops: &[EnumOp],
+    flags: &[(&str, &str, Vec<bool>)],
+) -> TokenStream {
+    let (ty, visitor) = (format_ident!("{}", ty), format_ident!("{}", visitor));
+    let wild = |op: &EnumOp| {
+        let v = format_ident!("{}", op.variant);
+        quote!(#ty::#v)
+    };
+    let variants = ops.iter().map(|op| {
+        let (v, doc) = (format_ident!("{}", op.variant), &op.doc);
+        quote!(#[doc = #doc] #v)
+    });
+    let count = ops.len();
+    let alls = ops.iter().map(wild);
+    let names = ops.iter().map(|op| {
+        let (p, name) = (wild(op), op.name);
+        quote!(#p => #name)
+    });
+    let symbols = ops.iter().map(|op| {
+        let (p, symbol) = (wild(op), op.symbol);
+        quote!(#p => #symbol)
+    });
+    let indices = ops.iter().enumerate().map(|(i, op)| {
+        let (p, code) = (wild(op), i as u32);
+        quote!(#p => #code)
+    });
+    let visits = ops.iter().map(|op| {
+        let (p, m) = (wild(op), format_ident!("{}", op.name));
+        quote!(#p => v.visit::<#m::Kernel>())
+    });
+    let flags = flags.iter().map(|(method, doc, values)| {
+        let method = format_ident!("{}", method);
+        let arms = ops.iter().zip(values).map(|(op, value)| {
+            let p = wild(op);
+            quote!(#p => #value)
+        });
+        quote! {
+            #[doc = #doc]
+            pub fn #method(self) -> bool {
+                match self {
+                    #(#arms,)*
+                }
+            }
+        }
+    });
+    let all_doc = format!("Every {what}, in the table's order.");
+    let visit_doc = format!("Hands `v` the {what} as a type.");
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum #ty {
+            #(#variants,)*
+        }
+
+        impl #ty {
+            #[doc = #all_doc]
+            pub const ALL: [#ty; #count] = [#(#alls),*];
+
+            /// The op's name as it appears in messages.
+            pub fn name(self) -> &'static str {
+                match self {
+                    #(#names,)*
+                }
+            }
+
+            #[doc = #symbol_doc]
+            pub fn symbol(self) -> &'static str {
+                match self {
+                    #(#symbols,)*
+                }
+            }
+
+            #(#flags)*
+
+            /// The op's position in the table: its code where a backend
+            /// picks the op while compiling a kernel.
+            pub fn index(self) -> u32 {
+                match self {
+                    #(#indices,)*
+                }
+            }
+
+            #[doc = #visit_doc]
+            #[inline]
+            pub fn visit<V: #visitor>(self, v: V) -> V::Out {
+                match self {
+                    #(#visits,)*
+                }
+            }
+        }
+    }
+}
+
 /// The runtime's side of the comparisons: `CmpOp`, and per op a
 /// `Comparison` type whose `holds` is the op's operator.
 pub fn compare_runtime() -> TokenStream {
-    let wild = |v: &str| {
-        let v = format_ident!("{}", v);
-        quote!(CmpOp::#v)
-    };
-    let variants = COMPARE.iter().map(|op| {
-        let v = format_ident!("{}", op.variant);
-        let doc = format!("`a {} b`.", op.symbol);
-        quote!(#[doc = #doc] #v)
-    });
-    let count = COMPARE.len();
-    let alls = COMPARE.iter().map(|op| wild(op.variant));
-    // The arms of `name`, `symbol`, `index` and `visit`, one per entry.
-    let (mut names, mut symbols, mut unordered, mut indices, mut visits) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (i, op) in COMPARE.iter().enumerate() {
-        let (p, name, symbol, nan, code) = (wild(op.variant), op.name, op.symbol, op.unordered, i as u32);
-        let m = format_ident!("{}", op.name);
-        names.push(quote!(#p => #name));
-        symbols.push(quote!(#p => #symbol));
-        unordered.push(quote!(#p => #nan));
-        indices.push(quote!(#p => #code));
-        visits.push(quote!(#p => v.visit::<#m::Kernel>()));
-    }
+    let ops: Vec<EnumOp> = COMPARE
+        .iter()
+        .map(|op| EnumOp {
+            variant: op.variant,
+            name: op.name,
+            symbol: op.symbol,
+            doc: format!("`a {} b`.", op.symbol),
+        })
+        .collect();
+    let unordered = (
+        "unordered",
+        "Its value when either operand is NaN (IEEE 754: true for `ne` alone), for shaders that decide NaN by the bits.",
+        COMPARE.iter().map(|op| op.unordered).collect(),
+    );
+    let enumeration = table_enum(
+        "CmpOp",
+        "Elementwise comparisons, one per entry of the op table (`blaze_spec::ops::COMPARE`); the result is a bool tensor.",
+        "comparison",
+        "CmpVisitor",
+        "The operator, the same in Rust, WGSL and `#[cube]` code.",
+        &ops,
+        &[unordered],
+    );
     let modules = COMPARE.iter().map(|op| {
         let m = format_ident!("{}", op.name);
         let operator: TokenStream = op.symbol.parse().expect("the table's operators are Rust's");
@@ -514,56 +626,7 @@ pub fn compare_runtime() -> TokenStream {
         }
     });
     quote! {
-        /// Elementwise comparisons, one per entry of the op table
-        /// (`blaze_spec::ops::COMPARE`); the result is a bool tensor.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum CmpOp {
-            #(#variants,)*
-        }
-
-        impl CmpOp {
-            /// Every comparison, in the table's order.
-            pub const ALL: [CmpOp; #count] = [#(#alls),*];
-
-            /// The op's name as it appears in messages.
-            pub fn name(self) -> &'static str {
-                match self {
-                    #(#names,)*
-                }
-            }
-
-            /// The operator, the same in Rust, WGSL and `#[cube]` code.
-            pub fn symbol(self) -> &'static str {
-                match self {
-                    #(#symbols,)*
-                }
-            }
-
-            /// Its value when either operand is NaN (IEEE 754: true for
-            /// `ne` alone), for shaders that decide NaN by the bits.
-            pub fn unordered(self) -> bool {
-                match self {
-                    #(#unordered,)*
-                }
-            }
-
-            /// The op's position in the table: its code where a backend
-            /// picks the op while compiling a kernel.
-            pub fn index(self) -> u32 {
-                match self {
-                    #(#indices,)*
-                }
-            }
-
-            /// Hands `v` the comparison as a type.
-            #[inline]
-            pub fn visit<V: CmpVisitor>(self, v: V) -> V::Out {
-                match self {
-                    #(#visits,)*
-                }
-            }
-        }
-
+        #enumeration
         #(#modules)*
     }
 }
@@ -610,46 +673,52 @@ pub fn compare_cube() -> TokenStream {
 /// The runtime's side of the reductions: `ReduceOp`, and per op a
 /// `Reduction` type whose `step` is the table's fold or selection.
 pub fn reduce_runtime() -> TokenStream {
-    let wild = |v: &str| {
-        let v = format_ident!("{}", v);
-        quote!(ReduceOp::#v)
+    let parts = |op: &blaze_spec::ops::Reduce| match op.kind {
+        ReduceKind::Fold(symbol) => (symbol, false, false),
+        ReduceKind::Select { beats, index } => (beats, true, index),
     };
-    let variants = REDUCE.iter().map(|op| {
-        let v = format_ident!("{}", op.variant);
-        let doc = match op.kind {
-            ReduceKind::Fold(symbol) => format!("`{symbol}` over the dim, from 0 (floats, i64)."),
-            ReduceKind::Select { beats, index: false } => {
-                format!("The value that beats the others by `{beats}`, NaN winning (floats, i64).")
-            }
-            ReduceKind::Select { beats, index: true } => format!(
-                "The position (i64) of the first value that beats the others by `{beats}`, NaN winning (floats, i64)."
-            ),
-        };
-        quote!(#[doc = #doc] #v)
-    });
-    let count = REDUCE.len();
-    let alls = REDUCE.iter().map(|op| wild(op.variant));
-    let (mut names, mut symbols, mut selects, mut positions, mut indices, mut visits) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut modules = Vec::new();
-    for (i, op) in REDUCE.iter().enumerate() {
-        let (p, name, code) = (wild(op.variant), op.name, i as u32);
+    let ops: Vec<EnumOp> = REDUCE
+        .iter()
+        .map(|op| {
+            let doc = match op.kind {
+                ReduceKind::Fold(symbol) => format!("`{symbol}` over the dim, from 0 (floats, i64)."),
+                ReduceKind::Select { beats, index: false } => {
+                    format!("The value that beats the others by `{beats}`, NaN winning (floats, i64).")
+                }
+                ReduceKind::Select { beats, index: true } => format!(
+                    "The position (i64) of the first value that beats the others by `{beats}`, NaN winning (floats, i64)."
+                ),
+            };
+            EnumOp { variant: op.variant, name: op.name, symbol: parts(op).0, doc }
+        })
+        .collect();
+    let selects = (
+        "selects",
+        "Whether the op selects one value (max, argmax) rather than folding them all.",
+        REDUCE.iter().map(|op| parts(op).1).collect(),
+    );
+    let position = (
+        "position",
+        "Whether the result is the winner's position (as i64).",
+        REDUCE.iter().map(|op| parts(op).2).collect(),
+    );
+    let enumeration = table_enum(
+        "ReduceOp",
+        "Reductions over one dim, one per entry of the op table (`blaze_spec::ops::REDUCE`).",
+        "reduction",
+        "ReduceVisitor",
+        "A fold's operator, or what a selection's winner beats the others by; the same in Rust, WGSL and `#[cube]` code.",
+        &ops,
+        &[selects, position],
+    );
+    let modules = REDUCE.iter().map(|op| {
+        let (symbol, select, position) = parts(op);
         let m = format_ident!("{}", op.name);
-        let (symbol, select, position) = match op.kind {
-            ReduceKind::Fold(symbol) => (symbol, false, false),
-            ReduceKind::Select { beats, index } => (beats, true, index),
-        };
-        names.push(quote!(#p => #name));
-        symbols.push(quote!(#p => #symbol));
-        selects.push(quote!(#p => #select));
-        positions.push(quote!(#p => #position));
-        indices.push(quote!(#p => #code));
-        visits.push(quote!(#p => v.visit::<#m::Kernel>()));
         let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
         let (beats, step) = if select {
+            // Non-short-circuit operators: the outcome is data-dependent,
+            // and a branch on it mispredicts; these compile to selects.
             (
-                // Non-short-circuit operators: the outcome is data-dependent,
-                // and a branch on it mispredicts; these compile to selects.
                 quote! {
                     #[allow(clippy::eq_op)]
                     let nan = |x: &T| x != x;
@@ -660,8 +729,8 @@ pub fn reduce_runtime() -> TokenStream {
         } else {
             (quote!(false), quote!(acc #operator v))
         };
-        let doc = format!("`{name}` as a type.");
-        modules.push(quote! {
+        let doc = format!("`{}` as a type.", op.name);
+        quote! {
             #[doc = #doc]
             pub mod #m {
                 /// The reduction's type.
@@ -682,67 +751,10 @@ pub fn reduce_runtime() -> TokenStream {
                     }
                 }
             }
-        });
-    }
+        }
+    });
     quote! {
-        /// Reductions over one dim, one per entry of the op table
-        /// (`blaze_spec::ops::REDUCE`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum ReduceOp {
-            #(#variants,)*
-        }
-
-        impl ReduceOp {
-            /// Every reduction, in the table's order.
-            pub const ALL: [ReduceOp; #count] = [#(#alls),*];
-
-            /// The op's name as it appears in messages.
-            pub fn name(self) -> &'static str {
-                match self {
-                    #(#names,)*
-                }
-            }
-
-            /// A fold's operator, or what a selection's winner beats the
-            /// others by; the same in Rust, WGSL and `#[cube]` code.
-            pub fn symbol(self) -> &'static str {
-                match self {
-                    #(#symbols,)*
-                }
-            }
-
-            /// Whether the op selects one value (max, argmax) rather than
-            /// folding them all.
-            pub fn selects(self) -> bool {
-                match self {
-                    #(#selects,)*
-                }
-            }
-
-            /// Whether the result is the winner's position (as i64).
-            pub fn position(self) -> bool {
-                match self {
-                    #(#positions,)*
-                }
-            }
-
-            /// The op's position in the table: its code where a backend
-            /// picks the op while compiling a kernel.
-            pub fn index(self) -> u32 {
-                match self {
-                    #(#indices,)*
-                }
-            }
-
-            /// Hands `v` the reduction as a type.
-            #[inline]
-            pub fn visit<V: ReduceVisitor>(self, v: V) -> V::Out {
-                match self {
-                    #(#visits,)*
-                }
-            }
-        }
-
+        #enumeration
         #(#modules)*
     }
 }
