@@ -218,11 +218,19 @@ pub(crate) fn fold<R: Reduction, T: Num>(a: &Array<T>, dim: usize) -> Array<T> {
         } else {
             let plane = |(o, acc): (usize, &mut [T])| {
                 let base = &s[o * n * inner..(o + 1) * n * inner];
-                acc.copy_from_slice(&base[..inner]);
+                // A selection from the first row, a fold from its 0 (so a
+                // sum of -0 is +0, as along the last dim and in PyTorch).
+                let first = if R::SELECTS {
+                    acc.copy_from_slice(&base[..inner]);
+                    1
+                } else {
+                    acc.fill(T::ZERO);
+                    0
+                };
                 dispatch(
                     #[inline(always)]
                     || {
-                        for j in 1..n {
+                        for j in first..n {
                             let r = &base[j * inner..(j + 1) * inner];
                             acc.iter_mut().zip(r).for_each(|(a, &v)| *a = R::step(*a, v));
                         }

@@ -259,6 +259,14 @@ pub fn reductions_match_the_table<B: Backend>(dev: &B::Device) {
                         if op.position() {
                             assert_eq!(got.dtype(), DType::I64, "{what}");
                         }
+                        if !op.selects() {
+                            // A fold from 0: a sum of -0 is +0 (as PyTorch's),
+                            // whichever dim it runs along.
+                            let zeros = tensor::<B, 3>(&vec![-0.0; count], shape, dtype, dev);
+                            let sums: Tensor<B, 3> = Tensor::from_storage(B::reduce(op, zeros.storage(), dim));
+                            let signs = super::values(&sums).iter().any(|v| v.is_sign_negative());
+                            assert!(!signs, "{} of -0 over dim {dim} of {shape:?} ({dtype}): -0", op.name());
+                        }
                     }
                 }
             }
