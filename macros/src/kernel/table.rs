@@ -468,6 +468,13 @@ pub fn binary_cube() -> TokenStream {
     }
 }
 
+/// A table operator (`COMPARE`'s, `REDUCE`'s) as Rust tokens, the same
+/// in WGSL and `#[cube]` code. The tables are constants, not user input:
+/// that every operator parses is the invariant `operators_parse` checks.
+fn operator(symbol: &str) -> TokenStream {
+    symbol.parse().expect("the table's operators are Rust's")
+}
+
 /// One op of a table's enum: its variant, name (PyTorch's), operator and
 /// the variant's doc.
 struct EnumOp {
@@ -608,7 +615,7 @@ pub fn compare_runtime() -> TokenStream {
     );
     let modules = COMPARE.iter().map(|op| {
         let m = format_ident!("{}", op.name);
-        let operator: TokenStream = op.symbol.parse().expect("the table's operators are Rust's");
+        let operator = operator(op.symbol);
         let doc = format!("`a {} b` as a type.", op.symbol);
         quote! {
             #[doc = #doc]
@@ -638,7 +645,7 @@ pub fn compare_cube() -> TokenStream {
     let picks = |float: bool| {
         COMPARE.iter().enumerate().map(move |(i, op)| {
             let code = i as u32;
-            let operator: TokenStream = op.symbol.parse().expect("the table's operators are Rust's");
+            let operator = operator(op.symbol);
             let value = match (float, op.unordered) {
                 (false, _) => quote!(a #operator b),
                 (true, true) => quote!(a #operator b || nan),
@@ -714,7 +721,7 @@ pub fn reduce_runtime() -> TokenStream {
     let modules = REDUCE.iter().map(|op| {
         let (symbol, select, position) = parts(op);
         let m = format_ident!("{}", op.name);
-        let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+        let operator = operator(symbol);
         let (beats, step) = if select {
             // Non-short-circuit operators: the outcome is data-dependent,
             // and a branch on it mispredicts; these compile to selects.
@@ -770,11 +777,11 @@ pub fn reduce_cube() -> TokenStream {
         let code = i as u32;
         match op.kind {
             ReduceKind::Fold(symbol) => {
-                let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+                let operator = operator(symbol);
                 folds.push(quote!(if comptime!(code == #code) { r = acc #operator v; }));
             }
             ReduceKind::Select { beats: symbol, .. } => {
-                let operator: TokenStream = symbol.parse().expect("the table's operators are Rust's");
+                let operator = operator(symbol);
                 beats.push(quote!(if comptime!(code == #code) { better = v #operator best; }));
             }
         }
@@ -968,6 +975,18 @@ pub fn call_binary(name: &str, args: Vec<ir::Expr>, span: Span) -> ir::Expr {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn operators_parse() {
+        use blaze_spec::ops::{COMPARE, REDUCE, ReduceKind};
+        let reduce = REDUCE.iter().map(|r| match r.kind {
+            ReduceKind::Fold(s) | ReduceKind::Select { beats: s, .. } => s,
+        });
+        for symbol in COMPARE.iter().map(|c| c.symbol).chain(reduce) {
+            let tokens: proc_macro2::TokenStream = symbol.parse().unwrap_or_else(|e| panic!("`{symbol}`: {e}"));
+            assert_eq!(tokens.to_string().replace(' ', ""), symbol);
+        }
+    }
+
     use super::*;
 
     #[test]
