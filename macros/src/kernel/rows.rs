@@ -21,7 +21,7 @@ fn lowered(row: &RowKernel, home: Home) -> Result<(syn::ItemFn, Kernel, String, 
         let msg = format!("blaze_spec::rows::{}: {why}", row.name.to_uppercase());
         syn::Error::new(proc_macro2::Span::call_site(), msg).to_compile_error()
     };
-    let mut f: syn::ItemFn = syn::parse_str(row.source).map_err(|e| fail(e.to_string()))?;
+    let mut f: syn::ItemFn = syn::parse_str(&(row.source)()).map_err(|e| fail(e.to_string()))?;
     f.vis = syn::parse_quote!(pub);
     let mut errors = Vec::new();
     let workgroup = general::workgroup_attr(&f, &mut errors).ok_or_else(|| fail("no #[workgroup(N)]".into()))?;
@@ -91,11 +91,13 @@ mod tests {
 
     #[test]
     fn a_row_kernel_that_does_not_check_is_a_compile_error_naming_it() {
-        let broken =
-            RowKernel { name: "broken", source: "#[workgroup(64)] fn broken(out: &mut [f32]) { out[0] = nope; }" };
+        let broken = RowKernel {
+            name: "broken",
+            source: || "#[workgroup(64)] fn broken(out: &mut [f32]) { out[0] = nope; }".into(),
+        };
         let err = lowered(&broken, Home::Runtime).err().expect("refused").to_string();
         assert!(err.contains("compile_error") && err.contains("unknown value `nope`"), "{err}");
-        let unparsed = RowKernel { name: "unparsed", source: "fn (" };
+        let unparsed = RowKernel { name: "unparsed", source: || "fn (".into() };
         let err = lowered(&unparsed, Home::Cube).err().expect("refused").to_string();
         assert!(err.contains("blaze_spec::rows::UNPARSED"), "{err}");
     }
