@@ -1,9 +1,10 @@
-//! The row ops the GPU backends run, one module per entry of
-//! `blaze_spec::rows`, generated from its `kernel!` source: the kernel's
-//! type (`Workgroups`), its WGSL, which the wgpu backend runs, and its
-//! `launch` on any backend (the CPU runs its workgroups in lockstep). The
-//! CubeCL backend prints its `#[cube]` code from the same source, so the
-//! two GPU backends compute each row op from one definition.
+//! The row ops the GPU backends run, one module per kernel of
+//! `blaze_spec::rows` (printed from the op's one definition, which the CPU
+//! backend runs over slices): the kernel's type (`Workgroups`), its WGSL,
+//! which the wgpu backend runs, and its `launch` on any backend (the CPU
+//! runs its workgroups in lockstep). The CubeCL backend prints its
+//! `#[cube]` code from the same kernel, so every backend computes each
+//! row op from one definition.
 //!
 //! - [`softmax`]: softmax or log-softmax of `scale * x` along rows, with
 //!   an optional causal mask.

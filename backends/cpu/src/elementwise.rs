@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, should_fork};
 use crate::pool::{self, Pooled};
-use crate::reduce::{max_slice, sum_map2, sum_slice};
+use crate::rows::{In, Out, Row as OpRow};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -16,6 +16,7 @@ use blaze_runtime::backend::{AdamStep, SoftmaxOptions, UnaryOp};
 use blaze_runtime::kernel::{Elementwise, KernelFloat};
 use blaze_runtime::shape::broadcast_shapes;
 use blaze_runtime::unary::{MAX_UNARY_PARAMS, UnaryKernel, UnaryVisitor};
+use blaze_spec::rows;
 use ndarray::{ArrayView, IxDyn};
 use rayon::prelude::*;
 
@@ -615,90 +616,29 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
         return None;
     }
     let scale = T::from_f64(o.scale);
-    let masked = if o.log { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
     let out = fill(shape, n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
-        for (r, row) in out.chunks_mut(n).enumerate() {
+        for (r, slots) in out.chunks_mut(n).enumerate() {
             let at = start + r * n;
-            let seen = visible(shape, at / n, o.causal);
-            let (row, hidden) = row.split_at_mut(seen);
-            for h in hidden {
-                h.write(masked);
-            }
+            let mut row = OpRow::new(visible(shape, at / n, o.causal));
+            let (x, y) = (row.input(&s[at..][..n]), row.output(slots));
             dispatch(
                 #[inline(always)]
-                // SAFETY: a source is given.
-                || unsafe { softmax_row(Some(&s[at..][..seen]), row, scale, o.log) },
+                || softmax_row(&mut row, x, y, scale, o.log),
             );
         }
     });
     Some(out)
 }
 
-/// The softmax (with `log`, the log-softmax) of `scale * x` into `out`,
-/// for a positive `scale`, while the row is in cache: the max, the
-/// exponentials and their sum, then the scale (or the log). A row whose
-/// entries are all `-inf` (masked) weighs nothing: 0, or `-inf` for the
-/// log. `x` is `source`, or without one `out`'s own values (a fused
-/// group's row, evaluated there). The one body of the CPU's softmax: the
-/// op ([`softmax_last`]) and a fused group with a softmax after it run
-/// it. Call inside [`dispatch`].
-///
-/// # Safety
-/// Without a `source`, every slot of `out` is initialised.
+/// [`blaze_spec::rows::softmax`] of `scale * x` into `out` (with `log`,
+/// the log-softmax), for a positive `scale`, masked entries 0 (`-inf` for
+/// the log): the op ([`softmax_last`]) and a fused group with a softmax
+/// after it, which passes its evaluated row as `x` and `out`, run it.
+/// Call inside [`dispatch`].
 #[inline(always)]
-pub(crate) unsafe fn softmax_row<T: Float>(source: Option<&[T]>, out: &mut [MaybeUninit<T>], scale: T, log: bool) {
-    if out.is_empty() {
-        return;
-    }
-    // With a positive scale, the max of the scaled row is the scaled max.
-    // SAFETY: without a source, the caller initialised every slot.
-    let max = max_slice(source.unwrap_or_else(|| unsafe { pool::written(out) }));
-    if max == T::from_f64(f64::NEG_INFINITY) {
-        let masked = if log { max } else { T::ZERO };
-        for o in out.iter_mut() {
-            o.write(masked);
-        }
-        return;
-    }
-    if log {
-        // (x - max) - ln(sum exp(x - max)): subtracting the max first keeps
-        // the small differences exact when the logits are large.
-        // SAFETY: as for the max.
-        let x = source.unwrap_or_else(|| unsafe { pool::written(out) });
-        let ln_sum = crate::reduce::sum_map(x, |v| ((v - max) * scale).fast_exp()).ln();
-        // SAFETY: as the caller vouches.
-        unsafe { map_row(source, out, |v| (v - max) * scale - ln_sum) };
-    } else {
-        // SAFETY: as the caller vouches.
-        unsafe { map_row(source, out, |v| ((v - max) * scale).fast_exp()) };
-        // SAFETY: every slot was written just above.
-        let e = unsafe { pool::written(out) };
-        let inv = T::ONE / sum_slice(e);
-        for v in e.iter_mut() {
-            *v = *v * inv;
-        }
-    }
-}
-
-/// `out[i] = f(x[i])` for `x` the `source`, or in place without one.
-///
-/// # Safety
-/// Without a `source`, every slot of `out` is initialised.
-#[inline(always)]
-unsafe fn map_row<T: Copy>(source: Option<&[T]>, out: &mut [MaybeUninit<T>], f: impl Fn(T) -> T) {
-    match source {
-        Some(x) => {
-            for (o, &v) in out.iter_mut().zip(x) {
-                o.write(f(v));
-            }
-        }
-        // SAFETY: the caller initialised every slot.
-        None => {
-            for v in unsafe { pool::written(out) } {
-                *v = f(*v);
-            }
-        }
-    }
+pub(crate) fn softmax_row<'a, T: Float>(row: &mut OpRow<'a, T>, x: In<'a, T>, out: Out<'a, T>, scale: T, log: bool) {
+    let masked = if log { T::neg_infinity() } else { T::ZERO };
+    rows::softmax(row, rows::Softmax { x, out, scale, log, masked });
 }
 
 /// [`Composites::cross_entropy`](blaze_runtime::backend::Composites::cross_entropy)
@@ -716,31 +656,20 @@ pub(crate) fn cross_entropy_rows<T: Float>(
     let &[n, c] = logits.shape() else { return None };
     let (keep, spread, scale) =
         (T::from_f64(1.0 - smoothing), T::from_f64(smoothing / c as f64), T::from_f64(grad_scale));
-    let row = |r: usize, grad: &mut [T]| -> T {
+    let row = |r: usize, grad: &mut [T], loss: &mut [T]| {
         let t = ts[r];
-        if t == ignore_index {
-            grad.fill(T::ZERO);
-            return T::ZERO;
-        }
-        let t = usize::try_from(t).expect("the runtime checked the targets");
-        let z = &zs[r * c..][..c];
+        let ignored = t == ignore_index;
+        // The runtime checked the targets of the rows not left out.
+        let target = if ignored { 0 } else { usize::try_from(t).expect("the runtime checked the targets") };
+        let mut row = OpRow::new(c);
+        let (z, loss, grad) = (row.input(&zs[r * c..][..c]), row.output_written(loss), row.output_written(grad));
+        let nan = T::nan();
+        let ce =
+            rows::CrossEntropy { z, target, ignored, loss, grad, keep, spread, smoothing: smoothing > 0.0, scale, nan };
         dispatch(
             #[inline(always)]
-            || {
-                let max = max_slice(z);
-                for (g, &v) in grad.iter_mut().zip(z) {
-                    *g = (v - max).fast_exp();
-                }
-                let sum = sum_slice(grad);
-                let spread_z = if smoothing > 0.0 { spread * sum_slice(z) } else { T::ZERO };
-                let (inv, off) = (scale / sum, spread * scale);
-                for g in grad.iter_mut() {
-                    *g = *g * inv - off;
-                }
-                grad[t] = grad[t] - keep * scale;
-                max + sum.ln() - keep * z[t] - spread_z
-            },
-        )
+            || rows::cross_entropy(&mut row, ce),
+        );
     };
     let mut grads = None;
     let losses = pool::output(&[n], |losses| {
@@ -748,13 +677,13 @@ pub(crate) fn cross_entropy_rows<T: Float>(
             if should_fork(n * c, COSTLY_OP_MIN) && c > 0 {
                 let rows = (CHUNK / c).max(1);
                 chunks_mut2(grad, rows * c, losses, rows, 1, &|k, grad, losses| {
-                    for (i, (g, l)) in grad.chunks_mut(c).zip(losses.iter_mut()).enumerate() {
-                        *l = row(k * rows + i, g);
+                    for (i, (g, l)) in grad.chunks_mut(c).zip(losses.chunks_mut(1)).enumerate() {
+                        row(k * rows + i, g, l);
                     }
                 });
             } else {
-                for (r, (g, l)) in grad.chunks_mut(c.max(1)).zip(losses.iter_mut()).enumerate() {
-                    *l = row(r, g);
+                for (r, (g, l)) in grad.chunks_mut(c.max(1)).zip(losses.chunks_mut(1)).enumerate() {
+                    row(r, g, l);
                 }
             }
         }));
@@ -774,30 +703,16 @@ pub(crate) fn softmax_last_backward<T: Float>(g: &Array<T>, y: &Array<T>, o: Sof
     }
     let scale = T::from_f64(o.scale);
     let out = fill(shape, n, should_fork(gs.len(), CHEAP_OP_MIN), |start, out| {
-        for (r, row) in out.chunks_mut(n).enumerate() {
+        for (r, slots) in out.chunks_mut(n).enumerate() {
             let at = start + r * n;
-            let seen = visible(shape, at / n, o.causal);
-            let (g, y) = (&gs[at..][..seen], &ys[at..][..seen]);
+            let mut row = OpRow::new(visible(shape, at / n, o.causal));
+            let (g, y) = (row.input(&gs[at..][..n]), row.input(&ys[at..][..n]));
+            let out = row.output(slots);
+            let p = rows::SoftmaxBackward { g, y, out, scale, log: o.log };
             dispatch(
                 #[inline(always)]
-                || {
-                    let (row, hidden) = row.split_at_mut(seen);
-                    if o.log {
-                        let total = sum_slice(g);
-                        for ((o, &g), &y) in row.iter_mut().zip(g).zip(y) {
-                            o.write(scale * (g - y.fast_exp() * total));
-                        }
-                    } else {
-                        let dot = sum_map2(g, y, |a, b| a * b);
-                        for ((o, &g), &y) in row.iter_mut().zip(g).zip(y) {
-                            o.write(scale * y * (g - dot));
-                        }
-                    }
-                    for h in hidden {
-                        h.write(T::ZERO);
-                    }
-                },
-            )
+                || rows::softmax_backward(&mut row, p),
+            );
         }
     });
     Some(out)

@@ -26,8 +26,10 @@ use crate::norm::{Affine, norm_row, stats_shape};
 use crate::parallel::{CHUNK, COSTLY_OP_MIN, chunks_mut, fill, for_each_index, should_fork};
 use crate::pool::{self, with_scratch};
 use crate::reduce::sum_slice;
+use crate::rows::Row;
 use crate::simd::dispatch;
 use crate::storage::{Array, CpuStorage, Float};
+use blaze_spec::rows::Rows as _;
 
 /// Kernel `K`'s loop over one piece (`K::map`, or the partial `f` names),
 /// compiled for the widest ISA the CPU has.
@@ -330,9 +332,11 @@ fn run_softmax<T: KernelLoops>(k: Kernel<T>, inputs: &[KernelArg<CpuStorage>], s
                 dispatch(
                     #[inline(always)]
                     || {
-                        row_values::<T>(k, sources, at, out, &mut noise);
-                        // SAFETY: `row_values` wrote every slot.
-                        unsafe { softmax_row(None, out, T::ONE, log) }
+                        let values = row_values::<T>(k, sources, at, out, &mut noise);
+                        let mut row = Row::new(values.len());
+                        let out = row.output_written(values);
+                        let x = row.written(out);
+                        softmax_row(&mut row, x, out, T::ONE, log);
                     },
                 );
             }

@@ -28,6 +28,7 @@ mod norm;
 mod parallel;
 mod pool;
 mod reduce;
+mod rows;
 mod simd;
 mod storage;
 mod stream;

@@ -1,17 +1,18 @@
-//! Layer and RMS normalisation over the last dim, fused: the forward reads
-//! each row for its statistics and once more to write the output; the
-//! backward makes one pass per row for the input's gradient and one over
-//! all rows for the weight's and bias's. The composed forms take about ten
-//! passes each way.
+//! Layer and RMS normalisation over the last dim, fused: each row runs
+//! `blaze_spec::rows::norm` (its statistics, then its output, while it is
+//! in cache) and `norm_backward` (the input's gradient, and the
+//! parameters' gradients summed per block of rows). The composed forms
+//! take about ten passes each way.
 
 use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, chunks_mut2, should_fork};
 use crate::pool;
-use crate::reduce::{sum_map, sum_map2, sum_slice};
+use crate::rows::Row;
 use crate::simd::dispatch;
 use crate::storage::{Array, Float};
 use blaze_runtime::shape::Dims;
+use blaze_spec::rows;
 
 /// The shape of the statistics of `shape`: the last dim becomes 2.
 pub(crate) fn stats_shape(shape: &[usize]) -> Dims {
@@ -20,18 +21,6 @@ pub(crate) fn stats_shape(shape: &[usize]) -> Dims {
         *last = 2;
     }
     s
-}
-
-/// `sum((x - c)²)` over a row.
-#[inline(always)]
-fn sum_sq_dev<T: Float>(x: &[T], c: T) -> T {
-    sum_map(x, |v| (v - c) * (v - c))
-}
-
-/// `(sum(a), sum(a * (b - c)))` over a row (two passes over a row in cache).
-#[inline(always)]
-fn sum_and_dot<T: Float>(a: &[T], b: &[T], c: T) -> (T, T) {
-    (sum_slice(a), sum_map2(a, b, |x, y| x * (y - c)))
 }
 
 /// Contiguous values of an optional parameter, or `None` for "absent";
@@ -95,43 +84,16 @@ pub(crate) struct Affine<'a, T> {
 }
 
 /// Row `x`'s statistics (mean, or 0 without centring, and
-/// `1 / sqrt(var + eps)`) into `pair`, and its output into `o`: two
-/// passes over a row in cache.
+/// `1 / sqrt(var + eps)`) into `pair`, and its output into `o`:
+/// [`blaze_spec::rows::norm`], two passes over a row in cache.
 #[inline(always)]
 pub(crate) fn norm_row<T: Float>(x: &[T], o: &mut [MaybeUninit<T>], pair: &mut [MaybeUninit<T>], a: Affine<'_, T>) {
-    let count = T::from_f64(x.len() as f64);
-    let mean = if a.centre { sum_slice(x) / count } else { T::ZERO };
-    let rstd = T::ONE / (sum_sq_dev(x, mean) / count + a.eps).sqrt();
-    pair[0].write(mean);
-    pair[1].write(rstd);
-    write_row(o, x, mean, rstd, a.w, a.b);
-}
-
-/// One output row: `(x - mean) rstd weight + bias`.
-#[inline(always)]
-fn write_row<T: Float>(o: &mut [MaybeUninit<T>], x: &[T], mean: T, rstd: T, w: Option<&[T]>, b: Option<&[T]>) {
-    match (w, b) {
-        (Some(w), Some(b)) => {
-            for (((o, &v), &w), &b) in o.iter_mut().zip(x).zip(w).zip(b) {
-                o.write((v - mean) * rstd * w + b);
-            }
-        }
-        (Some(w), None) => {
-            for ((o, &v), &w) in o.iter_mut().zip(x).zip(w) {
-                o.write((v - mean) * rstd * w);
-            }
-        }
-        (None, Some(b)) => {
-            for ((o, &v), &b) in o.iter_mut().zip(x).zip(b) {
-                o.write((v - mean) * rstd + b);
-            }
-        }
-        (None, None) => {
-            for (o, &v) in o.iter_mut().zip(x) {
-                o.write((v - mean) * rstd);
-            }
-        }
-    }
+    let mut row = Row::new(x.len());
+    // An absent parameter stands in as the input; the flags say not to read it.
+    let (w, b) = (row.input(a.w.unwrap_or(x)), row.input(a.b.unwrap_or(x)));
+    let (x, out, stats) = (row.input(x), row.output(o), row.output(pair));
+    let (eps, centre, has_w, has_b) = (a.eps, a.centre, a.w.is_some(), a.b.is_some());
+    rows::norm(&mut row, rows::Norm { x, w, b, out, stats, eps, centre, has_w, has_b });
 }
 
 /// [`blaze_runtime::Composites::norm_backward`]: the input's, weight's and
@@ -150,7 +112,6 @@ pub(crate) fn norm_backward<T: Float>(
     if n == 0 {
         return None;
     }
-    let count = T::from_f64(n as f64);
     let rows = xs.len() / n;
     // The rows split into one block per thread, each accumulating its own
     // partial sums of the parameters' gradients in row order; the blocks'
@@ -166,37 +127,14 @@ pub(crate) fn norm_backward<T: Float>(
             let at = first + r;
             let (g, x) = (&gs[at * n..][..n], &xs[at * n..][..n]);
             let (mean, rstd) = (st[2 * at], st[2 * at + 1]);
+            let mut row = Row::new(n);
+            let (g, x) = (row.input(g), row.input(x));
+            let w = row.input(w.unwrap_or(&gs[at * n..][..n]));
+            let (dx, dw, db) = (row.output(o), row.output_written(pw), row.output_written(pb));
+            let p = rows::NormBackward { g, x, w, dx, dw, db, mean, rstd, centre, has_w: weight.is_some() };
             dispatch(
                 #[inline(always)]
-                || {
-                    // gx = g w, written into `o` first; then the row's sums,
-                    // with x̂ = (x - mean) rstd; then `o` updated in place.
-                    match w {
-                        Some(w) => {
-                            for ((o, &g), &w) in o.iter_mut().zip(g).zip(w) {
-                                o.write(g * w);
-                            }
-                        }
-                        None => {
-                            for (o, &g) in o.iter_mut().zip(g) {
-                                o.write(g);
-                            }
-                        }
-                    }
-                    // SAFETY: every slot of `o` was written just above.
-                    let gx = unsafe { crate::pool::written(o) };
-                    // mean(gx) and mean(gx x̂).
-                    let (sum_gx, dot) = sum_and_dot(gx, x, mean);
-                    let a = if centre { sum_gx / count } else { T::ZERO };
-                    let b = dot * rstd / count;
-                    for (((o, &xi), &gi), (pw, pb)) in gx.iter_mut().zip(x).zip(g).zip(pw.iter_mut().zip(pb.iter_mut()))
-                    {
-                        let x_hat = (xi - mean) * rstd;
-                        *o = rstd * (*o - a) - x_hat * rstd * b;
-                        *pw += gi * x_hat;
-                        *pb += gi;
-                    }
-                },
+                || rows::norm_backward(&mut row, p),
             );
         }
     };

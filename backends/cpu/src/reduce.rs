@@ -167,6 +167,37 @@ pub(crate) fn sum_map2<T: Num>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     total
 }
 
+/// Both of `f`'s values summed over two runs of one length in one pass:
+/// each sum keeps two chains of 16 lanes (four each would take every
+/// vector register of AVX2), written out as [`Lanes`] is.
+#[inline(always)]
+pub(crate) fn sum_map2_pair<T: Num>(a: &[T], b: &[T], f: impl Fn(T, T) -> [T; 2]) -> [T; 2] {
+    let (mut p0, mut p1, mut q0, mut q1) = ([T::ZERO; 16], [T::ZERO; 16], [T::ZERO; 16], [T::ZERO; 16]);
+    let (ac, bc) = (a.chunks_exact(32), b.chunks_exact(32));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        let x: &[T; 32] = x.try_into().expect("a chunk of 32");
+        let y: &[T; 32] = y.try_into().expect("a chunk of 32");
+        for i in 0..16 {
+            let [p, q] = f(x[i], y[i]);
+            p0[i] += p;
+            q0[i] += q;
+            let [p, q] = f(x[i + 16], y[i + 16]);
+            p1[i] += p;
+            q1[i] += q;
+        }
+    }
+    let add = |a: T, b: T| a + b;
+    let mut total =
+        [reduce16(std::array::from_fn(|i| p0[i] + p1[i]), add), reduce16(std::array::from_fn(|i| q0[i] + q1[i]), add)];
+    for (&x, &y) in ar.iter().zip(br) {
+        let [p, q] = f(x, y);
+        total[0] += p;
+        total[1] += q;
+    }
+    total
+}
+
 /// Sum of a contiguous run.
 #[inline(always)]
 pub(crate) fn sum_slice<T: Num>(s: &[T]) -> T {
