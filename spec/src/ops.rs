@@ -83,18 +83,21 @@ pub struct Unary {
     pub layer: bool,
 }
 
-/// `l = log(1 + u)` for `u = e^-|x|`, exact where `1 + u` rounds
-/// (Goldberg's form: the rounding of `w = 1 + u` cancels in
-/// `log(w) u / (w - 1)`): the start of a body that needs
+/// `l = log(1 + u)` for `u = e^-|x|` (or of the variable named), exact
+/// where `1 + u` rounds (Goldberg's form: the rounding of `w = 1 + u`
+/// cancels in `log(w) u / (w - 1)`): the start of a body that needs
 /// `softplus(x) = max(x, 0) + l` without overflow.
 macro_rules! log1p_exp_neg_abs {
     () => {
-        "let u = exp(-abs(x)); let w = 1.0 + u; let l = select(w == 1.0, u, log(w) * u / (w - 1.0));"
+        log1p_exp_neg_abs!("x")
+    };
+    ($x:literal) => {
+        concat!("let u = exp(-abs(", $x, ")); let w = 1.0 + u; let l = select(w == 1.0, u, log(w) * u / (w - 1.0));")
     };
 }
 
 /// The most parameters an op takes besides its input.
-pub const MAX_UNARY_PARAMS: usize = 1;
+pub const MAX_UNARY_PARAMS: usize = 2;
 
 /// Every elementwise op of one tensor, in the order of `UnaryOp`'s variants.
 pub const UNARY: &[Unary] = &[
@@ -365,6 +368,40 @@ pub const UNARY: &[Unary] = &[
         // σ(-x), from the same exponential of a non-positive number.
         grad: Grad::OfInput("let u = exp(-abs(x)); select(x < 0.0, 1.0 / (1.0 + u), u / (1.0 + u))"),
         layer: true,
+    },
+    Unary {
+        variant: "Softplus",
+        name: "softplus",
+        doc: "`log(1 + exp(beta x)) / beta`, the identity where `beta x > threshold` (PyTorch's defaults: 1, 20).",
+        params: &["beta", "threshold"],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: concat!(
+            "let z = beta * x; ",
+            log1p_exp_neg_abs!("z"),
+            " select(z > threshold, x, (max(z, 0.0) + l) / beta)"
+        ),
+        // σ(beta x), from the same exponential of a non-positive number.
+        grad: Grad::OfInput(
+            "let z = beta * x; let u = exp(-abs(z)); select(z > threshold, 1.0, select(z < 0.0, u / (1.0 + u), 1.0 / (1.0 + u)))",
+        ),
+        layer: false,
+    },
+    Unary {
+        variant: "Elu",
+        name: "elu",
+        doc: "`x` above zero, `alpha (exp(x) - 1)` below (PyTorch's default alpha is 1).",
+        params: &["alpha"],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        // exp(x) - 1 in Kahan's form, exact near 0: the rounding of
+        // `u = exp(x)` cancels in `(u - 1) x / log(u)`; `u - 1 = -1` where
+        // exp(x) underflowed, and there log(0) would give 0 / inf.
+        body: "let u = exp(x); let d = u - 1.0; \
+               let m = select(d == 0.0, x, select(d == -1.0, d, d * (x / log(u)))); \
+               select(x > 0.0, x, alpha * m)",
+        grad: Grad::OfInput("select(x > 0.0, 1.0, alpha * exp(x))"),
+        layer: false,
     },
     Unary {
         variant: "Not",

@@ -40,7 +40,7 @@ type Storage<B> = <B as Primitives>::Storage;
 /// The runtime's functions that depend on the backend and on nothing the
 /// user writes: `fit`'s loop, saving and loading, checkpoints, summaries,
 /// the finiteness check, moving batches to the device, cross-entropy over
-/// class rows, the layers' own kernels (dropout, softplus, ELU), the op
+/// class rows, the layers' own kernels (dropout), the op
 /// table's gradients, the optimizers' update of one parameter and the gradient passes'
 /// work on one gradient, optimizer state. The generic entry points (`fit`,
 /// `save_model`, ...) call through [`Precompiled::compiled`](crate::Precompiled::compiled).

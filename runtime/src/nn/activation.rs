@@ -2,19 +2,16 @@
 //! the op table (ReLU, GELU, sigmoid, tanh, ...) are generated from it in
 //! `unary_layers`. Each keeps the tensor its derivative is cheapest from:
 //! the output for softmax, the input for leaky ReLU, SiLU, softplus and
-//! ELU. Softplus and ELU run as one fused elementwise kernel each (CPU
-//! loop and WGSL), with `log1p` and `expm1` computed without
-//! cancellation, as PyTorch computes them.
+//! ELU. Leaky ReLU, softplus and ELU are the op table's ops with the
+//! layer's options as their parameters.
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::MaybeUninit;
 
-use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
 use crate::adjoint;
-use crate::kernel::{self, Arg, Elementwise, KernelFloat, KernelFn};
-use crate::{Backend, SoftmaxOptions, Tensor};
+use crate::kernel::{self, Arg, Elementwise};
+use crate::{Backend, SoftmaxOptions, Tensor, UnaryOp};
 
 /// `x` for positive `x`, `negative_slope * x` otherwise.
 #[derive(Clone, Copy, Debug)]
@@ -177,147 +174,6 @@ impl Default for LogSoftmax {
         LogSoftmax::new(blaze_spec::Layer::LogSoftmax.defaults().dim)
     }
 }
-
-/// `log(1 + u)` for `u >= 0`, exact where `1 + u` rounds (Goldberg's
-/// form: the rounding of `w = 1 + u` cancels in `log(w) u / (w - 1)`).
-#[inline(always)]
-fn log1p<T: KernelFloat>(u: T) -> T {
-    let w = T::lit(1.0) + u;
-    let d = w - T::lit(1.0);
-    if d == T::lit(0.0) { u } else { w.log() * (u / d) }
-}
-
-/// `exp(x) - 1`, exact near 0 (Kahan's form).
-#[inline(always)]
-fn expm1<T: KernelFloat>(x: T) -> T {
-    let u = x.exp();
-    let d = u - T::lit(1.0);
-    // d = -1: exp(x) underflowed, and log(0) would give 0 / inf.
-    if d == T::lit(0.0) {
-        x
-    } else if d == T::lit(-1.0) {
-        d
-    } else {
-        d * (x / u.log())
-    }
-}
-
-/// The fused softplus: `softplus(x, beta, threshold)`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct SoftplusKernel;
-
-impl SoftplusKernel {
-    /// The value and `d/dx` and `d/dbeta`.
-    #[inline(always)]
-    fn parts<T: KernelFloat>(x: T, beta: T, threshold: T) -> [T; 3] {
-        let z = beta * x;
-        if z > threshold {
-            return [x, T::lit(1.0), T::lit(0.0)];
-        }
-        let e = (-z.abs()).exp();
-        // log(1 + exp(z)) = max(z, 0) + log(1 + exp(-|z|)); sigmoid(z) from the same exp.
-        let value = (z.max(T::lit(0.0)) + log1p(e)) / beta;
-        let sigmoid = if z >= T::lit(0.0) { T::lit(1.0) / (T::lit(1.0) + e) } else { e / (T::lit(1.0) + e) };
-        [value, sigmoid, (x * sigmoid - value) / beta]
-    }
-}
-
-impl Elementwise for SoftplusKernel {
-    const NAME: &'static str = "softplus_layer";
-    const ARGS: &'static [&'static str] = &["x", "beta", "threshold"];
-    const WGSL: &'static str = "
-fn softplus_layer_log1p(u: f32) -> f32 {
-    let w = 1.0 + u;
-    let d = w - 1.0;
-    return select(log(w) * (u / d), u, d == 0.0);
-}
-fn softplus_layer_parts(x: f32, beta: f32, threshold: f32) -> vec3<f32> {
-    let z = beta * x;
-    let e = exp(-abs(z));
-    let value = (max(z, 0.0) + softplus_layer_log1p(e)) / beta;
-    let sigmoid = select(e / (1.0 + e), 1.0 / (1.0 + e), z >= 0.0);
-    let below = vec3<f32>(value, sigmoid, (x * sigmoid - value) / beta);
-    return select(below, vec3<f32>(x, 1.0, 0.0), z > threshold);
-}
-fn softplus_layer(x: f32, beta: f32, threshold: f32) -> f32 {
-    return softplus_layer_parts(x, beta, threshold).x;
-}
-fn softplus_layer_d_x(x: f32, beta: f32, threshold: f32) -> f32 {
-    return softplus_layer_parts(x, beta, threshold).y;
-}
-fn softplus_layer_d_beta(x: f32, beta: f32, threshold: f32) -> f32 {
-    return softplus_layer_parts(x, beta, threshold).z;
-}
-fn softplus_layer_d_threshold(x: f32, beta: f32, threshold: f32) -> f32 {
-    return 0.0;
-}
-";
-
-    #[inline(always)]
-    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
-        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
-            o.write(Self::parts(x, beta[i], threshold[i])[0]);
-        }
-    }
-
-    #[inline(always)]
-    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let (beta, threshold) = (&args[1][..out.len()], &args[2][..out.len()]);
-        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
-            let parts = Self::parts(x, beta[i], threshold[i]);
-            o.write(if arg < 2 { parts[arg + 1] } else { T::lit(0.0) });
-        }
-    }
-}
-
-/// The fused ELU: `elu(x, alpha)`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct EluKernel;
-
-impl Elementwise for EluKernel {
-    const NAME: &'static str = "elu_layer";
-    const ARGS: &'static [&'static str] = &["x", "alpha"];
-    const WGSL: &'static str = "
-fn elu_layer_expm1(x: f32) -> f32 {
-    let u = exp(x);
-    let d = u - 1.0;
-    return select(select(d * (x / log(u)), -1.0, d == -1.0), x, d == 0.0);
-}
-fn elu_layer(x: f32, alpha: f32) -> f32 {
-    return select(alpha * elu_layer_expm1(x), x, x > 0.0);
-}
-fn elu_layer_d_x(x: f32, alpha: f32) -> f32 {
-    return select(alpha * exp(x), 1.0, x > 0.0);
-}
-fn elu_layer_d_alpha(x: f32, alpha: f32) -> f32 {
-    return select(elu_layer_expm1(x), 0.0, x > 0.0);
-}
-";
-
-    #[inline(always)]
-    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let alpha = &args[1][..out.len()];
-        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
-            o.write(if x > T::lit(0.0) { x } else { alpha[i] * expm1(x) });
-        }
-    }
-
-    #[inline(always)]
-    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let alpha = &args[1][..out.len()];
-        for (i, (o, &x)) in out.iter_mut().zip(args[0]).enumerate() {
-            let positive = x > T::lit(0.0);
-            o.write(match (arg, positive) {
-                (0, true) => T::lit(1.0),
-                (0, false) => alpha[i] * x.exp(),
-                (_, true) => T::lit(0.0),
-                (_, false) => expm1(x),
-            });
-        }
-    }
-}
-
 /// A `kernel!` kernel of one argument applied elementwise: a custom
 /// activation. In a `#[model]`: `act: Map<swish::Kernel>`.
 pub struct Map<K>(PhantomData<fn() -> K>);
@@ -368,20 +224,6 @@ impl<B: Backend, K: Elementwise, const D: usize> Layer<B, D, D> for Map<K> {
     }
 }
 
-impl<B: Backend, const D: usize> Layer<B, D, D> for LeakyRelu {
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        x.leaky_relu(self.negative_slope)
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        (x.leaky_relu(self.negative_slope), x.clone())
-    }
-    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        let op = crate::UnaryOp::LeakyRelu(self.negative_slope);
-        (Tensor::from_storage(adjoint::unary::<B>(op, x.storage(), x.storage(), g.storage())), ())
-    }
-}
-
 impl<B: Backend, const D: usize> Layer<B, D, D> for Silu {
     /// The input: the derivative `s (1 + x (1 - s))`, with `s = sigmoid(x)`,
     /// is taken there.
@@ -412,40 +254,31 @@ impl<B: Backend, const D: usize> Layer<B, D, D> for Identity {
     }
 }
 
-impl Softplus {
-    fn kernel(&self) -> OwnKernel {
-        OwnKernel::Softplus { beta: self.beta, threshold: self.threshold }
-    }
+/// The layers that are one op of the table with their options as its
+/// parameters: the input is the cache, where the op's derivative is taken.
+macro_rules! parametric_layer {
+    ($($layer:ident => |$s:ident| $op:expr);* $(;)?) => {$(
+        impl<B: Backend, const D: usize> Layer<B, D, D> for $layer {
+            type Cache = Tensor<B, D>;
+            fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
+                let $s = self;
+                x.unary($op)
+            }
+            fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
+                (Layer::<B, D, D>::forward(self, x), x.clone())
+            }
+            fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
+                let $s = self;
+                (Tensor::from_storage(adjoint::unary::<B>($op, x.storage(), x.storage(), g.storage())), ())
+            }
+        }
+    )*};
 }
 
-impl<B: Backend, const D: usize> Layer<B, D, D> for Softplus {
-    /// The input: the derivative, `sigmoid(beta x)`, is taken there.
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        self.kernel().run(KernelFn::Value, x)
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        (Layer::<B, D, D>::forward(self, x), x.clone())
-    }
-    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        let slope = self.kernel().run(KernelFn::Partial(0), x);
-        (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
-    }
-}
-
-impl<B: Backend, const D: usize> Layer<B, D, D> for Elu {
-    /// The input: the derivative, `alpha exp(x)` below zero, is taken there.
-    type Cache = Tensor<B, D>;
-    fn forward(&self, x: &Tensor<B, D>) -> Tensor<B, D> {
-        OwnKernel::Elu { alpha: self.alpha }.run(KernelFn::Value, x)
-    }
-    fn forward_train(&mut self, x: &Tensor<B, D>, _: &mut Ctx) -> (Tensor<B, D>, Tensor<B, D>) {
-        (Layer::<B, D, D>::forward(self, x), x.clone())
-    }
-    fn backward(&self, x: &Tensor<B, D>, g: &Tensor<B, D>) -> (Tensor<B, D>, ()) {
-        let slope = OwnKernel::Elu { alpha: self.alpha }.run(KernelFn::Partial(0), x);
-        (Tensor::from_storage(adjoint::times::<B>(g.storage(), slope.storage())), ())
-    }
+parametric_layer! {
+    LeakyRelu => |l| UnaryOp::LeakyRelu(l.negative_slope);
+    Softplus => |l| UnaryOp::Softplus(l.beta, l.threshold);
+    Elu => |l| UnaryOp::Elu(l.alpha);
 }
 
 /// `Softmax` and `LogSoftmax`: the output is the cache, which the adjoint
@@ -503,7 +336,6 @@ impl<B: Backend> super::FromSpec<B> for Elu {
         Elu::new(o.into())
     }
 }
-
 
 impl From<&blaze_spec::Options> for LeakyReluConfig {
     fn from(o: &blaze_spec::Options) -> Self {

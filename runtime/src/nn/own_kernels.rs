@@ -1,10 +1,8 @@
-//! The layers' own elementwise kernels (dropout's mask, softplus, ELU)
-//! on one tensor of any rank, as one function of the backend: it sits in
+//! The layers' own elementwise kernels (dropout's mask) on one tensor of any rank, as one function of the backend: it sits in
 //! the backend's [`Compiled`](crate::Compiled) table, so a backend crate
 //! compiles these kernels' loops once instead of every user crate that
 //! uses the layers.
 
-use super::activation::{EluKernel, SoftplusKernel};
 use super::dropout::DropoutMask;
 use crate::kernel::{self, Arg, KernelFn};
 use crate::{Backend, Tensor};
@@ -15,10 +13,6 @@ pub(crate) enum OwnKernel {
     /// Zero where the element's draw from `seed` is below `threshold`,
     /// else times `scale`.
     Dropout { threshold: f64, scale: f64, seed: u64 },
-    /// `log(1 + exp(beta x)) / beta`, the identity above `threshold`.
-    Softplus { beta: f64, threshold: f64 },
-    /// `x`, or `alpha (exp(x) - 1)` below zero.
-    Elu { alpha: f64 },
 }
 
 impl OwnKernel {
@@ -39,10 +33,6 @@ pub(crate) fn own_kernel<B: Backend>(kernel: OwnKernel, f: KernelFn, x: &B::Stor
         OwnKernel::Dropout { threshold, scale, seed } => {
             kernel::eval::<DropoutMask, B, 1>(f, &[x1, Arg::Number(threshold), Arg::Number(scale), Arg::Uniform(seed)])
         }
-        OwnKernel::Softplus { beta, threshold } => {
-            kernel::eval::<SoftplusKernel, B, 1>(f, &[x1, Arg::Number(beta), Arg::Number(threshold)])
-        }
-        OwnKernel::Elu { alpha } => kernel::eval::<EluKernel, B, 1>(f, &[x1, Arg::Number(alpha)]),
     };
     B::reshape(out.storage(), B::shape(x))
 }

@@ -1,10 +1,9 @@
 //! The runtime's hand-written elementwise kernels ([`Builtin`]: dropout's
-//! mask, softplus, ELU, GELU's backward) as `#[cube]` code, each with its
-//! partials and computing what its WGSL computes. The runtime writes them
-//! against `Elementwise` without `kernel!`, so they carry no launcher of
-//! their own; without these they would run on the host, a round trip of
-//! their operands each call (GELU's backward on every training step of a
-//! transformer).
+//! mask) as `#[cube]` code, each with its partials and computing what
+//! its WGSL computes. The runtime writes them against `Elementwise`
+//! without `kernel!`, so they carry no launcher of their own; without
+//! these they would run on the host, a round trip of their operands each
+//! call (dropout on every training step of a transformer).
 //!
 //! Each kernel follows `kernel!`'s elementwise layout: one tensor per
 //! argument, read through its strides, and `which` 0 for the value,
@@ -24,8 +23,6 @@ use super::{CubeStorage, grid};
 pub(super) fn table(b: Builtin) -> &'static CubeElementwise {
     match b {
         Builtin::Dropout => &CubeElementwise { launch: launch_dropout },
-        Builtin::Softplus => &CubeElementwise { launch: launch_softplus },
-        Builtin::Elu => &CubeElementwise { launch: launch_elu },
     }
 }
 
@@ -117,81 +114,11 @@ pub(super) fn try_dropout_drawn(
     true
 }
 
-/// `softplus_layer(x, beta, threshold) = log(1 + exp(beta x)) / beta`, `x`
-/// where `beta x > threshold`; `log(1 + e)` in the form exact near 0.
-#[cube(launch)]
-fn softplus(xt: &Tensor<f32>, bt: &Tensor<f32>, tt: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
-    if ABSOLUTE_POS >= out.len() {
-        terminate!();
-    }
-    let x = xt[offset_in(ABSOLUTE_POS, xt)];
-    let beta = bt[offset_in(ABSOLUTE_POS, bt)];
-    let threshold = tt[offset_in(ABSOLUTE_POS, tt)];
-    let z = beta * x;
-    let e = f32::exp(-f32::abs(z));
-    let w = 1.0 + e;
-    let d = w - 1.0;
-    let log1p = select(d == 0.0, e, f32::ln(w) * (e / d));
-    let value = (f32::max(z, 0.0) + log1p) / beta;
-    let sigmoid = select(z >= 0.0, 1.0 / (1.0 + e), e / (1.0 + e));
-    let linear = z > threshold;
-    let mut y = 0.0f32;
-    if comptime!(which == 0) {
-        y = select(linear, x, value);
-    }
-    if comptime!(which == 1) {
-        y = select(linear, 1.0, sigmoid);
-    }
-    if comptime!(which == 2) {
-        y = select(linear, 0.0, (x * sigmoid - value) / beta);
-    }
-    out[ABSOLUTE_POS] = y;
-}
-
-fn launch_softplus(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
-    let [x, beta, threshold] = unpack("softplus_layer", args);
-    softplus::launch(client, count, dim, x, beta, threshold, out, which);
-}
-
-/// `elu_layer(x, alpha) = x > 0 ? x : alpha (exp(x) - 1)`, `exp(x) - 1` in
-/// Kahan's form (exact near 0; -1 where `exp` underflows).
-#[cube(launch)]
-fn elu(xt: &Tensor<f32>, at: &Tensor<f32>, out: &mut Tensor<f32>, #[comptime] which: u32) {
-    if ABSOLUTE_POS >= out.len() {
-        terminate!();
-    }
-    let x = xt[offset_in(ABSOLUTE_POS, xt)];
-    let alpha = at[offset_in(ABSOLUTE_POS, at)];
-    let u = f32::exp(x);
-    let d = u - 1.0;
-    // -1 where exp underflowed (log(0) would give 0 / inf).
-    let minus_one = 0.0f32 - 1.0f32;
-    let expm1 = select(d == 0.0, x, select(d == minus_one, minus_one, d * (x / f32::ln(u))));
-    let positive = x > 0.0;
-    let mut y = 0.0f32;
-    if comptime!(which == 0) {
-        y = select(positive, x, alpha * expm1);
-    }
-    if comptime!(which == 1) {
-        y = select(positive, 1.0, alpha * u);
-    }
-    if comptime!(which == 2) {
-        y = select(positive, 0.0, expm1);
-    }
-    out[ABSOLUTE_POS] = y;
-}
-
-fn launch_elu(client: &Client, count: CubeCount, dim: CubeDim, args: Vec<TensorArg>, out: TensorArg, which: u32) {
-    let [x, alpha] = unpack("elu_layer", args);
-    elu::launch(client, count, dim, x, alpha, out, which);
-}
-
 #[cfg(test)]
 mod tests {
     //! Every builtin kernel's value and partials on the device against
-    //! the CPU, at points that reach each branch: zero and tiny values
-    //! (the exact `log1p` and `expm1` forms), `exp` underflowing, softplus
-    //! past its threshold, dropout's draws on both sides of `p`.
+    //! the CPU, at points that reach each branch: dropout's draws on both
+    //! sides of `p`.
 
     use blaze_cpu::Cpu;
     use blaze_runtime::fallback::HostFallback;
@@ -211,8 +138,6 @@ mod tests {
                 vec![Arg::Tensor(x), Arg::Number(0.3), Arg::Number(1.0 / 0.7), Arg::Uniform(7)],
                 vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Tensor(t), Arg::Tensor(x)],
             ],
-            Builtin::Softplus => vec![vec![Arg::Tensor(x), Arg::Tensor(t), Arg::Number(20.0)]],
-            Builtin::Elu => vec![vec![Arg::Tensor(x), Arg::Tensor(t)]],
         }
     }
 

@@ -143,12 +143,14 @@ fn read<E: CubePrimitive>(x: &Tensor<E>, pos: usize, #[comptime] direct: bool) -
     x[at]
 }
 
+/// Op number `op` of the op table (`UnaryOp::index`) with its parameters
+/// `p0, p1` (zeros past its own).
 #[cube(launch)]
-pub fn unary_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, alpha: f32, #[comptime] op: u32) {
+pub fn unary_kernel(x: &Tensor<f32>, out: &mut Tensor<f32>, p0: f32, p1: f32, #[comptime] op: u32) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    out[ABSOLUTE_POS] = crate::__private::unary::op(x[ABSOLUTE_POS], alpha, op);
+    out[ABSOLUTE_POS] = crate::__private::unary::op(x[ABSOLUTE_POS], p0, p1, op);
 }
 
 /// `1 - x` on bools.
@@ -340,7 +342,8 @@ pub fn bias_act_kernel(
     bias: &Tensor<f32>,
     residual: &Tensor<f32>,
     out: &mut Tensor<f32>,
-    alpha: f32,
+    p0: f32,
+    p1: f32,
     #[comptime] act: u32,
     #[comptime] has_bias: bool,
     #[comptime] has_residual: bool,
@@ -352,7 +355,7 @@ pub fn bias_act_kernel(
     if comptime!(has_bias) {
         v += bias[offset_in(ABSOLUTE_POS, bias)];
     }
-    let mut y = crate::__private::unary::op(v, alpha, act);
+    let mut y = crate::__private::unary::op(v, p0, p1, act);
     if comptime!(has_residual) {
         y += residual[offset_in(ABSOLUTE_POS, residual)];
     }

@@ -275,10 +275,11 @@ pub(crate) fn u32_of(x: usize) -> u32 {
     GpuBackend::CubeCl.index_word(x)
 }
 
-/// `op`'s code in the op table and its parameter, as the device kernels
-/// take them.
-fn unary_code(op: UnaryOp) -> (u32, f32) {
-    (op.index() as u32, op.params()[0] as f32)
+/// `op`'s code in the op table and its parameters, as the device kernels
+/// take them (`kernels::unary_kernel`'s `p0, p1`).
+fn unary_code(op: UnaryOp) -> (u32, [f32; 2]) {
+    const { assert!(blaze_runtime::unary::MAX_UNARY_PARAMS == 2, "the unary kernels take two parameters") };
+    (op.index() as u32, op.params().map(|p| p as f32))
 }
 
 impl CubeNative {
@@ -326,7 +327,7 @@ impl CubeNative {
         if n == 0 {
             return out;
         }
-        let (code, alpha) = act.map_or((kernels::IDENTITY, 0.0), unary_code);
+        let (code, [p0, p1]) = act.map_or((kernels::IDENTITY, [0.0; 2]), unary_code);
         // An absent operand binds `x` in its place; the flags say not to read it.
         let bias_arg = match bias {
             Some(b) => {
@@ -348,7 +349,8 @@ impl CubeNative {
             bias_arg,
             residual_arg,
             out.arg(),
-            alpha,
+            p0,
+            p1,
             code,
             bias.is_some(),
             residual.is_some(),
@@ -454,8 +456,8 @@ impl Primitives for CubeNative {
             // Bools have `not` alone; `abs` and `neg` are refused by the runtime.
             kernels::not_kernel::launch(t.client(), count, cube, t.arg(), out.arg());
         } else {
-            let (code, alpha) = unary_code(op);
-            kernels::unary_kernel::launch(t.client(), count, cube, t.arg(), out.arg(), alpha, code);
+            let (code, [p0, p1]) = unary_code(op);
+            kernels::unary_kernel::launch(t.client(), count, cube, t.arg(), out.arg(), p0, p1, code);
         }
         out
     }
