@@ -2,17 +2,19 @@
 # Alternates `cargo bench -p blaze-cpu --bench gemm_shapes` and
 # bench/torch_gemm.py for N rounds (default 3) and prints, per product and
 # thread count, both medians and the median of the per-round ratios
-# (Blaze / PyTorch, above 1 is faster).
+# (Blaze / PyTorch, above 1 is faster). Further arguments (`--dtype bf16`)
+# go to both.
 #
-# Run from the repository root: bash bench/gemm_rounds.sh [N]
+# Run from the repository root: bash bench/gemm_rounds.sh [N] [--dtype bf16]
 set -euo pipefail
 rounds=${1:-3}
+shift || true
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 cargo bench -p blaze-cpu --bench gemm_shapes --no-run 2>/dev/null
 for r in $(seq "$rounds"); do
-    cargo bench -p blaze-cpu --bench gemm_shapes 2>/dev/null | grep -E ' [12]t$' > "$out/blaze.$r"
-    python3 bench/torch_gemm.py | grep -E ' [12]t$' > "$out/torch.$r"
+    cargo bench -p blaze-cpu --bench gemm_shapes -- "$@" 2>/dev/null | grep -E ' [12]t$' > "$out/blaze.$r"
+    python3 bench/torch_gemm.py "$@" | grep -E ' [12]t$' > "$out/torch.$r"
     echo "round $r of $rounds done" >&2
 done
 python3 - "$out" "$rounds" <<'PY'

@@ -1,8 +1,11 @@
 """PyTorch timings of `cargo bench -p blaze-cpu --bench gemm_shapes`: the
 same products, layouts and sampling, printed in the same columns.
 
-Run: python3 bench/torch_gemm.py   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_gemm.py [--dtype bf16]   (needs `pip install torch`;
+runs on the CPU). With `--dtype bf16` the operands and results are bf16
+(oneDNN's AMX or AVX512-BF16 kernels where the CPU has them).
 """
+import argparse
 import time
 
 import torch
@@ -48,12 +51,16 @@ def gflops(flops, fn):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[parser.parse_args().dtype]
     torch.manual_seed(0)
     print(f"{'product':<16} {'batch':>5} {'m':>5} {'k':>5} {'n':>5} {'layout':>6}  {'GFLOP/s':>8}")
     for threads in (1, 2):
         torch.set_num_threads(threads)
         for name, batch, m, k, n, layout in SHAPES:
             a, b = operand(batch, m, k, layout[0] == "t"), operand(batch, k, n, layout[1] == "t")
+            a, b = a.to(dtype), b.to(dtype)
             mm = torch.mm if batch == 1 else torch.bmm
             if batch == 1:
                 a, b = a[0], b[0]

@@ -3,8 +3,9 @@
 //! list in PyTorch and prints the same lines; `bench/gemm_rounds.sh`
 //! alternates the two and reports the median ratio of each row.
 //!
-//! Run with `cargo bench -p blaze-cpu --bench gemm_shapes [-- FILTER]` (the
-//! rows whose name contains `FILTER`). Each sample runs
+//! Run with `cargo bench -p blaze-cpu --bench gemm_shapes [-- FILTER]
+//! [--dtype bf16]` (the rows whose name contains `FILTER`; bf16 operands
+//! and results, summed in f32). Each sample runs
 //! on the thread pool it measures (the timing loop is inside `install`), as
 //! PyTorch's calling thread runs its own products: a hop onto the pool per
 //! call would cost more than a batch-1 product takes.
@@ -12,7 +13,7 @@
 use std::time::Instant;
 
 use blaze_cpu::{Cpu, CpuDevice};
-use blaze_runtime::{Rng, Tensor};
+use blaze_runtime::{DType, Rng, Tensor};
 
 /// One product: `[batch,] m x k` times `k x n`, each operand stored
 /// row-major or as the transpose of a row-major matrix (`t`), as the
@@ -53,13 +54,13 @@ const SHAPES: [Shape; 17] = [
     shape("gpt p.v", 128, 64, 64, 16, "nn"),
 ];
 
-fn randn(shape: [usize; 3], seed: u64) -> Tensor<Cpu, 3> {
-    Tensor::normal_with(shape, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice)
+fn randn(shape: [usize; 3], dtype: DType, seed: u64) -> Tensor<Cpu, 3> {
+    Tensor::normal_with(shape, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice).to_dtype(dtype)
 }
 
 /// An operand of `rows x cols` per batch entry, stored transposed when `t`.
-fn operand(batch: usize, rows: usize, cols: usize, t: bool, seed: u64) -> Tensor<Cpu, 3> {
-    if t { randn([batch, cols, rows], seed).transpose(1, 2) } else { randn([batch, rows, cols], seed) }
+fn operand(batch: usize, rows: usize, cols: usize, t: bool, dtype: DType, seed: u64) -> Tensor<Cpu, 3> {
+    if t { randn([batch, cols, rows], dtype, seed).transpose(1, 2) } else { randn([batch, rows, cols], dtype, seed) }
 }
 
 /// GFLOP/s of `f` (`flops` a call): the median of 11 samples of about 20 ms.
@@ -91,15 +92,36 @@ fn main() {
         info.l2 >> 10,
         info.l3 >> 20
     );
-    println!("GEMM: {}", blaze_cpu::gemm_plan());
+    // `cargo bench` passes `--bench`; `--dtype D` picks the dtype; any
+    // other argument filters by name.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dtype_at = args.iter().position(|a| a == "--dtype");
+    let dtype = match dtype_at.map(|i| args.get(i + 1).map(String::as_str)) {
+        None => DType::F32,
+        Some(Some("f32")) => DType::F32,
+        Some(Some("bf16")) => DType::BF16,
+        Some(other) => panic!("--dtype {other:?}: expected f32 or bf16"),
+    };
+    let filter = args
+        .iter()
+        .enumerate()
+        .find(|&(i, a)| !a.starts_with("--") && dtype_at.is_none_or(|d| i != d + 1))
+        .map_or_else(String::new, |(_, a)| a.clone());
+    if dtype == DType::BF16 {
+        if blaze_cpu::bf16_kernel_runs_here() {
+            println!("GEMM: bf16, {}", blaze_cpu::bf16_plan());
+        } else {
+            println!("GEMM: bf16 widened to f32 (no AVX512-BF16), {}", blaze_cpu::gemm_plan());
+        }
+    } else {
+        println!("GEMM: {}", blaze_cpu::gemm_plan());
+    }
     println!("{:<16} {:>5} {:>5} {:>5} {:>5} {:>6}  {:>8}", "product", "batch", "m", "k", "n", "layout", "GFLOP/s");
-    // `cargo bench` passes `--bench`; any other argument filters by name.
-    let filter = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_default();
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool");
         for s in SHAPES.iter().filter(|s| s.name.contains(&filter)) {
-            let a = operand(s.batch, s.m, s.k, s.lhs_t, 1);
-            let b = operand(s.batch, s.k, s.n, s.rhs_t, 2);
+            let a = operand(s.batch, s.m, s.k, s.lhs_t, dtype, 1);
+            let b = operand(s.batch, s.k, s.n, s.rhs_t, dtype, 2);
             let flops = 2.0 * (s.batch * s.m * s.k * s.n) as f64;
             let rate = pool.install(|| gflops(flops, || a.matmul(&b)));
             let layout = format!("{}{}", if s.lhs_t { 't' } else { 'n' }, if s.rhs_t { 't' } else { 'n' });

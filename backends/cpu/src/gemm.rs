@@ -20,6 +20,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
+use crate::matmul::Product;
 use crate::pool::grow;
 use crate::simd::Isa;
 use crate::storage::{Float, Num};
@@ -236,7 +237,7 @@ impl<T> Strided<T> {
     /// # Safety
     /// `(i, j)` must lie inside the operand.
     #[inline(always)]
-    unsafe fn at(self, i: usize, j: usize) -> Self {
+    pub(crate) unsafe fn at(self, i: usize, j: usize) -> Self {
         // SAFETY: forwarded from the caller.
         Strided { ptr: unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }, ..self }
     }
@@ -262,35 +263,26 @@ impl<T> Strided<T> {
 }
 
 /// Element types with a packed GEMM: f32 and f64, each with its kernel
-/// shapes per ISA.
-pub(crate) trait GemmFloat: Float {
-    /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread, with the
-    /// kernel and blocking of `plan` (a product's is
-    /// [`crate::gemm_tune::plan_for`]'s: measured, else [`gemm_plan`]).
-    ///
-    /// # Safety
-    /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
-    /// valid row-major `m x n` block with row stride `dst_rs` that overlaps
-    /// neither; the CPU runs the plan's kernel ([`GemmKernel::runs_here`]).
-    unsafe fn gemm_serial_with(
-        plan: &GemmPlan,
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: *mut Self,
-        dst_rs: isize,
-        lhs: Strided<Self>,
-        rhs: Strided<Self>,
-        accumulate: bool,
-    );
-}
+/// shapes per ISA. A product's plan is [`crate::gemm_tune::plan_for`]'s
+/// (measured, else [`gemm_plan`]); [`Product::serial`] runs it, on a CPU
+/// that runs the plan's kernel ([`GemmKernel::runs_here`]).
+pub(crate) trait GemmFloat: Float + Product<Out = Self, Plan = GemmPlan> {}
 
-/// Implements [`GemmFloat`] with the kernels of [`GemmKernel`] for a float
+/// Implements [`Product`] with the kernels of [`GemmKernel`] for a float
 /// type and its 512- and 256-bit registers.
 macro_rules! gemm_float {
     ($t:ty, $v512:ty, $v256:ty) => {
-        impl GemmFloat for $t {
-            unsafe fn gemm_serial_with(
+        impl GemmFloat for $t {}
+
+        impl Product for $t {
+            type Out = $t;
+            type Plan = GemmPlan;
+
+            fn plan(m: usize, n: usize, k: usize) -> GemmPlan {
+                crate::gemm_tune::plan_for::<$t>(m, n, k)
+            }
+
+            unsafe fn serial(
                 plan: &GemmPlan,
                 m: usize,
                 n: usize,
@@ -382,7 +374,7 @@ struct Gemm<T> {
 /// The blocked product with `MR x NR` kernels (`FMA`: fused multiply-add).
 ///
 /// # Safety
-/// As for [`GemmFloat::gemm_serial_with`]; the CPU runs the ISA the caller
+/// As for [`Product::serial`]; the CPU runs the ISA the caller
 /// compiled this for, `pa` holds `mc x kc` values and `pb` `kc x nc`, both
 /// cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a multiple of
 /// `MR`, `nc` of `NR`.
@@ -934,7 +926,7 @@ unsafe fn pack_transposing_f32(width: usize, rows: usize, depth: usize, a: Strid
 /// when they are contiguous, dot products with its columns otherwise.
 ///
 /// # Safety
-/// As for [`GemmFloat::gemm_serial_with`] with `m = 1`.
+/// As for [`Product::serial`] with `m = 1`.
 #[inline(always)]
 unsafe fn row_times<T: Float, K: Micro<T>>(
     n: usize,
@@ -1016,7 +1008,7 @@ mod tests {
                 let mut dst = vec![T::from_f64(0.5); m * n];
                 // SAFETY: the operands are m x k and k x n, `dst` m x n,
                 // and `plans` holds only kernels this CPU runs.
-                unsafe { T::gemm_serial_with(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                unsafe { T::serial(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
                 for (x, (&got, &w)) in dst.iter().zip(&want).enumerate() {
                     let w = if accumulate { w + 0.5 } else { w };
                     let got: f64 = num_traits::cast(got).unwrap();
@@ -1124,7 +1116,7 @@ mod tests {
                     let mut d = start.clone();
                     // SAFETY: `a` is m x 1, `rhs` 1 x n, `d` m x n, apart;
                     // `plans` lists kernels this CPU runs.
-                    unsafe { f32::gemm_serial_with(&plan, m, n, 1, d.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
+                    unsafe { f32::serial(&plan, m, n, 1, d.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };
                     d
                 };
                 let rows = run(Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 });

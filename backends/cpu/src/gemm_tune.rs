@@ -263,7 +263,7 @@ fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
         let start = Instant::now();
         // SAFETY: `a` is m x k, `b` k x n and `c` m x n, row-major and
         // apart; the plan's kernel runs on this CPU (searches try only those).
-        unsafe { T::gemm_serial_with(plan, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
+        unsafe { T::serial(plan, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
         start.elapsed()
     };
     run();
@@ -279,6 +279,7 @@ fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
 mod tests {
     use super::*;
     use crate::cpuinfo::Vendor;
+    use crate::matmul::Product;
 
     /// The Intel machine of issue 48 (AVX-512, two FMA ports, L1d 48 KiB,
     /// L2 2 MiB), whose rule plan is `avx512-12x32, KC 384, MC 336, NC 4096`.
@@ -372,7 +373,7 @@ mod tests {
             let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
             // SAFETY: m x k by k x n into m x n, apart; `neighbours` lists
             // only kernels this CPU runs.
-            unsafe { f32::gemm_serial_with(&p, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
+            unsafe { f32::serial(&p, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
             for i in [0, m / 2, m - 1] {
                 for j in [0, n / 3, n - 1] {
                     let want: f32 = (0..k).map(|q| a[i * k + q] * b[q * n + j]).sum();

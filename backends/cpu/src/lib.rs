@@ -19,6 +19,7 @@ mod conv;
 mod cpuinfo;
 mod elementwise;
 mod gemm;
+mod gemm_bf16;
 mod gemm_tune;
 mod kernel;
 mod matmul;
@@ -47,6 +48,7 @@ use blaze_runtime::{
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
 use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
+pub use crate::gemm_bf16::{Bf16Plan, bf16_kernel_runs_here, bf16_plan};
 pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
@@ -462,6 +464,12 @@ impl Primitives for Cpu {
     }
 
     fn matmul(a: &CpuStorage, b: &CpuStorage) -> CpuStorage {
+        if let (CpuStorage::BF16(a), CpuStorage::BF16(b)) = (a, b)
+            && gemm_bf16::bf16_kernel_runs_here()
+        {
+            // bf16 products summed in f32, the result rounded once.
+            return CpuStorage::F32(matmul::matmul(a, b)).narrow(DType::BF16);
+        }
         if let Some(h) = half(a) {
             return Self::matmul(&a.widen(), &b.widen()).narrow(h);
         }

@@ -1,4 +1,5 @@
-//! Batched matmul on the crate's packed GEMM (`gemm.rs`). Operands are
+//! Batched matmul on the crate's packed GEMMs (`gemm.rs`, and
+//! `gemm_bf16.rs` for bf16 on AVX512-BF16). Operands are
 //! read through their strides, so a transposed weight or a broadcast batch
 //! dim costs no copy.
 
@@ -9,10 +10,41 @@ pub(crate) use crate::gemm::GemmFloat;
 use crate::gemm::Strided;
 use crate::parallel::for_each_index;
 use crate::pool;
-use crate::storage::Array;
+use crate::storage::{Array, Num};
 
 /// Multiply-adds below which one product runs on one thread.
 const PARALLEL_FLOPS: usize = 96 * 96 * 96;
+
+/// The element types a product multiplies: f32 and f64 summed in their
+/// own type (`gemm.rs`), bf16 summed in f32 (`gemm_bf16.rs`).
+pub(crate) trait Product: Copy + Send + Sync + 'static {
+    /// The type of the sums and of the product.
+    type Out: Num;
+    /// The blocking one product keeps across its threads.
+    type Plan: Sync;
+
+    /// The plan of an `m x k` by `k x n` product.
+    fn plan(m: usize, n: usize, k: usize) -> Self::Plan;
+
+    /// `dst[m x n] (+)= lhs[m x k] * rhs[k x n]` on this thread, with the
+    /// kernel and blocking of `plan`.
+    ///
+    /// # Safety
+    /// The operands must address valid `m x k` and `k x n` blocks, `dst` a
+    /// valid row-major `m x n` block with row stride `dst_rs` that overlaps
+    /// neither, and the CPU must run the plan's kernel.
+    unsafe fn serial(
+        plan: &Self::Plan,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut Self::Out,
+        dst_rs: isize,
+        lhs: Strided<Self>,
+        rhs: Strided<Self>,
+        accumulate: bool,
+    );
+}
 
 /// A raw pointer that may cross to another thread; each task writes a
 /// disjoint output block.
@@ -36,11 +68,11 @@ impl<T> SendPtr<T> {
 /// # Safety
 /// The pointers and strides must address valid `m x k`, `k x n` and `m x n`
 /// blocks, and `dst` must not overlap the inputs.
-pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
+pub(crate) unsafe fn gemm_raw<T: Product>(
     m: usize,
     n: usize,
     k: usize,
-    dst: *mut T,
+    dst: *mut T::Out,
     dst_rs: isize,
     lhs: *const T,
     lhs_rs: isize,
@@ -59,7 +91,7 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
             for i in 0..m {
                 for j in 0..n {
                     // SAFETY: (i, j) lies in the m x n block the caller vouches for.
-                    unsafe { *dst.offset(i as isize * dst_rs + j as isize) = T::ZERO };
+                    unsafe { *dst.offset(i as isize * dst_rs + j as isize) = <T::Out as Num>::ZERO };
                 }
             }
         }
@@ -71,10 +103,10 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
     // One plan for the whole product, whatever the split: its depth
     // blocking sets the order of the sums, so every thread count gives
     // the same bits.
-    let plan = crate::gemm_tune::plan_for::<T>(m, n, k);
+    let plan = T::plan(m, n, k);
     if !(parallel && threads > 1 && m * n * k >= PARALLEL_FLOPS) {
         // SAFETY: forwarded from the caller; the plan's kernel runs here.
-        unsafe { T::gemm_serial_with(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
+        unsafe { T::serial(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
         return;
     }
     // Split the output into one block per thread and run each block on one
@@ -95,11 +127,11 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
         unsafe {
             if split_n {
                 let r = Strided { ptr: rhs.ptr.offset(start as isize * rhs.cs), ..rhs };
-                T::gemm_serial_with(&plan, m, size, k, dst.get().add(start), dst_rs, lhs, r, accumulate);
+                T::serial(&plan, m, size, k, dst.get().add(start), dst_rs, lhs, r, accumulate);
             } else {
                 let l = Strided { ptr: lhs.ptr.offset(start as isize * lhs.rs), ..lhs };
                 let at = dst.get().offset(start as isize * dst_rs);
-                T::gemm_serial_with(&plan, size, n, k, at, dst_rs, l, rhs, accumulate);
+                T::serial(&plan, size, n, k, at, dst_rs, l, rhs, accumulate);
             }
         }
     });
@@ -110,7 +142,7 @@ pub(crate) unsafe fn gemm_raw<T: GemmFloat>(
 const BLOCK_ALIGN: usize = 16;
 
 /// `[..., m, k] x [..., k, n]` with broadcast batch dims.
-pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {
+pub(crate) fn matmul<T: Product>(a: &Array<T>, b: &Array<T>) -> Array<T::Out> {
     let r = a.ndim();
     let (m, k, n) = (a.shape()[r - 2], a.shape()[r - 1], b.shape()[r - 1]);
     let batch = broadcast_shapes(&a.shape()[..r - 2], &b.shape()[..r - 2]).expect("the runtime checked the batch dims");
@@ -138,7 +170,7 @@ pub(crate) fn matmul<T: GemmFloat>(a: &Array<T>, b: &Array<T>) -> Array<T> {
 
     let mut out_shape = batch.clone();
     out_shape.extend([m, n]);
-    pool::output(&out_shape, |out: &mut [T]| {
+    pool::output(&out_shape, |out: &mut [T::Out]| {
         let (pa, pb) = (SendPtr(av.as_ptr().cast_mut()), SendPtr(bv.as_ptr().cast_mut()));
         let (a_rs, a_cs, b_rs, b_cs) = (sa[r - 2], sa[r - 1], sb[r - 2], sb[r - 1]);
         let dst = SendPtr(out.as_mut_ptr());

@@ -1,0 +1,434 @@
+//! bf16 products with f32 sums, `C (+)= A B` for strided bf16 `A` and `B`
+//! and a row-major f32 `C`, on the AVX512-BF16 dot product
+//! (`vdpbf16ps`: per f32 lane, the products of two pairs of bf16 added to
+//! the lane, so a 512-bit instruction does 32 multiply-adds where an f32
+//! FMA does 16). The blocking follows `gemm.rs` (Goto and van de Geijn),
+//! with the depth in pairs: a packed panel of `A` holds, per pair of
+//! depth steps, one 32-bit word per row (its two bf16); a panel of `B`,
+//! per pair, one word per column. The kernel keeps an 8 x 32 tile of `C`
+//! in 16 registers, broadcasts a word of `A` per row and takes two
+//! vectors of `B` per pair.
+//!
+//! A CPU without AVX512-BF16 multiplies bf16 by widening it to f32 and
+//! running the f32 GEMM, which gives the same products (a product of two
+//! bf16 is exact in f32) summed in another order.
+
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::OnceLock;
+
+use blaze_runtime::bf16;
+
+use crate::cpuinfo::{CpuInfo, cpu_info};
+use crate::gemm::Strided;
+use crate::matmul::Product;
+use crate::pool::grow;
+
+/// Rows of the register tile.
+const MR: usize = 8;
+/// Columns of the register tile: two vectors of 16 f32.
+const NR: usize = 32;
+
+/// How bf16 products are blocked on this CPU: depths in pairs of steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bf16Plan {
+    /// Pairs of depth steps in a packed block: one panel of `B` (`NR`
+    /// words a pair) takes three quarters of the level-1 data cache.
+    pub kc: usize,
+    /// Rows of a block of `A` (a multiple of the tile's 8): `MC x KC`
+    /// words of it take a quarter of the level-2 cache.
+    pub mc: usize,
+    /// Columns of a packed block of `B` (a multiple of the tile's 32):
+    /// `KC x NC` words take a 16th of the last-level cache.
+    pub nc: usize,
+}
+
+impl Bf16Plan {
+    /// The blocking for a CPU with these caches.
+    pub fn for_caches(info: &CpuInfo) -> Bf16Plan {
+        let word = size_of::<u32>();
+        let kc = (info.l1d * 3 / 4 / (NR * word) / 16 * 16).clamp(64, 384);
+        let mc = ((info.l2 / 4 / (kc * word)).clamp(32, 512) / MR * MR).max(MR);
+        let nc = (info.l3 / 16 / (kc * word) / NR * NR).clamp(512, 4096);
+        Bf16Plan { kc, mc, nc }
+    }
+}
+
+impl fmt::Display for Bf16Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Bf16Plan { kc, mc, nc } = self;
+        write!(f, "avx512bf16-{MR}x{NR} kernel, KC {kc} pairs, MC {mc}, NC {nc}")
+    }
+}
+
+/// The bf16 plan of this CPU, chosen once from its caches.
+pub fn bf16_plan() -> &'static Bf16Plan {
+    static PLAN: OnceLock<Bf16Plan> = OnceLock::new();
+    PLAN.get_or_init(|| Bf16Plan::for_caches(cpu_info()))
+}
+
+/// Whether this CPU has the instructions of the bf16 kernel (AVX-512 with
+/// its BF16 extension: AMD Zen 4 and later, Intel Cooper Lake, Sapphire
+/// Rapids and later).
+pub fn bf16_kernel_runs_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+thread_local! {
+    /// Packed `A` and `B` blocks, as in `gemm.rs`: they only grow, so a
+    /// thread that has multiplied at a size does so again without allocating.
+    static PACKED: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// bf16 operands, f32 sums; [`Product::serial`] needs a CPU with the
+/// kernel's instructions ([`bf16_kernel_runs_here`]).
+impl Product for bf16 {
+    type Out = f32;
+    type Plan = Bf16Plan;
+
+    fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
+        *bf16_plan()
+    }
+
+    unsafe fn serial(
+        plan: &Bf16Plan,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut f32,
+        dst_rs: isize,
+        lhs: Strided<bf16>,
+        rhs: Strided<bf16>,
+        accumulate: bool,
+    ) {
+        assert!(bf16_kernel_runs_here(), "a bf16 product on a CPU without AVX512-BF16: widen it to f32");
+        if m == 0 || n == 0 {
+            return;
+        }
+        let Bf16Plan { kc: block_k, mc: block_m, nc: block_n } = *plan;
+        let pairs = k.div_ceil(2);
+        if pairs == 0 {
+            if !accumulate {
+                for i in 0..m {
+                    // SAFETY: row i of the m x n destination.
+                    unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n).fill(0.0) };
+                }
+            }
+            return;
+        }
+        PACKED.with(|cell| {
+            let mut bufs = cell.borrow_mut();
+            let (a_words, b_words) = &mut *bufs;
+            let pa: *mut u32 = grow(a_words, block_m.min(m.next_multiple_of(MR)) * block_k.min(pairs));
+            let pb: *mut u32 = grow(b_words, block_k.min(pairs) * block_n.min(n).next_multiple_of(NR));
+            for jc in (0..n).step_by(block_n) {
+                let nc = block_n.min(n - jc);
+                for pc in (0..pairs).step_by(block_k) {
+                    let kp = block_k.min(pairs - pc);
+                    let depth = (2 * kp).min(k - 2 * pc);
+                    // SAFETY: the block lies in `rhs`; `pb` holds kp words for
+                    // each of nc columns rounded up to NR.
+                    unsafe { pack_b(nc, depth, rhs.at(2 * pc, jc), pb) };
+                    let add = accumulate || pc > 0;
+                    for ic in (0..m).step_by(block_m) {
+                        let mc = block_m.min(m - ic);
+                        // SAFETY: the block lies in `lhs`; `pa` holds kp words
+                        // for each of mc rows rounded up to MR.
+                        unsafe { pack_a(mc, depth, lhs.at(ic, 2 * pc), pa) };
+                        for jr in (0..nc).step_by(NR) {
+                            for ir in (0..mc).step_by(MR) {
+                                // SAFETY: panel ir / MR of `pa` and jr / NR of
+                                // `pb` hold kp pairs each; the tile at
+                                // (ic + ir, jc + jr) lies in `dst`.
+                                unsafe {
+                                    let c = dst.offset((ic + ir) as isize * dst_rs + (jc + jr) as isize);
+                                    let tile =
+                                        Tile { dst: c, dst_rs, rows: MR.min(mc - ir), cols: NR.min(nc - jr), add };
+                                    tile_at(kp, pa.add(ir * kp), pb.add(jr * kp), tile);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// The kernel on one tile.
+///
+/// # Safety
+/// As for `x86::tile`.
+#[inline(always)]
+unsafe fn tile_at(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+    // SAFETY: forwarded from the caller.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        x86::tile(kp, a, b, tile)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("no bf16 kernel off x86-64 ({kp} pairs, {a:?}, {b:?}, {} rows)", tile.rows)
+}
+
+/// Where a tile goes: `rows x cols` of it (the rest is padding), added to
+/// what is there when `add`.
+struct Tile {
+    dst: *mut f32,
+    dst_rs: isize,
+    rows: usize,
+    cols: usize,
+    add: bool,
+}
+
+/// The word of a pair of bf16: the first in the low half, as the dot
+/// product pairs them.
+#[inline(always)]
+fn word(lo: bf16, hi: bf16) -> u32 {
+    u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16
+}
+
+/// Packs `rows` rows of `a` (`rows x depth`) in panels of `MR` rows: per
+/// pair of depth steps, one word per row; zeros past the last row and,
+/// for an odd depth, in the last word's high half.
+///
+/// # Safety
+/// `a` addresses `rows x depth` values; `out` holds `depth.div_ceil(2)`
+/// words for each of `rows` rounded up to `MR`.
+unsafe fn pack_a(rows: usize, depth: usize, a: Strided<bf16>, out: *mut u32) {
+    let pairs = depth.div_ceil(2);
+    for r0 in (0..rows).step_by(MR) {
+        // SAFETY: panel r0 / MR of `out`.
+        let panel = unsafe { std::slice::from_raw_parts_mut(out.add(r0 * pairs), pairs * MR) };
+        if a.cs == 1 && r0 + MR <= rows {
+            // Rows of `A` contiguous (`A` as stored) and a whole panel:
+            // each word is a pair as it lies in memory, written in the
+            // order the kernel reads them.
+            // SAFETY: rows r0.. r0 + MR of `a`, `depth` values each.
+            let at: [*const bf16; MR] = std::array::from_fn(|i| unsafe { a.at(r0 + i, 0) }.ptr);
+            let whole = depth / 2;
+            for (p, words) in panel.chunks_exact_mut(MR).enumerate().take(whole) {
+                for (w, row) in words.iter_mut().zip(at) {
+                    // SAFETY: values 2p and 2p + 1 of the row lie inside.
+                    *w = unsafe { row.add(2 * p).cast::<u32>().read_unaligned() };
+                }
+            }
+            if whole < pairs {
+                for (w, row) in panel[whole * MR..].iter_mut().zip(at) {
+                    // SAFETY: the row's last value, depth - 1 = 2 * whole.
+                    *w = word(unsafe { *row.add(2 * whole) }, bf16::ZERO);
+                }
+            }
+            continue;
+        }
+        for i in 0..MR {
+            let row = r0 + i;
+            if row >= rows {
+                panel.iter_mut().skip(i).step_by(MR).for_each(|w| *w = 0);
+                continue;
+            }
+            // SAFETY: row `row` of `a`, `depth` long.
+            unsafe { pack_pairs(depth, a.at(row, 0), a.cs, panel.iter_mut().skip(i).step_by(MR)) };
+        }
+    }
+}
+
+/// Packs `cols` columns of `b` (`depth x cols`) in panels of `NR`
+/// columns: per pair of depth steps, one word per column; zeros past the
+/// last column and in the high half of an odd depth's last word.
+///
+/// # Safety
+/// `b` addresses `depth x cols` values; `out` holds `depth.div_ceil(2)`
+/// words for each of `cols` rounded up to `NR`.
+unsafe fn pack_b(cols: usize, depth: usize, b: Strided<bf16>, out: *mut u32) {
+    let pairs = depth.div_ceil(2);
+    for c0 in (0..cols).step_by(NR) {
+        let width = NR.min(cols - c0);
+        // SAFETY: panel c0 / NR of `out`.
+        let panel = unsafe { std::slice::from_raw_parts_mut(out.add(c0 * pairs), pairs * NR) };
+        if b.cs == 1 {
+            // Rows of `B` contiguous (`B` as stored): interleave two rows
+            // a pair at a time, a loop the compiler vectorises.
+            for (p, words) in panel.chunks_exact_mut(NR).enumerate() {
+                // SAFETY: rows 2p and 2p + 1 (when inside) of the block,
+                // `width` values from column c0.
+                let (lo, hi) = unsafe {
+                    let lo = std::slice::from_raw_parts(b.at(2 * p, c0).ptr, width);
+                    let hi = (2 * p + 1 < depth).then(|| std::slice::from_raw_parts(b.at(2 * p + 1, c0).ptr, width));
+                    (lo, hi)
+                };
+                match hi {
+                    Some(hi) => words.iter_mut().zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = word(l, h)),
+                    None => words.iter_mut().zip(lo).for_each(|(w, &l)| *w = word(l, bf16::ZERO)),
+                }
+                words[width..].fill(0);
+            }
+        } else {
+            for j in 0..NR {
+                if j >= width {
+                    panel.iter_mut().skip(j).step_by(NR).for_each(|w| *w = 0);
+                    continue;
+                }
+                // SAFETY: column c0 + j of `b`, `depth` long.
+                unsafe { pack_pairs(depth, b.at(0, c0 + j), b.rs, panel.iter_mut().skip(j).step_by(NR)) };
+            }
+        }
+    }
+}
+
+/// The words of `depth` values from `x`, `step` apart, into `out`: a pair
+/// of neighbours read as one word when they are contiguous.
+///
+/// # Safety
+/// `x` addresses `depth` values `step` apart.
+#[inline(always)]
+unsafe fn pack_pairs<'a>(depth: usize, x: Strided<bf16>, step: isize, out: impl Iterator<Item = &'a mut u32>) {
+    let at = |d: usize| {
+        // SAFETY: d < depth.
+        unsafe { *x.ptr.offset(d as isize * step) }
+    };
+    for (p, w) in out.enumerate() {
+        let d = 2 * p;
+        *w = if d + 1 >= depth {
+            word(at(d), bf16::ZERO)
+        } else if step == 1 {
+            // SAFETY: values d and d + 1 are contiguous and inside; the
+            // word is read as the two bf16 are laid out (little-endian).
+            unsafe { x.ptr.add(d).cast::<u32>().read_unaligned() }
+        } else {
+            word(at(d), at(d + 1))
+        };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+    use std::mem::transmute;
+
+    use super::{MR, NR, Tile};
+
+    /// `a x b` over `kp` pairs of depth steps of an `MR`-row panel of
+    /// words of `A` and an `NR`-column panel of `B`, stored to `tile`.
+    ///
+    /// # Safety
+    /// `a` holds `kp x MR` words, `b` `kp x NR`; the tile lies in the
+    /// destination; the CPU has AVX512-BF16.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    pub(super) unsafe fn tile(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+        let mut c = [[_mm512_setzero_ps(); 2]; MR];
+        for p in 0..kp {
+            // SAFETY: pair p of both panels; a vector of 16 words is 32 bf16.
+            unsafe {
+                let b0: __m512bh = transmute(_mm512_loadu_si512(b.add(p * NR).cast()));
+                let b1: __m512bh = transmute(_mm512_loadu_si512(b.add(p * NR + 16).cast()));
+                for (i, ci) in c.iter_mut().enumerate() {
+                    let ai: __m512bh = transmute(_mm512_set1_epi32(a.add(p * MR + i).read() as i32));
+                    ci[0] = _mm512_dpbf16_ps(ci[0], ai, b0);
+                    ci[1] = _mm512_dpbf16_ps(ci[1], ai, b1);
+                }
+            }
+        }
+        let Tile { dst, dst_rs, rows, cols, add } = tile;
+        // The columns each half of a row stores.
+        let mask = |from: usize| -> __mmask16 {
+            let n = cols.saturating_sub(from).min(16);
+            ((1u32 << n) - 1) as __mmask16
+        };
+        let (m0, m1) = (mask(0), mask(16));
+        for (i, ci) in c.iter().enumerate().take(rows) {
+            // SAFETY: row i of the tile, `cols` long, lies in the
+            // destination; the masks keep to those columns.
+            unsafe {
+                let row = dst.offset(i as isize * dst_rs);
+                let (mut v0, mut v1) = (ci[0], ci[1]);
+                if add {
+                    v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
+                    v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.add(16)));
+                }
+                _mm512_mask_storeu_ps(row, m0, v0);
+                _mm512_mask_storeu_ps(row.add(16), m1, v1);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use blaze_runtime::bf16;
+
+    use super::*;
+
+    /// Values with a few bits of mantissa and both signs, as bf16.
+    fn values(n: usize, seed: u64) -> Vec<bf16> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                bf16::from_f32(((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0)
+            })
+            .collect()
+    }
+
+    /// Every shape class (edges of the tile, odd depths, blocks split in
+    /// depth, rows and columns), operands row- and column-major, with
+    /// and without accumulation, against sums in f64 of the same bf16.
+    #[test]
+    fn bf16_products_match_f64_sums() {
+        if !bf16_kernel_runs_here() {
+            eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
+            return;
+        }
+        let small = Bf16Plan { kc: 16, mc: 16, nc: 64 };
+        let shapes =
+            [(1, 1, 1), (1, 40, 3), (3, 5, 7), (8, 32, 2), (9, 33, 3), (17, 70, 129), (40, 100, 65), (64, 64, 64)];
+        for plan in [*bf16_plan(), small] {
+            for &(m, n, k) in &shapes {
+                for (a_t, b_t, add) in
+                    [(false, false, false), (true, true, true), (false, true, false), (true, false, true)]
+                {
+                    let (a, b) = (values(m * k, 1), values(k * n, 2));
+                    // Row-major, or stored transposed and read through strides.
+                    let (a_rs, a_cs) = if a_t { (1, m as isize) } else { (k as isize, 1) };
+                    let (b_rs, b_cs) = if b_t { (1, k as isize) } else { (n as isize, 1) };
+                    let at = |i: usize, p: usize| a[i * a_rs as usize + p * a_cs as usize].to_f64();
+                    let bt = |p: usize, j: usize| b[p * b_rs as usize + j * b_cs as usize].to_f64();
+                    let start: Vec<f32> = (0..m * n).map(|i| (i % 7) as f32 - 3.0).collect();
+                    let mut got = start.clone();
+                    // SAFETY: the blocks are m x k, k x n and m x n as
+                    // addressed; the CPU runs the kernel (checked above).
+                    unsafe {
+                        let lhs = Strided { ptr: a.as_ptr(), rs: a_rs, cs: a_cs };
+                        let rhs = Strided { ptr: b.as_ptr(), rs: b_rs, cs: b_cs };
+                        bf16::serial(&plan, m, n, k, got.as_mut_ptr(), n as isize, lhs, rhs, add);
+                    }
+                    for i in 0..m {
+                        for j in 0..n {
+                            let base = if add { f64::from(start[i * n + j]) } else { 0.0 };
+                            let want = base + (0..k).map(|p| at(i, p) * bt(p, j)).sum::<f64>();
+                            let scale = base.abs() + (0..k).map(|p| (at(i, p) * bt(p, j)).abs()).sum::<f64>();
+                            let err = (f64::from(got[i * n + j]) - want).abs();
+                            assert!(
+                                err <= 1e-6 * (k as f64 + 2.0) * scale,
+                                "{m}x{k} by {k}x{n} (A transposed {a_t}, B {b_t}, add {add}, {plan}) at ({i}, {j}): \
+                                 {} against {want}",
+                                got[i * n + j]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
