@@ -244,7 +244,7 @@ impl<T> Strided<T> {
 
     /// The transposed operand: element `(i, j)` is this one's `(j, i)`.
     #[inline(always)]
-    fn t(self) -> Self {
+    pub(crate) fn t(self) -> Self {
         Strided { rs: self.cs, cs: self.rs, ..self }
     }
 

@@ -468,7 +468,7 @@ impl Primitives for Cpu {
             && gemm_bf16::bf16_kernel_runs_here()
         {
             // bf16 products summed in f32, the result rounded once.
-            return CpuStorage::F32(matmul::matmul(a, b)).narrow(DType::BF16);
+            return CpuStorage::BF16(matmul::matmul(a, b));
         }
         if let Some(h) = half(a) {
             return Self::matmul(&a.widen(), &b.widen()).narrow(h);

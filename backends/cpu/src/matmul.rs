@@ -10,7 +10,7 @@ pub(crate) use crate::gemm::GemmFloat;
 use crate::gemm::Strided;
 use crate::parallel::for_each_index;
 use crate::pool;
-use crate::storage::{Array, Num};
+use crate::storage::Array;
 
 /// Multiply-adds below which one product runs on one thread.
 const PARALLEL_FLOPS: usize = 96 * 96 * 96;
@@ -19,7 +19,7 @@ const PARALLEL_FLOPS: usize = 96 * 96 * 96;
 /// own type (`gemm.rs`), bf16 summed in f32 (`gemm_bf16.rs`).
 pub(crate) trait Product: Copy + Send + Sync + 'static {
     /// The type of the sums and of the product.
-    type Out: Num;
+    type Out: crate::pool::Pooled;
     /// The blocking one product keeps across its threads.
     type Plan: Sync;
 
@@ -91,7 +91,7 @@ pub(crate) unsafe fn gemm_raw<T: Product>(
             for i in 0..m {
                 for j in 0..n {
                     // SAFETY: (i, j) lies in the m x n block the caller vouches for.
-                    unsafe { *dst.offset(i as isize * dst_rs + j as isize) = <T::Out as Num>::ZERO };
+                    unsafe { *dst.offset(i as isize * dst_rs + j as isize) = <T::Out>::default() };
                 }
             }
         }
