@@ -30,6 +30,10 @@ use crate::pool::grow;
 const MR: usize = 8;
 /// Columns of the register tile: two vectors of 16 f32.
 const NR: usize = 32;
+/// Rows of the narrow tile, one vector wide (16 accumulators too), for
+/// products of at most 16 columns, which the wide tile would leave half
+/// empty.
+const NARROW_ROWS: usize = 16;
 
 /// How bf16 products are blocked on this CPU: depths in pairs of steps.
 /// The kernel reads 160 bytes of its panels per 16 dot products, which
@@ -43,7 +47,7 @@ pub struct Bf16Plan {
     /// Pairs of depth steps in a packed block: one panel of `B` (`NR`
     /// words a pair) takes an eighth of the level-2 cache.
     pub kc: usize,
-    /// Rows of a block of `A` (a multiple of the tile's 8): `MC x KC`
+    /// Rows of a block of `A` (a multiple of both tiles' rows): `MC x KC`
     /// words of it take half of the level-2 cache.
     pub mc: usize,
     /// Columns of a packed block of `B` (a multiple of the tile's 32):
@@ -56,7 +60,7 @@ impl Bf16Plan {
     pub fn for_caches(info: &CpuInfo) -> Bf16Plan {
         let word = size_of::<u32>();
         let kc = (info.l2 / 8 / (NR * word) / 16 * 16).clamp(128, 1024);
-        let mc = ((info.l2 / 2 / (kc * word)).clamp(32, 512) / MR * MR).max(MR);
+        let mc = ((info.l2 / 2 / (kc * word)).clamp(32, 512) / NARROW_ROWS * NARROW_ROWS).max(NARROW_ROWS);
         let nc = (info.l3 / 8 / (kc * word) / NR * NR).clamp(512, 4096);
         Bf16Plan { kc, mc, nc }
     }
@@ -137,7 +141,7 @@ impl Product for bf16 {
             // One block of depth: each tile's sums are whole when the
             // kernel stores them, rounded to bf16 there.
             // SAFETY: forwarded from the caller.
-            unsafe { blocked(plan, m, n, k, Dst::Bf16(dst), dst_rs, lhs, rhs, false) };
+            unsafe { blocked(plan, Job { m, n, k, dst: Dst::Bf16(dst), dst_rs, lhs, rhs, accumulate: false }) };
             return;
         }
         // Sums over several blocks (or added to `dst`) wait in f32.
@@ -152,7 +156,7 @@ impl Product for bf16 {
                 }
             }
             // SAFETY: forwarded from the caller; `sums` is m x n, row-major.
-            unsafe { blocked(plan, m, n, k, Dst::F32(sums), n as isize, lhs, rhs, accumulate) };
+            unsafe { blocked(plan, Job { m, n, k, dst: Dst::F32(sums), dst_rs: n as isize, lhs, rhs, accumulate }) };
             for (i, s) in all.chunks_exact(n).enumerate() {
                 row(i).iter_mut().zip(s).for_each(|(d, &s)| *d = bf16::from_f32(s));
             }
@@ -189,14 +193,10 @@ impl Dst {
     }
 }
 
-/// The blocked product `dst[m x n] (+)= lhs * rhs` (`+=` only to an f32
-/// destination).
-///
-/// # Safety
-/// As for [`Product::serial`]; a bf16 `dst` with `k` in one block of the
-/// plan and no `accumulate`.
-unsafe fn blocked(
-    plan: &Bf16Plan,
+/// One blocked product: `dst[m x n] (+)= lhs * rhs` (`+=` only to an
+/// f32 destination).
+#[derive(Clone, Copy)]
+struct Job {
     m: usize,
     n: usize,
     k: usize,
@@ -205,7 +205,30 @@ unsafe fn blocked(
     lhs: Strided<bf16>,
     rhs: Strided<bf16>,
     accumulate: bool,
-) {
+}
+
+/// Runs `job` on the narrow tile when its `n` fits one vector, else on
+/// the wide one.
+///
+/// # Safety
+/// As for [`Product::serial`]; a bf16 `dst` with `k` in one block of the
+/// plan and no `accumulate`.
+unsafe fn blocked(plan: &Bf16Plan, job: Job) {
+    // SAFETY: forwarded from the caller; the plan's MC is a multiple of
+    // both tiles' rows.
+    unsafe {
+        if job.n <= 16 { blocked_with::<NARROW_ROWS, 1, 16>(plan, job) } else { blocked_with::<MR, 2, NR>(plan, job) }
+    }
+}
+
+/// [`blocked`] on the tile of `R` rows by `V` vectors (`W = 16 V`
+/// columns).
+///
+/// # Safety
+/// As for [`blocked`].
+unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf16Plan, job: Job) {
+    const { assert!(W == 16 * V) };
+    let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
     let Bf16Plan { kc: block_k, mc: block_m, nc: block_n } = *plan;
     let pairs = k.div_ceil(2);
     if pairs == 0 {
@@ -225,31 +248,31 @@ unsafe fn blocked(
     PACKED.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (a_words, b_words) = &mut *bufs;
-        let pa: *mut u32 = grow(a_words, block_m.min(m.next_multiple_of(MR)) * block_k.min(pairs));
-        let pb: *mut u32 = grow(b_words, block_k.min(pairs) * block_n.min(n).next_multiple_of(NR));
+        let pa: *mut u32 = grow(a_words, block_m.min(m.next_multiple_of(R)) * block_k.min(pairs));
+        let pb: *mut u32 = grow(b_words, block_k.min(pairs) * block_n.min(n).next_multiple_of(W));
         for jc in (0..n).step_by(block_n) {
             let nc = block_n.min(n - jc);
             for pc in (0..pairs).step_by(block_k) {
                 let kp = block_k.min(pairs - pc);
                 let depth = (2 * kp).min(k - 2 * pc);
                 // SAFETY: the block lies in `rhs`; `pb` holds kp words for
-                // each of nc columns rounded up to NR.
-                unsafe { pack::<NR>(nc, depth, rhs.at(2 * pc, jc).t(), pb) };
+                // each of nc columns rounded up to W.
+                unsafe { pack::<W>(nc, depth, rhs.at(2 * pc, jc).t(), pb) };
                 let add = accumulate || pc > 0;
                 for ic in (0..m).step_by(block_m) {
                     let mc = block_m.min(m - ic);
                     // SAFETY: the block lies in `lhs`; `pa` holds kp words
-                    // for each of mc rows rounded up to MR.
-                    unsafe { pack::<MR>(mc, depth, lhs.at(ic, 2 * pc), pa) };
-                    for jr in (0..nc).step_by(NR) {
-                        for ir in (0..mc).step_by(MR) {
-                            // SAFETY: panel ir / MR of `pa` and jr / NR of
+                    // for each of mc rows rounded up to R.
+                    unsafe { pack::<R>(mc, depth, lhs.at(ic, 2 * pc), pa) };
+                    for jr in (0..nc).step_by(W) {
+                        for ir in (0..mc).step_by(R) {
+                            // SAFETY: panel ir / R of `pa` and jr / W of
                             // `pb` hold kp pairs each; the tile at
                             // (ic + ir, jc + jr) lies in `dst`.
                             unsafe {
                                 let c = dst.add((ic + ir) as isize * dst_rs + (jc + jr) as isize);
-                                let tile = Tile { dst: c, dst_rs, rows: MR.min(mc - ir), cols: NR.min(nc - jr), add };
-                                tile_at(kp, pa.add(ir * kp), pb.add(jr * kp), tile);
+                                let tile = Tile { dst: c, dst_rs, rows: R.min(mc - ir), cols: W.min(nc - jr), add };
+                                tile_at::<R, V>(kp, pa.add(ir * kp), pb.add(jr * kp), tile);
                             }
                         }
                     }
@@ -264,11 +287,11 @@ unsafe fn blocked(
 /// # Safety
 /// As for `x86::tile`.
 #[inline(always)]
-unsafe fn tile_at(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+unsafe fn tile_at<const R: usize, const V: usize>(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
     // SAFETY: forwarded from the caller.
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        x86::tile(kp, a, b, tile)
+        x86::tile::<R, V>(kp, a, b, tile)
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("no bf16 kernel off x86-64 ({kp} pairs, {a:?}, {b:?}, {} rows)", tile.rows)
@@ -387,7 +410,7 @@ mod x86 {
 
     use blaze_runtime::bf16;
 
-    use super::{Dst, MR, NR, Tile};
+    use super::{Dst, Tile};
 
     /// `out (+)= a B` for a row `a` of `k` contiguous values and the
     /// columns of `B`, each `k` contiguous values, `col_stride` apart:
@@ -440,55 +463,51 @@ mod x86 {
         }
     }
 
-    /// `a x b` over `kp` pairs of depth steps of an `MR`-row panel of
-    /// words of `A` and an `NR`-column panel of `B`, stored to `tile`.
+    /// `a x b` over `kp` pairs of depth steps of an `R`-row panel of
+    /// words of `A` and a panel of `V` vectors of columns (`16 V`) of `B`,
+    /// stored to `tile`.
     ///
     /// # Safety
-    /// `a` holds `kp x MR` words, `b` `kp x NR`; the tile lies in the
+    /// `a` holds `kp x R` words, `b` `kp x 16 V`; the tile lies in the
     /// destination; the CPU has AVX512-BF16.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    pub(super) unsafe fn tile(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
-        let mut c = [[_mm512_setzero_ps(); 2]; MR];
+    pub(super) unsafe fn tile<const R: usize, const V: usize>(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+        let mut c = [[_mm512_setzero_ps(); V]; R];
         for p in 0..kp {
             // SAFETY: pair p of both panels; a vector of 16 words is 32 bf16.
             unsafe {
-                let b0: __m512bh = transmute(_mm512_loadu_si512(b.add(p * NR).cast()));
-                let b1: __m512bh = transmute(_mm512_loadu_si512(b.add(p * NR + 16).cast()));
+                let bv: [__m512bh; V] =
+                    std::array::from_fn(|v| transmute(_mm512_loadu_si512(b.add((p * V + v) * 16).cast())));
                 for (i, ci) in c.iter_mut().enumerate() {
-                    let ai: __m512bh = transmute(_mm512_set1_epi32(a.add(p * MR + i).read() as i32));
-                    ci[0] = _mm512_dpbf16_ps(ci[0], ai, b0);
-                    ci[1] = _mm512_dpbf16_ps(ci[1], ai, b1);
+                    let ai: __m512bh = transmute(_mm512_set1_epi32(a.add(p * R + i).read() as i32));
+                    for (cv, &bv) in ci.iter_mut().zip(&bv) {
+                        *cv = _mm512_dpbf16_ps(*cv, ai, bv);
+                    }
                 }
             }
         }
         let Tile { dst, dst_rs, rows, cols, add } = tile;
-        // The columns each half of a row stores.
-        let mask = |from: usize| -> __mmask16 {
-            let n = cols.saturating_sub(from).min(16);
+        // The columns each vector of a row stores.
+        let masks: [__mmask16; V] = std::array::from_fn(|v| {
+            let n = cols.saturating_sub(16 * v).min(16);
             ((1u32 << n) - 1) as __mmask16
-        };
-        let (m0, m1) = (mask(0), mask(16));
+        });
         for (i, ci) in c.iter().enumerate().take(rows) {
-            // SAFETY: row i of the tile, `cols` long, lies in the
-            // destination; the masks keep to those columns.
-            unsafe {
-                let (mut v0, mut v1) = (ci[0], ci[1]);
-                match dst.add(i as isize * dst_rs) {
-                    Dst::F32(row) => {
-                        if add {
-                            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, row));
-                            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, row.add(16)));
+            for (v, (&sums, &mask)) in ci.iter().zip(&masks).enumerate() {
+                // SAFETY: row i of the tile, `cols` long, lies in the
+                // destination; the mask keeps to those columns.
+                unsafe {
+                    match dst.add(i as isize * dst_rs + 16 * v as isize) {
+                        Dst::F32(at) => {
+                            let sums = if add { _mm512_add_ps(sums, _mm512_maskz_loadu_ps(mask, at)) } else { sums };
+                            _mm512_mask_storeu_ps(at, mask, sums);
                         }
-                        _mm512_mask_storeu_ps(row, m0, v0);
-                        _mm512_mask_storeu_ps(row.add(16), m1, v1);
-                    }
-                    Dst::Bf16(row) => {
-                        debug_assert!(!add, "bf16 sums are stored whole");
-                        // Nearest even, as `bf16::from_f32` rounds.
-                        let (h0, h1): (__m256i, __m256i) =
-                            (transmute(_mm512_cvtneps_pbh(v0)), transmute(_mm512_cvtneps_pbh(v1)));
-                        _mm256_mask_storeu_epi16(row.cast(), m0, h0);
-                        _mm256_mask_storeu_epi16(row.add(16).cast(), m1, h1);
+                        Dst::Bf16(at) => {
+                            debug_assert!(!add, "bf16 sums are stored whole");
+                            // Nearest even, as `bf16::from_f32` rounds.
+                            let half: __m256i = transmute(_mm512_cvtneps_pbh(sums));
+                            _mm256_mask_storeu_epi16(at.cast(), mask, half);
+                        }
                     }
                 }
             }
@@ -525,12 +544,14 @@ mod tests {
             eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
             return;
         }
-        let small = Bf16Plan { kc: 16, mc: 16, nc: 64 };
+        let small = Bf16Plan { kc: 16, mc: 32, nc: 64 };
         let shapes = [
             (1, 1, 1),
             (1, 40, 3),
             (1, 7, 100),
             (1, 70, 32),
+            (20, 16, 9),
+            (33, 11, 70),
             (3, 5, 7),
             (8, 32, 2),
             (9, 33, 3),
