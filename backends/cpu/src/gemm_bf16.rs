@@ -259,20 +259,37 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
                 // each of nc columns rounded up to W.
                 unsafe { pack::<W>(nc, depth, rhs.at(2 * pc, jc).t(), pb) };
                 let add = accumulate || pc > 0;
+                // The kernel reads a word of `A` per row and pair, which a
+                // row-major `A` holds as it is (an even depth keeps each
+                // pair inside its row): only a partial panel at the bottom
+                // edge, whose missing rows must read as zeros, is packed.
+                let in_place_a = lhs.cs == 1 && depth % 2 == 0;
                 for ic in (0..m).step_by(block_m) {
                     let mc = block_m.min(m - ic);
+                    let whole = if in_place_a { mc / R * R } else { 0 };
                     // SAFETY: the block lies in `lhs`; `pa` holds kp words
                     // for each of mc rows rounded up to R.
-                    unsafe { pack::<R>(mc, depth, lhs.at(ic, 2 * pc), pa) };
+                    unsafe { pack::<R>(mc - whole, depth, lhs.at(ic + whole, 2 * pc), pa) };
                     for jr in (0..nc).step_by(W) {
                         for ir in (0..mc).step_by(R) {
-                            // SAFETY: panel ir / R of `pa` and jr / W of
-                            // `pb` hold kp pairs each; the tile at
-                            // (ic + ir, jc + jr) lies in `dst`.
+                            // SAFETY: the panel of `A` (rows ic + ir.. in
+                            // place, or packed: panel (ir - whole) / R of
+                            // `pa`) and panel jr / W of `pb` hold kp pairs;
+                            // the tile at (ic + ir, jc + jr) lies in `dst`.
                             unsafe {
+                                let a = if ir < whole {
+                                    let row_bytes = lhs.rs * size_of::<bf16>() as isize;
+                                    Words { at: lhs.at(ic + ir, 2 * pc).ptr.cast(), row_bytes, pair_bytes: 4 }
+                                } else {
+                                    Words {
+                                        at: pa.add((ir - whole) * kp).cast(),
+                                        row_bytes: 4,
+                                        pair_bytes: 4 * R as isize,
+                                    }
+                                };
                                 let c = dst.add((ic + ir) as isize * dst_rs + (jc + jr) as isize);
                                 let tile = Tile { dst: c, dst_rs, rows: R.min(mc - ir), cols: W.min(nc - jr), add };
-                                tile_at::<R, V>(kp, pa.add(ir * kp), pb.add(jr * kp), tile);
+                                tile_at::<R, V>(kp, a, pb.add(jr * kp), tile);
                             }
                         }
                     }
@@ -282,19 +299,29 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
     });
 }
 
+/// A panel of `A` as the kernel reads it: the word (pair of bf16) of row
+/// `i` and pair `p` at `at + i row_bytes + p pair_bytes`, packed or in
+/// place, not necessarily aligned.
+#[derive(Clone, Copy)]
+struct Words {
+    at: *const u8,
+    row_bytes: isize,
+    pair_bytes: isize,
+}
+
 /// The kernel on one tile.
 ///
 /// # Safety
 /// As for `x86::tile`.
 #[inline(always)]
-unsafe fn tile_at<const R: usize, const V: usize>(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+unsafe fn tile_at<const R: usize, const V: usize>(kp: usize, a: Words, b: *const u32, tile: Tile) {
     // SAFETY: forwarded from the caller.
     #[cfg(target_arch = "x86_64")]
     unsafe {
         x86::tile::<R, V>(kp, a, b, tile)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("no bf16 kernel off x86-64 ({kp} pairs, {a:?}, {b:?}, {} rows)", tile.rows)
+    unreachable!("no bf16 kernel off x86-64 ({kp} pairs, {:?}, {b:?}, {} rows)", a.at, tile.rows)
 }
 
 /// Where a tile goes: `rows x cols` of it (the rest is padding), added to
@@ -410,7 +437,7 @@ mod x86 {
 
     use blaze_runtime::bf16;
 
-    use super::{Dst, Tile};
+    use super::{Dst, Tile, Words};
 
     /// `out (+)= a B` for a row `a` of `k` contiguous values and the
     /// columns of `B`, each `k` contiguous values, `col_stride` apart:
@@ -468,18 +495,22 @@ mod x86 {
     /// stored to `tile`.
     ///
     /// # Safety
-    /// `a` holds `kp x R` words, `b` `kp x 16 V`; the tile lies in the
+    /// `a` holds `R x kp` words, `b` `kp x 16 V`; the tile lies in the
     /// destination; the CPU has AVX512-BF16.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-    pub(super) unsafe fn tile<const R: usize, const V: usize>(kp: usize, a: *const u32, b: *const u32, tile: Tile) {
+    pub(super) unsafe fn tile<const R: usize, const V: usize>(kp: usize, a: Words, b: *const u32, tile: Tile) {
         let mut c = [[_mm512_setzero_ps(); V]; R];
+        // SAFETY: row i of the panel.
+        let rows: [*const u8; R] = std::array::from_fn(|i| unsafe { a.at.offset(i as isize * a.row_bytes) });
         for p in 0..kp {
             // SAFETY: pair p of both panels; a vector of 16 words is 32 bf16.
             unsafe {
                 let bv: [__m512bh; V] =
                     std::array::from_fn(|v| transmute(_mm512_loadu_si512(b.add((p * V + v) * 16).cast())));
-                for (i, ci) in c.iter_mut().enumerate() {
-                    let ai: __m512bh = transmute(_mm512_set1_epi32(a.add(p * R + i).read() as i32));
+                let step = p as isize * a.pair_bytes;
+                for (ci, row) in c.iter_mut().zip(rows) {
+                    let word = row.offset(step).cast::<u32>().read_unaligned();
+                    let ai: __m512bh = transmute(_mm512_set1_epi32(word as i32));
                     for (cv, &bv) in ci.iter_mut().zip(&bv) {
                         *cv = _mm512_dpbf16_ps(*cv, ai, bv);
                     }
