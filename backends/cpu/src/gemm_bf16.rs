@@ -1,13 +1,14 @@
 //! bf16 products with f32 sums, `C (+)= A B` for strided bf16 `A` and `B`
-//! and a row-major f32 `C`, on the AVX512-BF16 dot product
+//! and a row-major bf16 `C` rounded once, on the AVX512-BF16 dot product
 //! (`vdpbf16ps`: per f32 lane, the products of two pairs of bf16 added to
 //! the lane, so a 512-bit instruction does 32 multiply-adds where an f32
 //! FMA does 16). The blocking follows `gemm.rs` (Goto and van de Geijn),
-//! with the depth in pairs: a packed panel of `A` holds, per pair of
-//! depth steps, one 32-bit word per row (its two bf16); a panel of `B`,
-//! per pair, one word per column. The kernel keeps an 8 x 32 tile of `C`
-//! in 16 registers, broadcasts a word of `A` per row and takes two
-//! vectors of `B` per pair.
+//! with the depth in pairs: a panel of `A` holds, per pair of depth
+//! steps, one 32-bit word per row (its two bf16: a row-major `A` is such
+//! a panel as stored); a packed panel of `B`, per pair, one word per
+//! column. The kernel keeps an 8 x 32 tile of sums (16 x 16 for at most
+//! 16 columns) in 16 registers, broadcasts a word of `A` per row and
+//! takes one vector of `B` per 16 columns and pair.
 //!
 //! A CPU without AVX512-BF16 multiplies bf16 by widening it to f32 and
 //! running the f32 GEMM, which gives the same products (a product of two
@@ -127,6 +128,12 @@ impl Product for bf16 {
         }
         // SAFETY: row i of the m x n destination, for each i < m.
         let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n) };
+        if k == 0 {
+            if !accumulate {
+                (0..m).for_each(|i| row(i).fill(bf16::ZERO));
+            }
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if m == 1 && lhs.cs == 1 && rhs.rs == 1 {
             // A row times columns that are contiguous in depth (`x W^T` at
@@ -194,7 +201,7 @@ impl Dst {
 }
 
 /// One blocked product: `dst[m x n] (+)= lhs * rhs` (`+=` only to an
-/// f32 destination).
+/// f32 destination), of a depth `k` of at least 1.
 #[derive(Clone, Copy)]
 struct Job {
     m: usize,
@@ -231,20 +238,6 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
     let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
     let Bf16Plan { kc: block_k, mc: block_m, nc: block_n } = *plan;
     let pairs = k.div_ceil(2);
-    if pairs == 0 {
-        if !accumulate {
-            for i in 0..m {
-                // SAFETY: row i of the m x n destination.
-                unsafe {
-                    match dst.add(i as isize * dst_rs) {
-                        Dst::F32(p) => std::slice::from_raw_parts_mut(p, n).fill(0.0),
-                        Dst::Bf16(p) => std::slice::from_raw_parts_mut(p, n).fill(bf16::ZERO),
-                    }
-                }
-            }
-        }
-        return;
-    }
     PACKED.with(|cell| {
         let mut bufs = cell.borrow_mut();
         let (a_words, b_words) = &mut *bufs;
@@ -578,6 +571,7 @@ mod tests {
         let small = Bf16Plan { kc: 16, mc: 32, nc: 64 };
         let shapes = [
             (1, 1, 1),
+            (4, 9, 0),
             (1, 40, 3),
             (1, 7, 100),
             (1, 70, 32),

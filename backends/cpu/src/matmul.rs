@@ -18,7 +18,7 @@ const PARALLEL_FLOPS: usize = 96 * 96 * 96;
 /// The element types a product multiplies: f32 and f64 summed in their
 /// own type (`gemm.rs`), bf16 summed in f32 (`gemm_bf16.rs`).
 pub(crate) trait Product: Copy + Send + Sync + 'static {
-    /// The type of the sums and of the product.
+    /// The type of the product's values (bf16's sums run in f32).
     type Out: crate::pool::Pooled;
     /// The blocking one product keeps across its threads.
     type Plan: Sync;
