@@ -27,6 +27,10 @@ use crate::gemm::Strided;
 use crate::matmul::Product;
 use crate::pool::grow;
 
+mod amx;
+
+pub use amx::amx_runs_here;
+
 /// Rows of the register tile.
 const MR: usize = 8;
 /// Columns of the register tile: two vectors of 16 f32.
@@ -36,19 +40,65 @@ const NR: usize = 32;
 /// empty.
 const NARROW_ROWS: usize = 16;
 
+/// The kernels of bf16 products.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bf16Kernel {
+    /// AMX tiles (`amx.rs`): a 32 x 32 block of sums in four tile
+    /// registers, 8192 multiply-adds an instruction.
+    Amx,
+    /// The AVX512-BF16 dot product: an 8 x 32 tile of sums in 16 vector
+    /// registers (16 x 16 for at most 16 columns).
+    Dot,
+}
+
+impl Bf16Kernel {
+    /// Every kernel, fastest first.
+    pub const ALL: [Bf16Kernel; 2] = [Bf16Kernel::Amx, Bf16Kernel::Dot];
+
+    /// The name `BLAZE_GEMM_BF16_KERNEL` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bf16Kernel::Amx => "amx-32x32",
+            Bf16Kernel::Dot => "avx512bf16-8x32",
+        }
+    }
+
+    /// Whether this CPU runs the kernel (for AMX: and lent this process
+    /// the tiles).
+    pub fn runs_here(self) -> bool {
+        match self {
+            Bf16Kernel::Amx => amx_runs_here(),
+            Bf16Kernel::Dot => bf16_kernel_runs_here(),
+        }
+    }
+}
+
+impl std::str::FromStr for Bf16Kernel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Bf16Kernel::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Bf16Kernel::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown bf16 GEMM kernel `{s}`: expected one of {}", names.join(", "))
+        })
+    }
+}
+
 /// How bf16 products are blocked on this CPU: depths in pairs of steps.
-/// The kernel reads 160 bytes of its panels per 16 dot products, which
-/// the level-2 cache serves at full speed, so the blocks are sized for
-/// it rather than for the level-1 cache: a deep block lets most products
-/// (depth up to 2048) round their sums to bf16 as the kernel stores them.
-/// Measured on Zen 4 (1 MiB L2), one thread: square products 5 to 30%
-/// faster than with `B`'s panel in the level-1 cache.
+/// The kernels read their panels at rates the level-2 cache serves, so
+/// the blocks are sized for it rather than for the level-1 cache: a deep
+/// block lets most products (depth up to 2048 on the dot product) round
+/// their sums to bf16 as the kernel stores them. Measured on Zen 4 (1 MiB
+/// L2), one thread: square products 5 to 30% faster than with `B`'s panel
+/// in the level-1 cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bf16Plan {
+    /// The kernel.
+    pub kernel: Bf16Kernel,
     /// Pairs of depth steps in a packed block: one panel of `B` (`NR`
     /// words a pair) takes an eighth of the level-2 cache.
     pub kc: usize,
-    /// Rows of a block of `A` (a multiple of both tiles' rows): `MC x KC`
+    /// Rows of a block of `A` (a multiple of the tiles' rows): `MC x KC`
     /// words of it take half of the level-2 cache.
     pub mc: usize,
     /// Columns of a packed block of `B` (a multiple of the tile's 32):
@@ -57,27 +107,50 @@ pub struct Bf16Plan {
 }
 
 impl Bf16Plan {
-    /// The blocking for a CPU with these caches.
-    pub fn for_caches(info: &CpuInfo) -> Bf16Plan {
+    /// The blocking of `kernel` for a CPU with these caches.
+    pub fn for_kernel(kernel: Bf16Kernel, info: &CpuInfo) -> Bf16Plan {
         let word = size_of::<u32>();
         let kc = (info.l2 / 8 / (NR * word) / 16 * 16).clamp(128, 1024);
-        let mc = ((info.l2 / 2 / (kc * word)).clamp(32, 512) / NARROW_ROWS * NARROW_ROWS).max(NARROW_ROWS);
+        let (mc, step) = match kernel {
+            // The AMX kernel streams both panels from the level-2 cache
+            // (prefetching a step ahead): a smaller block of `A` left
+            // room for them (measured on a Xeon with 2 MiB L2, one
+            // thread: MC 128 1.08x MC 256 at 2048, the same at 1024).
+            Bf16Kernel::Amx => (info.l2 / 4 / (kc * word), amx::ROWS),
+            Bf16Kernel::Dot => (info.l2 / 2 / (kc * word), NARROW_ROWS),
+        };
+        let mc = (mc.clamp(32, 512) / step * step).max(step);
         let nc = (info.l3 / 8 / (kc * word) / NR * NR).clamp(512, 4096);
-        Bf16Plan { kc, mc, nc }
+        Bf16Plan { kernel, kc, mc, nc }
     }
 }
 
 impl fmt::Display for Bf16Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Bf16Plan { kc, mc, nc } = self;
-        write!(f, "avx512bf16-{MR}x{NR} kernel, KC {kc} pairs, MC {mc}, NC {nc}")
+        let Bf16Plan { kernel, kc, mc, nc } = self;
+        write!(f, "{} kernel, KC {kc} pairs, MC {mc}, NC {nc}", kernel.name())
     }
 }
 
-/// The bf16 plan of this CPU, chosen once from its caches.
+/// The bf16 plan of this CPU, chosen once: `BLAZE_GEMM_BF16_KERNEL` (a
+/// [`Bf16Kernel::name`]) when set, else AMX where it runs.
+///
+/// # Panics
+/// If `BLAZE_GEMM_BF16_KERNEL` names no kernel or one this CPU cannot run.
 pub fn bf16_plan() -> &'static Bf16Plan {
     static PLAN: OnceLock<Bf16Plan> = OnceLock::new();
-    PLAN.get_or_init(|| Bf16Plan::for_caches(cpu_info()))
+    PLAN.get_or_init(|| {
+        let kernel = match std::env::var("BLAZE_GEMM_BF16_KERNEL") {
+            Ok(name) => {
+                let kernel: Bf16Kernel = name.parse().unwrap_or_else(|e| panic!("BLAZE_GEMM_BF16_KERNEL: {e}"));
+                assert!(kernel.runs_here(), "BLAZE_GEMM_BF16_KERNEL={name}: this CPU cannot run it");
+                kernel
+            }
+            Err(_) if amx_runs_here() => Bf16Kernel::Amx,
+            Err(_) => Bf16Kernel::Dot,
+        };
+        Bf16Plan::for_kernel(kernel, cpu_info())
+    })
 }
 
 /// Whether this CPU has the instructions of the bf16 kernel (AVX-512 with
@@ -122,7 +195,11 @@ impl Product for bf16 {
         rhs: Strided<bf16>,
         accumulate: bool,
     ) {
-        assert!(bf16_kernel_runs_here(), "a bf16 product on a CPU without AVX512-BF16: widen it to f32");
+        assert!(
+            plan.kernel.runs_here(),
+            "a bf16 product on the {} kernel, which this CPU cannot run",
+            plan.kernel.name()
+        );
         if m == 0 || n == 0 {
             return;
         }
@@ -214,8 +291,10 @@ struct Job {
     accumulate: bool,
 }
 
-/// Runs `job` on the narrow tile when its `n` fits one vector, else on
-/// the wide one.
+/// Runs `job` on the plan's kernel: AMX tiles (at any width: on the CPUs
+/// that have them, a half-empty tile is still several times faster than
+/// the dot product), or the dot product's narrow tile when `n` fits one
+/// vector, else its wide one.
 ///
 /// # Safety
 /// As for [`Product::serial`]; a bf16 `dst` with `k` in one block of the
@@ -224,7 +303,13 @@ unsafe fn blocked(plan: &Bf16Plan, job: Job) {
     // SAFETY: forwarded from the caller; the plan's MC is a multiple of
     // both tiles' rows.
     unsafe {
-        if job.n <= 16 { blocked_with::<NARROW_ROWS, 1, 16>(plan, job) } else { blocked_with::<MR, 2, NR>(plan, job) }
+        if plan.kernel == Bf16Kernel::Amx {
+            amx::blocked(plan, job)
+        } else if job.n <= 16 {
+            blocked_with::<NARROW_ROWS, 1, 16>(plan, job)
+        } else {
+            blocked_with::<MR, 2, NR>(plan, job)
+        }
     }
 }
 
@@ -236,7 +321,7 @@ unsafe fn blocked(plan: &Bf16Plan, job: Job) {
 unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf16Plan, job: Job) {
     const { assert!(W == 16 * V) };
     let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
-    let Bf16Plan { kc: block_k, mc: block_m, nc: block_n } = *plan;
+    let Bf16Plan { kc: block_k, mc: block_m, nc: block_n, .. } = *plan;
     let pairs = k.div_ceil(2);
     PACKED.with(|cell| {
         let mut bufs = cell.borrow_mut();
@@ -250,7 +335,7 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
                 let depth = (2 * kp).min(k - 2 * pc);
                 // SAFETY: the block lies in `rhs`; `pb` holds kp words for
                 // each of nc columns rounded up to W.
-                unsafe { pack::<W>(nc, depth, rhs.at(2 * pc, jc).t(), pb) };
+                unsafe { pack::<W>(nc, depth, kp, rhs.at(2 * pc, jc).t(), pb) };
                 let add = accumulate || pc > 0;
                 // The kernel reads a word of `A` per row and pair, which a
                 // row-major `A` holds as it is (an even depth keeps each
@@ -262,7 +347,7 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
                     let whole = if in_place_a { mc / R * R } else { 0 };
                     // SAFETY: the block lies in `lhs`; `pa` holds kp words
                     // for each of mc rows rounded up to R.
-                    unsafe { pack::<R>(mc - whole, depth, lhs.at(ic + whole, 2 * pc), pa) };
+                    unsafe { pack::<R>(mc - whole, depth, kp, lhs.at(ic + whole, 2 * pc), pa) };
                     for jr in (0..nc).step_by(W) {
                         for ir in (0..mc).step_by(R) {
                             // SAFETY: the panel of `A` (rows ic + ir.. in
@@ -335,20 +420,23 @@ fn word(lo: bf16, hi: bf16) -> u32 {
 }
 
 /// Packs `count` lines of `x` (line `i`'s value at depth `d` is `x(i, d)`)
-/// in panels of `W` lines: per pair of depth steps, one word per line;
-/// zeros past the last line and in the high half of an odd depth's last
-/// word. `A` packs its rows (`W = MR`), `B` its columns (`W = NR`, from
-/// `B` transposed).
+/// in panels of `W` lines, `padded` pairs of depth steps each: per pair,
+/// one word per line; zeros past the last line, past the last pair and
+/// in the high half of an odd depth's last word. `A` packs its rows
+/// (`W = MR`), `B` its columns (`W = NR`, from `B` transposed).
 ///
 /// # Safety
-/// `x` addresses `count x depth` values; `out` holds `depth.div_ceil(2)`
-/// words for each of `count` rounded up to `W`.
-unsafe fn pack<const W: usize>(count: usize, depth: usize, x: Strided<bf16>, out: *mut u32) {
+/// `x` addresses `count x depth` values; `out` holds `padded` words, at
+/// least `depth.div_ceil(2)`, for each of `count` rounded up to `W`.
+unsafe fn pack<const W: usize>(count: usize, depth: usize, padded: usize, x: Strided<bf16>, out: *mut u32) {
     let (pairs, whole) = (depth.div_ceil(2), depth / 2);
+    debug_assert!(padded >= pairs);
     for l0 in (0..count).step_by(W) {
         let width = W.min(count - l0);
         // SAFETY: panel l0 / W of `out`.
-        let panel = unsafe { std::slice::from_raw_parts_mut(out.add(l0 * pairs), pairs * W) };
+        let whole_panel = unsafe { std::slice::from_raw_parts_mut(out.add(l0 * padded), padded * W) };
+        let (panel, past) = whole_panel.split_at_mut(pairs * W);
+        past.fill(0);
         if x.cs == 1 && width == W {
             // Each line's depth contiguous (`A` as stored, a weight `B`
             // read transposed) and a whole panel: a word is a pair as it
@@ -510,14 +598,40 @@ mod x86 {
                 }
             }
         }
+        // SAFETY: forwarded from the caller.
+        unsafe { store::<R, V>(|i, v| c[i][v], tile) };
+    }
+
+    /// Stores `tile`'s rows and columns of the sums of an `R x 16 V`
+    /// block (`sums(i, v)`: row `i`, columns `16 v..16 v + 16`): added to
+    /// an f32 destination when the tile says so, or rounded to bf16.
+    ///
+    /// # Safety
+    /// The tile lies in the destination; the CPU has AVX512-BF16.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    #[inline]
+    pub(super) unsafe fn store<const R: usize, const V: usize>(sums: impl Fn(usize, usize) -> __m512, tile: Tile) {
         let Tile { dst, dst_rs, rows, cols, add } = tile;
         // The columns each vector of a row stores.
         let masks: [__mmask16; V] = std::array::from_fn(|v| {
             let n = cols.saturating_sub(16 * v).min(16);
             ((1u32 << n) - 1) as __mmask16
         });
-        for (i, ci) in c.iter().enumerate().take(rows) {
-            for (v, (&sums, &mask)) in ci.iter().zip(&masks).enumerate() {
+        if let (2, 32, Dst::Bf16(at)) = (V, cols, dst) {
+            // Whole rows of 32 bf16: both vectors rounded into one and
+            // stored at once.
+            for i in 0..R.min(rows) {
+                // SAFETY: row i of the tile, 32 long, lies in the destination.
+                unsafe {
+                    let both: __m512i = transmute(_mm512_cvtne2ps_pbh(sums(i, 1), sums(i, 0)));
+                    _mm512_storeu_si512(at.offset(i as isize * dst_rs).cast(), both);
+                }
+            }
+            return;
+        }
+        for i in 0..R.min(rows) {
+            for (v, &mask) in masks.iter().enumerate() {
+                let sums = sums(i, v);
                 // SAFETY: row i of the tile, `cols` long, lies in the
                 // destination; the mask keeps to those columns.
                 unsafe {
@@ -568,7 +682,10 @@ mod tests {
             eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
             return;
         }
-        let small = Bf16Plan { kc: 16, mc: 32, nc: 64 };
+        let kernels: Vec<Bf16Kernel> = Bf16Kernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
+        if !kernels.contains(&Bf16Kernel::Amx) {
+            eprintln!("notice: this CPU (or OS) lends no AMX tiles; the AMX bf16 kernel is not tested here");
+        }
         let shapes = [
             (1, 1, 1),
             (4, 9, 0),
@@ -583,8 +700,14 @@ mod tests {
             (17, 70, 129),
             (40, 100, 65),
             (64, 64, 64),
+            (70, 65, 97),
         ];
-        for plan in [*bf16_plan(), small] {
+        // Each kernel with its own blocking and with blocks small enough
+        // to split every shape in depth, rows and columns.
+        let plans = kernels.iter().flat_map(|&kernel| {
+            [Bf16Plan::for_kernel(kernel, cpu_info()), Bf16Plan { kernel, kc: 16, mc: 32, nc: 64 }]
+        });
+        for plan in plans {
             for &(m, n, k) in &shapes {
                 for (a_t, b_t, add) in
                     [(false, false, false), (true, true, true), (false, true, false), (true, false, true)]

@@ -48,7 +48,7 @@ use blaze_runtime::{
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
 use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
-pub use crate::gemm_bf16::{Bf16Plan, bf16_kernel_runs_here, bf16_plan};
+pub use crate::gemm_bf16::{Bf16Kernel, Bf16Plan, amx_runs_here, bf16_kernel_runs_here, bf16_plan};
 pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};

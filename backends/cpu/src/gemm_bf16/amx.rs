@@ -1,0 +1,363 @@
+//! bf16 products on AMX tiles (Intel Sapphire Rapids and later). A tile
+//! register holds 16 rows of 64 bytes; `tdpbf16ps` adds to a 16 x 16 tile
+//! of f32 sums the products of a tile of `A` (16 rows, 16 pairs of depth
+//! steps each) and a tile of `B` (16 pairs, a word of two bf16 per
+//! column for 16 columns), 8192 multiply-adds in one instruction. The
+//! kernel keeps a 32 x 32 block of sums in four tiles, so each tile of `A`
+//! and of `B` it loads serves two products.
+//!
+//! The blocking is that of the dot-product kernel (`gemm_bf16.rs`): a
+//! block of `B` packed in panels of 32 columns, per pair one word per
+//! column, whose 16-pair slices are two tiles of `B` (64 bytes a row,
+//! 128 apart); a block of `A` packed in panels of 32 rows, per 16 pairs
+//! the two tiles of `A` as they load (1 KiB each). Depths are padded with
+//! zeros to whole tiles, so one tile shape serves every product.
+//!
+//! Linux lends a process the tiles' 8 KiB of register state only when
+//! asked (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), once for all its threads:
+//! [`amx_runs_here`] asks.
+
+use std::arch::asm;
+use std::arch::x86_64::*;
+use std::sync::OnceLock;
+
+use blaze_runtime::bf16;
+
+use super::x86::store;
+use super::{Bf16Plan, Dst, Job, PACKED, Tile, bf16_kernel_runs_here, pack, pack_pairs, word};
+use crate::gemm::Strided;
+use crate::pool::grow;
+
+/// Rows and columns of the block of sums the kernel keeps in tiles.
+pub(super) const ROWS: usize = 32;
+pub(super) const COLS: usize = 32;
+/// Pairs of depth steps in one tile of `A` (and rows of one of `B`).
+pub(super) const PAIRS: usize = 16;
+
+/// Whether this CPU has AMX with bf16 products (and the AVX512-BF16 the
+/// kernel's stores use), and the kernel lent this process the tiles.
+pub fn amx_runs_here() -> bool {
+    static GRANTED: OnceLock<bool> = OnceLock::new();
+    *GRANTED.get_or_init(|| has_amx_bf16() && bf16_kernel_runs_here() && request_tiles())
+}
+
+/// CPUID leaf 7: AMX-BF16 (EDX bit 22) and AMX-TILE (bit 24).
+fn has_amx_bf16() -> bool {
+    if __cpuid(0).eax < 7 {
+        return false;
+    }
+    let edx = __cpuid_count(7, 0).edx;
+    edx & (1 << 22) != 0 && edx & (1 << 24) != 0
+}
+
+/// Asks Linux for the tile data state (`XFEATURE_XTILEDATA`, 18); an old
+/// kernel that does not know the request refuses it, and the tiles stay
+/// unused.
+fn request_tiles() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+        const XFEATURE_XTILEDATA: libc::c_long = 18;
+        // SAFETY: a request about this process's register state; it
+        // touches no memory of ours.
+        unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The operand of `ldtilecfg`: palette 1, and tiles 0 to 7 all 16 rows of
+/// 64 bytes (0-3 the sums, 4-5 `A`'s two row halves, 6-7 `B`'s two column
+/// halves).
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    bytes_per_row: [u16; 16],
+    rows: [u8; 16],
+}
+
+const CONFIG: TileConfig = TileConfig {
+    palette: 1,
+    start_row: 0,
+    reserved: [0; 14],
+    bytes_per_row: [64, 64, 64, 64, 64, 64, 64, 64, 0, 0, 0, 0, 0, 0, 0, 0],
+    rows: [16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0],
+};
+
+/// The tiles configured on this thread for as long as it lives; released
+/// (their state back to init, which a context switch saves cheaply) when
+/// dropped.
+struct Tiles;
+
+impl Tiles {
+    /// # Safety
+    /// [`amx_runs_here`] said yes.
+    unsafe fn configure() -> Tiles {
+        // SAFETY: the CPU has AMX and this process holds the tiles; the
+        // configuration is 64 aligned bytes.
+        unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+        Tiles
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        // SAFETY: the tiles were configured by `configure`.
+        unsafe { asm!("tilerelease", options(nostack, nomem)) };
+    }
+}
+
+/// The plan's blocking on the tiles: `dst[m x n] (+)= lhs * rhs`.
+///
+/// # Safety
+/// As for the dot-product kernel's `blocked`, and [`amx_runs_here`].
+pub(super) unsafe fn blocked(plan: &Bf16Plan, job: Job) {
+    let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
+    let Bf16Plan { kc: block_k, mc: block_m, nc: block_n, .. } = *plan;
+    debug_assert!(block_k % PAIRS == 0 && block_m % ROWS == 0 && block_n % COLS == 0, "{plan}");
+    let pairs = k.div_ceil(2);
+    PACKED.with(|cell| {
+        let mut bufs = cell.borrow_mut();
+        let (a_words, b_words) = &mut *bufs;
+        let padded = block_k.min(pairs.next_multiple_of(PAIRS));
+        let pa: *mut u32 = grow(a_words, block_m.min(m.next_multiple_of(ROWS)) * padded);
+        let pb: *mut u32 = grow(b_words, padded * block_n.min(n).next_multiple_of(COLS));
+        // SAFETY: the caller vouches for AMX.
+        let _tiles = unsafe { Tiles::configure() };
+        for jc in (0..n).step_by(block_n) {
+            let nc = block_n.min(n - jc);
+            for pc in (0..pairs).step_by(block_k) {
+                let kp = block_k.min(pairs - pc);
+                let steps = kp.div_ceil(PAIRS);
+                let depth = (2 * kp).min(k - 2 * pc);
+                // SAFETY: the block lies in `rhs`; `pb` holds `steps`
+                // tiles' pairs for each of nc columns rounded up to 32.
+                unsafe { pack::<COLS>(nc, depth, steps * PAIRS, rhs.at(2 * pc, jc).t(), pb) };
+                let add = accumulate || pc > 0;
+                // `A` is packed even when row-major: its rows, a row
+                // stride apart, would fall in few sets of the level-1 cache
+                // (measured 15% slower at 1024 x 1024 x 1024 than the
+                // packed tiles, which lie in 1 KiB runs).
+                for ic in (0..m).step_by(block_m) {
+                    let mc = block_m.min(m - ic);
+                    // SAFETY: the block lies in `lhs`; `pa` holds as many
+                    // pairs for each of mc rows rounded up to 32.
+                    unsafe { pack_a(mc, depth, steps, lhs.at(ic, 2 * pc), pa) };
+                    for jr in (0..nc).step_by(COLS) {
+                        for ir in (0..mc).step_by(ROWS) {
+                            // SAFETY: panel ir / 32 of `pa` and jr / 32 of
+                            // `pb` hold `steps` tiles' pairs; the block at
+                            // (ic + ir, jc + jr) lies in `dst`.
+                            unsafe {
+                                let c = dst.add((ic + ir) as isize * dst_rs + (jc + jr) as isize);
+                                let tile =
+                                    Tile { dst: c, dst_rs, rows: ROWS.min(mc - ir), cols: COLS.min(nc - jr), add };
+                                sums(steps, pa.add(ir * steps * PAIRS), pb.add(jr * steps * PAIRS), tile);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// Packs `rows` rows of `x` (`depth` values each) in panels of 32 rows:
+/// per `PAIRS` pairs of depth steps, 32 rows of `PAIRS` words (the two
+/// tiles of `A`, one after the other); zeros past the last row, past the
+/// last pair and in the high half of an odd depth's last word.
+///
+/// # Safety
+/// `x` addresses `rows x depth` values, `depth <= 2 PAIRS steps`; `out`
+/// holds `steps PAIRS` words for each of `rows` rounded up to 32; the CPU
+/// has AVX-512 (whose 64-byte moves copy a tile's row at once).
+#[target_feature(enable = "avx512f")]
+unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out: *mut u32) {
+    let (pairs, whole) = (depth.div_ceil(2), depth / 2);
+    let padded = steps * PAIRS;
+    for r0 in (0..rows).step_by(ROWS) {
+        let height = ROWS.min(rows - r0);
+        // SAFETY: panel r0 / 32 of `out`.
+        let panel = unsafe { std::slice::from_raw_parts_mut(out.add(r0 * padded), ROWS * padded) };
+        if x.rs == 1 && x.cs != 1 {
+            // `A` read transposed: the panel's rows contiguous at each
+            // depth, two runs interleaved a pair at a time.
+            panel.fill(0);
+            for p in 0..pairs {
+                // SAFETY: depths 2p and 2p + 1 (when inside) of rows
+                // r0..r0 + height.
+                let (lo, hi) = unsafe {
+                    let lo = std::slice::from_raw_parts(x.at(r0, 2 * p).ptr, height);
+                    let hi = (2 * p + 1 < depth).then(|| std::slice::from_raw_parts(x.at(r0, 2 * p + 1).ptr, height));
+                    (lo, hi)
+                };
+                let at = (p / PAIRS * ROWS) * PAIRS + p % PAIRS;
+                let words = panel[at..].iter_mut().step_by(PAIRS);
+                match hi {
+                    Some(hi) => words.zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = word(l, h)),
+                    None => words.zip(lo).for_each(|(w, &l)| *w = word(l, bf16::ZERO)),
+                }
+            }
+            continue;
+        }
+        if x.cs == 1 && height == ROWS && whole == padded {
+            // A whole panel of row-major `A` and whole tiles of depth: a
+            // tile's worth of each row (64 bytes) at a time, written in
+            // the order the kernel loads them.
+            // SAFETY: rows r0..r0 + 32 of `x`.
+            let at: [*const bf16; ROWS] = std::array::from_fn(|i| unsafe { x.at(r0 + i, 0) }.ptr);
+            for (s, tile) in panel.chunks_exact_mut(ROWS * PAIRS).enumerate() {
+                for (slice, line) in tile.chunks_exact_mut(PAIRS).zip(at) {
+                    // SAFETY: values 32 s .. 32 s + 32 of the row, copied
+                    // as bytes (the row need not start on a word).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            line.add(2 * PAIRS * s).cast::<u8>(),
+                            slice.as_mut_ptr().cast(),
+                            64,
+                        )
+                    };
+                }
+            }
+            continue;
+        }
+        // Row i's words: a slice of `PAIRS` in every 32.
+        for i in 0..ROWS {
+            let slices = panel.chunks_exact_mut(PAIRS).skip(i).step_by(ROWS);
+            if i >= height {
+                slices.for_each(|s| s.fill(0));
+                continue;
+            }
+            // SAFETY: row r0 + i of `x`, `depth` long.
+            let line = unsafe { x.at(r0 + i, 0) };
+            if x.cs == 1 {
+                // A row's pairs as they lie in memory, a tile's worth (64
+                // bytes) at a time; word by word in the last.
+                for (s, slice) in slices.enumerate() {
+                    let from = s * PAIRS;
+                    if from + PAIRS <= whole {
+                        // SAFETY: values 2 from .. 2 (from + PAIRS) of the
+                        // row (which need not start on a word).
+                        let words = unsafe { line.ptr.add(2 * from).cast::<[u32; PAIRS]>().read_unaligned() };
+                        slice.copy_from_slice(&words);
+                        continue;
+                    }
+                    for (p, w) in (from..).zip(slice.iter_mut()) {
+                        // SAFETY: pair p of the row, or its last value
+                        // (depth - 1 = 2 whole) for an odd depth's last pair.
+                        *w = unsafe {
+                            if p < whole {
+                                line.ptr.add(2 * p).cast::<u32>().read_unaligned()
+                            } else if p < pairs {
+                                word(*line.ptr.add(2 * p), bf16::ZERO)
+                            } else {
+                                0
+                            }
+                        };
+                    }
+                }
+            } else {
+                let mut words = slices.flatten();
+                // SAFETY: the row holds `depth` values `x.cs` apart.
+                unsafe { pack_pairs(depth, line, x.cs, words.by_ref().take(pairs)) };
+                words.for_each(|w| *w = 0);
+            }
+        }
+    }
+}
+
+/// The sums of a 32 x 32 block over `steps` tiles of depth: `a` a packed
+/// panel of `A`, `b` of `B`, stored to `tile`. A whole block of f32 sums
+/// goes straight between tiles and the destination; others through a
+/// buffer and the dot-product kernel's stores.
+///
+/// # Safety
+/// `a` and `b` hold `steps` tiles' pairs of 32 rows and 32 columns; the
+/// block lies in the destination; the tiles are configured.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn sums(steps: usize, a: *const u32, b: *const u32, tile: Tile) {
+    let direct = match tile.dst {
+        Dst::F32(at) if tile.rows == ROWS && tile.cols == COLS => Some(at),
+        _ => None,
+    };
+    // SAFETY (all asm): the tiles are configured; each load and store
+    // stays inside the block or panel its pointer starts, as the caller
+    // vouches.
+    unsafe {
+        match direct {
+            Some(at) if tile.add => {
+                let lower = at.offset(16 * tile.dst_rs);
+                asm!(
+                    "tileloadd tmm0, [{u} + {s}]",
+                    "tileloadd tmm1, [{u} + {s} + 64]",
+                    "tileloadd tmm2, [{l} + {s}]",
+                    "tileloadd tmm3, [{l} + {s} + 64]",
+                    u = in(reg) at, l = in(reg) lower, s = in(reg) tile.dst_rs * 4,
+                    options(nostack, readonly),
+                );
+            }
+            _ => asm!("tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3", options(nostack, nomem)),
+        }
+        // Per step: both tiles of `A` (rows 0-15 at `a`, 16-31 1 KiB on,
+        // 64 bytes a row), both of `B` (columns 0-15 and 16-31 of 16
+        // pairs, 128 bytes a pair), four products, and the next step's
+        // 2 KiB of each panel fetched towards the level-1 cache: the
+        // panels outgrow it, and a tile load that waits on the level-2
+        // cache stalls the products (measured on a Xeon with AMX, one
+        // thread: 1.1x at 1024 x 1024 x 1024, 1.3x at 2048).
+        asm!(
+            "2:",
+            "tileloadd tmm4, [{a} + {row}]",
+            "tileloadd tmm6, [{b} + {pair}]",
+            "tdpbf16ps tmm0, tmm4, tmm6",
+            "tileloadd tmm7, [{b} + {pair} + 64]",
+            "tdpbf16ps tmm1, tmm4, tmm7",
+            "tileloadd tmm5, [{a} + {row} + 1024]",
+            "tdpbf16ps tmm2, tmm5, tmm6",
+            "tdpbf16ps tmm3, tmm5, tmm7",
+            ".irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
+            "prefetcht0 [{a} + 2048 + \\i*64]",
+            "prefetcht0 [{b} + 2048 + \\i*64]",
+            ".endr",
+            "add {a}, 2048",
+            "add {b}, 2048",
+            "dec {steps}",
+            "jnz 2b",
+            a = inout(reg) a => _,
+            b = inout(reg) b => _,
+            steps = inout(reg) steps => _,
+            row = in(reg) 64usize,
+            pair = in(reg) 128usize,
+            options(nostack, readonly),
+        );
+        if let Some(at) = direct {
+            let lower = at.offset(16 * tile.dst_rs);
+            asm!(
+                "tilestored [{u} + {s}], tmm0",
+                "tilestored [{u} + {s} + 64], tmm1",
+                "tilestored [{l} + {s}], tmm2",
+                "tilestored [{l} + {s} + 64], tmm3",
+                u = in(reg) at, l = in(reg) lower, s = in(reg) tile.dst_rs * 4,
+                options(nostack),
+            );
+            return;
+        }
+        #[repr(align(64))]
+        struct Block([f32; ROWS * COLS]);
+        let mut block = Block([0.0; ROWS * COLS]);
+        let at = block.0.as_mut_ptr();
+        asm!(
+            "tilestored [{u} + {s}], tmm0",
+            "tilestored [{u} + {s} + 64], tmm1",
+            "tilestored [{l} + {s}], tmm2",
+            "tilestored [{l} + {s} + 64], tmm3",
+            u = in(reg) at, l = in(reg) at.add(16 * COLS), s = in(reg) COLS * 4,
+            options(nostack),
+        );
+        store::<ROWS, 2>(|i, v| _mm512_load_ps(block.0.as_ptr().add(i * COLS + 16 * v)), tile);
+    }
+}
