@@ -335,29 +335,33 @@ unsafe fn sums(steps: usize, a: *const u32, b: *const u32, tile: Tile) {
             options(nostack, readonly),
         );
         if let Some(at) = direct {
-            let lower = at.offset(16 * tile.dst_rs);
-            asm!(
-                "tilestored [{u} + {s}], tmm0",
-                "tilestored [{u} + {s} + 64], tmm1",
-                "tilestored [{l} + {s}], tmm2",
-                "tilestored [{l} + {s} + 64], tmm3",
-                u = in(reg) at, l = in(reg) lower, s = in(reg) tile.dst_rs * 4,
-                options(nostack),
-            );
+            store_sums(at, tile.dst_rs);
             return;
         }
         #[repr(align(64))]
         struct Block([f32; ROWS * COLS]);
         let mut block = Block([0.0; ROWS * COLS]);
-        let at = block.0.as_mut_ptr();
+        store_sums(block.0.as_mut_ptr(), COLS as isize);
+        store::<ROWS, 2>(|i, v| _mm512_load_ps(block.0.as_ptr().add(i * COLS + 16 * v)), tile);
+    }
+}
+
+/// Stores the four tiles of sums to a 32 x 32 block of f32 at `at`, rows
+/// `row` values apart.
+///
+/// # Safety
+/// The block lies in writable memory; the tiles are configured.
+#[inline(always)]
+unsafe fn store_sums(at: *mut f32, row: isize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
         asm!(
             "tilestored [{u} + {s}], tmm0",
             "tilestored [{u} + {s} + 64], tmm1",
             "tilestored [{l} + {s}], tmm2",
             "tilestored [{l} + {s} + 64], tmm3",
-            u = in(reg) at, l = in(reg) at.add(16 * COLS), s = in(reg) COLS * 4,
+            u = in(reg) at, l = in(reg) at.offset(16 * row), s = in(reg) row * 4,
             options(nostack),
         );
-        store::<ROWS, 2>(|i, v| _mm512_load_ps(block.0.as_ptr().add(i * COLS + 16 * v)), tile);
     }
 }
