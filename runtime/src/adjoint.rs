@@ -319,13 +319,13 @@ pub fn mean<B: Backend>(g: &S<B>, x_shape: &[usize], count: usize) -> S<B> {
 /// `y = x Wᵀ + b` of rows `x: [n, i]` and `W: [o, i]`: the input's
 /// gradient, `g W`.
 pub fn linear_input<B: Backend>(g: &S<B>, w: &S<B>) -> S<B> {
-    B::matmul(g, w)
+    crate::precision::matmul::<B>(g, w)
 }
 
 /// `y = x Wᵀ + b`: the weight's gradient, `gᵀ x`, and the bias's (when
 /// there is one), the column sums of `g`.
 pub fn linear_params<B: Backend>(g: &S<B>, x: &S<B>, bias: bool) -> (S<B>, Option<S<B>>) {
-    (B::matmul(&B::permute(g, &[1, 0]), x), bias.then(|| self::bias::<B>(g, 1)))
+    (crate::precision::matmul::<B>(&B::permute(g, &[1, 0]), x), bias.then(|| self::bias::<B>(g, 1)))
 }
 
 /// `y = max_dim(x, dim)` (or min): the extreme elements get `g`, split
@@ -354,12 +354,12 @@ fn transpose<B: Backend>(x: &S<B>) -> S<B> {
 
 /// `a @ b` (batch dims broadcast) for an `a` of shape `a_shape`: `g bᵀ`.
 pub fn matmul_lhs<B: Backend>(g: &S<B>, b: &S<B>, a_shape: &[usize]) -> S<B> {
-    sum_to::<B>(B::matmul(g, &transpose::<B>(b)), a_shape)
+    sum_to::<B>(crate::precision::matmul::<B>(g, &transpose::<B>(b)), a_shape)
 }
 
 /// `a @ b` for a `b` of shape `b_shape`: `aᵀ g`.
 pub fn matmul_rhs<B: Backend>(g: &S<B>, a: &S<B>, b_shape: &[usize]) -> S<B> {
-    sum_to::<B>(B::matmul(&transpose::<B>(a), g), b_shape)
+    sum_to::<B>(crate::precision::matmul::<B>(&transpose::<B>(a), g), b_shape)
 }
 
 /// `conv2d(x, w)` of an input of shape `x_shape`: its gradient.

@@ -26,6 +26,7 @@ pub mod loss;
 pub mod math;
 pub mod nn;
 pub mod optim;
+pub mod precision;
 pub mod record;
 pub mod reduction;
 pub mod tune_cache;
@@ -43,6 +44,7 @@ pub use backend::{
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};
+pub use precision::{Precision, autocast};
 pub use half::{bf16, f16};
 pub use rng::{Rng, manual_seed};
 pub use shape::Dim;

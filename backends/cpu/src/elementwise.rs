@@ -39,6 +39,25 @@ where
     map_with(a, fork_min, &run)
 }
 
+/// [`map`] with the result laid out in memory as `a` is: a transposed
+/// view maps to a transposed view, read and written in memory order (no
+/// transposing copy). Dims that `a` broadcasts are made real first.
+pub(crate) fn map_keeping_layout<T, U>(a: &Array<T>, fork_min: usize, f: impl Fn(T) -> U + Sync + Send) -> Array<U>
+where
+    T: Pooled,
+    U: Pooled,
+{
+    // The dims in memory order, outermost first: permuted so, `a` is
+    // row-major whenever its values are contiguous.
+    let mut order: Vec<usize> = (0..a.ndim()).collect();
+    order.sort_by_key(|&d| std::cmp::Reverse(a.strides()[d]));
+    let mut back = vec![0; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        back[d] = i;
+    }
+    map(&a.clone().permuted_axes(IxDyn(&order)), fork_min, f).permuted_axes(IxDyn(&back))
+}
+
 /// [`map`] compiled for the baseline ISA alone, without the AVX copies
 /// every op of [`map`] has: for integer and boolean ops and casts from
 /// them, which no training step runs over large tensors.

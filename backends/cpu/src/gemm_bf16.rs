@@ -248,6 +248,69 @@ impl Product for bf16 {
     }
 }
 
+/// An f32 operand rounded to bf16 for a product whose values stay f32:
+/// what a product of f32 tensors runs under a bf16 precision policy
+/// (`Composites::matmul_rounded`). The sums are the bf16 kernel's, stored
+/// (or added) as f32 without a second rounding.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(transparent)]
+pub(crate) struct RoundedBf16(pub bf16);
+
+impl RoundedBf16 {
+    /// `x` to nearest even, as `bf16::from_f32`.
+    #[inline(always)]
+    pub(crate) fn of(x: f32) -> RoundedBf16 {
+        RoundedBf16(bf16::from_f32(x))
+    }
+}
+
+/// bf16 operands, f32 sums and result; as for `bf16`, [`Product::serial`]
+/// needs a CPU with the kernel's instructions.
+impl Product for RoundedBf16 {
+    type Out = f32;
+    type Plan = Bf16Plan;
+
+    fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
+        *bf16_plan()
+    }
+
+    unsafe fn serial(
+        plan: &Bf16Plan,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut f32,
+        dst_rs: isize,
+        lhs: Strided<RoundedBf16>,
+        rhs: Strided<RoundedBf16>,
+        accumulate: bool,
+    ) {
+        assert!(
+            plan.kernel.runs_here(),
+            "a bf16 product on the {} kernel, which this CPU cannot run",
+            plan.kernel.name()
+        );
+        if m == 0 || n == 0 {
+            return;
+        }
+        if k == 0 {
+            if !accumulate {
+                // SAFETY: row i of the m x n destination, for each i < m.
+                (0..m).for_each(|i| {
+                    unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n) }.fill(0.0)
+                });
+            }
+            return;
+        }
+        // `RoundedBf16` is a transparent bf16.
+        let lhs = Strided { ptr: lhs.ptr.cast::<bf16>(), rs: lhs.rs, cs: lhs.cs };
+        let rhs = Strided { ptr: rhs.ptr.cast::<bf16>(), rs: rhs.rs, cs: rhs.cs };
+        // SAFETY: forwarded from the caller; an f32 destination takes
+        // sums over any number of depth blocks and added to it.
+        unsafe { blocked(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+    }
+}
+
 thread_local! {
     /// The f32 sums of products whose depth takes several blocks.
     static SCRATCH: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };

@@ -46,7 +46,7 @@ use blaze_runtime::{
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};
-use crate::elementwise::{Loops, map, map_baseline, select, zip, zip_baseline};
+use crate::elementwise::{Loops, map, map_baseline, map_keeping_layout, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 pub use crate::gemm_bf16::{Bf16Kernel, Bf16Plan, amx_runs_here, bf16_kernel_runs_here, bf16_plan};
 pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
@@ -639,6 +639,19 @@ impl Precompiled for Cpu {
 }
 
 impl Composites for Cpu {
+    fn matmul_rounded(a: &CpuStorage, b: &CpuStorage, dtype: DType) -> CpuStorage {
+        match (a, b, dtype) {
+            (CpuStorage::F32(a), CpuStorage::F32(b), DType::BF16) if gemm_bf16::bf16_kernel_runs_here() => {
+                // Rounded in one pass each, kept in their layout (a
+                // transposed weight stays a view), then the bf16 kernel
+                // with f32 sums stored as f32.
+                let round = |x: &Array<f32>| map_keeping_layout(x, CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of);
+                CpuStorage::F32(matmul::matmul(&round(a), &round(b)))
+            }
+            _ => blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype),
+        }
+    }
+
     fn max_pool2d_input_grad(g: &CpuStorage, indices: &CpuStorage, from: [usize; 4]) -> CpuStorage {
         if let Some(h) = half(g) {
             return Self::max_pool2d_input_grad(&g.widen(), indices, from).narrow(h);

@@ -38,7 +38,7 @@ macro_rules! pooled {
         }
     )*};
 }
-pooled!(f32, f64, i64, bool, blaze_runtime::f16, blaze_runtime::bf16);
+pooled!(f32, f64, i64, bool, blaze_runtime::f16, blaze_runtime::bf16, crate::gemm_bf16::RoundedBf16);
 
 /// Takes between sweeps; a free buffer not handed out since the previous
 /// sweep is released at the next.

@@ -33,7 +33,8 @@ pub(crate) enum Op<B: Backend> {
     BinaryScalar(BinaryOp, B::Storage, f64),
     Where(B::Storage, Vec<usize>, Vec<usize>),
     Reduce(ReduceOp, B::Storage, B::Storage, usize),
-    Matmul(B::Storage, B::Storage),
+    /// The operands and the precision the product ran in.
+    Matmul(B::Storage, B::Storage, crate::Precision),
     Reshape(Vec<usize>),
     Permute(Vec<usize>),
     Expand(Vec<usize>),

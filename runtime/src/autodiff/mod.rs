@@ -300,7 +300,7 @@ impl<B: Backend> Primitives for Autodiff<B> {
 
     fn matmul(a: &AdStorage<B>, b: &AdStorage<B>) -> AdStorage<B> {
         let y = B::matmul(&a.primal, &b.primal);
-        record(y, &[a, b], || Op::Matmul(a.primal.clone(), b.primal.clone()))
+        record(y, &[a, b], || Op::Matmul(a.primal.clone(), b.primal.clone(), crate::Precision::F32))
     }
 
     fn reshape(x: &AdStorage<B>, shape: &[usize]) -> AdStorage<B> {
@@ -443,6 +443,14 @@ impl<B: Backend> Composites for Autodiff<B> {
 
     fn item(x: &AdStorage<B>) -> f64 {
         B::item(&x.primal)
+    }
+
+    /// One recorded product (the inner backend's rounded one) whose
+    /// gradients' products round as it did.
+    fn matmul_rounded(a: &AdStorage<B>, b: &AdStorage<B>, dtype: DType) -> AdStorage<B> {
+        let y = B::matmul_rounded(&a.primal, &b.primal, dtype);
+        let precision = crate::Precision::rounding_to(dtype);
+        record(y, &[a, b], || Op::Matmul(a.primal.clone(), b.primal.clone(), precision))
     }
 
     /// One recorded op (the inner backend's fused softmax) whose gradient

@@ -44,10 +44,14 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, needed: &[bool])
             .filter(|(_, a)| matches!(a, KernelArg::Tensor(_)))
             .map(|(i, _)| Some(adjoint::times::<B>(g, &partial(i, inputs, shape, *dtype))))
             .collect(),
-        Op::Matmul(a, b) => vec![
-            needed[0].then(|| adjoint::matmul_lhs::<B>(g, b, B::shape(a))),
-            needed[1].then(|| adjoint::matmul_rhs::<B>(g, a, B::shape(b))),
-        ],
+        // The gradients' products in the forward's precision, whatever
+        // the scope the backward runs in.
+        Op::Matmul(a, b, precision) => crate::autocast(*precision, || {
+            vec![
+                needed[0].then(|| adjoint::matmul_lhs::<B>(g, b, B::shape(a))),
+                needed[1].then(|| adjoint::matmul_rhs::<B>(g, a, B::shape(b))),
+            ]
+        }),
         Op::Reshape(from) => vec![Some(adjoint::reshape::<B>(g, from))],
         Op::Permute(axes) => vec![Some(adjoint::permute::<B>(g, axes))],
         Op::Expand(from) => vec![Some(adjoint::sum_to::<B>(g.clone(), from))],

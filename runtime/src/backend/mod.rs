@@ -267,6 +267,15 @@ pub trait Composites: Primitives {
         composed_softmax::<Self>(x, dim, o)
     }
 
+    /// `a @ b` (as [`Primitives::matmul`]) of f32 operands rounded to
+    /// `dtype` (bf16 or f16), their products summed in f32, an f32 result:
+    /// a product under a 16-bit [`crate::Precision`]. The default rounds
+    /// with two casts and multiplies in f32, which gives the same products
+    /// (each exact in f32); a backend with 16-bit units overrides it.
+    fn matmul_rounded(a: &Self::Storage, b: &Self::Storage, dtype: DType) -> Self::Storage {
+        composed_matmul_rounded::<Self>(a, b, dtype)
+    }
+
     /// The gradient of a softmax's input from its output `y` and the
     /// output's gradient `g` (same shapes, same options as the forward):
     /// `scale * y * (g - sum(g * y))`, or for the log form
@@ -594,6 +603,13 @@ fn causal_fill<B: Composites>(x: &B::Storage, value: f64) -> B::Storage {
     let mask = causal_mask::<B>(shape, &B::device(x));
     let fill = B::full(&ones(shape.len()), value, B::dtype(x), &B::device(x));
     B::where_cond(&mask, &fill, x)
+}
+
+/// [`Composites::matmul_rounded`] composed: the operands rounded by two
+/// casts, multiplied in f32.
+pub fn composed_matmul_rounded<B: Primitives + ?Sized>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
+    let round = |x: &B::Storage| B::cast(&B::cast(x, dtype), DType::F32);
+    B::matmul(&round(a), &round(b))
 }
 
 /// [`Composites::softmax`] from primitives: the input scaled and masked

@@ -175,3 +175,77 @@ pub fn half_precision<B: Backend>(dev: &B::Device) {
         assert_rounded("adam: the second moment", dtype, &v, &vw, 4.0);
     }
 }
+
+/// Products of f32 tensors under a 16-bit [`crate::Precision`]: the
+/// operands rounded (also read through a transposed view, and with a
+/// broadcast batch dim), the sums f32, the result f32; outside the
+/// scope nothing rounds; the tape's gradients round as their forward did,
+/// whatever scope the backward runs in.
+pub fn mixed_precision_products<B: Backend>(dev: &B::Device) {
+    use crate::{Precision, autocast};
+    let (m, k, n) = (37, 70, 45);
+    let a = tensor::<B, 3>(&noise(2 * m * k, 11), [2, m, k], DType::F32, dev);
+    // Stored [n, k] and read transposed, as a linear layer's weight, for
+    // both batch entries.
+    let bt = tensor::<B, 3>(&noise(n * k, 12), [1, n, k], DType::F32, dev);
+    let b = bt.transpose(1, 2);
+    let g = tensor::<B, 3>(&noise(2 * m * n, 13), [2, m, n], DType::F32, dev);
+    let (av, bv, gv) = (values(&a), values(&b), values(&g));
+    // `x[rows x depth] y[depth x cols]` per batch entry, in f64 from the
+    // values rounded to `dtype` (none: as they are), with the bound of an
+    // f32 sum of its terms in any order.
+    let product = |x: &[f64], y: &[f64], [rows, depth, cols]: [usize; 3], y_batched: bool, dtype: Option<DType>| {
+        let r = |v: f64| dtype.map_or(v, |d| rounded(v, d));
+        let mut out = Vec::new();
+        for e in 0..2 {
+            let (xe, ye) = (&x[e * rows * depth..], if y_batched { &y[e * depth * cols..] } else { y });
+            for i in 0..rows {
+                for j in 0..cols {
+                    let terms = (0..depth).map(|d| r(xe[i * depth + d]) * r(ye[d * cols + j]));
+                    let (sum, size) = terms.fold((0.0, 0.0), |(s, z), t: f64| (s + t, z + t.abs()));
+                    out.push((sum, 2.0 * depth as f64 * f64::from(f32::EPSILON) * size));
+                }
+            }
+        }
+        out
+    };
+    let check = |what: &str, got: &Tensor<B, 3>, want: &[(f64, f64)]| {
+        assert_eq!(got.dtype(), DType::F32, "{what}: the result's dtype");
+        for (i, (&v, &(w, bound))) in values(got).iter().zip(want).enumerate() {
+            assert!((v - w).abs() <= bound, "{what}: [{i}] is {v}, want {w} (within {bound:e})");
+        }
+    };
+    let far = |what: &str, got: &Tensor<B, 3>, want: &[(f64, f64)]| {
+        let off = values(got).iter().zip(want).filter(|&(&v, &(w, bound))| (v - w).abs() > bound).count();
+        assert!(off > want.len() / 2, "{what}: only {off} of {} values differ from the unrounded product", want.len());
+    };
+    let exact = product(&av, &bv, [m, k, n], false, None);
+    for precision in [Precision::Bf16, Precision::F16] {
+        let dtype = precision.rounds_to();
+        let p = precision.name();
+        let want = product(&av, &bv, [m, k, n], false, dtype);
+        let y = autocast(precision, || a.matmul(&b));
+        check(&format!("matmul under {p}"), &y, &want);
+        far(&format!("matmul under {p}"), &y, &exact);
+        // The gradients through the tape, the backward outside the scope:
+        // `g bᵀ` and `aᵀ g` (summed over the batch), rounded both.
+        let (la, lb) = (
+            Tensor::<Autodiff<B>, 3>::from_inner(a.clone()).require_grad(),
+            Tensor::<Autodiff<B>, 3>::from_inner(b.clone()).require_grad(),
+        );
+        let y = autocast(precision, || la.matmul(&lb));
+        check(&format!("the tape's matmul under {p}"), &y.inner(), &want);
+        let grads = y.mul(&Tensor::from_inner(g.clone())).sum().backward();
+        let ga = grads.get(&la).expect("a's gradient");
+        let btv = values(&bt);
+        check(&format!("the gradient of a under {p}"), &ga, &product(&gv, &btv, [m, n, k], false, dtype));
+        let gb = grads.get(&lb).expect("b's gradient");
+        let at = values(&a.transpose(1, 2));
+        let per_entry = product(&at, &gv, [k, m, n], true, dtype);
+        let summed: Vec<(f64, f64)> = (0..k * n)
+            .map(|i| (per_entry[i].0 + per_entry[k * n + i].0, per_entry[i].1 + per_entry[k * n + i].1))
+            .collect();
+        check(&format!("the gradient of b under {p}"), &gb, &summed);
+    }
+    check("matmul outside autocast", &a.matmul(&b), &exact);
+}

@@ -278,7 +278,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     // ---- matmul ------------------------------------------------------------
 
     /// Matrix product over the last two dims, batch dims broadcasting, as
-    /// `torch.matmul` for tensors of equal rank.
+    /// `torch.matmul` for tensors of equal rank. f32 operands compute in
+    /// the thread's [`crate::Precision`] (see [`crate::autocast`]).
     pub fn matmul(&self, rhs: &Self) -> Self {
         let (a, b) = (self.shape(), rhs.shape());
         if let Err(e) = rules::matmul(&a, &b) {
@@ -288,7 +289,7 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         check_same_dtype("matmul", da, db);
         assert!(da.is_float(), "matmul: not defined for dtype {da}");
         check_same_device::<B>("matmul", &[&self.storage, &rhs.storage]);
-        Self::wrap(B::matmul(&self.storage, &rhs.storage))
+        Self::wrap(crate::precision::matmul::<B>(&self.storage, &rhs.storage))
     }
 }
 

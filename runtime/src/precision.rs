@@ -1,0 +1,150 @@
+//! Mixed precision: the precision the products of f32 tensors compute in.
+//!
+//! Under [`Precision::Bf16`] (or [`Precision::F16`]) a matrix product or a
+//! linear layer of f32 tensors, forward and backward, rounds its operands
+//! to 16 bits and sums their products in f32; its result is f32. Every
+//! other op (reductions, softmax, norms, losses, the optimizer and its
+//! master weights) keeps computing in f32, so parameters, activations
+//! and checkpoints stay f32, as under `torch.autocast` on the CPU. A
+//! backend runs the rounded product on its 16-bit units where it has them
+//! (the CPU: AMX or AVX512-BF16, the rounding done as it packs the
+//! operands), else rounds and multiplies in f32, which gives the same
+//! products (a product of two bf16 or two f16 is exact in f32).
+//!
+//! The policy is a scope on the current thread, as `torch.autocast` is:
+//! [`autocast`] runs a closure under it, and what it calls, the tape's
+//! backward included ([`crate::autodiff`] records each product's
+//! precision), follows it. `#[model(precision = bf16)]` sets it for the
+//! passes it generates and decides per product, at compile time, which
+//! run in 16 bits; `FitConfig::precision` sets it for a training run.
+
+use std::cell::Cell;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Backend, DType};
+
+/// The precision products of f32 tensors compute in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Precision {
+    /// f32 operands and sums: no rounding.
+    #[default]
+    F32,
+    /// Operands rounded to bf16 (8 significant bits, f32's range), f32 sums.
+    Bf16,
+    /// Operands rounded to f16 (11 significant bits, values up to 65504),
+    /// f32 sums. Gradients below f16's range vanish: train with loss
+    /// scaling (`FitConfig::precision = F16` does).
+    F16,
+}
+
+impl Precision {
+    /// Every precision, in the order of [`Precision::name`]'s table.
+    pub const ALL: [Precision; 3] = [Precision::F32, Precision::Bf16, Precision::F16];
+
+    /// The dtype operands round to; `None` for f32.
+    pub fn rounds_to(self) -> Option<DType> {
+        match self {
+            Precision::F32 => None,
+            Precision::Bf16 => Some(DType::BF16),
+            Precision::F16 => Some(DType::F16),
+        }
+    }
+
+    /// The precision whose operands round to `dtype` (bf16 or f16).
+    pub fn rounding_to(dtype: DType) -> Precision {
+        match dtype {
+            DType::BF16 => Precision::Bf16,
+            DType::F16 => Precision::F16,
+            other => panic!("matmul_rounded: operands round to bf16 or f16, not {other}"),
+        }
+    }
+
+    /// The name `--precision` and `#[model(precision = ..)]` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::Bf16 => "bf16",
+            Precision::F16 => "f16",
+        }
+    }
+
+    /// The precision products run in on this thread now.
+    pub fn current() -> Precision {
+        CURRENT.get()
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Precision::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let names: Vec<_> = Precision::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown precision `{s}`: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// `a @ b` of storages (as [`crate::Primitives::matmul`]) in the
+/// thread's precision: f32 operands under a 16-bit policy go to
+/// [`crate::Composites::matmul_rounded`]. Every product of the runtime,
+/// the layers' and the adjoints', comes here.
+pub fn matmul<B: Backend>(a: &B::Storage, b: &B::Storage) -> B::Storage {
+    match Precision::current().rounds_to() {
+        Some(dtype) if B::dtype(a) == DType::F32 => B::matmul_rounded(a, b, dtype),
+        _ => B::matmul(a, b),
+    }
+}
+
+thread_local! {
+    static CURRENT: Cell<Precision> = const { Cell::new(Precision::F32) };
+}
+
+/// Runs `f` with products of f32 tensors in `precision` on this thread,
+/// then restores the precision before (also when `f` panics).
+pub fn autocast<R>(precision: Precision, f: impl FnOnce() -> R) -> R {
+    /// Puts the outer precision back when dropped.
+    struct Restore(Precision);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.set(self.0);
+        }
+    }
+    let _restore = Restore(CURRENT.replace(precision));
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn autocast_nests_and_restores() {
+        assert_eq!(Precision::current(), Precision::F32);
+        autocast(Precision::Bf16, || {
+            assert_eq!(Precision::current(), Precision::Bf16);
+            autocast(Precision::F32, || assert_eq!(Precision::current(), Precision::F32));
+            assert_eq!(Precision::current(), Precision::Bf16);
+            let caught = std::panic::catch_unwind(|| autocast(Precision::F16, || panic!("inside")));
+            assert!(caught.is_err());
+            assert_eq!(Precision::current(), Precision::Bf16);
+        });
+        assert_eq!(Precision::current(), Precision::F32);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for p in Precision::ALL {
+            assert_eq!(p.name().parse::<Precision>(), Ok(p));
+        }
+        let err = "fp8".parse::<Precision>().unwrap_err();
+        assert!(err.contains("`fp8`") && err.contains("f32, bf16, f16"), "{err}");
+    }
+}
