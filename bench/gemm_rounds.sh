@@ -2,10 +2,11 @@
 # Alternates `cargo bench -p blaze-cpu --bench gemm_shapes` and
 # bench/torch_gemm.py for N rounds (default 3) and prints, per product and
 # thread count, both medians and the median of the per-round ratios
-# (Blaze / PyTorch, above 1 is faster). Further arguments (`--dtype bf16`)
+# (Blaze / PyTorch, above 1 is faster). Further arguments (`--dtype bf16`,
+# `--precision bf16`)
 # go to both.
 #
-# Run from the repository root: bash bench/gemm_rounds.sh [N] [--dtype bf16]
+# Run from the repository root: bash bench/gemm_rounds.sh [N] [--dtype bf16 | --precision bf16]
 set -euo pipefail
 rounds=${1:-3}
 shift || true

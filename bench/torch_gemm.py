@@ -1,9 +1,12 @@
 """PyTorch timings of `cargo bench -p blaze-cpu --bench gemm_shapes`: the
 same products, layouts and sampling, printed in the same columns.
 
-Run: python3 bench/torch_gemm.py [--dtype bf16]   (needs `pip install torch`;
-runs on the CPU). With `--dtype bf16` the operands and results are bf16
-(oneDNN's AMX or AVX512-BF16 kernels where the CPU has them).
+Run: python3 bench/torch_gemm.py [--dtype bf16 | --precision bf16]   (needs
+`pip install torch`; runs on the CPU). With `--dtype bf16` the operands and
+results are bf16 (oneDNN's AMX or AVX512-BF16 kernels where the CPU has
+them); with `--precision bf16` (or f16) the operands are f32 and each product
+runs under `torch.autocast("cpu", dtype)`, which casts them (its result is
+16-bit; Blaze's under `autocast` is f32).
 """
 import argparse
 import time
@@ -29,6 +32,13 @@ SHAPES = [
     ("gpt fc2 x.W^T", 1, 2048, 256, 64, "nt"),
     ("gpt q.k^T", 128, 64, 16, 64, "nt"),
     ("gpt p.v", 128, 64, 64, 16, "nn"),
+    ("base qkv x.W^T", 1, 2048, 256, 768, "nt"),
+    ("base fc1 x.W^T", 1, 2048, 256, 1024, "nt"),
+    ("base fc2 x.W^T", 1, 2048, 1024, 256, "nt"),
+    ("base fc1 g^T.x", 1, 1024, 2048, 256, "tn"),
+    ("base fc2 g.W", 1, 2048, 256, 1024, "nn"),
+    ("base q.k^T", 128, 128, 32, 128, "nt"),
+    ("base p.v", 128, 128, 128, 32, "nn"),
 ]
 
 
@@ -53,7 +63,12 @@ def gflops(flops, fn):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
-    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[parser.parse_args().dtype]
+    parser.add_argument("--precision", choices=["f32", "bf16", "f16"], default="f32")
+    args = parser.parse_args()
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[args.dtype]
+    cast = {"f32": None, "bf16": torch.bfloat16, "f16": torch.float16}[args.precision]
+    if cast is not None and dtype != torch.float32:
+        parser.error("--dtype bf16 and --precision: pick one")
     torch.manual_seed(0)
     print(f"{'product':<16} {'batch':>5} {'m':>5} {'k':>5} {'n':>5} {'layout':>6}  {'GFLOP/s':>8}")
     for threads in (1, 2):
@@ -64,7 +79,13 @@ def main():
             mm = torch.mm if batch == 1 else torch.bmm
             if batch == 1:
                 a, b = a[0], b[0]
-            rate = gflops(2.0 * batch * m * k * n, lambda: mm(a, b))
+            if cast is None:
+                rate = gflops(2.0 * batch * m * k * n, lambda: mm(a, b))
+            else:
+                def autocast_mm(a=a, b=b, mm=mm):
+                    with torch.autocast("cpu", dtype=cast):
+                        return mm(a, b)
+                rate = gflops(2.0 * batch * m * k * n, autocast_mm)
             print(f"{name:<16} {batch:>5} {m:>5} {k:>5} {n:>5} {layout:>6}  {rate:8.1f}  {threads}t")
 
 

@@ -4,8 +4,10 @@
 //! alternates the two and reports the median ratio of each row.
 //!
 //! Run with `cargo bench -p blaze-cpu --bench gemm_shapes [-- FILTER]
-//! [--dtype bf16]` (the rows whose name contains `FILTER`; bf16 operands
-//! and results, summed in f32). Each sample runs
+//! [--dtype bf16 | --precision bf16]` (the rows whose name contains
+//! `FILTER`; `--dtype bf16`: bf16 operands and results, summed in f32;
+//! `--precision bf16` or `f16`: f32 operands and results, the products
+//! under `autocast`, which rounds the operands). Each sample runs
 //! on the thread pool it measures (the timing loop is inside `install`), as
 //! PyTorch's calling thread runs its own products: a hop onto the pool per
 //! call would cost more than a batch-1 product takes.
@@ -13,7 +15,7 @@
 use std::time::Instant;
 
 use blaze_cpu::{Cpu, CpuDevice};
-use blaze_runtime::{DType, Rng, Tensor};
+use blaze_runtime::{DType, Precision, Rng, Tensor, autocast};
 
 /// One product: `[batch,] m x k` times `k x n`, each operand stored
 /// row-major or as the transpose of a row-major matrix (`t`), as the
@@ -34,7 +36,7 @@ const fn shape(name: &'static str, batch: usize, m: usize, k: usize, n: usize, l
 }
 
 /// The list `bench/torch_gemm.py` repeats.
-const SHAPES: [Shape; 17] = [
+const SHAPES: [Shape; 24] = [
     shape("square 256", 1, 256, 256, 256, "nn"),
     shape("square 512", 1, 512, 512, 512, "nn"),
     shape("square 1024", 1, 1024, 1024, 1024, "nn"),
@@ -52,6 +54,13 @@ const SHAPES: [Shape; 17] = [
     shape("gpt fc2 x.W^T", 1, 2048, 256, 64, "nt"),
     shape("gpt q.k^T", 128, 64, 16, 64, "nt"),
     shape("gpt p.v", 128, 64, 64, 16, "nn"),
+    shape("base qkv x.W^T", 1, 2048, 256, 768, "nt"),
+    shape("base fc1 x.W^T", 1, 2048, 256, 1024, "nt"),
+    shape("base fc2 x.W^T", 1, 2048, 1024, 256, "nt"),
+    shape("base fc1 g^T.x", 1, 1024, 2048, 256, "tn"),
+    shape("base fc2 g.W", 1, 2048, 256, 1024, "nn"),
+    shape("base q.k^T", 128, 128, 32, 128, "nt"),
+    shape("base p.v", 128, 128, 128, 32, "nn"),
 ];
 
 fn randn(shape: [usize; 3], dtype: DType, seed: u64) -> Tensor<Cpu, 3> {
@@ -95,19 +104,32 @@ fn main() {
     // `cargo bench` passes `--bench`; `--dtype D` picks the dtype; any
     // other argument filters by name.
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let dtype_at = args.iter().position(|a| a == "--dtype");
-    let dtype = match dtype_at.map(|i| args.get(i + 1).map(String::as_str)) {
-        None => DType::F32,
-        Some(Some("f32")) => DType::F32,
-        Some(Some("bf16")) => DType::BF16,
+    let value_of = |flag: &str| {
+        let at = args.iter().position(|a| a == flag)?;
+        Some((at, args.get(at + 1).unwrap_or_else(|| panic!("{flag}: expected a value")).clone()))
+    };
+    let (dtype_flag, precision_flag) = (value_of("--dtype"), value_of("--precision"));
+    let dtype = match dtype_flag.as_ref().map(|(_, v)| v.as_str()) {
+        None | Some("f32") => DType::F32,
+        Some("bf16") => DType::BF16,
         Some(other) => panic!("--dtype {other:?}: expected f32 or bf16"),
     };
+    let precision: Precision = precision_flag.as_ref().map_or(Ok(Precision::F32), |(_, v)| v.parse()).unwrap();
+    assert!(dtype == DType::F32 || precision == Precision::F32, "--dtype bf16 and --precision: pick one");
+    let values = [&dtype_flag, &precision_flag].map(|f| f.as_ref().map(|(at, _)| at + 1));
     let filter = args
         .iter()
         .enumerate()
-        .find(|&(i, a)| !a.starts_with("--") && dtype_at.is_none_or(|d| i != d + 1))
+        .find(|&(i, a)| !a.starts_with("--") && !values.contains(&Some(i)))
         .map_or_else(String::new, |(_, a)| a.clone());
-    if dtype == DType::BF16 {
+    if precision != Precision::F32 {
+        let kernel = if blaze_cpu::bf16_kernel_runs_here() && precision == Precision::Bf16 {
+            blaze_cpu::bf16_plan().to_string()
+        } else {
+            format!("rounded, then f32: {}", blaze_cpu::gemm_plan())
+        };
+        println!("GEMM: f32 operands rounded to {precision}, f32 results, {kernel}");
+    } else if dtype == DType::BF16 {
         if blaze_cpu::bf16_kernel_runs_here() {
             println!("GEMM: bf16, {}", blaze_cpu::bf16_plan());
         } else {
@@ -123,7 +145,7 @@ fn main() {
             let a = operand(s.batch, s.m, s.k, s.lhs_t, dtype, 1);
             let b = operand(s.batch, s.k, s.n, s.rhs_t, dtype, 2);
             let flops = 2.0 * (s.batch * s.m * s.k * s.n) as f64;
-            let rate = pool.install(|| gflops(flops, || a.matmul(&b)));
+            let rate = pool.install(|| gflops(flops, || autocast(precision, || a.matmul(&b))));
             let layout = format!("{}{}", if s.lhs_t { 't' } else { 'n' }, if s.rhs_t { 't' } else { 'n' });
             println!(
                 "{:<16} {:>5} {:>5} {:>5} {:>5} {:>6}  {rate:8.1}  {threads}t",
