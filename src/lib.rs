@@ -12,7 +12,7 @@ pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
 #[cfg(feature = "mpi")]
 pub use blaze_runtime::distributed;
-pub use blaze_runtime::{autodiff, data, loss, nn, optim, record, rng, train};
+pub use blaze_runtime::{autodiff, data, loss, nn, optim, precision, record, rng, train};
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;
 /// GPU devices through wgpu, and `kernel!` kernels run on them (feature
@@ -84,8 +84,8 @@ pub use blaze_macros::{Module, kernel, model};
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, DeviceError, Dim, Element, Error,
-    Kernels, Pool2dOptions, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp, bf16,
-    f16, manual_seed,
+    Kernels, Pool2dOptions, Precision, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp,
+    autocast, bf16, f16, manual_seed,
 };
 
 /// The names most programs use. The backend traits are left out on
@@ -105,7 +105,8 @@ pub mod prelude {
     /// The op table's activation layers (`Relu`, `Gelu`, ...).
     pub use blaze_runtime::nn::unary_layers::*;
     pub use blaze_runtime::{
-        Conv2dOptions, DType, Device, Pool2dOptions, SoftmaxOptions, Tensor, TensorData, manual_seed,
+        Conv2dOptions, DType, Device, Pool2dOptions, Precision, SoftmaxOptions, Tensor, TensorData, autocast,
+        manual_seed,
     };
 }
 

@@ -72,10 +72,7 @@ impl<B: Backend> States<B> {
         let slots = grouped
             .into_iter()
             .map(|slots| {
-                slots
-                    .into_iter()
-                    .filter_map(|(k, d)| Some((k, Tensor::<B, 1>::from_data(d, device).ok()?)))
-                    .collect()
+                slots.into_iter().filter_map(|(k, d)| Some((k, Tensor::<B, 1>::from_data(d, device).ok()?))).collect()
             })
             .collect();
         States { index, slots }
@@ -290,15 +287,7 @@ pub struct Adam<B: Backend> {
 impl<B: Backend> Adam<B> {
     /// Adam with PyTorch's defaults: betas (0.9, 0.999), eps 1e-8, no weight decay.
     pub fn new(lr: f64) -> Self {
-        Adam {
-            lr,
-            betas: (0.9, 0.999),
-            eps: 1e-8,
-            weight_decay: 0.0,
-            decoupled: false,
-            state: States::new(),
-            steps: 0,
-        }
+        Adam { lr, betas: (0.9, 0.999), eps: 1e-8, weight_decay: 0.0, decoupled: false, state: States::new(), steps: 0 }
     }
 
     /// AdamW with PyTorch's defaults (weight decay 0.01).
@@ -343,7 +332,13 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
 
 /// [`Adam`]'s update of parameter `name`, in place.
 #[inline(never)]
-pub(crate) fn adam_update<B: Backend>(o: AdamStep, state: &mut States<B>, name: &str, p: &mut B::Storage, g: &B::Storage) {
+pub(crate) fn adam_update<B: Backend>(
+    o: AdamStep,
+    state: &mut States<B>,
+    name: &str,
+    p: &mut B::Storage,
+    g: &B::Storage,
+) {
     let slots = state.of(name);
     for moment in ["exp_avg", "exp_avg_sq"] {
         if !slots.iter().any(|(k, _)| k == moment) {
@@ -425,10 +420,16 @@ pub fn clip_grad_norm<B: Backend, M: Module<B>>(grads: &mut M::Grads, max_norm: 
 
 /// Clips gradients whose norm is `norm` to `max_norm`.
 pub(crate) fn clip_to<B: Backend, M: Module<B>>(grads: &mut M::Grads, norm: f64, max_norm: f64) {
-    let scale = max_norm / (norm + 1e-6);
+    let scale = clip_factor(norm, max_norm);
     if scale < 1.0 {
         scale_grads::<B, M>(grads, scale);
     }
+}
+
+/// What clipping gradients whose norm is `norm` to `max_norm` multiplies
+/// them by (1 when they are within it), as `torch.nn.utils.clip_grad_norm_`.
+pub(crate) fn clip_factor(norm: f64, max_norm: f64) -> f64 {
+    (max_norm / (norm + 1e-6)).min(1.0)
 }
 
 /// A learning rate as a function of the step (counted from 0).

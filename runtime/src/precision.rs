@@ -11,6 +11,10 @@
 //! operands), else rounds and multiplies in f32, which gives the same
 //! products (a product of two bf16 or two f16 is exact in f32).
 //!
+//! A product shallower than 32 (its summed dim; an attention head of 16
+//! dims) stays f32 under every policy: too little work per value for
+//! the rounding to pay (`blaze_spec::precision`).
+//!
 //! The policy is a scope on the current thread, as `torch.autocast` is:
 //! [`autocast`] runs a closure under it, and what it calls, the tape's
 //! backward included ([`crate::autodiff`] records each product's
@@ -96,9 +100,15 @@ impl FromStr for Precision {
 /// thread's precision: f32 operands under a 16-bit policy go to
 /// [`crate::Composites::matmul_rounded`]. Every product of the runtime,
 /// the layers' and the adjoints', comes here.
+///
+/// A product shallower than [`blaze_spec::precision::MIN_ROUNDED_DEPTH`]
+/// stays f32 (`#[model]` lists which of a model's do).
 pub fn matmul<B: Backend>(a: &B::Storage, b: &B::Storage) -> B::Storage {
+    let depth = B::shape(a).last().copied().unwrap_or(0);
     match Precision::current().rounds_to() {
-        Some(dtype) if B::dtype(a) == DType::F32 => B::matmul_rounded(a, b, dtype),
+        Some(dtype) if B::dtype(a) == DType::F32 && blaze_spec::precision::rounds(depth) => {
+            B::matmul_rounded(a, b, dtype)
+        }
         _ => B::matmul(a, b),
     }
 }

@@ -11,11 +11,13 @@
 //! layer, and grows by one entry per layer; splitting it would put layers'
 //! definitions in several places, which is what it exists to prevent.
 //!
-//! An entry's fields, all required but `defaults` and `attends`:
+//! An entry's fields, all required but `defaults`, `attends` and `products`:
 //! - `generics`: the names of its const-generic sizes, in order;
 //! - `keys`: the `#[layer(..)]` keys it takes; optionally `defaults`, its
-//!   options where they differ from [`Options::DEFAULT`], and `attends`,
-//!   whether a forward body may call it on a query, keys and values;
+//!   options where they differ from [`Options::DEFAULT`], `attends`,
+//!   whether a forward body may call it on a query, keys and values, and
+//!   `products`, the matrix products its sizes fix the depth of (what a
+//!   16-bit precision policy rounds, `crate::precision`);
 //! - `holds_tensors`: whether its type takes the backend (it has
 //!   parameters or buffers); `elementwise`: whether it maps each element on
 //!   its own; `takes_ids`: whether it reads integer ids;
@@ -31,6 +33,7 @@
 
 use crate::ops::{Grad, UNARY, Unary};
 use crate::options::{Interpolation, Key};
+use crate::precision::{Product, product};
 use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, pool_window, size, window};
 use crate::{Init, Options, Param};
 
@@ -39,6 +42,8 @@ macro_rules! layers {
     (@defaults $defaults:expr) => { $defaults };
     (@attends) => { false };
     (@attends $attends:literal) => { $attends };
+    (@products) => { Vec::new() };
+    (@products $products:expr) => { $products };
     ($(
         $(#[doc = $doc:literal])*
         $name:ident {
@@ -46,6 +51,7 @@ macro_rules! layers {
             keys: [$($key:ident),*],
             $(defaults: $defaults:expr,)?
             $(attends: $attends:literal,)?
+            $(products: |$gs:pat_param| $products:expr,)?
             holds_tensors: $holds:literal,
             elementwise: $elementwise:literal,
             takes_ids: $ids:literal,
@@ -122,6 +128,18 @@ macro_rules! layers {
                 match self {
                     $(Layer::$name => layers!(@defaults $($defaults)?),)*
                     Layer::Unary(_) => Options::DEFAULT,
+                }
+            }
+
+            /// The products whose depth its sizes fix, forward and
+            /// backward (none for a layer that multiplies no matrices).
+            pub fn products(self, generics: &[usize]) -> Vec<crate::precision::Product> {
+                match self {
+                    $(Layer::$name => {
+                        $(let $gs = generics;)?
+                        layers!(@products $($products)?)
+                    })*
+                    Layer::Unary(_) => Vec::new(),
                 }
             }
 
@@ -405,6 +423,7 @@ layers! {
     Linear {
         generics: ["I", "O"],
         keys: [Bias],
+        products: |g| vec![product("x W^T", g[0]), product("g W", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -430,6 +449,7 @@ layers! {
     Conv2d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, Dilation, Groups, Bias],
+        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -472,6 +492,7 @@ layers! {
     ConvTranspose2d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, OutputPadding, Dilation, Groups, Bias],
+        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -516,6 +537,7 @@ layers! {
     Conv1d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, Dilation, Groups, Bias],
+        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -962,6 +984,7 @@ layers! {
         keys: [Dropout, Bias, Causal],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
         attends: true,
+        products: |g| vec![product("projections", g[0]), product("per-head scores", g[0] / g[1].max(1))],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -1003,6 +1026,7 @@ layers! {
         generics: ["I", "H"],
         keys: [NumLayers, Bidirectional, Bias, Dropout],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
+        products: |g| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -1020,6 +1044,7 @@ layers! {
         generics: ["I", "H"],
         keys: [NumLayers, Bidirectional, Bias, Dropout],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
+        products: |g| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,

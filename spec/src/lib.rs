@@ -23,6 +23,7 @@
 mod layers;
 pub mod ops;
 mod options;
+pub mod precision;
 pub mod rows;
 pub mod rules;
 mod shape;

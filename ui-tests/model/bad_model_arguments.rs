@@ -20,6 +20,16 @@ pub struct InputTwice {
     fc: Linear<4, 2>,
 }
 
+#[model(input = [4], precision = fp8)]
+pub struct UnknownPrecision {
+    fc: Linear<4, 2>,
+}
+
+#[model(input = [4], precision = bf16, precison = f16)]
+pub struct MisspeltPrecision {
+    fc: Linear<4, 2>,
+}
+
 #[model(input = [1, 8, 8])]
 pub struct BareLayerOption {
     #[layer(1)]

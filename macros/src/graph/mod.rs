@@ -29,7 +29,7 @@ use proc_macro2::{Delimiter, Punct, Spacing, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use crate::model::attr::{InputShapes, ModelArgs};
+use crate::model::attr::{InputShapes, ModelArgs, Precision};
 use crate::model::check::{Options, resolve_options};
 use crate::model::codegen::struct_and_module;
 use crate::model::fallback;
@@ -120,7 +120,7 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     // Errors in the struct were reported by its own expansion. With a field
     // that did not parse or a bad option the body is not lowered, but the
     // fallback items still follow.
-    let Ok((model, struct_error)) = crate::model::attr::parse(TokenStream::new(), st.stream()) else {
+    let Ok((mut model, struct_error)) = crate::model::attr::parse(TokenStream::new(), st.stream()) else {
         return Ok(TokenStream::new());
     };
     let resolved: Option<Vec<Options>> = match struct_error {
@@ -131,7 +131,8 @@ fn graph(input: TokenStream) -> syn::Result<TokenStream> {
     let options = resolved.as_deref().unwrap_or(&defaults);
     let mut low = Lower::new(&model.ident.to_string(), &model.fields, options);
     // Without the input shapes the fallback's types are unknown: the error alone.
-    let (inputs, fusion, args_error) = input_shapes(at.stream(), &mut low, &item)?;
+    let ImplArgs { inputs, fuse: fusion, precision, errors: args_error } = input_shapes(at.stream(), &mut low, &item)?;
+    model.precision = precision;
     // A bad `fuse` or an unknown option is reported next to everything else
     // the model emits.
     let args_error = args_error.map(|e| e.to_compile_error()).unwrap_or_default();
@@ -231,15 +232,11 @@ fn forward_fn(item: &syn::ItemImpl) -> syn::Result<&syn::ImplItemFn> {
 
 /// `input = [T, 64]` or `input = ([T, 64], [T])`, then optionally
 /// `fuse = false` (run every op on its own: for debugging, and to compare
-/// fused kernels with the ops they replace): the input shapes, whether to
-/// fuse, and the other mistakes of the attribute, which leave the model
-/// whole. Without the input shapes the fallback's types are unknown, so
+/// fused kernels with the ops they replace) and `precision = bf16`: the
+/// input shapes, whether to fuse, the precision, and the other mistakes
+/// of the attribute, which leave the model whole. Without the input shapes the fallback's types are unknown, so
 /// that is an error alone.
-fn input_shapes(
-    attr: TokenStream,
-    low: &mut Lower<'_>,
-    item: &syn::ItemImpl,
-) -> syn::Result<(Vec<Vec<Dim>>, bool, Option<syn::Error>)> {
+fn input_shapes(attr: TokenStream, low: &mut Lower<'_>, item: &syn::ItemImpl) -> syn::Result<ImplArgs> {
     let missing = || {
         syn::Error::new(
             item.self_ty.span(),
@@ -261,7 +258,18 @@ fn input_shapes(
             }
         }
     }
-    Ok((out, args.fuse, errors))
+    Ok(ImplArgs { inputs: out, fuse: args.fuse, precision: args.precision, errors })
+}
+
+/// What `#[model(..)]` on the impl of a forward body says.
+struct ImplArgs {
+    /// Each input's per-sample shape.
+    inputs: Vec<Vec<Dim>>,
+    fuse: bool,
+    /// `precision = ..`: the scope of the passes' products.
+    precision: Option<Precision>,
+    /// The attribute's other mistakes, which leave the model whole.
+    errors: Option<syn::Error>,
 }
 
 fn generate(
@@ -296,6 +304,13 @@ fn generate(
     let backward = g.backward(true);
     let backward_params = g.backward(false);
     let grads = g.grads_literal();
+    let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
+    let in_grad_val = if names.len() == 1 { quote!(#(#input_grads)*) } else { quote!((#(#input_grads),*)) };
+    // Each pass under the model's precision, when it sets one.
+    let scoped = |body: TokenStream| crate::model::precision::scoped(model.precision, body);
+    let (forward, forward_train) = (scoped(forward), scoped(forward_train));
+    let backward = scoped(quote!(#backward (#in_grad_val, #grads)));
+    let backward_params = scoped(quote!(#backward_params #grads));
     let num_params = g.num_params();
     let inits = g.inits();
     let field_names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
@@ -305,12 +320,11 @@ fn generate(
     let out_rank = low.vals[low.output].rank();
     let in_sigs: Vec<TokenStream> = low.inputs.iter().map(|&k| g.sig(&low.vals[k].shape)).collect();
     let out_sig = g.sig(&low.vals[low.output].shape);
-    let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
-    let (in_grad_ty, in_grad_val) = if names.len() == 1 {
+    let in_grad_ty = if names.len() == 1 {
         let r = in_ranks[0];
-        (quote!(::blaze::Tensor<B, #r>), quote!(#(#input_grads)*))
+        quote!(::blaze::Tensor<B, #r>)
     } else {
-        (quote!((#(::blaze::Tensor<B, #in_ranks>),*)), quote!((#(#input_grads),*)))
+        quote!((#(::blaze::Tensor<B, #in_ranks>),*))
     };
     let rows = g.summary_rows();
     let input_text =
@@ -431,14 +445,12 @@ fn generate(
             /// generated as straight-line code.
             pub fn backward(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> (#in_grad_ty, #grads_ident<B>) {
                 #backward
-                (#in_grad_val, #grads)
             }
 
             /// The parameter gradients alone: the adjoint code that only the
             /// inputs' gradients need is left out.
             pub fn backward_params(&self, cache: &#cache_ident<B>, grad: &::blaze::Tensor<B, #out_rank>) -> #grads_ident<B> {
                 #backward_params
-                #grads
             }
 
             /// A Keras-style table of the fields, the output shape of each

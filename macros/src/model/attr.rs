@@ -30,6 +30,10 @@ pub(crate) struct ModelArgs<I> {
     /// inputs (what a forward body's `fuse = false` turns off too).
     #[darling(multiple)]
     fuse: Vec<Given<Fuse>>,
+    /// `precision = bf16`: the products of the model's passes round to
+    /// 16 bits (`blaze::precision`).
+    #[darling(multiple)]
+    precision: Vec<Given<Precision>>,
     #[darling(flatten)]
     unclaimed: Unclaimed,
 }
@@ -39,10 +43,12 @@ pub(crate) struct Args<I> {
     /// `None` when `input` is missing or wrong.
     pub input: Option<I>,
     pub fuse: bool,
+    /// `None` when not given: the passes follow the caller's scope.
+    pub precision: Option<Precision>,
 }
 
 impl<I: FromMeta> ModelArgs<I> {
-    const KEYS: [&str; 2] = ["input", "fuse"];
+    const KEYS: [&str; 3] = ["input", "fuse", "precision"];
 
     /// Parses `#[model(...)]`'s tokens. Every mistake goes to `errors`, a
     /// missing `input` as `missing()`; the options that parsed come back,
@@ -52,19 +58,64 @@ impl<I: FromMeta> ModelArgs<I> {
         // A list that does not parse is its one error: no `input` to miss.
         let Some(args) = meta::items(tokens, &syntax, errors).and_then(|items| errors.handle(Self::from_list(&items)))
         else {
-            return Args { input: None, fuse: true };
+            return Args { input: None, fuse: true, precision: None };
         };
         let given = !args.input.is_empty();
         let input = meta::once(args.input, errors);
         let fuse = meta::once(args.fuse, errors).is_none_or(|Fuse(on)| on);
+        let precision = meta::once(args.precision, errors);
         args.unclaimed.report(errors, |key| {
             let hint = super::closest(key, Self::KEYS).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
-            format!("unknown argument `{key}`{hint} (#[model] takes `input` and `fuse`)")
+            format!("unknown argument `{key}`{hint} (#[model] takes `input`, `fuse` and `precision`)")
         });
         if !given {
             errors.push(missing());
         }
-        Args { input, fuse }
+        Args { input, fuse, precision }
+    }
+}
+
+/// `precision = bf16`, `f16` or `f32`: the variant of `blaze::Precision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Precision(pub &'static str);
+
+impl Precision {
+    /// The names users write, and the variants they stand for.
+    const NAMES: [(&str, &str); 3] = [("f32", "F32"), ("bf16", "Bf16"), ("f16", "F16")];
+    const EXPECTED: &str = "`precision` is `bf16`, `f16` or `f32`";
+
+    /// The name users write (`bf16`).
+    pub(crate) fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, v)| *v == self.0).map_or("f32", |(n, _)| n)
+    }
+
+    /// Whether products round: not under `f32`.
+    pub(crate) fn rounds(self) -> bool {
+        self.0 != "F32"
+    }
+}
+
+impl FromMeta for Precision {
+    fn from_meta(item: &Meta) -> darling::Result<Self> {
+        meta::name_value(item, "`precision` is `bf16`, `f16` or `f32`: write `precision = bf16`", Self::from_expr)
+    }
+
+    fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
+        Err(meta::invalid_value(nv, Self::EXPECTED))
+    }
+
+    fn from_expr(expr: &Expr) -> darling::Result<Self> {
+        let name = match expr {
+            Expr::Group(g) => return Self::from_expr(&g.expr),
+            Expr::Path(p) => p.path.get_ident().map(ToString::to_string),
+            Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
+            _ => None,
+        };
+        let Some(name) = name else { return Err(Error::custom(Self::EXPECTED).with_span(expr)) };
+        match Self::NAMES.iter().find(|(n, _)| *n == name) {
+            Some(&(_, variant)) => Ok(Precision(variant)),
+            None => Err(Error::custom(format!("unknown precision `{name}`: {}", Self::EXPECTED)).with_span(expr)),
+        }
     }
 }
 
@@ -242,8 +293,8 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     // Without arguments the struct is a graph model: its `forward` body
     // (and input shapes) come with `#[model(input = ..)] impl`.
     let graph = attr.is_empty();
-    let (input, fuse) = if graph {
-        (Vec::new(), true)
+    let (input, fuse, precision) = if graph {
+        (Vec::new(), true, None)
     } else {
         let missing = || {
             Error::custom(
@@ -256,7 +307,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
         if let Err(e) = args_errors.finish() {
             errors.push(e.into());
         }
-        (args.input.map(|InputShape(dims)| dims).unwrap_or_default(), args.fuse)
+        (args.input.map(|InputShape(dims)| dims).unwrap_or_default(), args.fuse, args.precision)
     };
     let mut fields = Vec::new();
     for f in &named.named {
@@ -322,7 +373,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
         errors.push(syn::Error::new(s.ident.span(), "a model needs at least one layer; this struct has no fields"));
     }
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
-    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph, fuse }, errors.finish().err()))
+    Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph, fuse, precision }, errors.finish().err()))
 }
 
 /// Collects errors so that one expansion reports them all.
@@ -622,16 +673,41 @@ mod tests {
     }
 
     #[test]
+    fn precision_parses() {
+        let precision = |tokens: TokenStream| {
+            let mut errors = Error::accumulator();
+            let args = ModelArgs::<InputShape>::parse(tokens, || Error::custom("missing input"), &mut errors);
+            assert!(errors.finish().is_ok());
+            args.precision
+        };
+        assert_eq!(precision(quote!(input = [4], precision = bf16)), Some(Precision("Bf16")));
+        assert_eq!(precision(quote!(precision = "f16", input = [4])), Some(Precision("F16")));
+        assert_eq!(precision(quote!(input = [4], precision = f32)), Some(Precision("F32")));
+        assert_eq!(precision(quote!(input = [4])), None);
+        assert_eq!(Precision("Bf16").name(), "bf16");
+    }
+
+    #[test]
     fn each_mistake_in_model_arguments_has_its_message() {
         let cases: Vec<(TokenStream, &[&str])> = vec![
             (quote!(input = [4], fuse = 1), &["`fuse` is `true` or `false`"]),
+            (quote!(input = [4], precision = fp8), &["unknown precision `fp8`: `precision` is `bf16`, `f16` or `f32`"]),
+            (quote!(input = [4], precision = 16), &["`precision` is `bf16`, `f16` or `f32`"]),
+            (quote!(input = [4], precision), &["`precision` is `bf16`, `f16` or `f32`: write `precision = bf16`"]),
+            (quote!(input = [4], precision = bf16, precision = f16), &["`precision` is given twice"]),
             (quote!(input = [4], fuse), &["`fuse` is `true` or `false`: write `fuse = false`"]),
-            (quote!(input = [4], fusion = false), &["unknown argument `fusion` (#[model] takes `input` and `fuse`)"]),
+            (
+                quote!(input = [4], fusion = false),
+                &["unknown argument `fusion` (#[model] takes `input`, `fuse` and `precision`)"],
+            ),
             (
                 quote!(input = [4], fusee = false),
-                &["unknown argument `fusee`; did you mean `fuse`? (#[model] takes `input` and `fuse`)"],
+                &["unknown argument `fusee`; did you mean `fuse`? (#[model] takes `input`, `fuse` and `precision`)"],
             ),
-            (quote!(input = [4], a::b = 1), &["unknown argument `a::b` (#[model] takes `input` and `fuse`)"]),
+            (
+                quote!(input = [4], a::b = 1),
+                &["unknown argument `a::b` (#[model] takes `input`, `fuse` and `precision`)"],
+            ),
             (quote!(input = [4], input = [5]), &["`input` is given twice"]),
             (quote!(fuse = false), &["missing input"]),
             (quote!(), &["missing input"]),
@@ -695,7 +771,7 @@ mod tests {
         let (_, errors) = impl_args(quote!(input = pub(crate)));
         assert_eq!(errors, [InputShapes::EXPECTED]);
         let (_, errors) = impl_args(quote!(input = [T], fusion = false));
-        assert_eq!(errors, ["unknown argument `fusion` (#[model] takes `input` and `fuse`)"]);
+        assert_eq!(errors, ["unknown argument `fusion` (#[model] takes `input`, `fuse` and `precision`)"]);
     }
 
     /// One `#[layer]` attribute: its options, and every error.

@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 
 use super::check::{Options, Plan, Shape, Step};
 use super::ir::{Field, LayerKind, Model};
+use super::precision;
 use crate::graph::fuse::{self, ChainOp};
 
 /// The field's type with the backend `B` filled in: a built-in layer's
@@ -224,6 +225,16 @@ fn fusion(
     let recomputed =
         (0..fields.len()).filter(|&i| recomputed[i]).map(|i| format!("{} <- {}", fields[i].ident, fields[i - 1].ident));
     let merged: usize = runs.iter().map(|r| r.end - r.start - 1).sum();
+    let products: Vec<precision::Item<'_>> = fields
+        .iter()
+        .map(|f| match &f.kind {
+            LayerKind::Builtin { layer, sizes, .. } => {
+                precision::Item::Layer { name: f.ident.to_string(), layer: *layer, sizes }
+            }
+            LayerKind::Opaque { .. } => precision::Item::Nested { name: f.ident.to_string() },
+        })
+        .collect();
+    let products = precision::plan_fields(model.precision, &products);
     let (fields_n, taken) = (fields.len(), epilogues.len());
     let forward = [fields_n - taken - merged, fields_n - taken];
     let backward = [fields_n - merged, fields_n];
@@ -234,6 +245,7 @@ fn fusion(
         recomputed: &[#(#recomputed),*],
         forward_ops: [#(#forward),*],
         backward_ops: [#(#backward),*],
+        #products
     });
     (items, plan)
 }
@@ -588,6 +600,17 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed, &runs, plan);
     let (fused_items, fusion_plan) = fusion(model, &fields, plan, &runs, &recomputed);
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
+    // Each pass under the model's precision, when it sets one.
+    let scoped = |body: TokenStream| precision::scoped(model.precision, body);
+    let forward_body = scoped(quote!(#forward_body x));
+    let forward_train_body = scoped(quote!(#forward_train_body (x, #cache_ident { #(#names,)* })));
+    let backward_body = scoped(quote! {
+        let g = ::core::clone::Clone::clone(grad);
+        #(#rev_steps)*
+        (g, #grads_ident { #(#names,)* })
+    });
+    let backward_params = scoped(quote!(#backward_params #grads_ident { #(#names,)* }));
+    let backward_params_each = scoped(quote!(#backward_params_each #grads_ident { #(#names,)* }));
 
     let structs = struct_and_module(model);
     quote! {
@@ -612,24 +635,19 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
             fn forward(&self, x: &Self::Input) -> Self::Output {
                 Self::check_input(x);
                 #forward_body
-                x
             }
 
             fn forward_train(&mut self, x: &Self::Input, ctx: &mut ::blaze::nn::Ctx) -> (Self::Output, Self::Cache) {
                 Self::check_input(x);
                 #forward_train_body
-                (x, #cache_ident { #(#names,)* })
             }
 
             fn backward(&self, cache: &Self::Cache, grad: &Self::Output) -> (Self::Input, Self::Grads) {
-                let g = ::core::clone::Clone::clone(grad);
-                #(#rev_steps)*
-                (g, #grads_ident { #(#names,)* })
+                #backward_body
             }
 
             fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
                 #backward_params
-                #grads_ident { #(#names,)* }
             }
 
             fn backward_params_each<V: ::blaze::nn::ParamVisitor<B>>(
@@ -639,7 +657,6 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
                 ready: &mut V,
             ) -> Self::Grads {
                 #backward_params_each
-                #grads_ident { #(#names,)* }
             }
 
             fn summary(&self) -> ::std::string::String {

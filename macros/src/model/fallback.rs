@@ -134,6 +134,8 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
                 recomputed: &[],
                 forward_ops: [0, 0],
                 backward_ops: [0, 0],
+                precision: ::core::option::Option::None,
+                products: &[],
             };
     };
     let seq_consts = match (&inputs.fixed, sequential) {

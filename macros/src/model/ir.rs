@@ -21,6 +21,9 @@ pub struct Model {
     /// model runs each field on its own but for an activation in its
     /// layer's bias pass.
     pub fuse: bool,
+    /// `precision = bf16` on a sequential model: the precision its passes
+    /// set for their products (a graph model's is on its impl).
+    pub precision: Option<super::attr::Precision>,
 }
 
 /// One field: a layer.

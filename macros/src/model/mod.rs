@@ -5,6 +5,7 @@ pub(crate) mod check;
 pub(crate) mod codegen;
 pub(crate) mod fallback;
 pub(crate) mod ir;
+pub(crate) mod precision;
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use check::closest;

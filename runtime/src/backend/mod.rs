@@ -607,7 +607,7 @@ fn causal_fill<B: Composites>(x: &B::Storage, value: f64) -> B::Storage {
 
 /// [`Composites::matmul_rounded`] composed: the operands rounded by two
 /// casts, multiplied in f32.
-pub fn composed_matmul_rounded<B: Primitives + ?Sized>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
+pub fn composed_matmul_rounded<B: Primitives>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
     let round = |x: &B::Storage| B::cast(&B::cast(x, dtype), DType::F32);
     B::matmul(&round(a), &round(b))
 }

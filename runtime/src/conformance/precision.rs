@@ -248,4 +248,8 @@ pub fn mixed_precision_products<B: Backend>(dev: &B::Device) {
         check(&format!("the gradient of b under {p}"), &gb, &summed);
     }
     check("matmul outside autocast", &a.matmul(&b), &exact);
+    // Shallower than the rule's depth: f32 under every policy.
+    let (x, y) = (a.slice(&[0..2, 0..5, 0..31]), b.slice(&[0..1, 0..31, 0..7]));
+    let shallow = product(&values(&x), &values(&y), [5, 31, 7], false, None);
+    check("a product of depth 31 under bf16", &autocast(Precision::Bf16, || x.matmul(&y)), &shallow);
 }

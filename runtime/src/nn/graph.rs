@@ -177,6 +177,14 @@ pub struct FusionPlan {
     /// Adjoint ops the body runs per backward (the full one, which
     /// computes the inputs' gradients too), with this plan and without.
     pub backward_ops: [usize; 2],
+    /// The precision `#[model(precision = ..)]` runs the passes' products
+    /// in (`None`: the caller's, see [`crate::precision::autocast`]).
+    pub precision: Option<crate::Precision>,
+    /// Under a 16-bit precision, each part of the model that multiplies
+    /// matrices and what it runs in 16 bits: `"fc1: bf16"`, or what stays
+    /// f32 and why (`"attn: bf16, but per-head scores f32 (depth 16 <
+    /// 32)"`).
+    pub products: &'static [&'static str],
 }
 
 /// One fused group of a [`FusionPlan`].
@@ -218,6 +226,15 @@ impl std::fmt::Display for FusionPlan {
         }
         for r in self.recomputed {
             writeln!(f, "  recomputed input: {r}")?;
+        }
+        if let Some(p) = self.precision {
+            match p.rounds_to() {
+                Some(_) => writeln!(f, "Products in {p} (operands rounded, f32 sums; the rest f32):")?,
+                None => writeln!(f, "Products in f32")?,
+            }
+        }
+        for p in self.products {
+            writeln!(f, "  {p}")?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ mod history;
 mod metrics;
 mod plot;
 mod progress;
+mod scaler;
 pub(crate) mod task;
 pub mod tensorboard;
 mod trainable;
@@ -19,6 +20,7 @@ mod trainable;
 pub use error::{StepError, TrainError};
 pub use history::{EpochMetrics, History, Monitor};
 pub use metrics::{Confusion, Scores};
+pub use scaler::GradScaler;
 pub use task::{
     BceWithLogits, Criterion, CrossEntropy, Huber, L1, LossError, LossFn, Mse, Targets, Task, higher_is_better,
 };
@@ -81,7 +83,16 @@ pub struct FitConfig<L: ?Sized = CrossEntropy> {
     /// The k of classifiers' top-k validation accuracy.
     pub top_k: usize,
     /// What a step whose loss or gradient norm is NaN or infinite does.
+    /// (Under [`Precision::F16`](crate::Precision::F16) a gradient that
+    /// overflows only under loss scaling is not one: that step is
+    /// skipped and the scale backs off.)
     pub on_non_finite: NonFinite,
+    /// The precision of the model's products, forward and backward
+    /// (`torch.autocast`'s dtype; see [`crate::precision`]): the weights,
+    /// the optimizer's state and the checkpoints stay f32 whatever it is.
+    /// [`Precision::F16`](crate::Precision::F16) trains with dynamic loss
+    /// scaling ([`GradScaler`]). A `#[model(precision = ..)]` keeps its own.
+    pub precision: crate::Precision,
     /// Seed of the dropout masks.
     pub seed: u64,
     /// Show a progress bar (on a terminal) and print a line per epoch
@@ -165,6 +176,7 @@ impl<L> FitConfig<L> {
             accumulate_grad_batches: 1,
             top_k: 5,
             on_non_finite: NonFinite::Stop,
+            precision: crate::Precision::F32,
             seed: 0,
             verbose: true,
             #[cfg(feature = "mpi")]
@@ -188,6 +200,7 @@ impl<L> FitConfig<L> {
             accumulate_grad_batches: self.accumulate_grad_batches,
             top_k: self.top_k,
             on_non_finite: self.on_non_finite,
+            precision: self.precision,
             seed: self.seed,
             verbose: self.verbose,
             #[cfg(feature = "mpi")]
@@ -550,7 +563,7 @@ pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
         history.monitor = monitor;
         session.broadcast();
         let run = Run { session, config, device: device.clone(), last };
-        device.run(|| run.epochs(train, val, history))
+        device.run(|| crate::autocast(config.precision, || run.epochs(train, val, history)))
     };
     on_this_rank().map_err(|e| config.end_job_on(e))
 }
@@ -579,6 +592,8 @@ impl<B: Backend> Run<'_, B> {
         let mut step =
             history.epochs.iter().map(|e| if e.steps > 0 { e.steps } else { train.len() } as u64).sum::<u64>();
         let mut ctx = Ctx::train(config.seed);
+        // f16 products train with dynamic loss scaling.
+        let mut scaler = (config.precision == crate::Precision::F16).then(GradScaler::new);
         let shown = config.verbose && config.is_main();
         let mut confusion = None;
         let mut board = match config.tensorboard.as_ref().filter(|_| config.is_main()) {
@@ -621,29 +636,35 @@ impl<B: Backend> Run<'_, B> {
                 {
                     session.set_lr(s.lr_at(step));
                 }
-                let observed = session.train_batch(b, &device, &mut ctx, 1.0 / window as f64, window == 1);
+                let scale = scaler.map_or(1.0, |s| s.scale()) / window as f64;
+                let observed = session.train_batch(b, &device, &mut ctx, scale, window == 1);
                 let at = At { epoch, split: "training", batch, loader: train, order: epoch as u64 - 1 };
                 pending.push(observed.map_err(|e| at.batch(e))?);
                 if batch + 1 < first + window {
                     bar.inc();
                     continue;
                 }
-                let applied = finish(session, config, &device, window > 1, &pending)?;
+                let applied = finish(session, config, &device, window > 1, &pending, scaler.as_mut())?;
                 step += 1;
                 steps += 1;
                 step_seconds.push(step_began.elapsed().as_secs_f64());
                 let observed = std::mem::take(&mut pending);
                 match applied {
-                    Ok(losses) => {
+                    Stepped::Applied(losses) => {
                         if let Some(b) = &mut board {
                             let mean = losses.iter().sum::<f64>() / losses.len() as f64;
                             b.scalars(step, &[("step/loss", mean), ("step/lr", session.lr())])?;
+                            if let Some(s) = scaler {
+                                b.scalars(step, &[("step/loss_scale", s.scale())])?;
+                            }
                         }
                         for (o, loss) in observed.iter().zip(losses) {
                             tally.add(o, loss, session.evaluator().ignore_index());
                         }
                     }
-                    Err(what) => match config.on_non_finite {
+                    // The scale backed off; the step is redone by the next.
+                    Stepped::Overflowed => {}
+                    Stepped::NonFinite(what) => match config.on_non_finite {
                         NonFinite::Stop => return Err(non_finite(batch + 1, what)),
                         NonFinite::SkipStep => skipped += 1,
                     },
@@ -816,34 +837,58 @@ fn resumed_best<B: Backend>(
 /// Takes the optimizer step with the gradients of the batches in
 /// `pending` (averaged over the ranks with `average`) once their losses
 /// and norm are read: clipped, unless a loss or the norm is not finite on
-/// any rank, which leaves the model as it was. Gives the batches' losses,
-/// or what was not finite.
+/// any rank, which leaves the model as it was. Under loss scaling the
+/// gradients are unscaled first, and scaled gradients that overflowed
+/// while the losses are finite back the scale off instead.
 fn finish<B: Backend>(
     session: &mut (dyn Session<B> + Send),
     config: &FitConfig<dyn Sync + '_>,
     device: &B::Device,
     average: bool,
     pending: &[Observed<B>],
-) -> Result<Result<Vec<f64>, String>, TrainError> {
+    scaler: Option<&mut GradScaler>,
+) -> Result<Stepped, TrainError> {
     let sq_sum = session.close_step(average);
     device.synchronize()?;
     let losses: Vec<f64> = pending.iter().map(|p| p.loss.item()).collect();
-    let norm = sq_sum.map_or(0.0, |s| s.item().sqrt());
+    // The gradients came scaled by the loss scale: their true norm.
+    let unscale = scaler.as_ref().map_or(1.0, |s| 1.0 / s.scale());
+    let norm = sq_sum.map_or(0.0, |s| s.item().sqrt()) * unscale;
     let bad = losses.iter().copied().find(|l| !l.is_finite());
     // A non-finite loss on any rank makes every rank skip the step, so
     // the replicas stay equal (their gradient norms already agree).
     let mut non_finite = [f64::from(u8::from(bad.is_some()))];
     config.sum_over_ranks(&mut non_finite);
     if non_finite[0] == 0.0 && norm.is_finite() {
-        session.apply(config.clip_grad_norm.map(|max| (norm, max)));
-        return Ok(Ok(losses));
+        session.apply(unscale, config.clip_grad_norm.map(|max| (norm, max)));
+        if let Some(s) = scaler {
+            s.update(true);
+        }
+        return Ok(Stepped::Applied(losses));
     }
     session.discard();
-    Ok(Err(match bad {
+    if non_finite[0] == 0.0
+        && let Some(s) = scaler
+    {
+        // Finite losses, scaled gradients that overflowed: a smaller scale.
+        s.update(false);
+        return Ok(Stepped::Overflowed);
+    }
+    Ok(Stepped::NonFinite(match bad {
         Some(loss) => format!("the loss is {loss}"),
         None if non_finite[0] > 0.0 => "the loss is not finite on another rank".into(),
         None => format!("the gradient norm is {norm}"),
     }))
+}
+
+/// What became of an optimizer step.
+enum Stepped {
+    /// Taken, with each batch's loss.
+    Applied(Vec<f64>),
+    /// Skipped: the loss-scaled gradients overflowed, and the scale backed off.
+    Overflowed,
+    /// Skipped: the loss or the gradient norm is not finite (what is).
+    NonFinite(String),
 }
 
 /// A run's TensorBoard events, with errors as [`TrainError`]s naming the

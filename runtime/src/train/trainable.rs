@@ -10,7 +10,7 @@ use super::{FitConfig, StepError, TrainError, model_device, to_device};
 use crate::autodiff::{Autodiff, no_grad, track};
 use crate::data::Batch;
 use crate::nn::{Ctx, Differentiable, Module, ModuleTensors};
-use crate::optim::{Optimizer, add_grads, clip_to, grad_sq_sum};
+use crate::optim::{Optimizer, add_grads, clip_factor, grad_sq_sum, scale_grads};
 use crate::record::{self, RecordError};
 use crate::{Backend, DType, Tensor};
 
@@ -289,9 +289,10 @@ pub trait Session<B: Backend> {
     /// Ends the step's batches: their summed gradients (averaged over the
     /// ranks with `average`) become the step's; returns their squared norm.
     fn close_step(&mut self, average: bool) -> Option<Tensor<B, 0>>;
-    /// Takes the optimizer step with the step's gradients, scaled to
-    /// `clip.1` first when their norm `clip.0` is above it.
-    fn apply(&mut self, clip: Option<(f64, f64)>);
+    /// Takes the optimizer step with the step's gradients times `unscale`
+    /// (the inverse of a loss scale, else 1), scaled to `clip.1` first
+    /// when their norm so unscaled, `clip.0`, is above it.
+    fn apply(&mut self, unscale: f64, clip: Option<(f64, f64)>);
     /// Drops the step's gradients, leaving the model as it was.
     fn discard(&mut self);
     /// The optimizer's learning rate.
@@ -406,10 +407,11 @@ where
         self.step = Some(grads);
         sq_sum
     }
-    fn apply(&mut self, clip: Option<(f64, f64)>) {
+    fn apply(&mut self, unscale: f64, clip: Option<(f64, f64)>) {
         let mut grads = self.step.take().expect("close_step came first");
-        if let Some((norm, max)) = clip {
-            clip_to::<B, M>(&mut grads, norm, max);
+        let factor = unscale * clip.map_or(1.0, |(norm, max)| clip_factor(norm, max));
+        if factor != 1.0 {
+            scale_grads::<B, M>(&mut grads, factor);
         }
         self.eval.model.apply(self.optimizer, &grads);
     }

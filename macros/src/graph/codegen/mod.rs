@@ -17,6 +17,7 @@ use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
+use crate::model::precision;
 
 /// The variable (and cache field) holding value `k`.
 fn value_ident(k: usize) -> syn::Ident {
@@ -583,6 +584,31 @@ impl Gen<'_> {
         let epilogues = epilogues.into_iter().map(|(_, e)| e);
         let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
         let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
+        let items: Vec<precision::Item<'_>> = self
+            .low
+            .nodes
+            .iter()
+            .filter_map(|node| match &node.op {
+                Op::Layer(c) | Op::Attend(c) | Op::Nested(c) => {
+                    let field = &self.fields()[c.field];
+                    let name = field.ident.to_string();
+                    Some(match &field.kind {
+                        LayerKind::Builtin { layer, sizes, .. } => {
+                            precision::Item::Layer { name, layer: *layer, sizes }
+                        }
+                        LayerKind::Opaque { .. } => precision::Item::Nested { name },
+                    })
+                }
+                Op::Matmul => {
+                    let [a, b] = [0, 1].map(|i| &self.low.vals[node.args[i]].shape);
+                    let depth = a.last().and_then(|d| d.syms.is_empty().then_some(d.coef));
+                    let what = format!("matmul {} x {}", show(a, &self.low.symbols), show(b, &self.low.symbols));
+                    Some(precision::Item::Matmul { what, depth })
+                }
+                _ => None,
+            })
+            .collect();
+        let products = precision::plan_fields(self.model.precision, &items);
         quote!(::blaze::nn::FusionPlan {
             groups: &[#(#groups),*],
             softmaxes: &[#(#softmaxes),*],
@@ -590,6 +616,7 @@ impl Gen<'_> {
             recomputed: &[#(#recomputed),*],
             forward_ops: [#(#fwd),*],
             backward_ops: [#(#bwd),*],
+            #products
         })
     }
 
