@@ -6,9 +6,13 @@ median milliseconds per training step. `--hand-attention` writes the
 attention out (a qkv Linear, masked softmax) instead, as the example did
 before it used MultiHeadAttention. `--compile` runs the model under
 `torch.compile` (Inductor, which needs the machine's C++ compiler); its
-first steps compile and are not timed.
+first steps compile and are not timed. `--size base` times the example's
+`base` size (width 256, 8 heads, context 128, batch 16). `--autocast bf16`
+(or f16) runs the forward and loss under `torch.autocast("cpu", dtype)`,
+as `--precision` does in the example.
 
-Run: python3 bench/torch_gpt.py [--hand-attention] [--compile]   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_gpt.py [--size base] [--autocast bf16] [--hand-attention] [--compile]
+(needs `pip install torch`; runs on the CPU)
 """
 import math
 import statistics
@@ -18,7 +22,18 @@ import time
 import torch
 from torch import nn
 
-V, T, D, H, L, B = 64, 64, 64, 4, 4, 32
+ARGS = sys.argv[1:]
+
+
+def flag(name, default):
+    """The value after `name` in the arguments, else `default`."""
+    return ARGS[ARGS.index(name) + 1] if name in ARGS else default
+
+
+SIZE = flag("--size", "small")
+V, L = 64, 4
+T, D, H, B = {"small": (64, 64, 4, 32), "base": (128, 256, 8, 16)}[SIZE]
+AUTOCAST = {"f32": None, "bf16": torch.bfloat16, "f16": torch.float16}[flag("--autocast", "f32")]
 
 
 class Attention(nn.Module):
@@ -39,7 +54,7 @@ class Attention(nn.Module):
 
 class Causal(nn.Module):
     """nn.MultiheadAttention over a causal mask, as Blaze's
-    MultiHeadAttention<64, 4> with causal = true."""
+    MultiHeadAttention<D, H> with causal = true."""
 
     def __init__(self):
         super().__init__()
@@ -51,8 +66,8 @@ class Causal(nn.Module):
         return self.mha(x, x, x, attn_mask=mask, need_weights=False)[0]
 
 
-HAND = "--hand-attention" in sys.argv[1:]
-COMPILE = "--compile" in sys.argv[1:]
+HAND = "--hand-attention" in ARGS
+COMPILE = "--compile" in ARGS
 
 
 class Block(nn.Module):
@@ -89,12 +104,17 @@ def main():
     x = torch.randint(0, V, (B, T))
     y = torch.randint(0, V, (B * T,))
 
+    scaler = torch.amp.GradScaler("cpu", enabled=AUTOCAST == torch.float16)
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = nn.functional.cross_entropy(forward(x).reshape(-1, V), y)
-        loss.backward()
+        with torch.autocast("cpu", dtype=AUTOCAST or torch.bfloat16, enabled=AUTOCAST is not None):
+            loss = nn.functional.cross_entropy(forward(x).reshape(-1, V), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
 
     for _ in range(5):
         step()
@@ -103,7 +123,9 @@ def main():
         t = time.perf_counter()
         step()
         times.append(time.perf_counter() - t)
-    kind = "hand-written attention" if HAND else "nn.MultiheadAttention"
+    kind = f"{SIZE}, " + ("hand-written attention" if HAND else "nn.MultiheadAttention")
+    if AUTOCAST is not None:
+        kind += f", autocast {flag('--autocast', '')}"
     if COMPILE:
         kind += ", torch.compile"
     print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads, {kind}: "

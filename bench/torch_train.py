@@ -2,9 +2,10 @@
 models, batch sizes, loss and optimizer, on random data, timed the same way
 (median of 10 chunks after 5 warm-up steps). `--compile` runs the models
 under `torch.compile` (Inductor, which needs the machine's C++ compiler);
-the warm-up steps compile them.
+the warm-up steps compile them. `--autocast bf16` (or f16) runs the forward
+and loss under `torch.autocast("cpu", dtype)`, as the example's `--precision`.
 
-Run: python3 bench/torch_train.py [--compile]   (needs `pip install torch`; runs on the CPU)
+Run: python3 bench/torch_train.py [--compile] [--autocast bf16]   (needs `pip install torch`; runs on the CPU)
 """
 import statistics
 import sys
@@ -14,7 +15,10 @@ import torch
 from torch import nn
 
 
-COMPILE = "--compile" in sys.argv[1:]
+ARGS = sys.argv[1:]
+COMPILE = "--compile" in ARGS
+AUTOCAST_NAME = ARGS[ARGS.index("--autocast") + 1] if "--autocast" in ARGS else "f32"
+AUTOCAST = {"f32": None, "bf16": torch.bfloat16, "f16": torch.float16}[AUTOCAST_NAME]
 
 
 def compiled(model):
@@ -38,10 +42,15 @@ def train_speed(model, x, steps):
 
     forward = compiled(model)
 
+    scaler = torch.amp.GradScaler("cpu", enabled=AUTOCAST == torch.float16)
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_fn(forward(x), y).backward()
-        opt.step()
+        with torch.autocast("cpu", dtype=AUTOCAST or torch.bfloat16, enabled=AUTOCAST is not None):
+            loss = loss_fn(forward(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
 
     for _ in range(5):
         step()
@@ -52,7 +61,8 @@ def train_speed(model, x, steps):
 
 def main():
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads{', torch.compile' if COMPILE else ''}")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads{', torch.compile' if COMPILE else ''}, "
+          f"products in {AUTOCAST_NAME}")
     mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
     print(f"mlp 784-256-128-10 train, batch 128: {train_speed(mlp, torch.randn(128, 784), 400):>10.0f} samples/s")
     cnn = nn.Sequential(

@@ -1,4 +1,4 @@
-//! A small decoder-only transformer trained character by character on the
+//! A decoder-only transformer trained character by character on the
 //! King James text shipped in `data/text` (public domain; see README).
 //!
 //! Token and position embeddings, four blocks of causal multi-head
@@ -13,25 +13,30 @@
 //! ```text
 //! cargo run --release --example gpt
 //! cargo run --release --example gpt -- --steps 3000 --data ../shared/data/text/kjv-1mb.txt
+//! cargo run --release --example gpt -- --size base --precision bf16
 //! ```
-//! `--help` lists the flags and their defaults.
+//! `--size` picks one of the two sizes compiled in (`small`: width 64,
+//! context 64; `base`: width 256, 8 heads, context 128), `--precision`
+//! the precision of its products (`bf16` runs them on AMX or AVX512-BF16
+//! where the CPU has them). `--help` lists the flags and their defaults.
 
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
+use blaze::Precision;
 use blaze::data::{DataLoader, Dataset, TextDataset, Vocab};
-use blaze::nn::Ctx;
+use blaze::nn::{Ctx, Differentiable, Graph};
 use blaze::optim::{Adam, CosineWithWarmup};
 use blaze::prelude::*;
 use blaze::rng::Rng;
 use blaze::train::{FitConfig, fit};
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 
 #[path = "common/gpt_model.rs"]
 mod gpt_model;
 
-use gpt_model::{CONTEXT, Gpt, VOCAB};
+use gpt_model::{Gpt, GptBase, Size, VOCAB};
 
 /// Trains a small character-level GPT on a text, then writes a sample.
 #[derive(Parser)]
@@ -42,9 +47,18 @@ struct Args {
     /// Optimizer steps in all.
     #[arg(long, default_value = "1500")]
     steps: NonZeroUsize,
-    /// Windows of 64 characters per step.
-    #[arg(long, default_value = "32")]
-    batch_size: NonZeroUsize,
+    /// The model: `small` (width 64, 4 heads, context 64) or `base`
+    /// (width 256, 8 heads, context 128).
+    #[arg(long, value_enum, default_value_t = ModelSize::Small)]
+    size: ModelSize,
+    /// The precision of the model's products, forward and backward: f32,
+    /// bf16 or f16 (with loss scaling); weights and optimizer stay f32.
+    #[arg(long, default_value_t = Precision::F32)]
+    precision: Precision,
+    /// Windows of the context length per step (default: 32 for `small`,
+    /// 16 for `base`).
+    #[arg(long)]
+    batch_size: Option<NonZeroUsize>,
     /// AdamW's peak learning rate (cosine schedule after 100 warm-up steps).
     #[arg(long, default_value_t = 3e-3)]
     lr: f64,
@@ -56,23 +70,30 @@ struct Args {
     sample: usize,
 }
 
-/// The text's windows of `CONTEXT` characters, and its characters.
-fn load(path: &Path) -> Result<(TextDataset, Vocab)> {
-    let (data, vocab) = TextDataset::from_file(path, CONTEXT)?;
+/// The sizes compiled in.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ModelSize {
+    Small,
+    Base,
+}
+
+/// The text's windows of `context` characters, and its characters.
+fn load(path: &Path, context: usize) -> Result<(TextDataset, Vocab)> {
+    let (data, vocab) = TextDataset::from_file(path, context)?;
     if vocab.len() > VOCAB {
         bail!("{}: {} distinct characters, but the model tells {VOCAB} apart", path.display(), vocab.len());
     }
-    if data.ids().len() < 10 * CONTEXT {
+    if data.ids().len() < 10 * context {
         bail!("{}: too short to train on ({} characters)", path.display(), data.ids().len());
     }
     Ok((data, vocab))
 }
 
 /// Continues `prompt` by sampling one character at a time.
-fn generate(model: &Gpt, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDevice) -> Vec<i64> {
+fn generate<M: Model>(model: &M, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDevice) -> Vec<i64> {
     let mut out = prompt.to_vec();
     for _ in 0..n {
-        let context = &out[out.len().saturating_sub(CONTEXT)..];
+        let context = &out[out.len().saturating_sub(M::CONTEXT)..];
         let x = Tensor::<Cpu, 2>::from_vec(context.to_vec(), [1, context.len()], device);
         let logits = model.forward(&x);
         let t = context.len();
@@ -91,11 +112,26 @@ fn generate(model: &Gpt, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDe
     out
 }
 
+/// What training and sampling need of either size.
+trait Model: Size + Graph<Cpu> + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>> {}
+
+impl<M: Size + Graph<Cpu> + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>> Model for M {}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     blaze::cpu::tune_allocator_for_training();
+    match args.size {
+        ModelSize::Small => run::<Gpt<Cpu>>(&args, 32),
+        ModelSize::Base => run::<GptBase<Cpu>>(&args, 16),
+    }
+}
+
+/// Trains the size `M` (`batch` windows a step unless `--batch-size`
+/// says), then samples from it.
+fn run<M: Model>(args: &Args, batch: usize) -> Result<()> {
     let device = CpuDevice;
-    let (text, vocab) = load(&args.data)?;
+    let batch = args.batch_size.map_or(batch, NonZeroUsize::get);
+    let (text, vocab) = load(&args.data, M::CONTEXT)?;
     let (train, held) = text.split(0.9);
     println!(
         "{}: {} characters ({} distinct), {} for training, {} held out",
@@ -106,10 +142,11 @@ fn main() -> Result<()> {
         held.ids().len()
     );
 
-    let mut model = Gpt::new_seeded(args.seed, &device);
+    let mut model = M::init(&mut Rng::seed_from_u64(args.seed), &device);
     print!("{}", model.summary());
-    let mut train = DataLoader::new(train, args.batch_size.get()).shuffle(args.seed);
-    let mut held = DataLoader::new(held, args.batch_size.get());
+    println!("products in {}", args.precision);
+    let mut train = DataLoader::new(train, batch).shuffle(args.seed);
+    let mut held = DataLoader::new(held, batch);
     println!("the training forward keeps {:.1} MB for the backward (logits included)", kept_mb(&mut model, &train));
     let config = FitConfig {
         // Whole epochs up to the step count; the last one ends at it.
@@ -122,6 +159,7 @@ fn main() -> Result<()> {
             total: args.steps.get() as u64,
         })),
         clip_grad_norm: Some(1.0),
+        precision: args.precision,
         seed: args.seed,
         ..FitConfig::default()
     };
@@ -144,9 +182,9 @@ fn main() -> Result<()> {
 }
 
 /// Megabytes the training forward keeps for the backward on one batch.
-fn kept_mb(model: &mut Gpt, train: &DataLoader<TextDataset>) -> f64 {
+fn kept_mb<M: Model>(model: &mut M, train: &DataLoader<TextDataset>) -> f64 {
     let batch = train.dataset().batch(&(0..train.batch_size().min(train.samples())).collect::<Vec<_>>());
-    let x = Tensor::<Cpu, 2>::from_data(batch.inputs, &CpuDevice).expect("token ids [n, CONTEXT]");
+    let x = Tensor::<Cpu, 2>::from_data(batch.inputs, &CpuDevice).expect("token ids [n, context]");
     let before = blaze::cpu::bytes_in_use();
     let kept = model.forward_train(&x, &mut Ctx::train(0));
     let bytes = blaze::cpu::bytes_in_use() - before;

@@ -171,7 +171,13 @@ where
     let mut val = DataLoader::new(val, 256);
     let out = training.out.join("model");
     let config =
-        FitConfig { epochs: training.epochs, out_dir: Some(out.clone()), seed: training.seed, ..FitConfig::default() };
+        FitConfig {
+            epochs: training.epochs,
+            out_dir: Some(out.clone()),
+            seed: training.seed,
+            precision: training.precision,
+            ..FitConfig::default()
+        };
     let mut sgd = Sgd::new(training.lr).momentum(0.9);
     let mut model = M::init(&mut blaze::Rng::seed_from_u64(training.seed), &CpuDevice);
     let history = fit(&mut model, &mut sgd, &mut train, &mut val, &config)?;

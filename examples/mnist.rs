@@ -205,6 +205,7 @@ fn setup(
         resume: args.resume,
         tensorboard: args.tensorboard.clone(),
         seed: args.training.seed,
+        precision: args.training.precision,
         // A validation split of a few hundred images moves its accuracy
         // in steps of a few tenths of a percent, and later epochs tie on
         // it; the loss tells them apart.

@@ -26,4 +26,8 @@ pub struct TrainingFlags {
     // `out/<example>`: the example that includes this file.
     #[arg(long, default_value = concat!("out/", env!("CARGO_CRATE_NAME")))]
     pub out: PathBuf,
+    /// The precision of the model's products, forward and backward: f32,
+    /// bf16 or f16 (with loss scaling); weights and optimizer stay f32.
+    #[arg(long, default_value_t = blaze::Precision::F32)]
+    pub precision: blaze::Precision,
 }
