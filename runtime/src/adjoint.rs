@@ -364,24 +364,24 @@ pub fn matmul_rhs<B: Backend>(g: &S<B>, a: &S<B>, b_shape: &[usize]) -> S<B> {
 
 /// `conv2d(x, w)` of an input of shape `x_shape`: its gradient.
 pub fn conv2d_input<B: Backend>(g: &S<B>, w: &S<B>, x_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
-    B::conv2d_input_grad(g, w, x_shape, o)
+    crate::precision::conv2d_input_grad::<B>(g, w, x_shape, o)
 }
 
 /// `conv2d(x, w)` with a weight of shape `w_shape`: its gradient.
 pub fn conv2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
-    B::conv2d_weight_grad(x, g, w_shape, o)
+    crate::precision::conv2d_weight_grad::<B>(x, g, w_shape, o)
 }
 
 /// A transposed convolution, `y = conv2d_input_grad(x, w)` (the adjoint of
 /// `conv2d(., w)`): the input's gradient is the convolution of `g`.
 pub fn conv_transpose2d_input<B: Backend>(g: &S<B>, w: &S<B>, o: &Conv2dOptions) -> S<B> {
-    B::conv2d(g, w, None, o)
+    crate::precision::conv2d::<B>(g, w, None, o)
 }
 
 /// A transposed convolution with a weight of shape `w_shape`: the weight's
 /// gradient, that of the convolution of `g` whose output gradient is `x`.
 pub fn conv_transpose2d_weight<B: Backend>(g: &S<B>, x: &S<B>, w_shape: [usize; 4], o: &Conv2dOptions) -> S<B> {
-    B::conv2d_weight_grad(g, x, w_shape, o)
+    crate::precision::conv2d_weight_grad::<B>(g, x, w_shape, o)
 }
 
 /// `max_pool2d` of an input of shape `from` whose maxima sat at `idx`

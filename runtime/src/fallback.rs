@@ -511,15 +511,6 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
-    fn matmul_rounded(a: &Placed<D, H>, b: &Placed<D, H>, dtype: DType) -> Placed<D, H> {
-        match (a, b) {
-            (Placed::Host(a, d), Placed::Host(b, _)) => Self::from_host(H::matmul_rounded(a, b, dtype), d),
-            // The device may not hold `dtype`: the casts take the values
-            // where it lives and back.
-            _ => crate::backend::composed_matmul_rounded::<Self>(a, b, dtype),
-        }
-    }
-
     fn softmax(x: &Placed<D, H>, dim: usize, o: SoftmaxOptions) -> Placed<D, H> {
         Self::view(x, |x| D::softmax(x, dim, o), |x| H::softmax(x, dim, o))
     }

@@ -1,18 +1,20 @@
 //! Mixed precision: the precision the products of f32 tensors compute in.
 //!
-//! Under [`Precision::Bf16`] (or [`Precision::F16`]) a matrix product or a
-//! linear layer of f32 tensors, forward and backward, rounds its operands
-//! to 16 bits and sums their products in f32; its result is f32. Every
+//! Under [`Precision::Bf16`] (or [`Precision::F16`]) a matrix product, a
+//! linear layer or a convolution of f32 tensors, forward and backward,
+//! rounds its operands to 16 bits and sums their products in f32; its
+//! result is f32. Every
 //! other op (reductions, softmax, norms, losses, the optimizer and its
 //! master weights) keeps computing in f32, so parameters, activations
 //! and checkpoints stay f32, as under `torch.autocast` on the CPU. A
 //! backend runs the rounded product on its 16-bit units where it has them
-//! (the CPU: AMX or AVX512-BF16, the rounding done as it packs the
-//! operands), else rounds and multiplies in f32, which gives the same
+//! (the CPU: AMX or AVX512-BF16, after one rounding pass over each
+//! operand), else rounds and multiplies in f32, which gives the same
 //! products (a product of two bf16 or two f16 is exact in f32).
 //!
 //! A product shallower than 32 (its summed dim; an attention head of 16
-//! dims) stays f32 under every policy: too little work per value for
+//! dims, a convolution over one channel's 3 x 3 window) stays f32 under
+//! every policy: too little work per value for
 //! the rounding to pay (`blaze_spec::precision`).
 //!
 //! The policy is a scope on the current thread, as `torch.autocast` is:
@@ -26,7 +28,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Backend, DType};
+use crate::{Backend, Conv2dOptions, DType};
 
 /// The precision products of f32 tensors compute in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -104,12 +106,51 @@ impl FromStr for Precision {
 /// A product shallower than [`blaze_spec::precision::MIN_ROUNDED_DEPTH`]
 /// stays f32 (`#[model]` lists which of a model's do).
 pub fn matmul<B: Backend>(a: &B::Storage, b: &B::Storage) -> B::Storage {
-    let depth = B::shape(a).last().copied().unwrap_or(0);
-    match Precision::current().rounds_to() {
-        Some(dtype) if B::dtype(a) == DType::F32 && blaze_spec::precision::rounds(depth) => {
-            B::matmul_rounded(a, b, dtype)
-        }
-        _ => B::matmul(a, b),
+    match rounding::<B>(a, B::shape(a).last().copied().unwrap_or(0)) {
+        Some(dtype) => B::matmul_rounded(a, b, dtype),
+        None => B::matmul(a, b),
+    }
+}
+
+/// The dtype a product of depth `depth` of `operand`'s dtype rounds to
+/// now: none for f32 products, shallow ones, and non-f32 operands.
+fn rounding<B: Backend>(operand: &B::Storage, depth: usize) -> Option<DType> {
+    Precision::current().rounds_to().filter(|_| B::dtype(operand) == DType::F32 && blaze_spec::precision::rounds(depth))
+}
+
+/// [`crate::Primitives::conv2d`] in the thread's precision, as [`matmul`]:
+/// its products' depth is the input channels of a group times the
+/// window.
+pub fn conv2d<B: Backend>(x: &B::Storage, w: &B::Storage, bias: Option<&B::Storage>, o: &Conv2dOptions) -> B::Storage {
+    let [_, cg, kh, kw]: [usize; 4] = B::shape(w).try_into().expect("conv2d: a rank-4 weight");
+    match rounding::<B>(x, cg * kh * kw) {
+        Some(dtype) => B::conv2d_rounded(x, w, bias, o, dtype),
+        None => B::conv2d(x, w, bias, o),
+    }
+}
+
+/// [`crate::Primitives::conv2d_input_grad`] in the thread's precision: its
+/// products' depth is the output channels of a group.
+pub fn conv2d_input_grad<B: Backend>(
+    g: &B::Storage,
+    w: &B::Storage,
+    input: [usize; 4],
+    o: &Conv2dOptions,
+) -> B::Storage {
+    let out_channels = B::shape(w)[0];
+    match rounding::<B>(g, out_channels / o.groups.max(1)) {
+        Some(dtype) => B::conv2d_input_grad_rounded(g, w, input, o, dtype),
+        None => B::conv2d_input_grad(g, w, input, o),
+    }
+}
+
+/// [`crate::Primitives::conv2d_weight_grad`] in the thread's precision:
+/// its products' depth is the output plane.
+pub fn conv2d_weight_grad<B: Backend>(x: &B::Storage, g: &B::Storage, w: [usize; 4], o: &Conv2dOptions) -> B::Storage {
+    let plane = B::shape(g)[2] * B::shape(g)[3];
+    match rounding::<B>(x, plane) {
+        Some(dtype) => B::conv2d_weight_grad_rounded(x, g, w, o, dtype),
+        None => B::conv2d_weight_grad(x, g, w, o),
     }
 }
 

@@ -33,7 +33,7 @@
 
 use crate::ops::{Grad, UNARY, Unary};
 use crate::options::{Interpolation, Key};
-use crate::precision::{Product, product};
+use crate::precision::product;
 use crate::shape::{MAX_SIZE, ShapeError, StaticShape, image, pool_window, size, window};
 use crate::{Init, Options, Param};
 
@@ -51,7 +51,7 @@ macro_rules! layers {
             keys: [$($key:ident),*],
             $(defaults: $defaults:expr,)?
             $(attends: $attends:literal,)?
-            $(products: |$gs:pat_param| $products:expr,)?
+            $(products: |$gs:pat_param, $gopts:pat_param| $products:expr,)?
             holds_tensors: $holds:literal,
             elementwise: $elementwise:literal,
             takes_ids: $ids:literal,
@@ -131,12 +131,12 @@ macro_rules! layers {
                 }
             }
 
-            /// The products whose depth its sizes fix, forward and
-            /// backward (none for a layer that multiplies no matrices).
-            pub fn products(self, generics: &[usize]) -> Vec<crate::precision::Product> {
+            /// The products whose depth its sizes and options fix, forward
+            /// and backward (none for a layer that multiplies no matrices).
+            pub fn products(self, generics: &[usize], options: &Options) -> Vec<crate::precision::Product> {
                 match self {
                     $(Layer::$name => {
-                        $(let $gs = generics;)?
+                        $(let ($gs, $gopts) = (generics, options);)?
                         layers!(@products $($products)?)
                     })*
                     Layer::Unary(_) => Vec::new(),
@@ -423,7 +423,7 @@ layers! {
     Linear {
         generics: ["I", "O"],
         keys: [Bias],
-        products: |g| vec![product("x W^T", g[0]), product("g W", g[1])],
+        products: |g, _| vec![product("x W^T", g[0]), product("g W", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -449,7 +449,10 @@ layers! {
     Conv2d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, Dilation, Groups, Bias],
-        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
+        products: |g, o| {
+            let (groups, window) = (o.groups.max(1), g[2] * g[2]);
+            vec![product("convolution", g[0] / groups * window), product("input gradient", g[1] / groups)]
+        },
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -492,7 +495,10 @@ layers! {
     ConvTranspose2d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, OutputPadding, Dilation, Groups, Bias],
-        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
+        products: |g, o| {
+            let (groups, window) = (o.groups.max(1), g[2] * g[2]);
+            vec![product("convolution", g[0] / groups), product("input gradient", g[1] / groups * window)]
+        },
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -537,7 +543,10 @@ layers! {
     Conv1d {
         generics: ["CIN", "COUT", "K"],
         keys: [Stride, Padding, Dilation, Groups, Bias],
-        products: |_| vec![Product { what: "convolution", depth: 0, follows_policy: false }],
+        products: |g, o| {
+            let groups = o.groups.max(1);
+            vec![product("convolution", g[0] / groups * g[2]), product("input gradient", g[1] / groups)]
+        },
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -984,7 +993,7 @@ layers! {
         keys: [Dropout, Bias, Causal],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
         attends: true,
-        products: |g| vec![product("projections", g[0]), product("per-head scores", g[0] / g[1].max(1))],
+        products: |g, _| vec![product("projections", g[0]), product("per-head scores", g[0] / g[1].max(1))],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -1026,7 +1035,7 @@ layers! {
         generics: ["I", "H"],
         keys: [NumLayers, Bidirectional, Bias, Dropout],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
-        products: |g| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
+        products: |g, _| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,
@@ -1044,7 +1053,7 @@ layers! {
         generics: ["I", "H"],
         keys: [NumLayers, Bidirectional, Bias, Dropout],
         defaults: Options { p: 0.0, ..Options::DEFAULT },
-        products: |g| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
+        products: |g, _| vec![product("input W^T", g[0]), product("hidden W^T", g[1])],
         holds_tensors: true,
         elementwise: false,
         takes_ids: false,

@@ -23,12 +23,9 @@ pub struct Product {
     pub what: &'static str,
     /// Its depth.
     pub depth: usize,
-    /// Whether it follows the policy: convolutions compute in f32 under
-    /// every policy for now.
-    pub follows_policy: bool,
 }
 
-/// A product of depth `depth` that follows the policy.
+/// A product of depth `depth`.
 pub const fn product(what: &'static str, depth: usize) -> Product {
-    Product { what, depth, follows_policy: true }
+    Product { what, depth }
 }

@@ -122,6 +122,41 @@ fn a_graph_model_with_a_precision_computes_as_autocast_does() {
     );
 }
 
+#[model(input = [4, 12, 12], precision = bf16)]
+pub struct Cnn16 {
+    conv: Conv2d<4, 48, 3>,
+    act: Relu,
+    pool: MaxPool2d<2>,
+    flat: Flatten,
+    fc: Linear<1200, 10>,
+}
+
+#[model(input = [4, 12, 12])]
+pub struct Cnn32 {
+    conv: Conv2d<4, 48, 3>,
+    act: Relu,
+    pool: MaxPool2d<2>,
+    flat: Flatten,
+    fc: Linear<1200, 10>,
+}
+
+#[test]
+fn a_convolution_under_a_precision_computes_as_autocast_does() {
+    let (mut m16, mut m32) = (Cnn16::<Cpu>::new_seeded(3, &CpuDevice), Cnn32::<Cpu>::new_seeded(3, &CpuDevice));
+    let x = randn([6, 4, 12, 12], 4);
+    let rounded = autocast(Precision::Bf16, || m32.forward(&x));
+    assert_eq!(bits(&m16.forward(&x)), bits(&rounded), "forward");
+    assert_ne!(bits(&m32.forward(&x)), bits(&rounded), "f32 and bf16 convolutions give the same bits");
+    let g = randn([6, 10], 5);
+    let (_, c16) = m16.forward_train(&x, &mut Ctx::train(0));
+    let (_, c32) = autocast(Precision::Bf16, || m32.forward_train(&x, &mut Ctx::train(0)));
+    let (dx16, g16) = m16.backward(&c16, &g);
+    let (dx32, g32) = autocast(Precision::Bf16, || m32.backward(&c32, &g));
+    assert_eq!(bits(&dx16), bits(&dx32), "input gradient");
+    assert_eq!(bits(&g16.conv.weight), bits(&g32.conv.weight), "the convolution's weight gradient");
+    assert_eq!(Cnn16::<Cpu>::FUSION.products, ["conv: bf16", "fc: bf16, but g W f32 (depth 10 < 32)"]);
+}
+
 /// Three classes told apart by which of the first three of 64 inputs is
 /// largest.
 fn blobs(n: usize, seed: u64) -> InMemoryDataset {

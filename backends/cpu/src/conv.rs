@@ -7,11 +7,21 @@ use blaze_runtime::reduction::{Reduction, max};
 use blaze_runtime::shape::window_output_size;
 use blaze_runtime::{Conv2dOptions, Pool2dOptions};
 
-use crate::matmul::{GemmFloat, gemm_raw};
+use crate::gemm_bf16::RoundedBf16;
+use crate::matmul::{Product, gemm_raw};
 use crate::parallel::{CHUNK, chunks_mut, chunks_mut2};
-use crate::pool::{self, with_scratch};
+use crate::pool::{self, AnyBits, with_scratch};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float, Num};
+
+/// What a convolution multiplies: f32 or f64, summed in its own type, or
+/// f32 rounded to bf16 and summed in f32 (a convolution under a bf16
+/// precision, on the bf16 kernels).
+pub(crate) trait ConvOperand: Product<Out: Float> + AnyBits + crate::pool::Pooled {}
+
+impl ConvOperand for f32 {}
+impl ConvOperand for f64 {}
+impl ConvOperand for RoundedBf16 {}
 
 /// The output positions `o` along one axis whose tap `o * stride + offset`
 /// (with `offset = tap * dilation - padding`) falls inside `0..size`.
@@ -25,7 +35,7 @@ fn valid_range(out: usize, size: usize, stride: usize, offset: isize) -> Range<u
 }
 
 /// Unfolds one group of one sample `x: [cg, h, w]` into `cols: [cg * kh * kw, oh * ow]`.
-fn im2col<T: Num>(
+fn im2col<T: Copy + Default>(
     x: &[T],
     cols: &mut [T],
     [cg, h, w]: [usize; 3],
@@ -48,13 +58,13 @@ fn im2col<T: Num>(
                 for oy in 0..oh {
                     let dst = &mut row[oy * ow..(oy + 1) * ow];
                     if !ys.contains(&oy) {
-                        dst.fill(T::ZERO);
+                        dst.fill(T::default());
                         continue;
                     }
                     let iy = (oy * sh) as isize + off_y;
                     let src = &plane[iy as usize * w..(iy as usize + 1) * w];
-                    dst[..xs.start].fill(T::ZERO);
-                    dst[xs.end..].fill(T::ZERO);
+                    dst[..xs.start].fill(T::default());
+                    dst[xs.end..].fill(T::default());
                     if xs.is_empty() {
                         continue;
                     }
@@ -145,12 +155,12 @@ impl ConvGeometry {
 
 /// The input gradient of a convolution: `W_g^T @ grad` per sample and
 /// group, folded back with [`col2im`].
-pub(crate) fn conv2d_input_grad<T: GemmFloat>(
-    grad: &Array<T>,
-    weight: &Array<T>,
+pub(crate) fn conv2d_input_grad<P: ConvOperand>(
+    grad: &Array<P>,
+    weight: &Array<P>,
     input_shape: [usize; 4],
     opt: &Conv2dOptions,
-) -> Array<T> {
+) -> Array<P::Out> {
     let grad = pool::standard(grad);
     let weight = pool::standard(weight);
     let gs = grad.as_slice().expect("standard layout");
@@ -159,7 +169,7 @@ pub(crate) fn conv2d_input_grad<T: GemmFloat>(
     let geo = ConvGeometry::new(input_shape, wshape, opt);
     let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
     let per_sample = geo.c * geo.h * geo.w;
-    let sample = |cols: &mut [T], (s, dx): (usize, &mut [T]), parallel: bool| {
+    let sample = |cols: &mut [P::Out], (s, dx): (usize, &mut [P::Out]), parallel: bool| {
         for gi in 0..g {
             let gout = &gs[(s * g + gi) * geo.og * plane..][..geo.og * plane];
             let wg = &ws[gi * geo.og * kdim..][..geo.og * kdim];
@@ -187,19 +197,19 @@ pub(crate) fn conv2d_input_grad<T: GemmFloat>(
             col2im(cols, dxg, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
         }
     };
-    pool::filled(&input_shape, T::ZERO, |out| {
+    pool::filled(&input_shape, <P::Out>::ZERO, |out| {
         for_each_sample(out, per_sample, kdim * plane, geo.n * geo.og * g * plane * kdim, sample);
     })
 }
 
 /// The weight gradient of a convolution: the sum over samples of
 /// `grad_g @ cols_g^T`.
-pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
-    x: &Array<T>,
-    grad: &Array<T>,
+pub(crate) fn conv2d_weight_grad<P: ConvOperand>(
+    x: &Array<P>,
+    grad: &Array<P>,
     weight_shape: [usize; 4],
     opt: &Conv2dOptions,
-) -> Array<T> {
+) -> Array<P::Out> {
     let x = pool::standard(x);
     let grad = pool::standard(grad);
     let xs = x.as_slice().expect("standard layout");
@@ -209,11 +219,11 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
     let (plane, kdim, g) = (geo.plane(), geo.kdim(), opt.groups);
     let direct = geo.kh == 1 && geo.kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
     // dw += the samples' terms, with `cols` as scratch for im2col.
-    let accumulate = |dw: &mut [T], samples: std::ops::Range<usize>, parallel: bool, cols: &mut [T]| {
+    let accumulate = |dw: &mut [P::Out], samples: std::ops::Range<usize>, parallel: bool, cols: &mut [P]| {
         for s in samples {
             for gi in 0..g {
                 let xg = &xs[(s * geo.c + gi * geo.cg) * geo.h * geo.w..][..geo.cg * geo.h * geo.w];
-                let rhs: &[T] = if direct {
+                let rhs: &[P] = if direct {
                     xg
                 } else {
                     im2col(xg, cols, [geo.cg, geo.h, geo.w], [geo.kh, geo.kw], [geo.oh, geo.ow], opt);
@@ -250,7 +260,7 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
     if geo.n > 1 && threads > 1 && geo.n * geo.og * g * plane * kdim >= 1 << 18 {
         // One partial sum per thread, added at the end, so samples run in parallel.
         let per = geo.n.div_ceil(threads);
-        let partials = pool::filled(&[threads, wlen], T::ZERO, |parts| {
+        let partials = pool::filled(&[threads, wlen], <P::Out>::ZERO, |parts| {
             chunks_mut(parts, wlen, 1, &|t, dw| {
                 with_scratch(scratch, |cols| accumulate(dw, t * per..((t + 1) * per).min(geo.n), false, cols));
             });
@@ -263,7 +273,9 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
             }
         })
     } else {
-        pool::filled(&weight_shape, T::ZERO, |dw| with_scratch(scratch, |cols| accumulate(dw, 0..geo.n, true, cols)))
+        pool::filled(&weight_shape, <P::Out>::ZERO, |dw| {
+            with_scratch(scratch, |cols| accumulate(dw, 0..geo.n, true, cols))
+        })
     }
 }
 
@@ -271,12 +283,12 @@ pub(crate) fn conv2d_weight_grad<T: GemmFloat>(
 /// `out`: in parallel (each worker with its own scratch buffer and serial
 /// gemms) when there are several samples and `flops` of work, else in
 /// sequence with parallel gemms.
-fn for_each_sample<T: Float>(
+fn for_each_sample<T: Send, S: AnyBits>(
     out: &mut [T],
     per_sample: usize,
     scratch: usize,
     flops: usize,
-    sample: impl Fn(&mut [T], (usize, &mut [T]), bool) + Sync,
+    sample: impl Fn(&mut [S], (usize, &mut [T]), bool) + Sync,
 ) {
     let n = out.len() / per_sample.max(1);
     if n > 1 && rayon::current_num_threads() > 1 && flops >= 1 << 18 {
@@ -291,12 +303,12 @@ fn for_each_sample<T: Float>(
 }
 
 /// `x: [n, c, h, w]` convolved with `weight: [o, c / g, kh, kw]` plus `bias`.
-pub(crate) fn conv2d<T: GemmFloat>(
-    x: &Array<T>,
-    weight: &Array<T>,
-    bias: Option<&Array<T>>,
+pub(crate) fn conv2d<P: ConvOperand>(
+    x: &Array<P>,
+    weight: &Array<P>,
+    bias: Option<&Array<P::Out>>,
     opt: &Conv2dOptions,
-) -> Array<T> {
+) -> Array<P::Out> {
     let x = pool::standard(x);
     let weight = pool::standard(weight);
     let xs = x.as_slice().expect("standard layout");
@@ -316,7 +328,7 @@ pub(crate) fn conv2d<T: GemmFloat>(
     // A 1x1 kernel with unit stride and no padding reads the input as is.
     let direct = kh == 1 && kw == 1 && opt.stride == [1, 1] && opt.padding == [0, 0];
 
-    let sample = |cols: &mut [T], (s, dst): (usize, &mut [T]), parallel: bool| {
+    let sample = |cols: &mut [P], (s, dst): (usize, &mut [P::Out]), parallel: bool| {
         if let Some(b) = bias {
             for (oc, d) in dst.chunks_mut(plane).enumerate() {
                 d.fill(b[oc]);
@@ -324,7 +336,7 @@ pub(crate) fn conv2d<T: GemmFloat>(
         }
         for gi in 0..g {
             let xg = &xs[(s * c + gi * cg) * h * w..][..cg * h * w];
-            let rhs: &[T] = if direct {
+            let rhs: &[P] = if direct {
                 xg
             } else {
                 im2col(xg, cols, [cg, h, w], [kh, kw], [oh, ow], opt);

@@ -55,6 +55,7 @@ use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use blaze_runtime::reduction::{ReduceVisitor, Reduction};
 pub use crate::storage::CpuStorage;
 use crate::storage::{Array, Float, Num, map_storage};
+use blaze_runtime::backend::rounded;
 
 /// The CPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -638,17 +639,70 @@ impl Precompiled for Cpu {
     }
 }
 
+/// f32 operands rounded to bf16 in one pass each, kept in their layout
+/// (a transposed weight stays a view), for the bf16 kernels; `None` when
+/// they are not f32, the rounding is not to bf16, or the CPU has no bf16
+/// kernel (the product then rounds through casts and runs in f32).
+fn on_bf16_kernels<const N: usize>(operands: &[&CpuStorage; N], dtype: DType) -> Option<[Array<gemm_bf16::RoundedBf16>; N]> {
+    if dtype != DType::BF16 || !gemm_bf16::bf16_kernel_runs_here() {
+        return None;
+    }
+    let mut arrays: [Option<&Array<f32>>; N] = [None; N];
+    for (a, s) in arrays.iter_mut().zip(operands) {
+        let CpuStorage::F32(x) = s else { return None };
+        *a = Some(x);
+    }
+    Some(arrays.map(|a| map_keeping_layout(a.expect("set above"), CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of)))
+}
+
 impl Composites for Cpu {
     fn matmul_rounded(a: &CpuStorage, b: &CpuStorage, dtype: DType) -> CpuStorage {
-        match (a, b, dtype) {
-            (CpuStorage::F32(a), CpuStorage::F32(b), DType::BF16) if gemm_bf16::bf16_kernel_runs_here() => {
-                // Rounded in one pass each, kept in their layout (a
-                // transposed weight stays a view), then the bf16 kernel
-                // with f32 sums stored as f32.
-                let round = |x: &Array<f32>| map_keeping_layout(x, CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of);
-                CpuStorage::F32(matmul::matmul(&round(a), &round(b)))
-            }
-            _ => blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype),
+        match on_bf16_kernels(&[a, b], dtype) {
+            // Rounded in one pass each, kept in their layout (a transposed
+            // weight stays a view), then the bf16 kernel with f32 sums
+            // stored as f32.
+            Some([a, b]) => CpuStorage::F32(matmul::matmul(&a, &b)),
+            None => blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype),
+        }
+    }
+
+    fn conv2d_rounded(
+        x: &CpuStorage,
+        w: &CpuStorage,
+        bias: Option<&CpuStorage>,
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CpuStorage {
+        match (on_bf16_kernels(&[x, w], dtype), bias) {
+            (Some([x, w]), None) => CpuStorage::F32(conv::conv2d(&x, &w, None, o)),
+            (Some([x, w]), Some(CpuStorage::F32(b))) => CpuStorage::F32(conv::conv2d(&x, &w, Some(b), o)),
+            _ => Self::conv2d(&rounded::<Self>(x, dtype), &rounded::<Self>(w, dtype), bias, o),
+        }
+    }
+
+    fn conv2d_input_grad_rounded(
+        g: &CpuStorage,
+        w: &CpuStorage,
+        input_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CpuStorage {
+        match on_bf16_kernels(&[g, w], dtype) {
+            Some([g, w]) => CpuStorage::F32(conv::conv2d_input_grad(&g, &w, input_shape, o)),
+            None => Self::conv2d_input_grad(&rounded::<Self>(g, dtype), &rounded::<Self>(w, dtype), input_shape, o),
+        }
+    }
+
+    fn conv2d_weight_grad_rounded(
+        x: &CpuStorage,
+        g: &CpuStorage,
+        weight_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CpuStorage {
+        match on_bf16_kernels(&[x, g], dtype) {
+            Some([x, g]) => CpuStorage::F32(conv::conv2d_weight_grad(&x, &g, weight_shape, o)),
+            None => Self::conv2d_weight_grad(&rounded::<Self>(x, dtype), &rounded::<Self>(g, dtype), weight_shape, o),
         }
     }
 

@@ -6,7 +6,6 @@
 use blaze_runtime::shape::broadcast_shapes;
 use ndarray::IxDyn;
 
-pub(crate) use crate::gemm::GemmFloat;
 use crate::gemm::Strided;
 use crate::parallel::for_each_index;
 use crate::pool;

@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use ndarray::IxDyn;
 
-use crate::storage::{Array, Float};
+use crate::storage::Array;
 
 /// Element types the pool recycles.
 pub trait Pooled: Copy + Default + Send + Sync + 'static {
@@ -322,17 +322,31 @@ thread_local! {
 /// Runs `f` on `len` values of scratch space with stale contents: this
 /// thread's buffer, or a fresh one if the buffer is in use further up the
 /// stack (rayon may run another task on a thread that waits for a join).
-pub(crate) fn with_scratch<T: Float, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+pub(crate) fn with_scratch<T: AnyBits, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut words) => {
             let ptr = grow::<T>(&mut words, len);
             // SAFETY: `grow` made room for `len` values of `T`, every bit
-            // pattern of which (a float) is valid; the borrow is exclusive.
+            // pattern of which is valid; the borrow is exclusive.
             f(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
         }
-        Err(_) => f(&mut vec![T::ZERO; len]),
+        Err(_) => f(&mut vec![T::default(); len]),
     })
 }
+
+/// Plain values of which every bit pattern is one, so that stale scratch
+/// memory may be read as them.
+///
+/// # Safety
+/// Every bit pattern of `size_of::<Self>()` bytes must be a valid value.
+pub unsafe trait AnyBits: Copy + Default {}
+
+// SAFETY: every bit pattern is a float (NaNs included).
+unsafe impl AnyBits for f32 {}
+// SAFETY: as for f32.
+unsafe impl AnyBits for f64 {}
+// SAFETY: a transparent bf16, whose every bit pattern is a float.
+unsafe impl AnyBits for crate::gemm_bf16::RoundedBf16 {}
 
 #[cfg(test)]
 mod tests {

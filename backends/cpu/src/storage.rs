@@ -236,7 +236,7 @@ impl Num for i64 {
 }
 
 /// Float element types: f32 and f64.
-pub trait Float: Num + num_traits::Float {
+pub trait Float: Num + num_traits::Float + crate::pool::AnyBits {
     /// `e^x`, vectorisable where the type allows.
     fn fast_exp(self) -> Self;
 }

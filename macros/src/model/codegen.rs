@@ -227,9 +227,10 @@ fn fusion(
     let merged: usize = runs.iter().map(|r| r.end - r.start - 1).sum();
     let products: Vec<precision::Item<'_>> = fields
         .iter()
-        .map(|f| match &f.kind {
+        .zip(&plan.steps)
+        .map(|(f, step)| match &f.kind {
             LayerKind::Builtin { layer, sizes, .. } => {
-                precision::Item::Layer { name: f.ident.to_string(), layer: *layer, sizes }
+                precision::Item::Layer { name: f.ident.to_string(), layer: *layer, sizes, options: &step.options.spec }
             }
             LayerKind::Opaque { .. } => precision::Item::Nested { name: f.ident.to_string() },
         })

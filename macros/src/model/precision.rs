@@ -13,7 +13,7 @@ use super::attr::Precision;
 /// A part of a model that multiplies matrices, as the plan lists it.
 pub(crate) enum Item<'a> {
     /// A built-in layer field (the name as the body calls it).
-    Layer { name: String, layer: Layer, sizes: &'a [usize] },
+    Layer { name: String, layer: Layer, sizes: &'a [usize], options: &'a blaze_spec::Options },
     /// A nested model or user layer: its own passes decide.
     Nested { name: String },
     /// A `matmul` in a forward body: its operands' shapes, and its depth
@@ -52,20 +52,17 @@ fn lines(name: &str, items: &[Item<'_>]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for item in items {
         let line = match item {
-            Item::Layer { name: field, layer, sizes } => {
-                let products = layer.products(sizes);
+            Item::Layer { name: field, layer, sizes, options } => {
+                let products = layer.products(sizes, options);
                 if products.is_empty() {
                     continue;
                 }
-                let rounded = products.iter().any(|p| p.follows_policy && rounds(p.depth));
+                let rounded = products.iter().any(|p| rounds(p.depth));
                 // What stays f32, and why.
                 let kept: Vec<String> = products
                     .iter()
-                    .filter_map(|p| match (p.follows_policy, rounds(p.depth)) {
-                        (true, true) => None,
-                        (true, false) => Some(format!("{} f32 (depth {} < {MIN_ROUNDED_DEPTH})", p.what, p.depth)),
-                        (false, _) => Some(format!("{} f32 (computed in f32 under every precision)", p.what)),
-                    })
+                    .filter(|p| !rounds(p.depth))
+                    .map(|p| format!("{} f32 (depth {} < {MIN_ROUNDED_DEPTH})", p.what, p.depth))
                     .collect();
                 match (rounded, kept.is_empty()) {
                     (_, true) => format!("{field}: {name}"),
@@ -94,12 +91,15 @@ mod tests {
 
     #[test]
     fn the_plan_says_what_rounds_and_why_the_rest_does_not() {
+        let o = blaze_spec::Options::DEFAULT;
+        let grouped = blaze_spec::Options { groups: 4, ..o };
         let items = [
-            Item::Layer { name: "fc1".into(), layer: Layer::Linear, sizes: &[64, 256] },
-            Item::Layer { name: "head".into(), layer: Layer::Linear, sizes: &[64, 10] },
-            Item::Layer { name: "attn".into(), layer: Layer::MultiHeadAttention, sizes: &[64, 4] },
-            Item::Layer { name: "conv".into(), layer: Layer::Conv2d, sizes: &[1, 8, 3] },
-            Item::Layer { name: "ln".into(), layer: Layer::LayerNorm, sizes: &[64] },
+            Item::Layer { name: "fc1".into(), layer: Layer::Linear, sizes: &[64, 256], options: &o },
+            Item::Layer { name: "head".into(), layer: Layer::Linear, sizes: &[64, 10], options: &o },
+            Item::Layer { name: "attn".into(), layer: Layer::MultiHeadAttention, sizes: &[64, 4], options: &o },
+            Item::Layer { name: "conv1".into(), layer: Layer::Conv2d, sizes: &[1, 8, 3], options: &o },
+            Item::Layer { name: "conv2".into(), layer: Layer::Conv2d, sizes: &[16, 64, 3], options: &grouped },
+            Item::Layer { name: "ln".into(), layer: Layer::LayerNorm, sizes: &[64], options: &o },
             Item::Nested { name: "blocks[0]".into() },
             Item::Nested { name: "blocks[0]".into() },
             Item::Matmul { what: "matmul [T, 16] x [16, T]".into(), depth: Some(16) },
@@ -111,7 +111,8 @@ mod tests {
                 "fc1: bf16",
                 "head: bf16, but g W f32 (depth 10 < 32)",
                 "attn: bf16, but per-head scores f32 (depth 16 < 32)",
-                "conv: convolution f32 (computed in f32 under every precision)",
+                "conv1: convolution f32 (depth 9 < 32), input gradient f32 (depth 8 < 32)",
+                "conv2: bf16, but input gradient f32 (depth 16 < 32)",
                 "blocks[0]: as its own FUSION lists, under bf16 unless it sets one",
                 "matmul [T, 16] x [16, T]: f32 (depth 16 < 32)",
                 "matmul [T, T] x [T, 16]: bf16",

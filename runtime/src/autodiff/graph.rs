@@ -45,10 +45,12 @@ pub(crate) enum Op<B: Backend> {
     ScatterAdd(usize, B::Storage),
     IndexSelect(Vec<usize>, usize, B::Storage),
     IndexAdd(usize, B::Storage),
-    Conv2d(B::Storage, B::Storage, Conv2dOptions),
+    /// Input, weight, options and the precision it ran in.
+    Conv2d(B::Storage, B::Storage, Conv2dOptions, crate::Precision),
     /// `conv2d_input_grad` as an op of its own (a transposed convolution),
     /// with its input and weight.
-    ConvTranspose2d(B::Storage, B::Storage, Conv2dOptions),
+    /// Input, weight, options and the precision it ran in.
+    ConvTranspose2d(B::Storage, B::Storage, Conv2dOptions, crate::Precision),
     MaxPool2d(Vec<usize>, B::Storage),
     AvgPool2d(Vec<usize>, Pool2dOptions),
     /// `softmax` (`log_softmax` with `true`) over a dim, with its output.

@@ -96,6 +96,23 @@ fn record<B: Backend>(primal: B::Storage, inputs: &[&AdStorage<B>], op: impl FnO
     }
 }
 
+/// Records a convolution `y` of `x` by `weight` (plus `bias`) that ran in
+/// `precision`.
+fn record_conv<B: Backend>(
+    y: B::Storage,
+    x: &AdStorage<B>,
+    weight: &AdStorage<B>,
+    bias: Option<&AdStorage<B>>,
+    options: &Conv2dOptions,
+    precision: crate::Precision,
+) -> AdStorage<B> {
+    let op = || Op::Conv2d(x.primal.clone(), weight.primal.clone(), *options, precision);
+    match bias {
+        Some(b) => record(y, &[x, weight, b], op),
+        None => record(y, &[x, weight], op),
+    }
+}
+
 /// Gradients of a scalar with respect to every leaf it depends on.
 #[derive(Debug)]
 pub struct Gradients<B: Backend> {
@@ -363,11 +380,7 @@ impl<B: Backend> Primitives for Autodiff<B> {
         options: &Conv2dOptions,
     ) -> AdStorage<B> {
         let y = B::conv2d(&x.primal, &weight.primal, bias.map(|b| &b.primal), options);
-        let op = || Op::Conv2d(x.primal.clone(), weight.primal.clone(), *options);
-        match bias {
-            Some(b) => record(y, &[x, weight, b], op),
-            None => record(y, &[x, weight], op),
-        }
+        record_conv(y, x, weight, bias, options, crate::Precision::F32)
     }
 
     fn max_pool2d(
@@ -397,7 +410,10 @@ impl<B: Backend> Primitives for Autodiff<B> {
         options: &Conv2dOptions,
     ) -> AdStorage<B> {
         let y = B::conv2d_input_grad(&grad_out.primal, &weight.primal, input_shape, options);
-        record(y, &[grad_out, weight], || Op::ConvTranspose2d(grad_out.primal.clone(), weight.primal.clone(), *options))
+        let precision = crate::Precision::F32;
+        record(y, &[grad_out, weight], || {
+            Op::ConvTranspose2d(grad_out.primal.clone(), weight.primal.clone(), *options, precision)
+        })
     }
 
     /// Not recorded: gradients of gradients (double backward) are not supported.
@@ -451,6 +467,44 @@ impl<B: Backend> Composites for Autodiff<B> {
         let y = B::matmul_rounded(&a.primal, &b.primal, dtype);
         let precision = crate::Precision::rounding_to(dtype);
         record(y, &[a, b], || Op::Matmul(a.primal.clone(), b.primal.clone(), precision))
+    }
+
+    /// Recorded with its precision, which its gradients' products follow.
+    fn conv2d_rounded(
+        x: &AdStorage<B>,
+        weight: &AdStorage<B>,
+        bias: Option<&AdStorage<B>>,
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> AdStorage<B> {
+        let y = B::conv2d_rounded(&x.primal, &weight.primal, bias.map(|b| &b.primal), options, dtype);
+        record_conv(y, x, weight, bias, options, crate::Precision::rounding_to(dtype))
+    }
+
+    /// As [`Primitives::conv2d_input_grad`] here, with its precision.
+    fn conv2d_input_grad_rounded(
+        grad_out: &AdStorage<B>,
+        weight: &AdStorage<B>,
+        input_shape: [usize; 4],
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> AdStorage<B> {
+        let y = B::conv2d_input_grad_rounded(&grad_out.primal, &weight.primal, input_shape, options, dtype);
+        let precision = crate::Precision::rounding_to(dtype);
+        record(y, &[grad_out, weight], || {
+            Op::ConvTranspose2d(grad_out.primal.clone(), weight.primal.clone(), *options, precision)
+        })
+    }
+
+    /// Not recorded, as [`Primitives::conv2d_weight_grad`] here.
+    fn conv2d_weight_grad_rounded(
+        x: &AdStorage<B>,
+        grad_out: &AdStorage<B>,
+        weight_shape: [usize; 4],
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> AdStorage<B> {
+        AdStorage::constant(B::conv2d_weight_grad_rounded(&x.primal, &grad_out.primal, weight_shape, options, dtype))
     }
 
     /// One recorded op (the inner backend's fused softmax) whose gradient

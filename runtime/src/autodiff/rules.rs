@@ -71,26 +71,30 @@ pub(crate) fn gradients<B: Backend>(op: &Op<B>, g: &B::Storage, needed: &[bool])
         Op::ScatterAdd(dim, idx) => all(adjoint::scatter_add::<B>(g, *dim, idx)),
         Op::IndexSelect(xs, dim, idx) => vec![Some(adjoint::index_select::<B>(g, xs, *dim, idx))],
         Op::IndexAdd(dim, idx) => all(adjoint::index_add::<B>(g, *dim, idx)),
-        Op::Conv2d(x, w, opts) => {
+        Op::Conv2d(x, w, opts, precision) => {
             let rank4 = |s: &B::Storage| -> [usize; 4] {
                 B::shape(s).try_into().unwrap_or_else(|_| unreachable!("conv2d records rank-4 tensors"))
             };
-            let mut out = vec![
-                needed[0].then(|| adjoint::conv2d_input::<B>(g, w, rank4(x), opts)),
-                needed[1].then(|| adjoint::conv2d_weight::<B>(g, x, rank4(w), opts)),
-            ];
+            let mut out = crate::autocast(*precision, || {
+                vec![
+                    needed[0].then(|| adjoint::conv2d_input::<B>(g, w, rank4(x), opts)),
+                    needed[1].then(|| adjoint::conv2d_weight::<B>(g, x, rank4(w), opts)),
+                ]
+            });
             if needed.len() == 3 {
                 out.push(Some(adjoint::bias::<B>(g, 1)));
             }
             out
         }
-        Op::ConvTranspose2d(x, w, opts) => {
+        Op::ConvTranspose2d(x, w, opts, precision) => {
             let w_shape: [usize; 4] =
                 B::shape(w).try_into().unwrap_or_else(|_| unreachable!("conv2d_input_grad records rank-4 weights"));
-            vec![
-                needed[0].then(|| adjoint::conv_transpose2d_input::<B>(g, w, opts)),
-                needed[1].then(|| adjoint::conv_transpose2d_weight::<B>(g, x, w_shape, opts)),
-            ]
+            crate::autocast(*precision, || {
+                vec![
+                    needed[0].then(|| adjoint::conv_transpose2d_input::<B>(g, w, opts)),
+                    needed[1].then(|| adjoint::conv_transpose2d_weight::<B>(g, x, w_shape, opts)),
+                ]
+            })
         }
         Op::MaxPool2d(from, idx) => vec![Some(adjoint::max_pool2d::<B>(g, from, idx))],
         Op::AvgPool2d(from, opts) => vec![Some(adjoint::avg_pool2d::<B>(g, from, opts))],

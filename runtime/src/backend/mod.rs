@@ -276,6 +276,49 @@ pub trait Composites: Primitives {
         composed_matmul_rounded::<Self>(a, b, dtype)
     }
 
+    /// [`Primitives::conv2d`] of f32 `x` and `weight` rounded to `dtype`
+    /// (bf16 or f16), the products summed in f32, the f32 `bias` added
+    /// as it is: a convolution under a 16-bit [`crate::Precision`]. The
+    /// default rounds with two casts each, as [`Composites::matmul_rounded`].
+    fn conv2d_rounded(
+        x: &Self::Storage,
+        weight: &Self::Storage,
+        bias: Option<&Self::Storage>,
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> Self::Storage {
+        Self::conv2d(&rounded::<Self>(x, dtype), &rounded::<Self>(weight, dtype), bias, options)
+    }
+
+    /// [`Primitives::conv2d_input_grad`] of f32 operands rounded to `dtype`,
+    /// summed in f32.
+    fn conv2d_input_grad_rounded(
+        grad_out: &Self::Storage,
+        weight: &Self::Storage,
+        input_shape: [usize; 4],
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> Self::Storage {
+        Self::conv2d_input_grad(
+            &rounded::<Self>(grad_out, dtype),
+            &rounded::<Self>(weight, dtype),
+            input_shape,
+            options,
+        )
+    }
+
+    /// [`Primitives::conv2d_weight_grad`] of f32 operands rounded to
+    /// `dtype`, summed in f32.
+    fn conv2d_weight_grad_rounded(
+        x: &Self::Storage,
+        grad_out: &Self::Storage,
+        weight_shape: [usize; 4],
+        options: &Conv2dOptions,
+        dtype: DType,
+    ) -> Self::Storage {
+        Self::conv2d_weight_grad(&rounded::<Self>(x, dtype), &rounded::<Self>(grad_out, dtype), weight_shape, options)
+    }
+
     /// The gradient of a softmax's input from its output `y` and the
     /// output's gradient `g` (same shapes, same options as the forward):
     /// `scale * y * (g - sum(g * y))`, or for the log form
@@ -608,8 +651,13 @@ fn causal_fill<B: Composites>(x: &B::Storage, value: f64) -> B::Storage {
 /// [`Composites::matmul_rounded`] composed: the operands rounded by two
 /// casts, multiplied in f32.
 pub fn composed_matmul_rounded<B: Primitives>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
-    let round = |x: &B::Storage| B::cast(&B::cast(x, dtype), DType::F32);
-    B::matmul(&round(a), &round(b))
+    B::matmul(&rounded::<B>(a, dtype), &rounded::<B>(b, dtype))
+}
+
+/// `x`'s f32 values rounded to `dtype` and back: what a product under a
+/// 16-bit precision multiplies.
+pub fn rounded<B: Primitives>(x: &B::Storage, dtype: DType) -> B::Storage {
+    B::cast(&B::cast(x, dtype), DType::F32)
 }
 
 /// [`Composites::softmax`] from primitives: the input scaled and masked

@@ -253,3 +253,72 @@ pub fn mixed_precision_products<B: Backend>(dev: &B::Device) {
     let shallow = product(&values(&x), &values(&y), [5, 31, 7], false, None);
     check("a product of depth 31 under bf16", &autocast(Precision::Bf16, || x.matmul(&y)), &shallow);
 }
+
+/// Convolutions of f32 tensors under a 16-bit [`crate::Precision`]: the
+/// forward and both gradients (through the tape, the backward outside
+/// the scope) against the same ops in f64 on the rounded operands, within
+/// the bound of f32 sums of their terms; a shallow convolution stays f32.
+pub fn mixed_precision_convolutions<B: Backend>(dev: &B::Device) {
+    use crate::{Precision, autocast};
+    let o = Conv2dOptions { padding: [1, 0], stride: [1, 2], ..Conv2dOptions::default() };
+    let x = tensor::<B, 4>(&noise(2 * 8 * 9 * 11, 21), [2, 8, 9, 11], DType::F32, dev);
+    let w = tensor::<B, 4>(&noise(40 * 8 * 9, 22), [40, 8, 3, 3], DType::F32, dev);
+    let bias = tensor::<B, 1>(&noise(40, 23), [40], DType::F32, dev);
+    let g = tensor::<B, 4>(&noise(2 * 40 * 9 * 5, 24), [2, 40, 9, 5], DType::F32, dev);
+    let wide = |t: &Tensor<B, 4>, dtype: Option<DType>, abs: bool| {
+        let t = match dtype {
+            Some(d) => t.to_dtype(d).to_dtype(DType::F64),
+            None => t.to_dtype(DType::F64),
+        };
+        if abs { t.abs() } else { t }
+    };
+    // Each value of `got` against `want` within 2 depth eps |terms|.
+    let check = |what: &str, got: &Tensor<B, 4>, want: &Tensor<B, 4>, size: &Tensor<B, 4>, depth: usize| {
+        assert_eq!(got.dtype(), DType::F32, "{what}: the result's dtype");
+        let bound = 2.0 * depth as f64 * f64::from(f32::EPSILON);
+        for (i, ((v, w), s)) in values(got).iter().zip(values(want)).zip(values(size)).enumerate() {
+            assert!((v - w).abs() <= bound * s + 1e-30, "{what}: [{i}] is {v}, want {w}");
+        }
+    };
+    let bias64 = bias.to_dtype(DType::F64);
+    for precision in [Precision::Bf16, Precision::F16] {
+        let (d, p) = (precision.rounds_to(), precision.name());
+        let (xr, wr, gr) = (wide(&x, d, false), wide(&w, d, false), wide(&g, d, false));
+        let (xa, wa, ga) = (wide(&x, d, true), wide(&w, d, true), wide(&g, d, true));
+        let want = xr.conv2d(&wr, Some(&bias64), o);
+        let size = xa.conv2d(&wa, Some(&bias64.abs()), o);
+        let y = autocast(precision, || x.conv2d(&w, Some(&bias), o));
+        check(&format!("conv2d under {p}"), &y, &want, &size, 72);
+        let exact = wide(&x, None, false).conv2d(&wide(&w, None, false), Some(&bias64), o);
+        let off =
+            values(&y).iter().zip(values(&exact)).filter(|&(&v, w)| (v - w).abs() > 1e-6 * w.abs().max(1.0)).count();
+        assert!(
+            off > values(&y).len() / 2,
+            "conv2d under {p}: only {off} values differ from the unrounded convolution"
+        );
+
+        let (lx, lw) = (
+            Tensor::<Autodiff<B>, 4>::from_inner(x.clone()).require_grad(),
+            Tensor::<Autodiff<B>, 4>::from_inner(w.clone()).require_grad(),
+        );
+        let y = autocast(precision, || lx.conv2d(&lw, Some(&Tensor::from_inner(bias.clone())), o));
+        let grads = y.mul(&Tensor::from_inner(g.clone())).sum().backward();
+        let gx = grads.get(&lx).expect("the input's gradient");
+        let (want, size) = (gr.conv2d_input_grad(&wr, [2, 8, 9, 11], o), ga.conv2d_input_grad(&wa, [2, 8, 9, 11], o));
+        check(&format!("the input gradient under {p}"), &gx, &want, &size, 40 * 9);
+        let gw = grads.get(&lw).expect("the weight's gradient");
+        let (want, size) = (xr.conv2d_weight_grad(&gr, [40, 8, 3, 3], o), xa.conv2d_weight_grad(&ga, [40, 8, 3, 3], o));
+        check(&format!("the weight gradient under {p}"), &gw, &want, &size, 2 * 45);
+    }
+    // 2 input channels of a 3 x 3 window: depth 18, f32 under every policy.
+    let (xs, ws) = (x.slice(&[0..2, 0..2, 0..9, 0..11]), w.slice(&[0..40, 0..2, 0..3, 0..3]));
+    let want = xs.to_dtype(DType::F64).conv2d(&ws.to_dtype(DType::F64), None, o);
+    let size = xs.to_dtype(DType::F64).abs().conv2d(&ws.to_dtype(DType::F64).abs(), None, o);
+    check(
+        "a convolution of depth 18 under bf16",
+        &autocast(Precision::Bf16, || xs.conv2d(&ws, None, o)),
+        &want,
+        &size,
+        18,
+    );
+}

@@ -217,7 +217,7 @@ impl<B: Backend> Tensor<B, 4> {
         if let Some(b) = bias {
             check_same_device::<B>("conv2d", &[&self.storage, &b.storage]);
         }
-        Self::wrap(B::conv2d(&self.storage, &weight.storage, bias.map(|b| &b.storage), &options))
+        Self::wrap(crate::precision::conv2d::<B>(&self.storage, &weight.storage, bias.map(|b| &b.storage), &options))
     }
 
     /// The gradient of [`Tensor::conv2d`] with respect to its input, given
@@ -225,7 +225,7 @@ impl<B: Backend> Tensor<B, 4> {
     pub fn conv2d_input_grad(&self, weight: &Tensor<B, 4>, input_shape: [usize; 4], options: Conv2dOptions) -> Self {
         self.check_conv_grad("conv2d_input_grad", input_shape, weight.shape(), &options);
         check_same_device::<B>("conv2d_input_grad", &[&self.storage, &weight.storage]);
-        Self::wrap(B::conv2d_input_grad(&self.storage, &weight.storage, input_shape, &options))
+        Self::wrap(crate::precision::conv2d_input_grad::<B>(&self.storage, &weight.storage, input_shape, &options))
     }
 
     /// The gradient of `self.conv2d(w, ..)` with respect to `w`, given the
@@ -238,7 +238,7 @@ impl<B: Backend> Tensor<B, 4> {
     ) -> Self {
         grad_out.check_conv_grad("conv2d_weight_grad", self.shape(), weight_shape, &options);
         check_same_device::<B>("conv2d_weight_grad", &[&self.storage, &grad_out.storage]);
-        Self::wrap(B::conv2d_weight_grad(&self.storage, &grad_out.storage, weight_shape, &options))
+        Self::wrap(crate::precision::conv2d_weight_grad::<B>(&self.storage, &grad_out.storage, weight_shape, &options))
     }
 
     /// Checks that `self` is the output gradient of a convolution of an

@@ -594,7 +594,8 @@ impl Gen<'_> {
                     let name = field.ident.to_string();
                     Some(match &field.kind {
                         LayerKind::Builtin { layer, sizes, .. } => {
-                            precision::Item::Layer { name, layer: *layer, sizes }
+                            let options = &self.options[c.field].spec;
+                            precision::Item::Layer { name, layer: *layer, sizes, options }
                         }
                         LayerKind::Opaque { .. } => precision::Item::Nested { name },
                     })
