@@ -55,7 +55,6 @@ use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
 use blaze_runtime::reduction::{ReduceVisitor, Reduction};
 pub use crate::storage::CpuStorage;
 use crate::storage::{Array, Float, Num, map_storage};
-use blaze_runtime::backend::rounded;
 
 /// The CPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -639,31 +638,42 @@ impl Precompiled for Cpu {
     }
 }
 
-/// f32 operands rounded to bf16 in one pass each, kept in their layout
-/// (a transposed weight stays a view), for the bf16 kernels; `None` when
-/// they are not f32, the rounding is not to bf16, or the CPU has no bf16
-/// kernel (the product then rounds through casts and runs in f32).
-fn on_bf16_kernels<const N: usize>(operands: &[&CpuStorage; N], dtype: DType) -> Option<[Array<gemm_bf16::RoundedBf16>; N]> {
-    if dtype != DType::BF16 || !gemm_bf16::bf16_kernel_runs_here() {
-        return None;
+/// The f32 operands of a product under a 16-bit precision, rounded in
+/// one pass each and kept in their layout (a transposed weight stays a
+/// view).
+enum Rounded<const N: usize> {
+    /// To bf16, for the bf16 kernels (f32 sums stored as f32).
+    Bf16([Array<gemm_bf16::RoundedBf16>; N]),
+    /// Rounded values kept in f32, for the f32 kernels: f16, or bf16 on a
+    /// CPU without bf16 kernels. The products are the same (a product of
+    /// two 16-bit floats is exact in f32).
+    F32([Array<f32>; N]),
+}
+
+/// `operands` rounded to `dtype` (bf16 or f16), as [`Rounded`].
+fn rounded_operands<const N: usize>(op: &str, operands: &[&CpuStorage; N], dtype: DType) -> Rounded<N> {
+    let arrays = operands.map(|s| match s {
+        CpuStorage::F32(x) => x,
+        other => panic!("{op}: rounds f32 operands, not {}", other.dtype()),
+    });
+    match dtype {
+        DType::BF16 if gemm_bf16::bf16_kernel_runs_here() => {
+            Rounded::Bf16(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of)))
+        }
+        DType::BF16 => {
+            Rounded::F32(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, |x| blaze_runtime::bf16::from_f32(x).to_f32())))
+        }
+        DType::F16 => Rounded::F32(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, elementwise::f16_rounded))),
+        other => panic!("{op}: operands round to bf16 or f16, not {other}"),
     }
-    let mut arrays: [Option<&Array<f32>>; N] = [None; N];
-    for (a, s) in arrays.iter_mut().zip(operands) {
-        let CpuStorage::F32(x) = s else { return None };
-        *a = Some(x);
-    }
-    Some(arrays.map(|a| map_keeping_layout(a.expect("set above"), CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of)))
 }
 
 impl Composites for Cpu {
     fn matmul_rounded(a: &CpuStorage, b: &CpuStorage, dtype: DType) -> CpuStorage {
-        match on_bf16_kernels(&[a, b], dtype) {
-            // Rounded in one pass each, kept in their layout (a transposed
-            // weight stays a view), then the bf16 kernel with f32 sums
-            // stored as f32.
-            Some([a, b]) => CpuStorage::F32(matmul::matmul(&a, &b)),
-            None => blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype),
-        }
+        CpuStorage::F32(match rounded_operands("matmul_rounded", &[a, b], dtype) {
+            Rounded::Bf16([a, b]) => matmul::matmul(&a, &b),
+            Rounded::F32([a, b]) => matmul::matmul(&a, &b),
+        })
     }
 
     fn conv2d_rounded(
@@ -673,11 +683,14 @@ impl Composites for Cpu {
         o: &Conv2dOptions,
         dtype: DType,
     ) -> CpuStorage {
-        match (on_bf16_kernels(&[x, w], dtype), bias) {
-            (Some([x, w]), None) => CpuStorage::F32(conv::conv2d(&x, &w, None, o)),
-            (Some([x, w]), Some(CpuStorage::F32(b))) => CpuStorage::F32(conv::conv2d(&x, &w, Some(b), o)),
-            _ => Self::conv2d(&rounded::<Self>(x, dtype), &rounded::<Self>(w, dtype), bias, o),
-        }
+        let bias = bias.map(|b| match b {
+            CpuStorage::F32(b) => b,
+            other => panic!("conv2d_rounded: an f32 bias, not {}", other.dtype()),
+        });
+        CpuStorage::F32(match rounded_operands("conv2d_rounded", &[x, w], dtype) {
+            Rounded::Bf16([x, w]) => conv::conv2d(&x, &w, bias, o),
+            Rounded::F32([x, w]) => conv::conv2d(&x, &w, bias, o),
+        })
     }
 
     fn conv2d_input_grad_rounded(
@@ -687,10 +700,10 @@ impl Composites for Cpu {
         o: &Conv2dOptions,
         dtype: DType,
     ) -> CpuStorage {
-        match on_bf16_kernels(&[g, w], dtype) {
-            Some([g, w]) => CpuStorage::F32(conv::conv2d_input_grad(&g, &w, input_shape, o)),
-            None => Self::conv2d_input_grad(&rounded::<Self>(g, dtype), &rounded::<Self>(w, dtype), input_shape, o),
-        }
+        CpuStorage::F32(match rounded_operands("conv2d_input_grad_rounded", &[g, w], dtype) {
+            Rounded::Bf16([g, w]) => conv::conv2d_input_grad(&g, &w, input_shape, o),
+            Rounded::F32([g, w]) => conv::conv2d_input_grad(&g, &w, input_shape, o),
+        })
     }
 
     fn conv2d_weight_grad_rounded(
@@ -700,10 +713,10 @@ impl Composites for Cpu {
         o: &Conv2dOptions,
         dtype: DType,
     ) -> CpuStorage {
-        match on_bf16_kernels(&[x, g], dtype) {
-            Some([x, g]) => CpuStorage::F32(conv::conv2d_weight_grad(&x, &g, weight_shape, o)),
-            None => Self::conv2d_weight_grad(&rounded::<Self>(x, dtype), &rounded::<Self>(g, dtype), weight_shape, o),
-        }
+        CpuStorage::F32(match rounded_operands("conv2d_weight_grad_rounded", &[x, g], dtype) {
+            Rounded::Bf16([x, g]) => conv::conv2d_weight_grad(&x, &g, weight_shape, o),
+            Rounded::F32([x, g]) => conv::conv2d_weight_grad(&x, &g, weight_shape, o),
+        })
     }
 
     fn max_pool2d_input_grad(g: &CpuStorage, indices: &CpuStorage, from: [usize; 4]) -> CpuStorage {
