@@ -175,7 +175,7 @@ pub(super) unsafe fn blocked(plan: &Bf16Plan, job: Job) {
 /// `x` addresses `rows x depth` values, `depth <= 2 PAIRS steps`; `out`
 /// holds `steps PAIRS` words for each of `rows` rounded up to 32; the CPU
 /// has AVX-512 (whose 64-byte moves copy a tile's row at once).
-#[target_feature(enable = "avx512f")]
+#[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out: *mut u32) {
     let (pairs, whole) = (depth.div_ceil(2), depth / 2);
     let padded = steps * PAIRS;
@@ -184,24 +184,10 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
         // SAFETY: panel r0 / 32 of `out`.
         let panel = unsafe { std::slice::from_raw_parts_mut(out.add(r0 * padded), ROWS * padded) };
         if x.rs == 1 && x.cs != 1 {
-            // `A` read transposed: the panel's rows contiguous at each
-            // depth, two runs interleaved a pair at a time.
-            panel.fill(0);
-            for p in 0..pairs {
-                // SAFETY: depths 2p and 2p + 1 (when inside) of rows
-                // r0..r0 + height.
-                let (lo, hi) = unsafe {
-                    let lo = std::slice::from_raw_parts(x.at(r0, 2 * p).ptr, height);
-                    let hi = (2 * p + 1 < depth).then(|| std::slice::from_raw_parts(x.at(r0, 2 * p + 1).ptr, height));
-                    (lo, hi)
-                };
-                let at = (p / PAIRS * ROWS) * PAIRS + p % PAIRS;
-                let words = panel[at..].iter_mut().step_by(PAIRS);
-                match hi {
-                    Some(hi) => words.zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = word(l, h)),
-                    None => words.zip(lo).for_each(|(w, &l)| *w = word(l, bf16::ZERO)),
-                }
-            }
+            // `A` read transposed (a weight gradient's `g^T`): the panel's
+            // rows contiguous at each depth, transposed in registers.
+            // SAFETY: rows r0..r0 + height of `x`, `depth` values each.
+            unsafe { pack_a_transposed(height, depth, steps, x.at(r0, 0), panel) };
             continue;
         }
         if x.cs == 1 && height == ROWS && whole == padded {
@@ -267,6 +253,86 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
                 words.for_each(|w| *w = 0);
             }
         }
+    }
+}
+
+/// One panel of `A` read transposed (its `height` rows contiguous at
+/// each of `depth` steps, `x.cs` apart), as [`pack_a`] lays it out: per
+/// tile of 16 pairs, the two depths of each pair interleaved into words
+/// of 32 rows (`vpunpck[lh]wd`, which takes rows 0-3 and 4-7 of every 8),
+/// then each half, 16 pairs by 16 rows of words, transposed; zeros past
+/// `height` and `depth`.
+///
+/// # Safety
+/// `x` addresses `height <= 32` rows of `depth` values; `panel` holds
+/// `steps` tiles of 32 rows by 16 words; the CPU has AVX512-BW.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn pack_a_transposed(height: usize, depth: usize, steps: usize, x: Strided<bf16>, panel: &mut [u32]) {
+    debug_assert!(height <= ROWS && x.rs == 1 && panel.len() >= steps * ROWS * PAIRS);
+    let rows: __mmask32 = if height == ROWS { !0 } else { (1 << height) - 1 };
+    // The 32 rows of one depth step, zeros past the rows and the depth.
+    let load = |d: usize| {
+        if d < depth {
+            // SAFETY: depth d of the `height` rows; the masked-off rows
+            // are not read.
+            unsafe { _mm512_maskz_loadu_epi16(rows, x.ptr.offset(d as isize * x.cs).cast()) }
+        } else {
+            _mm512_setzero_si512()
+        }
+    };
+    for s in 0..steps {
+        // Per pair q of the tile, the words of rows 8L + j (`low`) and
+        // 8L + 4 + j (`high`) at element 4L + j.
+        let mut low = [_mm512_setzero_si512(); PAIRS];
+        let mut high = [_mm512_setzero_si512(); PAIRS];
+        for q in 0..PAIRS {
+            let d = 2 * (s * PAIRS + q);
+            let (lo, hi) = (load(d), load(d + 1));
+            low[q] = _mm512_unpacklo_epi16(lo, hi);
+            high[q] = _mm512_unpackhi_epi16(lo, hi);
+        }
+        // Now element q of vector t: the word of pair q of that row.
+        transpose_16x16(&mut low);
+        transpose_16x16(&mut high);
+        for (t, (l, h)) in low.iter().zip(&high).enumerate() {
+            let row = 8 * (t / 4) + t % 4;
+            // SAFETY: rows `row` and `row + 4` of tile s lie in the panel.
+            unsafe {
+                _mm512_storeu_si512(panel.as_mut_ptr().add((s * ROWS + row) * PAIRS).cast(), *l);
+                _mm512_storeu_si512(panel.as_mut_ptr().add((s * ROWS + row + 4) * PAIRS).cast(), *h);
+            }
+        }
+    }
+}
+
+/// Transposes 16 vectors of 16 32-bit elements: element j of vector i
+/// becomes element i of vector j.
+#[target_feature(enable = "avx512f")]
+fn transpose_16x16(v: &mut [__m512i; 16]) {
+    let mut t = [_mm512_setzero_si512(); 16];
+    // Pairs of vectors interleaved by 32 bits, then by 64, within lanes
+    // of 128 bits: after that, lane L of vector 4a + b holds the 4 x 4
+    // block of vectors 4a.. and elements 4L.. (transposed).
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for i in 0..4 {
+        v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // Then the 4 x 4 blocks of lanes.
+    for i in 0..2 {
+        for j in 0..4 {
+            t[8 * i + j] = _mm512_shuffle_i32x4::<0x88>(v[8 * i + j], v[8 * i + j + 4]);
+            t[8 * i + j + 4] = _mm512_shuffle_i32x4::<0xdd>(v[8 * i + j], v[8 * i + j + 4]);
+        }
+    }
+    for j in 0..8 {
+        v[j] = _mm512_shuffle_i32x4::<0x88>(t[j], t[j + 8]);
+        v[j + 8] = _mm512_shuffle_i32x4::<0xdd>(t[j], t[j + 8]);
     }
 }
 
@@ -363,5 +429,31 @@ unsafe fn store_sums(at: *mut f32, row: isize) {
             u = in(reg) at, l = in(reg) at.offset(16 * row), s = in(reg) row * 4,
             options(nostack),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sixteen_vectors_transpose() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("notice: no AVX-512 here; the 16 x 16 transpose is not tested");
+            return;
+        }
+        let values: [[u32; 16]; 16] = std::array::from_fn(|i| std::array::from_fn(|j| (100 * i + j) as u32));
+        // SAFETY: the CPU has AVX-512 (checked above); the arrays are 64 bytes.
+        let got: [[u32; 16]; 16] = unsafe {
+            let mut v = values.map(|row| _mm512_loadu_si512(row.as_ptr().cast()));
+            transpose_16x16(&mut v);
+            v.map(|x| {
+                let mut row = [0u32; 16];
+                _mm512_storeu_si512(row.as_mut_ptr().cast(), x);
+                row
+            })
+        };
+        let want: [[u32; 16]; 16] = std::array::from_fn(|i| std::array::from_fn(|j| values[j][i]));
+        assert_eq!(got, want);
     }
 }
