@@ -112,10 +112,11 @@ impl Bf16Plan {
         let word = size_of::<u32>();
         let kc = (info.l2 / 8 / (NR * word) / 16 * 16).clamp(128, 1024);
         let (mc, step) = match kernel {
-            // The AMX kernel streams both panels from the level-2 cache
-            // (prefetching a step ahead): a smaller block of `A` left
-            // room for them (measured on a Xeon with 2 MiB L2, one
-            // thread: MC 128 1.08x MC 256 at 2048, the same at 1024).
+            // The AMX kernel streams both panels from the level-2 cache:
+            // a smaller block of `A` leaves room for them. Measured on a
+            // Xeon with 2 MiB L2, one thread: MC 128 against 256 gained
+            // 4% on the base GPT's products and lost 7-8% on squares of
+            // 1024 and 2048 (a noisier session had read 1.08x at 2048).
             Bf16Kernel::Amx => (info.l2 / 4 / (kc * word), amx::ROWS),
             Bf16Kernel::Dot => (info.l2 / 2 / (kc * word), NARROW_ROWS),
         };

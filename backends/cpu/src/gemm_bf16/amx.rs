@@ -370,11 +370,11 @@ unsafe fn sums(steps: usize, a: *const u32, b: *const u32, tile: Tile) {
         }
         // Per step: both tiles of `A` (rows 0-15 at `a`, 16-31 1 KiB on,
         // 64 bytes a row), both of `B` (columns 0-15 and 16-31 of 16
-        // pairs, 128 bytes a pair), four products, and the next step's
-        // 2 KiB of each panel fetched towards the level-1 cache: the
-        // panels outgrow it, and a tile load that waits on the level-2
-        // cache stalls the products (measured on a Xeon with AMX, one
-        // thread: 1.1x at 1024 x 1024 x 1024, 1.3x at 2048).
+        // pairs, 128 bytes a pair), four products. No software prefetch:
+        // both panels are read in order, which the hardware prefetchers
+        // follow; prefetching the next step's 2 KiB of each (64
+        // instructions a step) cost 2-10% (a quiet Xeon with AMX, one
+        // thread, 1024 x 1024 x 1024 to 2048 x 2048 x 2048).
         asm!(
             "2:",
             "tileloadd tmm4, [{a} + {row}]",
@@ -385,10 +385,6 @@ unsafe fn sums(steps: usize, a: *const u32, b: *const u32, tile: Tile) {
             "tileloadd tmm5, [{a} + {row} + 1024]",
             "tdpbf16ps tmm2, tmm5, tmm6",
             "tdpbf16ps tmm3, tmm5, tmm7",
-            ".irp i, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31",
-            "prefetcht0 [{a} + 2048 + \\i*64]",
-            "prefetcht0 [{b} + 2048 + \\i*64]",
-            ".endr",
             "add {a}, 2048",
             "add {b}, 2048",
             "dec {steps}",
