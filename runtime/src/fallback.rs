@@ -511,6 +511,17 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
+    fn matmul_rounded(a: &Placed<D, H>, b: &Placed<D, H>, dtype: DType) -> Placed<D, H> {
+        match (a, b) {
+            // The device's own rounded product where it holds `dtype`.
+            (Placed::Device(x), Placed::Device(y)) if D::holds(dtype, &D::device(x)) => {
+                Self::from_device(D::matmul_rounded(x, y, dtype))
+            }
+            // Else the casts take the values where `dtype` lives and back.
+            _ => crate::backend::composed_matmul_rounded::<Self>(a, b, dtype),
+        }
+    }
+
     fn softmax(x: &Placed<D, H>, dim: usize, o: SoftmaxOptions) -> Placed<D, H> {
         Self::view(x, |x| D::softmax(x, dim, o), |x| H::softmax(x, dim, o))
     }

@@ -1,7 +1,8 @@
 //! The batched matmul through cubek, its strategy autotuned per shape
 //! class, dtype and device (`tune.rs`), with a one-unit-per-output kernel
 //! of its own among the candidates. f16 operands multiply as f16 and
-//! accumulate in f32.
+//! accumulate in f32, their result f16, or f32 for a product of f32
+//! tensors under an f16 precision (`matmul_rounded`).
 
 use blaze_runtime::DType;
 use cubecl::prelude::*;
@@ -46,9 +47,10 @@ fn strategies() -> [(&'static str, Strategy); 4] {
 
 /// One unit per output element, the batch dims broadcast through strides
 /// of 0: compiled once for every shape, and for small products faster
-/// than a tiled kernel's setup. Sums in f32 whatever `F` is.
+/// than a tiled kernel's setup. Sums in f32 whatever `F` is, and stores
+/// them as `O`.
 #[cube(launch)]
-fn unit_kernel<F: Float>(a: &Tensor<F>, b: &Tensor<F>, out: &mut Tensor<F>) {
+fn unit_kernel<F: Float, O: Float>(a: &Tensor<F>, b: &Tensor<F>, out: &mut Tensor<O>) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
@@ -73,7 +75,7 @@ fn unit_kernel<F: Float>(a: &Tensor<F>, b: &Tensor<F>, out: &mut Tensor<F>) {
     for p in 0..k {
         acc += f32::cast_from(a[oa + p * sa]) * f32::cast_from(b[ob + p * sb]);
     }
-    out[ABSOLUTE_POS] = F::cast_from(acc);
+    out[ABSOLUTE_POS] = O::cast_from(acc);
 }
 
 /// `t` seen with the output's batch dims: stride 0 where it broadcasts.
@@ -105,8 +107,26 @@ pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
     out
 }
 
+/// A product of f32 tensors under an f16 precision: both rounded to f16
+/// on the device, multiplied as f16 with f32 sums, the result f32.
+pub(crate) fn matmul_f16_to_f32(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+    let r = a.shape.len();
+    let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
+    let mut shape: Vec<usize> =
+        a.shape[..r - 2].iter().zip(&b.shape[..r - 2]).map(|(&x, &y)| if x == 1 { y } else { x }).collect();
+    shape.extend([m, n]);
+    if k == 0 && m * n > 0 {
+        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, &a.device);
+    }
+    let half = |x: &CubeStorage| <super::CubeNative as blaze_runtime::Primitives>::cast(x, DType::F16);
+    let out = CubeStorage::empty(&a.device, &shape, DType::F32);
+    matmul_into(&half(a), &half(b), &out);
+    out
+}
+
 /// `[..., m, k] x [..., k, n]` written into `out`, whose shape is the
-/// product's (the batch dims broadcast) and `k > 0` unless `out` is empty.
+/// product's (the batch dims broadcast) and `k > 0` unless `out` is empty;
+/// `out` is of the operands' dtype, or f32 for f16 operands.
 pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
     let r = a.shape.len();
     let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
@@ -116,11 +136,18 @@ pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
     debug_assert!(k > 0, "matmul_into: an empty sum");
     let batch = out.numel() / (m * n);
     let device = &a.device;
-    let dtype = a.dtype;
-    let half = dtype == DType::F16;
-    let dt = if half { blaze_runtime::f16::elem_type_native() } else { f32::elem_type_native() };
+    let elem =
+        |d: DType| if d == DType::F16 { blaze_runtime::f16::elem_type_native() } else { f32::elem_type_native() };
+    let (half, half_out) = (a.dtype == DType::F16, out.dtype == DType::F16);
+    debug_assert!(
+        out.dtype == a.dtype || (half && out.dtype == DType::F32),
+        "matmul_into: {} into {}",
+        a.dtype,
+        out.dtype
+    );
+    let (dt, out_dt) = (elem(a.dtype), elem(out.dtype));
     // Accumulates in f32 for f16 operands.
-    let elems = MatmulElems::from_globals(&MatmulGlobalElems { lhs: dt, rhs: dt, out: dt });
+    let elems = MatmulElems::from_globals(&MatmulGlobalElems { lhs: dt, rhs: dt, out: out_dt });
     let client = device.client();
     let run = |strategy: &Strategy, out: &CubeStorage| -> Result<(), String> {
         let (lhs, rhs) = (InputBinding::new(a.binding(), dt), InputBinding::new(b.binding(), dt));
@@ -130,10 +157,12 @@ pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
     let unit = |out: &CubeStorage| -> Result<(), String> {
         let (count, cube) = super::grid(out.numel());
         let (va, vb) = (batch_view(a, &out.shape), batch_view(b, &out.shape));
-        if half {
-            unit_kernel::launch::<blaze_runtime::f16>(client, count, cube, va, vb, out.arg());
-        } else {
-            unit_kernel::launch::<f32>(client, count, cube, va, vb, out.arg());
+        match (half, half_out) {
+            (true, true) => {
+                unit_kernel::launch::<blaze_runtime::f16, blaze_runtime::f16>(client, count, cube, va, vb, out.arg())
+            }
+            (true, false) => unit_kernel::launch::<blaze_runtime::f16, f32>(client, count, cube, va, vb, out.arg()),
+            _ => unit_kernel::launch::<f32, f32>(client, count, cube, va, vb, out.arg()),
         }
         Ok(())
     };
@@ -147,8 +176,12 @@ pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
     // shape) and larger ones take cubek's first.
     candidates.insert(0, ("blaze_unit", &unit));
     let preferred = usize::from(batch * m * n * k > SMALL);
-    let key =
-        format!("matmul:{}b{}:m{}:k{}:n{}", if half { "f16:" } else { "" }, class(batch), class(m), class(k), class(n));
+    let types = match (half, half_out) {
+        (true, true) => "f16:",
+        (true, false) => "f16-f32:",
+        _ => "",
+    };
+    let key = format!("matmul:{types}b{}:m{}:k{}:n{}", class(batch), class(m), class(k), class(n));
     device.inner.tuner.run(device, "matmul", &key, out, &candidates, preferred);
 }
 
@@ -183,6 +216,21 @@ mod tests {
             for name in &names {
                 let got = forcing("matmul", name, || CubeNative::to_data(&CubeNative::matmul(&x, &y)));
                 check(&format!("matmul #{i}"), name, got, &want, false);
+            }
+            // f32 operands rounded to f16, f32 results: as the CPU's
+            // product of the rounded operands.
+            if !dev.holds(blaze_runtime::DType::F16) {
+                continue;
+            }
+            let rounded = |d: &blaze_runtime::TensorData| {
+                let t = Cpu::from_data(d.clone(), &cpu);
+                Cpu::cast(&Cpu::cast(&t, blaze_runtime::DType::F16), blaze_runtime::DType::F32)
+            };
+            let want =
+                Cpu::to_data(&Cpu::matmul(&rounded(&CubeNative::to_data(&x)), &rounded(&CubeNative::to_data(&y))));
+            for name in &names {
+                let got = forcing("matmul", name, || CubeNative::to_data(&super::matmul_f16_to_f32(&x, &y)));
+                check(&format!("f16 matmul #{i} into f32"), name, got, &want, false);
             }
         }
     }

@@ -726,6 +726,17 @@ impl Primitives for CubeNative {
 impl blaze_runtime::Precompiled for CubeNative {}
 
 impl Composites for CubeNative {
+    /// f16 rounding on an adapter with 16-bit floats runs on cubek's f16
+    /// matmul with f32 results; other roundings (bf16, which WGSL lacks)
+    /// round through casts.
+    fn matmul_rounded(a: &CubeStorage, b: &CubeStorage, dtype: DType) -> CubeStorage {
+        let (a, b) = (floats("matmul_rounded", a), floats("matmul_rounded", b));
+        if dtype == DType::F16 && a.dtype == DType::F32 && a.device.holds(DType::F16) {
+            return matmul::matmul_f16_to_f32(a, b);
+        }
+        blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype)
+    }
+
     fn bias_act(x: CubeStorage, bias: Option<&CubeStorage>, dim: usize, act: Option<UnaryOp>) -> CubeStorage {
         if let Some(h) = half(&x) {
             return Self::fused_bias_act(&x.widen(), wide(bias).as_ref(), dim, act, None).narrow(h);
