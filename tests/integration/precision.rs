@@ -273,3 +273,57 @@ fn checkpoints_resume_across_precisions() {
     assert_eq!(model.fc1.weight.dtype(), DType::F32);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An f16 run's loss scale is kept in its checkpoint: a resumed run goes
+/// on at the scale the interrupted one had reached, not at 2^16.
+#[test]
+fn a_resumed_f16_run_keeps_its_loss_scale() {
+    use blaze::train::GradScaler;
+    use blaze::train::tensorboard::{EventValue, read_events};
+    let data = |n: usize, seed: u64| {
+        let mut rng = Rng::seed_from_u64(seed);
+        let x: Vec<f32> = (0..n * 64).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+        let y: Vec<f32> = x.chunks(64).map(|s| 100.0 * (s[0] - s[1])).collect();
+        InMemoryDataset::with_targets(x, &[64], DataVec::F32(y), &[1]).expect("consistent")
+    };
+    let root = std::env::temp_dir().join(format!("blaze-f16-resume-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let run = |epochs: usize, board: &str| {
+        let mut model = Regression::<Cpu>::new_seeded(11, &CpuDevice);
+        let (mut train, mut val) = (DataLoader::new(data(512, 12), 32).shuffle(13), DataLoader::new(data(128, 14), 64));
+        let config = FitConfig {
+            epochs,
+            precision: Precision::F16,
+            out_dir: Some(root.join("out")),
+            resume: true,
+            tensorboard: Some(root.join(board)),
+            verbose: false,
+            ..FitConfig::new(Mse)
+        };
+        fit(&mut model, &mut Adam::new(3e-2), &mut train, &mut val, &config).expect("trains");
+    };
+    let scales = |board: &str| -> Vec<f64> {
+        let dir = root.join(board);
+        let file = std::fs::read_dir(&dir).expect("the log folder").next().expect("one file").expect("entry").path();
+        read_events(&file)
+            .expect("the events read back")
+            .iter()
+            .filter_map(|e| match &e.value {
+                EventValue::Scalar { tag, value } if tag == "step/loss_scale" => Some(f64::from(*value)),
+                _ => None,
+            })
+            .collect()
+    };
+    run(2, "first");
+    let (_, meta) = blaze::record::load_tensors(&root.join("out/last.safetensors")).expect("the checkpoint");
+    let kept = GradScaler::decode(meta.get("loss_scale").expect("the loss scale in the metadata")).expect("readable");
+    let first = scales("first");
+    assert_eq!(Some(kept.scale()), first.last().copied(), "the checkpoint keeps the last step's scale");
+    assert!(kept.scale() < 65536.0, "the first run backed off: {first:?}");
+    run(3, "second");
+    let resumed = scales("second");
+    // Every step of the resumed epoch (16 batches) is taken at the kept
+    // scale: none is spent backing off from 2^16 again (four were).
+    assert_eq!(resumed, vec![kept.scale(); 16], "kept {}", kept.scale());
+    std::fs::remove_dir_all(&root).ok();
+}

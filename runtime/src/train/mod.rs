@@ -91,7 +91,8 @@ pub struct FitConfig<L: ?Sized = CrossEntropy> {
     /// (`torch.autocast`'s dtype; see [`crate::precision`]): the weights,
     /// the optimizer's state and the checkpoints stay f32 whatever it is.
     /// [`Precision::F16`](crate::Precision::F16) trains with dynamic loss
-    /// scaling ([`GradScaler`]). A `#[model(precision = ..)]` keeps its own.
+    /// scaling ([`GradScaler`], whose state the checkpoint keeps for a
+    /// resumed run). A `#[model(precision = ..)]` keeps its own.
     pub precision: crate::Precision,
     /// Seed of the dropout masks.
     pub seed: u64,
@@ -546,6 +547,7 @@ pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
             return Err(empty("validation", val));
         }
         let mut history = History::default();
+        let mut scaler = None;
         let last = config.out_dir.as_ref().map(|d| d.join("last.safetensors"));
         if let Some(dir) = &config.out_dir {
             std::fs::create_dir_all(dir).map_err(|source| TrainError::Io { path: dir.clone(), source })?;
@@ -556,13 +558,15 @@ pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
                 path: last.clone(),
                 message: "no readable `history` in the metadata".into(),
             })?;
+            // An f16 run's loss scale goes on where it was.
+            scaler = meta.get("loss_scale").and_then(|s| GradScaler::decode(s));
             if config.verbose && config.is_main() {
                 println!("resumed from {} after epoch {}", last.display(), history.epochs.len());
             }
         }
         history.monitor = monitor;
         session.broadcast();
-        let run = Run { session, config, device: device.clone(), last };
+        let run = Run { session, config, device: device.clone(), last, scaler };
         device.run(|| crate::autocast(config.precision, || run.epochs(train, val, history)))
     };
     on_this_rank().map_err(|e| config.end_job_on(e))
@@ -575,12 +579,14 @@ struct Run<'a, B: Backend> {
     device: B::Device,
     /// `out_dir/last.safetensors`, when files are kept.
     last: Option<PathBuf>,
+    /// The loss scale a resumed run's checkpoint kept.
+    scaler: Option<GradScaler>,
 }
 
 impl<B: Backend> Run<'_, B> {
     /// The epochs after resuming: `history` holds those done.
     fn epochs(self, train: &mut dyn Loader, val: &mut dyn Loader, mut history: History) -> Result<History, TrainError> {
-        let Run { session, config, device, last } = self;
+        let Run { session, config, device, last, scaler: resumed_scale } = self;
         let task = session.evaluator().task();
         let restore_best = config.early_stopping.is_some_and(|rule| rule.restore_best);
         let mut best = match restore_best {
@@ -593,7 +599,7 @@ impl<B: Backend> Run<'_, B> {
             history.epochs.iter().map(|e| if e.steps > 0 { e.steps } else { train.len() } as u64).sum::<u64>();
         let mut ctx = Ctx::train(config.seed);
         // f16 products train with dynamic loss scaling.
-        let mut scaler = (config.precision == crate::Precision::F16).then(GradScaler::new);
+        let mut scaler = (config.precision == crate::Precision::F16).then(|| resumed_scale.unwrap_or_default());
         let shown = config.verbose && config.is_main();
         let mut confusion = None;
         let mut board = match config.tensorboard.as_ref().filter(|_| config.is_main()) {
@@ -745,7 +751,8 @@ impl<B: Backend> Run<'_, B> {
                     // can tell it holds the best epoch of its history.
                     session.save_model(&dir.join("best.safetensors"), &[("epoch", epoch.to_string())])?;
                 }
-                let meta = [("epoch", epoch.to_string()), ("history", history.encode())];
+                let mut meta = vec![("epoch", epoch.to_string()), ("history", history.encode())];
+                meta.extend(scaler.map(|s| ("loss_scale", s.encode())));
                 session.save_checkpoint(last, &meta)?;
                 write_file(&dir.join("curve.svg"), history.svg(task.headline()).as_bytes())?;
             }

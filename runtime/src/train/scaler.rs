@@ -42,6 +42,21 @@ impl GradScaler {
         self.scale
     }
 
+    /// The state a checkpoint keeps (PyTorch's `state_dict`: the scale and
+    /// the good steps since it last changed), as text.
+    pub fn encode(&self) -> String {
+        format!("{} {}", self.scale, self.good)
+    }
+
+    /// The defaults with the state of [`GradScaler::encode`]; `None` if
+    /// `text` is not one.
+    pub fn decode(text: &str) -> Option<GradScaler> {
+        let (scale, good) = text.split_once(' ')?;
+        let scale: f64 = scale.parse().ok()?;
+        let good: u32 = good.parse().ok()?;
+        (scale.is_finite() && scale > 0.0).then_some(GradScaler { scale, good, ..GradScaler::new() })
+    }
+
     /// After a step: `finite` says whether its scaled gradients were all
     /// finite (the step was taken, the gradients divided by [`Self::scale`]
     /// first) or not (it was skipped). Halves the scale on an overflow,
@@ -84,5 +99,16 @@ mod tests {
             s.update(true);
         }
         assert_eq!(s.scale(), 32768.0);
+    }
+
+    #[test]
+    fn the_state_round_trips_through_text() {
+        let mut s = GradScaler::new();
+        s.update(false);
+        s.update(true);
+        assert_eq!(GradScaler::decode(&s.encode()), Some(s));
+        for bad in ["", "1", "x 2", "-1 0", "inf 0", "2 -1"] {
+            assert_eq!(GradScaler::decode(bad), None, "{bad:?}");
+        }
     }
 }
