@@ -30,6 +30,11 @@ pub struct MisspeltPrecision {
     fc: Linear<4, 2>,
 }
 
+#[model(precision = bf16)]
+pub struct PrecisionOnAGraphStruct {
+    fc: Linear<4, 2>,
+}
+
 #[model(input = [1, 8, 8])]
 pub struct BareLayerOption {
     #[layer(1)]

@@ -296,10 +296,21 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     let (input, fuse, precision) = if graph {
         (Vec::new(), true, None)
     } else {
+        // Options alone on a struct: likely a forward body's, put on its struct.
+        let options_alone = attr.clone().into_iter().any(|t| match t {
+            proc_macro2::TokenTree::Ident(i) => i == "fuse" || i == "precision",
+            _ => false,
+        });
         let missing = || {
-            Error::custom(
-                "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit)",
-            )
+            let hint = if options_alone {
+                "; a model with a forward body keeps #[model] on its struct bare and takes `fuse` and `precision` \
+                 on its #[model(input = ..)] impl"
+            } else {
+                ""
+            };
+            Error::custom(format!(
+                "#[model] needs the per-sample input shape, e.g. #[model(input = [1, 28, 28])] (the batch dim is implicit){hint}"
+            ))
             .with_span(&s.ident)
         };
         let mut args_errors = Error::accumulator();
