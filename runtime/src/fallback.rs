@@ -522,6 +522,65 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         }
     }
 
+    fn conv2d_rounded(
+        x: &Placed<D, H>,
+        w: &Placed<D, H>,
+        bias: Option<&Placed<D, H>>,
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> Placed<D, H> {
+        match (x, w, bias) {
+            (Placed::Device(xd), Placed::Device(wd), None) if D::holds(dtype, &D::device(xd)) => {
+                Self::from_device(D::conv2d_rounded(xd, wd, None, o, dtype))
+            }
+            (Placed::Device(xd), Placed::Device(wd), Some(Placed::Device(b))) if D::holds(dtype, &D::device(xd)) => {
+                Self::from_device(D::conv2d_rounded(xd, wd, Some(b), o, dtype))
+            }
+            _ => Self::conv2d(
+                &crate::backend::rounded::<Self>(x, dtype),
+                &crate::backend::rounded::<Self>(w, dtype),
+                bias,
+                o,
+            ),
+        }
+    }
+
+    fn conv2d_input_grad_rounded(
+        g: &Placed<D, H>,
+        w: &Placed<D, H>,
+        input_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> Placed<D, H> {
+        match (g, w) {
+            (Placed::Device(gd), Placed::Device(wd)) if D::holds(dtype, &D::device(gd)) => {
+                Self::from_device(D::conv2d_input_grad_rounded(gd, wd, input_shape, o, dtype))
+            }
+            _ => {
+                let round = |t: &Placed<D, H>| crate::backend::rounded::<Self>(t, dtype);
+                Self::conv2d_input_grad(&round(g), &round(w), input_shape, o)
+            }
+        }
+    }
+
+    fn conv2d_weight_grad_rounded(
+        x: &Placed<D, H>,
+        g: &Placed<D, H>,
+        weight_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> Placed<D, H> {
+        match (x, g) {
+            (Placed::Device(xd), Placed::Device(gd)) if D::holds(dtype, &D::device(xd)) => {
+                Self::from_device(D::conv2d_weight_grad_rounded(xd, gd, weight_shape, o, dtype))
+            }
+            _ => {
+                let round = |t: &Placed<D, H>| crate::backend::rounded::<Self>(t, dtype);
+                Self::conv2d_weight_grad(&round(x), &round(g), weight_shape, o)
+            }
+        }
+    }
+
     fn softmax(x: &Placed<D, H>, dim: usize, o: SoftmaxOptions) -> Placed<D, H> {
         Self::view(x, |x| D::softmax(x, dim, o), |x| H::softmax(x, dim, o))
     }

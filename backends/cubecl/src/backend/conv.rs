@@ -509,6 +509,86 @@ pub(super) fn conv2d_weight_grad(
     dw
 }
 
+/// [`conv2d`] of f32 tensors under an f16 precision: the columns and the
+/// weight rounded to f16 on the device, multiplied as f16 with f32 sums,
+/// the result (and the bias added to it) f32.
+pub(super) fn conv2d_f16(
+    x: &CubeStorage,
+    weight: &CubeStorage,
+    bias: Option<&CubeStorage>,
+    o: &Conv2dOptions,
+) -> CubeStorage {
+    let [n, _, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
+    let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
+    let g = o.groups;
+    let oh = window(h, kh, o.stride[0], o.padding[0], o.dilation[0]);
+    let ow = window(w, kw, o.stride[1], o.padding[1], o.dilation[1]);
+    let y = CubeStorage::empty(&x.device, &[n, oc, oh, ow], DType::F32);
+    if y.numel() > 0 {
+        let cols = im2col(x, [kh, kw], [oh, ow], o);
+        let wm = CubeNative::reshaped(weight, &[1, g, oc / g, cg * kh * kw]);
+        matmul::matmul_f16_into(&wm, &cols, &CubeNative::reshaped(&y, &[n, g, oc / g, oh * ow]));
+    }
+    match bias {
+        Some(b) => CubeNative::binary(BinaryOp::Add, &y, &CubeNative::reshape(b, &[1, oc, 1, 1])),
+        None => y,
+    }
+}
+
+/// [`conv2d_input_grad`] under an f16 precision: the columns' gradient
+/// multiplied as f16 with f32 sums, then summed into the image in f32.
+pub(super) fn conv2d_input_grad_f16(
+    g: &CubeStorage,
+    weight: &CubeStorage,
+    input_shape: [usize; 4],
+    o: &Conv2dOptions,
+) -> CubeStorage {
+    let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
+    let [n, _, oh, ow] = [g.shape[0], g.shape[1], g.shape[2], g.shape[3]];
+    let groups = o.groups;
+    let taps = cg * kh * kw;
+    let dx = CubeNative::full(&input_shape, 0.0, DType::F32, &g.device);
+    if dx.numel() == 0 || oc * oh * ow == 0 {
+        return dx;
+    }
+    let wt = CubeNative::permute(&CubeNative::reshaped(weight, &[groups, oc / groups, taps]), &[0, 2, 1]);
+    let wt = CubeNative::reshaped(&wt, &[1, groups, taps, oc / groups]);
+    let gy = CubeNative::reshaped(g, &[n, groups, oc / groups, oh * ow]);
+    let cols = matmul::matmul_f16_to_f32(&wt, &gy);
+    launch_over(dx.numel(), |count, cube| {
+        col2im_kernel::launch(g.client(), count, cube, cols.arg(), dx.arg(), conv_window(kh, kw, o), oh, ow)
+    });
+    dx
+}
+
+/// [`conv2d_weight_grad`] under an f16 precision: the gradient and the
+/// columns multiplied as f16 with f32 sums.
+pub(super) fn conv2d_weight_grad_f16(
+    x: &CubeStorage,
+    g: &CubeStorage,
+    weight_shape: [usize; 4],
+    o: &Conv2dOptions,
+) -> CubeStorage {
+    let [oc, cg, kh, kw] = weight_shape;
+    let groups = o.groups;
+    let [n, _, oh, ow] = [g.shape[0], g.shape[1], g.shape[2], g.shape[3]];
+    let (p, taps) = (oh * ow, cg * kh * kw);
+    if n * p == 0 {
+        return CubeNative::full(&weight_shape, 0.0, DType::F32, &g.device);
+    }
+    let dw = CubeStorage::empty(&g.device, &weight_shape, DType::F32);
+    if dw.numel() == 0 {
+        return dw;
+    }
+    let cols = im2col(x, [kh, kw], [oh, ow], o);
+    let gy = CubeNative::permute(&CubeNative::reshaped(g, &[n, groups, oc / groups, p]), &[1, 2, 0, 3]);
+    let gy = CubeNative::reshaped(&gy, &[groups, oc / groups, n * p]);
+    let ct = CubeNative::permute(&cols, &[1, 0, 3, 2]);
+    let ct = CubeNative::reshaped(&ct, &[groups, n * p, taps]);
+    matmul::matmul_f16_into(&gy, &ct, &CubeNative::reshaped(&dw, &[groups, oc / groups, taps]));
+    dw
+}
+
 pub(super) fn max_pool2d(x: &CubeStorage, o: &Pool2dOptions, with_indices: bool) -> (CubeStorage, Option<CubeStorage>) {
     let [n, c, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [oh, ow] = pool_plane(h, w, o);

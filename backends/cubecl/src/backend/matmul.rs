@@ -118,10 +118,16 @@ pub(crate) fn matmul_f16_to_f32(a: &CubeStorage, b: &CubeStorage) -> CubeStorage
     if k == 0 && m * n > 0 {
         return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, &a.device);
     }
-    let half = |x: &CubeStorage| <super::CubeNative as blaze_runtime::Primitives>::cast(x, DType::F16);
     let out = CubeStorage::empty(&a.device, &shape, DType::F32);
-    matmul_into(&half(a), &half(b), &out);
+    matmul_f16_into(a, b, &out);
     out
+}
+
+/// [`matmul_into`] of f32 `a` and `b` rounded to f16 on the device, into
+/// an f32 `out`.
+pub(crate) fn matmul_f16_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
+    let half = |x: &CubeStorage| <super::CubeNative as blaze_runtime::Primitives>::cast(x, DType::F16);
+    matmul_into(&half(a), &half(b), out);
 }
 
 /// `[..., m, k] x [..., k, n]` written into `out`, whose shape is the

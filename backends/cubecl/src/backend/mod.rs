@@ -725,16 +725,61 @@ impl Primitives for CubeNative {
 /// type whose loop is compiled where it is used.
 impl blaze_runtime::Precompiled for CubeNative {}
 
+/// Whether a product of f32 `x` under a precision rounding to `dtype`
+/// runs in f16 here: f16, on an adapter with 16-bit floats.
+fn f16_products(x: &CubeStorage, dtype: DType) -> bool {
+    dtype == DType::F16 && x.dtype == DType::F32 && x.device.holds(DType::F16)
+}
+
 impl Composites for CubeNative {
     /// f16 rounding on an adapter with 16-bit floats runs on cubek's f16
     /// matmul with f32 results; other roundings (bf16, which WGSL lacks)
     /// round through casts.
     fn matmul_rounded(a: &CubeStorage, b: &CubeStorage, dtype: DType) -> CubeStorage {
         let (a, b) = (floats("matmul_rounded", a), floats("matmul_rounded", b));
-        if dtype == DType::F16 && a.dtype == DType::F32 && a.device.holds(DType::F16) {
+        if f16_products(a, dtype) {
             return matmul::matmul_f16_to_f32(a, b);
         }
-        blaze_runtime::backend::composed_matmul_rounded::<Self>(a, b, dtype)
+        composed::composed_matmul_rounded::<Self>(a, b, dtype)
+    }
+
+    fn conv2d_rounded(
+        x: &CubeStorage,
+        w: &CubeStorage,
+        bias: Option<&CubeStorage>,
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CubeStorage {
+        if f16_products(x, dtype) {
+            return conv::conv2d_f16(x, float("conv2d", w), bias, o);
+        }
+        Self::conv2d(&composed::rounded::<Self>(x, dtype), &composed::rounded::<Self>(w, dtype), bias, o)
+    }
+
+    fn conv2d_input_grad_rounded(
+        g: &CubeStorage,
+        w: &CubeStorage,
+        input_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CubeStorage {
+        if f16_products(g, dtype) {
+            return conv::conv2d_input_grad_f16(g, float("conv2d_input_grad", w), input_shape, o);
+        }
+        Self::conv2d_input_grad(&composed::rounded::<Self>(g, dtype), &composed::rounded::<Self>(w, dtype), input_shape, o)
+    }
+
+    fn conv2d_weight_grad_rounded(
+        x: &CubeStorage,
+        g: &CubeStorage,
+        weight_shape: [usize; 4],
+        o: &Conv2dOptions,
+        dtype: DType,
+    ) -> CubeStorage {
+        if f16_products(x, dtype) {
+            return conv::conv2d_weight_grad_f16(x, float("conv2d_weight_grad", g), weight_shape, o);
+        }
+        Self::conv2d_weight_grad(&composed::rounded::<Self>(x, dtype), &composed::rounded::<Self>(g, dtype), weight_shape, o)
     }
 
     fn bias_act(x: CubeStorage, bias: Option<&CubeStorage>, dim: usize, act: Option<UnaryOp>) -> CubeStorage {
