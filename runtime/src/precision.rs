@@ -3,19 +3,19 @@
 //! Under [`Precision::Bf16`] (or [`Precision::F16`]) a matrix product, a
 //! linear layer or a convolution of f32 tensors, forward and backward,
 //! rounds its operands to 16 bits and sums their products in f32; its
-//! result is f32. Every
-//! other op (reductions, softmax, norms, losses, the optimizer and its
-//! master weights) keeps computing in f32, so parameters, activations
-//! and checkpoints stay f32, as under `torch.autocast` on the CPU. A
-//! backend runs the rounded product on its 16-bit units where it has them
-//! (the CPU: AMX or AVX512-BF16, after one rounding pass over each
-//! operand), else rounds and multiplies in f32, which gives the same
-//! products (a product of two bf16 or two f16 is exact in f32).
+//! result is f32. Every other op (reductions, softmax, norms, losses, the
+//! optimizer and its master weights) keeps computing in f32, so
+//! parameters, activations and checkpoints stay f32, as under
+//! `torch.autocast` on the CPU. A backend runs the rounded product on its
+//! 16-bit units where it has them (the CPU: AMX or AVX512-BF16, after one
+//! rounding pass over each operand; CubeCL: f16 with `SHADER_F16`), else
+//! rounds and multiplies in f32, which gives the same products (a product
+//! of two bf16 or two f16 is exact in f32).
 //!
 //! A product shallower than 32 (its summed dim; an attention head of 16
 //! dims, a convolution over one channel's 3 x 3 window) stays f32 under
-//! every policy: too little work per value for
-//! the rounding to pay (`blaze_spec::precision`).
+//! every policy: too little work per value for the rounding to pay
+//! (`blaze_spec::precision`).
 //!
 //! The policy is a scope on the current thread, as `torch.autocast` is:
 //! [`autocast`] runs a closure under it, and what it calls, the tape's
