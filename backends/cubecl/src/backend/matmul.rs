@@ -224,8 +224,10 @@ mod tests {
                 check(&format!("matmul #{i}"), name, got, &want, false);
             }
             // f32 operands rounded to f16, f32 results: as the CPU's
-            // product of the rounded operands.
-            if !dev.holds(blaze_runtime::DType::F16) {
+            // product of the rounded operands (on the two shapes that
+            // cover the tiles' edges, the batch and the broadcast, which
+            // keeps the kernels this compiles few).
+            if !dev.holds(blaze_runtime::DType::F16) || !matches!(i, 1 | 2) {
                 continue;
             }
             let rounded = |d: &blaze_runtime::TensorData| {
