@@ -373,11 +373,63 @@ fn im2col(x: &CubeStorage, [kh, kw]: [usize; 2], [oh, ow]: [usize; 2], o: &Conv2
     cols
 }
 
+/// How a convolution's products multiply: as the tensors' dtype, or (f32
+/// tensors under an f16 precision) rounded to f16 with f32 sums, through
+/// the im2col candidate alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Products {
+    AsStored,
+    F16,
+}
+
+impl Products {
+    /// `out = a · b` (as [`matmul::matmul_into`]) in these products.
+    fn multiply_into(self, a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
+        match self {
+            Products::AsStored => matmul::matmul_into(a, b, out),
+            Products::F16 => matmul::matmul_f16_into(a, b, out),
+        }
+    }
+
+    /// `a · b` (as [`matmul::matmul`]) in these products.
+    fn multiply(self, a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+        match self {
+            Products::AsStored => matmul::matmul(a, b),
+            Products::F16 => matmul::matmul_f16_to_f32(a, b),
+        }
+    }
+
+    /// Runs the tuner over `candidates` for the tensors' dtype; rounded to
+    /// f16, the product path `rounded` alone (which refuses only what has
+    /// no products, then left to `fallback`).
+    fn run(
+        self,
+        device: &crate::CubeDevice,
+        op: &str,
+        key: &str,
+        out: &CubeStorage,
+        candidates: &[Candidate<'_>],
+        preferred: usize,
+        [rounded, fallback]: [usize; 2],
+    ) {
+        match self {
+            Products::AsStored => device.inner.tuner.run(device, op, key, out, candidates, preferred),
+            Products::F16 => {
+                if (candidates[rounded].1)(out).is_err() {
+                    // Nothing to multiply: the other path writes the zeros.
+                    (candidates[fallback].1)(out).expect("a convolution without products");
+                }
+            }
+        }
+    }
+}
+
 pub(super) fn conv2d(
     x: &CubeStorage,
     weight: &CubeStorage,
     bias: Option<&CubeStorage>,
     o: &Conv2dOptions,
+    products: Products,
 ) -> CubeStorage {
     let [n, _, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
     let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
@@ -399,7 +451,7 @@ pub(super) fn conv2d(
         let cols = im2col(x, [kh, kw], [oh, ow], o);
         let wm = CubeNative::reshaped(weight, &[1, g, oc / g, cg * kh * kw]);
         // [n, g, oc/g, oh*ow] is [n, oc, oh, ow].
-        matmul::matmul_into(&wm, &cols, &CubeNative::reshaped(out, &[n, g, oc / g, oh * ow]));
+        products.multiply_into(&wm, &cols, &CubeNative::reshaped(out, &[n, g, oc / g, oh * ow]));
         Ok(())
     };
     let cubek_direct = |out: &CubeStorage| {
@@ -422,7 +474,7 @@ pub(super) fn conv2d(
     let candidates: [Candidate<'_>; 3] =
         [("blaze_direct", &direct), ("im2col", &via_im2col), ("cubek_direct", &cubek_direct)];
     let key = conv_key("conv2d", &x.shape, [oc, cg, kh, kw], o);
-    x.device.inner.tuner.run(&x.device, "conv2d", &key, &y, &candidates, 1);
+    products.run(&x.device, "conv2d", &key, &y, &candidates, 1, [1, 0]);
     match bias {
         Some(b) => CubeNative::binary(BinaryOp::Add, &y, &CubeNative::reshape(b, &[1, oc, 1, 1])),
         None => y,
@@ -434,6 +486,7 @@ pub(super) fn conv2d_input_grad(
     weight: &CubeStorage,
     input_shape: [usize; 4],
     o: &Conv2dOptions,
+    products: Products,
 ) -> CubeStorage {
     let dx = CubeStorage::empty(&g.device, &input_shape, DType::F32);
     let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
@@ -456,7 +509,7 @@ pub(super) fn conv2d_input_grad(
         let wt = CubeNative::permute(&CubeNative::reshaped(weight, &[groups, oc / groups, taps]), &[0, 2, 1]);
         let wt = CubeNative::reshaped(&wt, &[1, groups, taps, oc / groups]);
         let gy = CubeNative::reshaped(g, &[n, groups, oc / groups, oh * ow]);
-        let cols = matmul::matmul(&wt, &gy);
+        let cols = products.multiply(&wt, &gy);
         launch_over(out.numel(), |count, cube| {
             col2im_kernel::launch(client, count, cube, cols.arg(), out.arg(), win(), oh, ow)
         });
@@ -464,7 +517,7 @@ pub(super) fn conv2d_input_grad(
     };
     let candidates: [Candidate<'_>; 2] = [("blaze_window", &window), ("col2im", &col2im)];
     let key = conv_key("conv2d_input_grad", &input_shape, [oc, cg, kh, kw], o);
-    g.device.inner.tuner.run(&g.device, "conv2d_input_grad", &key, &dx, &candidates, 0);
+    products.run(&g.device, "conv2d_input_grad", &key, &dx, &candidates, 0, [1, 0]);
     dx
 }
 
@@ -475,6 +528,7 @@ pub(super) fn conv2d_weight_grad(
     g: &CubeStorage,
     weight_shape: [usize; 4],
     o: &Conv2dOptions,
+    products: Products,
 ) -> CubeStorage {
     let [oc, cg, kh, kw] = weight_shape;
     let groups = o.groups;
@@ -500,92 +554,12 @@ pub(super) fn conv2d_weight_grad(
         let gy = CubeNative::reshaped(&gy, &[groups, oc / groups, n * p]);
         let ct = CubeNative::permute(&cols, &[1, 0, 3, 2]);
         let ct = CubeNative::reshaped(&ct, &[groups, n * p, taps]);
-        matmul::matmul_into(&gy, &ct, &CubeNative::reshaped(out, &[groups, oc / groups, taps]));
+        products.multiply_into(&gy, &ct, &CubeNative::reshaped(out, &[groups, oc / groups, taps]));
         Ok(())
     };
     let candidates: [Candidate<'_>; 2] = [("blaze_direct", &direct), ("im2col", &via_im2col)];
     let key = conv_key("conv2d_weight_grad", &x.shape, weight_shape, o);
-    g.device.inner.tuner.run(&g.device, "conv2d_weight_grad", &key, &dw, &candidates, 1);
-    dw
-}
-
-/// [`conv2d`] of f32 tensors under an f16 precision: the columns and the
-/// weight rounded to f16 on the device, multiplied as f16 with f32 sums,
-/// the result (and the bias added to it) f32.
-pub(super) fn conv2d_f16(
-    x: &CubeStorage,
-    weight: &CubeStorage,
-    bias: Option<&CubeStorage>,
-    o: &Conv2dOptions,
-) -> CubeStorage {
-    let [n, _, h, w] = [x.shape[0], x.shape[1], x.shape[2], x.shape[3]];
-    let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
-    let g = o.groups;
-    let oh = window(h, kh, o.stride[0], o.padding[0], o.dilation[0]);
-    let ow = window(w, kw, o.stride[1], o.padding[1], o.dilation[1]);
-    let y = CubeStorage::empty(&x.device, &[n, oc, oh, ow], DType::F32);
-    if y.numel() > 0 {
-        let cols = im2col(x, [kh, kw], [oh, ow], o);
-        let wm = CubeNative::reshaped(weight, &[1, g, oc / g, cg * kh * kw]);
-        matmul::matmul_f16_into(&wm, &cols, &CubeNative::reshaped(&y, &[n, g, oc / g, oh * ow]));
-    }
-    match bias {
-        Some(b) => CubeNative::binary(BinaryOp::Add, &y, &CubeNative::reshape(b, &[1, oc, 1, 1])),
-        None => y,
-    }
-}
-
-/// [`conv2d_input_grad`] under an f16 precision: the columns' gradient
-/// multiplied as f16 with f32 sums, then summed into the image in f32.
-pub(super) fn conv2d_input_grad_f16(
-    g: &CubeStorage,
-    weight: &CubeStorage,
-    input_shape: [usize; 4],
-    o: &Conv2dOptions,
-) -> CubeStorage {
-    let [oc, cg, kh, kw] = [weight.shape[0], weight.shape[1], weight.shape[2], weight.shape[3]];
-    let [n, _, oh, ow] = [g.shape[0], g.shape[1], g.shape[2], g.shape[3]];
-    let groups = o.groups;
-    let taps = cg * kh * kw;
-    let dx = CubeNative::full(&input_shape, 0.0, DType::F32, &g.device);
-    if dx.numel() == 0 || oc * oh * ow == 0 {
-        return dx;
-    }
-    let wt = CubeNative::permute(&CubeNative::reshaped(weight, &[groups, oc / groups, taps]), &[0, 2, 1]);
-    let wt = CubeNative::reshaped(&wt, &[1, groups, taps, oc / groups]);
-    let gy = CubeNative::reshaped(g, &[n, groups, oc / groups, oh * ow]);
-    let cols = matmul::matmul_f16_to_f32(&wt, &gy);
-    launch_over(dx.numel(), |count, cube| {
-        col2im_kernel::launch(g.client(), count, cube, cols.arg(), dx.arg(), conv_window(kh, kw, o), oh, ow)
-    });
-    dx
-}
-
-/// [`conv2d_weight_grad`] under an f16 precision: the gradient and the
-/// columns multiplied as f16 with f32 sums.
-pub(super) fn conv2d_weight_grad_f16(
-    x: &CubeStorage,
-    g: &CubeStorage,
-    weight_shape: [usize; 4],
-    o: &Conv2dOptions,
-) -> CubeStorage {
-    let [oc, cg, kh, kw] = weight_shape;
-    let groups = o.groups;
-    let [n, _, oh, ow] = [g.shape[0], g.shape[1], g.shape[2], g.shape[3]];
-    let (p, taps) = (oh * ow, cg * kh * kw);
-    if n * p == 0 {
-        return CubeNative::full(&weight_shape, 0.0, DType::F32, &g.device);
-    }
-    let dw = CubeStorage::empty(&g.device, &weight_shape, DType::F32);
-    if dw.numel() == 0 {
-        return dw;
-    }
-    let cols = im2col(x, [kh, kw], [oh, ow], o);
-    let gy = CubeNative::permute(&CubeNative::reshaped(g, &[n, groups, oc / groups, p]), &[1, 2, 0, 3]);
-    let gy = CubeNative::reshaped(&gy, &[groups, oc / groups, n * p]);
-    let ct = CubeNative::permute(&cols, &[1, 0, 3, 2]);
-    let ct = CubeNative::reshaped(&ct, &[groups, n * p, taps]);
-    matmul::matmul_f16_into(&gy, &ct, &CubeNative::reshaped(&dw, &[groups, oc / groups, taps]));
+    products.run(&g.device, "conv2d_weight_grad", &key, &dw, &candidates, 1, [1, 0]);
     dw
 }
 

@@ -94,32 +94,33 @@ const SMALL: usize = 1 << 18;
 
 /// `[..., m, k] x [..., k, n]`, the batch dims broadcast.
 pub(crate) fn matmul(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
-    let r = a.shape.len();
-    let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
-    let mut shape: Vec<usize> =
-        a.shape[..r - 2].iter().zip(&b.shape[..r - 2]).map(|(&x, &y)| if x == 1 { y } else { x }).collect();
-    shape.extend([m, n]);
-    if k == 0 && m * n > 0 {
-        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, a.dtype, &a.device);
-    }
-    let out = CubeStorage::empty(&a.device, &shape, a.dtype);
-    matmul_into(a, b, &out);
-    out
+    product(a, b, a.dtype, matmul_into)
 }
 
 /// A product of f32 tensors under an f16 precision: both rounded to f16
 /// on the device, multiplied as f16 with f32 sums, the result f32.
 pub(crate) fn matmul_f16_to_f32(a: &CubeStorage, b: &CubeStorage) -> CubeStorage {
+    product(a, b, DType::F32, matmul_f16_into)
+}
+
+/// The product of `a` and `b` in a new `dtype` tensor, written by `into`
+/// (zeros for an empty sum).
+fn product(
+    a: &CubeStorage,
+    b: &CubeStorage,
+    dtype: DType,
+    into: fn(&CubeStorage, &CubeStorage, &CubeStorage),
+) -> CubeStorage {
     let r = a.shape.len();
     let (m, k, n) = (a.shape[r - 2], a.shape[r - 1], b.shape[r - 1]);
     let mut shape: Vec<usize> =
         a.shape[..r - 2].iter().zip(&b.shape[..r - 2]).map(|(&x, &y)| if x == 1 { y } else { x }).collect();
     shape.extend([m, n]);
     if k == 0 && m * n > 0 {
-        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, DType::F32, &a.device);
+        return <super::CubeNative as blaze_runtime::Primitives>::full(&shape, 0.0, dtype, &a.device);
     }
-    let out = CubeStorage::empty(&a.device, &shape, DType::F32);
-    matmul_f16_into(a, b, &out);
+    let out = CubeStorage::empty(&a.device, &shape, dtype);
+    into(a, b, &out);
     out
 }
 

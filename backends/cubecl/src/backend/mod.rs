@@ -666,7 +666,7 @@ impl Primitives for CubeNative {
         if let Some(h) = half(x) {
             return Self::conv2d(&x.widen(), &weight.widen(), wide(bias).as_ref(), o).narrow(h);
         }
-        conv::conv2d(float("conv2d", x), float("conv2d", weight), bias, o)
+        conv::conv2d(float("conv2d", x), float("conv2d", weight), bias, o, conv::Products::AsStored)
     }
 
     fn max_pool2d(x: &CubeStorage, o: &Pool2dOptions, with_indices: bool) -> (CubeStorage, Option<CubeStorage>) {
@@ -698,6 +698,7 @@ impl Primitives for CubeNative {
             float("conv2d_input_grad", weight),
             input_shape,
             o,
+            conv::Products::AsStored,
         )
     }
 
@@ -710,7 +711,8 @@ impl Primitives for CubeNative {
         if let Some(h) = half(x) {
             return Self::conv2d_weight_grad(&x.widen(), &grad_out.widen(), weight_shape, o).narrow(h);
         }
-        conv::conv2d_weight_grad(float("conv2d_weight_grad", x), float("conv2d_weight_grad", grad_out), weight_shape, o)
+        let (x, grad_out) = (float("conv2d_weight_grad", x), float("conv2d_weight_grad", grad_out));
+        conv::conv2d_weight_grad(x, grad_out, weight_shape, o, conv::Products::AsStored)
     }
 
     fn avg_pool2d_input_grad(grad_out: &CubeStorage, input_shape: [usize; 4], o: &Pool2dOptions) -> CubeStorage {
@@ -751,7 +753,7 @@ impl Composites for CubeNative {
         dtype: DType,
     ) -> CubeStorage {
         if f16_products(x, dtype) {
-            return conv::conv2d_f16(x, float("conv2d", w), bias, o);
+            return conv::conv2d(x, float("conv2d", w), bias, o, conv::Products::F16);
         }
         Self::conv2d(&composed::rounded::<Self>(x, dtype), &composed::rounded::<Self>(w, dtype), bias, o)
     }
@@ -764,7 +766,7 @@ impl Composites for CubeNative {
         dtype: DType,
     ) -> CubeStorage {
         if f16_products(g, dtype) {
-            return conv::conv2d_input_grad_f16(g, float("conv2d_input_grad", w), input_shape, o);
+            return conv::conv2d_input_grad(g, float("conv2d_input_grad", w), input_shape, o, conv::Products::F16);
         }
         Self::conv2d_input_grad(&composed::rounded::<Self>(g, dtype), &composed::rounded::<Self>(w, dtype), input_shape, o)
     }
@@ -777,7 +779,7 @@ impl Composites for CubeNative {
         dtype: DType,
     ) -> CubeStorage {
         if f16_products(x, dtype) {
-            return conv::conv2d_weight_grad_f16(x, float("conv2d_weight_grad", g), weight_shape, o);
+            return conv::conv2d_weight_grad(x, float("conv2d_weight_grad", g), weight_shape, o, conv::Products::F16);
         }
         Self::conv2d_weight_grad(&composed::rounded::<Self>(x, dtype), &composed::rounded::<Self>(g, dtype), weight_shape, o)
     }
