@@ -196,22 +196,12 @@ impl Product for bf16 {
         rhs: Strided<bf16>,
         accumulate: bool,
     ) {
-        assert!(
-            plan.kernel.runs_here(),
-            "a bf16 product on the {} kernel, which this CPU cannot run",
-            plan.kernel.name()
-        );
-        if m == 0 || n == 0 {
+        // SAFETY: forwarded from the caller.
+        if unsafe { without_products(plan, m, n, k, dst, dst_rs, accumulate, bf16::ZERO) } {
             return;
         }
         // SAFETY: row i of the m x n destination, for each i < m.
         let row = |i: usize| unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n) };
-        if k == 0 {
-            if !accumulate {
-                (0..m).for_each(|i| row(i).fill(bf16::ZERO));
-            }
-            return;
-        }
         #[cfg(target_arch = "x86_64")]
         if m == 1 && lhs.cs == 1 && rhs.rs == 1 {
             // A row times columns that are contiguous in depth (`x W^T` at
@@ -286,21 +276,8 @@ impl Product for RoundedBf16 {
         rhs: Strided<RoundedBf16>,
         accumulate: bool,
     ) {
-        assert!(
-            plan.kernel.runs_here(),
-            "a bf16 product on the {} kernel, which this CPU cannot run",
-            plan.kernel.name()
-        );
-        if m == 0 || n == 0 {
-            return;
-        }
-        if k == 0 {
-            if !accumulate {
-                // SAFETY: row i of the m x n destination, for each i < m.
-                (0..m).for_each(|i| {
-                    unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n) }.fill(0.0)
-                });
-            }
+        // SAFETY: forwarded from the caller.
+        if unsafe { without_products(plan, m, n, k, dst, dst_rs, accumulate, 0.0) } {
             return;
         }
         // `RoundedBf16` is a transparent bf16.
@@ -310,6 +287,34 @@ impl Product for RoundedBf16 {
         // sums over any number of depth blocks and added to it.
         unsafe { blocked(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
     }
+}
+
+/// Checks that the CPU runs the plan's kernel, and does a product with
+/// nothing to multiply: none into an empty destination, zeros (unless
+/// accumulating) for an empty depth. Whether it was one.
+///
+/// # Safety
+/// `dst` addresses a valid row-major `m x n` block with row stride `dst_rs`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn without_products<T: Copy>(
+    plan: &Bf16Plan,
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut T,
+    dst_rs: isize,
+    accumulate: bool,
+    zero: T,
+) -> bool {
+    assert!(plan.kernel.runs_here(), "a bf16 product on the {} kernel, which this CPU cannot run", plan.kernel.name());
+    if m == 0 || n == 0 {
+        return true;
+    }
+    if k == 0 && !accumulate {
+        // SAFETY: row i of the m x n destination, for each i < m.
+        (0..m).for_each(|i| unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n) }.fill(zero));
+    }
+    k == 0
 }
 
 thread_local! {
