@@ -204,6 +204,15 @@ pub struct Regression {
     out: Linear<32, 1>,
 }
 
+/// `n` samples of 64 inputs whose target, `100 (x0 - x1)`, gives gradients
+/// that the first loss scale (2^16) lifts past f16's largest value.
+fn regression(n: usize, seed: u64) -> InMemoryDataset {
+    let mut rng = Rng::seed_from_u64(seed);
+    let x: Vec<f32> = (0..n * 64).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
+    let y: Vec<f32> = x.chunks(64).map(|s| 100.0 * (s[0] - s[1])).collect();
+    InMemoryDataset::with_targets(x, &[64], DataVec::F32(y), &[1]).expect("consistent")
+}
+
 /// f16 products with gradients that the first loss scale (2^16) lifts
 /// past f16's largest value: the scale backs off, the overflowing steps
 /// are skipped (not stopped at, as a non-finite gradient would be), and
@@ -211,16 +220,11 @@ pub struct Regression {
 #[test]
 fn f16_loss_scaling_backs_off_on_overflow_and_trains() {
     use blaze::train::tensorboard::{EventValue, read_events};
-    let data = |n: usize, seed: u64| {
-        let mut rng = Rng::seed_from_u64(seed);
-        let x: Vec<f32> = (0..n * 64).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
-        let y: Vec<f32> = x.chunks(64).map(|s| 100.0 * (s[0] - s[1])).collect();
-        InMemoryDataset::with_targets(x, &[64], DataVec::F32(y), &[1]).expect("consistent")
-    };
     let dir = std::env::temp_dir().join(format!("blaze-f16-scale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let mut model = Regression::<Cpu>::new_seeded(11, &CpuDevice);
-    let (mut train, mut val) = (DataLoader::new(data(1024, 12), 32).shuffle(13), DataLoader::new(data(256, 14), 64));
+    let (mut train, mut val) =
+        (DataLoader::new(regression(1024, 12), 32).shuffle(13), DataLoader::new(regression(256, 14), 64));
     let config = FitConfig {
         epochs: 4,
         precision: Precision::F16,
@@ -280,17 +284,12 @@ fn checkpoints_resume_across_precisions() {
 fn a_resumed_f16_run_keeps_its_loss_scale() {
     use blaze::train::GradScaler;
     use blaze::train::tensorboard::{EventValue, read_events};
-    let data = |n: usize, seed: u64| {
-        let mut rng = Rng::seed_from_u64(seed);
-        let x: Vec<f32> = (0..n * 64).map(|_| rng.uniform(-1.0, 1.0) as f32).collect();
-        let y: Vec<f32> = x.chunks(64).map(|s| 100.0 * (s[0] - s[1])).collect();
-        InMemoryDataset::with_targets(x, &[64], DataVec::F32(y), &[1]).expect("consistent")
-    };
     let root = std::env::temp_dir().join(format!("blaze-f16-resume-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let run = |epochs: usize, board: &str| {
         let mut model = Regression::<Cpu>::new_seeded(11, &CpuDevice);
-        let (mut train, mut val) = (DataLoader::new(data(512, 12), 32).shuffle(13), DataLoader::new(data(128, 14), 64));
+        let (mut train, mut val) =
+            (DataLoader::new(regression(512, 12), 32).shuffle(13), DataLoader::new(regression(128, 14), 64));
         let config = FitConfig {
             epochs,
             precision: Precision::F16,
