@@ -212,6 +212,13 @@ fn choose_kernel(info: &CpuInfo) -> (GemmKernel, &'static str) {
     }
 }
 
+/// Whether a product of `m` rows under the 12-row AVX-512 plan runs in
+/// 8-row tiles instead (see [`Product::serial`] for f32 and f64).
+fn prefers_8_rows(m: usize) -> bool {
+    let (by8, by12) = (m.next_multiple_of(8), m.next_multiple_of(12));
+    by8 < by12 && (by12 - m) * 50 >= by12
+}
+
 thread_local! {
     /// Packed `A` and `B` blocks, in `u64` words so both f32 and f64 fit aligned.
     static PACKED: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
@@ -334,6 +341,18 @@ macro_rules! gemm_float {
                     // the CPU runs the kernel.
                     unsafe {
                         match kernel {
+                            // The 8-row tile where it leaves fewer rows
+                            // empty and the 12-row tiles would leave one
+                            // row in 50 or more: a part-filled tile pays a
+                            // packed edge panel and spilled sums, which a
+                            // product of a few tiles feels (attention's 64
+                            // or 128 rows ran 1.1-1.2x faster in 8-row
+                            // tiles on a Xeon); on many tiles the 12-row
+                            // one's reuse of `B` wins by a little. Every
+                            // tile sums each element in the same order,
+                            // so the bits do not change.
+                            #[cfg(target_arch = "x86_64")]
+                            GemmKernel::Avx512x12 if prefers_8_rows(m) => v4::<8>(&g, pa, pb),
                             #[cfg(target_arch = "x86_64")]
                             GemmKernel::Avx512x12 => v4::<12>(&g, pa, pb),
                             #[cfg(target_arch = "x86_64")]
@@ -423,13 +442,22 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     }
     // With few rows each panel of `B` serves few tiles, and packing it
     // would cost about what the kernel does; rows of `B` that are
-    // contiguous are read in place then (the im2col products of a conv).
-    let in_place_b = rhs.cs == 1 && m <= IN_PLACE_B_ROWS;
+    // contiguous are read in place then (the im2col products of a conv),
+    // and so is a `B` exactly one panel wide, which its packing would
+    // only copy (attention's `p v` with heads of 16 or 32).
+    let in_place_b = rhs.cs == 1 && (m <= IN_PLACE_B_ROWS || rhs.rs == nr as isize);
     // The kernel reads `A` through its strides, so a row- or column-major
     // `A` is read in place; only a partial panel at the bottom edge (whose
     // missing rows must read as zeros) is packed. Any other layout is
-    // packed whole.
-    let in_place_a = lhs.cs == 1 || lhs.rs == 1;
+    // packed whole, and so is one whose lines the kernel reads together
+    // (a row-major panel's rows, a column-major one's steps) lie a
+    // multiple of 4 KiB apart: an x86 L1 picks a line's set from its
+    // offset within the 4 KiB page, so all of them would share one set
+    // and evict each other on every pass (a weight gradient `g^T x` of
+    // 1024 outputs read `A` at 0.6x the speed of packing it, on a Xeon).
+    let far = if lhs.cs == 1 { lhs.rs } else { lhs.cs };
+    let aliased = (far.unsigned_abs() * std::mem::size_of::<T>()).is_multiple_of(4096);
+    let in_place_a = (lhs.cs == 1 || lhs.rs == 1) && !aliased;
     for jc in (0..n).step_by(block_n) {
         let nc = block_n.min(n - jc);
         for pc in (0..k).step_by(block_k) {
@@ -445,9 +473,9 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                 // SAFETY: the block lies in `lhs`; `pa` holds block_m x kc.
                 unsafe {
                     if !in_place_a {
-                        pack(mr, mc, kc, lhs.at(ic, pc), pa);
+                        K::pack(mr, mc, kc, lhs.at(ic, pc), pa);
                     } else if whole < mc {
-                        pack(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
+                        K::pack(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
                     }
                 }
                 for jr in (0..nc).step_by(nr) {
@@ -529,8 +557,9 @@ trait Micro<T: Float> {
 
     /// [`pack`] with this kernel's ISA: vector kernels transpose blocks
     /// of f32 whose rows run along the depth (`B` stored transposed, as
-    /// `x W^T` reads a weight) eight by eight in registers, where the
-    /// portable packing gathers them one value at a time.
+    /// `x W^T` reads a weight, or a row-major `A`) eight by eight in
+    /// registers, where the portable packing gathers them one value at a
+    /// time.
     ///
     /// # Safety
     /// As for [`pack`], and the CPU runs the kernel's ISA.
@@ -1093,10 +1122,24 @@ mod tests {
             (64, 16, 64),
             (33, 8, 9),
             (37, 70, 1),
+            // 12-row tiles, the last one part-filled.
+            (45, 50, 300),
+            // `A`'s rows (row-major) or steps (column-major) 4 KiB apart
+            // in f32, 8 KiB in f64: packed, not read in place.
+            (1024, 2, 40),
+            (40, 2, 1024),
         ] {
             check::<f32>(m, n, k, 1e-4);
             check::<f64>(m, n, k, 1e-12);
         }
+    }
+
+    #[test]
+    fn few_row_tiles_take_the_tile_that_fills_them() {
+        // Attention's rows, and a small square: 8-row tiles fill them.
+        assert!([64, 128, 256, 40].into_iter().all(prefers_8_rows));
+        // Whole 12-row tiles, or one part-filled among many.
+        assert!(![12, 36, 45, 96, 192, 1024, 2048].into_iter().any(prefers_8_rows));
     }
 
     #[test]
