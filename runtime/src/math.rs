@@ -51,17 +51,17 @@ pub fn erf_f32(x: f32) -> f32 {
     let x2 = x * x;
     // Odd numerator and even denominator, as in Eigen's and XLA's erf.
     let mut p = -2.726_142_3e-10_f32;
-    p = p * x2 + 2.770_681_4e-8;
-    p = p * x2 - 2.101_024e-6;
-    p = p * x2 - 5.692_506_4e-5;
-    p = p * x2 - 7.349_906_3e-4;
-    p = p * x2 - 2.954_600_1e-3;
-    p = p * x2 - 1.609_603_3e-2;
+    p = p.mul_add(x2, 2.770_681_4e-8);
+    p = p.mul_add(x2, -2.101_024e-6);
+    p = p.mul_add(x2, -5.692_506_4e-5);
+    p = p.mul_add(x2, -7.349_906_3e-4);
+    p = p.mul_add(x2, -2.954_600_1e-3);
+    p = p.mul_add(x2, -1.609_603_3e-2);
     let mut q = -1.456_607_2e-5_f32;
-    q = q * x2 - 2.133_740_6e-4;
-    q = q * x2 - 1.682_827e-3;
-    q = q * x2 - 7.373_329e-3;
-    q = q * x2 - 1.426_474e-2;
+    q = q.mul_add(x2, -2.133_740_6e-4);
+    q = q.mul_add(x2, -1.682_827e-3);
+    q = q.mul_add(x2, -7.373_329e-3);
+    q = q.mul_add(x2, -1.426_474e-2);
     // Past 3.9, erf rounds to ±1 in f32; the approximation falls just short.
     if x.abs() >= 3.9 { 1.0f32.copysign(x) } else { x * p / q }
 }

@@ -144,7 +144,8 @@ impl Helper {
                  if (x <= -2147483648.0) { return -2147483647i - 1i; }\n    return i32(x);\n}"
             }
             // WGSL has no erf: the rational approximation the CPU runs in
-            // f32 (`blaze_runtime::math::erf_f32`), NaN kept.
+            // f32 (`blaze_runtime::math::erf_f32`, which fuses its
+            // multiply-adds), NaN kept.
             Helper::Erf => {
                 "fn P_erf(x0: f32) -> f32 {\n    if (P_isnan(x0)) { return x0; }\n    \
                  let x = clamp(x0, -4.0, 4.0);\n    let x2 = x * x;\n    \
