@@ -97,12 +97,16 @@ where
 /// `out` as `f` of `src`'s values (as many), written through `writer`.
 #[inline(always)]
 fn write_mapped<T: Copy, U: Copy>(writer: &Streamer, out: &mut [MaybeUninit<U>], src: &[T], f: &impl Fn(T) -> U) {
-    writer.write_lines(out, |at, out| {
-        let n = out.len();
-        for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
-            o.write(f(x));
-        }
-    })
+    writer.write_lines(
+        out,
+        #[inline(always)]
+        |at, out| {
+            let n = out.len();
+            for (o, &x) in out.iter_mut().zip(&src[at..at + n]) {
+                o.write(f(x));
+            }
+        },
+    )
 }
 
 /// The loops one map compiles: `out` as the op of a contiguous piece.
@@ -445,7 +449,11 @@ fn write_rows<T: Copy, U: Copy>(
     b: Row<'_, T>,
     f: &impl Fn(T, T) -> U,
 ) {
-    writer.write_lines(out, |at, out| write_row_inner(out, a.part(at, out.len()), b.part(at, out.len()), f))
+    writer.write_lines(
+        out,
+        #[inline(always)]
+        |at, out| write_row_inner(out, a.part(at, out.len()), b.part(at, out.len()), f),
+    )
 }
 
 #[inline(always)]
