@@ -68,31 +68,26 @@ pub(crate) fn attention<T: Float>(q: &Array<T>, k: &Array<T>, v: &Array<T>, o: S
                         for j0 in (0..seen).step_by(BLOCK) {
                             let n = BLOCK.min(seen - j0);
                             let scores = &mut scores[..n];
-                            // 16 keys at a time, their scores held in one
-                            // vector while the query's width is summed; the
-                            // block's maximum kept per lane (one serial max
-                            // over the keys would wait on each compare).
+                            // The block's scores, one query value at a
+                            // time across its contiguous keys: an axpy
+                            // into the block, which stays in L1. (Sixteen
+                            // keys' scores held as one array were split
+                            // by LLVM into scalars it shuffled out of the
+                            // vector every step, on a Xeon a third of the
+                            // kernel.) The block's maximum is kept per
+                            // lane: one serial max over the keys would
+                            // wait on each compare.
+                            scores.fill(T::ZERO);
+                            for (dd, &qv) in query.iter().enumerate() {
+                                for (sc, &kv) in scores.iter_mut().zip(&kt[dd * s + j0..][..n]) {
+                                    *sc = qv.mul_add(kv, *sc);
+                                }
+                            }
                             let neg_inf = T::from_f64(f64::NEG_INFINITY);
                             let mut maxes = [neg_inf; LANES];
-                            for (c, chunk) in scores.chunks_mut(LANES).enumerate() {
-                                let mut lanes = [T::ZERO; LANES];
-                                let at = j0 + c * LANES;
-                                if chunk.len() == LANES {
-                                    for (dd, &qv) in query.iter().enumerate() {
-                                        let keys = &kt[dd * s + at..][..LANES];
-                                        for l in 0..LANES {
-                                            lanes[l] += qv * keys[l];
-                                        }
-                                    }
-                                } else {
-                                    for (dd, &qv) in query.iter().enumerate() {
-                                        for (l, &kv) in kt[dd * s + at..][..chunk.len()].iter().enumerate() {
-                                            lanes[l] += qv * kv;
-                                        }
-                                    }
-                                }
-                                for ((sc, &l), m) in chunk.iter_mut().zip(&lanes).zip(maxes.iter_mut()) {
-                                    *sc = l * scale;
+                            for chunk in scores.chunks_mut(LANES) {
+                                for (sc, m) in chunk.iter_mut().zip(maxes.iter_mut()) {
+                                    *sc = *sc * scale;
                                     *m = if *sc > *m { *sc } else { *m };
                                 }
                             }
@@ -117,14 +112,14 @@ pub(crate) fn attention<T: Float>(q: &Array<T>, k: &Array<T>, v: &Array<T>, o: S
                                     for (j, &p) in scores.iter().enumerate() {
                                         let row = &values[(j0 + j) * e + c * LANES..][..LANES];
                                         for l in 0..LANES {
-                                            lanes[l] += p * row[l];
+                                            lanes[l] = p.mul_add(row[l], lanes[l]);
                                         }
                                     }
                                 } else {
                                     for (j, &p) in scores.iter().enumerate() {
                                         let row = &values[(j0 + j) * e + c * LANES..][..out.len()];
                                         for (l, &vv) in lanes.iter_mut().zip(row) {
-                                            *l += p * vv;
+                                            *l = p.mul_add(vv, *l);
                                         }
                                     }
                                 }

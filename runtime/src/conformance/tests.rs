@@ -700,11 +700,12 @@ fn attention<B: Backend>(dev: &B::Device) {
             let got = qt.scaled_dot_product_attention(&kt, &vt, causal, Some(0.5));
             assert_close(&format!("attention (causal {causal})"), &got, &want, &[1, 3, 1], tol);
         }
-        for (t, s) in [(300usize, 300usize), (40, 600), (520, 70)] {
+        // Values 8 wide, and 24 (a whole vector of 16 and part of one).
+        for (t, s, e) in [(300usize, 300usize, 8usize), (40, 600, 24), (520, 70, 8)] {
             let shape = |len: usize, w: usize| [2usize, 3, len, w];
             let qt = tensor::<B, 4>(&data(2 * 3 * t * 16, 3), shape(t, 16), dtype, dev);
             let kt = tensor::<B, 4>(&data(2 * 3 * s * 16, 4), shape(s, 16), dtype, dev);
-            let vt = tensor::<B, 4>(&data(2 * 3 * s * 8, 5), shape(s, 8), dtype, dev);
+            let vt = tensor::<B, 4>(&data(2 * 3 * s * e, 5), shape(s, e), dtype, dev);
             for causal in [false, true] {
                 let got = qt.scaled_dot_product_attention(&kt, &vt, causal, None);
                 let mut o = crate::SoftmaxOptions::default().scale(0.25);
@@ -714,10 +715,10 @@ fn attention<B: Backend>(dev: &B::Device) {
                 let want =
                     Tensor::<B, 4>::from_storage(composed_attention::<B>(qt.storage(), kt.storage(), vt.storage(), o));
                 assert_close(
-                    &format!("attention {t}x{s} (causal {causal})"),
+                    &format!("attention {t}x{s}x{e} (causal {causal})"),
                     &got,
                     &super::values(&want),
-                    &shape(t, 8),
+                    &shape(t, e),
                     tol,
                 );
             }
