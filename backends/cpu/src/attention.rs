@@ -73,10 +73,10 @@ pub(crate) fn attention<T: Float>(q: &Array<T>, k: &Array<T>, v: &Array<T>, o: S
                             // into the block, which stays in L1. (Sixteen
                             // keys' scores held as one array were split
                             // by LLVM into scalars it shuffled out of the
-                            // vector every step, on a Xeon a third of the
-                            // kernel.) The block's maximum is kept per
-                            // lane: one serial max over the keys would
-                            // wait on each compare.
+                            // vector every step: on a Xeon, a fifth of a
+                            // base GPT run's samples.) The block's
+                            // maximum is kept per lane: one serial max
+                            // over the keys would wait on each compare.
                             scores.fill(T::ZERO);
                             for (dd, &qv) in query.iter().enumerate() {
                                 for (sc, &kv) in scores.iter_mut().zip(&kt[dd * s + j0..][..n]) {

@@ -607,7 +607,8 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
             let mut c = [[V::zero(); NV]; MR];
             let mut bp = b;
             if a.rs == 1 {
-                // A packed panel: each step's rows are adjacent.
+                // Each step's rows adjacent: a packed panel, or a
+                // column-major `A` read in place.
                 let mut ap = a.ptr;
                 for _ in 0..kc {
                     let mut bv = [V::zero(); NV];
@@ -633,6 +634,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                 // from the one before, and gives each row an address of
                 // its own (on a Xeon: 1.17x on 128 products of 64x64x16,
                 // 1.19x on 64x800x10; the wider tiles unchanged).
+                const { assert!(MR <= 16, "four groups of four rows") };
                 let rs = a.rs;
                 let rs3 = std::hint::black_box(3 * rs);
                 let mut base = [a.ptr; 4];
