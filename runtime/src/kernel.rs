@@ -176,6 +176,40 @@ macro_rules! kernel_float {
 kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32);
 kernel_float!(f64, f64::exp, libm::erf);
 
+/// The element types of a kernel's values in ONNX (`TensorProto`'s
+/// codes): what [`OnnxExpr::constant`] and [`OnnxExpr::cast`] make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OnnxType {
+    /// `f32`.
+    Float = 1,
+    /// `i32`.
+    Int32 = 6,
+    /// `u32`.
+    Uint32 = 12,
+    /// `bool`.
+    Bool = 9,
+}
+
+/// What a kernel's ONNX form is written with: operators of the default
+/// domain over tensors that broadcast (numpy's rules), as `blaze::export`'s
+/// graph builds them. `kernel!` prints each kernel's expression through it
+/// ([`Elementwise::onnx`]), so a model that calls a kernel exports.
+pub trait OnnxExpr {
+    /// A value of the graph.
+    type Value: Clone;
+    /// Operator `op` of `args` with integer attributes `attrs`.
+    fn op_with(&mut self, op: &'static str, args: &[&Self::Value], attrs: &[(&'static str, i64)]) -> Self::Value;
+    /// Operator `op` of `args`.
+    fn op(&mut self, op: &'static str, args: &[&Self::Value]) -> Self::Value {
+        self.op_with(op, args, &[])
+    }
+    /// A scalar constant of type `ty` (`value` is exact for every
+    /// constant a kernel holds).
+    fn constant(&mut self, value: f64, ty: OnnxType) -> Self::Value;
+    /// `x` converted to `ty`.
+    fn cast(&mut self, x: &Self::Value, ty: OnnxType) -> Self::Value;
+}
+
 /// An elementwise kernel `f(a_0, .., a_{ARITY-1})`, as `kernel!` generates
 /// it. The CPU runs [`Elementwise::map`]; the GPU runs [`Elementwise::WGSL`].
 pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
@@ -204,6 +238,12 @@ pub trait Elementwise: Copy + fmt::Debug + Send + Sync + 'static {
     /// `kernel!` fills it with the CubeCL backend's `#[cube]` launcher
     /// when the `blaze` facade's `cubecl` feature is on; `None` otherwise.
     const DEVICE: Option<&'static (dyn std::any::Any + Send + Sync)> = None;
+
+    /// `f(args[0], ..)` as ONNX operators: `args` are the kernel's
+    /// arguments in order (float tensors that broadcast).
+    fn onnx<G: OnnxExpr>(g: &mut G, args: &[G::Value]) -> G::Value;
+    /// `∂f/∂a_arg (args[0], ..)` as ONNX operators.
+    fn onnx_partial<G: OnnxExpr>(g: &mut G, arg: usize, args: &[G::Value]) -> G::Value;
 
     /// `f(args[0], ..)` at one point: how a fused group that calls this
     /// kernel evaluates it inside its own loop.

@@ -64,6 +64,11 @@ pub struct Unary {
     /// the function of a `#[model]` forward body, and the kernel's name
     /// (PyTorch's, lower case).
     pub name: &'static str,
+    /// The ONNX operator of the default domain that computes the same
+    /// function, if there is one (`Relu`); empty otherwise, and then the
+    /// exporter writes the op's `body` as ONNX operators. The importer
+    /// reads each operator named here as the op.
+    pub onnx: &'static str,
     /// A sentence saying what it computes.
     pub doc: &'static str,
     /// Its `f64` parameters besides the input (the variant's fields).
@@ -104,6 +109,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Neg",
         name: "neg",
+        onnx: "Neg",
         doc: "`-x` (floats and i64).",
         params: &[],
         domain: Domain::Signed,
@@ -115,6 +121,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Abs",
         name: "abs",
+        onnx: "Abs",
         doc: "`|x|` (floats and i64).",
         params: &[],
         domain: Domain::Signed,
@@ -126,6 +133,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Exp",
         name: "exp",
+        onnx: "Exp",
         doc: "`e^x`.",
         params: &[],
         domain: Domain::Float,
@@ -137,6 +145,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Log",
         name: "log",
+        onnx: "Log",
         doc: "Natural logarithm.",
         params: &[],
         domain: Domain::Float,
@@ -148,6 +157,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Sqrt",
         name: "sqrt",
+        onnx: "Sqrt",
         doc: "Square root.",
         params: &[],
         domain: Domain::Float,
@@ -159,6 +169,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Recip",
         name: "recip",
+        onnx: "Reciprocal",
         doc: "`1 / x`.",
         params: &[],
         domain: Domain::Float,
@@ -170,6 +181,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Tanh",
         name: "tanh",
+        onnx: "Tanh",
         doc: "Hyperbolic tangent.",
         params: &[],
         domain: Domain::Float,
@@ -181,6 +193,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Sigmoid",
         name: "sigmoid",
+        onnx: "Sigmoid",
         doc: "`1 / (1 + e^-x)`.",
         params: &[],
         domain: Domain::Float,
@@ -193,6 +206,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Relu",
         name: "relu",
+        onnx: "Relu",
         doc: "`max(x, 0)`; NaN passes through.",
         params: &[],
         domain: Domain::Float,
@@ -205,6 +219,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Gelu",
         name: "gelu",
+        onnx: "",
         doc: "Exact GELU, `x * Φ(x)` (PyTorch's default `approximate='none'`).",
         params: &[],
         domain: Domain::Float,
@@ -217,6 +232,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "LeakyRelu",
         name: "leaky_relu",
+        onnx: "",
         doc: "`max(x, 0) + negative_slope * min(x, 0)` (PyTorch's default slope is 0.01).",
         params: &["negative_slope"],
         domain: Domain::Float,
@@ -228,6 +244,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Sin",
         name: "sin",
+        onnx: "Sin",
         doc: "Sine.",
         params: &[],
         domain: Domain::Float,
@@ -239,6 +256,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Cos",
         name: "cos",
+        onnx: "Cos",
         doc: "Cosine.",
         params: &[],
         domain: Domain::Float,
@@ -250,6 +268,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Erf",
         name: "erf",
+        onnx: "Erf",
         doc: "The error function.",
         params: &[],
         domain: Domain::Float,
@@ -261,6 +280,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Floor",
         name: "floor",
+        onnx: "Floor",
         doc: "Round down.",
         params: &[],
         domain: Domain::Float,
@@ -272,6 +292,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Ceil",
         name: "ceil",
+        onnx: "Ceil",
         doc: "Round up.",
         params: &[],
         domain: Domain::Float,
@@ -283,6 +304,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Sign",
         name: "sign",
+        onnx: "Sign",
         doc: "-1, 0 or 1 (floats and i64); NaN and the sign of zero pass through.",
         params: &[],
         domain: Domain::Signed,
@@ -296,6 +318,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Relu6",
         name: "relu6",
+        onnx: "",
         doc: "`min(max(x, 0), 6)`; NaN passes through.",
         params: &[],
         domain: Domain::Float,
@@ -308,6 +331,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Hardsigmoid",
         name: "hardsigmoid",
+        onnx: "",
         doc: "`relu6(x + 3) / 6`.",
         params: &[],
         domain: Domain::Float,
@@ -319,6 +343,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Hardswish",
         name: "hardswish",
+        onnx: "HardSwish",
         doc: "`x * relu6(x + 3) / 6`.",
         params: &[],
         domain: Domain::Float,
@@ -331,6 +356,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Mish",
         name: "mish",
+        onnx: "Mish",
         doc: "`x * tanh(softplus(x))`.",
         params: &[],
         domain: Domain::Float,
@@ -349,6 +375,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Softsign",
         name: "softsign",
+        onnx: "Softsign",
         doc: "`x / (1 + |x|)`.",
         params: &[],
         domain: Domain::Float,
@@ -360,6 +387,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "LogSigmoid",
         name: "logsigmoid",
+        onnx: "",
         doc: "`log(1 / (1 + e^-x))`, as `min(x, 0) - log(1 + e^-|x|)` so that it never overflows.",
         params: &[],
         domain: Domain::Float,
@@ -372,6 +400,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Softplus",
         name: "softplus",
+        onnx: "",
         doc: "`log(1 + exp(beta x)) / beta`, the identity where `beta x > threshold` (PyTorch's defaults: 1, 20).",
         params: &["beta", "threshold"],
         domain: Domain::Float,
@@ -390,6 +419,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Elu",
         name: "elu",
+        onnx: "",
         doc: "`x` above zero, `alpha (exp(x) - 1)` below (PyTorch's default alpha is 1).",
         params: &["alpha"],
         domain: Domain::Float,
@@ -406,6 +436,7 @@ pub const UNARY: &[Unary] = &[
     Unary {
         variant: "Not",
         name: "logical_not",
+        onnx: "Not",
         doc: "Logical not (bool only).",
         params: &[],
         domain: Domain::Bool,
@@ -431,6 +462,9 @@ pub struct Binary {
     /// The op's name: its kernel's (PyTorch's, lower case), its tensor
     /// method's (`x.pow(&y)`) and in messages.
     pub name: &'static str,
+    /// The ONNX operator of the default domain that computes it (numpy's
+    /// broadcasting, as Blaze's).
+    pub onnx: &'static str,
     /// The tensor method that takes a number as `b` (`x.powf(2.0)`,
     /// `x.clamp_min(0.0)`); empty for a bool op.
     pub with_number: &'static str,
@@ -454,6 +488,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Add",
         name: "add",
+        onnx: "Add",
         with_number: "add_scalar",
         doc: "`a + b` (floats, i64).",
         domain: Domain::Signed,
@@ -464,6 +499,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Sub",
         name: "sub",
+        onnx: "Sub",
         with_number: "sub_scalar",
         doc: "`a - b` (floats, i64).",
         domain: Domain::Signed,
@@ -474,6 +510,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Mul",
         name: "mul",
+        onnx: "Mul",
         with_number: "mul_scalar",
         doc: "`a * b` (floats, i64).",
         domain: Domain::Signed,
@@ -484,6 +521,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Div",
         name: "div",
+        onnx: "Div",
         with_number: "div_scalar",
         doc: "`a / b` (floats; i64 rounds toward zero).",
         domain: Domain::Signed,
@@ -494,6 +532,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Pow",
         name: "pow",
+        onnx: "Pow",
         with_number: "powf",
         doc: "`a ^ b` (floats): a negative `a` to an integer `b` keeps its sign, as `torch.pow`.",
         domain: Domain::Float,
@@ -504,6 +543,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Maximum",
         name: "maximum",
+        onnx: "Max",
         with_number: "clamp_min",
         doc: "Elementwise maximum, NaN-propagating (floats, i64).",
         domain: Domain::Signed,
@@ -516,6 +556,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Minimum",
         name: "minimum",
+        onnx: "Min",
         with_number: "clamp_max",
         doc: "Elementwise minimum, NaN-propagating (floats, i64).",
         domain: Domain::Signed,
@@ -526,6 +567,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "And",
         name: "logical_and",
+        onnx: "And",
         with_number: "",
         doc: "Logical and (bool).",
         domain: Domain::Bool,
@@ -536,6 +578,7 @@ pub const BINARY: &[Binary] = &[
     Binary {
         variant: "Or",
         name: "logical_or",
+        onnx: "Or",
         with_number: "",
         doc: "Logical or (bool).",
         domain: Domain::Bool,

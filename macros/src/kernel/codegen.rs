@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 
 use super::ir::{Expr, ExprKind, Extern, Home, Kernel};
 use super::wgsl::{Wgsl, validate};
-use super::{plain, rust, wgsl};
+use super::{onnx, plain, rust, wgsl};
 
 /// The body of a loop over `i`: the value of `k` at element `i`.
 fn rust_loop(k: &Kernel) -> TokenStream {
@@ -233,6 +233,15 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
         quote!(panic!(#msg);)
     });
     let arity = k.params.len();
+    let onnx_body = onnx::body(k)?;
+    let onnx_arms = partials
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let body = onnx::body(p)?;
+            Ok(quote!(#i => { #body }))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let (cube_items, cube_device) = match k.home {
         Home::Facade => super::cube::elementwise(k, partials),
         // The CubeCL backend holds the table's launchers (see `Home`).
@@ -269,6 +278,21 @@ pub fn kernel_type(k: &Kernel, partials: &[Kernel]) -> Result<TokenStream, Strin
                 #[allow(unreachable_code)]
                 match arg {
                     #(#partial_arms)*
+                    _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
+                }
+            }
+
+            #[allow(unused_variables, clippy::all)]
+            fn onnx<G: #rt::kernel::OnnxExpr>(g: &mut G, args: &[G::Value]) -> G::Value {
+                #onnx_body
+            }
+
+            #[allow(unused_variables, clippy::all)]
+            fn onnx_partial<G: #rt::kernel::OnnxExpr>(g: &mut G, arg: usize, args: &[G::Value]) -> G::Value {
+                #no_partials
+                #[allow(unreachable_code)]
+                match arg {
+                    #(#onnx_arms)*
                     _ => panic!("{}: no argument {} (it has {})", #name_str, arg, #arity),
                 }
             }

@@ -20,6 +20,7 @@ pub(crate) mod ir;
 #[cfg(test)]
 mod ir_tests;
 mod lower;
+mod onnx;
 pub(crate) mod rows;
 mod rust;
 pub(crate) mod table;

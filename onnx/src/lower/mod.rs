@@ -804,7 +804,7 @@ impl<'g> Lower<'g> {
             "LayerNormalization" => self.layer_norm(n)?,
             "LeakyRelu" | "Gelu" | "Dropout" | "Softmax" | "LogSoftmax" | "Flatten" | "Clip" | "HardSigmoid"
             | "Softplus" => self.unary(n)?,
-            op if TABLE_OPS.iter().any(|&(onnx, _)| onnx == op) => self.unary(n)?,
+            op if table_op_named(op).is_some() => self.unary(n)?,
             "MaxPool" | "AveragePool" => self.pool(n)?,
             "Resize" => self.resize(n)?,
             "GlobalAveragePool" => {
@@ -967,28 +967,13 @@ fn kind(v: &Val) -> String {
 }
 
 /// A field for a layer without tensors.
-/// ONNX operators that are ops of the op table as they stand, by the
-/// table's names: a layer where the table has one, else a tensor method.
-const TABLE_OPS: &[(&str, &str)] = &[
-    ("Abs", "abs"),
-    ("Ceil", "ceil"),
-    ("Cos", "cos"),
-    ("Erf", "erf"),
-    ("Exp", "exp"),
-    ("Floor", "floor"),
-    ("HardSwish", "hardswish"),
-    ("Log", "log"),
-    ("Mish", "mish"),
-    ("Neg", "neg"),
-    ("Reciprocal", "recip"),
-    ("Relu", "relu"),
-    ("Sigmoid", "sigmoid"),
-    ("Sign", "sign"),
-    ("Sin", "sin"),
-    ("Softsign", "softsign"),
-    ("Sqrt", "sqrt"),
-    ("Tanh", "tanh"),
-];
+/// The op of the op table that ONNX operator `op` is as it stands (the
+/// entry's `onnx`), by the table's name: a layer where the table has one,
+/// else a tensor method. Bool ops are not read so: masks have their own
+/// conversions.
+pub(crate) fn table_op_named(op: &str) -> Option<&'static str> {
+    blaze_spec::ops::UNARY.iter().find(|u| u.onnx == op && u.domain != blaze_spec::ops::Domain::Bool).map(|u| u.name)
+}
 
 /// Whether Rust expression `expr` names the binding `name`.
 fn mentions(expr: &str, name: &str) -> bool {

@@ -891,7 +891,7 @@ impl<'g> Lower<'g> {
             self.skip.insert(li);
             return self.table_op(log, "logsigmoid", &t);
         }
-        if let Some(&(_, name)) = TABLE_OPS.iter().find(|&&(onnx, _)| onnx == n.op) {
+        if let Some(name) = table_op_named(&n.op) {
             return self.table_op(n, name, &t);
         }
         match n.op.as_str() {

@@ -345,6 +345,28 @@ fn mul_add_exp_d_s(a_x: f32, a_y: f32, a_s: f32) -> f32 {
             });
         }
     }
+
+    fn onnx<G: crate::kernel::OnnxExpr>(g: &mut G, args: &[G::Value]) -> G::Value {
+        let (x, y, s) = (&args[0], &args[1], &args[2]);
+        let (xy, nx) = (g.op("Mul", &[x, y]), g.op("Neg", &[x]));
+        let e = g.op("Exp", &[&nx]);
+        let se = g.op("Mul", &[s, &e]);
+        g.op("Add", &[&xy, &se])
+    }
+
+    fn onnx_partial<G: crate::kernel::OnnxExpr>(g: &mut G, arg: usize, args: &[G::Value]) -> G::Value {
+        let (x, y, s) = (&args[0], &args[1], &args[2]);
+        if arg == 1 {
+            return x.clone();
+        }
+        let nx = g.op("Neg", &[x]);
+        let e = g.op("Exp", &[&nx]);
+        if arg == 2 {
+            return e;
+        }
+        let se = g.op("Mul", &[s, &e]);
+        g.op("Sub", &[y, &se])
+    }
 }
 
 /// `Kernels::elementwise` through `kernel::call`: broadcasting tensors,

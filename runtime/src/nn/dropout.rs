@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
-use crate::kernel::{Elementwise, KernelFloat, KernelFn};
+use crate::kernel::{Elementwise, KernelFloat, KernelFn, OnnxExpr, OnnxType};
 use crate::{Backend, Tensor};
 
 /// Options of [`Dropout`].
@@ -110,6 +110,23 @@ fn dropout_d_u(x: f32, p: f32, scale: f32, u: f32) -> f32 {
                 _ => zero,
             });
         }
+    }
+
+    fn onnx<G: OnnxExpr>(g: &mut G, args: &[G::Value]) -> G::Value {
+        let (x, p, s, u) = (&args[0], &args[1], &args[2], &args[3]);
+        let (dropped, zero, kept) = (g.op("Less", &[u, p]), g.constant(0.0, OnnxType::Float), g.op("Mul", &[x, s]));
+        g.op("Where", &[&dropped, &zero, &kept])
+    }
+
+    fn onnx_partial<G: OnnxExpr>(g: &mut G, arg: usize, args: &[G::Value]) -> G::Value {
+        let zero = g.constant(0.0, OnnxType::Float);
+        let kept = match arg {
+            0 => &args[2],
+            2 => &args[0],
+            _ => return zero,
+        };
+        let dropped = g.op("Less", &[&args[3], &args[1]]);
+        g.op("Where", &[&dropped, &zero, kept])
     }
 }
 
