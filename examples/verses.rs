@@ -32,8 +32,6 @@ use blaze::prelude::*;
 use blaze::rng::Rng;
 use clap::Parser;
 
-/// Characters the model tells apart (the text has 63).
-const VOCAB: usize = 64;
 /// The books, by their first verse's opening words.
 const BOOKS: [(&str, &str); 8] = [
     ("Genesis", "In the beginning God created"),
@@ -46,39 +44,10 @@ const BOOKS: [(&str, &str); 8] = [
     ("Isaiah", "The vision of Isaiah the son of Amoz"),
 ];
 
-/// Ids `[T]` in, logits over the books out: the LSTM's last state.
-#[model]
-pub struct LstmReader {
-    chars: Embedding<64, 32>,
-    #[layer(num_layers = 2)]
-    lstm: Lstm<32, 64>,
-    head: Linear<64, 8>,
-}
+#[path = "common/readers.rs"]
+mod readers;
 
-#[model(input = [T])]
-impl LstmReader {
-    fn forward(&self, ids: Tensor) -> Tensor {
-        let states = self.lstm(self.chars(ids));
-        self.head(states.narrow(0, -1, 1).reshape([64]))
-    }
-}
-
-/// The same with a GRU.
-#[model]
-pub struct GruReader {
-    chars: Embedding<64, 32>,
-    #[layer(num_layers = 2)]
-    gru: Gru<32, 64>,
-    head: Linear<64, 8>,
-}
-
-#[model(input = [T])]
-impl GruReader {
-    fn forward(&self, ids: Tensor) -> Tensor {
-        let states = self.gru(self.chars(ids));
-        self.head(states.narrow(0, -1, 1).reshape([64]))
-    }
-}
+use readers::{GruReader, LstmReader, VOCAB};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Cell {

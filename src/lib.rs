@@ -15,6 +15,8 @@ pub use blaze_runtime::distributed;
 pub use blaze_runtime::{autodiff, data, loss, nn, optim, precision, record, rng, train};
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;
+/// ONNX export of any `#[model]`: [`export::save_onnx`].
+pub use blaze_export as export;
 /// GPU devices through wgpu, and `kernel!` kernels run on them (feature
 /// `wgpu`): everything of `blaze_wgpu`, and [`wgpu::Wgpu`], the backend.
 #[cfg(feature = "wgpu")]

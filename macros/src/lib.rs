@@ -106,6 +106,14 @@ pub fn __unary_layers(_: TokenStream) -> TokenStream {
     kernel::table::layers().into()
 }
 
+/// `Export` for each activation layer of the op table: its op through
+/// `blaze_export::ops::unary`. Invoked once, by `blaze_export`.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __unary_exports(_: TokenStream) -> TokenStream {
+    kernel::table::exports().into()
+}
+
 /// The runtime's side of the row ops (`blaze_spec::rows`): a general
 /// kernel module per op. Invoked once, by `blaze_runtime::rows`.
 #[doc(hidden)]

@@ -25,6 +25,7 @@ mod layers_torch;
 mod model;
 mod model_torch;
 mod npy;
+mod onnx_export;
 mod precision;
 mod record;
 #[path = "../common/concurrency.rs"]

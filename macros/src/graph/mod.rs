@@ -383,10 +383,13 @@ fn generate(
         TokenStream::new()
     };
 
+    let export = g.export();
     quote! {
         #(#asserts)*
 
         #fused_items
+
+        #export
 
         #[doc = #cache_doc]
         #vis struct #cache_ident<B: ::blaze::Backend> {

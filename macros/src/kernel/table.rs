@@ -973,6 +973,22 @@ pub fn call_binary(name: &str, args: Vec<ir::Expr>, span: Span) -> ir::Expr {
     ir::Expr::new(ir::ExprKind::Extern(Box::new(f), args), span)
 }
 
+/// `Export` for each activation layer of the op table (in `blaze_export`,
+/// which owns the trait): the op, written as ONNX by `ops::unary`.
+pub fn exports() -> TokenStream {
+    let items = UNARY.iter().filter(|op| op.layer).map(|op| {
+        let v = variant(op);
+        quote! {
+            impl crate::Export for ::blaze_runtime::nn::unary_layers::#v {
+                fn export(&self, g: &mut crate::Graph, _: &str, x: &[crate::Value]) -> crate::Value {
+                    crate::ops::unary(g, ::blaze_runtime::UnaryOp::#v, &x[0])
+                }
+            }
+        }
+    });
+    quote!(#(#items)*)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -614,8 +614,11 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let backward_params_each = scoped(quote!(#backward_params_each #grads_ident { #(#names,)* }));
 
     let structs = struct_and_module(model);
+    let export = super::export::items(model, plan);
     quote! {
         #structs
+
+        #export
 
         #[doc = #cache_doc]
         #[allow(missing_docs)]

@@ -4,6 +4,7 @@ pub(crate) mod attr;
 pub(crate) mod check;
 pub(crate) mod codegen;
 pub(crate) mod fallback;
+pub(crate) mod export;
 pub(crate) mod ir;
 pub(crate) mod precision;
 

@@ -67,7 +67,8 @@ impl Default for RnnConfig {
 }
 
 impl RnnConfig {
-    fn directions(&self) -> usize {
+    /// 2 when bidirectional, else 1.
+    pub fn directions(&self) -> usize {
         if self.bidirectional { 2 } else { 1 }
     }
 

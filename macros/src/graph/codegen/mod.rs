@@ -5,6 +5,7 @@
 //! adjoint statements read.
 
 mod backward;
+mod export;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 

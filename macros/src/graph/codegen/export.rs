@@ -1,0 +1,251 @@
+//! `blaze::export::Export` and `OnnxModel` for a model with a forward
+//! body: one statement per op of the lowered body (never the fused plan:
+//! ONNX Runtime fuses on its own), each calling the exporter's function for
+//! the op; symbolic dims are sizes of the inputs, read as the model runs.
+
+use std::collections::HashSet;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
+use crate::graph::lower::{Bin, Dim, KernelArg, Op, ScalarOp, sym_ident};
+
+/// The sample dims of a value as `Option<usize>` tokens.
+fn known(shape: &[Dim]) -> TokenStream {
+    let dims = shape.iter().map(|d| match d.fixed() {
+        Some(n) => quote!(::core::option::Option::Some(#n)),
+        None => quote!(::core::option::Option::None),
+    });
+    quote!(&[#(#dims),*])
+}
+
+/// A per-sample dim's size as an int64 vector of one entry.
+fn size(d: &Dim) -> TokenStream {
+    match d.fixed() {
+        Some(n) => {
+            let n = n as i64;
+            quote!(g.ints(&[#n]))
+        }
+        None => {
+            let c = d.coef;
+            let syms = d.syms.iter().map(|&k| sym_ident(k));
+            quote!({
+                let syms = [#(::core::clone::Clone::clone(&#syms)),*];
+                let refs: ::std::vec::Vec<&::blaze::export::Value> = syms.iter().collect();
+                ::blaze::export::ops::dim(g, #c, &refs)
+            })
+        }
+    }
+}
+
+impl Gen<'_> {
+    /// The name a call's weights sit under (`blocks.0`).
+    fn callee_name(&self, c: crate::graph::lower::Callee) -> String {
+        let f = self.fields()[c.field].ident.to_string();
+        match c.index {
+            Some(i) => format!("{f}.{i}"),
+            None => f,
+        }
+    }
+
+    /// The right-hand side of node `n` in the export.
+    fn export_expr(&self, op: &Op, args: &[usize]) -> TokenStream {
+        let a = args.first().map(|&k| value_ident(k));
+        let b = args.get(1).map(|&k| value_ident(k));
+        let ops = quote!(::blaze::export::ops);
+        match op {
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => {
+                let (at, name) = (access(*c, self.fields()), self.callee_name(*c));
+                let xs = args.iter().map(|&k| value_ident(k));
+                quote!(::blaze::export::layer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
+            }
+            Op::Unary(u) => {
+                let u = unary_op(u);
+                quote!(#ops::unary(g, #u, &#a))
+            }
+            Op::Bin(bin) => {
+                let onnx = match bin {
+                    Bin::Add => "Add",
+                    Bin::Sub => "Sub",
+                    Bin::Mul => "Mul",
+                    Bin::Div => "Div",
+                };
+                quote!(g.map(#onnx, &[&#a, &#b]))
+            }
+            Op::Binary(op) => {
+                let onnx = op.onnx;
+                quote!(g.map(#onnx, &[&#a, &#b]))
+            }
+            Op::Scalar(o, sv) => {
+                let (onnx, reversed) = match o {
+                    ScalarOp::Add => ("Add", false),
+                    ScalarOp::Sub => ("Sub", false),
+                    ScalarOp::Mul => ("Mul", false),
+                    ScalarOp::Div => ("Div", false),
+                    ScalarOp::RSub => ("Sub", true),
+                    ScalarOp::RDiv => ("Div", true),
+                    ScalarOp::Table(op) => (op.onnx, false),
+                };
+                let sv = scalar(sv);
+                quote!(#ops::with_scalar(g, #onnx, &#a, #sv, #reversed))
+            }
+            Op::Neg => quote!(g.map("Neg", &[&#a])),
+            Op::Matmul => quote!(#ops::matmul(g, &#a, &#b)),
+            Op::Transpose(x, y) => {
+                let (x, y) = (x + 1, y + 1);
+                quote!(#ops::transpose(g, &#a, #x, #y))
+            }
+            Op::Permute(axes) => {
+                let axes = axes.iter().map(|x| x + 1);
+                quote!(#ops::permute(g, &#a, &[0usize #(, #axes)*]))
+            }
+            Op::Reshape(dims) => {
+                let dims = dims.iter().map(size);
+                quote!({
+                    let dims = [#(#dims),*];
+                    #ops::reshape(g, &#a, &dims)
+                })
+            }
+            Op::Narrow { dim, start, len } => {
+                let d = dim + 1;
+                quote!(#ops::narrow(g, &#a, #d, #start, #len))
+            }
+            Op::Cat(dim) => {
+                let d = dim + 1;
+                let vs = args.iter().map(|&k| value_ident(k));
+                quote!(#ops::cat(g, &[#(::core::clone::Clone::clone(&#vs)),*], #d))
+            }
+            Op::Softmax(d) => {
+                let d = d + 1;
+                quote!(#ops::softmax(g, &#a, #d, false))
+            }
+            Op::LogSoftmax(d) => {
+                let d = d + 1;
+                quote!(#ops::softmax(g, &#a, #d, true))
+            }
+            Op::Reduce { dim, mean } => {
+                let d = dim + 1;
+                quote!(#ops::reduce(g, &#a, #d, #mean))
+            }
+            Op::CausalFill { value, .. } => {
+                let value = scalar(value);
+                quote!(#ops::causal_fill(g, &#a, #value))
+            }
+            Op::Kernel { path, args: kargs } => {
+                let list = kargs.iter().map(|k| match k {
+                    KernelArg::Tensor(i) => {
+                        let v = value_ident(args[*i]);
+                        quote!(::core::clone::Clone::clone(&#v))
+                    }
+                    KernelArg::Number(s) => {
+                        let s = scalar(s);
+                        quote!(g.scalar(#s, ::blaze::export::elem::FLOAT))
+                    }
+                });
+                quote!({
+                    let args = [#(#list),*];
+                    <#path::Kernel as ::blaze::runtime::kernel::Elementwise>::onnx(g, &args)
+                })
+            }
+            Op::Positions(t) => {
+                let t = size(t);
+                quote!({
+                    let t = #t;
+                    #ops::positions(g, &t)
+                })
+            }
+            Op::Input => TokenStream::new(),
+        }
+    }
+
+    /// The `Export` and `OnnxModel` impls.
+    pub fn export(&self) -> TokenStream {
+        let ident = &self.model.ident;
+        let low = self.low;
+        let mut body = TokenStream::new();
+        let mut seen = HashSet::new();
+        for (i, &k) in low.inputs.iter().enumerate() {
+            let (v, dims) = (value_ident(k), known(&low.vals[k].shape));
+            body.extend(quote!(let #v = ::core::clone::Clone::clone(&inputs[#i]).with_sample_dims(#dims);));
+            for (d, dim) in low.vals[k].shape.iter().enumerate() {
+                if let ([sym], 1) = (dim.syms.as_slice(), dim.coef)
+                    && seen.insert(*sym)
+                {
+                    let (s, axis) = (sym_ident(*sym), d + 1);
+                    body.extend(quote!(let #s = g.size(&#v, #axis);));
+                }
+            }
+        }
+        for n in &low.nodes {
+            if matches!(n.op, Op::Input) {
+                continue;
+            }
+            let (o, e, dims) = (value_ident(n.out), self.export_expr(&n.op, &n.args), known(&low.vals[n.out].shape));
+            body.extend(quote!(let #o = (#e).with_sample_dims(#dims);));
+        }
+        let out = value_ident(low.output);
+        // What the first input is read by decides whether it holds ids.
+        let first = low.inputs[0];
+        let readers: Vec<TokenStream> = low
+            .nodes
+            .iter()
+            .filter(|n| n.args.first() == Some(&first))
+            .filter_map(|n| match &n.op {
+                Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(field_ty(&self.fields()[c.field].kind)),
+                _ => None,
+            })
+            .collect();
+        let mut tys: Vec<TokenStream> = Vec::new();
+        for f in self.fields() {
+            let ty = field_ty(&f.kind);
+            if !tys.iter().any(|t| t.to_string() == ty.to_string()) {
+                tys.push(ty);
+            }
+        }
+        let inputs = low.inputs.iter().map(|&k| {
+            let dims = low.vals[k].shape.iter().map(|d| match d.fixed() {
+                Some(n) => quote!(::blaze::export::Dim::Size(#n)),
+                None => {
+                    let name = d.show(&low.symbols);
+                    quote!(::blaze::export::Dim::Named(::std::string::String::from(#name)))
+                }
+            });
+            quote!(::std::vec![#(#dims),*])
+        });
+        let name = ident.to_string();
+        let unused = format_ident!("unused_variables");
+        quote! {
+            #[automatically_derived]
+            impl<B: ::blaze::Backend> ::blaze::export::Export for #ident<B>
+            where
+                #(#tys: ::blaze::export::Export,)*
+            {
+                const TAKES_IDS: bool = false #(|| <#readers as ::blaze::export::Export>::TAKES_IDS)*;
+
+                #[allow(#unused, clippy::all)]
+                fn export(
+                    &self,
+                    g: &mut ::blaze::export::Graph,
+                    name: &str,
+                    inputs: &[::blaze::export::Value],
+                ) -> ::blaze::export::Value {
+                    #body
+                    #out
+                }
+            }
+
+            #[automatically_derived]
+            impl<B: ::blaze::Backend> ::blaze::export::OnnxModel for #ident<B>
+            where
+                Self: ::blaze::export::Export,
+            {
+                const NAME: &'static str = #name;
+
+                fn onnx_inputs() -> ::std::vec::Vec<::std::vec::Vec<::blaze::export::Dim>> {
+                    ::std::vec![#(#inputs),*]
+                }
+            }
+        }
+    }
+}

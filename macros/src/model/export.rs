@@ -1,0 +1,58 @@
+//! `blaze::export::Export` and `OnnxModel` for a sequential model: each
+//! field's operators in order, the shape the macro checked after each
+//! layer recorded on its output.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::check::Plan;
+use super::codegen::field_ty;
+use super::ir::Model;
+
+/// The impls; a field type that does not export (a user layer without
+/// `Export`) leaves them unusable rather than failing the model.
+pub fn items(model: &Model, plan: &Plan) -> TokenStream {
+    let ident = &model.ident;
+    let tys: Vec<TokenStream> = model.fields.iter().map(|f| field_ty(&f.kind)).collect();
+    let names: Vec<&syn::Ident> = model.fields.iter().map(|f| &f.ident).collect();
+    let name_strs: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let outputs: Vec<TokenStream> = plan.steps.iter().map(|s| s.output.static_tokens()).collect();
+    let first = &tys[0];
+    let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
+    let name = ident.to_string();
+    quote! {
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::export::Export for #ident<B>
+        where
+            #(#tys: ::blaze::export::Export,)*
+        {
+            const TAKES_IDS: bool = <#first as ::blaze::export::Export>::TAKES_IDS;
+
+            fn export(
+                &self,
+                g: &mut ::blaze::export::Graph,
+                name: &str,
+                inputs: &[::blaze::export::Value],
+            ) -> ::blaze::export::Value {
+                let x = ::core::clone::Clone::clone(&inputs[0]);
+                #(
+                    let x = ::blaze::export::layer(g, &self.#names, name, #name_strs, &[x])
+                        .with_sample_dims(&::blaze::export::sample_dims(&#outputs));
+                )*
+                x
+            }
+        }
+
+        #[automatically_derived]
+        impl<B: ::blaze::Backend> ::blaze::export::OnnxModel for #ident<B>
+        where
+            Self: ::blaze::export::Export,
+        {
+            const NAME: &'static str = #name;
+
+            fn onnx_inputs() -> ::std::vec::Vec<::std::vec::Vec<::blaze::export::Dim>> {
+                ::std::vec![::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*]]
+            }
+        }
+    }
+}
