@@ -1,7 +1,8 @@
 //! The main example: trains a CNN (or, with `--model mlp`, an MLP) on
 //! handwritten digits, shows a progress bar, keeps the best weights and the
 //! training curves, then reloads the saved weights, reports their accuracy
-//! on the test set and classifies a few test images.
+//! on the test set, saves them as an ONNX file too, and classifies a few
+//! test images.
 //!
 //! The best epoch is chosen on a validation split carved from the
 //! training images (`--val-fraction`), never on the test set: the test
@@ -122,7 +123,7 @@ fn parse_args() -> Result<Args> {
 /// part.
 fn run<B: Backend, M>(args: &Args, [train, val, test]: [InMemoryDataset; 3], device: &B::Device) -> Result<()>
 where
-    M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>>,
+    M: Block<B, Input = Tensor<B, 4>, Output = Tensor<B, 2>> + blaze::export::OnnxModel,
 {
     let mut model = M::init(&mut blaze::Rng::seed_from_u64(args.training.seed), device);
     if args.main {
@@ -141,6 +142,8 @@ where
     // once, then shown a few test images.
     let mut reloaded = M::init(&mut blaze::Rng::seed_from_u64(u64::MAX), device);
     record::load_model(&mut reloaded, &args.training.out.join("best.safetensors"))?;
+    // The same weights for ONNX Runtime.
+    blaze::export::save_onnx(&reloaded, args.training.out.join("model.onnx"))?;
     let test_scores = evaluate(&reloaded, &mut DataLoader::new(test, 256), &config)?;
     report(args, &history, best.epoch, test_scores["accuracy"]);
     let pixels = shown.inputs.to_vec::<f32>()?;
@@ -189,8 +192,9 @@ fn report(args: &Args, history: &History, chosen: usize, test_accuracy: f64) {
     );
     println!("test accuracy: {test_accuracy:.4} (the weights of epoch {chosen}, chosen on the validation split)");
     println!(
-        "saved {} and the curves, {} and {}",
+        "saved {} (and as ONNX, {}) and the curves, {} and {}",
         args.training.out.join("best.safetensors").display(),
+        args.training.out.join("model.onnx").display(),
         args.training.out.join("curve.svg").display(),
         args.training.out.join("curve.png").display()
     );

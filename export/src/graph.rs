@@ -1,6 +1,6 @@
 //! The ONNX graph a model is exported into: values, operators, weights,
 //! and the inputs and outputs with their named dims; written out as a
-//! `ModelProto` by [`Graph::to_bytes`].
+//! `ModelProto` by [`OnnxGraph::to_bytes`].
 
 use std::collections::HashMap;
 
@@ -96,7 +96,7 @@ struct Io {
 }
 
 /// A graph being built.
-pub struct Graph {
+pub struct OnnxGraph {
     name: String,
     nodes: Vec<Node>,
     initializers: Vec<Initializer>,
@@ -113,9 +113,9 @@ pub struct Graph {
     scope: String,
 }
 
-impl std::fmt::Debug for Graph {
+impl std::fmt::Debug for OnnxGraph {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Graph")
+        f.debug_struct("OnnxGraph")
             .field("name", &self.name)
             .field("nodes", &self.nodes.len())
             .field("initializers", &self.initializers.len())
@@ -123,10 +123,10 @@ impl std::fmt::Debug for Graph {
     }
 }
 
-impl Graph {
+impl OnnxGraph {
     /// An empty graph named `name`.
-    pub fn new(name: &str) -> Graph {
-        Graph {
+    pub fn new(name: &str) -> OnnxGraph {
+        OnnxGraph {
             name: name.to_string(),
             nodes: Vec::new(),
             initializers: Vec::new(),
@@ -139,13 +139,13 @@ impl Graph {
         }
     }
 
-    /// The scope node names start with; [`Graph::leave`] restores the one
+    /// The scope node names start with; [`OnnxGraph::leave`] restores the one
     /// this returns.
     pub fn enter(&mut self, scope: &str) -> String {
         std::mem::replace(&mut self.scope, scope.to_string())
     }
 
-    /// Back to `scope`, as [`Graph::enter`] returned it.
+    /// Back to `scope`, as [`OnnxGraph::enter`] returned it.
     pub fn leave(&mut self, scope: String) {
         self.scope = scope;
     }
@@ -438,7 +438,7 @@ fn value_info(io: &Io) -> Message {
 
 /// Kernels (`kernel!` functions, the op table's bodies) print themselves
 /// into the graph through this.
-impl OnnxExpr for Graph {
+impl OnnxExpr for OnnxGraph {
     type Value = Value;
 
     fn op_with(&mut self, op: &'static str, args: &[&Value], attrs: &[(&'static str, i64)]) -> Value {

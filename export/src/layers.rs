@@ -12,7 +12,7 @@ use blaze_runtime::nn::{
 use blaze_runtime::{Backend, Tensor};
 use blaze_spec::Interpolation;
 
-use crate::graph::{Attr, Graph, Value};
+use crate::graph::{Attr, OnnxGraph, Value};
 use crate::{Export, ops};
 
 fn ints(v: &[usize]) -> Attr {
@@ -20,13 +20,13 @@ fn ints(v: &[usize]) -> Attr {
 }
 
 /// A parameter of the layer under `name`.
-fn param<B: Backend, const D: usize>(g: &mut Graph, name: &str, field: &str, t: &Tensor<B, D>) -> Value {
+fn param<B: Backend, const D: usize>(g: &mut OnnxGraph, name: &str, field: &str, t: &Tensor<B, D>) -> Value {
     g.weight(&join(name, field), &t.to_data())
 }
 
 /// `x W^T + b` over the last dim: `Linear`'s forward, and `out_proj`'s.
 pub(crate) fn linear<B: Backend>(
-    g: &mut Graph,
+    g: &mut OnnxGraph,
     name: &str,
     x: &Value,
     weight: &Tensor<B, 2>,
@@ -45,7 +45,7 @@ pub(crate) fn linear<B: Backend>(
 }
 
 impl<B: Backend, const I: usize, const O: usize> Export for Linear<B, I, O> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         linear(g, name, &x[0], &self.weight, self.bias.as_ref())
     }
 }
@@ -53,7 +53,7 @@ impl<B: Backend, const I: usize, const O: usize> Export for Linear<B, I, O> {
 /// `op` (`Conv`, `ConvTranspose`) of `x` by the layer's weight and bias,
 /// with `attrs` for each spatial dim.
 fn conv<B: Backend, const D: usize>(
-    g: &mut Graph,
+    g: &mut OnnxGraph,
     op: &'static str,
     name: &str,
     x: &Value,
@@ -67,7 +67,7 @@ fn conv<B: Backend, const D: usize>(
 }
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for Conv2d<B, CIN, COUT, K> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let o = &self.options;
         let [ph, pw] = o.padding;
         let attrs = vec![
@@ -84,7 +84,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for
 /// A 1-D convolution runs as a 2-D one of height 1: its own sizes are the
 /// options' widths.
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for Conv1d<B, CIN, COUT, K> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let o = &self.options;
         let attrs = vec![
             ("kernel_shape", ints(&[K])),
@@ -98,7 +98,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for
 }
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for ConvTranspose2d<B, CIN, COUT, K> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let o = &self.options;
         let [ph, pw] = o.padding;
         let attrs = vec![
@@ -114,7 +114,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for
 }
 
 fn pool(
-    g: &mut Graph,
+    g: &mut OnnxGraph,
     op: &'static str,
     x: &Value,
     o: &blaze_runtime::Pool2dOptions,
@@ -132,14 +132,14 @@ fn pool(
 }
 
 impl<const K: usize> Export for MaxPool2d<K> {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         pool(g, "MaxPool", &x[0], &self.options, vec![])
     }
 }
 
 /// PyTorch's default: the padding counts in each window's divisor.
 impl<const K: usize> Export for AvgPool2d<K> {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         pool(g, "AveragePool", &x[0], &self.options, vec![("count_include_pad", Attr::Int(1))])
     }
 }
@@ -148,7 +148,7 @@ impl<const K: usize> Export for AvgPool2d<K> {
 /// over the output (as PyTorch exports it, which needs each input side a
 /// multiple of the output's).
 impl<const H: usize, const W: usize> Export for AdaptiveAvgPool2d<H, W> {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         let x = &x[0];
         if H == 1 && W == 1 {
             return g.node("GlobalAveragePool", &[x], vec![], x.rank());
@@ -168,14 +168,14 @@ impl<const H: usize, const W: usize> Export for AdaptiveAvgPool2d<H, W> {
 }
 
 impl Export for GlobalAvgPool {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         let pooled = g.node("GlobalAveragePool", &[&x[0]], vec![], 4);
         g.node("Flatten", &[&pooled], vec![("axis", Attr::Int(1))], 2)
     }
 }
 
 impl Export for Upsample {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         let x = &x[0];
         let s = self.scale_factor as f32;
         let scales = g.floats("scales", &[4], &[1.0, 1.0, s, s]);
@@ -198,19 +198,19 @@ impl Export for Upsample {
 }
 
 impl Export for Flatten {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         g.node("Flatten", &[&x[0]], vec![("axis", Attr::Int(1))], 2)
     }
 }
 
 impl Export for LeakyRelu {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         g.node("LeakyRelu", &[&x[0]], vec![("alpha", Attr::Float(self.negative_slope as f32))], x[0].rank())
     }
 }
 
 impl Export for Elu {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         g.node("Elu", &[&x[0]], vec![("alpha", Attr::Float(self.alpha as f32))], x[0].rank())
     }
 }
@@ -218,7 +218,7 @@ impl Export for Elu {
 /// `softplus(beta x) / beta`; PyTorch's `threshold` (linear past it)
 /// moves the value by less than `e^-threshold`, and ONNX has none.
 impl Export for Softplus {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         let x = &x[0];
         if self.beta == 1.0 {
             return g.node("Softplus", &[x], vec![], x.rank());
@@ -231,45 +231,45 @@ impl Export for Softplus {
 }
 
 impl Export for Silu {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         let s = g.node("Sigmoid", &[&x[0]], vec![], x[0].rank());
         g.map("Mul", &[&x[0], &s])
     }
 }
 
 impl Export for Identity {
-    fn export(&self, _: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, _: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         x[0].clone()
     }
 }
 
 /// Inference keeps every element.
 impl Export for Dropout {
-    fn export(&self, _: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, _: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         x[0].clone()
     }
 }
 
 impl Export for Softmax {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         g.node("Softmax", &[&x[0]], vec![("axis", Attr::Int(self.dim))], x[0].rank())
     }
 }
 
 impl Export for LogSoftmax {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         g.node("LogSoftmax", &[&x[0]], vec![("axis", Attr::Int(self.dim))], x[0].rank())
     }
 }
 
 /// The kernel's own ONNX form, printed by `kernel!`.
 impl<K: Elementwise> Export for Map<K> {
-    fn export(&self, g: &mut Graph, _: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, _: &str, x: &[Value]) -> Value {
         K::onnx(g, &x[..1])
     }
 }
 
-fn batch_norm<B: Backend>(g: &mut Graph, name: &str, x: &Value, p: [&Tensor<B, 1>; 4], eps: f64) -> Value {
+fn batch_norm<B: Backend>(g: &mut OnnxGraph, name: &str, x: &Value, p: [&Tensor<B, 1>; 4], eps: f64) -> Value {
     let fields = ["weight", "bias", "running_mean", "running_var"];
     let p: Vec<Value> = p.iter().zip(fields).map(|(t, f)| param(g, name, f, *t)).collect();
     let attrs = vec![("epsilon", Attr::Float(eps as f32))];
@@ -277,21 +277,21 @@ fn batch_norm<B: Backend>(g: &mut Graph, name: &str, x: &Value, p: [&Tensor<B, 1
 }
 
 impl<B: Backend, const C: usize> Export for BatchNorm2d<B, C> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let p = [&self.weight, &self.bias, &self.running_mean, &self.running_var];
         batch_norm(g, name, &x[0], p, self.config.eps)
     }
 }
 
 impl<B: Backend, const C: usize> Export for BatchNorm1d<B, C> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let p = [&self.weight, &self.bias, &self.running_mean, &self.running_var];
         batch_norm(g, name, &x[0], p, self.config.eps)
     }
 }
 
 impl<B: Backend, const N: usize> Export for LayerNorm<B, N> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let (w, b) = (param(g, name, "weight", &self.weight), param(g, name, "bias", &self.bias));
         let attrs = vec![("axis", Attr::Int(-1)), ("epsilon", Attr::Float(self.config.eps as f32))];
         g.node("LayerNormalization", &[&x[0], &w, &b], attrs, x[0].rank())
@@ -300,7 +300,7 @@ impl<B: Backend, const N: usize> Export for LayerNorm<B, N> {
 
 /// `x / sqrt(mean(x²) + eps)` over the last dim, times the weight.
 impl<B: Backend, const N: usize> Export for RMSNorm<B, N> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let x = &x[0];
         let sq = g.map("Mul", &[x, x]);
         let axes = g.ints(&[-1]);
@@ -323,7 +323,7 @@ impl<B: Backend, const N: usize> Export for RMSNorm<B, N> {
 /// positions (`InstanceNormalization` of the grouped view), then the
 /// per-channel weight and bias.
 impl<B: Backend, const G: usize, const C: usize> Export for GroupNorm<B, G, C> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let x = &x[0];
         let grouped_shape = g.ints(&[0, G as i64, -1]);
         let grouped = g.node("Reshape", &[x, &grouped_shape], vec![], 3);
@@ -347,7 +347,7 @@ impl<B: Backend, const G: usize, const C: usize> Export for GroupNorm<B, G, C> {
 impl<B: Backend, const V: usize, const D: usize> Export for Embedding<B, V, D> {
     const TAKES_IDS: bool = true;
 
-    fn export(&self, g: &mut Graph, name: &str, ids: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, ids: &[Value]) -> Value {
         let w = param(g, name, "weight", &self.weight);
         g.node("Gather", &[&w, &ids[0]], vec![("axis", Attr::Int(0))], ids[0].rank() + 1)
     }
@@ -356,7 +356,7 @@ impl<B: Backend, const V: usize, const D: usize> Export for Embedding<B, V, D> {
 /// Called on one input, self-attention; on a query, keys and values (and
 /// maybe a key-padding mask), attention of the query over the keys.
 impl<B: Backend, const D: usize, const H: usize> Export for MultiHeadAttention<B, D, H> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let (q, k, v) = match x {
             [x] => (x, x, x),
             [q, k, v, ..] => (q, k, v),
@@ -366,7 +366,7 @@ impl<B: Backend, const D: usize, const H: usize> Export for MultiHeadAttention<B
         let b = self.in_proj_bias.as_ref().map(|b| param(g, name, "in_proj_bias", b));
         // [n, len, D] projected by rows i D.. of the weights, as heads
         // [n, H, len, D / H].
-        let heads = |g: &mut Graph, x: &Value, i: usize| {
+        let heads = |g: &mut OnnxGraph, x: &Value, i: usize| {
             let (start, end) = (g.ints(&[(i * D) as i64]), g.ints(&[((i + 1) * D) as i64]));
             let zero = g.ints(&[0]);
             let wi = g.node("Slice", &[&w, &start, &end, &zero], vec![], 2);
@@ -430,7 +430,7 @@ struct Rnn<'a, B: Backend> {
 }
 
 impl<B: Backend> Rnn<'_, B> {
-    fn export(self, g: &mut Graph, name: &str, x: &Value) -> Value {
+    fn export(self, g: &mut OnnxGraph, name: &str, x: &Value) -> Value {
         let (h, gates) = (self.hidden, self.gates);
         let dirs = self.config.directions();
         let mut seq = g.node("Transpose", &[x], vec![("perm", Attr::Ints(vec![1, 0, 2]))], 3);
@@ -473,7 +473,7 @@ impl<B: Backend> Rnn<'_, B> {
 
 /// PyTorch's gates are `i, f, g, o`; ONNX's `i, o, f, c`.
 impl<B: Backend, const I: usize, const H: usize> Export for Lstm<B, I, H> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let rnn = Rnn {
             op: "LSTM",
             gates: 4,
@@ -490,7 +490,7 @@ impl<B: Backend, const I: usize, const H: usize> Export for Lstm<B, I, H> {
 /// PyTorch's gates are `r, z, n`, its candidate reset after the hidden
 /// projection; ONNX's `z, r, h`, with `linear_before_reset` saying so.
 impl<B: Backend, const I: usize, const H: usize> Export for Gru<B, I, H> {
-    fn export(&self, g: &mut Graph, name: &str, x: &[Value]) -> Value {
+    fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
         let rnn = Rnn {
             op: "GRU",
             gates: 3,

@@ -17,10 +17,15 @@ mod proto;
 
 use std::path::Path;
 
-pub use graph::{Attr, Dim, Graph, IR_VERSION, OPSET, Value, elem};
+pub use graph::{Attr, Dim, IR_VERSION, OPSET, OnnxGraph, Value, elem};
 
 /// Something that writes itself as ONNX operators: a layer, or a model
 /// `#[model]` generated.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not export to ONNX",
+    label = "no `blaze::export::Export` impl",
+    note = "a layer of your own exports once it implements `blaze::export::Export`: its `export` writes the layer's operators into the graph"
+)]
 pub trait Export {
     /// Whether its first input is token ids (int64 in ONNX) rather than
     /// floats.
@@ -29,7 +34,7 @@ pub trait Export {
     /// Writes the operators that compute its output from `inputs` into
     /// `g`; its weights are named under `name` (`blocks.0.attn`), as its
     /// parameters are. Returns the output.
-    fn export(&self, g: &mut Graph, name: &str, inputs: &[Value]) -> Value;
+    fn export(&self, g: &mut OnnxGraph, name: &str, inputs: &[Value]) -> Value;
 }
 
 /// A whole model: what the file's inputs and output are.
@@ -44,7 +49,7 @@ pub trait OnnxModel: Export {
 
 /// `layer`'s operators under `scope.name`: what a generated model calls
 /// for each field.
-pub fn layer<L: Export + ?Sized>(g: &mut Graph, l: &L, scope: &str, name: &str, inputs: &[Value]) -> Value {
+pub fn sublayer<L: Export + ?Sized>(g: &mut OnnxGraph, l: &L, scope: &str, name: &str, inputs: &[Value]) -> Value {
     let full = blaze_runtime::nn::join(scope, name);
     let outer = g.enter(&full);
     let out = l.export(g, &full, inputs);
@@ -60,8 +65,8 @@ pub fn sample_dims(s: &blaze_spec::StaticShape) -> Vec<Option<usize>> {
 
 /// The model as a graph: inputs `input` (`input_1`, ...) with a named
 /// `batch` dim first, and output `output`.
-pub fn graph<M: OnnxModel>(model: &M) -> Graph {
-    let mut g = Graph::new(M::NAME);
+pub fn to_graph<M: OnnxModel>(model: &M) -> OnnxGraph {
+    let mut g = OnnxGraph::new(M::NAME);
     let specs = M::onnx_inputs();
     let inputs: Vec<Value> = specs
         .iter()
@@ -86,7 +91,7 @@ pub fn graph<M: OnnxModel>(model: &M) -> Graph {
 
 /// The model as the bytes of an ONNX file (opset [`OPSET`]).
 pub fn to_onnx<M: OnnxModel>(model: &M) -> Vec<u8> {
-    graph(model).to_bytes()
+    to_graph(model).to_bytes()
 }
 
 /// Why a model could not be saved.

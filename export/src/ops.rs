@@ -7,17 +7,17 @@ use blaze_runtime::UnaryOp;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_spec::ops::{Binary, UNARY};
 
-use crate::graph::{Attr, Graph, Value, elem};
+use crate::graph::{Attr, OnnxGraph, Value, elem};
 
 /// Op `op` of the op table on `x`: the ONNX operator its entry names, or
 /// else its kernel's body as ONNX operators.
-pub fn unary(g: &mut Graph, op: UnaryOp, x: &Value) -> Value {
+pub fn unary(g: &mut OnnxGraph, op: UnaryOp, x: &Value) -> Value {
     let entry = &UNARY[op.index()];
     if !entry.onnx.is_empty() {
         return g.map(entry.onnx, &[x]);
     }
     struct Print<'a> {
-        g: &'a mut Graph,
+        g: &'a mut OnnxGraph,
         x: &'a Value,
     }
     impl UnaryVisitor for Print<'_> {
@@ -34,38 +34,38 @@ pub fn unary(g: &mut Graph, op: UnaryOp, x: &Value) -> Value {
 }
 
 /// Op `op` of two tensors (or of a tensor and a number made a scalar).
-pub fn binary(g: &mut Graph, op: &Binary, a: &Value, b: &Value) -> Value {
+pub fn binary(g: &mut OnnxGraph, op: &Binary, a: &Value, b: &Value) -> Value {
     g.map(op.onnx, &[a, b])
 }
 
 /// `x op s` for a number `s`; `reversed`: `s op x`.
-pub fn with_scalar(g: &mut Graph, op: &'static str, x: &Value, s: f64, reversed: bool) -> Value {
+pub fn with_scalar(g: &mut OnnxGraph, op: &'static str, x: &Value, s: f64, reversed: bool) -> Value {
     let s = g.scalar(s, elem::FLOAT);
     if reversed { g.map(op, &[&s, x]) } else { g.map(op, &[x, &s]) }
 }
 
 /// The product of the last two dims, batched over the others.
-pub fn matmul(g: &mut Graph, a: &Value, b: &Value) -> Value {
+pub fn matmul(g: &mut OnnxGraph, a: &Value, b: &Value) -> Value {
     let rank = a.rank().max(b.rank());
     g.node("MatMul", &[a, b], vec![], rank)
 }
 
 /// `x` with its axes in the order `perm`.
-pub fn permute(g: &mut Graph, x: &Value, perm: &[usize]) -> Value {
+pub fn permute(g: &mut OnnxGraph, x: &Value, perm: &[usize]) -> Value {
     let perm = perm.iter().map(|&p| p as i64).collect();
     g.node("Transpose", &[x], vec![("perm", Attr::Ints(perm))], x.rank())
 }
 
 /// `x` with axes `a` and `b` swapped.
-pub fn transpose(g: &mut Graph, x: &Value, a: usize, b: usize) -> Value {
+pub fn transpose(g: &mut OnnxGraph, x: &Value, a: usize, b: usize) -> Value {
     let mut perm: Vec<usize> = (0..x.rank()).collect();
     perm.swap(a, b);
     permute(g, x, &perm)
 }
 
 /// The size of a per-sample dim, `coef` times symbols' sizes (each an
-/// int64 vector of one entry, as [`Graph::size`] gives them).
-pub fn dim(g: &mut Graph, coef: usize, syms: &[&Value]) -> Value {
+/// int64 vector of one entry, as [`OnnxGraph::size`] gives them).
+pub fn dim(g: &mut OnnxGraph, coef: usize, syms: &[&Value]) -> Value {
     let mut size = g.ints(&[coef as i64]);
     for s in syms {
         size = g.map("Mul", &[&size, s]);
@@ -75,7 +75,7 @@ pub fn dim(g: &mut Graph, coef: usize, syms: &[&Value]) -> Value {
 
 /// `x` with per-sample dims `dims` (each an int64 vector of one entry),
 /// its batch kept.
-pub fn reshape(g: &mut Graph, x: &Value, dims: &[Value]) -> Value {
+pub fn reshape(g: &mut OnnxGraph, x: &Value, dims: &[Value]) -> Value {
     let mut parts = vec![g.size(x, 0)];
     parts.extend(dims.iter().cloned());
     let shape = g.concat_ints(&parts);
@@ -83,7 +83,7 @@ pub fn reshape(g: &mut Graph, x: &Value, dims: &[Value]) -> Value {
 }
 
 /// `len` entries of axis `axis` from `start` (negative: from the end).
-pub fn narrow(g: &mut Graph, x: &Value, axis: usize, start: i64, len: usize) -> Value {
+pub fn narrow(g: &mut OnnxGraph, x: &Value, axis: usize, start: i64, len: usize) -> Value {
     let end = start + len as i64;
     // A slice that ends at the last entry, counted from the end, ends at 0
     // otherwise: past the end instead.
@@ -93,19 +93,19 @@ pub fn narrow(g: &mut Graph, x: &Value, axis: usize, start: i64, len: usize) -> 
 }
 
 /// The tensors `xs` end to end along `axis`.
-pub fn cat(g: &mut Graph, xs: &[Value], axis: usize) -> Value {
+pub fn cat(g: &mut OnnxGraph, xs: &[Value], axis: usize) -> Value {
     let refs: Vec<&Value> = xs.iter().collect();
     g.node("Concat", &refs, vec![("axis", Attr::Int(axis as i64))], xs[0].rank())
 }
 
 /// Softmax (or, `log`, log-softmax) along `axis`.
-pub fn softmax(g: &mut Graph, x: &Value, axis: usize, log: bool) -> Value {
+pub fn softmax(g: &mut OnnxGraph, x: &Value, axis: usize, log: bool) -> Value {
     let op = if log { "LogSoftmax" } else { "Softmax" };
     g.node(op, &[x], vec![("axis", Attr::Int(axis as i64))], x.rank())
 }
 
 /// The sum (or, `mean`, the mean) along `axis`, kept as a dim of 1.
-pub fn reduce(g: &mut Graph, x: &Value, axis: usize, mean: bool) -> Value {
+pub fn reduce(g: &mut OnnxGraph, x: &Value, axis: usize, mean: bool) -> Value {
     let op = if mean { "ReduceMean" } else { "ReduceSum" };
     let axes = g.ints(&[axis as i64]);
     g.node(op, &[x, &axes], vec![("keepdims", Attr::Int(1))], x.rank())
@@ -113,7 +113,7 @@ pub fn reduce(g: &mut Graph, x: &Value, axis: usize, mean: bool) -> Value {
 
 /// `x` (`[.., T, S]`) with `value` where key `j` comes after query `i`
 /// (`j > i`): PyTorch's causal mask, the top-left triangle kept.
-pub fn causal_fill(g: &mut Graph, x: &Value, value: f64) -> Value {
+pub fn causal_fill(g: &mut OnnxGraph, x: &Value, value: f64) -> Value {
     let r = x.rank();
     let (t, s) = (g.size(x, r - 2), g.size(x, r - 1));
     let square = g.concat_ints(&[t, s]);
@@ -126,7 +126,7 @@ pub fn causal_fill(g: &mut Graph, x: &Value, value: f64) -> Value {
 }
 
 /// The ids `0..t` as `[1, t]` (`t` an int64 vector of one entry).
-pub fn positions(g: &mut Graph, t: &Value) -> Value {
+pub fn positions(g: &mut OnnxGraph, t: &Value) -> Value {
     let zero_axis = g.ints(&[0]);
     let limit = g.node("Squeeze", &[t, &zero_axis], vec![], 0);
     let (start, step) = (g.scalar(0.0, elem::INT64), g.scalar(1.0, elem::INT64));

@@ -980,7 +980,7 @@ pub fn exports() -> TokenStream {
         let v = variant(op);
         quote! {
             impl crate::Export for ::blaze_runtime::nn::unary_layers::#v {
-                fn export(&self, g: &mut crate::Graph, _: &str, x: &[crate::Value]) -> crate::Value {
+                fn export(&self, g: &mut crate::OnnxGraph, _: &str, x: &[crate::Value]) -> crate::Value {
                     crate::ops::unary(g, ::blaze_runtime::UnaryOp::#v, &x[0])
                 }
             }

@@ -30,13 +30,13 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
 
             fn export(
                 &self,
-                g: &mut ::blaze::export::Graph,
+                g: &mut ::blaze::export::OnnxGraph,
                 name: &str,
                 inputs: &[::blaze::export::Value],
             ) -> ::blaze::export::Value {
                 let x = ::core::clone::Clone::clone(&inputs[0]);
                 #(
-                    let x = ::blaze::export::layer(g, &self.#names, name, #name_strs, &[x])
+                    let x = ::blaze::export::sublayer(g, &self.#names, name, #name_strs, &[x])
                         .with_sample_dims(&::blaze::export::sample_dims(&#outputs));
                 )*
                 x

@@ -58,7 +58,7 @@ impl Gen<'_> {
             Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => {
                 let (at, name) = (access(*c, self.fields()), self.callee_name(*c));
                 let xs = args.iter().map(|&k| value_ident(k));
-                quote!(::blaze::export::layer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
+                quote!(::blaze::export::sublayer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
             }
             Op::Unary(u) => {
                 let u = unary_op(u);
@@ -226,7 +226,7 @@ impl Gen<'_> {
                 #[allow(#unused, clippy::all)]
                 fn export(
                     &self,
-                    g: &mut ::blaze::export::Graph,
+                    g: &mut ::blaze::export::OnnxGraph,
                     name: &str,
                     inputs: &[::blaze::export::Value],
                 ) -> ::blaze::export::Value {
