@@ -35,6 +35,8 @@ mod emit;
 mod lower;
 mod proto;
 
+pub mod export;
+
 use std::path::{Path, PathBuf};
 
 pub use lower::SUPPORTED;

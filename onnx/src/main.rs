@@ -1,20 +1,26 @@
 //! `blaze-onnx model.onnx --out src/model.rs`: writes `#[model]` source and,
 //! next to it (or at `--weights`), a safetensors file of the weights.
+//! `blaze-onnx export src/model.rs --model Net --out net.onnx`: the other
+//! way, a `#[model]` and its weights as an ONNX file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
-/// Converts an ONNX model into Blaze `#[model]` source and safetensors weights.
+/// Converts an ONNX model into Blaze `#[model]` source and safetensors
+/// weights, or (`export`) a Blaze model into an ONNX file.
 #[derive(Parser)]
-#[command(name = "blaze-onnx", version)]
+#[command(name = "blaze-onnx", version, args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// The ONNX file.
-    model: PathBuf,
+    #[arg(required = true)]
+    model: Option<PathBuf>,
     /// Where the source goes.
-    #[arg(long)]
-    out: PathBuf,
+    #[arg(long, required = true)]
+    out: Option<PathBuf>,
     /// Where the weights go (default: the source's path with a .safetensors extension).
     #[arg(long)]
     weights: Option<PathBuf>,
@@ -23,11 +29,60 @@ struct Args {
     name: Option<String>,
 }
 
+#[derive(Subcommand)]
+enum Command {
+    /// Writes a #[model] defined in a Rust file, with its weights, as an
+    /// ONNX file (compiles the file against this tool's Blaze checkout).
+    Export {
+        /// The Rust file that defines the model (using blaze and std only).
+        source: PathBuf,
+        /// The model's type name in that file.
+        #[arg(long)]
+        model: String,
+        /// Its weights, as blaze::record::save_model writes them (default:
+        /// the model initialised from seed 0).
+        #[arg(long)]
+        weights: Option<PathBuf>,
+        /// The ONNX file to write (missing folders are created).
+        #[arg(long)]
+        out: PathBuf,
+        /// Where the exporting program is built, kept between runs
+        /// (default: $XDG_CACHE_HOME/blaze/onnx-export).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+    },
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    let weights = args.weights.clone().unwrap_or_else(|| args.out.with_extension("safetensors"));
-    let result = blaze_onnx::import_file(&args.model, args.name.as_deref()).and_then(|import| {
-        import.write(&args.out, &weights)?;
+    match args.command {
+        Some(Command::Export { source, model, weights, out, cache }) => {
+            let cache = cache.unwrap_or_else(blaze_onnx::export::default_cache);
+            let req = blaze_onnx::export::ExportRequest { source, model, weights, out, cache };
+            match blaze_onnx::export::export_source(&req) {
+                Ok(said) => {
+                    println!("wrote `{}` to {} ({said})", req.model, req.out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: export: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        None => {
+            let (Some(model), Some(out)) = (args.model, args.out) else {
+                unreachable!("clap requires MODEL and --out without a subcommand")
+            };
+            import(&model, &out, args.weights, args.name.as_deref())
+        }
+    }
+}
+
+fn import(model: &std::path::Path, out: &std::path::Path, weights: Option<PathBuf>, name: Option<&str>) -> ExitCode {
+    let weights = weights.unwrap_or_else(|| out.with_extension("safetensors"));
+    let result = blaze_onnx::import_file(model, name).and_then(|import| {
+        import.write(out, &weights)?;
         Ok(import)
     });
     match result {
@@ -36,7 +91,7 @@ fn main() -> ExitCode {
             println!(
                 "wrote `{}` to {} and {} tensors ({n} values) to {}",
                 import.name,
-                args.out.display(),
+                out.display(),
                 import.weights.len(),
                 weights.display()
             );

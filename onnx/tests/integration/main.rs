@@ -4,5 +4,6 @@
 //! test command compiles and links the stack once instead of once per
 //! file. Binaries with their own `main` or global state stay apart.
 
+mod export;
 mod fuzz;
 mod import;
