@@ -82,6 +82,55 @@ impl Tri {
     }
 }
 
+/// `op` (`Less`, `LessOrEqual`, `Greater`, `GreaterOrEqual`) of positions
+/// `a` and `b` of one length, one a column (`[.., T, 1]`: the query `i`)
+/// and the other a row (`[.., 1, T]`: the key `j`), as a triangle of bools
+/// by `j - i`.
+pub(super) fn compare_positions(op: &str, a: &Val, b: &Val) -> R<Tri> {
+    let (Val::Positions { lead: la, len: a_len, trail: ta }, Val::Positions { lead: lb, len: b_len, trail: tb }) = (a, b)
+    else {
+        return Err("compares values other than positions".into());
+    };
+    let (ra, rb) = (la + 1 + ta, lb + 1 + tb);
+    let split = a_len != b_len || ra != rb || ra < 2;
+    // Which side is the key: the row of positions, along the last dim.
+    let key_first = match (ta, tb) {
+        (0, 1) => true,
+        (1, 0) => false,
+        _ => {
+            return Err(format!(
+                "compares positions laid out as {} and {}; a causal mask compares a column with a row",
+                show(&a.dims().unwrap_or_default()),
+                show(&b.dims().unwrap_or_default())
+            ));
+        }
+    };
+    if split {
+        return Err("compares positions of different lengths or ranks".into());
+    }
+    // With `d = j - i`: key op query, or query op key.
+    let (lower, diagonal) = match (op, key_first) {
+        ("LessOrEqual", true) | ("GreaterOrEqual", false) => (true, 0),
+        ("Less", true) | ("Greater", false) => (true, -1),
+        ("GreaterOrEqual", true) | ("LessOrEqual", false) => (false, 0),
+        ("Greater", true) | ("Less", false) => (false, 1),
+        _ => return Err(format!("compares positions with `{op}`")),
+    };
+    let t = a_len.clone();
+    Ok(Tri { lead: ra - 2, rows: t.clone(), cols: t, lower, diagonal, on: Fill::Bool(true), off: Fill::Bool(false) })
+}
+
+/// Triangle `tri` expanded to `shape` (ONNX's two-way broadcast): the
+/// same table behind more leading dims, which masking broadcasts anyway.
+pub(super) fn expanded(tri: &Tri, shape: &[Dim]) -> R<Tri> {
+    let r = shape.len();
+    let fits = |d: &Dim, size: &Dim| d == size || d.value() == Some(1);
+    if r < 2 || !fits(&shape[r - 2], &tri.rows) || !fits(&shape[r - 1], &tri.cols) {
+        return Err(format!("expands a causal mask of {} positions to {}", tri.rows, show(shape)));
+    }
+    Ok(Tri { lead: tri.lead.max(r - 2), ..tri.clone() })
+}
+
 /// A number, from a one-element constant or one value expanded.
 pub(super) fn number(v: &Val) -> Option<f64> {
     match v {

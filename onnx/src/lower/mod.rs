@@ -450,9 +450,17 @@ impl<'g> Lower<'g> {
 
     /// `Greater`, `GreaterOrEqual`, `Less`, `LessOrEqual` of positions
     /// `0..T` and a number that every position is on one side of (an
-    /// exporter's `arange(T) >= 0`): one value, true or false.
+    /// exporter's `arange(T) >= 0`): one value, true or false. Of the
+    /// positions as a column (`[.., T, 1]`, the query `i`) and as a row
+    /// (`[.., 1, T]`, the key `j`), as `transformers` builds its causal
+    /// mask (`j <= i`): a triangle.
     fn order(&mut self, n: &Node) -> R<()> {
         let positions = self.input_val(n, 0)?.clone();
+        if let (Val::Positions { .. }, Val::Positions { .. }) = (&positions, self.input_val(n, 1)?) {
+            let tri = mask::compare_positions(&n.op, &positions, self.input_val(n, 1)?)?;
+            self.set(n, 0, Val::Triangle(tri));
+            return Ok(());
+        }
         let c = mask::number(self.input_val(n, 1)?);
         let (Some(shape), Val::Positions { .. }, Some(c)) = (positions.dims(), &positions, c) else {
             return Err(
@@ -663,6 +671,13 @@ impl<'g> Lower<'g> {
             "Expand" => {
                 let shape = self.ints(n, 1)?;
                 let v = self.input_val(n, 0)?;
+                if let Val::Triangle(tri) = v {
+                    // A mask broadcast over the batch and heads: masking
+                    // broadcasts it anyway.
+                    let tri = mask::expanded(tri, &shape)?;
+                    self.set(n, 0, Val::Triangle(tri));
+                    return Ok(());
+                }
                 match (v.one_value(), v.dims()) {
                     // One value, broadcast to the shape (ONNX's Expand
                     // broadcasts both ways).

@@ -302,8 +302,16 @@ impl<'g> Lower<'g> {
         }
         // A constant causal mask (an export at a fixed length) is a triangle;
         // one number over a shape that does not widen the tensor is the number.
+        // An export at a fixed batch writes the batch as its number there.
+        let fixed_batch = self.fixed_batch.clone();
         let widens = |f: &Val, other: &Val| match (f.dims(), other) {
-            (Some(s), Val::Tensor(t)) => broadcast(&s, &t.shape()).map_or(true, |b| b != t.shape()),
+            (Some(mut s), Val::Tensor(t)) => {
+                let shape = t.shape();
+                if s.len() == shape.len() && s.first().is_some() && s.first() == fixed_batch.as_ref() {
+                    s[0] = shape[0].clone();
+                }
+                broadcast(&s, &shape).map_or(true, |b| b != shape)
+            }
             _ => true,
         };
         let narrow = |v: Val, other: &Val| match &v {

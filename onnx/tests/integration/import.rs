@@ -117,12 +117,52 @@ mod avg_pool_ceil;
 #[path = "../generated/avg_pool_ceil_legacy.rs"]
 mod avg_pool_ceil_legacy;
 
+#[path = "../generated/gpt2_legacy.rs"]
+mod gpt2_legacy;
+#[path = "../generated/gpt2_dynamo.rs"]
+mod gpt2_dynamo;
+#[path = "../generated/gpt2_legacy_fixed.rs"]
+mod gpt2_legacy_fixed;
+#[path = "../generated/gpt2_dynamo_fixed.rs"]
+mod gpt2_dynamo_fixed;
+#[path = "../generated/mobilenet_v2_legacy_fixed.rs"]
+mod mobilenet_v2_legacy_fixed;
+#[path = "../generated/mobilenet_v2_dynamo_fixed.rs"]
+mod mobilenet_v2_dynamo_fixed;
+#[path = "../generated/mobilenet_v3_legacy_fixed.rs"]
+mod mobilenet_v3_legacy_fixed;
+#[path = "../generated/mobilenet_v3_dynamo_fixed.rs"]
+mod mobilenet_v3_dynamo_fixed;
+#[path = "../generated/efficientnet_legacy_fixed.rs"]
+mod efficientnet_legacy_fixed;
+#[path = "../generated/efficientnet_dynamo_fixed.rs"]
+mod efficientnet_dynamo_fixed;
+#[path = "../generated/regnet_legacy_fixed.rs"]
+mod regnet_legacy_fixed;
+#[path = "../generated/regnet_dynamo_fixed.rs"]
+mod regnet_dynamo_fixed;
+#[path = "../generated/densenet_legacy_fixed.rs"]
+mod densenet_legacy_fixed;
+#[path = "../generated/densenet_dynamo_fixed.rs"]
+mod densenet_dynamo_fixed;
+#[path = "../generated/shufflenet_legacy_fixed.rs"]
+mod shufflenet_legacy_fixed;
+#[path = "../generated/shufflenet_dynamo_fixed.rs"]
+mod shufflenet_dynamo_fixed;
+#[path = "../generated/squeezenet_legacy_fixed.rs"]
+mod squeezenet_legacy_fixed;
+#[path = "../generated/squeezenet_dynamo_fixed.rs"]
+mod squeezenet_dynamo_fixed;
+#[path = "../generated/bert_legacy_fixed.rs"]
+mod bert_legacy_fixed;
+#[path = "../generated/bert_dynamo_fixed.rs"]
+mod bert_dynamo_fixed;
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 51] = [
+const MODELS: [&str; 71] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -174,6 +214,26 @@ const MODELS: [&str; 51] = [
     "bert_dynamo",
     "avg_pool_ceil",
     "avg_pool_ceil_legacy",
+    "gpt2_legacy",
+    "gpt2_dynamo",
+    "gpt2_legacy_fixed",
+    "gpt2_dynamo_fixed",
+    "mobilenet_v2_legacy_fixed",
+    "mobilenet_v2_dynamo_fixed",
+    "mobilenet_v3_legacy_fixed",
+    "mobilenet_v3_dynamo_fixed",
+    "efficientnet_legacy_fixed",
+    "efficientnet_dynamo_fixed",
+    "regnet_legacy_fixed",
+    "regnet_dynamo_fixed",
+    "densenet_legacy_fixed",
+    "densenet_dynamo_fixed",
+    "shufflenet_legacy_fixed",
+    "shufflenet_dynamo_fixed",
+    "squeezenet_legacy_fixed",
+    "squeezenet_dynamo_fixed",
+    "bert_legacy_fixed",
+    "bert_dynamo_fixed",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -484,6 +544,56 @@ fn bert_matches_pytorch_and_fine_tunes() {
     fine_tunes!(model, ids, 0.5, 30);
     let (model, ids, _) = imported!(bert_dynamo::BertDynamo, "bert_dynamo", 2, 2);
     fine_tunes!(model, ids, 0.5, 30);
+}
+
+/// `transformers`' GPT-2 from both exporters, batch dynamic and fixed:
+/// its causal mask (positions as a column against positions as a row),
+/// the tanh GELU written out and its `[in, out]` weights convert; any
+/// sequence length and batch run, and it fine-tunes.
+#[test]
+fn gpt2_matches_pytorch_and_fine_tunes() {
+    let (model, ids, want) = imported!(gpt2_legacy::Gpt2Legacy, "gpt2_legacy", 2, 3);
+    let shorter: Tensor<Cpu, 2> = ids.narrow(1, 0, 4);
+    assert_eq!(model.forward(&shorter).shape(), [2, 4, want.shape()[2]]);
+    fine_tunes!(model, ids, 0.5, 30);
+    let (model, ids, _) = imported!(gpt2_dynamo::Gpt2Dynamo, "gpt2_dynamo", 2, 3);
+    fine_tunes!(model, ids, 0.5, 30);
+    let (model, ids, _) = imported!(gpt2_legacy_fixed::Gpt2LegacyFixed, "gpt2_legacy_fixed", 2, 3);
+    let one: Tensor<Cpu, 2> = ids.narrow(0, 0, 1);
+    assert_eq!(model.forward(&one).shape()[0], 1, "the fixed batch is free");
+    let (model, ids, _) = imported!(gpt2_dynamo_fixed::Gpt2DynamoFixed, "gpt2_dynamo_fixed", 2, 3);
+    let one: Tensor<Cpu, 2> = ids.narrow(0, 0, 1);
+    assert_eq!(model.forward(&one).shape()[0], 1, "the fixed batch is free");
+}
+
+/// The torchvision families and BERT exported at a fixed batch by both
+/// exporters: each matches PyTorch, and runs any batch size.
+#[test]
+fn the_corpus_at_a_fixed_batch_matches_pytorch() {
+    macro_rules! fixed {
+        ($ty:ty, $name:literal, $di:literal, $do:literal) => {{
+            let (model, x, want) = imported!($ty, $name, $di, $do);
+            let one: Tensor<Cpu, $di> = x.narrow(0, 0, 1);
+            let y = model.forward(&one);
+            assert_close($name, &y, &want.narrow(0, 0, 1));
+        }};
+    }
+    fixed!(mobilenet_v2_legacy_fixed::MobilenetV2LegacyFixed, "mobilenet_v2_legacy_fixed", 4, 2);
+    fixed!(mobilenet_v2_dynamo_fixed::MobilenetV2DynamoFixed, "mobilenet_v2_dynamo_fixed", 4, 2);
+    fixed!(mobilenet_v3_legacy_fixed::MobilenetV3LegacyFixed, "mobilenet_v3_legacy_fixed", 4, 2);
+    fixed!(mobilenet_v3_dynamo_fixed::MobilenetV3DynamoFixed, "mobilenet_v3_dynamo_fixed", 4, 2);
+    fixed!(efficientnet_legacy_fixed::EfficientnetLegacyFixed, "efficientnet_legacy_fixed", 4, 2);
+    fixed!(efficientnet_dynamo_fixed::EfficientnetDynamoFixed, "efficientnet_dynamo_fixed", 4, 2);
+    fixed!(regnet_legacy_fixed::RegnetLegacyFixed, "regnet_legacy_fixed", 4, 2);
+    fixed!(regnet_dynamo_fixed::RegnetDynamoFixed, "regnet_dynamo_fixed", 4, 2);
+    fixed!(densenet_legacy_fixed::DensenetLegacyFixed, "densenet_legacy_fixed", 4, 2);
+    fixed!(densenet_dynamo_fixed::DensenetDynamoFixed, "densenet_dynamo_fixed", 4, 2);
+    fixed!(shufflenet_legacy_fixed::ShufflenetLegacyFixed, "shufflenet_legacy_fixed", 4, 2);
+    fixed!(shufflenet_dynamo_fixed::ShufflenetDynamoFixed, "shufflenet_dynamo_fixed", 4, 2);
+    fixed!(squeezenet_legacy_fixed::SqueezenetLegacyFixed, "squeezenet_legacy_fixed", 4, 2);
+    fixed!(squeezenet_dynamo_fixed::SqueezenetDynamoFixed, "squeezenet_dynamo_fixed", 4, 2);
+    fixed!(bert_legacy_fixed::BertLegacyFixed, "bert_legacy_fixed", 2, 2);
+    fixed!(bert_dynamo_fixed::BertDynamoFixed, "bert_dynamo_fixed", 2, 2);
 }
 
 #[test]
