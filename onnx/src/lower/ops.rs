@@ -600,7 +600,7 @@ impl<'g> Lower<'g> {
             return Err(format!("takes sequence lengths; Blaze's {} reads whole sequences", layer.name()));
         }
         for &i in states {
-            if n.input(i).is_some() && !matches!(self.input_val(n, i)?, Val::Filled(Fill::Num(z), _) if *z == 0.0) {
+            if n.input(i).is_some() && self.input_val(n, i)?.one_value() != Some(Fill::Num(0.0)) {
                 return Err(format!(
                     "starts from a state (input {i}) other than zeros; Blaze's {} starts from zeros",
                     layer.name()

@@ -157,12 +157,36 @@ mod squeezenet_dynamo_fixed;
 mod bert_legacy_fixed;
 #[path = "../generated/bert_dynamo_fixed.rs"]
 mod bert_dynamo_fixed;
+#[path = "../generated/resnet_legacy.rs"]
+mod resnet_legacy;
+#[path = "../generated/resnet_dynamo.rs"]
+mod resnet_dynamo;
+#[path = "../generated/resnet_legacy_fixed.rs"]
+mod resnet_legacy_fixed;
+#[path = "../generated/resnet_dynamo_fixed.rs"]
+mod resnet_dynamo_fixed;
+#[path = "../generated/lstm_classifier_legacy.rs"]
+mod lstm_classifier_legacy;
+#[path = "../generated/lstm_classifier_dynamo.rs"]
+mod lstm_classifier_dynamo;
+#[path = "../generated/lstm_classifier_legacy_fixed.rs"]
+mod lstm_classifier_legacy_fixed;
+#[path = "../generated/lstm_classifier_dynamo_fixed.rs"]
+mod lstm_classifier_dynamo_fixed;
+#[path = "../generated/gru_classifier_legacy.rs"]
+mod gru_classifier_legacy;
+#[path = "../generated/gru_classifier_dynamo.rs"]
+mod gru_classifier_dynamo;
+#[path = "../generated/gru_classifier_legacy_fixed.rs"]
+mod gru_classifier_legacy_fixed;
+#[path = "../generated/gru_classifier_dynamo_fixed.rs"]
+mod gru_classifier_dynamo_fixed;
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 71] = [
+const MODELS: [&str; 83] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -234,6 +258,18 @@ const MODELS: [&str; 71] = [
     "squeezenet_dynamo_fixed",
     "bert_legacy_fixed",
     "bert_dynamo_fixed",
+    "resnet_legacy",
+    "resnet_dynamo",
+    "resnet_legacy_fixed",
+    "resnet_dynamo_fixed",
+    "lstm_classifier_legacy",
+    "lstm_classifier_dynamo",
+    "lstm_classifier_legacy_fixed",
+    "lstm_classifier_dynamo_fixed",
+    "gru_classifier_legacy",
+    "gru_classifier_dynamo",
+    "gru_classifier_legacy_fixed",
+    "gru_classifier_dynamo_fixed",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -594,6 +630,37 @@ fn the_corpus_at_a_fixed_batch_matches_pytorch() {
     fixed!(squeezenet_dynamo_fixed::SqueezenetDynamoFixed, "squeezenet_dynamo_fixed", 4, 2);
     fixed!(bert_legacy_fixed::BertLegacyFixed, "bert_legacy_fixed", 2, 2);
     fixed!(bert_dynamo_fixed::BertDynamoFixed, "bert_dynamo_fixed", 2, 2);
+}
+
+/// torchvision's ResNet blocks (BasicBlock, Bottleneck, downsampling)
+/// from both exporters, batch dynamic and fixed: each matches PyTorch;
+/// the dynamic ones fine-tune.
+#[test]
+fn resnet_blocks_match_pytorch_and_fine_tune() {
+    let (model, x, _) = imported!(resnet_legacy::ResnetLegacy, "resnet_legacy", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
+    let (model, x, _) = imported!(resnet_dynamo::ResnetDynamo, "resnet_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
+    imported!(resnet_legacy_fixed::ResnetLegacyFixed, "resnet_legacy_fixed", 4, 2);
+    imported!(resnet_dynamo_fixed::ResnetDynamoFixed, "resnet_dynamo_fixed", 4, 2);
+}
+
+/// Classifiers of an LSTM's and a GRU's final hidden state from both
+/// exporters, batch dynamic and fixed (where the zero state is a constant).
+#[test]
+fn rnn_classifiers_match_pytorch_and_fine_tune() {
+    let (model, x, _) = imported!(lstm_classifier_legacy::LstmClassifierLegacy, "lstm_classifier_legacy", 3, 2);
+    fine_tunes!(model, x, 0.5, 30);
+    let (model, x, _) = imported!(lstm_classifier_dynamo::LstmClassifierDynamo, "lstm_classifier_dynamo", 3, 2);
+    fine_tunes!(model, x, 0.5, 30);
+    let (model, x, _) = imported!(gru_classifier_legacy::GruClassifierLegacy, "gru_classifier_legacy", 3, 2);
+    fine_tunes!(model, x, 0.5, 30);
+    let (model, x, _) = imported!(gru_classifier_dynamo::GruClassifierDynamo, "gru_classifier_dynamo", 3, 2);
+    fine_tunes!(model, x, 0.5, 30);
+    imported!(lstm_classifier_legacy_fixed::LstmClassifierLegacyFixed, "lstm_classifier_legacy_fixed", 3, 2);
+    imported!(lstm_classifier_dynamo_fixed::LstmClassifierDynamoFixed, "lstm_classifier_dynamo_fixed", 3, 2);
+    imported!(gru_classifier_legacy_fixed::GruClassifierLegacyFixed, "gru_classifier_legacy_fixed", 3, 2);
+    imported!(gru_classifier_dynamo_fixed::GruClassifierDynamoFixed, "gru_classifier_dynamo_fixed", 3, 2);
 }
 
 #[test]
