@@ -391,8 +391,7 @@ impl<B: Backend, const D: usize, const H: usize> Export for MultiHeadAttention<B
         if let Some(mask) = x.get(3) {
             // Nonzero where a key is padding: [n, S] as [n, 1, 1, S].
             let zero = g.scalar(0.0, crate::elem::FLOAT);
-            let mask = if mask.rank() == 2 { mask.clone() } else { g.to_float(mask) };
-            let padding = g.map("Equal", &[&mask, &zero]);
+            let padding = g.map("Equal", &[mask, &zero]);
             let padding = g.node("Not", &[&padding], vec![], 2);
             let axes = g.ints(&[1, 2]);
             let padding = g.node("Unsqueeze", &[&padding, &axes], vec![], 4);

@@ -61,14 +61,22 @@ fn check<M, const R: usize, const RO: usize>(name: &str, model: &M, input: Tenso
 where
     M: OnnxModel + Differentiable<Cpu, Input = Tensor<Cpu, R>, Output = Tensor<Cpu, RO>>,
 {
-    let bytes = to_onnx(model);
     let x = Tensor::<Cpu, R>::from_data(input.clone(), &CpuDevice).expect("input");
     let y = model.forward(&x).to_dtype(DType::F32).to_data();
+    check_outputs(name, &to_onnx(model), &[input], y);
+}
+
+/// Holds an export's bytes and Blaze's output `y` for `inputs` (named
+/// `input`, `input_1`, ... as the file names them) to the fixture.
+fn check_outputs(name: &str, bytes: &[u8], inputs: &[TensorData], y: TensorData) {
+    let names: Vec<String> =
+        (0..inputs.len()).map(|i| if i == 0 { "input".to_string() } else { format!("input_{i}") }).collect();
     if std::env::var_os("BLAZE_BLESS").is_some() {
         let out = fixtures().join("out");
         std::fs::create_dir_all(&out).expect("out folder");
-        std::fs::write(out.join(format!("{name}.onnx")), &bytes).expect("write the ONNX file");
-        let tensors = [("input".to_string(), input.clone()), ("blaze".to_string(), y.clone())];
+        std::fs::write(out.join(format!("{name}.onnx")), bytes).expect("write the ONNX file");
+        let mut tensors: Vec<(String, TensorData)> = names.iter().cloned().zip(inputs.iter().cloned()).collect();
+        tensors.push(("blaze".to_string(), y));
         save_tensors(&out.join(format!("{name}_input.safetensors")), &tensors, &[]).expect("write the input");
         return;
     }
@@ -78,10 +86,12 @@ where
     let get = |n: &str| tensors.iter().find(|(k, _)| k == n).map(|(_, t)| t.clone()).expect(n);
     assert_eq!(
         meta.get("fnv1a64").map(String::as_str),
-        Some(fnv1a(&bytes).as_str()),
+        Some(fnv1a(bytes).as_str()),
         "{name}: the export changed since ONNX Runtime ran it; bless again (this file's header)"
     );
-    assert_eq!(get("input"), input, "{name}: the fixture's input is not this test's");
+    for (n, input) in names.iter().zip(inputs) {
+        assert_eq!(&get(n), input, "{name}: the fixture's `{n}` is not this test's");
+    }
     let want = get("onnxruntime");
     assert_eq!(want.shape, y.shape, "{name}: ONNX Runtime's output shape");
     let (DataVec::F32(w), DataVec::F32(g)) = (&want.values, &y.values) else { panic!("{name}: f32 outputs") };
@@ -251,4 +261,31 @@ fn every_body_op_exports() {
 #[test]
 fn gpt_base_exports() {
     check("gpt_base", &gpt_model::GptBase::<Cpu>::new_seeded(13, &CpuDevice), ids(&[1, 9], gpt_model::VOCAB));
+}
+
+/// Attention over a sequence with a key-padding mask, a second input.
+#[model]
+pub struct PaddedAttention {
+    attn: MultiHeadAttention<8, 2>,
+    head: Linear<8, 3>,
+}
+
+#[model(input = ([T, 8], [T]))]
+impl PaddedAttention {
+    fn forward(&self, x: Tensor, pad: Tensor) -> Tensor {
+        self.head(self.attn(x, x, x, pad))
+    }
+}
+
+#[test]
+fn a_second_input_and_a_key_padding_mask_export() {
+    let model = PaddedAttention::<Cpu>::new_seeded(14, &CpuDevice);
+    let x = floats(&[2, 5, 8]);
+    // The last key of the first sequence and the last two of the second
+    // are padding (nonzero); every query still sees a key.
+    let pad = TensorData::new(vec![0.0f32, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0], vec![2, 5]).expect("mask");
+    let xt = Tensor::<Cpu, 3>::from_data(x.clone(), &CpuDevice).expect("x");
+    let pt = Tensor::<Cpu, 2>::from_data(pad.clone(), &CpuDevice).expect("pad");
+    let y = model.forward(&xt, &pt).to_data();
+    check_outputs("padded_attention", &to_onnx(&model), &[x, pad], y);
 }

@@ -181,12 +181,16 @@ mod gru_classifier_dynamo;
 mod gru_classifier_legacy_fixed;
 #[path = "../generated/gru_classifier_dynamo_fixed.rs"]
 mod gru_classifier_dynamo_fixed;
+#[path = "../generated/batch_norm_kept_legacy.rs"]
+mod batch_norm_kept_legacy;
+#[path = "../generated/batch_norm_kept_dynamo.rs"]
+mod batch_norm_kept_dynamo;
 /// The form a build script's output takes: `include!` of the written file.
 mod included {
     include!("../generated/mlp.rs");
 }
 
-const MODELS: [&str; 83] = [
+const MODELS: [&str; 85] = [
     "mlp",
     "lenet",
     "resnet_block",
@@ -270,6 +274,8 @@ const MODELS: [&str; 83] = [
     "gru_classifier_dynamo",
     "gru_classifier_legacy_fixed",
     "gru_classifier_dynamo_fixed",
+    "batch_norm_kept_legacy",
+    "batch_norm_kept_dynamo",
 ];
 
 fn fixture(name: &str) -> PathBuf {
@@ -791,6 +797,21 @@ fn the_corpus_backward_matches_pytorch() {
     backward!(gru_classifier_dynamo::GruClassifierDynamo, "gru_classifier_dynamo", 3, 2);
     backward!(gru_classifier_dynamo_fixed::GruClassifierDynamoFixed, "gru_classifier_dynamo_fixed", 3, 2);
     assert!(failed.is_empty(), "gradients differ from PyTorch's:\n{}", failed.join("\n"));
+}
+
+/// A batch norm after a convolution, exported so that it stays a node
+/// (`do_constant_folding=False`, `optimize=False`): a `BatchNorm2d`
+/// field, which normalises batches while fine-tuning.
+#[test]
+fn a_batch_norm_the_export_keeps_is_a_field_that_trains() {
+    for source in ["batch_norm_kept_legacy.rs", "batch_norm_kept_dynamo.rs"] {
+        let text = std::fs::read_to_string(generated(source)).unwrap();
+        assert!(text.contains(": BatchNorm2d<4>,"), "{source}: no BatchNorm2d field");
+    }
+    let (model, x, _) = imported!(batch_norm_kept_legacy::BatchNormKeptLegacy, "batch_norm_kept_legacy", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
+    let (model, x, _) = imported!(batch_norm_kept_dynamo::BatchNormKeptDynamo, "batch_norm_kept_dynamo", 4, 2);
+    fine_tunes!(model, x, 0.1, 30);
 }
 
 #[test]
