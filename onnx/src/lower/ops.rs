@@ -614,7 +614,8 @@ impl<'g> Lower<'g> {
         };
         if read(2) {
             return Err(format!(
-                "has its final cell state `{}` read; the importer converts the outputs and the final hidden state",
+                "has its final cell state `{}` read; Blaze's Lstm returns its outputs and final hidden state, not the \
+                 cell state: read `output` or `h_n` in the model instead",
                 n.outputs[2]
             ));
         }
