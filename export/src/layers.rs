@@ -35,10 +35,23 @@ pub(crate) fn linear<B: Backend>(
     let w = param(g, name, "weight", weight);
     let wt = g.node("Transpose", &[&w], vec![("perm", Attr::Ints(vec![1, 0]))], 2);
     let y = g.node("MatMul", &[x, &wt], vec![], x.rank());
-    match bias {
-        Some(b) => {
-            let b = param(g, name, "bias", b);
-            g.map("Add", &[&y, &b])
+    with_param(g, "Add", y, name, "bias", bias)
+}
+
+/// `op` of `y` and the parameter `field` where the layer has it (an
+/// optional bias or weight), else `y`.
+fn with_param<B: Backend>(
+    g: &mut OnnxGraph,
+    op: &'static str,
+    y: Value,
+    name: &str,
+    field: &str,
+    t: Option<&Tensor<B, 1>>,
+) -> Value {
+    match t {
+        Some(t) => {
+            let p = param(g, name, field, t);
+            g.map(op, &[&y, &p])
         }
         None => y,
     }
@@ -309,13 +322,7 @@ impl<B: Backend, const N: usize> Export for RMSNorm<B, N> {
         let var = g.map("Add", &[&mean, &eps]);
         let std = g.map("Sqrt", &[&var]);
         let y = g.map("Div", &[x, &std]);
-        match &self.weight {
-            Some(w) => {
-                let w = param(g, name, "weight", w);
-                g.map("Mul", &[&y, &w])
-            }
-            None => y,
-        }
+        with_param(g, "Mul", y, name, "weight", self.weight.as_ref())
     }
 }
 

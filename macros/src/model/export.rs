@@ -19,7 +19,7 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
     let outputs: Vec<TokenStream> = plan.steps.iter().map(|s| s.output.static_tokens()).collect();
     let first = &tys[0];
     let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
-    let name = ident.to_string();
+    let onnx_model = onnx_model(ident, &[quote!(::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*])]);
     quote! {
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::export::Export for #ident<B>
@@ -43,6 +43,15 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
             }
         }
 
+        #onnx_model
+    }
+}
+
+/// `OnnxModel` for model `ident` whose inputs' per-sample dims are the
+/// `Vec<Dim>` expressions `inputs`: both forms of model emit it.
+pub fn onnx_model(ident: &syn::Ident, inputs: &[TokenStream]) -> TokenStream {
+    let name = ident.to_string();
+    quote! {
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::export::OnnxModel for #ident<B>
         where
@@ -51,7 +60,7 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
             const NAME: &'static str = #name;
 
             fn onnx_inputs() -> ::std::vec::Vec<::std::vec::Vec<::blaze::export::Dim>> {
-                ::std::vec![::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*]]
+                ::std::vec![#(#inputs),*]
             }
         }
     }

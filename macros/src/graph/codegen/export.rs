@@ -213,7 +213,7 @@ impl Gen<'_> {
             });
             quote!(::std::vec![#(#dims),*])
         });
-        let name = ident.to_string();
+        let onnx_model = crate::model::export::onnx_model(ident, &inputs.collect::<Vec<_>>());
         let unused = format_ident!("unused_variables");
         quote! {
             #[automatically_derived]
@@ -235,17 +235,7 @@ impl Gen<'_> {
                 }
             }
 
-            #[automatically_derived]
-            impl<B: ::blaze::Backend> ::blaze::export::OnnxModel for #ident<B>
-            where
-                Self: ::blaze::export::Export,
-            {
-                const NAME: &'static str = #name;
-
-                fn onnx_inputs() -> ::std::vec::Vec<::std::vec::Vec<::blaze::export::Dim>> {
-                    ::std::vec![#(#inputs),*]
-                }
-            }
+            #onnx_model
         }
     }
 }
