@@ -8,7 +8,9 @@
 //! `#[model]` forward bodies:
 //! the macro checks the shapes (the sequence length `T` symbolically) and
 //! generates the backward pass. Prints the training and held-out loss as it
-//! trains, then a sample of generated text.
+//! trains, then a sample of generated text, drawn one character a step
+//! over the keys and values cached so far (the decoding step `#[model]`
+//! derives, through `blaze::nn::generate`).
 //!
 //! ```text
 //! cargo run --release --example gpt
@@ -26,7 +28,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use blaze::Precision;
 use blaze::data::{DataLoader, Dataset, TextDataset, Vocab};
-use blaze::nn::{Ctx, Differentiable, Graph};
+use blaze::nn::{Ctx, Decode, Differentiable, GenerateConfig, Graph, generate};
 use blaze::optim::{Adam, CosineWithWarmup};
 use blaze::prelude::*;
 use blaze::rng::Rng;
@@ -89,33 +91,22 @@ fn load(path: &Path, context: usize) -> Result<(TextDataset, Vocab)> {
     Ok((data, vocab))
 }
 
-/// Continues `prompt` by sampling one character at a time.
-fn generate<M: Model>(model: &M, prompt: &[i64], n: usize, rng: &mut Rng, device: &CpuDevice) -> Vec<i64> {
-    let mut out = prompt.to_vec();
-    for _ in 0..n {
-        let context = &out[out.len().saturating_sub(M::CONTEXT)..];
-        let x = Tensor::<Cpu, 2>::from_vec(context.to_vec(), [1, context.len()], device);
-        let logits = model.forward(&x);
-        let t = context.len();
-        let probs = logits.narrow(1, t - 1, 1).softmax(2).to_vec::<f32>();
-        let mut u = rng.next_f64() as f32;
-        let mut next = probs.len() - 1;
-        for (i, p) in probs.iter().enumerate() {
-            if u < *p {
-                next = i;
-                break;
-            }
-            u -= p;
-        }
-        out.push(next as i64);
-    }
-    out
+/// What training and sampling need of either size.
+trait Model:
+    Size
+    + Graph<Cpu>
+    + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+    + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+{
 }
 
-/// What training and sampling need of either size.
-trait Model: Size + Graph<Cpu> + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>> {}
-
-impl<M: Size + Graph<Cpu> + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>> Model for M {}
+impl<M> Model for M where
+    M: Size
+        + Graph<Cpu>
+        + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+        + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+{
+}
 
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -174,10 +165,20 @@ fn run<M: Model>(args: &Args, batch: usize) -> Result<()> {
         );
     }
 
-    let mut rng = Rng::seed_from_u64(args.seed);
+    // One character a step over the keys and values cached so far (the
+    // decoding step `#[model]` derives), streamed as it is drawn.
     let prompt = vocab.encode("And God said").unwrap_or_default();
-    let text = vocab.decode(&generate(&model, &prompt, args.sample, &mut rng, &device));
-    println!("\nsample:\n{text}");
+    let sampling = GenerateConfig {
+        max_new_tokens: args.sample,
+        temperature: 1.0,
+        seed: args.seed,
+        context: Some(M::CONTEXT),
+        ..GenerateConfig::default()
+    };
+    print!("\nsample:\n{}", vocab.decode(&prompt));
+    let started = std::time::Instant::now();
+    let drawn = generate(&model, &prompt, &sampling, |t| print!("{}", vocab.decode(&[t])));
+    println!("\n({} characters, {:.0} a second)", drawn.len(), drawn.len() as f64 / started.elapsed().as_secs_f64());
     Ok(())
 }
 

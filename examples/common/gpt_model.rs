@@ -65,6 +65,11 @@ macro_rules! gpt {
     };
 }
 
+/// Other sizes for the benches: `gpt_model::gpt!(Name, Block, width,
+/// heads, hidden, context)`.
+#[allow(unused_imports)]
+pub(crate) use gpt;
+
 /// What the example reads of a size.
 pub trait Size {
     /// The context length its position table covers.

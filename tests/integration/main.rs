@@ -9,6 +9,7 @@ mod autodiff_oracle;
 #[allow(dead_code)]
 mod common;
 mod concurrency;
+mod decode;
 mod fit_tasks;
 #[path = "../common/fused_models.rs"]
 mod fused_models;

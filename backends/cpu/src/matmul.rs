@@ -17,9 +17,13 @@ const PARALLEL_FLOPS: usize = 96 * 96 * 96;
 /// The work of an `m x k` by `k x n` product, against [`PARALLEL_FLOPS`]:
 /// its multiply-adds, but at least 8 per output, since a shallow product
 /// is bound by writing its outputs (a batch-1 weight gradient, 256x1x784,
-/// ran 1.7x faster on two threads of a Xeon than on one).
+/// ran 1.7x faster on two threads of a Xeon than on one); and 8 per
+/// multiply-add of a single row, which reads each value of `B` once and so
+/// runs at the speed of memory (a decoding step's `x W^T`, 1x1024x256, ran
+/// faster on two threads).
 fn work(m: usize, n: usize, k: usize) -> usize {
-    m * n * k.max(8)
+    let per_value = if m == 1 { 8 } else { 1 };
+    m * n * k.max(8) * per_value
 }
 
 /// The element types a product multiplies: f32 and f64 summed in their

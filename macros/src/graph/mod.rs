@@ -384,12 +384,15 @@ fn generate(
     };
 
     let export = g.export();
+    let decode = g.decode();
     quote! {
         #(#asserts)*
 
         #fused_items
 
         #export
+
+        #decode
 
         #[doc = #cache_doc]
         #vis struct #cache_ident<B: ::blaze::Backend> {

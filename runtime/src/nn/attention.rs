@@ -264,6 +264,77 @@ impl<B: Backend, const D: usize, const H: usize> Module<B> for MultiHeadAttentio
     }
 }
 
+/// The keys and values one attention layer has seen while decoding, as
+/// heads `[n, H, t, D / H]`: what [`MultiHeadAttention::attend_step`]
+/// attends over and appends to.
+#[derive(Clone, Debug, Default)]
+pub struct KvCache<B: Backend> {
+    keys: Option<Tensor<B, 4>>,
+    values: Option<Tensor<B, 4>>,
+}
+
+impl<B: Backend> KvCache<B> {
+    /// An empty cache.
+    pub fn new() -> Self {
+        KvCache { keys: None, values: None }
+    }
+
+    /// How many positions it holds.
+    pub fn len(&self) -> usize {
+        self.keys.as_ref().map_or(0, |k| k.shape()[2])
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_none()
+    }
+
+    /// Appends the heads of new positions, and returns all keys and values.
+    fn push(&mut self, k: Tensor<B, 4>, v: Tensor<B, 4>) -> (Tensor<B, 4>, Tensor<B, 4>) {
+        let grow = |old: &mut Option<Tensor<B, 4>>, new: Tensor<B, 4>| {
+            let all = match old.take() {
+                Some(old) => Tensor::cat(&[old, new], 2),
+                None => new,
+            };
+            *old = Some(all.clone());
+            all
+        };
+        (grow(&mut self.keys, k), grow(&mut self.values, v))
+    }
+}
+
+impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
+    /// Causal self-attention of new positions `x` (`[n, s, D]`, usually
+    /// one) after the positions `cache` holds: their keys and values join
+    /// the cache, and each new position attends over every cached one and
+    /// the new ones up to itself. Stepping a sequence through gives what
+    /// [`Attend::attend`] gives the whole sequence, one position at a time.
+    pub fn attend_step(&self, x: &Tensor<B, 3>, cache: &mut KvCache<B>) -> Tensor<B, 3> {
+        let [n, s, d] = x.shape();
+        assert!(d == D, "MultiHeadAttention<{D}, {H}>::attend_step: expects [n, s, {D}], got {:?}", x.shape());
+        assert!(
+            self.config.causal,
+            "MultiHeadAttention<{D}, {H}>::attend_step: decoding needs causal attention (`#[layer(causal = true)]`)"
+        );
+        let rows: Tensor<B, 2> = x.reshape([-1, D as i64]);
+        let [q, k, v] = std::array::from_fn(|i| Self::split(&self.project(&rows, i), n));
+        let past = cache.len();
+        let (keys, values) = cache.push(k, v);
+        let o = self.softmax_options();
+        let mut scores = q.matmul(&keys.transpose(2, 3)).mul_scalar(o.scale);
+        if s > 1 {
+            // New position i (at past + i) sees keys up to past + i.
+            let t = past + s;
+            let ids = Tensor::<B, 1>::arange(0..t as i64, &x.device());
+            let queries: Tensor<B, 2> = ids.narrow(0, past, s).reshape([s, 1]);
+            let later: Tensor<B, 4> = queries.lt(&ids.reshape([1, t])).reshape([1, 1, s, t]);
+            scores = scores.masked_fill(&later, f64::NEG_INFINITY);
+        }
+        let heads = scores.softmax(3).matmul(&values);
+        self.out_proj.forward(&Self::join(&heads))
+    }
+}
+
 impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttention<B, D, H> {
     type AttendCache = MultiHeadAttentionCache<B>;
 

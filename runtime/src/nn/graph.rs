@@ -137,7 +137,13 @@ pub fn causal_mask<B: Backend, const D: usize>(t: usize, device: &B::Device) -> 
 /// The positions `0..t` as i64 ids, `[1, t]`: one row that broadcasts
 /// against the batch.
 pub fn positions<B: Backend>(t: usize, device: &B::Device) -> Tensor<B, 2> {
-    Tensor::<B, 1>::arange(0..t as i64, device).reshape([1, t])
+    positions_from::<B>(0, t, device)
+}
+
+/// The positions `start..start + t` as `[1, t]`: a decoding step's, after
+/// `start` positions already seen.
+pub fn positions_from<B: Backend>(start: usize, t: usize, device: &B::Device) -> Tensor<B, 2> {
+    Tensor::<B, 1>::arange(start as i64..(start + t) as i64, device).reshape([1, t])
 }
 
 /// Gradients of zeros for every parameter of `m`: those of a layer whose

@@ -5,6 +5,7 @@
 //! adjoint statements read.
 
 mod backward;
+mod decode;
 mod export;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -692,6 +693,13 @@ impl Gen<'_> {
 
     /// The inference forward's statements, ending with the output.
     pub fn forward(&self) -> TokenStream {
+        self.forward_stmts(false)
+    }
+
+    /// The inference forward's statements; with `decode`, those of a
+    /// decoding step (`decode.rs`): causal attention over `state`'s cache,
+    /// nested models' steps, positions after those `state` has seen.
+    fn forward_stmts(&self, decode: bool) -> TokenStream {
         let mut out = self.bind_inputs();
         let fused = self.fused_for_inference();
         let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
@@ -708,6 +716,7 @@ impl Gen<'_> {
                     let call = e.call(&x, false);
                     quote_spanned!(span=> let #y = #at.#call;)
                 }
+                _ if decode && let Some(step) = self.decode_stmt(i) => step,
                 Op::Layer(callee) => {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
