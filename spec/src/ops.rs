@@ -230,6 +230,18 @@ pub const UNARY: &[Unary] = &[
         layer: true,
     },
     Unary {
+        variant: "GeluTanh",
+        name: "gelu_tanh",
+        onnx: "",
+        doc: "GELU's tanh approximation, `x/2 (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))` (PyTorch's `approximate='tanh'`, GPT-2's `gelu_new`).",
+        params: &[],
+        domain: Domain::Float,
+        cost: Cost::Costly,
+        body: "0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))",
+        grad: Grad::Derived,
+        layer: true,
+    },
+    Unary {
         variant: "LeakyRelu",
         name: "leaky_relu",
         onnx: "",

@@ -936,7 +936,8 @@ impl<'g> Lower<'g> {
             "Softplus" => self.act(n, Layer::Softplus, vec![], vec![], None, &t, &base),
             "Gelu" => match n.string("approximate").unwrap_or("none") {
                 "none" => self.table_op(n, "gelu", &t),
-                a => Err(format!("uses the `{a}` approximation; Blaze's GELU is the exact (erf) one")),
+                "tanh" => self.table_op(n, "gelu_tanh", &t),
+                a => Err(format!("uses the `{a}` approximation; Blaze has the exact GELU and the tanh one")),
             },
             "LeakyRelu" => {
                 let slope = f64::from(n.float("alpha").unwrap_or(0.01));
