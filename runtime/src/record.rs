@@ -211,6 +211,45 @@ pub(crate) fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &P
     load_named(model, path, tensors.into_iter().collect())
 }
 
+/// Loads a module's parameters and buffers from a checkpoint that names
+/// them its own way, as the module's [`Module::sources`] says (a Hugging
+/// Face `model.safetensors` into a `#[model]` whose fields say
+/// `#[load(..)]`): each tensor is read under its source name, transposed
+/// where the source is, and checked for its shape; tensors of the file no
+/// source names (a tied copy, unused heads) are left alone. Values are
+/// converted to each parameter's dtype. On error the module is unchanged.
+pub fn load_model_from<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Result<(), RecordError> {
+    let mut sources = Vec::new();
+    model.sources("", "", &mut sources);
+    let (tensors, _) = load_tensors(path)?;
+    let file: BTreeMap<String, TensorData> = tensors.into_iter().collect();
+    let mut named = BTreeMap::new();
+    for s in &sources {
+        let Some(t) = file.get(&s.from) else {
+            let expected = expected(model).into_iter().find(|(n, _, _)| *n == s.name).map(|e| e.1).unwrap_or_default();
+            return Err(RecordError::Missing {
+                path: path.to_owned(),
+                name: format!("{} (for `{}`)", s.from, s.name),
+                expected,
+            });
+        };
+        let t = if s.transposed { transposed(path, &s.from, t)? } else { t.clone() };
+        named.insert(s.name.clone(), t);
+    }
+    load_named(model, path, named)
+}
+
+/// A 2-D tensor of the file transposed.
+fn transposed(path: &Path, name: &str, t: &TensorData) -> Result<TensorData, RecordError> {
+    let &[rows, cols] = t.shape.as_slice() else {
+        return Err(format(path, format!("tensor `{name}` is read transposed but has shape {:?}, not 2-D", t.shape)));
+    };
+    let values = t.values.to_f64_vec();
+    let out: Vec<f64> = (0..cols * rows).map(|k| values[(k % rows) * cols + k / rows]).collect();
+    let out = TensorData::new(out, vec![cols, rows]).map_err(|e| format(path, e))?;
+    Ok(out.convert(t.values.dtype()))
+}
+
 /// The names, shapes and dtypes of a module's tensors.
 type Expected = [(String, Vec<usize>, DType)];
 

@@ -17,6 +17,7 @@ mod fusion;
 mod graph;
 mod graph_torch;
 mod guide;
+mod hf_gpt2;
 mod kernel;
 mod kernel_general;
 #[path = "../common/kernels.rs"]

@@ -38,6 +38,20 @@ pub struct Field {
     pub options: Vec<LayerOption>,
     /// `[Layer; N]` (graph models only): `N` layers of this kind.
     pub array: Option<usize>,
+    /// `#[load(..)]`: where its tensors come from in a checkpoint that
+    /// names them its own way.
+    pub load: Vec<LoadEntry>,
+}
+
+/// One entry of `#[load(..)]`.
+#[derive(Clone, Debug)]
+pub enum LoadEntry {
+    /// `"transformer.h.{i}"`: the field's tensors under this name (`{i}`
+    /// an array field's index) instead of the field's.
+    Prefix(String, Span),
+    /// `in_proj_weight = transposed("attn.c_attn.weight")`: one tensor of
+    /// the field from a name of its own, stored transposed or not.
+    Param { name: String, from: String, transposed: bool, span: Span },
 }
 
 /// A field's layer: a built-in one, as the spec (`blaze_spec`) describes

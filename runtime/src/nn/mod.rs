@@ -273,6 +273,54 @@ pub trait Module<B: Backend>: Send {
     /// Builds gradients shaped like this module's, one per parameter from
     /// `f` (how a tape's gradients become the `Grads` optimizers take).
     fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads;
+
+    /// Where each of its tensors comes from in a checkpoint that names
+    /// them its own way (a Hugging Face `model.safetensors`): for every
+    /// parameter and buffer under `prefix`, its name in that file under
+    /// `source`, and whether the file stores it transposed. By default a
+    /// tensor's name there is its own; a `#[model]` field says otherwise
+    /// with `#[load(..)]`. [`crate::record::load_model_from`] reads by it.
+    fn sources(&self, prefix: &str, source: &str, out: &mut Vec<Source>)
+    where
+        Self: Sized,
+    {
+        struct Named<'a>(&'a str, &'a str, &'a mut Vec<Source>);
+        impl<B: Backend> ParamVisitor<B> for Named<'_> {
+            fn visit<const D: usize>(&mut self, name: &str, _: &Tensor<B, D>) {
+                let rest = name.strip_prefix(self.0).unwrap_or(name).trim_start_matches('.');
+                let from = if rest.is_empty() { self.1.to_owned() } else { join(self.1, rest).to_string() };
+                self.2.push(Source { name: name.to_owned(), from, transposed: false });
+            }
+        }
+        let mut named = Named(prefix, source, out);
+        self.visit_params(prefix, &mut named);
+        self.visit_buffers(prefix, &mut named);
+    }
+}
+
+/// Where one tensor of a module comes from in a checkpoint that names
+/// tensors its own way ([`Module::sources`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The tensor's name in the module (`h.0.attn.in_proj_weight`).
+    pub name: String,
+    /// Its name in the file (`transformer.h.0.attn.c_attn.weight`).
+    pub from: String,
+    /// The file holds it transposed (a 2-D tensor stored `[in, out]`).
+    pub transposed: bool,
+}
+
+/// Points the source of tensor `name` (already listed in `out`) at
+/// `from`, transposed or not: what a `#[load(param = "..")]` entry does.
+/// Panics, naming both, when the module has no such tensor.
+pub fn set_source(out: &mut [Source], name: &str, from: &str, transposed: bool) {
+    match out.iter_mut().find(|s| s.name == name) {
+        Some(s) => {
+            s.from = from.to_owned();
+            s.transposed = transposed;
+        }
+        None => panic!("#[load]: the model has no tensor `{name}` to read from `{from}`"),
+    }
 }
 
 /// Supplies the gradient of each parameter by name, for [`Module::make_grads`].
@@ -344,6 +392,13 @@ macro_rules! sequence_module {
                 g.iter_mut().enumerate().for_each(|(i, g)| T::map_grad_tensors(g, &join(prefix, &i.to_string()), m));
             }
 
+            fn sources(&self, prefix: &str, source: &str, out: &mut Vec<Source>) {
+                for (i, m) in self.iter().enumerate() {
+                    let i = i.to_string();
+                    m.sources(&join(prefix, &i), &join(source, &i), out);
+                }
+            }
+
             fn make_grads<F: GradSource<B>>(&self, prefix: &str, f: &mut F) -> Self::Grads {
                 self.iter().enumerate().map(|(i, m)| m.make_grads(&join(prefix, &i.to_string()), f)).collect()
             }
@@ -367,6 +422,12 @@ impl<B: Backend, T: Module<B>> Module<B> for Option<T> {
     fn visit_buffers<V: ParamVisitor<B>>(&self, prefix: &str, v: &mut V) {
         if let Some(m) = self {
             m.visit_buffers(prefix, v);
+        }
+    }
+
+    fn sources(&self, prefix: &str, source: &str, out: &mut Vec<Source>) {
+        if let Some(m) = self {
+            m.sources(prefix, source, out);
         }
     }
 
