@@ -1,9 +1,12 @@
-//! A GPT-2 written as `#[model]` forward bodies reads the checkpoint
+//! A GPT-2 written as `#[model]` forward bodies
+//! (`examples/common/gpt2_model.rs`) reads the checkpoint
 //! `transformers` saved (`tests/fixtures/hf_gpt2`, made by its script):
 //! the names and the transposed `Conv1D` weights are declared next to the
 //! fields with `#[load(..)]`, the head reads the token embeddings it is
 //! tied to. Its logits match `transformers`', and greedy decoding with the
-//! cache gives the tokens `model.generate(do_sample=False)` gave.
+//! cache gives the tokens `model.generate(do_sample=False)` gave, from a
+//! prompt the saved `tokenizer.json` encodes (read with the `tokenizers`
+//! crate) to the ids and text `transformers`' tokenizer gave.
 
 use std::path::PathBuf;
 
@@ -11,62 +14,10 @@ use blaze::nn::{GenerateConfig, generate};
 use blaze::prelude::*;
 use blaze::record::{RecordError, load_model_from, load_tensors};
 
-/// GPT-2's block: pre-LayerNorm causal attention and a tanh-GELU MLP.
-#[model]
-pub struct Gpt2Block {
-    #[load("ln_1")]
-    ln_1: LayerNorm<32>,
-    #[layer(causal = true)]
-    #[load(
-        in_proj_weight = transposed("attn.c_attn.weight"),
-        in_proj_bias = "attn.c_attn.bias",
-        out_proj.weight = transposed("attn.c_proj.weight"),
-        out_proj.bias = "attn.c_proj.bias"
-    )]
-    attn: MultiHeadAttention<32, 4>,
-    #[load("ln_2")]
-    ln_2: LayerNorm<32>,
-    #[load(weight = transposed("mlp.c_fc.weight"), bias = "mlp.c_fc.bias")]
-    fc: Linear<32, 128>,
-    #[load(weight = transposed("mlp.c_proj.weight"), bias = "mlp.c_proj.bias")]
-    proj: Linear<128, 32>,
-}
+#[path = "../../examples/common/gpt2_model.rs"]
+mod gpt2_model;
 
-#[model(input = [T, 32])]
-impl Gpt2Block {
-    fn forward(&self, x: Tensor) -> Tensor {
-        let x = x + self.attn(self.ln_1(x));
-        x + self.proj(gelu_tanh(self.fc(self.ln_2(x))))
-    }
-}
-
-/// `GPT2LMHeadModel` at the fixture's sizes.
-#[model]
-pub struct Gpt2 {
-    #[load("transformer.wte")]
-    wte: Embedding<96, 32>,
-    #[load("transformer.wpe")]
-    wpe: Embedding<32, 32>,
-    #[load("transformer.h.{i}")]
-    h: [Gpt2Block; 2],
-    #[load("transformer.ln_f")]
-    ln_f: LayerNorm<32>,
-    /// Tied to the token embeddings, as `transformers` ties them.
-    #[layer(bias = false)]
-    #[load(weight = "transformer.wte.weight")]
-    lm_head: Linear<32, 96>,
-}
-
-#[model(input = [T])]
-impl Gpt2 {
-    fn forward(&self, ids: Tensor) -> Tensor {
-        let mut x = self.wte(ids) + self.wpe(positions(T));
-        for block in &self.h {
-            x = block(x);
-        }
-        self.lm_head(self.ln_f(x))
-    }
-}
+use gpt2_model::Gpt2Tiny as Gpt2;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf_gpt2").join(name)
@@ -94,13 +45,23 @@ fn transformers_gpt2_checkpoint_gives_its_logits() {
     assert!(worst <= 1e-4 * scale.max(1.0), "logits differ from transformers' by {worst} (largest {scale})");
 }
 
+fn ids(name: &str) -> Vec<i64> {
+    io(name).values.to_f64_vec().into_iter().map(|v| v as i64).collect()
+}
+
 #[test]
-fn greedy_decoding_gives_transformers_tokens() {
+fn greedy_decoding_gives_transformers_tokens_and_text() {
     let model = loaded();
-    let prompt = io("prompt").values.to_f64_vec().into_iter().map(|v| v as i64).collect::<Vec<_>>();
-    let want: Vec<i64> = io("greedy").values.to_f64_vec().into_iter().map(|v| v as i64).collect();
+    let (_, meta) = load_tensors(&fixture("io.safetensors")).unwrap();
+    let tokenizer = tokenizers::Tokenizer::from_file(fixture("tokenizer.json")).expect("tokenizer.json");
+    let encoding = tokenizer.encode(meta["prompt"].as_str(), false).expect("encodes");
+    let prompt: Vec<i64> = encoding.get_ids().iter().map(|&i| i64::from(i)).collect();
+    assert_eq!(prompt, ids("prompt"), "the prompt's ids are transformers' tokenizer's");
+    let want = ids("greedy");
     let got = generate(&model, &prompt, &GenerateConfig::greedy(want.len()), |_| {});
     assert_eq!(got, want);
+    let all: Vec<u32> = prompt.iter().chain(&got).map(|&i| i as u32).collect();
+    assert_eq!(tokenizer.decode(&all, false).expect("decodes"), meta["text"]);
 }
 
 #[test]
