@@ -15,6 +15,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, GenericArgument, Lit, Meta, PathArguments, Type};
 
 use super::ir::{Field, LayerKind, LayerOption, LoadEntry, Model, OptionValue};
+use super::load::check_load;
 use crate::meta::{self, Given, Unclaimed};
 
 /// `#[model(...)]`'s options: on a struct of layers in sequence, whose
@@ -392,87 +393,6 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     }
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
     Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph, fuse, precision }, errors.finish().err()))
-}
-
-impl syn::parse::Parse for LoadEntry {
-    /// `"prefix"`, or `name = "from"`, or `name = transposed("from")`,
-    /// `name` a dotted path (`out_proj.weight`).
-    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
-        if input.peek(syn::LitStr) {
-            let s: syn::LitStr = input.parse()?;
-            return Ok(LoadEntry::Prefix(s.value(), s.span()));
-        }
-        let first: syn::Ident = input.parse()?;
-        let span = first.span();
-        let mut name = first.to_string();
-        while input.peek(syn::Token![.]) {
-            input.parse::<syn::Token![.]>()?;
-            name.push('.');
-            name.push_str(&input.parse::<syn::Ident>()?.to_string());
-        }
-        input.parse::<syn::Token![=]>()?;
-        if input.peek(syn::LitStr) {
-            let from: syn::LitStr = input.parse()?;
-            return Ok(LoadEntry::Param { name, from: from.value(), transposed: false, span });
-        }
-        let how: syn::Ident = input.parse()?;
-        if how != "transposed" {
-            return Err(syn::Error::new(how.span(), "expected a tensor's name (\"..\") or `transposed(\"..\")`"));
-        }
-        let inner;
-        syn::parenthesized!(inner in input);
-        let from: syn::LitStr = inner.parse()?;
-        Ok(LoadEntry::Param { name, from: from.value(), transposed: true, span })
-    }
-}
-
-/// The rules of `#[load(..)]`: one prefix at most, `{i}` in it exactly
-/// when the field is an array, one name per entry for a single layer, and
-/// for a built-in layer only the tensors its spec lists.
-fn check_load(load: &[LoadEntry], kind: &LayerKind, array: Option<usize>, errors: &mut Errors) {
-    let mut prefixes = 0;
-    let mut seen: Vec<&str> = Vec::new();
-    for e in load {
-        match e {
-            LoadEntry::Prefix(p, span) => {
-                prefixes += 1;
-                if prefixes > 1 {
-                    errors.push(syn::Error::new(*span, "`#[load]` takes one prefix"));
-                } else if array.is_some() != p.contains("{i}") {
-                    let why = if array.is_some() {
-                        "an array field's prefix needs `{i}` where each entry's index goes (\"h.{i}\")"
-                    } else {
-                        "`{i}` stands for an array field's index; this field is not an array"
-                    };
-                    errors.push(syn::Error::new(*span, why));
-                }
-            }
-            LoadEntry::Param { name, span, .. } => {
-                if array.is_some() {
-                    errors.push(syn::Error::new(
-                        *span,
-                        "an array field maps its entries with a prefix holding `{i}`; name tensors in the entries' own model",
-                    ));
-                    continue;
-                }
-                if seen.contains(&name.as_str()) {
-                    errors.push(syn::Error::new(*span, format!("`{name}` is mapped twice")));
-                }
-                seen.push(name);
-                if let LayerKind::Builtin { layer, sizes, .. } = kind {
-                    let all = blaze_spec::Options { bias: true, ..layer.defaults() };
-                    let params: Vec<&str> = layer.params(sizes, &all).iter().map(|p| p.name).collect();
-                    if !params.contains(&name.as_str()) {
-                        let has = if params.is_empty() { "none".to_string() } else { params.join(", ") };
-                        errors.push(syn::Error::new(
-                            *span,
-                            format!("`{}` has no tensor `{name}` (it has {has})", layer.name()),
-                        ));
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// Collects errors so that one expansion reports them all.

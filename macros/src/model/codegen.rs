@@ -7,7 +7,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::check::{Options, Plan, Shape, Step};
-use super::ir::{Field, LayerKind, LoadEntry, Model};
+use super::ir::{Field, LayerKind, Model};
+use super::load::field_sources;
 use super::precision;
 use crate::graph::fuse::{self, ChainOp};
 
@@ -501,37 +502,6 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
     }
 }
 
-/// A field's part of `Module::sources`: its tensors under the field's
-/// name, or where `#[load(..)]` says.
-fn field_sources(f: &Field) -> TokenStream {
-    let (name, at) = (f.ident.to_string(), &f.ident);
-    let module = quote!(::blaze::nn::Module::<B>);
-    let own = quote!(::blaze::nn::join(prefix, #name));
-    let prefix = f.load.iter().find_map(|e| match e {
-        LoadEntry::Prefix(p, _) => Some(p.clone()),
-        LoadEntry::Param { .. } => None,
-    });
-    if f.array.is_some() {
-        let from = prefix.unwrap_or_else(|| format!("{name}.{{i}}"));
-        return quote! {
-            for (i, m) in self.#at.iter().enumerate() {
-                let i = i.to_string();
-                #module::sources(m, &::blaze::nn::join(&#own, &i), &::blaze::nn::join(source, &#from.replace("{i}", &i)), out);
-            }
-        };
-    }
-    let from = prefix.unwrap_or(name);
-    let params = f.load.iter().filter_map(|e| match e {
-        LoadEntry::Param { name, from, transposed, .. } => Some(quote! {
-            ::blaze::nn::set_source(out, &::blaze::nn::join(&#own, #name), &::blaze::nn::join(source, #from), #transposed);
-        }),
-        LoadEntry::Prefix(..) => None,
-    });
-    quote! {
-        #module::sources(&self.#at, &#own, &::blaze::nn::join(source, #from), out);
-        #(#params)*
-    }
-}
 
 pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let Model { vis, ident, .. } = model;

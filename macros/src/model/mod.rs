@@ -6,6 +6,7 @@ pub(crate) mod codegen;
 pub(crate) mod fallback;
 pub(crate) mod export;
 pub(crate) mod ir;
+pub(crate) mod load;
 pub(crate) mod precision;
 
 pub(crate) use attr::PLAIN_TYPES;
