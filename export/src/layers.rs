@@ -9,7 +9,7 @@ use blaze_runtime::nn::{
     Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm, LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d,
     MultiHeadAttention, RMSNorm, Silu, Softmax, Softplus, Upsample, join,
 };
-use blaze_runtime::{Backend, Tensor};
+use blaze_runtime::{Backend, Conv2dOptions, Tensor};
 use blaze_spec::Interpolation;
 
 use crate::graph::{Attr, OnnxGraph, Value};
@@ -79,17 +79,22 @@ fn conv<B: Backend, const D: usize>(
     g.nodes(op, &[Some(x), Some(&w), b.as_ref()], attrs, &[x.rank()]).remove(0)
 }
 
+/// A convolution's attributes for each spatial dim: `kernel` square,
+/// the padding on both sides of each dim.
+fn conv_attrs(kernel: usize, o: &Conv2dOptions, dims: std::ops::Range<usize>) -> Vec<(&'static str, Attr)> {
+    let pads: Vec<usize> = o.padding[dims.clone()].iter().chain(&o.padding[dims.clone()]).copied().collect();
+    vec![
+        ("kernel_shape", ints(&vec![kernel; dims.len()])),
+        ("strides", ints(&o.stride[dims.clone()])),
+        ("pads", ints(&pads)),
+        ("dilations", ints(&o.dilation[dims])),
+        ("group", Attr::Int(o.groups as i64)),
+    ]
+}
+
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for Conv2d<B, CIN, COUT, K> {
     fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
-        let o = &self.options;
-        let [ph, pw] = o.padding;
-        let attrs = vec![
-            ("kernel_shape", ints(&[K, K])),
-            ("strides", ints(&o.stride)),
-            ("pads", ints(&[ph, pw, ph, pw])),
-            ("dilations", ints(&o.dilation)),
-            ("group", Attr::Int(o.groups as i64)),
-        ];
+        let attrs = conv_attrs(K, &self.options, 0..2);
         conv(g, "Conv", name, &x[0], &self.weight, self.bias.as_ref(), attrs)
     }
 }
@@ -98,30 +103,15 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for
 /// options' widths.
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for Conv1d<B, CIN, COUT, K> {
     fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
-        let o = &self.options;
-        let attrs = vec![
-            ("kernel_shape", ints(&[K])),
-            ("strides", ints(&[o.stride[1]])),
-            ("pads", ints(&[o.padding[1], o.padding[1]])),
-            ("dilations", ints(&[o.dilation[1]])),
-            ("group", Attr::Int(o.groups as i64)),
-        ];
+        let attrs = conv_attrs(K, &self.options, 1..2);
         conv(g, "Conv", name, &x[0], &self.weight, self.bias.as_ref(), attrs)
     }
 }
 
 impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Export for ConvTranspose2d<B, CIN, COUT, K> {
     fn export(&self, g: &mut OnnxGraph, name: &str, x: &[Value]) -> Value {
-        let o = &self.options;
-        let [ph, pw] = o.padding;
-        let attrs = vec![
-            ("kernel_shape", ints(&[K, K])),
-            ("strides", ints(&o.stride)),
-            ("pads", ints(&[ph, pw, ph, pw])),
-            ("dilations", ints(&o.dilation)),
-            ("group", Attr::Int(o.groups as i64)),
-            ("output_padding", ints(&[self.output_padding, self.output_padding])),
-        ];
+        let mut attrs = conv_attrs(K, &self.options, 0..2);
+        attrs.push(("output_padding", ints(&[self.output_padding, self.output_padding])));
         conv(g, "ConvTranspose", name, &x[0], &self.weight, self.bias.as_ref(), attrs)
     }
 }

@@ -45,6 +45,10 @@ pub trait OnnxModel: Export {
     /// Each input's per-sample dims (the batch excluded): sizes, and
     /// symbolic dims by name.
     fn onnx_inputs() -> Vec<Vec<Dim>>;
+
+    /// Whether input `i` is token ids (int64 in the file): a layer that
+    /// takes ids reads it, maybe through views (`narrow`, `reshape`).
+    fn input_is_ids(i: usize) -> bool;
 }
 
 /// `layer`'s operators under `scope.name`: what a generated model calls
@@ -73,7 +77,7 @@ pub fn to_graph<M: OnnxModel>(model: &M) -> OnnxGraph {
         .enumerate()
         .map(|(i, dims)| {
             let name = if i == 0 { "input".to_string() } else { format!("input_{i}") };
-            let elem = if i == 0 && M::TAKES_IDS { elem::INT64 } else { elem::FLOAT };
+            let elem = if M::input_is_ids(i) { elem::INT64 } else { elem::FLOAT };
             let dims = std::iter::once(Dim::Named("batch".into())).chain(dims.iter().cloned()).collect();
             g.input(&name, elem, dims)
         })

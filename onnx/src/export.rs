@@ -46,7 +46,7 @@ pub enum ExportError {
     Request(String),
     /// Cargo could not build the program (what it printed follows).
     #[error(
-        "{source_file}: could not build the exporting program (the file may use crates other than blaze, or `{model}` may not be a #[model] there):\n{output}"
+        "{source_file}: could not build the exporting program (the file may use crates other than blaze, or `{model}` may not be a `pub` #[model] there):\n{output}"
     )]
     Build {
         /// The model's source file.

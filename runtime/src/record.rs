@@ -65,6 +65,29 @@ pub enum RecordError {
         /// The shape the model expects.
         expected: Vec<usize>,
     },
+    /// A tensor the model reads under another name (`#[load]`) is not in
+    /// the file.
+    #[error("{path}: tensor `{from}` is missing (the model reads it into {name}, shape {expected:?})")]
+    MissingSource {
+        /// The file.
+        path: PathBuf,
+        /// The name the model reads.
+        from: String,
+        /// The model's tensor it is for.
+        name: String,
+        /// The shape the model expects (as the file would store it).
+        expected: Vec<usize>,
+    },
+    /// A `#[load]` entry names a tensor the model does not have.
+    #[error("{path}: #[load] reads `{from}` into {name}, which is no tensor of the model")]
+    Unmapped {
+        /// The file.
+        path: PathBuf,
+        /// The name in the file.
+        from: String,
+        /// The model's tensor that does not exist.
+        name: String,
+    },
     /// A tensor's dtype has no Blaze equivalent.
     #[error("{path}: tensor `{name}` has dtype {found}, which Blaze cannot read")]
     DType {
@@ -221,18 +244,24 @@ pub(crate) fn load_module<B: Backend>(model: &mut dyn ModuleTensors<B>, path: &P
 pub fn load_model_from<B: Backend, M: Module<B>>(model: &mut M, path: &Path) -> Result<(), RecordError> {
     let mut sources = Vec::new();
     model.sources("", "", &mut sources);
+    let want = expected(model);
     let (tensors, _) = load_tensors(path)?;
     let file: BTreeMap<String, TensorData> = tensors.into_iter().collect();
     let mut named = BTreeMap::new();
     for s in &sources {
-        let Some(t) = file.get(&s.from) else {
-            let expected = expected(model).into_iter().find(|(n, _, _)| *n == s.name).map(|e| e.1).unwrap_or_default();
-            return Err(RecordError::Missing {
-                path: path.to_owned(),
-                name: format!("{} (for `{}`)", s.from, s.name),
-                expected,
-            });
+        let Some((_, shape, _)) = want.iter().find(|(n, _, _)| *n == s.name) else {
+            return Err(RecordError::Unmapped { path: path.to_owned(), from: s.from.clone(), name: s.name.clone() });
         };
+        // The shape as the file stores it.
+        let stored: Vec<usize> = if s.transposed { shape.iter().rev().copied().collect() } else { shape.clone() };
+        let Some(t) = file.get(&s.from) else {
+            let (from, name) = (s.from.clone(), s.name.clone());
+            return Err(RecordError::MissingSource { path: path.to_owned(), from, name, expected: stored });
+        };
+        if t.shape != stored {
+            let (name, found) = (s.from.clone(), t.shape.clone());
+            return Err(RecordError::Shape { path: path.to_owned(), name, found, expected: stored });
+        }
         let t = if s.transposed { transposed(path, &s.from, t)? } else { t.clone() };
         named.insert(s.name.clone(), t);
     }

@@ -78,9 +78,73 @@ fn a_checkpoint_without_a_declared_tensor_names_it() {
     let mut model = Gpt2::<Cpu>::new_seeded(0, &CpuDevice);
     let before = model.lm_head.weight.to_vec::<f32>();
     let err = load_model_from(&mut model, &path).unwrap_err();
-    assert!(matches!(err, RecordError::Missing { .. }), "{err}");
+    assert!(matches!(err, RecordError::MissingSource { .. }), "{err}");
     let msg = err.to_string();
-    assert!(msg.contains("transformer.wte.weight (for `wte.weight`)"), "{msg}");
+    assert!(msg.contains("tensor `transformer.wte.weight` is missing (the model reads it into wte.weight"), "{msg}");
     assert_eq!(model.lm_head.weight.to_vec::<f32>(), before, "a failed load leaves the model as it was");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[model(input = [4])]
+pub struct Inner {
+    fc: Linear<4, 4>,
+}
+
+/// A `#[load]` entry on a nested model, checked when loading, and a
+/// matrix read without `transposed`.
+#[model(input = [4])]
+pub struct Outer {
+    #[load(nope = "x")]
+    inner: Inner,
+    #[load(weight = "w")]
+    head: Linear<4, 3>,
+}
+
+#[test]
+fn mapping_mistakes_are_errors_naming_the_file_and_the_tensors() {
+    let dir = std::env::temp_dir().join(format!("blaze-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("w.safetensors");
+    let data = |shape: Vec<usize>| {
+        let n = shape.iter().product();
+        blaze::TensorData::new(vec![0.5f32; n], shape).unwrap()
+    };
+    let tensors = [
+        ("x".to_string(), data(vec![4])),
+        ("inner.fc.weight".to_string(), data(vec![4, 4])),
+        ("inner.fc.bias".to_string(), data(vec![4])),
+        // [in, out]: the model's [3, 4] stored transposed, read as it is.
+        ("w".to_string(), data(vec![4, 3])),
+        ("head.bias".to_string(), data(vec![3])),
+    ];
+    blaze::record::save_tensors(&path, &tensors, &[]).unwrap();
+    let mut model = Outer::<Cpu>::new_seeded(0, &CpuDevice);
+    let err = load_model_from(&mut model, &path).unwrap_err();
+    assert!(matches!(err, RecordError::Unmapped { .. }), "{err}");
+    assert!(err.to_string().contains("#[load] reads `x` into inner.nope, which is no tensor of the model"), "{err}");
+    // Without the bad entry's target the shape of `w` is refused, by its name in the file.
+    let mut sources = Vec::new();
+    blaze::nn::Module::<Cpu>::sources(&model, "", "", &mut sources);
+    assert!(sources.iter().any(|s| s.name == "head.weight" && s.from == "w" && !s.transposed));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[model(input = [4])]
+pub struct Untransposed {
+    #[load(weight = "w", bias = "b")]
+    head: Linear<4, 3>,
+}
+
+#[test]
+fn a_matrix_read_without_transposing_names_the_file_tensor() {
+    let dir = std::env::temp_dir().join(format!("blaze-load-t-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("w.safetensors");
+    let w = blaze::TensorData::new(vec![0.5f32; 12], vec![4, 3]).unwrap();
+    let b = blaze::TensorData::new(vec![0.5f32; 3], vec![3]).unwrap();
+    blaze::record::save_tensors(&path, &[("w".to_string(), w), ("b".to_string(), b)], &[]).unwrap();
+    let mut model = Untransposed::<Cpu>::new_seeded(0, &CpuDevice);
+    let err = load_model_from(&mut model, &path).unwrap_err().to_string();
+    assert!(err.contains("tensor `w` has shape [4, 3], the model expects [3, 4]"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

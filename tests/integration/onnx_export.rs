@@ -289,3 +289,31 @@ fn a_second_input_and_a_key_padding_mask_export() {
     let y = model.forward(&xt, &pt).to_data();
     check_outputs("padded_attention", &to_onnx(&model), &[x, pad], y);
 }
+
+/// Two inputs of token ids, the second read through a view.
+#[model]
+pub struct TwoIds {
+    tok: Embedding<16, 8>,
+    seg: Embedding<3, 8>,
+    head: Linear<8, 4>,
+}
+
+#[model(input = ([T], [T]))]
+impl TwoIds {
+    fn forward(&self, ids: Tensor, types: Tensor) -> Tensor {
+        self.head(self.tok(ids) + self.seg(types.reshape([T])))
+    }
+}
+
+#[test]
+fn every_input_of_ids_is_int64() {
+    use blaze::export::OnnxModel;
+    assert!(TwoIds::<Cpu>::input_is_ids(0) && TwoIds::<Cpu>::input_is_ids(1));
+    assert!(!PaddedAttention::<Cpu>::input_is_ids(0) && !PaddedAttention::<Cpu>::input_is_ids(1));
+    let model = TwoIds::<Cpu>::new_seeded(15, &CpuDevice);
+    let (a, b) = (ids(&[2, 5], 16), ids(&[2, 5], 3));
+    let at = Tensor::<Cpu, 2>::from_data(a.clone(), &CpuDevice).expect("ids");
+    let bt = Tensor::<Cpu, 2>::from_data(b.clone(), &CpuDevice).expect("types");
+    let y = model.forward(&at, &bt).to_data();
+    check_outputs("two_ids", &to_onnx(&model), &[a, b], y);
+}

@@ -20,4 +20,26 @@ impl Pooled {
 fn main() {
     let model = Pooled::<Cpu>::new(&CpuDevice);
     generate(&model, &[1, 2], &GenerateConfig::greedy(4), |_| {});
+    moved();
+}
+
+// Positions moved out of the first dim and reshaped back mix them: no
+// decoding step either.
+#[model]
+pub struct Moved {
+    tok: Embedding<16, 8>,
+    head: Linear<8, 16>,
+}
+
+#[model(input = [T])]
+impl Moved {
+    fn forward(&self, ids: Tensor) -> Tensor {
+        let h = self.tok(ids);
+        self.head(h.transpose(0, 1).reshape([T, 8]))
+    }
+}
+
+fn moved() {
+    let model = Moved::<Cpu>::new(&CpuDevice);
+    generate(&model, &[1, 2], &GenerateConfig::greedy(4), |_| {});
 }

@@ -1,6 +1,7 @@
 // `#[load]` misuse, each an error at its tokens: a tensor the layer does
-// not have, a name mapped twice, `{i}` on a single layer, an array's
-// prefix without `{i}`, and something other than `transposed(..)`.
+// not have (a bias of a layer without one too), a name mapped twice, `{i}`
+// on a single layer, an array's prefix without `{i}`, and something other
+// than `transposed(..)`.
 use blaze::prelude::*;
 
 #[model]
@@ -13,12 +14,15 @@ pub struct Block {
     out: Linear<8, 8>,
     #[load(bias = flipped("proj.bias"))]
     proj: Linear<8, 8>,
+    #[layer(bias = false)]
+    #[load(bias = "last.bias")]
+    last: Linear<8, 8>,
 }
 
 #[model(input = [T, 8])]
 impl Block {
     fn forward(&self, x: Tensor) -> Tensor {
-        self.proj(self.out(self.fc(self.ln(x))))
+        self.last(self.proj(self.out(self.fc(self.ln(x)))))
     }
 }
 

@@ -385,7 +385,7 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
                 errors.push(syn::Error::new(o.key.span(), format!("duplicate `#[layer]` option `{}`", o.key)));
             }
         }
-        check_load(&load, &kind, array, &mut errors);
+        check_load(&load, &kind, &options, array, &mut errors);
         fields.push(Field { ident, vis: f.vis.clone(), attrs, ty: f.ty.clone(), kind, options, array, load });
     }
     if named.named.is_empty() {

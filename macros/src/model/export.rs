@@ -19,37 +19,53 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
     let outputs: Vec<TokenStream> = plan.steps.iter().map(|s| s.output.static_tokens()).collect();
     let first = &tys[0];
     let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
-    let onnx_model = onnx_model(ident, &[quote!(::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*])]);
+    let takes_ids = quote!(<#first as ::blaze::export::Export>::TAKES_IDS);
+    let dims = quote!(::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*]);
+    let onnx_model = onnx_model(ident, &[dims], &[takes_ids.clone()]);
+    let body = quote! {
+        let x = ::core::clone::Clone::clone(&inputs[0]);
+        #(
+            let x = ::blaze::export::sublayer(g, &self.#names, name, #name_strs, &[x])
+                .with_sample_dims(&::blaze::export::sample_dims(&#outputs));
+        )*
+        x
+    };
+    let export = export_impl(ident, &tys, takes_ids, body);
+    quote! {
+        #export
+
+        #onnx_model
+    }
+}
+
+/// `Export` for model `ident`: `body` computes the output from `inputs`
+/// into `g`, under `name`; a `where` bound per field type `tys`.
+pub fn export_impl(ident: &syn::Ident, tys: &[TokenStream], takes_ids: TokenStream, body: TokenStream) -> TokenStream {
     quote! {
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::export::Export for #ident<B>
         where
             #(#tys: ::blaze::export::Export,)*
         {
-            const TAKES_IDS: bool = <#first as ::blaze::export::Export>::TAKES_IDS;
+            const TAKES_IDS: bool = #takes_ids;
 
+            #[allow(unused_variables, clippy::all)]
             fn export(
                 &self,
                 g: &mut ::blaze::export::OnnxGraph,
                 name: &str,
                 inputs: &[::blaze::export::Value],
             ) -> ::blaze::export::Value {
-                let x = ::core::clone::Clone::clone(&inputs[0]);
-                #(
-                    let x = ::blaze::export::sublayer(g, &self.#names, name, #name_strs, &[x])
-                        .with_sample_dims(&::blaze::export::sample_dims(&#outputs));
-                )*
-                x
+                #body
             }
         }
-
-        #onnx_model
     }
 }
 
 /// `OnnxModel` for model `ident` whose inputs' per-sample dims are the
-/// `Vec<Dim>` expressions `inputs`: both forms of model emit it.
-pub fn onnx_model(ident: &syn::Ident, inputs: &[TokenStream]) -> TokenStream {
+/// `Vec<Dim>` expressions `inputs`, and whether each is ids the `bool`
+/// const expressions `ids`: both forms of model emit it.
+pub fn onnx_model(ident: &syn::Ident, inputs: &[TokenStream], ids: &[TokenStream]) -> TokenStream {
     let name = ident.to_string();
     quote! {
         #[automatically_derived]
@@ -61,6 +77,10 @@ pub fn onnx_model(ident: &syn::Ident, inputs: &[TokenStream]) -> TokenStream {
 
             fn onnx_inputs() -> ::std::vec::Vec<::std::vec::Vec<::blaze::export::Dim>> {
                 ::std::vec![#(#inputs),*]
+            }
+
+            fn input_is_ids(i: usize) -> bool {
+                [#(#ids),*].get(i).copied().unwrap_or(false)
             }
         }
     }

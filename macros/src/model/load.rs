@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::attr::Errors;
-use super::ir::{Field, LayerKind, LoadEntry};
+use super::ir::{Field, LayerKind, LayerOption, LoadEntry, OptionValue};
 
 impl syn::parse::Parse for LoadEntry {
     /// `"prefix"`, or `name = "from"`, or `name = transposed("from")`,
@@ -44,7 +44,13 @@ impl syn::parse::Parse for LoadEntry {
 /// The rules of `#[load(..)]`: one prefix at most, `{i}` in it exactly
 /// when the field is an array, one name per entry for a single layer, and
 /// for a built-in layer only the tensors its spec lists.
-pub(crate) fn check_load(load: &[LoadEntry], kind: &LayerKind, array: Option<usize>, errors: &mut Errors) {
+pub(crate) fn check_load(
+    load: &[LoadEntry],
+    kind: &LayerKind,
+    options: &[LayerOption],
+    array: Option<usize>,
+    errors: &mut Errors,
+) {
     let mut prefixes = 0;
     let mut seen: Vec<&str> = Vec::new();
     for e in load {
@@ -75,7 +81,10 @@ pub(crate) fn check_load(load: &[LoadEntry], kind: &LayerKind, array: Option<usi
                 }
                 seen.push(name);
                 if let LayerKind::Builtin { layer, sizes, .. } = kind {
-                    let all = blaze_spec::Options { bias: true, ..layer.defaults() };
+                    // The tensors the layer has with its `bias` option.
+                    let bias =
+                        options.iter().find(|o| o.key == "bias").is_none_or(|o| o.value != OptionValue::Bool(false));
+                    let all = blaze_spec::Options { bias, ..layer.defaults() };
                     let params: Vec<&str> = layer.params(sizes, &all).iter().map(|p| p.name).collect();
                     if !params.contains(&name.as_str()) {
                         let has = if params.is_empty() { "none".to_string() } else { params.join(", ") };

@@ -41,7 +41,7 @@ pub struct GenerateConfig {
     /// Logits are divided by it before sampling; 0 picks the most likely
     /// token (greedy).
     pub temperature: f64,
-    /// Only the `k` most likely tokens are drawn from.
+    /// Only the `k` most likely tokens are drawn from (0: all of them).
     pub top_k: Option<usize>,
     /// Only the most likely tokens whose probabilities add up to `p` are
     /// drawn from (nucleus sampling).
@@ -144,14 +144,18 @@ fn model_device<B: Backend, M: Module<B>>(model: &M) -> B::Device {
 /// The next token from `logits` as `config` says.
 fn pick(logits: &[f64], config: &GenerateConfig, rng: &mut Rng) -> i64 {
     let best = |l: &[f64]| l.iter().enumerate().fold(0, |b, (i, &x)| if x > l[b] || l[b].is_nan() { i } else { b });
-    if config.temperature == 0.0 {
+    // A NaN logit is no candidate; without a finite top there is nothing
+    // to weigh, and the most likely token (an infinite one) is taken.
+    let finite_top = logits.iter().filter(|x| !x.is_nan()).fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    if config.temperature == 0.0 || !finite_top.is_finite() {
         return best(logits) as i64;
     }
     // The candidates, most likely first.
-    let mut order: Vec<usize> = (0..logits.len()).collect();
+    let mut order: Vec<usize> = (0..logits.len()).filter(|&i| !logits[i].is_nan()).collect();
     order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
-    if let Some(k) = config.top_k {
-        order.truncate(k.max(1));
+    // As `transformers`: a top-k of 0 keeps every token.
+    if let Some(k) = config.top_k.filter(|&k| k > 0) {
+        order.truncate(k);
     }
     let top = logits[order[0]];
     let weights: Vec<f64> = order.iter().map(|&i| ((logits[i] - top) / config.temperature).exp()).collect();
@@ -196,6 +200,11 @@ mod tests {
         let hot = GenerateConfig { temperature: 50.0, ..GenerateConfig::default() };
         let drawn: Vec<i64> = (0..400).map(|_| pick(&logits, &hot, &mut rng)).collect();
         assert!((0..4).all(|t| drawn.contains(&t)));
+        // NaN logits are never drawn; top_k 0 keeps every token.
+        let nan = [f64::NAN, 1.0, 0.5];
+        let all = GenerateConfig { top_k: Some(0), ..GenerateConfig::default() };
+        assert!((0..100).all(|_| pick(&nan, &all, &mut rng) != 0));
+        assert_eq!(pick(&[f64::NEG_INFINITY, f64::INFINITY], &all, &mut rng), 1);
         // The same seed draws the same tokens.
         let a: Vec<i64> = (0..20).map(|_| pick(&logits, &hot, &mut Rng::seed_from_u64(9))).collect();
         let b: Vec<i64> = (0..20).map(|_| pick(&logits, &hot, &mut Rng::seed_from_u64(9))).collect();

@@ -310,16 +310,17 @@ pub struct Source {
     pub transposed: bool,
 }
 
-/// Points the source of tensor `name` (already listed in `out`) at
+/// Points the source of tensor `name` (listed in `out` already) at
 /// `from`, transposed or not: what a `#[load(param = "..")]` entry does.
-/// Panics, naming both, when the module has no such tensor.
-pub fn set_source(out: &mut [Source], name: &str, from: &str, transposed: bool) {
+/// A name the module has no tensor of is listed as it is, and
+/// [`crate::record::load_model_from`] refuses it, naming both.
+pub fn set_source(out: &mut Vec<Source>, name: &str, from: &str, transposed: bool) {
     match out.iter_mut().find(|s| s.name == name) {
         Some(s) => {
             s.from = from.to_owned();
             s.transposed = transposed;
         }
-        None => panic!("#[load]: the model has no tensor `{name}` to read from `{from}`"),
+        None => out.push(Source { name: name.to_owned(), from: from.to_owned(), transposed }),
     }
 }
 

@@ -1,7 +1,8 @@
 //! `blaze::nn::Decode` for a forward body that can run one position at a
 //! time: its input is `[T, ..]`, `T` its only symbol, and every op acts on
 //! each position on its own (layers over a last dim that is not `T`,
-//! elementwise ops, `positions(T)`, products that do not sum over `T`),
+//! elementwise ops, `positions(T)`, products that do not sum over `T`,
+//! every value holding the positions in its first dim if at all),
 //! but for causal self-attention, which attends over a cache of the keys
 //! and values of the positions seen. The step is the inference forward
 //! with `T` the new positions' count and three substitutions
@@ -35,12 +36,11 @@ impl Gen<'_> {
             return false;
         }
         let is_t = |d: &Dim| d.coef == 1 && d.syms == [0];
-        // Every value holds the positions in one dim of their own, if any;
-        // the input in its first.
-        let positional = low.vals.iter().all(|v| {
-            let along: Vec<&Dim> = v.shape.iter().filter(|d| Self::along_t(d)).collect();
-            along.len() <= 1 && along.iter().all(|d| is_t(d))
-        });
+        // Every value holds the positions in its first dim alone, if at all:
+        // then a reshape keeps each position's values apart (row-major, the
+        // positions outermost), and no transpose moves them.
+        let positional =
+            low.vals.iter().all(|v| v.shape.iter().enumerate().all(|(i, d)| !Self::along_t(d) || (i == 0 && is_t(d))));
         let input = &low.vals[low.inputs[0]].shape;
         if !positional || !input.first().is_some_and(is_t) {
             return false;

@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::quote;
 
 use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
 use crate::graph::lower::{Bin, Dim, KernelArg, Op, ScalarOp, sym_ident};
@@ -185,17 +185,30 @@ impl Gen<'_> {
             body.extend(quote!(let #o = (#e).with_sample_dims(#dims);));
         }
         let out = value_ident(low.output);
-        // What the first input is read by decides whether it holds ids.
-        let first = low.inputs[0];
-        let readers: Vec<TokenStream> = low
-            .nodes
+        // An input holds ids when a layer that takes ids reads it, maybe
+        // through views of it.
+        let ids: Vec<TokenStream> = low
+            .inputs
             .iter()
-            .filter(|n| n.args.first() == Some(&first))
-            .filter_map(|n| match &n.op {
-                Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(field_ty(&self.fields()[c.field].kind)),
-                _ => None,
+            .map(|&k| {
+                let mut seen = vec![k];
+                for n in &low.nodes {
+                    let view = matches!(n.op, Op::Reshape(_) | Op::Narrow { .. } | Op::Transpose(..) | Op::Permute(_));
+                    if view && seen.contains(&n.args[0]) {
+                        seen.push(n.out);
+                    }
+                }
+                let readers = low.nodes.iter().filter(|n| n.args.first().is_some_and(|a| seen.contains(a)));
+                let tys: Vec<TokenStream> = readers
+                    .filter_map(|n| match &n.op {
+                        Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(field_ty(&self.fields()[c.field].kind)),
+                        _ => None,
+                    })
+                    .collect();
+                quote!(false #(|| <#tys as ::blaze::export::Export>::TAKES_IDS)*)
             })
             .collect();
+        let takes_ids = ids[0].clone();
         let mut tys: Vec<TokenStream> = Vec::new();
         for f in self.fields() {
             let ty = field_ty(&f.kind);
@@ -213,27 +226,10 @@ impl Gen<'_> {
             });
             quote!(::std::vec![#(#dims),*])
         });
-        let onnx_model = crate::model::export::onnx_model(ident, &inputs.collect::<Vec<_>>());
-        let unused = format_ident!("unused_variables");
+        let onnx_model = crate::model::export::onnx_model(ident, &inputs.collect::<Vec<_>>(), &ids);
+        let export = crate::model::export::export_impl(ident, &tys, takes_ids, quote!(#body #out));
         quote! {
-            #[automatically_derived]
-            impl<B: ::blaze::Backend> ::blaze::export::Export for #ident<B>
-            where
-                #(#tys: ::blaze::export::Export,)*
-            {
-                const TAKES_IDS: bool = false #(|| <#readers as ::blaze::export::Export>::TAKES_IDS)*;
-
-                #[allow(#unused, clippy::all)]
-                fn export(
-                    &self,
-                    g: &mut ::blaze::export::OnnxGraph,
-                    name: &str,
-                    inputs: &[::blaze::export::Value],
-                ) -> ::blaze::export::Value {
-                    #body
-                    #out
-                }
-            }
+            #export
 
             #onnx_model
         }
