@@ -21,7 +21,7 @@ pub fn items(model: &Model, plan: &Plan) -> TokenStream {
     let input_dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
     let takes_ids = quote!(<#first as ::blaze::export::Export>::TAKES_IDS);
     let dims = quote!(::std::vec![#(::blaze::export::Dim::Size(#input_dims)),*]);
-    let onnx_model = onnx_model(ident, &[dims], &[takes_ids.clone()]);
+    let onnx_model = onnx_model(ident, &[dims], std::slice::from_ref(&takes_ids));
     let body = quote! {
         let x = ::core::clone::Clone::clone(&inputs[0]);
         #(

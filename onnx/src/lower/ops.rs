@@ -307,7 +307,7 @@ impl<'g> Lower<'g> {
         let widens = |f: &Val, other: &Val| match (f.dims(), other) {
             (Some(mut s), Val::Tensor(t)) => {
                 let shape = t.shape();
-                if s.len() == shape.len() && s.first().is_some() && s.first() == fixed_batch.as_ref() {
+                if s.len() == shape.len() && !s.is_empty() && s.first() == fixed_batch.as_ref() {
                     s[0] = shape[0].clone();
                 }
                 broadcast(&s, &shape).map_or(true, |b| b != shape)
