@@ -5,10 +5,7 @@
 use blaze::nn::{Decode, GenerateConfig, generate};
 use blaze::prelude::*;
 
-#[path = "../../examples/common/gpt_model.rs"]
-mod gpt_model;
-
-use gpt_model::{Gpt, VOCAB};
+use crate::gpt_model::{self, Gpt, VOCAB};
 
 fn ids(n: usize, t: usize) -> Tensor<Cpu, 2> {
     let v: Vec<i64> = (0..n * t).map(|i| ((i * 37 + 11) % VOCAB) as i64).collect();

@@ -17,6 +17,9 @@ mod fusion;
 mod graph;
 mod graph_torch;
 mod guide;
+/// The example's GPT sizes, shared by the decoding and export tests.
+#[path = "../../examples/common/gpt_model.rs"]
+mod gpt_model;
 mod hf_gpt2;
 mod kernel;
 mod kernel_general;

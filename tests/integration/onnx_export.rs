@@ -18,15 +18,13 @@ use blaze::prelude::*;
 use blaze::record::{load_tensors, save_tensors};
 use blaze::{DataVec, TensorData};
 
+use crate::gpt_model;
+use crate::tabular::tables as tabular;
+
 #[path = "../../examples/common/digits.rs"]
 mod digits;
-#[path = "../../examples/common/gpt_model.rs"]
-mod gpt_model;
 #[path = "../../examples/common/readers.rs"]
 mod readers;
-#[path = "../../examples/common/tabular.rs"]
-#[allow(dead_code)]
-mod tabular;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx_export")

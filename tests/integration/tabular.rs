@@ -11,9 +11,9 @@ use blaze::prelude::*;
 use blaze::train::{CrossEntropy, EarlyStopping, FitConfig, Mse, fit};
 
 #[path = "../../examples/common/tabular.rs"]
-mod tabular;
+pub(crate) mod tables;
 
-use tabular::{MpgMlp, WineMlp, mpg_options, standardized_split};
+use tables::{MpgMlp, WineMlp, mpg_options, standardized_split};
 
 fn table(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/tabular").join(name)

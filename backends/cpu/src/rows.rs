@@ -293,8 +293,8 @@ impl<'a, T: Float> Rows for Row<'a, T> {
         zip_each(vo.iter_mut().zip(va.iter_mut().zip(vb.iter_mut())), args, |(v, (sa, sb)), e| {
             let (value, terms) = f(*v, e);
             *v = value;
-            *sa = *sa + terms[0];
-            *sb = *sb + terms[1];
+            *sa += terms[0];
+            *sb += terms[1];
         });
     }
 
