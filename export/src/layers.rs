@@ -33,6 +33,13 @@ pub(crate) fn linear<B: Backend>(
     bias: Option<&Tensor<B, 1>>,
 ) -> Value {
     let w = param(g, name, "weight", weight);
+    if x.rank() == 2 {
+        // `Gemm` with `W` transposed, as PyTorch exports a `Linear` of
+        // rows: the weight stays as the checkpoint holds it.
+        let b = bias.map(|b| param(g, name, "bias", b));
+        let attrs = vec![("transB", Attr::Int(1))];
+        return g.nodes("Gemm", &[Some(x), Some(&w), b.as_ref()], attrs, &[2]).remove(0);
+    }
     let wt = g.node("Transpose", &[&w], vec![("perm", Attr::Ints(vec![1, 0]))], 2);
     let y = g.node("MatMul", &[x, &wt], vec![], x.rank());
     with_param(g, "Add", y, name, "bias", bias)

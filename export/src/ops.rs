@@ -66,8 +66,12 @@ pub fn transpose(g: &mut OnnxGraph, x: &Value, a: usize, b: usize) -> Value {
 /// The size of a per-sample dim, `coef` times symbols' sizes (each an
 /// int64 vector of one entry, as [`OnnxGraph::size`] gives them).
 pub fn dim(g: &mut OnnxGraph, coef: usize, syms: &[&Value]) -> Value {
-    let mut size = g.ints(&[coef as i64]);
-    for s in syms {
+    let mut size = match syms.split_first() {
+        Some((first, _)) if coef == 1 => (*first).clone(),
+        _ => g.ints(&[coef as i64]),
+    };
+    let rest = if coef == 1 && !syms.is_empty() { &syms[1..] } else { syms };
+    for s in rest {
         size = g.map("Mul", &[&size, s]);
     }
     size

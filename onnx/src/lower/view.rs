@@ -304,6 +304,17 @@ impl<'g> Lower<'g> {
     }
 
     pub(super) fn transpose(&mut self, n: &Node) -> R<()> {
+        if let Val::Const(w) = self.input_val(n, 0)?
+            && w.dims.len() == 2
+            && n.ints("perm").is_none_or(|p| p == [1, 0])
+        {
+            // A weight transposed in the graph (`MatMul` by `W^T`, as
+            // Blaze's own export writes a `Linear` of sequences): the
+            // transposed weight.
+            let t = transpose2(w)?;
+            self.set(n, 0, Val::Const(t));
+            return Ok(());
+        }
         let t = self.tensor(n, 0)?;
         let rank = t.shape().len();
         let perm: Vec<usize> = match n.ints("perm") {

@@ -7,3 +7,4 @@
 mod export;
 mod fuzz;
 mod import;
+mod roundtrip;

@@ -1,0 +1,62 @@
+//! Both ways: a model Blaze exports imports again as the same model. The
+//! mnist example's CNN and MLP go out through `blaze::export` and come back
+//! through the importer as `#[model]` source with the same layers and
+//! field names (`tests/generated/roundtrip_*.rs`, rewritten by
+//! `BLAZE_BLESS=1`), whose weights give the original's outputs.
+
+use std::path::{Path, PathBuf};
+
+use blaze::prelude::*;
+use blaze::record::load_model;
+use blaze_onnx::import_bytes;
+
+#[path = "../../../examples/common/digits.rs"]
+#[allow(dead_code)]
+mod digits;
+
+#[path = "../generated/roundtrip_digits_cnn.rs"]
+mod roundtrip_digits_cnn;
+#[path = "../generated/roundtrip_digits_mlp.rs"]
+mod roundtrip_digits_mlp;
+
+fn generated(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generated").join(name)
+}
+
+/// `model`'s export imported as `name`: the source and weights as
+/// committed (or, blessing, written).
+fn round_trip<M: blaze::export::OnnxModel>(model: &M, name: &str, struct_name: &str) {
+    let bytes = blaze::export::to_onnx(model);
+    let import = import_bytes(&bytes, &format!("{name}.onnx"), struct_name).expect("Blaze's export imports");
+    let (rs, st) = (generated(&format!("{name}.rs")), generated(&format!("{name}.safetensors")));
+    if std::env::var_os("BLAZE_BLESS").is_some() {
+        import.write(&rs, &st).unwrap();
+        return;
+    }
+    let hint = "the round trip's source changed; review it and rerun with BLAZE_BLESS=1 to accept it";
+    assert_eq!(std::fs::read_to_string(&rs).unwrap(), import.source, "{name}: {hint}");
+    assert!(std::fs::read(&st).unwrap() == import.weights_bytes(), "{name}: {hint}");
+}
+
+fn images(n: usize) -> Tensor<Cpu, 4> {
+    let v: Vec<f32> = (0..n * 64).map(|i| ((i * 7919 + 13) % 1000) as f32 / 500.0 - 1.0).collect();
+    Tensor::from_vec(v, [n, 1, 8, 8], &CpuDevice)
+}
+
+#[test]
+fn the_digits_cnn_and_mlp_come_back_as_themselves() {
+    let cnn = digits::DigitsCnn::<Cpu>::new_seeded(21, &CpuDevice);
+    round_trip(&cnn, "roundtrip_digits_cnn", "DigitsCnn");
+    let mlp = digits::DigitsMlp::<Cpu>::new_seeded(22, &CpuDevice);
+    round_trip(&mlp, "roundtrip_digits_mlp", "DigitsMlp");
+    if std::env::var_os("BLAZE_BLESS").is_some() {
+        return;
+    }
+    let x = images(3);
+    let mut back = roundtrip_digits_cnn::DigitsCnn::<Cpu>::new(&CpuDevice);
+    load_model(&mut back, &generated("roundtrip_digits_cnn.safetensors")).unwrap();
+    assert_eq!(back.forward(&x).to_vec::<f32>(), cnn.forward(&x).to_vec::<f32>());
+    let mut back = roundtrip_digits_mlp::DigitsMlp::<Cpu>::new(&CpuDevice);
+    load_model(&mut back, &generated("roundtrip_digits_mlp.safetensors")).unwrap();
+    assert_eq!(back.forward(&x).to_vec::<f32>(), mlp.forward(&x).to_vec::<f32>());
+}
