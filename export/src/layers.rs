@@ -375,10 +375,12 @@ impl<B: Backend, const D: usize, const H: usize> Export for MultiHeadAttention<B
             let zero = g.ints(&[0]);
             let wi = g.node("Slice", &[&w, &start, &end, &zero], vec![], 2);
             let wt = g.node("Transpose", &[&wi], vec![("perm", Attr::Ints(vec![1, 0]))], 2);
+            // The bias's share first: an importer reads `MatMul` then `Add`
+            // of a known bias as one linear map.
+            let bi = b.as_ref().map(|b| g.node("Slice", &[b, &start, &end, &zero], vec![], 1));
             let mut y = g.node("MatMul", &[x, &wt], vec![], 3);
-            if let Some(b) = &b {
-                let bi = g.node("Slice", &[b, &start, &end, &zero], vec![], 1);
-                y = g.map("Add", &[&y, &bi]);
+            if let Some(bi) = &bi {
+                y = g.map("Add", &[&y, bi]);
             }
             let split = g.ints(&[0, 0, H as i64, (D / H) as i64]);
             let y = g.node("Reshape", &[&y, &split], vec![], 4);

@@ -621,6 +621,12 @@ impl<'g> Lower<'g> {
                         n.name,
                         to.unwrap_or(0)
                     )),
+                    // A mask's values as bools (`Cast(to = BOOL)` of a
+                    // triangle of ones and zeros).
+                    (Val::Triangle(t), Some(9)) => Val::Triangle(t.map(|f| match f {
+                        mask::Fill::Num(x) => mask::Fill::Bool(*x != 0.0),
+                        b => b.clone(),
+                    })),
                     // Constants and known sizes turn to floats (float, double) here.
                     (v, Some(1 | 11)) if v.known().is_some() => {
                         let c = v.known().expect("known");

@@ -247,6 +247,19 @@ impl<'g> Lower<'g> {
                 let (a, b) = (clamp(starts[0]), clamp(ends[0]));
                 self.set(n, 0, Val::Shape(s[a..b.max(a)].to_vec()));
             }
+            // Rows of a weight (a projection's share of a packed matrix,
+            // as Blaze's export cuts `in_proj_weight`): those rows.
+            Val::Const(d) if !d.dims.is_empty() && axes.iter().all(|&a| a == 0) && starts.len() == 1 => {
+                let rows = d.dims[0] as i64;
+                let clamp = |x: i64| (if x < 0 { x + rows } else { x }).clamp(0, rows) as usize;
+                let (a, b) = (clamp(starts[0]), clamp(ends[0]).max(clamp(starts[0])));
+                let row: usize = d.dims[1..].iter().product();
+                let v = d.as_f64();
+                let mut dims = d.dims.clone();
+                dims[0] = b - a;
+                let cut = Data { dims, values: Values::F32(v[a * row..b * row].iter().map(|&x| x as f32).collect()) };
+                self.set(n, 0, Val::Const(cut));
+            }
             Val::Tensor(_) => {
                 let t = self.plain(n, 0)?;
                 let rank = t.under.len();
@@ -256,6 +269,13 @@ impl<'g> Lower<'g> {
                     let axis = norm_axis(a, rank)?;
                     if axis == 0 {
                         return Err("slices the batch dim".into());
+                    }
+                    // The last entries of a named dim (`x[:, -1:]`): a
+                    // narrow counted from the end.
+                    if under[axis].value().is_none() && s < 0 && e >= i64::from(i32::MAX) {
+                        expr = format!("{expr}.narrow({}, {s}, {})", sample_axis(axis, rank), -s);
+                        under[axis] = Dim::known(-s);
+                        continue;
                     }
                     let size =
                         under[axis].value().ok_or_else(|| format!("slices dim {axis}, which is named, not known"))?;

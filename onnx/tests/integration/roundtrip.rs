@@ -1,8 +1,10 @@
-//! Both ways: a model Blaze exports imports again as the same model. The
-//! mnist example's CNN and MLP go out through `blaze::export` and come back
-//! through the importer as `#[model]` source with the same layers and
-//! field names (`tests/generated/roundtrip_*.rs`, rewritten by
-//! `BLAZE_BLESS=1`), whose weights give the original's outputs.
+//! Both ways: a model Blaze exports imports again. The mnist example's CNN
+//! and MLP go out through `blaze::export` and come back through the
+//! importer as `#[model]` source with the same layers and field names, the
+//! verses example's LSTM reader and the gpt example's small GPT as forward
+//! bodies (the GPT's attention written out), all in
+//! `tests/generated/roundtrip_*.rs` (rewritten by `BLAZE_BLESS=1`); their
+//! weights give the original's outputs.
 
 use std::path::{Path, PathBuf};
 
@@ -13,11 +15,20 @@ use blaze_onnx::import_bytes;
 #[path = "../../../examples/common/digits.rs"]
 #[allow(dead_code)]
 mod digits;
+#[path = "../../../examples/common/gpt_model.rs"]
+mod gpt_model;
+#[path = "../../../examples/common/readers.rs"]
+#[allow(dead_code)]
+mod readers;
 
 #[path = "../generated/roundtrip_digits_cnn.rs"]
 mod roundtrip_digits_cnn;
 #[path = "../generated/roundtrip_digits_mlp.rs"]
 mod roundtrip_digits_mlp;
+#[path = "../generated/roundtrip_gpt.rs"]
+mod roundtrip_gpt;
+#[path = "../generated/roundtrip_lstm_reader.rs"]
+mod roundtrip_lstm_reader;
 
 fn generated(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/generated").join(name)
@@ -59,4 +70,33 @@ fn the_digits_cnn_and_mlp_come_back_as_themselves() {
     let mut back = roundtrip_digits_mlp::DigitsMlp::<Cpu>::new(&CpuDevice);
     load_model(&mut back, &generated("roundtrip_digits_mlp.safetensors")).unwrap();
     assert_eq!(back.forward(&x).to_vec::<f32>(), mlp.forward(&x).to_vec::<f32>());
+}
+
+fn ids(n: usize, t: usize, vocab: usize) -> Tensor<Cpu, 2> {
+    Tensor::from_vec((0..n * t).map(|i| ((i * 31 + 7) % vocab) as i64).collect::<Vec<_>>(), [n, t], &CpuDevice)
+}
+
+fn assert_close(what: &str, got: &Tensor<Cpu, 3>, want: &Tensor<Cpu, 3>) {
+    let worst = (got - want).abs().max().item();
+    assert!(worst <= 1e-5, "{what}: the round trip's outputs differ by {worst}");
+}
+
+#[test]
+fn the_gpt_and_the_lstm_reader_come_back_as_forward_bodies() {
+    let gpt = gpt_model::Gpt::<Cpu>::new_seeded(23, &CpuDevice);
+    round_trip(&gpt, "roundtrip_gpt", "Gpt");
+    let reader = readers::LstmReader::<Cpu>::new_seeded(24, &CpuDevice);
+    round_trip(&reader, "roundtrip_lstm_reader", "LstmReader");
+    if std::env::var_os("BLAZE_BLESS").is_some() {
+        return;
+    }
+    let x = ids(2, 9, gpt_model::VOCAB);
+    let mut back = roundtrip_gpt::Gpt::<Cpu>::new(&CpuDevice);
+    load_model(&mut back, &generated("roundtrip_gpt.safetensors")).unwrap();
+    assert_close("gpt", &back.forward(&x), &gpt.forward(&x));
+    let mut back = roundtrip_lstm_reader::LstmReader::<Cpu>::new(&CpuDevice);
+    load_model(&mut back, &generated("roundtrip_lstm_reader.safetensors")).unwrap();
+    let (got, want) = (back.forward(&x), reader.forward(&x));
+    let worst = (got - want).abs().max().item();
+    assert!(worst <= 1e-5, "lstm reader: the round trip's outputs differ by {worst}");
 }
