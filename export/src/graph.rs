@@ -173,18 +173,16 @@ impl OnnxGraph {
 
     /// Makes `v` the graph output named `name`, of f32 elements.
     pub fn output(&mut self, v: &Value, name: &str, dims: Vec<Dim>) {
-        let out = self.node("Identity", &[v], vec![], v.rank());
         let name = self.fresh(name);
-        self.rename(&out.name, &name);
+        let node = self.fresh("Identity");
+        self.nodes.push(Node {
+            op: "Identity",
+            name: node,
+            inputs: vec![v.name.clone()],
+            outputs: vec![name.clone()],
+            attrs: Vec::new(),
+        });
         self.outputs.push(Io { name, elem: elem::FLOAT, dims });
-    }
-
-    fn rename(&mut self, from: &str, to: &str) {
-        for n in &mut self.nodes {
-            for o in n.outputs.iter_mut().filter(|o| *o == from) {
-                *o = to.to_string();
-            }
-        }
     }
 
     /// Operator `op` of `inputs` (`None`: an optional input left out),

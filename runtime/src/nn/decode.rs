@@ -95,7 +95,7 @@ where
     if let Some(p) = config.top_p {
         assert!(p > 0.0 && p <= 1.0, "generate: top_p {p} is outside (0, 1]");
     }
-    let device = model_device(model);
+    let device = super::device_of(model).expect("generate: the model has no parameters to tell its device");
     let mut rng = Rng::seed_from_u64(config.seed);
     let mut state = model.decode_state();
     let mut tokens = prompt.to_vec();
@@ -124,21 +124,6 @@ where
         }
     }
     out
-}
-
-/// A device of the model's: where its first parameter is.
-fn model_device<B: Backend, M: Module<B>>(model: &M) -> B::Device {
-    struct First<B: Backend>(Option<B::Device>);
-    impl<B: Backend> super::ParamVisitor<B> for First<B> {
-        fn visit<const D: usize>(&mut self, _: &str, t: &Tensor<B, D>) {
-            if self.0.is_none() {
-                self.0 = Some(t.device());
-            }
-        }
-    }
-    let mut first = First::<B>(None);
-    model.visit_params("", &mut first);
-    first.0.expect("generate: the model has no parameters to tell its device")
 }
 
 /// The next token from `logits` as `config` says.

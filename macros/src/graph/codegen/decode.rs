@@ -24,6 +24,11 @@ fn slot(i: usize) -> syn::Ident {
 }
 
 impl Gen<'_> {
+    /// Whether callee `c` is a `MultiHeadAttention` field.
+    fn attends(&self, c: &crate::graph::lower::Callee) -> bool {
+        matches!(self.fields()[c.field].kind.builtin(), Some((Layer::MultiHeadAttention, _)))
+    }
+
     /// Whether dim `d` runs along the positions.
     fn along_t(d: &Dim) -> bool {
         d.syms.contains(&0)
@@ -48,10 +53,7 @@ impl Gen<'_> {
         let shape = |k: usize| &low.vals[k].shape;
         let last_free = |k: usize| shape(k).last().is_none_or(|d| !Self::along_t(d));
         let first_is_t = |k: usize| shape(k).first().is_some_and(is_t);
-        let causal_attention = |c: &crate::graph::lower::Callee| {
-            matches!(self.fields()[c.field].kind.builtin(), Some((Layer::MultiHeadAttention, _)))
-                && self.options[c.field].spec.causal
-        };
+        let causal_attention = |c: &crate::graph::lower::Callee| self.attends(c) && self.options[c.field].spec.causal;
         low.nodes.iter().all(|n| {
             let a = |i: usize| n.args[i];
             match &n.op {
@@ -100,9 +102,7 @@ impl Gen<'_> {
         let (o, s) = (value_ident(n.out), slot(i));
         let x = n.args.first().map(|&k| value_ident(k));
         Some(match &n.op {
-            Op::Layer(c) | Op::Attend(c)
-                if matches!(self.fields()[c.field].kind.builtin(), Some((Layer::MultiHeadAttention, _))) =>
-            {
+            Op::Layer(c) | Op::Attend(c) if self.attends(c) => {
                 let at = access(*c, self.fields());
                 quote!(let #o = #at.attend_step(&#x, &mut state.#s);)
             }
@@ -132,9 +132,7 @@ impl Gen<'_> {
         for (i, n) in low.nodes.iter().enumerate() {
             let s = slot(i);
             match &n.op {
-                Op::Layer(c) | Op::Attend(c)
-                    if matches!(self.fields()[c.field].kind.builtin(), Some((Layer::MultiHeadAttention, _))) =>
-                {
+                Op::Layer(c) | Op::Attend(c) if self.attends(c) => {
                     fields.push(quote!(#s: ::blaze::nn::KvCache<B>));
                     inits.push(quote!(#s: ::blaze::nn::KvCache::new()));
                 }
