@@ -70,6 +70,9 @@ struct Args {
     /// Characters to generate at the end.
     #[arg(long, default_value_t = 400)]
     sample: usize,
+    /// Where to save the trained weights (safetensors), if anywhere.
+    #[arg(long)]
+    save: Option<PathBuf>,
 }
 
 /// The sizes compiled in.
@@ -163,6 +166,11 @@ fn run<M: Model>(args: &Args, batch: usize) -> Result<()> {
             last.val["perplexity"],
             1e3 * last.step_seconds
         );
+    }
+
+    if let Some(path) = &args.save {
+        blaze::record::save_model(&model, path)?;
+        println!("saved the weights to {}", path.display());
     }
 
     // One character a step over the keys and values cached so far (the

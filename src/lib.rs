@@ -12,7 +12,7 @@ pub use blaze_cpu as cpu;
 pub use blaze_runtime as runtime;
 #[cfg(feature = "mpi")]
 pub use blaze_runtime::distributed;
-pub use blaze_runtime::{autodiff, data, loss, nn, optim, precision, record, rng, train};
+pub use blaze_runtime::{autodiff, data, loss, nn, optim, precision, quant, record, rng, train};
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;
 /// ONNX export of any `#[model]`: [`export::save_onnx`].

@@ -27,6 +27,7 @@ pub mod math;
 pub mod nn;
 pub mod optim;
 pub mod precision;
+pub mod quant;
 pub mod record;
 pub mod reduction;
 pub mod tune_cache;

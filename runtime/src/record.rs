@@ -109,7 +109,7 @@ fn format(path: &Path, message: impl ToString) -> RecordError {
 }
 
 /// The safetensors dtype and little-endian bytes of `values`.
-fn to_bytes(values: &DataVec) -> (&'static str, Vec<u8>) {
+pub(crate) fn to_bytes(values: &DataVec) -> (&'static str, Vec<u8>) {
     match values {
         DataVec::F32(v) => ("F32", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         DataVec::F64(v) => ("F64", v.iter().flat_map(|x| x.to_le_bytes()).collect()),
@@ -120,7 +120,7 @@ fn to_bytes(values: &DataVec) -> (&'static str, Vec<u8>) {
     }
 }
 
-fn from_entry(path: &Path, name: &str, entry: &Entry<'_>) -> Result<TensorData, RecordError> {
+pub(crate) fn from_entry(path: &Path, name: &str, entry: &Entry<'_>) -> Result<TensorData, RecordError> {
     let d = entry.data;
     let values = match entry.dtype.as_str() {
         "F32" => DataVec::F32(d.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),

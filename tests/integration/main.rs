@@ -32,6 +32,7 @@ mod model_torch;
 mod npy;
 mod onnx_export;
 mod precision;
+mod quant;
 mod record;
 #[path = "../common/concurrency.rs"]
 #[allow(dead_code)]

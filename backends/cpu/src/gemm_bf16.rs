@@ -30,6 +30,7 @@ use crate::pool::grow;
 mod amx;
 
 pub use amx::amx_runs_here;
+pub(crate) use amx::{Tiles, request_tiles};
 
 /// Rows of the register tile.
 const MR: usize = 8;

@@ -20,6 +20,7 @@ mod cpuinfo;
 mod elementwise;
 mod gemm;
 mod gemm_bf16;
+mod gemm_int8;
 mod gemm_tune;
 mod kernel;
 mod matmul;
@@ -49,12 +50,13 @@ pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_
 use crate::elementwise::{Loops, map, map_baseline, map_keeping_layout, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 pub use crate::gemm_bf16::{Bf16Kernel, Bf16Plan, amx_runs_here, bf16_kernel_runs_here, bf16_plan};
+pub use crate::gemm_int8::{Int8Kernel, amx_int8_runs_here, linear_int8_on, vnni_runs_here};
 pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
-use blaze_runtime::reduction::{ReduceVisitor, Reduction};
 pub use crate::storage::CpuStorage;
 use crate::storage::{Array, Float, Num, map_storage};
+use blaze_runtime::reduction::{ReduceVisitor, Reduction};
 
 /// The CPU backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -660,15 +662,29 @@ fn rounded_operands<const N: usize>(op: &str, operands: &[&CpuStorage; N], dtype
         DType::BF16 if gemm_bf16::bf16_kernel_runs_here() => {
             Rounded::Bf16(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, gemm_bf16::RoundedBf16::of)))
         }
-        DType::BF16 => {
-            Rounded::F32(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, |x| blaze_runtime::bf16::from_f32(x).to_f32())))
-        }
+        DType::BF16 => Rounded::F32(
+            arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, |x| blaze_runtime::bf16::from_f32(x).to_f32())),
+        ),
         DType::F16 => Rounded::F32(arrays.map(|a| map_keeping_layout(a, CHEAP_OP_MIN, elementwise::f16_rounded))),
         other => panic!("{op}: operands round to bf16 or f16, not {other}"),
     }
 }
 
 impl Composites for Cpu {
+    fn linear_int8(
+        x: &CpuStorage,
+        w: &blaze_runtime::quant::QWeight,
+        input: blaze_runtime::quant::InputQuant,
+    ) -> CpuStorage {
+        let (CpuStorage::F32(a), &[m, k]) = (x, x.shape()) else {
+            return blaze_runtime::backend::composed_linear_int8::<Self>(x, w, input);
+        };
+        assert!(k == w.cols(), "linear_int8: expects f32 rows [m, {}], got {:?}", w.cols(), x.shape());
+        let a = pool::standard(a);
+        let rows = a.as_slice().expect("a standard-layout array is contiguous");
+        CpuStorage::F32(pool::output(&[m, w.rows()], |out| gemm_int8::linear_int8(rows, m, w, input, out)))
+    }
+
     fn matmul_rounded(a: &CpuStorage, b: &CpuStorage, dtype: DType) -> CpuStorage {
         CpuStorage::F32(match rounded_operands("matmul_rounded", &[a, b], dtype) {
             Rounded::Bf16([a, b]) => matmul::matmul(&a, &b),

@@ -345,6 +345,8 @@ pub unsafe trait AnyBits: Copy + Default {}
 unsafe impl AnyBits for f32 {}
 // SAFETY: as for f32.
 unsafe impl AnyBits for f64 {}
+// SAFETY: every bit pattern is a byte.
+unsafe impl AnyBits for u8 {}
 // SAFETY: a transparent bf16, whose every bit pattern is a float.
 unsafe impl AnyBits for crate::gemm_bf16::RoundedBf16 {}
 

@@ -385,6 +385,11 @@ fn generate(
 
     let export = g.export();
     let decode = g.decode();
+    let int8 = g.forward_int8().map(|(body, bounds)| {
+        let inputs: Vec<(syn::Ident, TokenStream)> =
+            names.iter().zip(&in_ranks).map(|(n, r)| (n.clone(), quote!(#r))).collect();
+        crate::model::quant::forward_impl(model, &inputs, quote!(#out_rank), body, &bounds)
+    });
     quote! {
         #(#asserts)*
 
@@ -393,6 +398,8 @@ fn generate(
         #export
 
         #decode
+
+        #int8
 
         #[doc = #cache_doc]
         #vis struct #cache_ident<B: ::blaze::Backend> {

@@ -311,6 +311,45 @@ fn forward_bodies(
     (infer, train)
 }
 
+/// The int8 form's forward (`quant.rs`): the inference statements with
+/// each field called through `Infer` as its quantized type, after the
+/// input check.
+fn int8_forward(
+    model: &Model,
+    fields: &[&Field],
+    runs: &[Run],
+    plan: &Plan,
+    input_dims: &[usize],
+    mismatch: &str,
+) -> TokenStream {
+    let mut bounds = Vec::new();
+    let passes: Vec<TokenStream> = fields
+        .iter()
+        .zip(&plan.steps)
+        .map(|(f, step)| {
+            let ty = field_ty(&f.kind);
+            let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
+            let q = quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized);
+            if let LayerKind::Opaque { .. } = f.kind {
+                bounds.push(quote!(#q: ::blaze::quant::Infer<B, #ri, #ro>));
+            }
+            quote!(<#q as ::blaze::quant::Infer<B, #ri, #ro>>)
+        })
+        .collect();
+    let (body, _) = forward_bodies(fields, &passes, &vec![false; fields.len()], runs, plan);
+    let mismatch = mismatch.replacen("::forward", "Int8::forward", 1);
+    let body = quote! {
+        let shape = x.shape();
+        ::core::assert!(shape[1..] == [#(#input_dims),*], #mismatch, shape);
+        #body
+        x
+    };
+    let x = quote::format_ident!("x");
+    let in_rank = input_dims.len() + 1;
+    let out_rank = plan.output().map_or_else(|| quote!(2), |o| o.rank_tokens());
+    super::quant::forward_impl(model, &[(x, quote!(#in_rank))], out_rank, body, &bounds)
+}
+
 /// Each field's statements in the backward, which runs them last field
 /// first, taking `g` from the field's output gradient to its input's and
 /// binding its gradients to a variable named after it: its own backward,
@@ -447,7 +486,10 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
     };
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let sources: Vec<TokenStream> = model.fields.iter().map(field_sources).collect();
+    let int8 = super::quant::struct_items(model);
     quote! {
+        #int8
+
         #(#user_attrs)*
         #[derive(Clone, Debug)]
         #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
@@ -501,7 +543,6 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
         }
     }
 }
-
 
 pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     let Model { vis, ident, .. } = model;
@@ -606,6 +647,7 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
     });
     let (_, marker_init) = backend_marker(model);
     let (forward_body, forward_train_body) = forward_bodies(&fields, &passes, &recomputed, &runs, plan);
+    let int8_forward = int8_forward(model, &fields, &runs, plan, &input_dims, &input_mismatch);
     let (fused_items, fusion_plan) = fusion(model, &fields, plan, &runs, &recomputed);
     let cache_doc = format!("What [`{ident}::forward_train`] keeps for [`{ident}::backward`].");
     // Each pass under the model's precision, when it sets one.
@@ -626,6 +668,8 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         #structs
 
         #export
+
+        #int8_forward
 
         #[doc = #cache_doc]
         #[allow(missing_docs)]

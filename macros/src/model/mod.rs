@@ -8,6 +8,7 @@ pub(crate) mod export;
 pub(crate) mod ir;
 pub(crate) mod load;
 pub(crate) mod precision;
+pub(crate) mod quant;
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use check::closest;

@@ -447,6 +447,16 @@ pub trait Composites: Primitives {
         composed_adam::<Self>(p, m, v, g, o);
     }
 
+    /// `x w^T` of f32 rows `x` (`[m, k]`) and an int8 weight `w` (`[n, k]`,
+    /// [`crate::quant::QWeight`]): each row quantized to `u8` as `input`
+    /// says, the products summed exactly in `i32` and scaled back to an
+    /// f32 `[m, n]` ([`crate::quant::weight`] defines every rounding). The
+    /// default runs the portable kernel on the host; a backend with int8
+    /// units overrides it and must give the same values.
+    fn linear_int8(x: &Self::Storage, w: &crate::quant::QWeight, input: crate::quant::InputQuant) -> Self::Storage {
+        composed_linear_int8::<Self>(x, w, input)
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -570,6 +580,27 @@ pub fn composed_elementwise_norm<B: Kernels, K: Elementwise>(
     let x = B::elementwise::<K>(f, inputs, shape, dtype);
     let [y, stats] = B::norm(&x, norm.weight, norm.bias, norm.eps, norm.centre);
     (y, stats, keep.then_some(x))
+}
+
+/// [`Composites::linear_int8`] on the host, with the portable kernel.
+pub fn composed_linear_int8<B: Primitives>(
+    x: &B::Storage,
+    w: &crate::quant::QWeight,
+    input: crate::quant::InputQuant,
+) -> B::Storage {
+    let device = B::device(x);
+    let data = B::to_data(x);
+    let m = data.shape.first().copied().unwrap_or(0);
+    assert!(
+        data.shape.len() == 2 && data.shape[1] == w.cols(),
+        "linear_int8: expects f32 rows [m, {}], got {:?}",
+        w.cols(),
+        data.shape
+    );
+    let rows = data.to_vec::<f32>().unwrap_or_else(|_| panic!("linear_int8: expects f32 rows, got {}", data.dtype()));
+    let mut y = vec![0f32; m * w.rows()];
+    crate::quant::weight::linear_int8(&rows, m, w, input, &mut y);
+    B::from_data(TensorData { shape: vec![m, w.rows()], values: crate::DataVec::F32(y) }, &device)
 }
 
 /// [`Composites::axpby`] from primitives: two scalings and an add.

@@ -139,14 +139,6 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
         MultiHeadAttention { in_proj_weight, in_proj_bias, out_proj, config }
     }
 
-    /// Rows `[n len, D]` of `x` projected by projection `i` (0 query, 1
-    /// keys, 2 values).
-    fn project(&self, rows: &Tensor<B, 2>, i: usize) -> Tensor<B, 2> {
-        let w = self.in_proj_weight.narrow(0, i * D, D);
-        let b = self.in_proj_bias.as_ref().map(|b| b.narrow(0, i * D, D));
-        rows.matmul(&w.t()).bias_act(b.as_ref(), 1, None)
-    }
-
     /// `[n len, D]` rows as heads `[n, H, len, D / H]`.
     fn split(rows: &Tensor<B, 2>, n: usize) -> Tensor<B, 4> {
         rows.reshape([n as i64, -1, H as i64, (D / H) as i64]).permute([0, 2, 1, 3])
@@ -160,8 +152,8 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
 
     /// The checked query, keys and values as rows `[n len, D]`, and
     /// projected and split into heads.
-    fn heads(
-        &self,
+    fn heads<P: Projections<B>>(
+        p: &P,
         q: &Tensor<B, 3>,
         k: &Tensor<B, 3>,
         v: &Tensor<B, 3>,
@@ -170,7 +162,7 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
         Self::check(q, k, v, mask);
         let n = q.shape()[0];
         let rows = [q, k, v].map(|x| x.reshape([-1, D as i64]));
-        let heads = std::array::from_fn(|i| Self::split(&self.project(&rows[i], i), n));
+        let heads = std::array::from_fn(|i| Self::split(&p.project(&rows[i], i), n));
         (rows, heads)
     }
 
@@ -195,20 +187,77 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
     /// How the scores become weights: scaled by `1 / sqrt(D / H)` and, when
     /// causal, query `i` seeing keys `0..=i` (PyTorch's is_causal: the
     /// top-left triangle), in the softmax's one pass.
-    fn softmax_options(&self) -> SoftmaxOptions {
+    fn softmax_options(config: &MultiHeadAttentionConfig) -> SoftmaxOptions {
         let o = SoftmaxOptions::default().scale(1.0 / ((D / H) as f64).sqrt());
-        if self.config.causal { o.causal() } else { o }
+        if config.causal { o.causal() } else { o }
     }
 
     /// The attention weights `[n, H, T, S]` of projected heads, masked.
-    fn weights(&self, q: &Tensor<B, 4>, k: &Tensor<B, 4>, mask: Option<&Tensor<B, 2>>) -> Tensor<B, 4> {
+    fn weights(
+        config: &MultiHeadAttentionConfig,
+        q: &Tensor<B, 4>,
+        k: &Tensor<B, 4>,
+        mask: Option<&Tensor<B, 2>>,
+    ) -> Tensor<B, 4> {
         let mut scores = q.matmul(&k.transpose(2, 3));
         if let Some(m) = mask {
             let [n, _, _, s] = scores.shape();
             let padding: Tensor<B, 4> = m.ne_scalar(0.0).reshape([n, 1, 1, s]);
             scores = scores.masked_fill(&padding, f64::NEG_INFINITY);
         }
-        scores.softmax_with(3, self.softmax_options())
+        scores.softmax_with(3, Self::softmax_options(config))
+    }
+
+    /// The inference attention of any projections `p` (this layer's, or
+    /// its int8 form's): what [`Attend::attend`] computes.
+    pub(crate) fn infer<P: Projections<B>>(
+        p: &P,
+        q: &Tensor<B, 3>,
+        k: &Tensor<B, 3>,
+        v: &Tensor<B, 3>,
+        key_padding_mask: Option<&Tensor<B, 2>>,
+    ) -> Tensor<B, 3> {
+        let (_, [qh, kh, vh]) = Self::heads(p, q, k, v, key_padding_mask);
+        // Without padding, attention runs tiled where the backend can: the
+        // [n, H, T, S] weights are never held (the training forward keeps
+        // them for the backward).
+        let heads = match key_padding_mask {
+            None => {
+                let o = Self::softmax_options(p.config());
+                qh.scaled_dot_product_attention(&kh, &vh, o.causal, Some(o.scale))
+            }
+            Some(_) => Self::weights(p.config(), &qh, &kh, key_padding_mask).matmul(&vh),
+        };
+        p.project_out(&Self::join(&heads))
+    }
+}
+
+/// The projections of a multi-head attention, float
+/// ([`MultiHeadAttention`]) or int8 (`blaze::quant`): what its inference
+/// passes read, which both forms share.
+pub(crate) trait Projections<B: Backend> {
+    /// Causal or not.
+    fn config(&self) -> &MultiHeadAttentionConfig;
+    /// Rows `[n len, D]` projected by projection `i` (0 query, 1 keys, 2
+    /// values).
+    fn project(&self, rows: &Tensor<B, 2>, i: usize) -> Tensor<B, 2>;
+    /// The joined heads `[n, len, D]` through the output projection.
+    fn project_out(&self, joined: &Tensor<B, 3>) -> Tensor<B, 3>;
+}
+
+impl<B: Backend, const D: usize, const H: usize> Projections<B> for MultiHeadAttention<B, D, H> {
+    fn config(&self) -> &MultiHeadAttentionConfig {
+        &self.config
+    }
+
+    fn project(&self, rows: &Tensor<B, 2>, i: usize) -> Tensor<B, 2> {
+        let w = self.in_proj_weight.narrow(0, i * D, D);
+        let b = self.in_proj_bias.as_ref().map(|b| b.narrow(0, i * D, D));
+        rows.matmul(&w.t()).bias_act(b.as_ref(), 1, None)
+    }
+
+    fn project_out(&self, joined: &Tensor<B, 3>) -> Tensor<B, 3> {
+        self.out_proj.forward(joined)
     }
 }
 
@@ -310,17 +359,22 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
     /// the new ones up to itself. Stepping a sequence through gives what
     /// [`Attend::attend`] gives the whole sequence, one position at a time.
     pub fn attend_step(&self, x: &Tensor<B, 3>, cache: &mut KvCache<B>) -> Tensor<B, 3> {
+        Self::step(self, x, cache)
+    }
+
+    /// [`MultiHeadAttention::attend_step`] of any projections `p`.
+    pub(crate) fn step<P: Projections<B>>(p: &P, x: &Tensor<B, 3>, cache: &mut KvCache<B>) -> Tensor<B, 3> {
         let [n, s, d] = x.shape();
         assert!(d == D, "MultiHeadAttention<{D}, {H}>::attend_step: expects [n, s, {D}], got {:?}", x.shape());
         assert!(
-            self.config.causal,
+            p.config().causal,
             "MultiHeadAttention<{D}, {H}>::attend_step: decoding needs causal attention (`#[layer(causal = true)]`)"
         );
         let rows: Tensor<B, 2> = x.reshape([-1, D as i64]);
-        let [q, k, v] = std::array::from_fn(|i| Self::split(&self.project(&rows, i), n));
+        let [q, k, v] = std::array::from_fn(|i| Self::split(&p.project(&rows, i), n));
         let past = cache.len();
         let (keys, values) = cache.push(k, v);
-        let o = self.softmax_options();
+        let o = Self::softmax_options(p.config());
         let mut scores = q.matmul(&keys.transpose(2, 3)).mul_scalar(o.scale);
         if s > 1 {
             // New position i (at past + i) sees keys up to past + i.
@@ -331,7 +385,7 @@ impl<B: Backend, const D: usize, const H: usize> MultiHeadAttention<B, D, H> {
             scores = scores.masked_fill(&later, f64::NEG_INFINITY);
         }
         let heads = scores.softmax(3).matmul(&values);
-        self.out_proj.forward(&Self::join(&heads))
+        p.project_out(&Self::join(&heads))
     }
 }
 
@@ -345,18 +399,7 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         v: &Tensor<B, 3>,
         key_padding_mask: Option<&Tensor<B, 2>>,
     ) -> Tensor<B, 3> {
-        let (_, [qh, kh, vh]) = self.heads(q, k, v, key_padding_mask);
-        // Without padding, attention runs tiled where the backend can: the
-        // [n, H, T, S] weights are never held (the training forward keeps
-        // them for the backward).
-        let heads = match key_padding_mask {
-            None => {
-                let o = self.softmax_options();
-                qh.scaled_dot_product_attention(&kh, &vh, o.causal, Some(o.scale))
-            }
-            Some(_) => self.weights(&qh, &kh, key_padding_mask).matmul(&vh),
-        };
-        self.out_proj.forward(&Self::join(&heads))
+        Self::infer(self, q, k, v, key_padding_mask)
     }
 
     fn attend_train(
@@ -367,8 +410,8 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
         key_padding_mask: Option<&Tensor<B, 2>>,
         ctx: &mut Ctx,
     ) -> (Tensor<B, 3>, Self::AttendCache) {
-        let (inputs, heads) = self.heads(q, k, v, key_padding_mask);
-        let weights = self.weights(&heads[0], &heads[1], key_padding_mask);
+        let (inputs, heads) = Self::heads(self, q, k, v, key_padding_mask);
+        let weights = Self::weights(&self.config, &heads[0], &heads[1], key_padding_mask);
         let mut dropout = Dropout::new(DropoutConfig { p: self.config.dropout });
         let (kept, dropped) = Layer::<B, 4, 4>::forward_train(&mut dropout, &weights, ctx);
         let joined_in = Self::join(&kept.matmul(&heads[2]));
@@ -401,7 +444,7 @@ impl<B: Backend, const D: usize, const H: usize> Attend<B> for MultiHeadAttentio
             d_weights.storage(),
             weights.storage(),
             3,
-            self.softmax_options(),
+            Self::softmax_options(&self.config),
         ));
         let (d_qh, d_kt) = matmul_grads(&d_scores, qh, &kh.transpose(2, 3));
         let d_heads = [d_qh, d_kt.transpose(2, 3), d_vh];

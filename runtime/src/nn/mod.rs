@@ -28,6 +28,8 @@ pub mod unary_layers;
 // Each layer file exports its layers (and their configs and gradients).
 pub use activation::*;
 pub use attention::*;
+pub(crate) use attention::Projections;
+pub(crate) use sparse::check_ids;
 pub use block::{BackendDevice, Block, Differentiable, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::*;
 pub use decode::{Decode, GenerateConfig, generate};
@@ -652,6 +654,7 @@ macro_rules! stateless_module {
             fn map_grad_tensors<M: $crate::nn::ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
             fn make_grads<F: $crate::nn::GradSource<B>>(&self, _: &str, _: &mut F) {}
         }
+        impl<$($g)*> $crate::quant::KeepsFloat for $t {}
     };
     (generics $g:tt $($t:ty),*) => {
         $($crate::nn::stateless_module!(@one $g $t);)*

@@ -47,7 +47,7 @@ impl<B: Backend, const V: usize, const D: usize> Embedding<B, V, D> {
 /// count from the end). Two reductions in the common case, as
 /// cross-entropy checks its targets; the ids are read back only to name
 /// the one that is wrong.
-fn check_ids<B: Backend, const V: usize, const D: usize>(flat: &Tensor<B, 1>, shape: &[usize]) {
+pub(crate) fn check_ids<B: Backend, const V: usize, const D: usize>(flat: &Tensor<B, 1>, shape: &[usize]) {
     if flat.numel() == 0 || crate::loss::in_range(flat, V) {
         return;
     }

@@ -53,7 +53,7 @@ fn has_amx_bf16() -> bool {
 /// Asks Linux for the tile data state (`XFEATURE_XTILEDATA`, 18); an old
 /// kernel that does not know the request refuses it, and the tiles stay
 /// unused.
-fn request_tiles() -> bool {
+pub(crate) fn request_tiles() -> bool {
     #[cfg(target_os = "linux")]
     {
         const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
@@ -91,12 +91,12 @@ const CONFIG: TileConfig = TileConfig {
 /// The tiles configured on this thread for as long as it lives; released
 /// (their state back to init, which a context switch saves cheaply) when
 /// dropped.
-struct Tiles;
+pub(crate) struct Tiles;
 
 impl Tiles {
     /// # Safety
     /// [`amx_runs_here`] said yes.
-    unsafe fn configure() -> Tiles {
+    pub(crate) unsafe fn configure() -> Tiles {
         // SAFETY: the CPU has AMX and this process holds the tiles; the
         // configuration is 64 aligned bytes.
         unsafe { asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };

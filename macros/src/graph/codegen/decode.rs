@@ -151,7 +151,7 @@ impl Gen<'_> {
                 _ => {}
             }
         }
-        let body = self.forward_stmts(true);
+        let body = self.forward_stmts(true, false);
         let (ri, ro) = (low.vals[low.inputs[0]].rank(), low.vals[low.output].rank());
         let x = &self.input_names[0];
         let doc = format!("What [`{ident}`]'s decoding step keeps between positions.");

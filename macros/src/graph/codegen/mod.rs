@@ -693,13 +693,35 @@ impl Gen<'_> {
 
     /// The inference forward's statements, ending with the output.
     pub fn forward(&self) -> TokenStream {
-        self.forward_stmts(false)
+        self.forward_stmts(false, false)
+    }
+
+    /// The int8 model's inference forward (`blaze::quant`): the same
+    /// statements, each field called as its quantized form, and the `where`
+    /// bounds that its nested models' calls need; `None` when a nested
+    /// model takes several inputs (its int8 form has no trait to call it by).
+    pub fn forward_int8(&self) -> Option<(TokenStream, Vec<TokenStream>)> {
+        let mut bounds = Vec::new();
+        for n in &self.low.nodes {
+            if let Op::Nested(callee) = &n.op {
+                let [x] = n.args[..] else { return None };
+                let ty = field_ty(&self.fields()[callee.field].kind);
+                let (ri, ro) = (self.rank(x), self.rank(n.out));
+                bounds
+                    .push(quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized: ::blaze::quant::Infer<B, #ri, #ro>));
+            }
+        }
+        Some((self.forward_stmts(false, true), bounds))
     }
 
     /// The inference forward's statements; with `decode`, those of a
     /// decoding step (`decode.rs`): causal attention over `state`'s cache,
     /// nested models' steps, positions after those `state` has seen.
-    fn forward_stmts(&self, decode: bool) -> TokenStream {
+    fn forward_stmts(&self, decode: bool, int8: bool) -> TokenStream {
+        let quantized = |ty: TokenStream| match int8 {
+            true => quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized),
+            false => ty,
+        };
         let mut out = self.bind_inputs();
         let fused = self.fused_for_inference();
         let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
@@ -718,9 +740,20 @@ impl Gen<'_> {
                 }
                 _ if decode && let Some(step) = self.decode_stmt(i) => step,
                 Op::Layer(callee) => {
-                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
+                    let ty = quantized(field_ty(&self.fields()[callee.field].kind));
+                    let mut path = self.layer_path(ty.clone(), n.args[0], n.out);
+                    if int8 {
+                        let (ri, ro) = (self.rank(n.args[0]), self.rank(n.out));
+                        path = quote!(<#ty as ::blaze::quant::Infer<B, #ri, #ro>>);
+                    }
                     let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
                     quote_spanned!(span=> let #o = #path::forward(&#at, &#x);)
+                }
+                Op::Nested(callee) if int8 => {
+                    let ty = quantized(field_ty(&self.fields()[callee.field].kind));
+                    let (ri, ro) = (self.rank(n.args[0]), self.rank(n.out));
+                    let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
+                    quote_spanned!(span=> let #o = <#ty as ::blaze::quant::Infer<B, #ri, #ro>>::forward(&#at, &#x);)
                 }
                 Op::Nested(callee) => {
                     let at = access(*callee, self.fields());
@@ -728,7 +761,11 @@ impl Gen<'_> {
                     quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);)
                 }
                 Op::Attend(callee) => {
-                    let (at, path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
+                    let (at, mut path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
+                    if int8 {
+                        let ty = quantized(field_ty(&self.fields()[callee.field].kind));
+                        path = quote!(<#ty as ::blaze::quant::InferAttend<B>>);
+                    }
                     quote_spanned!(span=> let #o = #path::attend(&#at, &#q, &#k, &#v, #mask);)
                 }
                 op => {

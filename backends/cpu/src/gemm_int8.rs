@@ -1,0 +1,485 @@
+//! Int8 products (`Composites::linear_int8`): f32 rows quantized to `u8`
+//! (`blaze_runtime::quant::weight` defines every rounding), times an int8
+//! weight packed once per weight, summed exactly in `i32` and scaled back
+//! to f32 in the kernels' stores. Three kernels give the same values:
+//!
+//! - **AMX-INT8** (Intel Sapphire Rapids and later): `tdpbusd` adds to a
+//!   16 x 16 tile of `i32` sums the products of a 16 x 64 tile of `u8`
+//!   rows and a 64 x 16 tile of weights, 16 384 multiply-adds an
+//!   instruction; the kernel keeps a 32 x 32 block in four tiles. For
+//!   products of 16 rows or more.
+//! - **AVX512-VNNI** (Zen 4, Intel Ice Lake and later): `vpdpbusd` adds
+//!   to each `i32` lane four `u8 x i8` products; the kernel keeps up to
+//!   6 rows x 64 columns of sums in 24 registers, broadcasting four bytes
+//!   of a row against one vector of weights per 16 columns.
+//! - **portable**: the runtime's scalar loop, wherever neither runs.
+//!
+//! The weight is packed in panels of 64 output channels: per group of
+//! four depth steps, the 64 channels' four bytes each (256 bytes), the
+//! depth padded with zeros to a multiple of 64 and the channels past the
+//! last with zeros too. A VNNI step reads one group; an AMX tile of
+//! weights is 16 groups of 16 channels, 256 bytes apart. The quantized
+//! rows keep the padded depth (their padding meets zero weights).
+
+use std::sync::OnceLock;
+
+use blaze_runtime::quant::weight::{self as q, InputQuant, QWeight};
+
+use crate::parallel;
+use crate::pool;
+
+/// Output channels in a packed panel.
+const PANEL: usize = 64;
+/// Depth the packed weight is padded to: one AMX tile's.
+const DEPTH_BLOCK: usize = 64;
+/// Rows of the VNNI kernel's tile.
+const MR: usize = 6;
+/// Rows a parallel task takes (a multiple of both kernels' row blocks).
+const TASK_ROWS: usize = 96;
+/// Multiply-adds below which a product stays on one thread: waking the
+/// second core costs tens of microseconds.
+const PARALLEL_MIN: usize = 1 << 22;
+
+/// The int8 kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Int8Kernel {
+    /// AMX tiles: a 32 x 32 block of sums in four tile registers.
+    Amx,
+    /// The AVX512-VNNI dot product: 6 x 64 sums in 24 vector registers.
+    Vnni,
+    /// The runtime's scalar loop.
+    Portable,
+}
+
+impl Int8Kernel {
+    /// Every kernel, fastest first.
+    pub const ALL: [Int8Kernel; 3] = [Int8Kernel::Amx, Int8Kernel::Vnni, Int8Kernel::Portable];
+
+    /// The name `BLAZE_GEMM_INT8_KERNEL` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Int8Kernel::Amx => "amx-int8",
+            Int8Kernel::Vnni => "avx512-vnni",
+            Int8Kernel::Portable => "portable",
+        }
+    }
+
+    /// Whether this CPU runs the kernel (for AMX: and lent this process
+    /// the tiles).
+    pub fn runs_here(self) -> bool {
+        match self {
+            Int8Kernel::Amx => amx_int8_runs_here(),
+            Int8Kernel::Vnni => vnni_runs_here(),
+            Int8Kernel::Portable => true,
+        }
+    }
+}
+
+impl Int8Kernel {
+    /// The kernel for a product of `m` rows: `BLAZE_GEMM_INT8_KERNEL` when
+    /// set; else AMX from 16 rows (fewer would leave most of a tile
+    /// empty), VNNI, then the portable loop, whichever runs first.
+    pub fn for_rows(m: usize) -> Int8Kernel {
+        if let Some(k) = forced() {
+            return k;
+        }
+        match () {
+            _ if m >= 16 && amx_int8_runs_here() => Int8Kernel::Amx,
+            _ if vnni_runs_here() => Int8Kernel::Vnni,
+            _ => Int8Kernel::Portable,
+        }
+    }
+}
+
+impl std::str::FromStr for Int8Kernel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Int8Kernel::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Int8Kernel::ALL.iter().map(|k| k.name()).collect();
+            format!("unknown int8 GEMM kernel `{s}`: expected one of {}", names.join(", "))
+        })
+    }
+}
+
+/// Whether this CPU has AVX-512 with VNNI.
+pub fn vnni_runs_here() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && has!("avx512bw") && has!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU has AMX with int8 products (CPUID leaf 7: AMX-INT8,
+/// EDX bit 25, and AMX-TILE, bit 24) and AVX-512 for the stores, and the
+/// kernel lent this process the tiles.
+pub fn amx_int8_runs_here() -> bool {
+    static GRANTED: OnceLock<bool> = OnceLock::new();
+    *GRANTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{__cpuid, __cpuid_count};
+            let edx = if __cpuid(0).eax < 7 { 0 } else { __cpuid_count(7, 0).edx };
+            edx & (1 << 25) != 0 && edx & (1 << 24) != 0 && vnni_runs_here() && crate::gemm_bf16::request_tiles()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    })
+}
+
+/// The kernel `BLAZE_GEMM_INT8_KERNEL` names, if set.
+///
+/// # Panics
+/// If it names no kernel or one this CPU cannot run.
+fn forced() -> Option<Int8Kernel> {
+    static FORCED: OnceLock<Option<Int8Kernel>> = OnceLock::new();
+    *FORCED.get_or_init(|| {
+        let name = std::env::var("BLAZE_GEMM_INT8_KERNEL").ok()?;
+        let kernel: Int8Kernel = name.parse().unwrap_or_else(|e| panic!("BLAZE_GEMM_INT8_KERNEL: {e}"));
+        assert!(kernel.runs_here(), "BLAZE_GEMM_INT8_KERNEL={name}: this CPU cannot run it");
+        Some(kernel)
+    })
+}
+
+/// A weight in the kernels' layout (see the module's comment), with its
+/// sums and scales padded to whole panels.
+struct Packed {
+    /// The depth padded to [`DEPTH_BLOCK`].
+    depth: usize,
+    panels: Vec<u8>,
+    sums: Vec<i32>,
+    scales: Vec<f32>,
+}
+
+impl Packed {
+    fn new(w: &QWeight) -> Packed {
+        let (n, k) = (w.rows(), w.cols());
+        let depth = k.next_multiple_of(DEPTH_BLOCK).max(DEPTH_BLOCK);
+        let count = n.div_ceil(PANEL);
+        let mut panels = vec![0u8; count * depth * PANEL];
+        for o in 0..n {
+            let (p, c) = (o / PANEL, o % PANEL);
+            let panel = &mut panels[p * depth * PANEL..(p + 1) * depth * PANEL];
+            for (j, &v) in w.values()[o * k..(o + 1) * k].iter().enumerate() {
+                panel[(j / 4) * 4 * PANEL + c * 4 + j % 4] = v as u8;
+            }
+        }
+        let mut sums = w.sums().to_vec();
+        let mut scales = w.scales().to_vec();
+        sums.resize(count * PANEL, 0);
+        scales.resize(count * PANEL, 0.0);
+        Packed { depth, panels, sums, scales }
+    }
+
+    fn panel(&self, p: usize) -> *const u8 {
+        self.panels[p * self.depth * PANEL..].as_ptr()
+    }
+}
+
+/// An output pointer shared by the tasks, each writing its own block.
+#[derive(Clone, Copy)]
+struct Out(*mut f32);
+// SAFETY: tasks write disjoint blocks (distinct rows or panels).
+unsafe impl Sync for Out {}
+// SAFETY: as for `Sync`.
+unsafe impl Send for Out {}
+
+/// `x w^T` for row-major f32 `x` (`m x k`) into `out` (`m x n`), on the
+/// kernel [`Int8Kernel::for_rows`] picks.
+pub(crate) fn linear_int8(x: &[f32], m: usize, w: &QWeight, input: InputQuant, out: &mut [f32]) {
+    linear_int8_on(Int8Kernel::for_rows(m), x, m, w, input, out);
+}
+
+/// `x w^T` on `kernel`, which must run here (for tests and benchmarks;
+/// [`Int8Kernel::for_rows`] picks one).
+pub fn linear_int8_on(kernel: Int8Kernel, x: &[f32], m: usize, w: &QWeight, input: InputQuant, out: &mut [f32]) {
+    let (n, k) = (w.rows(), w.cols());
+    assert!(x.len() == m * k && out.len() == m * n, "linear_int8: {m} x {k} inputs for {:?}", w.shape());
+    assert!(kernel.runs_here(), "linear_int8: the {} kernel does not run on this CPU", kernel.name());
+    if kernel == Int8Kernel::Portable || m == 0 || n == 0 {
+        q::linear_int8(x, m, w, input, out);
+        return;
+    }
+    let packed = w.packed(Packed::new);
+    let depth = packed.depth;
+    // AMX reads rows 32 at a time: the rows past `m` hold stale bytes,
+    // whose sums are never stored.
+    let rows = if kernel == Int8Kernel::Amx { m.next_multiple_of(32) } else { m };
+    pool::with_scratch::<u8, _>(rows * depth, |a| {
+        let mut params = Vec::with_capacity(m);
+        for (row, qa) in x.chunks_exact(k.max(1)).zip(a.chunks_exact_mut(depth)).take(m) {
+            let (scale, zp) = q::row_params(row, input);
+            q::quantize_row(row, scale, zp, &mut qa[..k]);
+            qa[k..].fill(0);
+            params.push((scale, zp));
+        }
+        let job = Job { a: a.as_ptr(), depth, n, packed, params: &params, out: Out(out.as_mut_ptr()) };
+        let (panels, tasks) = (n.div_ceil(PANEL), m.div_ceil(TASK_ROWS));
+        let run = |t: usize| {
+            let (p, r) = (t % panels, t / panels);
+            let rows = r * TASK_ROWS..m.min((r + 1) * TASK_ROWS);
+            // SAFETY: the kernel runs here (asserted), and each task writes
+            // its own rows of its own panel.
+            unsafe {
+                match kernel {
+                    Int8Kernel::Amx => x86::amx(&job, p, rows),
+                    _ => x86::vnni(&job, p, rows),
+                }
+            }
+        };
+        if m * n * k >= PARALLEL_MIN && parallel::should_fork(panels * tasks, 2) {
+            parallel::for_each_index(panels * tasks, 1, &run);
+        } else {
+            (0..panels * tasks).for_each(run);
+        }
+    });
+}
+
+/// What every task of one product reads.
+struct Job<'a> {
+    /// The quantized rows, `depth` bytes apart.
+    a: *const u8,
+    depth: usize,
+    n: usize,
+    packed: &'a Packed,
+    /// Each row's scale and zero point.
+    params: &'a [(f32, u8)],
+    out: Out,
+}
+
+// SAFETY: the rows are read only; `out` is written in disjoint blocks.
+unsafe impl Sync for Job<'_> {}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::asm;
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    use super::{Job, MR, PANEL};
+    use crate::gemm_bf16::Tiles;
+
+    /// Stores row `i`'s sums for the 16 channels from `col` (`acc`) as
+    /// f32: `(acc - zero_point * sum) * (scale * scale_w)`, the channels
+    /// past the last masked off.
+    #[inline(always)]
+    unsafe fn store(job: &Job<'_>, i: usize, col: usize, acc: __m512i) {
+        if col >= job.n {
+            return;
+        }
+        // SAFETY: `col` lies in the padded sums and scales; the store is
+        // masked to row `i`'s columns below `n`.
+        unsafe {
+            let (scale, zp) = job.params[i];
+            let sums = _mm512_loadu_si512(job.packed.sums.as_ptr().add(col).cast());
+            let scales = _mm512_mul_ps(_mm512_set1_ps(scale), _mm512_loadu_ps(job.packed.scales.as_ptr().add(col)));
+            let exact = _mm512_sub_epi32(acc, _mm512_mullo_epi32(sums, _mm512_set1_epi32(i32::from(zp))));
+            let y = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), scales);
+            let left = job.n - col;
+            let mask: __mmask16 = if left >= 16 { 0xffff } else { (1u16 << left) - 1 };
+            _mm512_mask_storeu_ps(job.out.0.add(i * job.n + col), mask, y);
+        }
+    }
+
+    /// `R` rows from `row` times panel `p`: their sums in registers.
+    #[inline(always)]
+    unsafe fn vnni_tile<const R: usize>(job: &Job<'_>, p: usize, row: usize) {
+        // SAFETY: rows row..row + R lie in the quantized rows; the panel
+        // holds depth / 4 groups of 256 bytes.
+        unsafe {
+            let b = job.packed.panel(p);
+            let a = job.a.add(row * job.depth);
+            let mut acc = [[_mm512_setzero_si512(); 4]; R];
+            for g in 0..job.depth / 4 {
+                let bp = b.add(g * 4 * PANEL);
+                let w = [0, 1, 2, 3].map(|v| _mm512_loadu_si512(bp.add(64 * v).cast()));
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = _mm512_set1_epi32(a.add(r * job.depth + 4 * g).cast::<i32>().read_unaligned());
+                    for v in 0..4 {
+                        acc[v] = _mm512_dpbusd_epi32(acc[v], x, w[v]);
+                    }
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                for (v, &acc) in acc.iter().enumerate() {
+                    store(job, row + r, p * PANEL + 16 * v, acc);
+                }
+            }
+        }
+    }
+
+    /// Rows `rows` times panel `p` on the VNNI kernel.
+    ///
+    /// # Safety
+    /// The CPU has AVX512-VNNI; `rows` lie in the job's rows.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn vnni(job: &Job<'_>, p: usize, rows: Range<usize>) {
+        let mut i = rows.start;
+        // SAFETY: each tile's rows lie in `rows`.
+        unsafe {
+            while i + MR <= rows.end {
+                vnni_tile::<MR>(job, p, i);
+                i += MR;
+            }
+            match rows.end - i {
+                0 => {}
+                1 => vnni_tile::<1>(job, p, i),
+                2 => vnni_tile::<2>(job, p, i),
+                3 => vnni_tile::<3>(job, p, i),
+                4 => vnni_tile::<4>(job, p, i),
+                _ => vnni_tile::<5>(job, p, i),
+            }
+        }
+    }
+
+    /// Rows `rows` times panel `p` on AMX tiles, 32 x 32 blocks.
+    ///
+    /// # Safety
+    /// AMX-INT8 runs here and lent this process the tiles; the quantized
+    /// rows are padded to 32.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn amx(job: &Job<'_>, p: usize, rows: Range<usize>) {
+        #[repr(align(64))]
+        struct Block([i32; 32 * 32]);
+        let mut block = Block([0; 32 * 32]);
+        let lda = job.depth;
+        // SAFETY: the caller vouches for AMX.
+        let _tiles = unsafe { Tiles::configure() };
+        for row in rows.clone().step_by(32) {
+            for half in 0..2 {
+                let col = p * PANEL + 32 * half;
+                if col >= job.n {
+                    break;
+                }
+                // SAFETY: rows row..row + 32 of the padded quantized rows
+                // and 16 groups of the panel at a time lie in their
+                // buffers; the block holds 32 rows of 32 sums (128 bytes).
+                unsafe {
+                    let a = job.a.add(row * lda);
+                    let b = job.packed.panel(p).add(4 * 32 * half);
+                    asm!(
+                        "tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
+                        "2:",
+                        "tileloadd tmm4, [{a} + {lda}]",
+                        "tileloadd tmm6, [{b} + {ldb}]",
+                        "tdpbusd tmm0, tmm4, tmm6",
+                        "tileloadd tmm7, [{b} + {ldb} + 64]",
+                        "tdpbusd tmm1, tmm4, tmm7",
+                        "tileloadd tmm5, [{a2} + {lda}]",
+                        "tdpbusd tmm2, tmm5, tmm6",
+                        "tdpbusd tmm3, tmm5, tmm7",
+                        "add {a}, 64",
+                        "add {a2}, 64",
+                        "add {b}, {step}",
+                        "dec {steps}",
+                        "jnz 2b",
+                        "tilestored [{c} + {ldc}], tmm0",
+                        "tilestored [{c} + {ldc} + 64], tmm1",
+                        "tilestored [{c2} + {ldc}], tmm2",
+                        "tilestored [{c2} + {ldc} + 64], tmm3",
+                        a = inout(reg) a => _,
+                        a2 = inout(reg) a.add(16 * lda) => _,
+                        b = inout(reg) b => _,
+                        steps = inout(reg) lda / 64 => _,
+                        lda = in(reg) lda,
+                        ldb = in(reg) 4 * PANEL,
+                        step = in(reg) 16 * 4 * PANEL,
+                        c = in(reg) block.0.as_mut_ptr(),
+                        c2 = in(reg) block.0.as_mut_ptr().add(16 * 32),
+                        ldc = in(reg) 128usize,
+                        options(nostack),
+                    );
+                    for i in 0..32.min(rows.end - row) {
+                        for v in 0..2 {
+                            let acc = _mm512_load_si512(block.0.as_ptr().add(i * 32 + 16 * v).cast());
+                            store(job, row + i, col + 16 * v, acc);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod x86 {
+    use std::ops::Range;
+
+    use super::Job;
+
+    pub(super) unsafe fn vnni(_: &Job<'_>, _: usize, _: Range<usize>) {
+        unreachable!("no VNNI off x86_64: Int8Kernel::for_rows never picks it")
+    }
+
+    pub(super) unsafe fn amx(_: &Job<'_>, _: usize, _: Range<usize>) {
+        unreachable!("no AMX off x86_64: Int8Kernel::for_rows never picks it")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows and a weight whose products reach every corner: negative and
+    /// positive inputs, depths that are not multiples of 4 or 64, channel
+    /// counts that are not multiples of 16 or 64.
+    fn case(m: usize, k: usize, n: usize) -> (Vec<f32>, QWeight) {
+        let x: Vec<f32> = (0..m * k).map(|i| ((i * 7919 + 13) % 101) as f32 / 29.0 - 1.3).collect();
+        let w: Vec<f32> = (0..n * k).map(|i| ((i * 104_729 + 7) % 97) as f32 / 41.0 - 1.1).collect();
+        (x, QWeight::quantize(&w, &[n, k]))
+    }
+
+    fn check(kernel: Int8Kernel) {
+        if !kernel.runs_here() {
+            eprintln!(
+                "note: this CPU lacks the {} int8 kernel's instructions; its test is skipped here",
+                kernel.name()
+            );
+            return;
+        }
+        let shapes =
+            [(1, 5, 3), (1, 784, 256), (7, 130, 70), (33, 64, 65), (40, 200, 10), (100, 3, 129), (150, 96, 200)];
+        for (m, k, n) in shapes {
+            for input in [InputQuant::Dynamic, InputQuant::Static { scale: 0.01, zero_point: 100 }] {
+                let (x, w) = case(m, k, n);
+                let (mut want, mut got) = (vec![0.0; m * n], vec![f32::NAN; m * n]);
+                q::linear_int8(&x, m, &w, input, &mut want);
+                linear_int8_on(kernel, &x, m, &w, input, &mut got);
+                let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                assert!(
+                    bits(&got) == bits(&want),
+                    "{}: {m} x {k} x {n} ({input:?}) differs from the portable loop",
+                    kernel.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_vnni_kernel_gives_the_portable_loops_bits() {
+        check(Int8Kernel::Vnni);
+    }
+
+    #[test]
+    fn the_amx_kernel_gives_the_portable_loops_bits() {
+        check(Int8Kernel::Amx);
+    }
+
+    #[test]
+    fn a_large_product_splits_across_threads_with_the_same_bits() {
+        let kernel = Int8Kernel::for_rows(300);
+        let (m, k, n) = (300, 512, 200);
+        let (x, w) = case(m, k, n);
+        let (mut want, mut got) = (vec![0.0; m * n], vec![0.0; m * n]);
+        q::linear_int8(&x, m, &w, InputQuant::Dynamic, &mut want);
+        linear_int8_on(kernel, &x, m, &w, InputQuant::Dynamic, &mut got);
+        assert!(got == want, "{}", kernel.name());
+    }
+}
