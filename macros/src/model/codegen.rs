@@ -331,7 +331,8 @@ fn int8_forward(
             let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
             let q = quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized);
             if let LayerKind::Opaque { .. } = f.kind {
-                bounds.push(quote!(#q: ::blaze::quant::Infer<B, #ri, #ro>));
+                bounds.push(quote!(#q: ::blaze::quant::InferBlock<B, #ri, #ro>));
+                return quote!(<#q as ::blaze::quant::InferBlock<B, #ri, #ro>>);
             }
             quote!(<#q as ::blaze::quant::Infer<B, #ri, #ro>>)
         })

@@ -53,10 +53,13 @@ pub fn struct_items(model: &Model) -> TokenStream {
         "The int8 form of [`{ident}`] for inference (`blaze::quant::quantize_dynamic`): its products' \
          weights in int8 per output channel, its other layers as they are."
     );
+    // Rust checks a default type against the struct's bounds, which a
+    // user layer without an int8 form fails: such a form names its backend.
+    let default = bounds.is_empty().then(|| quote!(= ::blaze::Cpu));
     quote! {
         #[doc = #doc]
         #[derive(Clone, Debug)]
-        #vis struct #q<B: ::blaze::Backend = ::blaze::Cpu>
+        #vis struct #q<B: ::blaze::Backend #default>
         where
             #(#bounds,)*
         {
@@ -132,7 +135,7 @@ pub fn struct_items(model: &Model) -> TokenStream {
 
 /// The int8 form's `forward` (`inputs`, each `name: &Tensor<B, rank>`,
 /// the statements `body` ending with the output of rank `out_rank`) and,
-/// for one input, `Infer`; `bounds` are the nested calls' own.
+/// for one input, `InferBlock`; `bounds` are the nested calls' own.
 pub fn forward_impl(
     model: &Model,
     inputs: &[(Ident, TokenStream)],
@@ -148,7 +151,7 @@ pub fn forward_impl(
     let infer = match inputs {
         [(x, r)] => quote! {
             #[automatically_derived]
-            impl<B: ::blaze::Backend> ::blaze::quant::Infer<B, #r, #out_rank> for #q<B>
+            impl<B: ::blaze::Backend> ::blaze::quant::InferBlock<B, #r, #out_rank> for #q<B>
             where
                 #(#bounds,)*
             {

@@ -33,7 +33,7 @@ pub use weight::{InputQuant, QWeight};
 
 use std::fmt::Debug;
 
-use crate::nn::{Layer, Module};
+use crate::nn::{Differentiable, Layer, Module};
 use crate::{Backend, Tensor};
 
 /// A layer or model with an int8 form for inference.
@@ -41,6 +41,12 @@ use crate::{Backend, Tensor};
 /// `#[model]` implements it for every model whose fields all have one;
 /// the built-in layers do (those without int8 kernels as themselves,
 /// through [`KeepsFloat`]).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no int8 form",
+    label = "no `blaze::quant::Quantize` impl",
+    note = "a model has an int8 form when each of its fields has one; a layer of your own gets one by \
+            implementing `blaze::quant::KeepsFloat` (it runs as it is, in f32) or `blaze::quant::Quantize`"
+)]
 pub trait Quantize<B: Backend> {
     /// The int8 form.
     type Quantized: QuantModule<B> + Clone + Debug + Send;
@@ -136,6 +142,24 @@ pub trait Infer<B: Backend, const DI: usize, const DO: usize> {
 impl<B: Backend, T: KeepsFloat + Layer<B, DI, DO>, const DI: usize, const DO: usize> Infer<B, DI, DO> for T {
     fn forward(&self, x: &Tensor<B, DI>) -> Tensor<B, DO> {
         Layer::forward(self, x)
+    }
+}
+
+/// A nested model or a user block that a quantized model calls: the int8
+/// form `#[model]` generates, or a block that stays in float
+/// ([`KeepsFloat`]) run through its [`Differentiable`] forward.
+pub trait InferBlock<B: Backend, const DI: usize, const DO: usize> {
+    /// The inference forward.
+    fn forward(&self, x: &Tensor<B, DI>) -> Tensor<B, DO>;
+}
+
+impl<B, T, const DI: usize, const DO: usize> InferBlock<B, DI, DO> for T
+where
+    B: Backend,
+    T: KeepsFloat + Differentiable<B, Input = Tensor<B, DI>, Output = Tensor<B, DO>>,
+{
+    fn forward(&self, x: &Tensor<B, DI>) -> Tensor<B, DO> {
+        Differentiable::forward(self, x)
     }
 }
 

@@ -708,7 +708,7 @@ impl Gen<'_> {
                 let ty = field_ty(&self.fields()[callee.field].kind);
                 let (ri, ro) = (self.rank(x), self.rank(n.out));
                 bounds
-                    .push(quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized: ::blaze::quant::Infer<B, #ri, #ro>));
+                    .push(quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized: ::blaze::quant::InferBlock<B, #ri, #ro>));
             }
         }
         Some((self.forward_stmts(false, true), bounds))
@@ -753,7 +753,7 @@ impl Gen<'_> {
                     let ty = quantized(field_ty(&self.fields()[callee.field].kind));
                     let (ri, ro) = (self.rank(n.args[0]), self.rank(n.out));
                     let (at, x) = (access(*callee, self.fields()), value_ident(n.args[0]));
-                    quote_spanned!(span=> let #o = <#ty as ::blaze::quant::Infer<B, #ri, #ro>>::forward(&#at, &#x);)
+                    quote_spanned!(span=> let #o = <#ty as ::blaze::quant::InferBlock<B, #ri, #ro>>::forward(&#at, &#x);)
                 }
                 Op::Nested(callee) => {
                     let at = access(*callee, self.fields());
