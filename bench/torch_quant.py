@@ -42,8 +42,8 @@ def main():
         with torch.inference_mode():
             f = latency(rounds, calls, lambda: model(x))
             i = latency(rounds, calls, lambda: q(x))
-        print(f"{name + ' f32':<11} {f:9.2} us")
-        print(f"{name + ' int8':<11} {i:9.2} us")
+        print(f"{name + ' f32':<11} {f:9.2f} us")
+        print(f"{name + ' int8':<11} {i:9.2f} us")
 
 
 if __name__ == "__main__":

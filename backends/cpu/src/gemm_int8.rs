@@ -215,10 +215,8 @@ pub fn linear_int8_on(kernel: Int8Kernel, x: &[f32], m: usize, w: &QWeight, inpu
     pool::with_scratch::<u8, _>(rows * depth, |a| {
         let mut params = Vec::with_capacity(m);
         for (row, qa) in x.chunks_exact(k.max(1)).zip(a.chunks_exact_mut(depth)).take(m) {
-            let (scale, zp) = q::row_params(row, input);
-            q::quantize_row(row, scale, zp, &mut qa[..k]);
-            qa[k..].fill(0);
-            params.push((scale, zp));
+            // SAFETY: the kernels that reach here run AVX-512.
+            params.push(unsafe { x86::quantize(row, input, qa) });
         }
         let job = Job { a: a.as_ptr(), depth, n, packed, params: &params, out: Out(out.as_mut_ptr()) };
         let (panels, tasks) = (n.div_ceil(PANEL), m.div_ceil(TASK_ROWS));
@@ -263,7 +261,7 @@ mod x86 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{Job, MR, PANEL};
+    use super::{InputQuant, Job, MR, PANEL, q};
     use crate::gemm_bf16::Tiles;
 
     /// Stores row `i`'s sums for the 16 channels from `col` (`acc`) as
@@ -285,6 +283,50 @@ mod x86 {
             let left = job.n - col;
             let mask: __mmask16 = if left >= 16 { 0xffff } else { (1u16 << left) - 1 };
             _mm512_mask_storeu_ps(job.out.0.add(i * job.n + col), mask, y);
+        }
+    }
+
+    /// Quantizes `row` into `out` (its padding zeroed) as `input` says,
+    /// as `quant::weight`'s `row_params` and `quantize_row` do, 16 values
+    /// at a time: the rounding is the vector conversion's (to nearest,
+    /// ties to even, as `round_ties_even`), the clamps are taken in float
+    /// first (so that infinities and NaNs land where the scalar loop puts
+    /// them: 255, 0 and 0). Returns the row's scale and zero point.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 (F and BW); `out` is at least as long as `row`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn quantize(row: &[f32], input: InputQuant, out: &mut [u8]) -> (f32, u8) {
+        let k = row.len();
+        let tail = |at: usize| -> __mmask16 { if k - at >= 16 { 0xffff } else { (1u16 << (k - at)) - 1 } };
+        // SAFETY: every load and store is masked to `row`'s and `out`'s
+        // first `k` values.
+        unsafe {
+            let (scale, zp) = match input {
+                InputQuant::Static { scale, zero_point } => (scale, zero_point),
+                InputQuant::Dynamic => {
+                    // From 0 (the range holds 0); `min(x, acc)` keeps acc
+                    // where x is NaN, as `f32::min` does.
+                    let (mut lo, mut hi) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+                    for at in (0..k).step_by(16) {
+                        let v = _mm512_maskz_loadu_ps(tail(at), row.as_ptr().add(at));
+                        lo = _mm512_min_ps(v, lo);
+                        hi = _mm512_max_ps(v, hi);
+                    }
+                    q::input_params(_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi))
+                }
+            };
+            let inv = _mm512_set1_ps(1.0 / scale);
+            let (low, high) = (_mm512_set1_ps(-256.0), _mm512_set1_ps(256.0));
+            let zero = _mm512_set1_epi32(i32::from(zp));
+            for at in (0..k).step_by(16) {
+                let v = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail(at), row.as_ptr().add(at)), inv);
+                let v = _mm512_min_ps(_mm512_max_ps(v, low), high);
+                let levels = _mm512_max_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(v), zero), _mm512_setzero_si512());
+                _mm512_mask_cvtusepi32_storeu_epi8(out.as_mut_ptr().add(at).cast(), tail(at), levels);
+            }
+            out[k..].fill(0);
+            (scale, zp)
         }
     }
 
@@ -421,6 +463,10 @@ mod x86 {
     pub(super) unsafe fn amx(_: &Job<'_>, _: usize, _: Range<usize>) {
         unreachable!("no AMX off x86_64: Int8Kernel::for_rows never picks it")
     }
+
+    pub(super) unsafe fn quantize(_: &[f32], _: blaze_runtime::quant::InputQuant, _: &mut [u8]) -> (f32, u8) {
+        unreachable!("no AVX-512 off x86_64: Int8Kernel::for_rows never picks a vector kernel")
+    }
 }
 
 #[cfg(test)]
@@ -460,6 +506,42 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn rows_quantize_as_the_scalar_loop_quantizes_them() {
+        if !vnni_runs_here() {
+            eprintln!("note: this CPU lacks AVX-512 VNNI; the vector quantization's test is skipped here");
+            return;
+        }
+        // Ties at every half level, both signs, values past the range,
+        // infinities and NaNs, and lengths around the vector's 16.
+        let mut special: Vec<f32> = (-40..40).map(|i| i as f32 * 0.5).collect();
+        special.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e30, 0.0, -0.0, 300.0, -300.0]);
+        let inputs = [InputQuant::Dynamic, InputQuant::Static { scale: 0.5, zero_point: 7 }, InputQuant::Static { scale: 1.0, zero_point: 128 }];
+        for len in [1, 15, 16, 17, 33, special.len()] {
+            for input in inputs {
+                let row: Vec<f32> = special.iter().cycle().skip(len).take(len).copied().collect();
+                let (scale, zp) = q::row_params(&row, input);
+                let mut want = vec![0u8; len];
+                q::quantize_row(&row, scale, zp, &mut want);
+                let mut got = vec![9u8; len + 5];
+                // SAFETY: VNNI implies AVX-512 F and BW.
+                let params = unsafe { x86::quantize(&row, input, &mut got) };
+                assert_eq!(params, (scale, zp), "{len} values, {input:?}");
+                assert_eq!(&got[..len], &want[..], "{len} values, {input:?}");
+                assert!(got[len..].iter().all(|&b| b == 0), "the padding is zeroed");
+            }
+        }
+        // A finite row quantizes dynamically over its own range.
+        let row: Vec<f32> = (0..50).map(|i| (i as f32 - 20.0) / 7.0).collect();
+        let (scale, zp) = q::row_params(&row, InputQuant::Dynamic);
+        let mut want = vec![0u8; 50];
+        q::quantize_row(&row, scale, zp, &mut want);
+        let mut got = vec![0u8; 64];
+        // SAFETY: as above.
+        assert_eq!(unsafe { x86::quantize(&row, InputQuant::Dynamic, &mut got) }, (scale, zp));
+        assert_eq!(&got[..50], &want[..]);
     }
 
     #[test]
