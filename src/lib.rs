@@ -136,6 +136,7 @@ mod guide {
         kernels = "kernels.md",
         backends = "backends.md",
         precision = "precision.md",
+        inference = "inference.md",
         onnx = "onnx.md",
         performance = "performance.md",
         troubleshooting = "troubleshooting.md",
