@@ -148,3 +148,55 @@ fn a_matrix_read_without_transposing_names_the_file_tensor() {
     assert!(err.contains("tensor `w` has shape [4, 3], the model expects [3, 4]"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The mean next-token loss (nats) of `logits` `[n, T, V]` over `ids`
+/// `[n, T + 1]`'s later tokens.
+fn next_token_loss(logits: &Tensor<Cpu, 3>, ids: &[Vec<i64>]) -> f64 {
+    let [_, t, v] = logits.shape();
+    let values: Vec<f32> = logits.to_vec();
+    let mut total = 0.0;
+    for (n, seq) in ids.iter().enumerate() {
+        for p in 0..t {
+            let row = &values[(n * t + p) * v..(n * t + p + 1) * v];
+            let max = row.iter().fold(f32::MIN, |m, &x| m.max(x)) as f64;
+            let sum: f64 = row.iter().map(|&x| (x as f64 - max).exp()).sum();
+            total += max + sum.ln() - row[seq[p + 1] as usize] as f64;
+        }
+    }
+    total / (ids.len() * t) as f64
+}
+
+#[test]
+fn the_checkpoint_in_int8_keeps_its_loss_on_held_out_text() {
+    let model = loaded();
+    let int8 = blaze::quant::quantize_dynamic(&model);
+    // Windows of the shipped text's last tenth, as the tokenizer reads them.
+    let text =
+        blaze::data::read_text(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/text/kjv-1mb.txt.gz")).unwrap();
+    let held = &text[text.len() * 9 / 10..];
+    let tokenizer = tokenizers::Tokenizer::from_file(fixture("tokenizer.json")).expect("tokenizer.json");
+    let all: Vec<i64> =
+        tokenizer.encode(&held[..20_000], false).unwrap().get_ids().iter().map(|&i| i64::from(i)).collect();
+    let windows: Vec<Vec<i64>> = (0..8).map(|w| all[w * 200..w * 200 + 33].to_vec()).collect();
+    let inputs: Vec<i64> = windows.iter().flat_map(|w| w[..32].iter().copied()).collect();
+    let x = Tensor::<Cpu, 2>::from_vec(inputs, [8, 32], &CpuDevice);
+    let (f32_loss, int8_loss) =
+        (next_token_loss(&model.forward(&x), &windows), next_token_loss(&int8.forward(&x), &windows));
+    eprintln!("transformers' GPT-2 fixture: held-out loss f32 {f32_loss:.4}, int8 {int8_loss:.4} nats");
+    assert!((f32_loss - int8_loss).abs() <= 0.05, "held-out loss f32 {f32_loss:.4}, int8 {int8_loss:.4}");
+    // Its file: under 30% of the f32 one Blaze saves and of the one
+    // `transformers` saved (which stores the tied head once, as the int8
+    // file does: `lm_head.weight` is tied to `wte.weight` in its metadata).
+    let dir = std::env::temp_dir().join(format!("blaze-hf-int8-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (float_file, int8_file) = (dir.join("f32.safetensors"), dir.join("int8.safetensors"));
+    blaze::record::save_model(&model, &float_file).unwrap();
+    int8.save(&int8_file).unwrap();
+    let size = |p: &PathBuf| std::fs::metadata(p).unwrap().len() as f64;
+    let (blaze_f32, hf_f32) =
+        (size(&int8_file) / size(&float_file), size(&int8_file) / size(&fixture("model.safetensors")));
+    eprintln!("its int8 file: {:.1}% of Blaze's f32 file, {:.1}% of transformers'", 100.0 * blaze_f32, 100.0 * hf_f32);
+    assert!(blaze_f32 < 0.3 && hf_f32 < 0.3, "{blaze_f32} and {hf_f32} of the f32 files");
+    let back = gpt2_model::Gpt2TinyInt8::<Cpu>::load(&int8_file, &CpuDevice).unwrap();
+    assert_eq!(back.forward(&x).to_vec::<f32>(), int8.forward(&x).to_vec::<f32>());
+}

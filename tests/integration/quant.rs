@@ -201,3 +201,33 @@ fn a_wrong_file_is_refused_naming_it_and_the_tensor() {
     let msg = digits::DigitsMlpInt8::<Cpu>::load(scratch("none.safetensors"), &CpuDevice).unwrap_err().to_string();
     assert!(msg.contains("none.safetensors"), "{msg}");
 }
+
+#[test]
+fn an_int8_gpt_decodes_one_position_at_a_time_as_its_forward_runs() {
+    use blaze::nn::{Decode, GenerateConfig, generate};
+    let mut model = Gpt::<Cpu>::new_seeded(0, &CpuDevice);
+    load_model(&mut model, &fixture("gpt_small.safetensors")).unwrap();
+    let int8 = quantize_dynamic(&model);
+    let ids: Vec<i64> = (0..24).map(|i| (i * 11 % 63) as i64).collect();
+    let x = Tensor::<Cpu, 2>::from_vec(ids.clone(), [1, 24], &CpuDevice);
+    let full = int8.forward(&x);
+    // Each row quantizes on its own: a position's logits do not depend on
+    // how many positions run with it.
+    let mut state = int8.decode_state();
+    let mut steps = vec![int8.decode_step(&x.narrow(1, 0, 5), &mut state)];
+    for t in 5..24 {
+        steps.push(int8.decode_step(&x.narrow(1, t, 1), &mut state));
+    }
+    let stepped = Tensor::cat(&steps, 1);
+    let worst = (stepped - &full).abs().max().item();
+    assert!(worst < 1e-4 * full.abs().max().item(), "decoded logits differ from the forward's by {worst}");
+    // Greedy generation picks each step's most likely next character.
+    let drawn = generate(&int8, &ids[..4], &GenerateConfig::greedy(6), |_| {});
+    let mut seq = ids[..4].to_vec();
+    for &t in &drawn {
+        let x = Tensor::<Cpu, 2>::from_vec(seq.clone(), [1, seq.len()], &CpuDevice);
+        let last: Tensor<Cpu, 1> = int8.forward(&x).narrow(1, seq.len() - 1, 1).reshape([-1]);
+        assert_eq!(last.argmax(0).to_vec::<i64>()[0], t, "after {seq:?}");
+        seq.push(t);
+    }
+}

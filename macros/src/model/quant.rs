@@ -23,7 +23,7 @@ pub fn ident(model: &Model) -> Ident {
 }
 
 /// `T: Quantize<B>` for each field type the macro cannot see.
-fn opaque_bounds(model: &Model) -> Vec<TokenStream> {
+pub fn opaque_bounds(model: &Model) -> Vec<TokenStream> {
     model
         .fields
         .iter()
@@ -94,6 +94,10 @@ pub fn struct_items(model: &Model) -> TokenStream {
 
             fn calibrate(&mut self, phase: ::blaze::quant::Phase) {
                 #(::blaze::quant::QuantModule::<B>::calibrate(&mut self.#names, phase);)*
+            }
+
+            fn device(&self) -> ::core::option::Option<B::Device> {
+                ::core::option::Option::None #(.or_else(|| ::blaze::quant::QuantModule::<B>::device(&self.#names)))*
             }
         }
 

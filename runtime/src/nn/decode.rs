@@ -2,7 +2,6 @@
 //! derives for a forward body whose only op across positions is causal
 //! attention, and [`generate`], which samples from it one token at a time.
 
-use super::Module;
 use crate::rng::Rng;
 use crate::{Backend, Tensor};
 
@@ -16,7 +15,7 @@ use crate::{Backend, Tensor};
     label = "no `Decode` impl",
     note = "`#[model]` derives `Decode` for a forward body over `[T, ..]` whose ops act on each position on its own (layers over the last dim, elementwise ops, `positions(T)`) but for causal self-attention (`#[layer(causal = true)]`), and whose nested models decode too"
 )]
-pub trait Decode<B: Backend>: Module<B> {
+pub trait Decode<B: Backend> {
     /// A step's input: the inputs of new positions, `[n, s, ..]`.
     type Input;
     /// A step's output: the outputs at the new positions.
@@ -31,6 +30,8 @@ pub trait Decode<B: Backend>: Module<B> {
     fn decode_step(&self, x: &Self::Input, state: &mut Self::State) -> Self::Output;
     /// How many positions `state` has seen.
     fn decoded(state: &Self::State) -> usize;
+    /// Where its tensors live (`None` for a model without any).
+    fn device(&self) -> Option<B::Device>;
 }
 
 /// How [`generate`] picks each token.
@@ -95,7 +96,7 @@ where
     if let Some(p) = config.top_p {
         assert!(p > 0.0 && p <= 1.0, "generate: top_p {p} is outside (0, 1]");
     }
-    let device = super::device_of(model).expect("generate: the model has no parameters to tell its device");
+    let device = model.device().expect("generate: the model has no parameters to tell its device");
     let mut rng = Rng::seed_from_u64(config.seed);
     let mut state = model.decode_state();
     let mut tokens = prompt.to_vec();

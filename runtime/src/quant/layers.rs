@@ -148,6 +148,10 @@ impl<B: Backend, const I: usize, const O: usize> QuantModule<B> for Int8Linear<B
             self.bias = Some(src.tensor(&join(prefix, "bias"), b));
         }
     }
+
+    fn device(&self) -> Option<B::Device> {
+        self.bias.as_ref().map(Tensor::device)
+    }
 }
 
 impl<B: Backend, const I: usize, const O: usize, const D: usize> Infer<B, D, D> for Int8Linear<B, I, O> {
@@ -327,6 +331,10 @@ macro_rules! conv_state {
             fn calibrate(&mut self, phase: Phase) {
                 self.observer.phase(phase, &mut self.input);
             }
+
+            fn device(&self) -> Option<B::Device> {
+                self.bias.as_ref().map(Tensor::device)
+            }
         }
     };
 }
@@ -443,6 +451,10 @@ impl<B: Backend, const V: usize, const D: usize> QuantModule<B> for Int8Embeddin
             self.weight = Arc::new(w);
         }
     }
+
+    fn device(&self) -> Option<B::Device> {
+        Some(self.device.clone())
+    }
 }
 
 impl<B: Backend, const V: usize, const D: usize> Infer<B, 1, 2> for Int8Embedding<B, V, D> {
@@ -523,6 +535,10 @@ impl<B: Backend, const D: usize, const H: usize> QuantModule<B> for Int8MultiHea
             self.in_proj_bias = Some(src.tensor(&join(prefix, "in_proj_bias"), b));
         }
         self.out_proj.load_state(&join(prefix, "out_proj"), src);
+    }
+
+    fn device(&self) -> Option<B::Device> {
+        self.in_proj_bias.as_ref().map(Tensor::device).or_else(|| self.out_proj.device())
     }
 }
 

@@ -99,6 +99,8 @@ pub trait QuantModule<B: Backend> {
     fn load_state(&mut self, prefix: &str, src: &mut StateReader<'_, B>);
     /// Passes a calibration phase to every layer that calibrates.
     fn calibrate(&mut self, _phase: Phase) {}
+    /// The device of its first tensor (`None` for a module without any).
+    fn device(&self) -> Option<B::Device>;
 }
 
 /// Float layers save and load their parameters and buffers as the float
@@ -110,6 +112,10 @@ impl<B: Backend, T: KeepsFloat + Module<B>> QuantModule<B> for T {
 
     fn load_state(&mut self, prefix: &str, src: &mut StateReader<'_, B>) {
         state::load_float(self, prefix, src);
+    }
+
+    fn device(&self) -> Option<B::Device> {
+        crate::nn::device_of(self)
     }
 }
 
@@ -128,6 +134,10 @@ impl<B: Backend, T: QuantModule<B>, const N: usize> QuantModule<B> for [T; N] {
 
     fn calibrate(&mut self, phase: Phase) {
         self.iter_mut().for_each(|m| m.calibrate(phase));
+    }
+
+    fn device(&self) -> Option<B::Device> {
+        self.iter().find_map(|m| m.device())
     }
 }
 

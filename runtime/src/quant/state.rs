@@ -1,7 +1,9 @@
 //! Quantized models on disk and in summaries. A quantized model saves as
 //! safetensors: each int8 weight under the float weight's name (dtype
 //! `I8`, the float weight's shape) with its per-channel scales beside it
-//! (`<name>_scale`, `F32 [out]`); a calibrated input's range as
+//! (`<name>_scale`, `F16 [out]`, or `F32` past f16's range), a weight
+//! equal to one stored before it stored once (metadata `tied`); a
+//! calibrated input's range as
 //! `<layer>.input_scale` (`F32 [1]`) and `<layer>.input_zero_point`
 //! (`U8 [1]`); float parameters and buffers as the float model names
 //! them. The metadata says `"format": "blaze-int8"`.
@@ -40,8 +42,19 @@ impl StateWriter {
     pub fn int8(&mut self, name: &str, w: &QWeight) {
         let bytes = w.values().iter().map(|&v| v as u8).collect();
         self.entries.push((name.to_owned(), "I8", w.shape().to_vec(), bytes, Kind::Int8));
-        let scales = w.scales().iter().flat_map(|s| s.to_le_bytes()).collect();
-        self.entries.push((format!("{name}_scale"), "F32", vec![w.rows()], scales, Kind::Params));
+        // Scales are f16 values (`QWeight::quantize` rounds them up to
+        // one) unless a weight passed f16's range.
+        let halves: Option<Vec<u8>> = w
+            .scales()
+            .iter()
+            .map(|&s| Some(half::f16::from_f32(s)).filter(|h| h.to_f32() == s).map(|h| h.to_le_bytes()))
+            .collect::<Option<Vec<_>>>()
+            .map(|h| h.concat());
+        let (dtype, scales) = match halves {
+            Some(h) => ("F16", h),
+            None => ("F32", w.scales().iter().flat_map(|s| s.to_le_bytes()).collect()),
+        };
+        self.entries.push((format!("{name}_scale"), dtype, vec![w.rows()], scales, Kind::Params));
     }
 
     /// A float tensor, copied to the host.
@@ -91,6 +104,9 @@ impl StateWriter {
 pub struct StateReader<'a, B: Backend> {
     path: &'a Path,
     tensors: BTreeMap<String, Entry<'a>>,
+    /// Int8 weights stored once for several names: a name to the one
+    /// stored (the file's `tied` metadata).
+    tied: BTreeMap<String, String>,
     device: B::Device,
     used: BTreeSet<String>,
     error: Option<RecordError>,
@@ -101,8 +117,24 @@ impl<B: Backend> StateReader<'_, B> {
         self.error.get_or_insert(e);
     }
 
+    /// The name the file stores `name` under: itself, or the weight it
+    /// is tied to (and that weight's scales for its scales).
+    fn stored(&self, name: &str) -> String {
+        if self.tensors.contains_key(name) {
+            return name.to_owned();
+        }
+        if let Some(to) = self.tied.get(name) {
+            return to.clone();
+        }
+        match name.strip_suffix("_scale").and_then(|w| self.tied.get(w)) {
+            Some(to) => format!("{to}_scale"),
+            None => name.to_owned(),
+        }
+    }
+
     fn entry(&mut self, name: &str, dtype: &str, shape: &[usize]) -> Option<&[u8]> {
         let path = self.path.to_owned();
+        let name = &self.stored(name);
         let Some(e) = self.tensors.get(name) else {
             self.fail(RecordError::Missing { path, name: name.to_owned(), expected: shape.to_vec() });
             return None;
@@ -121,12 +153,19 @@ impl<B: Backend> StateReader<'_, B> {
         Some(self.tensors[name].data)
     }
 
-    /// The int8 weight `name` (and `<name>_scale`) of `like`'s shape.
+    /// The int8 weight `name` (and `<name>_scale`, f16 or f32) of
+    /// `like`'s shape.
     pub fn int8(&mut self, name: &str, like: &QWeight) -> Option<QWeight> {
         let values: Vec<i8> = self.entry(name, "I8", like.shape())?.iter().map(|&b| b as i8).collect();
         let scale_name = format!("{name}_scale");
-        let scales = self.entry(&scale_name, "F32", &[like.rows()])?;
-        let scales = scales.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let wide = self.tensors.get(&self.stored(&scale_name)).is_some_and(|e| e.dtype == "F32");
+        let scales = if wide {
+            let bytes = self.entry(&scale_name, "F32", &[like.rows()])?;
+            bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+        } else {
+            let bytes = self.entry(&scale_name, "F16", &[like.rows()])?;
+            bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+        };
         match QWeight::from_parts(values, scales, like.shape().to_vec()) {
             Ok(w) => Some(w),
             Err(e) => {
@@ -211,13 +250,42 @@ pub(super) fn load_float<B: Backend, M: Module<B>>(m: &mut M, prefix: &str, src:
 }
 
 /// Saves a quantized model to `path` (see the module's comment for the
-/// layout), atomically.
+/// layout), atomically. An int8 weight equal to one stored before it
+/// (a head tied to the token embeddings, as GPT-2's) is stored once and
+/// named in the metadata's `tied` (`lm_head.weight=wte.weight`).
 pub fn save<B: Backend, M: QuantModule<B>>(model: &M, path: &Path) -> Result<(), RecordError> {
     let mut out = StateWriter::default();
     model.save_state("", &mut out);
-    let views: Vec<(&str, &str, &[usize], &[u8])> =
-        out.entries.iter().map(|(n, d, s, b, _)| (n.as_str(), *d, s.as_slice(), b.as_slice())).collect();
-    write_atomic(path, &safetensors::serialize(&views, &[("format", "blaze-int8")]))
+    let scales = |name: &str| out.entries.iter().find(|e| e.0 == format!("{name}_scale")).map(|e| &e.3);
+    let mut tied: Vec<(String, String)> = Vec::new();
+    for (i, (name, _, shape, bytes, kind)) in out.entries.iter().enumerate() {
+        if *kind != Kind::Int8 {
+            continue;
+        }
+        let first = out.entries[..i].iter().find(|e| {
+            e.4 == Kind::Int8
+                && !tied.iter().any(|t| t.0 == e.0)
+                && &e.2 == shape
+                && &e.3 == bytes
+                && scales(&e.0) == scales(name)
+        });
+        if let Some(first) = first {
+            tied.push((name.clone(), first.0.clone()));
+        }
+    }
+    let dropped = |n: &str| tied.iter().any(|(t, _)| n == t || n.strip_suffix("_scale") == Some(t.as_str()));
+    let views: Vec<(&str, &str, &[usize], &[u8])> = out
+        .entries
+        .iter()
+        .filter(|e| !dropped(&e.0))
+        .map(|(n, d, s, b, _)| (n.as_str(), *d, s.as_slice(), b.as_slice()))
+        .collect();
+    let tied_text = tied.iter().map(|(n, to)| format!("{n}={to}")).collect::<Vec<_>>().join(",");
+    let mut meta = vec![("format", "blaze-int8")];
+    if !tied.is_empty() {
+        meta.push(("tied", tied_text.as_str()));
+    }
+    write_atomic(path, &safetensors::serialize(&views, &meta))
 }
 
 /// Loads a quantized model saved by [`save`] into `model` (one of the
@@ -230,9 +298,17 @@ pub fn load<B: Backend, M: QuantModule<B> + Clone>(
     device: &B::Device,
 ) -> Result<(), RecordError> {
     let bytes = std::fs::read(path).map_err(|source| RecordError::Io { path: path.to_owned(), source })?;
-    let (tensors, _) =
+    let (tensors, meta) =
         safetensors::parse(&bytes).map_err(|message| RecordError::Format { path: path.to_owned(), message })?;
-    let mut src = StateReader { path, tensors, device: device.clone(), used: BTreeSet::new(), error: None };
+    let mut tied = BTreeMap::new();
+    for pair in meta.get("tied").map_or("", String::as_str).split(',').filter(|p| !p.is_empty()) {
+        let Some((name, to)) = pair.split_once('=') else {
+            let message = format!("metadata `tied` holds `{pair}`, not `name=stored`");
+            return Err(RecordError::Format { path: path.to_owned(), message });
+        };
+        tied.insert(name.to_owned(), to.to_owned());
+    }
+    let mut src = StateReader { path, tensors, tied, device: device.clone(), used: BTreeSet::new(), error: None };
     let mut fresh = model.clone();
     fresh.load_state("", &mut src);
     if let Some(e) = src.error {

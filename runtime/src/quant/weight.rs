@@ -35,7 +35,9 @@ pub struct QWeight {
 
 impl QWeight {
     /// Quantizes `values` (row-major, `shape[0]` output channels): each
-    /// channel's scale is its largest magnitude over 127, each value
+    /// channel's scale is its largest magnitude over 127, rounded up to
+    /// the next f16 value (so that a file holds it in two bytes, exactly,
+    /// as GGML's `Q8_0` does, and no value passes 127 levels), each value
     /// rounded to the nearest level (ties to even).
     pub fn quantize(values: &[f32], shape: &[usize]) -> QWeight {
         let rows = shape.first().copied().unwrap_or(1);
@@ -45,7 +47,7 @@ impl QWeight {
         let mut scales = Vec::with_capacity(rows);
         for row in values.chunks(cols.max(1)).take(rows) {
             let max = row.iter().fold(0f32, |m, &v| m.max(v.abs()));
-            let scale = if max > 0.0 && max.is_finite() { max / WEIGHT_MAX } else { 1.0 };
+            let scale = if max > 0.0 && max.is_finite() { half_up(max / WEIGHT_MAX) } else { 1.0 };
             q.extend(row.iter().map(|&v| (v / scale).round_ties_even().clamp(-WEIGHT_MAX, WEIGHT_MAX) as i8));
             scales.push(scale);
         }
@@ -144,6 +146,14 @@ impl QWeight {
             .downcast_ref()
             .expect("QWeight::packed: one layout per weight (the backend that first used it)")
     }
+}
+
+/// `s` rounded up to an f16 value, or `s` itself past f16's range (a
+/// weight over 8 million: the file then keeps f32 scales).
+fn half_up(s: f32) -> f32 {
+    let h = half::f16::from_f32(s);
+    let up = if h.to_f32() < s { half::f16::from_bits(h.to_bits() + 1) } else { h };
+    if up.is_finite() && up.to_f32() >= s { up.to_f32() } else { s }
 }
 
 impl Clone for QWeight {
@@ -251,7 +261,11 @@ mod tests {
         let w = [0.5, -1.0, 0.25, 0.0, 0.0, 0.0, 3.0, 1.5, -0.75];
         let q = QWeight::quantize(&w, &[3, 3]);
         assert_eq!(q.values(), &[64, -127, 32, 0, 0, 0, 127, 64, -32]);
-        assert_eq!(q.scales(), &[1.0 / 127.0, 1.0, 3.0 / 127.0]);
+        // Each scale is the f16 value at or just above max / 127.
+        for (&s, want) in q.scales().iter().zip([1.0 / 127.0, 1.0, 3.0 / 127.0]) {
+            assert!(s >= want && s < want * (1.0 + 1.0 / 1024.0), "{s} for {want}");
+            assert_eq!(half::f16::from_f32(s).to_f32(), s, "{s} is an f16 value");
+        }
         assert_eq!(q.sums(), &[-31, 0, 159]);
         for (a, b) in q.dequantize().iter().zip(&w) {
             assert!((a - b).abs() <= 0.5 * 3.0 / 127.0, "{a} vs {b}");

@@ -97,7 +97,7 @@ impl Gen<'_> {
     }
 
     /// Node `i` of a decoding step where it differs from the forward's.
-    pub(super) fn decode_stmt(&self, i: usize) -> Option<TokenStream> {
+    pub(super) fn decode_stmt(&self, i: usize, int8: bool) -> Option<TokenStream> {
         let n = &self.low.nodes[i];
         let (o, s) = (value_ident(n.out), slot(i));
         let x = n.args.first().map(|&k| value_ident(k));
@@ -107,7 +107,7 @@ impl Gen<'_> {
                 quote!(let #o = #at.attend_step(&#x, &mut state.#s);)
             }
             Op::Nested(c) => {
-                let (at, ty) = (access(*c, self.fields()), field_ty(&self.fields()[c.field].kind));
+                let (at, ty) = (access(*c, self.fields()), self.decoded_ty(c, int8));
                 quote!(let #o = <#ty as ::blaze::nn::Decode<B>>::decode_step(&#at, &#x, &mut state.#s);)
             }
             Op::Positions(t) => {
@@ -118,17 +118,31 @@ impl Gen<'_> {
         })
     }
 
-    /// The state struct and the `Decode` impl; nothing for a body that
-    /// does not decode.
+    /// The type of nested field `c` that decodes: its own, or its int8
+    /// form's.
+    fn decoded_ty(&self, c: &crate::graph::lower::Callee, int8: bool) -> TokenStream {
+        let ty = field_ty(&self.fields()[c.field].kind);
+        if int8 { quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized) } else { ty }
+    }
+
+    /// The state struct and the `Decode` impl, for the model and for its
+    /// int8 form (`blaze::quant`); nothing for a body that does not decode.
     pub fn decode(&self) -> TokenStream {
         if !self.decodes() {
             return TokenStream::new();
         }
-        let (ident, vis, low) = (&self.model.ident, &self.model.vis, self.low);
+        let mut out = self.decode_impl(false);
+        out.extend(self.decode_impl(true));
+        out
+    }
+
+    fn decode_impl(&self, int8: bool) -> TokenStream {
+        let (vis, low) = (&self.model.vis, self.low);
+        let ident = if int8 { crate::model::quant::ident(self.model) } else { self.model.ident.clone() };
         let state = format_ident!("{}DecodeState", ident);
         let mut fields = Vec::new();
         let mut inits = Vec::new();
-        let mut bounds = Vec::new();
+        let mut bounds = if int8 { crate::model::quant::opaque_bounds(self.model) } else { Vec::new() };
         for (i, n) in low.nodes.iter().enumerate() {
             let s = slot(i);
             match &n.op {
@@ -137,7 +151,7 @@ impl Gen<'_> {
                     inits.push(quote!(#s: ::blaze::nn::KvCache::new()));
                 }
                 Op::Nested(c) => {
-                    let (at, ty) = (access(*c, self.fields()), field_ty(&self.fields()[c.field].kind));
+                    let (at, ty) = (access(*c, self.fields()), self.decoded_ty(c, int8));
                     let (ri, ro) = (low.vals[n.args[0]].rank(), low.vals[n.out].rank());
                     fields.push(quote!(#s: <#ty as ::blaze::nn::Decode<B>>::State));
                     inits.push(quote!(#s: <#ty as ::blaze::nn::Decode<B>>::decode_state(&#at)));
@@ -151,7 +165,11 @@ impl Gen<'_> {
                 _ => {}
             }
         }
-        let body = self.forward_stmts(true, false);
+        let body = self.forward_stmts(true, int8);
+        let device = match int8 {
+            true => quote!(::blaze::quant::QuantModule::<B>::device(self)),
+            false => quote!(::blaze::nn::device_of::<B, Self>(self)),
+        };
         let (ri, ro) = (low.vals[low.inputs[0]].rank(), low.vals[low.output].rank());
         let x = &self.input_names[0];
         let doc = format!("What [`{ident}`]'s decoding step keeps between positions.");
@@ -191,6 +209,10 @@ impl Gen<'_> {
 
                 fn decoded(state: &#state<B>) -> usize {
                     state.pos
+                }
+
+                fn device(&self) -> ::core::option::Option<B::Device> {
+                    #device
                 }
             }
         }

@@ -738,7 +738,7 @@ impl Gen<'_> {
                     let call = e.call(&x, false);
                     quote_spanned!(span=> let #y = #at.#call;)
                 }
-                _ if decode && let Some(step) = self.decode_stmt(i) => step,
+                _ if decode && let Some(step) = self.decode_stmt(i, int8) => step,
                 Op::Layer(callee) => {
                     let ty = quantized(field_ty(&self.fields()[callee.field].kind));
                     let mut path = self.layer_path(ty.clone(), n.args[0], n.out);
