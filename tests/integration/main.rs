@@ -10,6 +10,9 @@ mod autodiff_oracle;
 mod common;
 mod concurrency;
 mod decode;
+/// The mnist example's models, shared by the export and quantization tests.
+#[path = "../../examples/common/digits.rs"]
+mod digits;
 mod fit_tasks;
 #[path = "../common/fused_models.rs"]
 mod fused_models;

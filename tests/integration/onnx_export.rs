@@ -21,8 +21,7 @@ use blaze::{DataVec, TensorData};
 use crate::gpt_model;
 use crate::tabular::tables as tabular;
 
-#[path = "../../examples/common/digits.rs"]
-mod digits;
+use crate::digits;
 #[path = "../../examples/common/readers.rs"]
 mod readers;
 

@@ -22,9 +22,7 @@ use blaze::record::{RecordError, load_model, save_model};
 
 use crate::gpt_model::Gpt;
 
-#[path = "../../examples/common/digits.rs"]
-#[allow(dead_code)]
-mod digits;
+use crate::digits;
 
 use digits::{DigitsCnn, DigitsMlp};
 

@@ -34,8 +34,11 @@ enum Kind {
 /// [`QuantModule::save_state`].
 #[derive(Debug, Default)]
 pub struct StateWriter {
-    entries: Vec<(String, &'static str, Vec<usize>, Vec<u8>, Kind)>,
+    entries: Vec<Written>,
 }
+
+/// One tensor for the file: name, safetensors dtype, shape, bytes, kind.
+type Written = (String, &'static str, Vec<usize>, Vec<u8>, Kind);
 
 impl StateWriter {
     /// An int8 weight and its scales (`<name>_scale`).
