@@ -98,14 +98,29 @@ fn linear_fused<B: Backend, const D: usize>(
     residual: Option<&Tensor<B, D>>,
 ) -> Tensor<B, D> {
     let [o, i] = weight.shape();
+    rows_through("Linear", [o, i], x, |rows| rows.matmul(&weight.t()), bias, act, residual)
+}
+
+/// `act(product(rows) + b) (+ residual)` over the last dim of `x`, the
+/// product taking its rows `[n, i]` to `[n, o]`: a linear layer's
+/// forward, float ([`Linear`]) or int8 (`blaze::quant`); `layer` names
+/// it in a shape panic.
+pub(crate) fn rows_through<B: Backend, const D: usize>(
+    layer: &str,
+    [o, i]: [usize; 2],
+    x: &Tensor<B, D>,
+    product: impl FnOnce(&Tensor<B, 2>) -> Tensor<B, 2>,
+    bias: Option<&Tensor<B, 1>>,
+    act: Option<UnaryOp>,
+    residual: Option<&Tensor<B, D>>,
+) -> Tensor<B, D> {
     let mut out = x.shape();
-    assert!(D >= 2 && out[D - 1] == i, "Linear<{i}, {o}>: expects input [.., {i}], got {out:?}");
+    assert!(D >= 2 && out[D - 1] == i, "{layer}<{i}, {o}>: expects input [.., {i}], got {out:?}");
     out[D - 1] = o;
-    let flat: Tensor<B, 2> = x.reshape([-1, i as i64]);
-    let y = flat.matmul(&weight.t());
+    let y = product(&x.reshape([-1, i as i64]));
     match residual {
         Some(r) => {
-            assert!(r.shape() == out, "Linear<{i}, {o}>: residual {:?} for output {:?}", r.shape(), out);
+            assert!(r.shape() == out, "{layer}<{i}, {o}>: residual {:?} for output {:?}", r.shape(), out);
             y.bias_act_add(bias, 1, act, &r.reshape([-1, o as i64]))
         }
         None => y.bias_act(bias, 1, act),

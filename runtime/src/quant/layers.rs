@@ -109,17 +109,8 @@ impl<B: Backend, const I: usize, const O: usize> Int8Linear<B, I, O> {
         act: Option<UnaryOp>,
         residual: Option<&Tensor<B, D>>,
     ) -> Tensor<B, D> {
-        let y: Tensor<B, 2> = product(&self.weight, x, InputQuant::Dynamic, "Int8Linear").reshape([-1, O as i64]);
-        let mut out = x.shape();
-        out[D - 1] = O;
-        match residual {
-            Some(r) => {
-                assert!(r.shape() == out, "Int8Linear<{I}, {O}>: residual {:?} for output {out:?}", r.shape());
-                y.bias_act_add(self.bias.as_ref(), 1, act, &r.reshape([-1, O as i64]))
-            }
-            None => y.bias_act(self.bias.as_ref(), 1, act),
-        }
-        .reshape(out)
+        let product = |rows: &Tensor<B, 2>| product(&self.weight, rows, InputQuant::Dynamic, "Int8Linear");
+        nn::rows_through("Int8Linear", [O, I], x, product, self.bias.as_ref(), act, residual)
     }
 }
 
