@@ -10,7 +10,8 @@
 //! generates the backward pass. Prints the training and held-out loss as it
 //! trains, then a sample of generated text, drawn one character a step
 //! over the keys and values cached so far (the decoding step `#[model]`
-//! derives, through `blaze::nn::generate`).
+//! derives, through `blaze::nn::generate`); then the same weights in
+//! int8 (`blaze::quant`): their held-out loss, and a sample.
 //!
 //! ```text
 //! cargo run --release --example gpt
@@ -30,7 +31,9 @@ use blaze::Precision;
 use blaze::data::{DataLoader, Dataset, TextDataset, Vocab};
 use blaze::nn::{Ctx, Decode, Differentiable, GenerateConfig, Graph, generate};
 use blaze::optim::{Adam, CosineWithWarmup};
+use blaze::loss::cross_entropy;
 use blaze::prelude::*;
+use blaze::quant::{InferBlock, Quantize, quantize_dynamic};
 use blaze::rng::Rng;
 use blaze::train::{FitConfig, fit};
 use clap::{Parser, ValueEnum};
@@ -100,6 +103,7 @@ trait Model:
     + Graph<Cpu>
     + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
     + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+    + Quantize<Cpu, Quantized: Int8Model>
 {
 }
 
@@ -108,8 +112,15 @@ impl<M> Model for M where
         + Graph<Cpu>
         + Differentiable<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
         + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>>
+        + Quantize<Cpu, Quantized: Int8Model>
 {
 }
+
+/// What the int8 form (`blaze::quant`) needs: its forward and its
+/// decoding step.
+trait Int8Model: InferBlock<Cpu, 2, 3> + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>> {}
+
+impl<Q> Int8Model for Q where Q: InferBlock<Cpu, 2, 3> + Decode<Cpu, Input = Tensor<Cpu, 2>, Output = Tensor<Cpu, 3>> {}
 
 fn main() -> Result<()> {
     let args = Args::parse();
@@ -187,7 +198,37 @@ fn run<M: Model>(args: &Args, batch: usize) -> Result<()> {
     let started = std::time::Instant::now();
     let drawn = generate(&model, &prompt, &sampling, |t| print!("{}", vocab.decode(&[t])));
     println!("\n({} characters, {:.0} a second)", drawn.len(), drawn.len() as f64 / started.elapsed().as_secs_f64());
+
+    // The same weights in int8 (`blaze::quant`): the held-out loss of
+    // both on a few batches, and a sample drawn over the int8 model's cache.
+    let int8 = quantize_dynamic(&model);
+    let (f32_loss, int8_loss) = (held_out(&held, |x| model.forward(x)), held_out(&held, |x| int8.forward(x)));
+    println!("\nint8: held-out loss {int8_loss:.3} nats/char (f32 {f32_loss:.3}, on the same {HELD_BATCHES} batches)");
+    print!("int8 sample:\n{}", vocab.decode(&prompt));
+    generate(&int8, &prompt, &GenerateConfig { max_new_tokens: args.sample.min(200), ..sampling }, |t| {
+        print!("{}", vocab.decode(&[t]))
+    });
+    println!();
     Ok(())
+}
+
+/// Batches of the held-out text the int8 comparison reads.
+const HELD_BATCHES: usize = 8;
+
+/// The mean next-character loss of `forward` on the first batches of `held`.
+fn held_out(held: &DataLoader<TextDataset>, forward: impl Fn(&Tensor<Cpu, 2>) -> Tensor<Cpu, 3>) -> f64 {
+    let n = held.batch_size();
+    let losses: Vec<f64> = (0..HELD_BATCHES.min(held.len()))
+        .map(|b| {
+            let batch = held.dataset().batch(&(b * n..(b + 1) * n).collect::<Vec<_>>());
+            let x = Tensor::<Cpu, 2>::from_data(batch.inputs, &CpuDevice).expect("token ids [n, context]");
+            let y = Tensor::<Cpu, 2>::from_data(batch.targets, &CpuDevice).expect("next ids [n, context]");
+            let logits = forward(&x);
+            let v = logits.shape()[2];
+            cross_entropy(&logits.reshape([-1, v as i64]), &y.reshape([-1]), 0.0).item()
+        })
+        .collect();
+    losses.iter().sum::<f64>() / losses.len() as f64
 }
 
 /// Megabytes the training forward keeps for the backward on one batch.
