@@ -11,14 +11,8 @@ set -euo pipefail
 rounds=${1:-3}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-cargo build -q --release --example decode_bench
-for r in $(seq "$rounds"); do
-    for t in 1 2; do
-        target/release/examples/decode_bench --threads "$t" > "$out/blaze.$t.$r"
-        python3 bench/torch_decode.py --threads "$t" 2>/dev/null > "$out/torch.$t.$r"
-    done
-    echo "round $r of $rounds done" >&2
-done
+source bench/alternate.sh
+alternate decode_bench bench/torch_decode.py "$rounds" "$out"
 python3 - "$out" "$rounds" <<'PY'
 import statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
