@@ -1,8 +1,10 @@
 //! Batch-1 latency of int8 inference (`blaze::quant::quantize_dynamic`)
 //! against the f32 forward, for two MLPs: the MNIST one (784-256-128-10,
 //! its weights in the level-2 cache) and a wide one (1024-4096-1024, 8 M
-//! weights: 32 MB in f32, 8 MB in int8). `bench/torch_quant.py` times
-//! PyTorch's eager f32 and `quantize_dynamic` on the same MLPs;
+//! weights: 32 MB in f32, 8 MB in int8); and the MNIST CNN of
+//! `examples/mnist.rs` at batches of 1 and 64. `bench/torch_quant.py`
+//! times PyTorch's eager f32 and `quantize_dynamic` on the same MLPs
+//! (`quantize_dynamic` leaves convolutions in f32);
 //! `bench/quant_rounds.sh` alternates the two.
 //!
 //! ```text
@@ -14,6 +16,10 @@ use std::time::Instant;
 
 use blaze::prelude::*;
 use blaze::quant::quantize_dynamic;
+
+#[path = "common/digits.rs"]
+#[allow(dead_code)]
+mod digits;
 
 /// 784-256-128-10 with ReLU.
 #[model(input = [784])]
@@ -76,4 +82,19 @@ fn main() {
     let q = latency(21, 100, || drop(wide8.forward(&x)));
     println!("wide f32    {f:9.2} us");
     println!("wide int8   {q:9.2} us");
+
+    let cnn = digits::MnistCnn::<Cpu>::new_seeded(0, &CpuDevice);
+    let cnn8 = quantize_dynamic(&cnn);
+    for n in [1, 64] {
+        let x = Tensor::<Cpu, 4>::from_vec(
+            (0..n * 784).map(|i| (i % 13) as f32 / 13.0).collect(),
+            [n, 1, 28, 28],
+            &CpuDevice,
+        );
+        let calls = 2000 / n;
+        let f = latency(21, calls, || drop(cnn.forward(&x)));
+        let q = latency(21, calls, || drop(cnn8.forward(&x)));
+        println!("cnn{n} f32   {f:9.2} us");
+        println!("cnn{n} int8  {q:9.2} us");
+    }
 }

@@ -10,20 +10,23 @@
 //!   products of 16 rows or more.
 //! - **AVX512-VNNI** (Zen 4, Intel Ice Lake and later): `vpdpbusd` adds
 //!   to each `i32` lane four `u8 x i8` products; the kernel keeps up to
-//!   6 rows x 64 columns of sums in 24 registers, broadcasting four bytes
-//!   of a row against one vector of weights per 16 columns.
+//!   6 rows x 64 columns of sums in 24 registers (12 rows of 16 or 32
+//!   columns for narrow panels), broadcasting four bytes of a row against
+//!   one vector of weights per 16 columns.
 //! - **portable**: the runtime's scalar loop, wherever neither runs.
 //!
 //! The weight is packed in panels of 64 output channels: per group of
 //! four depth steps, the 64 channels' four bytes each (256 bytes), the
-//! depth padded with zeros to a multiple of 64 and the channels past the
+//! depth padded with zeros to a multiple of 64 (of 4 for a depth under 64,
+//! which only the VNNI kernel takes: an AMX tile would be mostly
+//! padding) and the channels past the
 //! last with zeros too. A VNNI step reads one group; an AMX tile of
 //! weights is 16 groups of 16 channels, 256 bytes apart. The quantized
 //! rows keep the padded depth (their padding meets zero weights).
 
 use std::sync::OnceLock;
 
-use blaze_runtime::quant::weight::{self as q, InputQuant, QWeight};
+use blaze_runtime::quant::weight::{self as q, ConvShape, InputQuant, QWeight};
 
 use crate::parallel;
 use crate::pool;
@@ -32,7 +35,8 @@ use crate::pool;
 const PANEL: usize = 64;
 /// Depth the packed weight is padded to: one AMX tile's.
 const DEPTH_BLOCK: usize = 64;
-/// Rows of the VNNI kernel's tile.
+/// Rows of the VNNI kernel's tile at three or four vectors of channels
+/// (24 registers of sums); twelve at one or two.
 const MR: usize = 6;
 /// Rows a parallel task takes (a multiple of both kernels' row blocks).
 const TASK_ROWS: usize = 96;
@@ -151,7 +155,7 @@ fn forced() -> Option<Int8Kernel> {
 /// A weight in the kernels' layout (see the module's comment), with its
 /// sums and scales padded to whole panels.
 struct Packed {
-    /// The depth padded to [`DEPTH_BLOCK`].
+    /// The depth padded to [`DEPTH_BLOCK`] (to 4 under it).
     depth: usize,
     panels: Vec<u8>,
     sums: Vec<i32>,
@@ -161,7 +165,7 @@ struct Packed {
 impl Packed {
     fn new(w: &QWeight) -> Packed {
         let (n, k) = (w.rows(), w.cols());
-        let depth = k.next_multiple_of(DEPTH_BLOCK).max(DEPTH_BLOCK);
+        let depth = if k < DEPTH_BLOCK { k.next_multiple_of(4).max(4) } else { k.next_multiple_of(DEPTH_BLOCK) };
         let count = n.div_ceil(PANEL);
         let mut panels = vec![0u8; count * depth * PANEL];
         for o in 0..n {
@@ -180,6 +184,11 @@ impl Packed {
 
     fn panel(&self, p: usize) -> *const u8 {
         self.panels[p * self.depth * PANEL..].as_ptr()
+    }
+
+    /// `kernel`, or VNNI where AMX would take a depth under a tile's.
+    fn kernel(&self, kernel: Int8Kernel) -> Int8Kernel {
+        if kernel == Int8Kernel::Amx && self.depth % DEPTH_BLOCK != 0 { Int8Kernel::Vnni } else { kernel }
     }
 }
 
@@ -208,7 +217,7 @@ pub fn linear_int8_on(kernel: Int8Kernel, x: &[f32], m: usize, w: &QWeight, inpu
         return;
     }
     let packed = w.packed(Packed::new);
-    let depth = packed.depth;
+    let (depth, kernel) = (packed.depth, packed.kernel(kernel));
     // AMX reads rows 32 at a time: the rows past `m` hold stale bytes,
     // whose sums are never stored.
     let rows = if kernel == Int8Kernel::Amx { m.next_multiple_of(32) } else { m };
@@ -218,26 +227,141 @@ pub fn linear_int8_on(kernel: Int8Kernel, x: &[f32], m: usize, w: &QWeight, inpu
             // SAFETY: the kernels that reach here run AVX-512.
             params.push(unsafe { x86::quantize(row, input, qa) });
         }
-        let job = Job { a: a.as_ptr(), depth, n, packed, params: &params, out: Out(out.as_mut_ptr()) };
-        let (panels, tasks) = (n.div_ceil(PANEL), m.div_ceil(TASK_ROWS));
-        let run = |t: usize| {
-            let (p, r) = (t % panels, t / panels);
-            let rows = r * TASK_ROWS..m.min((r + 1) * TASK_ROWS);
-            // SAFETY: the kernel runs here (asserted), and each task writes
-            // its own rows of its own panel.
-            unsafe {
-                match kernel {
-                    Int8Kernel::Amx => x86::amx(&job, p, rows),
-                    _ => x86::vnni(&job, p, rows),
+        let job =
+            Job { a: a.as_ptr(), depth, n, packed, params: &params, out: Out(out.as_mut_ptr()), transposed: None };
+        // SAFETY: the kernel runs here (asserted); the rows are quantized
+        // and padded as the kernels read them.
+        unsafe { run(kernel, &job, m, m * n * k >= PARALLEL_MIN) };
+    });
+}
+
+/// Every task of `job` (`m` rows): each panel of channels times each
+/// block of rows, on the threads when `fork` says so.
+///
+/// # Safety
+/// `kernel` is AMX or VNNI and runs here; the job's rows are quantized
+/// and padded for it (to 32 rows for AMX).
+unsafe fn run(kernel: Int8Kernel, job: &Job<'_>, m: usize, fork: bool) {
+    let (panels, tasks) = (job.n.div_ceil(PANEL), m.div_ceil(TASK_ROWS));
+    let task = |t: usize| {
+        let (p, r) = (t % panels, t / panels);
+        let rows = r * TASK_ROWS..m.min((r + 1) * TASK_ROWS);
+        // SAFETY: the caller's contract; each task writes its own rows of
+        // its own panel.
+        unsafe {
+            match kernel {
+                Int8Kernel::Amx => x86::amx(job, p, rows),
+                _ => x86::vnni(job, p, rows),
+            }
+        }
+    };
+    if fork && parallel::should_fork(panels * tasks, 2) {
+        parallel::for_each_index(panels * tasks, 1, &task);
+    } else {
+        (0..panels * tasks).for_each(task);
+    }
+}
+
+/// An int8 convolution (`quant::weight::conv2d_int8`'s values) on the
+/// kernel [`Int8Kernel::for_rows`] picks for its windows.
+pub(crate) fn conv2d_int8(x: &[f32], shape: &ConvShape, weights: &[&QWeight], input: InputQuant, out: &mut [f32]) {
+    let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
+    conv2d_int8_on(Int8Kernel::for_rows(oh * ow), x, shape, weights, input, out);
+}
+
+/// An int8 convolution on `kernel`, which must run here: each image
+/// quantized once, its windows unfolded in bytes (padding at the zero
+/// point) as the kernels' rows, the sums scattered into the image's
+/// channel planes as they are stored. Images run on the threads when the
+/// convolution is large.
+pub fn conv2d_int8_on(
+    kernel: Int8Kernel,
+    x: &[f32],
+    shape: &ConvShape,
+    weights: &[&QWeight],
+    input: InputQuant,
+    out: &mut [f32],
+) {
+    let [n, c, h, w] = shape.input;
+    let [kh, kw] = shape.kernel;
+    let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
+    let (groups, og) = (weights.len(), weights[0].rows());
+    let (cg, m, outs) = (c / groups, oh * ow, og * groups);
+    assert!(x.len() == n * c * h * w && out.len() == n * outs * m, "conv2d_int8: buffers for {shape:?}");
+    assert!(kernel.runs_here(), "conv2d_int8: the {} kernel does not run on this CPU", kernel.name());
+    if kernel == Int8Kernel::Portable || m == 0 {
+        q::conv2d_int8(x, shape, weights, input, out);
+        return;
+    }
+    let [ph, pw] = [shape.options.padding[0], shape.options.padding[1]];
+    let (hp, wp) = (h + 2 * ph, w + 2 * pw);
+    let ([sy, sx], [dy, dx]) = (shape.options.stride, shape.options.dilation);
+    let image = |s: usize, y: &mut [f32]| {
+        let mut quantized = vec![0u8; c * h * w];
+        // SAFETY: the vector kernels run AVX-512.
+        let (scale, zp) = unsafe { x86::quantize(&x[s * c * h * w..(s + 1) * c * h * w], input, &mut quantized) };
+        // The image with its padding at the zero point, so that every tap
+        // of every window lies inside it.
+        let mut padded = vec![zp; c * hp * wp];
+        for (plane, from) in padded.chunks_exact_mut(hp * wp).zip(quantized.chunks_exact(h * w)) {
+            for (line, src) in plane[ph * wp..].chunks_exact_mut(wp).zip(from.chunks_exact(w)) {
+                line[pw..pw + w].copy_from_slice(src);
+            }
+        }
+        let params = vec![(scale, zp); m];
+        for (g, wg) in weights.iter().enumerate() {
+            let packed = wg.packed(Packed::new);
+            let (depth, kernel) = (packed.depth, packed.kernel(kernel));
+            let rows = if kernel == Int8Kernel::Amx { m.next_multiple_of(32) } else { m };
+            let mut a = vec![0u8; rows * depth];
+            // Each window row's taps: per output line, channel and kernel
+            // line, the taps of every window along the line.
+            for oy in 0..oh {
+                let mut t = 0;
+                for plane in padded[g * cg * hp * wp..(g + 1) * cg * hp * wp].chunks_exact(hp * wp) {
+                    for ky in 0..kh {
+                        let line = &plane[(oy * sy + ky * dy) * wp..][..wp];
+                        let rows = &mut a[oy * ow * depth..(oy + 1) * ow * depth];
+                        match (dx, kw) {
+                            // Lengths the compiler knows: moves, not calls.
+                            (1, 1) => taps::<1>(rows, depth, t, line, sx),
+                            (1, 3) => taps::<3>(rows, depth, t, line, sx),
+                            (1, 5) => taps::<5>(rows, depth, t, line, sx),
+                            (1, 7) => taps::<7>(rows, depth, t, line, sx),
+                            _ => {
+                                for (ox, row) in rows.chunks_exact_mut(depth).enumerate() {
+                                    (0..kw).for_each(|kx| row[t + kx] = line[ox * sx + kx * dx]);
+                                }
+                            }
+                        }
+                        t += kw;
+                    }
                 }
             }
-        };
-        if m * n * k >= PARALLEL_MIN && parallel::should_fork(panels * tasks, 2) {
-            parallel::for_each_index(panels * tasks, 1, &run);
-        } else {
-            (0..panels * tasks).for_each(run);
+            // The sums go straight to the group's channels, a plane each.
+            let planes = Out(y[g * og * m..].as_mut_ptr());
+            let job = Job { a: a.as_ptr(), depth, n: og, packed, params: &params, out: planes, transposed: Some(m) };
+            // SAFETY: the kernel runs here (asserted); `a` holds the
+            // padded rows; the group's og planes of m values lie in `y`.
+            unsafe { run(kernel, &job, m, false) };
         }
-    });
+    };
+    let work = n * outs * m * cg * kh * kw;
+    if work >= PARALLEL_MIN && n > 1 && parallel::should_fork(n, 2) {
+        parallel::chunks_mut(out, outs * m, 1, &image);
+    } else {
+        out.chunks_exact_mut(outs * m).enumerate().for_each(|(s, y)| image(s, y));
+    }
+}
+
+/// For each window along an output line (`rows`, one of `depth` bytes
+/// each), its `K` contiguous taps from `line` into bytes `t..t + K`.
+#[inline(always)]
+fn taps<const K: usize>(rows: &mut [u8], depth: usize, t: usize, line: &[u8], stride: usize) {
+    for (ox, row) in rows.chunks_exact_mut(depth).enumerate() {
+        let from: &[u8; K] = line[ox * stride..ox * stride + K].try_into().expect("K taps");
+        row[t..t + K].copy_from_slice(from);
+    }
 }
 
 /// What every task of one product reads.
@@ -250,6 +374,10 @@ struct Job<'a> {
     /// Each row's scale and zero point.
     params: &'a [(f32, u8)],
     out: Out,
+    /// Where row `i`, column `j` goes: `out[i * n + j]`, or with
+    /// `Some(ld)` `out[j * ld + i]` (a convolution's channels, each a
+    /// plane of `ld` positions).
+    transposed: Option<usize>,
 }
 
 // SAFETY: the rows are read only; `out` is written in disjoint blocks.
@@ -282,7 +410,17 @@ mod x86 {
             let y = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), scales);
             let left = job.n - col;
             let mask: __mmask16 = if left >= 16 { 0xffff } else { (1u16 << left) - 1 };
-            _mm512_mask_storeu_ps(job.out.0.add(i * job.n + col), mask, y);
+            match job.transposed {
+                None => _mm512_mask_storeu_ps(job.out.0.add(i * job.n + col), mask, y),
+                Some(ld) => {
+                    let ld = ld as i32;
+                    let planes = _mm512_mullo_epi32(
+                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                        _mm512_set1_epi32(ld),
+                    );
+                    _mm512_mask_i32scatter_ps::<4>(job.out.0.add(col * ld as usize + i).cast(), mask, planes, y);
+                }
+            }
         }
     }
 
@@ -330,21 +468,22 @@ mod x86 {
         }
     }
 
-    /// `R` rows from `row` times panel `p`: their sums in registers.
+    /// `R` rows from `row` times the first `V` vectors (16 channels each)
+    /// of panel `p`: their sums in `R x V` registers.
     #[inline(always)]
-    unsafe fn vnni_tile<const R: usize>(job: &Job<'_>, p: usize, row: usize) {
+    unsafe fn vnni_tile<const R: usize, const V: usize>(job: &Job<'_>, p: usize, row: usize) {
         // SAFETY: rows row..row + R lie in the quantized rows; the panel
         // holds depth / 4 groups of 256 bytes.
         unsafe {
             let b = job.packed.panel(p);
             let a = job.a.add(row * job.depth);
-            let mut acc = [[_mm512_setzero_si512(); 4]; R];
+            let mut acc = [[_mm512_setzero_si512(); V]; R];
             for g in 0..job.depth / 4 {
                 let bp = b.add(g * 4 * PANEL);
-                let w = [0, 1, 2, 3].map(|v| _mm512_loadu_si512(bp.add(64 * v).cast()));
+                let w: [__m512i; V] = std::array::from_fn(|v| _mm512_loadu_si512(bp.add(64 * v).cast()));
                 for (r, acc) in acc.iter_mut().enumerate() {
                     let x = _mm512_set1_epi32(a.add(r * job.depth + 4 * g).cast::<i32>().read_unaligned());
-                    for v in 0..4 {
+                    for v in 0..V {
                         acc[v] = _mm512_dpbusd_epi32(acc[v], x, w[v]);
                     }
                 }
@@ -357,26 +496,47 @@ mod x86 {
         }
     }
 
-    /// Rows `rows` times panel `p` on the VNNI kernel.
+    /// Rows `rows` times the first `V` vectors of panel `p`, `TALL` rows a
+    /// tile (more rows where fewer vectors leave registers free: each
+    /// vector of weights loaded then serves more rows).
+    #[inline(always)]
+    unsafe fn panel_rows<const V: usize, const TALL: usize>(job: &Job<'_>, p: usize, rows: Range<usize>) {
+        let mut i = rows.start;
+        // SAFETY: each tile's rows lie in `rows`.
+        unsafe {
+            while i + TALL <= rows.end {
+                vnni_tile::<TALL, V>(job, p, i);
+                i += TALL;
+            }
+            while i + MR <= rows.end {
+                vnni_tile::<MR, V>(job, p, i);
+                i += MR;
+            }
+            match rows.end - i {
+                0 => {}
+                1 => vnni_tile::<1, V>(job, p, i),
+                2 => vnni_tile::<2, V>(job, p, i),
+                3 => vnni_tile::<3, V>(job, p, i),
+                4 => vnni_tile::<4, V>(job, p, i),
+                _ => vnni_tile::<5, V>(job, p, i),
+            }
+        }
+    }
+
+    /// Rows `rows` times panel `p` on the VNNI kernel: only the panel's
+    /// vectors that hold channels (a layer of 10 or 16 outputs takes one).
     ///
     /// # Safety
     /// The CPU has AVX512-VNNI; `rows` lie in the job's rows.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn vnni(job: &Job<'_>, p: usize, rows: Range<usize>) {
-        let mut i = rows.start;
-        // SAFETY: each tile's rows lie in `rows`.
+        // SAFETY: forwarded.
         unsafe {
-            while i + MR <= rows.end {
-                vnni_tile::<MR>(job, p, i);
-                i += MR;
-            }
-            match rows.end - i {
-                0 => {}
-                1 => vnni_tile::<1>(job, p, i),
-                2 => vnni_tile::<2>(job, p, i),
-                3 => vnni_tile::<3>(job, p, i),
-                4 => vnni_tile::<4>(job, p, i),
-                _ => vnni_tile::<5>(job, p, i),
+            match (job.n - p * PANEL).min(PANEL).div_ceil(16) {
+                1 => panel_rows::<1, 12>(job, p, rows),
+                2 => panel_rows::<2, 12>(job, p, rows),
+                3 => panel_rows::<3, MR>(job, p, rows),
+                _ => panel_rows::<4, MR>(job, p, rows),
             }
         }
     }
@@ -490,8 +650,20 @@ mod tests {
             );
             return;
         }
-        let shapes =
-            [(1, 5, 3), (1, 784, 256), (7, 130, 70), (33, 64, 65), (40, 200, 10), (100, 3, 129), (150, 96, 200)];
+        // Panels of one to four vectors of channels; tiles of 12, 6 and
+        // fewer rows.
+        let shapes = [
+            (1, 5, 3),
+            (1, 784, 256),
+            (7, 130, 70),
+            (33, 64, 65),
+            (40, 200, 10),
+            (100, 3, 129),
+            (150, 96, 200),
+            (13, 50, 30),
+            (25, 70, 100),
+            (12, 9, 40),
+        ];
         for (m, k, n) in shapes {
             for input in [InputQuant::Dynamic, InputQuant::Static { scale: 0.01, zero_point: 100 }] {
                 let (x, w) = case(m, k, n);
@@ -518,7 +690,11 @@ mod tests {
         // infinities and NaNs, and lengths around the vector's 16.
         let mut special: Vec<f32> = (-40..40).map(|i| i as f32 * 0.5).collect();
         special.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, 1e30, -1e30, 0.0, -0.0, 300.0, -300.0]);
-        let inputs = [InputQuant::Dynamic, InputQuant::Static { scale: 0.5, zero_point: 7 }, InputQuant::Static { scale: 1.0, zero_point: 128 }];
+        let inputs = [
+            InputQuant::Dynamic,
+            InputQuant::Static { scale: 0.5, zero_point: 7 },
+            InputQuant::Static { scale: 1.0, zero_point: 128 },
+        ];
         for len in [1, 15, 16, 17, 33, special.len()] {
             for input in inputs {
                 let row: Vec<f32> = special.iter().cycle().skip(len).take(len).copied().collect();
@@ -552,6 +728,51 @@ mod tests {
     #[test]
     fn the_amx_kernel_gives_the_portable_loops_bits() {
         check(Int8Kernel::Amx);
+    }
+
+    #[test]
+    fn convolutions_give_the_portable_loops_bits_on_every_kernel() {
+        use blaze_runtime::Conv2dOptions;
+        let cases = [
+            ([2, 3, 9, 8], [3, 3], [1, 1], [1, 1], [1, 1], 1, 8),
+            ([3, 4, 11, 7], [3, 2], [2, 1], [2, 0], [1, 2], 2, 6),
+            ([1, 16, 13, 13], [3, 3], [1, 1], [0, 0], [1, 1], 1, 32),
+            ([2, 8, 6, 40], [1, 5], [1, 2], [0, 2], [1, 1], 4, 12),
+        ];
+        for kernel in Int8Kernel::ALL {
+            if !kernel.runs_here() {
+                eprintln!(
+                    "note: this CPU lacks the {} int8 kernel's instructions; its convolutions are not tested here",
+                    kernel.name()
+                );
+                continue;
+            }
+            for (input_dims, kdims, stride, padding, dilation, groups, outs) in cases {
+                let options = Conv2dOptions { stride, padding, dilation, groups };
+                let shape = ConvShape { input: input_dims, kernel: kdims, options };
+                let [n, c, _, _] = input_dims;
+                let [oh, ow] = shape.output().unwrap();
+                let x: Vec<f32> =
+                    (0..input_dims.iter().product::<usize>()).map(|i| ((i * 7919) % 97) as f32 / 23.0 - 1.9).collect();
+                let depth = c / groups * kdims[0] * kdims[1];
+                let ws: Vec<QWeight> = (0..groups)
+                    .map(|g| {
+                        let v: Vec<f32> = (0..outs / groups * depth)
+                            .map(|i| (((i + g * 31) * 104_729) % 89) as f32 / 37.0 - 1.2)
+                            .collect();
+                        QWeight::quantize(&v, &[outs / groups, depth])
+                    })
+                    .collect();
+                let parts: Vec<&QWeight> = ws.iter().collect();
+                for input in [InputQuant::Dynamic, InputQuant::Static { scale: 0.02, zero_point: 90 }] {
+                    let (mut want, mut got) = (vec![0f32; n * outs * oh * ow], vec![f32::NAN; n * outs * oh * ow]);
+                    q::conv2d_int8(&x, &shape, &parts, input, &mut want);
+                    conv2d_int8_on(kernel, &x, &shape, &parts, input, &mut got);
+                    let bits = |v: &[f32]| v.iter().map(|y| y.to_bits()).collect::<Vec<_>>();
+                    assert!(bits(&got) == bits(&want), "{}: {shape:?} ({input:?})", kernel.name());
+                }
+            }
+        }
     }
 
     #[test]

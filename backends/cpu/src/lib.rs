@@ -50,7 +50,7 @@ pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_
 use crate::elementwise::{Loops, map, map_baseline, map_keeping_layout, select, zip, zip_baseline};
 pub use crate::gemm::{GemmKernel, GemmPlan, gemm_plan};
 pub use crate::gemm_bf16::{Bf16Kernel, Bf16Plan, amx_runs_here, bf16_kernel_runs_here, bf16_plan};
-pub use crate::gemm_int8::{Int8Kernel, amx_int8_runs_here, linear_int8_on, vnni_runs_here};
+pub use crate::gemm_int8::{Int8Kernel, amx_int8_runs_here, conv2d_int8_on, linear_int8_on, vnni_runs_here};
 pub use crate::gemm_tune::{clear_gemm_tuning, gemm_tune_cache_path};
 use crate::kernel::{Kernel, KernelLoops};
 use crate::parallel::{CHEAP_OP_MIN, COSTLY_OP_MIN};
@@ -671,6 +671,24 @@ fn rounded_operands<const N: usize>(op: &str, operands: &[&CpuStorage; N], dtype
 }
 
 impl Composites for Cpu {
+    fn conv2d_int8(
+        x: &CpuStorage,
+        weights: &[&blaze_runtime::quant::QWeight],
+        shape: &blaze_runtime::quant::weight::ConvShape,
+        input: blaze_runtime::quant::InputQuant,
+    ) -> CpuStorage {
+        let (CpuStorage::F32(a), true) = (x, x.shape() == shape.input) else {
+            return blaze_runtime::backend::composed_conv2d_int8::<Self>(x, weights, shape, input);
+        };
+        let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
+        let outs = weights.len() * weights[0].rows();
+        let a = pool::standard(a);
+        let images = a.as_slice().expect("a standard-layout array is contiguous");
+        CpuStorage::F32(pool::output(&[shape.input[0], outs, oh, ow], |out| {
+            gemm_int8::conv2d_int8(images, shape, weights, input, out)
+        }))
+    }
+
     fn linear_int8(
         x: &CpuStorage,
         w: &blaze_runtime::quant::QWeight,

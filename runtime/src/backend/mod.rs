@@ -457,6 +457,21 @@ pub trait Composites: Primitives {
         composed_linear_int8::<Self>(x, w, input)
     }
 
+    /// An int8 convolution of f32 `x` (`[n, c, h, w]`) with one weight per
+    /// group: each image quantized to `u8` as `input` says, windows read
+    /// from the quantized image, an f32 `[n, out, oh, ow]` without bias
+    /// ([`crate::quant::weight::conv2d_int8`] defines every rounding).
+    /// The default runs that loop on the host; a backend with int8 units
+    /// overrides it and must give the same values.
+    fn conv2d_int8(
+        x: &Self::Storage,
+        weights: &[&crate::quant::QWeight],
+        shape: &crate::quant::weight::ConvShape,
+        input: crate::quant::InputQuant,
+    ) -> Self::Storage {
+        composed_conv2d_int8::<Self>(x, weights, shape, input)
+    }
+
     /// `y = a * y + b * x` (BLAS `axpby`), the update every optimizer makes.
     /// May assume a float dtype shared by both and equal shapes. The default
     /// composes primitives; a backend may update `y`'s buffer in place when
@@ -601,6 +616,24 @@ pub fn composed_linear_int8<B: Primitives>(
     let mut y = vec![0f32; m * w.rows()];
     crate::quant::weight::linear_int8(&rows, m, w, input, &mut y);
     B::from_data(TensorData { shape: vec![m, w.rows()], values: crate::DataVec::F32(y) }, &device)
+}
+
+/// [`Composites::conv2d_int8`] on the host, with the portable loop.
+pub fn composed_conv2d_int8<B: Primitives>(
+    x: &B::Storage,
+    weights: &[&crate::quant::QWeight],
+    shape: &crate::quant::weight::ConvShape,
+    input: crate::quant::InputQuant,
+) -> B::Storage {
+    let device = B::device(x);
+    let data = B::to_data(x);
+    let image = data.to_vec::<f32>().unwrap_or_else(|_| panic!("conv2d_int8: expects f32 images, got {}", data.dtype()));
+    let [n, _, _, _] = shape.input;
+    let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
+    let outs = weights.len() * weights[0].rows();
+    let mut y = vec![0f32; n * outs * oh * ow];
+    crate::quant::weight::conv2d_int8(&image, shape, weights, input, &mut y);
+    B::from_data(TensorData { shape: vec![n, outs, oh, ow], values: crate::DataVec::F32(y) }, &device)
 }
 
 /// [`Composites::axpby`] from primitives: two scalings and an add.

@@ -30,6 +30,39 @@ pub fn int8_products<B: Backend>(dev: &B::Device) {
     }
 }
 
+/// The backend's int8 convolution against the portable loop, bit for bit:
+/// images quantized on their own or as calibrated, windows with stride,
+/// padding, dilation and groups.
+pub fn int8_convolutions<B: Backend>(dev: &B::Device) {
+    use crate::quant::weight::{ConvShape, conv2d_int8};
+    let cases =
+        [([2, 4, 9, 7], [3, 3], [2, 1], [1, 1], [1, 1], 2, 6), ([1, 3, 6, 20], [1, 5], [1, 2], [0, 2], [1, 2], 1, 5)];
+    for (dims, kernel, stride, padding, dilation, groups, outs) in cases {
+        let options = crate::Conv2dOptions { stride, padding, dilation, groups };
+        let shape = ConvShape { input: dims, kernel, options };
+        let [n, c, _, _] = dims;
+        let [oh, ow] = shape.output().expect("the cases fit");
+        let x: Vec<f32> = noise(dims.iter().product(), 23).into_iter().map(|v| v as f32).collect();
+        let depth = c / groups * kernel[0] * kernel[1];
+        let ws: Vec<QWeight> = (0..groups)
+            .map(|g| {
+                let w: Vec<f32> = noise(outs / groups * depth, 30 + g as u64).into_iter().map(|v| v as f32).collect();
+                QWeight::quantize(&w, &[outs / groups, depth])
+            })
+            .collect();
+        let parts: Vec<&QWeight> = ws.iter().collect();
+        let images = Tensor::<B, 4>::from_vec(x.clone(), dims, dev);
+        for input in [InputQuant::Dynamic, InputQuant::Static { scale: 0.03, zero_point: 120 }] {
+            let mut want = vec![0f32; n * outs * oh * ow];
+            conv2d_int8(&x, &shape, &parts, input, &mut want);
+            let got = Tensor::<B, 4>::from_storage(B::conv2d_int8(images.storage(), &parts, &shape, input));
+            assert_eq!(got.shape(), [n, outs, oh, ow], "conv2d_int8 {shape:?}: the shape");
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got.to_vec::<f32>()), bits(&want), "conv2d_int8 {shape:?} ({input:?})");
+        }
+    }
+}
+
 /// Weights `q / 128` with `q` in -127..=127 and each output channel
 /// reaching 127 (so its scale is 1/128 exactly): int8 holds them as they
 /// are.
@@ -76,7 +109,11 @@ pub fn int8_layers_match_float_layers<B: Backend>(dev: &B::Device) {
     let mut int8 = conv.quantize();
     int8.input = EXACT;
     let x = Tensor::<B, 3>::from_vec(exact_inputs(2 * 3 * 11, 9), [2, 3, 11], dev);
-    assert_eq!(int8.forward(&x).to_vec::<f32>(), crate::nn::Layer::<B, 3, 3>::forward(&conv, &x).to_vec::<f32>(), "Int8Conv1d");
+    assert_eq!(
+        int8.forward(&x).to_vec::<f32>(),
+        crate::nn::Layer::<B, 3, 3>::forward(&conv, &x).to_vec::<f32>(),
+        "Int8Conv1d"
+    );
 
     // A linear layer quantizes its rows at run time: rows whose range
     // is [-5, 5] in steps that 255 levels hold exactly (`j / 4` up to
@@ -96,6 +133,7 @@ pub fn int8_layers_match_float_layers<B: Backend>(dev: &B::Device) {
     table.weight = Tensor::from_vec(exact_weights(40, 4, 12), [10, 4], dev);
     let int8 = table.quantize();
     let ids = tensor::<B, 2>(&[3.0, 0.0, 9.0, 3.0], [2, 2], DType::I64, dev);
-    let (want, got) = (crate::nn::Layer::<B, 2, 3>::forward(&table, &ids), crate::quant::Infer::<B, 2, 3>::forward(&int8, &ids));
+    let (want, got) =
+        (crate::nn::Layer::<B, 2, 3>::forward(&table, &ids), crate::quant::Infer::<B, 2, 3>::forward(&int8, &ids));
     assert_eq!(got.to_vec::<f32>(), want.to_vec::<f32>(), "Int8Embedding");
 }

@@ -1,13 +1,13 @@
 //! The int8 layers: `Linear`, `Conv1d`, `Conv2d`, `Embedding` and
 //! `MultiHeadAttention` with int8 weights, f32 in and out. Products go
-//! through the backend's [`crate::backend::Composites::linear_int8`];
-//! convolutions as products of unfolded windows; an embedding looks its
-//! rows up and scales them.
+//! through the backend's [`crate::backend::Composites::linear_int8`],
+//! convolutions through its `conv2d_int8`; an embedding looks its rows up
+//! and scales them.
 
 use std::sync::{Arc, Mutex};
 
 use super::state::host_f32;
-use super::weight::{InputQuant, QWeight, input_params};
+use super::weight::{ConvShape, InputQuant, QWeight, input_params};
 use super::{Infer, InferAttend, KeepsFloat, Phase, QuantModule, Quantize, StateReader, StateWriter};
 use crate::nn::{
     self, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Embedding, GroupNorm, KvCache, LayerNorm, Linear,
@@ -151,71 +151,39 @@ impl<B: Backend, const I: usize, const O: usize, const D: usize> Infer<B, D, D> 
     }
 }
 
-/// A convolution's int8 product: windows of `x` (`[n, c, h, w]`) unfolded
-/// into rows, each group's rows times its weight (`[out / groups, c /
-/// groups, kh, kw]` as rows), then `act(y + bias) (+ residual)`.
+/// A convolution's int8 product through the backend's
+/// [`crate::backend::Composites::conv2d_int8`] (each image quantized on
+/// its own, or as calibrated), then `act(y + bias) (+ residual)`.
 #[allow(clippy::too_many_arguments)]
 fn conv<B: Backend>(
     x: &Tensor<B, 4>,
     weights: &[Arc<QWeight>],
     kernel: [usize; 2],
     bias: Option<&Tensor<B, 1>>,
-    o: &Conv2dOptions,
+    options: &Conv2dOptions,
     input: InputQuant,
     act: Option<UnaryOp>,
     residual: Option<&Tensor<B, 4>>,
 ) -> Tensor<B, 4> {
-    let [n, c, h, w] = x.shape();
-    let ([kh, kw], groups) = (kernel, weights.len());
-    let cg = c / groups;
-    let out_c: usize = weights.iter().map(|w| w.rows()).sum();
-    let span = |size: usize, i: usize, k: usize| (size + 2 * o.padding[i]).checked_sub(o.dilation[i] * (k - 1) + 1);
-    let (Some(sh), Some(sw)) = (span(h, 0, kh), span(w, 1, kw)) else {
-        panic!(
-            "Int8Conv2d: the {kh}x{kw} kernel (dilation {:?}) is larger than the padded input {:?}",
-            o.dilation,
-            x.shape()
-        )
-    };
-    let (oh, ow) = (sh / o.stride[0] + 1, sw / o.stride[1] + 1);
-    let padded = if o.padding == [0, 0] {
-        x.clone()
-    } else {
-        x.pad([(0, 0), (0, 0), (o.padding[0], o.padding[0]), (o.padding[1], o.padding[1])], 0.0)
-    };
-    let (hp, wp) = (h + 2 * o.padding[0], w + 2 * o.padding[1]);
-    // The flat position of each window's tap, windows outer, taps inner.
-    let mut taps = Vec::with_capacity(oh * ow * kh * kw);
-    for y in 0..oh {
-        for xo in 0..ow {
-            for ky in 0..kh {
-                for kx in 0..kw {
-                    let (r, col) = (y * o.stride[0] + ky * o.dilation[0], xo * o.stride[1] + kx * o.dilation[1]);
-                    taps.push((r * wp + col) as i64);
-                }
-            }
-        }
-    }
-    let taps = Tensor::<B, 1>::from_vec(taps, [oh * ow * kh * kw], &x.device());
-    let flat: Tensor<B, 3> = padded.reshape([n, c, hp * wp]);
-    // [n, oh ow, c, kh kw]: a window's channels, each with its taps.
-    let windows: Tensor<B, 4> = flat.index_select(2, &taps).reshape([n, c, oh * ow, kh * kw]).permute([0, 2, 1, 3]);
-    let parts: Vec<Tensor<B, 2>> = weights
-        .iter()
-        .enumerate()
-        .map(|(g, wg)| {
-            let rows: Tensor<B, 2> = windows.narrow(2, g * cg, cg).reshape([-1, (cg * kh * kw) as i64]);
-            product(wg, &rows, input, "Int8Conv2d")
-        })
-        .collect();
-    let y = if parts.len() == 1 { parts.into_iter().next().expect("one group") } else { Tensor::cat(&parts, 1) };
-    let y = y.bias_act(bias, 1, act).reshape([n, oh, ow, out_c]).permute([0, 3, 1, 2]);
+    let shape = ConvShape { input: x.shape(), kernel, options: *options };
+    assert!(
+        shape.output().is_some(),
+        "Int8Conv2d: the {}x{} kernel (dilation {:?}) is larger than the input {:?} padded by {:?}",
+        kernel[0],
+        kernel[1],
+        options.dilation,
+        x.shape(),
+        options.padding
+    );
+    let x = if x.dtype() == DType::F32 { x.clone() } else { x.to_dtype(DType::F32) };
+    let parts: Vec<&QWeight> = weights.iter().map(|w| &**w).collect();
+    let y = Tensor::<B, 4>::from_storage(B::conv2d_int8(x.storage(), &parts, &shape, input));
     match residual {
         Some(r) => {
             assert!(r.shape() == y.shape(), "Int8Conv2d: residual {:?} for output {:?}", r.shape(), y.shape());
-            y.add(r)
+            y.bias_act_add(bias, 1, act, r)
         }
-        None => y,
+        None => y.bias_act(bias, 1, act),
     }
 }
 
@@ -244,8 +212,8 @@ fn load_groups<B: Backend>(name: &str, weights: &mut [Arc<QWeight>], src: &mut S
     }
 }
 
-/// [`Conv2d`] with an int8 weight; its input quantized per row of
-/// unfolded windows, or with a calibrated range.
+/// [`Conv2d`] with an int8 weight; its input quantized per image, or
+/// with a calibrated range.
 #[derive(Clone, Debug)]
 pub struct Int8Conv2d<B: Backend, const CIN: usize, const COUT: usize, const K: usize> {
     /// One weight per group, `[COUT / groups, CIN / groups, K, K]`.

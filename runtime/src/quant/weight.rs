@@ -252,6 +252,74 @@ pub fn linear_int8(x: &[f32], m: usize, w: &QWeight, input: InputQuant, out: &mu
     }
 }
 
+/// The shape of an int8 convolution: `[n, c, h, w]` in, the kernel, and
+/// stride, padding and dilation (groups are the weights given).
+#[derive(Clone, Copy, Debug)]
+pub struct ConvShape {
+    /// The input's dims.
+    pub input: [usize; 4],
+    /// The kernel's height and width.
+    pub kernel: [usize; 2],
+    /// Stride, padding, dilation (its `groups` is unused: one weight per
+    /// group says how many).
+    pub options: crate::Conv2dOptions,
+}
+
+impl ConvShape {
+    /// The output's height and width; `None` when the kernel is larger
+    /// than the padded input.
+    pub fn output(&self) -> Option<[usize; 2]> {
+        let ([_, _, h, w], [kh, kw], o) = (self.input, self.kernel, &self.options);
+        let span = |size: usize, i: usize, k: usize| (size + 2 * o.padding[i]).checked_sub(o.dilation[i] * (k - 1) + 1);
+        Some([span(h, 0, kh)? / o.stride[0] + 1, span(w, 1, kw)? / o.stride[1] + 1])
+    }
+
+    /// The input position window `(y, x)`'s tap `(ky, kx)` reads, if inside.
+    #[inline(always)]
+    pub fn tap(&self, y: usize, x: usize, ky: usize, kx: usize) -> Option<(usize, usize)> {
+        let o = &self.options;
+        let iy = (y * o.stride[0] + ky * o.dilation[0]).checked_sub(o.padding[0])?;
+        let ix = (x * o.stride[1] + kx * o.dilation[1]).checked_sub(o.padding[1])?;
+        (iy < self.input[2] && ix < self.input[3]).then_some((iy, ix))
+    }
+}
+
+/// An int8 convolution of f32 `x` (`shape.input`, row-major) with one
+/// weight per group (`[out / groups, c / groups * kh * kw]` as rows),
+/// into `out` (`[n, out, oh, ow]`, no bias): each image quantized to `u8`
+/// over its own range (or the calibrated one), windows read from the
+/// quantized image (padding at the zero point, which stands for 0), the
+/// products exact in `i32` and scaled once. The portable reference the
+/// backends' kernels give the bits of.
+pub fn conv2d_int8(x: &[f32], shape: &ConvShape, weights: &[&QWeight], input: InputQuant, out: &mut [f32]) {
+    let [n, c, h, w] = shape.input;
+    let [kh, kw] = shape.kernel;
+    let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
+    let groups = weights.len();
+    let (cg, og) = (c / groups, weights[0].rows());
+    let outs = og * groups;
+    assert!(x.len() == n * c * h * w && out.len() == n * outs * oh * ow, "conv2d_int8: buffers for {shape:?}");
+    let mut q = vec![0u8; c * h * w];
+    for (image, y) in x.chunks_exact(c * h * w).zip(out.chunks_exact_mut(outs * oh * ow)) {
+        let (scale, zp) = row_params(image, input);
+        quantize_row(image, scale, zp, &mut q);
+        for (g, wg) in weights.iter().enumerate() {
+            for (o, wr) in wg.values().chunks_exact(cg * kh * kw).enumerate() {
+                let channel = g * og + o;
+                for (oy, ox) in (0..oh).flat_map(|a| (0..ow).map(move |b| (a, b))) {
+                    let mut acc = 0i32;
+                    for (t, &wv) in wr.iter().enumerate() {
+                        let (ci, ky, kx) = (g * cg + t / (kh * kw), t / kw % kh, t % kw);
+                        let v = shape.tap(oy, ox, ky, kx).map_or(zp, |(iy, ix)| q[(ci * h + iy) * w + ix]);
+                        acc += i32::from(v) * i32::from(wv);
+                    }
+                    y[(channel * oh + oy) * ow + ox] = dequantize(acc, zp, wg.sums()[o], scale * wg.scales()[o]);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
