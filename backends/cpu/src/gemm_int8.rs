@@ -188,7 +188,7 @@ impl Packed {
 
     /// `kernel`, or VNNI where AMX would take a depth under a tile's.
     fn kernel(&self, kernel: Int8Kernel) -> Int8Kernel {
-        if kernel == Int8Kernel::Amx && self.depth % DEPTH_BLOCK != 0 { Int8Kernel::Vnni } else { kernel }
+        if kernel == Int8Kernel::Amx && !self.depth.is_multiple_of(DEPTH_BLOCK) { Int8Kernel::Vnni } else { kernel }
     }
 }
 
