@@ -176,9 +176,10 @@ where
         let indices: Vec<usize> = (0..data.len()).collect();
         indices.chunks(256).map(|c| Ok(to_device(data.batch(c), device, Targets::Classes)?)).collect()
     };
+    let calibration = batches(calibration)?;
     let int8 = quantize_static(model, |q| {
-        for (x, _) in batches(calibration).unwrap_or_default() {
-            q.forward(&x);
+        for (x, _) in &calibration {
+            q.forward(x);
         }
     });
     let (mut right, mut all) = (0, 0);
