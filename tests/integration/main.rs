@@ -36,6 +36,10 @@ mod npy;
 mod onnx_export;
 mod precision;
 mod quant;
+/// The verses example's recurrent readers, shared by the export and
+/// quantization tests.
+#[path = "../../examples/common/readers.rs"]
+mod readers;
 mod record;
 #[path = "../common/concurrency.rs"]
 #[allow(dead_code)]

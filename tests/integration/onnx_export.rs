@@ -22,8 +22,7 @@ use crate::gpt_model;
 use crate::tabular::tables as tabular;
 
 use crate::digits;
-#[path = "../../examples/common/readers.rs"]
-mod readers;
+use crate::readers;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/onnx_export")

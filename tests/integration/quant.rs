@@ -229,3 +229,35 @@ fn an_int8_gpt_decodes_one_position_at_a_time_as_its_forward_runs() {
         seq.push(t);
     }
 }
+
+#[test]
+fn int8_lstm_and_gru_readers_stay_close_and_save_under_the_float_names() {
+    use crate::readers::{GruReader, GruReaderInt8, LstmReader, LstmReaderInt8};
+    let ids = Tensor::<Cpu, 2>::from_vec((0..3 * 20).map(|i| (i * 13 % 64) as i64).collect(), [3, 20], &CpuDevice);
+    let close = |what: &str, want: Tensor<Cpu, 2>, got: Tensor<Cpu, 2>| {
+        let worst = (got - &want).abs().max().item();
+        let scale = want.abs().max().item();
+        assert!(worst <= 0.05 * scale + 1e-3, "{what}: int8 logits differ by {worst} (largest {scale})");
+    };
+    let lstm = LstmReader::<Cpu>::new_seeded(1, &CpuDevice);
+    let int8 = quantize_dynamic(&lstm);
+    close("LSTM", lstm.forward(&ids), int8.forward(&ids));
+    let path = scratch("lstm-int8.safetensors");
+    int8.save(&path).unwrap();
+    let back = LstmReaderInt8::<Cpu>::load(&path, &CpuDevice).unwrap();
+    assert_eq!(back.forward(&ids).to_vec::<f32>(), int8.forward(&ids).to_vec::<f32>());
+    assert!(back.summary().contains("Lstm<32, 64> (int8)"), "{}", back.summary());
+
+    let gru = GruReader::<Cpu>::new_seeded(2, &CpuDevice);
+    let int8 = quantize_dynamic(&gru);
+    close("GRU", gru.forward(&ids), int8.forward(&ids));
+    let path = scratch("gru-int8.safetensors");
+    int8.save(&path).unwrap();
+    let back = GruReaderInt8::<Cpu>::load(&path, &CpuDevice).unwrap();
+    assert_eq!(back.forward(&ids).to_vec::<f32>(), int8.forward(&ids).to_vec::<f32>());
+    // The file names each tensor as the float layer does.
+    let float = scratch("gru.safetensors");
+    save_model(&gru, &float).unwrap();
+    let err = GruReaderInt8::<Cpu>::load(&float, &CpuDevice).unwrap_err().to_string();
+    assert!(err.contains("gru.weight_ih_l0") || err.contains("chars.weight"), "{err}");
+}

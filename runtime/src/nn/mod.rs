@@ -30,6 +30,7 @@ pub use activation::*;
 pub use attention::*;
 pub(crate) use attention::Projections;
 pub(crate) use linear::rows_through;
+pub(crate) use recurrent::GateProjections;
 pub(crate) use sparse::check_ids;
 pub use block::{BackendDevice, Block, Differentiable, StaticShape, SummaryRow, shape_rules, summary_table};
 pub use conv::*;

@@ -102,8 +102,9 @@ pub trait Cell<B: Backend>: Clone + Debug + Send + Sync + 'static {
     type Step: Clone + Debug;
 
     /// A step from the state `prev`, given the input's projection
-    /// `xw = x W_ihᵀ + b_ih` (`[n, GATES H]`).
-    fn step(xw: &Tensor<B, 2>, prev: &CellState<B>, w: &RnnWeights<B>) -> (CellState<B>, Self::Step);
+    /// `xw = x W_ihᵀ + b_ih` and the previous hidden state's
+    /// `hw = h W_hhᵀ + b_hh` (both `[n, GATES H]`).
+    fn step(xw: &Tensor<B, 2>, hw: &Tensor<B, 2>, prev: &CellState<B>) -> (CellState<B>, Self::Step);
 
     /// Back through a step, from the gradient `d` of its new state: the
     /// gradients of `xw`, of `h W_hhᵀ + b_hh`, and of the previous state.
@@ -124,6 +125,14 @@ pub struct Recurrent<B: Backend, C, const I: usize, const H: usize> {
     /// so visiting parameters and gradients every step builds no list.
     names: Arc<[&'static str]>,
     cell: PhantomData<C>,
+}
+
+impl<B: Backend, C, const I: usize, const H: usize> Recurrent<B, C, I, H> {
+    /// The spec's names of the tensors, in `weights`' order (per direction
+    /// of each layer: `weight_ih`, `weight_hh`, then the biases).
+    pub(crate) fn names(&self) -> &Arc<[&'static str]> {
+        &self.names
+    }
 }
 
 /// What one direction of one layer keeps: its input, and per step the
@@ -175,18 +184,17 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
         Recurrent { weights, config, names, cell: PhantomData }
     }
 
-    /// One direction over rows `x` (`[n T, in]`) of `n` sequences: its
+    /// One direction over rows `x` (`[n T, in]`) of `n` sequences,
+    /// through its projections `w` (float, or int8 in `blaze::quant`): its
     /// outputs `[n, T, H]` and, in training, its cache.
-    fn direction(
-        &self,
-        w: &RnnWeights<B>,
+    fn direction<P: GateProjections<B>>(
+        w: &P,
         x: &Tensor<B, 2>,
         n: usize,
         reverse: bool,
     ) -> (Tensor<B, 3>, DirectionCache<B, C::Step>) {
         let g = C::GATES * H;
-        let xw: Tensor<B, 3> =
-            x.matmul(&w.weight_ih.t()).bias_act(w.bias_ih.as_ref(), 1, None).reshape([n as i64, -1, g as i64]);
+        let xw: Tensor<B, 3> = w.input_gates(x).reshape([n as i64, -1, g as i64]);
         let t = xw.shape()[1];
         let mut state = C::zero(x, n, H);
         let mut outs = vec![None; t];
@@ -194,7 +202,7 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
         let order: Vec<usize> = if reverse { (0..t).rev().collect() } else { (0..t).collect() };
         for &i in &order {
             let xw_t: Tensor<B, 2> = xw.narrow(1, i, 1).reshape([n, g]);
-            let (next, step) = C::step(&xw_t, &state, w);
+            let (next, step) = C::step(&xw_t, &w.hidden_gates(&state.h), &state);
             steps.push((state.h.clone(), step));
             outs[i] = Some(next.h.reshape([n, 1, H]));
             state = next;
@@ -260,23 +268,34 @@ impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Recurrent<B, C, I, 
     /// The stack over `x`; with a context in training mode, dropout between
     /// layers.
     fn run(&self, x: &Tensor<B, 3>, ctx: Option<&mut Ctx>) -> (Tensor<B, 3>, RecurrentCache<B, C::Step>) {
+        Self::run_with(&self.weights, &self.config, x, ctx)
+    }
+
+    /// [`Recurrent::run`] over any projections (per layer, per
+    /// direction): the float layer's, or its int8 form's.
+    pub(crate) fn run_with<P: GateProjections<B>>(
+        weights: &[P],
+        config: &RnnConfig,
+        x: &Tensor<B, 3>,
+        ctx: Option<&mut Ctx>,
+    ) -> (Tensor<B, 3>, RecurrentCache<B, C::Step>) {
         Self::check(x);
         let n = x.shape()[0];
-        let dirs = self.config.directions();
-        let mut dropout = ctx.filter(|c| c.train && self.config.dropout > 0.0);
+        let dirs = config.directions();
+        let mut dropout = ctx.filter(|c| c.train && config.dropout > 0.0);
         let mut input = x.clone();
-        let mut layers = Vec::with_capacity(self.config.num_layers);
-        let mut masks = Vec::with_capacity(self.config.num_layers);
-        let count = self.weights.len() / dirs;
-        for (l, layer) in self.weights.chunks(dirs).enumerate() {
+        let mut layers = Vec::with_capacity(config.num_layers);
+        let mut masks = Vec::with_capacity(config.num_layers);
+        let count = weights.len() / dirs;
+        for (l, layer) in weights.chunks(dirs).enumerate() {
             let width = input.shape()[2] as i64;
             let rows: Tensor<B, 2> = input.reshape([-1, width]);
             let (outs, cache): (Vec<Tensor<B, 3>>, Vec<_>) =
-                layer.iter().enumerate().map(|(d, w)| self.direction(w, &rows, n, d == 1)).unzip();
+                layer.iter().enumerate().map(|(d, w)| Self::direction(w, &rows, n, d == 1)).unzip();
             input = if outs.len() == 1 { outs[0].clone() } else { Tensor::cat(&outs, 2) };
             let mask = match dropout.as_deref_mut() {
                 Some(ctx) if l + 1 < count => {
-                    let mut drop = super::Dropout::new(super::DropoutConfig { p: self.config.dropout });
+                    let mut drop = super::Dropout::new(super::DropoutConfig { p: config.dropout });
                     let (kept, mask) = Layer::<B, 3, 3>::forward_train(&mut drop, &input, ctx);
                     input = kept;
                     mask
@@ -465,9 +484,23 @@ fn gate<B: Backend>(stacked: &Tensor<B, 2>, k: usize, h: usize) -> Tensor<B, 2> 
     stacked.narrow(1, k * h, h)
 }
 
-/// `h W_hhᵀ + b_hh`: the hidden state's share of the gates.
-fn hidden_gates<B: Backend>(h: &Tensor<B, 2>, w: &RnnWeights<B>) -> Tensor<B, 2> {
-    h.matmul(&w.weight_hh.t()).bias_act(w.bias_hh.as_ref(), 1, None)
+/// The two products of one direction of one layer, float
+/// ([`RnnWeights`]) or int8 (`blaze::quant`): what a forward reads.
+pub(crate) trait GateProjections<B: Backend> {
+    /// `x W_ihᵀ + b_ih`: the input's share of the gates.
+    fn input_gates(&self, x: &Tensor<B, 2>) -> Tensor<B, 2>;
+    /// `h W_hhᵀ + b_hh`: the hidden state's share of the gates.
+    fn hidden_gates(&self, h: &Tensor<B, 2>) -> Tensor<B, 2>;
+}
+
+impl<B: Backend> GateProjections<B> for RnnWeights<B> {
+    fn input_gates(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
+        x.matmul(&self.weight_ih.t()).bias_act(self.bias_ih.as_ref(), 1, None)
+    }
+
+    fn hidden_gates(&self, h: &Tensor<B, 2>) -> Tensor<B, 2> {
+        h.matmul(&self.weight_hh.t()).bias_act(self.bias_hh.as_ref(), 1, None)
+    }
 }
 
 /// `g W_hh`: a gradient of the hidden gates back to the hidden state.
@@ -508,8 +541,8 @@ impl<B: Backend> Cell<B> for LstmCell {
     const LAYER: Spec = Spec::Lstm;
     type Step = LstmStep<B>;
 
-    fn step(xw: &Tensor<B, 2>, prev: &CellState<B>, w: &RnnWeights<B>) -> (CellState<B>, LstmStep<B>) {
-        let pre = xw.add(&hidden_gates(&prev.h, w));
+    fn step(xw: &Tensor<B, 2>, hw: &Tensor<B, 2>, prev: &CellState<B>) -> (CellState<B>, LstmStep<B>) {
+        let pre = xw.add(hw);
         let h = pre.shape()[1] / 4;
         let [i, f, g, o] = [
             gate(&pre, 0, h).sigmoid(),
@@ -580,12 +613,11 @@ impl<B: Backend> Cell<B> for GruCell {
     const LAYER: Spec = Spec::Gru;
     type Step = GruStep<B>;
 
-    fn step(xw: &Tensor<B, 2>, prev: &CellState<B>, w: &RnnWeights<B>) -> (CellState<B>, GruStep<B>) {
-        let hw = hidden_gates(&prev.h, w);
+    fn step(xw: &Tensor<B, 2>, hw: &Tensor<B, 2>, prev: &CellState<B>) -> (CellState<B>, GruStep<B>) {
         let h = hw.shape()[1] / 3;
-        let r = gate(xw, 0, h).add(&gate(&hw, 0, h)).sigmoid();
-        let z = gate(xw, 1, h).add(&gate(&hw, 1, h)).sigmoid();
-        let hidden_new = gate(&hw, 2, h);
+        let r = gate(xw, 0, h).add(&gate(hw, 0, h)).sigmoid();
+        let z = gate(xw, 1, h).add(&gate(hw, 1, h)).sigmoid();
+        let hidden_new = gate(hw, 2, h);
         let n = gate(xw, 2, h).add(&r.mul(&hidden_new)).tanh();
         // h' = n + z (h - n)
         let next = n.add(&z.mul(&prev.h.sub(&n)));

@@ -10,8 +10,9 @@ use super::state::host_f32;
 use super::weight::{ConvShape, InputQuant, QWeight, input_params};
 use super::{Infer, InferAttend, KeepsFloat, Phase, QuantModule, Quantize, StateReader, StateWriter};
 use crate::nn::{
-    self, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Embedding, GroupNorm, KvCache, LayerNorm, Linear,
-    MultiHeadAttention, MultiHeadAttentionConfig, Projections, RMSNorm, Recurrent, join,
+    self, BatchNorm1d, BatchNorm2d, Cell, Conv1d, Conv2d, ConvTranspose2d, Embedding, GateProjections, GroupNorm,
+    KvCache, LayerNorm, Linear, MultiHeadAttention, MultiHeadAttentionConfig, Projections, RMSNorm, Recurrent,
+    RnnConfig, join,
 };
 use crate::{Backend, Conv2dOptions, DType, Tensor, UnaryOp};
 
@@ -23,7 +24,6 @@ impl<B: Backend, const N: usize> KeepsFloat for LayerNorm<B, N> {}
 impl<B: Backend, const N: usize> KeepsFloat for RMSNorm<B, N> {}
 impl<B: Backend, const G: usize, const C: usize> KeepsFloat for GroupNorm<B, G, C> {}
 impl<B: Backend, const CI: usize, const CO: usize, const K: usize> KeepsFloat for ConvTranspose2d<B, CI, CO, K> {}
-impl<B: Backend, C, const I: usize, const H: usize> KeepsFloat for Recurrent<B, C, I, H> {}
 impl<B: Backend, const D: usize> KeepsFloat for Tensor<B, D> {}
 
 /// `x w^T` over the last dim of `x` through the backend's int8 product
@@ -517,5 +517,102 @@ impl<B: Backend, const D: usize, const H: usize> InferAttend<B> for Int8MultiHea
         key_padding_mask: Option<&Tensor<B, 2>>,
     ) -> Tensor<B, 3> {
         MultiHeadAttention::<B, D, H>::infer(self, q, k, v, key_padding_mask)
+    }
+}
+
+/// One direction of one layer of an [`Int8Recurrent`]: both products in
+/// int8 (their inputs quantized per row), the biases in f32.
+#[derive(Clone, Debug)]
+pub struct Int8RnnWeights<B: Backend> {
+    /// `[gates H, in]`.
+    pub weight_ih: Arc<QWeight>,
+    /// `[gates H, H]`.
+    pub weight_hh: Arc<QWeight>,
+    /// `[gates H]`, in f32.
+    pub bias_ih: Option<Tensor<B, 1>>,
+    /// `[gates H]`, in f32.
+    pub bias_hh: Option<Tensor<B, 1>>,
+}
+
+impl<B: Backend> GateProjections<B> for Int8RnnWeights<B> {
+    fn input_gates(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
+        product(&self.weight_ih, x, InputQuant::Dynamic, "Int8Recurrent").bias_act(self.bias_ih.as_ref(), 1, None)
+    }
+
+    fn hidden_gates(&self, h: &Tensor<B, 2>) -> Tensor<B, 2> {
+        product(&self.weight_hh, h, InputQuant::Dynamic, "Int8Recurrent").bias_act(self.bias_hh.as_ref(), 1, None)
+    }
+}
+
+/// A recurrent stack ([`nn::Lstm`], [`nn::Gru`]) with its input and
+/// hidden products in int8, as `quantize_dynamic` makes PyTorch's LSTM
+/// and GRU: the cells' gates in f32.
+#[derive(Clone, Debug)]
+pub struct Int8Recurrent<B: Backend, C, const I: usize, const H: usize> {
+    /// Per layer, per direction (the reverse one second).
+    pub weights: Vec<Int8RnnWeights<B>>,
+    /// Layers, directions, biases (dropout is off: inference).
+    pub config: RnnConfig,
+    names: Arc<[&'static str]>,
+    cell: std::marker::PhantomData<C>,
+}
+
+impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Quantize<B> for Recurrent<B, C, I, H> {
+    type Quantized = Int8Recurrent<B, C, I, H>;
+
+    fn quantize(&self) -> Self::Quantized {
+        let int8 = |w: &Tensor<B, 2>| Arc::new(QWeight::quantize(&host_f32(w), &w.shape()));
+        let weights = self
+            .weights
+            .iter()
+            .map(|w| Int8RnnWeights {
+                weight_ih: int8(&w.weight_ih),
+                weight_hh: int8(&w.weight_hh),
+                bias_ih: w.bias_ih.clone(),
+                bias_hh: w.bias_hh.clone(),
+            })
+            .collect();
+        Int8Recurrent { weights, config: self.config, names: self.names().clone(), cell: std::marker::PhantomData }
+    }
+}
+
+impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> QuantModule<B> for Int8Recurrent<B, C, I, H> {
+    /// Under the float layer's names (`weight_ih_l0`, `bias_hh_l1_reverse`).
+    fn save_state(&self, prefix: &str, out: &mut StateWriter) {
+        let mut names = self.names.iter().map(|n| join(prefix, n));
+        for w in &self.weights {
+            out.int8(&names.next().expect("a name per tensor"), &w.weight_ih);
+            out.int8(&names.next().expect("a name per tensor"), &w.weight_hh);
+            for b in w.bias_ih.iter().chain(&w.bias_hh) {
+                out.float(&names.next().expect("a name per tensor"), b);
+            }
+        }
+    }
+
+    fn load_state(&mut self, prefix: &str, src: &mut StateReader<'_, B>) {
+        let mut names = self.names.iter().map(|n| join(prefix, n));
+        for w in &mut self.weights {
+            for slot in [&mut w.weight_ih, &mut w.weight_hh] {
+                if let Some(q) = src.int8(&names.next().expect("a name per tensor"), slot) {
+                    *slot = Arc::new(q);
+                }
+            }
+            for b in [&mut w.bias_ih, &mut w.bias_hh] {
+                if let Some(t) = b.take() {
+                    *b = Some(src.tensor(&names.next().expect("a name per tensor"), t));
+                }
+            }
+        }
+    }
+
+    fn device(&self) -> Option<B::Device> {
+        self.weights.iter().flat_map(|w| w.bias_ih.iter().chain(&w.bias_hh)).map(Tensor::device).next()
+    }
+}
+
+impl<B: Backend, C: Cell<B>, const I: usize, const H: usize> Infer<B, 3, 3> for Int8Recurrent<B, C, I, H> {
+    /// Every step's hidden state, as the float layer's forward.
+    fn forward(&self, x: &Tensor<B, 3>) -> Tensor<B, 3> {
+        Recurrent::<B, C, I, H>::run_with(&self.weights, &self.config, x, None).0
     }
 }

@@ -27,7 +27,9 @@ mod layers;
 mod state;
 pub mod weight;
 
-pub use layers::{Int8Conv1d, Int8Conv2d, Int8Embedding, Int8Linear, Int8MultiHeadAttention, Observer};
+pub use layers::{
+    Int8Conv1d, Int8Conv2d, Int8Embedding, Int8Linear, Int8MultiHeadAttention, Int8Recurrent, Int8RnnWeights, Observer,
+};
 pub use state::{StateReader, StateWriter, calibrated, load, save, summary};
 pub use weight::{InputQuant, QWeight};
 
