@@ -77,9 +77,7 @@ impl Int8Kernel {
             Int8Kernel::Portable => true,
         }
     }
-}
 
-impl Int8Kernel {
     /// The kernel for a product of `m` rows: `BLAZE_GEMM_INT8_KERNEL` when
     /// set; else AMX from 32 rows, VNNI, then the portable loop, whichever
     /// runs first. Measured on a Xeon (one thread, rows quantized too):

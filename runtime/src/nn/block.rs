@@ -134,37 +134,46 @@ pub fn summary_table(model: &str, input: &str, rows: &[SummaryRow]) -> String {
             [r.name.clone(), r.kind.clone(), format!("[batch, {}]", r.output.trim_matches(['[', ']'])), group(r.params)]
         })
         .collect();
-    let mut width = header.map(str::len);
-    for c in &cells {
-        for (w, s) in width.iter_mut().zip(c) {
-            *w = (*w).max(s.chars().count());
-        }
-    }
-    let line = |c: &[String; 4]| {
-        format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}\n",
-            c[0],
-            c[1],
-            c[2],
-            c[3],
-            w0 = width[0],
-            w1 = width[1],
-            w2 = width[2],
-            w3 = width[3]
-        )
-    };
-    let rule = "-".repeat(width.iter().sum::<usize>() + 6) + "\n";
+    let lines = columns(header, &cells, 3);
+    let rule = "-".repeat(lines[0].chars().count() - 1) + "\n";
     let mut out = format!("{model} (input [batch, {}])\n", input.trim_matches(['[', ']']));
     out += &rule;
-    out += &line(&header.map(String::from));
+    out += &lines[0];
     out += &rule;
-    for c in &cells {
-        out += &line(c);
+    for line in &lines[1..] {
+        out += line;
     }
     out += &rule;
     let total: usize = rows.iter().map(|r| r.params).sum();
     out += &format!("Total params: {}\n", group(total));
     out
+}
+
+/// The `header` line and one line per row of `rows` (each ending in a
+/// newline), four columns two spaces apart, each as wide as its widest
+/// cell, those from `right` on aligned right: the tables of `summary()`
+/// (here and in `blaze::quant`).
+pub(crate) fn columns(header: [&str; 4], rows: &[[String; 4]], right: usize) -> Vec<String> {
+    let mut width = header.map(|h| h.chars().count());
+    for c in rows {
+        for (w, s) in width.iter_mut().zip(c) {
+            *w = (*w).max(s.chars().count());
+        }
+    }
+    let line = |c: [&str; 4]| {
+        let cells: Vec<String> =
+            (0..4)
+                .map(|i| {
+                    if i < right {
+                        format!("{:<w$}", c[i], w = width[i])
+                    } else {
+                        format!("{:>w$}", c[i], w = width[i])
+                    }
+                })
+                .collect();
+        cells.join("  ") + "\n"
+    };
+    std::iter::once(line(header)).chain(rows.iter().map(|r| line([&r[0], &r[1], &r[2], &r[3]]))).collect()
 }
 
 /// `1234567` as `1,234,567`.

@@ -93,19 +93,7 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Conv2d<B, 
         residual: Option<&Tensor<B, 4>>,
     ) -> Tensor<B, 4> {
         let y = x.conv2d(&self.weight, self.bias.as_ref(), self.options);
-        match residual {
-            Some(r) => {
-                assert!(
-                    r.shape() == y.shape(),
-                    "Conv2d<{CIN}, {COUT}, {K}>: residual {:?} for output {:?}",
-                    r.shape(),
-                    y.shape()
-                );
-                y.bias_act_add(None, 1, act, r)
-            }
-            None if act.is_some() => y.bias_act(None, 1, act),
-            None => y,
-        }
+        conv_epilogue(y, None, act, residual, &|| format!("Conv2d<{CIN}, {COUT}, {K}>"))
     }
 
     /// The training [`Conv2d::forward_act`]: its output and the layer's cache.
@@ -152,6 +140,27 @@ impl<B: Backend, const CIN: usize, const COUT: usize, const K: usize> Layer<B, 4
 
 /// Options of [`Conv1d`]: those of [`Conv2d`], along the length.
 pub type Conv1dConfig = Conv2dConfig;
+
+/// `act(y + bias) (+ residual)` over a convolution's output `y` (channels
+/// in dim 1), in one pass where the backend fuses it: what follows the
+/// product, float or int8 (`blaze::quant`); `layer` names the layer in a
+/// shape panic.
+pub(crate) fn conv_epilogue<B: Backend>(
+    y: Tensor<B, 4>,
+    bias: Option<&Tensor<B, 1>>,
+    act: Option<UnaryOp>,
+    residual: Option<&Tensor<B, 4>>,
+    layer: &dyn Fn() -> String,
+) -> Tensor<B, 4> {
+    match residual {
+        Some(r) => {
+            assert!(r.shape() == y.shape(), "{}: residual {:?} for output {:?}", layer(), r.shape(), y.shape());
+            y.bias_act_add(bias, 1, act, r)
+        }
+        None if act.is_some() || bias.is_some() => y.bias_act(bias, 1, act),
+        None => y,
+    }
+}
 
 /// A 1-D convolution of `[n, CIN, L]` from `CIN` to `COUT` channels with a
 /// kernel of `K`, as `torch.nn.Conv1d`.

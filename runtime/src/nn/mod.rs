@@ -29,6 +29,8 @@ pub mod unary_layers;
 pub use activation::*;
 pub use attention::*;
 pub(crate) use attention::Projections;
+pub(crate) use block::columns;
+pub(crate) use conv::conv_epilogue;
 pub(crate) use linear::rows_through;
 pub(crate) use recurrent::GateProjections;
 pub(crate) use sparse::check_ids;

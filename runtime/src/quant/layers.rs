@@ -1,8 +1,8 @@
-//! The int8 layers: `Linear`, `Conv1d`, `Conv2d`, `Embedding` and
-//! `MultiHeadAttention` with int8 weights, f32 in and out. Products go
-//! through the backend's [`crate::backend::Composites::linear_int8`],
-//! convolutions through its `conv2d_int8`; an embedding looks its rows up
-//! and scales them.
+//! The int8 layers: `Linear`, `Conv1d`, `Conv2d`, `Embedding`,
+//! `MultiHeadAttention` and the recurrent stacks with int8 weights, f32 in
+//! and out. Products go through the backend's
+//! [`crate::backend::Composites::linear_int8`], convolutions through its
+//! `conv2d_int8`; an embedding looks its rows up and scales them.
 
 use std::sync::{Arc, Mutex};
 
@@ -178,13 +178,7 @@ fn conv<B: Backend>(
     let x = if x.dtype() == DType::F32 { x.clone() } else { x.to_dtype(DType::F32) };
     let parts: Vec<&QWeight> = weights.iter().map(|w| &**w).collect();
     let y = Tensor::<B, 4>::from_storage(B::conv2d_int8(x.storage(), &parts, &shape, input));
-    match residual {
-        Some(r) => {
-            assert!(r.shape() == y.shape(), "Int8Conv2d: residual {:?} for output {:?}", r.shape(), y.shape());
-            y.bias_act_add(bias, 1, act, r)
-        }
-        None => y.bias_act(bias, 1, act),
-    }
+    nn::conv_epilogue(y, bias, act, residual, &|| "Int8Conv2d".to_owned())
 }
 
 /// A convolution weight `[out, in / groups, ..]` quantized per output

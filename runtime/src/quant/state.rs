@@ -340,29 +340,8 @@ pub fn summary<B: Backend, M: QuantModule<B>>(model: &M, name: &str, fields: &[(
             [field.to_owned(), format!("{kind}{}", if int8 { " (int8)" } else { "" }), kb(q), kb(f)]
         })
         .collect();
-    let head = ["field", "layer", "int8 model", "f32 model"];
-    let widths: Vec<usize> =
-        (0..4).map(|c| rows.iter().map(|r| r[c].len()).chain([head[c].len()]).max().unwrap_or(0)).collect();
-    let mut s = String::new();
-    let _ = writeln!(s, "{name}: int8 weights per output channel, f32 activations between layers");
-    let line = |s: &mut String, r: [&str; 4]| {
-        let _ = writeln!(
-            s,
-            "{:<w0$}  {:<w1$}  {:>w2$}  {:>w3$}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        );
-    };
-    line(&mut s, head);
-    for r in &rows {
-        line(&mut s, [&r[0], &r[1], &r[2], &r[3]]);
-    }
+    let mut s = format!("{name}: int8 weights per output channel, f32 activations between layers\n");
+    s.extend(crate::nn::columns(["field", "layer", "int8 model", "f32 model"], &rows, 2));
     let (q, f) = out.sizes("");
     let _ = writeln!(s, "total: {} ({:.1}% of the f32 model's {})", kb(q), 100.0 * q as f64 / f.max(1) as f64, kb(f));
     s

@@ -300,19 +300,20 @@ pub fn conv2d_int8(x: &[f32], shape: &ConvShape, weights: &[&QWeight], input: In
     let outs = og * groups;
     assert!(x.len() == n * c * h * w && out.len() == n * outs * oh * ow, "conv2d_int8: buffers for {shape:?}");
     let mut q = vec![0u8; c * h * w];
+    let mut window = vec![0u8; cg * kh * kw];
     for (image, y) in x.chunks_exact(c * h * w).zip(out.chunks_exact_mut(outs * oh * ow)) {
         let (scale, zp) = row_params(image, input);
         quantize_row(image, scale, zp, &mut q);
         for (g, wg) in weights.iter().enumerate() {
-            for (o, wr) in wg.values().chunks_exact(cg * kh * kw).enumerate() {
-                let channel = g * og + o;
-                for (oy, ox) in (0..oh).flat_map(|a| (0..ow).map(move |b| (a, b))) {
-                    let mut acc = 0i32;
-                    for (t, &wv) in wr.iter().enumerate() {
-                        let (ci, ky, kx) = (g * cg + t / (kh * kw), t / kw % kh, t % kw);
-                        let v = shape.tap(oy, ox, ky, kx).map_or(zp, |(iy, ix)| q[(ci * h + iy) * w + ix]);
-                        acc += i32::from(v) * i32::from(wv);
-                    }
+            for (oy, ox) in (0..oh).flat_map(|a| (0..ow).map(move |b| (a, b))) {
+                // The window's taps, read once for every output channel.
+                for (t, v) in window.iter_mut().enumerate() {
+                    let (ci, ky, kx) = (g * cg + t / (kh * kw), t / kw % kh, t % kw);
+                    *v = shape.tap(oy, ox, ky, kx).map_or(zp, |(iy, ix)| q[(ci * h + iy) * w + ix]);
+                }
+                for (o, wr) in wg.values().chunks_exact(cg * kh * kw).enumerate() {
+                    let acc: i32 = window.iter().zip(wr).map(|(&v, &wv)| i32::from(v) * i32::from(wv)).sum();
+                    let channel = g * og + o;
                     y[(channel * oh + oy) * ow + ox] = dequantize(acc, zp, wg.sums()[o], scale * wg.scales()[o]);
                 }
             }
