@@ -12,10 +12,11 @@
 //! ```
 //! Prints per MLP and form the median latency in microseconds.
 
-use std::time::Instant;
-
 use blaze::prelude::*;
 use blaze::quant::quantize_dynamic;
+
+#[path = "common/timing.rs"]
+mod timing;
 
 #[path = "common/digits.rs"]
 #[allow(dead_code)]
@@ -40,22 +41,10 @@ struct WideMlp {
 }
 
 /// The median over `rounds` of the mean latency of `calls` calls of `f`,
-/// in microseconds.
+/// in microseconds, after `calls` calls to warm up.
 fn latency(rounds: usize, calls: usize, mut f: impl FnMut()) -> f64 {
-    for _ in 0..calls {
-        f();
-    }
-    let mut times: Vec<f64> = (0..rounds)
-        .map(|_| {
-            let started = Instant::now();
-            for _ in 0..calls {
-                f();
-            }
-            started.elapsed().as_secs_f64() * 1e6 / calls as f64
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[rounds / 2]
+    (0..calls).for_each(|_| f());
+    timing::median(rounds, || (0..calls).for_each(|_| f())) * 1e6 / calls as f64
 }
 
 fn main() {
