@@ -99,11 +99,13 @@ pub struct Bf16Plan {
     /// Pairs of depth steps in a packed block: one panel of `B` (`NR`
     /// words a pair) takes an eighth of the level-2 cache.
     pub kc: usize,
-    /// Rows of a block of `A` (a multiple of the tiles' rows): `MC x KC`
-    /// words of it take half of the level-2 cache.
+    /// Rows of a block of `A` (a multiple of the tiles' rows). Dot
+    /// product: `MC x KC` words of it take half of the level-2 cache.
+    /// AMX: how much of `A` is packed at once.
     pub mc: usize,
-    /// Columns of a packed block of `B` (a multiple of the tile's 32):
-    /// `KC x NC` words take an eighth of the last-level cache.
+    /// Columns of a packed block of `B` (a multiple of the tile's 32).
+    /// Dot product: `KC x NC` words take an eighth of the last-level
+    /// cache. AMX: half of the level-2 cache.
     pub nc: usize,
 }
 
@@ -112,16 +114,18 @@ impl Bf16Plan {
     pub fn for_kernel(kernel: Bf16Kernel, info: &CpuInfo) -> Bf16Plan {
         let word = size_of::<u32>();
         let kc = (info.l2 / 8 / (NR * word) / 16 * 16).clamp(128, 1024);
-        let (mc, step) = match kernel {
-            // The AMX kernel streams both panels from the level-2 cache:
-            // a smaller block of `A` leaves room for them. Measured on a
-            // Xeon with 2 MiB L2, one thread: MC 128 against 256 gained
-            // 4% on the base GPT's products and lost 7-8% on squares of
-            // 1024 and 2048 (a noisier session had read 1.08x at 2048).
-            Bf16Kernel::Amx => (info.l2 / 4 / (kc * word), amx::ROWS),
-            Bf16Kernel::Dot => (info.l2 / 2 / (kc * word), NARROW_ROWS),
-        };
-        let mc = (mc.clamp(32, 512) / step * step).max(step);
+        match kernel {
+            // Panels of `A` stream past a block of `B` that takes half the
+            // level-2 cache (`amx::blocked`). `MC` only bounds how much of
+            // `A` is packed at once (most is read in place) and so how
+            // often `B` is packed again.
+            Bf16Kernel::Amx => {
+                let nc = (info.l2 / 2 / (kc * word) / NR * NR).clamp(64, 4096);
+                return Bf16Plan { kernel, kc, mc: 1024, nc };
+            }
+            Bf16Kernel::Dot => {}
+        }
+        let mc = (info.l2 / 2 / (kc * word)).clamp(32, 512) / NARROW_ROWS * NARROW_ROWS;
         let nc = (info.l3 / 8 / (kc * word) / NR * NR).clamp(512, 4096);
         Bf16Plan { kernel, kc, mc, nc }
     }
@@ -513,7 +517,31 @@ unsafe fn pack<const W: usize>(count: usize, depth: usize, padded: usize, x: Str
             // lies in memory, written in the order the kernel reads them.
             // SAFETY: lines l0..l0 + W of `x`, `depth` values each.
             let at: [*const bf16; W] = std::array::from_fn(|i| unsafe { x.at(l0 + i, 0) }.ptr);
-            for (p, words) in panel.chunks_exact_mut(W).enumerate().take(whole) {
+            // Runs of 16 pairs of 16 lines at a time, transposed in
+            // registers (the bf16 kernels' CPUs have AVX-512); the rest a
+            // word at a time.
+            #[cfg(target_arch = "x86_64")]
+            let done = if W % 16 == 0 {
+                let runs = whole / 16;
+                for (r, q) in (0..runs).flat_map(|r| (0..W / 16).map(move |q| (r, q))) {
+                    // SAFETY: pairs 16 r.. of lines 16 q.. lie inside; the
+                    // run's 16 x W words lie in the panel.
+                    unsafe {
+                        x86::transpose_pairs(
+                            &at[16 * q..16 * q + 16],
+                            32 * r,
+                            panel.as_mut_ptr().add(16 * r * W + 16 * q),
+                            W,
+                        )
+                    };
+                }
+                16 * runs
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            for (p, words) in panel.chunks_exact_mut(W).enumerate().take(whole).skip(done) {
                 for (w, line) in words.iter_mut().zip(at) {
                     // SAFETY: values 2p and 2p + 1 of the line lie inside.
                     *w = unsafe { line.add(2 * p).cast::<u32>().read_unaligned() };
@@ -529,6 +557,13 @@ unsafe fn pack<const W: usize>(count: usize, depth: usize, padded: usize, x: Str
             // The lines contiguous at each depth (`B` as stored, `A` read
             // transposed): two runs interleaved a pair at a time, a loop
             // the compiler vectorises.
+            #[cfg(target_arch = "x86_64")]
+            if W == 32 && width == W {
+                // SAFETY: the panel's lines at each depth hold W values;
+                // the bf16 kernels' CPUs have AVX512-BW.
+                unsafe { x86::interleave_pairs(depth, x.at(l0, 0), panel.as_mut_ptr()) };
+                continue;
+            }
             for (p, words) in panel.chunks_exact_mut(W).enumerate() {
                 // SAFETY: depths 2p and 2p + 1 (when inside) of lines
                 // l0..l0 + width.
@@ -589,6 +624,92 @@ mod x86 {
     use blaze_runtime::bf16;
 
     use super::{Dst, Tile, Words};
+    use crate::gemm::Strided;
+
+    /// 16 pairs of 16 lines, each line's depth contiguous: the words of
+    /// pair `q` (values `from + 2q`, `+1` of each line) to `out + q
+    /// stride`, line 0 first.
+    ///
+    /// # Safety
+    /// Each line holds values `from .. from + 32`; `out` holds 16 runs of
+    /// 16 words `stride` apart; the CPU has AVX-512.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn transpose_pairs(lines: &[*const bf16], from: usize, out: *mut u32, stride: usize) {
+        debug_assert_eq!(lines.len(), 16);
+        // SAFETY: as the caller vouches.
+        unsafe {
+            let mut v: [__m512i; 16] = std::array::from_fn(|i| _mm512_loadu_si512(lines[i].add(from).cast()));
+            transpose_16x16(&mut v);
+            for (q, row) in v.iter().enumerate() {
+                _mm512_storeu_si512(out.add(q * stride).cast(), *row);
+            }
+        }
+    }
+
+    /// Transposes 16 vectors of 16 32-bit elements: element j of vector i
+    /// becomes element i of vector j.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn transpose_16x16(v: &mut [__m512i; 16]) {
+        let mut t = [_mm512_setzero_si512(); 16];
+        // Pairs of vectors interleaved by 32 bits, then by 64, within lanes
+        // of 128 bits: after that, lane L of vector 4a + b holds the 4 x 4
+        // block of vectors 4a.. and elements 4L.. (transposed).
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+        }
+        for i in 0..4 {
+            v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+            v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+            v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+            v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+        }
+        // Then the 4 x 4 blocks of lanes.
+        for i in 0..2 {
+            for j in 0..4 {
+                t[8 * i + j] = _mm512_shuffle_i32x4::<0x88>(v[8 * i + j], v[8 * i + j + 4]);
+                t[8 * i + j + 4] = _mm512_shuffle_i32x4::<0xdd>(v[8 * i + j], v[8 * i + j + 4]);
+            }
+        }
+        for j in 0..8 {
+            v[j] = _mm512_shuffle_i32x4::<0x88>(t[j], t[j + 8]);
+            v[j + 8] = _mm512_shuffle_i32x4::<0xdd>(t[j], t[j + 8]);
+        }
+    }
+
+    /// A panel of 32 lines contiguous at each of `depth` steps (`x.cs`
+    /// apart), as words of pairs: per pair, the two depths' values of each
+    /// line interleaved, line 0 first (`vpermt2w`); the last pair of an
+    /// odd depth with zeros in its high halves.
+    ///
+    /// # Safety
+    /// `x` addresses 32 lines at each of `depth` steps; `out` holds
+    /// `depth.div_ceil(2)` runs of 32 words; the CPU has AVX512-BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn interleave_pairs(depth: usize, x: Strided<bf16>, out: *mut u32) {
+        debug_assert_eq!(x.rs, 1);
+        // Word c of the low vector: line c of the first depth, then of the
+        // second (index 32 + c); the high vector, lines 16 to 31.
+        let low: [u16; 32] = std::array::from_fn(|e| (e / 2 + 32 * (e % 2)) as u16);
+        let high: [u16; 32] = std::array::from_fn(|e| (16 + e / 2 + 32 * (e % 2)) as u16);
+        // SAFETY (all): the loads read the 32 lines at depths d and d + 1
+        // (a zero vector past the depth); the stores write pair p's 32
+        // words.
+        unsafe {
+            let (low, high) = (_mm512_loadu_si512(low.as_ptr().cast()), _mm512_loadu_si512(high.as_ptr().cast()));
+            for p in 0..depth.div_ceil(2) {
+                let d = 2 * p;
+                let first = _mm512_loadu_si512(x.ptr.offset(d as isize * x.cs).cast());
+                let second = if d + 1 < depth {
+                    _mm512_loadu_si512(x.ptr.offset((d + 1) as isize * x.cs).cast())
+                } else {
+                    _mm512_setzero_si512()
+                };
+                _mm512_storeu_si512(out.add(32 * p).cast(), _mm512_permutex2var_epi16(first, low, second));
+                _mm512_storeu_si512(out.add(32 * p + 16).cast(), _mm512_permutex2var_epi16(first, high, second));
+            }
+        }
+    }
 
     /// `out (+)= a B` for a row `a` of `k` contiguous values and the
     /// columns of `B`, each `k` contiguous values, `col_stride` apart:
@@ -742,6 +863,35 @@ mod tests {
             .collect()
     }
 
+    /// bf16 values from a 64-byte boundary.
+    struct Lines(Vec<Line>);
+
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy)]
+    struct Line([bf16; 32]);
+
+    impl Lines {
+        fn of(values: &[bf16]) -> Lines {
+            let mut lines = vec![Line([bf16::ZERO; 32]); values.len().div_ceil(32)];
+            for (line, chunk) in lines.iter_mut().zip(values.chunks(32)) {
+                line.0[..chunk.len()].copy_from_slice(chunk);
+            }
+            Lines(lines)
+        }
+
+        fn as_ptr(&self) -> *const bf16 {
+            self.0.as_ptr().cast()
+        }
+    }
+
+    impl std::ops::Index<usize> for Lines {
+        type Output = bf16;
+
+        fn index(&self, i: usize) -> &bf16 {
+            &self.0[i / 32].0[i % 32]
+        }
+    }
+
     /// Every shape class (edges of the tile, odd depths, blocks split in
     /// depth, rows and columns: sums rounded in the kernel and through
     /// f32), operands row- and column-major, with and without
@@ -771,6 +921,10 @@ mod tests {
             (40, 100, 65),
             (64, 64, 64),
             (70, 65, 97),
+            // Rows read in place by AMX (whole tiles of depth), with a
+            // ragged last panel of rows.
+            (70, 40, 64),
+            (96, 33, 128),
         ];
         // Each kernel with its own blocking and with blocks small enough
         // to split every shape in depth, rows and columns.
@@ -782,7 +936,9 @@ mod tests {
                 for (a_t, b_t, add) in
                     [(false, false, false), (true, true, true), (false, true, false), (true, false, true)]
                 {
-                    let (a, b) = (values(m * k, 1), values(k * n, 2));
+                    // On cache lines, as tensors are, so that AMX reads
+                    // a row-major `A` in place.
+                    let (a, b) = (Lines::of(&values(m * k, 1)), values(k * n, 2));
                     // Row-major, or stored transposed and read through strides.
                     let (a_rs, a_cs) = if a_t { (1, m as isize) } else { (k as isize, 1) };
                     let (b_rs, b_cs) = if b_t { (1, k as isize) } else { (n as isize, 1) };
@@ -794,6 +950,7 @@ mod tests {
                     // addressed; the CPU runs the kernel (checked above).
                     unsafe {
                         let lhs = Strided { ptr: a.as_ptr(), rs: a_rs, cs: a_cs };
+                        debug_assert_eq!(lhs.ptr as usize % 64, 0);
                         let rhs = Strided { ptr: b.as_ptr(), rs: b_rs, cs: b_cs };
                         bf16::serial(&plan, m, n, k, got.as_mut_ptr(), n as isize, lhs, rhs, add);
                     }
