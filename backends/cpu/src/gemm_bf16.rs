@@ -28,9 +28,12 @@ use crate::matmul::Product;
 use crate::pool::grow;
 
 mod amx;
+mod pack;
 
 pub use amx::amx_runs_here;
 pub(crate) use amx::{Tiles, request_tiles};
+pub(crate) use pack::RoundsToBf16;
+use pack::{Source, pack};
 
 /// Rows of the register tile.
 const MR: usize = 8;
@@ -244,10 +247,13 @@ impl Product for bf16 {
     }
 }
 
-/// An f32 operand rounded to bf16 for a product whose values stay f32:
-/// what a product of f32 tensors runs under a bf16 precision policy
-/// (`Composites::matmul_rounded`). The sums are the bf16 kernel's, stored
-/// (or added) as f32 without a second rounding.
+/// An f32 operand rounded to bf16 in a pass of its own, for a product
+/// whose values stay f32: what a convolution of f32 tensors runs under a
+/// bf16 precision policy (`Composites::conv2d_rounded` and its
+/// gradients), whose windows are copied from the rounded image. Products
+/// round their operands as they pack them instead ([`RoundsToBf16`]).
+/// The sums are the bf16 kernel's, stored (or added) as f32 without a
+/// second rounding.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(transparent)]
 pub(crate) struct RoundedBf16(pub bf16);
@@ -281,16 +287,54 @@ impl Product for RoundedBf16 {
         rhs: Strided<RoundedBf16>,
         accumulate: bool,
     ) {
-        // SAFETY: forwarded from the caller.
-        if unsafe { without_products(plan, m, n, k, dst, dst_rs, accumulate, 0.0) } {
-            return;
-        }
         // `RoundedBf16` is a transparent bf16.
         let lhs = Strided { ptr: lhs.ptr.cast::<bf16>(), rs: lhs.rs, cs: lhs.cs };
         let rhs = Strided { ptr: rhs.ptr.cast::<bf16>(), rs: rhs.rs, cs: rhs.cs };
-        // SAFETY: forwarded from the caller; an f32 destination takes
-        // sums over any number of depth blocks and added to it.
-        unsafe { blocked(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+        // SAFETY: forwarded from the caller.
+        unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+    }
+}
+
+/// f32 operands rounded to bf16 as they are packed, f32 sums and result;
+/// as for `bf16`, [`Product::serial`] needs a CPU with the kernel's
+/// instructions.
+impl Product for RoundsToBf16 {
+    type Out = f32;
+    type Plan = Bf16Plan;
+
+    fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
+        *bf16_plan()
+    }
+
+    unsafe fn serial(
+        plan: &Bf16Plan,
+        m: usize,
+        n: usize,
+        k: usize,
+        dst: *mut f32,
+        dst_rs: isize,
+        lhs: Strided<RoundsToBf16>,
+        rhs: Strided<RoundsToBf16>,
+        accumulate: bool,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+    }
+}
+
+/// A product into an f32 destination, which takes sums over any number
+/// of depth blocks and added to it.
+///
+/// # Safety
+/// As for [`Product::serial`], with `job.dst` f32.
+unsafe fn f32_sums<S: Source>(plan: &Bf16Plan, job: Job<S>) {
+    let Job { m, n, k, dst, dst_rs, accumulate, .. } = job;
+    let Dst::F32(at) = dst else { unreachable!("f32 sums go to an f32 destination") };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if !without_products(plan, m, n, k, at, dst_rs, accumulate, 0.0) {
+            blocked(plan, job)
+        }
     }
 }
 
@@ -354,14 +398,14 @@ impl Dst {
 /// One blocked product: `dst[m x n] (+)= lhs * rhs` (`+=` only to an
 /// f32 destination), of a depth `k` of at least 1.
 #[derive(Clone, Copy)]
-struct Job {
+struct Job<S> {
     m: usize,
     n: usize,
     k: usize,
     dst: Dst,
     dst_rs: isize,
-    lhs: Strided<bf16>,
-    rhs: Strided<bf16>,
+    lhs: Strided<S>,
+    rhs: Strided<S>,
     accumulate: bool,
 }
 
@@ -373,16 +417,16 @@ struct Job {
 /// # Safety
 /// As for [`Product::serial`]; a bf16 `dst` with `k` in one block of the
 /// plan and no `accumulate`.
-unsafe fn blocked(plan: &Bf16Plan, job: Job) {
+unsafe fn blocked<S: Source>(plan: &Bf16Plan, job: Job<S>) {
     // SAFETY: forwarded from the caller; the plan's MC is a multiple of
     // both tiles' rows.
     unsafe {
         if plan.kernel == Bf16Kernel::Amx {
             amx::blocked(plan, job)
         } else if job.n <= 16 {
-            blocked_with::<NARROW_ROWS, 1, 16>(plan, job)
+            blocked_with::<S, NARROW_ROWS, 1, 16>(plan, job)
         } else {
-            blocked_with::<MR, 2, NR>(plan, job)
+            blocked_with::<S, MR, 2, NR>(plan, job)
         }
     }
 }
@@ -392,7 +436,7 @@ unsafe fn blocked(plan: &Bf16Plan, job: Job) {
 ///
 /// # Safety
 /// As for [`blocked`].
-unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf16Plan, job: Job) {
+unsafe fn blocked_with<S: Source, const R: usize, const V: usize, const W: usize>(plan: &Bf16Plan, job: Job<S>) {
     const { assert!(W == 16 * V) };
     let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
     let Bf16Plan { kc: block_k, mc: block_m, nc: block_n, .. } = *plan;
@@ -409,19 +453,19 @@ unsafe fn blocked_with<const R: usize, const V: usize, const W: usize>(plan: &Bf
                 let depth = (2 * kp).min(k - 2 * pc);
                 // SAFETY: the block lies in `rhs`; `pb` holds kp words for
                 // each of nc columns rounded up to W.
-                unsafe { pack::<W>(nc, depth, kp, rhs.at(2 * pc, jc).t(), pb) };
+                unsafe { pack::<S, W>(nc, depth, kp, rhs.at(2 * pc, jc).t(), pb) };
                 let add = accumulate || pc > 0;
                 // The kernel reads a word of `A` per row and pair, which a
                 // row-major `A` holds as it is (an even depth keeps each
                 // pair inside its row): only a partial panel at the bottom
                 // edge, whose missing rows must read as zeros, is packed.
-                let in_place_a = lhs.cs == 1 && depth % 2 == 0;
+                let in_place_a = S::IN_PLACE && lhs.cs == 1 && depth % 2 == 0;
                 for ic in (0..m).step_by(block_m) {
                     let mc = block_m.min(m - ic);
                     let whole = if in_place_a { mc / R * R } else { 0 };
                     // SAFETY: the block lies in `lhs`; `pa` holds kp words
                     // for each of mc rows rounded up to R.
-                    unsafe { pack::<R>(mc - whole, depth, kp, lhs.at(ic + whole, 2 * pc), pa) };
+                    unsafe { pack::<S, R>(mc - whole, depth, kp, lhs.at(ic + whole, 2 * pc), pa) };
                     for jr in (0..nc).step_by(W) {
                         for ir in (0..mc).step_by(R) {
                             // SAFETY: the panel of `A` (rows ic + ir.. in
@@ -486,136 +530,6 @@ struct Tile {
     add: bool,
 }
 
-/// The word of a pair of bf16: the first in the low half, as the dot
-/// product pairs them.
-#[inline(always)]
-fn word(lo: bf16, hi: bf16) -> u32 {
-    u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16
-}
-
-/// Packs `count` lines of `x` (line `i`'s value at depth `d` is `x(i, d)`)
-/// in panels of `W` lines, `padded` pairs of depth steps each: per pair,
-/// one word per line; zeros past the last line, past the last pair and
-/// in the high half of an odd depth's last word. `A` packs its rows
-/// (`W = MR`), `B` its columns (`W = NR`, from `B` transposed).
-///
-/// # Safety
-/// `x` addresses `count x depth` values; `out` holds `padded` words, at
-/// least `depth.div_ceil(2)`, for each of `count` rounded up to `W`.
-unsafe fn pack<const W: usize>(count: usize, depth: usize, padded: usize, x: Strided<bf16>, out: *mut u32) {
-    let (pairs, whole) = (depth.div_ceil(2), depth / 2);
-    debug_assert!(padded >= pairs);
-    for l0 in (0..count).step_by(W) {
-        let width = W.min(count - l0);
-        // SAFETY: panel l0 / W of `out`.
-        let whole_panel = unsafe { std::slice::from_raw_parts_mut(out.add(l0 * padded), padded * W) };
-        let (panel, past) = whole_panel.split_at_mut(pairs * W);
-        past.fill(0);
-        if x.cs == 1 && width == W {
-            // Each line's depth contiguous (`A` as stored, a weight `B`
-            // read transposed) and a whole panel: a word is a pair as it
-            // lies in memory, written in the order the kernel reads them.
-            // SAFETY: lines l0..l0 + W of `x`, `depth` values each.
-            let at: [*const bf16; W] = std::array::from_fn(|i| unsafe { x.at(l0 + i, 0) }.ptr);
-            // Runs of 16 pairs of 16 lines at a time, transposed in
-            // registers (the bf16 kernels' CPUs have AVX-512); the rest a
-            // word at a time.
-            #[cfg(target_arch = "x86_64")]
-            let done = if W % 16 == 0 {
-                let runs = whole / 16;
-                for (r, q) in (0..runs).flat_map(|r| (0..W / 16).map(move |q| (r, q))) {
-                    // SAFETY: pairs 16 r.. of lines 16 q.. lie inside; the
-                    // run's 16 x W words lie in the panel.
-                    unsafe {
-                        x86::transpose_pairs(
-                            &at[16 * q..16 * q + 16],
-                            32 * r,
-                            panel.as_mut_ptr().add(16 * r * W + 16 * q),
-                            W,
-                        )
-                    };
-                }
-                16 * runs
-            } else {
-                0
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let done = 0;
-            for (p, words) in panel.chunks_exact_mut(W).enumerate().take(whole).skip(done) {
-                for (w, line) in words.iter_mut().zip(at) {
-                    // SAFETY: values 2p and 2p + 1 of the line lie inside.
-                    *w = unsafe { line.add(2 * p).cast::<u32>().read_unaligned() };
-                }
-            }
-            if whole < pairs {
-                for (w, line) in panel[whole * W..].iter_mut().zip(at) {
-                    // SAFETY: the line's last value, depth - 1 = 2 * whole.
-                    *w = word(unsafe { *line.add(2 * whole) }, bf16::ZERO);
-                }
-            }
-        } else if x.rs == 1 {
-            // The lines contiguous at each depth (`B` as stored, `A` read
-            // transposed): two runs interleaved a pair at a time, a loop
-            // the compiler vectorises.
-            #[cfg(target_arch = "x86_64")]
-            if W == 32 && width == W {
-                // SAFETY: the panel's lines at each depth hold W values;
-                // the bf16 kernels' CPUs have AVX512-BW.
-                unsafe { x86::interleave_pairs(depth, x.at(l0, 0), panel.as_mut_ptr()) };
-                continue;
-            }
-            for (p, words) in panel.chunks_exact_mut(W).enumerate() {
-                // SAFETY: depths 2p and 2p + 1 (when inside) of lines
-                // l0..l0 + width.
-                let (lo, hi) = unsafe {
-                    let lo = std::slice::from_raw_parts(x.at(l0, 2 * p).ptr, width);
-                    let hi = (2 * p + 1 < depth).then(|| std::slice::from_raw_parts(x.at(l0, 2 * p + 1).ptr, width));
-                    (lo, hi)
-                };
-                match hi {
-                    Some(hi) => words.iter_mut().zip(lo.iter().zip(hi)).for_each(|(w, (&l, &h))| *w = word(l, h)),
-                    None => words.iter_mut().zip(lo).for_each(|(w, &l)| *w = word(l, bf16::ZERO)),
-                }
-                words[width..].fill(0);
-            }
-        } else {
-            for i in 0..W {
-                if i >= width {
-                    panel.iter_mut().skip(i).step_by(W).for_each(|w| *w = 0);
-                    continue;
-                }
-                // SAFETY: line l0 + i of `x`, `depth` long.
-                unsafe { pack_pairs(depth, x.at(l0 + i, 0), x.cs, panel.iter_mut().skip(i).step_by(W)) };
-            }
-        }
-    }
-}
-
-/// The words of `depth` values from `x`, `step` apart, into `out`: a pair
-/// of neighbours read as one word when they are contiguous.
-///
-/// # Safety
-/// `x` addresses `depth` values `step` apart.
-#[inline(always)]
-unsafe fn pack_pairs<'a>(depth: usize, x: Strided<bf16>, step: isize, out: impl Iterator<Item = &'a mut u32>) {
-    let at = |d: usize| {
-        // SAFETY: d < depth.
-        unsafe { *x.ptr.offset(d as isize * step) }
-    };
-    for (p, w) in out.enumerate() {
-        let d = 2 * p;
-        *w = if d + 1 >= depth {
-            word(at(d), bf16::ZERO)
-        } else if step == 1 {
-            // SAFETY: values d and d + 1 are contiguous and inside; the
-            // word is read as the two bf16 are laid out (little-endian).
-            unsafe { x.ptr.add(d).cast::<u32>().read_unaligned() }
-        } else {
-            word(at(d), at(d + 1))
-        };
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -624,92 +538,6 @@ mod x86 {
     use blaze_runtime::bf16;
 
     use super::{Dst, Tile, Words};
-    use crate::gemm::Strided;
-
-    /// 16 pairs of 16 lines, each line's depth contiguous: the words of
-    /// pair `q` (values `from + 2q`, `+1` of each line) to `out + q
-    /// stride`, line 0 first.
-    ///
-    /// # Safety
-    /// Each line holds values `from .. from + 32`; `out` holds 16 runs of
-    /// 16 words `stride` apart; the CPU has AVX-512.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn transpose_pairs(lines: &[*const bf16], from: usize, out: *mut u32, stride: usize) {
-        debug_assert_eq!(lines.len(), 16);
-        // SAFETY: as the caller vouches.
-        unsafe {
-            let mut v: [__m512i; 16] = std::array::from_fn(|i| _mm512_loadu_si512(lines[i].add(from).cast()));
-            transpose_16x16(&mut v);
-            for (q, row) in v.iter().enumerate() {
-                _mm512_storeu_si512(out.add(q * stride).cast(), *row);
-            }
-        }
-    }
-
-    /// Transposes 16 vectors of 16 32-bit elements: element j of vector i
-    /// becomes element i of vector j.
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn transpose_16x16(v: &mut [__m512i; 16]) {
-        let mut t = [_mm512_setzero_si512(); 16];
-        // Pairs of vectors interleaved by 32 bits, then by 64, within lanes
-        // of 128 bits: after that, lane L of vector 4a + b holds the 4 x 4
-        // block of vectors 4a.. and elements 4L.. (transposed).
-        for i in 0..8 {
-            t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-        }
-        for i in 0..4 {
-            v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-            v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-            v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-            v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-        }
-        // Then the 4 x 4 blocks of lanes.
-        for i in 0..2 {
-            for j in 0..4 {
-                t[8 * i + j] = _mm512_shuffle_i32x4::<0x88>(v[8 * i + j], v[8 * i + j + 4]);
-                t[8 * i + j + 4] = _mm512_shuffle_i32x4::<0xdd>(v[8 * i + j], v[8 * i + j + 4]);
-            }
-        }
-        for j in 0..8 {
-            v[j] = _mm512_shuffle_i32x4::<0x88>(t[j], t[j + 8]);
-            v[j + 8] = _mm512_shuffle_i32x4::<0xdd>(t[j], t[j + 8]);
-        }
-    }
-
-    /// A panel of 32 lines contiguous at each of `depth` steps (`x.cs`
-    /// apart), as words of pairs: per pair, the two depths' values of each
-    /// line interleaved, line 0 first (`vpermt2w`); the last pair of an
-    /// odd depth with zeros in its high halves.
-    ///
-    /// # Safety
-    /// `x` addresses 32 lines at each of `depth` steps; `out` holds
-    /// `depth.div_ceil(2)` runs of 32 words; the CPU has AVX512-BW.
-    #[target_feature(enable = "avx512f,avx512bw")]
-    pub(super) unsafe fn interleave_pairs(depth: usize, x: Strided<bf16>, out: *mut u32) {
-        debug_assert_eq!(x.rs, 1);
-        // Word c of the low vector: line c of the first depth, then of the
-        // second (index 32 + c); the high vector, lines 16 to 31.
-        let low: [u16; 32] = std::array::from_fn(|e| (e / 2 + 32 * (e % 2)) as u16);
-        let high: [u16; 32] = std::array::from_fn(|e| (16 + e / 2 + 32 * (e % 2)) as u16);
-        // SAFETY (all): the loads read the 32 lines at depths d and d + 1
-        // (a zero vector past the depth); the stores write pair p's 32
-        // words.
-        unsafe {
-            let (low, high) = (_mm512_loadu_si512(low.as_ptr().cast()), _mm512_loadu_si512(high.as_ptr().cast()));
-            for p in 0..depth.div_ceil(2) {
-                let d = 2 * p;
-                let first = _mm512_loadu_si512(x.ptr.offset(d as isize * x.cs).cast());
-                let second = if d + 1 < depth {
-                    _mm512_loadu_si512(x.ptr.offset((d + 1) as isize * x.cs).cast())
-                } else {
-                    _mm512_setzero_si512()
-                };
-                _mm512_storeu_si512(out.add(32 * p).cast(), _mm512_permutex2var_epi16(first, low, second));
-                _mm512_storeu_si512(out.add(32 * p + 16).cast(), _mm512_permutex2var_epi16(first, high, second));
-            }
-        }
-    }
 
     /// `out (+)= a B` for a row `a` of `k` contiguous values and the
     /// columns of `B`, each `k` contiguous values, `col_stride` apart:
@@ -850,58 +678,59 @@ mod tests {
 
     use super::*;
 
-    /// Values with a few bits of mantissa and both signs, as bf16.
-    fn values(n: usize, seed: u64) -> Vec<bf16> {
+    /// f32 values with both signs and all 24 bits of mantissa random.
+    fn values(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         (0..n)
             .map(|_| {
                 s ^= s << 13;
                 s ^= s >> 7;
                 s ^= s << 17;
-                bf16::from_f32(((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0)
+                ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0
             })
             .collect()
     }
 
-    /// bf16 values from a 64-byte boundary.
-    struct Lines(Vec<Line>);
+    /// Values from a 64-byte boundary, as tensors' are (so that AMX reads
+    /// a row-major bf16 `A` in place).
+    struct Lines<T> {
+        lines: Vec<Line>,
+        of: std::marker::PhantomData<T>,
+    }
 
     #[repr(C, align(64))]
     #[derive(Clone, Copy)]
-    struct Line([bf16; 32]);
+    struct Line([u8; 64]);
 
-    impl Lines {
-        fn of(values: &[bf16]) -> Lines {
-            let mut lines = vec![Line([bf16::ZERO; 32]); values.len().div_ceil(32)];
-            for (line, chunk) in lines.iter_mut().zip(values.chunks(32)) {
-                line.0[..chunk.len()].copy_from_slice(chunk);
-            }
-            Lines(lines)
+    impl<T: Copy> Lines<T> {
+        fn of(values: impl ExactSizeIterator<Item = T>) -> Lines<T> {
+            let mut lines = Lines {
+                lines: vec![Line([0; 64]); (values.len() * size_of::<T>()).div_ceil(64)],
+                of: Default::default(),
+            };
+            let at = lines.lines.as_mut_ptr().cast::<T>();
+            // SAFETY: the lines hold `values.len()` values of `T`.
+            values.enumerate().for_each(|(i, v)| unsafe { at.add(i).write(v) });
+            lines
         }
 
-        fn as_ptr(&self) -> *const bf16 {
-            self.0.as_ptr().cast()
+        fn as_ptr(&self) -> *const T {
+            self.lines.as_ptr().cast()
         }
-    }
 
-    impl std::ops::Index<usize> for Lines {
-        type Output = bf16;
-
-        fn index(&self, i: usize) -> &bf16 {
-            &self.0[i / 32].0[i % 32]
+        fn at(&self, i: usize) -> T {
+            assert!((i + 1) * size_of::<T>() <= 64 * self.lines.len());
+            // SAFETY: value i lies in the lines (checked).
+            unsafe { self.as_ptr().add(i).read() }
         }
     }
 
     /// Every shape class (edges of the tile, odd depths, blocks split in
-    /// depth, rows and columns: sums rounded in the kernel and through
-    /// f32), operands row- and column-major, with and without
-    /// accumulation, against sums in f64 of the same bf16, rounded.
-    #[test]
-    fn bf16_products_match_f64_sums() {
-        if !bf16_kernel_runs_here() {
-            eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
-            return;
-        }
+    /// depth, rows and columns), operands row- and column-major, with and
+    /// without accumulation, on each kernel this CPU runs with its own
+    /// blocking and with blocks small enough to split every shape:
+    /// `check(plan, m, n, k, a_t, b_t, add)`.
+    fn for_each_case(check: impl Fn(&Bf16Plan, usize, usize, usize, bool, bool, bool)) {
         let kernels: Vec<Bf16Kernel> = Bf16Kernel::ALL.into_iter().filter(|k| k.runs_here()).collect();
         if !kernels.contains(&Bf16Kernel::Amx) {
             eprintln!("notice: this CPU (or OS) lends no AMX tiles; the AMX bf16 kernel is not tested here");
@@ -926,8 +755,6 @@ mod tests {
             (70, 40, 64),
             (96, 33, 128),
         ];
-        // Each kernel with its own blocking and with blocks small enough
-        // to split every shape in depth, rows and columns.
         let plans = kernels.iter().flat_map(|&kernel| {
             [Bf16Plan::for_kernel(kernel, cpu_info()), Bf16Plan { kernel, kc: 16, mc: 32, nc: 64 }]
         });
@@ -936,41 +763,103 @@ mod tests {
                 for (a_t, b_t, add) in
                     [(false, false, false), (true, true, true), (false, true, false), (true, false, true)]
                 {
-                    // On cache lines, as tensors are, so that AMX reads
-                    // a row-major `A` in place.
-                    let (a, b) = (Lines::of(&values(m * k, 1)), values(k * n, 2));
-                    // Row-major, or stored transposed and read through strides.
-                    let (a_rs, a_cs) = if a_t { (1, m as isize) } else { (k as isize, 1) };
-                    let (b_rs, b_cs) = if b_t { (1, k as isize) } else { (n as isize, 1) };
-                    let at = |i: usize, p: usize| a[i * a_rs as usize + p * a_cs as usize].to_f64();
-                    let bt = |p: usize, j: usize| b[p * b_rs as usize + j * b_cs as usize].to_f64();
-                    let start: Vec<bf16> = (0..m * n).map(|i| bf16::from_f32((i % 7) as f32 - 3.0)).collect();
-                    let mut got = start.clone();
-                    // SAFETY: the blocks are m x k, k x n and m x n as
-                    // addressed; the CPU runs the kernel (checked above).
-                    unsafe {
-                        let lhs = Strided { ptr: a.as_ptr(), rs: a_rs, cs: a_cs };
-                        debug_assert_eq!(lhs.ptr as usize % 64, 0);
-                        let rhs = Strided { ptr: b.as_ptr(), rs: b_rs, cs: b_cs };
-                        bf16::serial(&plan, m, n, k, got.as_mut_ptr(), n as isize, lhs, rhs, add);
-                    }
-                    for i in 0..m {
-                        for j in 0..n {
-                            let base = if add { start[i * n + j].to_f64() } else { 0.0 };
-                            let want = base + (0..k).map(|p| at(i, p) * bt(p, j)).sum::<f64>();
-                            let scale = base.abs() + (0..k).map(|p| (at(i, p) * bt(p, j)).abs()).sum::<f64>();
-                            let err = (got[i * n + j].to_f64() - want).abs();
-                            // The f32 sums' error, then half a bf16 step.
-                            assert!(
-                                err <= 1e-6 * (k as f64 + 2.0) * scale + want.abs() / 256.0,
-                                "{m}x{k} by {k}x{n} (A transposed {a_t}, B {b_t}, add {add}, {plan}) at ({i}, {j}): \
-                                 {} against {want}",
-                                got[i * n + j]
-                            );
-                        }
-                    }
+                    check(&plan, m, n, k, a_t, b_t, add);
                 }
             }
         }
+    }
+
+    /// The strides of an `r x c` operand: row-major, or stored transposed.
+    fn strides(r: usize, c: usize, t: bool) -> (isize, isize) {
+        if t { (1, r as isize) } else { (c as isize, 1) }
+    }
+
+    /// bf16 operands and result, against sums in f64 of the same bf16,
+    /// rounded.
+    #[test]
+    fn bf16_products_match_f64_sums() {
+        if !bf16_kernel_runs_here() {
+            eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
+            return;
+        }
+        for_each_case(|plan, m, n, k, a_t, b_t, add| {
+            let a = Lines::of(values(m * k, 1).into_iter().map(bf16::from_f32));
+            let b = Lines::of(values(k * n, 2).into_iter().map(bf16::from_f32));
+            let ((a_rs, a_cs), (b_rs, b_cs)) = (strides(m, k, a_t), strides(k, n, b_t));
+            let at = |i: usize, p: usize| a.at(i * a_rs as usize + p * a_cs as usize).to_f64();
+            let bt = |p: usize, j: usize| b.at(p * b_rs as usize + j * b_cs as usize).to_f64();
+            let start: Vec<bf16> = (0..m * n).map(|i| bf16::from_f32((i % 7) as f32 - 3.0)).collect();
+            let mut got = start.clone();
+            // SAFETY: the blocks are m x k, k x n and m x n as addressed;
+            // the CPU runs the kernel.
+            unsafe {
+                let lhs = Strided { ptr: a.as_ptr(), rs: a_rs, cs: a_cs };
+                let rhs = Strided { ptr: b.as_ptr(), rs: b_rs, cs: b_cs };
+                bf16::serial(plan, m, n, k, got.as_mut_ptr(), n as isize, lhs, rhs, add);
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let base = if add { start[i * n + j].to_f64() } else { 0.0 };
+                    let want = base + (0..k).map(|p| at(i, p) * bt(p, j)).sum::<f64>();
+                    let scale = base.abs() + (0..k).map(|p| (at(i, p) * bt(p, j)).abs()).sum::<f64>();
+                    let err = (got[i * n + j].to_f64() - want).abs();
+                    // The f32 sums' error, then half a bf16 step.
+                    assert!(
+                        err <= 1e-6 * (k as f64 + 2.0) * scale + want.abs() / 256.0,
+                        "{m}x{k} by {k}x{n} (A transposed {a_t}, B {b_t}, add {add}, {plan}) at ({i}, {j}): \
+                         {} against {want}",
+                        got[i * n + j]
+                    );
+                }
+            }
+        });
+    }
+
+    /// f32 operands rounded as they are packed, f32 sums and result,
+    /// against sums in f64 of the operands rounded by `bf16::from_f32`;
+    /// and far from the sums of the unrounded operands.
+    #[test]
+    fn f32_products_round_to_bf16_as_they_pack() {
+        if !bf16_kernel_runs_here() {
+            eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 GEMM kernel is not tested here");
+            return;
+        }
+        let rounded_apart = std::cell::Cell::new(0);
+        for_each_case(|plan, m, n, k, a_t, b_t, add| {
+            let a = Lines::of(values(m * k, 3).into_iter().map(RoundsToBf16));
+            let b = Lines::of(values(k * n, 4).into_iter().map(RoundsToBf16));
+            let ((a_rs, a_cs), (b_rs, b_cs)) = (strides(m, k, a_t), strides(k, n, b_t));
+            let at = |i: usize, p: usize| a.at(i * a_rs as usize + p * a_cs as usize).0;
+            let bt = |p: usize, j: usize| b.at(p * b_rs as usize + j * b_cs as usize).0;
+            let round = |x: f32| f64::from(bf16::from_f32(x).to_f32());
+            let start: Vec<f32> = (0..m * n).map(|i| (i % 7) as f32 - 3.0).collect();
+            let mut got = start.clone();
+            // SAFETY: as in `bf16_products_match_f64_sums`.
+            unsafe {
+                let lhs = Strided { ptr: a.as_ptr(), rs: a_rs, cs: a_cs };
+                let rhs = Strided { ptr: b.as_ptr(), rs: b_rs, cs: b_cs };
+                RoundsToBf16::serial(plan, m, n, k, got.as_mut_ptr(), n as isize, lhs, rhs, add);
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let base = if add { f64::from(start[i * n + j]) } else { 0.0 };
+                    let product = |p: usize| round(at(i, p)) * round(bt(p, j));
+                    let want = base + (0..k).map(product).sum::<f64>();
+                    let scale = base.abs() + (0..k).map(|p| product(p).abs()).sum::<f64>();
+                    let err = (f64::from(got[i * n + j]) - want).abs();
+                    assert!(
+                        err <= 1e-6 * (k as f64 + 2.0) * scale,
+                        "{m}x{k} by {k}x{n} (A transposed {a_t}, B {b_t}, add {add}, {plan}) at ({i}, {j}): \
+                         {} against {want}",
+                        got[i * n + j]
+                    );
+                    let exact = base + (0..k).map(|p| f64::from(at(i, p)) * f64::from(bt(p, j))).sum::<f64>();
+                    if (f64::from(got[i * n + j]) - exact).abs() > 1e-4 * scale {
+                        rounded_apart.set(rounded_apart.get() + 1);
+                    }
+                }
+            }
+        });
+        assert!(rounded_apart.get() > 1000, "the operands were not rounded: {} sums moved", rounded_apart.get());
     }
 }

@@ -704,6 +704,12 @@ impl Composites for Cpu {
     }
 
     fn matmul_rounded(a: &CpuStorage, b: &CpuStorage, dtype: DType) -> CpuStorage {
+        if let (CpuStorage::F32(a), CpuStorage::F32(b), DType::BF16) = (a, b, dtype)
+            && gemm_bf16::bf16_kernel_runs_here()
+        {
+            // Rounded as the bf16 kernels pack them, not in a pass first.
+            return CpuStorage::F32(matmul::matmul_as::<gemm_bf16::RoundsToBf16, f32>(a, b));
+        }
         CpuStorage::F32(match rounded_operands("matmul_rounded", &[a, b], dtype) {
             Rounded::Bf16([a, b]) => matmul::matmul(&a, &b),
             Rounded::F32([a, b]) => matmul::matmul(&a, &b),

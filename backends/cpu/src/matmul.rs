@@ -152,8 +152,27 @@ pub(crate) unsafe fn gemm_raw<T: Product>(
 /// (one 512-bit vector of f32).
 const BLOCK_ALIGN: usize = 16;
 
+/// Element types a product reads operands of type `E` as: `E` itself, or
+/// a `#[repr(transparent)]` wrapper of it with a product of its own.
+///
+/// # Safety
+/// `Self` has the layout of `E`, and every `E` is a valid `Self`.
+pub(crate) unsafe trait Reads<E>: Product {}
+
+// SAFETY: a type has its own layout.
+unsafe impl<T: Product> Reads<T> for T {}
+
+// SAFETY: `RoundsToBf16` is a transparent f32.
+unsafe impl Reads<f32> for crate::gemm_bf16::RoundsToBf16 {}
+
 /// `[..., m, k] x [..., k, n]` with broadcast batch dims.
 pub(crate) fn matmul<T: Product>(a: &Array<T>, b: &Array<T>) -> Array<T::Out> {
+    matmul_as::<T, T>(a, b)
+}
+
+/// [`matmul`] of operands stored as `E`, multiplied as `T` (f32 operands
+/// rounded to bf16 as they are packed: [`crate::gemm_bf16::RoundsToBf16`]).
+pub(crate) fn matmul_as<T: Reads<E>, E>(a: &Array<E>, b: &Array<E>) -> Array<T::Out> {
     let r = a.ndim();
     let (m, k, n) = (a.shape()[r - 2], a.shape()[r - 1], b.shape()[r - 1]);
     let batch = broadcast_shapes(&a.shape()[..r - 2], &b.shape()[..r - 2]).expect("the runtime checked the batch dims");
@@ -182,7 +201,8 @@ pub(crate) fn matmul<T: Product>(a: &Array<T>, b: &Array<T>) -> Array<T::Out> {
     let mut out_shape = batch.clone();
     out_shape.extend([m, n]);
     pool::output(&out_shape, |out: &mut [T::Out]| {
-        let (pa, pb) = (SendPtr(av.as_ptr().cast_mut()), SendPtr(bv.as_ptr().cast_mut()));
+        // `T` reads an `E` as itself (`Reads`).
+        let (pa, pb) = (SendPtr(av.as_ptr().cast_mut().cast::<T>()), SendPtr(bv.as_ptr().cast_mut().cast::<T>()));
         let (a_rs, a_cs, b_rs, b_cs) = (sa[r - 2], sa[r - 1], sb[r - 2], sb[r - 1]);
         let dst = SendPtr(out.as_mut_ptr());
         let one = |bi: usize, parallel: bool| {

@@ -23,8 +23,9 @@ use std::sync::OnceLock;
 
 use blaze_runtime::bf16;
 
-use super::x86::{store, transpose_16x16};
-use super::{Bf16Plan, Job, PACKED, Tile, bf16_kernel_runs_here, pack, pack_pairs, word};
+use super::pack::{Source, pack, pack_pairs, transpose_16x16, word};
+use super::x86::store;
+use super::{Bf16Plan, Job, PACKED, Tile, bf16_kernel_runs_here};
 use crate::gemm::Strided;
 use crate::pool::grow;
 
@@ -128,7 +129,7 @@ impl Drop for Tiles {
 ///
 /// # Safety
 /// As for the dot-product kernel's `blocked`, and [`amx_runs_here`].
-pub(super) unsafe fn blocked(plan: &Bf16Plan, job: Job) {
+pub(super) unsafe fn blocked<S: Source>(plan: &Bf16Plan, job: Job<S>) {
     let Job { m, n, k, dst, dst_rs, lhs, rhs, accumulate } = job;
     let Bf16Plan { kc: block_k, mc: block_m, nc: block_n, .. } = *plan;
     debug_assert!(block_k % PAIRS == 0 && block_m % ROWS == 0 && block_n % COLS == 0, "{plan}");
@@ -152,10 +153,14 @@ pub(super) unsafe fn blocked(plan: &Bf16Plan, job: Job) {
             // In place: whole tiles of depth, and rows on cache lines (a
             // tile load whose rows straddle two lines takes three times as
             // long, measured on data in the level-1 cache).
-            let row_bytes = lhs.rs * size_of::<bf16>() as isize;
+            let row_bytes = lhs.rs * size_of::<S>() as isize;
             // SAFETY: depth 2 pc lies in `lhs`.
             let first = unsafe { lhs.at(0, 2 * pc) }.ptr;
-            let in_place = lhs.cs == 1 && depth == 2 * PAIRS * steps && row_bytes % 64 == 0 && first as usize % 64 == 0;
+            let in_place = S::IN_PLACE
+                && lhs.cs == 1
+                && depth == 2 * PAIRS * steps
+                && row_bytes % 64 == 0
+                && first as usize % 64 == 0;
             for ic in (0..m).step_by(block_m) {
                 let mc = block_m.min(m - ic);
                 let whole = if in_place { mc / ROWS * ROWS } else { 0 };
@@ -166,7 +171,7 @@ pub(super) unsafe fn blocked(plan: &Bf16Plan, job: Job) {
                     let nc = block_n.min(n - jc);
                     // SAFETY: the block lies in `rhs`; `pb` holds `steps`
                     // tiles' pairs for each of nc columns rounded up to 32.
-                    unsafe { pack::<COLS>(nc, depth, steps * PAIRS, rhs.at(2 * pc, jc).t(), pb) };
+                    unsafe { pack::<S, COLS>(nc, depth, steps * PAIRS, rhs.at(2 * pc, jc).t(), pb) };
                     for ir in (0..mc).step_by(ROWS) {
                         let a = if ir < whole {
                             // SAFETY: rows ic + ir.. lie in `lhs`.
@@ -215,9 +220,9 @@ struct Panel {
 /// # Safety
 /// `x` addresses `rows x depth` values, `depth <= 2 PAIRS steps`; `out`
 /// holds `steps PAIRS` words for each of `rows` rounded up to 32; the CPU
-/// has AVX-512 (whose 64-byte moves copy a tile's row at once).
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out: *mut u32) {
+/// has AVX512-BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn pack_a<S: Source>(rows: usize, depth: usize, steps: usize, x: Strided<S>, out: *mut u32) {
     let (pairs, whole) = (depth.div_ceil(2), depth / 2);
     let padded = steps * PAIRS;
     for r0 in (0..rows).step_by(ROWS) {
@@ -233,21 +238,15 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
         }
         if x.cs == 1 && height == ROWS && whole == padded {
             // A whole panel of row-major `A` and whole tiles of depth: a
-            // tile's worth of each row (64 bytes) at a time, written in
+            // tile's worth of each row (32 values) at a time, written in
             // the order the kernel loads them.
             // SAFETY: rows r0..r0 + 32 of `x`.
-            let at: [*const bf16; ROWS] = std::array::from_fn(|i| unsafe { x.at(r0 + i, 0) }.ptr);
+            let at: [*const S; ROWS] = std::array::from_fn(|i| unsafe { x.at(r0 + i, 0) }.ptr);
             for (s, tile) in panel.chunks_exact_mut(ROWS * PAIRS).enumerate() {
                 for (slice, line) in tile.chunks_exact_mut(PAIRS).zip(at) {
-                    // SAFETY: values 32 s .. 32 s + 32 of the row, copied
-                    // as bytes (the row need not start on a word).
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            line.add(2 * PAIRS * s).cast::<u8>(),
-                            slice.as_mut_ptr().cast(),
-                            64,
-                        )
-                    };
+                    // SAFETY: values 32 s .. 32 s + 32 of the row; the
+                    // slice holds their 16 words.
+                    unsafe { _mm512_storeu_si512(slice.as_mut_ptr().cast(), S::load32(line.add(2 * PAIRS * s))) };
                 }
             }
             continue;
@@ -268,9 +267,8 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
                     let from = s * PAIRS;
                     if from + PAIRS <= whole {
                         // SAFETY: values 2 from .. 2 (from + PAIRS) of the
-                        // row (which need not start on a word).
-                        let words = unsafe { line.ptr.add(2 * from).cast::<[u32; PAIRS]>().read_unaligned() };
-                        slice.copy_from_slice(&words);
+                        // row; the slice holds their 16 words.
+                        unsafe { _mm512_storeu_si512(slice.as_mut_ptr().cast(), S::load32(line.ptr.add(2 * from))) };
                         continue;
                     }
                     for (p, w) in (from..).zip(slice.iter_mut()) {
@@ -278,9 +276,9 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
                         // (depth - 1 = 2 whole) for an odd depth's last pair.
                         *w = unsafe {
                             if p < whole {
-                                line.ptr.add(2 * p).cast::<u32>().read_unaligned()
+                                S::word(line.ptr.add(2 * p))
                             } else if p < pairs {
-                                word(*line.ptr.add(2 * p), bf16::ZERO)
+                                word((*line.ptr.add(2 * p)).bf16(), bf16::ZERO)
                             } else {
                                 0
                             }
@@ -306,9 +304,9 @@ unsafe fn pack_a(rows: usize, depth: usize, steps: usize, x: Strided<bf16>, out:
 ///
 /// # Safety
 /// `x` addresses `height <= 32` rows of `depth` values; `panel` holds
-/// `steps` tiles of 32 rows by 16 words; the CPU has AVX512-BW.
-#[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn pack_a_transposed(height: usize, depth: usize, steps: usize, x: Strided<bf16>, panel: &mut [u32]) {
+/// `steps` tiles of 32 rows by 16 words; the CPU has AVX512-BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn pack_a_transposed<S: Source>(height: usize, depth: usize, steps: usize, x: Strided<S>, panel: &mut [u32]) {
     debug_assert!(height <= ROWS && x.rs == 1 && panel.len() >= steps * ROWS * PAIRS);
     let rows: __mmask32 = if height == ROWS { !0 } else { (1 << height) - 1 };
     // The 32 rows of one depth step, zeros past the rows and the depth.
@@ -316,7 +314,7 @@ unsafe fn pack_a_transposed(height: usize, depth: usize, steps: usize, x: Stride
         if d < depth {
             // SAFETY: depth d of the `height` rows; the masked-off rows
             // are not read.
-            unsafe { _mm512_maskz_loadu_epi16(rows, x.ptr.offset(d as isize * x.cs).cast()) }
+            unsafe { S::load32_masked(x.ptr.offset(d as isize * x.cs), rows) }
         } else {
             _mm512_setzero_si512()
         }

@@ -1,0 +1,344 @@
+//! The packers of the bf16 kernels: panels of words, each the two bf16
+//! of a pair of depth steps, read from bf16 operands as they are or from
+//! f32 operands rounded as they are packed ([`Source`]).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use blaze_runtime::bf16;
+
+use crate::gemm::Strided;
+
+/// An f32 operand that the packers round to bf16 (to nearest even) as
+/// they read it: a product of f32 tensors under a bf16 precision
+/// (`Composites::matmul_rounded`), which so skips a pass that would round
+/// each operand into a copy first. The sums are the bf16 kernels',
+/// stored (or added) as f32 without a second rounding.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(transparent)]
+pub(crate) struct RoundsToBf16(pub f32);
+
+/// What the packers read: bf16 values, or f32 ones rounded to bf16.
+///
+/// Rounding in hardware (`vcvtne2ps2bf16`) reads an f32 subnormal as zero
+/// where [`bf16::from_f32`] keeps a bf16 subnormal; the kernels read bf16
+/// subnormals as zero too, so the products are the same.
+pub(crate) trait Source: Copy + Send + Sync + 'static {
+    /// Whether a kernel may read a row-major panel of these in place.
+    const IN_PLACE: bool;
+
+    /// The value as bf16.
+    fn bf16(self) -> bf16;
+
+    /// The word of the values at `at` and `at + 1`.
+    ///
+    /// # Safety
+    /// Both lie in one allocation.
+    #[inline(always)]
+    unsafe fn word(at: *const Self) -> u32 {
+        // SAFETY: as the caller vouches.
+        unsafe { word((*at).bf16(), (*at.add(1)).bf16()) }
+    }
+
+    /// The 32 values from `at` on, as a vector of bf16.
+    ///
+    /// # Safety
+    /// They lie in one allocation; the CPU has AVX512-BF16.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load32(at: *const Self) -> __m512i;
+
+    /// The values of `mask`'s set bits among the 32 from `at` on, zeros
+    /// elsewhere (the others are not read).
+    ///
+    /// # Safety
+    /// The values of the set bits lie in one allocation; the CPU has
+    /// AVX512-BF16.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load32_masked(at: *const Self, mask: __mmask32) -> __m512i;
+}
+
+impl Source for bf16 {
+    const IN_PLACE: bool = true;
+
+    #[inline(always)]
+    fn bf16(self) -> bf16 {
+        self
+    }
+
+    #[inline(always)]
+    unsafe fn word(at: *const bf16) -> u32 {
+        // SAFETY: as the caller vouches; the word is the two bf16 as they
+        // lie (little-endian), not necessarily aligned.
+        unsafe { at.cast::<u32>().read_unaligned() }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32(at: *const bf16) -> __m512i {
+        // SAFETY: as the caller vouches.
+        unsafe { _mm512_loadu_si512(at.cast()) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32_masked(at: *const bf16, mask: __mmask32) -> __m512i {
+        // SAFETY: as the caller vouches.
+        unsafe { _mm512_maskz_loadu_epi16(mask, at.cast()) }
+    }
+}
+
+impl Source for RoundsToBf16 {
+    const IN_PLACE: bool = false;
+
+    #[inline(always)]
+    fn bf16(self) -> bf16 {
+        bf16::from_f32(self.0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32(at: *const RoundsToBf16) -> __m512i {
+        // SAFETY: as the caller vouches; `RoundsToBf16` is a transparent
+        // f32. The second operand's values go to the low half.
+        unsafe {
+            let at = at.cast::<f32>();
+            std::mem::transmute(_mm512_cvtne2ps_pbh(_mm512_loadu_ps(at.add(16)), _mm512_loadu_ps(at)))
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32_masked(at: *const RoundsToBf16, mask: __mmask32) -> __m512i {
+        // SAFETY: as the caller vouches.
+        unsafe {
+            let at = at.cast::<f32>();
+            let low = _mm512_maskz_loadu_ps(mask as __mmask16, at);
+            let high = _mm512_maskz_loadu_ps((mask >> 16) as __mmask16, at.add(16));
+            std::mem::transmute(_mm512_cvtne2ps_pbh(high, low))
+        }
+    }
+}
+
+/// The word of a pair of bf16: the first in the low half, as the dot
+/// product pairs them.
+#[inline(always)]
+pub(super) fn word(lo: bf16, hi: bf16) -> u32 {
+    u32::from(lo.to_bits()) | u32::from(hi.to_bits()) << 16
+}
+
+/// Packs `count` lines of `x` (line `i`'s value at depth `d` is `x(i, d)`)
+/// in panels of `W` lines, `padded` pairs of depth steps each: per pair,
+/// one word per line; zeros past the last line, past the last pair and
+/// in the high half of an odd depth's last word. `A` packs its rows
+/// (`W = MR`), `B` its columns (`W = NR`, from `B` transposed).
+///
+/// # Safety
+/// `x` addresses `count x depth` values; `out` holds `padded` words, at
+/// least `depth.div_ceil(2)`, for each of `count` rounded up to `W`; the
+/// CPU runs a bf16 kernel (and so has AVX512-BF16).
+pub(super) unsafe fn pack<S: Source, const W: usize>(
+    count: usize,
+    depth: usize,
+    padded: usize,
+    x: Strided<S>,
+    out: *mut u32,
+) {
+    let (pairs, whole) = (depth.div_ceil(2), depth / 2);
+    debug_assert!(padded >= pairs);
+    for l0 in (0..count).step_by(W) {
+        let width = W.min(count - l0);
+        // SAFETY: panel l0 / W of `out`.
+        let whole_panel = unsafe { std::slice::from_raw_parts_mut(out.add(l0 * padded), padded * W) };
+        let (panel, past) = whole_panel.split_at_mut(pairs * W);
+        past.fill(0);
+        if x.cs == 1 && width == W {
+            // Each line's depth contiguous (`A` as stored, a weight `B`
+            // read transposed) and a whole panel: a word is a pair as it
+            // lies in memory, written in the order the kernel reads them.
+            // SAFETY: lines l0..l0 + W of `x`, `depth` values each.
+            let at: [*const S; W] = std::array::from_fn(|i| unsafe { x.at(l0 + i, 0) }.ptr);
+            // Runs of 16 pairs of 16 lines at a time, transposed in
+            // registers; the rest a word at a time.
+            #[cfg(target_arch = "x86_64")]
+            let done = if W % 16 == 0 {
+                let runs = whole / 16;
+                for (r, q) in (0..runs).flat_map(|r| (0..W / 16).map(move |q| (r, q))) {
+                    // SAFETY: pairs 16 r.. of lines 16 q.. lie inside; the
+                    // run's 16 x W words lie in the panel.
+                    unsafe {
+                        transpose_pairs(
+                            &at[16 * q..16 * q + 16],
+                            32 * r,
+                            panel.as_mut_ptr().add(16 * r * W + 16 * q),
+                            W,
+                        )
+                    };
+                }
+                16 * runs
+            } else {
+                0
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let done = 0;
+            for (p, words) in panel.chunks_exact_mut(W).enumerate().take(whole).skip(done) {
+                for (w, line) in words.iter_mut().zip(at) {
+                    // SAFETY: values 2p and 2p + 1 of the line lie inside.
+                    *w = unsafe { S::word(line.add(2 * p)) };
+                }
+            }
+            if whole < pairs {
+                for (w, line) in panel[whole * W..].iter_mut().zip(at) {
+                    // SAFETY: the line's last value, depth - 1 = 2 * whole.
+                    *w = word(unsafe { *line.add(2 * whole) }.bf16(), bf16::ZERO);
+                }
+            }
+        } else if x.rs == 1 {
+            // The lines contiguous at each depth (`B` as stored, `A` read
+            // transposed): two runs interleaved a pair at a time.
+            #[cfg(target_arch = "x86_64")]
+            if W == 32 && width == W {
+                // SAFETY: the panel's lines at each depth hold W values.
+                unsafe { interleave_pairs(depth, x.at(l0, 0), panel.as_mut_ptr()) };
+                continue;
+            }
+            for (p, words) in panel.chunks_exact_mut(W).enumerate() {
+                // SAFETY: depths 2p and 2p + 1 (when inside) of lines
+                // l0..l0 + width.
+                let (lo, hi) = unsafe {
+                    let lo = std::slice::from_raw_parts(x.at(l0, 2 * p).ptr, width);
+                    let hi = (2 * p + 1 < depth).then(|| std::slice::from_raw_parts(x.at(l0, 2 * p + 1).ptr, width));
+                    (lo, hi)
+                };
+                match hi {
+                    Some(hi) => {
+                        words.iter_mut().zip(lo.iter().zip(hi)).for_each(|(w, (l, h))| *w = word(l.bf16(), h.bf16()))
+                    }
+                    None => words.iter_mut().zip(lo).for_each(|(w, l)| *w = word(l.bf16(), bf16::ZERO)),
+                }
+                words[width..].fill(0);
+            }
+        } else {
+            for i in 0..W {
+                if i >= width {
+                    panel.iter_mut().skip(i).step_by(W).for_each(|w| *w = 0);
+                    continue;
+                }
+                // SAFETY: line l0 + i of `x`, `depth` long.
+                unsafe { pack_pairs(depth, x.at(l0 + i, 0), x.cs, panel.iter_mut().skip(i).step_by(W)) };
+            }
+        }
+    }
+}
+
+/// The words of `depth` values from `x`, `step` apart, into `out`: a pair
+/// of neighbours read as one word when they are contiguous.
+///
+/// # Safety
+/// `x` addresses `depth` values `step` apart.
+#[inline(always)]
+pub(super) unsafe fn pack_pairs<'a, S: Source>(
+    depth: usize,
+    x: Strided<S>,
+    step: isize,
+    out: impl Iterator<Item = &'a mut u32>,
+) {
+    let at = |d: usize| {
+        // SAFETY: d < depth.
+        unsafe { *x.ptr.offset(d as isize * step) }.bf16()
+    };
+    for (p, w) in out.enumerate() {
+        let d = 2 * p;
+        *w = if d + 1 >= depth {
+            word(at(d), bf16::ZERO)
+        } else if step == 1 {
+            // SAFETY: values d and d + 1 are contiguous and inside.
+            unsafe { S::word(x.ptr.add(d)) }
+        } else {
+            word(at(d), at(d + 1))
+        };
+    }
+}
+
+/// 16 pairs of 16 lines, each line's depth contiguous: the words of
+/// pair `q` (values `from + 2q`, `+1` of each line) to `out + q
+/// stride`, line 0 first.
+///
+/// # Safety
+/// Each line holds values `from .. from + 32`; `out` holds 16 runs of
+/// 16 words `stride` apart; the CPU has AVX512-BF16.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn transpose_pairs<S: Source>(lines: &[*const S], from: usize, out: *mut u32, stride: usize) {
+    debug_assert_eq!(lines.len(), 16);
+    // SAFETY: as the caller vouches.
+    unsafe {
+        let mut v: [__m512i; 16] = std::array::from_fn(|i| S::load32(lines[i].add(from)));
+        transpose_16x16(&mut v);
+        for (q, row) in v.iter().enumerate() {
+            _mm512_storeu_si512(out.add(q * stride).cast(), *row);
+        }
+    }
+}
+
+/// Transposes 16 vectors of 16 32-bit elements: element j of vector i
+/// becomes element i of vector j.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(super) fn transpose_16x16(v: &mut [__m512i; 16]) {
+    let mut t = [_mm512_setzero_si512(); 16];
+    // Pairs of vectors interleaved by 32 bits, then by 64, within lanes
+    // of 128 bits: after that, lane L of vector 4a + b holds the 4 x 4
+    // block of vectors 4a.. and elements 4L.. (transposed).
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+    }
+    for i in 0..4 {
+        v[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        v[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        v[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    // Then the 4 x 4 blocks of lanes.
+    for i in 0..2 {
+        for j in 0..4 {
+            t[8 * i + j] = _mm512_shuffle_i32x4::<0x88>(v[8 * i + j], v[8 * i + j + 4]);
+            t[8 * i + j + 4] = _mm512_shuffle_i32x4::<0xdd>(v[8 * i + j], v[8 * i + j + 4]);
+        }
+    }
+    for j in 0..8 {
+        v[j] = _mm512_shuffle_i32x4::<0x88>(t[j], t[j + 8]);
+        v[j + 8] = _mm512_shuffle_i32x4::<0xdd>(t[j], t[j + 8]);
+    }
+}
+
+/// A panel of 32 lines contiguous at each of `depth` steps (`x.cs`
+/// apart), as words of pairs: per pair, the two depths' values of each
+/// line interleaved, line 0 first (`vpermt2w`); the last pair of an odd
+/// depth with zeros in its high halves.
+///
+/// # Safety
+/// `x` addresses 32 lines at each of `depth` steps; `out` holds
+/// `depth.div_ceil(2)` runs of 32 words; the CPU has AVX512-BF16.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+unsafe fn interleave_pairs<S: Source>(depth: usize, x: Strided<S>, out: *mut u32) {
+    debug_assert_eq!(x.rs, 1);
+    // Word c of the low vector: line c of the first depth, then of the
+    // second (index 32 + c); the high vector, lines 16 to 31.
+    let low: [u16; 32] = std::array::from_fn(|e| (e / 2 + 32 * (e % 2)) as u16);
+    let high: [u16; 32] = std::array::from_fn(|e| (16 + e / 2 + 32 * (e % 2)) as u16);
+    // SAFETY (all): the loads read the 32 lines at depths d and d + 1 (a
+    // zero vector past the depth); the stores write pair p's 32 words.
+    unsafe {
+        let (low, high) = (_mm512_loadu_si512(low.as_ptr().cast()), _mm512_loadu_si512(high.as_ptr().cast()));
+        for p in 0..depth.div_ceil(2) {
+            let d = 2 * p;
+            let first = S::load32(x.ptr.offset(d as isize * x.cs));
+            let second =
+                if d + 1 < depth { S::load32(x.ptr.offset((d + 1) as isize * x.cs)) } else { _mm512_setzero_si512() };
+            _mm512_storeu_si512(out.add(32 * p).cast(), _mm512_permutex2var_epi16(first, low, second));
+            _mm512_storeu_si512(out.add(32 * p + 16).cast(), _mm512_permutex2var_epi16(first, high, second));
+        }
+    }
+}
