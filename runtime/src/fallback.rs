@@ -43,6 +43,16 @@ pub trait DeviceDtypes: Backend {
     /// every device the program opens on such an adapter.
     fn holds(dtype: DType, device: &Self::Device) -> bool;
 
+    /// Whether `device` runs products of f32 operands rounded to `dtype`
+    /// ([`crate::Composites::matmul_rounded`] and the rounded
+    /// convolutions) itself, which it may do without holding `dtype`
+    /// tensors: the wgpu backend rounds in its kernels. Where it does not,
+    /// [`HostFallback`] rounds by casts, which take the values where
+    /// `dtype` lives and back.
+    fn rounds_to(dtype: DType, device: &Self::Device) -> bool {
+        Self::holds(dtype, device)
+    }
+
     /// Reads `x` back inside an op (an i64 result going to the host, an
     /// operand of a cast across): ops cannot fail, so a device that has
     /// faulted may answer zeros here, and reports its fault from
@@ -514,7 +524,7 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
     fn matmul_rounded(a: &Placed<D, H>, b: &Placed<D, H>, dtype: DType) -> Placed<D, H> {
         match (a, b) {
             // The device's own rounded product where it holds `dtype`.
-            (Placed::Device(x), Placed::Device(y)) if D::holds(dtype, &D::device(x)) => {
+            (Placed::Device(x), Placed::Device(y)) if D::rounds_to(dtype, &D::device(x)) => {
                 Self::from_device(D::matmul_rounded(x, y, dtype))
             }
             // Else the casts take the values where `dtype` lives and back.
@@ -530,10 +540,10 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         dtype: DType,
     ) -> Placed<D, H> {
         match (x, w, bias) {
-            (Placed::Device(xd), Placed::Device(wd), None) if D::holds(dtype, &D::device(xd)) => {
+            (Placed::Device(xd), Placed::Device(wd), None) if D::rounds_to(dtype, &D::device(xd)) => {
                 Self::from_device(D::conv2d_rounded(xd, wd, None, o, dtype))
             }
-            (Placed::Device(xd), Placed::Device(wd), Some(Placed::Device(b))) if D::holds(dtype, &D::device(xd)) => {
+            (Placed::Device(xd), Placed::Device(wd), Some(Placed::Device(b))) if D::rounds_to(dtype, &D::device(xd)) => {
                 Self::from_device(D::conv2d_rounded(xd, wd, Some(b), o, dtype))
             }
             _ => Self::conv2d(
@@ -553,7 +563,7 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         dtype: DType,
     ) -> Placed<D, H> {
         match (g, w) {
-            (Placed::Device(gd), Placed::Device(wd)) if D::holds(dtype, &D::device(gd)) => {
+            (Placed::Device(gd), Placed::Device(wd)) if D::rounds_to(dtype, &D::device(gd)) => {
                 Self::from_device(D::conv2d_input_grad_rounded(gd, wd, input_shape, o, dtype))
             }
             _ => {
@@ -571,7 +581,7 @@ impl<D: DeviceDtypes, H: Backend> Composites for HostFallback<D, H> {
         dtype: DType,
     ) -> Placed<D, H> {
         match (x, g) {
-            (Placed::Device(xd), Placed::Device(gd)) if D::holds(dtype, &D::device(xd)) => {
+            (Placed::Device(xd), Placed::Device(gd)) if D::rounds_to(dtype, &D::device(xd)) => {
                 Self::from_device(D::conv2d_weight_grad_rounded(xd, gd, weight_shape, o, dtype))
             }
             _ => {

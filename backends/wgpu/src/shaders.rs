@@ -16,7 +16,7 @@
 //! `u32` parameters, read with `pu(k)` (`pf(k)` for an f32's bits):
 //! `wgsl/common.wgsl`, which [`Template::shader`] puts first.
 
-use blaze_runtime::ReduceOp;
+use blaze_runtime::{DType, ReduceOp};
 
 /// Invocations per workgroup of one-element-per-invocation kernels.
 pub const WG: u32 = 256;
@@ -64,8 +64,10 @@ templates! {
     ATTENTION = "attention";
     /// One Adam or AdamW step.
     ADAM = "adam";
-    /// The batched matmul.
+    /// The batched matmul: holes `round` and `tile`; see [`matmul`].
     MATMUL = "matmul";
+    /// Rounding f32 values to bf16 or f16, kept in f32.
+    ROUND16 = "round16";
     /// Gather along a dim: holes `ty`, `rank`, `dim`.
     GATHER = "gather";
     /// Scatter-add along a dim: holes `rank`, `dim`.
@@ -269,6 +271,29 @@ pub const ATTENTION_MAX_WIDTH: usize = 128;
 /// [`ATTENTION`] with rows up to [`ATTENTION_MAX_WIDTH`] wide.
 pub fn attention() -> String {
     ATTENTION.shader(&[("width", &ATTENTION_MAX_WIDTH.to_string())])
+}
+
+/// [`MATMUL`] with each operand's values rounded to `round` (bf16 or
+/// f16) as they are staged, and staged as f16 where `f16_tiles` (the
+/// adapter has `SHADER_F16` and the values are f16's): half the
+/// workgroup memory and its traffic, the same sums.
+pub fn matmul(round: Option<DType>, f16_tiles: bool) -> String {
+    let func = match round {
+        None => "",
+        Some(DType::BF16) => "round_bf16",
+        Some(DType::F16) => "round_f16",
+        Some(other) => panic!("wgpu matmul: operands round to bf16 or f16, not {other}"),
+    };
+    assert!(!f16_tiles || round == Some(DType::F16), "wgpu matmul: f16 tiles hold f16 values, not {round:?}");
+    let enable = if f16_tiles { "enable f16;\n" } else { "" };
+    let tile = if f16_tiles { "f16" } else { "f32" };
+    let funcs = if round.is_some() { ROUND16.render(&[]) } else { String::new() };
+    format!("{enable}{}\n{funcs}", MATMUL.shader(&[("round", func), ("tile", tile)]))
+}
+
+/// [`ROUND16`]'s functions, for an elementwise rounding.
+pub fn round16() -> String {
+    ROUND16.render(&[])
 }
 
 #[cfg(test)]

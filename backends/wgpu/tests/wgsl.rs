@@ -15,7 +15,7 @@ use blaze::nn::Ctx;
 use blaze::nn::Graph;
 use blaze::prelude::*;
 use blaze::runtime::kernel::{KernelFn, ScalarArg};
-use blaze::{Composites, Conv2dOptions, Pool2dOptions, UnaryOp, kernel};
+use blaze::{Composites, Conv2dOptions, DType, Pool2dOptions, UnaryOp, kernel};
 use blaze_wgpu::{DeviceOptions, HostBuffer, MapArg, WgpuDevice, launch, map};
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
@@ -130,6 +130,14 @@ fn exercise(dev: &WgpuDevice) {
         let _ = (out.conv2d_input_grad(&w, [2, 4, 9, 9], o), img.conv2d_weight_grad(&out, [6, 4 / o.groups, 3, 3], o));
     }
     let _ = img.conv2d(&t([3, 4, 1, 1], dev), None, Conv2dOptions::default());
+    // Products under a 16-bit precision: rounded as the matmul stages its
+    // tiles (f16 tiles where the adapter has SHADER_F16), or in a pass
+    // before a convolution.
+    for dtype in [DType::BF16, DType::F16] {
+        let _ = Wgpu::matmul_rounded(x.storage(), t([6, 5], dev).storage(), dtype);
+        let w = t([3, 4, 1, 1], dev);
+        let _ = Wgpu::conv2d_rounded(img.storage(), w.storage(), None, &Conv2dOptions::default(), dtype);
+    }
     for o in [Pool2dOptions::new(2), Pool2dOptions::new(3).stride(2).padding(1)] {
         let (v, i) = img.max_pool2d_with_indices(o);
         let _ = (v, i, img.max_pool2d(o));

@@ -53,7 +53,7 @@ macro_rules! conformance_suite {
             softmax_family, masked_softmax_rows, normalisation, bias_and_activation, conv2d, conv_and_pool_gradients, layer_gradients, activation_gradients, norm_gradients, attention_gradients, lstm_gradients, gru_gradients, layer_modes, losses, optimizers, pooling, nan_propagation, casts, misuse_messages,
             prop_binary_broadcast, prop_reductions, prop_matmul, prop_conv2d,
             prop_movement_roundtrip, autodiff_elementwise, autodiff_reductions,
-            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, autodiff_masked_softmax, kernels, half_precision, mixed_precision_products, mixed_precision_convolutions, int8_products, int8_convolutions, int8_layers_match_float_layers);
+            autodiff_linear_algebra_and_movement, autodiff_conv_and_pool, autodiff_graph_semantics, autodiff_bias_act, autodiff_masked_softmax, kernels, half_precision, mixed_precision_products, mixed_precision_rounding, mixed_precision_convolutions, int8_products, int8_convolutions, int8_layers_match_float_layers);
     };
     (@each $backend:ty, $device:expr, $available:expr; $($name:ident),*) => {
         $(

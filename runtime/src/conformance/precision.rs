@@ -254,6 +254,66 @@ pub fn mixed_precision_products<B: Backend>(dev: &B::Device) {
     check("a product of depth 31 under bf16", &autocast(Precision::Bf16, || x.matmul(&y)), &shallow);
 }
 
+/// The rounding of a product under a 16-bit [`crate::Precision`] at its
+/// edges, through a product and a 1 x 1 convolution of depth 32 that add
+/// only zeros to each value (`x[i, 0] * 1`): ties of bf16 and of f16 (to
+/// even), the largest
+/// finite values and the first that round to infinity, f16's
+/// subnormals, infinities, NaN and random bit patterns, against the
+/// format's own rounding. An f32 subnormal may read as zero (the bf16
+/// kernels and GPUs flush them).
+pub fn mixed_precision_rounding<B: Backend>(dev: &B::Device) {
+    use crate::{Precision, autocast};
+    let mut specials: Vec<f32> = [
+        // bf16: below, at and above a tie, from an even and an odd value.
+        0x3f80_7fff, 0x3f80_8000, 0x3f80_8001, 0x3f81_8000,
+        // f16: the same.
+        0x3f80_0fff, 0x3f80_1000, 0x3f80_1001, 0x3f80_3000,
+        // bf16's largest finite value, its tie towards infinity, f32's max.
+        0x7f7f_0000, 0x7f7f_7fff, 0x7f7f_8000, 0x7f7f_ffff,
+        // f16's largest (65504), just under the tie to infinity, the tie.
+        0x477f_e000, 0x477f_efff, 0x477f_f000, 0x47c3_5000,
+        // f16's subnormals: 2^-24, 2^-25 (a tie to 0), 1.5 and 3 times
+        // 2^-25, just under and at 2^-14, and f32's smallest normal.
+        0x3380_0000, 0x3300_0000, 0x3340_0000, 0x33c0_0000, 0x387f_ffff, 0x3880_0000, 0x0080_0000,
+        // An f32 subnormal, zeros, infinities, NaN.
+        0x0000_0001, 0x0000_0000, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 0x7fc0_0000,
+    ]
+    .map(f32::from_bits)
+    .into_iter()
+    .flat_map(|x| [x, -x])
+    .collect();
+    let mut state = 0x2545_f491_u32;
+    specials.extend((0..2000).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        f32::from_bits(state)
+    }));
+    let n = specials.len();
+    let mut x = vec![0.0; n * 32];
+    for (row, &v) in x.chunks_mut(32).zip(&specials) {
+        row[0] = f64::from(v);
+    }
+    let mut one = vec![0.0; 32];
+    one[0] = 1.0;
+    let (x, one) = (tensor::<B, 2>(&x, [n, 32], DType::F32, dev), tensor::<B, 2>(&one, [32, 1], DType::F32, dev));
+    // The same as images of 32 channels of 1 x 1, and one filter.
+    let (images, filter) = (x.reshape([n, 32, 1, 1]), one.reshape([1, 32, 1, 1]));
+    for precision in [Precision::Bf16, Precision::F16] {
+        let dtype = precision.rounds_to().expect("a 16-bit precision");
+        let product = values(&autocast(precision, || x.matmul(&one)));
+        let conv = values(&autocast(precision, || images.conv2d(&filter, None, Conv2dOptions::default())));
+        for (what, got) in [("a product", product), ("a convolution", conv)] {
+            for (&v, &s) in got.iter().zip(&specials) {
+                let want = rounded(f64::from(s), dtype);
+                let ok = if s.is_nan() { v.is_nan() } else { v == want || (s.is_subnormal() && v == 0.0) };
+                assert!(ok, "{what} of {s} ({:#010x}) under {}: {v}, want {want}", s.to_bits(), precision.name());
+            }
+        }
+    }
+}
+
 /// Convolutions of f32 tensors under a 16-bit [`crate::Precision`]: the
 /// forward and both gradients (through the tape, the backward outside
 /// the scope) against the same ops in f64 on the rounded operands, within

@@ -4,6 +4,13 @@
 use super::*;
 
 pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
+    rounded(a, b, None)
+}
+
+/// [`contiguous`] with the operands' values rounded to `round` (bf16 or
+/// f16) as the kernel stages them: a product under a 16-bit precision,
+/// f32 products and sums.
+pub(super) fn rounded(a: &WgpuStorage, b: &WgpuStorage, round: Option<DType>) -> WgpuStorage {
     let (ra, rb) = (a.shape.len(), b.shape.len());
     let (m, k, n) = (a.shape[ra - 2], a.shape[ra - 1], b.shape[rb - 1]);
     let batch_a = &a.shape[..ra - 2];
@@ -33,7 +40,9 @@ pub(super) fn contiguous(a: &WgpuStorage, b: &WgpuStorage) -> WgpuStorage {
     params.extend(pad6(batch.iter().map(|&d| u(d)).collect()));
     params.extend(pad6(bstrides(batch_a)));
     params.extend(pad6(bstrides(batch_b)));
-    let pipeline = device.compile("matmul", "matmul", || shaders::MATMUL.shader(&[]), "main");
+    let f16_tiles = round == Some(DType::F16) && device.has_f16();
+    let key = format!("matmul:{round:?}:{f16_tiles}");
+    let pipeline = device.compile("matmul", &key, || shaders::matmul(round, f16_tiles), "main");
     assert!(count as u32 <= device.max_groups(), "wgpu matmul: {count} matrices in one batch");
     device.dispatch(
         &pipeline,

@@ -3,14 +3,18 @@
 // 16x64 tiles staged in workgroup memory. The batch is `z`; batch dims
 // (up to 6) broadcast through per-operand strides counted in matrices.
 // Parameters: `[m, n, k, batch_rank, dims[6], a_strides[6], b_strides[6]]`.
+// Holes: `round`, a function each value goes through as it is staged (a
+// product under a 16-bit precision rounds there; `round16.wgsl`), and
+// `tile`, the staged type: f16 where the adapter has it and the values
+// are f16 (each exactly), else f32. The products and sums are f32.
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
 
-var<workgroup> ta: array<f32, 1024>;
-var<workgroup> tb: array<f32, 1024>;
+var<workgroup> ta: array<{{tile}}, 1024>;
+var<workgroup> tb: array<{{tile}}, 1024>;
 
 @compute @workgroup_size(16, 16)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -32,17 +36,17 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
             let ar = row0 + e / 16u; let ac = kk + e % 16u;
             var va = 0.0;
             if (ar < m && ac < k) { va = a[oa + ar * k + ac]; }
-            ta[e] = va;
+            ta[e] = {{tile}}({{round}}(va));
             let br2 = kk + e / 64u; let bc = col0 + e % 64u;
             var vb = 0.0;
             if (br2 < k && bc < n) { vb = b[ob + br2 * n + bc]; }
-            tb[e] = vb;
+            tb[e] = {{tile}}({{round}}(vb));
         }
         workgroupBarrier();
         for (var q = 0u; q < 16u; q = q + 1u) {
-            let a0 = ta[(lid.y * 4u) * 16u + q]; let a1 = ta[(lid.y * 4u + 1u) * 16u + q];
-            let a2 = ta[(lid.y * 4u + 2u) * 16u + q]; let a3 = ta[(lid.y * 4u + 3u) * 16u + q];
-            let bv = vec4<f32>(tb[q * 64u + lid.x * 4u], tb[q * 64u + lid.x * 4u + 1u], tb[q * 64u + lid.x * 4u + 2u], tb[q * 64u + lid.x * 4u + 3u]);
+            let a0 = f32(ta[(lid.y * 4u) * 16u + q]); let a1 = f32(ta[(lid.y * 4u + 1u) * 16u + q]);
+            let a2 = f32(ta[(lid.y * 4u + 2u) * 16u + q]); let a3 = f32(ta[(lid.y * 4u + 3u) * 16u + q]);
+            let bv = vec4<f32>(f32(tb[q * 64u + lid.x * 4u]), f32(tb[q * 64u + lid.x * 4u + 1u]), f32(tb[q * 64u + lid.x * 4u + 2u]), f32(tb[q * 64u + lid.x * 4u + 3u]));
             for (var c = 0u; c < 4u; c = c + 1u) {
                 acc[c] = acc[c] + a0 * bv[c]; acc[4u + c] = acc[4u + c] + a1 * bv[c];
                 acc[8u + c] = acc[8u + c] + a2 * bv[c]; acc[12u + c] = acc[12u + c] + a3 * bv[c];
