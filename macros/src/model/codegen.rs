@@ -734,8 +734,8 @@ pub fn generate(model: &Model, plan: &Plan) -> TokenStream {
         #[automatically_derived]
         impl<B: ::blaze::Backend> ::blaze::nn::Graph<B> for #ident<B> {
             const SIGNATURE: ::blaze::nn::Signature = ::blaze::nn::Signature {
-                inputs: &[::blaze::nn::SigShape::fixed(<Self as ::blaze::nn::Block<B>>::INPUT)],
-                output: ::blaze::nn::SigShape::fixed(<Self as ::blaze::nn::Block<B>>::OUTPUT),
+                inputs: &[<Self as ::blaze::nn::Block<B>>::INPUT],
+                output: <Self as ::blaze::nn::Block<B>>::OUTPUT,
             };
             const NUM_PARAMS: usize = <Self as ::blaze::nn::Block<B>>::NUM_PARAMS;
             type Cache = #cache_ident<B>;

@@ -85,8 +85,8 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         quote!((#(::blaze::Tensor<B, #in_ranks>),*))
     };
     let in_sigs = inputs.ranks.iter().map(|&r| {
-        let dims = vec![0isize; r];
-        quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))
+        let dims = vec![0usize; r];
+        quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
     });
     let structs = if sequential { struct_and_module(model) } else { TokenStream::new() };
     let block = match names.as_slice() {
@@ -173,7 +173,7 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         impl<B: ::blaze::Backend> ::blaze::nn::Graph<B> for #ident<B> {
             const SIGNATURE: ::blaze::nn::Signature = ::blaze::nn::Signature {
                 inputs: &[#(#in_sigs),*],
-                output: ::blaze::nn::SigShape { dims: [0; 8], rank: #out_rank },
+                output: ::blaze::nn::StaticShape { dims: [0; 8], rank: #out_rank },
             };
             const NUM_PARAMS: usize = 0;
             type Cache = #cache_ident<B>;

@@ -11,48 +11,15 @@ use super::{GradSource, Module, StaticShape};
 use crate::rng::Rng;
 use crate::{Backend, Tensor};
 
-/// A per-sample shape as the compiler sees it: each dim a size, or
-/// `-(k + 1)` for the model's `k`-th symbolic dim (`T`); up to 8 dims.
-#[derive(Clone, Copy, Debug)]
-pub struct SigShape {
-    /// The dims; entries past `rank` are 0.
-    pub dims: [isize; 8],
-    /// Number of dims.
-    pub rank: usize,
-}
-
-impl SigShape {
-    /// A shape from its dims.
-    pub const fn new(dims: &[isize]) -> Self {
-        assert!(dims.len() <= 8, "a model signature holds at most 8 dims");
-        let mut out = [0; 8];
-        let mut i = 0;
-        while i < dims.len() {
-            out[i] = dims[i];
-            i += 1;
-        }
-        SigShape { dims: out, rank: dims.len() }
-    }
-
-    /// A fixed shape, from a sequential model's `StaticShape`.
-    pub const fn fixed(s: StaticShape) -> Self {
-        let mut out = [0; 8];
-        let mut i = 0;
-        while i < s.rank {
-            out[i] = s.dims[i] as isize;
-            i += 1;
-        }
-        SigShape { dims: out, rank: s.rank }
-    }
-}
-
 /// A model's shapes as the compiler sees them.
 #[derive(Clone, Copy, Debug)]
 pub struct Signature {
-    /// The input shapes, in the order `forward` takes them.
-    pub inputs: &'static [SigShape],
+    /// The input shapes, in the order `forward` takes them: each dim a
+    /// size, or [`blaze_spec::symbol`]`(k)` for the model's `k`-th dim
+    /// known only by name (`T`).
+    pub inputs: &'static [StaticShape],
     /// The output shape.
-    pub output: SigShape,
+    pub output: StaticShape,
 }
 
 /// Every `#[model]`, sequential or with a `forward` body: what another
@@ -76,16 +43,17 @@ pub trait Graph<B: Backend>: Module<B> + Clone + std::fmt::Debug + Sized {
 
 /// Checks, while compiling, a call of a model with `sig` on arguments of
 /// per-sample shapes `args` (the caller's symbols encoded like the callee's,
-/// so they never equal a size): the number of inputs, their ranks and sizes,
-/// and that the output has the shape `out` the caller assumes. Callee
-/// symbols bind to whatever the caller passes, consistently. Fails with
-/// `what`.
-pub const fn check_call(sig: Signature, args: &[SigShape], out: SigShape, what: &str) {
+/// so they never equal a size; a dim the caller cannot name as a size or a
+/// symbol is 0, which no dim equals): the number of inputs, their ranks
+/// and sizes, and that the output has the shape `out` the caller assumes.
+/// Callee symbols bind to whatever the caller passes, consistently. Fails
+/// with `what`.
+pub const fn check_call(sig: Signature, args: &[StaticShape], out: StaticShape, what: &str) {
     if sig.inputs.len() != args.len() {
         panic!("{}", what);
     }
     // Callee symbol k binds to bound[k] (0 while unbound: no dim is 0).
-    let mut bound = [0isize; 8];
+    let mut bound = [0usize; 8];
     let mut i = 0;
     while i < args.len() {
         bind(&sig.inputs[i], &args[i], &mut bound, what);
@@ -94,26 +62,28 @@ pub const fn check_call(sig: Signature, args: &[SigShape], out: SigShape, what: 
     bind(&sig.output, &out, &mut bound, what);
 }
 
-const fn bind(want: &SigShape, got: &SigShape, bound: &mut [isize; 8], what: &str) {
+const fn bind(want: &StaticShape, got: &StaticShape, bound: &mut [usize; 8], what: &str) {
     if want.rank != got.rank {
         panic!("{}", what);
     }
     let mut d = 0;
     while d < want.rank {
         let (w, g) = (want.dims[d], got.dims[d]);
-        if w >= 0 {
-            if w != g {
-                panic!("{}", what);
+        match blaze_spec::symbol_index(w) {
+            None => {
+                if w != g {
+                    panic!("{}", what);
+                }
             }
-        } else {
-            let k = (-w - 1) as usize;
-            if k >= 8 {
-                panic!("{}", what);
-            }
-            if bound[k] == 0 {
-                bound[k] = g;
-            } else if bound[k] != g {
-                panic!("{}", what);
+            Some(k) => {
+                if k >= 8 {
+                    panic!("{}", what);
+                }
+                if bound[k] == 0 {
+                    bound[k] = g;
+                } else if bound[k] != g {
+                    panic!("{}", what);
+                }
             }
         }
         d += 1;

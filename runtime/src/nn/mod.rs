@@ -38,7 +38,7 @@ pub use block::{BackendDevice, Block, Differentiable, StaticShape, SummaryRow, s
 pub use conv::*;
 pub use decode::{Decode, GenerateConfig, generate};
 pub use dropout::*;
-pub use graph::{FusedGroup, FusionPlan, Graph, SigShape, Signature};
+pub use graph::{FusedGroup, FusionPlan, Graph, Signature};
 pub use linear::*;
 pub use norm::*;
 pub use params::WeightGrads;

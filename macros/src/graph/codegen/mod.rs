@@ -1077,15 +1077,15 @@ impl Gen<'_> {
             .collect()
     }
 
-    /// A shape as a `SigShape` (symbols negative; product dims as 0, which
-    /// no caller's dim equals).
+    /// A shape as a `StaticShape` (symbols as `blaze_spec::symbol`; product
+    /// dims as 0, which no caller's dim equals).
     pub fn sig(&self, shape: &[Dim]) -> TokenStream {
         let dims = shape.iter().map(|d| match (d.syms.as_slice(), d.coef) {
-            ([], n) => n as isize,
-            ([k], 1) => -(*k as isize) - 1,
+            ([], n) => n,
+            ([k], 1) => blaze_spec::symbol(*k),
             _ => 0,
         });
-        quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))
+        quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
     }
 
     /// The summary's rows: each field's name, type and first output shape.

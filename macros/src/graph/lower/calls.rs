@@ -270,12 +270,12 @@ impl Lower<'_> {
     /// input shapes, and that its output has the first input's shape.
     pub(super) fn nested_assert(&mut self, callee: Callee, vs: &[usize], out: &[Dim], me: &str, span: &Loc) -> R<()> {
         let code = |d: &Dim| match (d.fixed(), d.syms.as_slice()) {
-            (Some(n), _) => Some(n as isize),
-            (None, [k]) if d.coef == 1 => Some(-(*k as isize) - 1),
+            (Some(n), _) => Some(n),
+            (None, [k]) if d.coef == 1 => Some(blaze_spec::symbol(*k)),
             _ => None,
         };
-        let sig = |shape: &[Dim]| match shape.iter().map(code).collect::<Option<Vec<isize>>>() {
-            Some(dims) => Ok(quote!(::blaze::nn::SigShape::new(&[#(#dims),*]))),
+        let sig = |shape: &[Dim]| match shape.iter().map(code).collect::<Option<Vec<usize>>>() {
+            Some(dims) => Ok(quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))),
             None => err(
                 span,
                 format!(
