@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod layers;
+pub mod dim;
 pub mod ops;
 mod options;
 pub mod precision;

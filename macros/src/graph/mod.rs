@@ -34,6 +34,7 @@ use crate::model::check::{Options, resolve_options};
 use crate::model::codegen::struct_and_module;
 use crate::model::fallback;
 use crate::model::ir::Model;
+use blaze_spec::rules::Extent;
 use codegen::Gen;
 use lower::{Dim, Lower};
 
@@ -334,8 +335,7 @@ fn generate(
 
     // A model of one input is `Differentiable`, which `fit` trains; with
     // fixed dims it is also a `Block`: a field of a sequential model.
-    let fixed =
-        |shape: &[Dim]| shape.iter().map(|d| d.syms.is_empty().then_some(d.coef)).collect::<Option<Vec<usize>>>();
+    let fixed = |shape: &[Dim]| shape.iter().map(Extent::fixed).collect::<Option<Vec<usize>>>();
     let block = if names.len() == 1 {
         let (ri, x) = (in_ranks[0], &names[0]);
         let differentiable = quote! {

@@ -1082,7 +1082,7 @@ pub fn dim_code(d: &Dim) -> R<String> {
     if d.mentions(BATCH) {
         return Err(format!("a per-sample dim would be `{d}`, which involves the batch size"));
     }
-    d.name().map(str::to_owned).ok_or_else(|| format!("a per-sample dim would be `{d}`, a product of named dims"))
+    d.name().cloned().ok_or_else(|| format!("a per-sample dim would be `{d}`, a product of named dims"))
 }
 
 /// A full-rank axis (negative counts from the end) as an index, by the
@@ -1168,16 +1168,4 @@ fn symbol_name(onnx: &str, taken: &[(String, String)]) -> String {
         s.push('_');
     }
     s
-}
-
-impl Dim {
-    /// `self + other` where both are numbers, or one is zero.
-    fn add(&self, other: &Dim) -> Option<Dim> {
-        match (self.value(), other.value()) {
-            (Some(a), Some(b)) => Some(Dim::known(a + b)),
-            (Some(0), None) => Some(other.clone()),
-            (None, Some(0)) => Some(self.clone()),
-            _ => None,
-        }
-    }
 }

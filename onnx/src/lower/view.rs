@@ -221,11 +221,11 @@ impl<'g> Lower<'g> {
         // An export at a fixed batch size writes that size where the batch goes.
         if t.view.is_none()
             && dims[0].value().is_some()
-            && numel.div(&Dim::product(&dims[1..])).is_some_and(|b| b.name() == Some(BATCH))
+            && numel.div(&Dim::product(&dims[1..])).is_some_and(|b| b.name().is_some_and(|n| n == BATCH))
         {
             dims[0] = Dim::named(BATCH);
         }
-        if t.view.is_none() && dims[0].name() == Some(BATCH) {
+        if t.view.is_none() && dims[0].name().is_some_and(|n| n == BATCH) {
             let rest = dims[1..].to_vec();
             if rest.len() == 1 && t.under.len() > 2 {
                 return self.act(n, Layer::Flatten, vec![], vec![], Some("{x}.flatten()"), &t, "flatten");

@@ -14,7 +14,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{Gen, access, field_ty, value_ident};
-use crate::graph::lower::{Dim, Op};
+use crate::graph::lower::{Dim, Op, SampleDim};
 use blaze_spec::Layer;
 
 /// The cache slot of node `i`: an attention's keys and values, or a
@@ -40,7 +40,7 @@ impl Gen<'_> {
         if low.symbols.len() != 1 || low.inputs.len() != 1 {
             return false;
         }
-        let is_t = |d: &Dim| d.coef == 1 && d.syms == [0];
+        let is_t = |d: &Dim| d.name() == Some(&0);
         // Every value holds the positions in its first dim alone, if at all:
         // then a reshape keeps each position's values apart (row-major, the
         // positions outermost), and no transpose moves them.

@@ -9,7 +9,9 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
-use crate::graph::lower::{Bin, Dim, KernelArg, Op, ScalarOp, sym_ident};
+use blaze_spec::rules::Extent;
+
+use crate::graph::lower::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, sym_ident};
 
 /// The sample dims of a value as `Option<usize>` tokens.
 fn known(shape: &[Dim]) -> TokenStream {
@@ -28,7 +30,7 @@ fn size(d: &Dim) -> TokenStream {
             quote!(g.ints(&[#n]))
         }
         None => {
-            let c = d.coef;
+            let c = usize::try_from(d.coef).expect("a per-sample dim's factor is positive");
             let syms = d.syms.iter().map(|&k| sym_ident(k));
             quote!({
                 let syms = [#(::core::clone::Clone::clone(&#syms)),*];
@@ -169,10 +171,10 @@ impl Gen<'_> {
             let (v, dims) = (value_ident(k), known(&low.vals[k].shape));
             body.extend(quote!(let #v = ::core::clone::Clone::clone(&inputs[#i]).with_sample_dims(#dims);));
             for (d, dim) in low.vals[k].shape.iter().enumerate() {
-                if let ([sym], 1) = (dim.syms.as_slice(), dim.coef)
-                    && seen.insert(*sym)
+                if let Some(&sym) = dim.name()
+                    && seen.insert(sym)
                 {
-                    let (s, axis) = (sym_ident(*sym), d + 1);
+                    let (s, axis) = (sym_ident(sym), d + 1);
                     body.extend(quote!(let #s = g.size(&#v, #axis);));
                 }
             }
@@ -220,7 +222,7 @@ impl Gen<'_> {
             let dims = low.vals[k].shape.iter().map(|d| match d.fixed() {
                 Some(n) => quote!(::blaze::export::Dim::Size(#n)),
                 None => {
-                    let name = d.show(&low.symbols);
+                    let name = d.shown(&low.symbols);
                     quote!(::blaze::export::Dim::Named(::std::string::String::from(#name)))
                 }
             });

@@ -15,7 +15,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
-use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp, show, sym_ident};
+use blaze_spec::rules::Extent;
+
+use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, SampleDim, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
@@ -409,9 +411,9 @@ impl Gen<'_> {
             out.extend(quote!(let #id = ::core::clone::Clone::clone(#arg); let __shape = #id.shape();));
             for (d, dim) in self.low.vals[k].shape.iter().enumerate() {
                 let at = tensor_dim(d);
-                match (dim.syms.as_slice(), dim.coef) {
-                    ([sym], 1) if seen.insert(*sym) => {
-                        let sid = sym_ident(*sym);
+                match dim.name() {
+                    Some(&sym) if seen.insert(sym) => {
+                        let sid = sym_ident(sym);
                         out.extend(quote!(let #sid: usize = __shape[#at];));
                     }
                     _ => {
@@ -604,7 +606,7 @@ impl Gen<'_> {
                 }
                 Op::Matmul => {
                     let [a, b] = [0, 1].map(|i| &self.low.vals[node.args[i]].shape);
-                    let depth = a.last().and_then(|d| d.syms.is_empty().then_some(d.coef));
+                    let depth = a.last().and_then(Extent::fixed);
                     let what = format!("matmul {} x {}", show(a, &self.low.symbols), show(b, &self.low.symbols));
                     Some(precision::Item::Matmul { what, depth })
                 }
@@ -707,8 +709,9 @@ impl Gen<'_> {
                 let [x] = n.args[..] else { return None };
                 let ty = field_ty(&self.fields()[callee.field].kind);
                 let (ri, ro) = (self.rank(x), self.rank(n.out));
-                bounds
-                    .push(quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized: ::blaze::quant::InferBlock<B, #ri, #ro>));
+                bounds.push(
+                    quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized: ::blaze::quant::InferBlock<B, #ri, #ro>),
+                );
             }
         }
         Some((self.forward_stmts(false, true), bounds))
@@ -1080,9 +1083,9 @@ impl Gen<'_> {
     /// A shape as a `StaticShape` (symbols as `blaze_spec::symbol`; product
     /// dims as 0, which no caller's dim equals).
     pub fn sig(&self, shape: &[Dim]) -> TokenStream {
-        let dims = shape.iter().map(|d| match (d.syms.as_slice(), d.coef) {
-            ([], n) => n,
-            ([k], 1) => blaze_spec::symbol(*k),
+        let dims = shape.iter().map(|d| match (d.fixed(), d.name()) {
+            (Some(n), _) => n,
+            (None, Some(&k)) => blaze_spec::symbol(k),
             _ => 0,
         });
         quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))

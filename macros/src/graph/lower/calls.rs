@@ -269,9 +269,9 @@ impl Lower<'_> {
     /// The compile-time check of a nested model's call: its arity, its
     /// input shapes, and that its output has the first input's shape.
     pub(super) fn nested_assert(&mut self, callee: Callee, vs: &[usize], out: &[Dim], me: &str, span: &Loc) -> R<()> {
-        let code = |d: &Dim| match (d.fixed(), d.syms.as_slice()) {
+        let code = |d: &Dim| match (d.fixed(), d.name()) {
             (Some(n), _) => Some(n),
-            (None, [k]) if d.coef == 1 => Some(blaze_spec::symbol(*k)),
+            (None, Some(&k)) => Some(blaze_spec::symbol(k)),
             _ => None,
         };
         let sig = |shape: &[Dim]| match shape.iter().map(code).collect::<Option<Vec<usize>>>() {

@@ -173,7 +173,7 @@ impl Lower<'_> {
                         arg(0).span(),
                         format!(
                             "masked_fill: a causal mask of {} positions needs the last two dims [{0}, {0}], got {}",
-                            t.show(&self.symbols),
+                            t.shown(&self.symbols),
                             self.show(x)
                         ),
                     );
@@ -230,7 +230,7 @@ impl Lower<'_> {
             Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
                 match self.symbols.iter().position(|s| *s == name) {
-                    Some(k) => Ok(Dim::sym(k)),
+                    Some(k) => Ok(Dim::named(k)),
                     None => err(
                         e.span(),
                         format!(

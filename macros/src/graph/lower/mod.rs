@@ -24,70 +24,35 @@ use super::vocab::{self, Word};
 use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
 
-/// A per-sample dim: `coef` times the product of symbols `syms` (sorted):
-/// `64` is `{64, []}`, `T` is `{1, [T]}`, a flattened `[T, 64]` is `{64, [T]}`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Dim {
-    pub coef: usize,
-    pub syms: Vec<usize>,
+/// A per-sample dim: the spec's monomial over the model's symbols (by
+/// index into `symbols`): `64` is `{64, []}`, `T` is `{1, [T]}`, a
+/// flattened `[T, 64]` is `{64, [T]}`.
+pub type Dim = blaze_spec::dim::Dim<usize>;
+
+/// What the macro does with a dim beyond the spec's arithmetic: build it
+/// from a size, print it with the model's symbols, evaluate it at run time.
+pub trait SampleDim {
+    /// A known size.
+    fn size(n: usize) -> Dim;
+    /// The dim written with the model's symbol names: `64*T`.
+    fn shown(&self, symbols: &[String]) -> String;
+    /// The dim's size at run time, as a `usize` expression.
+    fn tokens(&self) -> TokenStream;
 }
 
-impl Dim {
-    pub fn size(n: usize) -> Dim {
-        Dim { coef: n, syms: Vec::new() }
+impl SampleDim for Dim {
+    fn size(n: usize) -> Dim {
+        Dim::known(i64::try_from(n).expect("a size the spec bounds by MAX_SIZE"))
     }
 
-    fn sym(k: usize) -> Dim {
-        Dim { coef: 1, syms: vec![k] }
+    fn shown(&self, symbols: &[String]) -> String {
+        self.show(|&k| symbols[k].clone())
     }
 
-    pub fn fixed(&self) -> Option<usize> {
-        self.syms.is_empty().then_some(self.coef)
-    }
-
-    pub fn show(&self, symbols: &[String]) -> String {
-        let mut parts: Vec<String> = self.syms.iter().map(|&k| symbols[k].clone()).collect();
-        if self.coef != 1 || parts.is_empty() {
-            parts.insert(0, self.coef.to_string());
-        }
-        parts.join("*")
-    }
-
-    /// The dim's size at run time, as a `usize` expression.
-    pub fn tokens(&self) -> TokenStream {
-        let c = self.coef;
+    fn tokens(&self) -> TokenStream {
+        let c = usize::try_from(self.coef).expect("a per-sample dim's factor is positive");
         let syms = self.syms.iter().map(|&k| sym_ident(k));
         quote!((#c #(* #syms)*))
-    }
-}
-
-/// The op table's shape rules (`blaze_spec::rules`) see a symbolic dim
-/// as the runtime sees a size.
-impl Extent for Dim {
-    fn one() -> Dim {
-        Dim::size(1)
-    }
-
-    fn fixed(&self) -> Option<usize> {
-        Dim::fixed(self)
-    }
-
-    fn times(&self, o: &Dim) -> Dim {
-        let mut syms = [self.syms.clone(), o.syms.clone()].concat();
-        syms.sort_unstable();
-        Dim { coef: self.coef * o.coef, syms }
-    }
-
-    fn over(&self, o: &Dim) -> Option<Dim> {
-        if o.coef == 0 || !self.coef.is_multiple_of(o.coef) {
-            return None;
-        }
-        let mut syms = self.syms.clone();
-        for s in &o.syms {
-            let at = syms.iter().position(|x| x == s)?;
-            syms.remove(at);
-        }
-        Some(Dim { coef: self.coef / o.coef, syms })
     }
 }
 
@@ -96,7 +61,7 @@ pub fn sym_ident(k: usize) -> syn::Ident {
 }
 
 pub fn show(shape: &[Dim], symbols: &[String]) -> String {
-    format!("[{}]", shape.iter().map(|d| d.show(symbols)).collect::<Vec<_>>().join(", "))
+    blaze_spec::dim::show(shape, |&k| symbols[k].clone())
 }
 
 /// Who a call goes to: a field, or entry `i` of an array field.
@@ -364,7 +329,7 @@ impl<'a> Lower<'a> {
             },
             Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
-                Ok(Dim::sym(self.symbol(&name)))
+                Ok(Dim::named(self.symbol(&name)))
             }
             _ => err(e.span(), "input dims are positive integers or symbols such as `T`"),
         }
@@ -414,7 +379,7 @@ impl<'a> Lower<'a> {
     /// A shape rule's refusal at `at`, worded as the runtime words it;
     /// `shapes` are the printed operands the rule names.
     fn refused<T>(&self, at: impl Place, op: &str, e: RuleError<Dim>, shapes: &[&str]) -> R<T> {
-        let mut msg = e.message(op, shapes, |d| d.show(&self.symbols));
+        let mut msg = e.message(op, shapes, |d| d.shown(&self.symbols));
         if matches!(e, RuleError::Dim { .. }) {
             msg += " (per sample: the batch dim is implicit)";
         }
