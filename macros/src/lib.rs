@@ -11,6 +11,7 @@
 //! `model/codegen.rs` (Rust). This file only dispatches.
 #![deny(missing_docs)]
 
+mod errors;
 mod graph;
 mod kernel;
 mod meta;

@@ -236,7 +236,7 @@ fn value_info(v: &ValueInfoProto) -> Result<ValueInfo, Problem> {
                 Dim::named(d.dim_param())
             } else {
                 // An unnamed dynamic dim gets a name of its own.
-                Dim::named(&format!("{}_dim{i}", v.name))
+                Dim::named(format!("{}_dim{i}", v.name))
             }
         })
         .collect();

@@ -7,6 +7,7 @@
 use proc_macro2::Span;
 
 use super::ir::{Bin, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
+use crate::errors::Errors;
 
 fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
     syn::Error::new(span, msg)
@@ -15,7 +16,7 @@ fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
 /// Types `k`, recording each local's type; reports every type error, and
 /// for a general kernel barriers in divergent control flow. True if `k`
 /// checked without errors.
-pub fn check(k: &mut Kernel, errors: &mut Vec<syn::Error>) -> bool {
+pub fn check(k: &mut Kernel, errors: &mut Errors) -> bool {
     let before = errors.len();
     let body = std::mem::take(&mut k.body);
     let result = k.result.take();
@@ -52,7 +53,7 @@ fn settle(e: &Expr, ty: Ty) -> bool {
 
 struct Check<'a> {
     k: &'a mut Kernel,
-    errors: &'a mut Vec<syn::Error>,
+    errors: &'a mut Errors,
 }
 
 impl<'a> Check<'a> {

@@ -9,6 +9,7 @@ use proc_macro2::Span;
 
 use super::ir::{Bin, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
 use super::{check, codegen, diff, wgsl};
+use crate::errors::Errors;
 
 fn at(kind: ExprKind) -> Expr {
     Expr::new(kind, Span::call_site())
@@ -48,7 +49,7 @@ fn kernel(params: &[&str], lets: Vec<(&str, Expr)>, result: Expr) -> Kernel {
 }
 
 fn checked(mut k: Kernel) -> Kernel {
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     assert!(check::check(&mut k, &mut errors), "{errors:?}");
     k
 }
@@ -187,15 +188,15 @@ fn check_types_bindings_and_refuses_a_bool_result() {
     let k =
         checked(kernel(&["x", "y"], vec![("c", lt.clone())], call(Intrinsic::Select, vec![var(2), var(0), var(1)])));
     assert_eq!(k.vars[2].ty, Ty::Bool);
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let mut k = kernel(&["x", "y"], vec![], lt);
     assert!(!check::check(&mut k, &mut errors));
     assert_eq!(errors.len(), 1);
-    assert_eq!(errors[0].to_string(), "type mismatch: the kernel returns f32, this is bool");
+    assert_eq!(errors.messages()[0], "type mismatch: the kernel returns f32, this is bool");
     let mut k = kernel(&["x"], vec![], bin(Bin::Add, var(0), at(ExprKind::Bool(true))));
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     assert!(!check::check(&mut k, &mut errors));
-    assert_eq!(errors[0].to_string(), "type mismatch: `+` takes f32 operands, found f32 and bool");
+    assert_eq!(errors.messages()[0], "type mismatch: `+` takes f32 operands, found f32 and bool");
 }
 
 #[test]
@@ -284,9 +285,9 @@ fn the_checker_reports_general_misuse_with_the_form_s_types() {
         vec![Stmt::Barrier(Span::call_site(), "`barrier()`")],
         vec![],
     )]);
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     assert!(!check::check(&mut k, &mut errors));
-    assert!(errors[0].to_string().starts_with("`barrier()` in divergent control flow"), "{errors:?}");
+    assert!(errors.messages()[0].starts_with("`barrier()` in divergent control flow"), "{errors:?}");
     // An input written, an unsuffixed literal settled to i32, and bools
     // that cannot be ordered.
     let minus_five = at(ExprKind::Neg(Box::new(at(ExprKind::Int(5, Cell::new(Ty::U32), true)))));
@@ -296,18 +297,18 @@ fn the_checker_reports_general_misuse_with_the_form_s_types() {
     ]);
     let m = k.declare("m".into(), Ty::F32, Kind::Local { mutable: false });
     k.body.push(Stmt::Let(m, minus_five));
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     assert!(!check::check(&mut k, &mut errors));
-    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let messages = errors.messages();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(messages[0].contains("`x` is an input"), "{messages:?}");
     assert_eq!(messages[1], "type mismatch: `<` compares f32, u32 or i32 values, found bool and bool");
     assert_eq!(k.vars[m].ty, Ty::I32);
     // The same operator in an elementwise kernel names only f32.
     let mut k = kernel(&["x"], vec![], at(ExprKind::Neg(Box::new(at(ExprKind::Bool(true))))));
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     assert!(!check::check(&mut k, &mut errors));
-    assert_eq!(errors[0].to_string(), "type mismatch: `-` takes f32, found bool");
+    assert_eq!(errors.messages()[0], "type mismatch: `-` takes f32, found bool");
 }
 
 /// The error function to f64 precision (Abramowitz and Stegun 7.1.26 is

@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 use syn::{BinOp, Expr as SynExpr, FnArg, Lit, Pat, ReturnType, Stmt as SynStmt, UnOp};
 
 use super::ir::{Bin, CONSTANTS, Expr, ExprKind, Intrinsic, Kernel, Kind, MAX_ARGS, Stmt, Ty};
+use crate::errors::Errors;
 
 /// The operator of a Rust binary expression, if the DSL has it.
 pub fn bin_op(op: &BinOp) -> Option<Bin> {
@@ -59,7 +60,7 @@ const SUPPORTED: &str = "elementwise kernels support `let` bindings, arithmetic 
                          `&&` `||` `!`, if/else expressions, `select`, and the intrinsics";
 
 /// Lowers a function to the IR, collecting every error.
-pub fn lower(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<Kernel> {
+pub fn lower(f: &syn::ItemFn, errors: &mut Errors) -> Option<Kernel> {
     let sig = &f.sig;
     if let Some(t) = sig.generics.lt_token {
         errors.push(err(t.span(), "kernels take no generic parameters: they are written in f32"));
@@ -153,7 +154,7 @@ pub fn lower(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<Kernel> {
 
 struct Lowerer<'e> {
     k: Kernel,
-    errors: &'e mut Vec<syn::Error>,
+    errors: &'e mut Errors,
 }
 
 impl Lowerer<'_> {

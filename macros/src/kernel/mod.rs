@@ -28,6 +28,8 @@ mod wgsl;
 
 use proc_macro2::TokenStream;
 
+use crate::errors::Errors;
+
 /// A name without its raw prefix (`r#in` is `in`), to build other names
 /// from: WGSL and generated identifiers have no raw form.
 fn plain(name: &str) -> &str {
@@ -43,9 +45,9 @@ fn plain(name: &str) -> &str {
 /// internal error: the stage built a kernel that does not check.
 pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2::TokenStream, String), String> {
     let mut k = k.clone();
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     if !check::check(&mut k, &mut errors) {
-        return Err(errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "));
+        return Err(errors.messages().join("; "));
     }
     let typed = |k: &ir::Kernel| {
         // An adjoint that calls a `kernel!` function's partial has no
@@ -111,7 +113,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
             return syn::Error::new(e.span(), msg).to_compile_error();
         }
     };
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     if let Some(workgroup) = general::workgroup_attr(&item, &mut errors) {
         return general::expand(&item, workgroup, errors);
     }
@@ -123,7 +125,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
                 (0..k.params.len()).map(|p| diff::share_common(&diff::partial(&k, p))).collect();
             codegen::generate(&item, &diff::share_common(&k), &partials)
         }
-        _ => errors.into_iter().map(|e| e.to_compile_error()).collect(),
+        _ => errors.to_compile_error(),
     }
 }
 

@@ -11,6 +11,7 @@ use quote::{format_ident, quote};
 
 use super::general;
 use super::ir::{Home, Kernel};
+use crate::errors::Errors;
 
 /// Entry `row` lowered at `home`, with its public function and WGSL; or
 /// the compile errors of a source that does not check (the table is ours:
@@ -23,7 +24,7 @@ fn lowered(row: &RowKernel, home: Home) -> Result<(syn::ItemFn, Kernel, String, 
     };
     let mut f: syn::ItemFn = syn::parse_str(&(row.source)()).map_err(|e| fail(e.to_string()))?;
     f.vis = syn::parse_quote!(pub);
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let workgroup = general::workgroup_attr(&f, &mut errors).ok_or_else(|| fail("no #[workgroup(N)]".into()))?;
     let (k, wgsl) = general::lowered(&f, workgroup, home, errors)?;
     Ok((f, k, wgsl, workgroup))

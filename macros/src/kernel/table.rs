@@ -15,6 +15,7 @@ use quote::{format_ident, quote};
 
 use super::ir::{self, Home, Kernel};
 use super::{check, codegen, cube, diff, lower};
+use crate::errors::Errors;
 
 /// The prefix of a table kernel's name (its WGSL function's): an op may
 /// be named like a WGSL builtin (`abs`).
@@ -30,11 +31,11 @@ fn kernel(name: &str, args: &[&str], body: &str, home: Home) -> Kernel {
     // its body calls (`abs`).
     let src = format!("fn op({}) -> f32 {{ {body} }}", params.join(", "));
     let item: syn::ItemFn = syn::parse_str(&src).unwrap_or_else(|e| panic!("op table: `{src}`: {e}"));
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let lowered = lower::lower(&item, &mut errors);
     let checked = lowered.map(|mut k| (check::check(&mut k, &mut errors), k));
     let Some((true, mut k)) = checked.filter(|_| errors.is_empty()) else {
-        let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let why = errors.messages();
         panic!("op table: `{src}`: {}", why.join("; "));
     };
     k.name = name.to_owned();

@@ -16,6 +16,7 @@ use syn::{Expr, GenericArgument, Lit, Meta, PathArguments, Type};
 
 use super::ir::{Field, LayerKind, LayerOption, LoadEntry, Model, OptionValue};
 use super::load::check_load;
+use crate::errors::Errors;
 use crate::meta::{self, Given, Unclaimed};
 
 /// `#[model(...)]`'s options: on a struct of layers in sequence, whose
@@ -393,27 +394,6 @@ pub fn parse(attr: TokenStream, item: TokenStream) -> syn::Result<(Model, Option
     }
     let attrs = s.attrs.iter().filter(|a| !a.path().is_ident("model")).cloned().collect();
     Ok((Model { vis: s.vis, ident: s.ident, attrs, input, fields, graph, fuse, precision }, errors.finish().err()))
-}
-
-/// Collects errors so that one expansion reports them all.
-#[derive(Default)]
-pub struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
-
-    pub fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
 }
 
 /// The largest size a layer or an input dim may have (the spec's).

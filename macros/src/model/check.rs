@@ -7,8 +7,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::attr::Errors;
 use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
+use crate::errors::Errors;
 
 /// A per-sample shape: known dims, or (after a nested model or user layer)
 /// an expression the compiler evaluates, of type `blaze::nn::StaticShape`.

@@ -6,8 +6,8 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::attr::Errors;
 use super::ir::{Field, LayerKind, LayerOption, LoadEntry, OptionValue};
+use crate::errors::Errors;
 
 impl syn::parse::Parse for LoadEntry {
     /// `"prefix"`, or `name = "from"`, or `name = transposed("from")`,

@@ -3,8 +3,8 @@
 pub(crate) mod attr;
 pub(crate) mod check;
 pub(crate) mod codegen;
-pub(crate) mod fallback;
 pub(crate) mod export;
+pub(crate) mod fallback;
 pub(crate) mod ir;
 pub(crate) mod load;
 pub(crate) mod precision;
@@ -12,11 +12,6 @@ pub(crate) mod quant;
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use check::closest;
-
-/// Error collection, shared with `derive(Module)`.
-pub(crate) mod errors {
-    pub(crate) use super::attr::Errors;
-}
 
 use proc_macro2::TokenStream;
 

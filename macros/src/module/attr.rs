@@ -10,9 +10,9 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{GenericParam, Ident, Meta, Type};
 
+use crate::errors::Errors;
 use crate::meta::{self, Given, Unclaimed};
 use crate::model::PLAIN_TYPES;
-use crate::model::errors::Errors;
 
 /// A struct that derives `Module`.
 pub struct Derive {

@@ -160,7 +160,7 @@ pub(super) unsafe fn blocked<S: Source>(plan: &Bf16Plan, job: Job<S>) {
                 && lhs.cs == 1
                 && depth == 2 * PAIRS * steps
                 && row_bytes % 64 == 0
-                && first as usize % 64 == 0;
+                && (first as usize).is_multiple_of(64);
             for ic in (0..m).step_by(block_m) {
                 let mc = block_m.min(m - ic);
                 let whole = if in_place { mc / ROWS * ROWS } else { 0 };

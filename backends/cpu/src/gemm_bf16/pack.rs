@@ -160,7 +160,7 @@ pub(super) unsafe fn pack<S: Source, const W: usize>(
             // Runs of 16 pairs of 16 lines at a time, transposed in
             // registers; the rest a word at a time.
             #[cfg(target_arch = "x86_64")]
-            let done = if W % 16 == 0 {
+            let done = if W.is_multiple_of(16) {
                 let runs = whole / 16;
                 for (r, q) in (0..runs).flat_map(|r| (0..W / 16).map(move |q| (r, q))) {
                     // SAFETY: pairs 16 r.. of lines 16 q.. lie inside; the

@@ -21,6 +21,7 @@ use blaze_spec::StaticShape;
 use blaze_spec::rules::{self, Extent, RuleError};
 
 use super::vocab::{self, Word};
+use crate::errors::Errors;
 use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
 
@@ -300,7 +301,7 @@ pub struct Lower<'a> {
     first_output: Vec<Option<Vec<Dim>>>,
     /// Every independent error so far: a statement that fails is reported
     /// and lowering goes on with the next.
-    errors: Vec<syn::Error>,
+    errors: Errors,
 }
 
 impl<'a> Lower<'a> {
@@ -316,7 +317,7 @@ impl<'a> Lower<'a> {
             asserts: Vec::new(),
             calls: fields.iter().map(|_| Vec::new()).collect(),
             first_output: vec![None; fields.len()],
-            errors: Vec::new(),
+            errors: Errors::default(),
         }
     }
 
@@ -408,14 +409,15 @@ impl<'a> Lower<'a> {
             Ok(Some(v)) => Some(self.vals[*v].rank()),
             _ => None,
         };
-        let failed = |errors: Vec<syn::Error>| Failed { error: combine(errors), output_rank };
+        let failed =
+            |errors: Errors| Failed { error: errors.finish().expect_err("a failed body has errors"), output_rank };
         let out = match out {
             Ok(Some(out)) if self.errors.is_empty() => out,
             Ok(None) if self.errors.is_empty() => {
-                return Err(failed(vec![syn::Error::new(
+                return Err(failed(Errors::from(syn::Error::new(
                     block.span(),
                     "the forward body must end with the output tensor (an expression without a semicolon)",
-                )]));
+                ))));
             }
             _ => return Err(failed(self.errors)),
         };
@@ -650,16 +652,6 @@ fn unsupported(e: &Expr) -> String {
         "{what} in a #[model] forward; {}. For data-dependent control flow, write the model with Autodiff",
         vocab::supported()
     )
-}
-
-/// One error holding every one of `errors`, in order.
-fn combine(errors: Vec<syn::Error>) -> syn::Error {
-    let mut it = errors.into_iter();
-    let mut first = it.next().unwrap_or_else(|| syn::Error::new(Span::call_site(), "the forward body failed"));
-    for e in it {
-        first.combine(e);
-    }
-    first
 }
 
 /// The names a statement binds or assigns, poisoned when it fails.

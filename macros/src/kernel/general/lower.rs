@@ -8,6 +8,7 @@ use syn::spanned::Spanned;
 use syn::{FnArg, Lit, Pat, UnOp};
 
 use super::{SHARED_F32_MAX, SUPPORTED, err};
+use crate::errors::Errors;
 use crate::kernel::ir::{Bin, CONSTANTS, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
 use crate::kernel::lower::{assign_op, bin_op};
 
@@ -17,11 +18,11 @@ pub(super) struct Lower<'a> {
     /// the reduction being expanded.
     barrier_name: &'static str,
     scopes: Vec<Vec<(String, usize)>>,
-    errors: &'a mut Vec<syn::Error>,
+    errors: &'a mut Errors,
 }
 
 impl<'a> Lower<'a> {
-    pub(super) fn new(k: &'a mut Kernel, errors: &'a mut Vec<syn::Error>) -> Self {
+    pub(super) fn new(k: &'a mut Kernel, errors: &'a mut Errors) -> Self {
         Lower { k, barrier_name: "`barrier()`", scopes: vec![Vec::new()], errors }
     }
 

@@ -20,6 +20,7 @@ use self::lower::Lower;
 use super::check::check;
 use super::ir::{Home, Kernel};
 use super::wgsl::validate;
+use crate::errors::Errors;
 
 const SUPPORTED: &str = "general kernels support `let` and `let mut`, `#[shared] let name: [f32; N];`, \
                          assignments (also compound ones such as `+=` and `<<=`), indexing buffers and shared arrays, \
@@ -35,7 +36,7 @@ fn err(span: Span, msg: impl std::fmt::Display) -> syn::Error {
 }
 
 /// The size in `#[workgroup(N)]`, when the attribute is present.
-pub fn workgroup_attr(f: &syn::ItemFn, errors: &mut Vec<syn::Error>) -> Option<usize> {
+pub fn workgroup_attr(f: &syn::ItemFn, errors: &mut Errors) -> Option<usize> {
     let attr = f.attrs.iter().find(|a| a.path().is_ident("workgroup"))?;
     match attr.parse_args::<syn::LitInt>().and_then(|l| l.base10_parse::<usize>()) {
         Ok(n) if (1..=256).contains(&n) => Some(n),
@@ -53,7 +54,7 @@ pub(crate) fn lowered(
     f: &syn::ItemFn,
     workgroup: usize,
     home: Home,
-    mut errors: Vec<syn::Error>,
+    mut errors: Errors,
 ) -> Result<(Kernel, String), TokenStream> {
     let mut k = Kernel::new(f.sig.ident.to_string(), f.sig.ident.span(), Some(workgroup));
     k.home = home;
@@ -67,7 +68,7 @@ pub(crate) fn lowered(
         check(&mut k, &mut errors);
     }
     if !errors.is_empty() {
-        return Err(errors.into_iter().map(|e| e.to_compile_error()).collect());
+        return Err(errors.to_compile_error());
     }
     let wgsl = shader(&k);
     if let Err(e) = validate(&wgsl) {
@@ -78,7 +79,7 @@ pub(crate) fn lowered(
 }
 
 /// Expands a general kernel.
-pub fn expand(f: &syn::ItemFn, workgroup: usize, errors: Vec<syn::Error>) -> TokenStream {
+pub fn expand(f: &syn::ItemFn, workgroup: usize, errors: Errors) -> TokenStream {
     match lowered(f, workgroup, Home::Facade, errors) {
         Ok((k, wgsl)) => rust::rust(f, &k, &wgsl),
         Err(e) => e,
