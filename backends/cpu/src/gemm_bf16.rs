@@ -266,61 +266,39 @@ impl RoundedBf16 {
     }
 }
 
-/// bf16 operands, f32 sums and result; as for `bf16`, [`Product::serial`]
-/// needs a CPU with the kernel's instructions.
-impl Product for RoundedBf16 {
-    type Out = f32;
-    type Plan = Bf16Plan;
+/// `Product` for the operands of a product whose values stay f32 (bf16
+/// rounded in a pass first, or f32 rounded as the packers read them):
+/// f32 sums and result; as for `bf16`, [`Product::serial`] needs a CPU
+/// with the kernel's instructions.
+macro_rules! f32_result {
+    ($($operand:ty),*) => {$(
+        impl Product for $operand {
+            type Out = f32;
+            type Plan = Bf16Plan;
 
-    fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
-        *bf16_plan()
-    }
+            fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
+                *bf16_plan()
+            }
 
-    unsafe fn serial(
-        plan: &Bf16Plan,
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: *mut f32,
-        dst_rs: isize,
-        lhs: Strided<RoundedBf16>,
-        rhs: Strided<RoundedBf16>,
-        accumulate: bool,
-    ) {
-        // `RoundedBf16` is a transparent bf16.
-        let lhs = Strided { ptr: lhs.ptr.cast::<bf16>(), rs: lhs.rs, cs: lhs.cs };
-        let rhs = Strided { ptr: rhs.ptr.cast::<bf16>(), rs: rhs.rs, cs: rhs.cs };
-        // SAFETY: forwarded from the caller.
-        unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
-    }
+            unsafe fn serial(
+                plan: &Bf16Plan,
+                m: usize,
+                n: usize,
+                k: usize,
+                dst: *mut f32,
+                dst_rs: isize,
+                lhs: Strided<$operand>,
+                rhs: Strided<$operand>,
+                accumulate: bool,
+            ) {
+                // SAFETY: forwarded from the caller.
+                unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+            }
+        }
+    )*};
 }
 
-/// f32 operands rounded to bf16 as they are packed, f32 sums and result;
-/// as for `bf16`, [`Product::serial`] needs a CPU with the kernel's
-/// instructions.
-impl Product for RoundsToBf16 {
-    type Out = f32;
-    type Plan = Bf16Plan;
-
-    fn plan(_: usize, _: usize, _: usize) -> Bf16Plan {
-        *bf16_plan()
-    }
-
-    unsafe fn serial(
-        plan: &Bf16Plan,
-        m: usize,
-        n: usize,
-        k: usize,
-        dst: *mut f32,
-        dst_rs: isize,
-        lhs: Strided<RoundsToBf16>,
-        rhs: Strided<RoundsToBf16>,
-        accumulate: bool,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
-    }
-}
+f32_result!(RoundedBf16, RoundsToBf16);
 
 /// A product into an f32 destination, which takes sums over any number
 /// of depth blocks and added to it.

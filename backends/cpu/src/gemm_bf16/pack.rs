@@ -7,6 +7,7 @@ use std::arch::x86_64::*;
 
 use blaze_runtime::bf16;
 
+use super::RoundedBf16;
 use crate::gemm::Strided;
 
 /// An f32 operand that the packers round to bf16 (to nearest even) as
@@ -84,6 +85,36 @@ impl Source for bf16 {
     unsafe fn load32_masked(at: *const bf16, mask: __mmask32) -> __m512i {
         // SAFETY: as the caller vouches.
         unsafe { _mm512_maskz_loadu_epi16(mask, at.cast()) }
+    }
+}
+
+/// A bf16 rounded in a pass of its own: read as the bf16 it is.
+impl Source for RoundedBf16 {
+    const IN_PLACE: bool = true;
+
+    #[inline(always)]
+    fn bf16(self) -> bf16 {
+        self.0
+    }
+
+    #[inline(always)]
+    unsafe fn word(at: *const RoundedBf16) -> u32 {
+        // SAFETY: as the caller vouches; `RoundedBf16` is a transparent bf16.
+        unsafe { <bf16 as Source>::word(at.cast()) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32(at: *const RoundedBf16) -> __m512i {
+        // SAFETY: as above.
+        unsafe { <bf16 as Source>::load32(at.cast()) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
+    unsafe fn load32_masked(at: *const RoundedBf16, mask: __mmask32) -> __m512i {
+        // SAFETY: as above.
+        unsafe { <bf16 as Source>::load32_masked(at.cast(), mask) }
     }
 }
 
