@@ -16,7 +16,9 @@ use crate::backend::Backend;
 use crate::dtype::DType;
 use crate::shape::broadcast_shapes;
 
+mod builtin;
 mod launch;
+pub use builtin::*;
 pub use launch::*;
 
 /// The float types kernels compute in, with the intrinsics `kernel!`
@@ -369,56 +371,6 @@ scalar_arg!(f32, f64, i32);
 /// copy of this number: a proc-macro crate cannot depend on the runtime).
 pub const MAX_ARGS: usize = 8;
 
-/// The elementwise kernels the runtime writes by hand against
-/// [`Elementwise`] rather than with `kernel!` (the runtime cannot use its
-/// own macro), so they carry no [`Elementwise::DEVICE`] launcher. A
-/// backend whose kernels are compiled Rust recognises them with
-/// [`Builtin::of`] and runs its own version of each, computing what the
-/// kernel's WGSL computes; [`Builtin::eval`] runs one on any backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Builtin {
-    /// Dropout's mask, `dropout(x, p, scale, u)`: `0` where the draw `u`
-    /// is below `p`, else `x * scale`.
-    Dropout,
-}
-
-/// `Builtin`'s methods from one list of its variants and their types.
-macro_rules! builtins {
-    ($($variant:ident => $kernel:ty),* $(,)?) => {
-        impl Builtin {
-            /// Every builtin kernel.
-            pub const ALL: &'static [Builtin] = &[$(Builtin::$variant),*];
-
-            /// Which builtin kernel `K` is, if it is one.
-            pub fn of<K: Elementwise>() -> Option<Self> {
-                let k = std::any::TypeId::of::<K>();
-                $(if k == std::any::TypeId::of::<$kernel>() {
-                    return Some(Builtin::$variant);
-                })*
-                None
-            }
-
-            /// The kernel's argument names, in order (its [`Elementwise::ARGS`]).
-            pub fn args(self) -> &'static [&'static str] {
-                match self {
-                    $(Builtin::$variant => <$kernel as Elementwise>::ARGS,)*
-                }
-            }
-
-            /// `f` of the kernel at `args`, broadcast as [`call`] does.
-            pub fn eval<B: Backend, const D: usize>(self, f: KernelFn, args: &[Arg<'_, B, D>]) -> Tensor<B, D> {
-                match self {
-                    $(Builtin::$variant => eval::<$kernel, B, D>(f, args),)*
-                }
-            }
-        }
-    };
-}
-
-builtins! {
-    Dropout => crate::nn::DropoutMask,
-}
-
 /// Calls kernel `K` on `args`, broadcasting the tensors among them: what
 /// the function `kernel!` generates does. Panics, naming the kernel, when
 /// no argument is a tensor, the tensors' shapes do not broadcast, or their
@@ -583,16 +535,4 @@ fn with_inputs<K: Elementwise, B: Backend, const D: usize, R>(
         None => KernelArg::Number(0.0),
     });
     body(&inputs[..args.len()], shape, dtype)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Builtin;
-
-    #[test]
-    fn builtins_are_found_by_type() {
-        assert_eq!(Builtin::of::<crate::nn::DropoutMask>(), Some(Builtin::Dropout));
-        let args: Vec<_> = Builtin::ALL.iter().map(|b| b.args()).collect();
-        assert_eq!(args, [&["x", "p", "scale", "u"][..]]);
-    }
 }

@@ -6,11 +6,10 @@
 //! index: the training forward keeps the seed, not the mask, and the
 //! backward draws the same mask again in its one pass over the gradient.
 
-use std::mem::MaybeUninit;
 
 use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
-use crate::kernel::{Elementwise, KernelFloat, KernelFn, OnnxExpr, OnnxType};
+use crate::kernel::KernelFn;
 use crate::{Backend, Tensor};
 
 /// Options of [`Dropout`].
@@ -60,73 +59,6 @@ impl Dropout {
     /// every backend, so the backward applies it to the gradient.
     pub fn apply<B: Backend, const D: usize>(&self, x: &Tensor<B, D>, seed: u64) -> Tensor<B, D> {
         OwnKernel::Dropout { threshold: self.threshold(), scale: self.scale(), seed }.run(KernelFn::Value, x)
-    }
-}
-
-/// `dropout(x, p, scale, u) = u < p ? 0 : x * scale`, with `u` the
-/// element's draw: [`Dropout::apply`]'s kernel.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct DropoutMask;
-
-impl Elementwise for DropoutMask {
-    const NAME: &'static str = "dropout";
-    const ARGS: &'static [&'static str] = &["x", "p", "scale", "u"];
-    const WGSL: &'static str = "
-fn dropout(x: f32, p: f32, scale: f32, u: f32) -> f32 {
-    return select(x * scale, 0.0, u < p);
-}
-fn dropout_d_x(x: f32, p: f32, scale: f32, u: f32) -> f32 {
-    return select(scale, 0.0, u < p);
-}
-fn dropout_d_p(x: f32, p: f32, scale: f32, u: f32) -> f32 {
-    return 0.0;
-}
-fn dropout_d_scale(x: f32, p: f32, scale: f32, u: f32) -> f32 {
-    return select(x, 0.0, u < p);
-}
-fn dropout_d_u(x: f32, p: f32, scale: f32, u: f32) -> f32 {
-    return 0.0;
-}
-";
-
-    #[inline(always)]
-    fn map<T: KernelFloat>(args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let (p, scale) = (args[1], args[2]);
-        for (((o, &x), (&p, &s)), &u) in out.iter_mut().zip(args[0]).zip(p.iter().zip(scale)).zip(args[3]) {
-            o.write(if u < p { T::lit(0.0) } else { x * s });
-        }
-    }
-
-    #[inline(always)]
-    fn map_partial<T: KernelFloat>(arg: usize, args: &[&[T]], out: &mut [MaybeUninit<T>]) {
-        let zero = T::lit(0.0);
-        for (j, o) in out.iter_mut().enumerate() {
-            let (x, p, s, u) = (args[0][j], args[1][j], args[2][j], args[3][j]);
-            // Kept exactly where `map` keeps (a NaN draw too, as in the WGSL).
-            let dropped = u < p;
-            o.write(match arg {
-                0 if !dropped => s,
-                2 if !dropped => x,
-                _ => zero,
-            });
-        }
-    }
-
-    fn onnx<G: OnnxExpr>(g: &mut G, args: &[G::Value]) -> G::Value {
-        let (x, p, s, u) = (&args[0], &args[1], &args[2], &args[3]);
-        let (dropped, zero, kept) = (g.op("Less", &[u, p]), g.constant(0.0, OnnxType::Float), g.op("Mul", &[x, s]));
-        g.op("Where", &[&dropped, &zero, &kept])
-    }
-
-    fn onnx_partial<G: OnnxExpr>(g: &mut G, arg: usize, args: &[G::Value]) -> G::Value {
-        let zero = g.constant(0.0, OnnxType::Float);
-        let kept = match arg {
-            0 => &args[2],
-            2 => &args[0],
-            _ => return zero,
-        };
-        let dropped = g.op("Less", &[&args[3], &args[1]]);
-        g.op("Where", &[&dropped, &zero, kept])
     }
 }
 

@@ -3,7 +3,7 @@
 //! compiles these kernels' loops once instead of every user crate that
 //! uses the layers.
 
-use super::dropout::DropoutMask;
+use crate::kernel::DropoutMask;
 use crate::kernel::{self, Arg, KernelFn};
 use crate::{Backend, Tensor};
 
