@@ -24,4 +24,16 @@ impl TwoShapes {
     }
 }
 
+#[model]
+pub struct HugeDim {
+    fc: Linear<8, 8>,
+}
+
+#[model(input = [T, 18446744073709551615])]
+impl HugeDim {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.fc(x)
+    }
+}
+
 fn main() {}

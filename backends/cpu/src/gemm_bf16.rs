@@ -441,9 +441,11 @@ unsafe fn blocked_with<S: Source, const R: usize, const V: usize, const W: usize
                 for ic in (0..m).step_by(block_m) {
                     let mc = block_m.min(m - ic);
                     let whole = if in_place_a { mc / R * R } else { 0 };
-                    // SAFETY: the block lies in `lhs`; `pa` holds kp words
-                    // for each of mc rows rounded up to R.
-                    unsafe { pack::<S, R>(mc - whole, depth, kp, lhs.at(ic + whole, 2 * pc), pa) };
+                    if whole < mc {
+                        // SAFETY: the rows lie in `lhs`; `pa` holds kp
+                        // words for each of them rounded up to R.
+                        unsafe { pack::<S, R>(mc - whole, depth, kp, lhs.at(ic + whole, 2 * pc), pa) };
+                    }
                     for jr in (0..nc).step_by(W) {
                         for ir in (0..mc).step_by(R) {
                             // SAFETY: the panel of `A` (rows ic + ir.. in

@@ -158,15 +158,18 @@ pub(super) unsafe fn blocked<S: Source>(plan: &Bf16Plan, job: Job<S>) {
             let first = unsafe { lhs.at(0, 2 * pc) }.ptr;
             let in_place = S::IN_PLACE
                 && lhs.cs == 1
+                && lhs.rs > 0
                 && depth == 2 * PAIRS * steps
                 && row_bytes % 64 == 0
                 && (first as usize).is_multiple_of(64);
             for ic in (0..m).step_by(block_m) {
                 let mc = block_m.min(m - ic);
                 let whole = if in_place { mc / ROWS * ROWS } else { 0 };
-                // SAFETY: the rows lie in `lhs`; `pa` holds `steps` tiles'
-                // pairs for each of them rounded up to 32.
-                unsafe { pack_a(mc - whole, depth, steps, lhs.at(ic + whole, 2 * pc), pa) };
+                if whole < mc {
+                    // SAFETY: the rows lie in `lhs`; `pa` holds `steps`
+                    // tiles' pairs for each of them rounded up to 32.
+                    unsafe { pack_a(mc - whole, depth, steps, lhs.at(ic + whole, 2 * pc), pa) };
+                }
                 for jc in (0..n).step_by(block_n) {
                     let nc = block_n.min(n - jc);
                     // SAFETY: the block lies in `rhs`; `pb` holds `steps`

@@ -21,9 +21,9 @@ pub(crate) struct RoundsToBf16(pub f32);
 
 /// What the packers read: bf16 values, or f32 ones rounded to bf16.
 ///
-/// Rounding in hardware (`vcvtne2ps2bf16`) reads an f32 subnormal as zero
-/// where [`bf16::from_f32`] keeps a bf16 subnormal; the kernels read bf16
-/// subnormals as zero too, so the products are the same.
+/// Rounding in hardware (`vcvtne2ps2bf16`) reads an f32 subnormal as
+/// zero; `RoundsToBf16`'s scalar rounding does the same, so every path of
+/// the packers gives the same words.
 pub(crate) trait Source: Copy + Send + Sync + 'static {
     /// Whether a kernel may read a row-major panel of these in place.
     const IN_PLACE: bool;
@@ -121,9 +121,13 @@ impl Source for RoundedBf16 {
 impl Source for RoundsToBf16 {
     const IN_PLACE: bool = false;
 
+    /// As `vcvtne2ps2bf16` rounds, so that a value packs to the same
+    /// bits on the scalar path (edges, odd depths) as on the vector one:
+    /// an f32 subnormal is a zero of its sign (`bf16::from_f32` would
+    /// round the largest up to bf16's smallest normal).
     #[inline(always)]
     fn bf16(self) -> bf16 {
-        bf16::from_f32(self.0)
+        if self.0.is_subnormal() { bf16::from_f32(0.0f32.copysign(self.0)) } else { bf16::from_f32(self.0) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -144,7 +148,9 @@ impl Source for RoundsToBf16 {
         unsafe {
             let at = at.cast::<f32>();
             let low = _mm512_maskz_loadu_ps(mask as __mmask16, at);
-            let high = _mm512_maskz_loadu_ps((mask >> 16) as __mmask16, at.add(16));
+            // The second half's address may lie past the allocation when
+            // its mask is empty: formed without `add`'s promise.
+            let high = _mm512_maskz_loadu_ps((mask >> 16) as __mmask16, at.wrapping_add(16));
             std::mem::transmute(_mm512_cvtne2ps_pbh(high, low))
         }
     }

@@ -186,3 +186,55 @@ fn f32_products_round_to_bf16_as_they_pack() {
     });
     assert!(rounded_apart.get() > 1000, "the operands were not rounded: {} sums moved", rounded_apart.get());
 }
+
+/// `RoundsToBf16` packs a value to the same word on the scalar path (edges,
+/// odd depths) as on the vector one, f32 subnormals included: the
+/// hardware reads them as zero, and so must the scalar rounding, or a
+/// product's bits would depend on where a value falls in its panel.
+#[test]
+fn f32_operands_round_alike_on_every_path() {
+    if !bf16_kernel_runs_here() {
+        eprintln!("notice: this CPU lacks AVX512-BF16; the bf16 packers are not tested here");
+        return;
+    }
+    use super::pack::Source;
+    let mut state = 0x9e37_79b9_u32;
+    let mut bits: Vec<u32> = vec![
+        0x007f_8000,
+        0x007f_ffff,
+        0x0000_0001,
+        0x8040_0000,
+        0x0080_0000,
+        0x8080_0000,
+        0x3f80_8000,
+        0x3f81_8000,
+        0x7f7f_8000,
+        0x7f80_0000,
+        0xff80_0000,
+        0x7fc0_0000,
+        0x0000_0000,
+        0x8000_0000,
+    ];
+    bits.extend((0..3000).map(|_| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        // Every exponent, subnormals and NaNs among them.
+        state
+    }));
+    bits.resize(bits.len().next_multiple_of(32), 0x3f80_0000);
+    let values: Vec<RoundsToBf16> = bits.iter().map(|&b| RoundsToBf16(f32::from_bits(b))).collect();
+    for chunk in values.chunks_exact(32) {
+        let mut vector = [0u16; 32];
+        // SAFETY: the chunk holds 32 values; the CPU has AVX512-BF16.
+        unsafe {
+            let v = <RoundsToBf16 as Source>::load32(chunk.as_ptr());
+            std::arch::x86_64::_mm512_storeu_si512(vector.as_mut_ptr().cast(), v);
+        }
+        for (x, &got) in chunk.iter().zip(&vector) {
+            let want = x.bf16();
+            let same = want.to_bits() == got || (want.is_nan() && bf16::from_bits(got).is_nan());
+            assert!(same, "{:#010x}: scalar {:#06x}, vector {got:#06x}", x.0.to_bits(), want.to_bits());
+        }
+    }
+}

@@ -75,10 +75,10 @@ impl DeviceDtypes for WgpuNative {
         on_device(dtype)
     }
 
-    /// bf16 and f16 too: the products round their f32 operands in the
-    /// kernels (bf16 emulated, as WGSL has none).
+    /// bf16 and f16, which it does not hold: the products round their f32
+    /// operands in the kernels (bf16 emulated, as WGSL has none).
     fn rounds_to(dtype: DType, _device: &WgpuDevice) -> bool {
-        matches!(dtype, DType::F32 | DType::BF16 | DType::F16)
+        matches!(dtype, DType::BF16 | DType::F16)
     }
 
     fn read_back(x: &WgpuStorage) -> TensorData {

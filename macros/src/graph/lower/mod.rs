@@ -324,8 +324,12 @@ impl<'a> Lower<'a> {
     /// A dim of the input attribute: a positive literal or a symbol.
     pub fn input_dim(&mut self, e: &Expr) -> R<Dim> {
         match e {
-            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<usize>() {
-                Ok(n) if n > 0 => Ok(Dim::size(n)),
+            Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => match i.base10_parse::<u128>() {
+                Ok(n) if n > blaze_spec::MAX_SIZE as u128 => err(
+                    e.span(),
+                    format!("input dim {n} is larger than any tensor's (at most {})", blaze_spec::MAX_SIZE),
+                ),
+                Ok(n) if n > 0 => Ok(Dim::size(n as usize)),
                 _ => err(e.span(), "input dims are positive integers or symbols such as `T`"),
             },
             Expr::Path(p) if p.path.get_ident().is_some() => {
