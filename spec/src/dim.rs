@@ -59,7 +59,9 @@ impl<S: Clone + Ord> Dim<S> {
     pub fn mul(&self, other: &Dim<S>) -> Dim<S> {
         let mut syms: Vec<S> = self.syms.iter().chain(&other.syms).cloned().collect();
         syms.sort();
-        Dim { coef: self.coef * other.coef, syms }
+        // Saturating, as `usize`'s `Extent`: a product past any size is
+        // refused by the rules that read it, not an overflow.
+        Dim { coef: self.coef.saturating_mul(other.coef), syms }
     }
 
     /// `self / other`, if it divides exactly.
@@ -154,6 +156,8 @@ mod tests {
         assert_eq!(Dim::<String>::known(0).add(&t), Some(t.clone()));
         assert_eq!(Dim::<String>::known(2).add(&Dim::known(3)), Some(Dim::known(5)));
         assert_eq!(t.add(&b), None);
+        // A product past every size saturates instead of overflowing.
+        assert_eq!(Dim::<String>::known(i64::MAX).mul(&Dim::known(2)), Dim::known(i64::MAX));
         assert_eq!(t.div(&b), None);
         assert_eq!(t.name().map(String::as_str), Some("T"));
         assert_eq!(bh.name(), None);

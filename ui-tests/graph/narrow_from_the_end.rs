@@ -14,4 +14,17 @@ impl Tail {
     }
 }
 
+#[model]
+pub struct Huge {
+    fc: Linear<4, 4>,
+}
+
+#[model(input = [T, 4])]
+impl Huge {
+    fn forward(&self, x: Tensor) -> Tensor {
+        let a = x.narrow(0, 0, 9223372036854775807);
+        self.fc(cat([a, a], 0))
+    }
+}
+
 fn main() {}

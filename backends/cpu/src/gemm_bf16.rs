@@ -291,30 +291,19 @@ macro_rules! f32_result {
                 rhs: Strided<$operand>,
                 accumulate: bool,
             ) {
-                // SAFETY: forwarded from the caller.
-                unsafe { f32_sums(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate }) };
+                // SAFETY: forwarded from the caller; an f32 destination
+                // takes sums over any number of depth blocks and added to it.
+                unsafe {
+                    if !without_products(plan, m, n, k, dst, dst_rs, accumulate, 0.0) {
+                        blocked(plan, Job { m, n, k, dst: Dst::F32(dst), dst_rs, lhs, rhs, accumulate })
+                    }
+                }
             }
         }
     )*};
 }
 
 f32_result!(RoundedBf16, RoundsToBf16);
-
-/// A product into an f32 destination, which takes sums over any number
-/// of depth blocks and added to it.
-///
-/// # Safety
-/// As for [`Product::serial`], with `job.dst` f32.
-unsafe fn f32_sums<S: Source>(plan: &Bf16Plan, job: Job<S>) {
-    let Job { m, n, k, dst, dst_rs, accumulate, .. } = job;
-    let Dst::F32(at) = dst else { unreachable!("f32 sums go to an f32 destination") };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        if !without_products(plan, m, n, k, at, dst_rs, accumulate, 0.0) {
-            blocked(plan, job)
-        }
-    }
-}
 
 /// Checks that the CPU runs the plan's kernel, and does a product with
 /// nothing to multiply: none into an empty destination, zeros (unless

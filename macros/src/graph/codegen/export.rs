@@ -30,7 +30,8 @@ fn size(d: &Dim) -> TokenStream {
             quote!(g.ints(&[#n]))
         }
         None => {
-            let c = usize::try_from(d.coef).expect("a per-sample dim's factor is positive");
+            // As `SampleDim::tokens`: no factor is negative.
+            let c = usize::try_from(d.coef).expect("a per-sample dim's factor is not negative");
             let syms = d.syms.iter().map(|&k| sym_ident(k));
             quote!({
                 let syms = [#(::core::clone::Clone::clone(&#syms)),*];

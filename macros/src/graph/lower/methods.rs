@@ -16,6 +16,7 @@ impl Lower<'_> {
 
     pub(super) fn count_arg(&self, e: &Expr, op: &str) -> R<usize> {
         match int_arg(e) {
+            Some(n) if n > blaze_spec::MAX_SIZE as i64 => too_large(e, op, n),
             Some(n) if n >= 0 => Ok(n as usize),
             _ => err(e.span(), format!("{op}: expected a non-negative integer literal")),
         }
@@ -224,6 +225,7 @@ impl Lower<'_> {
     pub(super) fn size_arg(&mut self, e: &Expr) -> R<Dim> {
         match e {
             Expr::Lit(_) => match int_arg(e) {
+                Some(n) if n > blaze_spec::MAX_SIZE as i64 => too_large(e, "a size", n),
                 Some(n) if n > 0 => Ok(Dim::size(n as usize)),
                 _ => err(e.span(), "expected a positive size"),
             },
@@ -312,4 +314,10 @@ impl Lower<'_> {
         }
         Ok(out)
     }
+}
+
+/// A size literal past any tensor's: refused, so that every size the
+/// lowering builds fits a dim's factor.
+fn too_large<T>(e: &Expr, what: &str, n: i64) -> R<T> {
+    err(e.span(), format!("{what}: {n} is larger than any tensor's dim (at most {})", blaze_spec::MAX_SIZE))
 }

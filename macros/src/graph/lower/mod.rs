@@ -43,7 +43,10 @@ pub trait SampleDim {
 
 impl SampleDim for Dim {
     fn size(n: usize) -> Dim {
-        Dim::known(i64::try_from(n).expect("a size the spec bounds by MAX_SIZE"))
+        // Every size the lowering builds is a literal it checked against
+        // MAX_SIZE, a layer's size (which the spec bounds), a fixed dim's
+        // factor, or a sum of a call's pieces of such sizes.
+        Dim::known(i64::try_from(n).expect("sizes are bounded by MAX_SIZE"))
     }
 
     fn shown(&self, symbols: &[String]) -> String {
@@ -51,7 +54,9 @@ impl SampleDim for Dim {
     }
 
     fn tokens(&self) -> TokenStream {
-        let c = usize::try_from(self.coef).expect("a per-sample dim's factor is positive");
+        // Dims are built from sizes and symbols by products (saturating)
+        // and exact quotients, so no factor is negative.
+        let c = usize::try_from(self.coef).expect("a per-sample dim's factor is not negative");
         let syms = self.syms.iter().map(|&k| sym_ident(k));
         quote!((#c #(* #syms)*))
     }
