@@ -138,8 +138,8 @@ fn causal_fill<B: Composites>(x: &B::Storage, value: f64) -> B::Storage {
 
 /// [`Composites::matmul_rounded`] composed: the operands rounded by two
 /// casts, multiplied in f32.
-pub fn composed_matmul_rounded<B: Primitives>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
-    B::matmul(&rounded::<B>(a, dtype), &rounded::<B>(b, dtype))
+pub fn composed_matmul_rounded<B: Composites>(a: &B::Storage, b: &B::Storage, dtype: DType) -> B::Storage {
+    B::matmul(&B::round_to(a, dtype), &B::round_to(b, dtype))
 }
 
 /// `x`'s f32 values rounded to `dtype` and back: what a product under a

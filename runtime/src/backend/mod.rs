@@ -269,10 +269,18 @@ pub trait Composites: Primitives {
         composed_softmax::<Self>(x, dim, o)
     }
 
+    /// `x`'s f32 values rounded to `dtype` (bf16 or f16) and kept in f32:
+    /// what the rounded products' defaults multiply. The default rounds by
+    /// two casts; a backend that rounds on its own side (wgpu, whose
+    /// device holds neither 16-bit dtype) overrides it.
+    fn round_to(x: &Self::Storage, dtype: DType) -> Self::Storage {
+        rounded::<Self>(x, dtype)
+    }
+
     /// `a @ b` (as [`Primitives::matmul`]) of f32 operands rounded to
     /// `dtype` (bf16 or f16), their products summed in f32, an f32 result:
     /// a product under a 16-bit [`crate::Precision`]. The default rounds
-    /// with two casts and multiplies in f32, which gives the same products
+    /// with [`Composites::round_to`] and multiplies in f32, which gives the same products
     /// (each exact in f32); a backend with 16-bit units overrides it.
     fn matmul_rounded(a: &Self::Storage, b: &Self::Storage, dtype: DType) -> Self::Storage {
         composed_matmul_rounded::<Self>(a, b, dtype)
@@ -281,7 +289,7 @@ pub trait Composites: Primitives {
     /// [`Primitives::conv2d`] of f32 `x` and `weight` rounded to `dtype`
     /// (bf16 or f16), the products summed in f32, the f32 `bias` added
     /// as it is: a convolution under a 16-bit [`crate::Precision`]. The
-    /// default rounds with two casts each, as [`Composites::matmul_rounded`].
+    /// default rounds each operand with [`Composites::round_to`].
     fn conv2d_rounded(
         x: &Self::Storage,
         weight: &Self::Storage,
@@ -289,7 +297,7 @@ pub trait Composites: Primitives {
         options: &Conv2dOptions,
         dtype: DType,
     ) -> Self::Storage {
-        Self::conv2d(&rounded::<Self>(x, dtype), &rounded::<Self>(weight, dtype), bias, options)
+        Self::conv2d(&Self::round_to(x, dtype), &Self::round_to(weight, dtype), bias, options)
     }
 
     /// [`Primitives::conv2d_input_grad`] of f32 operands rounded to `dtype`,
@@ -301,12 +309,7 @@ pub trait Composites: Primitives {
         options: &Conv2dOptions,
         dtype: DType,
     ) -> Self::Storage {
-        Self::conv2d_input_grad(
-            &rounded::<Self>(grad_out, dtype),
-            &rounded::<Self>(weight, dtype),
-            input_shape,
-            options,
-        )
+        Self::conv2d_input_grad(&Self::round_to(grad_out, dtype), &Self::round_to(weight, dtype), input_shape, options)
     }
 
     /// [`Primitives::conv2d_weight_grad`] of f32 operands rounded to
@@ -318,7 +321,7 @@ pub trait Composites: Primitives {
         options: &Conv2dOptions,
         dtype: DType,
     ) -> Self::Storage {
-        Self::conv2d_weight_grad(&rounded::<Self>(x, dtype), &rounded::<Self>(grad_out, dtype), weight_shape, options)
+        Self::conv2d_weight_grad(&Self::round_to(x, dtype), &Self::round_to(grad_out, dtype), weight_shape, options)
     }
 
     /// The gradient of a softmax's input from its output `y` and the

@@ -570,19 +570,19 @@ impl Primitives for WgpuNative {
 /// type whose loop is compiled where it is used, not on this type alone.
 impl blaze_runtime::Precompiled for WgpuNative {}
 
-/// `x`'s f32 values rounded to `dtype` (bf16 or f16) and kept in f32,
-/// on the device: what a convolution under a 16-bit precision multiplies.
-fn rounded(op: &str, x: &WgpuStorage, dtype: DType) -> WgpuStorage {
-    let t = native(op, x);
-    let call = match dtype {
-        DType::BF16 => "round_bf16(a)",
-        DType::F16 => "round_f16(a)",
-        other => panic!("wgpu {op}: operands round to bf16 or f16, not {other}"),
-    };
-    ew_on(&t.device, &shaders::round16(), "round16", call, &[(t, None)], &t.shape, DType::F32, &[])
-}
-
 impl Composites for WgpuNative {
+    /// On the device, in one elementwise pass (`round16.wgsl`): what a
+    /// convolution under a 16-bit precision multiplies.
+    fn round_to(x: &WgpuStorage, dtype: DType) -> WgpuStorage {
+        let t = native("round_to", x);
+        let call = match dtype {
+            DType::BF16 => "round_bf16(a)",
+            DType::F16 => "round_f16(a)",
+            other => panic!("wgpu round_to: f32 values round to bf16 or f16, not {other}"),
+        };
+        ew_on(&t.device, &shaders::round16(), "round16", call, &[(t, None)], &t.shape, DType::F32, &[])
+    }
+
     /// Rounded as the kernel stages its tiles (in f16 tiles where the
     /// adapter has `SHADER_F16`).
     fn matmul_rounded(a: &WgpuStorage, b: &WgpuStorage, dtype: DType) -> WgpuStorage {
@@ -592,39 +592,6 @@ impl Composites for WgpuNative {
             "wgpu matmul_rounded: operands round to bf16 or f16, not {dtype}"
         );
         matmul::rounded(x, y, Some(dtype))
-    }
-
-    fn conv2d_rounded(
-        x: &WgpuStorage,
-        w: &WgpuStorage,
-        bias: Option<&WgpuStorage>,
-        o: &Conv2dOptions,
-        dtype: DType,
-    ) -> WgpuStorage {
-        let op = "conv2d_rounded";
-        Self::conv2d(&rounded(op, x, dtype), &rounded(op, w, dtype), bias, o)
-    }
-
-    fn conv2d_input_grad_rounded(
-        g: &WgpuStorage,
-        w: &WgpuStorage,
-        input_shape: [usize; 4],
-        o: &Conv2dOptions,
-        dtype: DType,
-    ) -> WgpuStorage {
-        let op = "conv2d_input_grad_rounded";
-        Self::conv2d_input_grad(&rounded(op, g, dtype), &rounded(op, w, dtype), input_shape, o)
-    }
-
-    fn conv2d_weight_grad_rounded(
-        x: &WgpuStorage,
-        g: &WgpuStorage,
-        weight_shape: [usize; 4],
-        o: &Conv2dOptions,
-        dtype: DType,
-    ) -> WgpuStorage {
-        let op = "conv2d_weight_grad_rounded";
-        Self::conv2d_weight_grad(&rounded(op, x, dtype), &rounded(op, g, dtype), weight_shape, o)
     }
 
     fn bias_act(x: WgpuStorage, bias: Option<&WgpuStorage>, dim: usize, act: Option<UnaryOp>) -> WgpuStorage {
