@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use blaze_runtime::data::{CsvOptions, Dataset, read_csv};
+use blaze_data::{CsvOptions, Dataset, read_csv};
 
 /// A `/proc/self/status` figure in bytes (it is given in kB).
 fn status(key: &str) -> u64 {

@@ -9,10 +9,33 @@
 #![deny(missing_docs)]
 
 pub use blaze_cpu as cpu;
-pub use blaze_runtime as runtime;
+/// Datasets, loaders and readers (`blaze-data`).
+pub use blaze_data as data;
+/// Data-parallel training over MPI (`blaze-distributed`, feature `mpi`).
 #[cfg(feature = "mpi")]
-pub use blaze_runtime::distributed;
-pub use blaze_runtime::{autodiff, data, loss, nn, optim, precision, quant, record, rng, train};
+pub use blaze_distributed as distributed;
+/// Layers (`blaze-nn`).
+pub use blaze_nn as nn;
+/// Saved models and checkpoints in safetensors files (`blaze-record`).
+pub use blaze_record as record;
+pub use blaze_nn::{loss, optim, quant};
+pub use blaze_runtime::{autodiff, precision, rng};
+/// `fit` and what it reports (`blaze-train`).
+pub use blaze_train as train;
+
+/// The runtime: the core crate (`blaze-runtime`: tensors, the backend
+/// traits, autodiff, modules) and, under their names, the crates above it.
+pub mod runtime {
+    pub use blaze_runtime::*;
+    #[cfg(feature = "mpi")]
+    pub use blaze_distributed as distributed;
+    pub use blaze_fallback as fallback;
+    pub use blaze_nn::{loss, optim, quant};
+    pub use blaze_nn as nn;
+    pub use blaze_record as record;
+    pub use blaze_data as data;
+    pub use blaze_train as train;
+}
 /// What Blaze knows about each built-in layer: options, shape rules, parameters.
 pub use blaze_spec as spec;
 /// ONNX export of any `#[model]`: [`export::save_onnx`].
@@ -25,7 +48,7 @@ pub mod wgpu {
 
     /// The wgpu backend: f32 and bool tensors on the GPU, f64 and i64 ones
     /// on the CPU ([`WgpuNative`] completed by [`crate::Cpu`]).
-    pub type Wgpu = blaze_runtime::fallback::HostFallback<WgpuNative, blaze_cpu::Cpu>;
+    pub type Wgpu = blaze_fallback::HostFallback<WgpuNative, blaze_cpu::Cpu>;
 }
 
 /// GPU devices through CubeCL's wgpu runtime (feature `cubecl`): cubek's
@@ -38,7 +61,7 @@ pub mod cubecl {
     /// The CubeCL backend: f32 and bool tensors on the GPU through
     /// CubeCL's wgpu runtime, f64 and i64 ones on the CPU ([`CubeNative`]
     /// completed by [`crate::Cpu`]).
-    pub type CubeCl = blaze_runtime::fallback::HostFallback<CubeNative, blaze_cpu::Cpu>;
+    pub type CubeCl = blaze_fallback::HostFallback<CubeNative, blaze_cpu::Cpu>;
 }
 
 /// `kernel!`'s `#[cube]` items: kept with the `cubecl` feature, dropped
@@ -98,14 +121,14 @@ pub use blaze_runtime::{
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
     pub use blaze_macros::{Module, kernel, model};
-    pub use blaze_runtime::nn::{
+    pub use blaze_nn::{
         AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Block, Conv1d, Conv2d, ConvTranspose2d, Ctx,
         Differentiable, Dropout, Elu, Embedding, Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm,
         LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Silu, Softmax,
         Softplus, Upsample,
     };
     /// The op table's activation layers (`Relu`, `Gelu`, ...).
-    pub use blaze_runtime::nn::unary_layers::*;
+    pub use blaze_nn::unary_layers::*;
     pub use blaze_runtime::{
         Conv2dOptions, DType, Device, Pool2dOptions, Precision, SoftmaxOptions, Tensor, TensorData, autocast,
         manual_seed,

@@ -4,7 +4,7 @@
 //! (`__unary_exports!`), each through [`ops::unary`].
 
 use blaze_runtime::kernel::Elementwise;
-use blaze_runtime::nn::{
+use blaze_nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Elu, Embedding,
     Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm, LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d,
     MultiHeadAttention, RMSNorm, Silu, Softmax, Softplus, Upsample, join,
@@ -429,8 +429,8 @@ struct Rnn<'a, B: Backend> {
     /// PyTorch's gate blocks in ONNX's order.
     order: &'static [usize],
     extra: Vec<(&'static str, Attr)>,
-    weights: &'a [blaze_runtime::nn::RnnWeights<B>],
-    config: &'a blaze_runtime::nn::RnnConfig,
+    weights: &'a [blaze_nn::RnnWeights<B>],
+    config: &'a blaze_nn::RnnConfig,
     hidden: usize,
 }
 

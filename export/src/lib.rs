@@ -54,7 +54,7 @@ pub trait OnnxModel: Export {
 /// `layer`'s operators under `scope.name`: what a generated model calls
 /// for each field.
 pub fn sublayer<L: Export + ?Sized>(g: &mut OnnxGraph, l: &L, scope: &str, name: &str, inputs: &[Value]) -> Value {
-    let full = blaze_runtime::nn::join(scope, name);
+    let full = blaze_runtime::module::join(scope, name);
     let outer = g.enter(&full);
     let out = l.export(g, &full, inputs);
     g.leave(outer);
@@ -117,8 +117,8 @@ pub fn save_onnx<M: OnnxModel>(model: &M, path: impl AsRef<Path>) -> Result<(), 
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
-    blaze_runtime::record::write_atomic(path, &to_onnx(model)).map_err(|e| match e {
-        blaze_runtime::record::RecordError::Io { source, .. } => err(source),
+    blaze_record::write_atomic(path, &to_onnx(model)).map_err(|e| match e {
+        blaze_record::RecordError::Io { source, .. } => err(source),
         other => err(std::io::Error::other(other.to_string())),
     })
 }

@@ -100,7 +100,7 @@ pub fn __unary_ops(_: TokenStream) -> TokenStream {
 }
 
 /// The op table's activation layers (`Relu`, `Gelu`, ...). Invoked
-/// once, by `blaze_runtime::nn`.
+/// once, by `blaze_nn`.
 #[doc(hidden)]
 #[proc_macro]
 pub fn __unary_layers(_: TokenStream) -> TokenStream {

@@ -15,7 +15,7 @@
 use std::ops::Range;
 
 use crate::backend::{Backend, BinaryOp, CmpOp, Primitives, ReduceOp, SoftmaxOptions, UnaryOp};
-use crate::kernel::{Elementwise, KernelArg, KernelFn};
+use crate::kernel_def::{Elementwise, KernelArg, KernelFn};
 use crate::shape::Dims;
 use crate::unary::{UnaryKernel, UnaryVisitor};
 use crate::{Conv2dOptions, Pool2dOptions};
@@ -147,11 +147,19 @@ pub fn neg<B: Backend>(g: &S<B>) -> S<B> {
 /// ([`UnaryOp::grad_of_output`]), else from `x`.
 pub fn unary<B: Backend>(op: UnaryOp, x: &S<B>, y: &S<B>, g: &S<B>) -> S<B> {
     let from = if op.grad_of_output() { y } else { x };
-    (B::compiled().unary_grad)(op, from, g)
+    (AdjointTable::<B>::of().unary_grad)(op, from, g)
+}
+
+crate::precompiled_table! {
+    /// The op table's gradients, compiled once per backend
+    /// ([`Precompiled`](crate::Precompiled)).
+    pub struct AdjointTable<B> {
+        unary_grad: fn(UnaryOp, &S<B>, &S<B>) -> S<B> = unary_grad::<B>,
+    }
 }
 
 /// [`unary`] from what the op's adjoint reads, compiled once per backend
-/// in its [`Compiled`](crate::Compiled) table: a user's crate does not
+/// in its [`AdjointTable`]: a user's crate does not
 /// compile a kernel per op.
 pub(crate) fn unary_grad<B: Backend>(op: UnaryOp, from: &S<B>, g: &S<B>) -> S<B> {
     /// The op's adjoint on `from` and `g`.

@@ -6,7 +6,7 @@
 //! [`BinaryOp::visit`] for its kernel as a type, so it names no op; the
 //! integer and bool forms are each backend's own (`wrapping_add`, `&`).
 
-use crate::kernel::Elementwise;
+use crate::kernel_def::Elementwise;
 
 /// What a caller does with an op's kernel: [`BinaryOp::visit`] calls
 /// [`BinaryVisitor::visit`] with it, so the caller's loop is compiled

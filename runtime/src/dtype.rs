@@ -4,7 +4,6 @@ use std::fmt;
 
 use half::{bf16, f16};
 
-use crate::error::Error;
 
 /// The element type of a tensor, known at run time.
 ///
@@ -281,6 +280,39 @@ impl TensorData {
     pub fn convert(&self, dtype: DType) -> TensorData {
         TensorData { shape: self.shape.clone(), values: self.values.convert(dtype) }
     }
+}
+
+/// What went wrong in the runtime. Misuse of tensor ops (wrong shapes) panics
+/// instead, with the op and the shapes; this type is for data that comes from
+/// outside the program.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The number of values does not fill the shape.
+    #[error("tensor data: shape {shape:?} needs {expected} values, got {actual}")]
+    DataLength {
+        /// The requested shape.
+        shape: Vec<usize>,
+        /// The product of the shape.
+        expected: usize,
+        /// The number of values given.
+        actual: usize,
+    },
+    /// The data holds another dtype than the one asked for.
+    #[error("tensor data: expected dtype {expected}, found {actual}")]
+    DType {
+        /// The dtype asked for.
+        expected: DType,
+        /// The dtype held.
+        actual: DType,
+    },
+    /// The data's rank does not match the tensor's rank.
+    #[error("tensor data: a rank-{expected} tensor cannot hold data of shape {shape:?}")]
+    Rank {
+        /// The tensor type's rank.
+        expected: usize,
+        /// The data's shape.
+        shape: Vec<usize>,
+    },
 }
 
 #[cfg(test)]

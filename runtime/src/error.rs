@@ -1,39 +1,7 @@
-//! The runtime's error type, for fallible work such as building tensor data.
+//! The runtime's errors: [`Error`] for tensor data (defined with the
+//! data, in [`crate::dtype`]) and [`DeviceError`] for a device's faults.
 
-use crate::dtype::DType;
-
-/// What went wrong in the runtime. Misuse of tensor ops (wrong shapes) panics
-/// instead, with the op and the shapes; this type is for data that comes from
-/// outside the program.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The number of values does not fill the shape.
-    #[error("tensor data: shape {shape:?} needs {expected} values, got {actual}")]
-    DataLength {
-        /// The requested shape.
-        shape: Vec<usize>,
-        /// The product of the shape.
-        expected: usize,
-        /// The number of values given.
-        actual: usize,
-    },
-    /// The data holds another dtype than the one asked for.
-    #[error("tensor data: expected dtype {expected}, found {actual}")]
-    DType {
-        /// The dtype asked for.
-        expected: DType,
-        /// The dtype held.
-        actual: DType,
-    },
-    /// The data's rank does not match the tensor's rank.
-    #[error("tensor data: a rank-{expected} tensor cannot hold data of shape {shape:?}")]
-    Rank {
-        /// The tensor type's rank.
-        expected: usize,
-        /// The data's shape.
-        shape: Vec<usize>,
-    },
-}
+pub use crate::dtype::Error;
 
 /// A device that can no longer compute: an allocation beyond its limits,
 /// an out-of-memory report from the driver, a lost device. Faults are

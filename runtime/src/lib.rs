@@ -1,11 +1,14 @@
-//! The Blaze runtime: the [`Backend`] trait, [`Tensor`] and everything that
-//! is written once above the backends.
+//! Blaze's core: [`Tensor`], dtypes and shapes, the [`Backend`] traits,
+//! modules ([`module`]), the tape ([`autodiff`]) and the op table's
+//! run-time side. The layers, data, saving and training are crates above
+//! it (`blaze-nn`, `blaze-data`, `blaze-record`, `blaze-train`); this one
+//! names none of them.
 //!
 //! The main design choice: a backend implements a small set of primitives
 //! (elementwise ops as value enums, reductions, matmul, movement, indexing,
 //! conv and pooling), and every other op is composed here. A new backend is
 //! then a few hundred lines, and proves itself by passing the conformance
-//! suite (`conformance` feature) that every backend runs.
+//! suite (`blaze-conformance`) that every backend runs.
 #![deny(missing_docs)]
 
 pub mod adjoint;
@@ -13,35 +16,26 @@ pub mod autodiff;
 pub mod backend;
 pub mod binary;
 pub mod compare;
-#[cfg(feature = "conformance")]
-pub mod conformance;
-pub mod data;
-#[cfg(feature = "mpi")]
-pub mod distributed;
 pub mod dtype;
 pub mod error;
-pub mod fallback;
+pub mod int8;
 pub mod kernel;
-pub mod loss;
+pub mod kernel_def;
 pub mod math;
-pub mod nn;
-pub mod optim;
+pub mod module;
 pub mod precision;
-pub mod quant;
-pub mod record;
 pub mod reduction;
-pub mod tune_cache;
 pub mod rng;
 pub mod rows;
-mod safetensors;
 pub mod shape;
-mod tensor;
-pub mod train;
+#[doc(hidden)]
+pub mod tensor;
+pub mod tune_cache;
 pub mod unary;
 
 pub use backend::{
-    AdamStep, Backend, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions,
-    Precompiled, Primitives, ReduceOp, RowNorm, SoftmaxOptions, UnaryOp,
+    AdamStep, AnyTable, Backend, BackendDevice, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions,
+    Precompiled, Primitives, ReduceOp, RowNorm, SoftmaxOptions, UnaryOp, precompiled,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};

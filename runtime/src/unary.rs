@@ -11,7 +11,7 @@
 
 pub use blaze_spec::ops::MAX_UNARY_PARAMS;
 
-use crate::kernel::Elementwise;
+use crate::kernel_def::Elementwise;
 
 /// An op of the table as types: its kernel (arguments: the input, then
 /// the op's parameters) and its adjoint (the input, or the output where

@@ -38,9 +38,9 @@ fn rounded_operands<const N: usize>(op: &str, operands: &[&CpuStorage; N], dtype
 impl Composites for Cpu {
     fn conv2d_int8(
         x: &CpuStorage,
-        weights: &[&blaze_runtime::quant::QWeight],
-        shape: &blaze_runtime::quant::weight::ConvShape,
-        input: blaze_runtime::quant::InputQuant,
+        weights: &[&blaze_runtime::int8::QWeight],
+        shape: &blaze_runtime::int8::ConvShape,
+        input: blaze_runtime::int8::InputQuant,
     ) -> CpuStorage {
         let (CpuStorage::F32(a), true) = (x, x.shape() == shape.input) else {
             return blaze_runtime::backend::composed_conv2d_int8::<Self>(x, weights, shape, input);
@@ -56,8 +56,8 @@ impl Composites for Cpu {
 
     fn linear_int8(
         x: &CpuStorage,
-        w: &blaze_runtime::quant::QWeight,
-        input: blaze_runtime::quant::InputQuant,
+        w: &blaze_runtime::int8::QWeight,
+        input: blaze_runtime::int8::InputQuant,
     ) -> CpuStorage {
         let (CpuStorage::F32(a), &[m, k]) = (x, x.shape()) else {
             return blaze_runtime::backend::composed_linear_int8::<Self>(x, w, input);

@@ -1,5 +1,5 @@
 //! Int8 products (`Composites::linear_int8`): f32 rows quantized to `u8`
-//! (`blaze_runtime::quant::weight` defines every rounding), times an int8
+//! (`blaze_runtime::int8` defines every rounding), times an int8
 //! weight packed once per weight, summed exactly in `i32` and scaled back
 //! to f32 in the kernels' stores. Three kernels give the same values:
 //!
@@ -26,7 +26,7 @@
 
 use std::sync::OnceLock;
 
-use blaze_runtime::quant::weight::{self as q, ConvShape, InputQuant, QWeight};
+use blaze_runtime::int8::{self as q, ConvShape, InputQuant, QWeight};
 
 use crate::parallel;
 use crate::pool;
@@ -625,7 +625,7 @@ mod x86 {
         unreachable!("no AMX off x86_64: Int8Kernel::for_rows never picks it")
     }
 
-    pub(super) unsafe fn quantize(_: &[f32], _: blaze_runtime::quant::InputQuant, _: &mut [u8]) -> (f32, u8) {
+    pub(super) unsafe fn quantize(_: &[f32], _: blaze_runtime::int8::InputQuant, _: &mut [u8]) -> (f32, u8) {
         unreachable!("no AVX-512 off x86_64: Int8Kernel::for_rows never picks a vector kernel")
     }
 }

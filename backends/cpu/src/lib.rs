@@ -43,7 +43,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, Launc
 use blaze_runtime::shape::Dims;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
-    AdamStep, BinaryOp, CmpOp, Compiled, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
+    AdamStep, AnyTable, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
@@ -77,7 +77,7 @@ impl Device for CpuDevice {
     }
 }
 
-impl blaze_runtime::nn::BackendDevice<Cpu> for CpuDevice {
+impl blaze_runtime::BackendDevice<Cpu> for CpuDevice {
     fn as_device(&self) -> &CpuDevice {
         self
     }
@@ -632,15 +632,21 @@ impl Primitives for Cpu {
 }
 
 /// The runtime's code for this backend (`fit`'s loop, saving and loading,
-/// ...), compiled here once instead of in every user crate.
-static COMPILED: Compiled<Cpu> = Compiled::new();
+/// the optimizers' updates, ...), compiled here once instead of in every
+/// user crate: each crate's table.
+static TABLES: [&AnyTable; 5] = [
+    &blaze_runtime::adjoint::AdjointTable::<Cpu>::new(),
+    &blaze_runtime::module::ModuleTable::<Cpu>::new(),
+    &blaze_nn::Table::<Cpu>::new(),
+    &blaze_record::Table::<Cpu>::new(),
+    &blaze_train::Table::<Cpu>::new(),
+];
 
 impl Precompiled for Cpu {
-    fn compiled() -> &'static Compiled<Self> {
-        &COMPILED
+    fn tables() -> &'static [&'static AnyTable] {
+        &TABLES
     }
 }
-
 
 impl Kernels for Cpu {
     /// Unexpanded: the kernel loops read a repeated block or spread values

@@ -811,7 +811,7 @@ pub fn reduce_cube() -> TokenStream {
     }
 }
 
-/// The runtime's layers of the table (`Unary::layer`): per op a unit
+/// `blaze-nn`'s layers of the table (`Unary::layer`): per op a unit
 /// struct named after its variant, a `Layer` whose cache is what the
 /// op's derivative reads (the output, else the input) and whose backward
 /// is the op's adjoint, `FromSpec` as `blaze_spec::Layer::Unary` and, for
@@ -829,8 +829,8 @@ pub fn layers() -> TokenStream {
                 "The input, which the derivative reads.",
                 quote!((x.#m(), x.clone())),
                 quote! {
-                    impl<B: crate::Backend, const D: usize> crate::nn::Recompute<B, D> for #ty {
-                        fn recompute(&self, x: &crate::Tensor<B, D>) -> crate::Tensor<B, D> {
+                    impl<B: ::blaze_runtime::Backend, const D: usize> crate::Recompute<B, D> for #ty {
+                        fn recompute(&self, x: &::blaze_runtime::Tensor<B, D>) -> ::blaze_runtime::Tensor<B, D> {
                             x.#m()
                         }
                     }
@@ -842,30 +842,30 @@ pub fn layers() -> TokenStream {
             #[derive(Clone, Copy, Debug, Default)]
             pub struct #ty;
 
-            impl<B: crate::Backend, const D: usize> crate::nn::Layer<B, D, D> for #ty {
+            impl<B: ::blaze_runtime::Backend, const D: usize> crate::Layer<B, D, D> for #ty {
                 #[doc = #cache_doc]
-                type Cache = crate::Tensor<B, D>;
-                fn forward(&self, x: &crate::Tensor<B, D>) -> crate::Tensor<B, D> {
+                type Cache = ::blaze_runtime::Tensor<B, D>;
+                fn forward(&self, x: &::blaze_runtime::Tensor<B, D>) -> ::blaze_runtime::Tensor<B, D> {
                     x.#m()
                 }
                 fn forward_train(
                     &mut self,
-                    x: &crate::Tensor<B, D>,
-                    _: &mut crate::nn::Ctx,
-                ) -> (crate::Tensor<B, D>, crate::Tensor<B, D>) {
+                    x: &::blaze_runtime::Tensor<B, D>,
+                    _: &mut crate::Ctx,
+                ) -> (::blaze_runtime::Tensor<B, D>, ::blaze_runtime::Tensor<B, D>) {
                     #train
                 }
-                fn backward(&self, c: &crate::Tensor<B, D>, g: &crate::Tensor<B, D>) -> (crate::Tensor<B, D>, ()) {
+                fn backward(&self, c: &::blaze_runtime::Tensor<B, D>, g: &::blaze_runtime::Tensor<B, D>) -> (::blaze_runtime::Tensor<B, D>, ()) {
                     let (c, g) = (c.storage(), g.storage());
-                    (crate::Tensor::from_storage(crate::adjoint::unary::<B>(crate::UnaryOp::#v, c, c, g)), ())
+                    (::blaze_runtime::Tensor::from_storage(::blaze_runtime::adjoint::unary::<B>(::blaze_runtime::UnaryOp::#v, c, c, g)), ())
                 }
             }
 
             #recompute
 
-            impl<B: crate::Backend> crate::nn::FromSpec<B> for #ty {
+            impl<B: ::blaze_runtime::Backend> crate::FromSpec<B> for #ty {
                 const LAYER: ::blaze_spec::Layer = ::blaze_spec::Layer::Unary(&::blaze_spec::ops::UNARY[#i]);
-                fn from_spec(_: &::blaze_spec::Options, _: &mut crate::rng::Rng, _: &B::Device) -> Self {
+                fn from_spec(_: &::blaze_spec::Options, _: &mut ::blaze_runtime::rng::Rng, _: &B::Device) -> Self {
                     #ty
                 }
             }
@@ -874,7 +874,7 @@ pub fn layers() -> TokenStream {
     let tys = ops().map(|(_, op)| variant(op));
     quote! {
         #(#items)*
-        crate::nn::stateless_module!(#(#tys),*);
+        crate::stateless_module!(#(#tys),*);
     }
 }
 
@@ -980,7 +980,7 @@ pub fn exports() -> TokenStream {
     let items = UNARY.iter().filter(|op| op.layer).map(|op| {
         let v = variant(op);
         quote! {
-            impl crate::Export for ::blaze_runtime::nn::unary_layers::#v {
+            impl crate::Export for ::blaze_nn::unary_layers::#v {
                 fn export(&self, g: &mut crate::OnnxGraph, _: &str, x: &[crate::Value]) -> crate::Value {
                     crate::ops::unary(g, ::blaze_runtime::UnaryOp::#v, &x[0])
                 }

@@ -136,9 +136,9 @@ impl<B: Backend> Gradients<B> {
     /// The gradients of `module`'s parameters, shaped as the `Grads` the
     /// optimizers take (zeros for parameters the loss does not depend on):
     /// a hand-written model trains with the same optimizers as a `#[model]`.
-    pub fn for_module<M: crate::nn::Module<Autodiff<B>>>(&self, module: &M) -> M::Grads {
+    pub fn for_module<M: crate::module::Module<Autodiff<B>>>(&self, module: &M) -> M::Grads {
         struct Source<'a, B: Backend>(&'a Gradients<B>);
-        impl<B: Backend> crate::nn::GradSource<Autodiff<B>> for Source<'_, B> {
+        impl<B: Backend> crate::module::GradSource<Autodiff<B>> for Source<'_, B> {
             fn grad<const D: usize>(&mut self, _: &str, p: &Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, D> {
                 match self.0.get(p) {
                     Some(g) => Tensor::from_inner(g),
@@ -154,8 +154,8 @@ impl<B: Backend> Gradients<B> {
     /// the new values as leaves for the next step.
     pub fn step<M, O>(&self, module: &mut M, optimizer: &mut O)
     where
-        M: crate::nn::Module<Autodiff<B>>,
-        O: crate::optim::Optimizer<Autodiff<B>>,
+        M: crate::module::Module<Autodiff<B>>,
+        O: crate::module::Optimizer<Autodiff<B>>,
     {
         let grads = self.for_module(module);
         no_grad(|| optimizer.step(module, &grads));
@@ -175,9 +175,9 @@ impl<B: Backend> Gradients<B> {
 
 /// Marks every parameter (and buffer) of `module` as a fresh leaf that
 /// requires a gradient: after initialisation, and after each update.
-pub fn track<B: Backend, M: crate::nn::Module<Autodiff<B>>>(module: &mut M) {
+pub fn track<B: Backend, M: crate::module::Module<Autodiff<B>>>(module: &mut M) {
     struct Track;
-    impl<B: Backend> crate::nn::ParamMapper<Autodiff<B>> for Track {
+    impl<B: Backend> crate::module::ParamMapper<Autodiff<B>> for Track {
         fn map<const D: usize>(&mut self, _: &str, t: Tensor<Autodiff<B>, D>) -> Tensor<Autodiff<B>, D> {
             t.require_grad()
         }

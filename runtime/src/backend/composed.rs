@@ -23,8 +23,8 @@ pub fn composed_elementwise_norm<B: Kernels, K: Elementwise>(
 /// [`Composites::linear_int8`] on the host, with the portable kernel.
 pub fn composed_linear_int8<B: Primitives>(
     x: &B::Storage,
-    w: &crate::quant::QWeight,
-    input: crate::quant::InputQuant,
+    w: &crate::int8::QWeight,
+    input: crate::int8::InputQuant,
 ) -> B::Storage {
     let device = B::device(x);
     let data = B::to_data(x);
@@ -37,16 +37,16 @@ pub fn composed_linear_int8<B: Primitives>(
     );
     let rows = data.to_vec::<f32>().unwrap_or_else(|_| panic!("linear_int8: expects f32 rows, got {}", data.dtype()));
     let mut y = vec![0f32; m * w.rows()];
-    crate::quant::weight::linear_int8(&rows, m, w, input, &mut y);
+    crate::int8::linear_int8(&rows, m, w, input, &mut y);
     B::from_data(TensorData { shape: vec![m, w.rows()], values: crate::DataVec::F32(y) }, &device)
 }
 
 /// [`Composites::conv2d_int8`] on the host, with the portable loop.
 pub fn composed_conv2d_int8<B: Primitives>(
     x: &B::Storage,
-    weights: &[&crate::quant::QWeight],
-    shape: &crate::quant::weight::ConvShape,
-    input: crate::quant::InputQuant,
+    weights: &[&crate::int8::QWeight],
+    shape: &crate::int8::ConvShape,
+    input: crate::int8::InputQuant,
 ) -> B::Storage {
     let device = B::device(x);
     let data = B::to_data(x);
@@ -56,7 +56,7 @@ pub fn composed_conv2d_int8<B: Primitives>(
     let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
     let outs = weights.len() * weights[0].rows();
     let mut y = vec![0f32; n * outs * oh * ow];
-    crate::quant::weight::conv2d_int8(&image, shape, weights, input, &mut y);
+    crate::int8::conv2d_int8(&image, shape, weights, input, &mut y);
     B::from_data(TensorData { shape: vec![n, outs, oh, ow], values: crate::DataVec::F32(y) }, &device)
 }
 

@@ -8,7 +8,7 @@
 //! - [`Kernels`]: `kernel!` kernels, elementwise and general.
 //! - [`Precompiled`]: the runtime's code that depends on the backend alone
 //!   (`fit`'s loop, saving and loading, ...), which a backend's crate
-//!   compiles once for its type ([`Compiled`]).
+//!   compiles once for its type (each crate's table, [`precompiled`]).
 //!
 //! [`Backend`] is all four; code generic over a backend bounds on it.
 //! Where work runs and how a device reports faults belong to the device
@@ -23,11 +23,11 @@ mod ops;
 use std::fmt::Debug;
 use std::ops::Range;
 
-pub use self::compiled::Compiled;
+pub use self::compiled::{AnyTable, Precompiled, precompiled};
 pub use self::composed::*;
 pub use self::ops::{AdamStep, BinaryOp, CmpOp, Conv2dOptions, Pool2dOptions, ReduceOp, SoftmaxOptions, UnaryOp};
 use crate::dtype::{DType, TensorData};
-use crate::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
+use crate::kernel_def::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use crate::shape::Dims;
 
 /// Where tensors live: a unit struct for the CPU, an adapter for a GPU.
@@ -59,38 +59,12 @@ pub trait Backend: Primitives + Composites + Kernels + Precompiled {}
 
 impl<B: Primitives + Composites + Kernels + Precompiled> Backend for B {}
 
-/// Where the runtime's code that depends on the backend alone is
-/// compiled: `fit`'s epochs, validation, metrics, logging and checkpoints,
-/// saving and loading, summaries (the [`Compiled`] table). They reach the
-/// model, the loss, the optimizer and the data only through trait objects.
-///
-/// A release build does not share generic code between crates: what a
-/// user's crate calls generically is compiled, and optimised, in that
-/// crate, again after every edit. A backend crate therefore keeps its
-/// table in a `static`:
-///
-/// ```ignore
-/// static COMPILED: Compiled<MyBackend> = Compiled::new();
-/// impl Precompiled for MyBackend {
-///     fn compiled() -> &'static Compiled<Self> {
-///         &COMPILED
-///     }
-/// }
-/// ```
-///
-/// which compiles the functions once, there, and a user's crate calls that
-/// copy. Backends that keep the default (`impl Precompiled for MyBackend
-/// {}`) work the same, compiled where they are used; so do generic
-/// backends (`Autodiff<B>`, `HostFallback<D, H>`, and with it wgpu), which
-/// no crate can compile ahead for every type they take.
-pub trait Precompiled: Sized {
-    /// The runtime's functions for this backend.
-    fn compiled() -> &'static Compiled<Self>
-    where
-        Self: Backend,
-    {
-        &Compiled::<Self>::TABLE
-    }
+/// A device of backend `B`. A device with one backend (`CpuDevice`) lets
+/// `Model::new(&device)` infer the backend; others name it
+/// (`Model::<Wgpu>::new(&device)`).
+pub trait BackendDevice<B: Backend>: Clone {
+    /// This device, typed as the backend's device.
+    fn as_device(&self) -> &<B as Primitives>::Device;
 }
 
 /// The primitive ops: what every backend implements.
@@ -453,26 +427,26 @@ pub trait Composites: Primitives {
     }
 
     /// `x w^T` of f32 rows `x` (`[m, k]`) and an int8 weight `w` (`[n, k]`,
-    /// [`crate::quant::QWeight`]): each row quantized to `u8` as `input`
+    /// [`crate::int8::QWeight`]): each row quantized to `u8` as `input`
     /// says, the products summed exactly in `i32` and scaled back to an
-    /// f32 `[m, n]` ([`crate::quant::weight`] defines every rounding). The
+    /// f32 `[m, n]` ([`crate::int8`] defines every rounding). The
     /// default runs the portable kernel on the host; a backend with int8
     /// units overrides it and must give the same values.
-    fn linear_int8(x: &Self::Storage, w: &crate::quant::QWeight, input: crate::quant::InputQuant) -> Self::Storage {
+    fn linear_int8(x: &Self::Storage, w: &crate::int8::QWeight, input: crate::int8::InputQuant) -> Self::Storage {
         composed_linear_int8::<Self>(x, w, input)
     }
 
     /// An int8 convolution of f32 `x` (`[n, c, h, w]`) with one weight per
     /// group: each image quantized to `u8` as `input` says, windows read
     /// from the quantized image, an f32 `[n, out, oh, ow]` without bias
-    /// ([`crate::quant::weight::conv2d_int8`] defines every rounding).
+    /// ([`crate::int8::conv2d_int8`] defines every rounding).
     /// The default runs that loop on the host; a backend with int8 units
     /// overrides it and must give the same values.
     fn conv2d_int8(
         x: &Self::Storage,
-        weights: &[&crate::quant::QWeight],
-        shape: &crate::quant::weight::ConvShape,
-        input: crate::quant::InputQuant,
+        weights: &[&crate::int8::QWeight],
+        shape: &crate::int8::ConvShape,
+        input: crate::int8::InputQuant,
     ) -> Self::Storage {
         composed_conv2d_int8::<Self>(x, weights, shape, input)
     }

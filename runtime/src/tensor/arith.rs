@@ -22,14 +22,14 @@ pub(super) fn check_same_dtype(op: &str, a: DType, b: DType) {
 
 impl<B: Backend, const D: usize> Tensor<B, D> {
     /// Applies a unary primitive after checking the dtype.
-    pub(crate) fn unary(&self, op: UnaryOp) -> Self {
+    pub fn unary(&self, op: UnaryOp) -> Self {
         let dtype = self.dtype();
         assert!(op.supports(dtype), "{}: not defined for dtype {dtype}", op.name());
         Self::wrap(B::unary(op, &self.storage))
     }
 
     /// Applies a binary primitive with broadcasting after checking both operands.
-    pub(crate) fn binary(&self, op: BinaryOp, rhs: &Self) -> Self {
+    pub fn binary(&self, op: BinaryOp, rhs: &Self) -> Self {
         let (da, db) = (self.dtype(), rhs.dtype());
         check_same_dtype(op.name(), da, db);
         assert!(op.supports(da), "{}: not defined for dtype {da}", op.name());
@@ -38,7 +38,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
         Self::wrap(B::binary(op, &self.storage, &rhs.storage))
     }
 
-    pub(crate) fn binary_scalar(&self, op: BinaryOp, s: f64) -> Self {
+    /// Applies a binary primitive with a scalar right operand.
+    pub fn binary_scalar(&self, op: BinaryOp, s: f64) -> Self {
         let dtype = self.dtype();
         assert!(op.supports(dtype), "{}: not defined for dtype {dtype}", op.name());
         Self::wrap(B::binary_scalar(op, &self.storage, s))
@@ -184,14 +185,17 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
 
     // ---- comparisons and masks -----------------------------------------
 
-    pub(crate) fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
+    /// Compares with broadcasting, elementwise, as a bool tensor (the op
+    /// table's comparison `op`).
+    pub fn compare(&self, op: CmpOp, rhs: &Self) -> Self {
         check_same_dtype(op.name(), self.dtype(), rhs.dtype());
         check_broadcast(op.name(), &self.shape(), &rhs.shape());
         check_same_device::<B>(op.name(), &[&self.storage, &rhs.storage]);
         Self::wrap(B::compare(op, &self.storage, &rhs.storage))
     }
 
-    pub(crate) fn compare_scalar(&self, op: CmpOp, s: f64) -> Self {
+    /// Compares each element with `s`, as a bool tensor.
+    pub fn compare_scalar(&self, op: CmpOp, s: f64) -> Self {
         Self::wrap(B::compare_scalar(op, &self.storage, s))
     }
 
@@ -399,7 +403,7 @@ impl<B: Backend, const D: usize> Neg for Tensor<B, D> {
 }
 
 /// [`Tensor::axpby_`] of a tensor of any rank.
-pub(crate) fn axpby_storage<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
+pub fn axpby_storage<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Storage, b: f64) {
     let (sd, xd) = (B::dtype(y), B::dtype(x));
     assert!(sd.is_float() && sd == xd, "axpby_: dtypes {sd} and {xd} must be the same float type");
     let (ss, xs) = (B::shape(y), B::shape(x));
@@ -409,7 +413,7 @@ pub(crate) fn axpby_storage<B: Backend>(y: &mut B::Storage, a: f64, x: &B::Stora
 }
 
 /// [`Tensor::adam_`] of a parameter of any rank.
-pub(crate) fn adam_storage<B: Backend>(
+pub fn adam_storage<B: Backend>(
     p: &mut B::Storage,
     m: &mut Tensor<B, 1>,
     v: &mut Tensor<B, 1>,

@@ -14,12 +14,13 @@ use std::fmt;
 
 use crate::backend::Backend;
 use crate::dtype::{DType, Element, TensorData};
-use crate::error::Error;
+use crate::dtype::Error;
 use crate::rng::{Rng, with_global_rng};
 use crate::shape::Dim;
 
 pub use arith::Scalar;
-pub(crate) use arith::{adam_storage, axpby_storage};
+#[doc(hidden)]
+pub use arith::{adam_storage, axpby_storage};
 pub use movement::ShapeArg;
 
 /// A tensor of rank `D` on backend `B`.
@@ -38,7 +39,8 @@ impl<B: Backend, const D: usize> Clone for Tensor<B, D> {
 /// op and the devices. Ops never move data between devices behind the
 /// caller's back (as PyTorch refuses `cuda:0` with `cpu`): the caller
 /// moves one with `to_device`.
-pub(crate) fn check_same_device<B: Backend>(op: &str, storages: &[&B::Storage]) {
+#[doc(hidden)]
+pub fn check_same_device<B: Backend>(op: &str, storages: &[&B::Storage]) {
     let Some((first, rest)) = storages.split_first() else { return };
     let device = B::device(first);
     for other in rest.iter().map(|s| B::device(s)) {
@@ -57,7 +59,8 @@ pub(crate) fn fmt_shape(shape: &[usize]) -> String {
 impl<B: Backend> Tensor<B, 1> {
     /// The values of a storage of any rank as a flat tensor (a reshape,
     /// which views the values where the backend can).
-    pub(crate) fn flat(s: &B::Storage) -> Self {
+    #[doc(hidden)]
+    pub fn flat(s: &B::Storage) -> Self {
         let n = B::shape(s).iter().product();
         Tensor::wrap(B::reshape(s, &[n]))
     }
@@ -72,7 +75,8 @@ impl<B: Backend, const D: usize> Tensor<B, D> {
     }
 
     /// Wraps a storage whose rank the caller has checked.
-    pub(crate) fn wrap(storage: B::Storage) -> Self {
+    #[doc(hidden)]
+    pub fn wrap(storage: B::Storage) -> Self {
         debug_assert_eq!(B::shape(&storage).len(), D);
         Tensor { storage }
     }

@@ -4,4 +4,4 @@
 
 use blaze_runtime::autodiff::Autodiff;
 
-blaze_runtime::conformance_suite!(Autodiff<blaze_cpu::Cpu>, blaze_cpu::CpuDevice);
+blaze_conformance::conformance_suite!(Autodiff<blaze_cpu::Cpu>, blaze_cpu::CpuDevice);

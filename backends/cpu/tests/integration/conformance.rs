@@ -1,6 +1,6 @@
 //! The runtime's conformance suite on the CPU backend.
 
-blaze_runtime::conformance_suite!(blaze_cpu::Cpu, blaze_cpu::CpuDevice);
+blaze_conformance::conformance_suite!(blaze_cpu::Cpu, blaze_cpu::CpuDevice);
 
 /// `Device::run` moves the work onto a thread of the pool, where parallel
 /// ops share it with the caller, and stays put when already there.

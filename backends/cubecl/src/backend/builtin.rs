@@ -121,7 +121,7 @@ mod tests {
     //! sides of `p`.
 
     use blaze_cpu::Cpu;
-    use blaze_runtime::fallback::HostFallback;
+    use blaze_fallback::HostFallback;
     use blaze_runtime::kernel::{Arg, Builtin, KernelFn};
     use blaze_runtime::{Backend, Tensor};
 

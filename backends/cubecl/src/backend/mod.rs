@@ -25,7 +25,7 @@ use std::ops::Range;
 
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::backend as composed;
-use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
+use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::rows::launch;
 use blaze_runtime::shape::broadcast_all;
@@ -97,7 +97,7 @@ impl Device for CubeDevice {
     }
 }
 
-impl<H: Backend> blaze_runtime::nn::BackendDevice<HostFallback<CubeNative, H>> for CubeDevice {
+impl<H: Backend> blaze_runtime::BackendDevice<HostFallback<CubeNative, H>> for CubeDevice {
     fn as_device(&self) -> &CubeDevice {
         self
     }

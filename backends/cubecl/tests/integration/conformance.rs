@@ -14,7 +14,7 @@ use blaze_cubecl::{CubeDevice, CubeOptions};
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on
 /// the CPU.
-type CubeCl = blaze_runtime::fallback::HostFallback<blaze_cubecl::CubeNative, blaze_cpu::Cpu>;
+type CubeCl = blaze_fallback::HostFallback<blaze_cubecl::CubeNative, blaze_cpu::Cpu>;
 
 fn device() -> Option<CubeDevice> {
     static DEVICE: OnceLock<Option<CubeDevice>> = OnceLock::new();
@@ -23,4 +23,4 @@ fn device() -> Option<CubeDevice> {
         .clone()
 }
 
-blaze_runtime::conformance_suite!(CubeCl, device().expect("checked"), if device().is_some());
+blaze_conformance::conformance_suite!(CubeCl, device().expect("checked"), if device().is_some());

@@ -6,7 +6,7 @@
 use blaze::cubecl::{CubeCl, CubeDevice, CubeOptions};
 use blaze::f16;
 use blaze::prelude::*;
-use blaze_runtime::fallback::Placed;
+use blaze_fallback::Placed;
 
 #[test]
 fn f16_on_the_device_bf16_on_the_host() {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::binary::BinaryVisitor;
-use blaze_runtime::fallback::{DeviceDtypes, HostFallback};
+use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };
@@ -92,7 +92,7 @@ impl Device for WgpuDevice {
     }
 }
 
-impl<H: Backend> blaze_runtime::nn::BackendDevice<HostFallback<WgpuNative, H>> for WgpuDevice {
+impl<H: Backend> blaze_runtime::BackendDevice<HostFallback<WgpuNative, H>> for WgpuDevice {
     fn as_device(&self) -> &WgpuDevice {
         self
     }

@@ -7,4 +7,4 @@ use blaze_wgpu::WgpuDevice;
 /// the CPU.
 type Wgpu = blaze::runtime::fallback::HostFallback<blaze_wgpu::WgpuNative, blaze::Cpu>;
 
-blaze_runtime::conformance_suite!(Wgpu, WgpuDevice::default(), if WgpuDevice::probe().is_some());
+blaze_conformance::conformance_suite!(Wgpu, WgpuDevice::default(), if WgpuDevice::probe().is_some());

@@ -9,7 +9,7 @@ use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
-use blaze::runtime::conformance::panic_message;
+use blaze_conformance::panic_message;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::train::{FitConfig, TrainError, fit};
 use blaze_wgpu::{DeviceOptions, HostBuffer, WgpuDevice, WgpuError, launch};

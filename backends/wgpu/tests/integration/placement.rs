@@ -8,7 +8,7 @@
 
 use crate::common_kernels::row_sum;
 use blaze::prelude::*;
-use blaze::runtime::conformance::panic_message;
+use blaze_conformance::panic_message;
 use blaze::{DataVec, TensorData};
 use blaze_wgpu::WgpuDevice;
 
