@@ -44,6 +44,45 @@ use metrics::Tally;
 use task::CrossEntropyRows;
 use trainable::{Bound, Eval};
 
+/// Compiles every table of the runtime for backend `$backend`, once, in
+/// the crate that invokes it (the backend's): `fit`'s, the layers' and
+/// optimizers', saving's and the core's. It implements
+/// [`Precompiled`](blaze_runtime::Precompiled) with `AHEAD`, so a user's
+/// crate calls these functions and never compiles them.
+///
+/// ```ignore
+/// blaze_train::precompile!(MyBackend);
+/// ```
+#[macro_export]
+macro_rules! precompile {
+    ($backend:ty) => {
+        impl $crate::__private::Precompiled for $backend {
+            const AHEAD: bool = true;
+
+            fn tables() -> &'static [&'static $crate::__private::AnyTable] {
+                static TABLES: [&$crate::__private::AnyTable; 5] = [
+                    &$crate::__private::AdjointTable::<$backend>::new(),
+                    &$crate::__private::ModuleTable::<$backend>::new(),
+                    &$crate::__private::RecordTable::<$backend>::new(),
+                    &$crate::__private::NnTable::<$backend>::new(),
+                    &$crate::Table::<$backend>::new(),
+                ];
+                &TABLES
+            }
+        }
+    };
+}
+
+/// What [`precompile!`] names.
+#[doc(hidden)]
+pub mod __private {
+    pub use blaze_nn::Table as NnTable;
+    pub use blaze_record::Table as RecordTable;
+    pub use blaze_runtime::adjoint::AdjointTable;
+    pub use blaze_runtime::module::ModuleTable;
+    pub use blaze_runtime::{AnyTable, Precompiled};
+}
+
 /// A tensor of backend `B`.
 type Storage<B> = <B as blaze_runtime::Primitives>::Storage;
 /// `fit`'s loop, once it has bound the model, optimizer and loss.

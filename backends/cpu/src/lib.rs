@@ -43,7 +43,7 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, Launc
 use blaze_runtime::shape::Dims;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
-    AdamStep, AnyTable, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Precompiled,
+    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions,
     Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
@@ -631,22 +631,10 @@ impl Primitives for Cpu {
     }
 }
 
-/// The runtime's code for this backend (`fit`'s loop, saving and loading,
-/// the optimizers' updates, ...), compiled here once instead of in every
-/// user crate: each crate's table.
-static TABLES: [&AnyTable; 5] = [
-    &blaze_runtime::adjoint::AdjointTable::<Cpu>::new(),
-    &blaze_runtime::module::ModuleTable::<Cpu>::new(),
-    &blaze_nn::Table::<Cpu>::new(),
-    &blaze_record::Table::<Cpu>::new(),
-    &blaze_train::Table::<Cpu>::new(),
-];
-
-impl Precompiled for Cpu {
-    fn tables() -> &'static [&'static AnyTable] {
-        &TABLES
-    }
-}
+// The runtime's code for this backend (`fit`'s loop, saving and loading,
+// the optimizers' updates, ...), compiled here once instead of in every
+// user crate.
+blaze_train::precompile!(Cpu);
 
 impl Kernels for Cpu {
     /// Unexpanded: the kernel loops read a repeated block or spread values

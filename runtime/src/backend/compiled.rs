@@ -17,43 +17,45 @@ pub type AnyTable = dyn Any + Send + Sync;
 /// user's crate calls generically is compiled and optimised there, again
 /// after every edit. Each crate of the runtime therefore keeps those
 /// functions in a table (`blaze_nn::Table`, `blaze_train::Table`, ...,
-/// and the core's `AdjointTable` and `ModuleTable`) whose entries reach a model only as a
-/// trait object (`module::ModuleTensors`) or as plain storages, and calls
-/// them through [`precompiled`]. A backend crate lists its tables in a
-/// `static`, which compiles them once, there:
+/// and the core's `AdjointTable` and `ModuleTable`) whose entries reach a
+/// model only as a trait object (`module::ModuleTensors`) or as plain
+/// storages. A backend crate compiles all of them once, for its type, with
+/// `blaze_train::precompile!(MyBackend)`, which sets [`Self::AHEAD`] and
+/// lists the tables in a `static`; a user's crate then calls through their
+/// pointers and compiles none of them.
 ///
-/// ```ignore
-/// static TABLES: [&AnyTable; 2] = [&AdjointTable::<MyBackend>::new(), &blaze_nn::Table::<MyBackend>::new()];
-/// impl Precompiled for MyBackend {
-///     fn tables() -> &'static [&'static AnyTable] {
-///         &TABLES
-///     }
-/// }
-/// ```
-///
-/// A table a backend does not list is compiled where it is used, as are
-/// all of them for backends that keep the default (`impl Precompiled for
-/// MyBackend {}`) and for generic backends (`Autodiff<B>`,
-/// `HostFallback<D, H>`, and with it wgpu), which no crate can compile
-/// ahead for every type they take. Only the build time differs.
+/// Backends that keep the default (`impl Precompiled for MyBackend {}`)
+/// work the same, each table compiled where it is used; so do generic
+/// backends (`Autodiff<B>`, `HostFallback<D, H>`, and with it wgpu), which
+/// no crate can compile ahead for every type they take. Only the build
+/// time differs.
 pub trait Precompiled: Sized + 'static {
+    /// True when [`Self::tables`] lists every table of the runtime. A
+    /// constant, so that a build for this backend never compiles the
+    /// tables' functions again where they are called.
+    const AHEAD: bool = false;
+
     /// The tables this backend's crate compiled for it.
     fn tables() -> &'static [&'static AnyTable] {
         &[]
     }
 }
 
-/// Table `T` of backend `B`: the one `B`'s crate compiled, or else
-/// `fallback` (the table compiled here, in the caller's crate).
-pub fn precompiled<B: Backend, T: Any>(fallback: &'static T) -> &'static T {
-    B::tables().iter().find_map(|t| t.downcast_ref::<T>()).unwrap_or(fallback)
+/// Table `T` of backend `B`, from those its crate compiled ([`Precompiled::AHEAD`]).
+///
+/// Panics when `B`'s crate does not list it: its `precompile!` is from
+/// another release of the runtime's crates.
+pub fn precompiled<B: Backend, T: Any>() -> &'static T {
+    B::tables().iter().find_map(|t| t.downcast_ref::<T>()).unwrap_or_else(|| {
+        panic!("{}: the backend's crate compiled no {} (see Precompiled)", B::name(), std::any::type_name::<T>())
+    })
 }
-
 
 /// Declares a crate's table of functions compiled once per backend: the
 /// struct, with each field's function given as it is declared, `new`
 /// (a `const fn`, for a backend crate's `static`), and `of`, which returns
-/// backend `B`'s table wherever it was compiled ([`precompiled`]).
+/// backend `B`'s table: the one its crate compiled ([`precompiled`]) when
+/// it compiled them ahead, else one compiled in the caller's crate.
 ///
 /// ```ignore
 /// blaze_runtime::precompiled_table! {
@@ -89,10 +91,16 @@ macro_rules! precompiled_table {
             const TABLE: Self = Self::new();
 
             /// This backend's table: the one its crate compiled, or else
-            /// the one compiled in the caller's crate.
+            /// the one compiled in the caller's crate. `AHEAD` is a
+            /// constant, so a build for a backend that compiled its tables
+            /// does not compile this one's functions.
             #[allow(dead_code)]
             pub(crate) fn of() -> &'static Self {
-                $crate::precompiled::<$b, Self>(&Self::TABLE)
+                if <$b as $crate::Precompiled>::AHEAD {
+                    $crate::precompiled::<$b, Self>()
+                } else {
+                    &Self::TABLE
+                }
             }
         }
 
