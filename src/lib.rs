@@ -16,9 +16,9 @@ pub use blaze_data as data;
 pub use blaze_distributed as distributed;
 /// Layers (`blaze-nn`).
 pub use blaze_nn as nn;
+pub use blaze_nn::{loss, optim, quant};
 /// Saved models and checkpoints in safetensors files (`blaze-record`).
 pub use blaze_record as record;
-pub use blaze_nn::{loss, optim, quant};
 pub use blaze_runtime::{autodiff, precision, rng};
 /// `fit` and what it reports (`blaze-train`).
 pub use blaze_train as train;
@@ -26,20 +26,20 @@ pub use blaze_train as train;
 /// The runtime: the core crate (`blaze-runtime`: tensors, the backend
 /// traits, autodiff, modules) and, under their names, the crates above it.
 pub mod runtime {
-    pub use blaze_runtime::*;
+    pub use blaze_data as data;
     #[cfg(feature = "mpi")]
     pub use blaze_distributed as distributed;
     pub use blaze_fallback as fallback;
-    pub use blaze_nn::{loss, optim, quant};
     pub use blaze_nn as nn;
+    pub use blaze_nn::{loss, optim, quant};
     pub use blaze_record as record;
-    pub use blaze_data as data;
+    pub use blaze_runtime::*;
     pub use blaze_train as train;
 }
-/// What Blaze knows about each built-in layer: options, shape rules, parameters.
-pub use blaze_spec as spec;
 /// ONNX export of any `#[model]`: [`export::save_onnx`].
 pub use blaze_export as export;
+/// What Blaze knows about each built-in layer: options, shape rules, parameters.
+pub use blaze_spec as spec;
 /// GPU devices through wgpu, and `kernel!` kernels run on them (feature
 /// `wgpu`): everything of `blaze_wgpu`, and [`wgpu::Wgpu`], the backend.
 #[cfg(feature = "wgpu")]
@@ -109,8 +109,8 @@ pub use blaze_macros::{Module, kernel, model};
 pub use blaze_cpu::{Cpu, CpuDevice, CpuStorage, CpuTensor};
 pub use blaze_runtime::{
     Backend, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, DataVec, Device, DeviceError, Dim, Element, Error,
-    Kernels, Pool2dOptions, Precision, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData, UnaryOp,
-    autocast, bf16, f16, manual_seed,
+    Kernels, Pool2dOptions, Precision, Primitives, ReduceOp, Rng, ShapeArg, SoftmaxOptions, Tensor, TensorData,
+    UnaryOp, autocast, bf16, f16, manual_seed,
 };
 
 /// The names most programs use. The backend traits are left out on
@@ -121,14 +121,14 @@ pub use blaze_runtime::{
 pub mod prelude {
     pub use blaze_cpu::{Cpu, CpuDevice};
     pub use blaze_macros::{Module, kernel, model};
+    /// The op table's activation layers (`Relu`, `Gelu`, ...).
+    pub use blaze_nn::unary_layers::*;
     pub use blaze_nn::{
         AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Block, Conv1d, Conv2d, ConvTranspose2d, Ctx,
         Differentiable, Dropout, Elu, Embedding, Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm,
         LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d, Module, MultiHeadAttention, RMSNorm, Silu, Softmax,
         Softplus, Upsample,
     };
-    /// The op table's activation layers (`Relu`, `Gelu`, ...).
-    pub use blaze_nn::unary_layers::*;
     pub use blaze_runtime::{
         Conv2dOptions, DType, Device, Pool2dOptions, Precision, SoftmaxOptions, Tensor, TensorData, autocast,
         manual_seed,

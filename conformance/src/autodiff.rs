@@ -25,8 +25,11 @@ fn check<B: Backend, const D: usize>(
     assert_eq!(g.len(), x.numel(), "{what}: gradient size");
     let base = x.to_data().values.to_f64_vec();
     let eval = |v: &[f64]| {
-        let t = Tensor::<B, D>::from_data(blaze_runtime::TensorData::new(v.to_vec(), x.shape()).expect("data"), &x.device())
-            .expect("rank");
+        let t = Tensor::<B, D>::from_data(
+            blaze_runtime::TensorData::new(v.to_vec(), x.shape()).expect("data"),
+            &x.device(),
+        )
+        .expect("rank");
         f(&Tensor::from_inner(t)).item()
     };
     let step = base.len().div_ceil(40).max(1);

@@ -5,9 +5,9 @@
 //! give on values that quantize exactly.
 
 use super::{noise, tensor};
-use blaze_nn::{Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, Embedding, Linear, LinearConfig};
 use blaze_nn::quant::weight::linear_int8;
 use blaze_nn::quant::{InputQuant, QWeight, Quantize};
+use blaze_nn::{Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, Embedding, Linear, LinearConfig};
 use blaze_runtime::rng::Rng;
 use blaze_runtime::{Backend, DType, Tensor};
 

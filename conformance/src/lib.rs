@@ -146,7 +146,8 @@ pub fn values<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f64> {
 /// table without naming it.
 pub fn table_activations() -> impl Iterator<Item = blaze_runtime::UnaryOp> {
     blaze_spec::ops::UNARY.iter().filter(|op| op.layer).map(|op| {
-        blaze_runtime::UnaryOp::from_name(op.name, &[]).unwrap_or_else(|| panic!("`{}`: a layer takes no parameters", op.name))
+        blaze_runtime::UnaryOp::from_name(op.name, &[])
+            .unwrap_or_else(|| panic!("`{}`: a layer takes no parameters", op.name))
     })
 }
 

@@ -213,12 +213,15 @@ pub fn layer_modes<B: Backend>(dev: &B::Device) {
     // the backend and the dtype; the backward draws it again from the seed.
     let (y, seed) = Layer::<B, 2, 2>::forward_train(&mut drop, &ones, &mut Ctx::train(1));
     let seed = seed.expect("training dropout keeps its seed");
-    let want: Vec<f64> =
-        (0..ones.numel())
-            .map(|i| {
-                if f64::from(blaze_runtime::rng::counter_uniform(seed, i as u32)) < drop.threshold() { 0.0 } else { 1.0 / 0.75 }
-            })
-            .collect();
+    let want: Vec<f64> = (0..ones.numel())
+        .map(|i| {
+            if f64::from(blaze_runtime::rng::counter_uniform(seed, i as u32)) < drop.threshold() {
+                0.0
+            } else {
+                1.0 / 0.75
+            }
+        })
+        .collect();
     assert_close("dropout mask", &y, &want, &[200, 50], (0.0, 1e-6));
     let (g, ()) = Layer::<B, 2, 2>::backward(&drop, &Some(seed), &ones);
     assert_eq!(values(&g), values(&y), "dropout's backward applies its forward's mask");
@@ -250,8 +253,8 @@ pub fn layer_modes<B: Backend>(dev: &B::Device) {
 
 /// Losses: values worked by hand, gradients against finite differences.
 pub fn losses<B: Backend>(dev: &B::Device) {
-    use blaze_nn::loss::*;
     use blaze_nn::gradcheck::check_function;
+    use blaze_nn::loss::*;
     let logits = tensor::<B, 2>(&[1.0, 2.0, 3.0, 1.0, 1.0, 1.0], [2, 3], DType::F64, dev);
     let targets = Tensor::<B, 1>::from_vec(vec![2i64, 0], [2], dev);
     // Row 0: -log(e^3 / (e + e^2 + e^3)) = 0.40760596; row 1: log 3 = 1.09861229.
@@ -297,8 +300,8 @@ pub fn losses<B: Backend>(dev: &B::Device) {
 /// Class indices are checked (PyTorch: "Target 7 is out of bounds"), and
 /// rows whose target is `ignore_index` (-100 unless set) leave the mean.
 fn class_targets<B: Backend>(dev: &B::Device) {
-    use blaze_nn::loss::*;
     use blaze_nn::gradcheck::check_function;
+    use blaze_nn::loss::*;
     let logits = tensor::<B, 2>(&noise(12, 70), [4, 3], DType::F64, dev);
     let ids = |v: Vec<i64>| Tensor::<B, 1>::from_vec(v, [4], dev);
     for (bad, at) in [(7, 2), (-1, 0), (3, 3), (-100_000, 1)] {
@@ -374,12 +377,13 @@ fn class_targets<B: Backend>(dev: &B::Device) {
 
 /// Optimizer updates against PyTorch's formulas, written out per scalar.
 pub fn optimizers<B: Backend>(dev: &B::Device) {
-    use blaze_nn::{Linear, LinearConfig, LinearGrads};
     use blaze_nn::optim::*;
+    use blaze_nn::{Linear, LinearConfig, LinearGrads};
     let p0 = [1.0, -2.0];
     let gs = [[0.5, 0.25], [-0.1, 0.4], [0.3, -0.2]];
     let model = || {
-        let mut m = Linear::<B, 2, 1>::new(LinearConfig { bias: false }, &mut blaze_runtime::Rng::seed_from_u64(0), dev);
+        let mut m =
+            Linear::<B, 2, 1>::new(LinearConfig { bias: false }, &mut blaze_runtime::Rng::seed_from_u64(0), dev);
         m.weight = tensor(&p0, [1, 2], DType::F64, dev);
         m
     };
@@ -462,8 +466,15 @@ pub fn optimizers<B: Backend>(dev: &B::Device) {
         let (p0, m0, g0) = (noise(n, 41), noise(n, 42), noise(n, 43));
         let v0: Vec<f64> = noise(n, 44).iter().map(|x| x * x).collect();
         for decoupled in [false, true] {
-            let o =
-                blaze_runtime::AdamStep { lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.1, decoupled, t: 3 };
+            let o = blaze_runtime::AdamStep {
+                lr: 0.01,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                weight_decay: 0.1,
+                decoupled,
+                t: 3,
+            };
             let mut p = tensor::<B, 2>(&p0, [5, 8], dtype, dev);
             let (mut m, mut v) = (tensor::<B, 1>(&m0, [n], dtype, dev), tensor::<B, 1>(&v0, [n], dtype, dev));
             let g = tensor::<B, 2>(&g0, [5, 8], dtype, dev);

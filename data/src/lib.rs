@@ -8,18 +8,18 @@
 #![deny(missing_docs)]
 
 pub mod csv;
-mod loader;
 #[cfg(feature = "images")]
 pub mod images;
+mod loader;
 pub mod mnist;
 pub mod npy;
 pub mod prepare;
 pub mod text;
 
 pub use csv::{Column, CsvOptions, CsvTable, Schema, read_csv};
-pub use loader::{Batches, DataLoader, Loader, ShardTail};
 #[cfg(feature = "images")]
 pub use images::{Augment, ColorMode, ImageFolder};
+pub use loader::{Batches, DataLoader, Loader, ShardTail};
 pub use npy::{read_npy, read_npz};
 pub use prepare::{Fold, Scaler, ScalerKind, k_fold, train_val_split};
 pub use text::{TextDataset, Vocab, read_text};

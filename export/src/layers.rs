@@ -3,12 +3,12 @@
 //! parameters have. The op table's activations are generated
 //! (`__unary_exports!`), each through [`ops::unary`].
 
-use blaze_runtime::kernel::Elementwise;
 use blaze_nn::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Elu, Embedding,
     Flatten, GlobalAvgPool, GroupNorm, Gru, Identity, LayerNorm, LeakyRelu, Linear, LogSoftmax, Lstm, Map, MaxPool2d,
     MultiHeadAttention, RMSNorm, Silu, Softmax, Softplus, Upsample, join,
 };
+use blaze_runtime::kernel::Elementwise;
 use blaze_runtime::{Backend, Conv2dOptions, Tensor};
 use blaze_spec::Interpolation;
 

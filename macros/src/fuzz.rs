@@ -380,7 +380,7 @@ fn kernels_never_panic() {
             }
         ),
     ];
-    fuzz("kernel!", &seeds, CASES, crate::kernel::expand);
+    fuzz("kernel!", &seeds, CASES, blaze_kernel_dsl::expand);
 }
 
 #[test]

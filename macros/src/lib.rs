@@ -11,9 +11,7 @@
 //! `model/codegen.rs` (Rust). This file only dispatches.
 #![deny(missing_docs)]
 
-mod errors;
 mod graph;
-mod kernel;
 mod meta;
 mod model;
 mod module;
@@ -88,7 +86,7 @@ pub fn derive_module(item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro]
 pub fn kernel(item: TokenStream) -> TokenStream {
-    kernel::expand(item.into()).into()
+    blaze_kernel_dsl::expand(item.into()).into()
 }
 
 /// The runtime's side of the op table (`blaze_spec::ops`): `UnaryOp` and a
@@ -96,7 +94,7 @@ pub fn kernel(item: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __unary_ops(_: TokenStream) -> TokenStream {
-    kernel::table::runtime().into()
+    blaze_kernel_dsl::table::runtime().into()
 }
 
 /// The op table's activation layers (`Relu`, `Gelu`, ...). Invoked
@@ -104,7 +102,7 @@ pub fn __unary_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __unary_layers(_: TokenStream) -> TokenStream {
-    kernel::table::layers().into()
+    blaze_kernel_dsl::table::layers().into()
 }
 
 /// `Export` for each activation layer of the op table: its op through
@@ -112,7 +110,7 @@ pub fn __unary_layers(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __unary_exports(_: TokenStream) -> TokenStream {
-    kernel::table::exports().into()
+    blaze_kernel_dsl::table::exports().into()
 }
 
 /// The runtime's side of the row ops (`blaze_spec::rows`): a general
@@ -120,7 +118,7 @@ pub fn __unary_exports(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __row_kernels(_: TokenStream) -> TokenStream {
-    kernel::rows::runtime().into()
+    blaze_kernel_dsl::rows::runtime().into()
 }
 
 /// The CubeCL backend's side of the row ops: each op's `#[cube]` code and
@@ -128,7 +126,7 @@ pub fn __row_kernels(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __cube_row_kernels(_: TokenStream) -> TokenStream {
-    kernel::rows::cube().into()
+    blaze_kernel_dsl::rows::cube().into()
 }
 
 /// The runtime's side of the binary ops of the op table
@@ -137,7 +135,7 @@ pub fn __cube_row_kernels(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __binary_ops(_: TokenStream) -> TokenStream {
-    kernel::table::binary_runtime().into()
+    blaze_kernel_dsl::table::binary_runtime().into()
 }
 
 /// The CubeCL backend's side of the binary ops: their `#[cube]` functions
@@ -145,7 +143,7 @@ pub fn __binary_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __cube_binary_ops(_: TokenStream) -> TokenStream {
-    kernel::table::binary_cube().into()
+    blaze_kernel_dsl::table::binary_cube().into()
 }
 
 /// The runtime's side of the comparisons of the op table
@@ -154,7 +152,7 @@ pub fn __cube_binary_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __compare_ops(_: TokenStream) -> TokenStream {
-    kernel::table::compare_runtime().into()
+    blaze_kernel_dsl::table::compare_runtime().into()
 }
 
 /// The CubeCL backend's side of the comparisons: `#[cube]` functions that
@@ -162,7 +160,7 @@ pub fn __compare_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __cube_compare_ops(_: TokenStream) -> TokenStream {
-    kernel::table::compare_cube().into()
+    blaze_kernel_dsl::table::compare_cube().into()
 }
 
 /// The runtime's side of the reductions of the op table
@@ -171,7 +169,7 @@ pub fn __cube_compare_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __reduce_ops(_: TokenStream) -> TokenStream {
-    kernel::table::reduce_runtime().into()
+    blaze_kernel_dsl::table::reduce_runtime().into()
 }
 
 /// The CubeCL backend's side of the reductions: `#[cube]` functions that
@@ -179,7 +177,7 @@ pub fn __reduce_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __cube_reduce_ops(_: TokenStream) -> TokenStream {
-    kernel::table::reduce_cube().into()
+    blaze_kernel_dsl::table::reduce_cube().into()
 }
 
 /// The CubeCL backend's side of the op table: the `#[cube]` functions and
@@ -187,5 +185,5 @@ pub fn __cube_reduce_ops(_: TokenStream) -> TokenStream {
 #[doc(hidden)]
 #[proc_macro]
 pub fn __cube_unary_ops(_: TokenStream) -> TokenStream {
-    kernel::table::cube().into()
+    blaze_kernel_dsl::table::cube().into()
 }

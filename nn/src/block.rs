@@ -6,8 +6,8 @@
 use std::fmt;
 
 use super::{Ctx, Module, ParamVisitor};
-use blaze_runtime::rng::Rng;
 use blaze_runtime::Backend;
+use blaze_runtime::rng::Rng;
 
 /// A per-sample shape usable in const evaluation (the spec's).
 pub use blaze_spec::StaticShape;

@@ -6,7 +6,6 @@
 //! index: the training forward keeps the seed, not the mask, and the
 //! backward draws the same mask again in its one pass over the gradient.
 
-
 use super::own_kernels::OwnKernel;
 use super::{Ctx, Layer, stateless_module};
 use blaze_runtime::kernel::KernelFn;

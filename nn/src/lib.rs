@@ -23,10 +23,10 @@ pub mod graph;
 mod linear;
 pub mod loss;
 mod norm;
+pub mod optim;
 pub(crate) mod own_kernels;
 pub(crate) mod params;
 mod pool;
-pub mod optim;
 pub mod quant;
 mod recurrent;
 mod sparse;
@@ -35,23 +35,23 @@ pub mod unary_layers;
 
 // Each layer file exports its layers (and their configs and gradients).
 pub use activation::*;
-pub use attention::*;
 pub(crate) use attention::Projections;
+pub use attention::*;
 pub(crate) use block::columns;
-pub(crate) use conv::conv_epilogue;
-pub(crate) use linear::rows_through;
-pub(crate) use recurrent::GateProjections;
-pub(crate) use sparse::check_ids;
 pub use block::{BackendDevice, Block, Differentiable, StaticShape, SummaryRow, shape_rules, summary_table};
+pub(crate) use conv::conv_epilogue;
 pub use conv::*;
 pub use decode::{Decode, GenerateConfig, generate};
 pub use dropout::*;
 pub use graph::{FusedGroup, FusionPlan, Graph, Signature};
+pub(crate) use linear::rows_through;
 pub use linear::*;
 pub use norm::*;
 pub use params::WeightGrads;
 pub use pool::*;
+pub(crate) use recurrent::GateProjections;
 pub use recurrent::*;
+pub(crate) use sparse::check_ids;
 pub use sparse::*;
 pub use spec::FromSpec;
 pub use unary_layers::*;
@@ -126,7 +126,6 @@ impl Ctx {
         Ctx { train: false, rng: Rng::seed_from_u64(0) }
     }
 }
-
 
 /// The device of the module's first parameter (or buffer); `None` for a
 /// module that holds no tensor.
@@ -268,7 +267,6 @@ pub(crate) fn count_params<B: Backend>(m: &dyn ModuleTensors<B>, fields: &[&str]
 pub fn state_dict<B: Backend, M: Module<B>>(m: &M) -> Vec<(String, TensorData)> {
     host_tensors(m)
 }
-
 
 /// Every gradient by name, copied to the host.
 pub fn grads_dict<B: Backend, M: Module<B>>(grads: &M::Grads) -> Vec<(String, TensorData)> {

@@ -300,7 +300,12 @@ pub trait RowNormLayer<B: Backend> {
 
 impl<B: Backend, const N: usize> RowNormLayer<B> for LayerNorm<B, N> {
     fn row_norm(&self) -> blaze_runtime::kernel::Norm<'_, B> {
-        blaze_runtime::kernel::Norm { weight: Some(&self.weight), bias: Some(&self.bias), eps: self.config.eps, centre: true }
+        blaze_runtime::kernel::Norm {
+            weight: Some(&self.weight),
+            bias: Some(&self.bias),
+            eps: self.config.eps,
+            centre: true,
+        }
     }
 }
 

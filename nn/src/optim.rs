@@ -311,7 +311,9 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let state = &mut self.state;
         // The parameter and both moments in one update (one pass on
         // backends that fuse it); the moments start at zero.
-        update_storages::<B, M>(model, grads, &mut |name, p, g| (crate::Table::<B>::of().adam_update)(o, state, name, p, g));
+        update_storages::<B, M>(model, grads, &mut |name, p, g| {
+            (crate::Table::<B>::of().adam_update)(o, state, name, p, g)
+        });
     }
 
     bookkeeping!();

@@ -135,5 +135,8 @@ pub(crate) fn make_weight_bias_grads<B: Backend, const D: usize, F: GradSource<B
     prefix: &str,
     f: &mut F,
 ) -> WeightGrads<B, D> {
-    WeightGrads { weight: f.grad(&join(prefix, "weight"), weight), bias: bias.map(|b| f.grad(&join(prefix, "bias"), b)) }
+    WeightGrads {
+        weight: f.grad(&join(prefix, "weight"), weight),
+        bias: bias.map(|b| f.grad(&join(prefix, "bias"), b)),
+    }
 }

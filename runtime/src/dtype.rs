@@ -4,7 +4,6 @@ use std::fmt;
 
 use half::{bf16, f16};
 
-
 /// The element type of a tensor, known at run time.
 ///
 /// `F32` is what models train in; `F64` exists for gradient checks; `F16`

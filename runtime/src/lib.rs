@@ -18,7 +18,6 @@ pub mod binary;
 pub mod compare;
 pub mod dtype;
 pub mod error;
-pub mod int8;
 pub mod kernel;
 pub mod kernel_def;
 pub mod math;
@@ -33,14 +32,15 @@ pub mod tensor;
 pub mod tune_cache;
 pub mod unary;
 
+pub use backend::int8;
 pub use backend::{
-    AdamStep, AnyTable, Backend, BackendDevice, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels, Pool2dOptions,
-    Precompiled, Primitives, ReduceOp, RowNorm, SoftmaxOptions, UnaryOp, precompiled,
+    AdamStep, AnyTable, Backend, BackendDevice, BinaryOp, CmpOp, Composites, Conv2dOptions, Device, Kernels,
+    Pool2dOptions, Precompiled, Primitives, ReduceOp, RowNorm, SoftmaxOptions, UnaryOp, precompiled,
 };
 pub use dtype::{DType, DataVec, Element, TensorData};
 pub use error::{DeviceError, Error};
-pub use precision::{Precision, autocast};
 pub use half::{bf16, f16};
+pub use precision::{Precision, autocast};
 pub use rng::{Rng, manual_seed};
 pub use shape::Dim;
 pub use tensor::{Scalar, ShapeArg, Tensor};

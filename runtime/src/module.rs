@@ -43,8 +43,7 @@ struct Storages<F>(F);
 /// What [`visit_storages`] calls with each tensor.
 pub type VisitFn<'a, B> = dyn FnMut(&str, &<B as crate::Primitives>::Storage) + 'a;
 /// What [`map_storages`] replaces each tensor with.
-pub type MapFn<'a, B> =
-    dyn FnMut(&str, <B as crate::Primitives>::Storage) -> <B as crate::Primitives>::Storage + 'a;
+pub type MapFn<'a, B> = dyn FnMut(&str, <B as crate::Primitives>::Storage) -> <B as crate::Primitives>::Storage + 'a;
 /// What [`update_storages`] calls with each parameter and its gradient.
 pub type UpdateFn<'a, B> =
     dyn FnMut(&str, &mut <B as crate::Primitives>::Storage, &<B as crate::Primitives>::Storage) + 'a;

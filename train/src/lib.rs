@@ -89,8 +89,12 @@ type Storage<B> = <B as blaze_runtime::Primitives>::Storage;
 type FitLoop<B> = for<'a> fn(FitRun<'a, B>) -> Result<History, TrainError>;
 /// A batch's inputs and targets uploaded, the targets as the task wants
 /// them, after checking their ranks.
-type BatchToDevice<B> =
-    fn(Batch, &<B as blaze_runtime::Primitives>::Device, Targets, [usize; 2]) -> Result<(Storage<B>, Storage<B>), TrainError>;
+type BatchToDevice<B> = fn(
+    Batch,
+    &<B as blaze_runtime::Primitives>::Device,
+    Targets,
+    [usize; 2],
+) -> Result<(Storage<B>, Storage<B>), TrainError>;
 
 blaze_runtime::precompiled_table! {
     /// `fit`'s functions that depend on the backend alone, compiled once

@@ -189,7 +189,11 @@ impl<B: Backend> Criterion<B, 3, 2> for CrossEntropy {
         if target.shape() != [n, steps] {
             return Err(shape_error("cross_entropy", &output.shape(), &target.shape(), &[n, steps]));
         }
-        let rows = (crate::Table::<B>::of().class_rows)(*self, &output.reshape([-1, vocabulary as i64]), &target.reshape([-1]))?;
+        let rows = (crate::Table::<B>::of().class_rows)(
+            *self,
+            &output.reshape([-1, vocabulary as i64]),
+            &target.reshape([-1]),
+        )?;
         Ok(Loss { value: rows.value, grad: rows.grad.reshape([n, steps, vocabulary]) })
     }
 

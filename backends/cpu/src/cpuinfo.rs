@@ -161,12 +161,12 @@ pub const FMA_CHAINS: usize = 12;
 pub fn fma_chains(wide: bool, iters: usize) -> Option<f32> {
     #[cfg(target_arch = "x86_64")]
     {
-        use crate::simd::Isa;
-        // SAFETY (both): the CPU runs the level, and with it the features.
-        if wide && Isa::V4.runs_here() {
+        // SAFETY (both): the CPU has the features each loop is compiled
+        // for (the facts here sit below `simd`'s levels, which read them).
+        if wide && std::arch::is_x86_feature_detected!("avx512f") {
             return Some(unsafe { fma_chains_512(iters) });
         }
-        if !wide && Isa::V3.runs_here() {
+        if !wide && std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             return Some(unsafe { fma_chains_256(iters) });
         }
     }
@@ -219,7 +219,7 @@ mod tests {
     #[test]
     fn the_fma_probe_says_one_or_two_ports_where_there_is_avx512() {
         let ports = fma_ports_512();
-        if crate::simd::Isa::V4.runs_here() {
+        if fma_chains(true, 0).is_some() {
             assert!(ports == 1 || ports == 2, "{ports}");
         } else {
             assert_eq!(ports, 0);

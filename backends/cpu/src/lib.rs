@@ -43,8 +43,8 @@ use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFloat, KernelFn, Launc
 use blaze_runtime::shape::Dims;
 use blaze_runtime::unary::{UnaryKernel, UnaryVisitor};
 use blaze_runtime::{
-    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions,
-    Primitives, ReduceOp, RowNorm, SoftmaxOptions, TensorData, UnaryOp,
+    AdamStep, BinaryOp, CmpOp, Composites, Conv2dOptions, DType, Device, Kernels, Pool2dOptions, Primitives, ReduceOp,
+    RowNorm, SoftmaxOptions, TensorData, UnaryOp,
 };
 
 pub use crate::cpuinfo::{CpuInfo, FMA_CHAINS, Vendor, cpu_info, fma_chains, fma_ports_512};

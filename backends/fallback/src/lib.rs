@@ -512,7 +512,6 @@ impl<D: DeviceDtypes, H: Backend> Primitives for HostFallback<D, H> {
 
 impl<D: DeviceDtypes, H: Backend> blaze_runtime::Precompiled for HostFallback<D, H> {}
 
-
 impl<D: DeviceDtypes, H: Backend> HostFallback<D, H> {
     /// A kernel call on the device when it holds `dtype`, else on the host
     /// (`on_host` gets the device the result belongs to).

@@ -1,6 +1,6 @@
 //! Fusion, decided while the model compiles: maximal groups of elementwise
 //! ops of a lowered forward body whose intermediate values nothing else
-//! reads become one kernel of the kernel IR (`crate::kernel::ir`), emitted
+//! reads become one kernel of the kernel IR (`blaze_kernel_dsl::ir`), emitted
 //! as a type with its CPU loop, its naga-validated WGSL and its partials,
 //! and, for the backward, one adjoint kernel per input (`g * ∂f/∂a_i` in
 //! one pass). The forward computes a group in one pass over memory
@@ -17,7 +17,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::lower::{Bin, KernelArg, Lowered, Op, ScalarOp};
-use crate::kernel::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
+use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
 const MAX_INPUTS: usize = ir::MAX_ARGS - 1;
@@ -495,7 +495,7 @@ fn call(f: Intrinsic, args: Vec<Expr>, span: Span) -> Expr {
 /// fused model computes the bits an unfused one does, with the table's
 /// derivative.
 fn unary_expr(u: &Unary, x: Expr, sp: Span) -> Expr {
-    crate::kernel::table::call(u.name, vec![x], sp)
+    blaze_kernel_dsl::table::call(u.name, vec![x], sp)
 }
 
 /// Inverted dropout of `x` in the kernel IR, given its threshold, scale
@@ -621,12 +621,12 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                     ScalarOp::Div => bin(ir::Bin::Div, x, s, sp),
                     ScalarOp::RSub => bin(ir::Bin::Sub, s, x, sp),
                     ScalarOp::RDiv => bin(ir::Bin::Div, s, x, sp),
-                    ScalarOp::Table(op) => crate::kernel::table::call_binary(op.name, vec![x, s], sp),
+                    ScalarOp::Table(op) => blaze_kernel_dsl::table::call_binary(op.name, vec![x, s], sp),
                 }
             }
             Op::Neg => at(ExprKind::Neg(Box::new(x)), sp),
             Op::Unary(u) => unary_expr(u, x, sp),
-            Op::Binary(op) => crate::kernel::table::call_binary(op.name, vec![x, operand(node.args[1])], sp),
+            Op::Binary(op) => blaze_kernel_dsl::table::call_binary(op.name, vec![x, operand(node.args[1])], sp),
             // The fill where the mask is 1, the value elsewhere.
             Op::CausalFill { .. } => {
                 let m = at(ExprKind::Var(masks.next().expect("one mask per fill")), sp);
@@ -675,7 +675,7 @@ pub fn items(model: &syn::Ident, low: &Lowered, plan: &Plan) -> (TokenStream, Ve
     let mut wgsl = Vec::new();
     for (g, group) in plan.groups.iter().enumerate() {
         let module = Plan::module(model, g);
-        match crate::kernel::fused_items(&group.kernel, true) {
+        match blaze_kernel_dsl::fused_items(&group.kernel, true) {
             Ok((items, w)) => {
                 // The WGSL calls each `kernel!` function by the name the
                 // body calls it by, which must be its own.

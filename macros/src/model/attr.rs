@@ -16,8 +16,8 @@ use syn::{Expr, GenericArgument, Lit, Meta, PathArguments, Type};
 
 use super::ir::{Field, LayerKind, LayerOption, LoadEntry, Model, OptionValue};
 use super::load::check_load;
-use crate::errors::Errors;
 use crate::meta::{self, Given, Unclaimed};
+use blaze_kernel_dsl::errors::Errors;
 
 /// `#[model(...)]`'s options: on a struct of layers in sequence, whose
 /// `input` is an [`InputShape`], and on the impl of a forward body, whose

@@ -2,13 +2,13 @@
 //! layer accepts the per-sample shape the previous one produces. One small
 //! function per rule; all errors are collected.
 
+use blaze_kernel_dsl::errors::{Errors, closest};
 use blaze_spec::{ShapeError, StaticShape};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
-use crate::errors::Errors;
 
 /// A per-sample shape: known dims, or (after a nested model or user layer)
 /// an expression the compiler evaluates, of type `blaze::nn::StaticShape`.
@@ -208,33 +208,6 @@ fn field_error(field: &Field, msg: String) -> syn::Error {
 
 fn fmt_dims(d: &[usize]) -> String {
     format!("[{}]", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
-}
-
-/// Levenshtein distance, for "did you mean" suggestions.
-/// The candidate nearest to `name` by edit distance, if within two edits:
-/// the "did you mean" of every diagnostic.
-pub(crate) fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|c| (distance(name, c), c))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-pub(crate) fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
 }
 
 fn unknown_key(field: &Field, opt: &LayerOption) -> syn::Error {

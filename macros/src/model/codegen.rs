@@ -100,7 +100,7 @@ struct Run {
     start: usize,
     end: usize,
     ops: Vec<ChainOp>,
-    kernel: crate::kernel::ir::Kernel,
+    kernel: blaze_kernel_dsl::ir::Kernel,
     module: Ident,
 }
 
@@ -190,7 +190,7 @@ fn fusion(
     let mut groups = Vec::new();
     for run in runs {
         let module = &run.module;
-        let wgsl = match crate::kernel::fused_items(&run.kernel, true) {
+        let wgsl = match blaze_kernel_dsl::fused_items(&run.kernel, true) {
             Ok((kernel_items, wgsl)) => {
                 items.extend(quote! {
                     #[doc(hidden)]

@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::ir::{Field, LayerKind, LayerOption, LoadEntry, OptionValue};
-use crate::errors::Errors;
+use blaze_kernel_dsl::errors::Errors;
 
 impl syn::parse::Parse for LoadEntry {
     /// `"prefix"`, or `name = "from"`, or `name = transposed("from")`,

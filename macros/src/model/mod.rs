@@ -11,7 +11,7 @@ pub(crate) mod precision;
 pub(crate) mod quant;
 
 pub(crate) use attr::PLAIN_TYPES;
-pub(crate) use check::closest;
+pub(crate) use blaze_kernel_dsl::errors::closest;
 
 use proc_macro2::TokenStream;
 

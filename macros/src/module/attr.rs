@@ -10,9 +10,9 @@ use quote::ToTokens;
 use syn::spanned::Spanned;
 use syn::{GenericParam, Ident, Meta, Type};
 
-use crate::errors::Errors;
 use crate::meta::{self, Given, Unclaimed};
 use crate::model::PLAIN_TYPES;
+use blaze_kernel_dsl::errors::Errors;
 
 /// A struct that derives `Module`.
 pub struct Derive {
@@ -186,7 +186,11 @@ impl ModuleOptions {
             let Some(args) = errors.handle(ModuleArgs::from_list(&items)) else { continue };
             options.skip |= meta::once(args.skip, &mut errors).is_some();
             args.unclaimed.report(&mut errors, |key| {
-                let hint = if crate::model::closest(key, ["skip"]).is_some() { "; did you mean `skip`?" } else { "" };
+                let hint = if blaze_kernel_dsl::errors::closest(key, ["skip"]).is_some() {
+                    "; did you mean `skip`?"
+                } else {
+                    ""
+                };
                 format!("unknown option `{key}`: `#[module]` takes `skip`{hint}")
             });
         }

@@ -10,9 +10,8 @@ use super::state::host_f32;
 use super::weight::{ConvShape, InputQuant, QWeight, input_params};
 use super::{Infer, InferAttend, KeepsFloat, Phase, QuantModule, Quantize, StateReader, StateWriter};
 use crate::{
-    BatchNorm1d, BatchNorm2d, Cell, Conv1d, Conv2d, ConvTranspose2d, Embedding, GateProjections, GroupNorm,
-    KvCache, LayerNorm, Linear, MultiHeadAttention, MultiHeadAttentionConfig, Projections, RMSNorm, Recurrent,
-    RnnConfig, join,
+    BatchNorm1d, BatchNorm2d, Cell, Conv1d, Conv2d, ConvTranspose2d, Embedding, GateProjections, GroupNorm, KvCache,
+    LayerNorm, Linear, MultiHeadAttention, MultiHeadAttentionConfig, Projections, RMSNorm, Recurrent, RnnConfig, join,
 };
 use blaze_runtime::{Backend, Conv2dOptions, DType, Tensor, UnaryOp};
 

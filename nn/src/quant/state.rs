@@ -14,9 +14,9 @@ use std::path::Path;
 
 use super::weight::{InputQuant, QWeight};
 use super::{Phase, QuantModule};
-use blaze_runtime::module::{Module, map_storages, visit_storages};
-use blaze_record::{RecordError, from_entry, to_bytes, write_atomic};
 use blaze_record::safetensors::{self, Entry};
+use blaze_record::{RecordError, from_entry, to_bytes, write_atomic};
+use blaze_runtime::module::{Module, map_storages, visit_storages};
 use blaze_runtime::{Backend, DType, Tensor, TensorData};
 
 /// What a tensor of a quantized model is, for the size accounting.

@@ -18,6 +18,7 @@
 
 mod compiled;
 mod composed;
+pub mod int8;
 mod ops;
 
 use std::fmt::Debug;

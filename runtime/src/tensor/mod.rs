@@ -13,8 +13,8 @@ mod reduce;
 use std::fmt;
 
 use crate::backend::Backend;
-use crate::dtype::{DType, Element, TensorData};
 use crate::dtype::Error;
+use crate::dtype::{DType, Element, TensorData};
 use crate::rng::{Rng, with_global_rng};
 use crate::shape::Dim;
 

@@ -23,9 +23,9 @@
 use std::fmt;
 use std::ops::Range;
 
+use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::backend as composed;
-use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups};
 use blaze_runtime::rows::launch;
 use blaze_runtime::shape::broadcast_all;
@@ -768,7 +768,12 @@ impl Composites for CubeNative {
         if f16_products(g, dtype) {
             return conv::conv2d_input_grad(g, float("conv2d_input_grad", w), input_shape, o, conv::Products::F16);
         }
-        Self::conv2d_input_grad(&composed::rounded::<Self>(g, dtype), &composed::rounded::<Self>(w, dtype), input_shape, o)
+        Self::conv2d_input_grad(
+            &composed::rounded::<Self>(g, dtype),
+            &composed::rounded::<Self>(w, dtype),
+            input_shape,
+            o,
+        )
     }
 
     fn conv2d_weight_grad_rounded(
@@ -781,7 +786,12 @@ impl Composites for CubeNative {
         if f16_products(x, dtype) {
             return conv::conv2d_weight_grad(x, float("conv2d_weight_grad", g), weight_shape, o, conv::Products::F16);
         }
-        Self::conv2d_weight_grad(&composed::rounded::<Self>(x, dtype), &composed::rounded::<Self>(g, dtype), weight_shape, o)
+        Self::conv2d_weight_grad(
+            &composed::rounded::<Self>(x, dtype),
+            &composed::rounded::<Self>(g, dtype),
+            weight_shape,
+            o,
+        )
     }
 
     fn bias_act(x: CubeStorage, bias: Option<&CubeStorage>, dim: usize, act: Option<UnaryOp>) -> CubeStorage {

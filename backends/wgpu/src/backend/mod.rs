@@ -20,9 +20,9 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_gpu_host::GpuBackend;
 use blaze_runtime::binary::BinaryVisitor;
-use blaze_fallback::{DeviceDtypes, HostFallback};
 use blaze_runtime::kernel::{
     Elementwise, KernelArg, KernelFn, LaunchBuffer, ScalarArg, Workgroups, check_launch, own_outputs,
 };

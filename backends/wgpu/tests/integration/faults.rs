@@ -9,9 +9,9 @@ use blaze::data::{DataLoader, InMemoryDataset};
 use blaze::nn;
 use blaze::optim::Sgd;
 use blaze::prelude::*;
-use blaze_conformance::panic_message;
 use blaze::runtime::kernel::ScalarArg;
 use blaze::train::{FitConfig, TrainError, fit};
+use blaze_conformance::panic_message;
 use blaze_wgpu::{DeviceOptions, HostBuffer, WgpuDevice, WgpuError, launch};
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on

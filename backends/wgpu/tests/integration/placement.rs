@@ -8,8 +8,8 @@
 
 use crate::common_kernels::row_sum;
 use blaze::prelude::*;
-use blaze_conformance::panic_message;
 use blaze::{DataVec, TensorData};
+use blaze_conformance::panic_message;
 use blaze_wgpu::WgpuDevice;
 
 /// The backend tensors use: the device's dtypes on the GPU, f64 and i64 on

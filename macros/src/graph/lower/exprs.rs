@@ -19,7 +19,7 @@ impl Lower<'_> {
 
     pub(super) fn unknown_field(&self, name: &syn::Ident) -> syn::Error {
         let names: Vec<String> = self.fields.iter().map(|f| f.ident.to_string()).collect();
-        let hint = match crate::model::closest(&name.to_string(), names.iter().map(String::as_str)) {
+        let hint = match blaze_kernel_dsl::errors::closest(&name.to_string(), names.iter().map(String::as_str)) {
             Some(c) => format!("; did you mean `{c}`?"),
             None => format!(" (its fields: {})", names.join(", ")),
         };

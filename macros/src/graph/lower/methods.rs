@@ -70,7 +70,7 @@ impl Lower<'_> {
             }
         };
         let Some(entry) = vocab::method_word(&name) else {
-            let hint = crate::model::closest(&name, vocab::method_names())
+            let hint = blaze_kernel_dsl::errors::closest(&name, vocab::method_names())
                 .map(|c| format!("did you mean `{c}`? "))
                 .unwrap_or_default();
             return err(

@@ -21,9 +21,9 @@ use blaze_spec::StaticShape;
 use blaze_spec::rules::{self, Extent, RuleError};
 
 use super::vocab::{self, Word};
-use crate::errors::Errors;
 use crate::model::check::Options;
 use crate::model::ir::{Field, LayerKind};
+use blaze_kernel_dsl::errors::Errors;
 
 /// A per-sample dim: the spec's monomial over the model's symbols (by
 /// index into `symbols`): `64` is `{64, []}`, `T` is `{1, [T]}`, a

@@ -10,20 +10,25 @@
 //! `codegen.rs` and `general/{wgsl,rust}.rs` the items of each form. The
 //! IR holds plain values, so `ir_tests.rs` runs the stages on kernels
 //! built by hand.
+//!
+//! A library of `blaze-macros` (`kernel!`, the op table's printers, and
+//! the fused kernels `#[model]` emits from the same IR), together with
+//! the one error accumulator every macro stage uses ([`errors`]).
 
 mod check;
 mod codegen;
 mod cube;
 mod diff;
+pub mod errors;
 mod general;
-pub(crate) mod ir;
+pub mod ir;
 #[cfg(test)]
 mod ir_tests;
 mod lower;
 mod onnx;
-pub(crate) mod rows;
+pub mod rows;
 mod rust;
-pub(crate) mod table;
+pub mod table;
 mod wgsl;
 
 use proc_macro2::TokenStream;
@@ -43,7 +48,7 @@ fn plain(name: &str) -> &str {
 /// the parameters and `g` (the output's gradient) in one pass, each with
 /// its own partials. Also returns the forward kernel's WGSL. `Err` is an
 /// internal error: the stage built a kernel that does not check.
-pub(crate) fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2::TokenStream, String), String> {
+pub fn fused_items(k: &ir::Kernel, adjoints: bool) -> Result<(proc_macro2::TokenStream, String), String> {
     let mut k = k.clone();
     let mut errors = Errors::default();
     if !check::check(&mut k, &mut errors) {

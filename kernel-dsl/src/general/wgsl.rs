@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::kernel::ir::{Kernel, Kind, Stmt, Ty};
-use crate::kernel::wgsl::{Wgsl, binary, expr, name, needs_helper};
+use crate::ir::{Kernel, Kind, Stmt, Ty};
+use crate::wgsl::{Wgsl, binary, expr, name, needs_helper};
 
 fn wgsl_block(k: &Kernel, stmts: &[Stmt], depth: usize, out: &mut Wgsl) {
     let pad = "    ".repeat(depth);

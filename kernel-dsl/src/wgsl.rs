@@ -335,7 +335,7 @@ pub fn name(k: &Kernel, v: usize) -> String {
     if let Kind::Scalar { index } = k.vars[v].kind {
         return format!("params.s{index}");
     }
-    let name = crate::kernel::plain(&k.vars[v].name);
+    let name = crate::plain(&k.vars[v].name);
     if name.starts_with('_') { format!("v{v}") } else { format!("{name}_{v}") }
 }
 

@@ -3,8 +3,8 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use crate::kernel::ir::{Expr, Kernel, Kind, Stmt, Ty};
-use crate::kernel::rust::{binary, expr};
+use crate::ir::{Expr, Kernel, Kind, Stmt, Ty};
+use crate::rust::{binary, expr};
 
 /// Statements without barriers, for one invocation `lane`.
 fn rust_lane(k: &Kernel, stmts: &[Stmt]) -> TokenStream {
@@ -173,7 +173,7 @@ pub(crate) fn rust(f: &syn::ItemFn, k: &Kernel, wgsl: &str) -> TokenStream {
         "Runs `{name_str}` over `groups` workgroups of {workgroup} invocations, on the backend of the tensors. \
          Buffers are f32 tensors of any rank, read and written as flat arrays."
     );
-    let (cube_items, cube_device) = crate::kernel::cube::general(k, workgroup as usize);
+    let (cube_items, cube_device) = crate::cube::general(k, workgroup as usize);
     quote! {
         #(#docs)*
         #[allow(non_snake_case)]

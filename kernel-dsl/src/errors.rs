@@ -2,7 +2,8 @@
 //! shape checking, lowering a forward body or a kernel, checking it) pushes
 //! what it finds and goes on, so that one expansion reports every
 //! independent mistake, each at its own tokens. darling's accumulator,
-//! inside attribute parsing, ends in one of these.
+//! inside attribute parsing, ends in one of these. Also the "did you
+//! mean" of every diagnostic ([`closest`]).
 
 use proc_macro2::TokenStream;
 
@@ -66,4 +67,31 @@ mod tests {
         assert_eq!(errors.to_compile_error().to_string().matches("compile_error").count(), 2);
         assert_eq!(errors.finish().unwrap_err().into_iter().count(), 2);
     }
+}
+
+/// The candidate nearest to `name` by edit distance, if within two edits:
+/// the "did you mean" of every diagnostic.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance, for "did you mean" suggestions.
+pub fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }

@@ -231,7 +231,7 @@ impl Lowerer<'_> {
                 } else {
                     let known = self.k.vars.iter().map(|v| v.name.clone());
                     let known: Vec<String> = known.chain(CONSTANTS.iter().map(|(c, _)| c.to_string())).collect();
-                    let hint = crate::model::closest(&name, known.iter().map(String::as_str))
+                    let hint = crate::errors::closest(&name, known.iter().map(String::as_str))
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default();
                     self.errors.push(err(span, format!("unknown value `{name}`{hint}")));
@@ -285,7 +285,7 @@ impl Lowerer<'_> {
                     return None;
                 }
                 let Some(intrinsic) = Intrinsic::from_name(&name) else {
-                    let hint = crate::model::closest(&name, Intrinsic::ALL.iter().map(|i| i.name()))
+                    let hint = crate::errors::closest(&name, Intrinsic::ALL.iter().map(|i| i.name()))
                         .map(|c| format!("; did you mean `{c}`?"))
                         .unwrap_or_default();
                     let all: Vec<&str> = Intrinsic::ALL.iter().map(|i| i.name()).collect();

@@ -9,8 +9,8 @@ use syn::{FnArg, Lit, Pat, UnOp};
 
 use super::{SHARED_F32_MAX, SUPPORTED, err};
 use crate::errors::Errors;
-use crate::kernel::ir::{Bin, CONSTANTS, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
-use crate::kernel::lower::{assign_op, bin_op};
+use crate::ir::{Bin, CONSTANTS, Expr, ExprKind, Id, Intrinsic, Kernel, Kind, Stmt, Ty};
+use crate::lower::{assign_op, bin_op};
 
 pub(super) struct Lower<'a> {
     k: &'a mut Kernel,
@@ -39,7 +39,7 @@ impl<'a> Lower<'a> {
         let found = self.scopes.iter().rev().flat_map(|s| s.iter().rev()).find(|(n, _)| n == name);
         if found.is_none() {
             let known: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| n.as_str()).collect();
-            let hint = crate::model::closest(name, known).map(|c| format!("; did you mean `{c}`?"));
+            let hint = crate::errors::closest(name, known).map(|c| format!("; did you mean `{c}`?"));
             self.errors.push(err(span, format!("unknown value `{name}`{}", hint.unwrap_or_default())));
         }
         found.map(|(_, id)| *id)
@@ -434,7 +434,7 @@ impl<'a> Lower<'a> {
                 }
                 let Some(f) = Intrinsic::ALL.into_iter().find(|i| i.name() == name) else {
                     let names = Intrinsic::ALL.iter().map(|i| i.name()).chain(Id::ALL.iter().map(|i| i.name()));
-                    let hint = crate::model::closest(&name, names).map(|c| format!("; did you mean `{c}`?"));
+                    let hint = crate::errors::closest(&name, names).map(|c| format!("; did you mean `{c}`?"));
                     self.errors
                         .push(err(c.func.span(), format!("unknown intrinsic `{name}`{}", hint.unwrap_or_default())));
                     return None;
