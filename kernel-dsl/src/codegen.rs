@@ -7,7 +7,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::ir::{Expr, ExprKind, Extern, Home, Kernel};
+use super::ir::{Home, Kernel, externs};
 use super::wgsl::{Wgsl, validate};
 use super::{onnx, plain, rust, wgsl};
 
@@ -56,36 +56,6 @@ fn rust_lets(k: &Kernel) -> TokenStream {
             quote!(let #name = #value;)
         })
         .collect()
-}
-
-/// The `kernel!` functions (and partials) that `kernels` call, each once,
-/// with their arities.
-pub(super) fn externs<'a>(kernels: impl Iterator<Item = &'a Kernel>) -> Vec<(Extern, usize)> {
-    fn walk(e: &Expr, out: &mut Vec<(Extern, usize)>) {
-        match &e.kind {
-            ExprKind::Extern(f, args) => {
-                if !out.iter().any(|(g, _)| g.wgsl_name() == f.wgsl_name()) {
-                    out.push(((**f).clone(), args.len()));
-                }
-                args.iter().for_each(|a| walk(a, out));
-            }
-            ExprKind::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
-            ExprKind::Binary(_, a, b) => {
-                walk(a, out);
-                walk(b, out);
-            }
-            ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => walk(x, out),
-            ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => {}
-        }
-    }
-    let mut out = Vec::new();
-    for k in kernels {
-        k.bindings().for_each(|(_, e)| walk(e, &mut out));
-        if let Some(r) = &k.result {
-            walk(r, &mut out);
-        }
-    }
-    out
 }
 
 /// Whether `k` calls a partial derivative of a `kernel!` function.

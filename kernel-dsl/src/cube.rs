@@ -292,7 +292,7 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
     let expects = (0..n).map(|_| quote!(args.next().expect("one tensor per argument")));
     let prelude = prelude(k.home);
     let private = private(k.home);
-    let externs = super::codegen::externs(std::iter::once(k).chain(partials)).into_iter().map(|(f, _)| {
+    let externs = crate::ir::externs(std::iter::once(k).chain(partials)).into_iter().map(|(f, _)| {
         let alias = extern_alias(&f);
         let func = match f.partial {
             None => format_ident!("value"),
@@ -300,13 +300,13 @@ pub fn elementwise(k: &Kernel, partials: &[Kernel]) -> (TokenStream, TokenStream
         };
         // An op of the table has its `#[cube]` functions in the CubeCL
         // backend, under the op's name (`unary::sigmoid`, `binary::pow`).
-        let path = match (f.table, f.name.strip_prefix(super::table::BINARY_PREFIX)) {
+        let path = match (f.table, f.name.strip_prefix(crate::ir::BINARY_PREFIX)) {
             (true, Some(op)) => {
                 let op = format_ident!("{}", op);
                 quote!(#private::binary::#op)
             }
             (true, None) => {
-                let op = format_ident!("{}", f.name.trim_start_matches(super::table::PREFIX));
+                let op = format_ident!("{}", f.name.trim_start_matches(crate::ir::PREFIX));
                 quote!(#private::unary::#op)
             }
             (false, _) => f.path.clone(),

@@ -491,5 +491,42 @@ pub const CONSTANTS: [(&str, f64); 4] = [
     ("SQRT_2", std::f64::consts::SQRT_2),
 ];
 
+/// The `kernel!` functions (and partials) that `kernels` call, each once,
+/// with their arities.
+pub fn externs<'a>(kernels: impl Iterator<Item = &'a Kernel>) -> Vec<(Extern, usize)> {
+    fn walk(e: &Expr, out: &mut Vec<(Extern, usize)>) {
+        match &e.kind {
+            ExprKind::Extern(f, args) => {
+                if !out.iter().any(|(g, _)| g.wgsl_name() == f.wgsl_name()) {
+                    out.push(((**f).clone(), args.len()));
+                }
+                args.iter().for_each(|a| walk(a, out));
+            }
+            ExprKind::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
+            ExprKind::Binary(_, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            ExprKind::Neg(x) | ExprKind::Not(x) | ExprKind::Cast(x, _) | ExprKind::Index(_, x) => walk(x, out),
+            ExprKind::Float(_) | ExprKind::Int(..) | ExprKind::Bool(_) | ExprKind::Var(_) | ExprKind::Id(_) => {}
+        }
+    }
+    let mut out = Vec::new();
+    for k in kernels {
+        k.bindings().for_each(|(_, e)| walk(e, &mut out));
+        if let Some(r) = &k.result {
+            walk(r, &mut out);
+        }
+    }
+    out
+}
+
 /// The most arguments a kernel takes (the CPU backend's limit).
 pub const MAX_ARGS: usize = 8;
+
+/// The prefix of a table kernel's name (its WGSL function's): an op may
+/// be named like a WGSL builtin (`abs`).
+pub const PREFIX: &str = "unary_";
+
+/// The prefix of a binary op's kernel name (`binary_add`).
+pub const BINARY_PREFIX: &str = "binary_";

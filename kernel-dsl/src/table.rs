@@ -16,10 +16,8 @@ use quote::{format_ident, quote};
 use super::ir::{self, Home, Kernel};
 use super::{check, codegen, cube, diff, lower};
 use crate::errors::Errors;
+use crate::ir::{BINARY_PREFIX, PREFIX};
 
-/// The prefix of a table kernel's name (its WGSL function's): an op may
-/// be named like a WGSL builtin (`abs`).
-pub const PREFIX: &str = "unary_";
 
 /// `fn name(x: f32, params..: f32) -> f32 { body }` lowered and checked,
 /// emitted at `home`. Panics on a body that does not check: the table is
@@ -317,8 +315,6 @@ pub fn runtime() -> TokenStream {
     }
 }
 
-/// The prefix of a binary op's kernel name (`binary_add`).
-pub const BINARY_PREFIX: &str = "binary_";
 
 /// A binary op's kernel, `fn(a, b)`, and its partials by `a` and `b`,
 /// written or derived as the table says.

@@ -28,6 +28,8 @@ pub mod precision;
 pub mod rows;
 pub mod rules;
 mod shape;
+#[cfg(test)]
+mod rule_tests;
 
 pub use layers::{Layer, MAX_RNN_LAYERS, output, output_rank};
 pub use options::{Interpolation, Key, KeyKind, OptionError, Options, Value};

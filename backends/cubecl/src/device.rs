@@ -58,17 +58,9 @@ pub struct CubeOptions {
 }
 
 impl CubeDevice {
-    /// The best adapter present (hardware before software), or the first
-    /// whose name contains `BLAZE_CUBECL_ADAPTER` (case-insensitively);
-    /// `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs searched. The
-    /// device must pass a self-check against the CPU's results unless
-    /// `BLAZE_CUBECL_ALLOW_DIVERGENT=1`.
-    pub fn new() -> Result<Self, OpenError> {
-        Self::open(CubeOptions::default())
-    }
-
-    /// A device as `options` say.
-    pub fn open(options: CubeOptions) -> Result<Self, OpenError> {
+    /// A device as `options` say, before its self-check: what
+    /// [`CubeDevice::open`] (`self_check.rs`) checks and admits.
+    pub(crate) fn open_unchecked(options: &CubeOptions) -> Result<Self, OpenError> {
         let wanted = wgpu::Features::SHADER_F16 | wgpu::Features::SHADER_INT64;
         let Opened { instance, adapter, info, device, queue } =
             blaze_gpu_host::open_device(GpuBackend::CubeCl, options.adapter.as_deref(), wanted, |limits| limits)?;
@@ -95,9 +87,7 @@ impl CubeDevice {
                 options.autotune_cache.clone().or_else(crate::tune::cache_path),
             ),
         };
-        let dev = CubeDevice { inner: Arc::new(inner) };
-        let check = crate::self_check::run(&dev);
-        GpuBackend::CubeCl.admit(dev, options.allow_divergent, check)
+        Ok(CubeDevice { inner: Arc::new(inner) })
     }
 
     /// [`CubeDevice::probe`] for a device of its own, opened with `options`.
@@ -128,14 +118,14 @@ impl CubeDevice {
     /// process and in the cache file ([`crate::autotune_cache_path`]):
     /// the next call of each tuned op measures its candidates again.
     pub fn clear_autotune_cache(&self) -> std::io::Result<()> {
-        self.inner.tuner.clear(self)
+        self.inner.tuner.clear(&|| self.identity())
     }
 
     /// The kernels this device runs for each shape class it has met (or
     /// loaded from the cache file): `("matmul:b1:m64:k64:n64",
     /// "simple_unit_max")` and so on, sorted.
     pub fn autotune_choices(&self) -> Vec<(String, String)> {
-        self.inner.tuner.choices(self)
+        self.inner.tuner.choices(&|| self.identity())
     }
 
     /// The CubeCL client, for launching CubeCL kernels of one's own on

@@ -1,4 +1,5 @@
-//! The self-check a device runs when it opens: a few of the backend's own
+//! Opening a device ([`CubeDevice::open`]), and the self-check a device
+//! runs when it opens: a few of the backend's own
 //! ops on values where translations go wrong (NaN, infinities, negative
 //! zero, negative bases), compared with what the CPU computes. A device
 //! that disagrees would give wrong answers without a word, so it is
@@ -6,10 +7,28 @@
 
 use blaze_runtime::{BinaryOp, CmpOp, DType, DataVec, Primitives, ReduceOp, TensorData, UnaryOp};
 
-use crate::backend::CubeNative;
 use blaze_gpu_host::{GpuBackend, OpenError};
 
-use crate::CubeDevice;
+use crate::backend::CubeNative;
+use crate::{CubeDevice, CubeOptions};
+
+impl CubeDevice {
+    /// The best adapter present (hardware before software), or the first
+    /// whose name contains `BLAZE_CUBECL_ADAPTER` (case-insensitively);
+    /// `WGPU_BACKEND=vulkan|gl|metal|dx12` limits the APIs searched. The
+    /// device must pass a self-check against the CPU's results unless
+    /// `BLAZE_CUBECL_ALLOW_DIVERGENT=1`.
+    pub fn new() -> Result<Self, OpenError> {
+        Self::open(CubeOptions::default())
+    }
+
+    /// A device as `options` say.
+    pub fn open(options: CubeOptions) -> Result<Self, OpenError> {
+        let dev = Self::open_unchecked(&options)?;
+        let check = run(&dev);
+        GpuBackend::CubeCl.admit(dev, options.allow_divergent, check)
+    }
+}
 
 const X: [f32; 8] = [1.0, f32::NAN, -2.5, 3.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, 0.5];
 

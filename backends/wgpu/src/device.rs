@@ -123,15 +123,9 @@ impl Inner {
 pub(crate) type Binding<'a> = &'a wgpu::Buffer;
 
 impl WgpuDevice {
-    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names,
-    /// with its own limits.
-    pub fn new() -> Result<Self, WgpuError> {
-        Self::open(DeviceOptions::default())
-    }
-
-    /// A device as `options` say; the adapter must pass the self-check
-    /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
-    pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
+    /// A device as `options` say, before its self-check: what
+    /// [`WgpuDevice::open`] (`self_check.rs`) checks and admits.
+    pub(crate) fn open_unchecked(options: &DeviceOptions) -> Result<Self, WgpuError> {
         let fit = |mut limits: wgpu::Limits| {
             // Blaze binds one group; wgpu-core cannot hold more than 8 (the
             // no-op backend offers u32::MAX, which wgpu-core cannot lay out).
@@ -172,9 +166,7 @@ impl WgpuDevice {
             state: Mutex::new(State::default()),
             arena,
         };
-        let dev = WgpuDevice { inner: Arc::new(inner) };
-        let check = crate::self_check::run(&dev);
-        Ok(GpuBackend::Wgpu.admit(dev, options.allow_divergent, check)?)
+        Ok(WgpuDevice { inner: Arc::new(inner) })
     }
 
     /// The first fault this device has had, if any.

@@ -1,4 +1,5 @@
-//! The self-check every device runs when it opens: the integer, shift,
+//! Opening a device ([`WgpuDevice::open`]), and the self-check every
+//! device runs when it opens: the integer, shift,
 //! comparison and NaN operations that Blaze's shaders (the tensor ops and
 //! the helpers `kernel!` emits) rely on, on values where WGSL defines the
 //! result but a backend's translation might not honour it, compared with
@@ -11,7 +12,23 @@
 
 use blaze_gpu_host::{GpuBackend, OpenError};
 
-use crate::WgpuDevice;
+use crate::{DeviceOptions, WgpuDevice, WgpuError};
+
+impl WgpuDevice {
+    /// The best adapter present, or the one `BLAZE_WGPU_ADAPTER` names,
+    /// with its own limits.
+    pub fn new() -> Result<Self, WgpuError> {
+        Self::open(DeviceOptions::default())
+    }
+
+    /// A device as `options` say; the adapter must pass the self-check
+    /// unless `allow_divergent` (or `BLAZE_WGPU_ALLOW_DIVERGENT=1`).
+    pub fn open(options: DeviceOptions) -> Result<Self, WgpuError> {
+        let dev = Self::open_unchecked(&options)?;
+        let check = run(&dev);
+        Ok(GpuBackend::Wgpu.admit(dev, options.allow_divergent, check)?)
+    }
+}
 
 /// Results per case.
 const OUT: usize = 12;

@@ -26,7 +26,8 @@ use cubek_pool::definition::{AvgPoolOptions, PoolMode};
 
 use super::kernels::is_nan;
 use super::{CubeNative, CubeStorage, grid, indices, matmul, strides};
-use crate::tune::{Candidate, class};
+use super::tune::Candidate;
+use crate::tune::class;
 
 /// A window's geometry, as the kernels read it.
 #[derive(CubeType, CubeLaunch, Clone, Copy)]
@@ -413,7 +414,7 @@ impl Products {
         [rounded, fallback]: [usize; 2],
     ) {
         match self {
-            Products::AsStored => device.inner.tuner.run(device, op, key, out, candidates, preferred),
+            Products::AsStored => super::tune::run(device, op, key, out, candidates, preferred),
             Products::F16 => {
                 if (candidates[rounded].1)(out).is_err() {
                     // Nothing to multiply: the other path writes the zeros.
@@ -606,7 +607,7 @@ pub(super) fn avg_pool2d(x: &CubeStorage, o: &Pool2dOptions) -> CubeStorage {
     };
     let candidates: [Candidate<'_>; 2] = [("blaze_window", &window), ("cubek_pool", &cubek)];
     let key = pool_key("avg_pool2d", &x.shape, o);
-    x.device.inner.tuner.run(&x.device, "avg_pool2d", &key, &y, &candidates, 0);
+    super::tune::run(&x.device, "avg_pool2d", &key, &y, &candidates, 0);
     y
 }
 
@@ -642,7 +643,7 @@ pub(super) fn avg_pool2d_input_grad(g: &CubeStorage, input_shape: [usize; 4], o:
     };
     let candidates: [Candidate<'_>; 2] = [("blaze_window", &window), ("cubek_pool", &cubek)];
     let key = pool_key("avg_pool2d_input_grad", &input_shape, o);
-    g.device.inner.tuner.run(&g.device, "avg_pool2d_input_grad", &key, &dx, &candidates, 0);
+    super::tune::run(&g.device, "avg_pool2d_input_grad", &key, &dx, &candidates, 0);
     dx
 }
 
@@ -656,7 +657,7 @@ mod tests {
     use blaze_runtime::{Conv2dOptions, Pool2dOptions, Primitives, TensorData};
 
     use crate::backend::testing::{check, data, device};
-    use crate::tune::forcing;
+    use super::super::tune::forcing;
     use crate::{CubeDevice, CubeNative};
 
     /// Whether candidate `name` may refuse on `dev`: cubek's convolution

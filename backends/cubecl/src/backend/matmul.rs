@@ -17,7 +17,8 @@ use cubek_matmul::strategy::Strategy;
 use cubek_std::InputBinding;
 
 use super::{CubeStorage, strides};
-use crate::tune::{Candidate, Launch, class};
+use super::tune::{Candidate, Launch};
+use crate::tune::class;
 
 /// The strategies tuned among: cubek's unit matmuls, each with its
 /// smallest and its largest tiles. They need no tensor cores (WGSL has
@@ -189,7 +190,7 @@ pub(crate) fn matmul_into(a: &CubeStorage, b: &CubeStorage, out: &CubeStorage) {
         _ => "",
     };
     let key = format!("matmul:{types}b{}:m{}:k{}:n{}", class(batch), class(m), class(k), class(n));
-    device.inner.tuner.run(device, "matmul", &key, out, &candidates, preferred);
+    super::tune::run(device, "matmul", &key, out, &candidates, preferred);
 }
 
 #[cfg(test)]
@@ -201,7 +202,7 @@ mod tests {
 
     use super::strategies;
     use crate::backend::testing::{check, data, device};
-    use crate::tune::forcing;
+    use super::super::tune::forcing;
     use crate::{CubeNative, CubeStorage};
 
     #[test]

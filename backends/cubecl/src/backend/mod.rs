@@ -48,6 +48,7 @@ mod matmul;
 mod optim;
 mod reduce;
 mod rows;
+mod tune;
 #[cfg(test)]
 mod testing;
 

@@ -15,7 +15,8 @@ use cubek_reduce::routines::{BlueprintStrategy, cube::CubeStrategy, plane::Plane
 
 use super::{CubeNative, CubeStorage, grid, indices};
 use crate::__private::reduce::{beats, fold};
-use crate::tune::{Candidate, class};
+use super::tune::Candidate;
+use crate::tune::class;
 
 /// Units of the cube that reduces one long row. Shared-memory sizes and
 /// steps in `#[cube]` code are written as literals (256): an expression
@@ -214,7 +215,7 @@ pub(super) fn reduce(op: ReduceOp, x: &CubeStorage, dim: usize) -> CubeStorage {
     let candidates: [Candidate<'_>; 4] =
         [("blaze_rows", &mine), ("cubek_unit", &unit), ("cubek_cube", &cube), ("cubek_plane", &plane)];
     let key = format!("sum:o{}:n{}:i{}", class(outputs / inner), class(n), class(inner));
-    device.inner.tuner.run(device, "sum", &key, &out, &candidates, 0);
+    super::tune::run(device, "sum", &key, &out, &candidates, 0);
     out
 }
 
@@ -227,7 +228,7 @@ mod tests {
 
     use crate::CubeNative;
     use crate::backend::testing::{check, data, device};
-    use crate::tune::forcing;
+    use super::super::tune::forcing;
 
     #[test]
     fn every_sum_candidate_agrees_with_the_cpu() {
