@@ -17,12 +17,7 @@
 mod attention;
 mod composites;
 mod conv;
-mod cpuinfo;
 mod elementwise;
-mod gemm;
-mod gemm_bf16;
-mod gemm_int8;
-mod gemm_tune;
 mod kernel;
 mod matmul;
 mod maxpool;
@@ -32,9 +27,11 @@ mod parallel;
 mod pool;
 mod reduce;
 mod rows;
-mod simd;
 mod storage;
 mod stream;
+
+// The GEMM crate's modules, by the names this crate's modules use.
+use blaze_gemm::{cpuinfo, gemm, gemm_bf16, gemm_int8, gemm_tune, simd};
 
 use std::ops::Range;
 

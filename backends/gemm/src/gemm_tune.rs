@@ -254,9 +254,9 @@ pub(crate) fn search(rule: &GemmPlan, dims: [usize; 3], mut seconds: impl FnMut(
 /// The shortest of a few runs of a `dims` (`[m, n, k]`) product with
 /// `plan` on this thread, after one that grows the packing buffers.
 fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
-    let a: Vec<T> = (0..m * k).map(|i| T::from_f64(((i * 7) % 13) as f64 / 13.0 - 0.5)).collect();
-    let b: Vec<T> = (0..k * n).map(|i| T::from_f64(((i * 5) % 11) as f64 / 11.0 - 0.5)).collect();
-    let mut c = vec![T::from_f64(0.0); m * n];
+    let a: Vec<T> = (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
+    let b: Vec<T> = (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
+    let mut c = vec![T::zero(); m * n];
     let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
     let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
     let mut run = || {
@@ -279,7 +279,7 @@ fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
 mod tests {
     use super::*;
     use crate::cpuinfo::Vendor;
-    use crate::matmul::Product;
+    use crate::product::Product;
 
     /// The Intel machine of issue 48 (AVX-512, two FMA ports, L1d 48 KiB,
     /// L2 2 MiB), whose rule plan is `avx512-12x32, KC 384, MC 336, NC 4096`.

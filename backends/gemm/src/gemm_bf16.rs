@@ -24,15 +24,15 @@ use blaze_runtime::bf16;
 
 use crate::cpuinfo::{CpuInfo, cpu_info};
 use crate::gemm::Strided;
-use crate::matmul::Product;
-use crate::pool::grow;
+use crate::product::Product;
+use crate::scratch::grow;
 
 mod amx;
 mod pack;
 
 pub use amx::amx_runs_here;
 pub(crate) use amx::{Tiles, request_tiles};
-pub(crate) use pack::RoundsToBf16;
+pub use pack::RoundsToBf16;
 use pack::{Source, pack};
 
 /// Rows of the register tile.
@@ -256,12 +256,12 @@ impl Product for bf16 {
 /// second rounding.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(transparent)]
-pub(crate) struct RoundedBf16(pub bf16);
+pub struct RoundedBf16(pub bf16);
 
 impl RoundedBf16 {
     /// `x` to nearest even, as `bf16::from_f32`.
     #[inline(always)]
-    pub(crate) fn of(x: f32) -> RoundedBf16 {
+    pub fn of(x: f32) -> RoundedBf16 {
         RoundedBf16(bf16::from_f32(x))
     }
 }
@@ -304,6 +304,12 @@ macro_rules! f32_result {
 }
 
 f32_result!(RoundedBf16, RoundsToBf16);
+
+// SAFETY: `RoundsToBf16` is a transparent f32.
+unsafe impl crate::product::Reads<f32> for RoundsToBf16 {}
+
+// SAFETY: a transparent bf16, whose every bit pattern is a float.
+unsafe impl crate::scratch::AnyBits for RoundedBf16 {}
 
 /// Checks that the CPU runs the plan's kernel, and does a product with
 /// nothing to multiply: none into an empty destination, zeros (unless

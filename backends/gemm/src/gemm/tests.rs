@@ -23,8 +23,8 @@ fn reference(
 /// column-major, `rhs` too, with and without accumulation.
 fn check<T: GemmFloat>(m: usize, n: usize, k: usize, tol: f64) {
     let value = |s: usize, i: usize, j: usize| ((s * 7919 + i * 31 + j * 17) % 23) as f64 / 11.0 - 1.0;
-    let a: Vec<T> = (0..m * k).map(|x| T::from_f64(value(1, x / k, x % k))).collect();
-    let b: Vec<T> = (0..k * n).map(|x| T::from_f64(value(2, x / n, x % n))).collect();
+    let a: Vec<T> = (0..m * k).map(|x| num_traits::cast::<f64, T>(value(1, x / k, x % k)).expect("a float")).collect();
+    let b: Vec<T> = (0..k * n).map(|x| num_traits::cast::<f64, T>(value(2, x / n, x % n)).expect("a float")).collect();
     let want = reference(m, n, k, &|i, p| value(1, i, p), &|p, j| value(2, p, j));
     // The same values stored transposed.
     let at: Vec<T> = (0..m * k).map(|x| a[(x % m) * k + x / m]).collect();
@@ -34,7 +34,7 @@ fn check<T: GemmFloat>(m: usize, n: usize, k: usize, tol: f64) {
         (Strided { ptr: at.as_ptr(), rs: 1, cs: m as isize }, Strided { ptr: bt.as_ptr(), rs: 1, cs: k as isize }),
     ] {
         for (accumulate, plan) in [false, true].into_iter().flat_map(|a| plans().into_iter().map(move |p| (a, p))) {
-            let mut dst = vec![T::from_f64(0.5); m * n];
+            let mut dst = vec![num_traits::cast::<f64, T>(0.5).expect("a float"); m * n];
             // SAFETY: the operands are m x k and k x n, `dst` m x n,
             // and `plans` holds only kernels this CPU runs.
             unsafe { T::serial(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, accumulate) };

@@ -17,7 +17,7 @@ use crate::gemm::Strided;
 /// stored (or added) as f32 without a second rounding.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[repr(transparent)]
-pub(crate) struct RoundsToBf16(pub f32);
+pub struct RoundsToBf16(pub f32);
 
 /// What the packers read: bf16 values, or f32 ones rounded to bf16.
 ///

@@ -28,8 +28,8 @@ use std::sync::OnceLock;
 
 use blaze_runtime::int8::{self as q, ConvShape, InputQuant, QWeight};
 
-use crate::parallel;
-use crate::pool;
+use crate::threads as parallel;
+use crate::scratch as pool;
 
 /// Output channels in a packed panel.
 const PANEL: usize = 64;
@@ -203,7 +203,8 @@ unsafe impl Send for Out {}
 
 /// `x w^T` for row-major f32 `x` (`m x k`) into `out` (`m x n`), on the
 /// kernel [`Int8Kernel::for_rows`] picks.
-pub(crate) fn linear_int8(x: &[f32], m: usize, w: &QWeight, input: InputQuant, out: &mut [f32]) {
+#[doc(hidden)]
+pub fn linear_int8(x: &[f32], m: usize, w: &QWeight, input: InputQuant, out: &mut [f32]) {
     linear_int8_on(Int8Kernel::for_rows(m), x, m, w, input, out);
 }
 
@@ -265,7 +266,8 @@ unsafe fn run(kernel: Int8Kernel, job: &Job<'_>, m: usize, fork: bool) {
 
 /// An int8 convolution (`quant::weight::conv2d_int8`'s values) on the
 /// kernel [`Int8Kernel::for_rows`] picks for its windows.
-pub(crate) fn conv2d_int8(x: &[f32], shape: &ConvShape, weights: &[&QWeight], input: InputQuant, out: &mut [f32]) {
+#[doc(hidden)]
+pub fn conv2d_int8(x: &[f32], shape: &ConvShape, weights: &[&QWeight], input: InputQuant, out: &mut [f32]) {
     let [oh, ow] = shape.output().expect("conv2d_int8: the kernel fits the padded input");
     conv2d_int8_on(Int8Kernel::for_rows(oh * ow), x, shape, weights, input, out);
 }

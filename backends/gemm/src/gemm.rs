@@ -20,10 +20,10 @@ use std::fmt;
 use std::sync::OnceLock;
 
 use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
-use crate::matmul::Product;
-use crate::pool::grow;
+use crate::product::Product;
+use crate::scratch::grow;
 use crate::simd::Isa;
-use crate::storage::{Float, Num};
+use crate::Real;
 
 /// A register kernel: an ISA and the tile of `C` it keeps in registers
 /// (rows by columns of f32; f64 tiles have half the columns). Products of
@@ -224,56 +224,13 @@ thread_local! {
     static PACKED: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
-/// A strided operand: element `(i, j)` is at `ptr + i * rs + j * cs`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Strided<T> {
-    pub ptr: *const T,
-    pub rs: isize,
-    pub cs: isize,
-}
-
-// SAFETY: a `Strided` only reads, and whoever builds one vouches that the
-// values live and stay unchanged while any thread reads them.
-unsafe impl<T: Sync> Send for Strided<T> {}
-// SAFETY: as above.
-unsafe impl<T: Sync> Sync for Strided<T> {}
-
-impl<T> Strided<T> {
-    /// The operand from element `(i, j)` on.
-    ///
-    /// # Safety
-    /// `(i, j)` must lie inside the operand.
-    #[inline(always)]
-    pub(crate) unsafe fn at(self, i: usize, j: usize) -> Self {
-        // SAFETY: forwarded from the caller.
-        Strided { ptr: unsafe { self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }, ..self }
-    }
-
-    /// The transposed operand: element `(i, j)` is this one's `(j, i)`.
-    #[inline(always)]
-    pub(crate) fn t(self) -> Self {
-        Strided { rs: self.cs, cs: self.rs, ..self }
-    }
-
-    /// Element `(i, j)`.
-    ///
-    /// # Safety
-    /// As for [`Strided::at`].
-    #[inline(always)]
-    unsafe fn get(self, i: usize, j: usize) -> T
-    where
-        T: Copy,
-    {
-        // SAFETY: forwarded from the caller.
-        unsafe { *self.ptr.offset(i as isize * self.rs + j as isize * self.cs) }
-    }
-}
+pub use crate::product::Strided;
 
 /// Element types with a packed GEMM: f32 and f64, each with its kernel
 /// shapes per ISA. A product's plan is [`crate::gemm_tune::plan_for`]'s
 /// (measured, else [`gemm_plan`]); [`Product::serial`] runs it, on a CPU
 /// that runs the plan's kernel ([`GemmKernel::runs_here`]).
-pub(crate) trait GemmFloat: Float + Product<Out = Self, Plan = GemmPlan> {}
+pub(crate) trait GemmFloat: Real + Product<Out = Self, Plan = GemmPlan> {}
 
 /// Implements [`Product`] with the kernels of [`GemmKernel`] for a float
 /// type and its 512- and 256-bit registers.
@@ -398,7 +355,7 @@ struct Gemm<T> {
 /// cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a multiple of
 /// `MR`, `nc` of `NR`.
 #[inline(always)]
-unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
+unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     const { assert!(K::NR <= MAX_NR) };
     let (mr, nr) = (K::MR, K::NR);
     let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate, kc: block_k, mc: block_m, nc: block_n } = *g;
@@ -410,7 +367,7 @@ unsafe fn run<T: Float, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
         if !accumulate {
             for i in 0..m {
                 // SAFETY: row i of the m x n destination.
-                unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n).fill(T::ZERO) };
+                unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), n).fill(T::zero()) };
             }
         }
         return;
@@ -544,7 +501,7 @@ use micro::{Lanes, Micro, Scalar, Simd};
 /// # Safety
 /// As for [`Product::serial`] with `m = 1`.
 #[inline(always)]
-unsafe fn row_times<T: Float, K: Micro<T>>(
+unsafe fn row_times<T: Real, K: Micro<T>>(
     n: usize,
     k: usize,
     dst: *mut T,
@@ -557,7 +514,7 @@ unsafe fn row_times<T: Float, K: Micro<T>>(
     let fma = |x: T, y: T, acc: T| if K::FMA { x.mul_add(y, acc) } else { acc + x * y };
     if b.cs == 1 {
         if !accumulate {
-            out.fill(T::ZERO);
+            out.fill(T::zero());
         }
         for p in 0..k {
             // SAFETY: element p of the row and row p of `b`, n long.
@@ -580,7 +537,7 @@ unsafe fn row_times<T: Float, K: Micro<T>>(
     }
     for (j, o) in out.iter_mut().enumerate().skip(j) {
         // SAFETY: (0, p) and (p, j) lie in the operands.
-        let total = (0..k).fold(T::ZERO, |s, p| unsafe { fma(a.get(0, p), b.get(p, j), s) });
+        let total = (0..k).fold(T::zero(), |s, p| unsafe { fma(a.get(0, p), b.get(p, j), s) });
         *o = if accumulate { *o + total } else { total };
     }
 }

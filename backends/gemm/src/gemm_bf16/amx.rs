@@ -27,7 +27,7 @@ use super::pack::{Source, pack, pack_pairs, transpose_16x16, word};
 use super::x86::store;
 use super::{Bf16Plan, Job, PACKED, Tile, bf16_kernel_runs_here};
 use crate::gemm::Strided;
-use crate::pool::grow;
+use crate::scratch::grow;
 
 /// Rows and columns of the block of sums the kernel keeps in tiles.
 pub(super) const ROWS: usize = 32;

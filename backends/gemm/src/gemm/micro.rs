@@ -8,7 +8,7 @@ use super::*;
 
 /// A register-blocked kernel: `a x b` over `kc` steps of an `MR`-row
 /// panel of `A` and an `NR`-column panel of `B`, stored to a tile.
-pub(super) trait Micro<T: Float> {
+pub(super) trait Micro<T: Real> {
     /// Rows of a tile.
     const MR: usize;
     /// Columns of a tile.
@@ -46,7 +46,7 @@ pub(super) trait Micro<T: Float> {
 
 /// Writes an `MR x NR` block of sums to `tile` (its `rows x cols` corner).
 #[inline(always)]
-fn store<T: Float, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
+fn store<T: Real, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
     let Tile { dst, dst_rs, rows, cols, add } = tile;
     for (i, ci) in c.iter().enumerate().take(rows) {
         // SAFETY: row i of the tile, `cols` long, lies in the destination.
@@ -165,7 +165,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                 return;
             }
             // A partial one is spilled to memory first.
-            let mut out = [[V::T::ZERO; MAX_NR]; MR];
+            let mut out = [[<V::T as num_traits::Zero>::zero(); MAX_NR]; MR];
             for (o, ci) in out.iter_mut().zip(&c) {
                 for (v, &cv) in ci.iter().enumerate() {
                     cv.store(o.as_mut_ptr().add(v * V::W));
@@ -202,7 +202,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                 }
                 p += V::W;
             }
-            let mut out = [V::T::ZERO; 4];
+            let mut out = [<V::T as num_traits::Zero>::zero(); 4];
             for (o, v) in out.iter_mut().zip(acc) {
                 *o = v.sum();
             }
@@ -219,14 +219,14 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
 /// The portable kernel for CPUs without AVX2: a 4 x 4 tile of scalars.
 pub(super) struct Scalar<T>(std::marker::PhantomData<T>);
 
-impl<T: Float> Micro<T> for Scalar<T> {
+impl<T: Real> Micro<T> for Scalar<T> {
     const MR: usize = 4;
     const NR: usize = 4;
     const FMA: bool = false;
 
     #[inline(always)]
     unsafe fn tile(kc: usize, a: Strided<T>, b: *const T, b_rs: usize, tile: Tile<T>) {
-        let mut c = [[T::ZERO; 4]; 4];
+        let mut c = [[T::zero(); 4]; 4];
         for p in 0..kc {
             // SAFETY: step p of each panel, as the caller vouches.
             let (av, bv): ([T; 4], [T; 4]) =
@@ -243,14 +243,14 @@ impl<T: Float> Micro<T> for Scalar<T> {
     #[inline(always)]
     unsafe fn dot4(n: usize, x: *const T, ys: [*const T; 4]) -> [T; 4] {
         // SAFETY: all hold n values, as the caller vouches.
-        ys.map(|y| (0..n).fold(T::ZERO, |t, p| unsafe { t + *x.add(p) * *y.add(p) }))
+        ys.map(|y| (0..n).fold(T::zero(), |t, p| unsafe { t + *x.add(p) * *y.add(p) }))
     }
 }
 
 /// One vector register of floats.
 pub(super) trait Lanes: Copy {
     /// The lane type.
-    type T: Float;
+    type T: Real;
     /// Lanes per register.
     const W: usize;
     /// Whether the lanes are f32 (then the ISA has AVX2, and with it
@@ -280,7 +280,7 @@ pub(super) trait Lanes: Copy {
 /// The block lies in the operand and `out` holds `rows` rounded up to
 /// `width` times `depth` values.
 #[inline(always)]
-pub(super) unsafe fn pack<T: Float>(width: usize, rows: usize, depth: usize, a: Strided<T>, out: *mut T) {
+pub(super) unsafe fn pack<T: Real>(width: usize, rows: usize, depth: usize, a: Strided<T>, out: *mut T) {
     for (panel, i0) in (0..rows).step_by(width).enumerate() {
         let live = width.min(rows - i0);
         // SAFETY: panel `panel` of `out`.
@@ -293,7 +293,7 @@ pub(super) unsafe fn pack<T: Float>(width: usize, rows: usize, depth: usize, a: 
             }
             for (i, v) in step.iter_mut().enumerate() {
                 // SAFETY: (i0 + i, p) lies in the block for i < live.
-                *v = if i < live { unsafe { a.get(i0 + i, p) } } else { T::ZERO };
+                *v = if i < live { unsafe { a.get(i0 + i, p) } } else { T::zero() };
             }
         }
     }
