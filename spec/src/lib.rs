@@ -20,16 +20,17 @@
 //! rule does.
 #![deny(missing_docs)]
 
-mod layers;
 pub mod dim;
+mod layer_options;
+mod layers;
 pub mod ops;
 mod options;
 pub mod precision;
 pub mod rows;
-pub mod rules;
-mod shape;
 #[cfg(test)]
 mod rule_tests;
+pub mod rules;
+mod shape;
 
 pub use layers::{Layer, MAX_RNN_LAYERS, output, output_rank};
 pub use options::{Interpolation, Key, KeyKind, OptionError, Options, Value};

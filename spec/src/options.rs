@@ -1,7 +1,6 @@
 //! The `#[layer(..)]` keys of each layer, their ranges and defaults, and
 //! the options they resolve to.
 
-
 /// A layer's options with every default filled in (PyTorch's defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
@@ -108,7 +107,6 @@ impl Options {
         align_corners: false,
         ceil_mode: false,
     };
-
 }
 
 impl Default for Options {
@@ -266,7 +264,6 @@ impl std::fmt::Display for OptionError {
         f.write_str(&self.0)
     }
 }
-
 
 /// `v` if it is in the range `kind` allows.
 pub(crate) fn check_number(name: &str, kind: KeyKind, v: f64) -> Result<f64, OptionError> {

@@ -1,6 +1,8 @@
 //! `#[model]`: parse, check, generate.
 
+pub(crate) mod args;
 pub(crate) mod attr;
+pub(crate) mod chains;
 pub(crate) mod check;
 pub(crate) mod codegen;
 pub(crate) mod export;

@@ -1,8 +1,8 @@
 //! ONNX models exported by PyTorch (tests/fixtures/make_onnx_fixtures.py),
 //! converted: the generated source is the committed one, it compiles (it is
 //! a module of this test), its outputs match PyTorch's, and it fine-tunes
-//! through the backward pass `#[model]` generates. Broken and unsupported
-//! files are refused with errors that say why.
+//! through the backward pass `#[model]` generates. Refusals are
+//! `refusals.rs`'s.
 //!
 //! After a change to the converter, `BLAZE_BLESS=1 cargo test -p blaze-onnx`
 //! rewrites tests/generated/.
@@ -12,183 +12,11 @@ use std::path::{Path, PathBuf};
 use blaze::nn::{Ctx, Differentiable, Module, ParamVisitor, sgd_step};
 use blaze::prelude::*;
 use blaze::record::{load_model, load_tensors};
-use blaze_onnx::{Error, Problem, import_bytes, import_file};
+use blaze_onnx::import_file;
 
-#[path = "../generated/activations.rs"]
-mod activations;
-#[path = "../generated/activations_legacy.rs"]
-mod activations_legacy;
-#[path = "../generated/attention_buffer.rs"]
-mod attention_buffer;
-#[path = "../generated/attention_buffer_fixed.rs"]
-mod attention_buffer_fixed;
-#[path = "../generated/attention_triu.rs"]
-mod attention_triu;
-#[path = "../generated/decoder.rs"]
-mod decoder;
-#[path = "../generated/encoder_layer.rs"]
-mod encoder_layer;
-#[path = "../generated/gpt.rs"]
-mod gpt;
-#[path = "../generated/gru.rs"]
-mod gru;
-#[path = "../generated/gru_bidirectional.rs"]
-mod gru_bidirectional;
-#[path = "../generated/gru_bidirectional_final_state.rs"]
-mod gru_bidirectional_final_state;
-#[path = "../generated/gru_final_state.rs"]
-mod gru_final_state;
-#[path = "../generated/gru_legacy.rs"]
-mod gru_legacy;
-#[path = "../generated/legacy_encoder_layer.rs"]
-mod legacy_encoder_layer;
-#[path = "../generated/legacy_gelu.rs"]
-mod legacy_gelu;
-#[path = "../generated/lenet.rs"]
-mod lenet;
-#[path = "../generated/lstm.rs"]
-mod lstm;
-#[path = "../generated/lstm_bidirectional.rs"]
-mod lstm_bidirectional;
-#[path = "../generated/lstm_bidirectional_final_state.rs"]
-mod lstm_bidirectional_final_state;
-#[path = "../generated/lstm_final_state.rs"]
-mod lstm_final_state;
-#[path = "../generated/lstm_legacy.rs"]
-mod lstm_legacy;
-#[path = "../generated/lstm_stacked.rs"]
-mod lstm_stacked;
-#[path = "../generated/mlp.rs"]
-mod mlp;
-#[path = "../generated/multihead.rs"]
-mod multihead;
-#[path = "../generated/multihead_fixed.rs"]
-mod multihead_fixed;
-#[path = "../generated/ops.rs"]
-mod ops;
-#[path = "../generated/opset13.rs"]
-mod opset13;
-#[path = "../generated/resnet_block.rs"]
-mod resnet_block;
-#[path = "../generated/tabular.rs"]
-mod tabular;
-#[path = "../generated/text_classifier.rs"]
-mod text_classifier;
-#[path = "../generated/zoo.rs"]
-mod zoo;
-#[path = "../generated/mobilenet_v2_legacy.rs"]
-mod mobilenet_v2_legacy;
-#[path = "../generated/mobilenet_v2_dynamo.rs"]
-mod mobilenet_v2_dynamo;
-#[path = "../generated/mobilenet_v3_legacy.rs"]
-mod mobilenet_v3_legacy;
-#[path = "../generated/mobilenet_v3_dynamo.rs"]
-mod mobilenet_v3_dynamo;
-#[path = "../generated/efficientnet_legacy.rs"]
-mod efficientnet_legacy;
-#[path = "../generated/efficientnet_dynamo.rs"]
-mod efficientnet_dynamo;
-#[path = "../generated/regnet_legacy.rs"]
-mod regnet_legacy;
-#[path = "../generated/regnet_dynamo.rs"]
-mod regnet_dynamo;
-#[path = "../generated/densenet_legacy.rs"]
-mod densenet_legacy;
-#[path = "../generated/densenet_dynamo.rs"]
-mod densenet_dynamo;
-#[path = "../generated/shufflenet_legacy.rs"]
-mod shufflenet_legacy;
-#[path = "../generated/shufflenet_dynamo.rs"]
-mod shufflenet_dynamo;
-#[path = "../generated/squeezenet_legacy.rs"]
-mod squeezenet_legacy;
-#[path = "../generated/squeezenet_dynamo.rs"]
-mod squeezenet_dynamo;
-#[path = "../generated/powers.rs"]
-mod powers;
-#[path = "../generated/powers_legacy.rs"]
-mod powers_legacy;
-#[path = "../generated/bert_legacy.rs"]
-mod bert_legacy;
-#[path = "../generated/bert_dynamo.rs"]
-mod bert_dynamo;
-#[path = "../generated/avg_pool_ceil.rs"]
-mod avg_pool_ceil;
-#[path = "../generated/avg_pool_ceil_legacy.rs"]
-mod avg_pool_ceil_legacy;
+use super::refusals::refusal;
 
-#[path = "../generated/gpt2_legacy.rs"]
-mod gpt2_legacy;
-#[path = "../generated/gpt2_dynamo.rs"]
-mod gpt2_dynamo;
-#[path = "../generated/gpt2_legacy_fixed.rs"]
-mod gpt2_legacy_fixed;
-#[path = "../generated/gpt2_dynamo_fixed.rs"]
-mod gpt2_dynamo_fixed;
-#[path = "../generated/mobilenet_v2_legacy_fixed.rs"]
-mod mobilenet_v2_legacy_fixed;
-#[path = "../generated/mobilenet_v2_dynamo_fixed.rs"]
-mod mobilenet_v2_dynamo_fixed;
-#[path = "../generated/mobilenet_v3_legacy_fixed.rs"]
-mod mobilenet_v3_legacy_fixed;
-#[path = "../generated/mobilenet_v3_dynamo_fixed.rs"]
-mod mobilenet_v3_dynamo_fixed;
-#[path = "../generated/efficientnet_legacy_fixed.rs"]
-mod efficientnet_legacy_fixed;
-#[path = "../generated/efficientnet_dynamo_fixed.rs"]
-mod efficientnet_dynamo_fixed;
-#[path = "../generated/regnet_legacy_fixed.rs"]
-mod regnet_legacy_fixed;
-#[path = "../generated/regnet_dynamo_fixed.rs"]
-mod regnet_dynamo_fixed;
-#[path = "../generated/densenet_legacy_fixed.rs"]
-mod densenet_legacy_fixed;
-#[path = "../generated/densenet_dynamo_fixed.rs"]
-mod densenet_dynamo_fixed;
-#[path = "../generated/shufflenet_legacy_fixed.rs"]
-mod shufflenet_legacy_fixed;
-#[path = "../generated/shufflenet_dynamo_fixed.rs"]
-mod shufflenet_dynamo_fixed;
-#[path = "../generated/squeezenet_legacy_fixed.rs"]
-mod squeezenet_legacy_fixed;
-#[path = "../generated/squeezenet_dynamo_fixed.rs"]
-mod squeezenet_dynamo_fixed;
-#[path = "../generated/bert_legacy_fixed.rs"]
-mod bert_legacy_fixed;
-#[path = "../generated/bert_dynamo_fixed.rs"]
-mod bert_dynamo_fixed;
-#[path = "../generated/resnet_legacy.rs"]
-mod resnet_legacy;
-#[path = "../generated/resnet_dynamo.rs"]
-mod resnet_dynamo;
-#[path = "../generated/resnet_legacy_fixed.rs"]
-mod resnet_legacy_fixed;
-#[path = "../generated/resnet_dynamo_fixed.rs"]
-mod resnet_dynamo_fixed;
-#[path = "../generated/lstm_classifier_legacy.rs"]
-mod lstm_classifier_legacy;
-#[path = "../generated/lstm_classifier_dynamo.rs"]
-mod lstm_classifier_dynamo;
-#[path = "../generated/lstm_classifier_legacy_fixed.rs"]
-mod lstm_classifier_legacy_fixed;
-#[path = "../generated/lstm_classifier_dynamo_fixed.rs"]
-mod lstm_classifier_dynamo_fixed;
-#[path = "../generated/gru_classifier_legacy.rs"]
-mod gru_classifier_legacy;
-#[path = "../generated/gru_classifier_dynamo.rs"]
-mod gru_classifier_dynamo;
-#[path = "../generated/gru_classifier_legacy_fixed.rs"]
-mod gru_classifier_legacy_fixed;
-#[path = "../generated/gru_classifier_dynamo_fixed.rs"]
-mod gru_classifier_dynamo_fixed;
-#[path = "../generated/batch_norm_kept_legacy.rs"]
-mod batch_norm_kept_legacy;
-#[path = "../generated/batch_norm_kept_dynamo.rs"]
-mod batch_norm_kept_dynamo;
-/// The form a build script's output takes: `include!` of the written file.
-mod included {
-    include!("../generated/mlp.rs");
-}
+use super::generated::*;
 
 const MODELS: [&str; 85] = [
     "mlp",
@@ -278,7 +106,7 @@ const MODELS: [&str; 85] = [
     "batch_norm_kept_dynamo",
 ];
 
-fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
@@ -733,7 +561,11 @@ fn relatively_close<const D: usize>(name: &str, got: &Tensor<Cpu, D>, want: &Ten
     let scale = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     let worst = g.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
     println!("{name}: worst difference {worst:.1e}, {:.1e} of the largest value", worst / scale);
-    if scale > 0.0 && worst <= 1e-4 * scale { Ok(()) } else { Err(format!("{name}: {worst:e} off (largest {scale:e})")) }
+    if scale > 0.0 && worst <= 1e-4 * scale {
+        Ok(())
+    } else {
+        Err(format!("{name}: {worst:e} off (largest {scale:e})"))
+    }
 }
 
 /// Every model of the corpus (the torchvision families, BERT, GPT-2 and
@@ -933,150 +765,4 @@ fn an_export_at_a_fixed_batch_and_length_reads_its_constant_masks() {
     fine_tunes!(model, x, 0.5, 30);
     let (model, x, _) = imported!(attention_buffer_fixed::AttentionBufferFixed, "attention_buffer_fixed", 3, 3);
     fine_tunes!(model, x, 0.5, 30);
-}
-
-fn refusal(path: &Path) -> String {
-    match import_file(path, None) {
-        Ok(_) => panic!("{} converted", path.display()),
-        Err(e) => e.to_string(),
-    }
-}
-
-#[test]
-fn unsupported_operators_are_listed_with_their_nodes() {
-    let msg = refusal(&fixture("unknown_ops.onnx"));
-    assert!(msg.starts_with("unknown_ops.onnx: 2 operator(s) without a conversion to Blaze:"), "{msg}");
-    assert!(msg.contains("\n  Hardmax: pick, pick_again\n  Det: det\n"), "{msg}");
-    assert!(!msg.contains("relu"), "{msg}");
-}
-
-#[test]
-fn activations_blaze_has_no_layer_for_are_refused_with_what_they_compute() {
-    let msg = refusal(&fixture("clip_bounds.onnx"));
-    assert!(msg.contains("node `clamp` (Clip)") && msg.contains("clamps to [-1, 1]"), "{msg}");
-    let msg = refusal(&fixture("hardsigmoid_onnx.onnx"));
-    assert!(msg.contains("node `gate` (HardSigmoid)") && msg.contains("0.2 x + 0.5"), "{msg}");
-}
-
-#[test]
-fn a_shape_computed_from_the_data_is_refused_at_its_node() {
-    let msg = refusal(&fixture("data_dependent.onnx"));
-    assert!(msg.contains("node `reshape_by_data` (Reshape)"), "{msg}");
-    assert!(msg.contains("a data-dependent shape"), "{msg}");
-    assert!(msg.contains("`to_ints` casts a tensor computed from the data"), "{msg}");
-}
-
-#[test]
-fn broken_files_are_refused_and_nothing_is_written() {
-    let bytes = std::fs::read(fixture("lenet.onnx")).unwrap();
-    for cut in [10, 1000, bytes.len() / 2, bytes.len() - 1] {
-        match import_bytes(&bytes[..cut], "cut.onnx", "Cut") {
-            Err(Error::Model { file, problem: Problem::Malformed(_) }) => assert_eq!(file, "cut.onnx"),
-            other => panic!("{cut} bytes: {other:?}"),
-        }
-    }
-    let msg = import_bytes(b"not a model at all", "text.onnx", "Text").unwrap_err().to_string();
-    assert!(msg.starts_with("text.onnx: not a valid ONNX model"), "{msg}");
-    let msg = refusal(Path::new("/nonexistent/model.onnx"));
-    assert!(msg.starts_with("/nonexistent/model.onnx: "), "{msg}");
-    // A bad struct name is the caller's mistake, not the model's.
-    match import_bytes(&bytes, "lenet.onnx", "lenet") {
-        Err(e @ Error::Name { .. }) => {
-            let msg = e.to_string();
-            assert!(msg.starts_with("`lenet` is not a Rust type name") && msg.contains("`Lenet` would do"), "{msg}");
-        }
-        other => panic!("{other:?}"),
-    }
-    // Nor can it be a name the generated source uses for a layer.
-    match import_bytes(&bytes, "lenet.onnx", "Linear") {
-        Err(e @ Error::Name { .. }) => assert!(e.to_string().contains("`LinearModel` would do"), "{e}"),
-        other => panic!("{other:?}"),
-    }
-}
-
-#[test]
-fn weights_in_an_external_file_are_read_beside_the_model() {
-    // torch.onnx.export's default: the large tensors in `NAME.onnx.data`.
-    let external = import_file(&fixture("external_data.onnx"), Some("Mlp")).unwrap();
-    let inline = import_file(&fixture("external_data_inline.onnx"), Some("Mlp")).unwrap();
-    assert!(!external.weights.is_empty());
-    assert_eq!(external.weights, inline.weights);
-    assert_eq!(external.source.replace("external_data.onnx", "external_data_inline.onnx"), inline.source);
-
-    // In memory there is no folder to read the file from.
-    let bytes = std::fs::read(fixture("external_data.onnx")).unwrap();
-    let msg = import_bytes(&bytes, "external_data.onnx", "Mlp").unwrap_err().to_string();
-    assert!(msg.contains("the external file `external_data.onnx.data`") && msg.contains("import_file"), "{msg}");
-
-    // The model copied without its data file: the error names the file.
-    let dir = std::env::temp_dir().join(format!("blaze-onnx-external-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let alone = dir.join("external_data.onnx");
-    std::fs::write(&alone, &bytes).unwrap();
-    let msg = refusal(&alone);
-    let missing = dir.join("external_data.onnx.data").display().to_string();
-    assert!(msg.contains(&missing) && msg.contains("could not be read"), "{msg}");
-
-    // A cut data file: the tensor's bytes are past its end.
-    let data = std::fs::read(fixture("external_data.onnx.data")).unwrap();
-    std::fs::write(dir.join("external_data.onnx.data"), &data[..data.len() / 2]).unwrap();
-    let msg = refusal(&alone);
-    assert!(msg.contains(&format!("which holds {} bytes", data.len() / 2)), "{msg}");
-
-    // A location that leaves the model's folder is refused, not read (the
-    // same length, so the protobuf stays well formed).
-    let location = b"external_data.onnx.data";
-    let escaping = b"../ernal_data.onnx.data";
-    let at = bytes.windows(location.len()).position(|w| w == location).expect("the location is in the model");
-    let mut edited = bytes.clone();
-    for start in (at..edited.len() - location.len()).filter(|&i| &bytes[i..i + location.len()] == location) {
-        edited[start..start + location.len()].copy_from_slice(escaping);
-    }
-    std::fs::write(&alone, &edited).unwrap();
-    let msg = refusal(&alone);
-    assert!(msg.contains("`../ernal_data.onnx.data`, which is not a path inside the model's folder"), "{msg}");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn the_command_line_writes_source_and_weights() {
-    let dir = std::env::temp_dir().join(format!("blaze-onnx-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join("model.rs");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
-        .arg(fixture("lenet.onnx"))
-        .args(["--out".as_ref(), out.as_os_str(), "--name".as_ref(), "LeNet".as_ref()])
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-    let source = std::fs::read_to_string(&out).unwrap();
-    assert!(source.contains("pub struct LeNet {"), "{source}");
-    assert!(dir.join("model.safetensors").exists());
-    let failed = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
-        .arg(fixture("unknown_ops.onnx"))
-        .args(["--out".as_ref(), dir.join("bad.rs").as_os_str()])
-        .output()
-        .unwrap();
-    assert!(!failed.status.success());
-    assert!(String::from_utf8_lossy(&failed.stderr).contains("Hardmax: pick, pick_again"));
-    assert!(!dir.join("bad.rs").exists(), "a refused model writes nothing");
-    // `--out` into folders that do not exist yet creates them.
-    let nested = dir.join("src/models/lenet.rs");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
-        .arg(fixture("lenet.onnx"))
-        .args(["--out".as_ref(), nested.as_os_str()])
-        .output()
-        .unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
-    assert!(nested.exists() && nested.with_extension("safetensors").exists());
-    // A bad `--name` is reported as such.
-    let named = std::process::Command::new(env!("CARGO_BIN_EXE_blaze-onnx"))
-        .arg(fixture("lenet.onnx"))
-        .args(["--out".as_ref(), dir.join("named.rs").as_os_str(), "--name".as_ref(), "le net".as_ref()])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&named.stderr);
-    assert!(!named.status.success() && stderr.contains("`le net` is not a Rust type name"), "{stderr}");
-    assert!(!stderr.contains("not a valid ONNX model"), "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,5 +6,7 @@
 
 mod export;
 mod fuzz;
+mod generated;
 mod import;
+mod refusals;
 mod roundtrip;

@@ -1,0 +1,154 @@
+//! The items around a body's passes: the cache struct's fields, the
+//! gradients' literal, parameter counts, initialisers, the signature and
+//! the summary's rows.
+
+use super::*;
+
+impl Gen<'_> {
+    /// The cache struct's fields.
+    pub fn cache_fields(&self) -> TokenStream {
+        let (vals, shapes) = self.stored();
+        let mut out = TokenStream::new();
+        for k in vals {
+            let (id, r) = (value_ident(k), self.rank(k));
+            out.extend(quote!(#id: ::blaze::Tensor<B, #r>,));
+        }
+        for k in shapes {
+            let (id, r) = (shape_ident(k), self.rank(k));
+            out.extend(quote!(#id: [usize; #r],));
+        }
+        for (i, n) in self.low.nodes.iter().enumerate() {
+            let ci = layer_cache_ident(i);
+            if let (Op::Layer(_), true) = (&n.op, self.plan.fused_away(i)) {
+                let d = seed_ident(i);
+                out.extend(quote!(#d: ::core::option::Option<u64>,));
+            }
+            if self.plan.fused_away(i) || self.plan.recomputed_input(i).is_some() {
+                continue;
+            }
+            let ty = match &n.op {
+                Op::Layer(callee) => {
+                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
+                    quote!(#path::Cache)
+                }
+                Op::Nested(callee) => {
+                    let ty = field_ty(&self.fields()[callee.field].kind);
+                    quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
+                }
+                Op::Attend(callee) => {
+                    let ty = field_ty(&self.fields()[callee.field].kind);
+                    quote!(<#ty as ::blaze::nn::Attend<B>>::AttendCache)
+                }
+                // The other ops' adjoints read what `stored` keeps.
+                Op::Input
+                | Op::Bin(_)
+                | Op::Binary(_)
+                | Op::Scalar(..)
+                | Op::Neg
+                | Op::Unary(_)
+                | Op::Matmul
+                | Op::Transpose(..)
+                | Op::Permute(_)
+                | Op::Reshape(_)
+                | Op::Narrow { .. }
+                | Op::Cat(_)
+                | Op::Softmax(_)
+                | Op::LogSoftmax(_)
+                | Op::Reduce { .. }
+                | Op::CausalFill { .. }
+                | Op::Kernel { .. }
+                | Op::Positions(_) => continue,
+            };
+            out.extend(quote!(#ci: #ty,));
+        }
+        let ns = self.low.symbols.len();
+        out.extend(quote!(syms: [usize; #ns], __backend: ::core::marker::PhantomData<B>,));
+        out
+    }
+
+    /// The gradients struct literal from the `gr_*` variables.
+    pub fn grads_literal(&self) -> TokenStream {
+        let grads_struct = format_ident!("{}Grads", self.model.ident);
+        let fields = self.fields().iter().enumerate().map(|(fi, f)| {
+            let name = &f.ident;
+            let value = match (f.kind.has_params(), f.array) {
+                (false, None) => quote!(()),
+                (false, Some(n)) => quote!(::std::vec![(); #n]),
+                (true, None) => {
+                    let id = grads_ident(Callee { field: fi, index: None }, self.fields());
+                    quote!(#id)
+                }
+                (true, Some(n)) => {
+                    let ids = (0..n).map(|i| grads_ident(Callee { field: fi, index: Some(i) }, self.fields()));
+                    quote!(::std::vec![#(#ids),*])
+                }
+            };
+            quote!(#name: #value)
+        });
+        quote!(#grads_struct { #(#fields),* })
+    }
+
+    /// Trainable scalars, as a const expression.
+    pub fn num_params(&self) -> TokenStream {
+        let terms = self.fields().iter().zip(self.options).map(|(f, o)| {
+            let n = f.array.unwrap_or(1);
+            match count_params(&f.kind, o) {
+                Some(p) => {
+                    let p = p * n;
+                    quote!(#p)
+                }
+                None => {
+                    let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu));
+                    quote!(<#ty as ::blaze::nn::Graph<::blaze::Cpu>>::NUM_PARAMS * #n)
+                }
+            }
+        });
+        quote!(0 #(+ #terms)*)
+    }
+
+    /// Field initialisers; nested models through `Graph` (which every
+    /// `#[model]` implements, with a forward body or without).
+    pub fn inits(&self) -> Vec<TokenStream> {
+        self.fields()
+            .iter()
+            .zip(self.options)
+            .map(|(f, o)| match (&f.kind, f.array) {
+                (LayerKind::Opaque { .. }, n) => {
+                    let ty = field_ty(&f.kind);
+                    let one = quote!(<#ty as ::blaze::nn::Graph<B>>::init(rng, device));
+                    if n.is_some() { quote!(::core::array::from_fn(|_| #one)) } else { one }
+                }
+                _ => field_init(f, o),
+            })
+            .collect()
+    }
+
+    /// A shape as a `StaticShape` (symbols as `blaze_spec::symbol`; product
+    /// dims as 0, which no caller's dim equals).
+    pub fn sig(&self, shape: &[Dim]) -> TokenStream {
+        let dims = shape.iter().map(|d| match (d.fixed(), d.name()) {
+            (Some(n), _) => n,
+            (None, Some(&k)) => blaze_spec::symbol(k),
+            _ => 0,
+        });
+        quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
+    }
+
+    /// The summary's rows: each field's name, type and first output shape.
+    pub fn summary_rows(&self) -> Vec<TokenStream> {
+        self.fields()
+            .iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let name = f.ident.to_string();
+                let kind = match f.array {
+                    Some(n) => format!("[{}; {n}]", f.kind.display()),
+                    None => f.kind.display(),
+                };
+                let output =
+                    self.low.first_output[fi].as_ref().map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
+                quote!((#name, #kind, #output))
+            })
+            .collect()
+    }
+}

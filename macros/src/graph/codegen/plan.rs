@@ -1,0 +1,269 @@
+//! What a body's passes fuse and recompute: the layers whose output the
+//! backward rebuilds, the norms and dropouts, the fusion plan `FUSION`
+//! lists, and the ops each pass runs.
+
+use super::*;
+
+impl Gen<'_> {
+    /// Layer nodes whose input the backward recomputes rather than the
+    /// training forward keeping it, with the node that makes it: a layer
+    /// whose cache is its input (`Linear`) reading, and alone, the output
+    /// of an activation or normalisation that can rebuild it from its own
+    /// cache (GELU, LayerNorm, RMSNorm) and that runs on its own.
+    pub fn recomputable(&self) -> Vec<(usize, usize)> {
+        let low = self.low;
+        let uses = low.uses();
+        let taken = self.fused_activations();
+        let builtin = |op: &Op| match op {
+            Op::Layer(callee) => self.fields()[callee.field].kind.builtin().map(|(l, _)| l),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        for (i, n) in low.nodes.iter().enumerate() {
+            if !builtin(&n.op).is_some_and(|l| l.caches_input()) || uses[n.args[0]] != 1 {
+                continue;
+            }
+            let Some(p) = low.nodes.iter().position(|m| m.out == n.args[0]) else { continue };
+            let producer = &low.nodes[p];
+            // An op whose derivative reads its input keeps that input,
+            // from which its output is one pass.
+            let rebuilds = match &producer.op {
+                Op::Unary(u) => !of_output(u),
+                op => builtin(op).is_some_and(|l| l.recomputes_output()),
+            };
+            // A norm that ends a group keeps the layer's cache, which
+            // rebuilds its output as well.
+            let alone = !taken.contains(&p)
+                && !self.plan.inside(p)
+                && (self.plan.rooted_at(p).is_none() || self.plan.norm_root(p));
+            if rebuilds && alone && low.vals[n.args[0]].rank() == low.vals[producer.args[0]].rank() {
+                out.push((i, p));
+            }
+        }
+        out
+    }
+
+    /// The nodes that call a `LayerNorm` (`true`) or `RMSNorm` layer: a
+    /// group may end with one.
+    pub fn norms(&self) -> Vec<(usize, bool)> {
+        let norm = |c: &Callee| match self.fields()[c.field].kind.builtin() {
+            Some((blaze_spec::Layer::LayerNorm, _)) => Some(true),
+            Some((blaze_spec::Layer::RMSNorm, _)) => Some(false),
+            _ => None,
+        };
+        (0..self.low.nodes.len())
+            .filter_map(|i| match &self.low.nodes[i].op {
+                Op::Layer(c) => Some((i, norm(c)?)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The nodes that call a `Dropout` layer: elementwise, so a group may
+    /// take them.
+    pub fn dropouts(&self) -> Vec<usize> {
+        let dropout =
+            |c: &Callee| self.fields()[c.field].kind.builtin().is_some_and(|(l, _)| l == blaze_spec::Layer::Dropout);
+        (0..self.low.nodes.len()).filter(|&i| matches!(&self.low.nodes[i].op, Op::Layer(c) if dropout(c))).collect()
+    }
+
+    /// The expression of the recomputed input of layer node `i`, from its
+    /// producer `p`'s cache.
+    pub(super) fn recomputed(&self, p: usize) -> TokenStream {
+        let n = &self.low.nodes[p];
+        let (r, cp) = (self.rank(n.out), layer_cache_ident(p));
+        match &n.op {
+            Op::Unary(u) => {
+                let (m, vx) = (format_ident!("{}", u.name), value_ident(n.args[0]));
+                quote!(cache.#vx.#m())
+            }
+            Op::Layer(callee) => {
+                let ty = field_ty(&self.fields()[callee.field].kind);
+                let at = access(*callee, self.fields());
+                quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
+            }
+            _ => unreachable!("only activations and layers rebuild their outputs"),
+        }
+    }
+
+    /// The activation nodes that run inside their layer's call
+    /// ([`Gen::fused`]): not for elementwise groups.
+    pub fn fused_activations(&self) -> Vec<usize> {
+        self.fused().values().map(Epilogue::node).collect()
+    }
+
+    /// Ops the forward runs under `plan`: every node but inputs, the
+    /// activations run inside their layer, and the ops inside a group
+    /// (whose root runs it).
+    pub(super) fn forward_ops(&self, plan: &Plan) -> usize {
+        let under = Gen { model: self.model, options: self.options, low: self.low, input_names: Vec::new(), plan };
+        let taken = under.fused_activations();
+        (0..self.low.nodes.len())
+            .filter(|&i| !matches!(self.low.nodes[i].op, Op::Input) && !taken.contains(&i) && !plan.inside(i))
+            .count()
+    }
+
+    /// Adjoint ops the full backward runs under `plan`: one per operand
+    /// that needs a gradient, a group's counted once per such argument, a
+    /// layer's call as one.
+    pub(super) fn backward_ops(&self, plan: &Plan) -> usize {
+        let low = self.low;
+        let need = |k: usize| low.vals[k].grad;
+        (0..low.nodes.len())
+            .filter(|&i| !plan.inside(i) && need(low.nodes[i].out))
+            .map(|i| match (&low.nodes[i].op, plan.rooted_at(i)) {
+                // A norm that ends a group runs its layer's backward first.
+                (_, Some(g)) => {
+                    let norm = usize::from(matches!(g.reduce, Some(RowOp::Norm { .. })));
+                    norm + g.inputs.iter().filter(|x| matches!(x, Input::Value(k) if need(*k))).count()
+                }
+                (Op::Layer(_) | Op::Nested(_) | Op::Attend(_), _) => 1,
+                (_, None) => low.nodes[i].args.iter().filter(|&&k| need(k)).count(),
+            })
+            .sum()
+    }
+
+    /// The model's `FUSION` constant: the groups of this plan, with `wgsl`
+    /// for each, and the op counts with it and under `unfused`.
+    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Plan) -> TokenStream {
+        let groups = self.plan.groups.iter().zip(wgsl).map(|(g, w)| {
+            let (name, ops, inputs) = (&g.kernel.name, &g.ops, g.inputs.len());
+            let output = show(&self.low.vals[self.low.nodes[g.root].out].shape, &self.low.symbols);
+            quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
+        });
+        let softmaxes = self.plan.softmaxes.iter().map(|s| {
+            let ops = s.nodes.iter().map(|&i| match &self.low.nodes[i].op {
+                Op::Scalar(ScalarOp::Div, _) => "div_scalar",
+                Op::Scalar(..) => "mul_scalar",
+                Op::CausalFill { .. } => "masked_fill",
+                Op::LogSoftmax(_) => "log_softmax",
+                _ => "softmax",
+            });
+            quote!(&[#(#ops),*])
+        });
+        let name = |i: usize| match &self.low.nodes[i].op {
+            Op::Layer(c) => {
+                let f = &self.fields()[c.field].ident;
+                c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
+            }
+            Op::Unary(u) => u.name.to_owned(),
+            _ => String::new(),
+        };
+        let recomputed = self.plan.recompute.iter().map(|&(l, p)| format!("{} <- {}", name(l), name(p)));
+        let mut epilogues: Vec<(usize, String)> = self
+            .fused()
+            .into_iter()
+            .map(|(i, e)| {
+                let op = if matches!(e, Epilogue::Act(..)) { name(e.node()) } else { "add".into() };
+                (i, format!("{} + {op}", name(i)))
+            })
+            .collect();
+        epilogues.sort();
+        let epilogues = epilogues.into_iter().map(|(_, e)| e);
+        let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
+        let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
+        let items: Vec<precision::Item<'_>> = self
+            .low
+            .nodes
+            .iter()
+            .filter_map(|node| match &node.op {
+                Op::Layer(c) | Op::Attend(c) | Op::Nested(c) => {
+                    let field = &self.fields()[c.field];
+                    let name = field.ident.to_string();
+                    Some(match &field.kind {
+                        LayerKind::Builtin { layer, sizes, .. } => {
+                            let options = &self.options[c.field].spec;
+                            precision::Item::Layer { name, layer: *layer, sizes, options }
+                        }
+                        LayerKind::Opaque { .. } => precision::Item::Nested { name },
+                    })
+                }
+                Op::Matmul => {
+                    let [a, b] = [0, 1].map(|i| &self.low.vals[node.args[i]].shape);
+                    let depth = a.last().and_then(Extent::fixed);
+                    let what = format!("matmul {} x {}", show(a, &self.low.symbols), show(b, &self.low.symbols));
+                    Some(precision::Item::Matmul { what, depth })
+                }
+                _ => None,
+            })
+            .collect();
+        let products = precision::plan_fields(self.model.precision, &items);
+        quote!(::blaze::nn::FusionPlan {
+            groups: &[#(#groups),*],
+            softmaxes: &[#(#softmaxes),*],
+            epilogues: &[#(#epilogues),*],
+            recomputed: &[#(#recomputed),*],
+            forward_ops: [#(#fwd),*],
+            backward_ops: [#(#bwd),*],
+            #products
+        })
+    }
+
+    /// Layer nodes that finish in their bias pass (`forward_fused`): a
+    /// `Linear` or `Conv2d` whose output only a ReLU, sigmoid or tanh reads
+    /// takes the activation, as in a model of fields in sequence; a
+    /// `Linear` whose output only a residual add of a value of its shape
+    /// reads (`x + fc(h)`) takes the add, unless fusion is off.
+    pub(super) fn fused(&self) -> HashMap<usize, Epilogue> {
+        let low = self.low;
+        let uses = low.uses();
+        let mut out = HashMap::new();
+        for (i, n) in low.nodes.iter().enumerate() {
+            let Op::Layer(callee) = &n.op else { continue };
+            let Some((layer, _)) = self.fields()[callee.field].kind.builtin() else { continue };
+            if !layer.fuses_activation() || uses[n.out] != 1 {
+                continue;
+            }
+            let Some(j) = low.nodes.iter().position(|m| m.args.contains(&n.out)) else { continue };
+            // The ops whose derivative reads the output fuse into the bias
+            // pass (GELU's reads the input, which the pass does not keep).
+            if let Op::Unary(u) = low.nodes[j].op
+                && of_output(u)
+            {
+                let op = unary_op(u);
+                out.insert(i, Epilogue::Act(j, quote!(::core::option::Option::Some(#op))));
+                continue;
+            }
+            let node = &low.nodes[j];
+            if self.plan.enabled && layer.fuses_residual() && matches!(node.op, Op::Bin(Bin::Add)) {
+                let r = if node.args[0] == n.out { node.args[1] } else { node.args[0] };
+                let (vr, vo) = (&low.vals[r], &low.vals[n.out]);
+                // The layer's call runs where the layer was: `r` must be made before.
+                let before = low.nodes[..i].iter().any(|m| m.out == r);
+                if r != n.out && before && vr.shape == vo.shape && vr.batched == vo.batched {
+                    out.insert(i, Epilogue::Residual(j, r));
+                }
+            }
+        }
+        out
+    }
+
+    /// [`Gen::fused`], and for inference also an op whose derivative reads
+    /// its input (GELU) after a layer that fuses activations, when the op
+    /// runs on its own: only the training forward must keep that input.
+    pub(super) fn fused_for_inference(&self) -> HashMap<usize, Epilogue> {
+        let mut fused = self.fused();
+        if !self.plan.enabled {
+            return fused;
+        }
+        let low = self.low;
+        for (i, n) in low.nodes.iter().enumerate() {
+            let Op::Layer(callee) = &n.op else { continue };
+            let layer = self.fields()[callee.field].kind.builtin().map(|(l, _)| l);
+            if fused.contains_key(&i) || !layer.is_some_and(|l| l.fuses_activation()) {
+                continue;
+            }
+            let readers: Vec<usize> = (0..low.nodes.len()).filter(|&j| low.nodes[j].args.contains(&n.out)).collect();
+            if let [j] = readers[..]
+                && let Op::Unary(u) = low.nodes[j].op
+                && low.output != n.out
+                && self.plan.group_of[j].is_none()
+                && self.plan.softmax_of[j].is_none()
+            {
+                let op = unary_op(u);
+                fused.insert(i, Epilogue::Act(j, quote!(::core::option::Option::Some(#op))));
+            }
+        }
+        fused
+    }
+}
