@@ -14,11 +14,13 @@
 //! indices). Tensors are contiguous: reshape is free, permute, expand,
 //! slice, pad and cat are strided copies (`kernels::copy_kernel`).
 //!
-//! Beside this file: `kernels.rs` (the elementwise and movement kernels),
+//! Beside this file: `composites.rs` (the fused composites and the f16
+//! products), `kernels.rs` (the elementwise and movement kernels),
 //! `index.rs` (gather, scatter), `conv.rs` (convolution, pooling, their
-//! gradients, tuned), `matmul.rs` and `reduce.rs` (cubek, tuned), `softmax.rs`
-//! (fused, one cube per row), `optim.rs` (the optimizers' updates, in
-//! place where the buffer allows) and `ew.rs` (`kernel!` kernels).
+//! gradients, tuned), `matmul.rs` and `reduce.rs` (cubek, tuned), `tune.rs`
+//! (running and timing an op's candidates), `rows.rs` (the row kernels:
+//! softmax, norms, one cube per row), `optim.rs` (the optimizers' updates,
+//! in place where the buffer allows) and `ew.rs` (`kernel!` kernels).
 
 use std::fmt;
 use std::ops::Range;
