@@ -1,5 +1,6 @@
-//! The `#[layer(..)]` keys of each layer, their ranges and defaults, and
-//! the options they resolve to.
+//! The `#[layer(..)]` keys, their kinds and ranges, and the options they
+//! resolve to with PyTorch's defaults (which keys a layer takes, and
+//! what they mean for it: `layers.rs`, `layer_options.rs`).
 
 /// A layer's options with every default filled in (PyTorch's defaults).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -3,8 +3,8 @@
 //! Storage is an ndarray per dtype ([`CpuStorage`]); permutes and slices are
 //! views that share the values, and op outputs come from a buffer pool
 //! (`pool.rs`), so a training step of fixed shapes allocates nothing after
-//! its first run. Matmul and convolution go through the crate's packed
-//! GEMM, which selects AVX-512 or AVX2 kernels at run time.
+//! its first run. Matmul and convolution go through the packed GEMMs of
+//! `blaze-gemm`, which select AVX-512, AVX2 or AMX kernels at run time.
 //! Elementwise ops and reductions run as tight serial loops on small tensors
 //! and fork onto rayon's pool only above a size threshold, because waking a
 //! second core costs more than a small op does.

@@ -1,5 +1,5 @@
-//! Batched matmul on the crate's packed GEMMs (`gemm.rs`, and
-//! `gemm_bf16.rs` for bf16 on AVX512-BF16). Operands are
+//! Batched matmul on `blaze-gemm`'s packed GEMMs (`blaze_gemm::gemm_raw`:
+//! f32 and f64, and bf16 on AMX or AVX512-BF16). Operands are
 //! read through their strides, so a transposed weight or a broadcast batch
 //! dim costs no copy.
 

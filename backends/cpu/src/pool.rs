@@ -169,7 +169,6 @@ fn output_with<T: Pooled>(shape: &[usize], fill: &mut dyn FnMut(&mut [T])) -> Ar
     a
 }
 
-
 /// `len` default values whose first one sits on an [`ALIGN`] boundary: a
 /// buffer a cache line longer, viewed from its first aligned value (the
 /// array keeps the whole buffer and frees it whole).
@@ -269,9 +268,6 @@ pub(crate) fn update_in_place<T: Pooled>(a: &mut Array<T>, f: impl FnOnce(&mut [
     lock::<T>().keep(a.clone());
     unique
 }
-
-/// Buffers from this size on are backed by 2 MiB pages where the system
-/// allows it.
 
 #[cfg(test)]
 mod tests {

@@ -37,7 +37,8 @@ pub fn advise_huge_pages(ptr: *const u8, bytes: usize) {
 pub fn grow<T>(words: &mut Vec<u64>, len: usize) -> *mut T {
     const { assert!(align_of::<T>() <= align_of::<u64>()) };
     let word = size_of::<u64>();
-    let need = (len * size_of::<T>()).div_ceil(word) + ALIGN / word;
+    let bytes = len.checked_mul(size_of::<T>()).unwrap_or_else(|| panic!("scratch of {len} values: more bytes than memory has"));
+    let need = bytes.div_ceil(word) + ALIGN / word;
     if words.len() < need {
         words.reserve(need - words.len());
         advise_huge_pages(words.as_ptr().cast(), words.capacity() * word);

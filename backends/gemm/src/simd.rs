@@ -30,6 +30,7 @@ pub fn isa() -> Isa {
 impl Isa {
     /// Whether this CPU has every feature `self`'s code is compiled with
     /// (the `target_feature` lists below and in the GEMM kernels).
+    #[inline]
     pub fn runs_here(self) -> bool {
         #[cfg(target_arch = "x86_64")]
         {

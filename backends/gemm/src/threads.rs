@@ -7,6 +7,7 @@ use std::marker::PhantomData;
 use rayon::prelude::*;
 
 /// Whether work of `n` elements at or above `threshold` should fork.
+#[inline]
 pub fn should_fork(n: usize, threshold: usize) -> bool {
     n >= threshold && rayon::current_num_threads() > 1
 }

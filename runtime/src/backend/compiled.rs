@@ -22,7 +22,9 @@ pub type AnyTable = dyn Any + Send + Sync;
 /// storages. A backend crate compiles all of them once, for its type, with
 /// `blaze_train::precompile!(MyBackend)`, which sets [`Self::AHEAD`] and
 /// lists the tables in a `static`; a user's crate then calls through their
-/// pointers and compiles none of them.
+/// pointers and compiles none of them. (This replaces the one table,
+/// `Compiled<B>`, that a backend once kept in a `static` and returned
+/// from `Precompiled::compiled`.)
 ///
 /// Backends that keep the default (`impl Precompiled for MyBackend {}`)
 /// work the same, each table compiled where it is used; so do generic
