@@ -50,25 +50,6 @@ impl From<syn::Error> for Errors {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use proc_macro2::Span;
-
-    use super::*;
-
-    #[test]
-    fn errors_keep_every_message_in_order() {
-        let none = Errors::default();
-        assert!(none.is_empty() && none.messages().is_empty() && none.finish().is_ok());
-        let mut errors = Errors::default();
-        errors.push(syn::Error::new(Span::call_site(), "first"));
-        errors.push(syn::Error::new(Span::call_site(), "second"));
-        assert_eq!((errors.len(), errors.messages()), (2, vec!["first".to_owned(), "second".to_owned()]));
-        assert_eq!(errors.to_compile_error().to_string().matches("compile_error").count(), 2);
-        assert_eq!(errors.finish().unwrap_err().into_iter().count(), 2);
-    }
-}
-
 /// The candidate nearest to `name` by edit distance, if within two edits:
 /// the "did you mean" of every diagnostic.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
@@ -94,4 +75,23 @@ pub fn distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::Span;
+
+    use super::*;
+
+    #[test]
+    fn errors_keep_every_message_in_order() {
+        let none = Errors::default();
+        assert!(none.is_empty() && none.messages().is_empty() && none.finish().is_ok());
+        let mut errors = Errors::default();
+        errors.push(syn::Error::new(Span::call_site(), "first"));
+        errors.push(syn::Error::new(Span::call_site(), "second"));
+        assert_eq!((errors.len(), errors.messages()), (2, vec!["first".to_owned(), "second".to_owned()]));
+        assert_eq!(errors.to_compile_error().to_string().matches("compile_error").count(), 2);
+        assert_eq!(errors.finish().unwrap_err().into_iter().count(), 2);
+    }
 }

@@ -96,10 +96,10 @@ mod tests {
             name: "broken",
             source: || "#[workgroup(64)] fn broken(out: &mut [f32]) { out[0] = nope; }".into(),
         };
-        let err = lowered(&broken, Home::Runtime).err().expect("refused").to_string();
+        let err = lowered(&broken, Home::Runtime).expect_err("refused").to_string();
         assert!(err.contains("compile_error") && err.contains("unknown value `nope`"), "{err}");
         let unparsed = RowKernel { name: "unparsed", source: || "fn (".into() };
-        let err = lowered(&unparsed, Home::Cube).err().expect("refused").to_string();
+        let err = lowered(&unparsed, Home::Cube).expect_err("refused").to_string();
         assert!(err.contains("blaze_spec::rows::UNPARSED"), "{err}");
     }
 }
