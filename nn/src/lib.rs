@@ -57,12 +57,12 @@ pub use spec::FromSpec;
 pub use unary_layers::*;
 
 pub use blaze_runtime::module::{
-    GradSource, GradVisitor, Module, Name, ParamMapper, ParamVisitor, Source, host_tensors, join, set_source,
+    GradSource, GradVisitor, Module, Name, ParamMapper, ParamVisitor, Source, join, set_source,
 };
 
 use blaze_runtime::backend::Device;
 use blaze_runtime::kernel::KernelFn;
-use blaze_runtime::module::{ModuleTensors, visit_grad_storages};
+use blaze_runtime::module::{ModuleTensors, host_tensors, visit_grad_storages};
 use blaze_runtime::rng::Rng;
 use blaze_runtime::{AdamStep, Backend, DType, Tensor, TensorData};
 

@@ -121,7 +121,8 @@ pub(crate) type UpdateRule<'a, B> = dyn FnMut(&str, &Tensor<B, 1>, &Tensor<B, 1>
 /// closure's body, or inlined into one, it would be compiled again for
 /// every model.
 fn for_each_param<B: Backend, M: Module<B>>(model: &mut M, grads: &M::Grads, update: &mut UpdateRule<'_, B>) {
-    update_storages::<B, M>(model, grads, &mut |name, p, g| (crate::Table::<B>::of().update_param)(update, name, p, g));
+    let update_param = crate::Table::<B>::of().update_param;
+    update_storages::<B, M>(model, grads, &mut |name, p, g| update_param(update, name, p, g));
 }
 
 /// Updates parameter `p` in place by `update` and its gradient `g`.
@@ -214,7 +215,8 @@ impl<B: Backend> Optimizer<B> for Sgd<B> {
         let Sgd { lr, momentum, dampening, nesterov, weight_decay, .. } = *self;
         let rule = SgdRule { lr, momentum, dampening, nesterov, weight_decay };
         let state = &mut self.state;
-        for_each_param(model, grads, &mut |name, p, g| (crate::Table::<B>::of().sgd_update)(&rule, state, name, p, g));
+        let sgd_update = crate::Table::<B>::of().sgd_update;
+        for_each_param(model, grads, &mut |name, p, g| sgd_update(&rule, state, name, p, g));
         self.steps = self.steps.saturating_add(1);
     }
 
@@ -311,9 +313,8 @@ impl<B: Backend> Optimizer<B> for Adam<B> {
         let state = &mut self.state;
         // The parameter and both moments in one update (one pass on
         // backends that fuse it); the moments start at zero.
-        update_storages::<B, M>(model, grads, &mut |name, p, g| {
-            (crate::Table::<B>::of().adam_update)(o, state, name, p, g)
-        });
+        let adam_update = crate::Table::<B>::of().adam_update;
+        update_storages::<B, M>(model, grads, &mut |name, p, g| adam_update(o, state, name, p, g));
     }
 
     bookkeeping!();
@@ -356,7 +357,8 @@ pub fn grad_norm<B: Backend, M: Module<B>>(grads: &M::Grads) -> f64 {
 #[doc(hidden)]
 pub fn grad_sq_sum<B: Backend, M: Module<B>>(grads: &M::Grads) -> Option<Tensor<B, 0>> {
     let mut sum: Option<Tensor<B, 0>> = None;
-    visit_grad_storages::<B, M>(grads, &mut |_, g| (crate::Table::<B>::of().add_sum_squares)(&mut sum, g));
+    let add_sum_squares = crate::Table::<B>::of().add_sum_squares;
+    visit_grad_storages::<B, M>(grads, &mut |_, g| add_sum_squares(&mut sum, g));
     sum
 }
 
@@ -372,7 +374,8 @@ pub(crate) fn add_sum_squares<B: Backend>(sum: &mut Option<Tensor<B, 0>>, g: &B:
 
 /// Multiplies every gradient by `factor`.
 pub fn scale_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, factor: f64) {
-    map_grad_storages::<B, M>(grads, &mut |_, g| (crate::Table::<B>::of().scaled)(&g, factor));
+    let scaled = crate::Table::<B>::of().scaled;
+    map_grad_storages::<B, M>(grads, &mut |_, g| scaled(&g, factor));
 }
 
 /// `g * factor`.
@@ -387,7 +390,8 @@ pub fn add_grads<B: Backend, M: Module<B>>(grads: &mut M::Grads, more: &M::Grads
     let mut flat = Vec::new();
     visit_grad_storages::<B, M>(more, &mut |_, g| flat.push(g.clone()));
     let mut more = flat.into_iter();
-    map_grad_storages::<B, M>(grads, &mut |name, g| (crate::Table::<B>::of().added)(name, &g, more.next()));
+    let added = crate::Table::<B>::of().added;
+    map_grad_storages::<B, M>(grads, &mut |name, g| added(name, &g, more.next()));
 }
 
 /// `g + more`, the gradient to add to `name`'s (of any shape with as many

@@ -96,7 +96,6 @@ macro_rules! precompiled_table {
             /// the one compiled in the caller's crate. `AHEAD` is a
             /// constant, so a build for a backend that compiled its tables
             /// does not compile this one's functions.
-            #[allow(dead_code)]
             pub(crate) fn of() -> &'static Self {
                 if <$b as $crate::Precompiled>::AHEAD {
                     $crate::precompiled::<$b, Self>()

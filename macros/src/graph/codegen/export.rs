@@ -30,8 +30,7 @@ fn size(d: &Dim) -> TokenStream {
             quote!(g.ints(&[#n]))
         }
         None => {
-            // As `SampleDim::tokens`: no factor is negative.
-            let c = usize::try_from(d.coef).expect("a per-sample dim's factor is not negative");
+            let c = d.factor();
             let syms = d.syms.iter().map(|&k| sym_ident(k));
             quote!({
                 let syms = [#(::core::clone::Clone::clone(&#syms)),*];

@@ -39,6 +39,8 @@ pub trait SampleDim {
     fn shown(&self, symbols: &[String]) -> String;
     /// The dim's size at run time, as a `usize` expression.
     fn tokens(&self) -> TokenStream;
+    /// The factor before its symbols.
+    fn factor(&self) -> usize;
 }
 
 impl SampleDim for Dim {
@@ -54,11 +56,15 @@ impl SampleDim for Dim {
     }
 
     fn tokens(&self) -> TokenStream {
-        // Dims are built from sizes and symbols by products (saturating)
-        // and exact quotients, so no factor is negative.
-        let c = usize::try_from(self.coef).expect("a per-sample dim's factor is not negative");
+        let c = self.factor();
         let syms = self.syms.iter().map(|&k| sym_ident(k));
         quote!((#c #(* #syms)*))
+    }
+
+    fn factor(&self) -> usize {
+        // Dims are built from sizes and symbols by products (saturating)
+        // and exact quotients, so no factor is negative.
+        usize::try_from(self.coef).expect("a per-sample dim's factor is not negative")
     }
 }
 
