@@ -1,6 +1,7 @@
 //! The main example: trains a CNN (or, with `--model mlp`, an MLP) on
 //! handwritten digits, shows a progress bar, keeps the best weights and the
-//! training curves, then reloads the saved weights, reports their accuracy
+//! training curves (the facade's `plot` feature, which the repository's
+//! examples have on), then reloads the saved weights, reports their accuracy
 //! on the test set, saves them as an ONNX file too, quantizes them to int8
 //! (`blaze::quant`) and reports that model's accuracy, and classifies a
 //! few test images.

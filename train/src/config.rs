@@ -15,9 +15,9 @@ use super::*;
 pub struct FitConfig<L: ?Sized = CrossEntropy> {
     /// Number of epochs to reach (a resumed run continues to this count).
     pub epochs: usize,
-    /// Folder for `best.safetensors`, `last.safetensors` and the curves
-    /// (`curve.svg` after every epoch, `curve.png` at the end); `None`
-    /// keeps nothing on disk.
+    /// Folder for `best.safetensors`, `last.safetensors` and, with the
+    /// `plot` feature, the curves (`curve.svg` after every epoch,
+    /// `curve.png` at the end); `None` keeps nothing on disk.
     pub out_dir: Option<PathBuf>,
     /// Continue from `out_dir/last.safetensors` when it exists.
     pub resume: bool,

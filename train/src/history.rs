@@ -2,6 +2,7 @@
 //! in a checkpoint's metadata and drawn as curves.
 
 use super::metrics::{Confusion, Scores};
+#[cfg(feature = "plot")]
 use super::plot;
 use super::task::higher_is_better;
 
@@ -183,19 +184,23 @@ impl History {
         Some(History { epochs, ..History::default() })
     }
 
-    /// The curves as an SVG: the loss on the left, `metric` on the right.
+    /// The curves as an SVG: the loss on the left, `metric` on the right
+    /// (feature `plot`).
+    #[cfg(feature = "plot")]
     pub fn svg(&self, metric: &str) -> String {
         let ((loss, left), (name, right)) = (self.series("loss"), self.series(metric));
         plot::two_panel_svg("epoch", (loss, &left), (name, &right))
     }
 
-    /// The same curves as a PNG file's bytes.
+    /// The same curves as a PNG file's bytes (feature `plot`).
+    #[cfg(feature = "plot")]
     pub fn png(&self, metric: &str) -> Vec<u8> {
         let ((loss, left), (name, right)) = (self.series("loss"), self.series(metric));
         plot::two_panel_png("epoch", (loss, &left), (name, &right))
     }
 
     /// The training and validation curves of metric `name`.
+    #[cfg(feature = "plot")]
     fn series<'a>(&self, name: &'a str) -> (&'a str, [plot::Series<'static>; 2]) {
         let pts = |f: &dyn Fn(&EpochMetrics) -> Option<f64>| {
             self.epochs.iter().filter_map(|e| Some((e.epoch as f64, f(e)?))).collect()
