@@ -1104,6 +1104,17 @@ impl Layer {
         }
     }
 
+    /// For a normalisation of each row over its last dim, whether it
+    /// centres the row (LayerNorm) or not (RMSNorm): a fused group of a
+    /// forward body may end with one, computed in the group's pass.
+    pub const fn row_norm(self) -> Option<bool> {
+        match self {
+            Layer::LayerNorm => Some(true),
+            Layer::RMSNorm => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether a residual add of its output (`x + layer(h)`) can join its
     /// bias pass (the runtime's `Tensor::bias_act_add`).
     pub const fn fuses_residual(self) -> bool {

@@ -11,6 +11,11 @@
 //! (`(s * 0.25).masked_fill(causal_mask(T), -1e9).softmax(-1)`, attention's
 //! weights) becomes one `softmax_with` whose backward applies the scale
 //! and the mask itself: the scaled and masked scores are never stored.
+//!
+//! Every match over an op names each variant (the lint below holds the
+//! passes to it), so an op added to the IR is a compile error here until
+//! fusion decides what to do with it.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
@@ -196,9 +201,31 @@ impl Plan {
     }
 }
 
+/// The ops that are no function of each element alone: sources, calls of
+/// nested models and attention, products, moves and reductions. A
+/// pattern, so that the matches of this pass name every op: a new op
+/// joins this list or an elementwise arm of [`fusable`].
+macro_rules! not_elementwise {
+    () => {
+        Op::Input
+            | Op::Positions(_)
+            | Op::Nested(_)
+            | Op::Attend(_)
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_)
+            | Op::Softmax(_)
+            | Op::LogSoftmax(_)
+            | Op::Reduce { .. }
+    };
+}
+
 /// What an op is as an elementwise function of its operands, if it is one
 /// a group may hold.
-fn fusable(op: &Op) -> Option<&'static str> {
+pub(crate) fn fusable(op: &Op) -> Option<&'static str> {
     Some(match op {
         Op::Bin(Bin::Add) => "add",
         Op::Bin(Bin::Sub) => "sub",
@@ -222,7 +249,9 @@ fn fusable(op: &Op) -> Option<&'static str> {
         Op::Layer(_) => "dropout",
         // A `kernel!` function: named by its own name in the plan.
         Op::Kernel { .. } => "kernel",
-        _ => return None,
+        // A number form whose entry writes its own partials.
+        Op::Scalar(ScalarOp::Table(_), _) => return None,
+        not_elementwise!() => return None,
     })
 }
 
@@ -244,9 +273,8 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
         p
     };
     let (softmaxes, softmax_of) = fold_softmaxes(low, &uses, &producer);
-    let elementwise = |i: usize| match low.nodes[i].op {
-        Op::Layer(_) => dropouts.contains(&i),
-        ref op => fusable(op).is_some(),
+    let elementwise = |i: usize| {
+        if let Op::Layer(_) = low.nodes[i].op { dropouts.contains(&i) } else { fusable(&low.nodes[i].op).is_some() }
     };
     let ok = |i: usize| elementwise(i) && !taken.contains(&i) && softmax_of[i].is_none();
     // members[g]: the nodes of tentative group g, by its root.
@@ -309,7 +337,26 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
                 let &(_, centre) = norms.iter().find(|(n, _)| *n == r)?;
                 RowOp::Norm { centre }
             }
-            _ => return None,
+            // Over another dim, folded, or not reading the value alone.
+            Op::Reduce { .. } | Op::Softmax(_) | Op::LogSoftmax(_) | Op::Layer(_) => return None,
+            // Not a reduction of a row.
+            Op::Input
+            | Op::Positions(_)
+            | Op::Nested(_)
+            | Op::Attend(_)
+            | Op::Unary(_)
+            | Op::Bin(_)
+            | Op::Binary(_)
+            | Op::Scalar(..)
+            | Op::Neg
+            | Op::CausalFill { .. }
+            | Op::Kernel { .. }
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_) => return None,
         };
         Some((r, op))
     };
@@ -339,11 +386,8 @@ fn fold_softmaxes(low: &Lowered, uses: &[usize], producer: &[Option<usize>]) -> 
     let mut folds = Vec::new();
     let mut fold_of = vec![None; low.nodes.len()];
     for (i, node) in low.nodes.iter().enumerate() {
-        let (dim, log) = match node.op {
-            Op::Softmax(d) => (d, false),
-            Op::LogSoftmax(d) => (d, true),
-            _ => continue,
-        };
+        let (Op::Softmax(dim) | Op::LogSoftmax(dim)) = node.op else { continue };
+        let log = matches!(node.op, Op::LogSoftmax(_));
         if dim + 1 != low.vals[node.out].shape.len() {
             continue;
         }
@@ -382,6 +426,7 @@ fn fold_softmaxes(low: &Lowered, uses: &[usize], producer: &[Option<usize>]) -> 
 }
 
 /// A number literal in the body, possibly in parentheses.
+#[allow(clippy::wildcard_enum_match_arm, reason = "syn's expressions are non-exhaustive")]
 fn literal(ts: &TokenStream) -> Option<(f64, bool)> {
     let mut e: syn::Expr = syn::parse2(ts.clone()).ok()?;
     let mut negative = false;
@@ -462,7 +507,9 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
                     inputs.push(Input::Dropout { node: i, part });
                 }
             }
-            _ => {}
+            // Operands alone.
+            Op::Unary(_) | Op::Bin(_) | Op::Binary(_) | Op::Neg => {}
+            not_elementwise!() => unreachable!("only fusable ops are grouped"),
         }
     }
     inputs
@@ -470,7 +517,7 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
 
 /// A `kernel!` function's name: the last segment of the path it is
 /// called by.
-fn kernel_name(path: &TokenStream) -> String {
+pub(crate) fn kernel_name(path: &TokenStream) -> String {
     path.clone()
         .into_iter()
         .filter_map(|t| if let proc_macro2::TokenTree::Ident(i) = t { Some(i.to_string()) } else { None })
@@ -651,14 +698,15 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
                 let part = |p| drop_param(i, p, sp);
                 dropout_expr(x, [part(DropPart::Threshold), part(DropPart::Scale), part(DropPart::Noise)], sp)
             }
-            _ => unreachable!("only fusable ops are grouped"),
+            not_elementwise!() => unreachable!("only fusable ops are grouped"),
         };
         let b = k.declare(format!("t{i}"), Ty::F32, Kind::Local { mutable: false });
         k.body.push(Stmt::Let(b, value));
         binding_of_value.push((node.out, b));
-        ops.push(match &node.op {
-            Op::Kernel { path, .. } => kernel_name(path),
-            op => fusable(op).expect("only fusable ops are grouped").to_owned(),
+        ops.push(if let Op::Kernel { path, .. } = &node.op {
+            kernel_name(path)
+        } else {
+            fusable(&node.op).expect("only fusable ops are grouped").to_owned()
         });
     }
     let result = binding_of_value.last().map(|&(_, b)| b).expect("a group has nodes");

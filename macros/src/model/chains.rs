@@ -67,10 +67,35 @@ impl Run {
 /// The op a field is inside a run, if it can be in one.
 pub(super) fn chain_op(f: &Field) -> Option<ChainOp> {
     let (layer, _) = f.kind.builtin().filter(|_| f.array.is_none())?;
+    use blaze_spec::Layer;
     match layer {
-        blaze_spec::Layer::Dropout => Some(ChainOp::Dropout),
-        blaze_spec::Layer::Unary(op) => Some(ChainOp::Unary(op)),
-        _ => None,
+        Layer::Dropout => Some(ChainOp::Dropout),
+        Layer::Unary(op) => Some(ChainOp::Unary(op)),
+        // Elementwise, but layers of their own rather than ops of the op
+        // table, from which (and dropouts) a chain's kernel is built.
+        Layer::LeakyRelu | Layer::Silu | Layer::Identity | Layer::Softplus | Layer::Elu | Layer::Map => None,
+        // Not elementwise.
+        Layer::Linear
+        | Layer::Conv2d
+        | Layer::ConvTranspose2d
+        | Layer::Conv1d
+        | Layer::MaxPool2d
+        | Layer::AvgPool2d
+        | Layer::AdaptiveAvgPool2d
+        | Layer::Upsample
+        | Layer::GlobalAvgPool
+        | Layer::Flatten
+        | Layer::Softmax
+        | Layer::LogSoftmax
+        | Layer::BatchNorm2d
+        | Layer::BatchNorm1d
+        | Layer::GroupNorm
+        | Layer::LayerNorm
+        | Layer::RMSNorm
+        | Layer::MultiHeadAttention
+        | Layer::Lstm
+        | Layer::Gru
+        | Layer::Embedding => None,
     }
 }
 

@@ -78,7 +78,7 @@ fn pass_trait(kind: &LayerKind, step: &Step) -> TokenStream {
     let ty = field_ty(kind);
     match kind {
         LayerKind::Opaque { .. } => quote!(<#ty as ::blaze::nn::Differentiable<B>>),
-        _ => {
+        LayerKind::Builtin { .. } => {
             let (ri, ro) = (step.input.rank_tokens(), step.output.rank_tokens());
             quote!(<#ty as ::blaze::nn::Layer<B, #ri, #ro>>)
         }

@@ -87,7 +87,9 @@ impl Gen<'_> {
                         pre.extend(quote_spanned!(span=> let #gs = #gy.mul_scalar(1.0 / (#len) as f64);));
                         gs
                     }
-                    _ => gy.clone(),
+                    // After a sum the gradient broadcasts along the row as it
+                    // is; without a reduction it is the value's own.
+                    None | Some(RowOp::Sum) => gy.clone(),
                 };
                 for (pos, input) in group.inputs.iter().enumerate() {
                     let Input::Value(k) = input else { continue };

@@ -17,6 +17,30 @@ use super::{Gen, access, field_ty, value_ident};
 use crate::graph::lower::{Dim, Op, SampleDim};
 use blaze_spec::Layer;
 
+/// The ops a decoding step runs as the forward does, keeping nothing
+/// between steps: a pattern, so that the matches here name every op.
+macro_rules! stateless {
+    () => {
+        Op::Input
+            | Op::Unary(_)
+            | Op::Bin(_)
+            | Op::Binary(_)
+            | Op::Scalar(..)
+            | Op::Neg
+            | Op::CausalFill { .. }
+            | Op::Kernel { .. }
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_)
+            | Op::Softmax(_)
+            | Op::LogSoftmax(_)
+            | Op::Reduce { .. }
+    };
+}
+
 /// The cache slot of node `i`: an attention's keys and values, or a
 /// nested model's state.
 fn slot(i: usize) -> syn::Ident {
@@ -90,7 +114,30 @@ impl Gen<'_> {
                         | Layer::Dropout,
                         _,
                     )) => true,
-                    _ => false,
+                    // Layers that mix positions, or are not known to keep
+                    // them apart (each is a decision: a layer added to the
+                    // spec must be placed here).
+                    Some((
+                        Layer::Conv2d
+                        | Layer::ConvTranspose2d
+                        | Layer::Conv1d
+                        | Layer::MaxPool2d
+                        | Layer::AvgPool2d
+                        | Layer::AdaptiveAvgPool2d
+                        | Layer::Upsample
+                        | Layer::GlobalAvgPool
+                        | Layer::Flatten
+                        | Layer::Softmax
+                        | Layer::LogSoftmax
+                        | Layer::Map
+                        | Layer::BatchNorm2d
+                        | Layer::BatchNorm1d
+                        | Layer::GroupNorm
+                        | Layer::Lstm
+                        | Layer::Gru,
+                        _,
+                    ))
+                    | None => false,
                 },
             }
         })
@@ -114,7 +161,9 @@ impl Gen<'_> {
                 let t = t.tokens();
                 quote!(let #o = ::blaze::nn::graph::positions_from::<B>(state.pos, #t, &__device);)
             }
-            _ => return None,
+            // As in the forward: `decodes` let only ops through that see
+            // each position on its own.
+            Op::Layer(_) | Op::Attend(_) | stateless!() => return None,
         })
     }
 
@@ -162,7 +211,7 @@ impl Gen<'_> {
                         bounds.push(bound);
                     }
                 }
-                _ => {}
+                Op::Layer(_) | Op::Attend(_) | Op::Positions(_) | stateless!() => {}
             }
         }
         let body = self.forward_stmts(true, int8);

@@ -201,12 +201,8 @@ impl Gen<'_> {
                     }
                 }
                 let readers = low.nodes.iter().filter(|n| n.args.first().is_some_and(|a| seen.contains(a)));
-                let tys: Vec<TokenStream> = readers
-                    .filter_map(|n| match &n.op {
-                        Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(field_ty(&self.fields()[c.field].kind)),
-                        _ => None,
-                    })
-                    .collect();
+                let tys: Vec<TokenStream> =
+                    readers.filter_map(|n| n.op.callee().map(|c| field_ty(&self.fields()[c.field].kind))).collect();
                 quote!(false #(|| <#tys as ::blaze::export::Export>::TAKES_IDS)*)
             })
             .collect();

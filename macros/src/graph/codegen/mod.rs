@@ -3,6 +3,11 @@
 //! straight-line Rust too, one adjoint statement per op, walking the
 //! lowered ops backwards. The training forward keeps only what those
 //! adjoint statements read.
+//!
+//! Every match over an op names each variant (the lint below holds these
+//! modules to it): an op added to the IR is a compile error in each pass
+//! until the pass decides what to do with it.
+#![deny(clippy::wildcard_enum_match_arm)]
 
 mod backward;
 mod decode;
@@ -24,6 +29,30 @@ use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
 use crate::model::precision;
+
+/// The ops whose value [`Gen::op_expr`] computes from their operands
+/// (every op but inputs and calls of fields): a pattern.
+macro_rules! computed {
+    () => {
+        Op::Unary(_)
+            | Op::Bin(_)
+            | Op::Binary(_)
+            | Op::Scalar(..)
+            | Op::Neg
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_)
+            | Op::Softmax(_)
+            | Op::LogSoftmax(_)
+            | Op::Reduce { .. }
+            | Op::CausalFill { .. }
+            | Op::Kernel { .. }
+            | Op::Positions(_)
+    };
+}
 
 /// The variable (and cache field) holding value `k`.
 fn value_ident(k: usize) -> syn::Ident {
@@ -236,12 +265,10 @@ impl Gen<'_> {
         let module = Plan::module(&self.model.ident, g);
         let r = self.rank(self.low.nodes[group.root].out);
         // A mask is made on the device and in the dtype of a tensor argument.
-        let like = group.inputs.iter().find_map(|input| match input {
-            Input::Value(k) => {
-                let v = value_ident(*k);
-                Some(if from_cache { quote!(cache.#v) } else { quote!(#v) })
-            }
-            _ => None,
+        let like = group.inputs.iter().find_map(|input| {
+            let Input::Value(k) = input else { return None };
+            let v = value_ident(*k);
+            Some(if from_cache { quote!(cache.#v) } else { quote!(#v) })
         });
         let mut args: Vec<TokenStream> = group
             .inputs
@@ -279,7 +306,10 @@ impl Gen<'_> {
                 let log = op == RowOp::LogSoftmax;
                 call(quote!(call_softmax), quote!(, #log))
             }
-            _ => call(quote!(call), TokenStream::new()),
+            // The backward's adjoint kernels, and a group without a reduction.
+            None | Some(RowOp::Norm { .. } | RowOp::Sum | RowOp::Mean | RowOp::Softmax | RowOp::LogSoftmax) => {
+                call(quote!(call), TokenStream::new())
+            }
         }
     }
 
@@ -511,7 +541,7 @@ impl Gen<'_> {
                     }
                     quote_spanned!(span=> let #o = #path::attend(&#at, &#q, &#k, &#v, #mask);)
                 }
-                op => {
+                op @ computed!() => {
                     let e = self.op_expr(op, &n.args, n.out);
                     quote_spanned!(span=> let #o = #e;)
                 }
@@ -676,7 +706,7 @@ impl Gen<'_> {
                     let (at, path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
                     quote_spanned!(span=> let (#o, #ci) = #path::attend_train(&mut #at, &#q, &#k, &#v, #mask, ctx);)
                 }
-                op => {
+                op @ computed!() => {
                     let e = self.op_expr(op, &n.args, n.out);
                     quote_spanned!(span=> let #o = #e;)
                 }

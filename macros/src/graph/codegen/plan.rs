@@ -14,9 +14,9 @@ impl Gen<'_> {
         let low = self.low;
         let uses = low.uses();
         let taken = self.fused_activations();
-        let builtin = |op: &Op| match op {
-            Op::Layer(callee) => self.fields()[callee.field].kind.builtin().map(|(l, _)| l),
-            _ => None,
+        let builtin = |op: &Op| {
+            let Op::Layer(callee) = op else { return None };
+            self.fields()[callee.field].kind.builtin().map(|(l, _)| l)
         };
         let mut out = Vec::new();
         for (i, n) in low.nodes.iter().enumerate() {
@@ -27,9 +27,10 @@ impl Gen<'_> {
             let producer = &low.nodes[p];
             // An op whose derivative reads its input keeps that input,
             // from which its output is one pass.
-            let rebuilds = match &producer.op {
-                Op::Unary(u) => !of_output(u),
-                op => builtin(op).is_some_and(|l| l.recomputes_output()),
+            let rebuilds = if let Op::Unary(u) = &producer.op {
+                !of_output(u)
+            } else {
+                builtin(&producer.op).is_some_and(|l| l.recomputes_output())
             };
             // A norm that ends a group keeps the layer's cache, which
             // rebuilds its output as well.
@@ -46,15 +47,11 @@ impl Gen<'_> {
     /// The nodes that call a `LayerNorm` (`true`) or `RMSNorm` layer: a
     /// group may end with one.
     pub fn norms(&self) -> Vec<(usize, bool)> {
-        let norm = |c: &Callee| match self.fields()[c.field].kind.builtin() {
-            Some((blaze_spec::Layer::LayerNorm, _)) => Some(true),
-            Some((blaze_spec::Layer::RMSNorm, _)) => Some(false),
-            _ => None,
-        };
         (0..self.low.nodes.len())
-            .filter_map(|i| match &self.low.nodes[i].op {
-                Op::Layer(c) => Some((i, norm(c)?)),
-                _ => None,
+            .filter_map(|i| {
+                let Op::Layer(c) = &self.low.nodes[i].op else { return None };
+                let (layer, _) = self.fields()[c.field].kind.builtin()?;
+                Some((i, layer.row_norm()?))
             })
             .collect()
     }
@@ -82,7 +79,25 @@ impl Gen<'_> {
                 let at = access(*callee, self.fields());
                 quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
             }
-            _ => unreachable!("only activations and layers rebuild their outputs"),
+            Op::Input
+            | Op::Positions(_)
+            | Op::Nested(_)
+            | Op::Attend(_)
+            | Op::Bin(_)
+            | Op::Binary(_)
+            | Op::Scalar(..)
+            | Op::Neg
+            | Op::CausalFill { .. }
+            | Op::Kernel { .. }
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_)
+            | Op::Softmax(_)
+            | Op::LogSoftmax(_)
+            | Op::Reduce { .. } => unreachable!("only activations and layers rebuild their outputs"),
         }
     }
 
@@ -123,6 +138,35 @@ impl Gen<'_> {
             .sum()
     }
 
+    /// Node `i` as the fusion plan names it: a call by its field (and
+    /// index), an op of the body by its method.
+    fn op_name(&self, i: usize) -> String {
+        let fused = |op: &Op| super::super::fuse::fusable(op).map(str::to_owned);
+        match &self.low.nodes[i].op {
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => {
+                let f = &self.fields()[c.field].ident;
+                c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
+            }
+            Op::Kernel { path, .. } => super::super::fuse::kernel_name(path),
+            Op::Scalar(ScalarOp::Table(op), _) => op.with_number.to_owned(),
+            op @ (Op::Unary(_) | Op::Bin(_) | Op::Binary(_) | Op::Scalar(..) | Op::Neg | Op::CausalFill { .. }) => {
+                fused(op).expect("an elementwise op has a name")
+            }
+            Op::Softmax(_) => "softmax".into(),
+            Op::LogSoftmax(_) => "log_softmax".into(),
+            Op::Reduce { mean: true, .. } => "mean".into(),
+            Op::Reduce { mean: false, .. } => "sum".into(),
+            Op::Matmul => "matmul".into(),
+            Op::Transpose(..) => "transpose".into(),
+            Op::Permute(_) => "permute".into(),
+            Op::Reshape(_) => "reshape".into(),
+            Op::Narrow { .. } => "narrow".into(),
+            Op::Cat(_) => "cat".into(),
+            Op::Input => "input".into(),
+            Op::Positions(_) => "positions".into(),
+        }
+    }
+
     /// The model's `FUSION` constant: the groups of this plan, with `wgsl`
     /// for each, and the op counts with it and under `unfused`.
     pub fn fusion_plan(&self, wgsl: &[String], unfused: &Plan) -> TokenStream {
@@ -132,23 +176,10 @@ impl Gen<'_> {
             quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
         });
         let softmaxes = self.plan.softmaxes.iter().map(|s| {
-            let ops = s.nodes.iter().map(|&i| match &self.low.nodes[i].op {
-                Op::Scalar(ScalarOp::Div, _) => "div_scalar",
-                Op::Scalar(..) => "mul_scalar",
-                Op::CausalFill { .. } => "masked_fill",
-                Op::LogSoftmax(_) => "log_softmax",
-                _ => "softmax",
-            });
+            let ops = s.nodes.iter().map(|&i| self.op_name(i));
             quote!(&[#(#ops),*])
         });
-        let name = |i: usize| match &self.low.nodes[i].op {
-            Op::Layer(c) => {
-                let f = &self.fields()[c.field].ident;
-                c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
-            }
-            Op::Unary(u) => u.name.to_owned(),
-            _ => String::new(),
-        };
+        let name = |i: usize| self.op_name(i);
         let recomputed = self.plan.recompute.iter().map(|&(l, p)| format!("{} <- {}", name(l), name(p)));
         let mut epilogues: Vec<(usize, String)> = self
             .fused()
@@ -184,7 +215,24 @@ impl Gen<'_> {
                     let what = format!("matmul {} x {}", show(a, &self.low.symbols), show(b, &self.low.symbols));
                     Some(precision::Item::Matmul { what, depth })
                 }
-                _ => None,
+                // No product: nothing a 16-bit precision rounds.
+                Op::Input
+                | Op::Positions(_)
+                | Op::Unary(_)
+                | Op::Bin(_)
+                | Op::Binary(_)
+                | Op::Scalar(..)
+                | Op::Neg
+                | Op::CausalFill { .. }
+                | Op::Kernel { .. }
+                | Op::Transpose(..)
+                | Op::Permute(_)
+                | Op::Reshape(_)
+                | Op::Narrow { .. }
+                | Op::Cat(_)
+                | Op::Softmax(_)
+                | Op::LogSoftmax(_)
+                | Op::Reduce { .. } => None,
             })
             .collect();
         let products = precision::plan_fields(self.model.precision, &items);

@@ -161,6 +161,34 @@ pub enum Op {
     Positions(Dim),
 }
 
+impl Op {
+    /// The field the op calls: a layer, an attending layer or a nested
+    /// model.
+    pub fn callee(&self) -> Option<Callee> {
+        match self {
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(*c),
+            Op::Input
+            | Op::Positions(_)
+            | Op::Unary(_)
+            | Op::Bin(_)
+            | Op::Binary(_)
+            | Op::Scalar(..)
+            | Op::Neg
+            | Op::CausalFill { .. }
+            | Op::Kernel { .. }
+            | Op::Matmul
+            | Op::Transpose(..)
+            | Op::Permute(_)
+            | Op::Reshape(_)
+            | Op::Narrow { .. }
+            | Op::Cat(_)
+            | Op::Softmax(_)
+            | Op::LogSoftmax(_)
+            | Op::Reduce { .. } => None,
+        }
+    }
+}
+
 pub struct Node {
     pub op: Op,
     pub args: Vec<usize>,
