@@ -124,6 +124,24 @@ impl SeqDropTwin {
     }
 }
 
+// The same fields in a forward body with fusion on: a field that is an op
+// of the op table is that op, so the body fuses as the sequential model.
+#[model]
+pub struct SeqDropBody {
+    fc1: Linear<8, 16>,
+    act: Gelu,
+    drop: Dropout,
+    fc2: Linear<16, 4>,
+    out: Tanh,
+}
+
+#[model(input = [8])]
+impl SeqDropBody {
+    fn forward(&self, x: Tensor) -> Tensor {
+        self.out(self.fc2(self.drop(self.act(self.fc1(x)))))
+    }
+}
+
 // The same fields with fusion off: each runs on its own, but for the tanh
 // in `fc2`'s bias pass.
 #[model(input = [8], fuse = false)]
@@ -485,6 +503,17 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
     agree!(SeqDrop, SeqDropPlain, normal([6, 8], 37), 4);
     let m = SeqDrop::new_seeded(32, &CpuDevice);
     check_model(&m, &normal([3, 8], 33), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn activation_fields_of_forward_bodies_fuse_as_their_ops() {
+    let plan = SeqDropBody::<Cpu>::FUSION;
+    assert_eq!(plan.groups.len(), 1, "{plan}");
+    assert_eq!(plan.groups[0].ops, ["gelu", "dropout"]);
+    assert_eq!(plan.epilogues, &["fc2 + out"]);
+    assert_eq!(plan.forward_ops, [3, 4]);
+    agree!(SeqDropBody, SeqDropTwin, normal([6, 8], 41), 4);
+    agree!(SeqDropBody, SeqDrop, normal([6, 8], 43), 4);
 }
 
 #[test]

@@ -142,11 +142,16 @@ impl Gen<'_> {
     /// index), an op of the body by its method.
     fn op_name(&self, i: usize) -> String {
         let fused = |op: &Op| super::super::fuse::fusable(op).map(str::to_owned);
-        match &self.low.nodes[i].op {
-            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => {
-                let f = &self.fields()[c.field].ident;
-                c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
-            }
+        let node = &self.low.nodes[i];
+        let field = |c: &Callee| {
+            let f = &self.fields()[c.field].ident;
+            c.index.map_or_else(|| f.to_string(), |k| format!("{f}[{k}]"))
+        };
+        if let Some(c) = &node.field {
+            return field(c);
+        }
+        match &node.op {
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => field(c),
             Op::Kernel { path, .. } => super::super::fuse::kernel_name(path),
             Op::Scalar(ScalarOp::Table(op), _) => op.with_number.to_owned(),
             op @ (Op::Unary(_) | Op::Bin(_) | Op::Binary(_) | Op::Scalar(..) | Op::Neg | Op::CausalFill { .. }) => {

@@ -70,7 +70,13 @@ impl Lower<'_> {
             Word::Positions => {
                 let t = self.size_arg(args[0])?;
                 let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
-                self.nodes.push(Node { op: Op::Positions(t), args: Vec::new(), out: v, span: span.first() });
+                self.nodes.push(Node {
+                    op: Op::Positions(t),
+                    args: Vec::new(),
+                    out: v,
+                    span: span.first(),
+                    field: None,
+                });
                 v
             }
             Word::CausalMask => {
@@ -181,6 +187,17 @@ impl Lower<'_> {
             return err(span, format!("{me} takes one input, called with {}", vs.len()));
         }
         let x = vs[0];
+        // A field that is an op of the op table (`act: Relu`) is that op:
+        // it holds nothing, and the passes fuse it as they fuse `x.relu()`.
+        if let LayerKind::Builtin { layer: blaze_spec::Layer::Unary(op), .. } = &field.kind {
+            let v = self.unary(Op::Unary(op), x, span);
+            if let Some(node) = self.nodes.last_mut() {
+                node.field = Some(callee);
+            }
+            let out = self.shape(v).to_vec();
+            self.first_output[callee.field].get_or_insert(out);
+            return Ok(Operand::Tensor(v));
+        }
         let dims = self.shape(x).to_vec();
         let LayerKind::Builtin { layer, sizes, .. } = &field.kind else {
             return err(span, format!("{me} is not a built-in layer"));

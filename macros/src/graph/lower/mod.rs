@@ -194,6 +194,10 @@ pub struct Node {
     pub args: Vec<usize>,
     pub out: usize,
     pub span: Span,
+    /// The field whose call the op is, where a field stands for an op of
+    /// the op table (`act: Relu` called as `self.act(h)`): the plan names
+    /// the op after it.
+    pub field: Option<Callee>,
 }
 
 /// One SSA value.
@@ -391,7 +395,7 @@ impl<'a> Lower<'a> {
 
     pub fn input(&mut self, name: &str, shape: Vec<Dim>, span: Span) {
         let v = self.push_val(Val { shape, batched: true, grad: true, params: false });
-        self.nodes.push(Node { op: Op::Input, args: Vec::new(), out: v, span });
+        self.nodes.push(Node { op: Op::Input, args: Vec::new(), out: v, span, field: None });
         self.scopes[0].insert(name.to_owned(), Bind::Tensor(v));
     }
 
@@ -408,7 +412,7 @@ impl<'a> Lower<'a> {
         let grad = holds || args.iter().any(|&a| self.vals[a].grad);
         let params = holds || args.iter().any(|&a| self.vals[a].params);
         let out = self.push_val(Val { shape, batched, grad, params });
-        self.nodes.push(Node { op, args, out, span });
+        self.nodes.push(Node { op, args, out, span, field: None });
         out
     }
 
