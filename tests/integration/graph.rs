@@ -236,7 +236,7 @@ fn inference_forward_equals_the_training_forward() {
 }
 
 #[test]
-#[should_panic(expected = "TransformerBlock::forward: input `x` expects [batch, T, 16], got [2, 5, 8]")]
+#[should_panic(expected = "TransformerBlock::forward: expects input [batch, T, 16], got [2, 5, 8]")]
 fn a_wrong_input_shape_panics_with_the_model_and_shapes() {
     let m = TransformerBlock::new_seeded(16, &CpuDevice);
     m.forward(&normal([2, 5, 8], 17));

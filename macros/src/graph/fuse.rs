@@ -21,7 +21,7 @@ use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::lower::{Bin, KernelArg, Lowered, Op, ScalarOp};
+use super::lower::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp};
 use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -295,7 +295,7 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             let mut joined = members[g].clone();
             joined.extend(&nodes);
             joined.sort_unstable();
-            if inputs_of(low, &joined).len() <= MAX_INPUTS && same_rank(low, &joined, rank) {
+            if inputs_of(low, &joined).len() <= MAX_INPUTS && same_rank(low, &joined, &rank) {
                 nodes = joined;
                 members[g].clear();
             }
@@ -333,7 +333,7 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             }
             Op::Softmax(dim) if last(dim) && !folded[r] => RowOp::Softmax,
             Op::LogSoftmax(dim) if last(dim) && !folded[r] => RowOp::LogSoftmax,
-            Op::Layer(_) if uses[v] == 1 && low.vals[v].rank() > 0 => {
+            Op::Layer(_) if uses[v] == 1 => {
                 let &(_, centre) = norms.iter().find(|(n, _)| *n == r)?;
                 RowOp::Norm { centre }
             }
@@ -469,10 +469,10 @@ fn underflows(ts: &TokenStream) -> bool {
 
 /// Whether every tensor a group reads or makes has rank `rank` (kernel
 /// calls take tensors of one rank).
-fn same_rank(low: &Lowered, nodes: &[usize], rank: usize) -> bool {
+fn same_rank(low: &Lowered, nodes: &[usize], rank: &Rank) -> bool {
     nodes.iter().all(|&i| {
         let node = &low.nodes[i];
-        low.vals[node.out].rank() == rank && node.args.iter().all(|&a| low.vals[a].rank() == rank)
+        low.vals[node.out].rank() == *rank && node.args.iter().all(|&a| low.vals[a].rank() == *rank)
     })
 }
 
@@ -568,42 +568,6 @@ pub fn dropout_args(layer: &TokenStream, seed: Option<TokenStream>) -> [TokenStr
             quote!(#seed.map_or(#arg::Number(1.0), #arg::Uniform)),
         ],
     }
-}
-
-/// One field of a run of elementwise fields in a sequential model.
-#[derive(Clone, Copy)]
-pub enum ChainOp {
-    /// An activation layer: an op of the op table.
-    Unary(&'static Unary),
-    /// A `Dropout`: three more parameters (threshold, scale, noise).
-    Dropout,
-}
-
-/// The kernel of a run of elementwise fields of a sequential model, named
-/// `name`: parameter 0 the run's input, then three per dropout, in order.
-pub fn chain(name: String, ops: &[ChainOp], span: Span) -> Kernel {
-    let mut k = Kernel::new(name, span, None);
-    let param = |k: &mut Kernel| {
-        let index = k.params.len();
-        let v = k.declare(format!("a{index}"), Ty::F32, Kind::Element { index });
-        k.params.push(v);
-        at(ExprKind::Var(v), span)
-    };
-    let mut x = param(&mut k);
-    for (i, op) in ops.iter().enumerate() {
-        let value = match op {
-            ChainOp::Unary(u) => unary_expr(u, x, span),
-            ChainOp::Dropout => {
-                let parts = [param(&mut k), param(&mut k), param(&mut k)];
-                dropout_expr(x, parts, span)
-            }
-        };
-        let b = k.declare(format!("t{i}"), Ty::F32, Kind::Local { mutable: false });
-        k.body.push(Stmt::Let(b, value));
-        x = at(ExprKind::Var(b), span);
-    }
-    k.result = Some(x);
-    k
 }
 
 /// The group of `nodes` with its kernel: a parameter per argument, a `let`

@@ -46,9 +46,8 @@ fn callback_ident(model: &syn::Ident) -> syn::Ident {
 /// `Module` impl, constructors through `Graph`, and the callback macro that
 /// carries the struct to the impl's expansion.
 pub fn expand_struct(model: &Model, item: &TokenStream) -> TokenStream {
-    let ident = &model.ident;
-    let callback = callback_ident(ident);
-    let structs = struct_and_module(model);
+    let callback = callback_ident(&model.ident);
+    let structs = struct_items(model);
     let d = Punct::new('$', Spacing::Alone);
     quote! {
         #structs
@@ -58,6 +57,16 @@ pub fn expand_struct(model: &Model, item: &TokenStream) -> TokenStream {
         macro_rules! #callback {
             (#d (#d t:tt)*) => { ::blaze::__model_graph! { { #item } #d (#d t)* } };
         }
+    }
+}
+
+/// What every model has, whatever makes its passes: the struct, its
+/// gradients and `Module` impl, and the constructors through `Graph`.
+pub fn struct_items(model: &Model) -> TokenStream {
+    let ident = &model.ident;
+    let structs = struct_and_module(model);
+    quote! {
+        #structs
 
         #[automatically_derived]
         impl<B: ::blaze::Backend> #ident<B> {
@@ -273,7 +282,9 @@ struct ImplArgs {
     errors: Option<syn::Error>,
 }
 
-fn generate(
+/// A model's passes and the items around them, from its lowered ops
+/// (a forward body's, or a sequential model's fields in order).
+pub fn generate(
     model: &Model,
     options: &[Options],
     low: &lower::Lowered,
@@ -302,8 +313,9 @@ fn generate(
     let cache_fields = g.cache_fields();
     let forward = g.forward();
     let forward_train = g.forward_train(&cache_ident);
-    let backward = g.backward(true);
-    let backward_params = g.backward(false);
+    let backward = g.backward(true, false);
+    let backward_params = g.backward(false, false);
+    let backward_params_each = g.backward(false, true);
     let grads = g.grads_literal();
     let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
     let in_grad_val = if names.len() == 1 { quote!(#(#input_grads)*) } else { quote!((#(#input_grads),*)) };
@@ -312,17 +324,18 @@ fn generate(
     let (forward, forward_train) = (scoped(forward), scoped(forward_train));
     let backward = scoped(quote!(#backward (#in_grad_val, #grads)));
     let backward_params = scoped(quote!(#backward_params #grads));
+    let backward_params_each = scoped(quote!(#backward_params_each #grads));
     let num_params = g.num_params();
     let inits = g.inits();
     let field_names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
     let (_, marker_init) = crate::model::codegen::backend_marker(model);
     let asserts = &low.asserts;
-    let in_ranks: Vec<usize> = low.inputs.iter().map(|&k| low.vals[k].rank()).collect();
+    let in_ranks: Vec<lower::Rank> = low.inputs.iter().map(|&k| low.vals[k].rank()).collect();
     let out_rank = low.vals[low.output].rank();
-    let in_sigs: Vec<TokenStream> = low.inputs.iter().map(|&k| g.sig(&low.vals[k].shape)).collect();
-    let out_sig = g.sig(&low.vals[low.output].shape);
+    let in_sigs: Vec<TokenStream> = low.inputs.iter().map(|&k| low.vals[k].static_shape()).collect();
+    let out_sig = low.vals[low.output].static_shape();
     let in_grad_ty = if names.len() == 1 {
-        let r = in_ranks[0];
+        let r = &in_ranks[0];
         quote!(::blaze::Tensor<B, #r>)
     } else {
         quote!((#(::blaze::Tensor<B, #in_ranks>),*))
@@ -337,7 +350,7 @@ fn generate(
     // fixed dims it is also a `Block`: a field of a sequential model.
     let fixed = |shape: &[Dim]| shape.iter().map(Extent::fixed).collect::<Option<Vec<usize>>>();
     let block = if names.len() == 1 {
-        let (ri, x) = (in_ranks[0], &names[0]);
+        let (ri, x) = (&in_ranks[0], &names[0]);
         let differentiable = quote! {
             #[automatically_derived]
             impl<B: ::blaze::Backend> ::blaze::nn::Differentiable<B> for #ident<B> {
@@ -357,27 +370,49 @@ fn generate(
                 fn backward_params(&self, cache: &Self::Cache, grad: &Self::Output) -> Self::Grads {
                     #ident::backward_params(self, cache, grad)
                 }
+                fn backward_params_each<V: ::blaze::nn::ParamVisitor<B>>(
+                    &self,
+                    cache: &Self::Cache,
+                    grad: &Self::Output,
+                    ready: &mut V,
+                ) -> Self::Grads {
+                    #backward_params_each
+                }
                 fn summary(&self) -> ::std::string::String {
                     #ident::summary(self)
                 }
             }
         };
-        match (fixed(&low.vals[low.inputs[0]].shape), fixed(&low.vals[low.output].shape)) {
-            (Some(i), Some(o)) => quote! {
-                #differentiable
+        // The output's dims are fixed, or known to the compiler after a
+        // field the macro cannot see.
+        let output = &low.vals[low.output];
+        match (fixed(&low.vals[low.inputs[0]].shape), output.opaque.is_some() || fixed(&output.shape).is_some()) {
+            (Some(i), true) => {
+                let o = output.static_shape();
+                quote! {
+                    #differentiable
 
-                #[automatically_derived]
-                impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
-                    const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#i),*]);
-                    const OUTPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#o),*]);
-                    const NUM_PARAMS: usize = #num_params;
+                    #[automatically_derived]
+                    impl<B: ::blaze::Backend> ::blaze::nn::Block<B> for #ident<B> {
+                        const INPUT: ::blaze::nn::StaticShape = ::blaze::nn::StaticShape::new(&[#(#i),*]);
+                        const OUTPUT: ::blaze::nn::StaticShape = #o;
+                        const NUM_PARAMS: usize = #num_params;
 
-                    fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
-                        <Self as ::blaze::nn::Graph<B>>::init(rng, device)
+                        fn init(rng: &mut ::blaze::Rng, device: &B::Device) -> Self {
+                            <Self as ::blaze::nn::Graph<B>>::init(rng, device)
+                        }
+                    }
+
+                    #[automatically_derived]
+                    impl<B: ::blaze::Backend> #ident<B> {
+                        /// Per-sample input shape (the batch dim excluded).
+                        pub const INPUT_SHAPE: &'static [usize] = &[#(#i),*];
+                        /// Per-sample output shape.
+                        pub const OUTPUT_SHAPE: &'static [usize] = <Self as ::blaze::nn::Block<B>>::OUTPUT.as_slice();
                     }
                 }
-            },
-            _ => differentiable,
+            }
+            (None, _) | (Some(_), false) => differentiable,
         }
     } else {
         TokenStream::new()

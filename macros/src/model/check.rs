@@ -19,17 +19,6 @@ pub enum Shape {
 }
 
 impl Shape {
-    /// The tensor rank (with the batch dim) as tokens usable as a const generic.
-    pub fn rank_tokens(&self) -> TokenStream {
-        match self {
-            Shape::Known(d) => {
-                let r = d.len() + 1;
-                quote!(#r)
-            }
-            Shape::Opaque(e) => quote!({ (#e).rank + 1 }),
-        }
-    }
-
     /// An expression of type `StaticShape`.
     pub fn static_tokens(&self) -> TokenStream {
         match self {
@@ -98,20 +87,11 @@ pub struct Step {
     /// computes it (named by `output`), so each rule is evaluated once.
     pub output_def: Option<TokenStream>,
     pub options: Options,
-    /// Trainable scalars, when the macro can count them.
-    pub params: Option<usize>,
 }
 
 /// The checked model.
 pub struct Plan {
     pub steps: Vec<Step>,
-}
-
-impl Plan {
-    /// The model's output shape (`check` rejects models without layers).
-    pub fn output(&self) -> Option<&Shape> {
-        self.steps.last().map(|s| &s.output)
-    }
 }
 
 /// Checks the `#[layer]` options of every field, without shapes.
@@ -179,8 +159,7 @@ pub fn check(model: &Model) -> syn::Result<Plan> {
             Shape::Opaque(def) => (Shape::Opaque(shape_const(model, i)), Some(def)),
             known => (known, None),
         };
-        let params = count_params(&field.kind, &options);
-        steps.push(Step { input: shape.clone(), output: output.clone(), output_def, options, params });
+        steps.push(Step { input: shape.clone(), output: output.clone(), output_def, options });
         shape = output;
         prev = Some(field);
     }

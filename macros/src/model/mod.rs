@@ -2,13 +2,13 @@
 
 pub(crate) mod args;
 pub(crate) mod attr;
-pub(crate) mod chains;
 pub(crate) mod check;
 pub(crate) mod codegen;
 pub(crate) mod export;
 pub(crate) mod fallback;
 pub(crate) mod ir;
 pub(crate) mod load;
+pub(crate) mod lower;
 pub(crate) mod precision;
 pub(crate) mod quant;
 
@@ -46,7 +46,15 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return out;
     }
     match check::check(&parsed) {
-        Ok(plan) => codegen::generate(&parsed, &plan),
+        Ok(plan) => {
+            // The fields in order as the one op IR, then the passes every
+            // model takes.
+            let low = lower::lower(&parsed, &plan);
+            let options: Vec<check::Options> = plan.steps.iter().map(|s| s.options.clone()).collect();
+            let mut out = crate::graph::struct_items(&parsed);
+            out.extend(crate::graph::generate(&parsed, &options, &low, vec![quote::format_ident!("x")], parsed.fuse));
+            out
+        }
         Err(e) => {
             let mut out = e.to_compile_error();
             out.extend(fallback_model(&parsed, &item));

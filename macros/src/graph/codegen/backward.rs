@@ -5,9 +5,26 @@
 use super::*;
 
 impl Gen<'_> {
+    /// Hands the gradients of `callee` to the visitor `ready`, under the
+    /// names `Module::visit_grad_tensors` gives them.
+    fn hand_over(&self, callee: Callee) -> TokenStream {
+        let f = &self.fields()[callee.field];
+        let (gr, ty, field) = (grads_ident(callee, self.fields()), field_ty(&f.kind), f.ident.to_string());
+        let name = match callee.index {
+            Some(i) => {
+                let i = i.to_string();
+                quote!(::blaze::nn::join(#field, #i))
+            }
+            None => quote!(::blaze::nn::join("", #field)),
+        };
+        quote!(<#ty as ::blaze::nn::Module<B>>::visit_grad_tensors(&#gr, &#name, ready);)
+    }
+
     /// The backward's statements: every parameter's gradient (`gr_*`), and
-    /// with `full` each input's gradient (`g{k}`).
-    pub fn backward(&self, full: bool) -> TokenStream {
+    /// with `full` each input's gradient (`g{k}`). With `hand_over`, each
+    /// field's gradients go to the visitor `ready` as soon as they are made
+    /// (`Differentiable::backward_params_each`).
+    pub fn backward(&self, full: bool, hand_over: bool) -> TokenStream {
         let low = self.low;
         let need = |k: usize| if full { low.vals[k].grad } else { low.vals[k].params };
         let mut out = TokenStream::new();
@@ -37,12 +54,14 @@ impl Gen<'_> {
             let ci = layer_cache_ident(i);
             // (input value, expression of its gradient contribution)
             let mut contrib: Vec<(usize, TokenStream)> = Vec::new();
+            // The field whose gradients this node's statements make.
+            let mut made: Option<Callee> = None;
             let mut pre = TokenStream::new();
             let a = n.args.first().copied().unwrap_or(0);
             if let Some(fold) = self.plan.softmax_at(i) {
                 // A softmax that applies the scale and mask before it: its
                 // adjoint goes straight to the value they were applied to.
-                let (d, vy, x) = (self.rank(n.out) - 1, value_ident(n.out), fold.input);
+                let (d, vy, x) = (self.rank(n.out).known() - 1, value_ident(n.out), fold.input);
                 let opts = fold.options();
                 contrib.push((x, adj(x, "softmax", quote!(#gy.storage(), cache.#vy.storage(), #d, #opts))));
             } else if let Some(group) = self.plan.rooted_at(i) {
@@ -53,7 +72,7 @@ impl Gen<'_> {
                 let g = match group.reduce {
                     // After a softmax, the gradient of its input, from its output.
                     Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) => {
-                        let (d, vy) = (self.rank(n.out) - 1, value_ident(n.out));
+                        let (d, vy) = (self.rank(n.out).known() - 1, value_ident(n.out));
                         let opts = if op == RowOp::LogSoftmax {
                             quote!(::blaze::SoftmaxOptions::default().log())
                         } else {
@@ -74,6 +93,7 @@ impl Gen<'_> {
                         let gs = format_ident!("{}_norm", gy);
                         let gpat = if kind.has_params() {
                             grads_done.insert((callee.field, callee.index));
+                            made = Some(*callee);
                             quote!(#gr)
                         } else {
                             quote!(_)
@@ -110,13 +130,15 @@ impl Gen<'_> {
                 match &n.op {
                     Op::Input | Op::Positions(_) => {}
                     Op::Layer(callee) | Op::Nested(callee) => {
-                        let nested = matches!(n.op, Op::Nested(_));
+                        // A nested model of several inputs runs as its
+                        // inherent methods; everything else through a trait.
+                        let inherent = matches!(n.op, Op::Nested(_)) && n.args.len() != 1;
                         let holds = self.fields()[callee.field].kind.has_params();
                         let at = access(*callee, self.fields());
                         let gr = grads_ident(*callee, self.fields());
                         let wants: Vec<bool> = n.args.iter().map(|&k| need(k)).collect();
-                        let path = if nested {
-                            TokenStream::new()
+                        let path = if let Op::Nested(_) = n.op {
+                            self.nested_path(*callee, n.args.len()).unwrap_or_default()
                         } else {
                             self.layer_path(field_ty(&self.fields()[callee.field].kind), a, n.out)
                         };
@@ -138,7 +160,7 @@ impl Gen<'_> {
                                 (0..n.args.len()).map(|j| format_ident!("d{}_{}", i, j)).collect();
                             let pat = if dx.len() == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
                             let gpat = if holds { quote!(#gr) } else { quote!(_) };
-                            pre.extend(if nested {
+                            pre.extend(if inherent {
                                 quote_spanned!(span=> let (#pat, #gpat) = #at.backward(&#c, &#gy);)
                             } else {
                                 quote_spanned!(span=> let (#pat, #gpat) = #path::backward(&#at, &#c, &#gy);)
@@ -148,7 +170,7 @@ impl Gen<'_> {
                                 contrib.push((k, quote!(#d)));
                             }
                         } else if holds {
-                            pre.extend(if nested {
+                            pre.extend(if inherent {
                                 quote_spanned!(span=> let #gr = #at.backward_params(&#c, &#gy);)
                             } else {
                                 quote_spanned!(span=> let #gr = #path::backward_params(&#at, &#c, &#gy);)
@@ -156,6 +178,7 @@ impl Gen<'_> {
                         }
                         if holds {
                             grads_done.insert((callee.field, callee.index));
+                            made = Some(*callee);
                         }
                     }
                     Op::Attend(callee) => {
@@ -172,6 +195,7 @@ impl Gen<'_> {
                         }
                         if holds {
                             grads_done.insert((callee.field, callee.index));
+                            made = Some(*callee);
                         }
                     }
                     Op::Unary(u) => {
@@ -330,6 +354,9 @@ impl Gen<'_> {
                 }
             }
             out.extend(pre);
+            if let (true, Some(c)) = (hand_over, made) {
+                out.extend(self.hand_over(c));
+            }
             for (k, e) in contrib {
                 if !need(k) {
                     continue;
@@ -356,6 +383,9 @@ impl Gen<'_> {
                 if !grads_done.contains(&(fi, index)) {
                     let (id, at) = (grads_ident(callee, self.fields()), access(callee, self.fields()));
                     out.extend(quote!(let #id = ::blaze::nn::graph::zero_grads::<B, _>(&#at);));
+                    if hand_over {
+                        out.extend(self.hand_over(callee));
+                    }
                 }
             }
         }

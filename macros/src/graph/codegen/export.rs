@@ -11,11 +11,14 @@ use quote::quote;
 use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
 use blaze_spec::rules::Extent;
 
-use crate::graph::lower::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, sym_ident};
+use crate::graph::lower::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, Val, sym_ident};
 
 /// The sample dims of a value as `Option<usize>` tokens.
-fn known(shape: &[Dim]) -> TokenStream {
-    let dims = shape.iter().map(|d| match d.fixed() {
+fn known(val: &Val) -> TokenStream {
+    if let Some(e) = &val.opaque {
+        return quote!(&::blaze::export::sample_dims(&#e));
+    }
+    let dims = val.shape.iter().map(|d| match d.fixed() {
         Some(n) => quote!(::core::option::Option::Some(#n)),
         None => quote!(::core::option::Option::None),
     });
@@ -51,17 +54,26 @@ impl Gen<'_> {
         }
     }
 
-    /// The right-hand side of node `n` in the export.
-    fn export_expr(&self, op: &Op, args: &[usize]) -> TokenStream {
+    /// A call of field `c` on `args` in the export: the field's own
+    /// operators, under its name.
+    fn export_call(&self, c: crate::graph::lower::Callee, args: &[usize]) -> TokenStream {
+        let (at, name) = (access(c, self.fields()), self.callee_name(c));
+        let xs = args.iter().map(|&k| value_ident(k));
+        quote!(::blaze::export::sublayer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
+    }
+
+    /// The right-hand side of node `n` in the export; an op a field
+    /// stands for (`act: Relu`) exports as that field.
+    fn export_expr(&self, n: &crate::graph::lower::Node) -> TokenStream {
+        let (op, args) = (&n.op, &n.args[..]);
+        if let Some(c) = n.field {
+            return self.export_call(c, args);
+        }
         let a = args.first().map(|&k| value_ident(k));
         let b = args.get(1).map(|&k| value_ident(k));
         let ops = quote!(::blaze::export::ops);
         match op {
-            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => {
-                let (at, name) = (access(*c, self.fields()), self.callee_name(*c));
-                let xs = args.iter().map(|&k| value_ident(k));
-                quote!(::blaze::export::sublayer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
-            }
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => self.export_call(*c, args),
             Op::Unary(u) => {
                 let u = unary_op(u);
                 quote!(#ops::unary(g, #u, &#a))
@@ -168,7 +180,7 @@ impl Gen<'_> {
         let mut body = TokenStream::new();
         let mut seen = HashSet::new();
         for (i, &k) in low.inputs.iter().enumerate() {
-            let (v, dims) = (value_ident(k), known(&low.vals[k].shape));
+            let (v, dims) = (value_ident(k), known(&low.vals[k]));
             body.extend(quote!(let #v = ::core::clone::Clone::clone(&inputs[#i]).with_sample_dims(#dims);));
             for (d, dim) in low.vals[k].shape.iter().enumerate() {
                 if let Some(&sym) = dim.name()
@@ -183,7 +195,7 @@ impl Gen<'_> {
             if matches!(n.op, Op::Input) {
                 continue;
             }
-            let (o, e, dims) = (value_ident(n.out), self.export_expr(&n.op, &n.args), known(&low.vals[n.out].shape));
+            let (o, e, dims) = (value_ident(n.out), self.export_expr(n), known(&low.vals[n.out]));
             body.extend(quote!(let #o = (#e).with_sample_dims(#dims);));
         }
         let out = value_ident(low.output);

@@ -31,10 +31,13 @@ impl Gen<'_> {
                     let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
                     quote!(#path::Cache)
                 }
-                Op::Nested(callee) => {
-                    let ty = field_ty(&self.fields()[callee.field].kind);
-                    quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
-                }
+                Op::Nested(callee) => match self.nested_path(*callee, n.args.len()) {
+                    Some(path) => quote!(#path::Cache),
+                    None => {
+                        let ty = field_ty(&self.fields()[callee.field].kind);
+                        quote!(<#ty as ::blaze::nn::Graph<B>>::Cache)
+                    }
+                },
                 Op::Attend(callee) => {
                     let ty = field_ty(&self.fields()[callee.field].kind);
                     quote!(<#ty as ::blaze::nn::Attend<B>>::AttendCache)
@@ -98,40 +101,38 @@ impl Gen<'_> {
                     quote!(#p)
                 }
                 None => {
-                    let ty = f.kind.opaque_ty(&quote!(::blaze::Cpu));
-                    quote!(<#ty as ::blaze::nn::Graph<::blaze::Cpu>>::NUM_PARAMS * #n)
+                    let (ty, via) = (f.kind.opaque_ty(&quote!(::blaze::Cpu)), self.opaque_trait());
+                    quote!(<#ty as #via<::blaze::Cpu>>::NUM_PARAMS * #n)
                 }
             }
         });
         quote!(0 #(+ #terms)*)
     }
 
-    /// Field initialisers; nested models through `Graph` (which every
-    /// `#[model]` implements, with a forward body or without).
+    /// The trait through which a model reaches a field the macro cannot
+    /// see for its initialisation and parameter count: `Graph`, which
+    /// every `#[model]` implements, in a forward body; `Block` in a
+    /// sequential model, which a hand-written layer may implement too.
+    fn opaque_trait(&self) -> TokenStream {
+        if self.model.graph { quote!(::blaze::nn::Graph) } else { quote!(::blaze::nn::Block) }
+    }
+
+    /// Field initialisers; fields the macro cannot see through
+    /// [`Gen::opaque_trait`].
     pub fn inits(&self) -> Vec<TokenStream> {
+        let via = self.opaque_trait();
         self.fields()
             .iter()
             .zip(self.options)
-            .map(|(f, o)| match (&f.kind, f.array) {
-                (LayerKind::Opaque { .. }, n) => {
+            .map(|(f, o)| match &f.kind {
+                LayerKind::Opaque { .. } => {
                     let ty = field_ty(&f.kind);
-                    let one = quote!(<#ty as ::blaze::nn::Graph<B>>::init(rng, device));
-                    if n.is_some() { quote!(::core::array::from_fn(|_| #one)) } else { one }
+                    let one = quote!(<#ty as #via<B>>::init(rng, device));
+                    if f.array.is_some() { quote!(::core::array::from_fn(|_| #one)) } else { one }
                 }
-                _ => field_init(f, o),
+                LayerKind::Builtin { .. } => field_init(f, o),
             })
             .collect()
-    }
-
-    /// A shape as a `StaticShape` (symbols as `blaze_spec::symbol`; product
-    /// dims as 0, which no caller's dim equals).
-    pub fn sig(&self, shape: &[Dim]) -> TokenStream {
-        let dims = shape.iter().map(|d| match (d.fixed(), d.name()) {
-            (Some(n), _) => n,
-            (None, Some(&k)) => blaze_spec::symbol(k),
-            _ => 0,
-        });
-        quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
     }
 
     /// The summary's rows: each field's name, type and first output shape.
@@ -145,8 +146,10 @@ impl Gen<'_> {
                     Some(n) => format!("[{}; {n}]", f.kind.display()),
                     None => f.kind.display(),
                 };
-                let output =
-                    self.low.first_output[fi].as_ref().map_or_else(|| "-".to_owned(), |s| show(s, &self.low.symbols));
+                let output = match self.low.first_output[fi] {
+                    Some(v) => self.low.vals[v].shape_text(&self.low.symbols),
+                    None => quote!("-"),
+                };
                 quote!((#name, #kind, #output))
             })
             .collect()

@@ -24,7 +24,7 @@ use quote::{format_ident, quote, quote_spanned};
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
-use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, SampleDim, ScalarOp, show, sym_ident};
+use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
 use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
@@ -212,7 +212,7 @@ pub struct Gen<'a> {
 }
 
 impl Gen<'_> {
-    fn rank(&self, k: usize) -> usize {
+    fn rank(&self, k: usize) -> Rank {
         self.low.vals[k].rank()
     }
 
@@ -223,7 +223,7 @@ impl Gen<'_> {
     /// Whether operand `a` of a node with output `out` was broadcast.
     fn broadcast(&self, a: usize, out: usize) -> bool {
         let (x, y) = (&self.low.vals[a], &self.low.vals[out]);
-        x.shape != y.shape || x.batched != y.batched
+        !x.same_shape(y) || x.batched != y.batched
     }
 
     /// The Layer trait path through which a layer call runs.
@@ -240,6 +240,15 @@ impl Gen<'_> {
         };
         let qkv = [value_ident(args[0]), value_ident(args[1]), value_ident(args[2])];
         (access(callee, self.fields()), quote!(<#ty as ::blaze::nn::Attend<B>>), qkv, mask)
+    }
+
+    /// The trait path a nested field's call of `inputs` inputs runs
+    /// through: `Differentiable` for one input (every model of one input
+    /// implements it, and so does a hand-written `Block`); `None` for
+    /// several, which run as the nested model's inherent methods.
+    fn nested_path(&self, callee: Callee, inputs: usize) -> Option<TokenStream> {
+        let ty = field_ty(&self.fields()[callee.field].kind);
+        (inputs == 1).then(|| quote!(<#ty as ::blaze::nn::Differentiable<B>>))
     }
 
     fn layer_path(&self, ty: TokenStream, x: usize, out: usize) -> TokenStream {
@@ -339,7 +348,7 @@ impl Gen<'_> {
             return Some(self.fused_call(group, quote!(Kernel), pass, None));
         }
         let fold = self.plan.softmax_at(i)?;
-        let (x, d, opts) = (value_ident(fold.input), self.rank(self.low.nodes[i].out) - 1, fold.options());
+        let (x, d, opts) = (value_ident(fold.input), self.rank(self.low.nodes[i].out).known() - 1, fold.options());
         Some(quote!(#x.softmax_with(#d, #opts)))
     }
 
@@ -439,7 +448,10 @@ impl Gen<'_> {
             let (id, arg) = (value_ident(k), &self.input_names[i]);
             let want =
                 format!("[batch, {}]", show(&self.low.vals[k].shape, &self.low.symbols).trim_matches(['[', ']']));
-            let msg = format!("{name}::forward: input `{arg}` expects {want}, got {{:?}}");
+            let msg = match self.low.inputs.len() {
+                1 => format!("{name}::forward: expects input {want}, got {{:?}}"),
+                _ => format!("{name}::forward: input `{arg}` expects {want}, got {{:?}}"),
+            };
             out.extend(quote!(let #id = ::core::clone::Clone::clone(#arg); let __shape = #id.shape();));
             for (d, dim) in self.low.vals[k].shape.iter().enumerate() {
                 let at = tensor_dim(d);
@@ -531,7 +543,10 @@ impl Gen<'_> {
                 Op::Nested(callee) => {
                     let at = access(*callee, self.fields());
                     let xs = n.args.iter().map(|&k| value_ident(k));
-                    quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);)
+                    match self.nested_path(*callee, n.args.len()) {
+                        Some(path) => quote_spanned!(span=> let #o = #path::forward(&#at, #(&#xs),*);),
+                        None => quote_spanned!(span=> let #o = #at.forward(#(&#xs),*);),
+                    }
                 }
                 Op::Attend(callee) => {
                     let (at, mut path, [q, k, v], mask) = self.attend_parts(*callee, &n.args);
@@ -699,7 +714,12 @@ impl Gen<'_> {
                     caches.push(ci.clone());
                     let at = access(*callee, self.fields());
                     let xs = n.args.iter().map(|&k| value_ident(k));
-                    quote_spanned!(span=> let (#o, #ci) = #at.forward_train(#(&#xs,)* ctx);)
+                    match self.nested_path(*callee, n.args.len()) {
+                        Some(path) => {
+                            quote_spanned!(span=> let (#o, #ci) = #path::forward_train(&mut #at, #(&#xs,)* ctx);)
+                        }
+                        None => quote_spanned!(span=> let (#o, #ci) = #at.forward_train(#(&#xs,)* ctx);),
+                    }
                 }
                 Op::Attend(callee) => {
                     caches.push(ci.clone());

@@ -177,7 +177,9 @@ impl Gen<'_> {
     pub fn fusion_plan(&self, wgsl: &[String], unfused: &Plan) -> TokenStream {
         let groups = self.plan.groups.iter().zip(wgsl).map(|(g, w)| {
             let (name, ops, inputs) = (&g.kernel.name, &g.ops, g.inputs.len());
-            let output = show(&self.low.vals[self.low.nodes[g.root].out].shape, &self.low.symbols);
+            // A compile-time shape is not known to the macro.
+            let value = &self.low.vals[self.low.nodes[g.root].out];
+            let output = if value.opaque.is_some() { "[..]".to_owned() } else { show(&value.shape, &self.low.symbols) };
             quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
         });
         let softmaxes = self.plan.softmaxes.iter().map(|s| {
@@ -283,7 +285,7 @@ impl Gen<'_> {
                 let (vr, vo) = (&low.vals[r], &low.vals[n.out]);
                 // The layer's call runs where the layer was: `r` must be made before.
                 let before = low.nodes[..i].iter().any(|m| m.out == r);
-                if r != n.out && before && vr.shape == vo.shape && vr.batched == vo.batched {
+                if r != n.out && before && vr.same_shape(vo) && vr.batched == vo.batched {
                     out.insert(i, Epilogue::Residual(j, r));
                 }
             }

@@ -69,7 +69,13 @@ impl Lower<'_> {
             Word::Cat => self.cat(args[0], args[1], span)?,
             Word::Positions => {
                 let t = self.size_arg(args[0])?;
-                let v = self.push_val(Val { shape: vec![t.clone()], batched: false, grad: false, params: false });
+                let v = self.push_val(Val {
+                    shape: vec![t.clone()],
+                    opaque: None,
+                    batched: false,
+                    grad: false,
+                    params: false,
+                });
                 self.nodes.push(Node {
                     op: Op::Positions(t),
                     args: Vec::new(),
@@ -173,8 +179,8 @@ impl Lower<'_> {
                 None => self.shape(first).to_vec(),
             };
             self.nested_assert(callee, &vs, &out, &me, span)?;
-            let v = self.node(Op::Nested(callee), vs, out.clone(), span);
-            self.first_output[callee.field].get_or_insert(out);
+            let v = self.node(Op::Nested(callee), vs, out, span);
+            self.first_output[callee.field].get_or_insert(v);
             return Ok(Operand::Tensor(v));
         }
         if let LayerKind::Builtin { layer, .. } = &field.kind
@@ -194,8 +200,7 @@ impl Lower<'_> {
             if let Some(node) = self.nodes.last_mut() {
                 node.field = Some(callee);
             }
-            let out = self.shape(v).to_vec();
-            self.first_output[callee.field].get_or_insert(out);
+            self.first_output[callee.field].get_or_insert(v);
             return Ok(Operand::Tensor(v));
         }
         let dims = self.shape(x).to_vec();
@@ -224,8 +229,8 @@ impl Lower<'_> {
                 .collect::<Vec<Dim>>(),
             Err(e) => return err(span, e.message(&me, &input, &self.show(x), None, &name)),
         };
-        let v = self.node(Op::Layer(callee), vec![x], out.clone(), span);
-        self.first_output[callee.field].get_or_insert(out);
+        let v = self.node(Op::Layer(callee), vec![x], out, span);
+        self.first_output[callee.field].get_or_insert(v);
         Ok(Operand::Tensor(v))
     }
 
@@ -278,8 +283,8 @@ impl Lower<'_> {
                 ),
             );
         }
-        let v = self.node(Op::Attend(callee), vs.to_vec(), qs.clone(), span);
-        self.first_output[callee.field].get_or_insert(qs);
+        let v = self.node(Op::Attend(callee), vs.to_vec(), qs, span);
+        self.first_output[callee.field].get_or_insert(v);
         Ok(Operand::Tensor(v))
     }
 

@@ -203,6 +203,10 @@ pub struct Node {
 /// One SSA value.
 pub struct Val {
     pub shape: Vec<Dim>,
+    /// A shape known only to the compiler (after a field of a sequential
+    /// model the macro cannot see): a const `StaticShape` expression, with
+    /// `shape` empty. Only calls of fields read such a value.
+    pub opaque: Option<TokenStream>,
     /// False for values built from constants alone: their batch dim is 1.
     pub batched: bool,
     /// Depends on an input or a parameter (needs a gradient in `backward`).
@@ -212,8 +216,84 @@ pub struct Val {
 }
 
 impl Val {
-    pub fn rank(&self) -> usize {
-        self.shape.len() + 1
+    /// The rank with the batch dim.
+    pub fn rank(&self) -> Rank {
+        match &self.opaque {
+            Some(e) => Rank::Const(e.clone()),
+            None => Rank::Known(self.shape.len() + 1),
+        }
+    }
+
+    /// The per-sample shape as a `StaticShape` expression (symbols as
+    /// `blaze_spec::symbol`; product dims as 0, which no caller's dim
+    /// equals).
+    pub fn static_shape(&self) -> TokenStream {
+        if let Some(e) = &self.opaque {
+            return e.clone();
+        }
+        let dims = self.shape.iter().map(|d| match (d.fixed(), d.name()) {
+            (Some(n), _) => n,
+            (None, Some(&k)) => blaze_spec::symbol(k),
+            (None, None) => 0,
+        });
+        quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
+    }
+
+    /// The per-sample shape as a `&str` expression, for the summary.
+    pub fn shape_text(&self, symbols: &[String]) -> TokenStream {
+        match &self.opaque {
+            Some(e) => quote!(&*::std::format!("{:?}", #e)),
+            None => {
+                let text = show(&self.shape, symbols);
+                quote!(#text)
+            }
+        }
+    }
+
+    /// Whether two values have one shape (a compile-time one by its
+    /// expression).
+    pub fn same_shape(&self, other: &Val) -> bool {
+        self.shape == other.shape
+            && self.opaque.as_ref().map(ToString::to_string) == other.opaque.as_ref().map(ToString::to_string)
+    }
+}
+
+/// A value's rank with the batch dim, as its tensor type writes it: a
+/// number, or after a field the macro cannot see, a const expression.
+#[derive(Clone)]
+pub enum Rank {
+    Known(usize),
+    /// `(shape).rank + 1` of this `StaticShape` expression.
+    Const(TokenStream),
+}
+
+impl Rank {
+    /// The rank of a value the body computes (its dims are known: only
+    /// calls of fields read a value of a compile-time shape).
+    pub fn known(&self) -> usize {
+        match self {
+            Rank::Known(r) => *r,
+            Rank::Const(_) => unreachable!("only calls of fields read a value of a compile-time shape"),
+        }
+    }
+}
+
+impl PartialEq for Rank {
+    fn eq(&self, other: &Rank) -> bool {
+        match (self, other) {
+            (Rank::Known(a), Rank::Known(b)) => a == b,
+            (Rank::Const(a), Rank::Const(b)) => a.to_string() == b.to_string(),
+            (Rank::Known(_), Rank::Const(_)) | (Rank::Const(_), Rank::Known(_)) => false,
+        }
+    }
+}
+
+impl ToTokens for Rank {
+    fn to_tokens(&self, out: &mut TokenStream) {
+        out.extend(match self {
+            Rank::Known(r) => quote!(#r),
+            Rank::Const(e) => quote!({ (#e).rank + 1 }),
+        });
     }
 }
 
@@ -233,8 +313,8 @@ pub struct Lowered {
     pub symbols: Vec<String>,
     /// Const assertions (nested model calls).
     pub asserts: Vec<TokenStream>,
-    /// For each field, the output shape of its first call (for the summary).
-    pub first_output: Vec<Option<Vec<Dim>>>,
+    /// For each field, the value its first call makes (for the summary).
+    pub first_output: Vec<Option<usize>>,
 }
 
 impl Lowered {
@@ -341,7 +421,7 @@ pub struct Lower<'a> {
     scopes: Vec<HashMap<String, Bind>>,
     asserts: Vec<TokenStream>,
     calls: Vec<Vec<Loc>>,
-    first_output: Vec<Option<Vec<Dim>>>,
+    first_output: Vec<Option<usize>>,
     /// Every independent error so far: a statement that fails is reported
     /// and lowering goes on with the next.
     errors: Errors,
@@ -394,7 +474,7 @@ impl<'a> Lower<'a> {
     }
 
     pub fn input(&mut self, name: &str, shape: Vec<Dim>, span: Span) {
-        let v = self.push_val(Val { shape, batched: true, grad: true, params: false });
+        let v = self.push_val(Val { shape, opaque: None, batched: true, grad: true, params: false });
         self.nodes.push(Node { op: Op::Input, args: Vec::new(), out: v, span, field: None });
         self.scopes[0].insert(name.to_owned(), Bind::Tensor(v));
     }
@@ -411,7 +491,7 @@ impl<'a> Lower<'a> {
         let batched = args.iter().any(|&a| self.vals[a].batched);
         let grad = holds || args.iter().any(|&a| self.vals[a].grad);
         let params = holds || args.iter().any(|&a| self.vals[a].params);
-        let out = self.push_val(Val { shape, batched, grad, params });
+        let out = self.push_val(Val { shape, opaque: None, batched, grad, params });
         self.nodes.push(Node { op, args, out, span, field: None });
         out
     }
@@ -453,7 +533,7 @@ impl<'a> Lower<'a> {
     pub fn body(mut self, block: &syn::Block) -> Result<Lowered, Failed> {
         let out = self.block(block);
         let output_rank = match &out {
-            Ok(Some(v)) => Some(self.vals[*v].rank()),
+            Ok(Some(v)) => Some(self.vals[*v].rank().known()),
             _ => None,
         };
         let failed =
