@@ -7,7 +7,7 @@ use crate::common;
 use blaze::nn::gradcheck::check_block;
 use blaze::nn::{self, Ctx};
 use blaze::prelude::*;
-use blaze::{Rng, TensorData};
+use blaze::{Backend, Rng, TensorData};
 use common::LeNet;
 
 #[model(input = [8])]
@@ -43,6 +43,53 @@ pub struct Nested {
     body: Mlp,
     act: Relu,
     head: Linear<3, 2>,
+}
+
+/// A hand-written layer, twice its input: `nn::Block` and its supertraits
+/// are what a `#[model]` needs of a field it cannot see.
+#[derive(Clone, Debug)]
+pub struct Double<B: Backend>(std::marker::PhantomData<B>);
+
+impl<B: Backend> nn::Module<B> for Double<B> {
+    type Grads = ();
+    fn visit_params<V: nn::ParamVisitor<B>>(&self, _: &str, _: &mut V) {}
+    fn map_tensors<M: nn::ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
+    fn visit_grads<V: nn::GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
+    fn visit_grad_tensors<V: nn::ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
+    fn map_grad_tensors<M: nn::ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
+    fn make_grads<F: nn::GradSource<B>>(&self, _: &str, _: &mut F) {}
+}
+
+impl<B: Backend> nn::Differentiable<B> for Double<B> {
+    type Input = Tensor<B, 2>;
+    type Output = Tensor<B, 2>;
+    type Cache = ();
+    fn forward(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
+        x.mul_scalar(2.0)
+    }
+    fn forward_train(&mut self, x: &Tensor<B, 2>, _: &mut Ctx) -> (Tensor<B, 2>, ()) {
+        (x.mul_scalar(2.0), ())
+    }
+    fn backward(&self, _: &(), grad: &Tensor<B, 2>) -> (Tensor<B, 2>, ()) {
+        (grad.mul_scalar(2.0), ())
+    }
+}
+
+impl<B: Backend> nn::Block<B> for Double<B> {
+    const INPUT: nn::StaticShape = nn::StaticShape::new(&[16]);
+    const OUTPUT: nn::StaticShape = nn::StaticShape::new(&[16]);
+    const NUM_PARAMS: usize = 0;
+    fn init(_: &mut Rng, _: &B::Device) -> Self {
+        Double(std::marker::PhantomData)
+    }
+}
+
+/// A hand-written layer between two built-in ones.
+#[model(input = [8])]
+pub struct Doubled {
+    fc1: Linear<8, 16>,
+    double: Double,
+    fc2: Linear<16, 3>,
 }
 
 /// Stateless layers before the first layer with parameters.
@@ -247,6 +294,19 @@ fn backward_params_equals_the_full_backward() {
     check(TinyCnn::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 6, 6], 0.0, 1.0, &mut rng(2), &CpuDevice));
     check(Nested::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 8], 0.0, 1.0, &mut rng(3), &CpuDevice));
     check(FlatHead::new_seeded(0, &CpuDevice), Tensor::normal_with([3, 2, 3, 2], 0.0, 1.0, &mut rng(4), &CpuDevice));
+}
+
+/// A hand-written `Block` as a field: its shape checked by const
+/// assertions, its passes called through `Differentiable`.
+#[test]
+fn hand_written_blocks_are_fields_too() {
+    let model = Doubled::new_seeded(4, &CpuDevice);
+    assert_eq!(Doubled::<Cpu>::OUTPUT_SHAPE, &[3]);
+    assert_eq!(Doubled::<Cpu>::NUM_PARAMS, 8 * 16 + 16 + 16 * 3 + 3);
+    let x = Tensor::<Cpu, 2>::normal_with([3, 8], 0.0, 1.0, &mut Rng::seed_from_u64(5), &CpuDevice);
+    let by_hand = model.fc2.forward(&model.fc1.forward(&x).mul_scalar(2.0));
+    assert_eq!(model.forward(&x).to_vec::<f32>(), by_hand.to_vec::<f32>());
+    check_block::<Cpu, _, 2, 2>(&model, &x, true);
 }
 
 /// A model of stateless layers compiles, runs and has no parameters.
