@@ -294,7 +294,7 @@ fn model_structs_never_panic() {
             Some(TokenTree::Group(g)) => g.stream(),
             _ => TokenStream::new(),
         };
-        crate::model::expand(attr, it.collect())
+        crate::expand_model(attr, it.collect())
     });
 }
 

@@ -1,14 +1,22 @@
 //! Blaze's procedural macros: `#[model]`, `#[derive(Module)]` and
-//! `kernel!` (in `kernel/`, see its module docs).
+//! `kernel!` (compiled by the `blaze-kernel-dsl` crate).
 //!
-//! `#[model]` turns a struct of layers into a statically shaped model: it
-//! infers every layer's per-sample output shape from the literal const
-//! generics and `#[layer(...)]` options, reports every mismatch at the
-//! offending field, and generates initialisation, inference and training
-//! forward passes, a straight-line backward pass, parameter visiting and a
-//! summary. The pipeline is `model/attr.rs` (parse into the IR of
-//! `model/ir.rs`) -> `model/check.rs` (shapes and rules) ->
-//! `model/codegen.rs` (Rust). This file only dispatches.
+//! `#[model]` turns a struct of layers, or a struct with a `forward` body,
+//! into a statically shaped model: it infers every per-sample shape from
+//! the literal const generics and `#[layer(...)]` options, reports every
+//! mistake at the offending tokens, and generates initialisation,
+//! inference and training forward passes, a straight-line backward pass,
+//! parameter visiting and a summary. One pipeline serves both kinds:
+//!
+//! ```text
+//! struct of layers: model/attr.rs (parse into model/ir.rs) -> model/check.rs (shapes, rules) -> model/lower.rs ─┐
+//! forward body:     graph/ (the struct's fields, then lower/ the body, shapes checked as it goes) ────────────────┤
+//!                                        model/ops.rs, the one op IR (SSA, symbolic shapes) <─────────────────────┘
+//!   -> model/fuse.rs (the fusion plan) -> model/emit/ (forward, backward, cache, export, decode)
+//!   -> model/generate.rs (the traits and inherent API around them); model/structs.rs the struct itself
+//! ```
+//!
+//! This file only dispatches.
 #![deny(missing_docs)]
 
 mod graph;
@@ -34,7 +42,16 @@ use proc_macro::TokenStream;
 /// ```
 #[proc_macro_attribute]
 pub fn model(attr: TokenStream, item: TokenStream) -> TokenStream {
-    model::expand(attr.into(), item.into()).into()
+    expand_model(attr.into(), item.into()).into()
+}
+
+/// `#[model]` on a struct (`model/`), or on the impl of a forward body
+/// (`graph/`, the front end of such models).
+fn expand_model(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> proc_macro2::TokenStream {
+    match syn::parse2::<syn::ItemImpl>(item.clone()) {
+        Ok(imp) => graph::expand_impl(attr, imp),
+        Err(_) => model::expand(attr, item),
+    }
 }
 
 /// The second half of a model with a `forward` body: called by the macro

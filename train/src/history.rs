@@ -1,6 +1,9 @@
 //! Every epoch's metrics, the best epoch, and the history as it is kept
 //! in a checkpoint's metadata and drawn as curves.
 
+use std::path::Path;
+
+use super::error::TrainError;
 use super::metrics::{Confusion, Scores};
 #[cfg(feature = "plot")]
 use super::plot;
@@ -184,6 +187,21 @@ impl History {
         Some(History { epochs, ..History::default() })
     }
 
+    /// The curves in `dir`: `curve.svg`, and at the end of a run (`png`)
+    /// `curve.png` too. Without the `plot` feature there is nothing to
+    /// draw them with, and nothing is written.
+    #[cfg_attr(not(feature = "plot"), allow(unused_variables))]
+    pub(crate) fn write_curves(&self, dir: &Path, metric: &str, png: bool) -> Result<(), TrainError> {
+        #[cfg(feature = "plot")]
+        {
+            write_file(&dir.join("curve.svg"), self.svg(metric).as_bytes())?;
+            if png {
+                write_file(&dir.join("curve.png"), &self.png(metric))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The curves as an SVG: the loss on the left, `metric` on the right
     /// (feature `plot`).
     #[cfg(feature = "plot")]
@@ -211,9 +229,31 @@ impl History {
     }
 }
 
+/// `bytes` written to `path` atomically, as checkpoints are.
+#[cfg(feature = "plot")]
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
+    blaze_record::write_atomic(path, bytes).map_err(|e| match e {
+        blaze_record::RecordError::Io { path, source } => TrainError::Io { path, source },
+        other => TrainError::Record(other),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With the `plot` feature the curves are written; without it, nothing
+    /// is (and `fit` needs no chart drawer or PNG encoder).
+    #[test]
+    fn curves_are_written_with_the_plot_feature_alone() {
+        let dir = std::env::temp_dir().join(format!("blaze-train-curves-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let history = History { epochs: vec![epoch(1, 0.9, 0.1), epoch(2, 0.5, 0.5)], ..History::default() };
+        history.write_curves(&dir, "accuracy", true).expect("writes");
+        let written = ["curve.svg", "curve.png"].map(|f| dir.join(f).is_file());
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(written, [cfg!(feature = "plot"); 2]);
+    }
 
     fn scores(loss: f64, accuracy: f64) -> Scores {
         let mut s = Scores::default();

@@ -247,29 +247,6 @@ fn validate<B: Backend>(
     Ok(tally)
 }
 
-#[cfg(feature = "plot")]
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainError> {
-    record::write_atomic(path, bytes).map_err(|e| match e {
-        record::RecordError::Io { path, source } => TrainError::Io { path, source },
-        other => TrainError::Record(other),
-    })
-}
-
-/// The curves of `history` in `dir`: `curve.svg`, and at the end of a run
-/// (`png`) `curve.png` too. Without the `plot` feature there is nothing to
-/// draw them with, and nothing is written.
-#[cfg_attr(not(feature = "plot"), allow(unused_variables))]
-fn write_curves(dir: &Path, history: &History, metric: &str, png: bool) -> Result<(), TrainError> {
-    #[cfg(feature = "plot")]
-    {
-        write_file(&dir.join("curve.svg"), history.svg(metric).as_bytes())?;
-        if png {
-            write_file(&dir.join("curve.png"), &history.png(metric))?;
-        }
-    }
-    Ok(())
-}
-
 /// Whether every parameter and buffer of `model` is finite (one read-back).
 pub fn all_finite<B: Backend, M: Module<B>>(model: &M) -> bool {
     (Table::<B>::of().finite)(model)
@@ -587,7 +564,7 @@ impl<B: Backend> Run<'_, B> {
                 let mut meta = vec![("epoch", epoch.to_string()), ("history", history.encode())];
                 meta.extend(scaler.map(|s| ("loss_scale", s.encode())));
                 session.save_checkpoint(last, &meta)?;
-                write_curves(dir, &history, task.headline(), false)?;
+                history.write_curves(dir, task.headline(), false)?;
             }
         }
         history.confusion = confusion;
@@ -606,7 +583,7 @@ impl<B: Backend> Run<'_, B> {
         }
         // The PNG once, at the end (the SVG follows every epoch).
         if let Some(dir) = config.out_dir.as_ref().filter(|_| config.is_main() && !history.epochs.is_empty()) {
-            write_curves(dir, &history, task.headline(), true)?;
+            history.write_curves(dir, task.headline(), true)?;
         }
         if shown {
             match (&history.stopped_early, history.restored_epoch) {
@@ -810,37 +787,4 @@ fn stop_early(history: &History, rule: Option<EarlyStopping>) -> Option<String> 
             history.monitor.metric, rule.min_delta
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// With the `plot` feature the curves are written; without it, nothing
-    /// is (and `fit` needs no chart drawer or PNG encoder).
-    #[test]
-    fn curves_are_written_with_the_plot_feature_alone() {
-        let dir = std::env::temp_dir().join(format!("blaze-train-curves-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut history = History::default();
-        for (epoch, loss) in [(1, 0.9), (2, 0.5)] {
-            let mut scores = Scores::default();
-            scores.set("loss", loss);
-            scores.set("accuracy", 1.0 - loss);
-            history.epochs.push(EpochMetrics {
-                epoch,
-                train: scores.clone(),
-                val: scores,
-                seconds: 1.0,
-                samples_per_second: 1.0,
-                steps: 1,
-                step_seconds: 1.0,
-                skipped_steps: 0,
-            });
-        }
-        write_curves(&dir, &history, "accuracy", true).expect("writes");
-        let written = ["curve.svg", "curve.png"].map(|f| dir.join(f).is_file());
-        std::fs::remove_dir_all(&dir).ok();
-        assert_eq!(written, [cfg!(feature = "plot"); 2]);
-    }
 }

@@ -1,5 +1,5 @@
 //! The `blaze::export::Export` and `OnnxModel` impls around a model's
-//! export body (`graph/codegen/export.rs` writes the body).
+//! export body (`emit/export.rs` writes the body).
 
 use proc_macro2::TokenStream;
 use quote::quote;

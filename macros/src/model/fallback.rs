@@ -7,8 +7,8 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::codegen::struct_and_module;
 use super::ir::{LayerKind, Model};
+use super::structs::struct_and_module;
 
 /// A per-sample rank: a number, or a const expression when a type the macro
 /// cannot see (a nested model, a user block) decides it.

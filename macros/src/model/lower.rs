@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 
 use super::check::{Plan, Shape};
 use super::ir::{LayerKind, Model};
-use crate::graph::lower::{Callee, Dim, Lowered, Node, Op, SampleDim, Val};
+use crate::model::ops::{Callee, Dim, Lowered, Node, Op, SampleDim, Val};
 
 /// The model's fields in order as ops: a field that is an op of the op
 /// table as that op, another built-in layer as a layer call, a type the

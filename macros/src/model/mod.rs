@@ -3,14 +3,18 @@
 pub(crate) mod args;
 pub(crate) mod attr;
 pub(crate) mod check;
-pub(crate) mod codegen;
+pub(crate) mod emit;
 pub(crate) mod export;
 pub(crate) mod fallback;
+pub(crate) mod fuse;
+pub(crate) mod generate;
 pub(crate) mod ir;
 pub(crate) mod load;
 pub(crate) mod lower;
+pub(crate) mod ops;
 pub(crate) mod precision;
 pub(crate) mod quant;
+pub(crate) mod structs;
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use blaze_kernel_dsl::errors::closest;
@@ -21,9 +25,6 @@ use proc_macro2::TokenStream;
 /// plain version of the struct so that uses of it elsewhere do not add a
 /// cascade of unrelated errors.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if let Ok(imp) = syn::parse2::<syn::ItemImpl>(item.clone()) {
-        return crate::graph::expand_impl(attr, imp);
-    }
     let parsed = match attr::parse(attr, item.clone()) {
         Ok((model, None)) => model,
         Ok((model, Some(mut e))) => {
@@ -42,7 +43,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         // With bad options the struct, its constructors and the callback are
         // still emitted; the impl's expansion then emits fallback passes.
         let mut out = check::check_options(&parsed).err().map(|e| e.to_compile_error()).unwrap_or_default();
-        out.extend(crate::graph::expand_struct(&parsed, &item));
+        out.extend(generate::expand_struct(&parsed, &item));
         return out;
     }
     match check::check(&parsed) {
@@ -51,8 +52,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             // model takes.
             let low = lower::lower(&parsed, &plan);
             let options: Vec<check::Options> = plan.steps.iter().map(|s| s.options.clone()).collect();
-            let mut out = crate::graph::struct_items(&parsed);
-            out.extend(crate::graph::generate(&parsed, &options, &low, vec![quote::format_ident!("x")], parsed.fuse));
+            let mut out = generate::struct_items(&parsed);
+            out.extend(generate::generate(&parsed, &options, &low, vec![quote::format_ident!("x")], parsed.fuse));
             out
         }
         Err(e) => {
@@ -68,7 +69,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// graph model keeps its callback, whose expansion emits fallback passes.
 fn fallback_model(model: &ir::Model, item: &TokenStream) -> TokenStream {
     if model.graph {
-        return crate::graph::expand_struct(model, item);
+        return generate::expand_struct(model, item);
     }
     let dims: Vec<usize> = model.input.iter().map(|d| d.0).collect();
     let inputs =

@@ -14,8 +14,8 @@
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
-use super::codegen::{backend_marker, field_ty, full_ty};
 use super::ir::{LayerKind, Model};
+use super::structs::{backend_marker, field_ty, full_ty};
 
 /// `NetInt8` for model `Net`.
 pub fn ident(model: &Model) -> Ident {

@@ -1,6 +1,6 @@
 //! The items every model has, whatever makes its passes: the struct
 //! (generic over the backend), its gradients struct and `Module` impl, and
-//! its fields' types and initialisers. The passes are `graph::generate`'s.
+//! its fields' types and initialisers. The passes are `generate.rs`'s.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};

@@ -24,11 +24,11 @@ use quote::{format_ident, quote, quote_spanned};
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
-use super::lower::{Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, show, sym_ident};
+use super::ops::{Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, show, sym_ident};
 use crate::model::check::{Options, count_params};
-use crate::model::codegen::{field_init, field_ty};
 use crate::model::ir::{Field, LayerKind, Model};
 use crate::model::precision;
+use crate::model::structs::{field_init, field_ty};
 
 /// The ops whose value [`Gen::op_expr`] computes from their operands
 /// (every op but inputs and calls of fields): a pattern.

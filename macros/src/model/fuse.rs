@@ -21,7 +21,7 @@ use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::lower::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp};
+use super::ops::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp};
 use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -37,7 +37,7 @@ pub enum Input {
     /// The causal mask over the last two dims (`T` of them), 1 where a
     /// `masked_fill(causal_mask(T), ..)` fills, as a tensor of the group's
     /// dtype made where the group runs.
-    Causal(super::lower::Dim),
+    Causal(super::ops::Dim),
     /// Part of the dropout at node `node`: in training, the layer's
     /// threshold and scale and the noise drawn from the seed the forward
     /// drew where the node was (the backward draws it again); in
