@@ -7,7 +7,7 @@ use crate::common;
 use blaze::nn::gradcheck::check_block;
 use blaze::nn::{self, Ctx};
 use blaze::prelude::*;
-use blaze::{Backend, Rng, TensorData};
+use blaze::{Rng, TensorData};
 use common::LeNet;
 
 #[model(input = [8])]
@@ -45,51 +45,18 @@ pub struct Nested {
     head: Linear<3, 2>,
 }
 
-/// A hand-written layer, twice its input: `nn::Block` and its supertraits
-/// are what a `#[model]` needs of a field it cannot see.
-#[derive(Clone, Debug)]
-pub struct Double<B: Backend>(std::marker::PhantomData<B>);
-
-impl<B: Backend> nn::Module<B> for Double<B> {
-    type Grads = ();
-    fn visit_params<V: nn::ParamVisitor<B>>(&self, _: &str, _: &mut V) {}
-    fn map_tensors<M: nn::ParamMapper<B>>(&mut self, _: &str, _: &mut M) {}
-    fn visit_grads<V: nn::GradVisitor<B>>(&mut self, _: &(), _: &str, _: &mut V) {}
-    fn visit_grad_tensors<V: nn::ParamVisitor<B>>(_: &(), _: &str, _: &mut V) {}
-    fn map_grad_tensors<M: nn::ParamMapper<B>>(_: &mut (), _: &str, _: &mut M) {}
-    fn make_grads<F: nn::GradSource<B>>(&self, _: &str, _: &mut F) {}
-}
-
-impl<B: Backend> nn::Differentiable<B> for Double<B> {
-    type Input = Tensor<B, 2>;
-    type Output = Tensor<B, 2>;
-    type Cache = ();
-    fn forward(&self, x: &Tensor<B, 2>) -> Tensor<B, 2> {
-        x.mul_scalar(2.0)
-    }
-    fn forward_train(&mut self, x: &Tensor<B, 2>, _: &mut Ctx) -> (Tensor<B, 2>, ()) {
-        (x.mul_scalar(2.0), ())
-    }
-    fn backward(&self, _: &(), grad: &Tensor<B, 2>) -> (Tensor<B, 2>, ()) {
-        (grad.mul_scalar(2.0), ())
-    }
-}
-
-impl<B: Backend> nn::Block<B> for Double<B> {
-    const INPUT: nn::StaticShape = nn::StaticShape::new(&[16]);
-    const OUTPUT: nn::StaticShape = nn::StaticShape::new(&[16]);
-    const NUM_PARAMS: usize = 0;
-    fn init(_: &mut Rng, _: &B::Device) -> Self {
-        Double(std::marker::PhantomData)
-    }
-}
+/// The ui cases' hand-written layer, twice its input: `nn::Block` and its
+/// supertraits are what a `#[model]` needs of a field it cannot see.
+#[path = "../../ui-tests/common/double.rs"]
+mod double;
+use double::Double;
 
 /// A hand-written layer between two built-in ones.
 #[model(input = [8])]
 pub struct Doubled {
-    fc1: Linear<8, 16>,
+    fc1: Linear<8, 8>,
     double: Double,
-    fc2: Linear<16, 3>,
+    fc2: Linear<8, 3>,
 }
 
 /// Stateless layers before the first layer with parameters.
@@ -302,7 +269,7 @@ fn backward_params_equals_the_full_backward() {
 fn hand_written_blocks_are_fields_too() {
     let model = Doubled::new_seeded(4, &CpuDevice);
     assert_eq!(Doubled::<Cpu>::OUTPUT_SHAPE, &[3]);
-    assert_eq!(Doubled::<Cpu>::NUM_PARAMS, 8 * 16 + 16 + 16 * 3 + 3);
+    assert_eq!(Doubled::<Cpu>::NUM_PARAMS, 8 * 8 + 8 + 8 * 3 + 3);
     let x = Tensor::<Cpu, 2>::normal_with([3, 8], 0.0, 1.0, &mut Rng::seed_from_u64(5), &CpuDevice);
     let by_hand = model.fc2.forward(&model.fc1.forward(&x).mul_scalar(2.0));
     assert_eq!(model.forward(&x).to_vec::<f32>(), by_hand.to_vec::<f32>());

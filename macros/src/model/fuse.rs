@@ -21,7 +21,7 @@ use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::ops::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp};
+use super::ops::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp, elementwise_ops, movement_ops, row_ops};
 use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -207,19 +207,7 @@ impl Plan {
 /// joins this list or an elementwise arm of [`fusable`].
 macro_rules! not_elementwise {
     () => {
-        Op::Input
-            | Op::Positions(_)
-            | Op::Nested(_)
-            | Op::Attend(_)
-            | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_)
-            | Op::Softmax(_)
-            | Op::LogSoftmax(_)
-            | Op::Reduce { .. }
+        Op::Input | Op::Positions(_) | Op::Nested(_) | Op::Attend(_) | Op::Matmul | movement_ops!() | row_ops!()
     };
 }
 
@@ -344,19 +332,9 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             | Op::Positions(_)
             | Op::Nested(_)
             | Op::Attend(_)
-            | Op::Unary(_)
-            | Op::Bin(_)
-            | Op::Binary(_)
-            | Op::Scalar(..)
-            | Op::Neg
-            | Op::CausalFill { .. }
-            | Op::Kernel { .. }
             | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_) => return None,
+            | elementwise_ops!()
+            | movement_ops!() => return None,
         };
         Some((r, op))
     };

@@ -145,30 +145,40 @@ pub enum Op {
     Positions(Dim),
 }
 
+// The kinds of op, as patterns: a pass's match names every op by naming
+// the kinds it treats alike and the ops it treats apart, so an op added
+// to `Op` joins a kind here or breaks every match until each pass decides.
+
+/// Ops computed from their operands element by element.
+macro_rules! elementwise_ops {
+    () => {
+        Op::Unary(_) | Op::Bin(_) | Op::Binary(_) | Op::Scalar(..) | Op::Neg | Op::CausalFill { .. } | Op::Kernel { .. }
+    };
+}
+
+/// Ops that move elements: views and copies.
+macro_rules! movement_ops {
+    () => {
+        Op::Transpose(..) | Op::Permute(_) | Op::Reshape(_) | Op::Narrow { .. } | Op::Cat(_)
+    };
+}
+
+/// Ops along one dim of each row: softmaxes and reductions.
+macro_rules! row_ops {
+    () => {
+        Op::Softmax(_) | Op::LogSoftmax(_) | Op::Reduce { .. }
+    };
+}
+
+pub(crate) use {elementwise_ops, movement_ops, row_ops};
+
 impl Op {
     /// The field the op calls: a layer, an attending layer or a nested
     /// model.
     pub fn callee(&self) -> Option<Callee> {
         match self {
             Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(*c),
-            Op::Input
-            | Op::Positions(_)
-            | Op::Unary(_)
-            | Op::Bin(_)
-            | Op::Binary(_)
-            | Op::Scalar(..)
-            | Op::Neg
-            | Op::CausalFill { .. }
-            | Op::Kernel { .. }
-            | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_)
-            | Op::Softmax(_)
-            | Op::LogSoftmax(_)
-            | Op::Reduce { .. } => None,
+            Op::Input | Op::Positions(_) | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!() => None,
         }
     }
 }

@@ -14,30 +14,14 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{Gen, access, field_ty, value_ident};
-use crate::model::ops::{Dim, Op, SampleDim};
+use crate::model::ops::{Dim, Op, SampleDim, elementwise_ops, movement_ops, row_ops};
 use blaze_spec::Layer;
 
 /// The ops a decoding step runs as the forward does, keeping nothing
 /// between steps: a pattern, so that the matches here name every op.
 macro_rules! stateless {
     () => {
-        Op::Input
-            | Op::Unary(_)
-            | Op::Bin(_)
-            | Op::Binary(_)
-            | Op::Scalar(..)
-            | Op::Neg
-            | Op::CausalFill { .. }
-            | Op::Kernel { .. }
-            | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_)
-            | Op::Softmax(_)
-            | Op::LogSoftmax(_)
-            | Op::Reduce { .. }
+        Op::Input | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!()
     };
 }
 

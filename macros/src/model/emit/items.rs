@@ -43,24 +43,9 @@ impl Gen<'_> {
                     quote!(<#ty as ::blaze::nn::Attend<B>>::AttendCache)
                 }
                 // The other ops' adjoints read what `stored` keeps.
-                Op::Input
-                | Op::Bin(_)
-                | Op::Binary(_)
-                | Op::Scalar(..)
-                | Op::Neg
-                | Op::Unary(_)
-                | Op::Matmul
-                | Op::Transpose(..)
-                | Op::Permute(_)
-                | Op::Reshape(_)
-                | Op::Narrow { .. }
-                | Op::Cat(_)
-                | Op::Softmax(_)
-                | Op::LogSoftmax(_)
-                | Op::Reduce { .. }
-                | Op::CausalFill { .. }
-                | Op::Kernel { .. }
-                | Op::Positions(_) => continue,
+                Op::Input | Op::Positions(_) | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!() => {
+                    continue;
+                }
             };
             out.extend(quote!(#ci: #ty,));
         }

@@ -24,7 +24,10 @@ use quote::{format_ident, quote, quote_spanned};
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
-use super::ops::{Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, show, sym_ident};
+use super::ops::{
+    Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, elementwise_ops, movement_ops, row_ops, show,
+    sym_ident,
+};
 use crate::model::check::{Options, count_params};
 use crate::model::ir::{Field, LayerKind, Model};
 use crate::model::precision;
@@ -34,23 +37,7 @@ use crate::model::structs::{field_init, field_ty};
 /// (every op but inputs and calls of fields): a pattern.
 macro_rules! computed {
     () => {
-        Op::Unary(_)
-            | Op::Bin(_)
-            | Op::Binary(_)
-            | Op::Scalar(..)
-            | Op::Neg
-            | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_)
-            | Op::Softmax(_)
-            | Op::LogSoftmax(_)
-            | Op::Reduce { .. }
-            | Op::CausalFill { .. }
-            | Op::Kernel { .. }
-            | Op::Positions(_)
+        Op::Positions(_) | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!()
     };
 }
 

@@ -69,36 +69,14 @@ impl Gen<'_> {
     pub(super) fn recomputed(&self, p: usize) -> TokenStream {
         let n = &self.low.nodes[p];
         let (r, cp) = (self.rank(n.out), layer_cache_ident(p));
-        match &n.op {
-            Op::Unary(u) => {
-                let (m, vx) = (format_ident!("{}", u.name), value_ident(n.args[0]));
-                quote!(cache.#vx.#m())
-            }
-            Op::Layer(callee) => {
-                let ty = field_ty(&self.fields()[callee.field].kind);
-                let at = access(*callee, self.fields());
-                quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
-            }
-            Op::Input
-            | Op::Positions(_)
-            | Op::Nested(_)
-            | Op::Attend(_)
-            | Op::Bin(_)
-            | Op::Binary(_)
-            | Op::Scalar(..)
-            | Op::Neg
-            | Op::CausalFill { .. }
-            | Op::Kernel { .. }
-            | Op::Matmul
-            | Op::Transpose(..)
-            | Op::Permute(_)
-            | Op::Reshape(_)
-            | Op::Narrow { .. }
-            | Op::Cat(_)
-            | Op::Softmax(_)
-            | Op::LogSoftmax(_)
-            | Op::Reduce { .. } => unreachable!("only activations and layers rebuild their outputs"),
+        if let Op::Unary(u) = &n.op {
+            let (m, vx) = (format_ident!("{}", u.name), value_ident(n.args[0]));
+            return quote!(cache.#vx.#m());
         }
+        let Op::Layer(callee) = &n.op else { unreachable!("only activations and layers rebuild their outputs") };
+        let ty = field_ty(&self.fields()[callee.field].kind);
+        let at = access(*callee, self.fields());
+        quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
     }
 
     /// The activation nodes that run inside their layer's call
@@ -223,23 +201,7 @@ impl Gen<'_> {
                     Some(precision::Item::Matmul { what, depth })
                 }
                 // No product: nothing a 16-bit precision rounds.
-                Op::Input
-                | Op::Positions(_)
-                | Op::Unary(_)
-                | Op::Bin(_)
-                | Op::Binary(_)
-                | Op::Scalar(..)
-                | Op::Neg
-                | Op::CausalFill { .. }
-                | Op::Kernel { .. }
-                | Op::Transpose(..)
-                | Op::Permute(_)
-                | Op::Reshape(_)
-                | Op::Narrow { .. }
-                | Op::Cat(_)
-                | Op::Softmax(_)
-                | Op::LogSoftmax(_)
-                | Op::Reduce { .. } => None,
+                Op::Input | Op::Positions(_) | elementwise_ops!() | movement_ops!() | row_ops!() => None,
             })
             .collect();
         let products = precision::plan_fields(self.model.precision, &items);
