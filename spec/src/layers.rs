@@ -22,8 +22,7 @@
 //!   parameters or buffers); `elementwise`: whether it maps each element on
 //!   its own; `takes_ids`: whether it reads integer ids;
 //! - `fuses_activation`: whether an activation after it can join its bias
-//!   pass; `fusable_activation`: the runtime `UnaryOp` it is, if it can be
-//!   fused so;
+//!   pass;
 //! - `default_stride`: its stride when none is given, from the window;
 //! - `expects`: what it needs of its input, in words, from its sizes;
 //! - `params`: the tensors it holds, from its sizes and options;
@@ -56,7 +55,6 @@ macro_rules! layers {
             elementwise: $elementwise:literal,
             takes_ids: $ids:literal,
             fuses_activation: $fuses:literal,
-            fusable_activation: $fusable:expr,
             default_stride: |$k:pat_param| $stride:expr,
             expects: |$es:pat_param| $expects:expr,
             params: |$ps:pat_param, $po:pat_param| $params:expr,
@@ -184,20 +182,6 @@ macro_rules! layers {
                 match self {
                     $(Layer::$name => $fuses,)*
                     Layer::Unary(_) => false,
-                }
-            }
-
-            /// The activation a `Linear` or `Conv2d` before it can apply in
-            /// its bias pass (`bias_act`), by the runtime's `UnaryOp` name.
-            pub const fn fusable_activation(self) -> Option<&'static str> {
-                match self {
-                    $(Layer::$name => $fusable,)*
-                    // Those whose derivative reads the output: the bias pass keeps
-                    // that, not its input.
-                    Layer::Unary(op) => match op.grad {
-                        Grad::OfOutput(_) => Some(op.variant),
-                        Grad::OfInput(_) | Grad::Derived => None,
-                    },
                 }
             }
 
@@ -428,7 +412,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: true,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects {} input features", size(g, 0)),
         params: |g, o| weight_and_bias(vec![g[1], g[0]], g[1], g[0], o.bias),
@@ -457,7 +440,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: true,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| {
             let k = size(g, 2);
@@ -503,7 +485,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects an image of {} channels", size(g, 0)),
         params: |g, o| {
@@ -551,7 +532,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects [{}, L] inputs that its kernel of {} fits", size(g, 0), size(g, 2)),
         params: |g, o| {
@@ -591,7 +571,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |k| k,
         expects: |g| format!("expects an image that its {k}x{k} window fits", k = size(g, 0)),
         params: |_, _| Vec::new(),
@@ -607,7 +586,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |k| k,
         expects: |g| format!("expects an image that its {k}x{k} window fits", k = size(g, 0)),
         params: |_, _| Vec::new(),
@@ -623,7 +601,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "expects an image [C, H, W]".to_owned(),
         params: |_, _| Vec::new(),
@@ -645,7 +622,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "expects an image [C, H, W]".to_owned(),
         params: |_, _| Vec::new(),
@@ -678,7 +654,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "expects an image [C, H, W]".to_owned(),
         params: |_, _| Vec::new(),
@@ -699,7 +674,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "flattens at most 2147483647 elements".to_owned(),
         params: |_, _| Vec::new(),
@@ -723,7 +697,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -739,7 +712,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -755,7 +727,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -772,7 +743,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -788,7 +758,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -804,7 +773,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes a dim of its input".to_owned(),
         params: |_, _| Vec::new(),
@@ -820,7 +788,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes a dim of its input".to_owned(),
         params: |_, _| Vec::new(),
@@ -836,7 +803,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -852,7 +818,6 @@ layers! {
         elementwise: true,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes any shape".to_owned(),
         params: |_, _| Vec::new(),
@@ -868,7 +833,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects an image of {} channels", size(g, 0)),
         params: |g, _| vec![
@@ -895,7 +859,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects [{c}] or [{c}, L] inputs", c = size(g, 0)),
         params: |g, _| vec![
@@ -923,7 +886,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects [{}, ..] inputs, in {} groups", size(g, 1), size(g, 0)),
         params: |g, _| vec![param("weight", vec![g[1]], Init::Ones), param("bias", vec![g[1]], Init::Zeros)],
@@ -949,7 +911,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects a last dim of {}", size(g, 0)),
         params: |g, _| vec![param("weight", vec![g[0]], Init::Ones), param("bias", vec![g[0]], Init::Zeros)],
@@ -972,7 +933,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects a last dim of {}", size(g, 0)),
         params: |g, o| {
@@ -998,7 +958,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects a sequence [T, {}]", size(g, 0)),
         params: |g, o| {
@@ -1040,7 +999,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects sequences [T, {}]", size(g, 0)),
         params: |g, o| recurrent_params(4, g[0], g[1], o),
@@ -1058,7 +1016,6 @@ layers! {
         elementwise: false,
         takes_ids: false,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |g| format!("expects sequences [T, {}]", size(g, 0)),
         params: |g, o| recurrent_params(3, g[0], g[1], o),
@@ -1074,7 +1031,6 @@ layers! {
         elementwise: false,
         takes_ids: true,
         fuses_activation: false,
-        fusable_activation: None,
         default_stride: |_| 1,
         expects: |_| "takes ids of per-sample shape [] or [T]".to_owned(),
         params: |g, _| vec![param("weight", vec![g[0], g[1]], Init::Normal)],

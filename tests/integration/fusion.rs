@@ -142,6 +142,35 @@ impl SeqDropBody {
     }
 }
 
+// After a nested model the shapes are the compiler's, not the macro's:
+// the fields after it fuse and recompute all the same.
+#[model(input = [8])]
+pub struct InnerFc {
+    fc: Linear<8, 8>,
+}
+
+#[model(input = [8])]
+pub struct AfterNested {
+    inner: InnerFc,
+    act: Gelu,
+    drop: Dropout,
+    norm: LayerNorm<8>,
+    fc: Linear<8, 4>,
+    act2: Gelu,
+    out: Linear<4, 2>,
+}
+
+#[model(input = [8], fuse = false)]
+pub struct AfterNestedPlain {
+    inner: InnerFc,
+    act: Gelu,
+    drop: Dropout,
+    norm: LayerNorm<8>,
+    fc: Linear<8, 4>,
+    act2: Gelu,
+    out: Linear<4, 2>,
+}
+
 // The same fields with fusion off: each runs on its own, but for the tanh
 // in `fc2`'s bias pass.
 #[model(input = [8], fuse = false)]
@@ -503,6 +532,15 @@ fn sequential_models_fuse_runs_of_elementwise_fields() {
     agree!(SeqDrop, SeqDropPlain, normal([6, 8], 37), 4);
     let m = SeqDrop::new_seeded(32, &CpuDevice);
     check_model(&m, &normal([3, 8], 33), true, |m, x, ctx| m.forward_train(x, ctx), |m, c, g| m.backward(c, g));
+}
+
+#[test]
+fn fields_after_a_nested_model_fuse_too() {
+    let plan = AfterNested::<Cpu>::FUSION;
+    assert_eq!(plan.groups.len(), 1, "{plan}");
+    assert_eq!(plan.groups[0].ops, ["gelu", "dropout", "layer_norm"]);
+    assert!(plan.recomputed.contains(&"out <- act2"), "{plan}");
+    agree!(AfterNested, AfterNestedPlain, normal([6, 8], 47), 8);
 }
 
 #[test]

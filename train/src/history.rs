@@ -1,5 +1,5 @@
 //! Every epoch's metrics, the best epoch, and the history as it is kept
-//! in a checkpoint's metadata and drawn as curves.
+//! in a checkpoint's metadata and drawn as curves (feature `plot`).
 
 use std::path::Path;
 
@@ -187,17 +187,16 @@ impl History {
         Some(History { epochs, ..History::default() })
     }
 
-    /// The curves in `dir`: `curve.svg`, and at the end of a run (`png`)
-    /// `curve.png` too. Without the `plot` feature there is nothing to
-    /// draw them with, and nothing is written.
+    /// The curves in `dir`: `curve.svg` (`fit` writes it after every
+    /// epoch), or with `png` `curve.png` (once, at the end of a run).
+    /// Without the `plot` feature there is nothing to draw them with, and
+    /// nothing is written.
     #[cfg_attr(not(feature = "plot"), allow(unused_variables))]
     pub(crate) fn write_curves(&self, dir: &Path, metric: &str, png: bool) -> Result<(), TrainError> {
         #[cfg(feature = "plot")]
-        {
-            write_file(&dir.join("curve.svg"), self.svg(metric).as_bytes())?;
-            if png {
-                write_file(&dir.join("curve.png"), &self.png(metric))?;
-            }
+        match png {
+            false => write_file(&dir.join("curve.svg"), self.svg(metric).as_bytes())?,
+            true => write_file(&dir.join("curve.png"), &self.png(metric))?,
         }
         Ok(())
     }
@@ -249,7 +248,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("blaze-train-curves-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let history = History { epochs: vec![epoch(1, 0.9, 0.1), epoch(2, 0.5, 0.5)], ..History::default() };
-        history.write_curves(&dir, "accuracy", true).expect("writes");
+        history.write_curves(&dir, "accuracy", false).expect("writes the SVG");
+        history.write_curves(&dir, "accuracy", true).expect("writes the PNG");
         let written = ["curve.svg", "curve.png"].map(|f| dir.join(f).is_file());
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(written, [cfg!(feature = "plot"); 2]);

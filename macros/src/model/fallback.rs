@@ -138,8 +138,9 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
                 products: &[],
             };
     };
-    let seq_consts = match (&inputs.fixed, sequential) {
-        (Some(dims), true) => quote! {
+    // As the full expansion: with a `Block` impl, the shapes as consts.
+    let shape_consts = match (&inputs.fixed, names.len()) {
+        (Some(dims), 1) => quote! {
             /// Per-sample input shape (the batch dim excluded).
             pub const INPUT_SHAPE: &'static [usize] = &[#(#dims),*];
             /// Per-sample output shape.
@@ -187,7 +188,7 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         impl<B: ::blaze::Backend> #ident<B> {
             /// Number of trainable scalars.
             pub const NUM_PARAMS: usize = 0;
-            #seq_consts
+            #shape_consts
             #constructors
             /// Inference.
             pub fn forward(&self, #(#names: &::blaze::Tensor<B, #in_ranks>),*) -> ::blaze::Tensor<B, #out> { #body }

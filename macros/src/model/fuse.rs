@@ -1,5 +1,5 @@
 //! Fusion, decided while the model compiles: maximal groups of elementwise
-//! ops of a lowered forward body whose intermediate values nothing else
+//! ops of a model's lowered ops whose intermediate values nothing else
 //! reads become one kernel of the kernel IR (`blaze_kernel_dsl::ir`), emitted
 //! as a type with its CPU loop, its naga-validated WGSL and its partials,
 //! and, for the backward, one adjoint kernel per input (`g * ∂f/∂a_i` in

@@ -28,11 +28,16 @@ pub fn lower(model: &Model, plan: &Plan) -> Lowered {
             LayerKind::Builtin { .. } => (Op::Layer(callee), None),
             LayerKind::Opaque { .. } => (Op::Nested(callee), None),
         };
+        let prev = vals.len() - 1;
+        let elementwise = f.kind.builtin().is_some_and(|(l, _)| l.is_elementwise());
         let (shape, opaque) = match &step.output {
             Shape::Known(d) => (d.iter().map(|&n| Dim::size(n)).collect(), None),
+            // An elementwise field keeps its input's shape, as the same
+            // expression, so that the passes see one shape (and fuse and
+            // recompute after a nested field as after any other).
+            Shape::Opaque(_) if elementwise => (Vec::new(), vals[prev].opaque.clone()),
             Shape::Opaque(e) => (Vec::new(), Some(e.clone())),
         };
-        let prev = vals.len() - 1;
         let params = vals[prev].params || f.kind.has_params();
         vals.push(Val { shape, opaque, batched: true, grad: true, params });
         let out = vals.len() - 1;

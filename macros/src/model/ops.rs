@@ -199,7 +199,8 @@ pub struct Val {
     pub shape: Vec<Dim>,
     /// A shape known only to the compiler (after a field of a sequential
     /// model the macro cannot see): a const `StaticShape` expression, with
-    /// `shape` empty. Only calls of fields read such a value.
+    /// `shape` empty. Only a sequential model's ops read such a value:
+    /// calls of fields and the elementwise ops its fields stand for.
     pub opaque: Option<TokenStream>,
     /// False for values built from constants alone: their batch dim is 1.
     pub batched: bool,
@@ -262,12 +263,13 @@ pub enum Rank {
 }
 
 impl Rank {
-    /// The rank of a value the body computes (its dims are known: only
-    /// calls of fields read a value of a compile-time shape).
+    /// The rank of a softmax's value, which a forward body computes (a
+    /// compile-time shape comes from a sequential model's fields, and a
+    /// softmax field is a layer call there, whose rank is never asked).
     pub fn known(&self) -> usize {
         match self {
             Rank::Known(r) => *r,
-            Rank::Const(_) => unreachable!("only calls of fields read a value of a compile-time shape"),
+            Rank::Const(_) => unreachable!("a softmax op belongs to a forward body, whose dims are known"),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The reverse pass of a forward body: one adjoint statement per op,
+//! The reverse pass of a model's lowered ops: one adjoint statement per op,
 //! walking the lowered ops backwards, reading what the training forward
 //! stored.
 
@@ -98,7 +98,19 @@ impl Gen<'_> {
                         } else {
                             quote!(_)
                         };
-                        pre.extend(quote_spanned!(span=> let (#gs, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);));
+                        // Where no argument of the group needs a gradient
+                        // (`backward_params` before the first parameters),
+                        // the norm's parameters alone.
+                        let inputs_need = group.inputs.iter().any(|x| matches!(x, Input::Value(k) if need(*k)));
+                        match (inputs_need, kind.has_params()) {
+                            (true, _) => pre.extend(
+                                quote_spanned!(span=> let (#gs, #gpat) = #path::backward(&#at, &cache.#ci, &#gy);),
+                            ),
+                            (false, true) => pre.extend(
+                                quote_spanned!(span=> let #gr = #path::backward_params(&#at, &cache.#ci, &#gy);),
+                            ),
+                            (false, false) => {}
+                        }
                         gs
                     }
                     Some(RowOp::Mean) => {

@@ -1,5 +1,5 @@
-//! `blaze::export::Export` and `OnnxModel` for a model with a forward
-//! body: one statement per op of the lowered body (never the fused plan:
+//! `blaze::export::Export` and `OnnxModel` for any model: one statement
+//! per op of its lowered ops (never the fused plan:
 //! ONNX Runtime fuses on its own), each calling the exporter's function for
 //! the op; symbolic dims are sizes of the inputs, read as the model runs.
 

@@ -1,4 +1,4 @@
-//! The items around a body's passes: the cache struct's fields, the
+//! The items around a model's passes: the cache struct's fields, the
 //! gradients' literal, parameter counts, initialisers, the signature and
 //! the summary's rows.
 

@@ -1,5 +1,6 @@
-//! Code generation for a model with a `forward` body: the inference and
-//! training forwards as straight-line Rust, and the reverse pass emitted as
+//! Code generation from a model's lowered ops (`ops.rs`; a forward body's,
+//! or a sequential model's fields): the inference and training forwards
+//! as straight-line Rust, and the reverse pass emitted as
 //! straight-line Rust too, one adjoint statement per op, walking the
 //! lowered ops backwards. The training forward keeps only what those
 //! adjoint statements read.
@@ -426,9 +427,13 @@ impl Gen<'_> {
         }
     }
 
-    /// Binds each input to `v{k}`, checks its dims, and binds the symbols.
-    fn bind_inputs(&self) -> TokenStream {
-        let name = self.model.ident.to_string();
+    /// Binds each input to `v{k}`, checks its dims, and binds the symbols;
+    /// the messages name the model's int8 form in its forward (`int8`).
+    fn bind_inputs(&self, int8: bool) -> TokenStream {
+        let name = match int8 {
+            true => crate::model::quant::ident(self.model).to_string(),
+            false => self.model.ident.to_string(),
+        };
         let mut out = TokenStream::new();
         let mut seen = HashSet::new();
         for (i, &k) in self.low.inputs.iter().enumerate() {
@@ -494,7 +499,7 @@ impl Gen<'_> {
             true => quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized),
             false => ty,
         };
-        let mut out = self.bind_inputs();
+        let mut out = self.bind_inputs(int8);
         let fused = self.fused_for_inference();
         let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();
         for (i, n) in self.low.nodes.iter().enumerate() {
@@ -639,7 +644,7 @@ impl Gen<'_> {
 
     /// The training forward's statements, ending with `(output, cache)`.
     pub fn forward_train(&self, cache_ident: &syn::Ident) -> TokenStream {
-        let mut out = self.bind_inputs();
+        let mut out = self.bind_inputs(false);
         let mut caches = Vec::new();
         let fused = self.fused();
         let skipped: HashSet<usize> = fused.values().map(Epilogue::node).collect();

@@ -1,4 +1,4 @@
-//! What a body's passes fuse and recompute: the layers whose output the
+//! What a model's passes fuse and recompute: the layers whose output the
 //! backward rebuilds, the norms and dropouts, the fusion plan `FUSION`
 //! lists, and the ops each pass runs.
 
