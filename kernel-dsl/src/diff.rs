@@ -124,7 +124,21 @@ fn derive(e: &Expr, p: usize, d: &[Option<Expr>]) -> Option<Expr> {
                 ),
                 // a % b = a - b * trunc(a / b): the quotient is piecewise constant.
                 Bin::Rem => da,
-                _ => None,
+                // Comparisons, logic and bit operations: piecewise constant,
+                // or not of floats.
+                Bin::Lt
+                | Bin::Le
+                | Bin::Gt
+                | Bin::Ge
+                | Bin::Eq
+                | Bin::Ne
+                | Bin::And
+                | Bin::Or
+                | Bin::Shl
+                | Bin::Shr
+                | Bin::BitAnd
+                | Bin::BitOr
+                | Bin::BitXor => None,
             }
         }
         ExprKind::Call(f, args) => derive_call(*f, args, e, p, d),

@@ -228,7 +228,20 @@ impl Intrinsic {
         match self {
             Intrinsic::Pow | Intrinsic::Min | Intrinsic::Max => 2,
             Intrinsic::Clamp | Intrinsic::Fma | Intrinsic::Select => 3,
-            _ => 1,
+            Intrinsic::Exp
+            | Intrinsic::Exp2
+            | Intrinsic::Log
+            | Intrinsic::Log2
+            | Intrinsic::Sqrt
+            | Intrinsic::Rsqrt
+            | Intrinsic::Tanh
+            | Intrinsic::Sin
+            | Intrinsic::Cos
+            | Intrinsic::Abs
+            | Intrinsic::Sign
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Erf => 1,
         }
     }
 
@@ -240,7 +253,20 @@ impl Intrinsic {
             Intrinsic::Pow => "pow(x: f32, y: f32)",
             Intrinsic::Min => "min(a: f32, b: f32)",
             Intrinsic::Max => "max(a: f32, b: f32)",
-            _ => "(x: f32)",
+            Intrinsic::Exp
+            | Intrinsic::Exp2
+            | Intrinsic::Log
+            | Intrinsic::Log2
+            | Intrinsic::Sqrt
+            | Intrinsic::Rsqrt
+            | Intrinsic::Tanh
+            | Intrinsic::Sin
+            | Intrinsic::Cos
+            | Intrinsic::Abs
+            | Intrinsic::Sign
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Erf => "(x: f32)",
         }
     }
 

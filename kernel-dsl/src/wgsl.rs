@@ -234,17 +234,29 @@ impl Wgsl {
 
     /// `a op b`, through a helper where `op` compares floats.
     pub fn binary(&mut self, op: Bin, float: bool, a: impl FnOnce(&mut Self), b: impl FnOnce(&mut Self)) {
+        // On floats, comparisons decide NaN by its bits and `%` is Rust's;
+        // the other operators are WGSL's own.
         let helper = match op {
-            Bin::Lt => Helper::Lt,
-            Bin::Le => Helper::Le,
-            Bin::Gt => Helper::Gt,
-            Bin::Ge => Helper::Ge,
-            Bin::Eq => Helper::Eq,
-            Bin::Ne => Helper::Ne,
-            Bin::Rem => Helper::RemF32,
-            _ => Helper::IsNan,
+            Bin::Lt => Some(Helper::Lt),
+            Bin::Le => Some(Helper::Le),
+            Bin::Gt => Some(Helper::Gt),
+            Bin::Ge => Some(Helper::Ge),
+            Bin::Eq => Some(Helper::Eq),
+            Bin::Ne => Some(Helper::Ne),
+            Bin::Rem => Some(Helper::RemF32),
+            Bin::Add
+            | Bin::Sub
+            | Bin::Mul
+            | Bin::Div
+            | Bin::And
+            | Bin::Or
+            | Bin::Shl
+            | Bin::Shr
+            | Bin::BitAnd
+            | Bin::BitOr
+            | Bin::BitXor => None,
         };
-        if float && helper != Helper::IsNan {
+        if let (true, Some(helper)) = (float, helper) {
             self.helper(helper);
             self.out.push('(');
             a(self);
@@ -304,15 +316,31 @@ impl Wgsl {
                 self.helper(Helper::Pow);
                 &[0, 1]
             }
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Clamp => {
-                self.helper(match f {
-                    Intrinsic::Min => Helper::Min,
-                    Intrinsic::Max => Helper::Max,
-                    _ => Helper::Clamp,
-                });
-                &[0, 1, 2][..f.arity()]
+            Intrinsic::Min => {
+                self.helper(Helper::Min);
+                &[0, 1]
             }
-            f => {
+            Intrinsic::Max => {
+                self.helper(Helper::Max);
+                &[0, 1]
+            }
+            Intrinsic::Clamp => {
+                self.helper(Helper::Clamp);
+                &[0, 1, 2]
+            }
+            // WGSL's builtins of the same name and arguments.
+            Intrinsic::Exp
+            | Intrinsic::Exp2
+            | Intrinsic::Log
+            | Intrinsic::Log2
+            | Intrinsic::Sqrt
+            | Intrinsic::Sin
+            | Intrinsic::Cos
+            | Intrinsic::Abs
+            | Intrinsic::Sign
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Fma => {
                 self.out.push_str(f.name());
                 &[0, 1, 2][..f.arity()]
             }
