@@ -175,6 +175,27 @@ pub enum Intrinsic {
     Erf,
 }
 
+/// The intrinsics of one argument, as a pattern: named once for the
+/// matches that decide by arity.
+macro_rules! one_argument {
+    () => {
+        Intrinsic::Exp
+            | Intrinsic::Exp2
+            | Intrinsic::Log
+            | Intrinsic::Log2
+            | Intrinsic::Sqrt
+            | Intrinsic::Rsqrt
+            | Intrinsic::Tanh
+            | Intrinsic::Sin
+            | Intrinsic::Cos
+            | Intrinsic::Abs
+            | Intrinsic::Sign
+            | Intrinsic::Floor
+            | Intrinsic::Ceil
+            | Intrinsic::Erf
+    };
+}
+
 impl Intrinsic {
     pub const ALL: [Intrinsic; 20] = [
         Intrinsic::Exp,
@@ -228,20 +249,7 @@ impl Intrinsic {
         match self {
             Intrinsic::Pow | Intrinsic::Min | Intrinsic::Max => 2,
             Intrinsic::Clamp | Intrinsic::Fma | Intrinsic::Select => 3,
-            Intrinsic::Exp
-            | Intrinsic::Exp2
-            | Intrinsic::Log
-            | Intrinsic::Log2
-            | Intrinsic::Sqrt
-            | Intrinsic::Rsqrt
-            | Intrinsic::Tanh
-            | Intrinsic::Sin
-            | Intrinsic::Cos
-            | Intrinsic::Abs
-            | Intrinsic::Sign
-            | Intrinsic::Floor
-            | Intrinsic::Ceil
-            | Intrinsic::Erf => 1,
+            one_argument!() => 1,
         }
     }
 
@@ -253,20 +261,7 @@ impl Intrinsic {
             Intrinsic::Pow => "pow(x: f32, y: f32)",
             Intrinsic::Min => "min(a: f32, b: f32)",
             Intrinsic::Max => "max(a: f32, b: f32)",
-            Intrinsic::Exp
-            | Intrinsic::Exp2
-            | Intrinsic::Log
-            | Intrinsic::Log2
-            | Intrinsic::Sqrt
-            | Intrinsic::Rsqrt
-            | Intrinsic::Tanh
-            | Intrinsic::Sin
-            | Intrinsic::Cos
-            | Intrinsic::Abs
-            | Intrinsic::Sign
-            | Intrinsic::Floor
-            | Intrinsic::Ceil
-            | Intrinsic::Erf => "(x: f32)",
+            one_argument!() => "(x: f32)",
         }
     }
 
