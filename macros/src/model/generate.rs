@@ -7,10 +7,10 @@ use quote::{format_ident, quote};
 
 use super::check::Options;
 use super::emit::Gen;
-use super::fuse;
 use super::ir::Model;
 use super::ops::{self, Dim};
 use super::structs::struct_and_module;
+use super::{diff, fuse};
 use blaze_spec::rules::Extent;
 
 /// The macro a struct without `input` leaves behind for its impl's
@@ -101,9 +101,11 @@ pub fn generate(
     let cache_fields = g.cache_fields();
     let forward = g.forward();
     let forward_train = g.forward_train(&cache_ident);
-    let backward = g.backward(true, false);
-    let backward_params = g.backward(false, false);
-    let backward_params_each = g.backward(false, true);
+    let (full, params) =
+        (diff::differentiate(low, &plan, &model.fields, true), diff::differentiate(low, &plan, &model.fields, false));
+    let backward = g.backward(&full, false);
+    let backward_params = g.backward(&params, false);
+    let backward_params_each = g.backward(&params, true);
     let grads = g.grads_literal();
     let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
     let in_grad_val = if names.len() == 1 { quote!(#(#input_grads)*) } else { quote!((#(#input_grads),*)) };

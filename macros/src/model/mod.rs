@@ -3,6 +3,7 @@
 pub(crate) mod args;
 pub(crate) mod attr;
 pub(crate) mod check;
+pub(crate) mod diff;
 pub(crate) mod emit;
 pub(crate) mod export;
 pub(crate) mod fallback;

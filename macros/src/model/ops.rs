@@ -61,7 +61,7 @@ pub fn show(shape: &[Dim], symbols: &[String]) -> String {
 }
 
 /// Who a call goes to: a field, or entry `i` of an array field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Callee {
     pub field: usize,
     pub index: Option<usize>,

@@ -22,6 +22,7 @@ use blaze_spec::ops::{Grad, Unary};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
+use super::diff::{self, scalar};
 use super::fuse::{DropPart, Group, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
@@ -94,8 +95,7 @@ fn narrow_start(start: i64, size: TokenStream) -> TokenStream {
 /// The runtime's `UnaryOp` of op `u` of the op table (one without
 /// parameters).
 fn unary_op(u: &Unary) -> TokenStream {
-    let v = format_ident!("{}", u.variant);
-    quote!(::blaze::UnaryOp::#v)
+    diff::table_op("UnaryOp", u.variant)
 }
 
 /// Whether op `u`'s derivative reads its output (else its input).
@@ -151,10 +151,6 @@ fn tensor_dim(d: usize) -> usize {
     d + 1
 }
 
-fn scalar(s: &TokenStream) -> TokenStream {
-    quote!(((#s) as f64))
-}
-
 /// Value `k` as a kernel call's tensor argument, read from the training
 /// forward's cache or not.
 fn tensor_arg(k: usize, from_cache: bool) -> TokenStream {
@@ -206,12 +202,6 @@ impl Gen<'_> {
 
     fn fields(&self) -> &[Field] {
         &self.model.fields
-    }
-
-    /// Whether operand `a` of a node with output `out` was broadcast.
-    fn broadcast(&self, a: usize, out: usize) -> bool {
-        let (x, y) = (&self.low.vals[a], &self.low.vals[out]);
-        !x.same_shape(y) || x.batched != y.batched
     }
 
     /// The Layer trait path through which a layer call runs.
@@ -560,86 +550,10 @@ impl Gen<'_> {
         out
     }
 
-    /// What the backward reads: stored values and stored shapes.
+    /// What the backward reads, which the training forward keeps: values
+    /// and shapes.
     fn stored(&self) -> (BTreeSet<usize>, BTreeSet<usize>) {
-        let (mut vals, mut shapes) = (BTreeSet::new(), BTreeSet::new());
-        shapes.extend(self.low.inputs.iter().copied());
-        for (i, n) in self.low.nodes.iter().enumerate() {
-            let a = &n.args;
-            let bcast = |_: &mut BTreeSet<usize>, shapes: &mut BTreeSet<usize>, k: usize| {
-                if self.broadcast(k, n.out) {
-                    shapes.insert(k);
-                }
-            };
-            if self.plan.inside(i) {
-                continue;
-            }
-            if let Some(group) = self.plan.rooted_at(i) {
-                // The adjoint kernels read the group's arguments only, and
-                // a softmax's adjoint its output.
-                if matches!(group.reduce, Some(RowOp::Softmax | RowOp::LogSoftmax)) {
-                    vals.insert(n.out);
-                }
-                for input in &group.inputs {
-                    if let Input::Value(k) = input {
-                        vals.insert(*k);
-                        if self.broadcast(*k, group.value) {
-                            shapes.insert(*k);
-                        }
-                    }
-                }
-                continue;
-            }
-            match &n.op {
-                Op::Bin(Bin::Add | Bin::Sub) => a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k)),
-                Op::Bin(Bin::Mul) | Op::Matmul => {
-                    vals.extend(a.iter().copied());
-                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
-                }
-                Op::Bin(Bin::Div) => {
-                    vals.insert(a[1]);
-                    vals.insert(n.out);
-                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
-                }
-                Op::Scalar(ScalarOp::RDiv, _) => {
-                    vals.insert(a[0]);
-                    vals.insert(n.out);
-                }
-                // The tape's adjoints, which read both operands (and sum
-                // each to its own shape).
-                Op::Binary(_) => vals.extend(a.iter().copied()),
-                Op::Scalar(ScalarOp::Table(_), _) => {
-                    vals.insert(a[0]);
-                }
-                Op::Unary(u) if of_output(u) => {
-                    vals.insert(n.out);
-                }
-                Op::Unary(_) => {
-                    vals.insert(a[0]);
-                }
-                Op::Softmax(_) | Op::LogSoftmax(_) => {
-                    vals.insert(n.out);
-                }
-                Op::Reshape(_) | Op::Narrow { .. } | Op::Reduce { .. } | Op::Cat(_) => shapes.extend(a.iter().copied()),
-                Op::Kernel { .. } => {
-                    vals.extend(a.iter().copied());
-                    a.iter().for_each(|&k| bcast(&mut vals, &mut shapes, k));
-                }
-                // Layers and nested models keep their own caches; these
-                // adjoints read neither values nor shapes.
-                Op::Input
-                | Op::Layer(_)
-                | Op::Nested(_)
-                | Op::Attend(_)
-                | Op::Scalar(ScalarOp::Add | ScalarOp::Sub | ScalarOp::Mul | ScalarOp::Div | ScalarOp::RSub, _)
-                | Op::Neg
-                | Op::Transpose(..)
-                | Op::Permute(_)
-                | Op::CausalFill { .. }
-                | Op::Positions(_) => {}
-            }
-        }
-        (vals, shapes)
+        diff::differentiate(self.low, self.plan, self.fields(), true).kept(self.low, self.plan)
     }
 
     /// The training forward's statements, ending with `(output, cache)`.

@@ -96,26 +96,6 @@ impl Gen<'_> {
             .count()
     }
 
-    /// Adjoint ops the full backward runs under `plan`: one per operand
-    /// that needs a gradient, a group's counted once per such argument, a
-    /// layer's call as one.
-    pub(super) fn backward_ops(&self, plan: &Plan) -> usize {
-        let low = self.low;
-        let need = |k: usize| low.vals[k].grad;
-        (0..low.nodes.len())
-            .filter(|&i| !plan.inside(i) && need(low.nodes[i].out))
-            .map(|i| match (&low.nodes[i].op, plan.rooted_at(i)) {
-                // A norm that ends a group runs its layer's backward first.
-                (_, Some(g)) => {
-                    let norm = usize::from(matches!(g.reduce, Some(RowOp::Norm { .. })));
-                    norm + g.inputs.iter().filter(|x| matches!(x, Input::Value(k) if need(*k))).count()
-                }
-                (Op::Layer(_) | Op::Nested(_) | Op::Attend(_), _) => 1,
-                (_, None) => low.nodes[i].args.iter().filter(|&&k| need(k)).count(),
-            })
-            .sum()
-    }
-
     /// Node `i` as the fusion plan names it: a call by its field (and
     /// index), an op of the body by its method.
     fn op_name(&self, i: usize) -> String {
@@ -177,7 +157,7 @@ impl Gen<'_> {
         epilogues.sort();
         let epilogues = epilogues.into_iter().map(|(_, e)| e);
         let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
-        let bwd = [self.backward_ops(self.plan), self.backward_ops(unfused)];
+        let bwd = [self.plan, unfused].map(|p| diff::differentiate(self.low, p, self.fields(), true).ops());
         let items: Vec<precision::Item<'_>> = self
             .low
             .nodes
