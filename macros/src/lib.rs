@@ -12,7 +12,9 @@
 //! struct of layers: model/attr.rs (parse into model/ir.rs) -> model/check.rs (shapes, rules) -> model/lower.rs ─┐
 //! forward body:     graph/ (the struct's fields, then lower/ the body, shapes checked as it goes) ────────────────┤
 //!                                        model/ops.rs, the one op IR (SSA, symbolic shapes) <─────────────────────┘
-//!   -> model/fuse.rs (the fusion plan) -> model/emit/ (forward, backward, cache, export, decode)
+//!   -> model/fuse.rs (fused ops: groups and softmax folds as ops of their own, IR to IR)
+//!   -> model/diff.rs (the reverse pass as steps of adjoints, IR to IR)
+//!   -> model/emit/ (printing: forward, backward, cache; export and decode from the ops before fusion)
 //!   -> model/generate.rs (the traits and inherent API around them); model/structs.rs the struct itself
 //! ```
 //!

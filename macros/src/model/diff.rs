@@ -176,176 +176,178 @@ pub fn differentiate(low: &Lowered, plan: &Plan, fields: &[Field], full: bool) -
                 steps.push(Step::Ready(callee));
             }
         };
-        if let Some(fold) = plan.softmax_at(i) {
-            // A softmax that applies the scale and mask before it: its
-            // adjoint goes straight to the value they were applied to.
-            let d = low.vals[n.out].shape.len();
-            let args = vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), Arg::Code(fold.options())];
-            contrib.push((fold.input, adjoint("softmax", fold.input, args)));
-        } else if let Some(group) = plan.rooted_at(i) {
-            let g = plan.group_of[i].expect("a group's root belongs to it");
-            // The gradient of the value the kernel computes: after a
-            // softmax, from its output; after a norm, from the layer's own
-            // backward; after a mean, scaled; after a sum, broadcast as it is.
-            let inputs_need = group.inputs.iter().any(|x| matches!(x, Input::Value(k) if need(*k)));
-            let grad = match group.reduce {
-                Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) => {
-                    let d = low.vals[n.out].shape.len();
-                    let log = op == RowOp::LogSoftmax;
-                    let args = vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), softmax_options(log)];
-                    steps.push(Step::Let { node: i, term: adjoint("softmax", group.value, args) });
-                    Term::Part(i, 0)
-                }
-                Some(RowOp::Norm { .. }) => {
-                    let Op::Layer(callee) = n.op else { unreachable!("a norm is a layer call") };
-                    call(&mut steps, callee, Via::Layer, inputs_need, None);
-                    Term::Part(i, 0)
-                }
-                Some(RowOp::Mean) => {
-                    let len = low.vals[group.value].shape.last().expect("a reduced dim");
-                    let len = super::ops::SampleDim::tokens(len);
-                    let args = vec![Arg::Storage(gy), Arg::Code(quote!(1.0 / (#len) as f64))];
-                    steps.push(Step::Let { node: i, term: adjoint("scale_by", n.out, args) });
-                    Term::Part(i, 0)
-                }
-                None | Some(RowOp::Sum) => gy,
-            };
-            for (pos, input) in group.inputs.iter().enumerate() {
-                let Input::Value(k) = *input else { continue };
-                let term = Term::Fused { group: g, pos, grad: Box::new(grad.clone()) };
-                let term = match broadcast(low, k, group.value) {
-                    true => adjoint("sum_to", k, vec![Arg::Owned(term), Arg::Shape(k)]),
-                    false => term,
-                };
-                contrib.push((k, term));
+        let b = n.args.get(1).copied().unwrap_or(0);
+        // The shape an operand's gradient sums to: its own where it was
+        // broadcast, the gradient's otherwise.
+        let to_shape = |k: usize| match broadcast(low, k, n.out) {
+            true => Arg::Shape(k),
+            false => Arg::ShapeOf(Term::Grad(n.out)),
+        };
+        let g = || Arg::Storage(Term::Grad(n.out));
+        let kept = |k: usize| Arg::Storage(Term::Kept(k));
+        let parts = |contrib: &mut Vec<(usize, Term)>, count: usize| {
+            for (j, &k) in n.args.iter().take(count).enumerate() {
+                contrib.push((k, Term::Part(i, j)));
             }
-        } else {
-            let b = n.args.get(1).copied().unwrap_or(0);
-            // The shape an operand's gradient sums to: its own where it was
-            // broadcast, the gradient's otherwise.
-            let to_shape = |k: usize| match broadcast(low, k, n.out) {
-                true => Arg::Shape(k),
-                false => Arg::ShapeOf(Term::Grad(n.out)),
-            };
-            let g = || Arg::Storage(Term::Grad(n.out));
-            let kept = |k: usize| Arg::Storage(Term::Kept(k));
-            let parts = |contrib: &mut Vec<(usize, Term)>, count: usize| {
-                for (j, &k) in n.args.iter().take(count).enumerate() {
-                    contrib.push((k, Term::Part(i, j)));
-                }
-            };
-            match &n.op {
-                Op::Input | Op::Positions(_) => {}
-                Op::Layer(callee) => {
-                    let wants = n.args.iter().any(|&k| need(k));
-                    call(&mut steps, *callee, Via::Layer, wants, plan.recomputed_input(i));
-                    parts(&mut contrib, usize::from(wants));
-                }
-                Op::Nested(callee) => {
-                    let wants = n.args.iter().any(|&k| need(k));
-                    let via = if n.args.len() == 1 { Via::Nested } else { Via::Inherent };
-                    call(&mut steps, *callee, via, wants, None);
-                    parts(&mut contrib, if wants { n.args.len() } else { 0 });
-                }
-                Op::Attend(callee) => {
-                    call(&mut steps, *callee, Via::Attend, true, None);
-                    // The mask has no gradient.
-                    parts(&mut contrib, 3);
-                }
-                Op::Unary(u) => {
-                    // The op's adjoint kernel, from the value its derivative reads.
-                    let from = if matches!(u.grad, Grad::OfOutput(_)) { n.out } else { a };
-                    let op = Arg::Code(table_op("UnaryOp", u.variant));
-                    contrib.push((a, adjoint("unary", a, vec![op, kept(from), kept(from), g()])));
-                }
-                Op::Bin(op) => {
-                    let (ea, eb) = match op {
-                        Bin::Add => (("add", vec![g(), to_shape(a)]), ("add", vec![g(), to_shape(b)])),
-                        Bin::Sub => (("add", vec![g(), to_shape(a)]), ("sub_rhs", vec![g(), to_shape(b)])),
-                        Bin::Mul => (
-                            ("mul_operand", vec![g(), kept(b), to_shape(a)]),
-                            ("mul_operand", vec![g(), kept(a), to_shape(b)]),
-                        ),
-                        Bin::Div => {
-                            (("div_lhs", vec![g(), kept(b), to_shape(a)]), ("div_rhs", vec![g(), kept(b), kept(n.out)]))
-                        }
-                    };
-                    contrib.push((a, adjoint(ea.0, a, ea.1)));
-                    contrib.push((b, adjoint(eb.0, b, eb.1)));
-                }
-                Op::Binary(op) => {
-                    // The tape's adjoint: the table's partials, each summed
-                    // to its operand's shape.
-                    steps.push(Step::Binary { node: i, op });
-                    parts(&mut contrib, 2);
-                }
-                Op::Scalar(op, s) => {
-                    let s = scalar(s);
-                    let term = match op {
-                        ScalarOp::Add | ScalarOp::Sub => Term::Grad(n.out),
-                        ScalarOp::Mul => adjoint("scale_by", a, vec![g(), Arg::Code(s)]),
-                        ScalarOp::Div => adjoint("scale_by", a, vec![g(), Arg::Code(quote!(1.0 / (#s)))]),
-                        ScalarOp::RSub => adjoint("neg", a, vec![g()]),
-                        ScalarOp::RDiv => adjoint("rdiv_scalar", a, vec![g(), kept(a), kept(n.out)]),
-                        ScalarOp::Table(op) => {
-                            let op = Arg::Code(table_op("BinaryOp", op.variant));
-                            adjoint("binary_scalar", a, vec![op, kept(a), Arg::Code(s), g()])
-                        }
-                    };
-                    contrib.push((a, term));
-                }
-                Op::Neg => contrib.push((a, adjoint("neg", a, vec![g()]))),
-                Op::Matmul => {
-                    let shape = |k| Arg::ShapeOf(Term::Kept(k));
-                    contrib.push((a, adjoint("matmul_lhs", a, vec![g(), kept(b), shape(a)])));
-                    contrib.push((b, adjoint("matmul_rhs", b, vec![g(), kept(a), shape(b)])));
-                }
-                Op::Transpose(x, y) => {
-                    let args = vec![g(), code(tensor_dim(*x)), code(tensor_dim(*y))];
-                    contrib.push((a, adjoint("transpose_dims", a, args)));
-                }
-                Op::Permute(axes) => {
-                    let axes = axes.iter().map(|&x| tensor_dim(x));
-                    let args = vec![g(), Arg::Code(quote!(&[0usize #(, #axes)*]))];
-                    contrib.push((a, adjoint("permute", a, args)));
-                }
-                Op::Reshape(_) => contrib.push((a, adjoint("reshape", a, vec![g(), Arg::Shape(a)]))),
-                Op::Narrow { dim, start, .. } => {
-                    let d = tensor_dim(*dim);
-                    let args = vec![g(), code(d), Arg::Start { start: *start, of: a, d }, Arg::Dim(a, d)];
-                    contrib.push((a, adjoint("narrow", a, args)));
-                }
-                Op::Cat(dim) => {
-                    let d = tensor_dim(*dim);
-                    for (j, &k) in n.args.iter().enumerate() {
-                        let args = vec![g(), code(d), Arg::Offset(n.args[..j].to_vec(), d), Arg::Dim(k, d)];
-                        contrib.push((k, adjoint("cat_piece", k, args)));
+        };
+        match &n.op {
+            Op::Seed(_) => {}
+            Op::SoftmaxWith(f) => {
+                let fold = &plan.softmaxes[*f];
+                // A softmax that applies the scale and mask before it: its
+                // adjoint goes straight to the value they were applied to.
+                let d = low.vals[n.out].shape.len();
+                let args = vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), Arg::Code(fold.options())];
+                contrib.push((fold.input, adjoint("softmax", fold.input, args)));
+            }
+            Op::Fused(index) => {
+                let group = &plan.groups[*index];
+                // The gradient of the value the kernel computes: after a
+                // softmax, from its output; after a norm, from the layer's own
+                // backward; after a mean, scaled; after a sum, broadcast as it is.
+                let inputs_need = group.inputs.iter().any(|x| matches!(x, Input::Value(k) if need(*k)));
+                let grad = match group.reduce {
+                    Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) => {
+                        let d = low.vals[n.out].shape.len();
+                        let log = op == RowOp::LogSoftmax;
+                        let args =
+                            vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), softmax_options(log)];
+                        steps.push(Step::Let { node: i, term: adjoint("softmax", group.value, args) });
+                        Term::Part(i, 0)
                     }
-                }
-                Op::Softmax(d) | Op::LogSoftmax(d) => {
-                    let log = matches!(n.op, Op::LogSoftmax(_));
-                    let args = vec![g(), kept(n.out), code(tensor_dim(*d)), softmax_options(log)];
-                    contrib.push((a, adjoint("softmax", a, args)));
-                }
-                Op::Reduce { dim, mean } => {
-                    let d = tensor_dim(*dim);
-                    let term = match mean {
-                        true => adjoint("mean", a, vec![g(), Arg::Shape(a), Arg::Dim(a, d)]),
-                        false => adjoint("sum", a, vec![g(), Arg::Shape(a)]),
-                    };
-                    contrib.push((a, term));
-                }
-                Op::CausalFill { t, .. } => {
-                    let mask = Arg::Causal { t: t.clone(), like: n.out };
-                    contrib.push((a, adjoint("masked_fill", a, vec![g(), mask])));
-                }
-                Op::Kernel { args, .. } => {
-                    for (pos, arg) in args.iter().enumerate() {
-                        let KernelArg::Tensor(j) = arg else { continue };
-                        let (k, partial) = (n.args[*j], Term::Partial { node: i, pos });
-                        let times = Arg::Call("times", vec![g(), Arg::Storage(partial)]);
-                        contrib.push((k, adjoint("sum_to", k, vec![times, to_shape(k)])));
+                    Some(RowOp::Norm { layer, .. }) => {
+                        call(&mut steps, layer, Via::Layer, inputs_need, None);
+                        Term::Part(i, 0)
                     }
+                    Some(RowOp::Mean) => {
+                        let len = low.vals[group.value].shape.last().expect("a reduced dim");
+                        let len = super::ops::SampleDim::tokens(len);
+                        let args = vec![Arg::Storage(gy), Arg::Code(quote!(1.0 / (#len) as f64))];
+                        steps.push(Step::Let { node: i, term: adjoint("scale_by", n.out, args) });
+                        Term::Part(i, 0)
+                    }
+                    None | Some(RowOp::Sum) => gy,
+                };
+                for (pos, input) in group.inputs.iter().enumerate() {
+                    let Input::Value(k) = *input else { continue };
+                    let term = Term::Fused { group: *index, pos, grad: Box::new(grad.clone()) };
+                    let term = match broadcast(low, k, group.value) {
+                        true => adjoint("sum_to", k, vec![Arg::Owned(term), Arg::Shape(k)]),
+                        false => term,
+                    };
+                    contrib.push((k, term));
+                }
+            }
+            Op::Input | Op::Positions(_) => {}
+            Op::Layer(callee) => {
+                let wants = n.args.iter().any(|&k| need(k));
+                call(&mut steps, *callee, Via::Layer, wants, plan.recomputed_input(i));
+                parts(&mut contrib, usize::from(wants));
+            }
+            Op::Nested(callee) => {
+                let wants = n.args.iter().any(|&k| need(k));
+                let via = if n.args.len() == 1 { Via::Nested } else { Via::Inherent };
+                call(&mut steps, *callee, via, wants, None);
+                parts(&mut contrib, if wants { n.args.len() } else { 0 });
+            }
+            Op::Attend(callee) => {
+                call(&mut steps, *callee, Via::Attend, true, None);
+                // The mask has no gradient.
+                parts(&mut contrib, 3);
+            }
+            Op::Unary(u) => {
+                // The op's adjoint kernel, from the value its derivative reads.
+                let from = if matches!(u.grad, Grad::OfOutput(_)) { n.out } else { a };
+                let op = Arg::Code(table_op("UnaryOp", u.variant));
+                contrib.push((a, adjoint("unary", a, vec![op, kept(from), kept(from), g()])));
+            }
+            Op::Bin(op) => {
+                let (ea, eb) = match op {
+                    Bin::Add => (("add", vec![g(), to_shape(a)]), ("add", vec![g(), to_shape(b)])),
+                    Bin::Sub => (("add", vec![g(), to_shape(a)]), ("sub_rhs", vec![g(), to_shape(b)])),
+                    Bin::Mul => (
+                        ("mul_operand", vec![g(), kept(b), to_shape(a)]),
+                        ("mul_operand", vec![g(), kept(a), to_shape(b)]),
+                    ),
+                    Bin::Div => {
+                        (("div_lhs", vec![g(), kept(b), to_shape(a)]), ("div_rhs", vec![g(), kept(b), kept(n.out)]))
+                    }
+                };
+                contrib.push((a, adjoint(ea.0, a, ea.1)));
+                contrib.push((b, adjoint(eb.0, b, eb.1)));
+            }
+            Op::Binary(op) => {
+                // The tape's adjoint: the table's partials, each summed
+                // to its operand's shape.
+                steps.push(Step::Binary { node: i, op });
+                parts(&mut contrib, 2);
+            }
+            Op::Scalar(op, s) => {
+                let s = scalar(s);
+                let term = match op {
+                    ScalarOp::Add | ScalarOp::Sub => Term::Grad(n.out),
+                    ScalarOp::Mul => adjoint("scale_by", a, vec![g(), Arg::Code(s)]),
+                    ScalarOp::Div => adjoint("scale_by", a, vec![g(), Arg::Code(quote!(1.0 / (#s)))]),
+                    ScalarOp::RSub => adjoint("neg", a, vec![g()]),
+                    ScalarOp::RDiv => adjoint("rdiv_scalar", a, vec![g(), kept(a), kept(n.out)]),
+                    ScalarOp::Table(op) => {
+                        let op = Arg::Code(table_op("BinaryOp", op.variant));
+                        adjoint("binary_scalar", a, vec![op, kept(a), Arg::Code(s), g()])
+                    }
+                };
+                contrib.push((a, term));
+            }
+            Op::Neg => contrib.push((a, adjoint("neg", a, vec![g()]))),
+            Op::Matmul => {
+                let shape = |k| Arg::ShapeOf(Term::Kept(k));
+                contrib.push((a, adjoint("matmul_lhs", a, vec![g(), kept(b), shape(a)])));
+                contrib.push((b, adjoint("matmul_rhs", b, vec![g(), kept(a), shape(b)])));
+            }
+            Op::Transpose(x, y) => {
+                let args = vec![g(), code(tensor_dim(*x)), code(tensor_dim(*y))];
+                contrib.push((a, adjoint("transpose_dims", a, args)));
+            }
+            Op::Permute(axes) => {
+                let axes = axes.iter().map(|&x| tensor_dim(x));
+                let args = vec![g(), Arg::Code(quote!(&[0usize #(, #axes)*]))];
+                contrib.push((a, adjoint("permute", a, args)));
+            }
+            Op::Reshape(_) => contrib.push((a, adjoint("reshape", a, vec![g(), Arg::Shape(a)]))),
+            Op::Narrow { dim, start, .. } => {
+                let d = tensor_dim(*dim);
+                let args = vec![g(), code(d), Arg::Start { start: *start, of: a, d }, Arg::Dim(a, d)];
+                contrib.push((a, adjoint("narrow", a, args)));
+            }
+            Op::Cat(dim) => {
+                let d = tensor_dim(*dim);
+                for (j, &k) in n.args.iter().enumerate() {
+                    let args = vec![g(), code(d), Arg::Offset(n.args[..j].to_vec(), d), Arg::Dim(k, d)];
+                    contrib.push((k, adjoint("cat_piece", k, args)));
+                }
+            }
+            Op::Softmax(d) | Op::LogSoftmax(d) => {
+                let log = matches!(n.op, Op::LogSoftmax(_));
+                let args = vec![g(), kept(n.out), code(tensor_dim(*d)), softmax_options(log)];
+                contrib.push((a, adjoint("softmax", a, args)));
+            }
+            Op::Reduce { dim, mean } => {
+                let d = tensor_dim(*dim);
+                let term = match mean {
+                    true => adjoint("mean", a, vec![g(), Arg::Shape(a), Arg::Dim(a, d)]),
+                    false => adjoint("sum", a, vec![g(), Arg::Shape(a)]),
+                };
+                contrib.push((a, term));
+            }
+            Op::CausalFill { t, .. } => {
+                let mask = Arg::Causal { t: t.clone(), like: n.out };
+                contrib.push((a, adjoint("masked_fill", a, vec![g(), mask])));
+            }
+            Op::Kernel { args, .. } => {
+                for (pos, arg) in args.iter().enumerate() {
+                    let KernelArg::Tensor(j) = arg else { continue };
+                    let (k, partial) = (n.args[*j], Term::Partial { node: i, pos });
+                    let times = Arg::Call("times", vec![g(), Arg::Storage(partial)]);
+                    contrib.push((k, adjoint("sum_to", k, vec![times, to_shape(k)])));
                 }
             }
         }

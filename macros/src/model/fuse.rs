@@ -1,6 +1,7 @@
-//! Fusion, decided while the model compiles: maximal groups of elementwise
-//! ops of a model's lowered ops whose intermediate values nothing else
-//! reads become one kernel of the kernel IR (`blaze_kernel_dsl::ir`), emitted
+//! Fusion, a pass from a model's lowered ops to its fused ops ([`fuse`]):
+//! maximal groups of elementwise ops whose intermediate values nothing
+//! else reads become one `Op::Fused`, a kernel of the kernel IR
+//! (`blaze_kernel_dsl::ir`), emitted
 //! as a type with its CPU loop, its naga-validated WGSL and its partials,
 //! and, for the backward, one adjoint kernel per input (`g * ∂f/∂a_i` in
 //! one pass). The forward computes a group in one pass over memory
@@ -9,8 +10,9 @@
 //!
 //! A softmax over the last dim of a causally masked and scaled input
 //! (`(s * 0.25).masked_fill(causal_mask(T), -1e9).softmax(-1)`, attention's
-//! weights) becomes one `softmax_with` whose backward applies the scale
-//! and the mask itself: the scaled and masked scores are never stored.
+//! weights) becomes one `Op::SoftmaxWith`, run as `softmax_with`, whose
+//! backward applies the scale and the mask itself: the scaled and masked
+//! scores are never stored.
 //!
 //! Every match over an op names each variant (the lint below holds the
 //! passes to it), so an op added to the IR is a compile error here until
@@ -21,7 +23,9 @@ use blaze_spec::ops::Unary;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
-use super::ops::{Bin, KernelArg, Lowered, Op, Rank, ScalarOp, elementwise_ops, movement_ops, row_ops};
+use super::ops::{
+    Bin, KernelArg, Lowered, Node, Op, Rank, ScalarOp, elementwise_ops, fused_ops, movement_ops, row_ops,
+};
 use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
 /// The most arguments a fused kernel takes; its adjoints take one more.
@@ -54,11 +58,14 @@ pub enum DropPart {
     Noise,
 }
 
-/// One fused group: its nodes in body order (the last, `root`, produces
-/// the only value read outside the group), its arguments, and the kernel.
+/// One fused group: its nodes in body order before fusion (the last,
+/// `root`, produces the only value read outside the group), its
+/// arguments, and the kernel.
 pub struct Group {
     pub nodes: Vec<usize>,
     pub root: usize,
+    /// The value the group makes: the root's.
+    pub out: usize,
     pub inputs: Vec<Input>,
     pub kernel: Kernel,
     /// The ops, by their names in the body, for the plan.
@@ -83,6 +90,7 @@ pub enum RowOp {
     /// the layer's cache is its usual `(input, stats)`.
     Norm {
         centre: bool,
+        layer: super::ops::Callee,
     },
 }
 
@@ -94,17 +102,18 @@ impl RowOp {
             RowOp::Mean => "mean",
             RowOp::Softmax => "softmax",
             RowOp::LogSoftmax => "log_softmax",
-            RowOp::Norm { centre: true } => "layer_norm",
-            RowOp::Norm { centre: false } => "rms_norm",
+            RowOp::Norm { centre: true, .. } => "layer_norm",
+            RowOp::Norm { centre: false, .. } => "rms_norm",
         }
     }
 }
 
-/// A softmax (node `root`) that takes the scale and causal mask applied
-/// to its input by the nodes before it (`nodes`, the softmax last).
+/// A softmax (node `root`, by its index before fusion) that takes the
+/// scale and causal mask applied to its input by the nodes before it.
 pub struct SoftmaxFold {
-    pub nodes: Vec<usize>,
     pub root: usize,
+    /// The ops, by their names in the body, the softmax last, for the plan.
+    pub ops: Vec<&'static str>,
     /// The value the scale (or mask) was applied to.
     pub input: usize,
     pub log: bool,
@@ -130,64 +139,26 @@ impl SoftmaxFold {
     }
 }
 
-/// The fusion plan of a body: its groups and softmax folds, and for each
-/// node the group or fold it belongs to.
+/// What fusion made of a body: its groups and softmax folds, which the
+/// ops after fusion call (`Op::Fused`, `Op::SoftmaxWith`), and the layers
+/// whose input the backward rebuilds.
 pub struct Plan {
     /// False under `fuse = false`: nothing fuses but what a sequential
     /// model fuses too (an activation into its layer's bias pass).
     pub enabled: bool,
     pub groups: Vec<Group>,
-    pub group_of: Vec<Option<usize>>,
     pub softmaxes: Vec<SoftmaxFold>,
-    pub softmax_of: Vec<Option<usize>>,
-    /// `(layer, producer)`: layer nodes whose cache the backward rebuilds
-    /// from their input, which it recomputes from the producer's cache
-    /// (`nn::Recompute`), so the training forward does not keep it.
+    /// `(layer, producer)`, by their index after fusion: layer nodes whose
+    /// cache the backward rebuilds from their input, which it recomputes
+    /// from the producer's cache (`nn::Recompute`), so the training
+    /// forward does not keep it.
     pub recompute: Vec<(usize, usize)>,
 }
 
 impl Plan {
     /// No fusion (`#[model(.., fuse = false)]`).
-    pub fn none(low: &Lowered) -> Plan {
-        let n = low.nodes.len();
-        Plan {
-            enabled: false,
-            groups: Vec::new(),
-            group_of: vec![None; n],
-            softmaxes: Vec::new(),
-            softmax_of: vec![None; n],
-            recompute: Vec::new(),
-        }
-    }
-
-    /// The group whose root node `i` is.
-    pub fn rooted_at(&self, i: usize) -> Option<&Group> {
-        self.group_of[i].map(|g| &self.groups[g]).filter(|g| g.root == i)
-    }
-
-    /// Whether node `i` is a LayerNorm or RMSNorm layer that a group runs
-    /// in its pass (the group's root, caching what the layer would).
-    pub fn norm_root(&self, i: usize) -> bool {
-        self.rooted_at(i).is_some_and(|g| matches!(g.reduce, Some(RowOp::Norm { .. })))
-    }
-
-    /// Whether node `i` belongs to a group and keeps no cache of its own:
-    /// every member but a LayerNorm or RMSNorm ending one (a `Dropout`
-    /// member keeps its seed).
-    pub fn fused_away(&self, i: usize) -> bool {
-        self.group_of[i].is_some() && !self.norm_root(i)
-    }
-
-    /// The softmax fold whose softmax node `i` is.
-    pub fn softmax_at(&self, i: usize) -> Option<&SoftmaxFold> {
-        self.softmax_of[i].map(|s| &self.softmaxes[s]).filter(|s| s.root == i)
-    }
-
-    /// Whether node `i` runs inside a group's kernel or a folded softmax,
-    /// and not on its own.
-    pub fn inside(&self, i: usize) -> bool {
-        self.group_of[i].is_some_and(|g| self.groups[g].root != i)
-            || self.softmax_of[i].is_some_and(|s| self.softmaxes[s].root != i)
+    pub fn none() -> Plan {
+        Plan { enabled: false, groups: Vec::new(), softmaxes: Vec::new(), recompute: Vec::new() }
     }
 
     /// The producer whose cache rebuilds layer node `i`'s input.
@@ -207,7 +178,14 @@ impl Plan {
 /// joins this list or an elementwise arm of [`fusable`].
 macro_rules! not_elementwise {
     () => {
-        Op::Input | Op::Positions(_) | Op::Nested(_) | Op::Attend(_) | Op::Matmul | movement_ops!() | row_ops!()
+        Op::Input
+            | Op::Positions(_)
+            | Op::Nested(_)
+            | Op::Attend(_)
+            | Op::Matmul
+            | movement_ops!()
+            | row_ops!()
+            | fused_ops!()
     };
 }
 
@@ -250,7 +228,17 @@ pub(crate) fn fusable(op: &Op) -> Option<&'static str> {
 /// as the group keeps to [`MAX_INPUTS`] arguments and one rank; groups of
 /// one op stay unfused. `norms` are the layer nodes calling a LayerNorm
 /// (`true`) or RMSNorm (`false`), which may end a group.
-pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usize], norms: &[(usize, bool)]) -> Plan {
+///
+/// The ops after fusion: each group's ops become one `Op::Fused` where
+/// its root was (a dropout in it leaves an `Op::Seed`), each softmax
+/// fold's one `Op::SoftmaxWith`; values keep their numbers.
+pub fn fuse(
+    model: &syn::Ident,
+    low: &Lowered,
+    taken: &[usize],
+    dropouts: &[usize],
+    norms: &[(usize, bool)],
+) -> (Lowered, Plan) {
     let n = low.nodes.len();
     let uses = low.uses();
     let producer: Vec<Option<usize>> = {
@@ -294,19 +282,13 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
         }
         members.push(nodes);
     }
-    let mut plan = Plan {
-        enabled: true,
-        groups: Vec::new(),
-        group_of: vec![None; n],
-        softmaxes,
-        softmax_of,
-        recompute: Vec::new(),
-    };
+    let mut plan = Plan { enabled: true, groups: Vec::new(), softmaxes, recompute: Vec::new() };
+    let mut in_group: Vec<Option<usize>> = vec![None; n];
     // A sum, mean, softmax, log-softmax, LayerNorm or RMSNorm over the
     // last dim that alone reads a group's value joins the group (a single
     // op with one is worth a kernel too); a softmax that takes its scale
     // or mask stays folded.
-    let folded: Vec<bool> = plan.softmax_of.iter().map(Option::is_some).collect();
+    let folded: Vec<bool> = softmax_of.iter().map(Option::is_some).collect();
     let reduce_after = |i: usize| {
         let v = low.nodes[i].out;
         let r = (0..n).find(|&r| low.nodes[r].args.contains(&v))?;
@@ -321,9 +303,9 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             }
             Op::Softmax(dim) if last(dim) && !folded[r] => RowOp::Softmax,
             Op::LogSoftmax(dim) if last(dim) && !folded[r] => RowOp::LogSoftmax,
-            Op::Layer(_) if uses[v] == 1 => {
+            Op::Layer(layer) if uses[v] == 1 => {
                 let &(_, centre) = norms.iter().find(|(n, _)| *n == r)?;
-                RowOp::Norm { centre }
+                RowOp::Norm { centre, layer }
             }
             // Over another dim, folded, or not reading the value alone.
             Op::Reduce { .. } | Op::Softmax(_) | Op::LogSoftmax(_) | Op::Layer(_) => return None,
@@ -334,7 +316,8 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             | Op::Attend(_)
             | Op::Matmul
             | elementwise_ops!()
-            | movement_ops!() => return None,
+            | movement_ops!()
+            | fused_ops!() => return None,
         };
         Some((r, op))
     };
@@ -347,13 +330,53 @@ pub fn plan(model: &syn::Ident, low: &Lowered, taken: &[usize], dropouts: &[usiz
             group.root = r;
             group.reduce = Some(op);
             group.ops.push(op.name().into());
+            group.out = low.nodes[r].out;
         }
         for &m in &group.nodes {
-            plan.group_of[m] = Some(g);
+            in_group[m] = Some(g);
         }
         plan.groups.push(group);
     }
-    plan
+    let fused = rewrite(low, &mut plan, &in_group, &softmax_of);
+    (fused, plan)
+}
+
+/// The ops after fusion (see [`fuse`]); the groups' dropout arguments
+/// renumbered to their `Op::Seed`.
+fn rewrite(low: &Lowered, plan: &mut Plan, in_group: &[Option<usize>], softmax_of: &[Option<usize>]) -> Lowered {
+    let mut nodes = Vec::new();
+    let mut seeds: Vec<(usize, usize)> = Vec::new();
+    for (i, node) in low.nodes.iter().enumerate() {
+        // A dropout draws its seed where it was, also as a group's root.
+        let dropout =
+            |g: usize| plan.groups[g].inputs.iter().any(|x| matches!(x, Input::Dropout { node, .. } if *node == i));
+        if let (Some(g), Op::Layer(callee)) = (in_group[i], &node.op)
+            && dropout(g)
+        {
+            seeds.push((i, nodes.len()));
+            nodes.push(Node { op: Op::Seed(*callee), args: Vec::new(), ..node.clone() });
+        }
+        let (op, args) = match (in_group[i], softmax_of[i]) {
+            (Some(g), _) if plan.groups[g].root == i => {
+                let inputs = &plan.groups[g].inputs;
+                (
+                    Op::Fused(g),
+                    inputs.iter().filter_map(|x| if let Input::Value(k) = x { Some(*k) } else { None }).collect(),
+                )
+            }
+            (Some(_), _) => continue,
+            (None, Some(f)) if plan.softmaxes[f].root == i => (Op::SoftmaxWith(f), vec![plan.softmaxes[f].input]),
+            (None, Some(_)) => continue,
+            (None, None) => (node.op.clone(), node.args.clone()),
+        };
+        nodes.push(Node { op, args, ..node.clone() });
+    }
+    for input in plan.groups.iter_mut().flat_map(|g| &mut g.inputs) {
+        if let Input::Dropout { node, .. } = input {
+            *node = seeds.iter().find(|(before, _)| before == node).expect("a fused dropout leaves its seed").1;
+        }
+    }
+    Lowered { nodes, ..low.clone() }
 }
 
 /// The softmaxes over the last dim whose input only they read and is the
@@ -398,7 +421,13 @@ fn fold_softmaxes(low: &Lowered, uses: &[usize], producer: &[Option<usize>]) -> 
         for &m in &nodes {
             fold_of[m] = Some(folds.len());
         }
-        folds.push(SoftmaxFold { nodes, root: i, input, log, scale, causal });
+        // The scale and the fill by their names, then the softmax's.
+        let mut ops: Vec<&'static str> = nodes[..nodes.len() - 1]
+            .iter()
+            .map(|&m| fusable(&low.nodes[m].op).expect("a fold scales and masks by elementwise ops"))
+            .collect();
+        ops.push(if log { "log_softmax" } else { "softmax" });
+        folds.push(SoftmaxFold { root: i, ops, input, log, scale, causal });
     }
     (folds, fold_of)
 }
@@ -654,7 +683,7 @@ fn build(low: &Lowered, nodes: Vec<usize>, name: String) -> Group {
     let result = binding_of_value.last().map(|&(_, b)| b).expect("a group has nodes");
     k.result = Some(at(ExprKind::Var(result), span));
     let value = low.nodes[root].out;
-    Group { nodes, root, inputs, kernel: k, ops, value, reduce: None }
+    Group { nodes, root, out: value, inputs, kernel: k, ops, value, reduce: None }
 }
 
 /// The items of every group (a module each, with the kernel and its

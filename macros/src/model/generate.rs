@@ -83,26 +83,28 @@ pub fn generate(
     let vis = &model.vis;
     let cache_ident = format_ident!("{}Cache", ident);
     let grads_ident = format_ident!("{}Grads", ident);
-    let unfused = fuse::Plan::none(low);
-    let plan = if fusion {
+    // The passes read the ops after fusion; the plan's counts, the export
+    // and what decodes read them before.
+    let none = fuse::Plan::none();
+    let unfused = Gen { model, options, low, unfused: low, input_names: &names, plan: &none };
+    let (low, plan) = if fusion {
         // What runs in layers' bias passes is decided first; groups take the rest.
-        let seed = fuse::Plan { enabled: true, ..fuse::Plan::none(low) };
-        let g = Gen { model, options, low, input_names: names.clone(), plan: &seed };
-        let taken: Vec<usize> = g.fused_activations();
-        let mut plan = fuse::plan(ident, low, &taken, &g.dropouts(), &g.norms());
-        plan.recompute = Gen { model, options, low, input_names: names.clone(), plan: &plan }.recomputable();
-        plan
+        let before = Gen { plan: &fuse::Plan { enabled: true, ..fuse::Plan::none() }, ..unfused };
+        let (fused, mut plan) =
+            fuse::fuse(ident, low, &before.fused_activations(), &before.dropouts(), &before.norms());
+        plan.recompute = Gen { low: &fused, plan: &plan, ..unfused }.recomputable();
+        (fused, plan)
     } else {
-        fuse::Plan::none(low)
+        (low.clone(), fuse::Plan::none())
     };
-    let (fused_items, fused_wgsl) = fuse::items(ident, low, &plan);
-    let g = Gen { model, options, low, input_names: names.clone(), plan: &plan };
+    let (fused_items, fused_wgsl) = fuse::items(ident, unfused.low, &plan);
+    let g = Gen { low: &low, plan: &plan, ..unfused };
     let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused);
     let cache_fields = g.cache_fields();
     let forward = g.forward();
     let forward_train = g.forward_train(&cache_ident);
     let (full, params) =
-        (diff::differentiate(low, &plan, &model.fields, true), diff::differentiate(low, &plan, &model.fields, false));
+        (diff::differentiate(&low, &plan, &model.fields, true), diff::differentiate(&low, &plan, &model.fields, false));
     let backward = g.backward(&full, false);
     let backward_params = g.backward(&params, false);
     let backward_params_each = g.backward(&params, true);
@@ -208,7 +210,7 @@ pub fn generate(
         TokenStream::new()
     };
 
-    let export = g.export();
+    let export = unfused.export();
     let decode = g.decode();
     let int8 = g.forward_int8().map(|(body, bounds)| {
         let inputs: Vec<(syn::Ident, TokenStream)> =

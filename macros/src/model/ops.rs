@@ -143,6 +143,16 @@ pub enum Op {
         args: Vec<KernelArg>,
     },
     Positions(Dim),
+    /// Fused group `g`'s kernel (`fuse.rs`), on the group's tensor
+    /// arguments in order: made by fusion, which takes the group's ops out.
+    Fused(usize),
+    /// Softmax fold `s` (`fuse.rs`) on the value its scale and mask were
+    /// applied to: made by fusion, which takes those ops out.
+    SoftmaxWith(usize),
+    /// A `Dropout` field that a fused group runs: in training, where it
+    /// draws its seed (the draws keep the body's order). Made by fusion;
+    /// it has no arguments, and its value nothing reads.
+    Seed(Callee),
 }
 
 // The kinds of op, as patterns: a pass's match names every op by naming
@@ -170,19 +180,34 @@ macro_rules! row_ops {
     };
 }
 
-pub(crate) use {elementwise_ops, movement_ops, row_ops};
+/// Ops that fusion makes (`fuse.rs`): no pass before it sees them.
+macro_rules! fused_ops {
+    () => {
+        Op::Fused(_) | Op::SoftmaxWith(_) | Op::Seed(_)
+    };
+}
+
+pub(crate) use {elementwise_ops, fused_ops, movement_ops, row_ops};
 
 impl Op {
     /// The field the op calls: a layer, an attending layer or a nested
     /// model.
     pub fn callee(&self) -> Option<Callee> {
         match self {
-            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => Some(*c),
-            Op::Input | Op::Positions(_) | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!() => None,
+            Op::Layer(c) | Op::Nested(c) | Op::Attend(c) | Op::Seed(c) => Some(*c),
+            Op::Fused(_)
+            | Op::SoftmaxWith(_)
+            | Op::Input
+            | Op::Positions(_)
+            | Op::Matmul
+            | elementwise_ops!()
+            | movement_ops!()
+            | row_ops!() => None,
         }
     }
 }
 
+#[derive(Clone)]
 pub struct Node {
     pub op: Op,
     pub args: Vec<usize>,
@@ -195,6 +220,7 @@ pub struct Node {
 }
 
 /// One SSA value.
+#[derive(Clone)]
 pub struct Val {
     pub shape: Vec<Dim>,
     /// A shape known only to the compiler (after a field of a sequential
@@ -294,6 +320,7 @@ impl ToTokens for Rank {
 }
 
 /// A lowered forward pass.
+#[derive(Clone)]
 pub struct Lowered {
     pub vals: Vec<Val>,
     pub nodes: Vec<Node>,

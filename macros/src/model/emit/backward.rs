@@ -158,7 +158,7 @@ impl Gen<'_> {
             Term::Fused { group, pos, grad } => {
                 let adjoint = format_ident!("Adjoint{}", pos);
                 let grad = self.term(grad);
-                self.fused_call(&self.plan.groups[*group], quote!(#adjoint::Kernel), Pass::Backward, Some(grad))
+                self.fused_call(*group, quote!(#adjoint::Kernel), Pass::Backward, Some(grad))
             }
             Term::Partial { node, pos } => {
                 let n = &self.low.nodes[*node];

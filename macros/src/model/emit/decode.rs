@@ -14,14 +14,14 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{Gen, access, field_ty, value_ident};
-use crate::model::ops::{Dim, Op, SampleDim, elementwise_ops, movement_ops, row_ops};
+use crate::model::ops::{Dim, Op, SampleDim, elementwise_ops, fused_ops, movement_ops, row_ops};
 use blaze_spec::Layer;
 
 /// The ops a decoding step runs as the forward does, keeping nothing
 /// between steps: a pattern, so that the matches here name every op.
 macro_rules! stateless {
     () => {
-        Op::Input | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!()
+        Op::Input | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!() | fused_ops!()
     };
 }
 
@@ -42,9 +42,10 @@ impl Gen<'_> {
         d.syms.contains(&0)
     }
 
-    /// Whether the body decodes (see the module's comment).
+    /// Whether the body decodes (see the module's comment), as it was
+    /// written.
     fn decodes(&self) -> bool {
-        let low = self.low;
+        let low = self.unfused;
         if low.symbols.len() != 1 || low.inputs.len() != 1 {
             return false;
         }
@@ -82,6 +83,7 @@ impl Gen<'_> {
                 }
                 Op::Reduce { dim, .. } => !Self::along_t(&shape(a(0))[*dim]),
                 Op::CausalFill { .. } => false,
+                fused_ops!() => unreachable!("the ops before fusion"),
                 Op::Attend(c) => n.args.len() == 3 && n.args.iter().all(|&k| k == a(0)) && causal_attention(c),
                 Op::Nested(_) => n.args.len() == 1 && first_is_t(a(0)),
                 Op::Layer(c) => match self.fields()[c.field].kind.builtin() {

@@ -11,7 +11,7 @@ use quote::quote;
 use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
 use blaze_spec::rules::Extent;
 
-use crate::model::ops::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, Val, sym_ident};
+use crate::model::ops::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, Val, fused_ops, sym_ident};
 
 /// The sample dims of a value as `Option<usize>` tokens.
 fn known(val: &Val) -> TokenStream {
@@ -74,6 +74,7 @@ impl Gen<'_> {
         let ops = quote!(::blaze::export::ops);
         match op {
             Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => self.export_call(*c, args),
+            fused_ops!() => unreachable!("the export writes the ops before fusion"),
             Op::Unary(u) => {
                 let u = unary_op(u);
                 quote!(#ops::unary(g, #u, &#a))

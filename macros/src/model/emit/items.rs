@@ -19,17 +19,23 @@ impl Gen<'_> {
         }
         for (i, n) in self.low.nodes.iter().enumerate() {
             let ci = layer_cache_ident(i);
-            if let (Op::Layer(_), true) = (&n.op, self.plan.fused_away(i)) {
-                let d = seed_ident(i);
-                out.extend(quote!(#d: ::core::option::Option<u64>,));
-            }
-            if self.plan.fused_away(i) || self.plan.recomputed_input(i).is_some() {
+            if self.plan.recomputed_input(i).is_some() {
                 continue;
             }
             let ty = match &n.op {
-                Op::Layer(callee) => {
-                    let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), n.args[0], n.out);
-                    quote!(#path::Cache)
+                // A layer's cache, and a norm's that ends a group; other
+                // groups' adjoints read their arguments (`stored`).
+                Op::Layer(_) | Op::Fused(_) => match self.layer_call(i) {
+                    Some((callee, x)) => {
+                        let path = self.layer_path(field_ty(&self.fields()[callee.field].kind), x, n.out);
+                        quote!(#path::Cache)
+                    }
+                    None => continue,
+                },
+                Op::Seed(_) => {
+                    let d = seed_ident(i);
+                    out.extend(quote!(#d: ::core::option::Option<u64>,));
+                    continue;
                 }
                 Op::Nested(callee) => match self.nested_path(*callee, n.args.len()) {
                     Some(path) => quote!(#path::Cache),
@@ -43,9 +49,13 @@ impl Gen<'_> {
                     quote!(<#ty as ::blaze::nn::Attend<B>>::AttendCache)
                 }
                 // The other ops' adjoints read what `stored` keeps.
-                Op::Input | Op::Positions(_) | Op::Matmul | elementwise_ops!() | movement_ops!() | row_ops!() => {
-                    continue;
-                }
+                Op::Input
+                | Op::SoftmaxWith(_)
+                | Op::Positions(_)
+                | Op::Matmul
+                | elementwise_ops!()
+                | movement_ops!()
+                | row_ops!() => continue,
             };
             out.extend(quote!(#ci: #ty,));
         }

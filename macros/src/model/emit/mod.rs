@@ -23,12 +23,12 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
 use super::diff::{self, scalar};
-use super::fuse::{DropPart, Group, Input, Plan, RowOp};
+use super::fuse::{DropPart, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
 use super::ops::{
-    Bin, Callee, Dim, KernelArg, Lowered, Op, Rank, SampleDim, ScalarOp, elementwise_ops, movement_ops, row_ops, show,
-    sym_ident,
+    Bin, Callee, Dim, KernelArg, Lowered, Node, Op, Rank, SampleDim, ScalarOp, elementwise_ops, fused_ops,
+    movement_ops, row_ops, show, sym_ident,
 };
 use crate::model::check::{Options, count_params};
 use crate::model::ir::{Field, LayerKind, Model};
@@ -186,11 +186,16 @@ fn number_arg(s: &TokenStream) -> TokenStream {
     quote!(::blaze::runtime::kernel::Arg::Number(#s))
 }
 
+#[derive(Clone, Copy)]
 pub struct Gen<'a> {
     pub model: &'a Model,
     pub options: &'a [Options],
+    /// The ops after fusion, which the passes run.
     pub low: &'a Lowered,
-    pub input_names: Vec<syn::Ident>,
+    /// The ops before fusion: what the export writes, what decides whether
+    /// the model decodes, what the plan counts against.
+    pub unfused: &'a Lowered,
+    pub input_names: &'a [syn::Ident],
     /// Which elementwise ops run fused (`fuse.rs`).
     pub plan: &'a Plan,
 }
@@ -246,11 +251,10 @@ impl Gen<'_> {
     /// A call of group `group`'s kernel (`kernel` names it in the group's
     /// module: `Kernel`, or `Adjoint{i}` with the output's gradient `extra`
     /// as the last argument) in `pass`.
-    fn fused_call(&self, group: &Group, kernel: TokenStream, pass: Pass, extra: Option<TokenStream>) -> TokenStream {
+    fn fused_call(&self, g: usize, kernel: TokenStream, pass: Pass, extra: Option<TokenStream>) -> TokenStream {
         let from_cache = pass == Pass::Backward;
-        let g = self.plan.group_of[group.root].expect("a group's root belongs to it");
-        let module = Plan::module(&self.model.ident, g);
-        let r = self.rank(self.low.nodes[group.root].out);
+        let (group, module) = (&self.plan.groups[g], Plan::module(&self.model.ident, g));
+        let r = self.rank(group.out);
         // A mask is made on the device and in the dtype of a tensor argument.
         let like = group.inputs.iter().find_map(|input| {
             let Input::Value(k) = input else { return None };
@@ -276,9 +280,8 @@ impl Gen<'_> {
         let call = |f: TokenStream, extra: TokenStream| quote!(::blaze::runtime::kernel::#f::<#module::#kernel, B, #r>(&[#(#args),*] #extra));
         // The forward's kernel runs the reduction after it in its pass.
         match group.reduce {
-            Some(RowOp::Norm { .. }) if !from_cache => {
-                let Op::Layer(callee) = &self.low.nodes[group.root].op else { unreachable!("a norm is a layer call") };
-                let (at, ty) = (access(*callee, self.fields()), field_ty(&self.fields()[callee.field].kind));
+            Some(RowOp::Norm { layer, .. }) if !from_cache => {
+                let (at, ty) = (access(layer, self.fields()), field_ty(&self.fields()[layer.field].kind));
                 let norm = quote!(<#ty as ::blaze::nn::RowNormLayer<B>>::row_norm(&#at));
                 // Training keeps the kernel's values for the norm's cache.
                 let keep = pass == Pass::Train;
@@ -303,7 +306,7 @@ impl Gen<'_> {
     /// Argument `part` of the dropout at node `node` in a group's call:
     /// the identity's in inference and where training dropped nothing.
     fn dropout_arg(&self, node: usize, part: DropPart, pass: Pass) -> TokenStream {
-        let Op::Layer(callee) = &self.low.nodes[node].op else { unreachable!("a dropout is a layer call") };
+        let Op::Seed(callee) = &self.low.nodes[node].op else { unreachable!("a fused dropout leaves its seed") };
         let layer = access(*callee, self.fields());
         let d = seed_ident(node);
         let seed = match pass {
@@ -319,15 +322,36 @@ impl Gen<'_> {
         }
     }
 
-    /// The right-hand side node `i` computes as the root of a fused group
-    /// or a folded softmax in the forward `pass`, if it is one.
-    fn fused_expr(&self, i: usize, pass: Pass) -> Option<TokenStream> {
-        if let Some(group) = self.plan.rooted_at(i) {
-            return Some(self.fused_call(group, quote!(Kernel), pass, None));
+    /// The right-hand side of node `i`, which fusion made: a fused group's
+    /// kernel or a folded softmax, in the forward `pass`.
+    fn fused_expr(&self, i: usize, pass: Pass) -> TokenStream {
+        let n = &self.low.nodes[i];
+        if let Op::Fused(g) = n.op {
+            return self.fused_call(g, quote!(Kernel), pass, None);
         }
-        let fold = self.plan.softmax_at(i)?;
-        let (x, d, opts) = (value_ident(fold.input), self.rank(self.low.nodes[i].out).known() - 1, fold.options());
-        Some(quote!(#x.softmax_with(#d, #opts)))
+        let Op::SoftmaxWith(s) = n.op else { unreachable!("a group's kernel or a folded softmax") };
+        let fold = &self.plan.softmaxes[s];
+        let (x, d, opts) = (value_ident(fold.input), self.low.vals[n.out].shape.len(), fold.options());
+        quote!(#x.softmax_with(#d, #opts))
+    }
+
+    /// The field a node calls and the value it calls it on: a layer's, or
+    /// the norm that ends a fused group (on the value the kernel computes).
+    fn layer_call(&self, i: usize) -> Option<(Callee, usize)> {
+        let n = &self.low.nodes[i];
+        if let Op::Layer(c) = n.op {
+            return Some((c, n.args[0]));
+        }
+        let Op::Fused(g) = n.op else { return None };
+        let group = &self.plan.groups[g];
+        let Some(RowOp::Norm { layer, .. }) = group.reduce else { return None };
+        Some((layer, group.value))
+    }
+
+    /// Whether node `i` is a fused group that ends with a LayerNorm or
+    /// RMSNorm (and keeps that layer's cache).
+    fn norm_root(&self, i: usize) -> bool {
+        matches!(self.low.nodes[i].op, Op::Fused(_)) && self.layer_call(i).is_some()
     }
 
     /// The right-hand side computing a node's output from its inputs
@@ -413,7 +437,7 @@ impl Gen<'_> {
                 let t = t.tokens();
                 quote!(::blaze::nn::graph::positions::<B>(#t, &__device))
             }
-            Op::Input | Op::Layer(_) | Op::Nested(_) | Op::Attend(_) => TokenStream::new(),
+            Op::Input | Op::Layer(_) | Op::Nested(_) | Op::Attend(_) | fused_ops!() => TokenStream::new(),
         }
     }
 
@@ -496,9 +520,12 @@ impl Gen<'_> {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let stmt = match &n.op {
-                Op::Input => continue,
-                _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if let Some(e) = self.fused_expr(i, Pass::Infer) => quote_spanned!(span=> let #o = #e;),
+                Op::Input | Op::Seed(_) => continue,
+                _ if skipped.contains(&i) => continue,
+                Op::Fused(_) | Op::SoftmaxWith(_) => {
+                    let e = self.fused_expr(i, Pass::Infer);
+                    quote_spanned!(span=> let #o = #e;)
+                }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     let e = &fused[&i];
                     let (at, x, y) = (access(*callee, self.fields()), value_ident(n.args[0]), e.output(self.low));
@@ -566,30 +593,32 @@ impl Gen<'_> {
             let o = value_ident(n.out);
             let span = proc_macro2::Span::call_site().located_at(n.span);
             let ci = layer_cache_ident(i);
-            if let (Op::Layer(callee), true) = (&n.op, self.plan.fused_away(i)) {
-                // A dropout in a group draws its seed where the layer would
-                // have (the draws keep the body's order) and keeps it, not
-                // its mask.
-                let (d, at) = (seed_ident(i), access(*callee, self.fields()));
-                caches.push(d.clone());
-                out.extend(quote_spanned! {span=>
-                    let #d: ::core::option::Option<u64> = (ctx.train && #at.p > 0.0).then(|| ctx.rng.next_u64());
-                });
-            }
             let stmt = match &n.op {
                 Op::Input => continue,
-                _ if skipped.contains(&i) || self.plan.inside(i) => continue,
-                _ if self.plan.norm_root(i)
-                    && let Some(e) = self.fused_expr(i, Pass::Train) =>
-                {
+                Op::Seed(callee) => {
+                    // A dropout in a group draws its seed where the layer
+                    // would have (the draws keep the body's order) and keeps
+                    // it, not its mask.
+                    let (d, at) = (seed_ident(i), access(*callee, self.fields()));
+                    caches.push(d.clone());
+                    quote_spanned! {span=>
+                        let #d: ::core::option::Option<u64> = (ctx.train && #at.p > 0.0).then(|| ctx.rng.next_u64());
+                    }
+                }
+                _ if skipped.contains(&i) => continue,
+                Op::Fused(_) if self.norm_root(i) => {
                     // The group's values and statistics are the layer's cache.
                     caches.push(ci.clone());
+                    let e = self.fused_expr(i, Pass::Train);
                     quote_spanned!(span=>
                         let (#o, __stats, __kept) = #e;
                         let #ci = (__kept.expect("kept in training"), __stats);
                     )
                 }
-                _ if let Some(e) = self.fused_expr(i, Pass::Train) => quote_spanned!(span=> let #o = #e;),
+                Op::Fused(_) | Op::SoftmaxWith(_) => {
+                    let e = self.fused_expr(i, Pass::Train);
+                    quote_spanned!(span=> let #o = #e;)
+                }
                 Op::Layer(callee) if fused.contains_key(&i) => {
                     // The layer caches its input; a fused activation's output
                     // is a value the backward reads.

@@ -14,30 +14,29 @@ impl Gen<'_> {
         let low = self.low;
         let uses = low.uses();
         let taken = self.fused_activations();
-        let builtin = |op: &Op| {
-            let Op::Layer(callee) = op else { return None };
+        let builtin = |i: usize| {
+            let (callee, _) = self.layer_call(i)?;
             self.fields()[callee.field].kind.builtin().map(|(l, _)| l)
         };
         let mut out = Vec::new();
         for (i, n) in low.nodes.iter().enumerate() {
-            if !builtin(&n.op).is_some_and(|l| l.caches_input()) || uses[n.args[0]] != 1 {
+            let layer = matches!(n.op, Op::Layer(_)) && builtin(i).is_some_and(|l| l.caches_input());
+            if !layer || uses[n.args[0]] != 1 {
                 continue;
             }
             let Some(p) = low.nodes.iter().position(|m| m.out == n.args[0]) else { continue };
             let producer = &low.nodes[p];
-            // An op whose derivative reads its input keeps that input,
-            // from which its output is one pass.
-            let rebuilds = if let Op::Unary(u) = &producer.op {
-                !of_output(u)
+            // An op whose derivative reads its input keeps that input, from
+            // which its output is one pass; a norm keeps a cache that
+            // rebuilds its output, on its own or ending a group.
+            let (rebuilds, input) = if let Op::Unary(u) = &producer.op {
+                (!of_output(u), producer.args[0])
+            } else if let Some((_, x)) = self.layer_call(p) {
+                (builtin(p).is_some_and(|l| l.recomputes_output()), x)
             } else {
-                builtin(&producer.op).is_some_and(|l| l.recomputes_output())
+                continue;
             };
-            // A norm that ends a group keeps the layer's cache, which
-            // rebuilds its output as well.
-            let alone = !taken.contains(&p)
-                && !self.plan.inside(p)
-                && (self.plan.rooted_at(p).is_none() || self.plan.norm_root(p));
-            if rebuilds && alone && low.vals[n.args[0]].rank() == low.vals[producer.args[0]].rank() {
+            if rebuilds && !taken.contains(&p) && low.vals[n.args[0]].rank() == low.vals[input].rank() {
                 out.push((i, p));
             }
         }
@@ -73,9 +72,9 @@ impl Gen<'_> {
             let (m, vx) = (format_ident!("{}", u.name), value_ident(n.args[0]));
             return quote!(cache.#vx.#m());
         }
-        let Op::Layer(callee) = &n.op else { unreachable!("only activations and layers rebuild their outputs") };
+        let (callee, _) = self.layer_call(p).expect("only activations and layers rebuild their outputs");
         let ty = field_ty(&self.fields()[callee.field].kind);
-        let at = access(*callee, self.fields());
+        let at = access(callee, self.fields());
         quote!(<#ty as ::blaze::nn::Recompute<B, #r>>::recompute(&#at, &cache.#cp))
     }
 
@@ -85,15 +84,12 @@ impl Gen<'_> {
         self.fused().values().map(Epilogue::node).collect()
     }
 
-    /// Ops the forward runs under `plan`: every node but inputs, the
-    /// activations run inside their layer, and the ops inside a group
-    /// (whose root runs it).
-    pub(super) fn forward_ops(&self, plan: &Plan) -> usize {
-        let under = Gen { model: self.model, options: self.options, low: self.low, input_names: Vec::new(), plan };
-        let taken = under.fused_activations();
-        (0..self.low.nodes.len())
-            .filter(|&i| !matches!(self.low.nodes[i].op, Op::Input) && !taken.contains(&i) && !plan.inside(i))
-            .count()
+    /// Ops the forward runs: every node but inputs, dropouts' seeds and
+    /// the activations run inside their layer.
+    fn forward_ops(&self) -> usize {
+        let taken = self.fused_activations();
+        let runs = |(i, n): &(usize, &Node)| !matches!(n.op, Op::Input | Op::Seed(_)) && !taken.contains(i);
+        self.low.nodes.iter().enumerate().filter(runs).count()
     }
 
     /// Node `i` as the fusion plan names it: a call by its field (and
@@ -127,21 +123,28 @@ impl Gen<'_> {
             Op::Cat(_) => "cat".into(),
             Op::Input => "input".into(),
             Op::Positions(_) => "positions".into(),
+            Op::Seed(c) => field(c),
+            // A group by the norm that ends it, else by its kernel.
+            Op::Fused(g) => match self.layer_call(i) {
+                Some((c, _)) => field(&c),
+                None => self.plan.groups[*g].kernel.name.clone(),
+            },
+            Op::SoftmaxWith(s) => self.plan.softmaxes[*s].ops.last().expect("a fold ends with its softmax").to_string(),
         }
     }
 
     /// The model's `FUSION` constant: the groups of this plan, with `wgsl`
-    /// for each, and the op counts with it and under `unfused`.
-    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Plan) -> TokenStream {
+    /// for each, and the op counts with it and as `unfused` runs them.
+    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Gen<'_>) -> TokenStream {
         let groups = self.plan.groups.iter().zip(wgsl).map(|(g, w)| {
             let (name, ops, inputs) = (&g.kernel.name, &g.ops, g.inputs.len());
             // A compile-time shape is not known to the macro.
-            let value = &self.low.vals[self.low.nodes[g.root].out];
+            let value = &self.low.vals[g.out];
             let output = if value.opaque.is_some() { "[..]".to_owned() } else { show(&value.shape, &self.low.symbols) };
             quote!(::blaze::nn::FusedGroup { name: #name, ops: &[#(#ops),*], inputs: #inputs, output: #output, wgsl: #w })
         });
         let softmaxes = self.plan.softmaxes.iter().map(|s| {
-            let ops = s.nodes.iter().map(|&i| self.op_name(i));
+            let ops = &s.ops;
             quote!(&[#(#ops),*])
         });
         let name = |i: usize| self.op_name(i);
@@ -156,10 +159,11 @@ impl Gen<'_> {
             .collect();
         epilogues.sort();
         let epilogues = epilogues.into_iter().map(|(_, e)| e);
-        let fwd = [self.forward_ops(self.plan), self.forward_ops(unfused)];
-        let bwd = [self.plan, unfused].map(|p| diff::differentiate(self.low, p, self.fields(), true).ops());
+        let fwd = [self.forward_ops(), unfused.forward_ops()];
+        let bwd = [self, unfused].map(|g| diff::differentiate(g.low, g.plan, self.fields(), true).ops());
+        // The products, as the body wrote them.
         let items: Vec<precision::Item<'_>> = self
-            .low
+            .unfused
             .nodes
             .iter()
             .filter_map(|node| match &node.op {
@@ -175,13 +179,13 @@ impl Gen<'_> {
                     })
                 }
                 Op::Matmul => {
-                    let [a, b] = [0, 1].map(|i| &self.low.vals[node.args[i]].shape);
+                    let [a, b] = [0, 1].map(|i| &self.unfused.vals[node.args[i]].shape);
                     let depth = a.last().and_then(Extent::fixed);
                     let what = format!("matmul {} x {}", show(a, &self.low.symbols), show(b, &self.low.symbols));
                     Some(precision::Item::Matmul { what, depth })
                 }
                 // No product: nothing a 16-bit precision rounds.
-                Op::Input | Op::Positions(_) | elementwise_ops!() | movement_ops!() | row_ops!() => None,
+                Op::Input | Op::Positions(_) | elementwise_ops!() | movement_ops!() | row_ops!() | fused_ops!() => None,
             })
             .collect();
         let products = precision::plan_fields(self.model.precision, &items);
@@ -254,8 +258,6 @@ impl Gen<'_> {
             if let [j] = readers[..]
                 && let Op::Unary(u) = low.nodes[j].op
                 && low.output != n.out
-                && self.plan.group_of[j].is_none()
-                && self.plan.softmax_of[j].is_none()
             {
                 let op = unary_op(u);
                 fused.insert(i, Epilogue::Act(j, quote!(::core::option::Option::Some(#op))));
