@@ -9,13 +9,13 @@
 //! parameter visiting and a summary. One pipeline serves both kinds:
 //!
 //! ```text
-//! struct of layers: model/attr.rs (parse into model/ir.rs) -> model/check.rs (shapes, rules) -> model/lower.rs ─┐
-//! forward body:     graph/ (the struct's fields, then lower/ the body, shapes checked as it goes) ────────────────┤
-//!                                        model/ops.rs, the one op IR (SSA, symbolic shapes) <─────────────────────┘
-//!   -> model/fuse.rs (fused ops: groups and softmax folds as ops of their own, IR to IR)
-//!   -> model/diff.rs (the reverse pass as steps of adjoints, IR to IR)
-//!   -> model/emit/ (printing: forward, backward, cache; export and decode from the ops before fusion)
-//!   -> model/generate.rs (the traits and inherent API around them); model/structs.rs the struct itself
+//! struct of layers: model/attr.rs (parse) -> model/check.rs (shapes, rules) -> model/lower.rs ─┐
+//! forward body:     graph/ (the struct's fields, then lower/ the body, shapes checked as it goes) ─┤
+//!      blaze-model-codegen: ops.rs, the one op IR (SSA, symbolic shapes) <───────────────────────┘
+//!   -> fuse.rs (fused ops: groups and softmax folds as ops of their own, IR to IR)
+//!   -> diff.rs (the reverse pass as steps of adjoints, IR to IR)
+//!   -> emit/ (printing: forward, backward, cache; export and decode from the ops before fusion)
+//!   -> generate.rs (the traits and inherent API around them); structs.rs the struct itself
 //! ```
 //!
 //! This file only dispatches.

@@ -29,9 +29,10 @@ use quote::{format_ident, quote_spanned};
 use syn::spanned::Spanned;
 
 use crate::model::attr::{InputShapes, ModelArgs, Precision};
-use crate::model::check::{Options, resolve_options};
+use crate::model::check::resolve_options;
 use crate::model::fallback;
 use crate::model::generate::{callback_ident, generate};
+use crate::model::ir::Options;
 use blaze_spec::rules::Extent;
 use lower::{Dim, Lower};
 

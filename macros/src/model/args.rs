@@ -10,6 +10,7 @@ use syn::spanned::Spanned;
 use syn::{Expr, Lit, Meta};
 
 use crate::meta::{self, Given, Unclaimed};
+pub(crate) use blaze_model_codegen::ir::Precision;
 
 /// `#[model(...)]`'s options: on a struct of layers in sequence, whose
 /// `input` is an [`InputShape`], and on the impl of a forward body, whose
@@ -27,7 +28,7 @@ pub(crate) struct ModelArgs<I> {
     /// `precision = bf16`: the products of the model's passes round to
     /// 16 bits (`blaze::precision`).
     #[darling(multiple)]
-    precision: Vec<Given<Precision>>,
+    precision: Vec<Given<PrecisionArg>>,
     #[darling(flatten)]
     unclaimed: Unclaimed,
 }
@@ -57,7 +58,7 @@ impl<I: FromMeta> ModelArgs<I> {
         let given = !args.input.is_empty();
         let input = meta::once(args.input, errors);
         let fuse = meta::once(args.fuse, errors).is_none_or(|Fuse(on)| on);
-        let precision = meta::once(args.precision, errors);
+        let precision = meta::once(args.precision, errors).map(|PrecisionArg(p)| p);
         args.unclaimed.report(errors, |key| {
             let hint = super::closest(key, Self::KEYS).map(|k| format!("; did you mean `{k}`?")).unwrap_or_default();
             format!("unknown argument `{key}`{hint} (#[model] takes `input`, `fuse` and `precision`)")
@@ -69,33 +70,17 @@ impl<I: FromMeta> ModelArgs<I> {
     }
 }
 
-/// `precision = bf16`, `f16` or `f32`: the variant of `blaze::Precision`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Precision(pub &'static str);
+/// `precision = bf16`, `f16` or `f32`, as written: parses to the IR's
+/// [`Precision`].
+pub(crate) struct PrecisionArg(Precision);
 
-impl Precision {
-    /// The names users write, and the variants they stand for.
-    const NAMES: [(&str, &str); 3] = [("f32", "F32"), ("bf16", "Bf16"), ("f16", "F16")];
-    pub(crate) const EXPECTED: &str = "`precision` is `bf16`, `f16` or `f32`";
-
-    /// The name users write (`bf16`).
-    pub(crate) fn name(self) -> &'static str {
-        Self::NAMES.iter().find(|(_, v)| *v == self.0).map_or("f32", |(n, _)| n)
-    }
-
-    /// Whether products round: not under `f32`.
-    pub(crate) fn rounds(self) -> bool {
-        self.0 != "F32"
-    }
-}
-
-impl FromMeta for Precision {
+impl FromMeta for PrecisionArg {
     fn from_meta(item: &Meta) -> darling::Result<Self> {
         meta::name_value(item, "`precision` is `bf16`, `f16` or `f32`: write `precision = bf16`", Self::from_expr)
     }
 
     fn from_invalid_expr(nv: &MetaNameValueInvalidExpr) -> darling::Result<Self> {
-        Err(meta::invalid_value(nv, Self::EXPECTED))
+        Err(meta::invalid_value(nv, Precision::EXPECTED))
     }
 
     fn from_expr(expr: &Expr) -> darling::Result<Self> {
@@ -105,10 +90,10 @@ impl FromMeta for Precision {
             Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. }) => Some(s.value()),
             _ => None,
         };
-        let Some(name) = name else { return Err(Error::custom(Self::EXPECTED).with_span(expr)) };
-        match Self::NAMES.iter().find(|(n, _)| *n == name) {
-            Some(&(_, variant)) => Ok(Precision(variant)),
-            None => Err(Error::custom(format!("unknown precision `{name}`: {}", Self::EXPECTED)).with_span(expr)),
+        let Some(name) = name else { return Err(Error::custom(Precision::EXPECTED).with_span(expr)) };
+        match Precision::NAMES.iter().find(|(n, _)| *n == name) {
+            Some(&(_, variant)) => Ok(PrecisionArg(Precision(variant))),
+            None => Err(Error::custom(format!("unknown precision `{name}`: {}", Precision::EXPECTED)).with_span(expr)),
         }
     }
 }

@@ -352,33 +352,31 @@ impl FromMeta for LayerOptions {
     }
 
     fn from_list(items: &[NestedMeta]) -> darling::Result<Self> {
-        Ok(LayerOptions(items.iter().map(LayerOption::from_item).collect()))
+        Ok(LayerOptions(items.iter().map(layer_option).collect()))
     }
 }
 
-impl LayerOption {
-    /// One `key = value` of `#[layer(...)]`.
-    fn from_item(item: &NestedMeta) -> darling::Result<Self> {
-        let syntax = LayerOptions::SYNTAX;
-        let expected = || format!("expected {}, e.g. {}", syntax.item, syntax.example);
-        let (path, value) = match item {
-            NestedMeta::Meta(Meta::NameValue(nv)) => (&nv.path, Ok(&nv.value)),
-            NestedMeta::NameValueInvalidExpr(nv) => (&nv.path, Err(nv)),
-            NestedMeta::Meta(other) => return Err(Error::custom(expected()).with_span(other)),
-            NestedMeta::Lit(lit) => return Err(Error::custom(expected()).with_span(lit)),
-        };
-        let Some(key) = path.get_ident().cloned() else {
-            let found = darling::util::path_to_string(path);
-            return Err(Error::custom(format!("expected a plain option name, found `{found}`")).with_span(path));
-        };
-        let literal = format!("`{key}` takes a literal number, bool or string");
-        let value_expr = value.map_err(|nv| meta::invalid_value(nv, &literal))?;
-        let value = match value_expr {
-            Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
-            v => literal_value(v).ok_or_else(|| Error::custom(&literal).with_span(v))?,
-        };
-        Ok(LayerOption { key, value, span: value_expr.span() })
-    }
+/// One `key = value` of `#[layer(...)]`.
+fn layer_option(item: &NestedMeta) -> darling::Result<LayerOption> {
+    let syntax = LayerOptions::SYNTAX;
+    let expected = || format!("expected {}, e.g. {}", syntax.item, syntax.example);
+    let (path, value) = match item {
+        NestedMeta::Meta(Meta::NameValue(nv)) => (&nv.path, Ok(&nv.value)),
+        NestedMeta::NameValueInvalidExpr(nv) => (&nv.path, Err(nv)),
+        NestedMeta::Meta(other) => return Err(Error::custom(expected()).with_span(other)),
+        NestedMeta::Lit(lit) => return Err(Error::custom(expected()).with_span(lit)),
+    };
+    let Some(key) = path.get_ident().cloned() else {
+        let found = darling::util::path_to_string(path);
+        return Err(Error::custom(format!("expected a plain option name, found `{found}`")).with_span(path));
+    };
+    let literal = format!("`{key}` takes a literal number, bool or string");
+    let value_expr = value.map_err(|nv| meta::invalid_value(nv, &literal))?;
+    let value = match value_expr {
+        Expr::Array(a) => OptionValue::Shape(a.elems.iter().cloned().collect()),
+        v => literal_value(v).ok_or_else(|| Error::custom(&literal).with_span(v))?,
+    };
+    Ok(LayerOption { key, value, span: value_expr.span() })
 }
 
 fn literal_value(e: &Expr) -> Option<OptionValue> {

@@ -5,10 +5,10 @@
 use blaze_kernel_dsl::errors::{Errors, closest};
 use blaze_spec::{ShapeError, StaticShape};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
-use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue};
+use super::ir::{Field, LayerKind, LayerOption, Model, OptionValue, Options, layer_tokens};
 
 /// A per-sample shape: known dims, or (after a nested model or user layer)
 /// an expression the compiler evaluates, of type `blaze::nn::StaticShape`.
@@ -25,57 +25,6 @@ impl Shape {
             Shape::Known(d) => quote!(::blaze::nn::StaticShape::new(&[#(#d),*])),
             Shape::Opaque(e) => e.clone(),
         }
-    }
-}
-
-/// Resolved options of one layer: the spec's, with defaults filled in,
-/// and a nested model's stated output (forward bodies only).
-#[derive(Clone, Debug, Default)]
-pub struct Options {
-    pub spec: blaze_spec::Options,
-    pub output: Option<Vec<syn::Expr>>,
-}
-
-impl Options {
-    /// The spec's options as a const expression.
-    pub fn spec_tokens(&self) -> TokenStream {
-        let blaze_spec::Options {
-            stride,
-            padding,
-            dilation,
-            groups,
-            bias,
-            p,
-            negative_slope,
-            eps,
-            momentum,
-            alpha,
-            beta,
-            threshold,
-            dim,
-            elementwise_affine,
-            scale_factor,
-            mode,
-            output_padding,
-            causal,
-            num_layers,
-            bidirectional,
-            align_corners,
-            ceil_mode,
-        } = self.spec;
-        let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
-        let stride = match stride {
-            Some(s) => quote!(::core::option::Option::Some(#s)),
-            None => quote!(::core::option::Option::None),
-        };
-        quote!(::blaze::spec::Options {
-            stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
-            p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
-            alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
-            scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
-            causal: #causal, num_layers: #num_layers, bidirectional: #bidirectional,
-            align_corners: #align_corners, ceil_mode: #ceil_mode,
-        })
     }
 }
 
@@ -301,29 +250,10 @@ fn opaque_after(field: &Field, o: &Options, prev: &TokenStream, from: &Source<'_
         #layer, &[#(#sizes),*], &#options, #prev, #what)))
 }
 
-/// `layer` as an expression of the generated code.
-pub fn layer_tokens(layer: blaze_spec::Layer) -> TokenStream {
-    match layer {
-        blaze_spec::Layer::Unary(op) => {
-            let i = blaze_spec::ops::UNARY.iter().position(|u| u == op).expect("an op of the table");
-            quote!(::blaze::spec::Layer::Unary(&::blaze::spec::ops::UNARY[#i]))
-        }
-        layer => {
-            let name = format_ident!("{}", layer.name());
-            quote!(::blaze::spec::Layer::#name)
-        }
-    }
-}
-
 /// The per-sample output shape of a type the macro cannot see, as a const
 /// expression (shapes do not depend on the backend, so the CPU's stands in).
 fn opaque_output(kind: &LayerKind) -> TokenStream {
     let cpu = quote!(::blaze::Cpu);
     let ty = kind.opaque_ty(&cpu);
     quote!(<#ty as ::blaze::nn::Block<#cpu>>::OUTPUT)
-}
-
-/// Trainable scalars of a built-in layer (`None` for one the macro cannot see).
-pub(crate) fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
-    kind.builtin().map(|(layer, sizes)| layer.num_params(sizes, &o.spec))
 }

@@ -3,19 +3,10 @@
 pub(crate) mod args;
 pub(crate) mod attr;
 pub(crate) mod check;
-pub(crate) mod diff;
-pub(crate) mod emit;
-pub(crate) mod export;
-pub(crate) mod fallback;
-pub(crate) mod fuse;
-pub(crate) mod generate;
-pub(crate) mod ir;
-pub(crate) mod load;
 pub(crate) mod lower;
-pub(crate) mod ops;
-pub(crate) mod precision;
-pub(crate) mod quant;
-pub(crate) mod structs;
+
+// The back end: the op IR, its passes and the printers.
+pub(crate) use blaze_model_codegen::{fallback, generate, ir, load, ops};
 
 pub(crate) use attr::PLAIN_TYPES;
 pub(crate) use blaze_kernel_dsl::errors::closest;
@@ -52,7 +43,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             // The fields in order as the one op IR, then the passes every
             // model takes.
             let low = lower::lower(&parsed, &plan);
-            let options: Vec<check::Options> = plan.steps.iter().map(|s| s.options.clone()).collect();
+            let options: Vec<ir::Options> = plan.steps.iter().map(|s| s.options.clone()).collect();
             let mut out = generate::struct_items(&parsed);
             out.extend(generate::generate(&parsed, &options, &low, vec![quote::format_ident!("x")], parsed.fuse));
             out

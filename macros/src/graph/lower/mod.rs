@@ -21,7 +21,7 @@ use blaze_spec::StaticShape;
 use blaze_spec::rules::{self, Extent, RuleError};
 
 use super::vocab::{self, Word};
-use crate::model::check::Options;
+use crate::model::ir::Options;
 use crate::model::ir::{Field, LayerKind};
 pub use crate::model::ops::*;
 use blaze_kernel_dsl::errors::Errors;

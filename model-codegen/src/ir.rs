@@ -1,11 +1,13 @@
-//! The model IR: what `attr.rs` parses and `check.rs` validates. Every node
+//! The model IR: what `blaze-macros` parses (`model/attr.rs`) and checks (`model/check.rs`). Every node
 //! keeps the span of the tokens it came from, so errors point there.
 
 use blaze_spec::Layer;
 use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
 use syn::Ident;
 
 /// A parsed `#[model]` struct.
+#[derive(Debug)]
 pub struct Model {
     pub vis: syn::Visibility,
     pub ident: Ident,
@@ -15,7 +17,7 @@ pub struct Model {
     pub input: Vec<(usize, Span)>,
     pub fields: Vec<Field>,
     /// No `input` on the struct: the model's passes come from a
-    /// `#[model(input = ..)] impl` with a `forward` body (`crate::graph`).
+    /// `#[model(input = ..)] impl` with a `forward` body (`blaze-macros`' `graph/`).
     pub graph: bool,
     /// False under `#[model(input = [..], fuse = false)]`: a sequential
     /// model runs each field on its own but for an activation in its
@@ -23,10 +25,11 @@ pub struct Model {
     pub fuse: bool,
     /// `precision = bf16` on a sequential model: the precision its passes
     /// set for their products (a graph model's is on its impl).
-    pub precision: Option<super::attr::Precision>,
+    pub precision: Option<Precision>,
 }
 
 /// One field: a layer.
+#[derive(Debug)]
 pub struct Field {
     pub ident: Ident,
     pub vis: syn::Visibility,
@@ -120,6 +123,7 @@ impl LayerKind {
 }
 
 /// One `key = value` of `#[layer(...)]`.
+#[derive(Debug)]
 pub struct LayerOption {
     pub key: Ident,
     pub value: OptionValue,
@@ -137,4 +141,94 @@ pub enum OptionValue {
     Str(String),
     /// A per-sample shape, `[T, 10]` (a nested model's output in a forward body).
     Shape(Vec<syn::Expr>),
+}
+
+/// Resolved options of one layer: the spec's, with defaults filled in,
+/// and a nested model's stated output (forward bodies only).
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub spec: blaze_spec::Options,
+    pub output: Option<Vec<syn::Expr>>,
+}
+
+impl Options {
+    /// The spec's options as a const expression.
+    pub fn spec_tokens(&self) -> TokenStream {
+        let blaze_spec::Options {
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            p,
+            negative_slope,
+            eps,
+            momentum,
+            alpha,
+            beta,
+            threshold,
+            dim,
+            elementwise_affine,
+            scale_factor,
+            mode,
+            output_padding,
+            causal,
+            num_layers,
+            bidirectional,
+            align_corners,
+            ceil_mode,
+        } = self.spec;
+        let mode = syn::Ident::new(&format!("{mode:?}"), proc_macro2::Span::call_site());
+        let stride = match stride {
+            Some(s) => quote!(::core::option::Option::Some(#s)),
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(::blaze::spec::Options {
+            stride: #stride, padding: #padding, dilation: #dilation, groups: #groups, bias: #bias,
+            p: #p, negative_slope: #negative_slope, eps: #eps, momentum: #momentum,
+            alpha: #alpha, beta: #beta, threshold: #threshold, dim: #dim, elementwise_affine: #elementwise_affine,
+            scale_factor: #scale_factor, mode: ::blaze::spec::Interpolation::#mode, output_padding: #output_padding,
+            causal: #causal, num_layers: #num_layers, bidirectional: #bidirectional,
+            align_corners: #align_corners, ceil_mode: #ceil_mode,
+        })
+    }
+}
+
+/// `layer` as an expression of the generated code.
+pub fn layer_tokens(layer: blaze_spec::Layer) -> TokenStream {
+    match layer {
+        blaze_spec::Layer::Unary(op) => {
+            let i = blaze_spec::ops::UNARY.iter().position(|u| u == op).expect("an op of the table");
+            quote!(::blaze::spec::Layer::Unary(&::blaze::spec::ops::UNARY[#i]))
+        }
+        layer => {
+            let name = format_ident!("{}", layer.name());
+            quote!(::blaze::spec::Layer::#name)
+        }
+    }
+}
+
+/// Trainable scalars of a built-in layer (`None` for one the macro cannot see).
+pub fn count_params(kind: &LayerKind, o: &Options) -> Option<usize> {
+    kind.builtin().map(|(layer, sizes)| layer.num_params(sizes, &o.spec))
+}
+
+/// `precision = bf16`, `f16` or `f32`: the variant of `blaze::Precision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Precision(pub &'static str);
+
+impl Precision {
+    /// The names users write, and the variants they stand for.
+    pub const NAMES: [(&str, &str); 3] = [("f32", "F32"), ("bf16", "Bf16"), ("f16", "F16")];
+    pub const EXPECTED: &str = "`precision` is `bf16`, `f16` or `f32`";
+
+    /// The name users write (`bf16`).
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, v)| *v == self.0).map_or("f32", |(n, _)| n)
+    }
+
+    /// Whether products round: not under `f32`.
+    pub fn rounds(self) -> bool {
+        self.0 != "F32"
+    }
 }

@@ -32,7 +32,7 @@ use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, 
 const MAX_INPUTS: usize = ir::MAX_ARGS - 1;
 
 /// An argument of a fused group.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Input {
     /// A value of the body, read as a tensor (broadcast to the output).
     Value(usize),
@@ -51,7 +51,7 @@ pub enum Input {
 
 /// The three arguments a dropout adds to its group's kernel, which
 /// computes `noise < threshold ? 0 : x * scale`.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropPart {
     Threshold,
     Scale,
@@ -61,6 +61,7 @@ pub enum DropPart {
 /// One fused group: its nodes in body order before fusion (the last,
 /// `root`, produces the only value read outside the group), its
 /// arguments, and the kernel.
+#[derive(Debug)]
 pub struct Group {
     pub nodes: Vec<usize>,
     pub root: usize,
@@ -79,7 +80,7 @@ pub struct Group {
 }
 
 /// A reduction over the last dim that a group runs in its pass.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowOp {
     Sum,
     Mean,
@@ -110,6 +111,7 @@ impl RowOp {
 
 /// A softmax (node `root`, by its index before fusion) that takes the
 /// scale and causal mask applied to its input by the nodes before it.
+#[derive(Debug)]
 pub struct SoftmaxFold {
     pub root: usize,
     /// The ops, by their names in the body, the softmax last, for the plan.
@@ -142,6 +144,7 @@ impl SoftmaxFold {
 /// What fusion made of a body: its groups and softmax folds, which the
 /// ops after fusion call (`Op::Fused`, `Op::SoftmaxWith`), and the layers
 /// whose input the backward rebuilds.
+#[derive(Debug)]
 pub struct Plan {
     /// False under `fuse = false`: nothing fuses but what a sequential
     /// model fuses too (an activation into its layer's bias pass).
@@ -191,7 +194,7 @@ macro_rules! not_elementwise {
 
 /// What an op is as an elementwise function of its operands, if it is one
 /// a group may hold.
-pub(crate) fn fusable(op: &Op) -> Option<&'static str> {
+pub fn fusable(op: &Op) -> Option<&'static str> {
     Some(match op {
         Op::Bin(Bin::Add) => "add",
         Op::Bin(Bin::Sub) => "sub",
@@ -524,7 +527,7 @@ fn inputs_of(low: &Lowered, nodes: &[usize]) -> Vec<Input> {
 
 /// A `kernel!` function's name: the last segment of the path it is
 /// called by.
-pub(crate) fn kernel_name(path: &TokenStream) -> String {
+pub fn kernel_name(path: &TokenStream) -> String {
     path.clone()
         .into_iter()
         .filter_map(|t| if let proc_macro2::TokenTree::Ident(i) = t { Some(i.to_string()) } else { None })

@@ -22,7 +22,7 @@ use super::ir::Field;
 use super::ops::{Bin, Callee, Dim, KernelArg, Lowered, Op, ScalarOp};
 
 /// A tensor of the reverse pass.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Term {
     /// The gradient of value `k`.
     Grad(usize),
@@ -41,7 +41,7 @@ pub enum Term {
 }
 
 /// An argument of an adjoint.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Arg {
     /// A tensor's storage, borrowed.
     Storage(Term),
@@ -69,7 +69,7 @@ pub enum Arg {
 }
 
 /// How a field's backward is called.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
     /// A layer, through `Layer`.
     Layer,
@@ -82,6 +82,7 @@ pub enum Via {
 }
 
 /// One statement of the reverse pass.
+#[derive(Debug)]
 pub enum Step {
     /// `Part(node, 0)` is `term`: a gradient several adjoint kernels read.
     Let { node: usize, term: Term },
@@ -107,6 +108,7 @@ pub enum Step {
 }
 
 /// The reverse pass: the steps, in order.
+#[derive(Debug)]
 pub struct Backward {
     pub steps: Vec<Step>,
 }

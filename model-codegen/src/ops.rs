@@ -1,8 +1,9 @@
 //! The one op IR of `#[model]`: a model's forward pass as a list of ops in
 //! SSA form, each value with its per-sample shape (symbolic dims
-//! included). A forward body lowers to it (`graph::lower`), and so do a
-//! sequential model's fields (`lower.rs`); fusion (`fuse.rs`), the
-//! backward and the printers (`emit/`) work on it alone.
+//! included). In `blaze-macros`, a forward body lowers to it
+//! (`graph/lower/`), and so do a sequential model's fields
+//! (`model/lower.rs`); fusion (`fuse.rs`) rewrites it, differentiation
+//! (`diff.rs`) and the printers (`emit/`) read the rewritten ops.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
@@ -91,14 +92,14 @@ pub enum ScalarOp {
 }
 
 /// One argument of a `kernel!` call.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum KernelArg {
     /// Index into the node's `args`.
     Tensor(usize),
     Number(TokenStream),
 }
 
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Op {
     Input,
     Layer(Callee),
@@ -207,7 +208,7 @@ impl Op {
     }
 }
 
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Node {
     pub op: Op,
     pub args: Vec<usize>,
@@ -220,7 +221,7 @@ pub struct Node {
 }
 
 /// One SSA value.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Val {
     pub shape: Vec<Dim>,
     /// A shape known only to the compiler (after a field of a sequential
@@ -281,7 +282,7 @@ impl Val {
 
 /// A value's rank with the batch dim, as its tensor type writes it: a
 /// number, or after a field the macro cannot see, a const expression.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Rank {
     Known(usize),
     /// `(shape).rank + 1` of this `StaticShape` expression.
@@ -320,7 +321,7 @@ impl ToTokens for Rank {
 }
 
 /// A lowered forward pass.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Lowered {
     pub vals: Vec<Val>,
     pub nodes: Vec<Node>,

@@ -11,7 +11,7 @@ use quote::quote;
 use super::{Gen, access, field_ty, scalar, unary_op, value_ident};
 use blaze_spec::rules::Extent;
 
-use crate::model::ops::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, Val, fused_ops, sym_ident};
+use crate::ops::{Bin, Dim, KernelArg, Op, SampleDim, ScalarOp, Val, fused_ops, sym_ident};
 
 /// The sample dims of a value as `Option<usize>` tokens.
 fn known(val: &Val) -> TokenStream {
@@ -46,7 +46,7 @@ fn size(d: &Dim) -> TokenStream {
 
 impl Gen<'_> {
     /// The name a call's weights sit under (`blocks.0`).
-    fn callee_name(&self, c: crate::model::ops::Callee) -> String {
+    fn callee_name(&self, c: crate::ops::Callee) -> String {
         let f = self.fields()[c.field].ident.to_string();
         match c.index {
             Some(i) => format!("{f}.{i}"),
@@ -56,7 +56,7 @@ impl Gen<'_> {
 
     /// A call of field `c` on `args` in the export: the field's own
     /// operators, under its name.
-    fn export_call(&self, c: crate::model::ops::Callee, args: &[usize]) -> TokenStream {
+    fn export_call(&self, c: crate::ops::Callee, args: &[usize]) -> TokenStream {
         let (at, name) = (access(c, self.fields()), self.callee_name(c));
         let xs = args.iter().map(|&k| value_ident(k));
         quote!(::blaze::export::sublayer(g, &#at, name, #name, &[#(::core::clone::Clone::clone(&#xs)),*]))
@@ -64,7 +64,7 @@ impl Gen<'_> {
 
     /// The right-hand side of node `n` in the export; an op a field
     /// stands for (`act: Relu`) exports as that field.
-    fn export_expr(&self, n: &crate::model::ops::Node) -> TokenStream {
+    fn export_expr(&self, n: &crate::ops::Node) -> TokenStream {
         let (op, args) = (&n.op, &n.args[..]);
         if let Some(c) = n.field {
             return self.export_call(c, args);
@@ -237,8 +237,8 @@ impl Gen<'_> {
             });
             quote!(::std::vec![#(#dims),*])
         });
-        let onnx_model = crate::model::export::onnx_model(ident, &inputs.collect::<Vec<_>>(), &ids);
-        let export = crate::model::export::export_impl(ident, &tys, takes_ids, quote!(#body #out));
+        let onnx_model = crate::export::onnx_model(ident, &inputs.collect::<Vec<_>>(), &ids);
+        let export = crate::export::export_impl(ident, &tys, takes_ids, quote!(#body #out));
         quote! {
             #export
 

@@ -1,5 +1,5 @@
 //! `#[load(..)]` on a field: where its tensors come from in a checkpoint
-//! that names them its own way. `attr.rs` parses the entries with
+//! that names them its own way. `blaze-macros` (`model/attr.rs`) parses the entries with
 //! [`LoadEntry`]'s parser and checks them here, and the struct's `Module`
 //! impl gets [`field_sources`] per field for `Module::sources`.
 
@@ -44,7 +44,7 @@ impl syn::parse::Parse for LoadEntry {
 /// The rules of `#[load(..)]`: one prefix at most, `{i}` in it exactly
 /// when the field is an array, one name per entry for a single layer, and
 /// for a built-in layer only the tensors its spec lists.
-pub(crate) fn check_load(
+pub fn check_load(
     load: &[LoadEntry],
     kind: &LayerKind,
     options: &[LayerOption],
@@ -101,7 +101,7 @@ pub(crate) fn check_load(
 
 /// A field's part of `Module::sources`: its tensors under the field's
 /// name, or where `#[load(..)]` says.
-pub(crate) fn field_sources(f: &Field) -> TokenStream {
+pub fn field_sources(f: &Field) -> TokenStream {
     let (name, at) = (f.ident.to_string(), &f.ident);
     let module = quote!(::blaze::nn::Module::<B>);
     let own = quote!(::blaze::nn::join(prefix, #name));

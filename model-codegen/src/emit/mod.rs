@@ -30,10 +30,10 @@ use super::ops::{
     Bin, Callee, Dim, KernelArg, Lowered, Node, Op, Rank, SampleDim, ScalarOp, elementwise_ops, fused_ops,
     movement_ops, row_ops, show, sym_ident,
 };
-use crate::model::check::{Options, count_params};
-use crate::model::ir::{Field, LayerKind, Model};
-use crate::model::precision;
-use crate::model::structs::{field_init, field_ty};
+use crate::ir::{Field, LayerKind, Model};
+use crate::ir::{Options, count_params};
+use crate::precision;
+use crate::structs::{field_init, field_ty};
 
 /// The ops whose value [`Gen::op_expr`] computes from their operands
 /// (every op but inputs and calls of fields): a pattern.
@@ -106,6 +106,7 @@ fn of_output(u: &Unary) -> bool {
 /// What a layer node does in its bias pass besides the bias
 /// ([`Gen::fused`]): the activation node after it and its `UnaryOp`, or
 /// the residual add node after it and the value it adds.
+#[derive(Debug)]
 pub enum Epilogue {
     /// The activation node after the layer, and its `UnaryOp`.
     Act(usize, TokenStream),
@@ -164,7 +165,7 @@ fn tensor_arg(k: usize, from_cache: bool) -> TokenStream {
 
 /// Which pass a fused group's kernel call is made in: what its tensors
 /// are read from and what its dropouts do.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pass {
     /// The inference forward: dropouts are the identity.
     Infer,
@@ -186,7 +187,7 @@ fn number_arg(s: &TokenStream) -> TokenStream {
     quote!(::blaze::runtime::kernel::Arg::Number(#s))
 }
 
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Gen<'a> {
     pub model: &'a Model,
     pub options: &'a [Options],
@@ -445,7 +446,7 @@ impl Gen<'_> {
     /// the messages name the model's int8 form in its forward (`int8`).
     fn bind_inputs(&self, int8: bool) -> TokenStream {
         let name = match int8 {
-            true => crate::model::quant::ident(self.model).to_string(),
+            true => crate::quant::ident(self.model).to_string(),
             false => self.model.ident.to_string(),
         };
         let mut out = TokenStream::new();

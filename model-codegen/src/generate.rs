@@ -5,17 +5,17 @@
 use proc_macro2::{Punct, Spacing, TokenStream};
 use quote::{format_ident, quote};
 
-use super::check::Options;
 use super::emit::Gen;
 use super::ir::Model;
+use super::ir::Options;
 use super::ops::{self, Dim};
 use super::structs::struct_and_module;
 use super::{diff, fuse};
 use blaze_spec::rules::Extent;
 
 /// The macro a struct without `input` leaves behind for its impl's
-/// expansion (`graph::expand_impl` calls it).
-pub(crate) fn callback_ident(model: &syn::Ident) -> syn::Ident {
+/// expansion (`blaze-macros`' `graph::expand_impl` calls it).
+pub fn callback_ident(model: &syn::Ident) -> syn::Ident {
     format_ident!("__blaze_model_{}", model)
 }
 
@@ -38,11 +38,13 @@ pub fn expand_struct(model: &Model, item: &TokenStream) -> TokenStream {
 }
 
 /// What every model has, whatever makes its passes: the struct, its
-/// gradients and `Module` impl, and the constructors through `Graph`.
+/// gradients and `Module` impl, its int8 form's struct, and the
+/// constructors through `Graph`.
 pub fn struct_items(model: &Model) -> TokenStream {
     let ident = &model.ident;
-    let structs = struct_and_module(model);
+    let (structs, int8) = (struct_and_module(model), super::quant::struct_items(model));
     quote! {
+        #int8
         #structs
 
         #[automatically_derived]
@@ -112,7 +114,7 @@ pub fn generate(
     let input_grads: Vec<syn::Ident> = low.inputs.iter().map(|&k| format_ident!("g{}", k)).collect();
     let in_grad_val = if names.len() == 1 { quote!(#(#input_grads)*) } else { quote!((#(#input_grads),*)) };
     // Each pass under the model's precision, when it sets one.
-    let scoped = |body: TokenStream| crate::model::precision::scoped(model.precision, body);
+    let scoped = |body: TokenStream| crate::precision::scoped(model.precision, body);
     let (forward, forward_train) = (scoped(forward), scoped(forward_train));
     let backward = scoped(quote!(#backward (#in_grad_val, #grads)));
     let backward_params = scoped(quote!(#backward_params #grads));
@@ -120,7 +122,7 @@ pub fn generate(
     let num_params = g.num_params();
     let inits = g.inits();
     let field_names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
-    let (_, marker_init) = crate::model::structs::backend_marker(model);
+    let (_, marker_init) = crate::structs::backend_marker(model);
     let asserts = &low.asserts;
     let in_ranks: Vec<ops::Rank> = low.inputs.iter().map(|&k| low.vals[k].rank()).collect();
     let out_rank = low.vals[low.output].rank();
@@ -215,7 +217,7 @@ pub fn generate(
     let int8 = g.forward_int8().map(|(body, bounds)| {
         let inputs: Vec<(syn::Ident, TokenStream)> =
             names.iter().zip(&in_ranks).map(|(n, r)| (n.clone(), quote!(#r))).collect();
-        crate::model::quant::forward_impl(model, &inputs, quote!(#out_rank), body, &bounds)
+        crate::quant::forward_impl(model, &inputs, quote!(#out_rank), body, &bounds)
     });
     quote! {
         #(#asserts)*

@@ -95,7 +95,7 @@ impl Gen<'_> {
     /// Node `i` as the fusion plan names it: a call by its field (and
     /// index), an op of the body by its method.
     fn op_name(&self, i: usize) -> String {
-        let fused = |op: &Op| crate::model::fuse::fusable(op).map(str::to_owned);
+        let fused = |op: &Op| crate::fuse::fusable(op).map(str::to_owned);
         let node = &self.low.nodes[i];
         let field = |c: &Callee| {
             let f = &self.fields()[c.field].ident;
@@ -106,7 +106,7 @@ impl Gen<'_> {
         }
         match &node.op {
             Op::Layer(c) | Op::Nested(c) | Op::Attend(c) => field(c),
-            Op::Kernel { path, .. } => crate::model::fuse::kernel_name(path),
+            Op::Kernel { path, .. } => crate::fuse::kernel_name(path),
             Op::Scalar(ScalarOp::Table(op), _) => op.with_number.to_owned(),
             op @ (Op::Unary(_) | Op::Bin(_) | Op::Binary(_) | Op::Scalar(..) | Op::Neg | Op::CausalFill { .. }) => {
                 fused(op).expect("an elementwise op has a name")

@@ -12,7 +12,7 @@ use super::structs::struct_and_module;
 
 /// A per-sample rank: a number, or a const expression when a type the macro
 /// cannot see (a nested model, a user block) decides it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum Rank {
     Known(usize),
     Expr(TokenStream),
@@ -46,7 +46,7 @@ pub fn sequential_output_rank(model: &Model) -> Rank {
         rank = match (&f.kind, rank) {
             (LayerKind::Builtin { layer, .. }, Rank::Known(r)) => Rank::Known(blaze_spec::output_rank(*layer, r)),
             (LayerKind::Builtin { layer, .. }, Rank::Expr(e)) => {
-                let layer = super::check::layer_tokens(*layer);
+                let layer = super::ir::layer_tokens(*layer);
                 Rank::Expr(quote!(::blaze::spec::output_rank(#layer, #e)))
             }
             (kind, _) => {
@@ -59,6 +59,7 @@ pub fn sequential_output_rank(model: &Model) -> Rank {
 }
 
 /// The model's `forward` inputs: names and per-sample shapes where known.
+#[derive(Debug)]
 pub struct Inputs {
     pub names: Vec<syn::Ident>,
     pub ranks: Vec<usize>,
@@ -88,7 +89,14 @@ pub fn items(model: &Model, inputs: &Inputs, output: &Rank, sequential: bool) ->
         let dims = vec![0usize; r];
         quote!(::blaze::nn::StaticShape::new(&[#(#dims),*]))
     });
-    let structs = if sequential { struct_and_module(model) } else { TokenStream::new() };
+    let structs = match sequential {
+        true => {
+            let mut items = super::quant::struct_items(model);
+            items.extend(struct_and_module(model));
+            items
+        }
+        false => TokenStream::new(),
+    };
     let block = match names.as_slice() {
         [x] => {
             let ri = &in_ranks[0];

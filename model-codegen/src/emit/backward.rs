@@ -2,7 +2,7 @@
 //! reading what the training forward kept from `cache`.
 
 use super::*;
-use crate::model::diff::{Arg, Backward, Step, Term, Via};
+use crate::diff::{Arg, Backward, Step, Term, Via};
 
 /// The variable holding piece `j` of node `i`'s step.
 fn part_ident(i: usize, j: usize) -> syn::Ident {

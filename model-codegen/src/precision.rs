@@ -8,10 +8,11 @@ use blaze_spec::precision::{MIN_ROUNDED_DEPTH, rounds};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::attr::Precision;
+use super::ir::Precision;
 
 /// A part of a model that multiplies matrices, as the plan lists it.
-pub(crate) enum Item<'a> {
+#[derive(Debug)]
+pub enum Item<'a> {
     /// A built-in layer field (the name as the body calls it).
     Layer { name: String, layer: Layer, sizes: &'a [usize], options: &'a blaze_spec::Options },
     /// A nested model or user layer: its own passes decide.
@@ -23,7 +24,7 @@ pub(crate) enum Item<'a> {
 
 /// `body` run under `precision` (as it is when none is given: the
 /// caller's scope decides).
-pub(crate) fn scoped(precision: Option<Precision>, body: TokenStream) -> TokenStream {
+pub fn scoped(precision: Option<Precision>, body: TokenStream) -> TokenStream {
     match precision {
         Some(Precision(variant)) => {
             let variant = format_ident!("{variant}");
@@ -34,7 +35,7 @@ pub(crate) fn scoped(precision: Option<Precision>, body: TokenStream) -> TokenSt
 }
 
 /// The `precision` and `products` fields of `FusionPlan`.
-pub(crate) fn plan_fields(precision: Option<Precision>, items: &[Item<'_>]) -> TokenStream {
+pub fn plan_fields(precision: Option<Precision>, items: &[Item<'_>]) -> TokenStream {
     let Some(p) = precision else {
         return quote!(precision: ::core::option::Option::None, products: &[],);
     };

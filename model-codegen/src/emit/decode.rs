@@ -14,7 +14,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
 use super::{Gen, access, field_ty, value_ident};
-use crate::model::ops::{Dim, Op, SampleDim, elementwise_ops, fused_ops, movement_ops, row_ops};
+use crate::ops::{Dim, Op, SampleDim, elementwise_ops, fused_ops, movement_ops, row_ops};
 use blaze_spec::Layer;
 
 /// The ops a decoding step runs as the forward does, keeping nothing
@@ -33,7 +33,7 @@ fn slot(i: usize) -> syn::Ident {
 
 impl Gen<'_> {
     /// Whether callee `c` is a `MultiHeadAttention` field.
-    fn attends(&self, c: &crate::model::ops::Callee) -> bool {
+    fn attends(&self, c: &crate::ops::Callee) -> bool {
         matches!(self.fields()[c.field].kind.builtin(), Some((Layer::MultiHeadAttention, _)))
     }
 
@@ -62,7 +62,7 @@ impl Gen<'_> {
         let shape = |k: usize| &low.vals[k].shape;
         let last_free = |k: usize| shape(k).last().is_none_or(|d| !Self::along_t(d));
         let first_is_t = |k: usize| shape(k).first().is_some_and(is_t);
-        let causal_attention = |c: &crate::model::ops::Callee| self.attends(c) && self.options[c.field].spec.causal;
+        let causal_attention = |c: &crate::ops::Callee| self.attends(c) && self.options[c.field].spec.causal;
         low.nodes.iter().all(|n| {
             let a = |i: usize| n.args[i];
             match &n.op {
@@ -155,7 +155,7 @@ impl Gen<'_> {
 
     /// The type of nested field `c` that decodes: its own, or its int8
     /// form's.
-    fn decoded_ty(&self, c: &crate::model::ops::Callee, int8: bool) -> TokenStream {
+    fn decoded_ty(&self, c: &crate::ops::Callee, int8: bool) -> TokenStream {
         let ty = field_ty(&self.fields()[c.field].kind);
         if int8 { quote!(<#ty as ::blaze::quant::Quantize<B>>::Quantized) } else { ty }
     }
@@ -173,11 +173,11 @@ impl Gen<'_> {
 
     fn decode_impl(&self, int8: bool) -> TokenStream {
         let (vis, low) = (&self.model.vis, self.low);
-        let ident = if int8 { crate::model::quant::ident(self.model) } else { self.model.ident.clone() };
+        let ident = if int8 { crate::quant::ident(self.model) } else { self.model.ident.clone() };
         let state = format_ident!("{}DecodeState", ident);
         let mut fields = Vec::new();
         let mut inits = Vec::new();
-        let mut bounds = if int8 { crate::model::quant::opaque_bounds(self.model) } else { Vec::new() };
+        let mut bounds = if int8 { crate::quant::opaque_bounds(self.model) } else { Vec::new() };
         for (i, n) in low.nodes.iter().enumerate() {
             let s = slot(i);
             match &n.op {

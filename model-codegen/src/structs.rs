@@ -5,13 +5,13 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::check::Options;
+use super::ir::Options;
 use super::ir::{Field, LayerKind, Model};
 use super::load::field_sources;
 
 /// The field's type with the backend `B` filled in: a built-in layer's
 /// type takes the backend when it holds tensors, then its sizes.
-pub(crate) fn field_ty(kind: &LayerKind) -> TokenStream {
+pub fn field_ty(kind: &LayerKind) -> TokenStream {
     match kind {
         LayerKind::Builtin { layer, sizes, kernel } => {
             let name = format_ident!("{}", layer.name());
@@ -29,7 +29,7 @@ pub(crate) fn field_ty(kind: &LayerKind) -> TokenStream {
 }
 
 /// The field's full type: its layer type, or an array of them.
-pub(crate) fn full_ty(f: &Field) -> TokenStream {
+pub fn full_ty(f: &Field) -> TokenStream {
     let ty = field_ty(&f.kind);
     match f.array {
         Some(n) => quote!([#ty; #n]),
@@ -38,7 +38,7 @@ pub(crate) fn full_ty(f: &Field) -> TokenStream {
 }
 
 /// The expression that initialises a field (each entry of an array in turn).
-pub(crate) fn field_init(f: &Field, o: &Options) -> TokenStream {
+pub fn field_init(f: &Field, o: &Options) -> TokenStream {
     let one = init_expr(&f.kind, o);
     match f.array {
         Some(_) => quote!(::core::array::from_fn(|_| #one)),
@@ -48,7 +48,7 @@ pub(crate) fn field_init(f: &Field, o: &Options) -> TokenStream {
 
 /// A marker field (declaration, initialiser) for a model none of whose
 /// layers names the backend, which would leave `B` unused.
-pub(crate) fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
+pub fn backend_marker(model: &Model) -> (TokenStream, TokenStream) {
     if model.fields.iter().any(|f| f.kind.has_params()) {
         return (TokenStream::new(), TokenStream::new());
     }
@@ -70,7 +70,7 @@ fn init_expr(kind: &LayerKind, o: &Options) -> TokenStream {
 
 /// The struct (generic over the backend), its gradients struct and its
 /// `Module` impl: what every model has, sequential or with a forward body.
-pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
+pub fn struct_and_module(model: &Model) -> TokenStream {
     let Model { vis, ident, .. } = model;
     let grads_ident = format_ident!("{}Grads", ident);
     let names: Vec<_> = model.fields.iter().map(|f| &f.ident).collect();
@@ -90,10 +90,7 @@ pub(crate) fn struct_and_module(model: &Model) -> TokenStream {
     };
     let grads_doc = format!("The gradients of every parameter of a [`{ident}`], field by field.");
     let sources: Vec<TokenStream> = model.fields.iter().map(field_sources).collect();
-    let int8 = super::quant::struct_items(model);
     quote! {
-        #int8
-
         #(#user_attrs)*
         #[derive(Clone, Debug)]
         #vis struct #ident<B: ::blaze::Backend = ::blaze::Cpu> {
