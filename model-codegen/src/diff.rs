@@ -120,7 +120,7 @@ pub fn broadcast(low: &Lowered, a: usize, out: usize) -> bool {
 }
 
 /// A per-sample dim index as the tensor's dim (after the batch dim).
-fn tensor_dim(d: usize) -> usize {
+pub fn tensor_dim(d: usize) -> usize {
     d + 1
 }
 

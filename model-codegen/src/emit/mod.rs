@@ -22,7 +22,7 @@ use blaze_spec::ops::{Grad, Unary};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::diff::{self, scalar};
+use super::diff::{self, scalar, tensor_dim};
 use super::fuse::{DropPart, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
@@ -147,11 +147,6 @@ impl Epilogue {
     }
 }
 
-/// A per-sample dim index as the tensor's dim (after the batch dim).
-fn tensor_dim(d: usize) -> usize {
-    d + 1
-}
-
 /// Value `k` as a kernel call's tensor argument, read from the training
 /// forward's cache or not.
 fn tensor_arg(k: usize, from_cache: bool) -> TokenStream {
@@ -187,6 +182,8 @@ fn number_arg(s: &TokenStream) -> TokenStream {
     quote!(::blaze::runtime::kernel::Arg::Number(#s))
 }
 
+/// What the printers read: the model, its fields' options, its ops before
+/// and after fusion, its inputs' names and what fusion made.
 #[derive(Debug, Clone, Copy)]
 pub struct Gen<'a> {
     pub model: &'a Model,
@@ -197,7 +194,8 @@ pub struct Gen<'a> {
     /// the model decodes, what the plan counts against.
     pub unfused: &'a Lowered,
     pub input_names: &'a [syn::Ident],
-    /// Which elementwise ops run fused (`fuse.rs`).
+    /// The groups and softmax folds the fused ops call, and the layers
+    /// whose input the backward rebuilds (`fuse.rs`).
     pub plan: &'a Plan,
 }
 
@@ -210,7 +208,6 @@ impl Gen<'_> {
         &self.model.fields
     }
 
-    /// The Layer trait path through which a layer call runs.
     /// An attention call's field, trait path, query, keys and values, and
     /// its key-padding mask as an `Option`.
     fn attend_parts(&self, callee: Callee, args: &[usize]) -> (TokenStream, TokenStream, [syn::Ident; 3], TokenStream) {
