@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use blaze_spec::ops::Grad;
+use blaze_spec::ops::{Grad, Unary};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
@@ -114,7 +114,7 @@ pub struct Backward {
 }
 
 /// Whether operand `a` of a node with output `out` was broadcast.
-pub fn broadcast(low: &Lowered, a: usize, out: usize) -> bool {
+fn broadcast(low: &Lowered, a: usize, out: usize) -> bool {
     let (x, y) = (&low.vals[a], &low.vals[out]);
     !x.same_shape(y) || x.batched != y.batched
 }
@@ -139,6 +139,11 @@ fn softmax_options(log: bool) -> Arg {
     } else {
         quote!(::blaze::SoftmaxOptions::default())
     })
+}
+
+/// Whether op `u`'s derivative reads its output (else its input).
+pub fn of_output(u: &Unary) -> bool {
+    matches!(u.grad, Grad::OfOutput(_))
 }
 
 /// A scalar of the body as an `f64`.
@@ -198,7 +203,7 @@ pub fn differentiate(low: &Lowered, plan: &Plan, fields: &[Field], full: bool) -
                 let fold = &plan.softmaxes[*f];
                 // A softmax that applies the scale and mask before it: its
                 // adjoint goes straight to the value they were applied to.
-                let d = low.vals[n.out].shape.len();
+                let d = low.vals[n.out].rank().known() - 1;
                 let args = vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), Arg::Code(fold.options())];
                 contrib.push((fold.input, adjoint("softmax", fold.input, args)));
             }
@@ -210,7 +215,7 @@ pub fn differentiate(low: &Lowered, plan: &Plan, fields: &[Field], full: bool) -
                 let inputs_need = group.inputs.iter().any(|x| matches!(x, Input::Value(k) if need(*k)));
                 let grad = match group.reduce {
                     Some(op @ (RowOp::Softmax | RowOp::LogSoftmax)) => {
-                        let d = low.vals[n.out].shape.len();
+                        let d = low.vals[n.out].rank().known() - 1;
                         let log = op == RowOp::LogSoftmax;
                         let args =
                             vec![Arg::Storage(gy), Arg::Storage(Term::Kept(n.out)), code(d), softmax_options(log)];
@@ -259,7 +264,7 @@ pub fn differentiate(low: &Lowered, plan: &Plan, fields: &[Field], full: bool) -
             }
             Op::Unary(u) => {
                 // The op's adjoint kernel, from the value its derivative reads.
-                let from = if matches!(u.grad, Grad::OfOutput(_)) { n.out } else { a };
+                let from = if of_output(u) { n.out } else { a };
                 let op = Arg::Code(table_op("UnaryOp", u.variant));
                 contrib.push((a, adjoint("unary", a, vec![op, kept(from), kept(from), g()])));
             }

@@ -24,7 +24,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 
 use super::ops::{
-    Bin, KernelArg, Lowered, Node, Op, Rank, ScalarOp, elementwise_ops, fused_ops, movement_ops, row_ops,
+    Bin, KernelArg, Lowered, Node, Op, Rank, ScalarOp, Val, elementwise_ops, fused_ops, movement_ops, row_ops,
 };
 use blaze_kernel_dsl::ir::{self, Expr, ExprKind, Intrinsic, Kernel, Kind, Stmt, Ty};
 
@@ -234,7 +234,8 @@ pub fn fusable(op: &Op) -> Option<&'static str> {
 ///
 /// The ops after fusion: each group's ops become one `Op::Fused` where
 /// its root was (a dropout in it leaves an `Op::Seed`), each softmax
-/// fold's one `Op::SoftmaxWith`; values keep their numbers.
+/// fold's one `Op::SoftmaxWith`; values keep their numbers (a seed's is
+/// new).
 pub fn fuse(
     model: &syn::Ident,
     low: &Lowered,
@@ -348,16 +349,25 @@ pub fn fuse(
 /// renumbered to their `Op::Seed`.
 fn rewrite(low: &Lowered, plan: &mut Plan, in_group: &[Option<usize>], softmax_of: &[Option<usize>]) -> Lowered {
     let mut nodes = Vec::new();
+    let mut vals = low.vals.clone();
     let mut seeds: Vec<(usize, usize)> = Vec::new();
     for (i, node) in low.nodes.iter().enumerate() {
-        // A dropout draws its seed where it was, also as a group's root.
+        // A dropout draws its seed where it was, also as a group's root; a
+        // seed makes a value of its own, which nothing reads.
         let dropout =
             |g: usize| plan.groups[g].inputs.iter().any(|x| matches!(x, Input::Dropout { node, .. } if *node == i));
         if let (Some(g), Op::Layer(callee)) = (in_group[i], &node.op)
             && dropout(g)
         {
             seeds.push((i, nodes.len()));
-            nodes.push(Node { op: Op::Seed(*callee), args: Vec::new(), ..node.clone() });
+            vals.push(Val { shape: Vec::new(), opaque: None, batched: false, grad: false, params: false });
+            nodes.push(Node {
+                op: Op::Seed(*callee),
+                args: Vec::new(),
+                out: vals.len() - 1,
+                field: None,
+                ..node.clone()
+            });
         }
         let (op, args) = match (in_group[i], softmax_of[i]) {
             (Some(g), _) if plan.groups[g].root == i => {
@@ -370,16 +380,20 @@ fn rewrite(low: &Lowered, plan: &mut Plan, in_group: &[Option<usize>], softmax_o
             (Some(_), _) => continue,
             (None, Some(f)) if plan.softmaxes[f].root == i => (Op::SoftmaxWith(f), vec![plan.softmaxes[f].input]),
             (None, Some(_)) => continue,
-            (None, None) => (node.op.clone(), node.args.clone()),
+            (None, None) => {
+                nodes.push(node.clone());
+                continue;
+            }
         };
-        nodes.push(Node { op, args, ..node.clone() });
+        // A fused op is no field's call.
+        nodes.push(Node { op, args, field: None, ..node.clone() });
     }
     for input in plan.groups.iter_mut().flat_map(|g| &mut g.inputs) {
         if let Input::Dropout { node, .. } = input {
             *node = seeds.iter().find(|(before, _)| before == node).expect("a fused dropout leaves its seed").1;
         }
     }
-    Lowered { nodes, ..low.clone() }
+    Lowered { nodes, vals, ..low.clone() }
 }
 
 /// The softmaxes over the last dim whose input only they read and is the

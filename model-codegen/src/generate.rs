@@ -101,12 +101,12 @@ pub fn generate(
     };
     let (fused_items, fused_wgsl) = fuse::items(ident, unfused.low, &plan);
     let g = Gen { low: &low, plan: &plan, ..unfused };
-    let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused);
-    let cache_fields = g.cache_fields();
-    let forward = g.forward();
-    let forward_train = g.forward_train(&cache_ident);
     let (full, params) =
         (diff::differentiate(&low, &plan, &model.fields, true), diff::differentiate(&low, &plan, &model.fields, false));
+    let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused, &full);
+    let cache_fields = g.cache_fields(&full);
+    let forward = g.forward();
+    let forward_train = g.forward_train(&cache_ident, &full);
     let backward = g.backward(&full, false);
     let backward_params = g.backward(&params, false);
     let backward_params_each = g.backward(&params, true);

@@ -3,7 +3,8 @@
 //! included). In `blaze-macros`, a forward body lowers to it
 //! (`graph/lower/`), and so do a sequential model's fields
 //! (`model/lower.rs`); fusion (`fuse.rs`) rewrites it, differentiation
-//! (`diff.rs`) and the printers (`emit/`) read the rewritten ops.
+//! (`diff.rs`) and the passes' printers (`emit/`) read the rewritten ops,
+//! the export, the decode check and the precision plan the ops before.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, quote};
@@ -152,7 +153,7 @@ pub enum Op {
     SoftmaxWith(usize),
     /// A `Dropout` field that a fused group runs: in training, where it
     /// draws its seed (the draws keep the body's order). Made by fusion;
-    /// it has no arguments, and its value nothing reads.
+    /// it has no arguments, and its value is a new one nothing reads.
     Seed(Callee),
 }
 

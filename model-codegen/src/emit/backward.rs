@@ -25,6 +25,12 @@ impl Gen<'_> {
         quote!(<#ty as ::blaze::nn::Module<B>>::visit_grad_tensors(&#gr, &#name, ready);)
     }
 
+    /// Where the statements of node `i`'s adjoint point: the body's tokens
+    /// of the op, resolved at the call site.
+    fn span(&self, i: usize) -> proc_macro2::Span {
+        proc_macro2::Span::call_site().located_at(self.low.nodes[i].span)
+    }
+
     /// The backward's statements: every parameter's gradient (`gr_*`), and
     /// with `full` each input's gradient (`g{k}`). With `hand_over`, each
     /// field's gradients go to the visitor `ready` as soon as they are made
@@ -41,8 +47,8 @@ impl Gen<'_> {
         for step in &pass.steps {
             out.extend(match step {
                 Step::Let { node, term } => {
-                    let (d, e) = (part_ident(*node, 0), self.term(term));
-                    quote!(let #d = #e;)
+                    let (d, e, span) = (part_ident(*node, 0), self.term(term), self.span(*node));
+                    quote_spanned!(span=> let #d = #e;)
                 }
                 Step::Call { node, callee, via, inputs, params, rebuilt } => {
                     self.call_backward(*node, *callee, *via, *inputs, *params, *rebuilt)
@@ -52,14 +58,14 @@ impl Gen<'_> {
                     let (va, vb, gy) = (value_ident(n.args[0]), value_ident(n.args[1]), grad_ident(n.out));
                     let (da, db) = (part_ident(*node, 0), part_ident(*node, 1));
                     let (ra, rb, op) = (self.rank(n.args[0]), self.rank(n.args[1]), diff::table_op("BinaryOp", op.variant));
-                    quote! {
+                    quote_spanned! {self.span(*node)=>
                         let [#da, #db] = ::blaze::runtime::adjoint::binary::<B>(
                             #op, cache.#va.storage(), cache.#vb.storage(), #gy.storage());
                         let (#da, #db) = (::blaze::Tensor::<B, #ra>::from_storage(#da), ::blaze::Tensor::<B, #rb>::from_storage(#db));
                     }
                 }
                 Step::Grad { to, term, first, node } => {
-                    let span = proc_macro2::Span::call_site().located_at(low.nodes[*node].span);
+                    let span = self.span(*node);
                     let (gk, e) = (grad_ident(*to), self.owned(term));
                     match first {
                         true => quote_spanned!(span=> let #gk = #e;),
@@ -91,8 +97,7 @@ impl Gen<'_> {
         params: bool,
         rebuilt: Option<usize>,
     ) -> TokenStream {
-        let n = &self.low.nodes[i];
-        let span = proc_macro2::Span::call_site().located_at(n.span);
+        let (n, span) = (&self.low.nodes[i], self.span(i));
         let ty = field_ty(&self.fields()[callee.field].kind);
         let (at, gr, gy, ci) = (
             access(callee, self.fields()),
@@ -122,7 +127,8 @@ impl Gen<'_> {
         let dx: Vec<syn::Ident> = (0..count).map(|j| part_ident(i, j)).collect();
         let pat = if count == 1 { quote!(#(#dx)*) } else { quote!((#(#dx),*)) };
         let path = match via {
-            Via::Layer => self.layer_path(ty, n.args[0], n.out),
+            // A norm that ends a group is called on the value its kernel computes.
+            Via::Layer => self.layer_path(ty, self.layer_call(i).map_or(n.args[0], |(_, x)| x), n.out),
             Via::Nested => quote!(<#ty as ::blaze::nn::Differentiable<B>>),
             Via::Attend => quote!(<#ty as ::blaze::nn::Attend<B>>),
             Via::Inherent => TokenStream::new(),

@@ -5,9 +5,9 @@
 use super::*;
 
 impl Gen<'_> {
-    /// The cache struct's fields.
-    pub fn cache_fields(&self) -> TokenStream {
-        let (vals, shapes) = self.stored();
+    /// The cache struct's fields: what `backward` reads.
+    pub fn cache_fields(&self, backward: &diff::Backward) -> TokenStream {
+        let (vals, shapes) = backward.kept(self.low, self.plan);
         let mut out = TokenStream::new();
         for k in vals {
             let (id, r) = (value_ident(k), self.rank(k));

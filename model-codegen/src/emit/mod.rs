@@ -1,9 +1,8 @@
-//! Code generation from a model's lowered ops (`ops.rs`; a forward body's,
-//! or a sequential model's fields): the inference and training forwards
-//! as straight-line Rust, and the reverse pass emitted as
-//! straight-line Rust too, one adjoint statement per op, walking the
-//! lowered ops backwards. The training forward keeps only what those
-//! adjoint statements read.
+//! Printing a model's passes from its fused ops (`fuse.rs`; a forward
+//! body's, or a sequential model's fields): the inference and training
+//! forwards as straight-line Rust, and the reverse pass, one statement per
+//! step of `diff.rs` (`backward.rs`). The training forward keeps only what
+//! those steps read.
 //!
 //! Every match over an op names each variant (the lint below holds these
 //! modules to it): an op added to the IR is a compile error in each pass
@@ -16,13 +15,13 @@ mod export;
 mod items;
 mod plan;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use blaze_spec::ops::{Grad, Unary};
+use blaze_spec::ops::Unary;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-use super::diff::{self, scalar, tensor_dim};
+use super::diff::{self, Backward, of_output, scalar, tensor_dim};
 use super::fuse::{DropPart, Input, Plan, RowOp};
 use blaze_spec::rules::Extent;
 
@@ -96,11 +95,6 @@ fn narrow_start(start: i64, size: TokenStream) -> TokenStream {
 /// parameters).
 fn unary_op(u: &Unary) -> TokenStream {
     diff::table_op("UnaryOp", u.variant)
-}
-
-/// Whether op `u`'s derivative reads its output (else its input).
-fn of_output(u: &Unary) -> bool {
-    matches!(u.grad, Grad::OfOutput(_))
 }
 
 /// What a layer node does in its bias pass besides the bias
@@ -329,7 +323,7 @@ impl Gen<'_> {
         }
         let Op::SoftmaxWith(s) = n.op else { unreachable!("a group's kernel or a folded softmax") };
         let fold = &self.plan.softmaxes[s];
-        let (x, d, opts) = (value_ident(fold.input), self.low.vals[n.out].shape.len(), fold.options());
+        let (x, d, opts) = (value_ident(fold.input), self.rank(n.out).known() - 1, fold.options());
         quote!(#x.softmax_with(#d, #opts))
     }
 
@@ -575,14 +569,8 @@ impl Gen<'_> {
         out
     }
 
-    /// What the backward reads, which the training forward keeps: values
-    /// and shapes.
-    fn stored(&self) -> (BTreeSet<usize>, BTreeSet<usize>) {
-        diff::differentiate(self.low, self.plan, self.fields(), true).kept(self.low, self.plan)
-    }
-
     /// The training forward's statements, ending with `(output, cache)`.
-    pub fn forward_train(&self, cache_ident: &syn::Ident) -> TokenStream {
+    pub fn forward_train(&self, cache_ident: &syn::Ident, backward: &Backward) -> TokenStream {
         let mut out = self.bind_inputs(false);
         let mut caches = Vec::new();
         let fused = self.fused();
@@ -666,7 +654,7 @@ impl Gen<'_> {
             };
             out.extend(stmt);
         }
-        let (vals, shapes) = self.stored();
+        let (vals, shapes) = backward.kept(self.low, self.plan);
         let vs: Vec<_> = vals.iter().map(|&k| value_ident(k)).collect();
         let ss: Vec<_> = shapes.iter().map(|&k| shape_ident(k)).collect();
         let sv: Vec<_> = shapes.iter().map(|&k| value_ident(k)).collect();

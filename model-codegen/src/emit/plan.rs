@@ -134,8 +134,9 @@ impl Gen<'_> {
     }
 
     /// The model's `FUSION` constant: the groups of this plan, with `wgsl`
-    /// for each, and the op counts with it and as `unfused` runs them.
-    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Gen<'_>) -> TokenStream {
+    /// for each, and the op counts with it (`backward` its reverse pass)
+    /// and as `unfused` runs them.
+    pub fn fusion_plan(&self, wgsl: &[String], unfused: &Gen<'_>, backward: &diff::Backward) -> TokenStream {
         let groups = self.plan.groups.iter().zip(wgsl).map(|(g, w)| {
             let (name, ops, inputs) = (&g.kernel.name, &g.ops, g.inputs.len());
             // A compile-time shape is not known to the macro.
@@ -160,7 +161,7 @@ impl Gen<'_> {
         epilogues.sort();
         let epilogues = epilogues.into_iter().map(|(_, e)| e);
         let fwd = [self.forward_ops(), unfused.forward_ops()];
-        let bwd = [self, unfused].map(|g| diff::differentiate(g.low, g.plan, self.fields(), true).ops());
+        let bwd = [backward.ops(), diff::differentiate(unfused.low, unfused.plan, self.fields(), true).ops()];
         // The products, as the body wrote them.
         let items: Vec<precision::Item<'_>> = self
             .unfused
