@@ -53,6 +53,10 @@ def main():
         xg.grad = None
         torch.nn.functional.gelu(xg).backward(g)
 
+    def tanh():
+        xg.grad = None
+        torch.tanh(xg).backward(g)
+
     for name, fn in [
         ("add", lambda: x + y),
         ("bias add + relu", lambda: (m + bias).relu()),
@@ -60,6 +64,7 @@ def main():
         ("softmax over rows", lambda: m.softmax(1)),
         ("layernorm fwd + bwd", layer_norm),
         ("gelu fwd + bwd", gelu),
+        ("tanh fwd + bwd", tanh),
     ]:
         us = time_us(fn)
         print(f"{name:<30} {us:10.1f} us  {BIG / us / 1e3:6.2f} Gitem/s")

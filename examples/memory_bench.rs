@@ -84,5 +84,13 @@ fn main() {
             "gelu fwd + bwd",
             time(|| (m.gelu(), adjoint::unary::<Cpu>(UnaryOp::Gelu, m.storage(), m.storage(), g.storage()))),
         );
+        row(
+            "tanh fwd + bwd",
+            time(|| {
+                let y = m.tanh();
+                let dx = adjoint::unary::<Cpu>(UnaryOp::Tanh, m.storage(), y.storage(), g.storage());
+                (y, dx)
+            }),
+        );
     });
 }

@@ -45,7 +45,7 @@ pub trait KernelFloat:
     fn sqrt(self) -> Self;
     /// `1 / sqrt(x)`.
     fn rsqrt(self) -> Self;
-    /// Hyperbolic tangent.
+    /// Hyperbolic tangent (vectorisable in f32, libm's in f64).
     fn tanh(self) -> Self;
     /// Sine.
     fn sin(self) -> Self;
@@ -101,7 +101,7 @@ pub trait KernelFloat:
 }
 
 macro_rules! kernel_float {
-    ($t:ty, $exp:expr, $erf:expr) => {
+    ($t:ty, $exp:expr, $erf:expr, $tanh:expr) => {
         impl KernelFloat for $t {
             #[inline(always)]
             fn erf(self) -> Self {
@@ -137,7 +137,7 @@ macro_rules! kernel_float {
             }
             #[inline(always)]
             fn tanh(self) -> Self {
-                <$t>::tanh(self)
+                $tanh(self)
             }
             #[inline(always)]
             fn sin(self) -> Self {
@@ -171,8 +171,8 @@ macro_rules! kernel_float {
     };
 }
 
-kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32);
-kernel_float!(f64, f64::exp, libm::erf);
+kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32, crate::math::tanh_f32);
+kernel_float!(f64, f64::exp, libm::erf, f64::tanh);
 
 /// The element types of a kernel's values in ONNX (`TensorProto`'s
 /// codes): what [`OnnxExpr::constant`] and [`OnnxExpr::cast`] make.
