@@ -37,7 +37,7 @@ pub trait KernelFloat:
     fn exp(self) -> Self;
     /// `2^x`.
     fn exp2(self) -> Self;
-    /// Natural logarithm.
+    /// Natural logarithm (vectorisable in f32, libm's in f64).
     fn log(self) -> Self;
     /// Base-2 logarithm.
     fn log2(self) -> Self;
@@ -101,7 +101,7 @@ pub trait KernelFloat:
 }
 
 macro_rules! kernel_float {
-    ($t:ty, $exp:expr, $erf:expr, $tanh:expr) => {
+    ($t:ty, $exp:expr, $erf:expr, $tanh:expr, $log:expr) => {
         impl KernelFloat for $t {
             #[inline(always)]
             fn erf(self) -> Self {
@@ -121,7 +121,7 @@ macro_rules! kernel_float {
             }
             #[inline(always)]
             fn log(self) -> Self {
-                <$t>::ln(self)
+                $log(self)
             }
             #[inline(always)]
             fn log2(self) -> Self {
@@ -171,8 +171,8 @@ macro_rules! kernel_float {
     };
 }
 
-kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32, crate::math::tanh_f32);
-kernel_float!(f64, f64::exp, libm::erf, f64::tanh);
+kernel_float!(f32, crate::math::exp_f32, crate::math::erf_f32, crate::math::tanh_f32, crate::math::log_f32);
+kernel_float!(f64, f64::exp, libm::erf, f64::tanh, f64::ln);
 
 /// The element types of a kernel's values in ONNX (`TensorProto`'s
 /// codes): what [`OnnxExpr::constant`] and [`OnnxExpr::cast`] make.
