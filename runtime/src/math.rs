@@ -79,7 +79,7 @@ pub fn tanh_f32(x: f32) -> f32 {
     let c = x.clamp(-7.905_311, 7.905_311);
     let x2 = c * c;
     let mut p = -2.760_768_5e-16_f32;
-    p = p.mul_add(x2, 2.000_187_9e-13);
+    p = p.mul_add(x2, 2.000_188e-13);
     p = p.mul_add(x2, -8.604_672e-11);
     p = p.mul_add(x2, 5.122_297e-8);
     p = p.mul_add(x2, 1.485_722_4e-5);
@@ -123,7 +123,7 @@ pub fn log_f32(x: f32) -> f32 {
     p = p.mul_add(f, -1.666_805_8e-1);
     p = p.mul_add(f, 2.000_071_4e-1);
     p = p.mul_add(f, -2.499_999_4e-1);
-    p = p.mul_add(f, 3.333_333_1e-1);
+    p = p.mul_add(f, 3.333_333e-1);
     // ln 2 in two parts, as in `exp_f32`: e * LN2_HI is exact.
     let y = e.mul_add(-2.121_944_4e-4, p * f * z) - 0.5 * z;
     let r = e.mul_add(0.693_359_4, f + y);
