@@ -393,7 +393,15 @@ fn rewrite(low: &Lowered, plan: &mut Plan, in_group: &[Option<usize>], softmax_o
             *node = seeds.iter().find(|(before, _)| before == node).expect("a fused dropout leaves its seed").1;
         }
     }
-    Lowered { nodes, vals, ..low.clone() }
+    Lowered {
+        vals,
+        nodes,
+        inputs: low.inputs.clone(),
+        output: low.output,
+        symbols: low.symbols.clone(),
+        asserts: low.asserts.clone(),
+        first_output: low.first_output.clone(),
+    }
 }
 
 /// The softmaxes over the last dim whose input only they read and is the

@@ -89,20 +89,21 @@ pub fn generate(
     // and what decodes read them before.
     let none = fuse::Plan::none();
     let unfused = Gen { model, options, low, unfused: low, input_names: &names, plan: &none };
+    let fused;
     let (low, plan) = if fusion {
         // What runs in layers' bias passes is decided first; groups take the rest.
         let before = Gen { plan: &fuse::Plan { enabled: true, ..fuse::Plan::none() }, ..unfused };
-        let (fused, mut plan) =
-            fuse::fuse(ident, low, &before.fused_activations(), &before.dropouts(), &before.norms());
+        let mut plan;
+        (fused, plan) = fuse::fuse(ident, low, &before.fused_activations(), &before.dropouts(), &before.norms());
         plan.recompute = Gen { low: &fused, plan: &plan, ..unfused }.recomputable();
-        (fused, plan)
+        (&fused, plan)
     } else {
-        (low.clone(), fuse::Plan::none())
+        (low, fuse::Plan::none())
     };
     let (fused_items, fused_wgsl) = fuse::items(ident, unfused.low, &plan);
-    let g = Gen { low: &low, plan: &plan, ..unfused };
+    let g = Gen { low, plan: &plan, ..unfused };
     let (full, params) =
-        (diff::differentiate(&low, &plan, &model.fields, true), diff::differentiate(&low, &plan, &model.fields, false));
+        (diff::differentiate(low, &plan, &model.fields, true), diff::differentiate(low, &plan, &model.fields, false));
     let fusion_plan = g.fusion_plan(&fused_wgsl, &unfused, &full);
     let cache_fields = g.cache_fields(&full);
     let forward = g.forward();

@@ -322,7 +322,7 @@ impl ToTokens for Rank {
 }
 
 /// A lowered forward pass.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Lowered {
     pub vals: Vec<Val>,
     pub nodes: Vec<Node>,

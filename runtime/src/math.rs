@@ -158,24 +158,28 @@ mod tests {
         assert!(erf_f32(f32::NAN).is_nan());
     }
 
+    /// The worst relative error of `f` against `want` (in f64) at `xs`,
+    /// skipping where `want` is 0.
+    fn worst_relative(f: fn(f32) -> f32, want: fn(f64) -> f64, xs: impl Iterator<Item = f32>) -> f64 {
+        xs.map(|x| (f(x) as f64, want(x as f64)))
+            .filter(|&(_, w)| w != 0.0)
+            .map(|(g, w)| ((g - w) / w).abs())
+            .fold(0.0, f64::max)
+    }
+
+    /// `from`, `from + step`, .. below `to`.
+    fn steps(from: f32, to: f32, step: f32) -> impl Iterator<Item = f32> {
+        std::iter::successors(Some(from), move |x| Some(x + step)).take_while(move |&x| x < to)
+    }
+
     #[test]
     fn tanh_matches_f64_tanh() {
-        let (mut worst_rel, mut worst_abs) = (0.0f64, 0.0f64);
-        let mut x = -12.0f32;
-        while x < 12.0 {
-            let (want, got) = ((x as f64).tanh(), tanh_f32(x) as f64);
-            worst_abs = worst_abs.max((got - want).abs());
-            if want != 0.0 {
-                worst_rel = worst_rel.max(((got - want) / want).abs());
-            }
-            x += 0.000_61;
-        }
-        let mut x = 1e-8f32;
-        while x < 1.0 {
-            let want = (x as f64).tanh();
-            worst_rel = worst_rel.max(((tanh_f32(x) as f64 - want) / want).abs());
-            x *= 1.001;
-        }
+        let worst_abs =
+            steps(-12.0, 12.0, 0.000_61).map(|x| (tanh_f32(x) as f64 - (x as f64).tanh()).abs()).fold(0.0, f64::max);
+        // Relative error over the range, and from 1e-8 up to 1 by factors
+        // of 1.001, where tanh(x) is small.
+        let small = std::iter::successors(Some(1e-8f32), |x| Some(x * 1.001)).take_while(|&x| x < 1.0);
+        let worst_rel = worst_relative(tanh_f32, f64::tanh, steps(-12.0, 12.0, 0.000_61).chain(small));
         assert!(worst_rel < 4e-7 && worst_abs < 4e-7, "worst relative error {worst_rel}, absolute {worst_abs}");
         assert_eq!(tanh_f32(0.0), 0.0);
         assert_eq!(tanh_f32(9.0), 1.0);
@@ -186,27 +190,10 @@ mod tests {
 
     #[test]
     fn log_matches_f64_ln_over_the_whole_range() {
-        let mut worst = 0.0f64;
         // Every 2^-13th step of the mantissa over every binade, subnormals
-        // included.
-        let mut bits = 1u32;
-        while bits < f32::INFINITY.to_bits() {
-            let x = f32::from_bits(bits);
-            let want = (x as f64).ln();
-            if want != 0.0 {
-                worst = worst.max(((log_f32(x) as f64 - want) / want).abs());
-            }
-            bits += 1 << 10;
-        }
-        // Around 1, where ln(x) is small, relative to ln(x).
-        let mut x = 0.9f32;
-        while x < 1.1 {
-            let want = (x as f64).ln();
-            if want != 0.0 {
-                worst = worst.max(((log_f32(x) as f64 - want) / want).abs());
-            }
-            x += 1e-5;
-        }
+        // included; then around 1, where ln(x) is small.
+        let binades = (1..f32::INFINITY.to_bits()).step_by(1 << 10).map(f32::from_bits);
+        let worst = worst_relative(log_f32, f64::ln, binades.chain(steps(0.9, 1.1, 1e-5)));
         assert!(worst < 1e-7, "worst relative error {worst}");
         assert_eq!(log_f32(1.0), 0.0);
         assert_eq!(log_f32(0.0), f32::NEG_INFINITY);
