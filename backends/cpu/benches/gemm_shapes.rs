@@ -10,12 +10,15 @@
 //! under `autocast`, which rounds the operands). Each sample runs
 //! on the thread pool it measures (the timing loop is inside `install`), as
 //! PyTorch's calling thread runs its own products: a hop onto the pool per
-//! call would cost more than a batch-1 product takes.
+//! call would cost more than a batch-1 product takes. The loop runs inside
+//! `CpuDevice::run`, as `fit` runs its steps: the other threads poll for
+//! work between products, as PyTorch's OpenMP threads spin between
+//! parallel regions.
 
 use std::time::Instant;
 
 use blaze_cpu::{Cpu, CpuDevice};
-use blaze_runtime::{DType, Precision, Rng, Tensor, autocast};
+use blaze_runtime::{DType, Device, Precision, Rng, Tensor, autocast};
 
 /// One product: `[batch,] m x k` times `k x n`, each operand stored
 /// row-major or as the transpose of a row-major matrix (`t`), as the
@@ -145,7 +148,7 @@ fn main() {
             let a = operand(s.batch, s.m, s.k, s.lhs_t, dtype, 1);
             let b = operand(s.batch, s.k, s.n, s.rhs_t, dtype, 2);
             let flops = 2.0 * (s.batch * s.m * s.k * s.n) as f64;
-            let rate = pool.install(|| gflops(flops, || autocast(precision, || a.matmul(&b))));
+            let rate = pool.install(|| CpuDevice.run(|| gflops(flops, || autocast(precision, || a.matmul(&b)))));
             let layout = format!("{}{}", if s.lhs_t { 't' } else { 'n' }, if s.rhs_t { 't' } else { 'n' });
             println!(
                 "{:<16} {:>5} {:>5} {:>5} {:>5} {:>6}  {rate:8.1}  {threads}t",

@@ -5,7 +5,7 @@
 
 use std::mem::MaybeUninit;
 
-use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, should_fork};
+use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, fork, should_fork};
 use crate::pool::{self, Pooled};
 use crate::rows::{In, Out, Row as OpRow};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
@@ -327,11 +327,13 @@ pub(crate) fn adam_in_place<T: Float>(
         pool::update_in_place(m, |ms| {
             pool::update_in_place(v, |vs| {
                 if should_fork(n, CHEAP_OP_MIN) {
-                    ps.par_chunks_mut(CHUNK)
-                        .zip(ms.par_chunks_mut(CHUNK))
-                        .zip(vs.par_chunks_mut(CHUNK))
-                        .zip(gs.par_chunks(CHUNK))
-                        .for_each(|(((ps, ms), vs), gs)| update(ps, ms, vs, gs));
+                    fork(|| {
+                        ps.par_chunks_mut(CHUNK)
+                            .zip(ms.par_chunks_mut(CHUNK))
+                            .zip(vs.par_chunks_mut(CHUNK))
+                            .zip(gs.par_chunks(CHUNK))
+                            .for_each(|(((ps, ms), vs), gs)| update(ps, ms, vs, gs))
+                    });
                 } else {
                     update(ps, ms, vs, gs);
                 }

@@ -23,7 +23,7 @@ use std::mem::MaybeUninit;
 
 use crate::elementwise::{Operand, classify, softmax_row};
 use crate::norm::{Affine, norm_row, stats_shape};
-use crate::parallel::{CHUNK, COSTLY_OP_MIN, chunks_mut, fill, for_each_index, should_fork};
+use crate::parallel::{CHUNK, COSTLY_OP_MIN, chunks_mut, fill, for_each_index, fork, should_fork};
 use crate::pool::{self, with_scratch};
 use crate::reduce::sum_slice;
 use crate::rows::Row;
@@ -440,13 +440,13 @@ fn run_norm<T: KernelLoops>(
             if should_fork(n, COSTLY_OP_MIN) && out.len() > row {
                 let per = (CHUNK / row).max(1);
                 let pairs = out.par_chunks_mut(per * row).zip(stats.par_chunks_mut(per * 2));
-                match kept {
+                fork(|| match kept {
                     Some(kept) => pairs
                         .zip(kept.par_chunks_mut(per * row))
                         .enumerate()
                         .for_each(|(i, ((o, s), k))| rows(i * per, o, s, Some(k))),
                     None => pairs.enumerate().for_each(|(i, (o, s))| rows(i * per, o, s, None)),
-                }
+                });
             } else {
                 rows(0, out, stats, kept);
             }

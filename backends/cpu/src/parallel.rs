@@ -4,7 +4,7 @@
 
 use std::mem::MaybeUninit;
 
-pub use blaze_gemm::threads::{chunks_mut, chunks_mut2, for_each_index, should_fork};
+pub use blaze_gemm::threads::{chunks_mut, chunks_mut2, for_each_index, fork, should_fork};
 
 use crate::pool::{self, Pooled};
 use crate::storage::Array;

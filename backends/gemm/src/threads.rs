@@ -1,8 +1,13 @@
 //! The parallel loops of the CPU backend and its GEMMs: indices and
 //! chunks of a slice on rayon's threads, with one copy of rayon's
-//! splitting for every loop.
+//! splitting for every loop; and keeping the pool's threads awake between
+//! those loops through a long stretch of work ([`keep_awake`]).
 
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -18,7 +23,7 @@ pub fn should_fork(n: usize, threshold: usize) -> bool {
 /// compiled once rather than once per loop; a call per index (per chunk of work)
 /// costs nothing next to the work.
 pub fn for_each_index(n: usize, min_len: usize, f: &(dyn Fn(usize) + Sync)) {
-    (0..n).into_par_iter().with_min_len(min_len.max(1)).for_each(f);
+    fork(|| (0..n).into_par_iter().with_min_len(min_len.max(1)).for_each(f));
 }
 
 /// A slice split into chunks of `len` (the last may be shorter) that
@@ -85,4 +90,256 @@ pub fn chunks_mut2<T: Send, U: Send>(
     let (xs, ys) = (Chunks::new(xs, x_len), Chunks::new(ys, y_len));
     // SAFETY: as in `chunks_mut`, for both slices.
     for_each_index(xs.count().min(ys.count()), min_len, &|i| f(i, unsafe { xs.get(i) }, unsafe { ys.get(i) }));
+}
+
+/// How long a polling thread goes without finding work before it lets
+/// rayon put it to sleep. Rayon's own wait is 32 yields (tens of
+/// microseconds), shorter than most of the serial stretches between a
+/// training step's parallel ops. Waking the thread again costs tens of
+/// microseconds, a fraction of a percent of a pause this long; at 2 ms the
+/// GPT example's step still woke the other thread about a dozen times.
+const BLOCKTIME: Duration = Duration::from_millis(20);
+
+/// Stretches of [`keep_awake`] work in progress, process-wide. The other
+/// threads poll only while there is exactly one: a poller runs other
+/// threads' jobs on top of whatever its own thread was waiting for, so two
+/// stretches sharing a pool could each bury the other's work.
+static STRETCHES: AtomicUsize = AtomicUsize::new(0);
+
+/// One [`keep_awake`] stretch: whether it has ended, and how many of its
+/// pollers are still polling.
+#[derive(Default)]
+struct Stretch {
+    ended: AtomicBool,
+    polling: AtomicUsize,
+}
+
+thread_local! {
+    /// The stretch this thread runs, if it runs one.
+    static RUNS: RefCell<Option<Arc<Stretch>>> = const { RefCell::new(None) };
+    /// How many [`fork`]s this thread is inside.
+    static FORKS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f`, a long stretch of work called on a thread of rayon's pool,
+/// with the pool's other threads polling for its parallel work between
+/// forks instead of sleeping, as OpenMP's threads spin between parallel
+/// regions. A sleeping thread is woken with a system call (in a VM, an
+/// exit to the host too): on two threads that was a tenth of the GPT
+/// example's step. A thread that finds no work for [`BLOCKTIME`] goes back
+/// to rayon's sleep, and the next fork at the top of `f` starts it polling
+/// again. Nested calls, calls off the pool and pools of one thread just
+/// run `f`.
+pub fn keep_awake<R>(f: impl FnOnce() -> R) -> R {
+    if rayon::current_thread_index().is_none()
+        || rayon::current_num_threads() < 2
+        || RUNS.with(|runs| runs.borrow().is_some())
+    {
+        return f();
+    }
+    /// Ends the stretch however `f` leaves.
+    struct End(Arc<Stretch>);
+    impl Drop for End {
+        fn drop(&mut self) {
+            self.0.ended.store(true, Ordering::Release);
+            RUNS.with(|runs| runs.borrow_mut().take());
+            STRETCHES.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    let stretch = Arc::new(Stretch::default());
+    STRETCHES.fetch_add(1, Ordering::AcqRel);
+    RUNS.with(|runs| *runs.borrow_mut() = Some(Arc::clone(&stretch)));
+    let _end = End(Arc::clone(&stretch));
+    stretch.start_polling();
+    f()
+}
+
+impl Stretch {
+    /// Sets every other thread of the pool polling.
+    fn start_polling(self: &Arc<Self>) {
+        let owner = rayon::current_thread_index();
+        self.polling.store(rayon::current_num_threads() - 1, Ordering::Release);
+        let stretch = Arc::clone(self);
+        rayon::spawn_broadcast(move |ctx| {
+            // The owner runs its copy when it next waits in a fork:
+            // polling there would bury the owner's own work.
+            if Some(ctx.index()) != owner {
+                stretch.poll();
+            }
+        });
+    }
+
+    /// Runs the pool's pending jobs until the stretch ends, another one
+    /// starts, or none has come for [`BLOCKTIME`]; yields the core to other
+    /// threads between empty polls.
+    fn poll(&self) {
+        let mut empty = 0u32;
+        let mut idle_since = None;
+        while !self.ended.load(Ordering::Acquire) && STRETCHES.load(Ordering::Acquire) == 1 {
+            if let Some(rayon::Yield::Executed) = rayon::yield_now() {
+                empty = 0;
+                idle_since = None;
+                continue;
+            }
+            empty += 1;
+            if empty.is_multiple_of(64) {
+                let now = Instant::now();
+                if now - *idle_since.get_or_insert(now) > BLOCKTIME {
+                    break;
+                }
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        self.polling.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Runs `f`, which forks onto the pool. At the top of a [`keep_awake`]
+/// stretch (not inside another fork, where the other threads may be
+/// inside one of its pieces) it first sets them polling again if they have
+/// gone to sleep. Every parallel loop goes through here.
+pub fn fork<R>(f: impl FnOnce() -> R) -> R {
+    let depth = FORKS.get();
+    if depth == 0 {
+        RUNS.with(|runs| {
+            if let Some(stretch) = runs.borrow().as_ref()
+                && stretch.polling.load(Ordering::Acquire) == 0
+                && STRETCHES.load(Ordering::Acquire) == 1
+            {
+                stretch.start_polling();
+            }
+        });
+    }
+    /// Leaves the fork however `f` leaves.
+    struct Leave(usize);
+    impl Drop for Leave {
+        fn drop(&mut self) {
+            FORKS.set(self.0);
+        }
+    }
+    FORKS.set(depth + 1);
+    let _leave = Leave(depth);
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The stretch count is process-wide: tests that start stretches take
+    /// turns.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+    }
+
+    /// Waits up to a second for `ok`.
+    fn eventually(ok: impl Fn() -> bool) -> bool {
+        let start = Instant::now();
+        while !ok() {
+            if start.elapsed() > Duration::from_secs(1) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn squares(n: usize) -> Vec<usize> {
+        let mut xs = vec![0; n];
+        chunks_mut(&mut xs, 7, 1, &|i, chunk| {
+            for (j, x) in chunk.iter_mut().enumerate() {
+                *x = (i * 7 + j) * (i * 7 + j);
+            }
+        });
+        xs
+    }
+
+    #[test]
+    fn the_other_threads_poll_through_a_stretch_and_stop_after_it() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pool(3);
+        let stretch = pool.install(|| {
+            keep_awake(|| {
+                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
+                assert_eq!(stretch.polling.load(Ordering::Acquire), 2, "both other threads poll");
+                for _ in 0..50 {
+                    assert_eq!(squares(1000), (0..1000).map(|i| i * i).collect::<Vec<_>>());
+                }
+                // Nested: no second stretch.
+                keep_awake(|| assert_eq!(STRETCHES.load(Ordering::Acquire), 1));
+                stretch
+            })
+        });
+        assert!(stretch.ended.load(Ordering::Acquire));
+        assert_eq!(STRETCHES.load(Ordering::Acquire), 0);
+        assert!(eventually(|| stretch.polling.load(Ordering::Acquire) == 0), "the pollers stop when it ends");
+        assert!(RUNS.with(|runs| runs.borrow().is_none()));
+    }
+
+    #[test]
+    fn idle_pollers_sleep_and_the_next_fork_at_the_top_wakes_them() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        pool(2).install(|| {
+            keep_awake(|| {
+                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
+                std::thread::sleep(BLOCKTIME * 2);
+                assert!(eventually(|| stretch.polling.load(Ordering::Acquire) == 0), "idle pollers go to sleep");
+                fork(|| ());
+                assert_eq!(stretch.polling.load(Ordering::Acquire), 1);
+                assert_eq!(squares(100)[99], 99 * 99);
+            });
+        });
+    }
+
+    #[test]
+    fn a_fork_inside_a_fork_leaves_sleeping_pollers_alone() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        pool(2).install(|| {
+            keep_awake(|| {
+                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
+                std::thread::sleep(BLOCKTIME * 2);
+                assert!(eventually(|| stretch.polling.load(Ordering::Acquire) == 0));
+                FORKS.set(1);
+                fork(|| assert_eq!(stretch.polling.load(Ordering::Acquire), 0));
+                FORKS.set(0);
+            });
+        });
+    }
+
+    #[test]
+    fn a_stretch_that_panics_ends() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pool(2);
+        let caught = pool.install(|| std::panic::catch_unwind(|| keep_awake(|| panic!("in the stretch"))));
+        assert!(caught.is_err());
+        assert_eq!(STRETCHES.load(Ordering::Acquire), 0);
+        assert!(pool.install(|| RUNS.with(|runs| runs.borrow().is_none())));
+    }
+
+    #[test]
+    fn two_stretches_on_one_pool_finish_side_by_side() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let pool = pool(2);
+        std::thread::scope(|s| {
+            let runs: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        pool.install(|| {
+                            keep_awake(|| (0..200).map(|_| squares(5000).iter().sum::<usize>()).collect::<Vec<_>>())
+                        })
+                    })
+                })
+                .collect();
+            let want: usize = (0..5000).map(|i| i * i).sum();
+            for run in runs {
+                assert!(run.join().unwrap().iter().all(|&sum| sum == want));
+            }
+        });
+        assert_eq!(STRETCHES.load(Ordering::Acquire), 0);
+    }
 }
