@@ -100,6 +100,13 @@ pub fn chunks_mut2<T: Send, U: Send>(
 /// GPT example's step still woke the other thread about a dozen times.
 const BLOCKTIME: Duration = Duration::from_millis(20);
 
+/// Rounds of 64 empty polls (each round a few microseconds) a poller also
+/// makes before it sleeps: a thread the OS set aside for longer than
+/// [`BLOCKTIME`] polls again rather than leaving as soon as it runs. Waking
+/// it again allocates rayon's broadcast job, which a training step must
+/// not do without cause.
+const IDLE_ROUNDS: u64 = 1000;
+
 /// Stretches of [`keep_awake`] work in progress, process-wide. The other
 /// threads poll only while there is exactly one: a poller runs other
 /// threads' jobs on top of whatever its own thread was waiting for, so two
@@ -170,10 +177,10 @@ impl Stretch {
     }
 
     /// Runs the pool's pending jobs until the stretch ends, another one
-    /// starts, or none has come for [`BLOCKTIME`]; yields the core to other
-    /// threads between empty polls.
+    /// starts, or none has come for [`BLOCKTIME`] and [`IDLE_ROUNDS`];
+    /// yields the core to other threads every 64 empty polls.
     fn poll(&self) {
-        let mut empty = 0u32;
+        let mut empty = 0u64;
         let mut idle_since = None;
         while !self.ended.load(Ordering::Acquire) && STRETCHES.load(Ordering::Acquire) == 1 {
             if let Some(rayon::Yield::Executed) = rayon::yield_now() {
@@ -184,7 +191,7 @@ impl Stretch {
             empty += 1;
             if empty.is_multiple_of(64) {
                 let now = Instant::now();
-                if now - *idle_since.get_or_insert(now) > BLOCKTIME {
+                if now - *idle_since.get_or_insert(now) > BLOCKTIME && empty >= 64 * IDLE_ROUNDS {
                     break;
                 }
                 std::thread::yield_now();
