@@ -136,11 +136,14 @@ thread_local! {
 /// example's step. A thread that finds no work for [`BLOCKTIME`] goes back
 /// to rayon's sleep, and the next fork at the top of `f` starts it polling
 /// again. Nested calls, calls off the pool and pools of one thread just
-/// run `f`.
+/// run `f`, as does every call when `BLAZE_POLL=0` (or `off`): the
+/// threads then sleep between forks, as rayon's do (OpenMP's
+/// `OMP_WAIT_POLICY=passive`), for processes that share their cores.
 pub fn keep_awake<R>(f: impl FnOnce() -> R) -> R {
     if rayon::current_thread_index().is_none()
         || rayon::current_num_threads() < 2
         || RUNS.with(|runs| runs.borrow().is_some())
+        || blaze_runtime::tune_cache::switched_off("BLAZE_POLL")
     {
         return f();
     }
@@ -316,6 +319,26 @@ mod tests {
                 FORKS.set(0);
             });
         });
+    }
+
+    #[test]
+    fn blaze_poll_0_switches_the_pollers_off() {
+        const TEST: &str = "threads::tests::blaze_poll_0_switches_the_pollers_off";
+        if std::env::var_os("BLAZE_POLL").is_none() {
+            // The switch is read from the environment: run this test again
+            // in a process of its own with it set.
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", TEST, "--test-threads", "1"])
+                .env("BLAZE_POLL", "0")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success() && stdout.contains("1 passed"), "{stdout}");
+            return;
+        }
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+        let polled = pool(2).install(|| keep_awake(|| RUNS.with(|runs| runs.borrow().is_some())));
+        assert_eq!(polled, std::env::var("BLAZE_POLL").unwrap() != "0");
     }
 
     #[test]
