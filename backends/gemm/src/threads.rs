@@ -139,6 +139,12 @@ thread_local! {
 /// run `f`, as does every call when `BLAZE_POLL=0` (or `off`): the
 /// threads then sleep between forks, as rayon's do (OpenMP's
 /// `OMP_WAIT_POLICY=passive`), for processes that share their cores.
+///
+/// A poller runs its jobs on top of whatever its thread was doing when it
+/// took the poller up. At the start of a stretch called from outside any
+/// parallel loop (`fit`'s, a benchmark's) the other threads are idle; one
+/// called from inside a piece of another loop may hold that loop's other
+/// pieces back until the stretch ends.
 pub fn keep_awake<R>(f: impl FnOnce() -> R) -> R {
     if rayon::current_thread_index().is_none()
         || rayon::current_num_threads() < 2
@@ -275,7 +281,7 @@ mod tests {
         let pool = pool(3);
         let stretch = pool.install(|| {
             keep_awake(|| {
-                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
+                let stretch = current();
                 assert_eq!(stretch.polling.load(Ordering::Acquire), 2, "both other threads poll");
                 for _ in 0..50 {
                     assert_eq!(squares(1000), (0..1000).map(|i| i * i).collect::<Vec<_>>());
@@ -291,33 +297,40 @@ mod tests {
         assert!(RUNS.with(|runs| runs.borrow().is_none()));
     }
 
-    #[test]
-    fn idle_pollers_sleep_and_the_next_fork_at_the_top_wakes_them() {
+    /// The stretch this thread runs.
+    fn current() -> Arc<Stretch> {
+        RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().expect("a stretch")))
+    }
+
+    /// Runs `then` inside a stretch on two threads once its poller has gone
+    /// to sleep for want of work.
+    fn after_idling(then: impl FnOnce(&Stretch) + Send) {
         let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         pool(2).install(|| {
             keep_awake(|| {
-                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
+                let stretch = current();
                 std::thread::sleep(BLOCKTIME * 2);
                 assert!(eventually(|| stretch.polling.load(Ordering::Acquire) == 0), "idle pollers go to sleep");
-                fork(|| ());
-                assert_eq!(stretch.polling.load(Ordering::Acquire), 1);
-                assert_eq!(squares(100)[99], 99 * 99);
+                then(&stretch);
             });
         });
     }
 
     #[test]
+    fn idle_pollers_sleep_and_the_next_fork_at_the_top_wakes_them() {
+        after_idling(|stretch| {
+            fork(|| ());
+            assert_eq!(stretch.polling.load(Ordering::Acquire), 1);
+            assert_eq!(squares(100)[99], 99 * 99);
+        });
+    }
+
+    #[test]
     fn a_fork_inside_a_fork_leaves_sleeping_pollers_alone() {
-        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        pool(2).install(|| {
-            keep_awake(|| {
-                let stretch = RUNS.with(|runs| Arc::clone(runs.borrow().as_ref().unwrap()));
-                std::thread::sleep(BLOCKTIME * 2);
-                assert!(eventually(|| stretch.polling.load(Ordering::Acquire) == 0));
-                FORKS.set(1);
-                fork(|| assert_eq!(stretch.polling.load(Ordering::Acquire), 0));
-                FORKS.set(0);
-            });
+        after_idling(|stretch| {
+            FORKS.set(1);
+            fork(|| assert_eq!(stretch.polling.load(Ordering::Acquire), 0));
+            FORKS.set(0);
         });
     }
 
