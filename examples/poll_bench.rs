@@ -28,7 +28,9 @@ use gpt_model::{CONTEXT, Gpt, VOCAB};
 const BATCH: usize = 32;
 
 fn main() {
-    let rounds: usize = std::env::args().nth(1).map_or(20, |r| r.parse().expect("ROUNDS: a number of rounds"));
+    let rounds = std::env::args()
+        .nth(1)
+        .map_or(20, |r| r.parse::<std::num::NonZeroUsize>().expect("ROUNDS: a number of rounds, 1 or more").get());
     assert!(rayon::current_num_threads() > 1, "poll_bench: one thread has nobody to poll");
     blaze::cpu::tune_allocator_for_training();
     let dev = CpuDevice;
