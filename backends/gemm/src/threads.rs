@@ -163,10 +163,14 @@ pub fn keep_awake<R>(f: impl FnOnce() -> R) -> R {
         }
     }
     let stretch = Arc::new(Stretch::default());
-    STRETCHES.fetch_add(1, Ordering::AcqRel);
+    let alone = STRETCHES.fetch_add(1, Ordering::AcqRel) == 0;
     RUNS.with(|runs| *runs.borrow_mut() = Some(Arc::clone(&stretch)));
     let _end = End(Arc::clone(&stretch));
-    stretch.start_polling();
+    // Beside another stretch its pollers would stop at once; the first
+    // fork after the other ends starts them.
+    if alone {
+        stretch.start_polling();
+    }
     f()
 }
 
