@@ -120,6 +120,34 @@ impl Mkl {
     }
 }
 
+/// A copy of `values` whose first one starts a 64-byte cache line.
+fn aligned(values: &[f32]) -> Aligned {
+    let mut buffer = vec![0.0f32; values.len() + 16];
+    let skip = (buffer.as_ptr() as usize).wrapping_neg() % 64 / 4;
+    buffer[skip..skip + values.len()].copy_from_slice(values);
+    Aligned { buffer, skip, len: values.len() }
+}
+
+/// Values at a cache-line boundary inside a longer buffer.
+struct Aligned {
+    buffer: Vec<f32>,
+    skip: usize,
+    len: usize,
+}
+
+impl std::ops::Deref for Aligned {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        &self.buffer[self.skip..self.skip + self.len]
+    }
+}
+
+impl std::ops::DerefMut for Aligned {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.buffer[self.skip..self.skip + self.len]
+    }
+}
+
 /// Seconds per call of `f`, over `reps` calls.
 fn per_call(reps: usize, mut f: impl FnMut()) -> f64 {
     let t = Instant::now();
@@ -164,20 +192,21 @@ fn main() {
         unsafe { (mkl.set_threads)(threads as c_int) };
         for s in SHAPES.iter().filter(|s| s.name.contains(&filter)) {
             let mut rng = Rng::seed_from_u64(1);
-            let a_vals: Vec<f32> = (0..s.batch * s.m * s.k).map(|_| rng.normal() as f32).collect();
-            let b_vals: Vec<f32> = (0..s.batch * s.k * s.n).map(|_| rng.normal() as f32).collect();
-            let stored = |vals: &[f32], rows, cols, t| {
+            // Operands as `gemm_shapes` makes them (the backend's own
+            // storage, cache-line aligned), and MKL's copies aligned as
+            // PyTorch's allocator aligns them.
+            let operand = |rows, cols, t, seed| {
                 let dims = if t { [s.batch, cols, rows] } else { [s.batch, rows, cols] };
-                let x = Tensor::<Cpu, 3>::from_vec(vals.to_vec(), dims, &CpuDevice);
-                if t { x.transpose(1, 2) } else { x }
+                let x = Tensor::<Cpu, 3>::normal_with(dims, 0.0, 1.0, &mut Rng::seed_from_u64(seed), &CpuDevice);
+                let values = aligned(&x.to_vec::<f32>());
+                (if t { x.transpose(1, 2) } else { x }, values)
             };
-            let (a, b) = (stored(&a_vals, s.m, s.k, s.lhs_t), stored(&b_vals, s.k, s.n, s.rhs_t));
-            let mut c = vec![0.0f32; s.batch * s.m * s.n];
-
+            let ((a, a_vals), (b, b_vals)) = (operand(s.m, s.k, s.lhs_t, 1), operand(s.k, s.n, s.rhs_t, 2));
+            let mut c = aligned(&vec![0.0f32; s.batch * s.m * s.n]);
             let ours: Vec<f32> = pool.install(|| a.matmul(&b)).to_vec();
             mkl.matmul(s, &a_vals, &b_vals, &mut c);
             let scale = c.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1.0);
-            let worst = ours.iter().zip(&c).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+            let worst = ours.iter().zip(c.iter()).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
             assert!(
                 worst <= 1e-4 * scale * (s.k as f32).sqrt(),
                 "{}: Blaze and MKL differ by {worst} (largest |c| {scale})",
