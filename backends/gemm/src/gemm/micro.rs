@@ -44,6 +44,9 @@ pub(super) trait Micro<T: Real> {
     }
 }
 
+/// Steps from which a tile prefetches its destination rows.
+const PREFETCH_DEPTH: usize = 128;
+
 /// Starts loading the destination rows of `tile` into the L1 cache, so
 /// the sums that are added to them at the end of the tile (and the stores
 /// that replace them) find their lines there rather than stall on them.
@@ -108,8 +111,12 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
             // product too large for L2 (squares of 1024 and 2048) adds
             // each depth block's sums to rows that dropped out of it
             // (1.04x on both squares, one and two threads of a Zen 3;
-            // 512 unchanged).
-            prefetch_tile(&tile);
+            // 512 unchanged). A shallow tile (attention's depth of 16)
+            // belongs to a product whose rows are still cached, and its
+            // few steps would not hide the wait anyway.
+            if kc >= PREFETCH_DEPTH {
+                prefetch_tile(&tile);
+            }
             let mut c = [[V::zero(); NV]; MR];
             let mut bp = b;
             if a.rs == 1 {
