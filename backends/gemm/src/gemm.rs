@@ -19,11 +19,11 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::OnceLock;
 
+use crate::Real;
 use crate::cpuinfo::{CpuInfo, Vendor, cpu_info};
 use crate::product::Product;
 use crate::scratch::grow;
 use crate::simd::Isa;
-use crate::Real;
 
 /// A register kernel: an ISA and the tile of `C` it keeps in registers
 /// (rows by columns of f32; f64 tiles have half the columns). Products of
@@ -466,7 +466,7 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                             };
                             let c = dst.offset((ic + ir) as isize * dst_rs + (jc + jr) as isize);
                             let tile = Tile { dst: c, dst_rs, rows: mr.min(mc - ir), cols, add };
-                            K::tile(kc, a, b, b_rs, tile);
+                            K::tile_rows(kc, a, b, b_rs, tile);
                         }
                     }
                 }

@@ -135,6 +135,37 @@ fn matches_the_naive_product_across_block_edges() {
 }
 
 #[test]
+fn a_row_has_the_same_bits_however_many_rows_the_product_has() {
+    // The last tile of every row count up to 48 (a multiple of every
+    // tile's rows) runs on a kernel of fewer rows, or on a part-filled
+    // one: each row must come out as in the 48-row product, on every
+    // kernel, layout and blocking. (A single row is a vector times a
+    // matrix, summed another way.)
+    let (n, k) = (40, 300);
+    let value = |s: usize, x: usize| ((s * 7919 + x * 31) % 23) as f32 / 11.0 - 1.0;
+    let a: Vec<f32> = (0..48 * k).map(|x| value(1, x)).collect();
+    let b: Vec<f32> = (0..k * n).map(|x| value(2, x)).collect();
+    // The same `A` stored column-major, so its panels are read in place.
+    let at: Vec<f32> = (0..48 * k).map(|x| a[(x % 48) * k + x / 48]).collect();
+    let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+    for plan in plans() {
+        for lhs in [Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 }, Strided { ptr: at.as_ptr(), rs: 1, cs: 48 }] {
+            let product = |m: usize| {
+                let mut dst = vec![0.0f32; m * n];
+                // SAFETY: the first m rows of the 48 x k `A`, k x n `B`,
+                // m x n `dst`; `plans` holds kernels this CPU runs.
+                unsafe { f32::serial(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, false) };
+                dst
+            };
+            let all = product(48);
+            for m in 2..48 {
+                assert!(product(m) == all[..m * n], "{plan}: {m} rows, A strides {} {}", lhs.rs, lhs.cs);
+            }
+        }
+    }
+}
+
+#[test]
 fn few_row_tiles_take_the_tile_that_fills_them() {
     // Attention's rows, and a small square: 8-row tiles fill them.
     assert!([64, 128, 256, 40].into_iter().all(prefers_8_rows));
