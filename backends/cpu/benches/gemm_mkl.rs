@@ -223,8 +223,11 @@ fn main() {
                 // our pollers stop with the stretch (rayon's threads then
                 // sleep within microseconds), while OpenMP's spin for
                 // `GOMP_SPINCOUNT` (300 000) pauses, several milliseconds,
-                // and took a core from our next sample at 2 ms.
-                std::thread::sleep(Duration::from_millis(2));
+                // and took a core from our next sample at 2 ms. The same
+                // pause on both sides: after an idle spell a core may run
+                // slower for a while, and the side that follows the longer
+                // pause read 3-5% slow.
+                std::thread::sleep(Duration::from_millis(20));
                 let theirs = per_call(reps, || mkl.matmul(s, &a_vals, &b_vals, &mut c));
                 std::thread::sleep(Duration::from_millis(20));
                 blaze_t.push(ours);
