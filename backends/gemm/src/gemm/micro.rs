@@ -225,22 +225,23 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
         }
     }
 
-    /// A tile of fewer rows than `MR` runs on the kernel of the fewest
-    /// rows (2, 4 or 8) that holds them, reading the same panel of `A`
-    /// (its steps `a.cs` apart, whatever the rows): a 6-row tile with 4
-    /// rows live spent a whole tile's steps on them (on a Zen 3, 1.04x on
-    /// 64x64 by 64x16, 1.07x on 64x16 by 16x64, 1.05x on 64x784 by
-    /// 784x256). Each value is summed in the same order on either kernel,
-    /// so the bits do not change.
+    /// An f32 tile of fewer rows than `MR` runs on the kernel of 4 or 8
+    /// rows that holds them, reading the same panel of `A` (its steps
+    /// `a.cs` apart, whatever the rows): a 6-row tile with 4 rows live
+    /// spent a whole tile's steps on them (on a Zen 3, 1.04x on 64x64 by
+    /// 64x16, 1.07x on 64x16 by 16x64, 1.05x on 64x784 by 784x256). Each
+    /// value is summed in the same order on either kernel, so the bits do
+    /// not change. (Each kernel is another copy of the tile in the
+    /// release build: these two cost 2.6 s of compiler time; a 2-row one
+    /// and f64's would have cost 3 s more.)
     #[inline(always)]
     unsafe fn tile_rows(kc: usize, a: Strided<V::T>, b: *const V::T, b_rs: usize, tile: Tile<V::T>) {
         // SAFETY (every arm): forwarded from the caller; the smaller kernel
         // reads the first rows of the same panel.
         unsafe {
             match tile.rows {
-                r if r >= MR => Self::tile(kc, a, b, b_rs, tile),
-                1..=2 if MR > 2 => Simd::<V, 2, NV>::tile(kc, a, b, b_rs, tile),
-                3..=4 if MR > 4 => Simd::<V, 4, NV>::tile(kc, a, b, b_rs, tile),
+                r if r >= MR || !V::F32 => Self::tile(kc, a, b, b_rs, tile),
+                1..=4 if MR > 4 => Simd::<V, 4, NV>::tile(kc, a, b, b_rs, tile),
                 5..=8 if MR > 8 => Simd::<V, 8, NV>::tile(kc, a, b, b_rs, tile),
                 _ => Self::tile(kc, a, b, b_rs, tile),
             }
