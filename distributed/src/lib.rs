@@ -444,7 +444,7 @@ impl<B: Backend> ParamVisitor<B> for Count {
     }
 }
 
-/// How [`fit`](blaze_train::fit) trains data-parallel: the ranks of
+/// How `fit` trains data-parallel: the ranks of
 /// `world`, each on its shard of every epoch (the training loader's batch
 /// size is per rank: the global batch is `ranks` times it), gradients
 /// averaged in messages of at most `bucket_bytes`.

@@ -43,7 +43,7 @@ fn plain(name: &str) -> &str {
 
 /// A kernel built by another stage of the macros (a fused group of a
 /// forward body's ops) as the items of a type (see
-/// [`codegen::kernel_type`]), its partials derived; with `adjoints`, also
+/// `codegen::kernel_type`), its partials derived; with `adjoints`, also
 /// one kernel per parameter `i`, `Adjoint{i}`, computing `g * ∂f/∂a_i` from
 /// the parameters and `g` (the output's gradient) in one pass, each with
 /// its own partials. Also returns the forward kernel's WGSL. `Err` is an

@@ -228,7 +228,7 @@ pub fn fusable(op: &Op) -> Option<&'static str> {
 /// nodes in `dropouts`, which call a `Dropout`), leaving out `taken` ones
 /// (fused already, as an activation into its layer). A node joins the
 /// group of an operand made by a fusable node that only it reads, as long
-/// as the group keeps to [`MAX_INPUTS`] arguments and one rank; groups of
+/// as the group keeps to `MAX_INPUTS` arguments and one rank; groups of
 /// one op stay unfused. `norms` are the layer nodes calling a LayerNorm
 /// (`true`) or RMSNorm (`false`), which may end a group.
 ///

@@ -119,7 +119,7 @@ impl Default for Options {
 /// What values a key takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyKind {
-    /// An integer from `min` to [`MAX_SIZE`].
+    /// An integer from `min` to [`MAX_SIZE`](crate::MAX_SIZE).
     Count {
         /// The smallest value.
         min: usize,

@@ -281,7 +281,7 @@ pub(crate) const fn window(size: usize, k: usize, stride: usize, pad: usize, dil
 }
 
 /// Output size of a pooling window along one dim, if the window fits:
-/// [`window`]'s, or with `ceil` rounded up as PyTorch's `ceil_mode` does,
+/// `window`'s, or with `ceil` rounded up as PyTorch's `ceil_mode` does,
 /// keeping only windows that start inside the input or its left padding.
 /// The runtime's pooling shapes are this function's.
 pub const fn pool_window(size: usize, k: usize, stride: usize, pad: usize, ceil: bool) -> Option<usize> {

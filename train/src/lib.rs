@@ -333,7 +333,7 @@ impl<B: Backend> std::fmt::Debug for FitRun<'_, B> {
 }
 
 /// [`fit`]'s loop, for any model: what a backend's
-/// [`Table`](crate::Table) calls.
+/// [`Table`] calls.
 pub fn run_fit<B: Backend>(run: FitRun<'_, B>) -> Result<History, TrainError> {
     let FitRun { session, train, val, config } = run;
     // In a job of several ranks, an error on this one ends them all.

@@ -6,7 +6,7 @@
 //! size rounded up to a power of two, per element type) large enough for
 //! blocking to matter searches around it on this CPU: the other kernels it
 //! runs, then `KC`, `MC` and `NC` in turn, each kept where it times
-//! faster ([`search`]). The choice serves the class for the rest of the
+//! faster (`search`). The choice serves the class for the rest of the
 //! process and is kept in a file, one line per CPU and class, so a later
 //! process starts tuned: `$BLAZE_GEMM_TUNE_CACHE`, else
 //! `$XDG_CACHE_HOME/blaze/cpu-gemm.tsv`, else

@@ -13,7 +13,7 @@ pub const ALIGN: usize = 64;
 const HUGE_FROM: usize = 4 << 20;
 
 /// Asks Linux to back the whole 2 MiB pages within `bytes` from `ptr` with
-/// transparent huge pages, for a buffer of at least [`HUGE_FROM`] bytes
+/// transparent huge pages, for a buffer of at least 4 MiB (`HUGE_FROM`)
 /// whose pages are not yet touched. Streaming 16 MB through 4 KiB pages
 /// misses the TLB every page: an add of two 4M-element rows ran 1.5x
 /// faster on huge pages. Systems whose huge pages are off (or only for

@@ -133,7 +133,7 @@ thread_local! {
 /// forks instead of sleeping, as OpenMP's threads spin between parallel
 /// regions. A sleeping thread is woken with a system call (in a VM, an
 /// exit to the host too): on two threads that was a tenth of the GPT
-/// example's step. A thread that finds no work for [`BLOCKTIME`] goes back
+/// example's step. A thread that finds no work for 20 ms (`BLOCKTIME`) goes back
 /// to rayon's sleep, and the next fork at the top of `f` starts it polling
 /// again. Nested calls, calls off the pool and pools of one thread just
 /// run `f`, as does every call when `BLAZE_POLL=0` (or `off`): the

@@ -113,7 +113,7 @@ impl Gen<'_> {
     }
 
     /// Field initialisers; fields the macro cannot see through
-    /// [`Gen::opaque_trait`].
+    /// `Gen::opaque_trait`.
     pub fn inits(&self) -> Vec<TokenStream> {
         let via = self.opaque_trait();
         self.fields()

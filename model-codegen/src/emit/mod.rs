@@ -98,7 +98,7 @@ fn unary_op(u: &Unary) -> TokenStream {
 }
 
 /// What a layer node does in its bias pass besides the bias
-/// ([`Gen::fused`]): the activation node after it and its `UnaryOp`, or
+/// (`Gen::fused`): the activation node after it and its `UnaryOp`, or
 /// the residual add node after it and the value it adds.
 #[derive(Debug)]
 pub enum Epilogue {

@@ -79,7 +79,7 @@ impl Gen<'_> {
     }
 
     /// The activation nodes that run inside their layer's call
-    /// ([`Gen::fused`]): not for elementwise groups.
+    /// (`Gen::fused`): not for elementwise groups.
     pub fn fused_activations(&self) -> Vec<usize> {
         self.fused().values().map(Epilogue::node).collect()
     }
