@@ -13,6 +13,12 @@
 //! `$HOME/.cache/blaze/cpu-gemm.tsv` ([`gemm_tune_cache_path`]). Delete the
 //! file, or call [`clear_gemm_tuning`], to measure again.
 //!
+//! A product split over threads gives each a block of rows or of columns;
+//! the first one of a class (from 4M multiply-adds), per layout and thread
+//! count, times both splits in turn with its plan, scaled down to about
+//! 64M multiply-adds, and keeps the faster by the same margin (`split_for`,
+//! a line of its own in the file). Either split gives the same bits.
+//!
 //! `BLAZE_GEMM_TUNE=0` turns the search off, as does `BLAZE_GEMM_KERNEL`
 //! (a forced kernel); so does a build without optimisations, whose timings
 //! would say nothing about an optimised one: those take the rule's plan.
@@ -32,6 +38,7 @@ use blaze_runtime::tune_cache;
 
 use crate::cpuinfo::{CpuInfo, cpu_info};
 use crate::gemm::{GemmFloat, GemmKernel, GemmPlan, MAX_NR, Strided, gemm_plan};
+use crate::product::{split_over_threads, split_rule};
 
 /// Multiply-adds below which a product takes the rule's plan: its blocks
 /// fit the caches whatever the blocking.
@@ -47,9 +54,20 @@ const SEARCH_COLUMNS: usize = 2048;
 /// How much faster a plan must time to replace the best so far.
 const GAIN: f64 = 0.97;
 
+/// Multiply-adds from which a product's split over threads is measured
+/// rather than taken from the rule, and the most a timing of it runs (a
+/// larger product is timed scaled down, its proportions kept): a
+/// millisecond or so on two threads.
+const SPLIT_TUNE_FLOPS: usize = 1 << 22;
+const SPLIT_TIMED_FLOPS: usize = 1 << 26;
+
 /// A shape class: the element's bytes and each size rounded up to a power
 /// of two.
 type Class = (u8, u32, u32, u32);
+
+/// A split class: a shape class, which operands are stored transposed,
+/// and the threads.
+type SplitClass = (Class, [bool; 2], usize);
 
 /// The plans chosen in this process.
 struct Tuning {
@@ -63,6 +81,10 @@ struct Tuning {
     saved: Mutex<Option<HashMap<String, String>>>,
     /// The plan of each class met so far.
     plans: RwLock<HashMap<Class, GemmPlan>>,
+    /// Whether a class, with its operands so stored (transposed or not)
+    /// and split over a number of threads, takes blocks of columns, for
+    /// each met so far.
+    splits: RwLock<HashMap<SplitClass, bool>>,
 }
 
 fn tuning() -> &'static Tuning {
@@ -75,6 +97,7 @@ fn tuning() -> &'static Tuning {
         owner: owner(cpu_info()),
         saved: Mutex::new(None),
         plans: RwLock::new(HashMap::new()),
+        splits: RwLock::new(HashMap::new()),
     })
 }
 
@@ -150,6 +173,108 @@ pub(crate) fn plan_for<T: GemmFloat>(m: usize, n: usize, k: usize) -> GemmPlan {
     };
     t.plans.write().unwrap_or_else(|p| p.into_inner()).insert(c, plan);
     plan
+}
+
+/// Whether a product of `m x k` by `k x n` of `T`, split over `threads`
+/// threads with `plan`, takes blocks of columns (else rows): measured
+/// once per shape class, layout (which operands are `transposed`) and
+/// thread count, from [`SPLIT_TUNE_FLOPS`], where the search is on, and
+/// kept beside the plans (`f32:m256:n1024:k128:tn:t2 columns`);
+/// the rule otherwise. The split does not change the bits. The timing
+/// runs the product's own parallel loop, holding no lock: two threads
+/// that meet a class together both time it, and a piece of another
+/// product that this thread takes up while it waits may time its own.
+pub(crate) fn split_for<T: GemmFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    threads: usize,
+    plan: &GemmPlan,
+    transposed: [bool; 2],
+) -> bool {
+    let rule = split_rule(m, n, k);
+    let t = tuning();
+    if !t.on || m.saturating_mul(n).saturating_mul(k) < SPLIT_TUNE_FLOPS {
+        return rule;
+    }
+    let c = class::<T>(m, n, k);
+    if let Some(&columns) = t.splits.read().unwrap_or_else(|p| p.into_inner()).get(&(c, transposed, threads)) {
+        return columns;
+    }
+    let key = split_key(c, transposed, threads);
+    let saved = {
+        let mut saved = t.saved.lock().unwrap_or_else(|p| p.into_inner());
+        saved.get_or_insert_with(|| tune_cache::load(t.path.as_deref(), &t.owner)).get(&key).cloned()
+    };
+    let columns = match saved.as_deref() {
+        Some("columns") => true,
+        Some("rows") => false,
+        _ => {
+            let dims = scaled_to(SPLIT_TIMED_FLOPS, [m, n, k]);
+            let columns = split_search(rule, |columns| time_split::<T>(plan, dims, transposed, columns));
+            if let Some(path) = &t.path {
+                tune_cache::store(path, &t.owner, &key, if columns { "columns" } else { "rows" }, "blaze-cpu");
+            }
+            columns
+        }
+    };
+    t.splits.write().unwrap_or_else(|p| p.into_inner()).insert((c, transposed, threads), columns);
+    columns
+}
+
+/// A split class in the cache file: the class's key, the layout (`n`
+/// for an operand with contiguous rows, `t` for one stored transposed)
+/// and the threads.
+fn split_key(c: Class, [a, b]: [bool; 2], threads: usize) -> String {
+    let layout = |t: bool| if t { 't' } else { 'n' };
+    format!("{}:{}{}:t{threads}", key(c), layout(a), layout(b))
+}
+
+/// `[m, n, k]` scaled by one factor (rounded up to 16) so that their
+/// product is at most `flops`, when it is larger.
+fn scaled_to(flops: usize, [m, n, k]: [usize; 3]) -> [usize; 3] {
+    let work = (m * n * k) as f64;
+    if work <= flops as f64 {
+        return [m, n, k];
+    }
+    let f = (flops as f64 / work).cbrt();
+    [m, n, k].map(|d| ((d as f64 * f).ceil() as usize).next_multiple_of(16).min(d))
+}
+
+/// The split that `seconds` (one product's time, split in columns or
+/// not) finds faster, the two timed in turn five times, the fastest of
+/// each compared: the other split must beat the rule's by [`GAIN`].
+fn split_search(rule: bool, mut seconds: impl FnMut(bool) -> f64) -> bool {
+    let (mut ours, mut other) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..5 {
+        ours = ours.min(seconds(rule));
+        other = other.min(seconds(!rule));
+    }
+    if other < ours * GAIN { !rule } else { rule }
+}
+
+/// The shortest of three runs of a `dims` (`[m, n, k]`) product with
+/// `plan`, its operands stored as `transposed` says, split over the
+/// current pool's threads in columns or rows, after one that grows the
+/// packing buffers.
+fn time_split<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3], [at, bt]: [bool; 2], columns: bool) -> f64 {
+    let a: Vec<T> =
+        (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
+    let b: Vec<T> =
+        (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
+    let mut c = vec![T::zero(); m * n];
+    // An operand stored transposed: its columns contiguous.
+    let lhs = Strided { ptr: a.as_ptr(), rs: if at { 1 } else { k as isize }, cs: if at { m as isize } else { 1 } };
+    let rhs = Strided { ptr: b.as_ptr(), rs: if bt { 1 } else { n as isize }, cs: if bt { k as isize } else { 1 } };
+    let mut run = || {
+        let start = Instant::now();
+        // SAFETY: `a` is m x k, `b` k x n and `c` m x n, row-major and
+        // apart; the plan's kernel runs on this CPU (it is the product's).
+        unsafe { split_over_threads(plan, columns, m, n, k, c.as_mut_ptr(), n as isize, lhs, rhs, false) };
+        start.elapsed()
+    };
+    run();
+    (0..3).map(|_| run()).min().unwrap_or_default().as_secs_f64()
 }
 
 /// A plan as the cache file keeps it: `kernel KC MC NC`.
@@ -254,8 +379,10 @@ pub(crate) fn search(rule: &GemmPlan, dims: [usize; 3], mut seconds: impl FnMut(
 /// The shortest of a few runs of a `dims` (`[m, n, k]`) product with
 /// `plan` on this thread, after one that grows the packing buffers.
 fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
-    let a: Vec<T> = (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
-    let b: Vec<T> = (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
+    let a: Vec<T> =
+        (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
+    let b: Vec<T> =
+        (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
     let mut c = vec![T::zero(); m * n];
     let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
     let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
@@ -385,6 +512,77 @@ mod tests {
         assert_eq!(parse("avx2-6x16 256 97 2048", cpu_info()), None, "MC not a multiple of the tiles");
         assert_eq!(parse("no-such-kernel 256 96 2048", cpu_info()), None);
         assert_eq!(parse("avx2-6x16 256", cpu_info()), None);
+    }
+
+    #[test]
+    fn the_split_leaves_the_rule_only_for_a_clear_gain() {
+        // Columns 10% faster: taken, whichever the rule said.
+        let faster_in_columns = |columns: bool| if columns { 0.9 } else { 1.0 };
+        assert!(split_search(false, faster_in_columns));
+        assert!(split_search(true, faster_in_columns));
+        // Within noise: the rule stays.
+        let close = |columns: bool| if columns { 0.99 } else { 1.0 };
+        assert!(!split_search(false, close));
+        // A slow first timing of the rule's split (a busy machine) does not
+        // move it: each side keeps its fastest of five.
+        let mut calls = 0;
+        let busy_first = split_search(false, |columns| {
+            calls += 1;
+            if calls == 1 {
+                5.0
+            } else if columns {
+                1.01
+            } else {
+                1.0
+            }
+        });
+        assert!(!busy_first);
+        assert_eq!(calls, 10);
+        assert_eq!(split_key(class::<f32>(256, 784, 128), [true, false], 2), "f32:m256:n1024:k128:tn:t2");
+    }
+
+    #[test]
+    fn a_split_product_is_timed_scaled_down_in_proportion() {
+        assert_eq!(scaled_to(1 << 26, [256, 784, 128]), [256, 784, 128]);
+        let [m, n, k] = scaled_to(1 << 26, [2048, 1024, 256]);
+        assert!(m * n * k <= (1 << 26) * 11 / 10, "{m} {n} {k}");
+        assert!(m == 2 * n && n == 4 * k, "{m} {n} {k}");
+    }
+
+    #[test]
+    fn both_splits_give_the_serial_product_bits_in_every_layout() {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        let plan = *gemm_plan();
+        for (m, n, k) in [(70, 90, 33), (200, 48, 130), (33, 300, 70)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 / 13.0 - 0.5).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i % 11) as f32 / 11.0 - 0.5).collect();
+            for (at, bt) in [(false, false), (true, false), (false, true), (true, true)] {
+                // The same buffers read as a transposed operand's storage.
+                let lhs = Strided {
+                    ptr: a.as_ptr(),
+                    rs: if at { 1 } else { k as isize },
+                    cs: if at { m as isize } else { 1 },
+                };
+                let rhs = Strided {
+                    ptr: b.as_ptr(),
+                    rs: if bt { 1 } else { n as isize },
+                    cs: if bt { k as isize } else { 1 },
+                };
+                let mut serial = vec![0.0f32; m * n];
+                // SAFETY: m x k and k x n operands over buffers of that
+                // size, an m x n destination; the rule's kernel runs here.
+                unsafe { f32::serial(&plan, m, n, k, serial.as_mut_ptr(), n as isize, lhs, rhs, false) };
+                for columns in [false, true] {
+                    let mut split = vec![0.0f32; m * n];
+                    // SAFETY: as above.
+                    pool.install(|| unsafe {
+                        split_over_threads(&plan, columns, m, n, k, split.as_mut_ptr(), n as isize, lhs, rhs, false)
+                    });
+                    assert!(split == serial, "{m}x{k}x{n}, transposed {at} {bt}, columns {columns}");
+                }
+                assert!(pool.install(|| time_split::<f32>(&plan, [m, n, k], [at, bt], true)) > 0.0);
+            }
+        }
     }
 
     #[test]
