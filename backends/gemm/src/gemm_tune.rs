@@ -55,10 +55,12 @@ const SEARCH_COLUMNS: usize = 2048;
 const GAIN: f64 = 0.97;
 
 /// Multiply-adds from which a product's split over threads is measured
-/// rather than taken from the rule, and the most a timing of it runs (a
-/// larger product is timed scaled down, its proportions kept): a
-/// millisecond or so on two threads.
+/// rather than taken from the rule.
 const SPLIT_TUNE_FLOPS: usize = 1 << 22;
+
+/// The most multiply-adds a timing of a split runs, a millisecond or so
+/// on two threads: a larger product is timed scaled down, its
+/// proportions kept.
 const SPLIT_TIMED_FLOPS: usize = 1 << 26;
 
 /// A shape class: the element's bytes and each size rounded up to a power
