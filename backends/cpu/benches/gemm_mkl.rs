@@ -191,7 +191,6 @@ fn main() {
         // SAFETY: a plain setter of MKL's thread count for this thread.
         unsafe { (mkl.set_threads)(threads as c_int) };
         for s in SHAPES.iter().filter(|s| s.name.contains(&filter)) {
-            let mut rng = Rng::seed_from_u64(1);
             // Operands as `gemm_shapes` makes them (the backend's own
             // storage, cache-line aligned), and MKL's copies aligned as
             // PyTorch's allocator aligns them.

@@ -246,15 +246,8 @@ macro_rules! gemm_float {
                 crate::gemm_tune::plan_for::<$t>(m, n, k)
             }
 
-            fn split_columns(
-                m: usize,
-                n: usize,
-                k: usize,
-                threads: usize,
-                plan: &GemmPlan,
-                transposed: [bool; 2],
-            ) -> bool {
-                crate::gemm_tune::split_for::<$t>(m, n, k, threads, plan, transposed)
+            fn split_columns(dims: [usize; 3], threads: usize, plan: &GemmPlan, transposed: [bool; 2]) -> bool {
+                crate::gemm_tune::split_for::<$t>(dims, threads, plan, transposed)
             }
 
             unsafe fn serial(

@@ -177,7 +177,7 @@ pub(crate) fn plan_for<T: GemmFloat>(m: usize, n: usize, k: usize) -> GemmPlan {
     plan
 }
 
-/// Whether a product of `m x k` by `k x n` of `T`, split over `threads`
+/// Whether a product of `m x k` by `k x n` of `T` (`[m, n, k]`), split over `threads`
 /// threads with `plan`, takes blocks of columns (else rows): measured
 /// once per shape class, layout (which operands are `transposed`) and
 /// thread count, from [`SPLIT_TUNE_FLOPS`], where the search is on, and
@@ -187,9 +187,7 @@ pub(crate) fn plan_for<T: GemmFloat>(m: usize, n: usize, k: usize) -> GemmPlan {
 /// that meet a class together both time it, and a piece of another
 /// product that this thread takes up while it waits may time its own.
 pub(crate) fn split_for<T: GemmFloat>(
-    m: usize,
-    n: usize,
-    k: usize,
+    [m, n, k]: [usize; 3],
     threads: usize,
     plan: &GemmPlan,
     transposed: [bool; 2],

@@ -30,20 +30,13 @@ pub trait Product: Copy + Send + Sync + 'static {
     /// The plan of an `m x k` by `k x n` product.
     fn plan(m: usize, n: usize, k: usize) -> Self::Plan;
 
-    /// Whether the product, split over `threads` threads, gives each a
+    /// Whether the product of `[m, n, k]`, split over `threads` threads, gives each a
     /// block of columns rather than of rows: [`split_rule`], unless the
     /// type measures it on this machine (f32 and f64, `gemm_tune.rs`),
     /// for operands stored as `transposed` says (`[lhs, rhs]`, each
     /// transposed unless its rows are contiguous). Either way gives the
     /// same bits.
-    fn split_columns(
-        m: usize,
-        n: usize,
-        k: usize,
-        _threads: usize,
-        _plan: &Self::Plan,
-        _transposed: [bool; 2],
-    ) -> bool {
+    fn split_columns([m, n, k]: [usize; 3], _threads: usize, _plan: &Self::Plan, _transposed: [bool; 2]) -> bool {
         split_rule(m, n, k)
     }
 
@@ -130,7 +123,7 @@ pub unsafe fn gemm_raw<T: Product>(
         unsafe { T::serial(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
         return;
     }
-    let columns = T::split_columns(m, n, k, threads, &plan, [lhs.cs != 1, rhs.cs != 1]);
+    let columns = T::split_columns([m, n, k], threads, &plan, [lhs.cs != 1, rhs.cs != 1]);
     // SAFETY: forwarded from the caller.
     unsafe { split_over_threads(&plan, columns, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
 }
