@@ -114,10 +114,6 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
         // SAFETY (whole body): the panels hold kc steps of MR and NR values
         // and the CPU runs `V`'s ISA, as the caller vouches.
         unsafe {
-            // Plain indexing with constant bounds, no closures
-            // (`array::from_fn` and iterator adapters need not inline into
-            // the ISA's function, and the intrinsics in them then become
-            // calls).
             // The destination's lines arrive while the steps run: a
             // product too large for L2 (squares of 1024 and 2048) adds
             // each depth block's sums to rows that dropped out of it
@@ -128,6 +124,10 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
             if kc >= PREFETCH_DEPTH {
                 prefetch_tile(&tile);
             }
+            // Plain indexing with constant bounds, no closures
+            // (`array::from_fn` and iterator adapters need not inline into
+            // the ISA's function, and the intrinsics in them then become
+            // calls).
             let mut c = [[V::zero(); NV]; MR];
             let mut bp = b;
             if a.rs == 1 {
