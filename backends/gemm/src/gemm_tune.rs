@@ -258,10 +258,7 @@ fn split_search(rule: bool, mut seconds: impl FnMut(bool) -> f64) -> bool {
 /// current pool's threads in columns or rows, after one that grows the
 /// packing buffers.
 fn time_split<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3], [at, bt]: [bool; 2], columns: bool) -> f64 {
-    let a: Vec<T> =
-        (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
-    let b: Vec<T> =
-        (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
+    let (a, b) = operands::<T>([m, n, k]);
     let mut c = vec![T::zero(); m * n];
     // An operand stored transposed: its columns contiguous.
     let lhs = Strided { ptr: a.as_ptr(), rs: if at { 1 } else { k as isize }, cs: if at { m as isize } else { 1 } };
@@ -376,13 +373,21 @@ pub(crate) fn search(rule: &GemmPlan, dims: [usize; 3], mut seconds: impl FnMut(
     best
 }
 
+/// The values of a timed `m x k` by `k x n` product: any will do, so
+/// long as they are not all zero.
+fn operands<T: GemmFloat>([m, n, k]: [usize; 3]) -> (Vec<T>, Vec<T>) {
+    let fill = |len: usize, step: usize, period: usize| -> Vec<T> {
+        (0..len)
+            .map(|i| num_traits::cast::<f64, T>(((i * step) % period) as f64 / period as f64 - 0.5).expect("a float"))
+            .collect()
+    };
+    (fill(m * k, 7, 13), fill(k * n, 5, 11))
+}
+
 /// The shortest of a few runs of a `dims` (`[m, n, k]`) product with
 /// `plan` on this thread, after one that grows the packing buffers.
 fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
-    let a: Vec<T> =
-        (0..m * k).map(|i| num_traits::cast::<f64, T>(((i * 7) % 13) as f64 / 13.0 - 0.5).expect("a float")).collect();
-    let b: Vec<T> =
-        (0..k * n).map(|i| num_traits::cast::<f64, T>(((i * 5) % 11) as f64 / 11.0 - 0.5).expect("a float")).collect();
+    let (a, b) = operands::<T>([m, n, k]);
     let mut c = vec![T::zero(); m * n];
     let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
     let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
