@@ -100,6 +100,41 @@ fn stream_isa() -> Isa {
     })
 }
 
+/// Starts loading the cache lines of `bytes` bytes from `at` into L1, for
+/// a loop to read soon; `for_write` asks for them owned, as a store
+/// needs them (`prefetchw`), so that the store does not wait on a read
+/// for ownership. Any address will do: a prefetch never faults, and it
+/// changes nothing a program can see. A no-op off x86.
+#[inline(always)]
+pub fn prefetch(at: *const u8, bytes: usize, for_write: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_ET0, _MM_HINT_T0, _mm_prefetch};
+        let line = |p: *const u8| {
+            // SAFETY: a prefetch reads and writes nothing a program can see.
+            unsafe {
+                if for_write {
+                    _mm_prefetch::<_MM_HINT_ET0>(p.cast());
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(p.cast());
+                }
+            }
+        };
+        let mut off = 0;
+        while off < bytes {
+            line(at.wrapping_add(off));
+            off += 64;
+        }
+        // The last byte's line, which a run that starts inside a line
+        // reaches past the steps above.
+        if bytes > 0 {
+            line(at.wrapping_add(bytes - 1));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, bytes, for_write);
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,bmi1,bmi2")]

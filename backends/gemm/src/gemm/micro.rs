@@ -63,24 +63,10 @@ const PREFETCH_DEPTH: usize = 128;
 /// that replace them) find their lines there rather than stall on them.
 #[inline(always)]
 pub(super) fn prefetch_tile<T>(tile: &Tile<T>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let bytes = tile.cols * size_of::<T>();
-        for i in 0..tile.rows {
-            // Addresses only: a prefetch never faults, and the tile's rows lie
-            // in the destination.
-            let row = tile.dst.wrapping_offset(i as isize * tile.dst_rs).cast::<i8>();
-            let mut at = 0;
-            while at < bytes {
-                // SAFETY: a prefetch reads nothing a program can see.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(at)) };
-                at += 64;
-            }
-            // SAFETY: as above; the row's last byte, whose line a row that
-            // starts inside a line reaches past the steps above.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(bytes - 1)) };
-        }
+    for i in 0..tile.rows {
+        // The tile's rows lie in the destination.
+        let row = tile.dst.wrapping_offset(i as isize * tile.dst_rs);
+        crate::simd::prefetch(row.cast(), tile.cols * size_of::<T>(), false);
     }
 }
 
