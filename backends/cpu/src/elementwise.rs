@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, COSTLY_OP_MIN, chunks_mut, chunks_mut2, fill, fork, should_fork};
 use crate::pool::{self, Pooled};
-use crate::rows::{In, Out, Row as OpRow};
+use crate::rows::{Ahead, In, Out, Row as OpRow};
 use crate::simd::{dispatch, dispatch_bound, dispatch_stream};
 use crate::storage::Array;
 use crate::storage::Float;
@@ -670,9 +670,11 @@ pub(crate) fn softmax_last<T: Float>(a: &Array<T>, o: SoftmaxOptions) -> Option<
     }
     let scale = T::from_f64(o.scale);
     let out = fill(shape, n, should_fork(s.len(), COSTLY_OP_MIN), |start, out| {
+        let rows = out.len() / n;
         for (r, slots) in out.chunks_mut(n).enumerate() {
             let at = start + r * n;
             let mut row = OpRow::new(visible(shape, at / n, o.causal));
+            row.ahead(Ahead::after(r + 1 < rows, n, s[at..].as_ptr(), slots.as_ptr().cast()));
             let (x, y) = (row.input(&s[at..][..n]), row.output(slots));
             dispatch(
                 #[inline(always)]

@@ -431,7 +431,7 @@ fn run_norm<T: KernelLoops>(
                     };
                     dispatch(
                         #[inline(always)]
-                        || norm_row(row_values::<T>(k, sources, at, values, &mut noise), o, pair, affine),
+                        || norm_row(row_values::<T>(k, sources, at, values, &mut noise), o, pair, affine, None),
                     );
                 }
             })

@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 
 use crate::parallel::{CHEAP_OP_MIN, CHUNK, chunks_mut2, should_fork};
 use crate::pool;
-use crate::rows::Row;
+use crate::rows::{Ahead, Row};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float};
 use blaze_runtime::shape::Dims;
@@ -52,11 +52,13 @@ pub(crate) fn norm<T: Float>(
     // Each row once from memory: its statistics, then its output while it
     // is in cache; pieces of whole rows of both outputs in parallel.
     let rows = |first: usize, out: &mut [MaybeUninit<T>], stats: &mut [MaybeUninit<T>]| {
+        let count = out.len() / n;
         for (r, (o, pair)) in out.chunks_mut(n).zip(stats.chunks_mut(2)).enumerate() {
             let x = &xs[(first + r) * n..][..n];
+            let next = Ahead::after(r + 1 < count, n, x.as_ptr(), o.as_ptr().cast());
             dispatch(
                 #[inline(always)]
-                || norm_row(x, o, pair, affine),
+                || norm_row(x, o, pair, affine, next),
             );
         }
     };
@@ -85,10 +87,18 @@ pub(crate) struct Affine<'a, T> {
 
 /// Row `x`'s statistics (mean, or 0 without centring, and
 /// `1 / sqrt(var + eps)`) into `pair`, and its output into `o`:
-/// [`blaze_spec::rows::norm`], two passes over a row in cache.
+/// [`blaze_spec::rows::norm`], two passes over a row in cache, the
+/// second prefetching the `next` row's operands if given.
 #[inline(always)]
-pub(crate) fn norm_row<T: Float>(x: &[T], o: &mut [MaybeUninit<T>], pair: &mut [MaybeUninit<T>], a: Affine<'_, T>) {
+pub(crate) fn norm_row<T: Float>(
+    x: &[T],
+    o: &mut [MaybeUninit<T>],
+    pair: &mut [MaybeUninit<T>],
+    a: Affine<'_, T>,
+    next: Option<Ahead>,
+) {
     let mut row = Row::new(x.len());
+    row.ahead(next);
     // An absent parameter stands in as the input; the flags say not to read it.
     let (w, b) = (row.input(a.w.unwrap_or(x)), row.input(a.b.unwrap_or(x)));
     let (x, out, stats) = (row.input(x), row.output(o), row.output(pair));

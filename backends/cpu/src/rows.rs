@@ -18,6 +18,7 @@ use blaze_spec::rows::Rows;
 
 use crate::pool;
 use crate::reduce::{max_slice, sum_map, sum_map2, sum_map2_pair, sum_slice};
+use crate::simd::prefetch;
 use crate::storage::Float;
 
 /// An output of a [`Row`]: slots it borrows for `'a`.
@@ -52,14 +53,66 @@ pub(crate) struct Row<'a, T> {
     seen: usize,
     written: u8,
     outputs: u8,
+    /// The next row's operands, for the first write loop to prefetch.
+    ahead: Option<Ahead>,
     life: PhantomData<&'a mut [T]>,
+}
+
+/// Where the next row's input and output start, which a row's first
+/// write loop prefetches as it goes, [`AHEAD_SPAN`] bytes at a time. A
+/// softmax or a norm passes over its row several times (a softmax's max,
+/// its exponentials, their scale), each pass too short for the hardware's
+/// prefetchers to run far ahead, so without this each row's first pass
+/// waited on memory. Rows of 1024 from L3, 4096 of them, on a Zen 5:
+/// softmax 1.2-1.3x as fast on one core, LayerNorm 1.1x on two and as
+/// fast on one. The adjoints read two rows to write one and are bound by
+/// bandwidth: prefetching made them 5-10% slower, so they do not.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ahead {
+    read: *const u8,
+    write: *const u8,
+}
+
+/// Bytes of each of the next row's operands a write loop prefetches
+/// before each stretch of that many bytes of its own row.
+const AHEAD_SPAN: usize = 512;
+
+impl Ahead {
+    /// The operands of the row `n` entries of `T` after the one whose
+    /// input starts at `read` and output at `write`, if there is one: the
+    /// row at hand is not the last of its run (`more`).
+    #[inline(always)]
+    pub(crate) fn after<T>(more: bool, n: usize, read: *const T, write: *const T) -> Option<Ahead> {
+        let next = |p: *const T| p.wrapping_add(n).cast::<u8>();
+        more.then(|| Ahead { read: next(read), write: next(write) })
+    }
+
+    /// Runs `body` over the entries `0..len` of a row of `T` in stretches
+    /// of [`AHEAD_SPAN`] bytes, prefetching the next row's before each.
+    #[inline(always)]
+    fn stretches<T>(next: Option<Ahead>, len: usize, mut body: impl FnMut(std::ops::Range<usize>)) {
+        let Some(ahead) = next else { return body(0..len) };
+        let step = AHEAD_SPAN / size_of::<T>();
+        for start in (0..len).step_by(step) {
+            prefetch(ahead.read.wrapping_add(start * size_of::<T>()), AHEAD_SPAN, false);
+            prefetch(ahead.write.wrapping_add(start * size_of::<T>()), AHEAD_SPAN, true);
+            body(start..len.min(start + step));
+        }
+    }
 }
 
 impl<'a, T: Float> Row<'a, T> {
     /// A row that sees `seen` entries.
     #[inline(always)]
     pub(crate) fn new(seen: usize) -> Self {
-        Row { seen, written: 0, outputs: 0, life: PhantomData }
+        Row { seen, written: 0, outputs: 0, ahead: None, life: PhantomData }
+    }
+
+    /// Has the row's first write loop prefetch the next row's operands,
+    /// if any ([`Ahead`]).
+    #[inline(always)]
+    pub(crate) fn ahead(&mut self, next: Option<Ahead>) {
+        self.ahead = next;
     }
 
     /// Input `x`, read at the entries the row sees.
@@ -229,10 +282,26 @@ impl<'a, T: Float> Rows for Row<'a, T> {
             }
             return;
         }
-        let (args, seen) = (self.args(ins), self.seen);
-        zip_each(self.slots(out)[..seen].iter_mut(), args, |slot, e| {
-            slot.write(f(e));
-        });
+        let (args, seen, next) = (self.args(ins), self.seen, self.ahead.take());
+        let slots = &mut self.slots(out)[..seen];
+        Ahead::stretches::<T>(
+            next,
+            seen,
+            #[inline(always)]
+            |at| {
+                zip_each(
+                    slots[at.clone()].iter_mut(),
+                    args.map(
+                        #[inline(always)]
+                        |a| &a[at.clone()],
+                    ),
+                    #[inline(always)]
+                    |slot, e| {
+                        slot.write(f(e));
+                    },
+                );
+            },
+        );
         self.written |= out.bit;
     }
 
@@ -306,5 +375,32 @@ impl<'a, T: Float> Rows for Row<'a, T> {
     #[inline(always)]
     fn choose(&mut self, c: bool, then: impl FnOnce(&mut Self) -> T, otherwise: T) -> T {
         if c { then(self) } else { otherwise }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefetching_write_covers_its_row_once_in_order() {
+        let x: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        for len in [0, 1, 127, 128, 129, 300, 1000] {
+            let mut ranges = Vec::new();
+            let next = Ahead::after(true, len, x.as_ptr(), x.as_ptr());
+            Ahead::stretches::<f32>(next, len, |at| ranges.push(at));
+            let covered: Vec<usize> = ranges.iter().flat_map(|r| r.clone()).collect();
+            assert_eq!(covered, (0..len).collect::<Vec<_>>(), "rows of {len}");
+            assert!(ranges.iter().all(|r| r.len() <= AHEAD_SPAN / 4), "stretches of at most {AHEAD_SPAN} bytes");
+            // Through a row op: the values are those of a plain loop.
+            let mut out = vec![MaybeUninit::new(0.0f32); len];
+            let mut row = Row::new(len);
+            row.ahead(next);
+            let (xi, o) = (row.input(&x[..len]), row.output(&mut out));
+            row.write(o, [xi], |[v]| v * 2.0 + 1.0);
+            // SAFETY: the write filled every slot.
+            let got: Vec<f32> = out.iter().map(|v| unsafe { v.assume_init() }).collect();
+            assert_eq!(got, x[..len].iter().map(|v| v * 2.0 + 1.0).collect::<Vec<_>>(), "rows of {len}");
+        }
     }
 }
