@@ -5,8 +5,9 @@
 //! and wrong somewhere else. So the first product of a shape class (each
 //! size rounded up to a power of two, per element type) large enough for
 //! blocking to matter searches around it on this CPU: the other kernels it
-//! runs, then `KC`, `MC` and `NC` in turn, each kept where it times
-//! faster (`search`). The choice serves the class for the rest of the
+//! runs, then `KC`, `MC` and `NC` in turn, then whether deep tiles
+//! prefetch their destination rows, each kept where it times faster
+//! (`search`). The choice serves the class for the rest of the
 //! process and is kept in a file, one line per CPU and class, so a later
 //! process starts tuned: `$BLAZE_GEMM_TUNE_CACHE`, else
 //! `$XDG_CACHE_HOME/blaze/cpu-gemm.tsv`, else
@@ -37,7 +38,7 @@ use std::time::{Duration, Instant};
 use blaze_runtime::tune_cache;
 
 use crate::cpuinfo::{CpuInfo, cpu_info};
-use crate::gemm::{GemmFloat, GemmKernel, GemmPlan, MAX_NR, Strided, gemm_plan};
+use crate::gemm::{GemmFloat, GemmKernel, GemmPlan, MAX_NR, PREFETCH_DEPTH, Strided, gemm_plan};
 use crate::product::{split_over_threads, split_rule};
 
 /// Multiply-adds below which a product takes the rule's plan: its blocks
@@ -274,19 +275,28 @@ fn time_split<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3], [at, bt]: [b
     (0..3).map(|_| run()).min().unwrap_or_default().as_secs_f64()
 }
 
-/// A plan as the cache file keeps it: `kernel KC MC NC`.
+/// A plan as the cache file keeps it: `kernel KC MC NC prefetch`, the
+/// last word `no-prefetch` where its tiles do not prefetch their rows.
 fn format(p: &GemmPlan) -> String {
-    format!("{} {} {} {}", p.kernel.name(), p.kc, p.mc, p.nc)
+    let prefetch = if p.prefetch { "prefetch" } else { "no-prefetch" };
+    format!("{} {} {} {} {prefetch}", p.kernel.name(), p.kc, p.mc, p.nc)
 }
 
 /// A plan from the cache file, if it is one this CPU runs and the
-/// kernel's tiles fit.
+/// kernel's tiles fit. A line of an older build, which did not search
+/// the prefetch, is none: the class is measured again.
 fn parse(s: &str, info: &CpuInfo) -> Option<GemmPlan> {
     let mut words = s.split_whitespace();
     let kernel: GemmKernel = words.next()?.parse().ok()?;
     let [kc, mc, nc] = [words.next()?, words.next()?, words.next()?].map(|w| w.parse::<usize>().ok());
-    let plan = GemmPlan { kc: kc?, mc: mc?, nc: nc?, ..GemmPlan::for_kernel(kernel, info, "measured on this CPU") };
-    (kernel.runs_here() && fits(&plan)).then_some(plan)
+    let prefetch = match words.next()? {
+        "prefetch" => true,
+        "no-prefetch" => false,
+        _ => return None,
+    };
+    let plan =
+        GemmPlan { kc: kc?, mc: mc?, nc: nc?, prefetch, ..GemmPlan::for_kernel(kernel, info, "measured on this CPU") };
+    (kernel.runs_here() && fits(&plan) && words.next().is_none()).then_some(plan)
 }
 
 /// Whether a blocking suits its kernel and stays within the sizes a
@@ -302,16 +312,22 @@ fn fits(p: &GemmPlan) -> bool {
         && (16..=1024).contains(&p.kc)
 }
 
-/// Whether `p` and `q` block a product of `[m, n, k]` differently: a
-/// block no smaller than the product is the product.
+/// Whether `p` and `q` run a product of `[m, n, k]` differently: a
+/// block no smaller than the product is the product, and tiles shallower
+/// than [`PREFETCH_DEPTH`] never prefetch.
 fn differ(p: &GemmPlan, q: &GemmPlan, [m, n, k]: [usize; 3]) -> bool {
-    p.kernel != q.kernel || p.kc.min(k) != q.kc.min(k) || p.mc.min(m) != q.mc.min(m) || p.nc.min(n) != q.nc.min(n)
+    p.kernel != q.kernel
+        || p.kc.min(k) != q.kc.min(k)
+        || p.mc.min(m) != q.mc.min(m)
+        || p.nc.min(n) != q.nc.min(n)
+        || (p.prefetch != q.prefetch && p.kc.min(k) >= PREFETCH_DEPTH)
 }
 
 /// The plans a search tries around `rule`, one coordinate at a time: the
 /// kernels this CPU runs (the portable one only where no other runs),
-/// then depths, row blocks and column blocks around the rule's.
-pub(crate) fn neighbours(rule: &GemmPlan) -> [Vec<GemmPlan>; 4] {
+/// then depths, row blocks and column blocks around the rule's, then the
+/// destination prefetch switched.
+pub(crate) fn neighbours(rule: &GemmPlan) -> [Vec<GemmPlan>; 5] {
     let vector = GemmKernel::ALL.iter().any(|k| *k != GemmKernel::Scalar && k.runs_here());
     let kernels = GemmKernel::ALL
         .into_iter()
@@ -328,19 +344,21 @@ pub(crate) fn neighbours(rule: &GemmPlan) -> [Vec<GemmPlan>; 4] {
         .into_iter()
         .map(|nc| GemmPlan { nc: (nc / MAX_NR * MAX_NR).clamp(512, 8192), ..*rule })
         .collect();
-    [kernels, kcs, mcs, ncs]
+    let prefetch = vec![GemmPlan { prefetch: !rule.prefetch, ..*rule }];
+    [kernels, kcs, mcs, ncs, prefetch]
 }
 
 /// The fastest plan a walk from `rule` finds by `seconds` (the time of one
-/// product of `dims`, `[m, n, k]`, with a plan): each coordinate in turn (kernel, `KC`, `MC`,
-/// `NC`) moves to its fastest value, the others held; a new kernel keeps
+/// product of `dims`, `[m, n, k]`, with a plan): each coordinate in turn
+/// (kernel, `KC`, `MC`, `NC`, prefetch) moves to its fastest value, the
+/// others held; a new kernel keeps
 /// the blocking, `MC` rounded down to its tiles. A walk that ends away
 /// from the rule keeps its end only if it beats the rule again, timed in
 /// turn with it.
 pub(crate) fn search(rule: &GemmPlan, dims: [usize; 3], mut seconds: impl FnMut(&GemmPlan) -> f64) -> GemmPlan {
     let mut best = GemmPlan { reason: "measured on this CPU", ..*rule };
     let mut best_time = seconds(&best);
-    for coordinate in 0..4 {
+    for coordinate in 0..5 {
         for mut p in neighbours(&best)[coordinate].clone() {
             // Another kernel's tiles set the rows' step.
             let step = p.kernel.row_step();
@@ -443,7 +461,7 @@ mod tests {
         let largest = neighbours(&rule)[2].iter().map(|p| p.mc).max().unwrap();
         assert_eq!(best.mc, largest.max(rule.mc), "{best}");
         assert!(fits(&best), "{best}");
-        assert!(timed <= 1 + 3 + 5 + 3 + 2 + 6, "a short search: {timed} timings");
+        assert!(timed <= 1 + 3 + 5 + 3 + 2 + 1 + 6, "a short search: {timed} timings");
         // A walk that moved only because the machine was busier when the
         // rule was timed (first) goes back to the rule.
         let mut calls = 0;
@@ -468,9 +486,19 @@ mod tests {
         assert_eq!(tiny, neighbours(&rule)[0].iter().filter(|p| p.kernel != rule.kernel).count() + 1);
         // Within noise of the rule is not enough to leave it.
         let kept = search(&rule, big, |p| {
-            if (p.kernel, p.kc, p.mc, p.nc) == (rule.kernel, rule.kc, rule.mc, rule.nc) { 1.0 } else { 0.98 }
+            if (p.kernel, p.kc, p.mc, p.nc, p.prefetch) == (rule.kernel, rule.kc, rule.mc, rule.nc, true) {
+                1.0
+            } else {
+                0.98
+            }
         });
         assert_eq!((kept.kernel, kept.kc, kept.mc, kept.nc), (rule.kernel, rule.kc, rule.mc, rule.nc));
+        assert!(kept.prefetch);
+        // A machine where the tiles' prefetch costs turns it off, and only
+        // where tiles are deep enough to prefetch at all.
+        let slower = |p: &GemmPlan| if p.prefetch { 1.2 } else { 1.0 };
+        assert!(!search(&rule, big, slower).prefetch);
+        assert!(search(&rule, [512, 512, PREFETCH_DEPTH - 1], slower).prefetch);
     }
 
     #[test]
@@ -479,7 +507,8 @@ mod tests {
         // there (the kernels are filtered by this CPU, so list them by hand).
         let rule = GemmPlan::for_kernel(GemmKernel::Avx512x12, &intel(), "rule");
         assert_eq!((rule.kc, rule.mc, rule.nc), (384, 336, 4096), "{rule}");
-        let [_, kcs, mcs, ncs] = neighbours(&rule);
+        let [_, kcs, mcs, ncs, prefetch] = neighbours(&rule);
+        assert!(rule.prefetch && prefetch.iter().any(|p| !p.prefetch), "the destination prefetch, off");
         assert!(kcs.iter().any(|p| p.kc == 512) && kcs.iter().any(|p| p.kc == 256));
         assert!(mcs.iter().any(|p| p.mc > rule.mc) && mcs.iter().any(|p| p.mc < rule.mc));
         assert!(ncs.iter().any(|p| p.nc == 8192));
@@ -514,8 +543,15 @@ mod tests {
             }
         }
         assert_eq!(parse(&format(&plan), cpu_info()), Some(plan), "{plan}");
-        assert_eq!(parse("avx2-6x16 256 97 2048", cpu_info()), None, "MC not a multiple of the tiles");
-        assert_eq!(parse("no-such-kernel 256 96 2048", cpu_info()), None);
+        let quiet = GemmPlan { prefetch: false, ..plan };
+        assert_eq!(parse(&format(&quiet), cpu_info()), Some(quiet), "{quiet}");
+        assert!(format(&quiet).ends_with(" no-prefetch"));
+        assert_eq!(parse(&(format(&plan) + " again"), cpu_info()), None);
+        // An older build's line, which never timed the prefetch.
+        let old = format!("{} {} {} {}", plan.kernel.name(), plan.kc, plan.mc, plan.nc);
+        assert_eq!(parse(&old, cpu_info()), None);
+        assert_eq!(parse("avx2-6x16 256 97 2048 prefetch", cpu_info()), None, "MC not a multiple of the tiles");
+        assert_eq!(parse("no-such-kernel 256 96 2048 prefetch", cpu_info()), None);
         assert_eq!(parse("avx2-6x16 256", cpu_info()), None);
     }
 

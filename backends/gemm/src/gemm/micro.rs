@@ -55,8 +55,9 @@ pub(super) trait Micro<T: Real> {
     }
 }
 
-/// Steps from which a tile prefetches its destination rows.
-const PREFETCH_DEPTH: usize = 128;
+/// Steps from which a tile prefetches its destination rows (where its
+/// plan does, [`GemmPlan::prefetch`](super::GemmPlan::prefetch)).
+pub(crate) const PREFETCH_DEPTH: usize = 128;
 
 /// Starts loading the destination rows of `tile` into the L1 cache, so
 /// the sums that are added to them at the end of the tile (and the stores
@@ -73,7 +74,7 @@ pub(super) fn prefetch_tile<T>(tile: &Tile<T>) {
 /// Writes an `MR x NR` block of sums to `tile` (its `rows x cols` corner).
 #[inline(always)]
 fn store<T: Real, const NR: usize>(c: &[[T; NR]], tile: Tile<T>) {
-    let Tile { dst, dst_rs, rows, cols, add } = tile;
+    let Tile { dst, dst_rs, rows, cols, add, .. } = tile;
     for (i, ci) in c.iter().enumerate().take(rows) {
         // SAFETY: row i of the tile, `cols` long, lies in the destination.
         let row = unsafe { std::slice::from_raw_parts_mut(dst.offset(i as isize * dst_rs), cols) };
@@ -107,7 +108,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
             // 512 unchanged). A shallow tile (attention's depth of 16)
             // belongs to a product whose rows are still cached, and its
             // few steps would not hide the wait anyway.
-            if kc >= PREFETCH_DEPTH {
+            if tile.prefetch {
                 prefetch_tile(&tile);
             }
             // Plain indexing with constant bounds, no closures
@@ -149,8 +150,8 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                 if V::F32 && V::W == 16 && MR == 16 && NV == 1 && kc > 0 {
                     // `V::T` is f32 and the ISA AVX-512 (16 f32 lanes).
                     let a = Strided { ptr: a.ptr.cast::<f32>(), rs: a.rs, cs: a.cs };
-                    let Tile { dst, dst_rs, rows, cols, add } = tile;
-                    let tile = Tile { dst: dst.cast::<f32>(), dst_rs, rows, cols, add };
+                    let Tile { dst, dst_rs, rows, cols, add, prefetch } = tile;
+                    let tile = Tile { dst: dst.cast::<f32>(), dst_rs, rows, cols, add, prefetch };
                     x86::narrow_in_place(kc, a, b.cast::<f32>(), b_rs, tile);
                     return;
                 }
@@ -184,7 +185,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                     }
                 }
             }
-            let Tile { dst, dst_rs, rows, cols, add } = tile;
+            let Tile { dst, dst_rs, rows, cols, add, .. } = tile;
             if rows == MR && cols == NV * V::W {
                 // A whole tile goes straight from the registers.
                 for (i, ci) in c.iter().enumerate() {
@@ -207,7 +208,7 @@ impl<V: Lanes, const MR: usize, const NV: usize> Micro<V::T> for Simd<V, MR, NV>
                     cv.store(o.as_mut_ptr().add(v * V::W));
                 }
             }
-            store(&out, Tile { dst, dst_rs, rows, cols, add });
+            store(&out, Tile { dst, dst_rs, rows, cols, add, prefetch: false });
         }
     }
 

@@ -72,7 +72,7 @@ pub(super) unsafe fn narrow_in_place(kc: usize, a: Strided<f32>, b: *const f32, 
             options(nostack, readonly),
         );
     }
-    let Tile { dst, dst_rs, rows, cols, add } = tile;
+    let Tile { dst, dst_rs, rows, cols, add, .. } = tile;
     let mask = ((1u32 << cols.min(16)) - 1) as __mmask16;
     for (i, &ci) in c.iter().enumerate().take(rows) {
         // SAFETY: row i of the tile, `cols` long, lies in the
