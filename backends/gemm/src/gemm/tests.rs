@@ -199,3 +199,31 @@ fn an_outer_product_rounds_as_the_tiles_do() {
         }
     }
 }
+
+#[test]
+fn an_a_whose_rows_lie_4_kib_apart_is_copied_and_gives_the_same_bits() {
+    // A row-major `A` of depth 1024 (rows 4 KiB apart) takes the copied
+    // path, one of depth 1040 is read in place: the same values give the
+    // same bits, whole panels and the edge panel alike (50 rows), over
+    // several depth and row blocks, on every kernel and blocking.
+    let (m, n, k, ld) = (50, 70, 1024, 1040);
+    let value = |s: usize, x: usize| ((s * 7919 + x * 31) % 23) as f32 / 11.0 - 1.0;
+    let a: Vec<f32> = (0..m * k).map(|x| value(1, x)).collect();
+    let padded: Vec<f32> = (0..m * ld).map(|x| if x % ld < k { a[x / ld * k + x % ld] } else { f32::NAN }).collect();
+    let b: Vec<f32> = (0..k * n).map(|x| value(2, x)).collect();
+    let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+    for plan in plans() {
+        let product = |lhs: Strided<f32>| {
+            let mut dst = vec![0.0f32; m * n];
+            // SAFETY: m x k `A` (its rows `lhs.rs` apart), k x n `B`,
+            // m x n `dst`; `plans` holds kernels this CPU runs.
+            unsafe { f32::serial(&plan, m, n, k, dst.as_mut_ptr(), n as isize, lhs, rhs, false) };
+            dst
+        };
+        let copied = product(Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 });
+        let in_place = product(Strided { ptr: padded.as_ptr(), rs: ld as isize, cs: 1 });
+        assert!(copied == in_place, "{plan}");
+        let want: f32 = (0..k).map(|q| a[(m - 1) * k + q] * b[q * n + n - 1]).sum();
+        assert!((copied[m * n - 1] - want).abs() < 1e-3, "{plan}: {} against {want}", copied[m * n - 1]);
+    }
+}
