@@ -440,6 +440,8 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     let aliased = (far.unsigned_abs() * std::mem::size_of::<T>()).is_multiple_of(4096);
     let in_place_a = (lhs.cs == 1 || lhs.rs == 1) && !aliased;
     let copy_a = lhs.cs == 1 && aliased;
+    // Whether the whole panels are read where they lie (in `A` or copied).
+    let read_a = in_place_a || copy_a;
     for jc in (0..n).step_by(block_n) {
         let nc = block_n.min(n - jc);
         for pc in (0..k).step_by(block_k) {
@@ -470,6 +472,15 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                         K::pack(mr, mc - whole, kc, lhs.at(ic + whole, pc), pa);
                     }
                 }
+                // The block's whole panels as the kernel reads them in
+                // place: in `A`, or copied.
+                let rows_a = if copy_a {
+                    // SAFETY: the copied rows lie in `pa`, after the edge panel.
+                    Strided { ptr: unsafe { pa.add(mr * kc) }.cast_const(), rs: (kc + A_PAD) as isize, cs: 1 }
+                } else {
+                    // SAFETY: the block lies in `lhs`.
+                    unsafe { lhs.at(ic, pc) }
+                };
                 for jr in (0..nc).step_by(nr) {
                     let cols = nr.min(nc - jr);
                     // The panel of `B` and its stride between steps.
@@ -492,18 +503,10 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                         // steps of MR rows, as does the panel of `B`; the
                         // tile at (ic + ir, jc + jr) lies in `dst`.
                         unsafe {
-                            let a = if copy_a && ir < whole {
-                                Strided {
-                                    ptr: pa.add(mr * kc + ir * (kc + A_PAD)).cast_const(),
-                                    rs: (kc + A_PAD) as isize,
-                                    cs: 1,
-                                }
-                            } else if copy_a {
-                                Strided { ptr: pa.cast_const(), rs: 1, cs: mr as isize }
-                            } else if !in_place_a {
+                            let a = if !read_a {
                                 Strided { ptr: pa.add(ir * kc).cast_const(), rs: 1, cs: mr as isize }
                             } else if ir < whole {
-                                lhs.at(ic + ir, pc)
+                                rows_a.at(ir, 0)
                             } else {
                                 Strided { ptr: pa.cast_const(), rs: 1, cs: mr as isize }
                             };
