@@ -368,9 +368,10 @@ struct Gemm<T> {
 ///
 /// # Safety
 /// As for [`Product::serial`]; the CPU runs the ISA the caller
-/// compiled this for, `pa` holds `(mc + 16) x (kc + A_PAD)` values and `pb` `kc x nc`, both
-/// cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a multiple of
-/// `MR`, `nc` of `NR`.
+/// compiled this for, `pa` holds `(mc + 16) x (kc + A_PAD)` values (an
+/// edge panel of up to 16 rows and a copied block of `A`) and `pb` `kc x
+/// nc`, both cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a
+/// multiple of `MR`, `nc` of `NR`.
 #[inline(always)]
 unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
     const { assert!(K::NR <= MAX_NR) };
@@ -454,7 +455,9 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
             for ic in (0..m).step_by(block_m) {
                 let mc = block_m.min(m - ic);
                 let whole = mc / mr * mr;
-                // SAFETY: the block lies in `lhs`; `pa` holds (block_m + 16) x (kc + A_PAD), room for an edge panel and the copied rows.
+                // SAFETY: the block lies in `lhs`; `pa` holds (block_m +
+                // 16) x (kc + A_PAD): an edge panel (at most 16 rows, the
+                // tallest tile) and the copied rows after it.
                 unsafe {
                     if copy_a {
                         // The whole panels' rows after room for the edge
