@@ -7,9 +7,7 @@ use std::process::{Command, Output};
 
 use blaze::prelude::*;
 
-#[path = "../../../examples/common/digits.rs"]
-#[allow(dead_code)]
-mod digits;
+use crate::digits;
 
 /// A folder for this test's files, and the build cache every export here
 /// shares (the first export compiles Blaze into it).

@@ -4,6 +4,10 @@
 //! test command compiles and links the stack once instead of once per
 //! file. Binaries with their own `main` or global state stay apart.
 
+// The digits model both the export and the round trip build, compiled once.
+#[path = "../../../examples/common/digits.rs"]
+#[allow(dead_code)]
+mod digits;
 mod export;
 mod fuzz;
 mod generated;

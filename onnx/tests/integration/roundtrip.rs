@@ -12,9 +12,7 @@ use blaze::prelude::*;
 use blaze::record::load_model;
 use blaze_onnx::import_bytes;
 
-#[path = "../../../examples/common/digits.rs"]
-#[allow(dead_code)]
-mod digits;
+use crate::digits;
 #[path = "../../../examples/common/gpt_model.rs"]
 mod gpt_model;
 #[path = "../../../examples/common/readers.rs"]
