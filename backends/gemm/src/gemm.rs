@@ -307,7 +307,7 @@ macro_rules! gemm_float {
                 PACKED.with(|cell| {
                     let mut bufs = cell.borrow_mut();
                     let (a_words, b_words) = &mut *bufs;
-                    let pa: *mut $t = grow(a_words, (mc + 16) * (kc.min(k) + A_PAD));
+                    let pa: *mut $t = grow(a_words, (mc + MAX_MR) * (kc.min(k) + A_PAD));
                     let pb: *mut $t = grow(b_words, kc.min(k) * n.min(nc).next_multiple_of(MAX_NR));
                     // SAFETY: forwarded from the caller, who vouches that
                     // the CPU runs the kernel.
@@ -345,6 +345,10 @@ gemm_float!(f64, x86::F64x8, x86::F64x4);
 /// The widest kernel's `NR`, which the `B` buffer is sized for.
 pub(crate) const MAX_NR: usize = 32;
 
+/// The tallest kernel's `MR`: the rows of the edge panel the `A` buffer
+/// keeps room for beside a block.
+const MAX_MR: usize = 16;
+
 /// One product's arguments.
 #[derive(Clone, Copy)]
 struct Gemm<T> {
@@ -368,13 +372,13 @@ struct Gemm<T> {
 ///
 /// # Safety
 /// As for [`Product::serial`]; the CPU runs the ISA the caller
-/// compiled this for, `pa` holds `(mc + 16) x (kc + A_PAD)` values (an
-/// edge panel of up to 16 rows and a copied block of `A`) and `pb` `kc x
+/// compiled this for, `pa` holds `(mc + MAX_MR) x (kc + A_PAD)` values
+/// (an edge panel and a copied block of `A`) and `pb` `kc x
 /// nc`, both cut down to `k` and `n` rounded up to `MAX_NR`; `mc` is a
 /// multiple of `MR`, `nc` of `NR`.
 #[inline(always)]
 unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
-    const { assert!(K::NR <= MAX_NR) };
+    const { assert!(K::NR <= MAX_NR && K::MR <= MAX_MR) };
     let (mr, nr) = (K::MR, K::NR);
     let Gemm { m, n, k, dst, dst_rs, lhs, rhs, accumulate, kc: block_k, mc: block_m, nc: block_n, prefetch } = *g;
     debug_assert!(block_m.is_multiple_of(mr) && block_n.is_multiple_of(nr));
@@ -447,6 +451,7 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
         let nc = block_n.min(n - jc);
         for pc in (0..k).step_by(block_k) {
             let kc = block_k.min(k - pc);
+            let prefetch_rows = prefetch && kc >= PREFETCH_DEPTH;
             if !in_place_b {
                 // SAFETY: the block lies in `rhs`; `pb` holds kc x nc rounded up to NR.
                 unsafe { K::pack(nr, nc, kc, rhs.at(pc, jc).t(), pb) };
@@ -456,8 +461,8 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                 let mc = block_m.min(m - ic);
                 let whole = mc / mr * mr;
                 // SAFETY: the block lies in `lhs`; `pa` holds (block_m +
-                // 16) x (kc + A_PAD): an edge panel (at most 16 rows, the
-                // tallest tile) and the copied rows after it.
+                // MAX_MR) x (kc + A_PAD): an edge panel and the copied rows
+                // after it.
                 unsafe {
                     if copy_a {
                         // The whole panels' rows after room for the edge
@@ -514,7 +519,7 @@ unsafe fn run<T: Real, K: Micro<T>>(g: &Gemm<T>, pa: *mut T, pb: *mut T) {
                                 Strided { ptr: pa.cast_const(), rs: 1, cs: mr as isize }
                             };
                             let c = dst.offset((ic + ir) as isize * dst_rs + (jc + jr) as isize);
-                            let (rows, prefetch) = (mr.min(mc - ir), prefetch && kc >= PREFETCH_DEPTH);
+                            let (rows, prefetch) = (mr.min(mc - ir), prefetch_rows);
                             let tile = Tile { dst: c, dst_rs, rows, cols, add, prefetch };
                             K::tile_rows(kc, a, b, b_rs, tile);
                         }

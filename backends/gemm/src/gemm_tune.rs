@@ -261,9 +261,7 @@ fn split_search(rule: bool, mut seconds: impl FnMut(bool) -> f64) -> bool {
 fn time_split<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3], [at, bt]: [bool; 2], columns: bool) -> f64 {
     let (a, b) = operands::<T>([m, n, k]);
     let mut c = vec![T::zero(); m * n];
-    // An operand stored transposed: its columns contiguous.
-    let lhs = Strided { ptr: a.as_ptr(), rs: if at { 1 } else { k as isize }, cs: if at { m as isize } else { 1 } };
-    let rhs = Strided { ptr: b.as_ptr(), rs: if bt { 1 } else { n as isize }, cs: if bt { k as isize } else { 1 } };
+    let (lhs, rhs) = (stored(&a, [m, k], at), stored(&b, [k, n], bt));
     let mut run = || {
         let start = Instant::now();
         // SAFETY: `a` is m x k, `b` k x n and `c` m x n, row-major and
@@ -273,6 +271,13 @@ fn time_split<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3], [at, bt]: [b
     };
     run();
     (0..3).map(|_| run()).min().unwrap_or_default().as_secs_f64()
+}
+
+/// A `rows x cols` operand over `values`, row-major or, `transposed`,
+/// stored as its transpose is (its columns contiguous).
+fn stored<T>(values: &[T], [rows, cols]: [usize; 2], transposed: bool) -> Strided<T> {
+    let (r, c) = (rows as isize, cols as isize);
+    Strided { ptr: values.as_ptr(), rs: if transposed { 1 } else { c }, cs: if transposed { r } else { 1 } }
 }
 
 /// A plan as the cache file keeps it: `kernel KC MC NC prefetch`, the
@@ -407,8 +412,7 @@ fn operands<T: GemmFloat>([m, n, k]: [usize; 3]) -> (Vec<T>, Vec<T>) {
 fn time<T: GemmFloat>(plan: &GemmPlan, [m, n, k]: [usize; 3]) -> f64 {
     let (a, b) = operands::<T>([m, n, k]);
     let mut c = vec![T::zero(); m * n];
-    let lhs = Strided { ptr: a.as_ptr(), rs: k as isize, cs: 1 };
-    let rhs = Strided { ptr: b.as_ptr(), rs: n as isize, cs: 1 };
+    let (lhs, rhs) = (stored(&a, [m, k], false), stored(&b, [k, n], false));
     let mut run = || {
         let start = Instant::now();
         // SAFETY: `a` is m x k, `b` k x n and `c` m x n, row-major and
@@ -599,16 +603,7 @@ mod tests {
             let b: Vec<f32> = (0..k * n).map(|i| (i % 11) as f32 / 11.0 - 0.5).collect();
             for (at, bt) in [(false, false), (true, false), (false, true), (true, true)] {
                 // The same buffers read as a transposed operand's storage.
-                let lhs = Strided {
-                    ptr: a.as_ptr(),
-                    rs: if at { 1 } else { k as isize },
-                    cs: if at { m as isize } else { 1 },
-                };
-                let rhs = Strided {
-                    ptr: b.as_ptr(),
-                    rs: if bt { 1 } else { n as isize },
-                    cs: if bt { k as isize } else { 1 },
-                };
+                let (lhs, rhs) = (stored(&a, [m, k], at), stored(&b, [k, n], bt));
                 let mut serial = vec![0.0f32; m * n];
                 // SAFETY: m x k and k x n operands over buffers of that
                 // size, an m x n destination; the rule's kernel runs here.
