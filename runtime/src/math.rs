@@ -16,7 +16,10 @@ pub fn exp_f32(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0;
     // Below -104 the result underflows to 0; above 88.73 it overflows.
     let xc = x.clamp(-104.0, 88.73);
-    let n = xc.mul_add(LOG2E, ROUND) - ROUND;
+    // `rounded` is 1.5 * 2^23 + n, where a float's unit in the last place
+    // is 1: its low bits hold the integer n.
+    let rounded = xc.mul_add(LOG2E, ROUND);
+    let n = rounded - ROUND;
     let r = (-n).mul_add(LN2_LO, (-n).mul_add(LN2_HI, xc));
     // Cephes' minimax polynomial for e^r on |r| <= ln(2) / 2, in fused
     // multiply-adds: the CPU backend's vector copies (AVX2, AVX-512) have
@@ -31,15 +34,17 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p.mul_add(r, 0.5);
     let e = p.mul_add(r * r, r) + 1.0;
     // Scale by 2^n in two halves so that neither exponent leaves the normal
-    // range: 2^128 then overflows to inf and 2^-150 underflows gradually.
-    // The halves become exponent bits without a float-to-int conversion
-    // (which would stop the loop from vectorising): adding 2^23 to a small
-    // non-negative integer-valued float puts the integer in the low bits.
-    let n1 = (n * 0.5 + ROUND) - ROUND;
-    let n2 = n - n1;
-    let pow2 = |k: f32| f32::from_bits(((k + 127.0 + 8_388_608.0).to_bits() - 0x4B00_0000) << 23);
-    let (s1, s2) = (pow2(n1), pow2(n2));
-    let y = e * s1 * s2;
+    // range: 2^128 then overflows to inf and 2^-150 underflows gradually,
+    // each in one rounding, since `e * 2^n1` is exact. The halves are
+    // integer arithmetic on `rounded`'s bits, a bit cast rather than a
+    // float-to-int conversion (which would stop the loop from vectorising).
+    // Taking n from the bits, not halving it as a float, saves a fifth of
+    // the loop's cycles on Ice Lake's model (`llvm-mca`), same bits for
+    // every f32 input.
+    let n_int = (rounded.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
+    let n1 = n_int >> 1;
+    let pow2 = |k: i32| f32::from_bits(((k + 127) << 23) as u32);
+    let y = e * pow2(n1) * pow2(n_int - n1);
     if x.is_nan() { x } else { y }
 }
 
