@@ -182,6 +182,17 @@ pub(super) unsafe fn pack<S: Source, const W: usize>(
 ) {
     let (pairs, whole) = (depth.div_ceil(2), depth / 2);
     debug_assert!(padded >= pairs);
+    // Lines contiguous at each depth (`B` as stored, `A` read transposed)
+    // go 32 at a time, a cache line of each depth, whatever the panel
+    // width: a narrower panel would read part of each line per pass.
+    #[cfg(target_arch = "x86_64")]
+    if x.rs == 1 && x.cs != 1 && matches!(W, 8 | 16 | 32) {
+        for l0 in (0..count).step_by(32) {
+            // SAFETY: lines l0.. of `x`, and their panels in `out`.
+            unsafe { interleave_pairs::<S, W>((count - l0).min(32), depth, padded, x.at(l0, 0), out.add(l0 * padded)) };
+        }
+        return;
+    }
     for l0 in (0..count).step_by(W) {
         let width = W.min(count - l0);
         // SAFETY: panel l0 / W of `out`.
@@ -230,14 +241,8 @@ pub(super) unsafe fn pack<S: Source, const W: usize>(
                 }
             }
         } else if x.rs == 1 {
-            // The lines contiguous at each depth (`B` as stored, `A` read
-            // transposed): two runs interleaved a pair at a time.
-            #[cfg(target_arch = "x86_64")]
-            if W == 32 && width == W {
-                // SAFETY: the panel's lines at each depth hold W values.
-                unsafe { interleave_pairs(depth, x.at(l0, 0), panel.as_mut_ptr()) };
-                continue;
-            }
+            // The lines contiguous at each depth, where the vector path
+            // above does not run: two runs interleaved a pair at a time.
             for (p, words) in panel.chunks_exact_mut(W).enumerate() {
                 // SAFETY: depths 2p and 2p + 1 (when inside) of lines
                 // l0..l0 + width.
@@ -349,33 +354,73 @@ pub(super) fn transpose_16x16(v: &mut [__m512i; 16]) {
     }
 }
 
-/// A panel of 32 lines contiguous at each of `depth` steps (`x.cs`
-/// apart), as words of pairs: per pair, the two depths' values of each
-/// line interleaved, line 0 first (`vpermt2w`); the last pair of an odd
-/// depth with zeros in its high halves.
+/// Up to 32 `lines` contiguous at each of `depth` steps (`x.cs` apart),
+/// as words of pairs in panels of `W` lines, `padded` words per line: per
+/// pair, the two depths' values of each line interleaved (`vpermt2w`),
+/// line 0 first; the last pair of an odd depth with zeros in its high
+/// halves; zeros for lines past `lines` in the last panel and past the
+/// last pair. Only the panels holding a line are written.
 ///
 /// # Safety
-/// `x` addresses 32 lines at each of `depth` steps; `out` holds
-/// `depth.div_ceil(2)` runs of 32 words; the CPU has AVX512-BF16.
+/// `x` addresses `lines` lines at each of `depth` steps; `out` holds
+/// `padded` words, at least `depth.div_ceil(2)`, for each of `lines`
+/// rounded up to `W`, which is 8, 16 or 32; the CPU has AVX512-BF16.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16")]
-unsafe fn interleave_pairs<S: Source>(depth: usize, x: Strided<S>, out: *mut u32) {
-    debug_assert_eq!(x.rs, 1);
+unsafe fn interleave_pairs<S: Source, const W: usize>(
+    lines: usize,
+    depth: usize,
+    padded: usize,
+    x: Strided<S>,
+    out: *mut u32,
+) {
+    const { assert!(matches!(W, 8 | 16 | 32)) };
+    debug_assert!(x.rs == 1 && (1..=32).contains(&lines));
+    let pairs = depth.div_ceil(2);
+    // The lines read; the others load as zeros.
+    let mask = u32::MAX >> (32 - lines);
     // Word c of the low vector: line c of the first depth, then of the
     // second (index 32 + c); the high vector, lines 16 to 31.
     let low: [u16; 32] = std::array::from_fn(|e| (e / 2 + 32 * (e % 2)) as u16);
     let high: [u16; 32] = std::array::from_fn(|e| (16 + e / 2 + 32 * (e % 2)) as u16);
-    // SAFETY (all): the loads read the 32 lines at depths d and d + 1 (a
-    // zero vector past the depth); the stores write pair p's 32 words.
+    // Where line `l`'s word of pair `p` goes, and the runs of words one
+    // 512-bit vector of 16 lines splits into: one panel's (W >= 16) or
+    // two (W = 8).
+    let word_at = |l: usize, p: usize| (l / W * padded + p) * W + l % W;
+    let run = W.min(16);
+    let panels = lines.div_ceil(W);
+    // SAFETY (all): the loads read the lines at depths d and d + 1 (a
+    // zero vector past the depth); the stores write pair p's words of
+    // the panels that hold a line, all inside `out`.
     unsafe {
         let (low, high) = (_mm512_loadu_si512(low.as_ptr().cast()), _mm512_loadu_si512(high.as_ptr().cast()));
-        for p in 0..depth.div_ceil(2) {
+        for p in 0..pairs {
             let d = 2 * p;
-            let first = S::load32(x.ptr.offset(d as isize * x.cs));
-            let second =
-                if d + 1 < depth { S::load32(x.ptr.offset((d + 1) as isize * x.cs)) } else { _mm512_setzero_si512() };
-            _mm512_storeu_si512(out.add(32 * p).cast(), _mm512_permutex2var_epi16(first, low, second));
-            _mm512_storeu_si512(out.add(32 * p + 16).cast(), _mm512_permutex2var_epi16(first, high, second));
+            let first = S::load32_masked(x.ptr.offset(d as isize * x.cs), mask);
+            let second = if d + 1 < depth {
+                S::load32_masked(x.ptr.offset((d + 1) as isize * x.cs), mask)
+            } else {
+                _mm512_setzero_si512()
+            };
+            for (half, index) in [low, high].into_iter().enumerate() {
+                let words = _mm512_permutex2var_epi16(first, index, second);
+                let l = 16 * half;
+                if l / W >= panels {
+                    break;
+                }
+                if run == 16 {
+                    _mm512_storeu_si512(out.add(word_at(l, p)).cast(), words);
+                } else {
+                    _mm256_storeu_si256(out.add(word_at(l, p)).cast(), _mm512_castsi512_si256(words));
+                    if (l + 8) / W < panels {
+                        _mm256_storeu_si256(out.add(word_at(l + 8, p)).cast(), _mm512_extracti64x4_epi64::<1>(words));
+                    }
+                }
+            }
+        }
+        for panel in 0..panels {
+            let at = out.add(panel * W * padded);
+            std::slice::from_raw_parts_mut(at.add(pairs * W), (padded - pairs) * W).fill(0);
         }
     }
 }
