@@ -9,7 +9,7 @@ use blaze_runtime::{Conv2dOptions, Pool2dOptions};
 
 use crate::gemm_bf16::RoundedBf16;
 use crate::matmul::{Product, gemm_raw};
-use crate::parallel::{CHUNK, chunks_mut, chunks_mut2};
+use crate::parallel::{CHUNK, chunks_mut, chunks_mut2, should_fork};
 use crate::pool::{self, AnyBits, with_scratch};
 use crate::simd::dispatch;
 use crate::storage::{Array, Float, Num};
@@ -291,7 +291,7 @@ fn for_each_sample<T: Send, S: AnyBits>(
     sample: impl Fn(&mut [S], (usize, &mut [T]), bool) + Sync,
 ) {
     let n = out.len() / per_sample.max(1);
-    if n > 1 && rayon::current_num_threads() > 1 && flops >= 1 << 18 {
+    if n > 1 && should_fork(flops, 1 << 18) {
         chunks_mut(out, per_sample, 1, &|i, o| with_scratch(scratch, |cols| sample(cols, (i, o), false)));
     } else {
         with_scratch(scratch, |cols| {
@@ -410,7 +410,7 @@ fn for_each_plane<T: Num>(
     plane: impl Fn(&[T], &mut [T], &mut [i64]) + Sync,
 ) {
     let (ins, outs) = (geo.h * geo.w, geo.oh * geo.ow);
-    let fork = planes > 1 && rayon::current_num_threads() > 1 && xs.len() >= 1 << 16;
+    let fork = planes > 1 && should_fork(xs.len(), 1 << 16);
     let src = |p: usize| &xs[p * ins..(p + 1) * ins];
     // Planes are small: hand each task enough of them to be worth a task.
     let per_task = (CHUNK / ins.max(1)).max(1);
@@ -557,7 +557,7 @@ pub(crate) fn max_pool2d_input_grad<T: Num>(grad: &Array<T>, indices: &Array<i64
         if ins == 0 {
             return;
         }
-        if rayon::current_num_threads() > 1 && dx.len() >= 1 << 16 {
+        if should_fork(dx.len(), 1 << 16) {
             chunks_mut(dx, ins, (CHUNK / ins).max(1), &|p, d| plane(p, d));
         } else {
             dx.chunks_mut(ins).enumerate().for_each(|(p, d)| plane(p, d));

@@ -67,7 +67,8 @@ pub struct CpuDevice;
 impl Device for CpuDevice {
     fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         // Parallel ops called from outside the pool hand all their pieces to
-        // the workers and sleep until they finish; from a worker, the calling
+        // the workers and sleep until they finish (so there they fork only
+        // for `OUTSIDE_POOL` times the work); from a worker, the calling
         // thread takes a piece itself. On the MLP benchmark that is about a
         // tenth of the step. The other workers poll for work through the
         // stretch rather than sleep between ops: another tenth on the GPT

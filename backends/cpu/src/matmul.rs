@@ -8,7 +8,7 @@ use ndarray::IxDyn;
 
 pub(crate) use blaze_gemm::product::{PARALLEL_FLOPS, Product, Reads, SendPtr, gemm_raw, work};
 
-use crate::parallel::for_each_index;
+use crate::parallel::{for_each_index, should_fork};
 
 use crate::pool;
 use crate::storage::Array;
@@ -86,7 +86,7 @@ where
             };
         };
         let small = work(m, n, k) < PARALLEL_FLOPS;
-        if small && count > 1 && count * work(m, n, k) >= PARALLEL_FLOPS && rayon::current_num_threads() > 1 {
+        if small && count > 1 && should_fork(count * work(m, n, k), PARALLEL_FLOPS) {
             for_each_index(count, 1, &|bi| one(bi, false));
         } else {
             (0..count).for_each(|bi| one(bi, true));

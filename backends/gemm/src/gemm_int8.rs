@@ -28,8 +28,8 @@ use std::sync::OnceLock;
 
 use blaze_runtime::int8::{self as q, ConvShape, InputQuant, QWeight};
 
-use crate::threads as parallel;
 use crate::scratch as pool;
+use crate::threads as parallel;
 
 /// Output channels in a packed panel.
 const PANEL: usize = 64;
@@ -233,7 +233,7 @@ pub fn linear_int8_on(kernel: Int8Kernel, x: &[f32], m: usize, w: &QWeight, inpu
             Job { a: a.as_ptr(), depth, n, packed, params: &params, out: Out(out.as_mut_ptr()), transposed: None };
         // SAFETY: the kernel runs here (asserted); the rows are quantized
         // and padded as the kernels read them.
-        unsafe { run(kernel, &job, m, m * n * k >= PARALLEL_MIN) };
+        unsafe { run(kernel, &job, m, parallel::should_fork(m * n * k, PARALLEL_MIN)) };
     });
 }
 
@@ -257,7 +257,7 @@ unsafe fn run(kernel: Int8Kernel, job: &Job<'_>, m: usize, fork: bool) {
             }
         }
     };
-    if fork && parallel::should_fork(panels * tasks, 2) {
+    if fork && panels * tasks > 1 {
         parallel::for_each_index(panels * tasks, 1, &task);
     } else {
         (0..panels * tasks).for_each(task);
@@ -350,7 +350,7 @@ pub fn conv2d_int8_on(
         }
     };
     let work = n * outs * m * cg * kh * kw;
-    if work >= PARALLEL_MIN && n > 1 && parallel::should_fork(n, 2) {
+    if n > 1 && parallel::should_fork(work, PARALLEL_MIN) {
         parallel::chunks_mut(out, outs * m, 1, &image);
     } else {
         out.chunks_exact_mut(outs * m).enumerate().for_each(|(s, y)| image(s, y));
@@ -785,7 +785,10 @@ mod tests {
         let (x, w) = case(m, k, n);
         let (mut want, mut got) = (vec![0.0; m * n], vec![0.0; m * n]);
         q::linear_int8(&x, m, &w, InputQuant::Dynamic, &mut want);
-        linear_int8_on(kernel, &x, m, &w, InputQuant::Dynamic, &mut got);
+        // On a pool's thread, where the product is large enough to fork.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("a pool");
+        assert!(pool.install(|| parallel::should_fork(m * n * k, PARALLEL_MIN)));
+        pool.install(|| linear_int8_on(kernel, &x, m, &w, InputQuant::Dynamic, &mut got));
         assert!(got == want, "{}", kernel.name());
     }
 }

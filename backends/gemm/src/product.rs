@@ -2,7 +2,7 @@
 //! product multiplies ([`Product`]), one plan for the whole product, and
 //! its output split into a block per thread.
 
-use crate::threads::for_each_index;
+use crate::threads::{for_each_index, should_fork};
 
 /// Multiply-adds below which one product runs on one thread.
 pub const PARALLEL_FLOPS: usize = 96 * 96 * 96;
@@ -118,7 +118,7 @@ pub unsafe fn gemm_raw<T: Product>(
     // blocking sets the order of the sums, so every thread count gives
     // the same bits.
     let plan = T::plan(m, n, k);
-    if !(parallel && threads > 1 && work(m, n, k) >= PARALLEL_FLOPS) {
+    if !(parallel && should_fork(work(m, n, k), PARALLEL_FLOPS)) {
         // SAFETY: forwarded from the caller; the plan's kernel runs here.
         unsafe { T::serial(&plan, m, n, k, dst, dst_rs, lhs, rhs, accumulate) };
         return;

@@ -11,10 +11,27 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-/// Whether work of `n` elements at or above `threshold` should fork.
+/// How many times more work than from one of the pool's threads a
+/// parallel loop needs to fork from a thread outside the pool (a
+/// program's own thread calling ops, as inference does). Such a fork hands
+/// every piece to the pool's threads, which may be asleep, and sleeps
+/// until they are done: two wake-ups. On a two-core Zen 5 VM an empty
+/// `rayon::join` from outside a pool of two took 20 µs back to back and
+/// 45-76 µs after half a millisecond idle, where the forks the loops'
+/// thresholds were set for, between the pool's own threads, cost next to
+/// nothing; the MLP example's batch-1 forward called from the main thread
+/// took 12-24 µs on two threads against 8 µs on one, for the one product
+/// large enough to fork.
+pub const OUTSIDE_POOL: usize = 16;
+
+/// Whether work of `n` (elements, multiply-adds) at or above `threshold`
+/// should fork: on a pool of more than one thread, and from outside the
+/// pool only for [`OUTSIDE_POOL`] times the work. Every parallel loop of
+/// the CPU backend and its GEMMs decides here.
 #[inline]
 pub fn should_fork(n: usize, threshold: usize) -> bool {
-    n >= threshold && rayon::current_num_threads() > 1
+    let scale = if rayon::current_thread_index().is_some() { 1 } else { OUTSIDE_POOL };
+    rayon::current_num_threads() > 1 && n >= threshold.saturating_mul(scale)
 }
 
 /// `f(i)` for every `i` in `0..n`, on rayon's threads, at least `min_len`
@@ -277,6 +294,17 @@ mod tests {
             }
         });
         xs
+    }
+
+    #[test]
+    fn work_forks_from_outside_the_pool_only_at_outside_pool_times_the_threshold() {
+        let inside = pool(2).install(|| (should_fork(1000, 1000), should_fork(999, 1000)));
+        assert_eq!(inside, (true, false));
+        assert!(!pool(1).install(|| should_fork(1 << 30, 1000)), "a pool of one never forks");
+        // This test's own thread is no pool's.
+        assert!(rayon::current_thread_index().is_none());
+        assert!(!should_fork(OUTSIDE_POOL * 1000 - 1, 1000));
+        assert_eq!(should_fork(OUTSIDE_POOL * 1000, 1000), rayon::current_num_threads() > 1);
     }
 
     #[test]
