@@ -561,6 +561,18 @@ pub fn nan_propagation<B: Backend>(dev: &B::Device) {
             assert!(values(&x.reshape([2, 2]).bias_act(None, 1, Some(act)))[1].is_nan(), "{act:?} without bias");
         }
         assert!(values(&x.leaky_relu(0.1))[1].is_nan(), "leaky_relu ({dtype})");
+        // Long enough for the vector loops, with NaN in their bodies and
+        // in a tail.
+        let at = [1, 33, 66];
+        let long: Vec<f64> = (0..67).map(|i| if at.contains(&i) { nan } else { i as f64 / 8.0 - 4.0 }).collect();
+        let long = tensor::<B, 1>(&long, [67], dtype, dev);
+        for (name, y) in
+            super::table_activations().map(|act| (act.name(), long.unary(act))).chain([("exp", long.exp())])
+        {
+            let y = values(&y);
+            assert!(at.iter().all(|&i| y[i].is_nan()), "{name} ({dtype}) over 67 values: {y:?}");
+            assert!(y.iter().filter(|v| v.is_nan()).count() == at.len(), "{name} ({dtype}): {y:?}");
+        }
         // Comparisons with NaN are false, but `ne`, as IEEE 754 says.
         let t = |b: Tensor<B, 1>| b.to_vec::<bool>();
         assert_eq!(t(x.eq(&x)), [true, false, true, true], "eq ({dtype})");

@@ -15,6 +15,7 @@ pub fn exp_f32(x: f32) -> f32 {
     // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer.
     const ROUND: f32 = 12_582_912.0;
     // Below -104 the result underflows to 0; above 88.73 it overflows.
+    // `clamp` passes NaN through, and every step after it keeps it NaN.
     let xc = x.clamp(-104.0, 88.73);
     // `rounded` is 1.5 * 2^23 + n, where a float's unit in the last place
     // is 1: its low bits hold the integer n.
@@ -44,8 +45,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let n_int = (rounded.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let n1 = n_int >> 1;
     let pow2 = |k: i32| f32::from_bits(((k + 127) << 23) as u32);
-    let y = e * pow2(n1) * pow2(n_int - n1);
-    if x.is_nan() { x } else { y }
+    e * pow2(n1) * pow2(n_int - n1)
 }
 
 /// The error function for f32, branch-free (so a loop over a slice
