@@ -387,7 +387,6 @@ unsafe fn interleave_pairs<S: Source, const W: usize>(
     // 512-bit vector of 16 lines splits into: one panel's (W >= 16) or
     // two (W = 8).
     let word_at = |l: usize, p: usize| (l / W * padded + p) * W + l % W;
-    let run = W.min(16);
     let panels = lines.div_ceil(W);
     // SAFETY (all): the loads read the lines at depths d and d + 1 (a
     // zero vector past the depth); the stores write pair p's words of
@@ -408,7 +407,7 @@ unsafe fn interleave_pairs<S: Source, const W: usize>(
                 if l / W >= panels {
                     break;
                 }
-                if run == 16 {
+                if W >= 16 {
                     _mm512_storeu_si512(out.add(word_at(l, p)).cast(), words);
                 } else {
                     _mm256_storeu_si256(out.add(word_at(l, p)).cast(), _mm512_castsi512_si256(words));
